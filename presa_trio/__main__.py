@@ -1,0 +1,5 @@
+"""``python -m presa_trio`` is ``presa-trio``."""
+
+from presa_trio.cli import main
+
+main()

@@ -1,0 +1,201 @@
+"""The ASGI application: the one place that sees bytes and headers.
+
+A POST to the endpoint climbs the admission ladder of wire §13.2: rungs 1–5
+here and in :mod:`presa_trio.http.admission`, the body and envelope (6–8),
+the mirrored headers (9–10, :mod:`presa_trio.http.mirrored`); the
+:class:`~presa_trio.server.Dispatcher` does 11–14. The first failing rung
+answers; the server keeps serving.
+
+The ASGI lifespan opens the server-lifetime nursery in which extensions run
+(the Tasks extension keeps its workers there).
+
+Spec: 2026-07-28 basic/transports/streamable-http; wire §9, §12, §13.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.typing import (
+    ASGIReceiveCallable,
+    ASGISendCallable,
+    HTTPScope,
+    LifespanScope,
+    Scope,
+)
+
+from presa_trio.http import admission, mirrored
+from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
+from presa_trio.http.sse import Outgoing, send_json, write_response
+from presa_trio.server import Dispatcher, Server
+from presa_trio.wire import envelope
+from presa_trio.wire.errors import McpError
+from presa_trio.wire.meta import RequestMeta, require_supported_version
+
+log = logging.getLogger(__name__)
+
+#: Default largest accepted body, in bytes.
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+
+@attrs.define(eq=False)
+class McpApp:
+    """An ASGI 3 application serving one :class:`Server` at one endpoint."""
+
+    dispatcher: Dispatcher
+    policy: AdmissionPolicy = AdmissionPolicy()
+    max_body: int = DEFAULT_MAX_BODY
+
+    @classmethod
+    def for_server(cls, server: Server, **options: Any) -> McpApp:
+        return cls(Dispatcher.for_server(server), **options)
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(scope, receive, send)
+        elif scope["type"] == "http":
+            await self.http(scope, receive, send)
+
+    # --- lifespan ----------------------------------------------------------------
+
+    async def lifespan(
+        self, scope: LifespanScope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        """Run the server-lifetime nursery between startup and shutdown."""
+        await receive()  # lifespan.startup
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.dispatcher.run)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            nursery.cancel_scope.cancel(reason="server shutdown")
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # --- one request -------------------------------------------------------------
+
+    async def http(
+        self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        headers = Headers.from_asgi(scope["headers"])
+        try:
+            if scope["path"] != self.policy.path:
+                raise Rejection(404, "Not found")
+            self.policy.check_host_and_origin(headers)
+            admission.check_method(scope["method"])
+            admission.check_content_type(headers)
+            admission.check_accept(headers)
+            body = await self.read_body(headers, receive)
+        except Rejection as rejection:
+            await self.reject(send, rejection)
+            return
+        await self.answer(body, headers, receive, send)
+
+    async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
+        """Rung 6: read at most ``max_body`` bytes; more is 413, unread."""
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise Rejection(413, "Request body too large")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await receive()
+            if event["type"] != "http.request":
+                raise Rejection(400, "Client went away")
+            chunk = event.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise Rejection(413, "Request body too large")
+            chunks.append(chunk)
+            if not event.get("more_body", False):
+                return b"".join(chunks)
+
+    async def reject(self, send: ASGISendCallable, rejection: Rejection) -> None:
+        await send({
+            "type": "http.response.start",
+            "status": rejection.status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *rejection.headers],
+            "trailers": False,
+        })
+        await send({"type": "http.response.body", "body": rejection.reason.encode(),
+                    "more_body": False})
+
+    async def answer(
+        self, body: bytes, headers: Headers, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        """Rungs 6–10, then dispatch; a JSON-RPC error echoes the id when readable."""
+        request_id: envelope.RequestId | None = None
+        try:
+            decoded = envelope.parse_json(body)
+            request_id = envelope.readable_id(decoded)
+            message = envelope.parse_message(decoded)
+            if isinstance(message, envelope.Notification):
+                self.check_notification(headers)
+                await send_json(send, 202, b"")
+                return
+            meta = RequestMeta.from_params(message.params)
+            mirrored.check_protocol_version(headers, meta.protocol_version)
+            self.check_mirrored(headers, message)
+        except McpError as error:
+            await send_json(send, error.http_status,
+                            envelope.dumps(envelope.error_response(request_id, error)))
+            return
+        await self.stream(message, meta, receive, send)
+
+    def check_notification(self, headers: Headers) -> None:
+        """A client notification is accepted (202) unless its version header is unsupported.
+
+        Spec: wire §13.4 — the core defines no client notifications over HTTP.
+        """
+        version = headers.get("mcp-protocol-version")
+        if version is not None:
+            require_supported_version(version)
+
+    def check_mirrored(self, headers: Headers, request: envelope.Request) -> None:
+        """Rungs 9–10: ``Mcp-Method``, ``Mcp-Name`` and, for tools/call, ``Mcp-Param-*``."""
+        mirrored.check_method_and_name(
+            headers, request.method, request.params, self.dispatcher.name_params
+        )
+        if request.method == "tools/call":
+            tool = self.dispatcher.server.tools.get(request.params.get("name"))  # type: ignore[arg-type]
+            if tool is not None and tool.header_params:
+                mirrored.check_param_headers(
+                    headers, request.params.get("arguments"), tool.header_params
+                )
+
+    async def stream(
+        self,
+        request: envelope.Request,
+        meta: RequestMeta,
+        receive: ASGIReceiveCallable,
+        send: ASGISendCallable,
+    ) -> None:
+        """Run the handler beside the writer; a client disconnect cancels both."""
+        outgoing_send, outgoing_receive = trio.open_memory_channel[Outgoing](16)
+
+        async def notify(message: dict[str, Any]) -> None:
+            await outgoing_send.send(Outgoing(message))
+
+        async def run_handler() -> None:
+            try:
+                result = await self.dispatcher.handle(request, meta, notify)
+                final = Outgoing(envelope.result_response(request.id, result), final=True)
+            except McpError as error:
+                final = Outgoing(envelope.error_response(request.id, error), final=True,
+                                 status=error.http_status)
+            await outgoing_send.send(final)
+
+        async def watch_disconnect(cancel_scope: trio.CancelScope) -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            cancel_scope.cancel(reason="client closed the stream")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_handler)
+            nursery.start_soon(watch_disconnect, nursery.cancel_scope)
+            with outgoing_receive:
+                await write_response(send, outgoing_receive)
+            nursery.cancel_scope.cancel(reason="response complete")

@@ -1,0 +1,121 @@
+"""Mirrored headers: ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``.
+
+Each repeats a value from the body so that proxies can route without parsing
+JSON; the server checks that header and body agree (wire §13.2 rungs 9–10).
+Names are case-insensitive, values case-sensitive, compared after trimming
+and after decoding the ``=?base64?…?=`` form (wire §13.6). Missing,
+duplicated, malformed or different: -32020, HTTP 400.
+
+Spec: SEP-2243; 2026-07-28 basic/transports/streamable-http §Request Headers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from presa_trio.http.admission import Headers
+from presa_trio.wire.errors import HeaderMismatch
+
+SENTINEL_PREFIX = "=?base64?"
+SENTINEL_SUFFIX = "?="
+
+
+def decode_header_value(value: str) -> str:
+    """The value a header carries: literal, or UTF-8 from the base64 sentinel form.
+
+    Only the exact lowercase prefix ``=?base64?`` and suffix ``?=`` mark the
+    sentinel; the payload must be canonical padded base64 of valid UTF-8.
+    """
+    if not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX)):
+        return value
+    payload = value[len(SENTINEL_PREFIX) : -len(SENTINEL_SUFFIX)]
+    try:
+        raw = base64.b64decode(payload, validate=True)
+        if base64.b64encode(raw).decode("ascii") != payload:
+            raise ValueError("non-canonical base64")
+        return raw.decode("utf-8")
+    except (binascii.Error, ValueError) as exc:
+        raise HeaderMismatch("Malformed base64 header value") from exc
+
+
+def single(headers: Headers, name: str) -> str | None:
+    """The one value of ``name``; a repeated header is a mismatch."""
+    values = headers.get_all(name)
+    if len(values) > 1:
+        raise HeaderMismatch(f"Header {name} appears more than once")
+    return values[0] if values else None
+
+
+def require_equal(headers: Headers, name: str, expected: str) -> None:
+    value = single(headers, name)
+    if value is None:
+        raise HeaderMismatch(f"Missing header {name}")
+    if decode_header_value(value) != expected:
+        raise HeaderMismatch(f"Header {name} does not match the request body")
+
+
+def check_protocol_version(headers: Headers, meta_version: str) -> None:
+    """``MCP-Protocol-Version`` is present once and equals the ``_meta`` version."""
+    require_equal(headers, "mcp-protocol-version", meta_version)
+
+
+def check_method_and_name(
+    headers: Headers, method: str, params: Mapping[str, Any], name_params: Mapping[str, str]
+) -> None:
+    """``Mcp-Method`` always; ``Mcp-Name`` for methods that name a target.
+
+    presa chooses: when the body lacks the named value, the header is not
+    checked and the handler answers -32602 for the body (wire §18.12).
+    """
+    require_equal(headers, "mcp-method", method)
+    key = name_params.get(method)
+    if key is not None and isinstance(params.get(key), str):
+        require_equal(headers, "mcp-name", params[key])
+
+
+def header_form(value: Any) -> str | None:
+    """How an argument value is written in an ``Mcp-Param-*`` header."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return None
+
+
+def values_agree(header: str, value: Any) -> bool:
+    """Strings compare exactly, booleans as true/false, numbers numerically."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return header == header_form(value)
+    try:
+        return float(header) == float(value)
+    except ValueError:
+        return False
+
+
+def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(arguments, dict):
+            return None
+        arguments = arguments.get(key)
+    return arguments
+
+
+def check_param_headers(
+    headers: Headers, arguments: Any, params_by_header: Mapping[str, tuple[str, ...]]
+) -> None:
+    """``Mcp-Param-<Name>`` is present exactly when its argument is present and non-null."""
+    for header_name, path in params_by_header.items():
+        name = f"mcp-param-{header_name.lower()}"
+        header = single(headers, name)
+        value = lookup(arguments, path)
+        if value is None:
+            if header is not None:
+                raise HeaderMismatch(f"Header {name} given for an absent argument")
+            continue
+        if header is None:
+            raise HeaderMismatch(f"Missing header {name}")
+        if not values_agree(decode_header_value(header), value):
+            raise HeaderMismatch(f"Header {name} does not match the request body")

@@ -1,0 +1,109 @@
+"""The per-request context a handler receives.
+
+There is no session: everything a handler may know about its caller arrives
+with the request — the protocol version, the client's capabilities, its log
+level and progress token (wire §2) — and, on a multi round-trip retry, the
+client's input responses and the handler's own verified state (wire §10).
+
+Notifications a handler sends go only to the stream of this request (wire §9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from presa_trio.wire import mrtr
+from presa_trio.wire.envelope import RequestId, notification
+from presa_trio.wire.errors import MissingRequiredClientCapability
+from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
+
+if TYPE_CHECKING:
+    from presa_trio.server.registry import Server
+
+#: Delivers one JSON-RPC message on the stream that answers this request.
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@attrs.define(eq=False)
+class RequestContext:
+    """What one request knows about its caller, and how it talks back."""
+
+    # The request's id and method, as received.
+    request_id: RequestId
+    method: str
+    # The validated ``_meta`` of this request; the only source of capabilities.
+    meta: RequestMeta
+    # The server serving the request (for its change notifications).
+    server: Server
+    # Where request-scoped notifications go; for a detached worker it drops them.
+    send: Send
+    # Raw ``inputResponses`` by key (validated as objects), ``{}`` on a first round.
+    input_responses: dict[str, Any] = attrs.field(factory=dict)
+    # The handler state sealed into ``requestState`` on the previous round.
+    state: Any = None
+    # The last progress value sent: progress must increase (wire §9).
+    _last_progress: float | None = None
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        return self.meta.capabilities
+
+    def require_capability(self, name: str) -> None:
+        """-32021 unless this request declared the top-level capability ``name``."""
+        if not self.capabilities.has(name):
+            raise MissingRequiredClientCapability.for_capability(name)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if, and only if, the request asked for it.
+
+        Spec: basic/utilities/progress; wire §9 — only with ``_meta.progressToken``,
+        echoing it, with a value that increases every time.
+        """
+        token = self.meta.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError("progress must increase with each notification")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.send(notification("notifications/progress", params))
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if the request's ``logLevel`` admits ``level``.
+
+        Spec: server/utilities/logging; wire §9 — without ``logLevel``, nothing.
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if not self.meta.logs_at(level):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.send(notification("notifications/message", params))
+
+    # --- multi round-trip answers (wire §10.3) ---------------------------------
+
+    def elicitation(self, key: str) -> mrtr.ElicitResult | None:
+        """The client's answer to the elicitation issued under ``key``, if any."""
+        raw = self.input_responses.get(key)
+        return None if raw is None else mrtr.read_elicit_result(raw)
+
+    def sampling(self, key: str) -> mrtr.SamplingResult | None:
+        """The client's model answer to the sampling request under ``key``, if any."""
+        raw = self.input_responses.get(key)
+        return None if raw is None else mrtr.read_sampling_result(raw)
+
+    def roots(self, key: str) -> list[dict[str, Any]] | None:
+        """The roots the client listed under ``key``, if any."""
+        raw = self.input_responses.get(key)
+        return None if raw is None else mrtr.read_roots(raw)

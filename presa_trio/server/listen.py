@@ -1,0 +1,82 @@
+"""``subscriptions/listen``: one long-lived stream of change notifications.
+
+The stream opens with ``notifications/subscriptions/acknowledged`` naming the
+honoured subset of the filter, then carries only the requested changes, each
+tagged with ``_meta.subscriptionId`` = the listen request's id (same JSON
+type). The client ends it by closing the stream; the edge then cancels this
+handler, and leaving the ``with`` block unsubscribes.
+
+Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2575; wire §11.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.server.context import RequestContext
+from presa_trio.server.subscriptions import Change
+from presa_trio.wire.envelope import notification
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+
+#: Filter key -> the notification method it asks for.
+LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+RESOURCE_UPDATED = "notifications/resources/updated"
+
+
+def read_filter(params: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``params.notifications`` (schema ``$defs.SubscriptionFilter``)."""
+    wanted = params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise InvalidParams("subscriptions/listen needs a 'notifications' object")
+    for key in LIST_CHANGED:
+        if key in wanted and not isinstance(wanted[key], bool):
+            raise InvalidParams(f"'{key}' must be a boolean")
+    uris = wanted.get("resourceSubscriptions")
+    if uris is not None and (
+        not isinstance(uris, list) or not all(isinstance(u, str) for u in uris)
+    ):
+        raise InvalidParams("'resourceSubscriptions' must be a list of URIs")
+    return wanted
+
+
+def honoured(wanted: dict[str, Any]) -> dict[str, Any]:
+    """The subset of the filter this server delivers; unknown keys are left out."""
+    subset: dict[str, Any] = {key: True for key in LIST_CHANGED if wanted.get(key) is True}
+    if wanted.get("resourceSubscriptions"):
+        subset["resourceSubscriptions"] = list(wanted["resourceSubscriptions"])
+    return subset
+
+
+def matcher(subset: dict[str, Any]) -> Any:
+    """A predicate: does this stream want ``change``?"""
+    methods = {LIST_CHANGED[key] for key in LIST_CHANGED if subset.get(key)}
+    uris = set(subset.get("resourceSubscriptions", ()))
+
+    def wants(change: Change) -> bool:
+        if change.method == RESOURCE_UPDATED:
+            return change.params.get("uri") in uris
+        return change.method in methods
+
+    return wants
+
+
+async def listen(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Acknowledge, then forward matching changes until the stream is closed."""
+    subset = honoured(read_filter(params))
+    tag = {META_SUBSCRIPTION_ID: ctx.request_id}
+    with ctx.server.changes.subscribe(matcher(subset)) as changes:
+        await ctx.send(
+            notification(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": tag, "notifications": subset},
+            )
+        )
+        async for change in changes:
+            await ctx.send(notification(change.method, {**change.params, "_meta": tag}))
+    # The bus closed this stream (it fell behind): end it with the listen result.
+    return {"_meta": tag}

@@ -1,0 +1,101 @@
+"""``prompts/list``, ``prompts/get`` and ``completion/complete``.
+
+Spec: 2026-07-28 server/prompts, server/utilities/completion; wire §7, §8.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.server import rounds
+from presa_trio.server.context import RequestContext
+from presa_trio.wire import models
+from presa_trio.wire.convert import to_wire
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.mrtr import InputRequired
+
+MAX_COMPLETION_VALUES = 100
+
+
+async def list_prompts(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Prompts in registration order, with caching hints."""
+    prompts = [p.prompt for p in ctx.server.prompts.values()]
+    return {"prompts": to_wire(prompts), **ctx.server.cache.to_wire()}
+
+
+def read_string_map(value: Any, what: str) -> dict[str, str]:
+    """A ``{string: string}`` object; absent is ``{}``; anything else -32602."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise InvalidParams(f"'{what}' must be an object of strings")
+    return value
+
+
+async def get_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Render a prompt; unknown prompt or missing required argument is -32602."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("prompts/get needs a string 'name'")
+    registered = ctx.server.prompts.get(name)
+    if registered is None:
+        raise InvalidParams(f"Unknown prompt: {name}")
+    arguments = read_string_map(params.get("arguments"), "arguments")
+    for argument in registered.prompt.arguments or ():
+        if argument.required and argument.name not in arguments:
+            raise InvalidParams(f"Missing required argument: {argument.name}")
+    binding = rounds.binding_for("prompts/get", name, arguments)
+    rounds.open_round(ctx, params, binding)
+    output = await registered.handler(ctx, arguments)
+    if isinstance(output, InputRequired):
+        return rounds.close_round(ctx, output, binding)
+    if isinstance(output, list):
+        output = models.GetPromptResult(output)
+    result: dict[str, Any] = to_wire(output)
+    return result
+
+
+def read_reference(params: dict[str, Any]) -> tuple[str, str]:
+    """``ref`` of a completion request: ``(ref/prompt, name)`` or ``(ref/resource, uri)``."""
+    ref = params.get("ref")
+    if not isinstance(ref, dict):
+        raise InvalidParams("completion/complete needs a 'ref' object")
+    kind = ref.get("type")
+    key = {"ref/prompt": "name", "ref/resource": "uri"}.get(kind) if isinstance(kind, str) else None
+    value = ref.get(key) if key else None
+    if kind is None or key is None or not isinstance(value, str):
+        raise InvalidParams("ref must be {type: ref/prompt, name} or {type: ref/resource, uri}")
+    return kind, value
+
+
+async def complete(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Suggest values for one argument; an unknown prompt or template is -32602."""
+    kind, ref = read_reference(params)
+    argument = params.get("argument")
+    if not (
+        isinstance(argument, dict)
+        and isinstance(argument.get("name"), str)
+        and isinstance(argument.get("value"), str)
+    ):
+        raise InvalidParams("'argument' must be {name: string, value: string}")
+    context = params.get("context") or {}
+    if not isinstance(context, dict):
+        raise InvalidParams("'context' must be an object")
+    known = (
+        ref in ctx.server.prompts
+        if kind == "ref/prompt"
+        else any(t.template.uri_template == ref for t in ctx.server.templates)
+    )
+    if not known:
+        raise InvalidParams(f"Unknown reference: {ref}")
+    handler = ctx.server.completions.get((kind, ref))
+    if handler is None:
+        completion = models.Completion(values=[], total=0, has_more=False)
+    else:
+        completion = await handler(
+            ctx, argument["name"], argument["value"],
+            read_string_map(context.get("arguments"), "context.arguments"),
+        )
+    if len(completion.values) > MAX_COMPLETION_VALUES:
+        raise ValueError("a completion may carry at most 100 values")
+    return {"completion": to_wire(completion)}

@@ -1,0 +1,295 @@
+"""The public registration API: a :class:`Server` and its decorators.
+
+A server is a set of tools, resources, resource templates, prompts and
+completions, registered with decorators, plus any extensions. It is plain
+data until an edge (HTTP or stdio) serves it::
+
+    server = Server("demo", "1.0.0")
+
+    @server.tool(description="Echo the text back", input_schema={...})
+    async def echo(ctx: RequestContext, arguments: dict) -> str:
+        return arguments["text"]
+
+The method table that answers requests is :mod:`presa_trio.server.dispatch`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from presa_trio.server.context import RequestContext
+from presa_trio.server.extensions import Extension
+from presa_trio.server.subscriptions import Change, ChangeBus
+from presa_trio.wire import models
+from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.request_state import StateSealer
+
+JSONObject = dict[str, Any]
+
+ToolOutput = (
+    str | models.ContentBlock | list[models.ContentBlock] | models.CallToolResult | InputRequired
+)
+ToolHandler = Callable[[RequestContext, JSONObject], Awaitable[ToolOutput]]
+ResourceOutput = str | bytes | list[models.ResourceContents] | InputRequired
+ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
+TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
+PromptOutput = list[models.PromptMessage] | models.GetPromptResult | InputRequired
+PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
+CompletionHandler = Callable[[RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]]
+
+EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
+
+
+class ToolError(Exception):
+    """Raised by a tool for a failure it anticipated: the result gets ``isError``.
+
+    Any other exception is a server fault and becomes -32603 (wire §5.2).
+    """
+
+
+@attrs.frozen
+class CacheHints:
+    """``ttlMs`` and ``cacheScope`` for cacheable results (server/utilities/caching).
+
+    presa chooses ``ttlMs: 0`` (stale at once: lists can change, and
+    ``listChanged`` announces it) and ``public`` (nothing here depends on who
+    asks). Change both per server.
+    """
+
+    ttl_ms: int = 0
+    scope: Literal["public", "private"] = "public"
+
+    def to_wire(self) -> JSONObject:
+        return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}
+
+
+def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
+    """Find ``x-mcp-header`` properties: header name -> path of argument keys.
+
+    Spec: wire §13.5 — reachable through chains of ``properties`` only.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        for key, child in properties.items():
+            if isinstance(child, dict) and isinstance(child.get("x-mcp-header"), str):
+                found[child["x-mcp-header"]] = (*path, key)
+            walk(child, (*path, key))
+
+    walk(schema, ())
+    return found
+
+
+@attrs.frozen
+class RegisteredTool:
+    tool: models.Tool
+    handler: ToolHandler
+    # Mcp-Param-<Name> header -> the argument path it mirrors.
+    header_params: dict[str, tuple[str, ...]]
+
+
+@attrs.frozen
+class RegisteredResource:
+    resource: models.Resource
+    handler: ResourceHandler
+
+
+@attrs.frozen
+class RegisteredTemplate:
+    template: models.ResourceTemplate
+    pattern: re.Pattern[str]
+    handler: TemplateHandler
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        found = self.pattern.fullmatch(uri)
+        return None if found is None else found.groupdict()
+
+
+def template_pattern(uri_template: str) -> re.Pattern[str]:
+    """RFC 6570 level 1: each ``{var}`` matches one non-empty path segment."""
+    parts = re.split(r"\{([A-Za-z0-9_]+)\}", uri_template)
+    regex = "".join(
+        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)"
+        for index, part in enumerate(parts)
+    )
+    return re.compile(regex)
+
+
+@attrs.frozen
+class RegisteredPrompt:
+    prompt: models.Prompt
+    handler: PromptHandler
+
+
+@attrs.define(eq=False)
+class Server:
+    """A 2026-07-28 server: what it offers, and how it is configured."""
+
+    name: str
+    version: str
+    instructions: str | None = None
+    cache: CacheHints = CacheHints()
+    # Seals requestState; the default key is random and per process (wire §10.4).
+    sealer: StateSealer = attrs.field(factory=StateSealer.with_random_key)
+    # Wall-clock seconds, for requestState expiry; injectable for tests.
+    clock: Callable[[], float] = time.time
+    tools: dict[str, RegisteredTool] = attrs.field(factory=dict)
+    resources: dict[str, RegisteredResource] = attrs.field(factory=dict)
+    templates: list[RegisteredTemplate] = attrs.field(factory=list)
+    prompts: dict[str, RegisteredPrompt] = attrs.field(factory=dict)
+    completions: dict[tuple[str, str], CompletionHandler] = attrs.field(factory=dict)
+    extensions: list[Extension] = attrs.field(factory=list)
+    changes: ChangeBus = attrs.field(factory=ChangeBus)
+
+    # --- registration ----------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str,
+        input_schema: JSONObject | None = None,
+        title: str | None = None,
+        output_schema: JSONObject | None = None,
+        annotations: JSONObject | None = None,
+    ) -> Callable[[ToolHandler], ToolHandler]:
+        """Register a tool; the handler gets the context and the arguments object."""
+
+        def register(handler: ToolHandler) -> ToolHandler:
+            schema = input_schema if input_schema is not None else EMPTY_OBJECT_SCHEMA
+            tool = models.Tool(
+                name=name or handler.__name__,
+                description=description,
+                input_schema=schema,
+                title=title,
+                output_schema=output_schema,
+                annotations=annotations,
+            )
+            self.tools[tool.name] = RegisteredTool(tool, handler, header_params(schema))
+            return handler
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+    ) -> Callable[[ResourceHandler], ResourceHandler]:
+        """Register a concrete resource; listed in registration order."""
+
+        def register(handler: ResourceHandler) -> ResourceHandler:
+            resource = models.Resource(
+                uri=uri, name=name, title=title, description=description, mime_type=mime_type
+            )
+            self.resources[uri] = RegisteredResource(resource, handler)
+            return handler
+
+        return register
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+    ) -> Callable[[TemplateHandler], TemplateHandler]:
+        """Register a resource template; the handler gets the matched variables."""
+
+        def register(handler: TemplateHandler) -> TemplateHandler:
+            template = models.ResourceTemplate(
+                uri_template=uri_template,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+            )
+            self.templates.append(
+                RegisteredTemplate(template, template_pattern(uri_template), handler)
+            )
+            return handler
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        description: str,
+        arguments: Sequence[models.PromptArgument] = (),
+        title: str | None = None,
+    ) -> Callable[[PromptHandler], PromptHandler]:
+        """Register a prompt; the handler gets the context and its string arguments."""
+
+        def register(handler: PromptHandler) -> PromptHandler:
+            prompt = models.Prompt(
+                name=name or handler.__name__,
+                description=description,
+                title=title,
+                arguments=list(arguments) or None,
+            )
+            self.prompts[prompt.name] = RegisteredPrompt(prompt, handler)
+            return handler
+
+        return register
+
+    def completion(
+        self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str
+    ) -> Callable[[CompletionHandler], CompletionHandler]:
+        """Register argument completion for a prompt name or a template URI."""
+
+        def register(handler: CompletionHandler) -> CompletionHandler:
+            self.completions[(ref_type, ref)] = handler
+            return handler
+
+        return register
+
+    def add_extension(self, extension: Extension) -> None:
+        """Plug in an extension (SEP-2133); see :mod:`presa_trio.server.extensions`."""
+        self.extensions.append(extension)
+        extension.attach(self)
+
+    # --- lookups ---------------------------------------------------------------
+
+    def find_template(self, uri: str) -> tuple[RegisteredTemplate, dict[str, str]] | None:
+        for template in self.templates:
+            variables = template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None
+
+    def listed_tools(self) -> Iterator[models.Tool]:
+        """Tools in registration order: the same order on every call.
+
+        Spec: tools/list is deterministic when nothing changed
+        (runner tools-list/tools-list-deterministic-order).
+        """
+        for registered in self.tools.values():
+            yield registered.tool
+
+    # --- change notifications (wire §11) ---------------------------------------
+
+    def notify_tools_list_changed(self) -> None:
+        self.changes.publish(Change("notifications/tools/list_changed"))
+
+    def notify_prompts_list_changed(self) -> None:
+        self.changes.publish(Change("notifications/prompts/list_changed"))
+
+    def notify_resources_list_changed(self) -> None:
+        self.changes.publish(Change("notifications/resources/list_changed"))
+
+    def notify_resource_updated(self, uri: str) -> None:
+        self.changes.publish(Change("notifications/resources/updated", {"uri": uri}))

@@ -1,0 +1,71 @@
+"""``resources/list``, ``resources/templates/list`` and ``resources/read``.
+
+Spec: 2026-07-28 server/resources; SEP-2164 (not found is -32602 with
+``data.uri``, never empty contents); wire §6.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from presa_trio.server import rounds
+from presa_trio.server.context import RequestContext
+from presa_trio.server.registry import ResourceOutput
+from presa_trio.wire import models
+from presa_trio.wire.convert import to_wire
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.mrtr import InputRequired
+
+
+async def list_resources(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Concrete resources in registration order, with caching hints."""
+    resources = [r.resource for r in ctx.server.resources.values()]
+    return {"resources": to_wire(resources), **ctx.server.cache.to_wire()}
+
+
+async def list_templates(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Resource templates, with caching hints."""
+    templates = [t.template for t in ctx.server.templates]
+    return {"resourceTemplates": to_wire(templates), **ctx.server.cache.to_wire()}
+
+
+def as_contents(uri: str, mime_type: str | None, output: ResourceOutput) -> list[Any]:
+    """Normalise a handler's output: ``str`` is text, ``bytes`` is a base64 blob."""
+    if isinstance(output, str):
+        return [models.TextResourceContents(uri, output, mime_type)]
+    if isinstance(output, bytes):
+        return [models.BlobResourceContents(uri, base64.b64encode(output).decode(), mime_type)]
+    assert not isinstance(output, InputRequired)
+    return output
+
+
+def not_found(uri: str) -> InvalidParams:
+    """SEP-2164: -32602 carrying the URI."""
+    return InvalidParams("Resource not found", {"uri": uri})
+
+
+async def read_resource(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Read a resource or a template match; may run a multi round-trip round."""
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("resources/read needs a string 'uri'")
+    binding = rounds.binding_for("resources/read", uri, None)
+    server = ctx.server
+    registered = server.resources.get(uri)
+    if registered is not None:
+        rounds.open_round(ctx, params, binding)
+        output = await registered.handler(ctx)
+        mime_type = registered.resource.mime_type
+    else:
+        found = server.find_template(uri)
+        if found is None:
+            raise not_found(uri)
+        template, variables = found
+        rounds.open_round(ctx, params, binding)
+        output = await template.handler(ctx, variables)
+        mime_type = template.template.mime_type
+    if isinstance(output, InputRequired):
+        return rounds.close_round(ctx, output, binding)
+    contents = as_contents(uri, mime_type, output)
+    return {"contents": to_wire(contents), **server.cache.to_wire()}

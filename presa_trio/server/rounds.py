@@ -1,0 +1,52 @@
+"""The multi round-trip boundary: open a round from the retry, close it on the way out.
+
+Handlers never see tokens. On the way in, :func:`open_round` validates
+``inputResponses`` and opens ``requestState`` (verifying its signature,
+expiry and binding to this very request). On the way out, :func:`close_round`
+checks every input request against the capabilities this request declared
+and seals the handler's state.
+
+Spec: 2026-07-28 basic/patterns/mrtr; wire §10.2–§10.4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.server.context import RequestContext
+from presa_trio.wire.errors import MissingRequiredClientCapability
+from presa_trio.wire.mrtr import InputRequired, parse_input_responses
+from presa_trio.wire.request_state import Binding, canonical_digest
+
+#: Methods allowed to answer ``input_required`` (wire §10). List methods never do.
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+def binding_for(method: str, target: str, arguments: Any) -> Binding:
+    """What a ``requestState`` is bound to: method, target and argument digest."""
+    return Binding(method, target, canonical_digest(arguments))
+
+
+def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) -> None:
+    """Load this round's input responses and verified state onto ``ctx``."""
+    ctx.input_responses = parse_input_responses(params)
+    token = params.get("requestState")
+    if token is not None:
+        ctx.state = ctx.server.sealer.open(token, binding, ctx.server.clock())
+
+
+def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) -> dict[str, Any]:
+    """The wire ``InputRequiredResult`` for ``needed``.
+
+    Spec: wire §10.2 — an input request for a capability this request did not
+    declare is never sent; the answer is -32021 instead.
+    """
+    for request in needed.requests.values():
+        if not request.allowed_by(ctx.capabilities):
+            raise MissingRequiredClientCapability.for_capability(request.capability)
+    result: dict[str, Any] = {"resultType": "input_required"}
+    if needed.requests:
+        result["inputRequests"] = {key: r.to_wire() for key, r in needed.requests.items()}
+    if needed.state is not None:
+        result["requestState"] = ctx.server.sealer.seal(needed.state, binding, ctx.server.clock())
+    return result

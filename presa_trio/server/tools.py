@@ -1,0 +1,87 @@
+"""``tools/list`` and ``tools/call``.
+
+Spec: 2026-07-28 server/tools; wire §5.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from presa_trio.server import rounds
+from presa_trio.server.context import RequestContext
+from presa_trio.server.registry import ToolError, ToolOutput
+from presa_trio.wire import models
+from presa_trio.wire.convert import to_wire
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.mrtr import InputRequired
+
+if TYPE_CHECKING:
+    from presa_trio.server.registry import Server
+
+log = logging.getLogger(__name__)
+
+
+async def list_tools(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """All tools, in a stable order, with caching hints (wire §5.1, §14)."""
+    server = ctx.server
+    return {"tools": to_wire(list(server.listed_tools())), **server.cache.to_wire()}
+
+
+def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``name`` and ``arguments`` of a ``tools/call``, shape-checked (wire §5.2).
+
+    No ``arguments`` means ``{}``.
+    """
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("tools/call needs a string 'name'")
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams("'arguments' must be an object")
+    return name, arguments
+
+
+def as_call_result(output: ToolOutput) -> models.CallToolResult | InputRequired:
+    """Normalise what a tool returned into a ``CallToolResult`` (or a round)."""
+    if isinstance(output, models.CallToolResult | InputRequired):
+        return output
+    if isinstance(output, str):
+        return models.CallToolResult([models.TextContent(output)])
+    if isinstance(output, list):
+        return models.CallToolResult(output)
+    return models.CallToolResult([output])
+
+
+async def invoke_tool(
+    server: Server, ctx: RequestContext, name: str, arguments: dict[str, Any]
+) -> models.CallToolResult | InputRequired:
+    """Run a tool's handler and map its outcome.
+
+    A :class:`ToolError` is a failure the tool anticipated: an ``isError``
+    result (runner tools-call-error). Any other exception propagates, and the
+    dispatcher answers -32603 (wire §5.2). The Tasks extension runs tools in
+    its workers through this same function, so both paths map alike.
+    """
+    registered = server.tools.get(name)
+    if registered is None:
+        raise InvalidParams(f"Unknown tool: {name}")
+    try:
+        output = await registered.handler(ctx, arguments)
+    except ToolError as failure:
+        return models.CallToolResult([models.TextContent(str(failure))], is_error=True)
+    return as_call_result(output)
+
+
+async def call_tool(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Call a tool for this request, with the multi round-trip boundary around it."""
+    name, arguments = read_call_params(params)
+    binding = rounds.binding_for("tools/call", name, arguments)
+    rounds.open_round(ctx, params, binding)
+    outcome = await invoke_tool(ctx.server, ctx, name, arguments)
+    if isinstance(outcome, InputRequired):
+        return rounds.close_round(ctx, outcome, binding)
+    result: dict[str, Any] = to_wire(outcome)
+    return result

@@ -1,0 +1,103 @@
+"""The JSON-RPC 2.0 envelope: parsing one incoming message, building responses.
+
+Every client message is one JSON object: a request (it has an ``id``) or a
+notification (it has none). Batches and responses from the client are not
+accepted. Outgoing JSON is compact, one line, because the runner splits SSE
+bodies on newlines (wire §9).
+
+Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses; wire §13.2
+rungs 6–7.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from presa_trio.wire.errors import InvalidRequest, McpError, ParseError
+
+RequestId = str | int
+
+
+@attrs.frozen
+class Request:
+    """A JSON-RPC request: it expects exactly one response carrying its ``id``."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class Notification:
+    """A JSON-RPC notification: no ``id``, no response."""
+
+    method: str
+    params: dict[str, Any]
+
+
+def dumps(message: dict[str, Any]) -> bytes:
+    """Compact JSON, UTF-8: no spaces, no newlines."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def parse_json(body: bytes) -> Any:
+    """Decode a body, or raise -32700 (rung 6)."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError() from exc
+
+
+def readable_id(message: Any) -> RequestId | None:
+    """The request id, when one can be read, so that even errors echo it (wire §12)."""
+    if isinstance(message, dict):
+        candidate = message.get("id")
+        if isinstance(candidate, str) or (
+            isinstance(candidate, int) and not isinstance(candidate, bool)
+        ):
+            return candidate
+    return None
+
+
+def parse_message(message: Any) -> Request | Notification:
+    """Turn a decoded JSON value into a request or a notification (rung 7).
+
+    ``params`` may be absent (treated as ``{}``) but, when present, must be
+    an object: MCP never uses positional params.
+    """
+    if not isinstance(message, dict):
+        raise InvalidRequest("Expected a single JSON-RPC request object")
+    if message.get("jsonrpc") != "2.0":
+        raise InvalidRequest("jsonrpc must be \"2.0\"")
+    if "result" in message or "error" in message:
+        raise InvalidRequest("The server does not accept responses")
+    method = message.get("method")
+    if not isinstance(method, str):
+        raise InvalidRequest("method must be a string")
+    params = message.get("params", {})
+    if not isinstance(params, dict):
+        raise InvalidRequest("params must be an object")
+    if "id" not in message:
+        return Notification(method, params)
+    request_id = readable_id(message)
+    if request_id is None:
+        raise InvalidRequest("id must be a string or an integer")
+    return Request(request_id, method, params)
+
+
+def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC success response."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_response(request_id: RequestId | None, error: McpError) -> dict[str, Any]:
+    """A JSON-RPC error response; ``id`` is null when it could not be read."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+
+
+def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A server-to-client JSON-RPC notification."""
+    return {"jsonrpc": "2.0", "method": method, "params": params}

@@ -1,0 +1,140 @@
+"""The spec's JSON-RPC errors: one exception type per error, each with its code.
+
+Handlers raise these; only an edge turns one into bytes. Each class carries the
+JSON-RPC ``code`` (schema.ts constants) and the HTTP status the Streamable HTTP
+transport answers with (wire §12). The table lives here, on the classes, so the
+whole mapping reads in one screen.
+
+Spec: 2026-07-28 basic/index §Error Codes; basic/transports/streamable-http
+§Error Responses; schema ``$defs.JSONRPCErrorResponse``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+class McpError(Exception):
+    """A JSON-RPC error the server answers with.
+
+    ``message`` is what the client reads; it never carries a stack trace or
+    internal detail. ``data`` is the optional structured payload.
+    """
+
+    code: ClassVar[int] = INTERNAL_ERROR
+    http_status: ClassVar[int] = 500
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None) -> None:
+        self.message = message or self.default_message
+        self.data = data
+        super().__init__(self.message)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``error`` member of a JSON-RPC error response."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(McpError):
+    """The body is not JSON (-32700, HTTP 400)."""
+
+    code = PARSE_ERROR
+    http_status = 400
+    default_message = "Parse error"
+
+
+class InvalidRequest(McpError):
+    """Not a single well-formed JSON-RPC request object (-32600, HTTP 400)."""
+
+    code = INVALID_REQUEST
+    http_status = 400
+    default_message = "Invalid Request"
+
+
+class MethodNotFound(McpError):
+    """Unknown or removed method, or a capability the server does not offer.
+
+    Spec: streamable-http says -32601 MUST be HTTP 404 (wire §12).
+    """
+
+    code = METHOD_NOT_FOUND
+    http_status = 404
+    default_message = "Method not found"
+
+
+class InvalidParams(McpError):
+    """Bad params: missing ``_meta`` fields, unknown tool, bad ``requestState``…"""
+
+    code = INVALID_PARAMS
+    http_status = 400
+    default_message = "Invalid params"
+
+
+class InternalError(McpError):
+    """An unexpected fault. The message stays generic; details go to the log.
+
+    presa chooses HTTP 500: the spec sets no status for -32603 (wire §18.1).
+    """
+
+    code = INTERNAL_ERROR
+    http_status = 500
+    default_message = "Internal error"
+
+
+class HeaderMismatch(McpError):
+    """A mirrored header is missing, malformed or differs from the body (wire §13.5)."""
+
+    code = HEADER_MISMATCH
+    http_status = 400
+    default_message = "Header mismatch"
+
+
+class MissingRequiredClientCapability(McpError):
+    """The request needs a client capability it did not declare (wire §2).
+
+    ``data.requiredCapabilities`` is a ``ClientCapabilities``-shaped object;
+    the schema requires it.
+    """
+
+    code = MISSING_REQUIRED_CLIENT_CAPABILITY
+    http_status = 400
+    default_message = "Missing required client capability"
+
+    def __init__(self, message: str, required: dict[str, Any]) -> None:
+        super().__init__(message, {"requiredCapabilities": required})
+
+    @classmethod
+    def for_capability(cls, name: str, settings: dict[str, Any] | None = None) -> McpError:
+        """Missing a top-level capability such as ``sampling``."""
+        return cls(f"This request requires the client '{name}' capability", {name: settings or {}})
+
+    @classmethod
+    def for_extension(cls, extension_id: str) -> McpError:
+        """Missing an extension declaration (SEP-2133), e.g. the Tasks extension."""
+        return cls(
+            f"This request requires the client extension '{extension_id}'",
+            {"extensions": {extension_id: {}}},
+        )
+
+
+class UnsupportedProtocolVersion(McpError):
+    """The request's protocol version is not one this server speaks (wire §13.2 rung 11)."""
+
+    code = UNSUPPORTED_PROTOCOL_VERSION
+    http_status = 400
+    default_message = "Unsupported protocol version"
+
+    def __init__(self, requested: Any, supported: list[str]) -> None:
+        super().__init__(data={"supported": supported, "requested": requested})

@@ -1,0 +1,128 @@
+"""Per-request ``_meta``: the protocol version and client capabilities of one request.
+
+There is no session in 2026-07-28: every request carries its own protocol
+version and its own client capabilities, and nothing carries over from one
+request to the next (wire §2).
+
+Spec: 2026-07-28 basic/index §_meta; schema ``$defs.RequestMetaObject``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+from presa_trio.wire.errors import InvalidParams, UnsupportedProtocolVersion
+
+PROTOCOL_VERSION: Final = "2026-07-28"
+SUPPORTED_VERSIONS: Final = (PROTOCOL_VERSION,)
+
+META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+
+#: Logging levels in increasing severity (RFC 5424 names; spec utilities/logging).
+LOG_LEVELS: Final = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+)
+
+
+@attrs.frozen
+class ClientCapabilities:
+    """What the client declared on this one request.
+
+    Kept as the raw object: capability objects are open, and a server only
+    asks "is this key declared?" (wire §2).
+    """
+
+    raw: dict[str, Any] = attrs.field(factory=dict)
+
+    def has(self, name: str) -> bool:
+        """Whether a top-level capability (``sampling``, ``roots``…) is declared."""
+        return isinstance(self.raw.get(name), dict)
+
+    def has_elicitation_mode(self, mode: str) -> bool:
+        """Elicitation ``{}`` means form mode only (client/elicitation §Capabilities)."""
+        elicitation = self.raw.get("elicitation")
+        if not isinstance(elicitation, dict):
+            return False
+        if not elicitation:
+            return mode == "form"
+        return isinstance(elicitation.get(mode), dict)
+
+    def has_extension(self, extension_id: str) -> bool:
+        """Whether the request declares an extension (SEP-2133).
+
+        Any JSON object counts as a declaration; its contents are the
+        extension's settings.
+        """
+        extensions = self.raw.get("extensions")
+        return isinstance(extensions, dict) and isinstance(extensions.get(extension_id), dict)
+
+
+@attrs.frozen
+class RequestMeta:
+    """The validated ``params._meta`` of one request."""
+
+    protocol_version: str
+    capabilities: ClientCapabilities
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    progress_token: str | int | None = None
+    raw: dict[str, Any] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> RequestMeta:
+        """Validate the shape of ``params._meta`` (wire §13.2 rung 8).
+
+        Missing ``_meta``, ``protocolVersion`` or ``clientCapabilities`` is
+        -32602 (runner server-stateless/sep-2575-request-meta-invalid-*).
+        Whether the version is *supported* is a later rung: see
+        :func:`require_supported_version`.
+        """
+        meta = params.get("_meta")
+        if not isinstance(meta, dict):
+            raise InvalidParams(
+                "Missing params._meta; supported protocol versions: " + ", ".join(SUPPORTED_VERSIONS)
+            )
+        version = meta.get(META_PROTOCOL_VERSION)
+        if not isinstance(version, str):
+            raise InvalidParams(f"params._meta must carry a string '{META_PROTOCOL_VERSION}'")
+        capabilities = meta.get(META_CLIENT_CAPABILITIES)
+        if not isinstance(capabilities, dict):
+            raise InvalidParams(f"params._meta must carry an object '{META_CLIENT_CAPABILITIES}'")
+        client_info = meta.get(META_CLIENT_INFO)
+        if client_info is not None and not isinstance(client_info, dict):
+            raise InvalidParams(f"'{META_CLIENT_INFO}' must be an object")
+        log_level = meta.get(META_LOG_LEVEL)
+        if log_level is not None and log_level not in LOG_LEVELS:
+            raise InvalidParams(f"Unknown log level: {log_level!r}")
+        progress_token = meta.get("progressToken")
+        if progress_token is not None and (
+            isinstance(progress_token, bool) or not isinstance(progress_token, str | int)
+        ):
+            raise InvalidParams("progressToken must be a string or an integer")
+        return cls(
+            protocol_version=version,
+            capabilities=ClientCapabilities(capabilities),
+            client_info=client_info,
+            log_level=log_level,
+            progress_token=progress_token,
+            raw=meta,
+        )
+
+    def logs_at(self, level: str) -> bool:
+        """Whether a message at ``level`` may be sent (wire §9: only at or above logLevel)."""
+        if self.log_level is None:
+            return False
+        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+
+
+def require_supported_version(version: str) -> None:
+    """-32022 unless this server speaks ``version`` (wire §13.2 rung 11)."""
+    if version not in SUPPORTED_VERSIONS:
+        raise UnsupportedProtocolVersion(version, list(SUPPORTED_VERSIONS))

@@ -1,0 +1,190 @@
+"""attrs models of the 2026-07-28 objects a server sends.
+
+Names follow the schema (``$defs.Tool``, ``$defs.TextContent``…) with
+snake_case attributes; :mod:`presa_trio.wire.convert` renames them. Optional
+keys default to ``None`` and are then left off the wire.
+
+Spec: schema.ts; server/tools, server/resources, server/prompts,
+server/utilities/completion.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from presa_trio.wire.convert import always
+
+JSONObject = dict[str, Any]
+Role = Literal["user", "assistant"]
+
+
+# --- content blocks (schema $defs.ContentBlock) ------------------------------
+
+
+@attrs.frozen
+class TextContent:
+    text: str
+    type: Literal["text"] = always("text")
+    annotations: JSONObject | None = None
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class ImageContent:
+    data: str  # base64
+    mime_type: str
+    type: Literal["image"] = always("image")
+    annotations: JSONObject | None = None
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class AudioContent:
+    data: str  # base64
+    mime_type: str
+    type: Literal["audio"] = always("audio")
+    annotations: JSONObject | None = None
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class TextResourceContents:
+    uri: str
+    text: str
+    mime_type: str | None = None
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class BlobResourceContents:
+    uri: str
+    blob: str  # base64
+    mime_type: str | None = None
+    meta: JSONObject | None = None
+
+
+ResourceContents = TextResourceContents | BlobResourceContents
+
+
+@attrs.frozen
+class EmbeddedResource:
+    resource: ResourceContents
+    type: Literal["resource"] = always("resource")
+    annotations: JSONObject | None = None
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class ResourceLink:
+    uri: str
+    name: str
+    type: Literal["resource_link"] = always("resource_link")
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: JSONObject | None = None
+    meta: JSONObject | None = None
+
+
+ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
+
+
+# --- descriptors listed by the server ---------------------------------------
+
+
+@attrs.frozen
+class Tool:
+    """A tool as ``tools/list`` shows it (wire §5.1)."""
+
+    name: str
+    description: str
+    input_schema: JSONObject
+    title: str | None = None
+    output_schema: JSONObject | None = None
+    annotations: JSONObject | None = None
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class Resource:
+    """A concrete resource as ``resources/list`` shows it (wire §6)."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+
+
+@attrs.frozen
+class ResourceTemplate:
+    """An RFC 6570 URI template as ``resources/templates/list`` shows it (wire §6)."""
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+@attrs.frozen
+class PromptArgument:
+    name: str
+    description: str | None = None
+    required: bool | None = None
+
+
+@attrs.frozen
+class Prompt:
+    """A prompt as ``prompts/list`` shows it (wire §7)."""
+
+    name: str
+    description: str
+    title: str | None = None
+    arguments: list[PromptArgument] | None = None
+
+
+@attrs.frozen
+class PromptMessage:
+    role: Role
+    content: ContentBlock
+
+
+# --- results -----------------------------------------------------------------
+
+
+@attrs.frozen
+class CallToolResult:
+    """The final answer of ``tools/call`` (wire §5.3)."""
+
+    content: list[ContentBlock]
+    structured_content: Any = None
+    is_error: bool = False
+    meta: JSONObject | None = None
+
+
+@attrs.frozen
+class GetPromptResult:
+    """The final answer of ``prompts/get`` (wire §7)."""
+
+    messages: list[PromptMessage]
+    description: str | None = None
+
+
+@attrs.frozen
+class ReadResourceResult:
+    """The final answer of ``resources/read`` (wire §6)."""
+
+    contents: list[ResourceContents]
+
+
+@attrs.frozen
+class Completion:
+    """The ``completion`` member of ``completion/complete`` (wire §8): at most 100 values."""
+
+    values: list[str]
+    total: int | None = None
+    has_more: bool | None = None

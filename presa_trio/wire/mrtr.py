@@ -1,0 +1,179 @@
+"""Multi round-trip requests: input requests out, input responses back.
+
+A handler that needs something from the client (a form answer, a model
+completion, the client's roots) does not call the client. It returns an
+:class:`InputRequired`, and the client retries the same request with
+``inputResponses`` (and the ``requestState`` it was given). This module holds
+the shapes; signing the state is :mod:`presa_trio.wire.request_state`.
+
+Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
+``$defs.InputResponses``, ``$defs.InputRequiredResult``; wire §10.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.meta import ClientCapabilities
+
+JSONObject = dict[str, Any]
+
+
+@attrs.frozen
+class Elicitation:
+    """``elicitation/create`` in form mode: ask the user to fill a flat form."""
+
+    message: str
+    requested_schema: JSONObject
+
+    capability = "elicitation"
+
+    def allowed_by(self, capabilities: ClientCapabilities) -> bool:
+        return capabilities.has_elicitation_mode("form")
+
+    def to_wire(self) -> JSONObject:
+        return {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": self.message,
+                "requestedSchema": self.requested_schema,
+            },
+        }
+
+
+@attrs.frozen
+class Sampling:
+    """``sampling/createMessage``: ask the client's model for a completion."""
+
+    prompt: str
+    max_tokens: int
+    system_prompt: str | None = None
+
+    capability = "sampling"
+
+    def allowed_by(self, capabilities: ClientCapabilities) -> bool:
+        return capabilities.has("sampling")
+
+    def to_wire(self) -> JSONObject:
+        params: JSONObject = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": self.prompt}}],
+            "maxTokens": self.max_tokens,
+        }
+        if self.system_prompt is not None:
+            params["systemPrompt"] = self.system_prompt
+        return {"method": "sampling/createMessage", "params": params}
+
+
+@attrs.frozen
+class ListRoots:
+    """``roots/list``: ask which filesystem roots the client exposes."""
+
+    capability = "roots"
+
+    def allowed_by(self, capabilities: ClientCapabilities) -> bool:
+        return capabilities.has("roots")
+
+    def to_wire(self) -> JSONObject:
+        return {"method": "roots/list"}
+
+
+InputRequest = Elicitation | Sampling | ListRoots
+
+
+@attrs.frozen
+class InputRequired:
+    """What a handler returns to ask for input: requests by key, and its own state.
+
+    ``state`` is any JSON value the handler wants back on the retry; the
+    server seals it into ``requestState`` and hands it back verified, so a
+    handler never sees a token. At least one of the two must be given
+    (schema ``$defs.InputRequiredResult``).
+    """
+
+    requests: dict[str, InputRequest] = attrs.field(factory=dict)
+    state: Any = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.requests and self.state is None:
+            raise ValueError("InputRequired needs input requests, state, or both")
+
+
+# --- responses -----------------------------------------------------------------
+
+
+@attrs.frozen
+class ElicitResult:
+    """The client's answer to an elicitation: ``accept`` carries ``content``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: JSONObject | None = None
+
+
+@attrs.frozen
+class SamplingResult:
+    """The client's model answer; ``text`` is the text of its content, if any."""
+
+    role: str
+    model: str
+    text: str | None
+    stop_reason: str | None = None
+
+
+def parse_input_responses(params: JSONObject) -> dict[str, JSONObject]:
+    """Read ``params.inputResponses``: absent or null is ``{}``.
+
+    Spec: wire §10.3 — not an object, or a value that is not an object, is
+    -32602. Unknown keys are kept; a handler simply never asks for them.
+    """
+    responses = params.get("inputResponses")
+    if responses is None:
+        return {}
+    if not isinstance(responses, dict):
+        raise InvalidParams("inputResponses must be an object")
+    for key, value in responses.items():
+        if not isinstance(value, dict):
+            raise InvalidParams(f"inputResponses[{key!r}] must be an object")
+    return responses
+
+
+def read_elicit_result(raw: JSONObject) -> ElicitResult:
+    """Validate an ``ElicitResult`` (schema ``$defs.ElicitResult``), else -32602."""
+    action = raw.get("action")
+    if action not in ("accept", "decline", "cancel"):
+        raise InvalidParams("ElicitResult.action must be accept, decline or cancel")
+    content = raw.get("content")
+    if content is not None and not isinstance(content, dict):
+        raise InvalidParams("ElicitResult.content must be an object")
+    if action == "accept" and content is None:
+        raise InvalidParams("An accepted ElicitResult must carry content")
+    return ElicitResult(action, content)
+
+
+def read_sampling_result(raw: JSONObject) -> SamplingResult:
+    """Validate a ``CreateMessageResult``, else -32602."""
+    role, model, content = raw.get("role"), raw.get("model"), raw.get("content")
+    if role not in ("user", "assistant") or not isinstance(model, str):
+        raise InvalidParams("CreateMessageResult needs a role and a model")
+    blocks = content if isinstance(content, list) else [content]
+    if not blocks or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
+        raise InvalidParams("CreateMessageResult.content must be content blocks")
+    texts = [b["text"] for b in blocks if b["type"] == "text" and isinstance(b.get("text"), str)]
+    stop_reason = raw.get("stopReason")
+    return SamplingResult(
+        role, model, "".join(texts) if texts else None,
+        stop_reason if isinstance(stop_reason, str) else None,
+    )
+
+
+def read_roots(raw: JSONObject) -> list[JSONObject]:
+    """Validate a ``ListRootsResult`` and return its roots, else -32602."""
+    roots = raw.get("roots")
+    if not isinstance(roots, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
+    ):
+        raise InvalidParams("ListRootsResult.roots must be a list of {uri, name?}")
+    return roots

@@ -1,0 +1,126 @@
+"""Sealing ``requestState``: an HMAC-signed, expiring, request-bound token.
+
+The client echoes ``requestState`` on the retry, and the echo is attacker
+controlled. presa signs what it hands out and refuses what it did not sign,
+what has expired, and what was issued for another request (another method,
+tool/prompt/resource, or other arguments).
+
+Token: ``v1.<b64url(payload)>.<b64url(HMAC-SHA256(key, "v1." + b64url(payload)))>``
+with a compact JSON payload ``{"exp", "m", "t", "h", "s"}``: expiry (unix
+seconds), method, target name or URI, SHA-256 of the canonical arguments, and
+the handler's own state.
+
+presa chooses: a key ring — sign with the first key, accept any — so keys can
+rotate and several processes can share one. A random key generated per
+process (the default) cannot be verified by any other process.
+
+Spec: 2026-07-28 basic/patterns/mrtr §Server Requirements 4–5; wire §10.4.
+Failures are -32602 ``Invalid or expired requestState`` (HTTP 400).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from presa_trio.wire.errors import InvalidParams
+
+VERSION_PREFIX = "v1."
+DEFAULT_LIFETIME_S = 600
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    padded = text + "=" * (-len(text) % 4)
+    decoded = base64.b64decode(padded, altchars=b"-_", validate=True)
+    if _b64(decoded) != text:
+        raise ValueError("non-canonical base64")
+    return decoded
+
+
+def canonical_digest(arguments: Any) -> str:
+    """SHA-256 of arguments as sorted, compact JSON: binds a state to its request."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@attrs.frozen
+class Binding:
+    """What a state is bound to: the method, its target, and its arguments."""
+
+    method: str
+    target: str
+    arguments_digest: str
+
+
+def invalid_state() -> InvalidParams:
+    return InvalidParams("Invalid or expired requestState")
+
+
+@attrs.frozen
+class StateSealer:
+    """Seals and opens ``requestState`` tokens with a ring of HMAC keys."""
+
+    keys: Sequence[bytes]
+    lifetime_s: int = DEFAULT_LIFETIME_S
+
+    @classmethod
+    def with_random_key(cls) -> StateSealer:
+        """A per-process key: fine for one process, useless across several."""
+        return cls([secrets.token_bytes(32)])
+
+    def _mac(self, key: bytes, signed: str) -> bytes:
+        return hmac.new(key, signed.encode("ascii"), hashlib.sha256).digest()
+
+    def seal(self, state: Any, binding: Binding, now: float) -> str:
+        payload = {
+            "exp": int(now) + self.lifetime_s,
+            "m": binding.method,
+            "t": binding.target,
+            "h": binding.arguments_digest,
+            "s": state,
+        }
+        signed = VERSION_PREFIX + _b64(json.dumps(payload, separators=(",", ":")).encode())
+        return signed + "." + _b64(self._mac(self.keys[0], signed))
+
+    def open(self, token: Any, binding: Binding, now: float) -> Any:
+        """Verify a token and return the handler state inside it, else -32602.
+
+        The MAC is checked first, in constant time; nothing in the payload is
+        read before the signature holds.
+        """
+        if not isinstance(token, str) or not token.startswith(VERSION_PREFIX):
+            raise invalid_state()
+        signed, dot, signature = token.rpartition(".")
+        if not dot or signed.count(".") != 1:
+            raise invalid_state()
+        try:
+            mac = _unb64(signature)
+        except (ValueError, binascii.Error) as exc:
+            raise invalid_state() from exc
+        if not any(hmac.compare_digest(mac, self._mac(key, signed)) for key in self.keys):
+            raise invalid_state()
+        try:
+            payload = json.loads(_unb64(signed[len(VERSION_PREFIX):]))
+        except (ValueError, binascii.Error) as exc:
+            raise invalid_state() from exc
+        if not isinstance(payload, dict) or not isinstance(payload.get("exp"), int):
+            raise invalid_state()
+        if payload["exp"] < now:
+            raise invalid_state()
+        if (payload.get("m"), payload.get("t"), payload.get("h")) != (
+            binding.method, binding.target, binding.arguments_digest,
+        ):
+            raise invalid_state()
+        return payload.get("s")
