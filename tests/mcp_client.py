@@ -1,0 +1,193 @@
+"""An in-process streaming client for the ASGI app, and request builders.
+
+httpx's ASGI transport buffers the whole response, which hides SSE timing
+and never lets a test close a stream early. This driver calls the app
+directly: the request body goes in through ``receive``, the response comes
+out event by event through ``send``, and leaving :meth:`McpClient.stream`
+delivers ``http.disconnect`` exactly as a client closing the connection would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from presa_trio.http.app import McpApp
+from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
+
+DEFAULT_CAPABILITIES: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {}}
+NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def meta(capabilities: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """A valid request ``_meta`` with the given capabilities (default: all three)."""
+    return {
+        META_PROTOCOL_VERSION: PROTOCOL_VERSION,
+        META_CLIENT_CAPABILITIES: dict(DEFAULT_CAPABILITIES if capabilities is None else capabilities),
+        **extra,
+    }
+
+
+def request(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    request_id: int | str = 1,
+    capabilities: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A JSON-RPC request whose ``_meta`` is filled in unless ``params`` sets one."""
+    full = dict(params or {})
+    full.setdefault("_meta", meta(capabilities))
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": full}
+
+
+def headers_for(message: Mapping[str, Any], name_params: Mapping[str, str] = NAME_PARAMS) -> dict[str, str]:
+    """The headers a correct client sends with ``message`` (wire §13.5)."""
+    headers = {
+        "host": "localhost:3000",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+    }
+    method = message.get("method")
+    if "id" in message and isinstance(method, str):
+        headers["mcp-method"] = method
+        key = name_params.get(method)
+        value = message.get("params", {}).get(key) if key else None
+        if isinstance(value, str):
+            headers["mcp-name"] = value
+    return headers
+
+
+@attrs.define
+class Response:
+    """A response as received: status, headers (lowercased) and the body chunks."""
+
+    status: int = 0
+    headers: dict[str, str] = attrs.field(factory=dict)
+    chunks: list[bytes] = attrs.field(factory=list)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The JSON messages of an SSE body, in order (comments skipped)."""
+        return [
+            json.loads(line[len("data: "):])
+            for line in self.body.decode().split("\r\n")
+            if line.startswith("data: ")
+        ]
+
+
+@attrs.define(eq=False)
+class Stream:
+    """An open response: read its SSE messages one at a time."""
+
+    response: Response
+    _chunks: trio.MemoryReceiveChannel[bytes]
+    _buffer: bytes = b""
+
+    async def next_message(self) -> dict[str, Any]:
+        while b"\r\n\r\n" not in self._buffer:
+            self._buffer += await self._chunks.receive()
+        event, self._buffer = self._buffer.split(b"\r\n\r\n", 1)
+        for line in event.decode().split("\r\n"):
+            if line.startswith("data: "):
+                return json.loads(line[len("data: "):])  # type: ignore[no-any-return]
+        return await self.next_message()  # a comment such as ": ping"
+
+
+@attrs.define(eq=False)
+class McpClient:
+    """Drives an :class:`McpApp` in-process, one ASGI call per request."""
+
+    app: McpApp
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        body: bytes | Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        *,
+        method: str = "POST",
+        path: str = "/mcp",
+    ) -> AsyncIterator[Stream]:
+        """Open a request; on exit the client disconnects and the app must finish."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        sent_headers = headers if headers is not None else headers_for(
+            body if isinstance(body, Mapping) else {}, self.app.dispatcher.name_params
+        )
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
+            "query_string": b"", "root_path": "", "server": ("127.0.0.1", 3000),
+            "client": ("127.0.0.1", 50000),
+            "headers": [(k.lower().encode(), v.encode()) for k, v in sent_headers.items()],
+        }
+        disconnected = trio.Event()
+        body_sent = False
+        started = trio.Event()
+        response = Response()
+        chunk_send, chunk_receive = trio.open_memory_channel[bytes](1000)
+
+        async def receive() -> dict[str, Any]:
+            nonlocal body_sent
+            if not body_sent:
+                body_sent = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            await disconnected.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(event: dict[str, Any]) -> None:
+            if event["type"] == "http.response.start":
+                response.status = event["status"]
+                response.headers = {k.decode(): v.decode() for k, v in event["headers"]}
+                started.set()
+            elif event["type"] == "http.response.body":
+                response.chunks.append(event.get("body", b""))
+                chunk_send.send_nowait(event.get("body", b""))
+                if not event.get("more_body", False):
+                    chunk_send.close()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.app, scope, receive, send)
+            await started.wait()
+            try:
+                yield Stream(response, chunk_receive)
+            finally:
+                disconnected.set()
+
+    async def post(
+        self,
+        body: bytes | Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Response:
+        """Send a request and read the whole response."""
+        async with self.stream(body, headers, **options) as opened:
+            with trio.fail_after(30):
+                async for _ in opened._chunks:
+                    pass
+            return opened.response
+
+    async def call(self, method: str, params: Mapping[str, Any] | None = None, **options: Any) -> Response:
+        """Send a well-formed request for ``method``."""
+        return await self.post(request(method, params, **options))
+
+
+@asynccontextmanager
+async def running(app: McpApp) -> AsyncIterator[McpClient]:
+    """Run the app's lifespan (its server-lifetime nursery) around a client."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.dispatcher.run)
+        yield McpClient(app)
+        nursery.cancel_scope.cancel()
