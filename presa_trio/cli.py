@@ -1,8 +1,8 @@
-"""The command line: ``presa-trio serve`` runs the fixture over HTTP.
+"""The command line: ``presa-trio serve`` (Streamable HTTP) and ``presa-trio stdio``.
 
-The server binds to loopback by default; the DNS-rebinding allowlist of the
-HTTP edge admits loopback names only, so a non-loopback ``--host`` also needs
-``--allow-host``.
+Both serve the conformance fixture, the built-in demo. The HTTP server binds
+to loopback by default, and the DNS-rebinding allowlist admits loopback names
+only, so a non-loopback ``--host`` also needs ``--allow-host``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,17 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from presa_trio.fixtures import build_app
+from presa_trio.fixtures import build_server
 from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
+from presa_trio.http.app import McpApp
+from presa_trio.server import Dispatcher
+from presa_trio.stdio import serve_stdio
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
@@ -32,20 +36,23 @@ def sealer_from(keys: Sequence[str]) -> StateSealer:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--state-key", action="append", default=[],
+        help=f"requestState HMAC key; repeat to rotate, the first signs (env {STATE_KEY_ENV}, "
+        "comma-separated). Default: a random key, valid for this process only",
+    )
+    common.add_argument("--log-level", default="INFO", help="logging level (logs go to stderr)")
     parser = argparse.ArgumentParser(prog="presa-trio", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve_cmd = commands.add_parser("serve", help="serve the fixture over Streamable HTTP")
-    serve_cmd.add_argument("--host", default="127.0.0.1")
-    serve_cmd.add_argument("--port", type=int, default=3000)
-    serve_cmd.add_argument(
+    http = commands.add_parser("serve", parents=[common], help="serve over Streamable HTTP")
+    http.add_argument("--host", default="127.0.0.1")
+    http.add_argument("--port", type=int, default=3000)
+    http.add_argument(
         "--allow-host", action="append", default=[],
         help="another Host/Origin name to admit (DNS-rebinding allowlist)",
     )
-    serve_cmd.add_argument(
-        "--state-key", action="append", default=[],
-        help=f"requestState HMAC key (repeat to rotate; first signs). Env: {STATE_KEY_ENV}",
-    )
-    serve_cmd.add_argument("--log-level", default="INFO")
+    commands.add_parser("stdio", parents=[common], help="serve over stdin/stdout")
     return parser.parse_args(argv)
 
 
@@ -53,11 +60,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     keys = args.state_key or [k for k in os.environ.get(STATE_KEY_ENV, "").split(",") if k]
+    server = build_server(sealer=sealer_from(keys))
+    if args.command == "stdio":
+        serve_stdio(Dispatcher.for_server(server))
+        return
     allowed = LOOPBACK_HOSTS | {name.lower() for name in args.allow_host}
-    app = build_app(sealer=sealer_from(keys))
-    app.policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
+    app = McpApp.for_server(
+        server, policy=AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
+    )
     config = Config()
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
     print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    trio.run(serve, app, config)  # type: ignore[arg-type]
+    trio.run(partial(serve, app, config, mode="asgi"))
