@@ -38,7 +38,9 @@ def sealer_from(keys: Sequence[str]) -> StateSealer:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--state-key", action="append", default=[],
+        "--state-key",
+        action="append",
+        default=[],
         help=f"requestState HMAC key; repeat to rotate, the first signs (env {STATE_KEY_ENV}, "
         "comma-separated). Default: a random key, valid for this process only",
     )
@@ -49,7 +51,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     http.add_argument("--host", default="127.0.0.1")
     http.add_argument("--port", type=int, default=3000)
     http.add_argument(
-        "--allow-host", action="append", default=[],
+        "--allow-host",
+        action="append",
+        default=[],
         help="another Host/Origin name to admit (DNS-rebinding allowlist)",
     )
     commands.add_parser("stdio", parents=[common], help="serve over stdin/stdout")

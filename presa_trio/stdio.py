@@ -48,9 +48,7 @@ class StdioServer:
     read_line: Callable[[], bytes]
     output: BinaryIO
     # In-flight requests by id: their cancel scope, and whether they are listens.
-    _in_flight: dict[envelope.RequestId, tuple[trio.CancelScope, bool]] = attrs.field(
-        factory=dict
-    )
+    _in_flight: dict[envelope.RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
 
     def write(self, message: dict[str, Any]) -> None:
         """Write one message as one line. Synchronous: lines never interleave."""
@@ -65,9 +63,7 @@ class StdioServer:
         async with trio.open_nursery() as lifetime:
             await lifetime.start(self.dispatcher.run)
             async with trio.open_nursery() as requests:
-                while line := await trio.to_thread.run_sync(
-                    self.read_line, abandon_on_cancel=True
-                ):
+                while line := await trio.to_thread.run_sync(self.read_line, abandon_on_cancel=True):
                     if line.strip():
                         await self.receive(line, requests)
                 self.end_listens()

@@ -28,7 +28,9 @@ def meta(capabilities: Mapping[str, Any] | None = None, **extra: Any) -> dict[st
     """A valid request ``_meta`` with the given capabilities (default: all three)."""
     return {
         META_PROTOCOL_VERSION: PROTOCOL_VERSION,
-        META_CLIENT_CAPABILITIES: dict(DEFAULT_CAPABILITIES if capabilities is None else capabilities),
+        META_CLIENT_CAPABILITIES: dict(
+            DEFAULT_CAPABILITIES if capabilities is None else capabilities
+        ),
         **extra,
     }
 
@@ -46,7 +48,9 @@ def request(
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": full}
 
 
-def headers_for(message: Mapping[str, Any], name_params: Mapping[str, str] = NAME_PARAMS) -> dict[str, str]:
+def headers_for(
+    message: Mapping[str, Any], name_params: Mapping[str, str] = NAME_PARAMS
+) -> dict[str, str]:
     """The headers a correct client sends with ``message`` (wire §13.5)."""
     headers = {
         "host": "localhost:3000",
@@ -82,7 +86,7 @@ class Response:
     def events(self) -> list[dict[str, Any]]:
         """The JSON messages of an SSE body, in order (comments skipped)."""
         return [
-            json.loads(line[len("data: "):])
+            json.loads(line[len("data: ") :])
             for line in self.body.decode().split("\r\n")
             if line.startswith("data: ")
         ]
@@ -102,7 +106,7 @@ class Stream:
         event, self._buffer = self._buffer.split(b"\r\n\r\n", 1)
         for line in event.decode().split("\r\n"):
             if line.startswith("data: "):
-                return json.loads(line[len("data: "):])  # type: ignore[no-any-return]
+                return json.loads(line[len("data: ") :])  # type: ignore[no-any-return]
         return await self.next_message()  # a comment such as ": ping"
 
 
@@ -123,13 +127,24 @@ class McpClient:
     ) -> AsyncIterator[Stream]:
         """Open a request; on exit the client disconnects and the app must finish."""
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        sent_headers = headers if headers is not None else headers_for(
-            body if isinstance(body, Mapping) else {}, self.app.dispatcher.name_params
+        sent_headers = (
+            headers
+            if headers is not None
+            else headers_for(
+                body if isinstance(body, Mapping) else {}, self.app.dispatcher.name_params
+            )
         )
         scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
-            "query_string": b"", "root_path": "", "server": ("127.0.0.1", 3000),
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "server": ("127.0.0.1", 3000),
             "client": ("127.0.0.1", 50000),
             "headers": [(k.lower().encode(), v.encode()) for k, v in sent_headers.items()],
         }
@@ -179,7 +194,9 @@ class McpClient:
                     pass
             return opened.response
 
-    async def call(self, method: str, params: Mapping[str, Any] | None = None, **options: Any) -> Response:
+    async def call(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Any
+    ) -> Response:
         """Send a well-formed request for ``method``."""
         return await self.post(request(method, params, **options))
 

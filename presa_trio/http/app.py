@@ -46,7 +46,7 @@ class McpApp:
     """An ASGI 3 application serving one :class:`Server` at one endpoint."""
 
     dispatcher: Dispatcher
-    policy: AdmissionPolicy = AdmissionPolicy()
+    policy: AdmissionPolicy = attrs.field(factory=AdmissionPolicy)
     max_body: int = DEFAULT_MAX_BODY
 
     @classmethod
@@ -114,14 +114,17 @@ class McpApp:
                 return b"".join(chunks)
 
     async def reject(self, send: ASGISendCallable, rejection: Rejection) -> None:
-        await send({
-            "type": "http.response.start",
-            "status": rejection.status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *rejection.headers],
-            "trailers": False,
-        })
-        await send({"type": "http.response.body", "body": rejection.reason.encode(),
-                    "more_body": False})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": rejection.status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), *rejection.headers],
+                "trailers": False,
+            }
+        )
+        await send(
+            {"type": "http.response.body", "body": rejection.reason.encode(), "more_body": False}
+        )
 
     async def answer(
         self, body: bytes, headers: Headers, receive: ASGIReceiveCallable, send: ASGISendCallable
@@ -140,8 +143,9 @@ class McpApp:
             mirrored.check_protocol_version(headers, meta.protocol_version)
             self.check_mirrored(headers, message)
         except McpError as error:
-            await send_json(send, error.http_status,
-                            envelope.dumps(envelope.error_response(request_id, error)))
+            await send_json(
+                send, error.http_status, envelope.dumps(envelope.error_response(request_id, error))
+            )
             return
         await self.stream(message, meta, receive, send)
 
@@ -184,8 +188,9 @@ class McpApp:
                 result = await self.dispatcher.handle(request, meta, notify)
                 final = Outgoing(envelope.result_response(request.id, result), final=True)
             except McpError as error:
-                final = Outgoing(envelope.error_response(request.id, error), final=True,
-                                 status=error.http_status)
+                final = Outgoing(
+                    envelope.error_response(request.id, error), final=True, status=error.http_status
+                )
             await outgoing_send.send(final)
 
         async def watch_disconnect(cancel_scope: trio.CancelScope) -> None:

@@ -87,7 +87,7 @@ def header_form(value: Any) -> str | None:
 
 def values_agree(header: str, value: Any) -> bool:
     """Strings compare exactly, booleans as true/false, numbers numerically."""
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, bool | str):
         return header == header_form(value)
     try:
         return float(header) == float(value)

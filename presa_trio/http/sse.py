@@ -46,10 +46,14 @@ def sse_event(message: dict[str, Any]) -> bytes:
 
 
 async def send_json(send: ASGISendCallable, status: int, body: bytes) -> None:
-    await send({
-        "type": "http.response.start", "status": status, "headers": JSON_HEADERS,
-        "trailers": False,
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": JSON_HEADERS,
+            "trailers": False,
+        }
+    )
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
@@ -61,19 +65,28 @@ async def write_response(
     if first.final:
         await send_json(send, first.status, dumps(first.message))
         return
-    await send({
-        "type": "http.response.start", "status": 200, "headers": SSE_HEADERS, "trailers": False,
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": SSE_HEADERS,
+            "trailers": False,
+        }
+    )
     item: Outgoing | None = first
     while True:
         if item is not None:
-            await send({"type": "http.response.body", "body": sse_event(item.message),
-                        "more_body": not item.final})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": sse_event(item.message),
+                    "more_body": not item.final,
+                }
+            )
             if item.final:
                 return
         item = None
         with trio.move_on_after(PING_INTERVAL_S):
             item = await outgoing.receive()
         if item is None:
-            await send({"type": "http.response.body", "body": b": ping\r\n\r\n",
-                        "more_body": True})
+            await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})

@@ -11,6 +11,11 @@ from presa_trio.server.extensions import Extension, MethodHandler
 from presa_trio.server.registry import CacheHints, Server, ToolError
 
 __all__ = [
-    "CacheHints", "Dispatcher", "Extension", "MethodHandler", "RequestContext", "Server",
+    "CacheHints",
+    "Dispatcher",
+    "Extension",
+    "MethodHandler",
+    "RequestContext",
+    "Server",
     "ToolError",
 ]

@@ -35,7 +35,11 @@ log = logging.getLogger(__name__)
 #: Requests that 2026-07-28 removed; they answer -32601 like any unknown method
 #: (SEP-2575 §Deprecated and Removed RPCs). Listed for readers, never looked up.
 REMOVED_METHODS = (
-    "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
 )
 
 #: ``Mcp-Name`` rules of the core: method -> the params key the header mirrors.
@@ -119,4 +123,3 @@ class Dispatcher:
         result.setdefault("resultType", "complete")
         result["_meta"] = {**result.get("_meta", {}), META_SERVER_INFO: self.server_info}
         return result
-

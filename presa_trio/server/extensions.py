@@ -43,7 +43,7 @@ class Extension:
     #: ``Mcp-Name`` rules: method -> the params key the header mirrors (wire §13.5).
     name_params: Mapping[str, str] = {}
 
-    def attach(self, server: Server) -> None:  # noqa: B027 - an optional hook
+    def attach(self, server: Server) -> None:
         """Called once when the extension is added to ``server``."""
 
     def methods(self) -> Mapping[str, MethodHandler]:

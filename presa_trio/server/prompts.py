@@ -93,7 +93,9 @@ async def complete(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any
         completion = models.Completion(values=[], total=0, has_more=False)
     else:
         completion = await handler(
-            ctx, argument["name"], argument["value"],
+            ctx,
+            argument["name"],
+            argument["value"],
             read_string_map(context.get("arguments"), "context.arguments"),
         )
     if len(completion.values) > MAX_COMPLETION_VALUES:

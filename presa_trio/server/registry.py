@@ -40,7 +40,9 @@ ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
 TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
 PromptOutput = list[models.PromptMessage] | models.GetPromptResult | InputRequired
 PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
-CompletionHandler = Callable[[RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]]
+CompletionHandler = Callable[
+    [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
+]
 
 EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 

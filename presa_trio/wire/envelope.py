@@ -71,7 +71,7 @@ def parse_message(message: Any) -> Request | Notification:
     if not isinstance(message, dict):
         raise InvalidRequest("Expected a single JSON-RPC request object")
     if message.get("jsonrpc") != "2.0":
-        raise InvalidRequest("jsonrpc must be \"2.0\"")
+        raise InvalidRequest('jsonrpc must be "2.0"')
     if "result" in message or "error" in message:
         raise InvalidRequest("The server does not accept responses")
     method = message.get("method")

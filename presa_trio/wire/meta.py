@@ -27,7 +27,14 @@ META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 #: Logging levels in increasing severity (RFC 5424 names; spec utilities/logging).
 LOG_LEVELS: Final = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 )
 
 
@@ -86,9 +93,8 @@ class RequestMeta:
         """
         meta = params.get("_meta")
         if not isinstance(meta, dict):
-            raise InvalidParams(
-                "Missing params._meta; supported protocol versions: " + ", ".join(SUPPORTED_VERSIONS)
-            )
+            supported = ", ".join(SUPPORTED_VERSIONS)
+            raise InvalidParams(f"Missing params._meta; supported protocol versions: {supported}")
         version = meta.get(META_PROTOCOL_VERSION)
         if not isinstance(version, str):
             raise InvalidParams(f"params._meta must carry a string '{META_PROTOCOL_VERSION}'")

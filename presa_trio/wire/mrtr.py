@@ -158,13 +158,16 @@ def read_sampling_result(raw: JSONObject) -> SamplingResult:
     role, model, content = raw.get("role"), raw.get("model"), raw.get("content")
     if role not in ("user", "assistant") or not isinstance(model, str):
         raise InvalidParams("CreateMessageResult needs a role and a model")
-    blocks = content if isinstance(content, list) else [content]
-    if not blocks or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
+    candidates = content if isinstance(content, list) else [content]
+    blocks = [b for b in candidates if isinstance(b, dict) and isinstance(b.get("type"), str)]
+    if not blocks or len(blocks) != len(candidates):
         raise InvalidParams("CreateMessageResult.content must be content blocks")
     texts = [b["text"] for b in blocks if b["type"] == "text" and isinstance(b.get("text"), str)]
     stop_reason = raw.get("stopReason")
     return SamplingResult(
-        role, model, "".join(texts) if texts else None,
+        role,
+        model,
+        "".join(texts) if texts else None,
         stop_reason if isinstance(stop_reason, str) else None,
     )
 

@@ -112,7 +112,7 @@ class StateSealer:
         if not any(hmac.compare_digest(mac, self._mac(key, signed)) for key in self.keys):
             raise invalid_state()
         try:
-            payload = json.loads(_unb64(signed[len(VERSION_PREFIX):]))
+            payload = json.loads(_unb64(signed[len(VERSION_PREFIX) :]))
         except (ValueError, binascii.Error) as exc:
             raise invalid_state() from exc
         if not isinstance(payload, dict) or not isinstance(payload.get("exp"), int):
@@ -120,7 +120,9 @@ class StateSealer:
         if payload["exp"] < now:
             raise invalid_state()
         if (payload.get("m"), payload.get("t"), payload.get("h")) != (
-            binding.method, binding.target, binding.arguments_digest,
+            binding.method,
+            binding.target,
+            binding.arguments_digest,
         ):
             raise invalid_state()
         return payload.get("s")
