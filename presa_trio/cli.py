@@ -1,4 +1,5 @@
-"""The command line: ``presa-trio serve`` (Streamable HTTP) and ``presa-trio stdio``.
+"""The command line: ``presa-trio serve`` (Streamable HTTP), ``presa-trio stdio``,
+and ``presa-trio transcript`` (render a recorded transcript as Markdown).
 
 Both serve the conformance fixture, the built-in demo. The HTTP server binds
 to loopback by default, and the DNS-rebinding allowlist admits loopback names
@@ -11,8 +12,10 @@ import argparse
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 import trio
 from hypercorn.config import Config
@@ -21,6 +24,8 @@ from hypercorn.trio import serve
 from presa_trio.fixtures import build_server
 from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
 from presa_trio.http.app import McpApp
+from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.transcript_render import render_lines
 from presa_trio.server import Dispatcher
 from presa_trio.stdio import serve_stdio
 from presa_trio.wire.request_state import StateSealer
@@ -56,12 +61,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         help="another Host/Origin name to admit (DNS-rebinding allowlist)",
     )
+    http.add_argument(
+        "--transcript",
+        type=Path,
+        metavar="FILE",
+        help="append every HTTP exchange to FILE as JSON lines (off by default)",
+    )
     commands.add_parser("stdio", parents=[common], help="serve over stdin/stdout")
+    render = commands.add_parser("transcript", help="render a transcript file as Markdown")
+    render.add_argument("file", type=Path)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.command == "transcript":
+        with args.file.open(encoding="utf-8") as lines:
+            sys.stdout.write(render_lines(lines))
+        return
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     keys = args.state_key or [k for k in os.environ.get(STATE_KEY_ENV, "").split(",") if k]
     server = build_server(sealer=sealer_from(keys))
@@ -72,8 +89,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     app = McpApp.for_server(
         server, policy=AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
     )
+    served = app if args.transcript is None else TranscriptRecorder(app, args.transcript, time.time)
     config = Config()
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
     print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    trio.run(partial(serve, app, config, mode="asgi"))
+    trio.run(partial(serve, served, config, mode="asgi"))

@@ -115,6 +115,8 @@ class McpClient:
     """Drives an :class:`McpApp` in-process, one ASGI call per request."""
 
     app: McpApp
+    # What requests are sent to: the app itself, or middleware around it.
+    asgi: Any = None
 
     @asynccontextmanager
     async def stream(
@@ -174,7 +176,7 @@ class McpClient:
                     chunk_send.close()
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.app, scope, receive, send)
+            nursery.start_soon(self.asgi or self.app, scope, receive, send)
             await started.wait()
             try:
                 yield Stream(response, chunk_receive)

@@ -1,0 +1,75 @@
+"""Transcripts record exchanges without changing them, and render stably.
+
+Rules: recording is ASGI middleware around the real app; the golden
+rendering lives next to this file and changes only on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import trio
+
+from presa_trio.fixtures import build_app
+from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.transcript_render import render_lines
+from tests.mcp_client import McpClient, meta, request, running
+
+HERE = Path(__file__).parent
+RECORDED = HERE / "transcript_recorded.jsonl"
+GOLDEN = HERE / "transcript_golden.md"
+
+
+class Ticks:
+    """A clock that advances 5 ms per reading: deterministic timings."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        self.now += 0.005
+        return self.now
+
+
+async def exchange_both_ways(tmp_path: Path) -> tuple[list[bytes], list[bytes], Path]:
+    """Send the same requests to the bare app and to the recorded one."""
+    target = tmp_path / "t.jsonl"
+    bodies: list[list[bytes]] = [[], []]
+    messages = [
+        request("tools/call", {"name": "test_simple_text"}),
+        request("tools/call", {"name": "test_tool_with_progress", "_meta": meta(progressToken=7)}),
+        request("tools/call", {"name": "no_such_tool"}),
+    ]
+    for index, wrap in enumerate((False, True)):
+        app = build_app()
+        async with running(app) as client:
+            if wrap:
+                client = McpClient(app, asgi=TranscriptRecorder(app, target, Ticks()))
+            for message in messages:
+                response = await client.post(message)
+                bodies[index].append(response.body)
+    return bodies[0], bodies[1], target
+
+
+async def test_recording_does_not_change_what_the_server_sends(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """presa-defined: transcripts must not change the wire (off by default)."""
+    bare, recorded, target = await exchange_both_ways(tmp_path)
+    assert recorded == bare
+    lines = target.read_text().splitlines()
+    assert len(lines) == 3
+    first = json.loads(lines[0])
+    assert first["request"]["headers"]["mcp-method"] == "tools/call"
+    assert first["response"]["status"] == 200
+    assert first["response"]["body"]["result"]["content"][0]["type"] == "text"
+    streamed = json.loads(lines[1])
+    methods = [e["data"].get("method") for e in streamed["response"]["events"]]
+    assert methods == ["notifications/progress"] * 3 + [None]
+
+
+def test_rendering_of_a_recorded_exchange_is_stable() -> None:
+    """presa-defined: the Markdown rendering of a fixed recording never drifts."""
+    rendered = render_lines(RECORDED.read_text().splitlines())
+    assert rendered == GOLDEN.read_text()
