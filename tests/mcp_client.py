@@ -176,7 +176,8 @@ class McpClient:
                     chunk_send.close()
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.asgi or self.app, scope, receive, send)
+            target: Any = self.asgi or self.app
+            nursery.start_soon(target, scope, receive, send)
             await started.wait()
             try:
                 yield Stream(response, chunk_receive)
