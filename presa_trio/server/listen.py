@@ -1,7 +1,8 @@
 """``subscriptions/listen``: one long-lived stream of change notifications.
 
 The stream opens with ``notifications/subscriptions/acknowledged`` naming the
-honoured subset of the filter, then carries only the requested changes, each
+honoured subset of the filter (extensions honour their own keys, such as
+the Tasks extension's ``taskIds``), then carries only the requested changes, each
 tagged with ``_meta.subscriptionId`` = the listen request's id (same JSON
 type). The client ends it by closing the stream; the edge then cancels this
 handler, and leaving the ``with`` block unsubscribes.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from presa_trio.server.context import RequestContext
-from presa_trio.server.subscriptions import Change
+from presa_trio.server.subscriptions import Change, Wants
 from presa_trio.wire.envelope import notification
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
@@ -52,8 +53,8 @@ def honoured(wanted: dict[str, Any]) -> dict[str, Any]:
     return subset
 
 
-def matcher(subset: dict[str, Any]) -> Any:
-    """A predicate: does this stream want ``change``?"""
+def core_wants(subset: dict[str, Any]) -> Wants:
+    """A predicate: does a stream with this honoured filter want ``change``?"""
     methods = {LIST_CHANGED[key] for key in LIST_CHANGED if subset.get(key)}
     uris = set(subset.get("resourceSubscriptions", ()))
 
@@ -65,11 +66,22 @@ def matcher(subset: dict[str, Any]) -> Any:
     return wants
 
 
+def any_of(predicates: list[Wants]) -> Wants:
+    return lambda change: any(wants(change) for wants in predicates)
+
+
 async def listen(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Acknowledge, then forward matching changes until the stream is closed."""
-    subset = honoured(read_filter(params))
+    wanted = read_filter(params)
+    subset = honoured(wanted)
+    predicates = [core_wants(subset)]
+    for extension in ctx.server.extensions:
+        part = extension.subscription(ctx, wanted)
+        if part is not None:
+            subset |= part.honoured
+            predicates.append(part.wants)
     tag = {META_SUBSCRIPTION_ID: ctx.request_id}
-    with ctx.server.changes.subscribe(matcher(subset)) as changes:
+    with ctx.server.changes.subscribe(any_of(predicates)) as changes:
         await ctx.send(
             notification(
                 "notifications/subscriptions/acknowledged",
