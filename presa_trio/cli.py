@@ -12,19 +12,14 @@ import argparse
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from presa_trio.fixtures import build_server
-from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
-from presa_trio.http.app import McpApp
-from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.serving import serve_http
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.server import Dispatcher
 from presa_trio.stdio import serve_stdio
@@ -85,13 +80,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "stdio":
         serve_stdio(Dispatcher.for_server(server))
         return
-    allowed = LOOPBACK_HOSTS | {name.lower() for name in args.allow_host}
-    app = McpApp.for_server(
-        server, policy=AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
-    )
-    served = app if args.transcript is None else TranscriptRecorder(app, args.transcript, time.time)
-    config = Config()
-    config.bind = [f"{args.host}:{args.port}"]
-    config.accesslog = None
     print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    trio.run(partial(serve, served, config, mode="asgi"))
+    trio.run(
+        partial(
+            serve_http,
+            server,
+            host=args.host,
+            port=args.port,
+            allow_hosts=frozenset(args.allow_host),
+            transcript=args.transcript,
+        )
+    )

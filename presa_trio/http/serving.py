@@ -1,0 +1,43 @@
+"""Serving a :class:`~presa_trio.server.Server` over HTTP with hypercorn's Trio worker."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from hypercorn.typing import ASGIFramework
+
+from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
+from presa_trio.http.app import McpApp
+from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.server import Server
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 3000,
+    allow_hosts: frozenset[str] = frozenset(),
+    transcript: Path | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` at ``http://host:port/mcp`` until cancelled.
+
+    With ``nursery.start`` it returns the bound URLs once listening, so
+    ``port=0`` picks a free port. Host and Origin are checked against the
+    loopback names plus ``allow_hosts`` (DNS rebinding, wire §13.2 rung 2).
+    """
+    allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
+    app: ASGIFramework = McpApp.for_server(
+        server, policy=AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
+    )
+    if transcript is not None:
+        app = TranscriptRecorder(app, transcript, time.time)
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    await serve(app, config, mode="asgi", task_status=task_status)

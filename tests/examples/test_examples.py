@@ -1,0 +1,43 @@
+"""The README's examples work as the README says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from examples import hello_server, two_rounds
+from presa_trio.http.app import McpApp
+from tests.mcp_client import running
+
+ELICIT_ACCEPT = {"action": "accept", "content": {"city": "Lisbon"}}
+SAMPLED = {
+    "role": "assistant",
+    "content": {"type": "text", "text": "It has seven hills."},
+    "model": "test-model",
+}
+
+
+async def test_hello_server_greets() -> None:
+    """presa-defined: the ten-line server of the README answers its tool."""
+    async with running(McpApp.for_server(hello_server.server)) as client:
+        response = await client.call("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    assert response.json()["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_two_round_tool_asks_the_user_then_the_model() -> None:
+    """Spec-mandated (basic/patterns/mrtr; wire §10): each retry carries only the
+    answers of the previous round, and the signed state carries the rest."""
+    async with running(McpApp.for_server(two_rounds.server)) as client:
+
+        async def call(**extra: Any) -> dict[str, Any]:
+            params = {"name": "city_fact", "arguments": {}, **extra}
+            result: dict[str, Any] = (await client.call("tools/call", params)).json()["result"]
+            return result
+
+        first = await call()
+        assert first["resultType"] == "input_required"
+        assert first["inputRequests"]["city"]["method"] == "elicitation/create"
+        second = await call(inputResponses={"city": ELICIT_ACCEPT})
+        assert second["inputRequests"]["fact"]["method"] == "sampling/createMessage"
+        third = await call(inputResponses={"fact": SAMPLED}, requestState=second["requestState"])
+    assert third["resultType"] == "complete"
+    assert third["content"][0]["text"] == "Lisbon: It has seven hills."
