@@ -10,7 +10,7 @@ delivers ``http.disconnect`` exactly as a client closing the connection would.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,6 +68,10 @@ def headers_for(
     return headers
 
 
+#: Request headers: a mapping, or ``(name, value)`` pairs when a name repeats.
+Headers = Mapping[str, str] | Sequence[tuple[str, str]]
+
+
 @attrs.define
 class Response:
     """A response as received: status, headers (lowercased) and the body chunks."""
@@ -75,6 +79,8 @@ class Response:
     status: int = 0
     headers: dict[str, str] = attrs.field(factory=dict)
     chunks: list[bytes] = attrs.field(factory=list)
+    # How many ``http.request`` events the app pulled from ``receive``.
+    body_events_read: int = 0
 
     @property
     def body(self) -> bytes:
@@ -100,14 +106,25 @@ class Stream:
     _chunks: trio.MemoryReceiveChannel[bytes]
     _buffer: bytes = b""
 
-    async def next_message(self) -> dict[str, Any]:
+    async def next_event(self) -> str:
+        """The next SSE event block as text, comments included (``: ping``)."""
         while b"\r\n\r\n" not in self._buffer:
             self._buffer += await self._chunks.receive()
         event, self._buffer = self._buffer.split(b"\r\n\r\n", 1)
-        for line in event.decode().split("\r\n"):
-            if line.startswith("data: "):
-                return json.loads(line[len("data: ") :])  # type: ignore[no-any-return]
-        return await self.next_message()  # a comment such as ": ping"
+        return event.decode()
+
+    async def next_message(self) -> dict[str, Any]:
+        """The next JSON-RPC message of the stream, skipping comments."""
+        while True:
+            for line in (await self.next_event()).split("\r\n"):
+                if line.startswith("data: "):
+                    return json.loads(line[len("data: ") :])  # type: ignore[no-any-return]
+
+    async def read_to_end(self) -> Response:
+        """Read until the app ends the response."""
+        async for _ in self._chunks:
+            pass
+        return self.response
 
 
 @attrs.define(eq=False)
@@ -122,13 +139,19 @@ class McpClient:
     async def stream(
         self,
         body: bytes | Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
+        headers: Headers | None = None,
         *,
         method: str = "POST",
         path: str = "/mcp",
+        body_chunks: Sequence[bytes] | None = None,
     ) -> AsyncIterator[Stream]:
-        """Open a request; on exit the client disconnects and the app must finish."""
+        """Open a request; on exit the client disconnects and the app must finish.
+
+        ``body_chunks``, when given, is sent instead of ``body``, one
+        ``http.request`` event per chunk, as a chunked upload arrives.
+        """
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        pending = list(body_chunks) if body_chunks is not None else [raw]
         sent_headers = (
             headers
             if headers is not None
@@ -148,19 +171,23 @@ class McpClient:
             "root_path": "",
             "server": ("127.0.0.1", 3000),
             "client": ("127.0.0.1", 50000),
-            "headers": [(k.lower().encode(), v.encode()) for k, v in sent_headers.items()],
+            "headers": [
+                (k.lower().encode(), v.encode("latin-1"))
+                for k, v in (
+                    sent_headers.items() if isinstance(sent_headers, Mapping) else sent_headers
+                )
+            ],
         }
         disconnected = trio.Event()
-        body_sent = False
         started = trio.Event()
         response = Response()
         chunk_send, chunk_receive = trio.open_memory_channel[bytes](1000)
 
         async def receive() -> dict[str, Any]:
-            nonlocal body_sent
-            if not body_sent:
-                body_sent = True
-                return {"type": "http.request", "body": raw, "more_body": False}
+            if pending:
+                response.body_events_read += 1
+                chunk = pending.pop(0)
+                return {"type": "http.request", "body": chunk, "more_body": bool(pending)}
             await disconnected.wait()
             return {"type": "http.disconnect"}
 
@@ -187,15 +214,13 @@ class McpClient:
     async def post(
         self,
         body: bytes | Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
+        headers: Headers | None = None,
         **options: Any,
     ) -> Response:
         """Send a request and read the whole response."""
         async with self.stream(body, headers, **options) as opened:
-            with trio.fail_after(30):
-                async for _ in opened._chunks:
-                    pass
-            return opened.response
+            with trio.fail_after(5):
+                return await opened.read_to_end()
 
     async def call(
         self, method: str, params: Mapping[str, Any] | None = None, **options: Any
