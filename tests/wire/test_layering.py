@@ -1,0 +1,81 @@
+"""The wire layer is sans-IO: it imports no I/O library and nothing above it.
+
+``presa_trio.wire`` turns plain values into models and back. Trio, hypercorn
+and the layers above (``server``, ``http``, ``tasks``, the edges) import it,
+never the other way round (DESIGN.md "Layers").
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import presa_trio.wire
+
+WIRE_DIR = Path(presa_trio.wire.__file__).parent
+WIRE_MODULES = sorted(WIRE_DIR.glob("*.py"))
+
+#: Top-level packages that do I/O; wire must import none of them.
+IO_PACKAGES = {"trio", "hypercorn", "anyio", "asyncio", "socket", "h11", "h2"}
+#: Project packages above wire.
+UPPER_LAYERS = {"server", "http", "tasks", "stdio", "cli", "fixtures"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, as dotted names (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = "presa_trio.wire".rsplit(".", node.level - 1)[0]
+                found.add(f"{base}.{node.module}" if node.module else base)
+            elif node.module is not None:
+                found.add(node.module)
+    return found
+
+
+def forbidden(module: str) -> bool:
+    parts = module.split(".")
+    if parts[0] in IO_PACKAGES:
+        return True
+    return parts[0] == "presa_trio" and len(parts) > 1 and parts[1] in UPPER_LAYERS
+
+
+def test_wire_package_has_modules() -> None:
+    """presa-defined: the layering check below really reads the wire package."""
+    assert {p.name for p in WIRE_MODULES} >= {"envelope.py", "errors.py", "request_state.py"}
+
+
+@pytest.mark.parametrize("path", WIRE_MODULES, ids=lambda p: p.name)
+def test_wire_module_imports_no_io_and_no_upper_layer(path: Path) -> None:
+    """presa-defined (DESIGN.md "Layers"; STYLE.md "Layers"): wire/ is sans-IO.
+
+    No trio, no hypercorn (nor any other I/O library), and nothing from
+    presa_trio.server, presa_trio.http or any other layer above wire.
+    """
+    offending = sorted(m for m in imported_modules(path) if forbidden(m))
+    assert offending == []
+
+
+def test_the_layering_check_catches_an_offending_import(tmp_path: Path) -> None:
+    """presa-defined: the check is not vacuous; it flags each kind of import."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import trio\n"
+        "from hypercorn.trio import serve\n"
+        "from presa_trio.server import Server\n"
+        "from ..http import app\n"
+        "if True:\n    import presa_trio.tasks.runner\n"
+    )
+    assert sorted(m for m in imported_modules(sample) if forbidden(m)) == [
+        "hypercorn.trio",
+        "presa_trio.http",
+        "presa_trio.server",
+        "presa_trio.tasks.runner",
+        "trio",
+    ]
