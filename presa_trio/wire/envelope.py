@@ -43,10 +43,18 @@ def dumps(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def parse_json(body: bytes) -> Any:
-    """Decode a body, or raise -32700 (rung 6)."""
+    """Decode a body, or raise -32700 (rung 6).
+
+    ``NaN``, ``Infinity`` and ``-Infinity`` are refused: Python's decoder
+    accepts them, RFC 8259 §6 does not.
+    """
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:
         raise ParseError() from exc
 

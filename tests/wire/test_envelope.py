@@ -1,0 +1,157 @@
+"""The JSON-RPC envelope: one message per POST, parsed or refused with the spec's code.
+
+Walks rungs 6 and 7 of wire §13.2 on the sans-IO functions; the same cases
+through the ASGI app are in tests/http/test_admission.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from presa_trio.wire import envelope
+from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR, InvalidParams, McpError
+
+
+def code_of(message: Any) -> int:
+    with pytest.raises(McpError) as caught:
+        envelope.parse_message(message)
+    return caught.value.code
+
+
+def test_a_request_has_id_method_and_params() -> None:
+    """Spec-mandated (basic/index §Requests): id, method and params are read as sent."""
+    parsed = envelope.parse_message(
+        {"jsonrpc": "2.0", "id": "a-1", "method": "tools/list", "params": {"cursor": "x"}}
+    )
+    assert parsed == envelope.Request("a-1", "tools/list", {"cursor": "x"})
+
+
+def test_absent_params_read_as_an_empty_object() -> None:
+    """presa-defined: params may be omitted; handlers then see ``{}``."""
+    assert envelope.parse_message({"jsonrpc": "2.0", "id": 7, "method": "m"}) == (
+        envelope.Request(7, "m", {})
+    )
+
+
+def test_a_message_without_id_is_a_notification() -> None:
+    """Spec-mandated (basic/index §Notifications): no id means no response is expected."""
+    parsed = envelope.parse_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert parsed == envelope.Notification("notifications/initialized", {})
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}],
+        [],
+        "tools/list",
+        42,
+        None,
+    ],
+    ids=["batch", "empty-batch", "string", "number", "null"],
+)
+def test_anything_but_one_object_is_invalid_request(message: Any) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: the body MUST be a single
+    request or notification; wire §13.2 rung 7): batches included, -32600."""
+    assert code_of(message) == INVALID_REQUEST
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "x"}},
+    ],
+    ids=["result", "error"],
+)
+def test_a_response_object_from_the_client_is_invalid_request(message: Any) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
+    responses; wire §12): -32600."""
+    assert code_of(message) == INVALID_REQUEST
+
+
+@pytest.mark.parametrize(
+    "request_id", [None, 1.5, True, {"n": 1}, [1]], ids=["null", "float", "bool", "object", "array"]
+)
+def test_an_id_that_is_not_a_string_or_integer_is_invalid_request(request_id: Any) -> None:
+    """Spec-mandated (basic/index §Requests: id MUST be a string or integer, not
+    null; wire §13.2 rung 7): -32600, and the id is unreadable so errors carry null."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+    assert code_of(message) == INVALID_REQUEST
+    assert envelope.readable_id(message) is None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"id": 1, "method": "tools/list"},
+        {"jsonrpc": "1.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 1},
+        {"jsonrpc": "2.0", "id": 1, "method": 5},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1, 2]},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": None},
+    ],
+    ids=["no-jsonrpc", "jsonrpc-1.0", "no-method", "method-number", "params-array", "params-null"],
+)
+def test_a_malformed_envelope_is_invalid_request_but_keeps_its_id(message: Any) -> None:
+    """Spec-mandated (JSON-RPC 2.0 §4; wire §12: echo the id whenever readable): -32600."""
+    assert code_of(message) == INVALID_REQUEST
+    assert envelope.readable_id(message) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"{", b"not json", b'{"jsonrpc": "2.0",}', b"\xff\xfe", b"[" * 100_000],
+    ids=["empty", "truncated", "text", "trailing-comma", "not-utf8", "deeply-nested"],
+)
+def test_a_body_that_is_not_json_is_parse_error(body: bytes) -> None:
+    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12): -32700."""
+    with pytest.raises(McpError) as caught:
+        envelope.parse_json(body)
+    assert caught.value.code == PARSE_ERROR
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_number_literals_are_not_json(constant: str) -> None:
+    """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; wire §12):
+    Python's json module accepts them by default; the server must not."""
+    body = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":' + constant.encode() + b"}}"
+    with pytest.raises(McpError) as caught:
+        envelope.parse_json(body)
+    assert caught.value.code == PARSE_ERROR
+
+
+def test_outgoing_json_is_compact_and_one_line() -> None:
+    """Spec-mandated (streamable-http §Receiving Messages; wire §9: one JSON
+    message per data line, the runner splits on newlines)."""
+    message = envelope.result_response(1, {"text": "line1\nline2", "nested": {"a": [1, 2]}})
+    written = envelope.dumps(message)
+    assert b"\n" not in written
+    assert b"\r" not in written
+    assert b": " not in written
+    assert b", " not in written
+    assert json.loads(written) == message
+
+
+def test_outgoing_json_keeps_non_ascii_text_as_utf8() -> None:
+    """presa-defined: text is written as UTF-8, not as \\u escapes."""
+    written = envelope.dumps(envelope.notification("n", {"text": "Grüße, 世界"}))
+    assert "Grüße, 世界".encode() in written
+
+
+def test_an_error_response_has_code_message_and_the_id() -> None:
+    """Spec-mandated (schema $defs.JSONRPCErrorResponse): ``error`` carries an
+    integer code and a string message; data only when there is some."""
+    assert envelope.error_response(3, InvalidParams("bad")) == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32602, "message": "bad"},
+    }
+    assert envelope.error_response(None, InvalidParams("bad", {"uri": "u"}))["error"] == {
+        "code": -32602,
+        "message": "bad",
+        "data": {"uri": "u"},
+    }
