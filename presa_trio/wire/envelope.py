@@ -39,8 +39,18 @@ class Notification:
 
 
 def dumps(message: dict[str, Any]) -> bytes:
-    """Compact JSON, UTF-8: no spaces, no newlines."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON, UTF-8: no spaces, no newlines.
+
+    A string may hold a lone surrogate (JSON text may spell ``"\\ud800"``,
+    RFC 8259 §8.2, and a client's id or arguments come back in responses).
+    UTF-8 cannot encode one, so such a message is written with ``\\u``
+    escapes instead: still valid JSON, and it round-trips.
+    """
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode()
 
 
 def _not_json(constant: str) -> Any:

@@ -142,6 +142,16 @@ def test_outgoing_json_keeps_non_ascii_text_as_utf8() -> None:
     assert "Grüße, 世界".encode() in written
 
 
+def test_a_lone_surrogate_from_the_client_can_be_written_back() -> None:
+    """Spec-mandated (wire §12: echo the request id): JSON allows a string such as
+    "\\ud800" (RFC 8259 §8.2); it cannot be encoded as UTF-8, so it is written
+    escaped and the response is still valid JSON carrying the same id."""
+    request_id = json.loads('"\\ud800x"')
+    written = envelope.dumps(envelope.error_response(request_id, InvalidParams()))
+    assert json.loads(written)["id"] == request_id
+    written.decode("utf-8")
+
+
 def test_an_error_response_has_code_message_and_the_id() -> None:
     """Spec-mandated (schema $defs.JSONRPCErrorResponse): ``error`` carries an
     integer code and a string message; data only when there is some."""
