@@ -98,9 +98,10 @@ class StateSealer:
         """Verify a token and return the handler state inside it, else -32602.
 
         The MAC is checked first, in constant time; nothing in the payload is
-        read before the signature holds.
+        read before the signature holds. Tokens are ASCII: any other character
+        is a forgery, refused like one rather than failing to encode.
         """
-        if not isinstance(token, str) or not token.startswith(VERSION_PREFIX):
+        if not (isinstance(token, str) and token.isascii() and token.startswith(VERSION_PREFIX)):
             raise invalid_state()
         signed, dot, signature = token.rpartition(".")
         if not dot or signed.count(".") != 1:
