@@ -1,0 +1,62 @@
+"""The spec's errors: each exception carries its JSON-RPC code and HTTP status (wire §12)."""
+
+from __future__ import annotations
+
+import pytest
+
+from presa_trio.wire import errors
+
+#: (exception, JSON-RPC code as in schema.ts, HTTP status of wire §12)
+TABLE = [
+    (errors.ParseError(), -32700, 400),
+    (errors.InvalidRequest(), -32600, 400),
+    (errors.MethodNotFound(), -32601, 404),
+    (errors.InvalidParams(), -32602, 400),
+    (errors.InternalError(), -32603, 500),
+    (errors.HeaderMismatch(), -32020, 400),
+    (errors.MissingRequiredClientCapability.for_capability("sampling"), -32021, 400),
+    (errors.UnsupportedProtocolVersion("v999.0.0", ["2026-07-28"]), -32022, 400),
+]
+
+
+@pytest.mark.parametrize(("error", "code", "status"), TABLE, ids=lambda v: type(v).__name__)
+def test_each_error_has_the_specs_code_and_http_status(
+    error: errors.McpError, code: int, status: int
+) -> None:
+    """Spec-mandated (schema.ts error constants; streamable-http §Request Metadata:
+    -32601 is 404, -32020/-32021/-32022 are 400; wire §12). -32603 is 500 by
+    presa's choice (wire §18.1)."""
+    assert (error.code, error.http_status) == (code, status)
+    assert error.to_wire()["code"] == code
+    assert isinstance(error.to_wire()["message"], str)
+
+
+def test_missing_capability_data_is_a_client_capabilities_object() -> None:
+    """Spec-mandated (schema $defs.MissingRequiredClientCapabilityError: data is
+    required and requiredCapabilities is ClientCapabilities-shaped; runner
+    server-stateless/sep-2575-server-rejects-undeclared-capability fails an array)."""
+    wire = errors.MissingRequiredClientCapability.for_capability("sampling").to_wire()
+    assert wire["data"] == {"requiredCapabilities": {"sampling": {}}}
+    settings = errors.MissingRequiredClientCapability.for_capability(
+        "elicitation", {"url": {}}
+    ).to_wire()
+    assert settings["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+
+
+def test_missing_extension_data_names_the_extension() -> None:
+    """Spec-mandated (SEP-2133; schema ClientCapabilities.extensions): an undeclared
+    extension is required under ``extensions``."""
+    wire = errors.MissingRequiredClientCapability.for_extension("io.example/x").to_wire()
+    assert wire["data"] == {"requiredCapabilities": {"extensions": {"io.example/x": {}}}}
+
+
+def test_unsupported_version_data_names_supported_and_requested() -> None:
+    """Spec-mandated (schema $defs.UnsupportedProtocolVersionError; runner
+    server-stateless/sep-2575-server-unsupported-version-error)."""
+    wire = errors.UnsupportedProtocolVersion("v999.0.0", ["2026-07-28"]).to_wire()
+    assert wire["data"] == {"supported": ["2026-07-28"], "requested": "v999.0.0"}
+
+
+def test_data_is_left_out_when_there_is_none() -> None:
+    """Spec-mandated (JSON-RPC 2.0 §5.1: data may be omitted)."""
+    assert "data" not in errors.InvalidParams("x").to_wire()

@@ -1,0 +1,183 @@
+"""Multi round-trip shapes: input requests out, input responses back (wire §10.1, §10.3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from presa_trio.wire import mrtr
+from presa_trio.wire.errors import INVALID_PARAMS, McpError
+from presa_trio.wire.meta import ClientCapabilities
+
+
+def test_an_elicitation_is_a_bare_form_mode_request() -> None:
+    """Spec-mandated (mrtr §InputRequests; schema $defs.ElicitRequest): method and
+    params only, no jsonrpc and no id; form mode with message and requestedSchema."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    assert mrtr.Elicitation("Please provide your GitHub username", schema).to_wire() == {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "Please provide your GitHub username",
+            "requestedSchema": schema,
+        },
+    }
+
+
+def test_a_sampling_request_carries_messages_and_max_tokens() -> None:
+    """Spec-mandated (mrtr §InputRequests example; schema $defs.CreateMessageRequest)."""
+    request = mrtr.Sampling(
+        "What is the capital of France?", 100, system_prompt="You are a helpful assistant."
+    )
+    assert request.to_wire() == {
+        "method": "sampling/createMessage",
+        "params": {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": {"type": "text", "text": "What is the capital of France?"},
+                }
+            ],
+            "systemPrompt": "You are a helpful assistant.",
+            "maxTokens": 100,
+        },
+    }
+
+
+def test_a_roots_request_has_no_params() -> None:
+    """Spec-mandated (schema $defs.ListRootsRequest; wire §10.1)."""
+    assert mrtr.ListRoots().to_wire() == {"method": "roots/list"}
+
+
+@pytest.mark.parametrize(
+    ("request_", "needs"),
+    [
+        (mrtr.Elicitation("m", {"type": "object"}), {"elicitation": {}}),
+        (mrtr.Sampling("p", 10), {"sampling": {}}),
+        (mrtr.ListRoots(), {"roots": {}}),
+    ],
+    ids=["elicitation", "sampling", "roots"],
+)
+def test_each_input_request_is_allowed_only_by_its_capability(
+    request_: mrtr.InputRequest, needs: dict[str, Any]
+) -> None:
+    """Spec-mandated (mrtr §Server Requirements 7: MUST NOT send an input request
+    the client has not declared)."""
+    everything: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+    others = {k: v for k, v in everything.items() if k not in needs}
+    assert request_.allowed_by(ClientCapabilities(needs))
+    assert request_.allowed_by(ClientCapabilities(everything))
+    assert not request_.allowed_by(ClientCapabilities(others))
+
+
+def test_form_elicitation_is_not_allowed_by_url_mode_alone() -> None:
+    """Spec-mandated (client/elicitation §Capabilities): a client declaring only
+    ``url`` mode cannot answer a form."""
+    form = mrtr.Elicitation("m", {"type": "object"})
+    assert not form.allowed_by(ClientCapabilities({"elicitation": {"url": {}}}))
+
+
+def test_input_required_needs_requests_or_state() -> None:
+    """Spec-mandated (mrtr §Server Requirements 6: at least one of inputRequests or
+    requestState)."""
+    with pytest.raises(ValueError, match="needs"):
+        mrtr.InputRequired()
+    assert mrtr.InputRequired(state={"round": 1}).requests == {}
+    assert mrtr.InputRequired({"k": mrtr.ListRoots()}).state is None
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, {}),
+        ({"inputResponses": None}, {}),
+        ({"inputResponses": {}}, {}),
+        ({"inputResponses": {"a": {"action": "cancel"}}}, {"a": {"action": "cancel"}}),
+    ],
+    ids=["absent", "null", "empty", "one"],
+)
+def test_input_responses_are_an_object_of_objects(
+    params: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    """Spec-mandated (schema $defs.InputResponses; wire §10.3: null may be read as absent)."""
+    assert mrtr.parse_input_responses(params) == expected
+
+
+@pytest.mark.parametrize(
+    "responses",
+    [[], "yes", 3, {"user_name": 12345}, {"user_name": None}, {"user_name": ["accept"]}],
+    ids=["array", "string", "number", "value-number", "value-null", "value-array"],
+)
+def test_malformed_input_responses_are_invalid_params(responses: Any) -> None:
+    """Runner-scored (input-required-result-validate-input/sep-2322-validate-input-responses):
+    not an object, or a value that is not an object, is -32602 (wire §10.3)."""
+    with pytest.raises(McpError) as caught:
+        mrtr.parse_input_responses({"inputResponses": responses})
+    assert caught.value.code == INVALID_PARAMS
+
+
+def test_elicit_results_are_read_by_action() -> None:
+    """Spec-mandated (schema $defs.ElicitResult): accept carries content; decline and
+    cancel need none."""
+    assert mrtr.read_elicit_result({"action": "accept", "content": {"name": "Alice"}}) == (
+        mrtr.ElicitResult("accept", {"name": "Alice"})
+    )
+    assert mrtr.read_elicit_result({"action": "decline"}) == mrtr.ElicitResult("decline")
+    assert mrtr.read_elicit_result({"action": "cancel"}) == mrtr.ElicitResult("cancel")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [{}, {"action": "maybe"}, {"action": "accept"}, {"action": "accept", "content": "Alice"}],
+    ids=["no-action", "unknown-action", "accept-without-content", "content-not-object"],
+)
+def test_a_malformed_elicit_result_is_invalid_params(raw: dict[str, Any]) -> None:
+    """Spec-mandated (mrtr §Error Handling: protocol errors SHOULD be a JSON-RPC error)."""
+    with pytest.raises(McpError) as caught:
+        mrtr.read_elicit_result(raw)
+    assert caught.value.code == INVALID_PARAMS
+
+
+def test_a_sampling_result_yields_its_text() -> None:
+    """Runner-scored (input-required-result-basic-sampling/sep-2322-sampling-complete):
+    the runner's CreateMessageResult is read."""
+    result = mrtr.read_sampling_result(
+        {
+            "role": "assistant",
+            "content": {"type": "text", "text": "The capital of France is Paris."},
+            "model": "test-model",
+            "stopReason": "endTurn",
+        }
+    )
+    assert result == mrtr.SamplingResult(
+        "assistant", "test-model", "The capital of France is Paris.", "endTurn"
+    )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"content": {"type": "text", "text": "x"}, "model": "m"},
+        {"role": "assistant", "content": {"type": "text", "text": "x"}},
+        {"role": "assistant", "model": "m"},
+        {"role": "assistant", "model": "m", "content": []},
+        {"role": "assistant", "model": "m", "content": "x"},
+    ],
+    ids=["no-role", "no-model", "no-content", "empty-content", "content-string"],
+)
+def test_a_malformed_sampling_result_is_invalid_params(raw: dict[str, Any]) -> None:
+    """Spec-mandated (schema $defs.CreateMessageResult; mrtr §Error Handling)."""
+    with pytest.raises(McpError) as caught:
+        mrtr.read_sampling_result(raw)
+    assert caught.value.code == INVALID_PARAMS
+
+
+def test_roots_are_read_from_a_list_roots_result() -> None:
+    """Runner-scored (input-required-result-basic-list-roots/sep-2322-list-roots-complete)."""
+    roots = [{"uri": "file:///test/root", "name": "Test Root"}]
+    assert mrtr.read_roots({"roots": roots}) == roots
+    with pytest.raises(McpError):
+        mrtr.read_roots({"roots": [{"name": "no uri"}]})
+    with pytest.raises(McpError):
+        mrtr.read_roots({})
