@@ -1,0 +1,18 @@
+"""The Tasks extension, ``io.modelcontextprotocol/tasks`` (SEP-2663), on the core's hooks.
+
+- :mod:`~presa_trio.tasks.model` — the Task record and its pure transitions;
+- :mod:`~presa_trio.tasks.store` — where tasks live, scoped, compare-and-set;
+- :mod:`~presa_trio.tasks.runner` — the workers: nurseries, cancel scopes, Events;
+- :mod:`~presa_trio.tasks.extension` — the wire: methods, policies, -32021, ``Mcp-Name``.
+
+A walk-through of one task's life, request by request, is ``docs/tasks.md``.
+"""
+
+from presa_trio.tasks.extension import TASKS_EXTENSION, Policy, TasksExtension
+from presa_trio.tasks.runner import Clock, Limits, TaskRunner, ask
+from presa_trio.tasks.store import MemoryStore, TaskStore
+
+__all__ = [
+    "TASKS_EXTENSION", "Clock", "Limits", "MemoryStore", "Policy", "TaskRunner", "TaskStore",
+    "TasksExtension", "ask",
+]
