@@ -163,8 +163,9 @@ class McpApp:
         mirrored.check_method_and_name(
             headers, request.method, request.params, self.dispatcher.name_params
         )
-        if request.method == "tools/call":
-            tool = self.dispatcher.server.tools.get(request.params.get("name"))  # type: ignore[arg-type]
+        name = request.params.get("name")
+        if request.method == "tools/call" and isinstance(name, str):
+            tool = self.dispatcher.server.tools.get(name)
             if tool is not None and tool.header_params:
                 mirrored.check_param_headers(
                     headers, request.params.get("arguments"), tool.header_params
