@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from presa_trio.http.admission import Headers
@@ -85,14 +87,21 @@ def header_form(value: Any) -> str | None:
     return None
 
 
+#: A JSON number: what an ``Mcp-Param-*`` header may say for a numeric argument.
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
 def values_agree(header: str, value: Any) -> bool:
-    """Strings compare exactly, booleans as true/false, numbers numerically."""
+    """Strings compare exactly, booleans as true/false, numbers numerically.
+
+    Numbers compare as exact decimals (``42.0`` = ``42``, any size, no float
+    rounding). An object or array has no header form and never agrees.
+    """
     if isinstance(value, bool | str):
         return header == header_form(value)
-    try:
-        return float(header) == float(value)
-    except ValueError:
+    if not isinstance(value, int | float) or not JSON_NUMBER.fullmatch(header):
         return False
+    return Decimal(header) == (Decimal(value) if isinstance(value, int) else Decimal(repr(value)))
 
 
 def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
