@@ -25,12 +25,22 @@ SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
 
 
+def plain_header_text(value: str) -> bool:
+    """Visible ASCII, space and tab: what a header value may hold unencoded (RFC 9110 §5.5)."""
+    return all(" " <= char <= "~" or char == "\t" for char in value)
+
+
 def decode_header_value(value: str) -> str:
     """The value a header carries: literal, or UTF-8 from the base64 sentinel form.
 
     Only the exact lowercase prefix ``=?base64?`` and suffix ``?=`` mark the
     sentinel; the payload must be canonical padded base64 of valid UTF-8.
+    A literal value with any other character (non-ASCII, control) is
+    refused: the client MUST have encoded it (streamable-http §Server
+    Behavior for Custom Headers).
     """
+    if not plain_header_text(value):
+        raise HeaderMismatch("Header value has characters that must be base64-encoded")
     if not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX)):
         return value
     payload = value[len(SENTINEL_PREFIX) : -len(SENTINEL_SUFFIX)]
