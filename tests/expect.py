@@ -1,0 +1,55 @@
+"""Assertions on what the server put on the wire: status, content type, JSON-RPC body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.wire.envelope import RequestId
+from tests.mcp_client import McpClient, Response
+
+
+def final_message(response: Response) -> dict[str, Any]:
+    """The JSON-RPC response: the JSON body, or the last event of an SSE body."""
+    if response.headers.get("content-type") == "text/event-stream":
+        return response.events()[-1]
+    message: dict[str, Any] = response.json()
+    return message
+
+
+def error_of(
+    response: Response, status: int, code: int, request_id: RequestId | None = 1
+) -> dict[str, Any]:
+    """Assert a JSON-RPC error answered with ``status`` and ``code``; return ``error``."""
+    assert response.status == status, response.body
+    assert response.headers["content-type"] == "application/json"
+    message = response.json()
+    assert message["jsonrpc"] == "2.0"
+    assert "result" not in message
+    assert message["id"] == request_id
+    assert message["error"]["code"] == code
+    assert isinstance(message["error"]["message"], str)
+    error: dict[str, Any] = message["error"]
+    return error
+
+
+def result_of(response: Response, request_id: RequestId = 1) -> dict[str, Any]:
+    """Assert a 200 answer carrying a result for ``request_id``; return ``result``."""
+    assert response.status == 200, response.body
+    message = final_message(response)
+    assert "error" not in message, message
+    assert message["jsonrpc"] == "2.0"
+    assert message["id"] == request_id
+    result: dict[str, Any] = message["result"]
+    return result
+
+
+def rejection_of(response: Response, status: int) -> None:
+    """Assert a plain HTTP rejection: ``status`` and no JSON-RPC body."""
+    assert response.status == status, response.body
+    assert response.headers.get("content-type") != "application/json"
+
+
+async def assert_still_serving(client: McpClient) -> None:
+    """The server answers a well-formed request after whatever came before."""
+    result = result_of(await client.call("server/discover"))
+    assert result["supportedVersions"] == ["2026-07-28"]

@@ -1,0 +1,488 @@
+"""The admission ladder of wire §13.2, rung by rung, through the real ASGI app.
+
+Rules of this file: every request goes through ``McpApp`` in-process; each
+rejection asserts the HTTP status and, once a JSON-RPC id could be read, the
+JSON-RPC code and the echoed id; and each test ends by showing the server
+still answers a good request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from presa_trio.fixtures import build_server
+from presa_trio.http.admission import AdmissionPolicy
+from presa_trio.http.app import McpApp
+from presa_trio.wire.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from tests.expect import assert_still_serving, error_of, rejection_of, result_of
+from tests.mcp_client import McpClient, headers_for, request, running
+
+DISCOVER = request("server/discover")
+
+
+def with_headers(message: dict[str, Any], **changes: str | None) -> dict[str, str]:
+    """The correct headers for ``message``, with some replaced (None removes one)."""
+    headers = headers_for(message)
+    for name, value in changes.items():
+        key = name.replace("_", "-")
+        if value is None:
+            headers.pop(key, None)
+        else:
+            headers[key] = value
+    return headers
+
+
+# --- rung 1: the endpoint ------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/", "/mcp/", "/other", "/MCP"])
+async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
+    """Spec-mandated (streamable-http §Transport: one MCP endpoint; wire §13.2 rung 1): 404."""
+    rejection_of(await client.post(DISCOVER, path=path), 404)
+    await assert_still_serving(client)
+
+
+# --- rung 2: DNS rebinding -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example.com", "evil.example.com:3000", "localhost.evil.example.com", None]
+)
+async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | None) -> None:
+    """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected): a
+    foreign or missing Host is refused; presa answers 421 (wire §12, §18.4)."""
+    rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host=host)), 421)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://evil.example.com",
+        "http://localhost.evil.example.com",
+        "http://localhost@evil.example.com",
+        "null",
+        "file://localhost",
+        "localhost",
+    ],
+)
+async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str) -> None:
+    """Spec-mandated (streamable-http §Security Warning: an invalid Origin MUST get
+    403; wire §13.2 rung 2)."""
+    rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, origin=origin)), 403)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("localhost:3000", "http://localhost:3000"),
+        ("127.0.0.1:3000", "https://127.0.0.1"),
+        ("[::1]:3000", "http://[::1]:3000"),
+        ("LOCALHOST", None),
+    ],
+)
+async def test_loopback_hosts_and_origins_are_accepted(
+    client: McpClient, host: str, origin: str | None
+) -> None:
+    """Runner-scored (dns-rebinding-protection/localhost-host-valid-accepted): loopback
+    names, with or without a port, as Host and as http(s) Origin."""
+    headers = with_headers(DISCOVER, host=host, origin=origin)
+    assert result_of(await client.post(DISCOVER, headers))["supportedVersions"]
+
+
+async def test_the_allowlists_are_configurable() -> None:
+    """presa-defined (wire §13.2: make both allowlists configurable): a deployment
+    names its own host; loopback is then refused unless listed."""
+    app = McpApp.for_server(
+        build_server(),
+        policy=AdmissionPolicy(
+            allowed_hosts=frozenset({"mcp.example.com"}),
+            allowed_origin_hosts=frozenset({"app.example.com"}),
+        ),
+    )
+    async with running(app) as client:
+        own = with_headers(DISCOVER, host="mcp.example.com", origin="https://app.example.com")
+        result_of(await client.post(DISCOVER, own))
+        rejection_of(await client.post(DISCOVER, with_headers(DISCOVER)), 421)
+        foreign = with_headers(DISCOVER, host="mcp.example.com", origin="http://localhost")
+        rejection_of(await client.post(DISCOVER, foreign), 403)
+
+
+async def test_without_allowlists_any_host_is_accepted() -> None:
+    """presa-defined: ``None`` turns the DNS-rebinding check off (a server behind a
+    proxy that checks it)."""
+    app = McpApp.for_server(
+        build_server(), policy=AdmissionPolicy(allowed_hosts=None, allowed_origin_hosts=None)
+    )
+    async with running(app) as client:
+        headers = with_headers(DISCOVER, host="evil.example.com", origin="http://evil.example.com")
+        result_of(await client.post(DISCOVER, headers))
+
+
+# --- rung 3: the HTTP method ---------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS"])
+async def test_anything_but_post_is_method_not_allowed(client: McpClient, method: str) -> None:
+    """Spec-mandated (streamable-http: no GET stream, no DELETE in 2026-07-28; wire
+    §13.2 rung 3): 405 with ``Allow: POST``."""
+    response = await client.post(DISCOVER, method=method)
+    rejection_of(response, 405)
+    assert response.headers["allow"] == "POST"
+    await assert_still_serving(client)
+
+
+async def test_a_bad_host_is_refused_before_the_method_is_looked_at(client: McpClient) -> None:
+    """Spec-mandated (wire §13.2: the first failing rung answers; rung 2 before 3)."""
+    response = await client.post(DISCOVER, with_headers(DISCOVER, host="evil"), method="GET")
+    rejection_of(response, 421)
+
+
+# --- rung 4: Content-Type --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "application/json-seq"],
+)
+async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
+    client: McpClient, content_type: str | None
+) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: the body is a JSON-RPC
+    message); presa answers 415 (wire §12, §18.11)."""
+    headers = with_headers(DISCOVER, content_type=content_type)
+    rejection_of(await client.post(DISCOVER, headers), 415)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
+async def test_content_type_parameters_and_case_are_accepted(
+    client: McpClient, content_type: str
+) -> None:
+    """Spec-mandated (RFC 9110 §8.3.1: media types are case-insensitive, parameters allowed)."""
+    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_type=content_type)))
+
+
+# --- rung 5: Accept ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "accept", [None, "application/json", "text/event-stream", "text/html", "application/*"]
+)
+async def test_an_accept_without_json_and_sse_is_not_acceptable(
+    client: McpClient, accept: str | None
+) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: the client MUST accept both
+    application/json and text/event-stream); presa answers 406 (wire §13.2 rung 5)."""
+    rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)), 406)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "*/*",
+        "text/event-stream, application/json",
+        "application/json;q=0.9, text/event-stream;q=1",
+        "application/*, text/*",
+    ],
+)
+async def test_accept_wildcards_and_any_order_are_accepted(client: McpClient, accept: str) -> None:
+    """Spec-mandated (RFC 9110 §12.5.1; wire §13.2 rung 5: ``*/*`` counts, any order)."""
+    result_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)))
+
+
+async def test_accept_may_be_split_over_two_headers(client: McpClient) -> None:
+    """Spec-mandated (RFC 9110 §5.3: repeated list headers combine)."""
+    headers = [(k, v) for k, v in with_headers(DISCOVER, accept=None).items()] + [
+        ("accept", "application/json"),
+        ("accept", "text/event-stream"),
+    ]
+    result_of(await client.post(DISCOVER, headers))
+
+
+async def test_a_bad_content_type_is_refused_before_accept(client: McpClient) -> None:
+    """Spec-mandated (wire §13.2: rung 4 before rung 5)."""
+    headers = with_headers(DISCOVER, content_type="text/plain", accept="text/html")
+    rejection_of(await client.post(DISCOVER, headers), 415)
+
+
+# --- rung 6: the body --------------------------------------------------------------
+
+
+async def small_limit_client_response(body: bytes, **options: Any) -> tuple[int, int]:
+    app = McpApp.for_server(build_server(), max_body=1024)
+    async with running(app) as client:
+        response = await client.post(body, headers_for(DISCOVER), **options)
+        await assert_still_serving(client)
+    return response.status, response.body_events_read
+
+
+async def test_a_declared_oversized_body_is_refused_unread() -> None:
+    """Spec-mandated (RFC 9110 §15.5.14; wire §13.2 rung 6): a Content-Length above
+    the configured limit is 413 before any of the body is read."""
+    body = json.dumps(request("server/discover", {"pad": "x" * 2000})).encode()
+    headers = {**headers_for(DISCOVER), "content-length": str(len(body))}
+    app = McpApp.for_server(build_server(), max_body=1024)
+    async with running(app) as client:
+        response = await client.post(body, headers)
+        rejection_of(response, 413)
+        assert response.body_events_read == 0
+        await assert_still_serving(client)
+
+
+async def test_an_oversized_chunked_body_is_refused_without_reading_it_whole() -> None:
+    """Spec-mandated (wire §13.2 rung 6: more than the limit is 413, unread): with
+    no Content-Length, reading stops at the chunk that crosses the limit."""
+    chunks = [b"[" + b" " * 255] + [b" " * 256] * 99
+    status, read = await small_limit_client_response(b"", body_chunks=chunks)
+    assert status == 413
+    assert read == 5  # 5 * 256 bytes is the first total above 1024
+    assert read < len(chunks)
+
+
+async def test_a_body_at_the_limit_is_read() -> None:
+    """presa-defined: the limit is inclusive."""
+    body = json.dumps(DISCOVER).encode()
+    app = McpApp.for_server(build_server(), max_body=len(body))
+    async with running(app) as client:
+        chunks = [body[: len(body) // 2], body[len(body) // 2 :]]
+        response = await client.post(body, headers_for(DISCOVER), body_chunks=chunks)
+        result_of(response)
+        assert response.body_events_read == 2
+
+
+@pytest.mark.parametrize("body", [b"", b"{", b"not json", b'{"a":NaN}', b"\xff"])
+async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body: bytes) -> None:
+    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12): 400, -32700, ``id: null``."""
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
+    await assert_still_serving(client)
+
+
+# --- rung 7: one JSON-RPC message ----------------------------------------------------
+
+
+async def test_a_batch_is_invalid_request(client: McpClient) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: a single request or
+    notification; wire §12): 400, -32600, ``id: null``."""
+    body = json.dumps([DISCOVER, request("tools/list", request_id=2)]).encode()
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
+    await assert_still_serving(client)
+
+
+async def test_a_response_object_is_invalid_request(client: McpClient) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
+    responses; wire §12): 400, -32600, the id echoed."""
+    body = {"jsonrpc": "2.0", "id": 9, "result": {"resultType": "complete"}}
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, 9)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("bad_id", [None, 1.5, True, {"n": 1}])
+async def test_a_bad_id_is_invalid_request_with_a_null_id(client: McpClient, bad_id: Any) -> None:
+    """Spec-mandated (basic/index §Requests: string or integer, not null; wire §12)."""
+    body = {**DISCOVER, "id": bad_id}
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("request_id", [0, -5, "abc", "", 2**53])
+async def test_string_and_integer_ids_are_echoed(client: McpClient, request_id: Any) -> None:
+    """Spec-mandated (basic/index §Responses: the same id as the request)."""
+    result_of(await client.call("server/discover", request_id=request_id), request_id)
+
+
+@pytest.mark.parametrize(
+    "notification",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/unknown", "params": {}},
+    ],
+)
+async def test_a_notification_is_accepted_without_a_body(
+    client: McpClient, notification: dict[str, Any]
+) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: an accepted notification
+    MUST get 202 with no body; wire §13.4)."""
+    response = await client.post(notification, headers_for(notification))
+    assert response.status == 202
+    assert response.body == b""
+    await assert_still_serving(client)
+
+
+async def test_a_notification_with_an_unsupported_version_header_is_refused(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header; wire §13.4): -32022, 400."""
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = with_headers(notification, mcp_protocol_version="2025-03-26")
+    error = error_of(
+        await client.post(notification, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, None
+    )
+    assert error["data"]["requested"] == "2025-03-26"
+    await assert_still_serving(client)
+
+
+# --- rung 8: params._meta --------------------------------------------------------
+
+
+def discover_with_meta(request_id: int, meta: Any) -> dict[str, Any]:
+    params = {} if meta is ... else {"_meta": meta}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": params}
+
+
+@pytest.mark.parametrize(
+    ("request_id", "meta"),
+    [
+        (101, ...),
+        (102, {META_CLIENT_CAPABILITIES: {}}),
+        (104, {META_PROTOCOL_VERSION: "2026-07-28"}),
+    ],
+    ids=["missing-meta", "missing-protocol-version", "missing-client-capabilities"],
+)
+async def test_incomplete_meta_is_invalid_params_400(
+    client: McpClient, request_id: int, meta: Any
+) -> None:
+    """Runner-scored (server-stateless/sep-2575-request-meta-invalid-missing-meta,
+    -missing-protocol-version, -missing-client-capabilities;
+    sep-2575-http-server-meta-invalid-400; sep-2575-http-server-error-jsonrpc-id):
+    -32602, 400, the id echoed. Probe 102 has a good version header but no _meta
+    version: rung 8 answers before rung 9."""
+    message = discover_with_meta(request_id, meta)
+    headers = with_headers(message)
+    error_of(await client.post(message, headers), 400, INVALID_PARAMS, request_id)
+    await assert_still_serving(client)
+
+
+async def test_a_legacy_initialize_without_meta_names_the_supported_versions(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (wire §13.2: a legacy initialize without _meta fails at rung 8
+    with 400 and SHOULD name the supported versions)."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    error = error_of(await client.post(message, with_headers(message)), 400, INVALID_PARAMS)
+    assert "2026-07-28" in error["message"]
+
+
+# --- rungs 9 and 11: the protocol version ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"mcp_protocol_version": None},
+        {"mcp_protocol_version": "2025-11-25"},
+        {"mcp_protocol_version": ""},
+    ],
+    ids=["missing", "different", "empty"],
+)
+async def test_a_version_header_unlike_the_body_is_header_mismatch(
+    client: McpClient, headers: dict[str, str | None]
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header: MUST match, else 400
+    HeaderMismatch; a server without pre-2025-06-18 support MUST reject a missing
+    header; wire §13.2 rung 9)."""
+    error_of(await client.post(DISCOVER, with_headers(DISCOVER, **headers)), 400, HEADER_MISMATCH)
+    await assert_still_serving(client)
+
+
+async def test_a_repeated_version_header_is_header_mismatch(client: McpClient) -> None:
+    """Spec-mandated (wire §13.5: a duplicated mirrored header is -32020)."""
+    headers = [*with_headers(DISCOVER).items(), ("mcp-protocol-version", "2026-07-28")]
+    error_of(await client.post(DISCOVER, headers), 400, HEADER_MISMATCH)
+
+
+async def test_a_mismatch_is_reported_before_an_unsupported_version(client: McpClient) -> None:
+    """Runner-scored (server-stateless/sep-2575-http-server-header-mismatch-400): probe
+    302 sends header 2026-07-28 and _meta v999.0.0: -32020, not -32022."""
+    message = request(
+        "server/discover",
+        {"_meta": {META_PROTOCOL_VERSION: "v999.0.0", META_CLIENT_CAPABILITIES: {}}},
+        request_id=302,
+    )
+    error_of(await client.post(message, with_headers(message)), 400, HEADER_MISMATCH, 302)
+
+
+async def test_an_unsupported_version_is_refused_with_the_supported_list(
+    client: McpClient,
+) -> None:
+    """Runner-scored (server-stateless/sep-2575-server-unsupported-version-error,
+    sep-2575-http-server-unsupported-version-400): probe 301 sends v999.0.0 in header
+    and body: -32022, 400, ``data.supported`` and ``data.requested``."""
+    message = request(
+        "server/discover",
+        {"_meta": {META_PROTOCOL_VERSION: "v999.0.0", META_CLIENT_CAPABILITIES: {}}},
+        request_id=301,
+    )
+    headers = with_headers(message, mcp_protocol_version="v999.0.0")
+    error = error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, 301)
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "v999.0.0"}
+    await assert_still_serving(client)
+
+
+# --- rung 12: the method ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "unknown/method",
+        "TOOLS/LIST",
+        "notifications/initialized",
+    ],
+)
+async def test_removed_and_unknown_methods_are_not_found_404(
+    client: McpClient, method: str
+) -> None:
+    """Runner-scored (server-stateless/sep-2575-http-server-method-not-found-404-{initialize,
+    ping,logging-setlevel,resources-subscribe,resources-unsubscribe} and
+    sep-2575-http-server-method-not-found-404): 404 and -32601 (streamable-http: MUST)."""
+    message = request(method, {"uri": "test://static-text"}, request_id=500)
+    error_of(await client.post(message, with_headers(message)), 404, METHOD_NOT_FOUND, 500)
+    await assert_still_serving(client)
+
+
+# --- rungs 13 and 14 -----------------------------------------------------------------
+
+
+async def test_bad_params_are_invalid_params_400(client: McpClient) -> None:
+    """Spec-mandated (wire §13.2 rung 13, §12)."""
+    response = await client.call("tools/call", {"name": "no_such_tool"})
+    error_of(response, 400, INVALID_PARAMS)
+    await assert_still_serving(client)
+
+
+async def test_an_undeclared_capability_is_400(client: McpClient) -> None:
+    """Runner-scored (server-stateless/sep-2575-missing-capability-http-400)."""
+    response = await client.call(
+        "tools/call", {"name": "test_missing_capability"}, capabilities={}, request_id=401
+    )
+    error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY, 401)
+    await assert_still_serving(client)
+
+
+async def test_a_request_that_passes_every_rung_is_answered_200_json(client: McpClient) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: a request is answered with
+    application/json or an SSE stream; wire §13.2 rung 14)."""
+    response = await client.call("tools/list")
+    assert response.headers["content-type"] == "application/json"
+    assert result_of(response)["tools"]
