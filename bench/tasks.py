@@ -1,0 +1,348 @@
+"""The Tasks figures, presa only: creation, completion, cancellation, parked memory.
+
+presa runs as ``bench.presa_server``: the fixture served exactly as by
+``presa-trio serve``, with the task limits raised to hold 10,000 tasks and a
+loopback statistics port (live Trio tasks, allocated blocks) beside the MCP
+endpoint; that is how "no Trio task remains after cancel" is read.
+
+Pollers poll back to back, without honouring ``pollIntervalMs``: the figures
+are the server's own delay, and a client that waits between polls adds up to
+one interval to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from bench import load, mcp, servers
+from bench.load import percentile
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+@attrs.frozen
+class Stats:
+    """One reading of the server's side port, and its RSS read just after."""
+
+    trio_tasks: int
+    allocated_blocks: int
+    rss: int
+
+
+@attrs.frozen
+class TaskFigures:
+    creations: int
+    creation_seconds: float
+    # Creations answered by an ordinary result instead of a task (the shortcut).
+    shortcuts: int
+    # Seconds from sending tools/call to the first tasks/get that reads completed.
+    to_completed: Sequence[float]
+    polls_to_completed: float
+    cancel_ack: Sequence[float]
+    # Seconds from sending tasks/cancel to the first tasks/get that reads cancelled.
+    to_cancelled: Sequence[float]
+    parked: int
+    idle: Stats
+    parked_stats: Stats
+    after_cancel: Stats
+
+    @property
+    def creation_rate(self) -> float:
+        return self.creations / self.creation_seconds
+
+    @property
+    def parked_bytes_per_task(self) -> float:
+        return (self.parked_stats.rss - self.idle.rss) / self.parked
+
+    @property
+    def residual_bytes_per_task(self) -> float:
+        return (self.after_cancel.rss - self.idle.rss) / self.parked
+
+    @property
+    def trio_tasks_left(self) -> int:
+        return self.after_cancel.trio_tasks - self.idle.trio_tasks
+
+
+@attrs.frozen
+class TaskReport:
+    figures: TaskFigures | None
+    reason: str = ""
+
+
+@attrs.frozen
+class Sizes:
+    creations: int
+    completions: int
+    cancels: int
+    parked: int
+
+
+FULL = Sizes(creations=3000, completions=300, cancels=300, parked=10_000)
+QUICK = Sizes(creations=500, completions=50, cancels=50, parked=2_000)
+CONCURRENCY = 32
+
+
+class TaskBench:
+    """Requests against one running presa, over keep-alive connections."""
+
+    def __init__(self, served: servers.Served, stats_port: int) -> None:
+        self.served = served
+        self.port = served.port
+        self.stats_port = stats_port
+        self.pool = load.Pool("127.0.0.1", served.port)
+        self.next_id = 0
+
+    def request(
+        self, method: str, params: dict[str, Any], capabilities: dict[str, Any] | None = None
+    ) -> bytes:
+        self.next_id += 1
+        return mcp.http_request(
+            self.port,
+            method,
+            params,
+            capabilities=mcp.TASK_CAPABILITIES if capabilities is None else capabilities,
+            request_id=self.next_id,
+        )
+
+    async def call(self, request: bytes) -> dict[str, Any]:
+        response = await self.pool.roundtrip(request)
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {response.body[:300]!r}")
+        return mcp.result_of(response.body)
+
+    async def fan_out(self, requests: Sequence[bytes]) -> list[dict[str, Any]]:
+        """Send ``requests`` over ``CONCURRENCY`` connections; results in order."""
+        results: list[dict[str, Any]] = [{} for _ in requests]
+        cursor = iter(range(len(requests)))
+
+        async def worker() -> None:
+            pool = load.Pool("127.0.0.1", self.port)
+            try:
+                for index in cursor:
+                    response = await pool.roundtrip(requests[index])
+                    if response.status != 200:
+                        raise RuntimeError(f"HTTP {response.status}: {response.body[:300]!r}")
+                    results[index] = mcp.result_of(response.body)
+            finally:
+                await pool.close()
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return results
+
+    def get(self, task_id: str) -> bytes:
+        return self.request("tasks/get", {"taskId": task_id})
+
+    async def poll_until(self, task_id: str, wanted: str) -> tuple[float, int]:
+        """Poll ``tasks/get`` back to back until ``wanted``; (when seen, polls)."""
+        loop = asyncio.get_running_loop()
+        polls = 0
+        while True:
+            status = (await self.call(self.get(task_id)))["status"]
+            polls += 1
+            if status == wanted:
+                return loop.time(), polls
+            if status in TERMINAL:
+                raise RuntimeError(f"task {task_id} ended {status}, expected {wanted}")
+
+    async def stats(self) -> Stats:
+        """The side port's reading, once the idle Trio task count is stable."""
+        await self.pool.close()
+        counts: list[int] = []
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.stats_port)
+            line = await reader.readline()
+            writer.close()
+            await writer.wait_closed()
+            reading: dict[str, Any] = json.loads(line)
+            counts.append(reading["trioTasks"])
+            if len(counts) >= 3 and len(set(counts[-3:])) == 1:
+                break
+        return Stats(reading["trioTasks"], reading["allocatedBlocks"], self.served.rss())
+
+    async def available(self) -> str:
+        """An empty string when the Tasks extension is advertised, else why not."""
+        result = await self.call(self.request("server/discover", {}, mcp.PLAIN_CAPABILITIES))
+        extensions = result.get("capabilities", {}).get("extensions", {})
+        if mcp.TASKS_EXTENSION not in extensions:
+            return (
+                "tasks extension not available (server/discover advertises no "
+                f"{mcp.TASKS_EXTENSION})"
+            )
+        return ""
+
+    def slow_compute(self, seconds: float) -> bytes:
+        return self.request(
+            "tools/call",
+            {
+                "name": "slow_compute",
+                "arguments": {"seconds": seconds, "label": "bench"},
+            },
+        )
+
+    async def measure(self, sizes: Sizes) -> TaskFigures:
+        loop = asyncio.get_running_loop()
+        # Creation rate: seconds 0, at concurrency 32.
+        creates = [self.slow_compute(0) for _ in range(sizes.creations)]
+        started = loop.time()
+        created = await self.fan_out(creates)
+        creation_seconds = loop.time() - started
+        shortcuts = sum(1 for result in created if result.get("resultType") != "task")
+
+        # Create to completed, one task at a time.
+        to_completed: list[float] = []
+        polls = polled = 0
+        for _ in range(sizes.completions):
+            sent = loop.time()
+            result = await self.call(self.slow_compute(0))
+            if result.get("resultType") != "task":
+                to_completed.append(loop.time() - sent)
+                continue
+            seen, count = await self.poll_until(result["taskId"], "completed")
+            to_completed.append(seen - sent)
+            polls += count
+            polled += 1
+
+        # Cancel tasks sleeping 60 s: the ack, then the first read of cancelled.
+        sleeping = [
+            r["taskId"]
+            for r in await self.fan_out([self.slow_compute(60) for _ in range(sizes.cancels)])
+        ]
+        cancel_ack: list[float] = []
+        to_cancelled: list[float] = []
+        for task_id in sleeping:
+            sent = loop.time()
+            ack = await self.call(self.request("tasks/cancel", {"taskId": task_id}))
+            cancel_ack.append(loop.time() - sent)
+            if ack.get("resultType") != "complete":
+                raise RuntimeError(f"tasks/cancel answered {ack!r}")
+            seen, _ = await self.poll_until(task_id, "cancelled")
+            to_cancelled.append(seen - sent)
+
+        # 10,000 tasks parked on input, then all cancelled.
+        idle = await self.stats()
+        parked_ids = [
+            r["taskId"]
+            for r in await self.fan_out(
+                [
+                    self.request(
+                        "tools/call",
+                        {
+                            "name": "confirm_delete",
+                            "arguments": {"filename": f"bench-{n}.txt"},
+                        },
+                    )
+                    for n in range(sizes.parked)
+                ]
+            )
+        ]
+        waiting = parked_ids
+        while waiting:
+            statuses = await self.fan_out([self.get(task_id) for task_id in waiting])
+            waiting = [
+                t for t, s in zip(waiting, statuses, strict=True) if s["status"] != "input_required"
+            ]
+        parked_stats = await self.stats()
+        for ack in await self.fan_out(
+            [self.request("tasks/cancel", {"taskId": task_id}) for task_id in parked_ids]
+        ):
+            if ack.get("resultType") != "complete":
+                raise RuntimeError(f"tasks/cancel answered {ack!r}")
+        settled = await self.fan_out([self.get(task_id) for task_id in parked_ids])
+        if any(s["status"] != "cancelled" for s in settled):
+            raise RuntimeError("a parked task did not read cancelled after tasks/cancel")
+        after_cancel = await self.stats()
+
+        return TaskFigures(
+            len(created),
+            creation_seconds,
+            shortcuts,
+            sorted(to_completed),
+            polls / max(1, polled),
+            sorted(cancel_ack),
+            sorted(to_cancelled),
+            sizes.parked,
+            idle,
+            parked_stats,
+            after_cancel,
+        )
+
+
+async def run(*, quick: bool) -> TaskReport:
+    port, stats_port = servers.free_port(), servers.free_port()
+    served = await servers.start("presa-tasks", servers.presa_tasks_command(port, stats_port), port)
+    bench = TaskBench(served, stats_port)
+    try:
+        reason = await bench.available()
+        if reason:
+            return TaskReport(None, reason)
+        return TaskReport(await bench.measure(QUICK if quick else FULL))
+    finally:
+        await bench.pool.close()
+        served.stop()
+
+
+# --- output ----------------------------------------------------------------------------
+
+KIB = 1024
+MIB = 1024 * 1024
+
+
+def table(report: TaskReport) -> str:
+    figures = report.figures
+    if figures is None:
+        return f"Tasks: {report.reason}."
+
+    def ms(values: Sequence[float], fraction: float) -> str:
+        return f"{percentile(values, fraction) * 1000:.2f}"
+
+    rows = [
+        (
+            "task creation (slow_compute seconds 0, c=32)",
+            f"{figures.creation_rate:,.0f} tasks/s over {figures.creations:,}"
+            + (f" ({figures.shortcuts} answered without a task)" if figures.shortcuts else ""),
+        ),
+        (
+            "create → `completed` seen by a poller, p50 / p99",
+            f"{ms(figures.to_completed, 0.5)} / {ms(figures.to_completed, 0.99)} ms "
+            f"({figures.polls_to_completed:.1f} polls each)",
+        ),
+        (
+            "`tasks/cancel` ack, p50 / p99",
+            f"{ms(figures.cancel_ack, 0.5)} / {ms(figures.cancel_ack, 0.99)} ms",
+        ),
+        (
+            "cancel sent → `tasks/get` reads `cancelled`, p50 / p99",
+            f"{ms(figures.to_cancelled, 0.5)} / {ms(figures.to_cancelled, 0.99)} ms",
+        ),
+        (
+            f"RSS idle → {figures.parked:,} parked (confirm_delete)",
+            f"{figures.idle.rss / MIB:.1f} → {figures.parked_stats.rss / MIB:.1f} MiB, "
+            f"{figures.parked_bytes_per_task / KIB:.2f} KiB per task",
+        ),
+        (
+            "Trio tasks idle → parked",
+            f"{figures.idle.trio_tasks} → {figures.parked_stats.trio_tasks} "
+            f"({(figures.parked_stats.trio_tasks - figures.idle.trio_tasks) / figures.parked:.1f}"
+            " per task)",
+        ),
+        (
+            "after all cancelled: RSS, Trio tasks",
+            f"{figures.after_cancel.rss / MIB:.1f} MiB "
+            f"({figures.residual_bytes_per_task / KIB:+.2f} KiB per task vs idle), "
+            f"{figures.after_cancel.trio_tasks} Trio tasks ({figures.trio_tasks_left:+d} vs idle)",
+        ),
+        (
+            "Python allocated blocks idle → parked → cancelled",
+            f"{figures.idle.allocated_blocks:,} → {figures.parked_stats.allocated_blocks:,} → "
+            f"{figures.after_cancel.allocated_blocks:,}",
+        ),
+    ]
+    lines = ["| tasks (presa) | measured |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
