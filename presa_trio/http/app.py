@@ -32,7 +32,7 @@ from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
 from presa_trio.http.sse import Outgoing, send_json, write_response
 from presa_trio.server import Dispatcher, Server
 from presa_trio.wire import envelope
-from presa_trio.wire.errors import McpError
+from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 log = logging.getLogger(__name__)
@@ -182,16 +182,25 @@ class McpApp:
         outgoing_send, outgoing_receive = trio.open_memory_channel[Outgoing](16)
 
         async def notify(message: dict[str, Any]) -> None:
-            await outgoing_send.send(Outgoing(message))
+            # Encoded here, in the handler: a value JSON cannot hold is its fault.
+            await outgoing_send.send(Outgoing(envelope.dumps(message)))
+
+        def error_outgoing(error: McpError) -> Outgoing:
+            data = envelope.dumps(envelope.error_response(request.id, error))
+            return Outgoing(data, final=True, status=error.http_status)
 
         async def run_handler() -> None:
             try:
                 result = await self.dispatcher.handle(request, meta, notify)
-                final = Outgoing(envelope.result_response(request.id, result), final=True)
             except McpError as error:
-                final = Outgoing(
-                    envelope.error_response(request.id, error), final=True, status=error.http_status
-                )
+                final = error_outgoing(error)
+            else:
+                try:
+                    data = envelope.dumps(envelope.result_response(request.id, result))
+                    final = Outgoing(data, final=True)
+                except (TypeError, ValueError, RecursionError):
+                    log.exception("the result of %s cannot be written as JSON", request.method)
+                    final = error_outgoing(InternalError())
             await outgoing_send.send(final)
 
         async def watch_disconnect(cancel_scope: trio.CancelScope) -> None:

@@ -11,13 +11,9 @@ Spec: 2026-07-28 basic/transports/streamable-http §Receiving Messages; wire §9
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 import trio
 from hypercorn.typing import ASGISendCallable
-
-from presa_trio.wire.envelope import dumps
 
 #: Seconds of silence on a stream before a ``: ping`` comment is sent.
 PING_INTERVAL_S = 15.0
@@ -34,15 +30,17 @@ JSON_HEADERS = [(b"content-type", b"application/json")]
 class Outgoing:
     """One message for the client; ``final`` marks the response that ends the stream."""
 
-    message: dict[str, Any]
+    # The message as compact JSON, encoded by whoever produced it, so that a
+    # value JSON cannot hold fails there and not in the writer.
+    data: bytes
     final: bool = False
     # The HTTP status if this response goes out as plain JSON.
     status: int = 200
 
 
-def sse_event(message: dict[str, Any]) -> bytes:
+def sse_event(data: bytes) -> bytes:
     """``event: message`` with the compact JSON on a single ``data:`` line."""
-    return b"event: message\r\ndata: " + dumps(message) + b"\r\n\r\n"
+    return b"event: message\r\ndata: " + data + b"\r\n\r\n"
 
 
 async def send_json(send: ASGISendCallable, status: int, body: bytes) -> None:
@@ -63,7 +61,7 @@ async def write_response(
     """Drain ``outgoing`` onto the HTTP response until the final message."""
     first = await outgoing.receive()
     if first.final:
-        await send_json(send, first.status, dumps(first.message))
+        await send_json(send, first.status, first.data)
         return
     await send(
         {
@@ -79,7 +77,7 @@ async def write_response(
             await send(
                 {
                     "type": "http.response.body",
-                    "body": sse_event(item.message),
+                    "body": sse_event(item.data),
                     "more_body": not item.final,
                 }
             )

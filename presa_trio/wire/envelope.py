@@ -39,18 +39,20 @@ class Notification:
 
 
 def dumps(message: dict[str, Any]) -> bytes:
-    """Compact JSON, UTF-8: no spaces, no newlines.
+    """Compact JSON, UTF-8: no spaces, no newlines, no NaN or Infinity.
+
+    Raises ``TypeError`` or ``ValueError`` for a value JSON cannot hold.
 
     A string may hold a lone surrogate (JSON text may spell ``"\\ud800"``,
     RFC 8259 §8.2, and a client's id or arguments come back in responses).
     UTF-8 cannot encode one, so such a message is written with ``\\u``
     escapes instead: still valid JSON, and it round-trips.
     """
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode()
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _not_json(constant: str) -> Any:

@@ -165,3 +165,13 @@ def test_an_error_response_has_code_message_and_the_id() -> None:
         "message": "bad",
         "data": {"uri": "u"},
     }
+
+
+@pytest.mark.parametrize(
+    "value", [float("nan"), float("inf"), object()], ids=["nan", "infinity", "object"]
+)
+def test_a_value_json_cannot_hold_is_refused_when_written(value: Any) -> None:
+    """Spec-mandated (RFC 8259 §6): the server never writes NaN, Infinity or an
+    arbitrary object; dumps raises so the edge can answer -32603 instead."""
+    with pytest.raises((TypeError, ValueError)):
+        envelope.dumps(envelope.result_response(1, {"x": value}))
