@@ -1,0 +1,205 @@
+"""The dispatcher's promises: faults become -32603, the detail stays in the log.
+
+A handler that raises anything but an :class:`McpError` (or a tool's
+:class:`ToolError`) is a server fault: the client gets -32603 with a generic
+message and no detail, the log gets the traceback, and the server keeps
+serving (wire §5.2, §12; DESIGN.md "Errors").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server, ToolError
+from presa_trio.wire import models
+from presa_trio.wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND
+from presa_trio.wire.meta import META_SERVER_INFO
+from tests.expect import assert_still_serving, error_of, result_of
+from tests.mcp_client import McpClient, meta, request, running
+
+SECRET = "secret-detail-7f3a"
+
+
+class Unserialisable:
+    """A value no JSON encoder knows."""
+
+
+def faulty_server(cancelled: trio.Event) -> Server:
+    server = Server("faulty", "1.0.0")
+
+    @server.tool(description="Fails with an unexpected exception.")
+    async def explode(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise RuntimeError(SECRET)
+
+    @server.tool(description="Reports progress, then fails with an unexpected exception.")
+    async def explode_after_progress(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1, total=2)
+        raise RuntimeError(SECRET)
+
+    @server.tool(description="Fails in a way it anticipated.")
+    async def refuse(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise ToolError("The flight is full.")
+
+    @server.tool(description="Returns a structured value JSON cannot hold.")
+    async def opaque(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        return models.CallToolResult(
+            [models.TextContent("x")], structured_content={SECRET: Unserialisable()}
+        )
+
+    @server.tool(description="Returns NaN, which JSON cannot hold.")
+    async def not_a_number(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        return models.CallToolResult(
+            [models.TextContent("x")], structured_content={"ratio": float("nan")}
+        )
+
+    @server.tool(description="Sends a progress message JSON cannot hold.")
+    async def opaque_progress(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1, message=Unserialisable())  # type: ignore[arg-type]
+        return "unreachable"
+
+    @server.tool(description="Reports progress, then waits until cancelled.")
+    async def wait_forever(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1)
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    @server.prompt(description="Fails with an unexpected exception.")
+    async def broken_prompt(ctx: RequestContext, arguments: dict[str, str]) -> Any:
+        raise KeyError(SECRET)
+
+    @server.resource("test://broken", name="broken", description="Fails to read.")
+    async def broken_resource(ctx: RequestContext) -> str:
+        raise OSError(SECRET)
+
+    return server
+
+
+@pytest.fixture
+def cancelled() -> trio.Event:
+    return trio.Event()
+
+
+@pytest.fixture
+async def faulty(cancelled: trio.Event) -> AsyncIterator[McpClient]:
+    async with running(McpApp.for_server(faulty_server(cancelled))) as client:
+        yield client
+
+
+FAULTS = [
+    ("tools/call", {"name": "explode"}),
+    ("prompts/get", {"name": "broken_prompt"}),
+    ("resources/read", {"uri": "test://broken"}),
+]
+
+
+@pytest.mark.parametrize(("method", "params"), FAULTS, ids=[m for m, _ in FAULTS])
+async def test_an_unexpected_exception_is_a_generic_internal_error(
+    faulty: McpClient, caplog: pytest.LogCaptureFixture, method: str, params: dict[str, Any]
+) -> None:
+    """Spec-mandated (wire §5.2, §6: any other exception is -32603 with a generic
+    message, detail to the log only). HTTP 500 is presa's choice (wire §18.1)."""
+    with caplog.at_level(logging.ERROR):
+        response = await faulty.call(method, params)
+    error = error_of(response, 500, INTERNAL_ERROR)
+    assert "data" not in error
+    assert SECRET.encode() not in response.body
+    assert SECRET in caplog.text
+    await assert_still_serving(faulty)
+
+
+async def test_a_fault_after_the_stream_started_is_the_final_event(
+    faulty: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (wire §12: once SSE has started the status is 200 and the error
+    is the final event)."""
+    params = {"name": "explode_after_progress", "_meta": meta(progressToken="p")}
+    with caplog.at_level(logging.ERROR):
+        response = await faulty.call("tools/call", params)
+    assert response.status == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    progress, final = response.events()
+    assert progress["method"] == "notifications/progress"
+    assert final["id"] == 1
+    assert final["error"]["code"] == INTERNAL_ERROR
+    assert SECRET.encode() not in response.body
+    assert SECRET in caplog.text
+
+
+@pytest.mark.parametrize("tool", ["opaque", "not_a_number", "opaque_progress"])
+async def test_a_result_json_cannot_hold_is_an_internal_error(
+    faulty: McpClient, caplog: pytest.LogCaptureFixture, tool: str
+) -> None:
+    """Spec-mandated (wire §12: a server fault is -32603; RFC 8259 §6: NaN is not
+    JSON): a value the encoder refuses is a fault of the handler, answered like any
+    other, never a broken response."""
+    params = {"name": tool, "_meta": meta(progressToken="p")}
+    with caplog.at_level(logging.ERROR):
+        response = await faulty.call("tools/call", params)
+    error_of(response, 500, INTERNAL_ERROR)
+    assert SECRET.encode() not in response.body
+    assert b"NaN" not in response.body
+    assert caplog.records
+    await assert_still_serving(faulty)
+
+
+async def test_an_anticipated_tool_failure_is_an_error_result(faulty: McpClient) -> None:
+    """Runner-scored (tools-call-error/tools-call-error): a ToolError is a result with
+    ``isError: true`` and the text, not a JSON-RPC error (wire §5.2)."""
+    result = result_of(await faulty.call("tools/call", {"name": "refuse"}))
+    assert result["isError"] is True
+    assert result["content"] == [{"type": "text", "text": "The flight is full."}]
+    assert result["resultType"] == "complete"
+
+
+async def test_closing_the_response_stream_cancels_the_handler(
+    faulty: McpClient, cancelled: trio.Event
+) -> None:
+    """Spec-mandated (streamable-http §Cancellation: closing the SSE response stream
+    MUST be treated as cancellation; the server SHOULD stop work): the handler is
+    cancelled and the app call returns."""
+    message = request("tools/call", {"name": "wait_forever", "_meta": meta(progressToken=1)})
+    with trio.fail_after(5):
+        async with faulty.stream(message) as stream:
+            assert (await stream.next_message())["method"] == "notifications/progress"
+            assert not cancelled.is_set()
+        await cancelled.wait()
+    await assert_still_serving(faulty)
+
+
+async def test_every_result_carries_result_type_and_server_info(faulty: McpClient) -> None:
+    """Spec-mandated (schema $defs.Result: resultType required; $defs.ResultMetaObject:
+    serverInfo SHOULD be present; wire §2, §3)."""
+    for method in ("server/discover", "tools/list", "prompts/list", "resources/list"):
+        result = result_of(await faulty.call(method))
+        assert result["resultType"] == "complete"
+        assert result["_meta"][META_SERVER_INFO] == {"name": "faulty", "version": "1.0.0"}
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "completion/complete",
+    ],
+)
+async def test_methods_of_a_capability_not_offered_are_not_found(method: str) -> None:
+    """Runner-scored (server-stateless/sep-2575-discover-capabilities-match-handlers):
+    a server with nothing registered answers these 404 -32601 (wire §4, §12)."""
+    async with running(McpApp.for_server(Server("bare", "1.0.0"))) as client:
+        message = request(method, {"name": "x", "uri": "test://x"})
+        error_of(await client.post(message), 404, METHOD_NOT_FOUND)
+        await assert_still_serving(client)
