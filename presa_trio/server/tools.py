@@ -6,26 +6,47 @@ Spec: 2026-07-28 server/tools; wire §5.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+import weakref
+from typing import Any
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
-from presa_trio.server.registry import ToolError, ToolOutput
+from presa_trio.server.registry import Server, ToolError, ToolOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
 
-if TYPE_CHECKING:
-    from presa_trio.server.registry import Server
-
 log = logging.getLogger(__name__)
+
+
+#: Per server, the tools it last listed and their wire form. A registered
+#: :class:`~presa_trio.wire.models.Tool` is frozen, so the same objects in the
+#: same order always have the same wire form; registering, replacing or
+#: removing a tool changes the objects and so the key.
+_wire_tools: weakref.WeakKeyDictionary[
+    Server, tuple[tuple[models.Tool, ...], list[dict[str, Any]]]
+] = weakref.WeakKeyDictionary()
+
+
+def wire_tools(server: Server) -> list[dict[str, Any]]:
+    """The listed tools as wire objects, converted once per set of registered tools."""
+    tools = tuple(server.listed_tools())
+    cached = _wire_tools.get(server)
+    if (
+        cached is None
+        or len(cached[0]) != len(tools)
+        or any(old is not new for old, new in zip(cached[0], tools, strict=True))
+    ):
+        cached = (tools, to_wire(list(tools)))
+        _wire_tools[server] = cached
+    return cached[1]
 
 
 async def list_tools(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """All tools, in a stable order, with caching hints (wire §5.1, §14)."""
     server = ctx.server
-    return {"tools": to_wire(list(server.listed_tools())), **server.cache.to_wire()}
+    return {"tools": list(wire_tools(server)), **server.cache.to_wire()}
 
 
 def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
