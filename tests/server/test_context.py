@@ -1,0 +1,122 @@
+"""What one request knows: its own capabilities, log level and progress token (wire §2, §9).
+
+Nothing carries over between requests: each test that shows a capability,
+a log level or a progress token working also shows the next request
+without it gets nothing of it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from trio.testing import MockClock
+
+from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from presa_trio.wire.meta import LOG_LEVELS, META_LOG_LEVEL
+from tests.expect import error_of, result_of
+from tests.mcp_client import McpClient, meta, request
+
+
+async def test_an_undeclared_capability_is_refused_with_the_required_capabilities(
+    client: McpClient,
+) -> None:
+    """Runner-scored (server-stateless/sep-2575-server-rejects-undeclared-capability,
+    sep-2575-missing-capability-http-400): -32021, 400, ``data.requiredCapabilities``
+    an object shaped like ClientCapabilities (schema
+    $defs.MissingRequiredClientCapabilityError)."""
+    response = await client.call(
+        "tools/call", {"name": "test_missing_capability"}, capabilities={}, request_id=401
+    )
+    error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY, 401)
+    assert error["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+async def test_capabilities_are_never_carried_over_between_requests(client: McpClient) -> None:
+    """Spec-mandated (basic/index §_meta; wire §2: capabilities come from this request
+    only, never from an earlier request or a server/discover)."""
+    params = {"name": "test_missing_capability"}
+    result_of(await client.call("server/discover", capabilities={"sampling": {}}))
+    result_of(await client.call("tools/call", params, capabilities={"sampling": {}}))
+    response = await client.call("tools/call", params, capabilities={})
+    error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+    result_of(await client.call("tools/call", params, capabilities={"sampling": {}}))
+
+
+async def test_progress_is_sent_only_with_a_progress_token(
+    client: McpClient, autojump_clock: MockClock
+) -> None:
+    """Runner-scored (tools-call-with-progress/tools-call-with-progress): with a token,
+    at least three progress notifications echoing it, increasing, before the result
+    on the same SSE stream; without one, a plain JSON answer (basic/patterns/progress)."""
+    params = {"name": "test_tool_with_progress", "arguments": {}}
+    with_token = await client.call(
+        "tools/call", {**params, "_meta": meta(progressToken="progress-test-1")}
+    )
+    assert with_token.headers["content-type"] == "text/event-stream"
+    *progress, final = with_token.events()
+    assert len(progress) >= 3
+    assert {p["method"] for p in progress} == {"notifications/progress"}
+    assert {p["params"]["progressToken"] for p in progress} == {"progress-test-1"}
+    values = [p["params"]["progress"] for p in progress]
+    assert values == sorted(set(values))
+    assert final["result"]["resultType"] == "complete"
+
+    without = await client.call("tools/call", params)
+    assert without.headers["content-type"] == "application/json"
+    assert "result" in without.json()
+
+
+async def test_an_integer_progress_token_keeps_its_type(
+    client: McpClient, autojump_clock: MockClock
+) -> None:
+    """Spec-mandated (basic/patterns/progress: the notification echoes the token)."""
+    params = {"name": "test_tool_with_progress", "_meta": meta(progressToken=7)}
+    events = (await client.call("tools/call", params)).events()
+    assert events[0]["params"]["progressToken"] == 7
+
+
+async def test_without_a_log_level_no_log_message_is_sent(client: McpClient) -> None:
+    """Runner-scored (server-stateless/sep-2575-server-no-log-without-loglevel)."""
+    response = await client.call("tools/call", {"name": "test_logging_tool", "arguments": {}})
+    assert response.headers["content-type"] == "application/json"
+    assert "result" in response.json()
+
+
+@pytest.mark.parametrize("level", LOG_LEVELS)
+async def test_log_messages_are_sent_at_and_above_the_requested_level(
+    client: McpClient, level: str
+) -> None:
+    """Spec-mandated (server/utilities/logging; wire §2, §9: only with logLevel, at or
+    above it, on that request's stream). The fixture logs debug, info and warning."""
+    params = {"name": "test_logging_tool", "_meta": {**meta(), META_LOG_LEVEL: level}}
+    response = await client.call("tools/call", params)
+    threshold = LOG_LEVELS.index(level)
+    expected = [lv for lv in ("debug", "info", "warning") if LOG_LEVELS.index(lv) >= threshold]
+    messages = response.events()[:-1] if expected else []
+    assert [m["params"]["level"] for m in messages] == expected
+    assert {m["method"] for m in messages} <= {"notifications/message"}
+    assert result_of(response)["content"]
+
+
+async def test_an_unknown_log_level_is_invalid_params(client: McpClient) -> None:
+    """Spec-mandated (wire §2: an unknown logLevel SHOULD be -32602)."""
+    params = {"name": "test_logging_tool", "_meta": {**meta(), META_LOG_LEVEL: "verbose"}}
+    error_of(await client.call("tools/call", params), 400, INVALID_PARAMS)
+
+
+async def test_no_request_is_ever_sent_on_a_response_stream(client: McpClient) -> None:
+    """Runner-scored (server-stateless/sep-2575-http-server-no-independent-requests-on-stream):
+    the elicitation tool asks through an InputRequiredResult, not an
+    ``elicitation/create`` request (streamable-http §Receiving Messages: MUST NOT)."""
+    message = request(
+        "tools/call",
+        {"name": "test_streaming_elicitation", "_meta": meta({"elicitation": {}}, progressToken=1)},
+    )
+    response = await client.post(message)
+    result = result_of(response)
+    assert result["resultType"] == "input_required"
+    sent = (
+        response.events()
+        if response.headers["content-type"] == "text/event-stream"
+        else [response.json()]
+    )
+    assert all("method" not in m or "id" not in m for m in sent)

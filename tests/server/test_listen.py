@@ -1,0 +1,237 @@
+"""``subscriptions/listen``: one long-lived SSE stream of the changes a client asked for.
+
+Rules of this file (wire §11): the first message is the acknowledgement;
+every later one is a requested change tagged with the listen id (same JSON
+type); a change nobody asked for is shown absent by the next requested
+change arriving first, not by waiting; and every test leaves with the
+subscriber removed from ``server.changes`` and the app call returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from presa_trio.http.app import McpApp
+from presa_trio.http.sse import PING_INTERVAL_S
+from presa_trio.server.subscriptions import SUBSCRIBER_BUFFER
+from presa_trio.wire.errors import INVALID_PARAMS
+from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
+from tests.expect import error_of, result_of
+from tests.mcp_client import McpClient, Stream, meta, request
+
+ACK = "notifications/subscriptions/acknowledged"
+TOOLS_CHANGED = "notifications/tools/list_changed"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+
+
+def listen(notifications: dict[str, Any], request_id: int | str = 1_764_000_000_000) -> Any:
+    return request("subscriptions/listen", {"notifications": notifications}, request_id=request_id)
+
+
+@pytest.fixture
+async def tools_listen(client: McpClient) -> AsyncIterator[Stream]:
+    async with client.stream(listen({"toolsListChanged": True})) as stream:
+        yield stream
+
+
+async def test_the_first_message_acknowledges_the_subscription(
+    client: McpClient, app: McpApp
+) -> None:
+    """Runner-scored (server-stateless/sep-2575-server-sends-subscription-ack): an SSE
+    stream, HTTP 200, opening with the acknowledgement tagged with the listen id and
+    naming the honoured filter (basic/patterns/subscriptions)."""
+    with trio.fail_after(5):
+        async with client.stream(listen({"toolsListChanged": True}, request_id=42)) as stream:
+            assert stream.response.status == 200
+            assert stream.response.headers["content-type"] == "text/event-stream"
+            ack = await stream.next_message()
+            assert ack == {
+                "jsonrpc": "2.0",
+                "method": ACK,
+                "params": {
+                    "_meta": {META_SUBSCRIPTION_ID: 42},
+                    "notifications": {"toolsListChanged": True},
+                },
+            }
+            assert app.dispatcher.server.changes.subscriber_count == 1
+    assert app.dispatcher.server.changes.subscriber_count == 0
+
+
+async def test_the_acknowledgement_leaves_out_what_is_not_honoured(client: McpClient) -> None:
+    """Spec-mandated (wire §11.1: the honoured subset; omit unsupported types)."""
+    wanted = {"toolsListChanged": False, "promptsListChanged": True, "somethingElse": True}
+    with trio.fail_after(5):
+        async with client.stream(listen(wanted)) as stream:
+            ack = await stream.next_message()
+    assert ack["params"]["notifications"] == {"promptsListChanged": True}
+
+
+@pytest.mark.parametrize("listen_id", [1_764_000_000_000, "listen-7"], ids=["integer", "string"])
+async def test_a_change_is_delivered_tagged_with_the_listen_id(
+    client: McpClient, listen_id: int | str
+) -> None:
+    """Runner-scored (server-stateless/sep-2575-server-tags-subscription-id,
+    sep-2575-server-sends-tools-list-changed-on-subscription): the trigger's change
+    reaches the open stream, tagged with the listen id in its own JSON type
+    (wire §11.2, §18.13)."""
+    with trio.fail_after(5):
+        async with client.stream(listen({"toolsListChanged": True}, listen_id)) as stream:
+            await stream.next_message()
+            result_of(await client.call("tools/call", {"name": "test_trigger_tool_change"}))
+            change = await stream.next_message()
+    assert change["method"] == TOOLS_CHANGED
+    assert change["params"]["_meta"] == {META_SUBSCRIPTION_ID: listen_id}
+    assert "id" not in change
+
+
+async def test_only_requested_changes_are_delivered(client: McpClient) -> None:
+    """Runner-scored (server-stateless/sep-2575-server-honors-notification-filter,
+    sep-2575-server-sends-prompts-list-changed-on-subscription): a prompts-only listen
+    never sees a tools change; the prompts change that follows arrives first."""
+    with trio.fail_after(5):
+        async with client.stream(listen({"promptsListChanged": True})) as stream:
+            await stream.next_message()
+            await client.call("tools/call", {"name": "test_trigger_tool_change"})
+            await client.call("tools/call", {"name": "test_trigger_prompt_change"})
+            change = await stream.next_message()
+    assert change["method"] == PROMPTS_CHANGED
+
+
+async def test_every_open_stream_that_asked_gets_the_change(client: McpClient) -> None:
+    """Spec-mandated (wire §11.3: deliver each change to every open stream whose filter
+    asks for it)."""
+    with trio.fail_after(5):
+        async with (
+            client.stream(listen({"toolsListChanged": True}, 1)) as first,
+            client.stream(
+                listen({"toolsListChanged": True, "promptsListChanged": True}, 2)
+            ) as second,
+        ):
+            await first.next_message()
+            await second.next_message()
+            await client.call("tools/call", {"name": "test_trigger_tool_change"})
+            got_first, got_second = await first.next_message(), await second.next_message()
+    assert got_first["params"]["_meta"] == {META_SUBSCRIPTION_ID: 1}
+    assert got_second["params"]["_meta"] == {META_SUBSCRIPTION_ID: 2}
+    assert got_first["method"] == got_second["method"] == TOOLS_CHANGED
+
+
+async def test_resource_updates_arrive_only_for_subscribed_uris(
+    client: McpClient, app: McpApp
+) -> None:
+    """Spec-mandated (basic/patterns/subscriptions: resourceSubscriptions; wire §11.2):
+    ``notifications/resources/updated {uri}`` for the listed URIs only."""
+    server = app.dispatcher.server
+    wanted = {"resourceSubscriptions": ["test://static-text"], "resourcesListChanged": True}
+    with trio.fail_after(5):
+        async with client.stream(listen(wanted)) as stream:
+            ack = await stream.next_message()
+            server.notify_resource_updated("test://static-binary")
+            server.notify_resource_updated("test://static-text")
+            server.notify_resources_list_changed()
+            updated, list_changed = await stream.next_message(), await stream.next_message()
+    assert ack["params"]["notifications"] == wanted
+    assert updated["method"] == "notifications/resources/updated"
+    assert updated["params"]["uri"] == "test://static-text"
+    assert list_changed["method"] == "notifications/resources/list_changed"
+
+
+async def test_request_scoped_notifications_never_reach_a_listen_stream(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Receiving Messages: progress and log messages
+    flow only on the stream of their request; wire §11.3)."""
+    params = {
+        "notifications": {"toolsListChanged": True},
+        "_meta": {**meta(progressToken="p"), META_LOG_LEVEL: "debug"},
+    }
+    with trio.fail_after(5):
+        async with client.stream(request("subscriptions/listen", params)) as stream:
+            await stream.next_message()
+            logged = await client.call(
+                "tools/call",
+                {
+                    "name": "test_logging_tool",
+                    "_meta": {**meta(), META_LOG_LEVEL: "debug"},
+                },
+            )
+            assert logged.events()[0]["method"] == "notifications/message"
+            await client.call("tools/call", {"name": "test_trigger_tool_change"})
+            assert (await stream.next_message())["method"] == TOOLS_CHANGED
+
+
+async def test_a_disconnect_removes_the_subscriber_and_ends_the_call(
+    client: McpClient, app: McpApp
+) -> None:
+    """Spec-mandated (streamable-http §Cancellation; wire §11.4: the client ends a
+    listen by closing the stream; drop the subscriber on http.disconnect): no worker
+    is leaked, and later changes go nowhere."""
+    changes = app.dispatcher.server.changes
+    with trio.fail_after(5):
+        for _ in range(3):
+            async with client.stream(listen({"toolsListChanged": True})) as stream:
+                await stream.next_message()
+                assert changes.subscriber_count == 1
+            assert changes.subscriber_count == 0
+    result_of(await client.call("tools/call", {"name": "test_trigger_tool_change"}))
+
+
+async def test_a_stream_that_falls_behind_is_ended_with_the_listen_result(
+    client: McpClient, app: McpApp
+) -> None:
+    """Spec-mandated (schema $defs.SubscriptionsListenResult; wire §11.4: a server ending
+    the stream SHOULD first send the listen result with the subscription id): presa
+    ends a stream whose buffer overflows rather than let it miss changes silently."""
+    server = app.dispatcher.server
+    with trio.fail_after(5):
+        async with client.stream(listen({"toolsListChanged": True}, 9)) as stream:
+            await stream.next_message()
+            published = 0
+            while server.changes.subscriber_count:
+                server.notify_tools_list_changed()
+                published += 1
+                assert published <= 2 * SUBSCRIBER_BUFFER
+            response = await stream.read_to_end()
+    *changes, final = response.events()[1:]
+    assert len(changes) == published - 1
+    assert {c["method"] for c in changes} == {TOOLS_CHANGED}
+    assert final["id"] == 9
+    assert final["result"]["resultType"] == "complete"
+    assert final["result"]["_meta"][META_SUBSCRIPTION_ID] == 9
+
+
+async def test_a_quiet_stream_is_kept_alive_with_comments(
+    tools_listen: Stream, autojump_clock: MockClock
+) -> None:
+    """Spec-mandated (streamable-http §Receiving Messages: keep-alive comment lines on
+    long-lived streams; wire §11.4): after PING_INTERVAL_S of silence, ``: ping``."""
+    with trio.fail_after(3 * PING_INTERVAL_S):
+        await tools_listen.next_message()
+        start = trio.current_time()
+        assert await tools_listen.next_event() == ": ping"
+        assert trio.current_time() - start == pytest.approx(PING_INTERVAL_S)
+        assert await tools_listen.next_event() == ": ping"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"notifications": True},
+        {"notifications": {"toolsListChanged": "yes"}},
+        {"notifications": {"resourceSubscriptions": "test://static-text"}},
+        {"notifications": {"resourceSubscriptions": [1]}},
+    ],
+    ids=["no-filter", "filter-not-object", "flag-not-boolean", "uris-not-list", "uri-not-string"],
+)
+async def test_a_malformed_filter_is_invalid_params(
+    client: McpClient, params: dict[str, Any]
+) -> None:
+    """Spec-mandated (schema $defs.SubscriptionsListenRequestParams: notifications is a
+    required SubscriptionFilter)."""
+    error_of(await client.call("subscriptions/listen", params), 400, INVALID_PARAMS)

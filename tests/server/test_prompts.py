@@ -1,0 +1,99 @@
+"""``prompts/list``, ``prompts/get`` and ``completion/complete`` (wire §7, §8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from presa_trio.wire.errors import INVALID_PARAMS
+from tests.expect import assert_still_serving, error_of, result_of
+from tests.mcp_client import McpClient
+
+
+async def test_every_prompt_has_a_name_and_description(client: McpClient) -> None:
+    """Runner-scored (prompts-list/prompts-list)."""
+    prompts = result_of(await client.call("prompts/list"))["prompts"]
+    assert prompts
+    assert all(p["name"] and p["description"] for p in prompts)
+
+
+async def test_a_prompt_renders_its_arguments(client: McpClient) -> None:
+    """Runner-scored (prompts-get-with-args/prompts-get-with-args)."""
+    params = {
+        "name": "test_prompt_with_arguments",
+        "arguments": {"arg1": "testValue1", "arg2": "testValue2"},
+    }
+    (message,) = result_of(await client.call("prompts/get", params))["messages"]
+    assert message["role"] == "user"
+    assert "testValue1" in message["content"]["text"]
+    assert "testValue2" in message["content"]["text"]
+
+
+async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> None:
+    """Runner-scored (prompts-get-embedded-resource, prompts-get-with-image)."""
+    params = {
+        "name": "test_prompt_with_embedded_resource",
+        "arguments": {"resourceUri": "test://x"},
+    }
+    messages = result_of(await client.call("prompts/get", params))["messages"]
+    assert messages[0]["content"]["resource"]["uri"] == "test://x"
+    image = result_of(await client.call("prompts/get", {"name": "test_prompt_with_image"}))
+    assert image["messages"][0]["content"]["mimeType"] == "image/png"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "no_such_prompt"},
+        {"name": "test_prompt_with_arguments", "arguments": {"arg1": "only one"}},
+        {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": 2}},
+        {"name": "test_simple_prompt", "arguments": ["a"]},
+        {},
+    ],
+    ids=[
+        "unknown",
+        "missing-required-argument",
+        "argument-not-string",
+        "arguments-array",
+        "no-name",
+    ],
+)
+async def test_bad_prompt_requests_are_invalid_params(
+    client: McpClient, params: dict[str, Any]
+) -> None:
+    """Spec-mandated (server/prompts §Error Handling: unknown prompt or missing
+    required argument is -32602; arguments are strings)."""
+    error_of(await client.call("prompts/get", params), 400, INVALID_PARAMS)
+    await assert_still_serving(client)
+
+
+async def test_completion_answers_with_a_values_array(client: McpClient) -> None:
+    """Runner-scored (completion-complete/completion-complete)."""
+    params = {
+        "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+        "argument": {"name": "arg1", "value": "test"},
+    }
+    completion = result_of(await client.call("completion/complete", params))["completion"]
+    assert completion["values"] == []
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "a", "value": ""}},
+        {
+            "ref": {"type": "ref/resource", "uri": "test://x/{id}"},
+            "argument": {"name": "id", "value": ""},
+        },
+        {"ref": {"type": "ref/other", "name": "x"}, "argument": {"name": "a", "value": ""}},
+        {"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}, "argument": {"name": "a"}},
+        {"argument": {"name": "a", "value": ""}},
+    ],
+    ids=["unknown-prompt", "unknown-template", "unknown-ref-type", "no-value", "no-ref"],
+)
+async def test_bad_completion_requests_are_invalid_params(
+    client: McpClient, params: dict[str, Any]
+) -> None:
+    """Spec-mandated (server/utilities/completion §Error Handling; wire §8)."""
+    error_of(await client.call("completion/complete", params), 400, INVALID_PARAMS)

@@ -1,0 +1,81 @@
+"""``resources/list``, ``resources/templates/list`` and ``resources/read`` (wire §6)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from presa_trio.fixtures.core import PNG_BASE64
+from presa_trio.wire.errors import INVALID_PARAMS
+from tests.expect import assert_still_serving, error_of, result_of
+from tests.mcp_client import McpClient
+
+
+async def test_resources_are_listed_with_uri_and_name(client: McpClient) -> None:
+    """Runner-scored (resources-list/resources-list; caching reads ``resources[0]``)."""
+    resources = result_of(await client.call("resources/list"))["resources"]
+    assert resources[0]["uri"] == "test://static-text"
+    assert all(r["uri"] and r["name"] for r in resources)
+
+
+async def test_templates_are_listed(client: McpClient) -> None:
+    """Spec-mandated (server/resources §Resource Templates)."""
+    templates = result_of(await client.call("resources/templates/list"))["resourceTemplates"]
+    assert templates[0]["uriTemplate"] == "test://template/{id}/data"
+
+
+async def test_a_text_resource_reads_as_text(client: McpClient) -> None:
+    """Runner-scored (resources-read-text/resources-read-text)."""
+    result = result_of(await client.call("resources/read", {"uri": "test://static-text"}))
+    assert result["contents"] == [
+        {
+            "uri": "test://static-text",
+            "mimeType": "text/plain",
+            "text": "This is the content of the static text resource.",
+        }
+    ]
+
+
+async def test_a_binary_resource_reads_as_a_base64_blob(client: McpClient) -> None:
+    """Runner-scored (resources-read-binary/resources-read-binary)."""
+    result = result_of(await client.call("resources/read", {"uri": "test://static-binary"}))
+    (content,) = result["contents"]
+    assert content["mimeType"] == "image/png"
+    assert base64.b64decode(content["blob"]) == base64.b64decode(PNG_BASE64)
+
+
+async def test_a_template_match_is_read(client: McpClient) -> None:
+    """Runner-scored (resources-templates-read/resources-templates-read)."""
+    uri = "test://template/123/data"
+    (content,) = result_of(await client.call("resources/read", {"uri": uri}))["contents"]
+    assert content["uri"] == uri
+    assert json.loads(content["text"])["id"] == "123"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "test://nonexistent-resource-for-conformance-testing",
+        "test://template//data",
+        "test://template/1/2/data",
+    ],
+)
+async def test_an_unknown_resource_is_invalid_params_with_its_uri(
+    client: McpClient, uri: str
+) -> None:
+    """Runner-scored (sep-2164-resource-not-found/sep-2164-no-empty-contents,
+    sep-2164-error-code, sep-2164-data-uri): -32602 with ``data.uri``, never a
+    result with empty contents (server/resources §Error Handling)."""
+    error = error_of(await client.call("resources/read", {"uri": uri}), 400, INVALID_PARAMS)
+    assert error["data"] == {"uri": uri}
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("params", [{}, {"uri": 5}, {"uri": None}])
+async def test_a_read_without_a_string_uri_is_invalid_params(
+    client: McpClient, params: dict[str, object]
+) -> None:
+    """Spec-mandated (schema $defs.ReadResourceRequestParams: uri is a required string)."""
+    error_of(await client.call("resources/read", params), 400, INVALID_PARAMS)
