@@ -102,10 +102,11 @@ class Limits:
     max_input_bytes: int = 256 * 1024
 
     def check_active(self, total: int, in_scope: int) -> None:
-        if total >= self.max_active:
-            raise capacity_error("max_active_tasks", retryable=True)
+        """The caller's own limit first: it names the limit the caller can act on."""
         if in_scope >= self.max_active_per_scope:
             raise capacity_error("max_active_tasks_per_scope", retryable=True)
+        if total >= self.max_active:
+            raise capacity_error("max_active_tasks", retryable=True)
 
     def check_input(self, value: Any) -> None:
         """Resending the same oversized input can never fit: not retryable."""
@@ -196,6 +197,15 @@ def failure_for(group: ExceptionGroup[Exception]) -> McpError:
     return InternalError()
 
 
+def is_json_object(value: Any) -> bool:
+    """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return isinstance(value, dict)
+
+
 @attrs.define(eq=False)
 class TaskRunner:
     """Creates, runs, answers and cancels tasks; see the module docstring."""
@@ -281,14 +291,12 @@ class TaskRunner:
         except* Exception as group:
             self._write(worker, model.fail, failure_for(group).to_wire())
         else:
-            try:
-                json.dumps(result, allow_nan=False)
-            except (TypeError, ValueError, RecursionError):
-                log.exception("task %s: the job returned a non-JSON result", worker.task_id)
+            if is_json_object(result):
+                self._write(worker, model.complete, result)
+            else:
+                log.error("task %s: the job returned %r, not a JSON object", worker.task_id, result)
                 failure = InternalError("Task worker returned a non-JSON result")
                 self._write(worker, model.fail, failure.to_wire())
-            else:
-                self._write(worker, model.complete, result)
 
     # --- transitions ------------------------------------------------------------
 
