@@ -1,0 +1,77 @@
+"""Shared pieces of the runner tests: a creating request, a recording store, jobs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import TaskRunner
+from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.runner import Job, WorkerContext
+from presa_trio.tasks.store import MemoryStore
+from presa_trio.wire.meta import RequestMeta
+from tests.mcp_client import meta
+
+RESULT = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
+
+
+def creator(
+    capabilities: Mapping[str, Any] | None = None, sent: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> RequestContext:
+    """The context of a ``tools/call`` that creates a task; ``sent`` records its stream."""
+    outbox = sent if sent is not None else []
+
+    async def send(message: dict[str, Any]) -> None:
+        outbox.append(message)
+
+    parsed = RequestMeta.from_params({"_meta": meta(capabilities, **extra)})
+    return RequestContext(7, "tools/call", parsed, Server("runner-test", "0"), send)
+
+
+@attrs.define(eq=False)
+class RecordingStore(MemoryStore):
+    """The memory store, remembering the status of every successful write."""
+
+    writes: list[tuple[str, Status]] = attrs.field(factory=list)
+
+    def compare_and_set(self, scope: str, task: Task, expected_revision: int) -> None:
+        super().compare_and_set(scope, task, expected_revision)
+        self.writes.append((task.task_id, task.status))
+
+    def statuses(self, task_id: str) -> list[Status]:
+        return [status for written, status in self.writes if written == task_id]
+
+
+def gated(release: trio.Event, record: list[str], result: Any = RESULT) -> Job:
+    """A job that waits for ``release``, then returns ``result``; it notes a cancel."""
+
+    async def job(ctx: WorkerContext) -> Any:
+        try:
+            await release.wait()
+        except trio.Cancelled:
+            record.append("cancelled")
+            raise
+        return result
+
+    return job
+
+
+@pytest.fixture
+def store() -> RecordingStore:
+    return RecordingStore()
+
+
+@pytest.fixture
+async def runner(store: RecordingStore) -> AsyncIterator[TaskRunner]:
+    """A running runner; leaving the test shuts it down like a server shutdown."""
+    runner = TaskRunner(store, ttl_ms=60_000, poll_interval_ms=100)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        yield runner
+        nursery.cancel_scope.cancel()
