@@ -1,0 +1,554 @@
+"""The extension on the wire: negotiation, policies, the three methods, errors, headers.
+
+Every test drives the ASGI app in-process (tests/mcp_client.py) against a
+small server whose tools wait on an Event the test sets, so a task's status
+is always the one the test chose. Errors are compared by code constant.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+from trio.testing import wait_all_tasks_blocked
+
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server, ToolError
+from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
+from presa_trio.wire.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    InvalidParams,
+)
+from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
+from tests.expect import error_of, result_of
+from tests.mcp_client import McpClient, Response, headers_for, meta, request, running
+
+DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
+UNDECLARED: dict[str, Any] = {"elicitation": {}}
+REQUIRES_TASKS = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+TASK_KEYS = {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs",
+             "pollIntervalMs"}
+
+
+@attrs.define(eq=False)
+class Harness:
+    """A test server with task tools; ``gate`` releases every waiting tool."""
+
+    app: McpApp
+    tasks: TasksExtension
+    gate: trio.Event
+    entered: list[str]
+
+
+def principal(ctx: RequestContext) -> str:
+    """A stand-in for authentication: the scope is the clientInfo name."""
+    return str((ctx.meta.client_info or {}).get("name", "anonymous"))
+
+
+def build(**runner_options: Any) -> Harness:
+    server = Server("tasks-test", "0.0.1")
+    options = {"ttl_ms": 60_000, "poll_interval_ms": 100, **runner_options}
+    tasks = TasksExtension(TaskRunner(**options), scope_of=principal)
+    server.add_extension(tasks)
+    gate = trio.Event()
+    entered: list[str] = []
+
+    async def wait(name: str, arguments: dict[str, Any]) -> None:
+        entered.append(name)
+        if arguments.get("wait"):
+            await gate.wait()
+
+    @server.tool(description="Answers at once; never a task.")
+    async def plain(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("plain", arguments)
+        return "plain done"
+
+    @tasks.tool(Policy.OPTIONAL, description="A task when the request allows it.")
+    async def maybe(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("maybe", arguments)
+        return f"maybe done {arguments.get('label', '')}".strip()
+
+    @tasks.tool(Policy.REQUIRED, description="Only ever a task.")
+    async def always(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("always", arguments)
+        return "always done"
+
+    @tasks.tool(Policy.OPTIONAL, description="Reports a tool error.")
+    async def tool_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("tool_error", arguments)
+        raise ToolError("the widget is broken")
+
+    @tasks.tool(Policy.OPTIONAL, description="Raises a spec error.")
+    async def spec_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("spec_error", arguments)
+        raise InvalidParams("widget must be blue", {"field": "widget"})
+
+    @tasks.tool(Policy.OPTIONAL, description="Crashes.")
+    async def crash(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("crash", arguments)
+        raise RuntimeError("token=hunter2")
+
+    @tasks.tool(Policy.OPTIONAL, description="Reports progress and logs.")
+    async def chatty(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1, 2)
+        await ctx.log("error", "visible only on a plain call")
+        return "chatty done"
+
+    # Built last: the method table reflects the tools registered by now.
+    return Harness(McpApp.for_server(server), tasks, gate, entered)
+
+
+@pytest.fixture
+def harness() -> Harness:
+    return build()
+
+
+@pytest.fixture
+async def client(harness: Harness) -> AsyncIterator[McpClient]:
+    async with running(harness.app) as opened:
+        yield opened
+
+
+async def call_tool(
+    client: McpClient, name: str, arguments: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] = DECLARED, **extra: Any,
+) -> Response:
+    params = {"name": name, "arguments": arguments or {}, **extra}
+    return await client.call("tools/call", params, capabilities=capabilities)
+
+
+async def create(client: McpClient, name: str = "maybe", **arguments: Any) -> str:
+    created = result_of(await call_tool(client, name, arguments))
+    assert created["resultType"] == "task"
+    task_id: str = created["taskId"]
+    return task_id
+
+
+async def get(client: McpClient, task_id: str, capabilities: Any = DECLARED) -> Response:
+    return await client.call("tasks/get", {"taskId": task_id}, capabilities=capabilities)
+
+
+def stored(harness: Harness) -> int:
+    return harness.tasks.runner.store.active()
+
+
+async def test_discover_advertises_the_extension_with_empty_settings(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Capability Negotiation; §Backward Compatibility;
+    T-01, T-02; runner tasks-extension-advertised)."""
+    capabilities = result_of(await client.call("server/discover"))["capabilities"]
+    assert capabilities["extensions"] == {TASKS_EXTENSION: {}}
+    assert "tasks" not in capabilities
+
+
+@pytest.mark.parametrize(
+    ("tool", "capabilities", "expected"),
+    [
+        ("plain", DECLARED, "result"),
+        ("plain", UNDECLARED, "result"),
+        ("maybe", DECLARED, "task"),
+        ("maybe", UNDECLARED, "result"),
+        ("always", DECLARED, "task"),
+        ("always", UNDECLARED, "-32021"),
+    ],
+)
+async def test_each_policy_answers_as_its_table_says(
+    client: McpClient, harness: Harness, tool: str, capabilities: Any, expected: str
+) -> None:
+    """Spec-mandated (SEP-2663 §Capability Negotiation: MAY create for a declaring
+    request, MUST NOT otherwise, -32021 if only a task will do; T-04, T-05, T-06,
+    T-14, T-69; runner sep-2663-server-returns-missing-capability-*)."""
+    response = await call_tool(client, tool, capabilities=capabilities)
+    if expected == "-32021":
+        error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+        assert error["data"] == REQUIRES_TASKS
+        assert (harness.entered, stored(harness)) == ([], 0)
+        return
+    result = result_of(response)
+    if expected == "task":
+        assert (result["resultType"], result["status"]) == ("task", "working")
+    else:
+        assert result["resultType"] == "complete"
+        assert "taskId" not in result
+        assert result["content"][0]["text"] == f"{tool} done"
+
+
+async def test_the_declaration_counts_per_request_on_one_client(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Capability Negotiation, "regardless of prior
+    declarations"; T-03, T-70; runner tasks-per-request-meta-opt-in)."""
+    kinds = []
+    for capabilities in (DECLARED, UNDECLARED, DECLARED):
+        kinds.append(result_of(await call_tool(client, "maybe", capabilities=capabilities))[
+            "resultType"])
+    assert kinds == ["task", "complete", "task"]
+
+
+async def test_a_legacy_tasks_capability_is_not_a_declaration(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Backward Compatibility: legacy-only clients are
+    non-declaring; T-07; D-02)."""
+    legacy = {"tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}, "list": {}}}
+    assert result_of(await call_tool(client, "maybe", capabilities=legacy))[
+        "resultType"] == "complete"
+    error_of(await call_tool(client, "always", capabilities=legacy), 400,
+             MISSING_REQUIRED_CLIENT_CAPABILITY)
+    error_of(await get(client, "any", capabilities=legacy), 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+
+
+async def test_any_object_under_the_extension_key_is_a_declaration(client: McpClient) -> None:
+    """presa-defined (SEP-2663 §Capability Negotiation defines no settings; D-01):
+    unknown settings are ignored, not refused."""
+    capabilities = {"extensions": {TASKS_EXTENSION: {"future-setting": True}}}
+    assert result_of(await call_tool(client, "maybe", capabilities=capabilities))[
+        "resultType"] == "task"
+
+
+async def test_a_legacy_task_param_is_ignored(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Backward Compatibility: params.task is unknown, MUST
+    be ignored; T-08; runner sep-2663-legacy-task-param-ignored)."""
+    hint = {"ttl": 1234, "pollInterval": 5}
+    plain = result_of(await call_tool(client, "plain", task=hint))
+    assert (plain["resultType"], plain["content"][0]["text"]) == ("complete", "plain done")
+    undeclared = result_of(await call_tool(client, "maybe", capabilities=UNDECLARED, task=hint))
+    assert undeclared["resultType"] == "complete"
+    declared = result_of(await call_tool(client, "maybe", task=hint))
+    assert (declared["ttlMs"], declared["pollIntervalMs"]) == (60_000, 100)
+
+
+async def test_an_old_protocol_version_never_reaches_the_extension(
+    client: McpClient, harness: Harness
+) -> None:
+    """Spec-mandated (SEP-2663 §Backward Compatibility, 2025-11-25 row; T-09)."""
+    message = request("tools/call", {"name": "always", "_meta": meta(
+        DECLARED, **{"io.modelcontextprotocol/protocolVersion": "2025-11-25"})})
+    headers = {**headers_for(message), "mcp-protocol-version": "2025-11-25", "mcp-name": "always"}
+    error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION)
+    assert (harness.entered, stored(harness)) == ([], 0)
+
+
+@pytest.mark.parametrize("method", ["tasks/result", "tasks/list", "tasks/other"])
+async def test_only_the_three_task_methods_exist(client: McpClient, method: str) -> None:
+    """Spec-mandated (SEP-2663 §Backward Compatibility: tasks/result is -32601;
+    §Reservations; T-15, T-16, T-75): 404 before any params or Mcp-Name check."""
+    response = await client.call(method, {"taskId": "probe"}, capabilities=DECLARED)
+    error_of(response, 404, METHOD_NOT_FOUND)
+
+
+async def test_the_create_result_is_a_flat_task_with_server_info(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Task Creation, §Polymorphic Results; T-13, T-17, T-21,
+    T-22, T-80): plain JSON, no wrapper, no payload, no requestState."""
+    response = await call_tool(client, "maybe", {"wait": True})
+    assert response.headers["content-type"] == "application/json"
+    created = result_of(response)
+    assert set(created) == TASK_KEYS | {"resultType", "_meta"}
+    assert created["resultType"] == "task"
+    assert created["_meta"][META_SERVER_INFO] == {"name": "tasks-test", "version": "0.0.1"}
+    assert created["createdAt"] == created["lastUpdatedAt"]
+    assert created["createdAt"].endswith("Z")
+
+
+async def test_tasks_get_reads_each_status_with_result_type_complete(
+    client: McpClient, harness: Harness
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Polling (Response); §Rationale, Splitting Reads;
+    T-27, T-29, T-32, T-36, T-62, T-80): a get is a pure read; the completed task
+    holds exactly the result the plain call returns (``_meta`` aside)."""
+    task_id = await create(client, label="x", wait=True)
+    first, second = result_of(await get(client, task_id)), result_of(await get(client, task_id))
+    assert first == second
+    assert (first["resultType"], first["status"]) == ("complete", "working")
+    assert set(first) == TASK_KEYS | {"resultType", "_meta"}
+
+    harness.gate.set()
+    await wait_all_tasks_blocked()
+    done = result_of(await get(client, task_id))
+    assert (done["resultType"], done["status"]) == ("complete", "completed")
+    assert done["lastUpdatedAt"] >= done["createdAt"]
+    plain = result_of(await call_tool(client, "maybe", {"label": "x"}, capabilities=UNDECLARED))
+    assert {k: v for k, v in done["result"].items() if k != "_meta"} == {
+        k: v for k, v in plain.items() if k != "_meta"}
+    assert "io.modelcontextprotocol/related-task" not in done["result"].get("_meta", {})
+
+
+async def test_update_and_cancel_are_acknowledged_with_an_empty_result(
+    client: McpClient, harness: Harness
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests (Response), §Task Cancellation
+    (Response); T-30, T-40, T-41, T-46, T-47): the acks carry only resultType and
+    _meta; a cancelled task reads back with no payload; a cancel of a terminal task
+    is acked and changes nothing."""
+    task_id = await create(client, wait=True)
+    ack = result_of(await client.call(
+        "tasks/update", {"taskId": task_id, "inputResponses": {}}, capabilities=DECLARED))
+    assert (set(ack), ack["resultType"]) == ({"resultType", "_meta"}, "complete")
+    ack = result_of(await client.call("tasks/cancel", {"taskId": task_id}, capabilities=DECLARED))
+    assert (set(ack), ack["resultType"]) == ({"resultType", "_meta"}, "complete")
+    cancelled = result_of(await get(client, task_id))
+    assert cancelled["status"] == "cancelled"
+    assert not {"result", "error", "inputRequests"} & set(cancelled)
+    again = result_of(await client.call("tasks/cancel", {"taskId": task_id},
+                                        capabilities=DECLARED))
+    assert set(again) == {"resultType", "_meta"}
+    assert result_of(await get(client, task_id)) == cancelled
+
+
+@pytest.mark.parametrize(
+    ("method", "extra"),
+    [("tasks/get", {}), ("tasks/update", {"inputResponses": {}}), ("tasks/cancel", {})],
+)
+async def test_an_unknown_or_foreign_task_id_is_invalid_params(
+    client: McpClient, method: str, extra: dict[str, Any]
+) -> None:
+    """Spec-mandated (SEP-2663 §Protocol Errors; §Security Implications, auth
+    binding; T-43, T-48, T-57, T-65): another principal's task gives exactly the
+    error of an unknown id, and is left as it was."""
+    alice = meta(DECLARED, **{META_CLIENT_INFO: {"name": "alice", "version": "1"}})
+    bob = meta(DECLARED, **{META_CLIENT_INFO: {"name": "bob", "version": "1"}})
+    created = result_of(await client.call(
+        "tools/call", {"name": "maybe", "arguments": {"wait": True}, "_meta": alice}))
+    task_id = created["taskId"]
+    foreign = error_of(await client.call(method, {"taskId": task_id, **extra, "_meta": bob}),
+                       400, INVALID_PARAMS)
+    unknown = error_of(await client.call(method, {"taskId": "nope", **extra, "_meta": bob}),
+                       400, INVALID_PARAMS)
+    assert foreign == unknown
+    owned = result_of(await client.call("tasks/get", {"taskId": task_id, "_meta": alice}))
+    assert owned["status"] == "working"
+
+
+async def test_an_expired_task_says_expired_to_its_owner_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Spec-mandated (SEP-2663 §Protocol Errors, -32602 for an expired task;
+    §Security Implications; T-35, T-60): informative to the owner, not-found to
+    anyone else."""
+    harness = build(ttl_ms=1000)
+    async with running(harness.app) as client:
+        task_id = await create(client, wait=True)
+        autojump_clock.jump(1)
+        owner = error_of(await get(client, task_id), 400, INVALID_PARAMS)
+        other = meta(DECLARED, **{META_CLIENT_INFO: {"name": "mallory", "version": "1"}})
+        stranger = error_of(await client.call("tasks/get", {"taskId": task_id, "_meta": other}),
+                            400, INVALID_PARAMS)
+        assert "expired" in owner["message"]
+        assert "expired" not in stranger["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "capabilities", "code"),
+    [
+        ("tasks/get", {"taskId": "gate-test"}, UNDECLARED, MISSING_REQUIRED_CLIENT_CAPABILITY),
+        ("tasks/update", {"taskId": "gate-test", "inputResponses": {}}, UNDECLARED,
+         MISSING_REQUIRED_CLIENT_CAPABILITY),
+        ("tasks/cancel", {"taskId": "gate-test"}, UNDECLARED, MISSING_REQUIRED_CLIENT_CAPABILITY),
+        ("tasks/get", {"taskId": 5}, UNDECLARED, MISSING_REQUIRED_CLIENT_CAPABILITY),
+        ("tasks/get", {}, DECLARED, INVALID_PARAMS),
+        ("tasks/get", {"taskId": ""}, DECLARED, INVALID_PARAMS),
+        ("tasks/get", {"taskId": "x" * 257}, DECLARED, INVALID_PARAMS),
+        ("tasks/update", {"taskId": "t"}, DECLARED, INVALID_PARAMS),
+        ("tasks/update", {"taskId": "t", "inputResponses": []}, DECLARED, INVALID_PARAMS),
+        ("tasks/update", {"taskId": "t", "inputResponses": {"k": 5}}, DECLARED, INVALID_PARAMS),
+        ("tasks/update", {"taskId": "t", "inputResponses": {"": {}}}, DECLARED, INVALID_PARAMS),
+    ],
+)
+async def test_task_methods_check_the_declaration_then_the_params(
+    client: McpClient, method: str, params: dict[str, Any], capabilities: Any, code: int
+) -> None:
+    """Spec-mandated (SEP-2663 §Protocol Errors: -32021 for undeclared tasks/*;
+    T-59, T-72, T-78). presa-defined order (tasks ref §4.5; D-21): -32021 before
+    any params check; then shape errors are -32602."""
+    error = error_of(await client.call(method, params, capabilities=capabilities), 400, code)
+    if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        assert error["data"] == REQUIRES_TASKS
+
+
+async def test_a_task_method_without_meta_is_invalid_params(client: McpClient) -> None:
+    """Spec-mandated (2026-07-28 basic/index §_meta; T-82)."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "t"}}
+    error_of(await client.post(message, headers_for(message, {"tasks/get": "taskId"})), 400,
+             INVALID_PARAMS)
+
+
+@pytest.mark.parametrize(
+    ("header", "served"),
+    [
+        (None, False),
+        ("someone-else", False),
+        ("=?base64?{}?=", True),
+    ],
+    ids=["missing", "mismatched", "base64-sentinel"],
+)
+async def test_mcp_name_must_mirror_the_task_id(
+    client: McpClient, header: str | None, served: bool
+) -> None:
+    """Spec-mandated (SEP-2663 §Streamable HTTP: Routing Headers; streamable-http
+    §Server Validation; T-56, T-74): checked before the capability (-32020 wins)."""
+    task_id = await create(client, wait=True)
+    for capabilities in (DECLARED, UNDECLARED):
+        message = request("tasks/get", {"taskId": task_id}, capabilities=capabilities)
+        headers = headers_for(message, {})
+        if header is not None:
+            encoded = base64.b64encode(task_id.encode()).decode()
+            headers["mcp-name"] = header.format(encoded)
+        response = await client.post(message, headers)
+        if not served:
+            error_of(response, 400, HEADER_MISMATCH)
+        elif capabilities is DECLARED:
+            assert result_of(response)["taskId"] == task_id
+
+
+async def test_listen_with_task_ids_needs_the_declaration(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Task Status Notifications: -32021 without the
+    declaration; T-52, T-53). presa-defined (D-23): presa sends no task
+    notifications yet, so the acknowledgement lists no task ids."""
+    wanted = {"notifications": {"taskIds": ["t-1"], "toolsListChanged": True}}
+    error = error_of(await client.call("subscriptions/listen", wanted, capabilities=UNDECLARED),
+                     400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+    assert error["data"] == REQUIRES_TASKS
+    bad = {"notifications": {"taskIds": "t-1"}}
+    error_of(await client.call("subscriptions/listen", bad, capabilities=DECLARED), 400,
+             INVALID_PARAMS)
+    async with client.stream(request("subscriptions/listen", wanted,
+                                     capabilities=DECLARED)) as stream:
+        ack = await stream.next_message()
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
+
+
+@pytest.mark.parametrize(
+    ("tool", "status", "outcome"),
+    [
+        ("tool_error", "completed", {"content": [{"type": "text", "text": "the widget is broken"}],
+                                     "isError": True, "resultType": "complete"}),
+        ("spec_error", "failed", {"code": INVALID_PARAMS, "message": "widget must be blue",
+                                  "data": {"field": "widget"}}),
+        ("crash", "failed", {"code": INTERNAL_ERROR, "message": "Internal error"}),
+    ],
+)
+async def test_a_task_ends_as_the_plain_call_would_have(
+    client: McpClient, harness: Harness, tool: str, status: str, outcome: dict[str, Any]
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Execution Errors: tasks/get returns exactly what
+    the request would have; isError is completed, a JSON-RPC error is failed; T-20,
+    T-29, T-31, T-33, T-61, T-62). presa-defined (D-14): one outcome mapping for both
+    paths; a crash is a generic -32603 with no detail anywhere."""
+    harness.gate.set()
+    task_id = await create(client, tool)
+    await wait_all_tasks_blocked()
+    ended = result_of(await get(client, task_id))
+    plain = await call_tool(client, tool, capabilities=UNDECLARED)
+    assert ended["status"] == status
+    if status == "completed":
+        assert {k: v for k, v in ended["result"].items() if k != "_meta"} == outcome
+        assert {k: v for k, v in result_of(plain).items() if k != "_meta"} == outcome
+    else:
+        assert "result" not in ended
+        assert ended["error"] == outcome
+        assert ended["statusMessage"] == outcome["message"]
+        assert error_of(plain, 400 if outcome["code"] == INVALID_PARAMS else 500,
+                        outcome["code"]) == outcome
+    assert "hunter2" not in str(ended)
+
+
+async def test_cancelling_the_creating_request_leaves_the_task_running(
+    client: McpClient, harness: Harness
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation: notifications/cancelled MUST NOT be
+    used for tasks; T-50): neither that notification nor the creating stream's
+    close (every call here closes it) stops the task."""
+    task_id = await create(client, wait=True)
+    notice = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": 1, "reason": "changed my mind"}}
+    assert (await client.post(notice)).status == 202
+    await wait_all_tasks_blocked()
+    assert result_of(await get(client, task_id))["status"] == "working"
+    harness.gate.set()
+    await wait_all_tasks_blocked()
+    assert result_of(await get(client, task_id))["status"] == "completed"
+
+
+async def test_a_task_sends_no_progress_or_logs_on_the_creating_stream(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Status Notifications, progress and logging not
+    supported on tasks; T-55; D-28): the same tool streams them on a plain call."""
+    params = {"name": "chatty", "arguments": {}}
+    extra = {"progressToken": "p", "io.modelcontextprotocol/logLevel": "debug"}
+    as_task = await client.call("tools/call", {**params, "_meta": meta(DECLARED, **extra)})
+    assert as_task.headers["content-type"] == "application/json"
+    assert result_of(as_task)["resultType"] == "task"
+    plain = await client.call("tools/call", {**params, "_meta": meta(UNDECLARED, **extra)})
+    assert plain.headers["content-type"] == "text/event-stream"
+    assert [e.get("method") for e in plain.events()[:2]] == [
+        "notifications/progress", "notifications/message"]
+
+
+async def test_an_unknown_tool_is_refused_before_any_task_exists(
+    client: McpClient, harness: Harness
+) -> None:
+    """Spec-mandated (server/tools §Error Handling; T-81): -32602, nothing stored,
+    even when a policy names the missing tool."""
+    harness.tasks.set_policy("ghost", Policy.REQUIRED)
+    for name in ("ghost", "never-registered"):
+        error_of(await call_tool(client, name), 400, INVALID_PARAMS)
+    assert stored(harness) == 0
+
+
+async def test_a_policy_function_decides_per_call_and_its_failure_is_internal(
+    client: McpClient, harness: Harness
+) -> None:
+    """presa-defined (tasks ref §3.2: a policy may be a function of the request)."""
+
+    def by_label(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        label = params["arguments"]["label"]
+        if label == "boom":
+            raise KeyError(label)
+        return Policy.REQUIRED if label == "task" else Policy.SYNC
+
+    harness.tasks.set_policy("maybe", by_label)
+    assert result_of(await call_tool(client, "maybe", {"label": "task"}))["resultType"] == "task"
+    assert result_of(await call_tool(client, "maybe", {"label": "sync"}))["resultType"] == (
+        "complete")
+    error_of(await call_tool(client, "maybe", {"label": "boom"}), 500, INTERNAL_ERROR)
+
+
+async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
+    client: McpClient, harness: Harness
+) -> None:
+    """presa-defined (SEP-2663 §Task Polling, MAY rate-limit; T-34) and spec-mandated
+    (basic/index §Statelessness; T-71): a fresh client with only the id polls
+    back to back and cancels."""
+    task_id = await create(client, wait=True)
+    fresh = McpClient(harness.app)
+    for _ in range(50):
+        assert result_of(await get(fresh, task_id))["status"] == "working"
+    result_of(await fresh.call("tasks/cancel", {"taskId": task_id}, capabilities=DECLARED))
+    assert result_of(await get(client, task_id))["status"] == "cancelled"
+
+
+async def test_a_full_runner_answers_a_retryable_32603() -> None:
+    """presa-defined (tasks ref §3.2; D-30): capacity is -32603 (HTTP 500) with
+    ``data.retryable``; an oversized input is not retryable."""
+    harness = build(limits=Limits(max_active_per_scope=1, max_input_bytes=64))
+    async with running(harness.app) as client:
+        await create(client, wait=True)
+        full = error_of(await call_tool(client, "maybe", {"wait": True}), 500, INTERNAL_ERROR)
+        assert full["data"] == {"retryable": True, "limit": "max_active_tasks_per_scope"}
+        big = error_of(await call_tool(client, "maybe", {"label": "x" * 100}), 500,
+                       INTERNAL_ERROR)
+        assert big["data"] == {"retryable": False, "limit": "max_input_bytes"}
+        assert stored(harness) == 1
+
+
+def test_task_tools_register_only_once_the_extension_is_added() -> None:
+    """presa-defined (registration API): the policy lives with the tool it names."""
+    with pytest.raises(RuntimeError, match="add the extension"):
+        TasksExtension().tool(Policy.OPTIONAL, description="x")

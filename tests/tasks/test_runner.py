@@ -1,0 +1,463 @@
+"""The runner: creation, input, update, cancel, outcomes, TTL, limits, shutdown.
+
+Rules of this file: no wall-clock sleeps. Jobs wait on Events the test
+sets; ``wait_all_tasks_blocked()`` lets every worker run as far as it can;
+time moves only through ``autojump_clock.jump``. Races are written out as
+explicit step orders, one parametrized case per interleaving.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from trio.testing import wait_all_tasks_blocked
+
+from presa_trio.tasks import Limits, TaskRunner, ask
+from presa_trio.tasks.model import Status
+from presa_trio.tasks.runner import WorkerContext, new_task_id
+from presa_trio.tasks.store import TaskExpired, TaskNotFound
+from presa_trio.wire.errors import (
+    INTERNAL_ERROR,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    InvalidParams,
+    McpError,
+)
+from presa_trio.wire.meta import META_LOG_LEVEL
+from presa_trio.wire.mrtr import Elicitation, ListRoots
+from tests.tasks.conftest import RESULT, RecordingStore, creator, gated
+
+ASK = Elicitation("Sure?", {"type": "object", "properties": {}})
+YES = {"action": "accept", "content": {}}
+
+
+def asking(keys: list[str], record: list[str], rounds: int = 1) -> Any:
+    """A job that asks for ``keys`` at once, ``rounds`` times, and returns the answers."""
+
+    async def job(ctx: WorkerContext) -> Any:
+        answers: dict[str, Any] = {}
+        try:
+            for round_number in range(rounds):
+                names = [f"{key}-{round_number}" if rounds > 1 else key for key in keys]
+                answers |= await ask(ctx, dict.fromkeys(names, ASK))
+                record.append(f"answered {sorted(answers)}")
+        except trio.Cancelled:
+            record.append("cancelled")
+            raise
+        return {"content": [], "answers": answers}
+
+    return job
+
+
+async def test_start_returns_once_the_task_is_stored_and_cancellable(
+    runner: TaskRunner,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Creation: "MUST NOT return CreateTaskResult until
+    ... a tasks/get would resolve"; T-23, T-24): with no checkpoint after start, the
+    task reads back and a cancel reaches its worker."""
+    record: list[str] = []
+    task = await runner.start("s", gated(trio.Event(), record), creator())
+    assert runner.get("s", task.task_id) is task
+    assert (task.status, task.ttl_ms, task.poll_interval_ms) == (Status.WORKING, 60_000, 100)
+    runner.cancel("s", task.task_id)
+    await wait_all_tasks_blocked()
+    assert record == ["cancelled"]
+
+
+@pytest.mark.parametrize("shielded", [False, True], ids=["plain", "shielded-finish"])
+@pytest.mark.parametrize("outcome", ["result", "raise"])
+@pytest.mark.parametrize("order", ["finish-then-cancel", "cancel-then-finish", "same-step"])
+async def test_cancel_and_completion_leave_exactly_one_terminal_status(
+    runner: TaskRunner, store: RecordingStore, order: str, outcome: str, shielded: bool
+) -> None:
+    """Spec-mandated (overview §Task lifecycle; T-49, T-66): whichever of cancel and
+    the worker's end comes first wins, and the status never changes again.
+
+    presa-defined (D-20): cancel writes ``cancelled`` before stopping the worker,
+    so a worker that finishes in the same step, or inside a shield, is dropped.
+    """
+    release = trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        with trio.CancelScope(shield=shielded):
+            await release.wait()
+        if outcome == "raise":
+            raise ValueError("the job broke")
+        return RESULT
+
+    task_id = (await runner.start("s", job, creator())).task_id
+    await wait_all_tasks_blocked()
+    if order == "finish-then-cancel":
+        release.set()
+        await wait_all_tasks_blocked()
+        runner.cancel("s", task_id)
+    elif order == "cancel-then-finish":
+        runner.cancel("s", task_id)
+        await wait_all_tasks_blocked()
+        release.set()
+    else:
+        release.set()
+        runner.cancel("s", task_id)
+    await wait_all_tasks_blocked()
+
+    ended = runner.get("s", task_id)
+    expected = {"result": Status.COMPLETED, "raise": Status.FAILED}[outcome]
+    assert ended.status is (expected if order == "finish-then-cancel" else Status.CANCELLED)
+    runner.cancel("s", task_id)
+    runner.update("s", task_id, {"k": YES})
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task_id) is ended
+    assert store.statuses(task_id) == [ended.status]
+
+
+async def test_cancelling_a_task_parked_on_input_wakes_nothing_else(runner: TaskRunner) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation; T-30): the parked task ends
+    ``cancelled`` with its requests gone; another parked task and its worker are
+    untouched, and still finish normally."""
+    record_a: list[str] = []
+    record_b: list[str] = []
+    task_a = await runner.start("s", asking(["a1", "a2"], record_a), creator())
+    task_b = await runner.start("s", asking(["b1"], record_b), creator())
+    await wait_all_tasks_blocked()
+    parked_b = runner.get("s", task_b.task_id)
+    assert parked_b.status is Status.INPUT_REQUIRED
+
+    runner.cancel("s", task_a.task_id)
+    await wait_all_tasks_blocked()
+    cancelled = runner.get("s", task_a.task_id)
+    assert (cancelled.status, dict(cancelled.input_requests)) == (Status.CANCELLED, {})
+    assert record_a == ["cancelled"]
+    assert record_b == []
+    assert runner.get("s", task_b.task_id) is parked_b
+
+    runner.update("s", task_b.task_id, {"b1": YES})
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task_b.task_id).status is Status.COMPLETED
+
+
+async def test_an_update_wakes_the_worker_only_for_the_keys_it_answers(
+    runner: TaskRunner,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests, partial set MAY; T-28, T-42,
+    T-45): the answered key leaves at once (read-your-writes, presa-defined); the
+    worker stays parked until the last key is answered."""
+    record: list[str] = []
+    task_id = (await runner.start("s", asking(["first", "second"], record), creator())).task_id
+    await wait_all_tasks_blocked()
+    assert set(runner.get("s", task_id).input_requests) == {"first", "second"}
+
+    runner.update("s", task_id, {"first": {"action": "accept", "content": {"n": 1}}})
+    after_first = runner.get("s", task_id)
+    assert (after_first.status, list(after_first.input_requests)) == (
+        Status.INPUT_REQUIRED, ["second"])
+    await wait_all_tasks_blocked()
+    assert record == []
+
+    runner.update("s", task_id, {"second": YES, "first": {"late": True}})
+    await wait_all_tasks_blocked()
+    done = runner.get("s", task_id)
+    assert record == ["answered ['first', 'second']"]
+    assert done.status is Status.COMPLETED
+    assert done.result is not None
+    assert done.result["answers"] == {
+        "first": {"action": "accept", "content": {"n": 1}}, "second": YES}
+
+
+async def test_answers_for_keys_not_outstanding_and_for_terminal_tasks_change_nothing(
+    runner: TaskRunner,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests (Response), SHOULD ignore; T-44):
+    the update returns (the extension acks it) and the task is the same object."""
+    record: list[str] = []
+    task_id = (await runner.start("s", asking(["k"], record), creator())).task_id
+    await wait_all_tasks_blocked()
+    parked = runner.get("s", task_id)
+    runner.update("s", task_id, {"unknown-key": {"ignored": True}})
+    assert runner.get("s", task_id) is parked
+
+    runner.update("s", task_id, {"k": YES})
+    await wait_all_tasks_blocked()
+    done = runner.get("s", task_id)
+    assert done.status is Status.COMPLETED
+    runner.update("s", task_id, {"k": YES, "other": YES})
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task_id) is done
+
+
+async def test_a_second_round_of_input_uses_new_keys(runner: TaskRunner) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests; T-28): after one round is
+    answered, the task parks again with the next round's keys only."""
+    record: list[str] = []
+    task_id = (await runner.start("s", asking(["q"], record, rounds=2), creator())).task_id
+    await wait_all_tasks_blocked()
+    assert list(runner.get("s", task_id).input_requests) == ["q-0"]
+    runner.update("s", task_id, {"q-0": YES})
+    await wait_all_tasks_blocked()
+    assert list(runner.get("s", task_id).input_requests) == ["q-1"]
+    runner.update("s", task_id, {"q-1": YES})
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task_id).status is Status.COMPLETED
+
+
+async def test_asking_again_under_an_answered_key_fails_the_task(
+    runner: TaskRunner, store: RecordingStore
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests, MUST NOT reuse a key; T-38):
+    the reused key is never shown again; the task fails with a generic -32603."""
+
+    async def job(ctx: WorkerContext) -> Any:
+        await ask(ctx, {"k": ASK})
+        await ask(ctx, {"k": ASK})
+        return RESULT
+
+    task_id = (await runner.start("s", job, creator())).task_id
+    await wait_all_tasks_blocked()
+    runner.update("s", task_id, {"k": YES})
+    await wait_all_tasks_blocked()
+    failed = runner.get("s", task_id)
+    assert (failed.status, failed.error) == (
+        Status.FAILED, {"code": INTERNAL_ERROR, "message": "Internal error"})
+    assert store.statuses(task_id) == [Status.INPUT_REQUIRED, Status.WORKING, Status.FAILED]
+
+
+async def test_input_the_creating_request_cannot_answer_fails_with_32021(
+    runner: TaskRunner, store: RecordingStore
+) -> None:
+    """Spec-mandated (2026-07-28 basic/patterns/mrtr §Server Requirements, checked
+    against the creating request; T-76; D-18): never ``input_required``."""
+    job = asking(["k"], [])
+    task_id = (await runner.start("s", job, creator(capabilities={"sampling": {}}))).task_id
+    await wait_all_tasks_blocked()
+    failed = runner.get("s", task_id)
+    assert failed.status is Status.FAILED
+    assert failed.error is not None
+    assert failed.error["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert failed.error["data"] == {"requiredCapabilities": {"elicitation": {}}}
+    assert Status.INPUT_REQUIRED not in store.statuses(task_id)
+
+
+async def test_a_wait_the_tool_abandons_withdraws_its_requests(
+    runner: TaskRunner, autojump_clock: trio.testing.MockClock
+) -> None:
+    """presa-defined (SEP-2663 §Task Update Requests, "superseded" requests; D-16): a
+    tool that stops waiting takes its requests back; a late answer is ignored."""
+    finish = trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        with trio.move_on_after(5):
+            await ask(ctx, {"roots": ListRoots()})
+        await finish.wait()
+        return RESULT
+
+    task_id = (await runner.start("s", job, creator())).task_id
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task_id).status is Status.INPUT_REQUIRED
+    autojump_clock.jump(5)
+    await wait_all_tasks_blocked()
+    resumed = runner.get("s", task_id)
+    assert (resumed.status, dict(resumed.input_requests)) == (Status.WORKING, {})
+    runner.update("s", task_id, {"roots": {"roots": []}})
+    assert runner.get("s", task_id) is resumed
+    finish.set()
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task_id).status is Status.COMPLETED
+
+
+class Boom(Exception):
+    """A failure no tool anticipated."""
+
+
+async def raise_spec_error(ctx: WorkerContext) -> Any:
+    raise InvalidParams("bad widget", {"field": "widget"})
+
+
+async def raise_with_secret(ctx: WorkerContext) -> Any:
+    raise Boom("password=hunter2 in /etc/secret")
+
+
+async def raise_a_group(ctx: WorkerContext) -> Any:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(raise_spec_error, ctx)
+        nursery.start_soon(raise_with_secret, ctx)
+    return RESULT
+
+
+NON_JSON = {"code": INTERNAL_ERROR, "message": "Task worker returned a non-JSON result"}
+
+
+async def return_a_set(ctx: WorkerContext) -> Any:
+    return {"content": [], "tags": {"a", "b"}}
+
+
+async def return_nan(ctx: WorkerContext) -> Any:
+    return {"content": [], "score": float("nan")}
+
+
+async def return_a_list(ctx: WorkerContext) -> Any:
+    return [RESULT]
+
+
+@pytest.mark.parametrize(
+    ("job", "error"),
+    [
+        (raise_spec_error, {"code": -32602, "message": "bad widget", "data": {"field": "widget"}}),
+        (raise_with_secret, {"code": INTERNAL_ERROR, "message": "Internal error"}),
+        (raise_a_group, {"code": INTERNAL_ERROR, "message": "Internal error"}),
+        (return_a_set, NON_JSON),
+        (return_nan, NON_JSON),
+        (return_a_list, NON_JSON),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+async def test_a_job_that_errs_ends_failed_with_a_json_rpc_error_and_no_detail(
+    runner: TaskRunner, job: Any, error: dict[str, Any]
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Execution Errors: failed carries the JSON-RPC
+    error; T-20, T-31, T-58): a spec error is kept as is; anything else is a generic
+    -32603 whose message and statusMessage hold no exception text."""
+    task_id = (await runner.start("s", job, creator())).task_id
+    await wait_all_tasks_blocked()
+    failed = runner.get("s", task_id)
+    assert (failed.status, failed.error, failed.result) == (Status.FAILED, error, None)
+    assert "hunter2" not in json.dumps(failed.detailed())
+
+
+async def test_a_worker_sends_nothing_on_the_creating_stream(runner: TaskRunner) -> None:
+    """Spec-mandated (SEP-2663 §Task Status Notifications: progress and logging are
+    not supported on tasks; T-55; tasks ref §5.3): the worker runs detached, with
+    the creating request's capabilities and verified answers but not its stream."""
+    sent: list[dict[str, Any]] = []
+    origin = creator(sent=sent, progressToken="p-1", **{META_LOG_LEVEL: "debug"})
+    origin.input_responses = {"earlier": YES}
+    seen: list[Any] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        await ctx.report_progress(1, 2)
+        await ctx.log("error", "something happened")
+        seen.extend([ctx.capabilities, ctx.input_responses, ctx.request_id])
+        return RESULT
+
+    task = await runner.start("s", job, origin)
+    await wait_all_tasks_blocked()
+    assert runner.get("s", task.task_id).status is Status.COMPLETED
+    assert sent == []
+    assert seen == [origin.capabilities, {"earlier": YES}, task.task_id]
+
+
+async def test_an_expired_task_reads_as_expired_then_is_reaped_with_its_worker(
+    store: RecordingStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Spec-mandated (SEP-2663 §Tasks, ttlMs counted from creation; §Protocol Errors;
+    T-18, T-35): readable until createdAt + ttlMs, then -32602 "expired"; the reaper
+    (in the server nursery) deletes it and stops its worker, never rewriting it."""
+    runner = TaskRunner(store, ttl_ms=1000, reap_every=10)
+    record: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", gated(trio.Event(), record), creator())).task_id
+        autojump_clock.jump(0.999)
+        assert runner.get("s", task_id).status is Status.WORKING
+        autojump_clock.jump(0.001)
+        with pytest.raises(TaskExpired):
+            runner.get("s", task_id)
+        autojump_clock.jump(10)
+        await wait_all_tasks_blocked()
+        with pytest.raises(TaskNotFound) as gone:
+            runner.get("s", task_id)
+        assert type(gone.value) is TaskNotFound
+        assert record == ["cancelled"]
+        assert store.statuses(task_id) == []
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_task_with_no_ttl_is_never_reaped(
+    store: RecordingStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Spec-mandated (SEP-2663 §Tasks: ttlMs null is unlimited; T-18)."""
+    runner = TaskRunner(store, ttl_ms=None, reap_every=10)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", gated(trio.Event(), []), creator())
+        autojump_clock.jump(10**9)
+        await wait_all_tasks_blocked()
+        assert runner.get("s", task.task_id) is task
+        assert task.to_wire()["ttlMs"] is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_capacity_limits_refuse_new_tasks_with_a_retryable_32603(
+    store: RecordingStore,
+) -> None:
+    """presa-defined (tasks ref §3.2; D-30): per scope, then overall; nothing is stored,
+    and a slot frees when a task ends."""
+    runner = TaskRunner(store, limits=Limits(max_active=2, max_active_per_scope=1))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        first = await runner.start("a", gated(trio.Event(), []), creator())
+        await runner.start("b", gated(trio.Event(), []), creator())
+        for scope, limit in [("a", "max_active_tasks_per_scope"), ("c", "max_active_tasks")]:
+            with pytest.raises(McpError) as refused:
+                await runner.start(scope, gated(trio.Event(), []), creator())
+            assert refused.value.code == INTERNAL_ERROR
+            assert refused.value.data == {"retryable": True, "limit": limit}
+        assert len(store.entries) == 2
+        runner.cancel("a", first.task_id)
+        await runner.start("a", gated(trio.Event(), []), creator())
+        nursery.cancel_scope.cancel()
+
+
+def test_an_oversized_task_input_is_refused_as_not_retryable() -> None:
+    """presa-defined (tasks ref §3.2; D-30): resending the same input cannot fit."""
+    limits = Limits(max_input_bytes=15)  # {"x":"0123456"} is 15 bytes
+    limits.check_input({"x": "0123456"})
+    with pytest.raises(McpError) as refused:
+        limits.check_input({"x": "01234567"})
+    assert (refused.value.code, refused.value.data) == (
+        INTERNAL_ERROR, {"retryable": False, "limit": "max_input_bytes"})
+
+
+def all_trio_tasks() -> set[trio.lowlevel.Task]:
+    found: set[trio.lowlevel.Task] = set()
+    pending = [trio.lowlevel.current_root_task()]
+    while pending:
+        task = pending.pop()
+        if task is not None:
+            found.add(task)
+            pending.extend(t for n in task.child_nurseries for t in n.child_tasks)
+    return found
+
+
+async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
+    store: RecordingStore,
+) -> None:
+    """presa-defined (DESIGN.md "Tasks: one nursery per task"; STYLE.md structured
+    concurrency): closing the server nursery stops the reaper and every worker,
+    parked or running; afterwards no Trio task of the runner is left, and no new
+    task can start."""
+    runner = TaskRunner(store)
+    records: list[list[str]] = [[], [], []]
+    before = all_trio_tasks()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        await runner.start("s", gated(trio.Event(), records[0]), creator())
+        await runner.start("s", asking(["k"], records[1]), creator())
+        await runner.start("t", asking(["a", "b"], records[2]), creator())
+        await wait_all_tasks_blocked()
+        assert len(all_trio_tasks() - before) > 3
+        nursery.cancel_scope.cancel()
+    assert records == [["cancelled"]] * 3
+    assert all_trio_tasks() == before
+    with pytest.raises(RuntimeError, match="not running"):
+        await runner.start("s", gated(trio.Event(), []), creator())
+
+
+def test_task_ids_are_unguessable_and_header_safe() -> None:
+    """Spec-mandated (SEP-2663 §Security Implications: sufficient entropy; T-64):
+    192 random bits (≥ 128 required), base64url, so Mcp-Name needs no encoding."""
+    ids = {new_task_id() for _ in range(10_000)}
+    assert len(ids) == 10_000
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", task_id) for task_id in ids)
