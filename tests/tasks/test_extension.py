@@ -30,6 +30,7 @@ from presa_trio.wire.errors import (
     InvalidParams,
 )
 from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
+from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of
 from tests.mcp_client import McpClient, Response, headers_for, meta, request, running
 
@@ -103,6 +104,10 @@ def build(**runner_options: Any) -> Harness:
         await ctx.report_progress(1, 2)
         await ctx.log("error", "visible only on a plain call")
         return "chatty done"
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks by returning a multi round-trip round.")
+    async def mrtr_only(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        return InputRequired({"k": Elicitation("Sure?", {"type": "object"})})
 
     # Built last: the method table reflects the tools registered by now.
     return Harness(McpApp.for_server(server), tasks, gate, entered)
@@ -456,6 +461,20 @@ async def test_a_task_ends_as_the_plain_call_would_have(
         assert error_of(plain, 400 if outcome["code"] == INVALID_PARAMS else 500,
                         outcome["code"]) == outcome
     assert "hunter2" not in str(ended)
+
+
+async def test_a_tool_returning_a_round_inside_a_task_fails_cleanly(client: McpClient) -> None:
+    """presa-defined (tasks ref §5.1; SEP-2663 §Task Creation: MRTR rounds resolve
+    before the task): inside a task, input is asked with ``tasks.ask``; a returned
+    InputRequired is a programming error, -32603, while the plain call still
+    answers with the round."""
+    task_id = await create(client, "mrtr_only")
+    await wait_all_tasks_blocked()
+    failed = result_of(await get(client, task_id))
+    assert (failed["status"], failed["error"]) == (
+        "failed", {"code": INTERNAL_ERROR, "message": "Task worker returned a continuation"})
+    plain = result_of(await call_tool(client, "mrtr_only", capabilities=UNDECLARED))
+    assert plain["resultType"] == "input_required"
 
 
 async def test_cancelling_the_creating_request_leaves_the_task_running(

@@ -455,6 +455,11 @@ async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
         await runner.start("s", gated(trio.Event(), []), creator())
 
 
+def test_new_tasks_live_an_hour_by_default() -> None:
+    """presa-defined (tasks ref §3.3; D-09): a finite default ttlMs of 3 600 000."""
+    assert TaskRunner().ttl_ms == 3_600_000
+
+
 def test_task_ids_are_unguessable_and_header_safe() -> None:
     """Spec-mandated (SEP-2663 §Security Implications: sufficient entropy; T-64):
     192 random bits (≥ 128 required), base64url, so Mcp-Name needs no encoding."""
