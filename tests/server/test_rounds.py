@@ -1,0 +1,512 @@
+"""Multi round-trip requests through the ASGI app: every rule of wire §10.
+
+Rules of this file: each test names its rule of mrtr.mdx (or of wire §10)
+in its docstring; a retry is always a new request with a new id, carrying
+the original params plus ``inputResponses`` and the echoed
+``requestState``; every refusal is checked on the wire (400 and -32602 or
+-32021) and followed by a request that still works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from presa_trio.fixtures import build_app
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server
+from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
+from presa_trio.wire.request_state import StateSealer
+from tests.expect import assert_still_serving, error_of, result_of
+from tests.mcp_client import McpClient, request, running
+
+ELICIT = "test_input_required_result_elicitation"
+REQUEST_STATE = "test_input_required_result_request_state"
+ALICE = {"action": "accept", "content": {"name": "Alice"}}
+CONFIRM = {"action": "accept", "content": {"ok": True}}
+KEY = b"shared-key-for-every-process-000"
+
+
+def call(tool: str, request_id: int = 1, **params: Any) -> dict[str, Any]:
+    return request("tools/call", {"name": tool, "arguments": {}, **params}, request_id=request_id)
+
+
+def input_required(response: Any, request_id: int = 1) -> dict[str, Any]:
+    """Assert an InputRequiredResult as plain JSON (wire §10.2) and return it."""
+    assert response.headers["content-type"] == "application/json"
+    result = result_of(response, request_id)
+    assert result["resultType"] == "input_required"
+    assert "inputRequests" in result or "requestState" in result
+    assert "ttlMs" not in result
+    return result
+
+
+def complete(response: Any, request_id: int = 2) -> dict[str, Any]:
+    result = result_of(response, request_id)
+    assert result["resultType"] == "complete"
+    return result
+
+
+async def first_round(client: McpClient, tool: str) -> dict[str, Any]:
+    return input_required(await client.post(call(tool)))
+
+
+class Clock:
+    """A wall clock the test moves by hand (requestState expiry is wall time)."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def asking_server(clock: Clock | None = None, key: bytes = KEY) -> Server:
+    """Handlers that ask for input regardless of what the client declared."""
+    server = Server("asking", "1.0.0", sealer=StateSealer([key]), clock=clock or Clock())
+
+    def ask(what: str) -> InputRequired:
+        requests: dict[str, Any] = {
+            "elicitation": {"who": Elicitation("Who?", {"type": "object"})},
+            "sampling": {"guess": Sampling("Guess", 10)},
+            "roots": {"where": ListRoots()},
+        }
+        return InputRequired(requests[what], state={"asked": what})
+
+    @server.tool(description="Asks with whatever the argument names.")
+    async def ask_with(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        if ctx.state is not None and ctx.input_responses:
+            return "answered"
+        return ask(arguments["what"])
+
+    @server.resource("test://needs-consent", name="needs-consent")
+    async def guarded(ctx: RequestContext) -> Any:
+        answer = ctx.elicitation("consent")
+        if answer is None:
+            return InputRequired({"consent": Elicitation("Allow?", {"type": "object"})})
+        return f"consent: {answer.action}"
+
+    @server.resource_template("test://items/{id}", name="item")
+    async def item(ctx: RequestContext, variables: dict[str, str]) -> Any:
+        if ctx.state is None:
+            return InputRequired(state={"id": variables["id"]})
+        return f"item {ctx.state['id']}"
+
+    return server
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def asking(clock: Clock) -> AsyncIterator[McpClient]:
+    async with running(McpApp.for_server(asking_server(clock))) as client:
+        yield client
+
+
+# --- which requests may ask (mrtr §Supported Requests) -----------------------------------
+
+
+async def test_a_tool_call_may_ask_for_input_and_complete_on_retry(client: McpClient) -> None:
+    """Runner-scored (input-required-result-basic-elicitation/sep-2322-elicitation-incomplete,
+    -complete; input-required-result-result-type/sep-2322-result-type-included): a bare
+    ``{method, params}`` per key, no jsonrpc and no id (mrtr §InputRequests)."""
+    result = await first_round(client, ELICIT)
+    assert set(result["inputRequests"]) == {"user_name"}
+    asked = result["inputRequests"]["user_name"]
+    assert set(asked) == {"method", "params"}
+    assert asked["method"] == "elicitation/create"
+    assert asked["params"]["mode"] == "form"
+    assert "requestState" not in result
+
+    retry = call(ELICIT, 2, inputResponses={"user_name": ALICE})
+    assert complete(await client.post(retry))["content"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "key", "answer"),
+    [
+        (
+            "test_input_required_result_sampling",
+            "capital_question",
+            {
+                "role": "assistant",
+                "content": {"type": "text", "text": "The capital of France is Paris."},
+                "model": "test-model",
+                "stopReason": "endTurn",
+            },
+        ),
+        (
+            "test_input_required_result_list_roots",
+            "client_roots",
+            {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
+        ),
+    ],
+    ids=["sampling", "roots"],
+)
+async def test_sampling_and_roots_are_asked_for_the_same_way(
+    client: McpClient, tool: str, key: str, answer: dict[str, Any]
+) -> None:
+    """Runner-scored (input-required-result-basic-sampling/sep-2322-sampling-incomplete,
+    -complete; input-required-result-basic-list-roots/sep-2322-list-roots-incomplete,
+    -complete)."""
+    result = await first_round(client, tool)
+    method = {"capital_question": "sampling/createMessage", "client_roots": "roots/list"}[key]
+    assert result["inputRequests"][key]["method"] == method
+    retry = call(tool, 2, inputResponses={key: answer})
+    assert complete(await client.post(retry))["content"]
+
+
+async def test_a_prompt_may_ask_for_input(client: McpClient) -> None:
+    """Runner-scored (input-required-result-non-tool-request/sep-2322-non-tool-incomplete,
+    -complete)."""
+    params = {"name": "test_input_required_result_prompt"}
+    first = input_required(await client.post(request("prompts/get", params)))
+    assert first["inputRequests"]["user_context"]["method"] == "elicitation/create"
+    answer = {"user_context": {"action": "accept", "content": {"context": "test context"}}}
+    retry = request("prompts/get", {**params, "inputResponses": answer}, request_id=2)
+    assert complete(await client.post(retry))["messages"]
+
+
+async def test_a_resource_read_may_ask_for_input(asking: McpClient) -> None:
+    """Spec-mandated (mrtr §Supported Requests: resources/read supports
+    InputRequiredResult; wire §10)."""
+    uri = "test://needs-consent"
+    first = input_required(await asking.post(request("resources/read", {"uri": uri})))
+    assert set(first["inputRequests"]) == {"consent"}
+    answer = {"consent": {"action": "decline"}}
+    retry = request("resources/read", {"uri": uri, "inputResponses": answer}, request_id=2)
+    assert complete(await asking.post(retry))["contents"][0]["text"] == "consent: decline"
+
+
+async def test_state_alone_is_a_valid_round(asking: McpClient) -> None:
+    """Spec-mandated (mrtr §Client Requirements 1: without inputRequests the client MAY
+    retry at once; §Server Requirements 6: at least one of the two)."""
+    uri = "test://items/7"
+    first = input_required(await asking.post(request("resources/read", {"uri": uri})))
+    assert "inputRequests" not in first
+    retry = request(
+        "resources/read", {"uri": uri, "requestState": first["requestState"]}, request_id=2
+    )
+    assert complete(await asking.post(retry))["contents"][0]["text"] == "item 7"
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tools/list", {}),
+        ("prompts/list", {}),
+        ("resources/list", {}),
+        ("resources/templates/list", {}),
+        ("server/discover", {}),
+        (
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                "argument": {"name": "arg1", "value": "t"},
+            },
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+async def test_other_requests_never_answer_input_required(
+    client: McpClient, method: str, params: dict[str, Any]
+) -> None:
+    """Runner-scored (input-required-result-unsupported-methods/
+    sep-2322-not-on-unsupported-requests): servers MUST NOT send InputRequiredResult on
+    any other request, even one carrying inputResponses and requestState
+    (mrtr §Supported Requests)."""
+    retry_fields = {"inputResponses": {"user_name": ALICE}, "requestState": "v1.x.y"}
+    result = result_of(await client.call(method, {**params, **retry_fields}))
+    assert result["resultType"] == "complete"
+    assert "inputRequests" not in result
+
+
+# --- requestState (mrtr §Server Requirements 3-5; wire §10.4) ------------------------
+
+
+async def test_request_state_round_trips_through_the_client(client: McpClient) -> None:
+    """Runner-scored (input-required-result-request-state/sep-2322-request-state-incomplete,
+    -complete): an opaque string, echoed exactly, verified, then the handler's state."""
+    first = await first_round(client, REQUEST_STATE)
+    assert isinstance(first["requestState"], str)
+    retry = call(
+        REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=first["requestState"]
+    )
+    assert complete(await client.post(retry))["content"][0]["text"].startswith("state-ok")
+
+
+def tamperings(token: str) -> dict[str, str]:
+    payload = token.split(".")[1]
+    flipped = "A" if payload[3] != "A" else "B"
+    return {
+        "runner-suffix": token + "-TAMPERED",
+        "truncated": token[:-5],
+        "payload-char": token[:6] + flipped + token[7:],
+        "dropped-signature": token.rsplit(".", 1)[0],
+        "non-ascii": token[:5] + "é" + token[6:],
+        "not-a-token": "hello",
+    }
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["runner-suffix", "truncated", "payload-char", "dropped-signature", "non-ascii", "not-a-token"],
+)
+async def test_tampered_state_is_invalid_params(client: McpClient, how: str) -> None:
+    """Runner-scored (input-required-result-tampered-state/sep-2322-reject-tampered-state):
+    requestState is attacker-controlled; state that fails verification MUST be
+    rejected (mrtr §Server Requirements 4): 400, -32602, and never -32603."""
+    tool = "test_input_required_result_tampered_state"
+    first = await first_round(client, tool)
+    bad = tamperings(first["requestState"])[how]
+    retry = call(tool, 2, inputResponses={"confirm": CONFIRM}, requestState=bad)
+    error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+    good = call(tool, 3, inputResponses={"confirm": CONFIRM}, requestState=first["requestState"])
+    complete(await client.post(good), 3)
+
+
+@pytest.mark.parametrize("state", [5, True, {"s": 1}, ["v1.a.b"], ""], ids=repr)
+async def test_request_state_that_is_not_a_token_string_is_invalid_params(
+    client: McpClient, state: Any
+) -> None:
+    """Spec-mandated (schema: requestState is a string; wire §5.2: otherwise -32602)."""
+    retry = call(REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=state)
+    error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+async def test_any_single_byte_change_to_issued_state_is_invalid_params(
+    data: st.DataObject,
+) -> None:
+    """Spec-mandated (mrtr §Server Requirements 4; wire §10.4), property: whatever
+    byte of an issued requestState changes, the retry is 400 -32602."""
+    app = build_app(sealer=StateSealer([KEY]))
+    async with running(app) as client:
+        token = (await first_round(client, REQUEST_STATE))["requestState"].encode()
+        index = data.draw(st.integers(0, len(token) - 1), label="index")
+        byte = data.draw(st.integers(0x20, 0xFF).filter(lambda b: b != token[index]), label="byte")
+        changed = (token[:index] + bytes([byte]) + token[index + 1 :]).decode("latin-1")
+        retry = call(REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=changed)
+        error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+
+
+async def test_state_from_another_server_key_is_invalid_params() -> None:
+    """Spec-mandated (mrtr §Server Requirements 4: integrity protected): state signed
+    with another key (a foreign server) is refused."""
+    async with running(build_app(sealer=StateSealer([b"one" * 11]))) as issuer:
+        token = (await first_round(issuer, REQUEST_STATE))["requestState"]
+    async with running(build_app(sealer=StateSealer([b"two" * 11]))) as other:
+        retry = call(REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=token)
+        error_of(await other.post(retry), 400, INVALID_PARAMS, 2)
+        await assert_still_serving(other)
+
+
+async def test_a_retry_may_reach_another_process_sharing_the_key() -> None:
+    """Spec-mandated (mrtr §Basic Workflow: the server processing the retry needs
+    nothing beyond the retry itself; wire §10.3: keep no server state waiting)."""
+    async with running(build_app(sealer=StateSealer([KEY]))) as issuer:
+        token = (await first_round(issuer, REQUEST_STATE))["requestState"]
+    async with running(build_app(sealer=StateSealer([b"new-key" * 4, KEY]))) as other:
+        retry = call(REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=token)
+        complete(await other.post(retry))
+
+
+async def test_expired_state_is_invalid_params(asking: McpClient, clock: Clock) -> None:
+    """Spec-mandated (mrtr §Server Requirements 5: a short expiry, rejecting state
+    presented after it lapses)."""
+    first = input_required(await asking.post(call("ask_with", arguments={"what": "roots"})))
+    answer: dict[str, Any] = {"where": {"roots": []}}
+    retry = call(
+        "ask_with",
+        2,
+        arguments={"what": "roots"},
+        inputResponses=answer,
+        requestState=first["requestState"],
+    )
+    clock.now += StateSealer([KEY]).lifetime_s + 1
+    error_of(await asking.post(retry), 400, INVALID_PARAMS, 2)
+    clock.now -= 2
+    complete(await asking.post(retry))
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tools/call", {"name": "test_input_required_result_tampered_state", "arguments": {}}),
+        ("tools/call", {"name": REQUEST_STATE, "arguments": {"other": "arguments"}}),
+        ("prompts/get", {"name": "test_input_required_result_prompt"}),
+        ("resources/read", {"uri": "test://static-text"}),
+    ],
+    ids=["other-tool", "other-arguments", "other-method", "resource"],
+)
+async def test_state_presented_on_another_request_is_invalid_params(
+    client: McpClient, method: str, params: dict[str, Any]
+) -> None:
+    """Spec-mandated (mrtr §Server Requirements 5: an identifier for the originating
+    request, the method and a digest of its salient parameters, rejecting state
+    presented on a request that does not match)."""
+    token = (await first_round(client, REQUEST_STATE))["requestState"]
+    retry = request(
+        method,
+        {**params, "inputResponses": {"confirm": CONFIRM}, "requestState": token},
+        request_id=2,
+    )
+    error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+
+
+async def test_each_round_issues_new_state(client: McpClient) -> None:
+    """Runner-scored (input-required-result-multi-round/sep-2322-multi-round-r1, -r2, -r3):
+    round two asks anew with a different state; round three completes."""
+    tool = "test_input_required_result_multi_round"
+    r1 = await first_round(client, tool)
+    r2 = input_required(
+        await client.post(
+            call(tool, 2, inputResponses={"step1": ALICE}, requestState=r1["requestState"])
+        ),
+        2,
+    )
+    assert set(r2["inputRequests"]) == {"step2"}
+    assert r2["requestState"] != r1["requestState"]
+    colour = {"step2": {"action": "accept", "content": {"color": "blue"}}}
+    r3 = complete(
+        await client.post(call(tool, 3, inputResponses=colour, requestState=r2["requestState"])), 3
+    )
+    assert r3["content"][0]["text"] == "Alice likes blue."
+
+
+# --- capability gating (mrtr §Server Requirements 7; wire §10.2) ------------------------
+
+
+async def test_only_declared_capabilities_are_asked_for(client: McpClient) -> None:
+    """Runner-scored (input-required-result-capability-check/
+    sep-2322-respect-client-capabilities): a client declaring only sampling gets a
+    non-empty inputRequests without elicitation."""
+    message = request(
+        "tools/call",
+        {"name": "test_input_required_result_capabilities", "arguments": {}},
+        capabilities={"sampling": {}},
+    )
+    result = input_required(await client.post(message))
+    methods = {r["method"] for r in result["inputRequests"].values()}
+    assert methods == {"sampling/createMessage"}
+
+
+@pytest.mark.parametrize(
+    ("what", "declared", "required"),
+    [
+        ("elicitation", {"sampling": {}, "roots": {}}, {"elicitation": {}}),
+        ("elicitation", {"elicitation": {"url": {}}}, {"elicitation": {}}),
+        ("sampling", {"elicitation": {}, "roots": {}}, {"sampling": {}}),
+        ("roots", {"elicitation": {}, "sampling": {}}, {"roots": {}}),
+    ],
+    ids=["elicitation", "elicitation-url-only", "sampling", "roots"],
+)
+async def test_an_input_request_for_an_undeclared_capability_is_never_sent(
+    asking: McpClient, what: str, declared: dict[str, Any], required: dict[str, Any]
+) -> None:
+    """Spec-mandated (mrtr §Server Requirements 7: MUST NOT send an input request the
+    client has not declared; wire §10.2: answer -32021 instead, with
+    ``data.requiredCapabilities``)."""
+    message = request(
+        "tools/call", {"name": "ask_with", "arguments": {"what": what}}, capabilities=declared
+    )
+    response = await asking.post(message)
+    error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+    assert set(error["data"]["requiredCapabilities"]) == set(required)
+    assert b"inputRequests" not in response.body
+    await assert_still_serving(asking)
+
+
+async def test_gating_uses_the_capabilities_of_the_retry(client: McpClient) -> None:
+    """Spec-mandated (wire §2: capabilities come from this request only): a retry that
+    no longer declares elicitation is not asked again by elicitation."""
+    await first_round(client, ELICIT)
+    retry = request(
+        "tools/call",
+        {"name": ELICIT, "arguments": {}, "inputResponses": {}},
+        request_id=2,
+        capabilities={"sampling": {}},
+    )
+    error_of(await client.post(retry), 400, MISSING_REQUIRED_CLIENT_CAPABILITY, 2)
+
+
+# --- inputResponses (mrtr §Error Handling; wire §10.3) ----------------------------------
+
+
+async def test_a_missing_answer_is_asked_for_again(client: McpClient) -> None:
+    """Runner-scored (input-required-result-missing-input-response/
+    sep-2322-missing-response-rerequests): a retry without the needed answer gets a new
+    InputRequiredResult, not an error (mrtr §Error Handling)."""
+    retry = call(ELICIT, 2, inputResponses={"wrong_key": ALICE})
+    result = input_required(await client.post(retry), 2)
+    assert set(result["inputRequests"]) == {"user_name"}
+
+
+async def test_unknown_answers_are_ignored(client: McpClient) -> None:
+    """Runner-scored (input-required-result-ignore-extra-params/
+    sep-2322-ignore-unexpected-params): the server SHOULD ignore what it does not need."""
+    answers = {"user_name": ALICE, "extra_1": {"x": 1}, "extra_2": {"action": "accept"}}
+    complete(await client.post(call(ELICIT, 2, inputResponses=answers)))
+
+
+@pytest.mark.parametrize(
+    "responses",
+    [
+        {"user_name": 12345},
+        {"user_name": "Alice"},
+        {"user_name": {"action": "maybe"}},
+        {"user_name": {"action": "accept"}},
+        [ALICE],
+        "Alice",
+    ],
+    ids=["value-number", "value-string", "bad-action", "accept-without-content", "array", "string"],
+)
+async def test_malformed_input_responses_are_invalid_params(
+    client: McpClient, responses: Any
+) -> None:
+    """Runner-scored (input-required-result-validate-input/sep-2322-validate-input-responses,
+    sep-2322-error-on-protocol-error): servers SHOULD validate InputResponses and answer
+    protocol errors with a JSON-RPC error (mrtr §Error Handling)."""
+    error_of(await client.post(call(ELICIT, 2, inputResponses=responses)), 400, INVALID_PARAMS, 2)
+    await assert_still_serving(client)
+
+
+async def test_null_input_responses_read_as_absent(client: McpClient) -> None:
+    """Runner-scored (input-required-result-validate-input, sending ``null``): not a
+    complete result; wire §10.3 reads null as absent, so the question comes again."""
+    input_required(await client.post(call(ELICIT, 2, inputResponses=None)), 2)
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_a_declined_question_is_an_answer(client: McpClient, action: str) -> None:
+    """Spec-mandated (wire §10.3: decline/cancel is an answer the tool handles)."""
+    retry = call(ELICIT, 2, inputResponses={"user_name": {"action": action}})
+    assert complete(await client.post(retry))["content"][0]["text"]
+
+
+async def test_several_inputs_are_asked_for_at_once(client: McpClient) -> None:
+    """Runner-scored (input-required-result-multiple-input-requests/
+    sep-2322-multiple-inputs-incomplete, -complete): elicitation, sampling and roots
+    under unique keys, with state (mrtr §Server Requirements 2)."""
+    tool = "test_input_required_result_multiple_inputs"
+    first = await first_round(client, tool)
+    methods = {r["method"] for r in first["inputRequests"].values()}
+    assert methods == {"elicitation/create", "sampling/createMessage", "roots/list"}
+    answers = {
+        "user_name": ALICE,
+        "greeting": {"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hi"}},
+        "client_roots": {"roots": []},
+    }
+    retry = call(tool, 2, inputResponses=answers, requestState=first["requestState"])
+    complete(await client.post(retry))
