@@ -215,11 +215,17 @@ class McpClient:
         self,
         body: bytes | Mapping[str, Any],
         headers: Headers | None = None,
+        *,
+        limit_s: float = 5.0,
         **options: Any,
     ) -> Response:
-        """Send a request and read the whole response."""
-        async with self.stream(body, headers, **options) as opened:
-            with trio.fail_after(5):
+        """Send a request and read the whole response within ``limit_s`` seconds.
+
+        Under an autojump clock the seconds are virtual: pass a larger
+        ``limit_s`` for a handler that waits on purpose.
+        """
+        with trio.fail_after(limit_s):
+            async with self.stream(body, headers, **options) as opened:
                 return await opened.read_to_end()
 
     async def call(
