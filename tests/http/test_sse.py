@@ -1,0 +1,109 @@
+"""How a response is written: plain JSON for a quiet handler, SSE once it speaks (wire §9).
+
+Time runs on Trio's autojump clock: the tools here wait minutes of virtual
+time, never real time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from presa_trio.http.app import McpApp
+from presa_trio.http.sse import PING_INTERVAL_S
+from presa_trio.server import RequestContext, Server
+from tests.expect import result_of
+from tests.mcp_client import McpClient, meta, request, running
+
+
+def slow_server() -> Server:
+    server = Server("slow", "1.0.0")
+
+    @server.tool(description="Thinks for a long time, silently.")
+    async def quiet(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await trio.sleep(10 * PING_INTERVAL_S)
+        return "done"
+
+    @server.tool(description="Reports progress, then thinks for a long time.")
+    async def chatty(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1, total=2)
+        await trio.sleep(2.5 * PING_INTERVAL_S)
+        await ctx.report_progress(2, total=2)
+        return "done"
+
+    return server
+
+
+#: A virtual-time bound for the slow tools (which sleep 10 intervals at most).
+LONG = 20 * PING_INTERVAL_S
+
+
+@pytest.fixture
+async def slow() -> AsyncIterator[McpClient]:
+    async with running(McpApp.for_server(slow_server())) as client:
+        yield client
+
+
+async def test_a_quiet_handler_is_answered_with_plain_json(
+    slow: McpClient, autojump_clock: MockClock
+) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: application/json or an SSE
+    stream; wire §9 mode choice): a handler that sends nothing before its result gets
+    one compact JSON body, however long it takes."""
+    response = await slow.post(request("tools/call", {"name": "quiet"}), limit_s=LONG)
+    assert response.headers["content-type"] == "application/json"
+    assert b"\n" not in response.body
+    assert result_of(response)["content"][0]["text"] == "done"
+
+
+async def test_an_sse_stream_frames_one_compact_message_per_event(
+    slow: McpClient, autojump_clock: MockClock
+) -> None:
+    """Spec-mandated (streamable-http §Receiving Messages; wire §9: ``event: message``,
+    one compact JSON per ``data:`` line, no ``id:`` field, Cache-Control no-cache and
+    X-Accel-Buffering no); quiet stretches carry ``: ping`` comments, which the
+    progress notifications precede and the response ends."""
+    params = {"name": "chatty", "_meta": meta(progressToken="t")}
+    response = await slow.post(request("tools/call", params), limit_s=LONG)
+    assert response.status == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["x-accel-buffering"] == "no"
+    blocks = response.body.decode().split("\r\n\r\n")
+    assert blocks[-1] == ""
+    events = [b for b in blocks[:-1] if not b.startswith(":")]
+    pings = [b for b in blocks[:-1] if b.startswith(":")]
+    assert pings == [": ping", ": ping"]
+    for event in events:
+        name, data = event.split("\r\n")
+        assert name == "event: message"
+        assert data.startswith("data: ")
+        assert (
+            json.dumps(json.loads(data[6:]), separators=(",", ":"), ensure_ascii=False) == data[6:]
+        )
+    methods = [json.loads(e.split("data: ")[1]).get("method") for e in events]
+    assert methods == ["notifications/progress", "notifications/progress", None]
+
+
+async def test_requests_with_equal_ids_are_answered_independently(
+    slow: McpClient, autojump_clock: MockClock
+) -> None:
+    """Spec-mandated (wire §9: requests run concurrently on separate connections with
+    equal ids; key nothing globally by id)."""
+    answers: list[dict[str, Any]] = []
+
+    async def ask(tool: str) -> None:
+        params: dict[str, Any] = {"name": tool, "_meta": meta(progressToken=tool)}
+        message = request("tools/call", params, request_id=1)
+        answers.append(result_of(await slow.post(message, limit_s=LONG)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "quiet")
+        nursery.start_soon(ask, "chatty")
+    assert len(answers) == 2
+    assert all(a["content"][0]["text"] == "done" for a in answers)
