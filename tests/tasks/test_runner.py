@@ -58,7 +58,8 @@ async def test_start_returns_once_the_task_is_stored_and_cancellable(
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Creation: "MUST NOT return CreateTaskResult until
     ... a tasks/get would resolve"; T-23, T-24): with no checkpoint after start, the
-    task reads back and a cancel reaches its worker."""
+    task reads back and a cancel reaches its worker. The job is a plain async
+    function, not a tool: the runner serves any request type (T-12)."""
     record: list[str] = []
     task = await runner.start("s", gated(trio.Event(), record), creator())
     assert runner.get("s", task.task_id) is task
