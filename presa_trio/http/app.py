@@ -90,7 +90,7 @@ class McpApp:
             admission.check_accept(headers)
             body = await self.read_body(headers, receive)
         except Rejection as rejection:
-            await self.reject(send, rejection)
+            await self.reject(send, rejection, close=scope["http_version"] in ("1.0", "1.1"))
             return
         await self.answer(body, headers, receive, send)
 
@@ -113,12 +113,26 @@ class McpApp:
             if not event.get("more_body", False):
                 return b"".join(chunks)
 
-    async def reject(self, send: ASGISendCallable, rejection: Rejection) -> None:
+    async def reject(
+        self, send: ASGISendCallable, rejection: Rejection, *, close: bool = False
+    ) -> None:
+        """Answer a plain HTTP rejection, sent before the body was read to its end.
+
+        With ``close`` (HTTP/1.x), the response says ``Connection: close``: the
+        unread body leaves the connection unable to carry another request, and
+        a client that reused it would see it drop without a response
+        (RFC 9112 §9.6). HTTP/2 streams carry no such header.
+        """
+        extra = [(b"connection", b"close")] if close else []
         await send(
             {
                 "type": "http.response.start",
                 "status": rejection.status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), *rejection.headers],
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    *rejection.headers,
+                    *extra,
+                ],
                 "trailers": False,
             }
         )

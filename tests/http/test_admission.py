@@ -486,3 +486,38 @@ async def test_a_request_that_passes_every_rung_is_answered_200_json(client: Mcp
     response = await client.call("tools/list")
     assert response.headers["content-type"] == "application/json"
     assert result_of(response)["tools"]
+
+
+@pytest.mark.parametrize(
+    ("status", "change"),
+    [
+        (404, {"path": "/other"}),
+        (421, {"host": "evil.example.com"}),
+        (405, {"method": "GET"}),
+        (415, {"content_type": "text/plain"}),
+        (406, {"accept": "text/html"}),
+        (413, {"pad": True}),
+    ],
+)
+async def test_a_rejection_before_the_body_is_read_closes_the_connection(
+    status: int, change: dict[str, Any]
+) -> None:
+    """Spec-mandated (RFC 9112 §9.6: a server that will not read the rest of a request
+    sends ``Connection: close``): an HTTP/1.1 client must not reuse a connection whose
+    request body was left unread, or its next request is dropped unanswered."""
+    message = request("server/discover", {"pad": "x" * 2000} if change.get("pad") else None)
+    headers = with_headers(
+        message,
+        **{k: v for k, v in change.items() if k in ("host", "content_type", "accept")},
+    )
+    app = McpApp.for_server(build_server(), max_body=1024)
+    async with running(app) as client:
+        response = await client.post(
+            message,
+            headers,
+            path=change.get("path", "/mcp"),
+            method=change.get("method", "POST"),
+        )
+        rejection_of(response, status)
+        assert response.headers["connection"] == "close"
+        assert "connection" not in (await client.call("server/discover")).headers
