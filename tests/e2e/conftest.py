@@ -1,0 +1,94 @@
+"""A real hypercorn on a loopback port, and a real HTTP client (httpx) for it.
+
+The server is started with ``nursery.start``: ``hypercorn.trio.serve``
+reports the URLs it bound (port 0, so the kernel picks a free port), and the
+test begins only once the socket is listening. Shutdown goes through
+hypercorn's trigger, so the ASGI lifespan ends as in production.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
+
+from presa_trio.fixtures import build_app
+from presa_trio.http.app import McpApp
+from tests.mcp_client import headers_for
+
+
+@attrs.define(eq=False)
+class Tracked:
+    """ASGI middleware counting the HTTP calls in flight, to wait until all returned."""
+
+    app: McpApp
+    in_flight: int = 0
+    _returned: trio.Event = attrs.field(factory=trio.Event)
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self._returned.set()
+            self._returned = trio.Event()
+
+    async def wait_idle(self) -> None:
+        """Return once no HTTP call of the app is running."""
+        while self.in_flight:
+            await self._returned.wait()
+
+
+@attrs.frozen
+class Served:
+    """A running server: its endpoint URL, the app, and the call tracker."""
+
+    url: str
+    app: McpApp
+    tracked: Tracked
+
+
+async def start(app: McpApp, nursery: trio.Nursery) -> tuple[Served, trio.Event]:
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    tracked = Tracked(app)
+    shutdown = trio.Event()
+    urls: list[str] = await nursery.start(
+        partial(serve, tracked, config, shutdown_trigger=shutdown.wait)
+    )
+    return Served(urls[0] + "/mcp", app, tracked), shutdown
+
+
+@pytest.fixture
+async def served(nursery: trio.Nursery) -> AsyncIterator[Served]:
+    server, shutdown = await start(build_app(), nursery)
+    yield server
+    shutdown.set()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=5) as client:
+        yield client
+
+
+def headers(message: dict[str, Any], **extra: str) -> dict[str, str]:
+    """The headers a correct client sends with ``message``; ``Host`` is httpx's own."""
+    sent = {k: v for k, v in headers_for(message).items() if k != "host"}
+    sent.update(extra)
+    return sent
