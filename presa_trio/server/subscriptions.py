@@ -27,6 +27,8 @@ class Change:
 
     method: str
     params: dict[str, Any] = attrs.field(factory=dict)
+    # What the change concerns, for subscribers to match on; never sent.
+    about: Any = None
 
 
 Wants = Callable[[Change], bool]

@@ -18,7 +18,8 @@ What it adds to a :class:`~presa_trio.server.Server`, all through
 - ``Mcp-Name`` = ``params.taskId`` on those three (SEP-2663 §Streamable HTTP:
   Routing Headers; T-56), checked by the HTTP edge before any handler runs;
 - a wrapper around ``tools/call`` that applies each tool's :class:`Policy`;
-- a wrapper around ``subscriptions/listen`` for ``notifications.taskIds``.
+- ``notifications.taskIds`` on ``subscriptions/listen``: every stored change
+  of a subscribed task goes out as ``notifications/tasks`` on that stream.
 
 The task policy is presa's registration API, not wire data: nothing on the
 wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; D-03).
@@ -45,9 +46,10 @@ import trio
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
-from presa_trio.server.extensions import Extension, MethodHandler
+from presa_trio.server.extensions import Extension, MethodHandler, SubscriptionPart
+from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import invoke_tool, read_call_params
-from presa_trio.tasks.model import JSONObject
+from presa_trio.tasks.model import JSONObject, Task
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
@@ -62,6 +64,9 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 #: Longest accepted ``taskId``, in UTF-8 bytes; presa's ids are 32 (D-25).
 MAX_TASK_ID_BYTES = 256
+#: Most task ids one listen stream may ask for (presa's bound).
+MAX_SUBSCRIBED_TASKS = 100
+TASK_NOTIFICATION = "notifications/tasks"
 
 
 class Policy(enum.Enum):
@@ -94,14 +99,30 @@ def anonymous_scope(ctx: RequestContext) -> str:
     return "anonymous"
 
 
+def valid_task_id(task_id: Any) -> bool:
+    """A task id is a non-empty string of at most 256 UTF-8 bytes."""
+    return isinstance(task_id, str) and 0 < len(task_id.encode()) <= MAX_TASK_ID_BYTES
+
+
 def read_task_id(params: dict[str, Any]) -> str:
-    """``params.taskId``: a non-empty string of at most 256 bytes, else -32602."""
+    """``params.taskId``, a valid task id, else -32602."""
     task_id = params.get("taskId")
-    if not isinstance(task_id, str) or not task_id:
-        raise InvalidParams("A non-empty string taskId is required")
-    if len(task_id.encode()) > MAX_TASK_ID_BYTES:
-        raise InvalidParams(f"taskId is longer than {MAX_TASK_ID_BYTES} bytes")
+    if not valid_task_id(task_id):
+        raise InvalidParams(
+            f"taskId must be a non-empty string of at most {MAX_TASK_ID_BYTES} bytes"
+        )
+    assert isinstance(task_id, str)
     return task_id
+
+
+def read_subscribed_ids(wanted: Mapping[str, Any]) -> list[str]:
+    """``notifications.taskIds``: at most 100 valid task ids, else -32602."""
+    task_ids = wanted["taskIds"]
+    if not isinstance(task_ids, list) or not all(valid_task_id(t) for t in task_ids):
+        raise InvalidParams("notifications.taskIds must be a list of task ids")
+    if len(task_ids) > MAX_SUBSCRIBED_TASKS:
+        raise InvalidParams(f"notifications.taskIds lists more than {MAX_SUBSCRIBED_TASKS} ids")
+    return task_ids
 
 
 def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
@@ -139,6 +160,13 @@ class TasksExtension(Extension):
 
     def attach(self, server: Server) -> None:
         self._server = server
+        self.runner.on_change = self.publish
+
+    def publish(self, scope: str, task: Task) -> None:
+        """Offer a stored change to the listen streams (they pick by scope and id)."""
+        if self._server is not None:
+            change = Change(TASK_NOTIFICATION, task.detailed(), about=(scope, task.task_id))
+            self._server.changes.publish(change)
 
     def set_policy(self, tool: str, policy: Policy | PolicyFunction) -> None:
         """Serve calls of ``tool`` according to ``policy`` (a value or a function)."""
@@ -174,13 +202,11 @@ class TasksExtension(Extension):
         }
 
     def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
-        wrappers = {"tools/call": self.call_tool, "subscriptions/listen": self.listen}
-        wrapper = wrappers.get(method)
-        if wrapper is None:
+        if method != "tools/call":
             return handler
 
         async def wrapped(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-            return await wrapper(handler, ctx, params)
+            return await self.call_tool(handler, ctx, params)
 
         return wrapped
 
@@ -255,26 +281,33 @@ class TasksExtension(Extension):
         self.runner.cancel(self.scope_of(ctx), task_id)
         return {}
 
-    # --- subscriptions/listen -----------------------------------------------------
+    # --- subscriptions/listen ----------------------------------------------------
 
-    async def listen(
-        self, listen: MethodHandler, ctx: RequestContext, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        """``notifications.taskIds`` needs the declaration and a list of strings.
+    def subscription(
+        self, ctx: RequestContext, wanted: Mapping[str, Any]
+    ) -> SubscriptionPart | None:
+        """``notifications.taskIds``: the caller's live tasks, then their changes.
 
-        presa sends no ``notifications/tasks`` yet, so the acknowledgement
-        lists no task ids: the core echoes only the filter keys it serves
-        (SEP-2663 §Task Status Notifications; T-52, T-53; D-23).
+        Asking needs the declaration (-32021) and a list of at most 100 task
+        ids (-32602). Unknown, expired and other-scope ids are dropped
+        silently — indistinguishable, as everywhere — and the acknowledgement
+        echoes the ids kept, if any. Each later stored change of a kept task
+        arrives as ``notifications/tasks`` carrying the DetailedTask that
+        ``tasks/get`` would return at that moment (SEP-2663 §Task Status
+        Notifications; T-51–T-54).
         """
-        wanted = params.get("notifications")
-        if isinstance(wanted, dict) and "taskIds" in wanted:
-            self.require_declared(ctx)
-            task_ids = wanted["taskIds"]
-            if not isinstance(task_ids, list) or not all(
-                isinstance(task_id, str) and task_id for task_id in task_ids
-            ):
-                raise InvalidParams("notifications.taskIds must be a list of task ids")
-        return await listen(ctx, params)
+        if "taskIds" not in wanted:
+            return None
+        self.require_declared(ctx)
+        scope = self.scope_of(ctx)
+        kept = [
+            t for t in dict.fromkeys(read_subscribed_ids(wanted)) if self.runner.knows(scope, t)
+        ]
+        topics = {(scope, task_id) for task_id in kept}
+        return SubscriptionPart(
+            honoured={"taskIds": kept} if kept else {},
+            wants=lambda change: change.method == TASK_NOTIFICATION and change.about in topics,
+        )
 
 
 def tool_job(name: str, arguments: dict[str, Any]) -> Job:

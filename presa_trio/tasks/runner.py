@@ -21,6 +21,9 @@ Theory of operation
 - **Cancel.** ``tasks/cancel`` writes ``cancelled`` first, then cancels the
   task's scope. Whatever the worker was about to write meets a terminal
   task and is dropped by the model (T-49, T-66).
+- **Publish.** Every stored change of a task is handed to ``on_change``;
+  the extension turns it into ``notifications/tasks`` for the listen
+  streams that asked for that task. Changes are pushed, never polled.
 - **Finish.** The worker's outcome is written once: a JSON object result is
   ``completed``; a raised :class:`~presa_trio.wire.errors.McpError` is
   ``failed`` with that error; anything else is ``failed`` with a generic
@@ -56,6 +59,14 @@ from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClien
 from presa_trio.wire.mrtr import InputRequest
 
 log = logging.getLogger(__name__)
+
+#: Told of every stored change: the access scope and the task as it now is.
+ChangeListener = Callable[[str, Task], None]
+
+
+def ignore_change(scope: str, task: Task) -> None:
+    """The default listener: nobody subscribes."""
+
 
 #: What a task runs: given its detached context, the request's final result as
 #: a JSON object, or a raised error (T-12: not tied to ``tools/call``).
@@ -218,6 +229,8 @@ class TaskRunner:
     poll_interval_ms: int | None = 500
     # How often the reaper deletes expired tasks, in clock seconds.
     reap_every: float = 60.0
+    # Told of every stored change (status notifications); synchronous.
+    on_change: ChangeListener = ignore_change
     # The server-lifetime nursery, while :meth:`run` runs.
     _root: trio.Nursery | None = None
     # task_id -> its worker, while the task's nursery is open.
@@ -317,6 +330,7 @@ class TaskRunner:
                 self.store.compare_and_set(scope, after, before.revision)
             except Conflict:
                 continue
+            self.on_change(scope, after)
             return before, after
 
     def _write(self, worker: Worker, move: Callable[..., Task], *args: Any) -> None:
@@ -325,6 +339,14 @@ class TaskRunner:
             self._transition(worker.scope, worker.task_id, move, *args)
         except TaskNotFound:
             log.info("task %s is gone; its worker's write is dropped", worker.task_id)
+
+    def knows(self, scope: str, task_id: str) -> bool:
+        """Whether ``task_id`` names a live task in ``scope`` (another scope's: no)."""
+        try:
+            self.get(scope, task_id)
+        except TaskNotFound:
+            return False
+        return True
 
     def get(self, scope: str, task_id: str) -> Task:
         """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""

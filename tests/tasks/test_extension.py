@@ -37,8 +37,15 @@ from tests.mcp_client import McpClient, Response, headers_for, meta, request, ru
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}
 REQUIRES_TASKS = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
-TASK_KEYS = {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs",
-             "pollIntervalMs"}
+TASK_KEYS = {
+    "taskId",
+    "status",
+    "statusMessage",
+    "createdAt",
+    "lastUpdatedAt",
+    "ttlMs",
+    "pollIntervalMs",
+}
 
 
 @attrs.define(eq=False)
@@ -125,8 +132,11 @@ async def client(harness: Harness) -> AsyncIterator[McpClient]:
 
 
 async def call_tool(
-    client: McpClient, name: str, arguments: dict[str, Any] | None = None,
-    capabilities: dict[str, Any] = DECLARED, **extra: Any,
+    client: McpClient,
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] = DECLARED,
+    **extra: Any,
 ) -> Response:
     params = {"name": name, "arguments": arguments or {}, **extra}
     return await client.call("tools/call", params, capabilities=capabilities)
@@ -192,8 +202,9 @@ async def test_the_declaration_counts_per_request_on_one_client(client: McpClien
     declarations"; T-03, T-70; runner tasks-per-request-meta-opt-in)."""
     kinds = []
     for capabilities in (DECLARED, UNDECLARED, DECLARED):
-        kinds.append(result_of(await call_tool(client, "maybe", capabilities=capabilities))[
-            "resultType"])
+        kinds.append(
+            result_of(await call_tool(client, "maybe", capabilities=capabilities))["resultType"]
+        )
     assert kinds == ["task", "complete", "task"]
 
 
@@ -201,10 +212,14 @@ async def test_a_legacy_tasks_capability_is_not_a_declaration(client: McpClient)
     """Spec-mandated (SEP-2663 §Backward Compatibility: legacy-only clients are
     non-declaring; T-07; D-02)."""
     legacy = {"tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}, "list": {}}}
-    assert result_of(await call_tool(client, "maybe", capabilities=legacy))[
-        "resultType"] == "complete"
-    error_of(await call_tool(client, "always", capabilities=legacy), 400,
-             MISSING_REQUIRED_CLIENT_CAPABILITY)
+    assert (
+        result_of(await call_tool(client, "maybe", capabilities=legacy))["resultType"] == "complete"
+    )
+    error_of(
+        await call_tool(client, "always", capabilities=legacy),
+        400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+    )
     error_of(await get(client, "any", capabilities=legacy), 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
 
 
@@ -212,8 +227,10 @@ async def test_any_object_under_the_extension_key_is_a_declaration(client: McpCl
     """presa-defined (SEP-2663 §Capability Negotiation defines no settings; D-01):
     unknown settings are ignored, not refused."""
     capabilities = {"extensions": {TASKS_EXTENSION: {"future-setting": True}}}
-    assert result_of(await call_tool(client, "maybe", capabilities=capabilities))[
-        "resultType"] == "task"
+    assert (
+        result_of(await call_tool(client, "maybe", capabilities=capabilities))["resultType"]
+        == "task"
+    )
 
 
 async def test_a_legacy_task_param_is_ignored(client: McpClient) -> None:
@@ -232,8 +249,13 @@ async def test_an_old_protocol_version_never_reaches_the_extension(
     client: McpClient, harness: Harness
 ) -> None:
     """Spec-mandated (SEP-2663 §Backward Compatibility, 2025-11-25 row; T-09)."""
-    message = request("tools/call", {"name": "always", "_meta": meta(
-        DECLARED, **{"io.modelcontextprotocol/protocolVersion": "2025-11-25"})})
+    message = request(
+        "tools/call",
+        {
+            "name": "always",
+            "_meta": meta(DECLARED, **{"io.modelcontextprotocol/protocolVersion": "2025-11-25"}),
+        },
+    )
     headers = {**headers_for(message), "mcp-protocol-version": "2025-11-25", "mcp-name": "always"}
     error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION)
     assert (harness.entered, stored(harness)) == ([], 0)
@@ -279,7 +301,8 @@ async def test_tasks_get_reads_each_status_with_result_type_complete(
     assert done["lastUpdatedAt"] >= done["createdAt"]
     plain = result_of(await call_tool(client, "maybe", {"label": "x"}, capabilities=UNDECLARED))
     assert {k: v for k, v in done["result"].items() if k != "_meta"} == {
-        k: v for k, v in plain.items() if k != "_meta"}
+        k: v for k, v in plain.items() if k != "_meta"
+    }
     assert "io.modelcontextprotocol/related-task" not in done["result"].get("_meta", {})
 
 
@@ -291,16 +314,18 @@ async def test_update_and_cancel_are_acknowledged_with_an_empty_result(
     _meta; a cancelled task reads back with no payload; a cancel of a terminal task
     is acked and changes nothing."""
     task_id = await create(client, wait=True)
-    ack = result_of(await client.call(
-        "tasks/update", {"taskId": task_id, "inputResponses": {}}, capabilities=DECLARED))
+    ack = result_of(
+        await client.call(
+            "tasks/update", {"taskId": task_id, "inputResponses": {}}, capabilities=DECLARED
+        )
+    )
     assert (set(ack), ack["resultType"]) == ({"resultType", "_meta"}, "complete")
     ack = result_of(await client.call("tasks/cancel", {"taskId": task_id}, capabilities=DECLARED))
     assert (set(ack), ack["resultType"]) == ({"resultType", "_meta"}, "complete")
     cancelled = result_of(await get(client, task_id))
     assert cancelled["status"] == "cancelled"
     assert not {"result", "error", "inputRequests"} & set(cancelled)
-    again = result_of(await client.call("tasks/cancel", {"taskId": task_id},
-                                        capabilities=DECLARED))
+    again = result_of(await client.call("tasks/cancel", {"taskId": task_id}, capabilities=DECLARED))
     assert set(again) == {"resultType", "_meta"}
     assert result_of(await get(client, task_id)) == cancelled
 
@@ -317,13 +342,18 @@ async def test_an_unknown_or_foreign_task_id_is_invalid_params(
     error of an unknown id, and is left as it was."""
     alice = meta(DECLARED, **{META_CLIENT_INFO: {"name": "alice", "version": "1"}})
     bob = meta(DECLARED, **{META_CLIENT_INFO: {"name": "bob", "version": "1"}})
-    created = result_of(await client.call(
-        "tools/call", {"name": "maybe", "arguments": {"wait": True}, "_meta": alice}))
+    created = result_of(
+        await client.call(
+            "tools/call", {"name": "maybe", "arguments": {"wait": True}, "_meta": alice}
+        )
+    )
     task_id = created["taskId"]
-    foreign = error_of(await client.call(method, {"taskId": task_id, **extra, "_meta": bob}),
-                       400, INVALID_PARAMS)
-    unknown = error_of(await client.call(method, {"taskId": "nope", **extra, "_meta": bob}),
-                       400, INVALID_PARAMS)
+    foreign = error_of(
+        await client.call(method, {"taskId": task_id, **extra, "_meta": bob}), 400, INVALID_PARAMS
+    )
+    unknown = error_of(
+        await client.call(method, {"taskId": "nope", **extra, "_meta": bob}), 400, INVALID_PARAMS
+    )
     assert foreign == unknown
     owned = result_of(await client.call("tasks/get", {"taskId": task_id, "_meta": alice}))
     assert owned["status"] == "working"
@@ -341,8 +371,9 @@ async def test_an_expired_task_says_expired_to_its_owner_only(
         autojump_clock.jump(1)
         owner = error_of(await get(client, task_id), 400, INVALID_PARAMS)
         other = meta(DECLARED, **{META_CLIENT_INFO: {"name": "mallory", "version": "1"}})
-        stranger = error_of(await client.call("tasks/get", {"taskId": task_id, "_meta": other}),
-                            400, INVALID_PARAMS)
+        stranger = error_of(
+            await client.call("tasks/get", {"taskId": task_id, "_meta": other}), 400, INVALID_PARAMS
+        )
         assert "expired" in owner["message"]
         assert "expired" not in stranger["message"]
 
@@ -351,8 +382,12 @@ async def test_an_expired_task_says_expired_to_its_owner_only(
     ("method", "params", "capabilities", "code"),
     [
         ("tasks/get", {"taskId": "gate-test"}, UNDECLARED, MISSING_REQUIRED_CLIENT_CAPABILITY),
-        ("tasks/update", {"taskId": "gate-test", "inputResponses": {}}, UNDECLARED,
-         MISSING_REQUIRED_CLIENT_CAPABILITY),
+        (
+            "tasks/update",
+            {"taskId": "gate-test", "inputResponses": {}},
+            UNDECLARED,
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+        ),
         ("tasks/cancel", {"taskId": "gate-test"}, UNDECLARED, MISSING_REQUIRED_CLIENT_CAPABILITY),
         ("tasks/get", {"taskId": 5}, UNDECLARED, MISSING_REQUIRED_CLIENT_CAPABILITY),
         ("tasks/get", {}, DECLARED, INVALID_PARAMS),
@@ -378,8 +413,11 @@ async def test_task_methods_check_the_declaration_then_the_params(
 async def test_a_task_method_without_meta_is_invalid_params(client: McpClient) -> None:
     """Spec-mandated (2026-07-28 basic/index §_meta; T-82)."""
     message = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "t"}}
-    error_of(await client.post(message, headers_for(message, {"tasks/get": "taskId"})), 400,
-             INVALID_PARAMS)
+    error_of(
+        await client.post(message, headers_for(message, {"tasks/get": "taskId"})),
+        400,
+        INVALID_PARAMS,
+    )
 
 
 @pytest.mark.parametrize(
@@ -410,31 +448,77 @@ async def test_mcp_name_must_mirror_the_task_id(
             assert result_of(response)["taskId"] == task_id
 
 
-async def test_listen_with_task_ids_needs_the_declaration(client: McpClient) -> None:
+async def test_listen_with_task_ids_needs_the_declaration_and_a_valid_list(
+    client: McpClient,
+) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications: -32021 without the
-    declaration; T-52, T-53). presa-defined (D-23): presa sends no task
-    notifications yet, so the acknowledgement lists no task ids."""
+    declaration; T-52, T-53). presa-defined: taskIds is a list of at most 100
+    non-empty strings of at most 256 bytes, else -32602, and no stream opens."""
     wanted = {"notifications": {"taskIds": ["t-1"], "toolsListChanged": True}}
-    error = error_of(await client.call("subscriptions/listen", wanted, capabilities=UNDECLARED),
-                     400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+    error = error_of(
+        await client.call("subscriptions/listen", wanted, capabilities=UNDECLARED),
+        400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+    )
     assert error["data"] == REQUIRES_TASKS
-    bad = {"notifications": {"taskIds": "t-1"}}
-    error_of(await client.call("subscriptions/listen", bad, capabilities=DECLARED), 400,
-             INVALID_PARAMS)
-    async with client.stream(request("subscriptions/listen", wanted,
-                                     capabilities=DECLARED)) as stream:
-        ack = await stream.next_message()
-    assert ack["method"] == "notifications/subscriptions/acknowledged"
-    assert ack["params"]["notifications"] == {"toolsListChanged": True}
+    for bad in ("t-1", [""], ["x" * 257], [7], ["t"] * 101):
+        params = {"notifications": {"taskIds": bad}}
+        error_of(
+            await client.call("subscriptions/listen", params, capabilities=DECLARED),
+            400,
+            INVALID_PARAMS,
+        )
+
+
+async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Task Status Notifications: the ack lists the ids the
+    server agreed to serve; T-52, T-65): unknown and other-scope ids are dropped
+    silently, alike, and duplicates collapse; with none left, the key is omitted."""
+    alice = meta(DECLARED, **{META_CLIENT_INFO: {"name": "alice", "version": "1"}})
+    bob = meta(DECLARED, **{META_CLIENT_INFO: {"name": "bob", "version": "1"}})
+    mine = result_of(
+        await client.call(
+            "tools/call", {"name": "maybe", "arguments": {"wait": True}, "_meta": alice}
+        )
+    )["taskId"]
+    theirs = result_of(
+        await client.call(
+            "tools/call", {"name": "maybe", "arguments": {"wait": True}, "_meta": bob}
+        )
+    )["taskId"]
+
+    async def acknowledged(task_ids: list[str], who: dict[str, Any]) -> dict[str, Any]:
+        params = {"notifications": {"taskIds": task_ids, "toolsListChanged": True}, "_meta": who}
+        async with client.stream(request("subscriptions/listen", params)) as stream:
+            ack = await stream.next_message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        notifications: dict[str, Any] = ack["params"]["notifications"]
+        return notifications
+
+    assert await acknowledged([mine, "unknown", theirs, mine], alice) == {
+        "toolsListChanged": True,
+        "taskIds": [mine],
+    }
+    assert await acknowledged(["unknown", theirs], alice) == {"toolsListChanged": True}
 
 
 @pytest.mark.parametrize(
     ("tool", "status", "outcome"),
     [
-        ("tool_error", "completed", {"content": [{"type": "text", "text": "the widget is broken"}],
-                                     "isError": True, "resultType": "complete"}),
-        ("spec_error", "failed", {"code": INVALID_PARAMS, "message": "widget must be blue",
-                                  "data": {"field": "widget"}}),
+        (
+            "tool_error",
+            "completed",
+            {
+                "content": [{"type": "text", "text": "the widget is broken"}],
+                "isError": True,
+                "resultType": "complete",
+            },
+        ),
+        (
+            "spec_error",
+            "failed",
+            {"code": INVALID_PARAMS, "message": "widget must be blue", "data": {"field": "widget"}},
+        ),
         ("crash", "failed", {"code": INTERNAL_ERROR, "message": "Internal error"}),
     ],
 )
@@ -458,8 +542,10 @@ async def test_a_task_ends_as_the_plain_call_would_have(
         assert "result" not in ended
         assert ended["error"] == outcome
         assert ended["statusMessage"] == outcome["message"]
-        assert error_of(plain, 400 if outcome["code"] == INVALID_PARAMS else 500,
-                        outcome["code"]) == outcome
+        assert (
+            error_of(plain, 400 if outcome["code"] == INVALID_PARAMS else 500, outcome["code"])
+            == outcome
+        )
     assert "hunter2" not in str(ended)
 
 
@@ -472,7 +558,9 @@ async def test_a_tool_returning_a_round_inside_a_task_fails_cleanly(client: McpC
     await wait_all_tasks_blocked()
     failed = result_of(await get(client, task_id))
     assert (failed["status"], failed["error"]) == (
-        "failed", {"code": INTERNAL_ERROR, "message": "Task worker returned a continuation"})
+        "failed",
+        {"code": INTERNAL_ERROR, "message": "Task worker returned a continuation"},
+    )
     plain = result_of(await call_tool(client, "mrtr_only", capabilities=UNDECLARED))
     assert plain["resultType"] == "input_required"
 
@@ -484,8 +572,11 @@ async def test_cancelling_the_creating_request_leaves_the_task_running(
     used for tasks; T-50): neither that notification nor the creating stream's
     close (every call here closes it) stops the task."""
     task_id = await create(client, wait=True)
-    notice = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-              "params": {"requestId": 1, "reason": "changed my mind"}}
+    notice = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "changed my mind"},
+    }
     assert (await client.post(notice)).status == 202
     await wait_all_tasks_blocked()
     assert result_of(await get(client, task_id))["status"] == "working"
@@ -507,7 +598,9 @@ async def test_a_task_sends_no_progress_or_logs_on_the_creating_stream(
     plain = await client.call("tools/call", {**params, "_meta": meta(UNDECLARED, **extra)})
     assert plain.headers["content-type"] == "text/event-stream"
     assert [e.get("method") for e in plain.events()[:2]] == [
-        "notifications/progress", "notifications/message"]
+        "notifications/progress",
+        "notifications/message",
+    ]
 
 
 async def test_an_unknown_tool_is_refused_before_any_task_exists(
@@ -535,7 +628,8 @@ async def test_a_policy_function_decides_per_call_and_its_failure_is_internal(
     harness.tasks.set_policy("maybe", by_label)
     assert result_of(await call_tool(client, "maybe", {"label": "task"}))["resultType"] == "task"
     assert result_of(await call_tool(client, "maybe", {"label": "sync"}))["resultType"] == (
-        "complete")
+        "complete"
+    )
     error_of(await call_tool(client, "maybe", {"label": "boom"}), 500, INTERNAL_ERROR)
 
 
@@ -561,8 +655,7 @@ async def test_a_full_runner_answers_a_retryable_32603() -> None:
         await create(client, wait=True)
         full = error_of(await call_tool(client, "maybe", {"wait": True}), 500, INTERNAL_ERROR)
         assert full["data"] == {"retryable": True, "limit": "max_active_tasks_per_scope"}
-        big = error_of(await call_tool(client, "maybe", {"label": "x" * 100}), 500,
-                       INTERNAL_ERROR)
+        big = error_of(await call_tool(client, "maybe", {"label": "x" * 100}), 500, INTERNAL_ERROR)
         assert big["data"] == {"retryable": False, "limit": "max_input_bytes"}
         assert stored(harness) == 1
 
