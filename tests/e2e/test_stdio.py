@@ -1,0 +1,170 @@
+"""End to end: ``presa-trio stdio`` as a subprocess, newline-delimited JSON-RPC.
+
+Rules of this file: the server is a real child process (``python -m
+presa_trio stdio``); every exchange is bounded by ``trio.fail_after``; the
+test closes stdin to end the server and then requires a clean exit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from presa_trio.wire.meta import META_SERVER_INFO
+from tests.mcp_client import request
+
+TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+@attrs.define(eq=False)
+class StdioPeer:
+    """The client side of a stdio server: write lines, read messages."""
+
+    process: trio.Process
+    _buffer: bytes = b""
+    received: list[dict[str, Any]] = attrs.field(factory=list)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send_all(json.dumps(message).encode() + b"\n")
+
+    async def next_message(self) -> dict[str, Any] | None:
+        """The next line as JSON, or ``None`` at end of output."""
+        assert self.process.stdout is not None
+        while b"\n" not in self._buffer:
+            chunk = await self.process.stdout.receive_some()
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message: dict[str, Any] = json.loads(line)
+        self.received.append(message)
+        return message
+
+    async def response_to(self, request_id: int) -> dict[str, Any]:
+        """Read until the response with ``request_id``; other messages are kept."""
+        while True:
+            message = await self.next_message()
+            assert message is not None, "the server closed stdout"
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    async def call(
+        self, method: str, params: dict[str, Any], request_id: int, **options: Any
+    ) -> dict[str, Any]:
+        await self.send(request(method, params, request_id=request_id, **options))
+        return await self.response_to(request_id)
+
+
+@pytest.fixture
+async def peer(nursery: trio.Nursery) -> AsyncIterator[StdioPeer]:
+    """The server as a child of the test's nursery (``trio.run_process``)."""
+    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    process: trio.Process = await nursery.start(
+        partial(trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    )
+    opened = StdioPeer(process)
+    yield opened
+    assert process.stdin is not None
+    await process.stdin.aclose()
+    with trio.fail_after(10):
+        while await opened.next_message() is not None:
+            pass
+        assert await process.wait() == 0
+
+
+async def test_discover_and_a_tool_call_over_stdio(peer: StdioPeer) -> None:
+    """Spec-mandated (basic/transports/stdio §Receiving Messages; wire §15): one
+    message per line, the same results as over HTTP, serverInfo in ``_meta``."""
+    with trio.fail_after(10):
+        discovered = await peer.call("server/discover", {}, 1)
+        called = await peer.call("tools/call", {"name": "test_simple_text"}, 2)
+    assert discovered["result"]["supportedVersions"] == ["2026-07-28"]
+    assert discovered["result"]["_meta"][META_SERVER_INFO]["name"] == "presa-trio"
+    assert called["result"]["content"][0]["text"] == "This is a simple text response for testing."
+
+
+async def test_a_multi_round_trip_over_stdio(peer: StdioPeer) -> None:
+    """Spec-mandated (basic/patterns/mrtr; wire §10): input_required with a signed
+    state, then the retry with answers and state completes; §2 applies on stdio."""
+    params: dict[str, Any] = {"name": "test_input_required_result_request_state"}
+    with trio.fail_after(10):
+        first = (await peer.call("tools/call", params, 1))["result"]
+        retry = {
+            **params,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+            "requestState": first["requestState"],
+        }
+        second = (await peer.call("tools/call", retry, 2))["result"]
+    assert first["resultType"] == "input_required"
+    assert second["resultType"] == "complete"
+    assert second["content"][0]["text"].startswith("state-ok")
+
+
+async def poll_until(peer: StdioPeer, task_id: str, status: str, first_id: int) -> dict[str, Any]:
+    """tasks/get until the task shows ``status``; each poll is one round trip."""
+    request_id = first_id
+    while True:
+        got = await peer.call("tasks/get", {"taskId": task_id}, request_id, capabilities=TASKS)
+        if got["result"]["status"] == status:
+            result: dict[str, Any] = got["result"]
+            return result
+        request_id += 1
+
+
+async def test_a_full_task_life_over_stdio_survives_cancelling_its_request(
+    peer: StdioPeer,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation; T-50): notifications/cancelled for
+    the creating request never cancels a task; the task runs create → input_required
+    → update → completed over stdio."""
+    call = {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}
+    with trio.fail_after(10):
+        created = (await peer.call("tools/call", call, 1, capabilities=TASKS))["result"]
+        task_id = created["taskId"]
+        await peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        )
+        parked = await poll_until(peer, task_id, "input_required", 100)
+        answer = {"confirm-delete": {"action": "accept", "content": {"confirm": True}}}
+        await peer.call(
+            "tasks/update", {"taskId": task_id, "inputResponses": answer}, 2, capabilities=TASKS
+        )
+        done = await poll_until(peer, task_id, "completed", 1000)
+    assert created["resultType"] == "task"
+    assert list(parked["inputRequests"]) == ["confirm-delete"]
+    assert done["result"]["content"] == [{"type": "text", "text": "Delete confirmed: true"}]
+
+
+async def test_notifications_cancelled_stops_an_ordinary_request(peer: StdioPeer) -> None:
+    """Spec-mandated (basic/transports/stdio §Cancellation): after
+    notifications/cancelled the server sends nothing more for that request, and
+    keeps serving others."""
+    with trio.fail_after(10):
+        await peer.send(
+            request(
+                "tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}}, request_id=9
+            )
+        )
+        await peer.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 9, "reason": "test"},
+            }
+        )
+        later = await peer.call("server/discover", {}, 10)
+        assert peer.process.stdin is not None
+        await peer.process.stdin.aclose()
+        while await peer.next_message() is not None:
+            pass
+    assert later["result"]["resultType"] == "complete"
+    assert [m for m in peer.received if m.get("id") == 9] == []
