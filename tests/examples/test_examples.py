@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from examples import hello_server, two_rounds
+from trio.testing import wait_all_tasks_blocked
+
+from examples import hello_server, task_tool, two_rounds
 from presa_trio.http.app import McpApp
 from tests.mcp_client import running
 
@@ -41,3 +43,27 @@ async def test_two_round_tool_asks_the_user_then_the_model() -> None:
         third = await call(inputResponses={"fact": SAMPLED}, requestState=second["requestState"])
     assert third["resultType"] == "complete"
     assert third["content"][0]["text"] == "Lisbon: It has seven hills."
+
+
+async def test_task_tool_parks_on_input_then_completes() -> None:
+    """Spec-mandated (SEP-2663 §Task Creation, §Task Update Requests; T-13, T-40):
+    the README's task tool becomes a task, asks, and completes once answered."""
+    declared: dict[str, Any] = {
+        "elicitation": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }
+    async with running(McpApp.for_server(task_tool.server)) as client:
+        created = (
+            await client.call("tools/call", {"name": "delete"}, capabilities=declared)
+        ).json()["result"]
+        task = {"taskId": created["taskId"]}
+        await wait_all_tasks_blocked()
+        parked = (await client.call("tasks/get", task, capabilities=declared)).json()["result"]
+        answer = {"ok": {"action": "accept", "content": {"ok": True}}}
+        await client.call("tasks/update", {**task, "inputResponses": answer}, capabilities=declared)
+        await wait_all_tasks_blocked()
+        done = (await client.call("tasks/get", task, capabilities=declared)).json()["result"]
+    assert created["resultType"] == "task"
+    assert parked["status"] == "input_required"
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "deleted"}]
