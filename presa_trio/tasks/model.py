@@ -52,7 +52,7 @@ class Status(enum.Enum):
     CANCELLED = "cancelled"
 
 
-TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
 #: Where each status may go next (tasks ref §4.1). ``input_required`` may
 #: stay ``input_required``: more input asked, or one of several answered.

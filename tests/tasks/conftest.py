@@ -21,7 +21,8 @@ RESULT = {"content": [{"type": "text", "text": "done"}], "resultType": "complete
 
 
 def creator(
-    capabilities: Mapping[str, Any] | None = None, sent: list[dict[str, Any]] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    sent: list[dict[str, Any]] | None = None,
     **extra: Any,
 ) -> RequestContext:
     """The context of a ``tools/call`` that creates a task; ``sent`` records its stream."""

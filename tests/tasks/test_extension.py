@@ -36,7 +36,7 @@ from tests.mcp_client import McpClient, Response, headers_for, meta, request, ru
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}
-REQUIRES_TASKS = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+REQUIRES_TASKS: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 TASK_KEYS = {
     "taskId",
     "status",
@@ -211,7 +211,9 @@ async def test_the_declaration_counts_per_request_on_one_client(client: McpClien
 async def test_a_legacy_tasks_capability_is_not_a_declaration(client: McpClient) -> None:
     """Spec-mandated (SEP-2663 §Backward Compatibility: legacy-only clients are
     non-declaring; T-07; D-02)."""
-    legacy = {"tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}, "list": {}}}
+    legacy: dict[str, Any] = {
+        "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}, "list": {}}
+    }
     assert (
         result_of(await call_tool(client, "maybe", capabilities=legacy))["resultType"] == "complete"
     )

@@ -7,6 +7,7 @@ owns the projections a client sees.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from presa_trio.tasks.model import IllegalTransition, Status, Task
 from tests.wire.test_layering import forbidden, imported_modules
 
 T0, T1, T2, T3 = (f"2026-11-03T18:04:0{n}.000Z" for n in range(4))
-ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?",
-                                                   "requestedSchema": {"type": "object"}}}
+ASK = {
+    "method": "elicitation/create",
+    "params": {"mode": "form", "message": "Sure?", "requestedSchema": {"type": "object"}},
+}
 RESULT = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
 ERROR = {"code": -32603, "message": "Internal error"}
 
@@ -47,28 +50,47 @@ def test_a_task_walks_from_creation_through_two_inputs_to_completion() -> None:
     the status is input_required exactly while a key is outstanding."""
     task = seed()
     assert (task.status, task.revision, task.created_at, task.last_updated_at) == (
-        Status.WORKING, 0, T0, T0)
+        Status.WORKING,
+        0,
+        T0,
+        T0,
+    )
     assert task.expires_at == 100.0 + 3600
 
     task = model.request_input(task, {"a": ASK, "b": ASK}, T1)
     assert (task.status, dict(task.input_requests), task.issued, task.revision) == (
-        Status.INPUT_REQUIRED, {"a": ASK, "b": ASK}, {"a", "b"}, 1)
+        Status.INPUT_REQUIRED,
+        {"a": ASK, "b": ASK},
+        frozenset({"a", "b"}),
+        1,
+    )
     assert (task.created_at, task.last_updated_at) == (T0, T1)
 
     task = model.fulfil(task, ["a"], T2)
     assert (task.status, list(task.input_requests), task.revision) == (
-        Status.INPUT_REQUIRED, ["b"], 2)
+        Status.INPUT_REQUIRED,
+        ["b"],
+        2,
+    )
 
     task = model.fulfil(task, ["b"], T3)
     assert (task.status, dict(task.input_requests), task.issued, task.revision) == (
-        Status.WORKING, {}, {"a", "b"}, 3)
+        Status.WORKING,
+        {},
+        frozenset({"a", "b"}),
+        3,
+    )
 
     task = model.complete(task, RESULT, T3)
     assert (task.status, task.result, task.error, task.revision) == (
-        Status.COMPLETED, RESULT, None, 4)
+        Status.COMPLETED,
+        RESULT,
+        None,
+        4,
+    )
 
 
-@pytest.mark.parametrize("status", sorted(model.TERMINAL, key=lambda s: s.value))
+@pytest.mark.parametrize("status", sorted(model.TERMINAL, key=attrgetter("value")))
 @pytest.mark.parametrize(
     "move",
     [
@@ -121,7 +143,11 @@ def test_withdrawing_the_last_key_resumes_working() -> None:
     """presa-defined (SEP-2663 §Task Update Requests, "superseded"; D-16): a worker
     that stops waiting takes its requests back; the keys stay issued."""
     task = model.withdraw(model.request_input(seed(), {"k": ASK}, T1), ["k"], T2)
-    assert (task.status, dict(task.input_requests), task.issued) == (Status.WORKING, {}, {"k"})
+    assert (task.status, dict(task.input_requests), task.issued) == (
+        Status.WORKING,
+        {},
+        frozenset({"k"}),
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,12 +155,17 @@ def test_withdrawing_the_last_key_resumes_working() -> None:
     [
         lambda t: model.request_input(t, {}, T1),
         lambda t: model.request_input(t, {"": ASK}, T1),
-        lambda t: model.complete(t, ["not", "an", "object"], T1),
+        lambda t: model.complete(t, ["not", "an", "object"], T1),  # type: ignore[arg-type]
         lambda t: model.fail(t, {"message": "no code"}, T1),
         lambda t: model.fail(t, {"code": -32603}, T1),
     ],
-    ids=["no-requests", "empty-key", "result-not-object", "error-without-code",
-         "error-without-message"],
+    ids=[
+        "no-requests",
+        "empty-key",
+        "result-not-object",
+        "error-without-code",
+        "error-without-message",
+    ],
 )
 def test_malformed_moves_raise_and_change_nothing(move: Any) -> None:
     """presa-defined (DESIGN.md "Tasks"): an illegal move raises, whatever the status."""
@@ -167,8 +198,16 @@ def test_the_ttl_counts_from_creation_and_null_is_unlimited() -> None:
 def test_the_create_result_body_is_a_flat_task() -> None:
     """Spec-mandated (SEP-2663 §Task Creation, Result & Task; T-17, T-21, T-22): the
     SEP's example keys, with ttlMs always present; no result, error or inputRequests."""
-    sep_example_keys = {"resultType", "taskId", "status", "statusMessage", "createdAt",
-                        "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
+    sep_example_keys = {
+        "resultType",
+        "taskId",
+        "status",
+        "statusMessage",
+        "createdAt",
+        "lastUpdatedAt",
+        "ttlMs",
+        "pollIntervalMs",
+    }
     assert set(seed().to_wire()) | {"resultType"} == sep_example_keys
     assert seed(ttl_ms=None).to_wire()["ttlMs"] is None
     assert seed().to_wire()["status"] == "working"

@@ -154,7 +154,9 @@ async def test_an_update_wakes_the_worker_only_for_the_keys_it_answers(
     runner.update("s", task_id, {"first": {"action": "accept", "content": {"n": 1}}})
     after_first = runner.get("s", task_id)
     assert (after_first.status, list(after_first.input_requests)) == (
-        Status.INPUT_REQUIRED, ["second"])
+        Status.INPUT_REQUIRED,
+        ["second"],
+    )
     await wait_all_tasks_blocked()
     assert record == []
 
@@ -165,7 +167,9 @@ async def test_an_update_wakes_the_worker_only_for_the_keys_it_answers(
     assert done.status is Status.COMPLETED
     assert done.result is not None
     assert done.result["answers"] == {
-        "first": {"action": "accept", "content": {"n": 1}}, "second": YES}
+        "first": {"action": "accept", "content": {"n": 1}},
+        "second": YES,
+    }
 
 
 async def test_answers_for_keys_not_outstanding_and_for_terminal_tasks_change_nothing(
@@ -221,7 +225,9 @@ async def test_asking_again_under_an_answered_key_fails_the_task(
     await wait_all_tasks_blocked()
     failed = runner.get("s", task_id)
     assert (failed.status, failed.error) == (
-        Status.FAILED, {"code": INTERNAL_ERROR, "message": "Internal error"})
+        Status.FAILED,
+        {"code": INTERNAL_ERROR, "message": "Internal error"},
+    )
     assert store.statuses(task_id) == [Status.INPUT_REQUIRED, Status.WORKING, Status.FAILED]
 
 
@@ -332,7 +338,8 @@ async def test_a_worker_sends_nothing_on_the_creating_stream(runner: TaskRunner)
     not supported on tasks; T-55; tasks ref §5.3): the worker runs detached, with
     the creating request's capabilities and verified answers but not its stream."""
     sent: list[dict[str, Any]] = []
-    origin = creator(sent=sent, progressToken="p-1", **{META_LOG_LEVEL: "debug"})
+    log_level: dict[str, Any] = {META_LOG_LEVEL: "debug"}
+    origin = creator(sent=sent, progressToken="p-1", **log_level)
     origin.input_responses = {"earlier": YES}
     seen: list[Any] = []
 
@@ -418,7 +425,9 @@ def test_an_oversized_task_input_is_refused_as_not_retryable() -> None:
     with pytest.raises(McpError) as refused:
         limits.check_input({"x": "01234567"})
     assert (refused.value.code, refused.value.data) == (
-        INTERNAL_ERROR, {"retryable": False, "limit": "max_input_bytes"})
+        INTERNAL_ERROR,
+        {"retryable": False, "limit": "max_input_bytes"},
+    )
 
 
 def all_trio_tasks() -> set[trio.lowlevel.Task]:

@@ -91,8 +91,7 @@ def test_active_counts_non_terminal_tasks_per_scope_and_overall() -> None:
     for scope, task_id in [("a", "1"), ("a", "2"), ("b", "3")]:
         store.create(scope, new_task(task_id))
     store.compare_and_set("a", model.cancel(store.get("a", "2", 10.0), STAMP), 0)
-    assert (store.active(), store.active("a"), store.active("b"), store.active("c")) == (
-        2, 1, 1, 0)
+    assert (store.active(), store.active("a"), store.active("b"), store.active("c")) == (2, 1, 1, 0)
 
 
 def test_an_id_collision_is_refused() -> None:
