@@ -13,6 +13,13 @@ from presa_trio.tasks.runner import Clock, Limits, TaskRunner, ask
 from presa_trio.tasks.store import MemoryStore, TaskStore
 
 __all__ = [
-    "TASKS_EXTENSION", "Clock", "Limits", "MemoryStore", "Policy", "TaskRunner", "TaskStore",
-    "TasksExtension", "ask",
+    "TASKS_EXTENSION",
+    "Clock",
+    "Limits",
+    "MemoryStore",
+    "Policy",
+    "TaskRunner",
+    "TaskStore",
+    "TasksExtension",
+    "ask",
 ]

@@ -110,8 +110,7 @@ class MemoryStore:
         entry = self._entry(scope, task.task_id)
         if entry.task.revision != expected_revision:
             raise Conflict(
-                f"task {task.task_id} is at revision {entry.task.revision}, "
-                f"not {expected_revision}"
+                f"task {task.task_id} is at revision {entry.task.revision}, not {expected_revision}"
             )
         entry.task = task
 
