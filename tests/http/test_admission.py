@@ -49,7 +49,8 @@ def with_headers(message: dict[str, Any], **changes: str | None) -> dict[str, st
 
 @pytest.mark.parametrize("path", ["/", "/mcp/", "/other", "/MCP"])
 async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
-    """Spec-mandated (streamable-http §Transport: one MCP endpoint; wire §13.2 rung 1): 404."""
+    """Spec-mandated (streamable-http §Transport: one MCP endpoint; wire §13.2 rung 1; H-01):
+    404."""
     rejection_of(await client.post(DISCOVER, path=path), 404)
     await assert_still_serving(client)
 
@@ -61,7 +62,7 @@ async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
     "host", ["evil.example.com", "evil.example.com:3000", "localhost.evil.example.com", None]
 )
 async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | None) -> None:
-    """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected): a
+    """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected; H-03): a
     foreign or missing Host is refused; presa answers 421 (wire §12, §18.4)."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host=host)), 421)
     await assert_still_serving(client)
@@ -80,7 +81,7 @@ async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | 
 )
 async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str) -> None:
     """Spec-mandated (streamable-http §Security Warning: an invalid Origin MUST get
-    403; wire §13.2 rung 2)."""
+    403; wire §13.2 rung 2; H-02)."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, origin=origin)), 403)
     await assert_still_serving(client)
 
@@ -97,14 +98,14 @@ async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str
 async def test_loopback_hosts_and_origins_are_accepted(
     client: McpClient, host: str, origin: str | None
 ) -> None:
-    """Runner-scored (dns-rebinding-protection/localhost-host-valid-accepted): loopback
+    """Runner-scored (dns-rebinding-protection/localhost-host-valid-accepted; H-04): loopback
     names, with or without a port, as Host and as http(s) Origin."""
     headers = with_headers(DISCOVER, host=host, origin=origin)
     assert result_of(await client.post(DISCOVER, headers))["supportedVersions"]
 
 
 async def test_the_allowlists_are_configurable() -> None:
-    """presa-defined (wire §13.2: make both allowlists configurable): a deployment
+    """presa-defined (wire §13.2: make both allowlists configurable; H-04): a deployment
     names its own host; loopback is then refused unless listed."""
     app = McpApp.for_server(
         build_server(),
@@ -122,8 +123,8 @@ async def test_the_allowlists_are_configurable() -> None:
 
 
 async def test_without_allowlists_any_host_is_accepted() -> None:
-    """presa-defined: ``None`` turns the DNS-rebinding check off (a server behind a
-    proxy that checks it)."""
+    """presa-defined (H-04): ``None`` turns the DNS-rebinding check off (a server
+    behind a proxy that checks it)."""
     app = McpApp.for_server(
         build_server(), policy=AdmissionPolicy(allowed_hosts=None, allowed_origin_hosts=None)
     )
@@ -138,7 +139,7 @@ async def test_without_allowlists_any_host_is_accepted() -> None:
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS"])
 async def test_anything_but_post_is_method_not_allowed(client: McpClient, method: str) -> None:
     """Spec-mandated (streamable-http: no GET stream, no DELETE in 2026-07-28; wire
-    §13.2 rung 3): 405 with ``Allow: POST``."""
+    §13.2 rung 3; H-05): 405 with ``Allow: POST``."""
     response = await client.post(DISCOVER, method=method)
     rejection_of(response, 405)
     assert response.headers["allow"] == "POST"
@@ -146,7 +147,7 @@ async def test_anything_but_post_is_method_not_allowed(client: McpClient, method
 
 
 async def test_a_bad_host_is_refused_before_the_method_is_looked_at(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2: the first failing rung answers; rung 2 before 3)."""
+    """Spec-mandated (wire §13.2: the first failing rung answers; rung 2 before 3; H-31)."""
     response = await client.post(DISCOVER, with_headers(DISCOVER, host="evil"), method="GET")
     rejection_of(response, 421)
 
@@ -162,7 +163,7 @@ async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
     client: McpClient, content_type: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the body is a JSON-RPC
-    message); presa answers 415 (wire §12, §18.11)."""
+    message; H-06); presa answers 415 (wire §12, §18.11)."""
     headers = with_headers(DISCOVER, content_type=content_type)
     rejection_of(await client.post(DISCOVER, headers), 415)
     await assert_still_serving(client)
@@ -172,7 +173,8 @@ async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
 async def test_content_type_parameters_and_case_are_accepted(
     client: McpClient, content_type: str
 ) -> None:
-    """Spec-mandated (RFC 9110 §8.3.1: media types are case-insensitive, parameters allowed)."""
+    """Spec-mandated (RFC 9110 §8.3.1: media types are case-insensitive, parameters allowed;
+    H-06)."""
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_type=content_type)))
 
 
@@ -186,7 +188,7 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
     client: McpClient, accept: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST accept both
-    application/json and text/event-stream); presa answers 406 (wire §13.2 rung 5)."""
+    application/json and text/event-stream; H-07); presa answers 406 (wire §13.2 rung 5)."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)), 406)
     await assert_still_serving(client)
 
@@ -201,12 +203,12 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
     ],
 )
 async def test_accept_wildcards_and_any_order_are_accepted(client: McpClient, accept: str) -> None:
-    """Spec-mandated (RFC 9110 §12.5.1; wire §13.2 rung 5: ``*/*`` counts, any order)."""
+    """Spec-mandated (RFC 9110 §12.5.1; wire §13.2 rung 5: ``*/*`` counts, any order; H-07)."""
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)))
 
 
 async def test_accept_may_be_split_over_two_headers(client: McpClient) -> None:
-    """Spec-mandated (RFC 9110 §5.3: repeated list headers combine)."""
+    """Spec-mandated (RFC 9110 §5.3: repeated list headers combine; H-07)."""
     headers = [(k, v) for k, v in with_headers(DISCOVER, accept=None).items()] + [
         ("accept", "application/json"),
         ("accept", "text/event-stream"),
@@ -215,7 +217,7 @@ async def test_accept_may_be_split_over_two_headers(client: McpClient) -> None:
 
 
 async def test_a_bad_content_type_is_refused_before_accept(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2: rung 4 before rung 5)."""
+    """Spec-mandated (wire §13.2: rung 4 before rung 5; H-31)."""
     headers = with_headers(DISCOVER, content_type="text/plain", accept="text/html")
     rejection_of(await client.post(DISCOVER, headers), 415)
 
@@ -232,7 +234,7 @@ async def small_limit_client_response(body: bytes, **options: Any) -> tuple[int,
 
 
 async def test_a_declared_oversized_body_is_refused_unread() -> None:
-    """Spec-mandated (RFC 9110 §15.5.14; wire §13.2 rung 6): a Content-Length above
+    """Spec-mandated (RFC 9110 §15.5.14; wire §13.2 rung 6; H-08): a Content-Length above
     the configured limit is 413 before any of the body is read."""
     body = json.dumps(request("server/discover", {"pad": "x" * 2000})).encode()
     headers = {**headers_for(DISCOVER), "content-length": str(len(body))}
@@ -245,7 +247,7 @@ async def test_a_declared_oversized_body_is_refused_unread() -> None:
 
 
 async def test_an_oversized_chunked_body_is_refused_without_reading_it_whole() -> None:
-    """Spec-mandated (wire §13.2 rung 6: more than the limit is 413, unread): with
+    """Spec-mandated (wire §13.2 rung 6: more than the limit is 413, unread; H-08): with
     no Content-Length, reading stops at the chunk that crosses the limit."""
     chunks = [b"[" + b" " * 255] + [b" " * 256] * 99
     status, read = await small_limit_client_response(b"", body_chunks=chunks)
@@ -255,7 +257,7 @@ async def test_an_oversized_chunked_body_is_refused_without_reading_it_whole() -
 
 
 async def test_a_body_at_the_limit_is_read() -> None:
-    """presa-defined: the limit is inclusive."""
+    """presa-defined (H-08): the limit is inclusive."""
     body = json.dumps(DISCOVER).encode()
     app = McpApp.for_server(build_server(), max_body=len(body))
     async with running(app) as client:
@@ -267,7 +269,7 @@ async def test_a_body_at_the_limit_is_read() -> None:
 
 @pytest.mark.parametrize("body", [b"", b"{", b"not json", b'{"a":NaN}', b"\xff"])
 async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body: bytes) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12): 400, -32700, ``id: null``."""
+    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12; H-09, E-01): 400, -32700, ``id: null``."""
     error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
     await assert_still_serving(client)
 
@@ -277,7 +279,7 @@ async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body:
 
 async def test_a_batch_is_invalid_request(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: a single request or
-    notification; wire §12): 400, -32600, ``id: null``."""
+    notification; wire §12; H-10, E-02): 400, -32600, ``id: null``."""
     body = json.dumps([DISCOVER, request("tools/list", request_id=2)]).encode()
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
@@ -285,7 +287,7 @@ async def test_a_batch_is_invalid_request(client: McpClient) -> None:
 
 async def test_a_response_object_is_invalid_request(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
-    responses; wire §12): 400, -32600, the id echoed."""
+    responses; wire §12; H-10, E-02, E-10): 400, -32600, the id echoed."""
     body = {"jsonrpc": "2.0", "id": 9, "result": {"resultType": "complete"}}
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, 9)
     await assert_still_serving(client)
@@ -293,7 +295,7 @@ async def test_a_response_object_is_invalid_request(client: McpClient) -> None:
 
 @pytest.mark.parametrize("bad_id", [None, 1.5, True, {"n": 1}])
 async def test_a_bad_id_is_invalid_request_with_a_null_id(client: McpClient, bad_id: Any) -> None:
-    """Spec-mandated (basic/index §Requests: string or integer, not null; wire §12)."""
+    """Spec-mandated (basic/index §Requests: string or integer, not null; wire §12; H-10, E-02)."""
     body = {**DISCOVER, "id": bad_id}
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
@@ -301,7 +303,7 @@ async def test_a_bad_id_is_invalid_request_with_a_null_id(client: McpClient, bad
 
 @pytest.mark.parametrize("request_id", [0, -5, "abc", "", 2**53])
 async def test_string_and_integer_ids_are_echoed(client: McpClient, request_id: Any) -> None:
-    """Spec-mandated (basic/index §Responses: the same id as the request)."""
+    """Spec-mandated (basic/index §Responses: the same id as the request; E-10)."""
     result_of(await client.call("server/discover", request_id=request_id), request_id)
 
 
@@ -317,7 +319,7 @@ async def test_a_notification_is_accepted_without_a_body(
     client: McpClient, notification: dict[str, Any]
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: an accepted notification
-    MUST get 202 with no body; wire §13.4)."""
+    MUST get 202 with no body; wire §13.4; H-11)."""
     response = await client.post(notification, headers_for(notification))
     assert response.status == 202
     assert response.body == b""
@@ -327,7 +329,7 @@ async def test_a_notification_is_accepted_without_a_body(
 async def test_a_notification_with_an_unsupported_version_header_is_refused(
     client: McpClient,
 ) -> None:
-    """Spec-mandated (streamable-http §Protocol Version Header; wire §13.4): -32022, 400."""
+    """Spec-mandated (streamable-http §Protocol Version Header; wire §13.4; H-12): -32022, 400."""
     notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     headers = with_headers(notification, mcp_protocol_version="2025-03-26")
     error = error_of(
@@ -359,8 +361,8 @@ async def test_incomplete_meta_is_invalid_params_400(
 ) -> None:
     """Runner-scored (server-stateless/sep-2575-request-meta-invalid-missing-meta,
     -missing-protocol-version, -missing-client-capabilities;
-    sep-2575-http-server-meta-invalid-400; sep-2575-http-server-error-jsonrpc-id):
-    -32602, 400, the id echoed. Probe 102 has a good version header but no _meta
+    sep-2575-http-server-meta-invalid-400; sep-2575-http-server-error-jsonrpc-id; H-13, H-31,
+    E-04, E-10): -32602, 400, the id echoed. Probe 102 has a good version header but no _meta
     version: rung 8 answers before rung 9."""
     message = discover_with_meta(request_id, meta)
     headers = with_headers(message)
@@ -372,7 +374,7 @@ async def test_a_legacy_initialize_without_meta_names_the_supported_versions(
     client: McpClient,
 ) -> None:
     """Spec-mandated (wire §13.2: a legacy initialize without _meta fails at rung 8
-    with 400 and SHOULD name the supported versions)."""
+    with 400 and SHOULD name the supported versions; H-14)."""
     message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
     error = error_of(await client.post(message, with_headers(message)), 400, INVALID_PARAMS)
     assert "2026-07-28" in error["message"]
@@ -395,19 +397,19 @@ async def test_a_version_header_unlike_the_body_is_header_mismatch(
 ) -> None:
     """Spec-mandated (streamable-http §Protocol Version Header: MUST match, else 400
     HeaderMismatch; a server without pre-2025-06-18 support MUST reject a missing
-    header; wire §13.2 rung 9)."""
+    header; wire §13.2 rung 9; H-15, E-06)."""
     error_of(await client.post(DISCOVER, with_headers(DISCOVER, **headers)), 400, HEADER_MISMATCH)
     await assert_still_serving(client)
 
 
 async def test_a_repeated_version_header_is_header_mismatch(client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: a duplicated mirrored header is -32020)."""
+    """Spec-mandated (wire §13.5: a duplicated mirrored header is -32020; H-15, H-23)."""
     headers = [*with_headers(DISCOVER).items(), ("mcp-protocol-version", "2026-07-28")]
     error_of(await client.post(DISCOVER, headers), 400, HEADER_MISMATCH)
 
 
 async def test_a_mismatch_is_reported_before_an_unsupported_version(client: McpClient) -> None:
-    """Runner-scored (server-stateless/sep-2575-http-server-header-mismatch-400): probe
+    """Runner-scored (server-stateless/sep-2575-http-server-header-mismatch-400; H-31): probe
     302 sends header 2026-07-28 and _meta v999.0.0: -32020, not -32022."""
     message = request(
         "server/discover",
@@ -421,7 +423,7 @@ async def test_an_unsupported_version_is_refused_with_the_supported_list(
     client: McpClient,
 ) -> None:
     """Runner-scored (server-stateless/sep-2575-server-unsupported-version-error,
-    sep-2575-http-server-unsupported-version-400): probe 301 sends v999.0.0 in header
+    sep-2575-http-server-unsupported-version-400; H-27, E-08): probe 301 sends v999.0.0 in header
     and body: -32022, 400, ``data.supported`` and ``data.requested``."""
     message = request(
         "server/discover",
@@ -455,7 +457,8 @@ async def test_removed_and_unknown_methods_are_not_found_404(
 ) -> None:
     """Runner-scored (server-stateless/sep-2575-http-server-method-not-found-404-{initialize,
     ping,logging-setlevel,resources-subscribe,resources-unsubscribe} and
-    sep-2575-http-server-method-not-found-404): 404 and -32601 (streamable-http: MUST)."""
+    sep-2575-http-server-method-not-found-404; H-14, H-28, E-03): 404 and -32601
+    (streamable-http: MUST)."""
     message = request(method, {"uri": "test://static-text"}, request_id=500)
     error_of(await client.post(message, with_headers(message)), 404, METHOD_NOT_FOUND, 500)
     await assert_still_serving(client)
@@ -465,14 +468,14 @@ async def test_removed_and_unknown_methods_are_not_found_404(
 
 
 async def test_bad_params_are_invalid_params_400(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2 rung 13, §12)."""
+    """Spec-mandated (wire §13.2 rung 13, §12; H-29, E-04, E-13)."""
     response = await client.call("tools/call", {"name": "no_such_tool"})
     error_of(response, 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
 
 async def test_an_undeclared_capability_is_400(client: McpClient) -> None:
-    """Runner-scored (server-stateless/sep-2575-missing-capability-http-400)."""
+    """Runner-scored (server-stateless/sep-2575-missing-capability-http-400; H-29, E-07)."""
     response = await client.call(
         "tools/call", {"name": "test_missing_capability"}, capabilities={}, request_id=401
     )
@@ -482,7 +485,7 @@ async def test_an_undeclared_capability_is_400(client: McpClient) -> None:
 
 async def test_a_request_that_passes_every_rung_is_answered_200_json(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: a request is answered with
-    application/json or an SSE stream; wire §13.2 rung 14)."""
+    application/json or an SSE stream; wire §13.2 rung 14; H-30)."""
     response = await client.call("tools/list")
     assert response.headers["content-type"] == "application/json"
     assert result_of(response)["tools"]
