@@ -83,7 +83,7 @@ async def test_an_mcp_method_unlike_the_body_is_header_mismatch(
     client: McpClient, value: str | None
 ) -> None:
     """Runner-scored (http-header-validation/sep-2243-server-reject-invalid-headers,
-    unscored): a missing, different or differently-cased Mcp-Method is 400 -32020
+    unscored; H-16, H-21, E-06): a missing, different or differently-cased Mcp-Method is 400 -32020
     (streamable-http §Server Validation)."""
     message = request("tools/list")
     extra = [] if value is None else [("mcp-method", value)]
@@ -93,14 +93,14 @@ async def test_an_mcp_method_unlike_the_body_is_header_mismatch(
 
 
 async def test_a_repeated_mcp_method_is_header_mismatch(client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: duplicated is -32020)."""
+    """Spec-mandated (wire §13.5: duplicated is -32020; H-16, H-23)."""
     message = request("tools/list")
     error_of(await post_with(client, message, [("mcp-method", "tools/list")]), 400, HEADER_MISMATCH)
 
 
 async def test_whitespace_around_a_header_value_is_trimmed(client: McpClient) -> None:
     """Runner-scored (http-header-validation/sep-2243-server-accepts-whitespace-header-value,
-    unscored): ``Mcp-Name: "  <name>  "`` is accepted (RFC 9110 §5.5)."""
+    unscored; H-22): ``Mcp-Name: "  <name>  "`` is accepted (RFC 9110 §5.5)."""
     message = request("tools/call", {"name": "a_header_probe", "arguments": {}})
     response = await post_with(
         client,
@@ -129,7 +129,7 @@ async def test_an_mcp_name_unlike_the_body_is_header_mismatch(
 ) -> None:
     """Spec-mandated (streamable-http §Standard Request Headers: Mcp-Name is required
     on tools/call, prompts/get and resources/read; wire §13.5: a missing Mcp-Name
-    while the body has the value is a mismatch)."""
+    while the body has the value is a mismatch; H-17)."""
     extra = [] if value is None else [("mcp-name", value)]
     error_of(await post_with(client, message, extra, mcp_name=True), 400, HEADER_MISMATCH)
     await assert_still_serving(client)
@@ -137,19 +137,19 @@ async def test_an_mcp_name_unlike_the_body_is_header_mismatch(
 
 @pytest.mark.parametrize("message", NAMED, ids=lambda m: m["method"])
 async def test_a_matching_mcp_name_is_accepted(client: McpClient, message: dict[str, Any]) -> None:
-    """Spec-mandated (streamable-http §Server Validation): a matching header passes."""
+    """Spec-mandated (streamable-http §Server Validation; H-17): a matching header passes."""
     result_of(await client.post(message))
 
 
 async def test_mcp_name_is_ignored_on_other_methods(client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: ignore Mcp-Name on other methods)."""
+    """Spec-mandated (wire §13.5: ignore Mcp-Name on other methods; H-18)."""
     message = request("tools/list")
     result_of(await post_with(client, message, [("mcp-name", "anything")]))
 
 
 async def test_a_non_ascii_name_travels_base64_encoded(headers_client: McpClient) -> None:
     """Spec-mandated (streamable-http §Value Encoding: a name outside the safe set is
-    carried as ``=?base64?…?=`` and servers MUST decode it before comparing)."""
+    carried as ``=?base64?…?=`` and servers MUST decode it before comparing; H-24)."""
     message = request("tools/call", {"name": "café", "arguments": {}})
     response = await post_with(
         headers_client, message, [("mcp-name", sentinel("café"))], mcp_name=True
@@ -163,7 +163,7 @@ async def test_a_non_ascii_name_travels_base64_encoded(headers_client: McpClient
 
 async def test_a_name_that_is_not_a_string_is_invalid_params(client: McpClient) -> None:
     """presa-defined (wire §18.12: with no string value in the body the header is not
-    compared and the handler answers -32602)."""
+    compared and the handler answers -32602; H-33)."""
     for name in (["a_header_probe"], {"n": 1}, 5, None):
         message = request("tools/call", {"name": name, "arguments": {}})
         error_of(await client.post(message), 400, INVALID_PARAMS)
@@ -174,7 +174,7 @@ async def test_a_name_that_is_not_a_string_is_invalid_params(client: McpClient) 
 
 
 async def test_param_headers_mirror_present_arguments(headers_client: McpClient) -> None:
-    """Spec-mandated (streamable-http §x-mcp-header, §Value Encoding): strings as they
+    """Spec-mandated (streamable-http §x-mcp-header, §Value Encoding; H-19, H-20): strings as they
     are, integers in decimal, booleans lowercase, nested properties by path."""
     message = deploy({"region": "us-west1", "count": 42, "dry_run": False, "target": {"zone": "b"}})
     extra = [
@@ -188,7 +188,7 @@ async def test_param_headers_mirror_present_arguments(headers_client: McpClient)
 
 @pytest.mark.parametrize("header", ["42", "42.0", "4.2e1", " 42 "])
 async def test_integer_params_compare_numerically(headers_client: McpClient, header: str) -> None:
-    """Spec-mandated (wire §13.5: integers compare numerically, 42.0 = 42)."""
+    """Spec-mandated (wire §13.5: integers compare numerically, 42.0 = 42; H-20)."""
     result_of(await post_with(headers_client, deploy({"count": 42}), [("mcp-param-count", header)]))
 
 
@@ -196,7 +196,7 @@ async def test_integer_params_compare_numerically(headers_client: McpClient, hea
 async def test_an_integer_param_with_another_value_is_header_mismatch(
     headers_client: McpClient, header: str
 ) -> None:
-    """Spec-mandated (streamable-http §Server Validation: header and body MUST match)."""
+    """Spec-mandated (streamable-http §Server Validation: header and body MUST match; H-20)."""
     response = await post_with(headers_client, deploy({"count": 42}), [("mcp-param-count", header)])
     error_of(response, 400, HEADER_MISMATCH)
     await assert_still_serving(headers_client)
@@ -207,7 +207,7 @@ async def test_a_boolean_param_is_lowercase_true_or_false(
     headers_client: McpClient, value: bool, header: str
 ) -> None:
     """Spec-mandated (streamable-http §Value Encoding: booleans as lowercase
-    ``true``/``false``)."""
+    ``true``/``false``; H-20)."""
     response = await post_with(
         headers_client, deploy({"dry_run": value}), [("mcp-param-dry-run", header)]
     )
@@ -216,7 +216,7 @@ async def test_a_boolean_param_is_lowercase_true_or_false(
 
 async def test_a_missing_param_header_is_header_mismatch(headers_client: McpClient) -> None:
     """Runner-scored (http-custom-header-server-validation, unscored: a missing
-    Mcp-Param-* while the body has the value rejects)."""
+    Mcp-Param-* while the body has the value rejects; H-19)."""
     error_of(await headers_client.post(deploy({"region": "eu"})), 400, HEADER_MISMATCH)
 
 
@@ -225,14 +225,14 @@ async def test_a_param_header_for_an_absent_argument_is_header_mismatch(
     headers_client: McpClient, arguments: dict[str, Any]
 ) -> None:
     """Spec-mandated (wire §13.5: the header is present exactly when the argument is
-    present and non-null)."""
+    present and non-null; H-19)."""
     response = await post_with(headers_client, deploy(arguments), [("mcp-param-region", "eu")])
     error_of(response, 400, HEADER_MISMATCH)
     result_of(await headers_client.post(deploy(arguments)))
 
 
 async def test_a_repeated_param_header_is_header_mismatch(headers_client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: duplicated is -32020)."""
+    """Spec-mandated (wire §13.5: duplicated is -32020; H-23)."""
     extra = [("mcp-param-region", "eu"), ("mcp-param-region", "eu")]
     error_of(await post_with(headers_client, deploy({"region": "eu"}), extra), 400, HEADER_MISMATCH)
 
@@ -244,7 +244,7 @@ async def test_a_header_param_holding_a_non_header_value_is_refused_not_a_crash(
     headers_client: McpClient, value: Any
 ) -> None:
     """Spec-mandated (streamable-http §x-mcp-header: only primitive parameters are
-    mirrored; §Server Validation: mismatches are 400 -32020): an argument no header
+    mirrored; §Server Validation: mismatches are 400 -32020; H-20): an argument no header
     can carry is a mismatch, and the server keeps serving."""
     for header in ("1", "x", '{"nested":"object"}', '["a","list"]'):
         response = await post_with(
@@ -255,7 +255,7 @@ async def test_a_header_param_holding_a_non_header_value_is_refused_not_a_crash(
 
 
 async def test_a_huge_integer_matches_its_decimal_header(headers_client: McpClient) -> None:
-    """Spec-mandated (streamable-http §Value Encoding: integers in decimal)."""
+    """Spec-mandated (streamable-http §Value Encoding: integers in decimal; H-20)."""
     big = 10**400
     response = await post_with(
         headers_client, deploy({"count": big}), [("mcp-param-count", str(big))]
@@ -269,7 +269,7 @@ async def test_a_plain_header_value_outside_visible_ascii_is_refused(
 ) -> None:
     """Spec-mandated (streamable-http §Server Behavior for Custom Headers: servers MUST
     reject a recognized Mcp-Param header that contains invalid characters; such
-    values travel base64-encoded)."""
+    values travel base64-encoded; H-26)."""
     message = deploy({"region": raw})
     error_of(
         await post_with(headers_client, message, [("mcp-param-region", raw)]), 400, HEADER_MISMATCH
@@ -296,7 +296,7 @@ async def test_a_base64_header_is_decoded_before_comparing(
     headers_client: McpClient, value: str, header: str
 ) -> None:
     """Spec-mandated (streamable-http §Value Encoding, its examples table; runner
-    http-custom-header-server-validation, unscored)."""
+    http-custom-header-server-validation, unscored; H-24)."""
     message = deploy({"region": value})
     result_of(await post_with(headers_client, message, [("mcp-param-region", header)]))
 
@@ -316,7 +316,7 @@ async def test_a_malformed_base64_header_is_header_mismatch(
     headers_client: McpClient, header: str
 ) -> None:
     """Spec-mandated (wire §13.6: RFC 4648 alphabet, padding, canonical, UTF-8; else
-    -32020). Runner probes (unscored): no padding and ``!!!`` reject."""
+    -32020; H-25). Runner probes (unscored): no padding and ``!!!`` reject."""
     message = deploy({"region": "Hello"})
     error_of(
         await post_with(headers_client, message, [("mcp-param-region", header)]),
@@ -328,7 +328,7 @@ async def test_a_malformed_base64_header_is_header_mismatch(
 @pytest.mark.parametrize("literal", ["=?BASE64?SGVsbG8=?=", "SGVsbG8=", "=?base64?SGVsbG8="])
 async def test_only_the_exact_sentinel_is_decoded(headers_client: McpClient, literal: str) -> None:
     """Spec-mandated (streamable-http §Value Encoding: the markers are case-sensitive
-    and MUST appear exactly; wire §13.6): anything else is a literal value."""
+    and MUST appear exactly; wire §13.6; H-24): anything else is a literal value."""
     as_literal = deploy({"region": literal})
     result_of(await post_with(headers_client, as_literal, [("mcp-param-region", literal)]))
     as_hello = deploy({"region": "Hello"})
