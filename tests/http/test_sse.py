@@ -53,7 +53,7 @@ async def test_a_quiet_handler_is_answered_with_plain_json(
     slow: McpClient, autojump_clock: MockClock
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: application/json or an SSE
-    stream; wire §9 mode choice): a handler that sends nothing before its result gets
+    stream; wire §9 mode choice; H-30): a handler that sends nothing before its result gets
     one compact JSON body, however long it takes."""
     response = await slow.post(request("tools/call", {"name": "quiet"}), limit_s=LONG)
     assert response.headers["content-type"] == "application/json"
