@@ -37,7 +37,7 @@ def test_absent_params_read_as_an_empty_object() -> None:
 
 
 def test_a_message_without_id_is_a_notification() -> None:
-    """Spec-mandated (basic/index §Notifications): no id means no response is expected."""
+    """Spec-mandated (basic/index §Notifications; H-11): no id means no response is expected."""
     parsed = envelope.parse_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert parsed == envelope.Notification("notifications/initialized", {})
 
@@ -55,7 +55,7 @@ def test_a_message_without_id_is_a_notification() -> None:
 )
 def test_anything_but_one_object_is_invalid_request(message: Any) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the body MUST be a single
-    request or notification; wire §13.2 rung 7): batches included, -32600."""
+    request or notification; wire §13.2 rung 7; H-10, E-02): batches included, -32600."""
     assert code_of(message) == INVALID_REQUEST
 
 
@@ -69,7 +69,7 @@ def test_anything_but_one_object_is_invalid_request(message: Any) -> None:
 )
 def test_a_response_object_from_the_client_is_invalid_request(message: Any) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
-    responses; wire §12): -32600."""
+    responses; wire §12; H-10, E-02): -32600."""
     assert code_of(message) == INVALID_REQUEST
 
 
@@ -78,7 +78,7 @@ def test_a_response_object_from_the_client_is_invalid_request(message: Any) -> N
 )
 def test_an_id_that_is_not_a_string_or_integer_is_invalid_request(request_id: Any) -> None:
     """Spec-mandated (basic/index §Requests: id MUST be a string or integer, not
-    null; wire §13.2 rung 7): -32600, and the id is unreadable so errors carry null."""
+    null; wire §13.2 rung 7; H-10, E-02): -32600, and the id is unreadable so errors carry null."""
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
     assert code_of(message) == INVALID_REQUEST
     assert envelope.readable_id(message) is None
@@ -97,7 +97,8 @@ def test_an_id_that_is_not_a_string_or_integer_is_invalid_request(request_id: An
     ids=["no-jsonrpc", "jsonrpc-1.0", "no-method", "method-number", "params-array", "params-null"],
 )
 def test_a_malformed_envelope_is_invalid_request_but_keeps_its_id(message: Any) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §4; wire §12: echo the id whenever readable): -32600."""
+    """Spec-mandated (JSON-RPC 2.0 §4; wire §12: echo the id whenever readable; E-02, E-10):
+    -32600."""
     assert code_of(message) == INVALID_REQUEST
     assert envelope.readable_id(message) == 1
 
@@ -108,7 +109,7 @@ def test_a_malformed_envelope_is_invalid_request_but_keeps_its_id(message: Any) 
     ids=["empty", "truncated", "text", "trailing-comma", "not-utf8", "deeply-nested"],
 )
 def test_a_body_that_is_not_json_is_parse_error(body: bytes) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12): -32700."""
+    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12; H-09, E-01): -32700."""
     with pytest.raises(McpError) as caught:
         envelope.parse_json(body)
     assert caught.value.code == PARSE_ERROR
@@ -116,7 +117,7 @@ def test_a_body_that_is_not_json_is_parse_error(body: bytes) -> None:
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_number_literals_are_not_json(constant: str) -> None:
-    """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; wire §12):
+    """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; wire §12; H-09, E-01):
     Python's json module accepts them by default; the server must not."""
     body = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":' + constant.encode() + b"}}"
     with pytest.raises(McpError) as caught:
@@ -143,7 +144,7 @@ def test_outgoing_json_keeps_non_ascii_text_as_utf8() -> None:
 
 
 def test_a_lone_surrogate_from_the_client_can_be_written_back() -> None:
-    """Spec-mandated (wire §12: echo the request id): JSON allows a string such as
+    """Spec-mandated (wire §12: echo the request id; E-10): JSON allows a string such as
     "\\ud800" (RFC 8259 §8.2); it cannot be encoded as UTF-8, so it is written
     escaped and the response is still valid JSON carrying the same id."""
     request_id = json.loads('"\\ud800x"')

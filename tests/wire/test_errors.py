@@ -24,7 +24,7 @@ def test_each_error_has_the_specs_code_and_http_status(
     error: errors.McpError, code: int, status: int
 ) -> None:
     """Spec-mandated (schema.ts error constants; streamable-http §Request Metadata:
-    -32601 is 404, -32020/-32021/-32022 are 400; wire §12). -32603 is 500 by
+    -32601 is 404, -32020/-32021/-32022 are 400; wire §12; E-01 to E-08). -32603 is 500 by
     presa's choice (wire §18.1)."""
     assert (error.code, error.http_status) == (code, status)
     assert error.to_wire()["code"] == code
@@ -34,7 +34,7 @@ def test_each_error_has_the_specs_code_and_http_status(
 def test_missing_capability_data_is_a_client_capabilities_object() -> None:
     """Spec-mandated (schema $defs.MissingRequiredClientCapabilityError: data is
     required and requiredCapabilities is ClientCapabilities-shaped; runner
-    server-stateless/sep-2575-server-rejects-undeclared-capability fails an array)."""
+    server-stateless/sep-2575-server-rejects-undeclared-capability fails an array; E-07, T-72)."""
     wire = errors.MissingRequiredClientCapability.for_capability("sampling").to_wire()
     assert wire["data"] == {"requiredCapabilities": {"sampling": {}}}
     settings = errors.MissingRequiredClientCapability.for_capability(
@@ -44,7 +44,7 @@ def test_missing_capability_data_is_a_client_capabilities_object() -> None:
 
 
 def test_missing_extension_data_names_the_extension() -> None:
-    """Spec-mandated (SEP-2133; schema ClientCapabilities.extensions): an undeclared
+    """Spec-mandated (SEP-2133; schema ClientCapabilities.extensions; E-07): an undeclared
     extension is required under ``extensions``."""
     wire = errors.MissingRequiredClientCapability.for_extension("io.example/x").to_wire()
     assert wire["data"] == {"requiredCapabilities": {"extensions": {"io.example/x": {}}}}
@@ -52,7 +52,7 @@ def test_missing_extension_data_names_the_extension() -> None:
 
 def test_unsupported_version_data_names_supported_and_requested() -> None:
     """Spec-mandated (schema $defs.UnsupportedProtocolVersionError; runner
-    server-stateless/sep-2575-server-unsupported-version-error)."""
+    server-stateless/sep-2575-server-unsupported-version-error; E-08)."""
     wire = errors.UnsupportedProtocolVersion("v999.0.0", ["2026-07-28"]).to_wire()
     assert wire["data"] == {"supported": ["2026-07-28"], "requested": "v999.0.0"}
 

@@ -57,7 +57,7 @@ def rejection_code(value: dict[str, Any]) -> int:
 )
 def test_incomplete_meta_is_invalid_params(value: dict[str, Any]) -> None:
     """Runner-scored (server-stateless/sep-2575-request-meta-invalid-missing-meta,
-    -missing-protocol-version, -missing-client-capabilities): -32602; a non-string
+    -missing-protocol-version, -missing-client-capabilities; H-13): -32602; a non-string
     version is -32602 too (wire §13.2 rung 11)."""
     assert rejection_code(value) == INVALID_PARAMS
 
@@ -101,7 +101,7 @@ def test_without_a_log_level_nothing_is_logged() -> None:
 
 
 def test_only_2026_07_28_is_supported() -> None:
-    """Runner-scored (server-stateless/sep-2575-server-unsupported-version-error):
+    """Runner-scored (server-stateless/sep-2575-server-unsupported-version-error; H-27, E-08):
     -32022 with the requested version and the supported list."""
     require_supported_version("2026-07-28")
     with pytest.raises(McpError) as caught:
