@@ -20,7 +20,7 @@ async def test_an_undeclared_capability_is_refused_with_the_required_capabilitie
     client: McpClient,
 ) -> None:
     """Runner-scored (server-stateless/sep-2575-server-rejects-undeclared-capability,
-    sep-2575-missing-capability-http-400): -32021, 400, ``data.requiredCapabilities``
+    sep-2575-missing-capability-http-400; E-07): -32021, 400, ``data.requiredCapabilities``
     an object shaped like ClientCapabilities (schema
     $defs.MissingRequiredClientCapabilityError)."""
     response = await client.call(
@@ -32,7 +32,7 @@ async def test_an_undeclared_capability_is_refused_with_the_required_capabilitie
 
 async def test_capabilities_are_never_carried_over_between_requests(client: McpClient) -> None:
     """Spec-mandated (basic/index §_meta; wire §2: capabilities come from this request
-    only, never from an earlier request or a server/discover)."""
+    only, never from an earlier request or a server/discover; T-70)."""
     params = {"name": "test_missing_capability"}
     result_of(await client.call("server/discover", capabilities={"sampling": {}}))
     result_of(await client.call("tools/call", params, capabilities={"sampling": {}}))

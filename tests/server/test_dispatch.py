@@ -105,7 +105,7 @@ async def test_an_unexpected_exception_is_a_generic_internal_error(
     faulty: McpClient, caplog: pytest.LogCaptureFixture, method: str, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (wire §5.2, §6: any other exception is -32603 with a generic
-    message, detail to the log only). HTTP 500 is presa's choice (wire §18.1)."""
+    message, detail to the log only; E-05). HTTP 500 is presa's choice (wire §18.1)."""
     with caplog.at_level(logging.ERROR):
         response = await faulty.call(method, params)
     error = error_of(response, 500, INTERNAL_ERROR)
@@ -119,7 +119,7 @@ async def test_a_fault_after_the_stream_started_is_the_final_event(
     faulty: McpClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Spec-mandated (wire §12: once SSE has started the status is 200 and the error
-    is the final event)."""
+    is the final event; E-11)."""
     params = {"name": "explode_after_progress", "_meta": meta(progressToken="p")}
     with caplog.at_level(logging.ERROR):
         response = await faulty.call("tools/call", params)
@@ -138,7 +138,7 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
     faulty: McpClient, caplog: pytest.LogCaptureFixture, tool: str
 ) -> None:
     """Spec-mandated (wire §12: a server fault is -32603; RFC 8259 §6: NaN is not
-    JSON): a value the encoder refuses is a fault of the handler, answered like any
+    JSON; E-05): a value the encoder refuses is a fault of the handler, answered like any
     other, never a broken response."""
     params = {"name": tool, "_meta": meta(progressToken="p")}
     with caplog.at_level(logging.ERROR):
@@ -151,7 +151,7 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
 
 
 async def test_an_anticipated_tool_failure_is_an_error_result(faulty: McpClient) -> None:
-    """Runner-scored (tools-call-error/tools-call-error): a ToolError is a result with
+    """Runner-scored (tools-call-error/tools-call-error; E-12): a ToolError is a result with
     ``isError: true`` and the text, not a JSON-RPC error (wire §5.2)."""
     result = result_of(await faulty.call("tools/call", {"name": "refuse"}))
     assert result["isError"] is True
@@ -176,7 +176,7 @@ async def test_closing_the_response_stream_cancels_the_handler(
 
 async def test_every_result_carries_result_type_and_server_info(faulty: McpClient) -> None:
     """Spec-mandated (schema $defs.Result: resultType required; $defs.ResultMetaObject:
-    serverInfo SHOULD be present; wire §2, §3)."""
+    serverInfo SHOULD be present; wire §2, §3; T-67, T-80)."""
     for method in ("server/discover", "tools/list", "prompts/list", "resources/list"):
         result = result_of(await faulty.call(method))
         assert result["resultType"] == "complete"
@@ -197,7 +197,7 @@ async def test_every_result_carries_result_type_and_server_info(faulty: McpClien
     ],
 )
 async def test_methods_of_a_capability_not_offered_are_not_found(method: str) -> None:
-    """Runner-scored (server-stateless/sep-2575-discover-capabilities-match-handlers):
+    """Runner-scored (server-stateless/sep-2575-discover-capabilities-match-handlers; H-28, E-03):
     a server with nothing registered answers these 404 -32601 (wire §4, §12)."""
     async with running(McpApp.for_server(Server("bare", "1.0.0"))) as client:
         message = request(method, {"name": "x", "uri": "test://x"})

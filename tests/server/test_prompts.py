@@ -63,7 +63,7 @@ async def test_bad_prompt_requests_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (server/prompts §Error Handling: unknown prompt or missing
-    required argument is -32602; arguments are strings)."""
+    required argument is -32602; arguments are strings; E-14)."""
     error_of(await client.call("prompts/get", params), 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
@@ -95,5 +95,5 @@ async def test_completion_answers_with_a_values_array(client: McpClient) -> None
 async def test_bad_completion_requests_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
-    """Spec-mandated (server/utilities/completion §Error Handling; wire §8)."""
+    """Spec-mandated (server/utilities/completion §Error Handling; wire §8; E-14)."""
     error_of(await client.call("completion/complete", params), 400, INVALID_PARAMS)

@@ -66,7 +66,7 @@ async def test_an_unknown_resource_is_invalid_params_with_its_uri(
     client: McpClient, uri: str
 ) -> None:
     """Runner-scored (sep-2164-resource-not-found/sep-2164-no-empty-contents,
-    sep-2164-error-code, sep-2164-data-uri): -32602 with ``data.uri``, never a
+    sep-2164-error-code, sep-2164-data-uri; E-15): -32602 with ``data.uri``, never a
     result with empty contents (server/resources §Error Handling)."""
     error = error_of(await client.call("resources/read", {"uri": uri}), 400, INVALID_PARAMS)
     assert error["data"] == {"uri": uri}

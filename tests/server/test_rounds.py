@@ -261,7 +261,7 @@ def tamperings(token: str) -> dict[str, str]:
     ["runner-suffix", "truncated", "payload-char", "dropped-signature", "non-ascii", "not-a-token"],
 )
 async def test_tampered_state_is_invalid_params(client: McpClient, how: str) -> None:
-    """Runner-scored (input-required-result-tampered-state/sep-2322-reject-tampered-state):
+    """Runner-scored (input-required-result-tampered-state/sep-2322-reject-tampered-state; E-16):
     requestState is attacker-controlled; state that fails verification MUST be
     rejected (mrtr §Server Requirements 4): 400, -32602, and never -32603."""
     tool = "test_input_required_result_tampered_state"
@@ -277,7 +277,7 @@ async def test_tampered_state_is_invalid_params(client: McpClient, how: str) -> 
 async def test_request_state_that_is_not_a_token_string_is_invalid_params(
     client: McpClient, state: Any
 ) -> None:
-    """Spec-mandated (schema: requestState is a string; wire §5.2: otherwise -32602)."""
+    """Spec-mandated (schema: requestState is a string; wire §5.2: otherwise -32602; E-16)."""
     retry = call(REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=state)
     error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
 
@@ -289,7 +289,7 @@ async def test_request_state_that_is_not_a_token_string_is_invalid_params(
 async def test_any_single_byte_change_to_issued_state_is_invalid_params(
     data: st.DataObject,
 ) -> None:
-    """Spec-mandated (mrtr §Server Requirements 4; wire §10.4), property: whatever
+    """Spec-mandated (mrtr §Server Requirements 4; wire §10.4; E-16), property: whatever
     byte of an issued requestState changes, the retry is 400 -32602."""
     app = build_app(sealer=StateSealer([KEY]))
     async with running(app) as client:
@@ -302,7 +302,7 @@ async def test_any_single_byte_change_to_issued_state_is_invalid_params(
 
 
 async def test_state_from_another_server_key_is_invalid_params() -> None:
-    """Spec-mandated (mrtr §Server Requirements 4: integrity protected): state signed
+    """Spec-mandated (mrtr §Server Requirements 4: integrity protected; E-16): state signed
     with another key (a foreign server) is refused."""
     async with running(build_app(sealer=StateSealer([b"one" * 11]))) as issuer:
         token = (await first_round(issuer, REQUEST_STATE))["requestState"]
@@ -324,7 +324,7 @@ async def test_a_retry_may_reach_another_process_sharing_the_key() -> None:
 
 async def test_expired_state_is_invalid_params(asking: McpClient, clock: Clock) -> None:
     """Spec-mandated (mrtr §Server Requirements 5: a short expiry, rejecting state
-    presented after it lapses)."""
+    presented after it lapses; E-16)."""
     first = input_required(await asking.post(call("ask_with", arguments={"what": "roots"})))
     answer: dict[str, Any] = {"where": {"roots": []}}
     retry = call(
@@ -355,7 +355,7 @@ async def test_state_presented_on_another_request_is_invalid_params(
 ) -> None:
     """Spec-mandated (mrtr §Server Requirements 5: an identifier for the originating
     request, the method and a digest of its salient parameters, rejecting state
-    presented on a request that does not match)."""
+    presented on a request that does not match; E-16)."""
     token = (await first_round(client, REQUEST_STATE))["requestState"]
     retry = request(
         method,
@@ -417,7 +417,7 @@ async def test_an_input_request_for_an_undeclared_capability_is_never_sent(
 ) -> None:
     """Spec-mandated (mrtr §Server Requirements 7: MUST NOT send an input request the
     client has not declared; wire §10.2: answer -32021 instead, with
-    ``data.requiredCapabilities``)."""
+    ``data.requiredCapabilities``; E-07)."""
     message = request(
         "tools/call", {"name": "ask_with", "arguments": {"what": what}}, capabilities=declared
     )

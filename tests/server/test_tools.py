@@ -78,7 +78,8 @@ async def test_audio_and_embedded_resources_have_their_fields(client: McpClient)
 
 
 async def test_an_unknown_tool_is_invalid_params(client: McpClient) -> None:
-    """Spec-mandated (server/tools §Error Handling: unknown tool is -32602; wire §5.2, §18.5)."""
+    """Spec-mandated (server/tools §Error Handling: unknown tool is -32602; wire §5.2, §18.5;
+    E-13)."""
     error_of(await client.call("tools/call", {"name": "no_such_tool"}), 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
@@ -95,7 +96,7 @@ async def test_an_unknown_tool_is_invalid_params(client: McpClient) -> None:
 async def test_malformed_call_params_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
-    """Spec-mandated (schema $defs.CallToolRequestParams; wire §5.2)."""
+    """Spec-mandated (schema $defs.CallToolRequestParams; wire §5.2; E-04)."""
     error_of(await client.call("tools/call", params), 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
