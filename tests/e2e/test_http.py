@@ -102,7 +102,7 @@ async def test_concurrent_streams_are_all_answered(served: Served, http: httpx.A
 
 async def test_header_names_are_case_insensitive(served: Served, http: httpx.AsyncClient) -> None:
     """Runner-scored (http-header-validation/sep-2243-header-name-case-insensitive,
-    unscored): ``MCP-METHOD`` and ``mcp-method`` are the same header on the wire."""
+    unscored; H-21): ``MCP-METHOD`` and ``mcp-method`` are the same header on the wire."""
     message = request("tools/list")
     sent = {k.upper(): v for k, v in headers(message).items()}
     with trio.fail_after(5):
@@ -114,7 +114,7 @@ async def test_dns_rebinding_is_refused_over_real_http(
     served: Served, http: httpx.AsyncClient
 ) -> None:
     """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected,
-    localhost-host-valid-accepted): foreign Host 421, foreign Origin 403, loopback
+    localhost-host-valid-accepted; H-02, H-03, H-04): foreign Host 421, foreign Origin 403, loopback
     accepted."""
     message = request("server/discover")
     port = served.url.split(":")[2].split("/")[0]
@@ -130,7 +130,7 @@ async def test_dns_rebinding_is_refused_over_real_http(
 async def test_an_oversized_body_is_413_and_the_server_keeps_serving(
     nursery: trio.Nursery, http: httpx.AsyncClient
 ) -> None:
-    """Spec-mandated (wire §13.2 rung 6): a body above the configured limit is 413,
+    """Spec-mandated (wire §13.2 rung 6; H-08): a body above the configured limit is 413,
     declared or streamed without a length."""
     small, shutdown = await start(McpApp.for_server(build_server(), max_body=4096), nursery)
     message = request("server/discover", {"pad": "x" * 10_000})
@@ -153,7 +153,8 @@ async def test_an_oversized_body_is_413_and_the_server_keeps_serving(
 async def test_a_removed_method_is_404_over_real_http(
     served: Served, http: httpx.AsyncClient
 ) -> None:
-    """Runner-scored (server-stateless/sep-2575-http-server-method-not-found-404-initialize)."""
+    """Runner-scored (server-stateless/sep-2575-http-server-method-not-found-404-initialize;
+    H-28, E-03)."""
     with trio.fail_after(5):
         response = await post(http, served, request("initialize", request_id=500))
     assert response.status_code == 404

@@ -100,8 +100,8 @@ async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
 async def test_subscribed_tasks_report_every_status_change_in_order(
     served: Served, http: httpx.AsyncClient, gates: Gates
 ) -> None:
-    """Spec-mandated (SEP-2663 §Task Status Notifications; T-51, T-52, T-54): the ack
-    echoes the accepted ids (an unknown one is dropped silently); each change of a
+    """Spec-mandated (SEP-2663 §Task Status Notifications; T-51, T-52, T-54, T-79): the
+    ack echoes the accepted ids (an unknown one is dropped silently); each change of a
     subscribed task arrives as notifications/tasks carrying the DetailedTask that
     tasks/get returns, tagged with the subscription id; terminal ones inline their
     result."""
