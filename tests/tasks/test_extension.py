@@ -639,8 +639,9 @@ async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
     client: McpClient, harness: Harness
 ) -> None:
     """presa-defined (SEP-2663 §Task Polling, MAY rate-limit; T-34) and spec-mandated
-    (basic/index §Statelessness; T-71): a fresh client with only the id polls
-    back to back and cancels."""
+    (basic/index §Statelessness; T-71; SEP-2663 §Security Implications, ids as
+    bearer tokens; T-63): a fresh client with only the id polls back to back and
+    cancels."""
     task_id = await create(client, wait=True)
     fresh = McpClient(harness.app)
     for _ in range(50):
