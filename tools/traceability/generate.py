@@ -18,6 +18,8 @@ Exit status 1, with every problem listed, when:
 * an id has a test and still a reason or a gap (drop the stale text);
 * a docstring cites an id the data file does not define (a typo);
 * the data file is malformed;
+* a Markdown file under docs/ names a test (``tests/….py::test_…``) that the
+  suite no longer has, so that links from prose to tests cannot rot;
 * ``docs/traceability.md`` was out of date. The file is rewritten first, so
   running again passes; commit the new version. ``--check`` only compares
   and writes nothing.
@@ -46,6 +48,9 @@ DATA = Path(__file__).resolve().with_name("requirements.toml")
 OUTPUT = ROOT / "docs" / "traceability.md"
 TESTS = "tests"
 
+DOCS = ROOT / "docs"
+#: A pytest node id as docs/ cite it, parameters optional.
+NODE_ID = re.compile(r"tests/[\w/]+\.py::[\w:]+")
 ID_SHAPE = re.compile(r"^(?P<prefix>[A-Z])-(?P<number>\d{2})$")
 KINDS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEF", "CHOICE")
 FIELDS = {"rule", "kind", "runner", "reason", "gap"}
@@ -183,6 +188,26 @@ def trace(
     return {key: sorted(value) for key, value in tests.items()}, sorted(set(problems))
 
 
+def dangling_links(docstrings: Mapping[str, str], docs: Path = DOCS) -> list[str]:
+    """Node ids named in docs/*.md (the generated table aside) that pytest did not collect.
+
+    A test class (or a generated test case) may be named without its methods.
+    """
+    known = set(docstrings) | {
+        node_id.rsplit("::", depth)[0]
+        for node_id in docstrings
+        for depth in range(1, node_id.count("::"))
+    }
+    problems = []
+    for page in sorted(docs.glob("*.md")):
+        if page == OUTPUT:
+            continue
+        for node_id in sorted(set(NODE_ID.findall(page.read_text(encoding="utf-8")))):
+            if node_id not in known:
+                problems.append(f"docs/{page.name} names {node_id}, which is not a collected test")
+    return problems
+
+
 def cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return " ".join(text.split()).replace("|", "\\|")
@@ -248,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     catalogue, problems = load()
-    tests, coverage = trace(catalogue, collect().docstrings)
-    problems += coverage
+    docstrings = collect().docstrings
+    tests, coverage = trace(catalogue, docstrings)
+    problems += coverage + dangling_links(docstrings)
     text = render(catalogue, tests)
     current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else None
     if current != text:
