@@ -9,6 +9,7 @@ from typing import Any
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.pagination import only_page
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
@@ -20,7 +21,7 @@ MAX_COMPLETION_VALUES = 100
 async def list_prompts(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Prompts in registration order, with caching hints."""
     prompts = [p.prompt for p in ctx.server.prompts.values()]
-    return {"prompts": to_wire(prompts), **ctx.server.cache.to_wire()}
+    return only_page(ctx, params, "prompts", to_wire(prompts))
 
 
 def read_string_map(value: Any, what: str) -> dict[str, str]:

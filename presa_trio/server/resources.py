@@ -11,6 +11,7 @@ from typing import Any
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import ResourceOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
@@ -21,13 +22,13 @@ from presa_trio.wire.mrtr import InputRequired
 async def list_resources(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Concrete resources in registration order, with caching hints."""
     resources = [r.resource for r in ctx.server.resources.values()]
-    return {"resources": to_wire(resources), **ctx.server.cache.to_wire()}
+    return only_page(ctx, params, "resources", to_wire(resources))
 
 
 async def list_templates(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Resource templates, with caching hints."""
     templates = [t.template for t in ctx.server.templates]
-    return {"resourceTemplates": to_wire(templates), **ctx.server.cache.to_wire()}
+    return only_page(ctx, params, "resourceTemplates", to_wire(templates))
 
 
 def as_contents(uri: str, mime_type: str | None, output: ResourceOutput) -> list[Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import Server, ToolError, ToolOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
@@ -45,8 +46,7 @@ def wire_tools(server: Server) -> list[dict[str, Any]]:
 
 async def list_tools(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """All tools, in a stable order, with caching hints (wire §5.1, §14)."""
-    server = ctx.server
-    return {"tools": list(wire_tools(server)), **server.cache.to_wire()}
+    return only_page(ctx, params, "tools", list(wire_tools(ctx.server)))
 
 
 def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:

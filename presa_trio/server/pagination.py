@@ -1,0 +1,25 @@
+"""List results: one page, caching hints, and what a cursor means here.
+
+presa never splits a list, so every list result is the only page: it has no
+``nextCursor``, and any ``cursor`` a client sends is one presa never issued.
+
+Spec: 2026-07-28 server/utilities/pagination §Error Handling (an invalid
+cursor SHOULD be -32602); server/utilities/caching (every list result carries
+``ttlMs`` and ``cacheScope``, the same on all pages); wire §14.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.server.context import RequestContext
+from presa_trio.wire.errors import InvalidParams
+
+
+def only_page(
+    ctx: RequestContext, params: dict[str, Any], key: str, items: list[Any]
+) -> dict[str, Any]:
+    """``{key: items}`` with the server's caching hints; a cursor is -32602."""
+    if params.get("cursor") is not None:
+        raise InvalidParams("Invalid cursor: this server never issued one")
+    return {key: items, **ctx.server.cache.to_wire()}
