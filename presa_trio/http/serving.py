@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -40,4 +41,5 @@ async def serve_http(
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     await serve(app, config, mode="asgi", task_status=task_status)
