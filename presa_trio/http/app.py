@@ -29,8 +29,9 @@ from hypercorn.typing import (
 
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
-from presa_trio.http.sse import Outgoing, send_json, write_response
+from presa_trio.http.sse import ResponseWriter, send_json
 from presa_trio.server import Dispatcher, Server
+from presa_trio.server.context import Send
 from presa_trio.wire import envelope
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.meta import RequestMeta, require_supported_version
@@ -192,39 +193,45 @@ class McpApp:
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
     ) -> None:
-        """Run the handler beside the writer; a client disconnect cancels both."""
-        outgoing_send, outgoing_receive = trio.open_memory_channel[Outgoing](16)
+        """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
-        async def notify(message: dict[str, Any]) -> None:
-            # Encoded here, in the handler: a value JSON cannot hold is its fault.
-            await outgoing_send.send(Outgoing(envelope.dumps(message)))
-
-        def error_outgoing(error: McpError) -> Outgoing:
-            data = envelope.dumps(envelope.error_response(request.id, error))
-            return Outgoing(data, final=True, status=error.http_status)
-
-        async def run_handler() -> None:
-            try:
-                result = await self.dispatcher.handle(request, meta, notify)
-            except McpError as error:
-                final = error_outgoing(error)
-            else:
-                try:
-                    data = envelope.dumps(envelope.result_response(request.id, result))
-                    final = Outgoing(data, final=True)
-                except (TypeError, ValueError, RecursionError):
-                    log.exception("the result of %s cannot be written as JSON", request.method)
-                    final = error_outgoing(InternalError())
-            await outgoing_send.send(final)
-
-        async def watch_disconnect(cancel_scope: trio.CancelScope) -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            cancel_scope.cancel(reason="client closed the stream")
-
+        Only the disconnect watcher is a second task: a handler that sends
+        nothing before its result is answered with plain JSON and costs no
+        channel and no writer task (see :class:`~presa_trio.http.sse.ResponseWriter`).
+        """
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_handler)
-            nursery.start_soon(watch_disconnect, nursery.cancel_scope)
-            with outgoing_receive:
-                await write_response(send, outgoing_receive)
+            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+            writer = ResponseWriter(send, nursery)
+
+            async def notify(message: dict[str, Any]) -> None:
+                # Encoded here, in the handler: a value JSON cannot hold is its fault.
+                await writer.notify(envelope.dumps(message))
+
+            data, status = await self.respond(request, meta, notify)
+            await writer.finish(data, status)
             nursery.cancel_scope.cancel(reason="response complete")
+
+    async def respond(
+        self, request: envelope.Request, meta: RequestMeta, notify: Send
+    ) -> tuple[bytes, int]:
+        """The final JSON-RPC response as compact JSON, and its HTTP status as plain JSON."""
+        try:
+            result = await self.dispatcher.handle(request, meta, notify)
+        except McpError as error:
+            return error_body(request.id, error)
+        try:
+            return envelope.dumps(envelope.result_response(request.id, result)), 200
+        except (TypeError, ValueError, RecursionError):
+            log.exception("the result of %s cannot be written as JSON", request.method)
+            return error_body(request.id, InternalError())
+
+
+def error_body(request_id: envelope.RequestId, error: McpError) -> tuple[bytes, int]:
+    return envelope.dumps(envelope.error_response(request_id, error)), error.http_status
+
+
+async def watch_disconnect(receive: ASGIReceiveCallable, cancel_scope: trio.CancelScope) -> None:
+    """Cancel ``cancel_scope`` when the client goes away (hypercorn never cancels the app)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    cancel_scope.cancel(reason="client closed the stream")

@@ -26,18 +26,6 @@ SSE_HEADERS = [
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-@attrs.frozen
-class Outgoing:
-    """One message for the client; ``final`` marks the response that ends the stream."""
-
-    # The message as compact JSON, encoded by whoever produced it, so that a
-    # value JSON cannot hold fails there and not in the writer.
-    data: bytes
-    final: bool = False
-    # The HTTP status if this response goes out as plain JSON.
-    status: int = 200
-
-
 def sse_event(data: bytes) -> bytes:
     """``event: message`` with the compact JSON on a single ``data:`` line."""
     return b"event: message\r\ndata: " + data + b"\r\n\r\n"
@@ -55,36 +43,62 @@ async def send_json(send: ASGISendCallable, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def write_response(
-    send: ASGISendCallable, outgoing: trio.MemoryReceiveChannel[Outgoing]
-) -> None:
-    """Drain ``outgoing`` onto the HTTP response until the final message."""
-    first = await outgoing.receive()
-    if first.final:
-        await send_json(send, first.status, first.data)
-        return
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": SSE_HEADERS,
-            "trailers": False,
-        }
-    )
-    item: Outgoing | None = first
-    while True:
-        if item is not None:
-            await send(
+@attrs.define(eq=False)
+class ResponseWriter:
+    """Writes one response as the handler produces it, from the handler's own task.
+
+    The first notification opens the event stream and starts the keep-alive
+    in ``nursery``; :meth:`finish` writes the response, as the JSON body when
+    nothing came before it, else as the stream's last event. A quiet handler
+    therefore costs no stream, no lock and no extra task.
+    """
+
+    send: ASGISendCallable
+    # Where the keep-alive runs; the caller cancels it when the response is done.
+    nursery: trio.Nursery
+    # Serializes stream writes (handler and keep-alive); None until a stream opens.
+    lock: trio.Lock | None = None
+    # Trio time of the last write on the stream: the keep-alive measures silence from it.
+    last_write: float = 0.0
+    # True once the last byte of the response is written; nothing follows it.
+    finished: bool = False
+
+    async def notify(self, data: bytes) -> None:
+        """Send one message (compact JSON) as an event, opening the stream first if needed."""
+        if self.lock is None:
+            self.lock = trio.Lock()
+            await self.send(
                 {
-                    "type": "http.response.body",
-                    "body": sse_event(item.data),
-                    "more_body": not item.final,
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": SSE_HEADERS,
+                    "trailers": False,
                 }
             )
-            if item.final:
+            self.last_write = trio.current_time()
+            self.nursery.start_soon(self.keep_alive)
+        await self.write(sse_event(data), more_body=True)
+
+    async def finish(self, data: bytes, status: int = 200) -> None:
+        """Send the response; ``status`` applies only when it goes out as plain JSON."""
+        if self.lock is None:
+            self.finished = True
+            await send_json(self.send, status, data)
+        else:
+            await self.write(sse_event(data), more_body=False)
+
+    async def write(self, body: bytes, *, more_body: bool) -> None:
+        assert self.lock is not None
+        async with self.lock:
+            if self.finished:
                 return
-        item = None
-        with trio.move_on_after(PING_INTERVAL_S):
-            item = await outgoing.receive()
-        if item is None:
-            await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+            self.finished = not more_body
+            self.last_write = trio.current_time()
+            await self.send({"type": "http.response.body", "body": body, "more_body": more_body})
+
+    async def keep_alive(self) -> None:
+        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence on the stream."""
+        while not self.finished:
+            await trio.sleep_until(self.last_write + PING_INTERVAL_S)
+            if trio.current_time() >= self.last_write + PING_INTERVAL_S:
+                await self.write(b": ping\r\n\r\n", more_body=True)
