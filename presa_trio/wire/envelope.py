@@ -48,15 +48,22 @@ def dumps(message: dict[str, Any]) -> bytes:
     UTF-8 cannot encode one, so such a message is written with ``\\u``
     escapes instead: still valid JSON, and it round-trips.
     """
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = _ENCODER.encode(message)
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+        return _ASCII_ENCODER.encode(message).encode()
 
 
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
+
+
+# One encoder and one decoder, built once: ``json.dumps`` and ``json.loads``
+# build a new one on every call that passes options.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 def parse_json(body: bytes) -> Any:
@@ -66,7 +73,8 @@ def parse_json(body: bytes) -> Any:
     accepts them, RFC 8259 §6 does not.
     """
     try:
-        return json.loads(body, parse_constant=_not_json)
+        # As json.loads does for bytes: UTF-8, -16 or -32, told apart by the first bytes.
+        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except (ValueError, RecursionError) as exc:
         raise ParseError() from exc
 
