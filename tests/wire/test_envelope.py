@@ -176,3 +176,12 @@ def test_a_value_json_cannot_hold_is_refused_when_written(value: Any) -> None:
     arbitrary object; dumps raises so the edge can answer -32603 instead."""
     with pytest.raises((TypeError, ValueError)):
         envelope.dumps(envelope.result_response(1, {"x": value}))
+
+
+def test_a_cyclic_value_is_refused_when_written() -> None:
+    """presa-defined: a value that contains itself cannot be written; dumps raises
+    (RecursionError) so the edge answers -32603 instead."""
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(RecursionError):
+        envelope.dumps(envelope.result_response(1, cyclic))
