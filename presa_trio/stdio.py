@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from presa_trio.server import Dispatcher
+from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
 from presa_trio.wire.errors import McpError
 from presa_trio.wire.meta import RequestMeta
@@ -50,13 +51,14 @@ class StdioServer:
     # In-flight requests by id: their cancel scope, and whether they are listens.
     _in_flight: dict[envelope.RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
 
-    def write(self, message: dict[str, Any]) -> None:
-        """Write one message as one line. Synchronous: lines never interleave."""
-        self.output.write(envelope.dumps(message) + b"\n")
+    def write(self, line: bytes) -> None:
+        """Write one encoded message as one line. Synchronous: lines never interleave."""
+        self.output.write(line + b"\n")
         self.output.flush()
 
     async def send(self, message: dict[str, Any]) -> None:
-        self.write(message)
+        """A handler's notification; a value JSON cannot hold is the handler's fault."""
+        self.write(envelope.dumps(message))
 
     async def serve(self) -> None:
         """Read until end of input, answering every request concurrently."""
@@ -82,7 +84,7 @@ class StdioServer:
                 return
             meta = RequestMeta.from_params(message.params)
         except McpError as error:
-            self.write(envelope.error_response(request_id, error))
+            self.write(encode_error(request_id, error)[0])
             return
         await requests.start(self.run_request, message, meta)
 
@@ -98,13 +100,10 @@ class StdioServer:
             self._in_flight[request.id] = (scope, request.method == "subscriptions/listen")
             task_status.started()
             try:
-                result = await self.dispatcher.handle(request, meta, self.send)
-                reply = envelope.result_response(request.id, result)
-            except McpError as error:
-                reply = envelope.error_response(request.id, error)
+                line, _ = await self.dispatcher.respond(request, meta, self.send)
             finally:
                 self._in_flight.pop(request.id, None)
-            self.write(reply)
+            self.write(line)
 
     def on_notification(self, message: envelope.Notification) -> None:
         """``notifications/cancelled`` cancels an in-flight request; others are dropped."""

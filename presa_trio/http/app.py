@@ -31,9 +31,9 @@ from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
 from presa_trio.http.sse import ResponseWriter, send_json
 from presa_trio.server import Dispatcher, Server
-from presa_trio.server.context import Send
+from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
-from presa_trio.wire.errors import InternalError, McpError
+from presa_trio.wire.errors import McpError
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 log = logging.getLogger(__name__)
@@ -158,9 +158,8 @@ class McpApp:
             mirrored.check_protocol_version(headers, meta.protocol_version)
             self.check_mirrored(headers, message)
         except McpError as error:
-            await send_json(
-                send, error.http_status, envelope.dumps(envelope.error_response(request_id, error))
-            )
+            data, status = encode_error(request_id, error)
+            await send_json(send, status, data)
             return
         await self.stream(message, meta, receive, send)
 
@@ -207,27 +206,9 @@ class McpApp:
                 # Encoded here, in the handler: a value JSON cannot hold is its fault.
                 await writer.notify(envelope.dumps(message))
 
-            data, status = await self.respond(request, meta, notify)
+            data, status = await self.dispatcher.respond(request, meta, notify)
             await writer.finish(data, status)
             nursery.cancel_scope.cancel(reason="response complete")
-
-    async def respond(
-        self, request: envelope.Request, meta: RequestMeta, notify: Send
-    ) -> tuple[bytes, int]:
-        """The final JSON-RPC response as compact JSON, and its HTTP status as plain JSON."""
-        try:
-            result = await self.dispatcher.handle(request, meta, notify)
-        except McpError as error:
-            return error_body(request.id, error)
-        try:
-            return envelope.dumps(envelope.result_response(request.id, result)), 200
-        except (TypeError, ValueError, RecursionError):
-            log.exception("the result of %s cannot be written as JSON", request.method)
-            return error_body(request.id, InternalError())
-
-
-def error_body(request_id: envelope.RequestId, error: McpError) -> tuple[bytes, int]:
-    return envelope.dumps(envelope.error_response(request_id, error)), error.http_status
 
 
 async def watch_disconnect(receive: ASGIReceiveCallable, cancel_scope: trio.CancelScope) -> None:

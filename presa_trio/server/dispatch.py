@@ -26,7 +26,7 @@ from presa_trio.server import discover, listen, prompts, resources, tools
 from presa_trio.server.context import RequestContext, Send
 from presa_trio.server.extensions import MethodHandler
 from presa_trio.server.registry import Server
-from presa_trio.wire.envelope import Request
+from presa_trio.wire.envelope import Request, RequestId, dumps, error_response, result_response
 from presa_trio.wire.errors import InternalError, McpError, MethodNotFound
 from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
 
@@ -118,8 +118,29 @@ class Dispatcher:
             raise InternalError() from exc
         return self.stamp(result)
 
+    async def respond(self, request: Request, meta: RequestMeta, send: Send) -> tuple[bytes, int]:
+        """The final JSON-RPC response, encoded, with the HTTP status it calls for.
+
+        Both edges write what this returns. A result JSON cannot hold (a
+        handler's bug) becomes -32603, the detail going to the log only.
+        """
+        try:
+            result = await self.handle(request, meta, send)
+        except McpError as error:
+            return encode_error(request.id, error)
+        try:
+            return dumps(result_response(request.id, result)), 200
+        except (TypeError, ValueError, RecursionError):
+            log.exception("the result of %s cannot be written as JSON", request.method)
+            return encode_error(request.id, InternalError())
+
     def stamp(self, result: dict[str, Any]) -> dict[str, Any]:
         """Add ``resultType`` (default ``complete``) and serverInfo ``_meta`` (wire §2, §3)."""
         result.setdefault("resultType", "complete")
         result["_meta"] = {**result.get("_meta", {}), META_SERVER_INFO: self.server_info}
         return result
+
+
+def encode_error(request_id: RequestId | None, error: McpError) -> tuple[bytes, int]:
+    """A JSON-RPC error response, encoded, with its HTTP status (wire §12)."""
+    return dumps(error_response(request_id, error)), error.http_status
