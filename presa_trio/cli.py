@@ -19,6 +19,7 @@ from pathlib import Path
 import trio
 
 from presa_trio.fixtures import build_server
+from presa_trio.http.app import DEFAULT_MAX_BODY
 from presa_trio.http.serving import serve_http
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.server import Dispatcher
@@ -57,6 +58,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="another Host/Origin name to admit (DNS-rebinding allowlist)",
     )
     http.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
+        help=f"largest request body accepted; larger is 413 (default {DEFAULT_MAX_BODY})",
+    )
+    http.add_argument(
         "--transcript",
         type=Path,
         metavar="FILE",
@@ -89,5 +97,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             port=args.port,
             allow_hosts=frozenset(args.allow_host),
             transcript=args.transcript,
+            max_body=args.max_body,
         )
     )

@@ -12,7 +12,7 @@ from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
 
 from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
-from presa_trio.http.app import McpApp
+from presa_trio.http.app import DEFAULT_MAX_BODY, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.server import Server
 
@@ -24,18 +24,19 @@ async def serve_http(
     port: int = 3000,
     allow_hosts: frozenset[str] = frozenset(),
     transcript: Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` at ``http://host:port/mcp`` until cancelled.
 
     With ``nursery.start`` it returns the bound URLs once listening, so
     ``port=0`` picks a free port. Host and Origin are checked against the
-    loopback names plus ``allow_hosts`` (DNS rebinding, wire §13.2 rung 2).
+    loopback names plus ``allow_hosts`` (DNS rebinding, wire §13.2 rung 2); a
+    body over ``max_body`` bytes is refused with 413 before it is read whole.
     """
     allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
-    app: ASGIFramework = McpApp.for_server(
-        server, policy=AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
-    )
+    policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
+    app: ASGIFramework = McpApp.for_server(server, policy=policy, max_body=max_body)
     if transcript is not None:
         app = TranscriptRecorder(app, transcript, time.time)
     config = Config()
