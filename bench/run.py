@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from bench import load, mcp, servers, tasks
+from bench import instructions, load, mcp, servers, tasks
 from bench.targets import Verdict, check_targets
 
 
@@ -79,6 +79,8 @@ class Settings:
     warmup: float
     duration: float
     quick: bool
+    # Also count instructions per request under callgrind (bench.instructions).
+    instructions: bool = False
 
 
 def median_figures(runs: Sequence[Figures]) -> Figures:
@@ -278,10 +280,15 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     parser.add_argument("--quick", action="store_true", help="one short round")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--duration", type=float, default=None, help="seconds per window")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per request under callgrind (needs valgrind; slow)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
-        return Settings(args.rounds or 1, 0.5, args.duration or 1.5, True)
-    return Settings(args.rounds or 3, 1.0, args.duration or 5.0, False)
+        return Settings(args.rounds or 1, 0.5, args.duration or 1.5, True, args.instructions)
+    return Settings(args.rounds or 3, 1.0, args.duration or 5.0, False, args.instructions)
 
 
 async def main_async(settings: Settings) -> int:
@@ -289,8 +296,17 @@ async def main_async(settings: Settings) -> int:
     report = await run_load(settings)
     print("tasks (presa) ...", file=sys.stderr, flush=True)
     task_report = await tasks.run(quick=settings.quick)
+    counts: list[instructions.Count] = []
+    if settings.instructions:
+        if instructions.available():
+            counts = await instructions.run(100 if settings.quick else 300)
+        else:
+            print("--instructions: valgrind is not installed; skipped", file=sys.stderr)
     print(f"\n### Measured {machine_line(settings)}\n")
     print(load_table(report))
+    if counts:
+        print()
+        print(instructions.table(counts))
     print()
     print(tasks.table(task_report))
     verdicts = check_targets(report, task_report)

@@ -94,11 +94,11 @@ class Served:
                 self.process.wait()
 
 
-def launch(name: str, command: Sequence[str], port: int) -> Served:
-    """Start ``command``, pinned to the server core when possible; output to a log file."""
+def launch(name: str, command: Sequence[str], port: int, core: int = SERVER_CORE) -> Served:
+    """Start ``command``, pinned to ``core`` when possible; output to a log file."""
     argv = list(command)
     if pinning_available():
-        argv = ["taskset", "-c", str(SERVER_CORE), *argv]
+        argv = ["taskset", "-c", str(core), *argv]
     log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the server
         prefix=f"bench-{name}-", suffix=".log", delete=False
     )
@@ -112,10 +112,15 @@ def launch(name: str, command: Sequence[str], port: int) -> Served:
 
 
 async def start(
-    name: str, command: Sequence[str], port: int, *, ready_timeout: float = 20
+    name: str,
+    command: Sequence[str],
+    port: int,
+    *,
+    ready_timeout: float = 20,
+    core: int = SERVER_CORE,
 ) -> Served:
     """Launch ``command`` and wait until ``port`` accepts connections."""
-    served = launch(name, command, port)
+    served = launch(name, command, port, core)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ready_timeout
     while True:
