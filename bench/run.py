@@ -240,6 +240,10 @@ def load_table(report: LoadReport) -> str:
         for concurrency, figures in sorted(report.ceiling.items())
     )
     lines.append("")
+    lines.append(
+        "The presa/floor columns are the medians of the rounds' paired ratios (each pair "
+        "measured back to back), so they need not equal the ratio of the medians shown."
+    )
     lines.append(f"Load client ceiling (raw-socket responder, same pinning): {ceiling}.")
     return "\n".join(lines)
 
