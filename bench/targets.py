@@ -120,6 +120,18 @@ def check_targets(report: LoadReport, tasks: TaskReport) -> list[Verdict]:
             f"{per_task:.2f} KiB",
         )
     )
+    grown = figures.parked_stats.allocated_blocks - figures.idle.allocated_blocks
+    kept = figures.after_cancel.allocated_blocks - figures.idle.allocated_blocks
+    kept_share = kept / grown if grown > 0 else 0.0
+    verdicts.append(
+        at_most(
+            "memory returns after cancel (allocated blocks; ≤ 10 % kept, the cancelled records)",
+            kept_share * 100,
+            10,
+            MEMORY_MARGIN,
+            f"{kept_share:.1%} kept",
+        )
+    )
     left = figures.trio_tasks_left
     verdicts.append(
         Verdict(
