@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 EOF_GRACE_S = 5.0
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class StdioServer:
     """Serves one dispatcher over a pair of byte streams."""
 

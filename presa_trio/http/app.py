@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class McpApp:
     """An ASGI 3 application serving one :class:`Server` at one endpoint."""
 

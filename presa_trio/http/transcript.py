@@ -81,7 +81,7 @@ class _Exchange:
         return {"started": self.started, "request": self.request, "response": response}
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class TranscriptRecorder:
     """ASGI middleware that appends each HTTP exchange to a JSON-lines file."""
 

@@ -37,9 +37,9 @@ class RequestContext:
     # The validated ``_meta`` of this request; the only source of capabilities.
     meta: RequestMeta
     # The server serving the request (for its change notifications).
-    server: Server
+    server: Server = attrs.field(repr=False)
     # Where request-scoped notifications go; for a detached worker it drops them.
-    send: Send
+    send: Send = attrs.field(repr=False)
     # Raw ``inputResponses`` by key (validated as objects), ``{}`` on a first round.
     input_responses: dict[str, Any] = attrs.field(factory=dict)
     # The handler state sealed into ``requestState`` on the previous round.

@@ -71,7 +71,7 @@ def core_methods(server: Server) -> dict[str, MethodHandler]:
     return table
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Dispatcher:
     """Routes admitted requests to handlers; built once per served server."""
 

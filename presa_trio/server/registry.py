@@ -131,7 +131,7 @@ class RegisteredPrompt:
     handler: PromptHandler
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Server:
     """A 2026-07-28 server: what it offers, and how it is configured."""
 

@@ -42,7 +42,7 @@ class _Subscriber:
     send: trio.MemorySendChannel[Change]
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ChangeBus:
     """Fan-out of changes to every open listen stream that asked for them."""
 

@@ -139,7 +139,7 @@ def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
     return answers
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class TasksExtension(Extension):
     """The extension object: register task tools on it, then add it to a server."""
 

@@ -160,7 +160,7 @@ class WorkerContext(RequestContext):
     tasks ref §5.3; T-55).
     """
 
-    runner: TaskRunner = attrs.field(kw_only=True)
+    runner: TaskRunner = attrs.field(kw_only=True, repr=False)
     worker: Worker = attrs.field(kw_only=True)
 
 
@@ -217,7 +217,7 @@ def is_json_object(value: Any) -> bool:
     return isinstance(value, dict)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class TaskRunner:
     """Creates, runs, answers and cancels tasks; see the module docstring."""
 
@@ -273,15 +273,20 @@ class TaskRunner:
         # The capacity check and the store write share one step: no checkpoint
         # between them, so two creations cannot both take the last slot.
         self.limits.check_active(self.store.active(), self.store.active(scope))
+        task_id = task.task_id
         try:
             async with trio.open_nursery() as nursery:
-                worker = Worker(task.task_id, scope, nursery.cancel_scope)
+                worker = Worker(task_id, scope, nursery.cancel_scope)
                 self.store.create(scope, task)
-                self._workers[task.task_id] = worker
+                self._workers[task_id] = worker
                 task_status.started()
                 nursery.start_soon(self._work, worker, job, self._detach(creator, worker))
+                # This frame lives as long as the task: let go of the creating
+                # request's context (and its stream), the seed and the start
+                # handshake now, or every parked task keeps them alive.
+                del creator, task, job, task_status
         finally:
-            self._workers.pop(task.task_id, None)
+            self._workers.pop(task_id, None)
 
     def _detach(self, creator: RequestContext, worker: Worker) -> WorkerContext:
         meta = attrs.evolve(creator.meta, progress_token=None, log_level=None)

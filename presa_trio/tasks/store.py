@@ -31,6 +31,7 @@ tasks ref §4.5 step 6.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Protocol
 
 import attrs
@@ -82,17 +83,31 @@ class Entry:
     task: Task
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class MemoryStore:
-    """The default store: a dict in this process. Lost on restart, by design."""
+    """The default store: a dict in this process. Lost on restart, by design.
+
+    Like every service object here (server, dispatcher, runner), it keeps
+    ``object``'s short repr: Trio names tasks and cancel reasons with reprs,
+    and a repr walking every stored task made each new task cost time in
+    proportion to the tasks already stored.
+    """
 
     # task_id -> its entry; ids are unique across scopes (they are random).
     entries: dict[str, Entry] = attrs.field(factory=dict)
+    # scope -> how many of its stored tasks are not terminal. Kept as tasks
+    # change, so the capacity check on every creation costs O(1), not a scan.
+    _active: Counter[str] = attrs.field(factory=Counter)
+
+    def _count(self, scope: str, task: Task, delta: int) -> None:
+        if not task.terminal:
+            self._active[scope] += delta
 
     def create(self, scope: str, task: Task) -> None:
         if task.task_id in self.entries:
             raise ValueError(f"task id collision: {task.task_id}")
         self.entries[task.task_id] = Entry(scope, task)
+        self._count(scope, task, +1)
 
     def _entry(self, scope: str, task_id: str) -> Entry:
         entry = self.entries.get(task_id)
@@ -112,17 +127,18 @@ class MemoryStore:
             raise Conflict(
                 f"task {task.task_id} is at revision {entry.task.revision}, not {expected_revision}"
             )
+        self._count(scope, entry.task, -1)
+        self._count(scope, task, +1)
         entry.task = task
 
     def expire(self, now: float) -> list[str]:
         gone = [task_id for task_id, e in self.entries.items() if e.task.expired(now)]
         for task_id in gone:
-            del self.entries[task_id]
+            entry = self.entries.pop(task_id)
+            self._count(entry.scope, entry.task, -1)
         return gone
 
     def active(self, scope: str | None = None) -> int:
-        return sum(
-            1
-            for entry in self.entries.values()
-            if not entry.task.terminal and (scope is None or entry.scope == scope)
-        )
+        if scope is None:
+            return sum(self._active.values())
+        return self._active[scope]

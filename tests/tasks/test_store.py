@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
@@ -100,3 +102,54 @@ def test_an_id_collision_is_refused() -> None:
     store.create("a", new_task())
     with pytest.raises(ValueError, match="collision"):
         store.create("b", new_task())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["create", "complete", "cancel", "ask", "expire"]),
+            st.sampled_from(["alice", "bob"]),
+            st.integers(min_value=0, max_value=5),
+        ),
+        max_size=40,
+    )
+)
+def test_active_counts_always_agree_with_the_stored_tasks(
+    steps: list[tuple[str, str, int]],
+) -> None:
+    """presa-defined (capacity limits, tasks ref §3.2): the O(1) active counts the
+    capacity check reads equal a scan of the stored tasks after any sequence of
+    creations, transitions and expiries."""
+    store = MemoryStore()
+    clock = 10.0
+    for action, scope, number in steps:
+        task_id = f"{scope}-{number}"
+        if action == "create":
+            if task_id not in store.entries:
+                store.create(scope, new_task(task_id, ttl_ms=1000 * (number + 1)))
+            continue
+        if action == "expire":
+            clock += 1.5
+            store.expire(clock)
+            continue
+        entry = store.entries.get(task_id)
+        if entry is None or entry.task.expired(clock):
+            continue
+        before = entry.task
+        if action == "complete":
+            after = model.complete(before, {"content": []}, STAMP)
+        elif action == "cancel":
+            after = model.cancel(before, STAMP)
+        else:
+            fresh_key = f"k{len(before.issued)}"
+            after = model.request_input(before, {fresh_key: {"method": "roots/list"}}, STAMP)
+        if after is not before:
+            store.compare_and_set(scope, after, before.revision)
+    for owner in (None, "alice", "bob"):
+        expected = sum(
+            1
+            for e in store.entries.values()
+            if not e.task.terminal and (owner is None or e.scope == owner)
+        )
+        assert store.active(owner) == expected
