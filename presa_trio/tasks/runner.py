@@ -279,12 +279,16 @@ class TaskRunner:
                 worker = Worker(task_id, scope, nursery.cancel_scope)
                 self.store.create(scope, task)
                 self._workers[task_id] = worker
+                context = self._detach(creator, worker)
                 task_status.started()
-                nursery.start_soon(self._work, worker, job, self._detach(creator, worker))
                 # This frame lives as long as the task: let go of the creating
                 # request's context (and its stream), the seed and the start
                 # handshake now, or every parked task keeps them alive.
-                del creator, task, job, task_status
+                del creator, task, task_status
+                # The worker runs as the nursery's body, in this Trio task: one
+                # Trio task per MCP task, and the nursery's cancel scope is the
+                # task's. Work the job starts in the nursery is cancelled with it.
+                await self._work(worker, job, context)
         finally:
             self._workers.pop(task_id, None)
 

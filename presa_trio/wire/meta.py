@@ -80,7 +80,6 @@ class RequestMeta:
     client_info: dict[str, Any] | None = None
     log_level: str | None = None
     progress_token: str | int | None = None
-    raw: dict[str, Any] = attrs.field(factory=dict)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> RequestMeta:
@@ -118,7 +117,6 @@ class RequestMeta:
             client_info=client_info,
             log_level=log_level,
             progress_token=progress_token,
-            raw=meta,
         )
 
     def logs_at(self, level: str) -> bool:
