@@ -4,7 +4,10 @@ Given a request that the edge has admitted (wire §13.2 rungs 1–10), the
 dispatcher does the rest, in the spec's order:
 
 11. the ``_meta`` protocol version is supported, else -32022;
-12. the method is known, else -32601 (removed methods are simply absent);
+12. the method is known, else -32601. The requests 2026-07-28 removed
+    (``initialize``, ``ping``, ``logging/setLevel``, ``resources/subscribe``,
+    ``resources/unsubscribe``; SEP-2575 §Deprecated and Removed RPCs) are
+    simply absent from the table;
 13. the handler checks its params and capabilities (-32602, -32021);
 14. the handler runs; its result gets ``resultType`` and serverInfo ``_meta``.
 
@@ -31,16 +34,6 @@ from presa_trio.wire.errors import InternalError, McpError, MethodNotFound
 from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
 
 log = logging.getLogger(__name__)
-
-#: Requests that 2026-07-28 removed; they answer -32601 like any unknown method
-#: (SEP-2575 §Deprecated and Removed RPCs). Listed for readers, never looked up.
-REMOVED_METHODS = (
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-)
 
 #: ``Mcp-Name`` rules of the core: method -> the params key the header mirrors.
 CORE_NAME_PARAMS: Mapping[str, str] = {

@@ -38,9 +38,13 @@ def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) ->
 def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) -> dict[str, Any]:
     """The wire ``InputRequiredResult`` for ``needed``.
 
-    Spec: wire §10.2 — an input request for a capability this request did not
-    declare is never sent; the answer is -32021 instead.
+    Spec: wire §10 — only the three MRTR methods may answer ``input_required``
+    (a handler of another method asking is a server bug, hence -32603); wire
+    §10.2 — an input request for a capability this request did not declare
+    is never sent; the answer is -32021 instead.
     """
+    if ctx.method not in MRTR_METHODS:
+        raise RuntimeError(f"{ctx.method} may not answer input_required")
     for request in needed.requests.values():
         if not request.allowed_by(ctx.capabilities):
             raise MissingRequiredClientCapability.for_capability(request.capability)

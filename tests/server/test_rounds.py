@@ -18,8 +18,12 @@ from hypothesis import strategies as st
 
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server
-from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from presa_trio.server import Extension, RequestContext, Server, rounds
+from presa_trio.wire.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+)
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from presa_trio.wire.request_state import StateSealer
 from tests.expect import assert_still_serving, error_of, result_of
@@ -510,3 +514,25 @@ async def test_several_inputs_are_asked_for_at_once(client: McpClient) -> None:
     }
     retry = call(tool, 2, inputResponses=answers, requestState=first["requestState"])
     complete(await client.post(retry))
+
+
+async def test_only_the_three_mrtr_methods_may_answer_input_required() -> None:
+    """Spec-mandated (basic/patterns/mrtr: only tools/call, prompts/get and
+    resources/read; wire §10): a handler of any other method that tries is a
+    server bug, answered -32603 with the generic message, and nothing is sent."""
+
+    class Asking(Extension):
+        id = "example.com/asking"
+
+        def methods(self) -> dict[str, Any]:
+            async def ask(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+                needed = InputRequired({"roots": ListRoots()})
+                return rounds.close_round(ctx, needed, rounds.binding_for(ctx.method, "", None))
+
+            return {"example/ask": ask}
+
+    server = Server("mrtr-guard", "1.0.0")
+    server.add_extension(Asking())
+    async with running(McpApp.for_server(server)) as guarded:
+        error = error_of(await guarded.call("example/ask"), 500, INTERNAL_ERROR)
+    assert error["message"] == "Internal error"
