@@ -12,7 +12,7 @@ from typing import Any
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.pagination import only_page
-from presa_trio.server.registry import Server, ToolError, ToolOutput
+from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
@@ -76,6 +76,14 @@ def as_call_result(output: ToolOutput) -> models.CallToolResult | InputRequired:
     return models.CallToolResult([output])
 
 
+def find_tool(server: Server, name: str) -> RegisteredTool:
+    """The registered tool called ``name``; an unknown tool is -32602 (wire §5.2)."""
+    registered = server.tools.get(name)
+    if registered is None:
+        raise InvalidParams(f"Unknown tool: {name}")
+    return registered
+
+
 async def invoke_tool(
     server: Server, ctx: RequestContext, name: str, arguments: dict[str, Any]
 ) -> models.CallToolResult | InputRequired:
@@ -86,9 +94,7 @@ async def invoke_tool(
     dispatcher answers -32603 (wire §5.2). The Tasks extension runs tools in
     its workers through this same function, so both paths map alike.
     """
-    registered = server.tools.get(name)
-    if registered is None:
-        raise InvalidParams(f"Unknown tool: {name}")
+    registered = find_tool(server, name)
     try:
         output = await registered.handler(ctx, arguments)
     except ToolError as failure:

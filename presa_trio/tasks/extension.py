@@ -48,7 +48,7 @@ from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.extensions import Extension, MethodHandler, SubscriptionPart
 from presa_trio.server.subscriptions import Change
-from presa_trio.server.tools import invoke_tool, read_call_params
+from presa_trio.server.tools import find_tool, invoke_tool, read_call_params
 from presa_trio.tasks.model import JSONObject, Task
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext
 from presa_trio.wire.convert import to_wire
@@ -244,8 +244,7 @@ class TasksExtension(Extension):
         if policy is Policy.SYNC or (policy is Policy.OPTIONAL and not declared):
             return await call(ctx, params)
         self.require_declared(ctx)
-        if name not in ctx.server.tools:
-            raise InvalidParams(f"Unknown tool: {name}")
+        find_tool(ctx.server, name)
         rounds.open_round(ctx, params, rounds.binding_for("tools/call", name, arguments))
         self.runner.limits.check_input(arguments)
         task = await self.runner.start(self.scope_of(ctx), tool_job(name, arguments), ctx)
