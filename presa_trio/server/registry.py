@@ -28,6 +28,7 @@ from presa_trio.server.subscriptions import Change, ChangeBus
 from presa_trio.wire import models
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer
+from presa_trio.wire.schemas import CompiledSchema, SchemaError
 
 JSONObject = dict[str, Any]
 
@@ -96,6 +97,30 @@ class RegisteredTool:
     handler: ToolHandler
     # Mcp-Param-<Name> header -> the argument path it mirrors.
     header_params: dict[str, tuple[str, ...]]
+    # The compiled inputSchema, and outputSchema if the tool has one.
+    arguments: CompiledSchema
+    structured: CompiledSchema | None
+
+
+def compile_tool_schemas(tool: models.Tool) -> tuple[CompiledSchema, CompiledSchema | None]:
+    """Compile a tool's schemas once, at registration; refuse one that cannot be used.
+
+    Spec: server/tools §Tool — ``inputSchema`` is a JSON Schema object with
+    ``type: "object"`` (schema.ts ``Tool.inputSchema``); both schemas follow
+    basic/index §JSON Schema Usage (see :mod:`presa_trio.wire.schemas`).
+    A schema presa cannot validate with raises :class:`SchemaError` here,
+    so the mistake shows when the server is built, not on the first call.
+    """
+    role = f"tool {tool.name!r}: inputSchema"
+    if not isinstance(tool.input_schema, dict) or tool.input_schema.get("type") != "object":
+        raise SchemaError(f'{role} must be an object schema with "type": "object"')
+    arguments = CompiledSchema.compile(tool.input_schema, role=role)
+    if tool.output_schema is None:
+        return arguments, None
+    structured = CompiledSchema.compile(
+        tool.output_schema, role=f"tool {tool.name!r}: outputSchema"
+    )
+    return arguments, structured
 
 
 @attrs.frozen
@@ -163,7 +188,13 @@ class Server:
         output_schema: JSONObject | None = None,
         annotations: JSONObject | None = None,
     ) -> Callable[[ToolHandler], ToolHandler]:
-        """Register a tool; the handler gets the context and the arguments object."""
+        """Register a tool; the handler gets the context and the arguments object.
+
+        Its ``tools/call`` arguments are checked against ``input_schema``
+        before the handler runs, and its ``structuredContent`` against
+        ``output_schema`` after; an unusable schema raises
+        :class:`~presa_trio.wire.schemas.SchemaError` now.
+        """
 
         def register(handler: ToolHandler) -> ToolHandler:
             schema = input_schema if input_schema is not None else EMPTY_OBJECT_SCHEMA
@@ -175,7 +206,10 @@ class Server:
                 output_schema=output_schema,
                 annotations=annotations,
             )
-            self.tools[tool.name] = RegisteredTool(tool, handler, header_params(schema))
+            arguments, structured = compile_tool_schemas(tool)
+            self.tools[tool.name] = RegisteredTool(
+                tool, handler, header_params(schema), arguments, structured
+            )
             return handler
 
         return register

@@ -1,6 +1,20 @@
-"""``tools/list`` and ``tools/call``.
+"""``tools/list`` and ``tools/call``: the boundary between a request and a tool.
 
-Spec: 2026-07-28 server/tools; wire §5.
+A call passes three checks and one mapping, the same on the plain path and
+on the task path (the Tasks extension calls these very functions):
+
+1. :func:`find_tool` — an unknown tool is a protocol error, -32602;
+2. :func:`check_arguments` — arguments that break the tool's ``inputSchema``
+   are a tool execution error: a ``CallToolResult`` with ``isError: true``
+   naming each failing path and rule, and the handler never runs (no task
+   is created for it either);
+3. :func:`tool_outcome` — what the handler raised, however deep in its own
+   nurseries, mapped once (see there);
+4. :func:`check_structured` — ``structuredContent`` that breaks the tool's
+   ``outputSchema`` is the server's bug: -32603, the detail in the log.
+
+Spec: 2026-07-28 server/tools §Error Handling, §Output Schema, §Security
+Considerations ("Validate all tool inputs"); wire §5.
 """
 
 from __future__ import annotations
@@ -15,8 +29,8 @@ from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
-from presa_trio.wire.errors import InvalidParams
-from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.errors import InternalError, InvalidParams, McpError
+from presa_trio.wire.mrtr import InputPending, InputRequired
 
 log = logging.getLogger(__name__)
 
@@ -84,27 +98,131 @@ def find_tool(server: Server, name: str) -> RegisteredTool:
     return registered
 
 
+def check_arguments(
+    registered: RegisteredTool, arguments: dict[str, Any]
+) -> models.CallToolResult | None:
+    """The ``isError`` result for arguments that break ``inputSchema``; ``None`` if they fit.
+
+    Spec: server/tools §Error Handling — input validation errors are tool
+    execution errors, reported with ``isError: true`` so the model can
+    correct itself; §Security Considerations — servers MUST validate all
+    tool inputs. A string with a lone surrogate is refused the same way.
+    """
+    violations = registered.arguments.violations(arguments)
+    if not violations:
+        return None
+    lines = [f"Invalid arguments for tool {registered.tool.name!r}:"]
+    lines += [f"- {violation.describe()}" for violation in violations]
+    return models.CallToolResult([models.TextContent("\n".join(lines))], is_error=True)
+
+
+def check_structured(registered: RegisteredTool, result: models.CallToolResult) -> None:
+    """-32603 unless a successful result's ``structuredContent`` fits ``outputSchema``.
+
+    Spec: server/tools §Output Schema — if an output schema is provided,
+    servers MUST provide structured results that conform to it. A result
+    that does not (or has none) is the server's bug: the client gets a
+    generic -32603 and the log gets the detail. ``isError`` results are
+    not checked: they report a failure, not the tool's output.
+    """
+    if registered.structured is None or result.is_error:
+        return
+    name = registered.tool.name
+    if result.structured_content is None:
+        log.error("tool %s has an outputSchema but returned no structuredContent", name)
+        raise InternalError()
+    violations = registered.structured.violations(result.structured_content)
+    if violations:
+        detail = "; ".join(violation.describe() for violation in violations)
+        log.error("tool %s: structuredContent breaks its outputSchema: %s", name, detail)
+        raise InternalError()
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, depth-first, exception groups opened at any depth."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+def error_for(error: Exception) -> McpError:
+    """The JSON-RPC error for what a handler raised: its own spec error, else -32603.
+
+    The first :class:`McpError` found depth-first answers, unless anything
+    else was raised beside it: an unexpected exception is a server bug,
+    -32603 with the whole of it logged, and is never hidden behind another
+    answer. The task runner ends a failed job with this same function.
+    """
+    found = leaves(error)
+    unexpected = [
+        leaf for leaf in found if not isinstance(leaf, McpError | ToolError | InputPending)
+    ]
+    first = next((leaf for leaf in found if isinstance(leaf, McpError)), None)
+    if unexpected or first is None:
+        log.error("handler failed", exc_info=error)
+        return InternalError()
+    return first
+
+
+def tool_outcome(error: Exception) -> models.CallToolResult | InputRequired:
+    """The one mapping of what a tool raised, on the plain path and in a task.
+
+    A tool may raise directly or from a nursery of its own, so ``error`` may
+    be an exception group, nested to any depth. Its leaves decide, the most
+    serious kind first:
+
+    1. anything unexpected: -32603, detail logged (a bug is never hidden);
+    2. else a protocol error (:class:`McpError`, e.g. ``InvalidParams``):
+       that error, the first one depth-first;
+    3. else :class:`ToolError`: one ``isError`` result with each failure's
+       message as its own text block (server/tools §Error Handling);
+    4. else only pending input (:class:`InputPending`, from ``ask`` on a
+       plain call): one ``input_required`` result asking for every key the
+       leaves wait for.
+
+    Raises the :class:`McpError` of rules 1 and 2.
+    """
+    found = leaves(error)
+    if not all(isinstance(leaf, ToolError | InputPending) for leaf in found):
+        # error_for logged whatever needs logging; the client sees only the code.
+        raise error_for(error) from None
+    failures = [leaf for leaf in found if isinstance(leaf, ToolError)]
+    if failures:
+        blocks: list[models.ContentBlock] = [models.TextContent(str(f)) for f in failures]
+        return models.CallToolResult(blocks, is_error=True)
+    pending = [leaf.needed for leaf in found if isinstance(leaf, InputPending)]
+    requests = {key: r for needed in pending for key, r in needed.requests.items()}
+    state = next((needed.state for needed in pending if needed.state is not None), None)
+    return InputRequired(requests, state)
+
+
 async def invoke_tool(
     server: Server, ctx: RequestContext, name: str, arguments: dict[str, Any]
 ) -> models.CallToolResult | InputRequired:
-    """Run a tool's handler and map its outcome.
+    """Run a tool's handler on checked arguments and map its outcome.
 
-    A :class:`ToolError` is a failure the tool anticipated: an ``isError``
-    result (runner tools-call-error). Any other exception propagates, and the
-    dispatcher answers -32603 (wire §5.2). The Tasks extension runs tools in
-    its workers through this same function, so both paths map alike.
+    The Tasks extension runs tools in its workers through this same
+    function, so both paths map alike (:func:`tool_outcome`,
+    :func:`check_structured`).
     """
     registered = find_tool(server, name)
     try:
         output = await registered.handler(ctx, arguments)
-    except ToolError as failure:
-        return models.CallToolResult([models.TextContent(str(failure))], is_error=True)
-    return as_call_result(output)
+    except Exception as error:
+        return tool_outcome(error)
+    outcome = as_call_result(output)
+    if isinstance(outcome, models.CallToolResult):
+        check_structured(registered, outcome)
+    return outcome
 
 
 async def call_tool(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Call a tool for this request, with the multi round-trip boundary around it."""
     name, arguments = read_call_params(params)
+    refused = check_arguments(find_tool(ctx.server, name), arguments)
+    if refused is not None:
+        answer: dict[str, Any] = to_wire(refused)
+        return answer
     binding = rounds.binding_for("tools/call", name, arguments)
     rounds.open_round(ctx, params, binding)
     outcome = await invoke_tool(ctx.server, ctx, name, arguments)

@@ -48,12 +48,12 @@ from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.extensions import Extension, MethodHandler, SubscriptionPart
 from presa_trio.server.subscriptions import Change
-from presa_trio.server.tools import find_tool, invoke_tool, read_call_params
+from presa_trio.server.tools import check_arguments, find_tool, invoke_tool, read_call_params
 from presa_trio.tasks.model import JSONObject, Task
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
-from presa_trio.wire.mrtr import InputRequired, parse_input_responses
+from presa_trio.wire.mrtr import InputRequired, check_answers, parse_input_responses
 
 if TYPE_CHECKING:
     from presa_trio.server.registry import Server, ToolHandler
@@ -100,8 +100,11 @@ def anonymous_scope(ctx: RequestContext) -> str:
 
 
 def valid_task_id(task_id: Any) -> bool:
-    """A task id is a non-empty string of at most 256 UTF-8 bytes."""
-    return isinstance(task_id, str) and 0 < len(task_id.encode()) <= MAX_TASK_ID_BYTES
+    """A task id is a non-empty string of at most 256 UTF-8 bytes (a lone surrogate: 3)."""
+    return (
+        isinstance(task_id, str)
+        and 0 < len(task_id.encode("utf-8", "surrogatepass")) <= MAX_TASK_ID_BYTES
+    )
 
 
 def read_task_id(params: dict[str, Any]) -> str:
@@ -128,7 +131,8 @@ def read_subscribed_ids(wanted: Mapping[str, Any]) -> list[str]:
 def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
     """``tasks/update`` ``inputResponses``: required; non-empty keys; object values.
 
-    Only the shape is checked; a value is the tool's to validate, and one
+    Only the shape is checked here; :meth:`TasksExtension.update_task`
+    checks each answer to an outstanding key against its request, and one
     under a key that is not outstanding is never looked at (D-17; T-78).
     """
     if "inputResponses" not in params:
@@ -237,6 +241,11 @@ class TasksExtension(Extension):
         §Polymorphic Results; T-13, T-21). Any multi round-trip rounds happen
         before, synchronously, and the worker sees their verified answers
         (T-25). A legacy ``params.task`` is never read (T-08).
+
+        Before any task exists, the call gets the plain path's checks: an
+        unknown tool is -32602, and arguments that break the tool's
+        ``inputSchema`` get the same ``isError`` result as a plain call,
+        with no task created (:func:`~presa_trio.server.tools.check_arguments`).
         """
         name, arguments = read_call_params(params)
         policy = self.policy_for(ctx, name, params)
@@ -244,7 +253,10 @@ class TasksExtension(Extension):
         if policy is Policy.SYNC or (policy is Policy.OPTIONAL and not declared):
             return await call(ctx, params)
         self.require_declared(ctx)
-        find_tool(ctx.server, name)
+        refused = check_arguments(find_tool(ctx.server, name), arguments)
+        if refused is not None:
+            result: dict[str, Any] = to_wire(refused)
+            return result
         rounds.open_round(ctx, params, rounds.binding_for("tools/call", name, arguments))
         self.runner.limits.check_input(arguments)
         task = await self.runner.start(self.scope_of(ctx), tool_job(name, arguments), ctx)
@@ -259,7 +271,17 @@ class TasksExtension(Extension):
         return self.runner.get(self.scope_of(ctx), task_id).detailed()
 
     async def update_task(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-        """``tasks/update``: apply the answers, then an empty ack (T-40–T-45).
+        """``tasks/update``: check and apply the answers, then an empty ack (T-40–T-45).
+
+        An answer to an outstanding key must be a valid result for the kind
+        of request issued under it (an ``ElicitResult`` for an elicitation,
+        …); if one is not, the whole update is -32602, nothing is recorded,
+        and every key stays outstanding, so the client can correct it, as on
+        the plain multi round-trip path (basic/patterns/mrtr §Error
+        Handling). The check reads the task first: a key's request never
+        changes once issued (keys are never reused), so the check stays
+        right even if the key is answered in between. Answers to keys that
+        are not outstanding are ignored, unread (D-17; T-78).
 
         presa chooses read-your-writes: the next ``tasks/get`` already shows
         the answered keys gone, though the SEP allows the ack to run ahead.
@@ -267,7 +289,9 @@ class TasksExtension(Extension):
         self.require_declared(ctx)
         task_id = read_task_id(params)
         answers = read_answers(params)
-        self.runner.update(self.scope_of(ctx), task_id, answers)
+        scope = self.scope_of(ctx)
+        check_answers(self.runner.get(scope, task_id).input_requests, answers)
+        self.runner.update(scope, task_id, answers)
         return {}
 
     async def cancel_task(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

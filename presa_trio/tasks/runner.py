@@ -27,7 +27,8 @@ Theory of operation
 - **Finish.** The worker's outcome is written once: a JSON object result is
   ``completed``; a raised :class:`~presa_trio.wire.errors.McpError` is
   ``failed`` with that error; anything else is ``failed`` with a generic
-  -32603, the detail going to the log only (SEP-2663 §Task Execution Errors).
+  -32603, the detail going to the log only (SEP-2663 §Task Execution Errors),
+  mapped by :func:`~presa_trio.server.tools.error_for` as on the plain path.
 
 Every method that changes a task is synchronous: with the in-memory store a
 read-modify-write never yields, so no other Trio task can slip in between.
@@ -44,7 +45,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,11 +53,12 @@ import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
+from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
 from presa_trio.tasks.model import JSONObject, Task
 from presa_trio.tasks.store import Conflict, MemoryStore, TaskNotFound, TaskStore
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
-from presa_trio.wire.mrtr import InputRequest
+from presa_trio.wire.mrtr import InputRequest, answers_for
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +95,15 @@ class Clock:
         return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def capacity_error(limit: str, *, retryable: bool) -> McpError:
+def capacity_error(
+    limit: str, *, retryable: bool, message: str = "Task capacity exhausted"
+) -> McpError:
     """-32603 naming the limit hit, and whether trying again later can succeed.
 
     presa chooses: the SEP defines no capacity error, so every limit is an
     internal error with ``data: {retryable, limit}`` (tasks ref §3.2; D-30).
     """
-    return InternalError("Task capacity exhausted", {"retryable": retryable, "limit": limit})
+    return InternalError(message, {"retryable": retryable, "limit": limit})
 
 
 @attrs.frozen
@@ -120,10 +124,15 @@ class Limits:
             raise capacity_error("max_active_tasks", retryable=True)
 
     def check_input(self, value: Any) -> None:
-        """Resending the same oversized input can never fit: not retryable."""
-        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        """Resending the same oversized input can never fit: not retryable.
+
+        A lone surrogate (which no UTF-8 text holds) counts as its three bytes.
+        """
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        size = len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_input_bytes:
-            raise capacity_error("max_input_bytes", retryable=False)
+            message = f"Task input is larger than max_input_bytes ({self.max_input_bytes})"
+            raise capacity_error("max_input_bytes", retryable=False, message=message)
 
 
 @attrs.define(eq=False)
@@ -169,43 +178,30 @@ async def drop(message: dict[str, Any]) -> None:
 
 
 async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> dict[str, JSONObject]:
-    """Ask the client for input; the answers by key (raw, as the client sent them).
+    """Ask the client for input; the answers by key (raw, as the client sent them, checked).
 
-    One call serves both ways a tool may run:
+    One call serves both ways a tool may run, and the tool reads the same:
 
     - in a task, the requests go on the task (``input_required``) and the
       call returns once ``tasks/update`` has answered every key;
-    - in a plain request, it returns the answers this multi round-trip round
-      brought (possibly none), and the tool returns
-      :class:`~presa_trio.wire.mrtr.InputRequired` for what is missing.
+    - in a plain request, it returns the answers once the client has given
+      them all (multi round-trip retries); until then it raises
+      :class:`~presa_trio.wire.mrtr.InputPending`, which the tools boundary
+      answers as ``input_required`` for the missing keys, carrying the
+      answers already given in ``requestState``.
 
-    In a task, a request the creating request's capabilities do not allow is
-    -32021 before anything is recorded, as on the synchronous path
-    (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76; D-18).
+    Each answer is checked against the kind of its request (-32602 if it
+    is not, say, a valid ``ElicitResult``). A request the creating
+    request's capabilities do not allow is -32021 on both paths: here, in
+    a task, before anything is recorded; on the plain path where the round
+    closes (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76; D-18).
     """
     if isinstance(ctx, WorkerContext):
         for request in requests.values():
             if not request.allowed_by(ctx.capabilities):
                 raise MissingRequiredClientCapability.for_capability(request.capability)
         return await ctx.runner.wait_inputs(ctx.worker, requests)
-    return {key: ctx.input_responses[key] for key in requests if key in ctx.input_responses}
-
-
-def _leaves(error: BaseException) -> Iterator[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield error
-
-
-def failure_for(group: ExceptionGroup[Exception]) -> McpError:
-    """The JSON-RPC error a failed job ends with: its own spec error, else -32603."""
-    leaves = list(_leaves(group))
-    if len(leaves) == 1 and isinstance(leaves[0], McpError):
-        return leaves[0]
-    log.error("task worker failed", exc_info=leaves[0] if len(leaves) == 1 else group)
-    return InternalError()
+    return answers_for(requests, ctx.input_responses, ctx.state)
 
 
 def is_json_object(value: Any) -> bool:
@@ -311,7 +307,8 @@ class TaskRunner:
         try:
             result = await job(context)
         except* Exception as group:
-            self._write(worker, model.fail, failure_for(group).to_wire())
+            # The plain path's mapping: the job's own spec error, else -32603.
+            self._write(worker, model.fail, error_for(group).to_wire())
         else:
             if is_json_object(result):
                 self._write(worker, model.complete, result)

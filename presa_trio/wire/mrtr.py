@@ -12,6 +12,7 @@ Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -102,6 +103,19 @@ class InputRequired:
             raise ValueError("InputRequired needs input requests, state, or both")
 
 
+class InputPending(Exception):
+    """Raised by a plain call's ``ask`` for answers the client has not given yet.
+
+    The tools boundary (:func:`presa_trio.server.tools.tool_outcome`) turns
+    it into the ``input_required`` result it carries, however deep in the
+    tool's nurseries it was raised.
+    """
+
+    def __init__(self, needed: InputRequired) -> None:
+        super().__init__(f"waiting for input: {', '.join(needed.requests)}")
+        self.needed = needed
+
+
 # --- responses -----------------------------------------------------------------
 
 
@@ -180,3 +194,63 @@ def read_roots(raw: JSONObject) -> list[JSONObject]:
     ):
         raise InvalidParams("ListRootsResult.roots must be a list of {uri, name?}")
     return roots
+
+
+#: How the answer to each kind of input request is read, by the request's method.
+ANSWER_READERS: Mapping[str, Callable[[JSONObject], Any]] = {
+    "elicitation/create": read_elicit_result,
+    "sampling/createMessage": read_sampling_result,
+    "roots/list": read_roots,
+}
+
+
+def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
+    """-32602 unless ``answer`` is a valid result for ``request`` (in wire form).
+
+    Spec: basic/patterns/mrtr §Error Handling — servers SHOULD check that
+    the information inside ``inputResponses`` can be parsed, and answer a
+    protocol error when it cannot.
+    """
+    reader = ANSWER_READERS.get(request.get("method", ""))
+    if reader is None:
+        raise ValueError(f"no reader for input requests of method {request.get('method')!r}")
+    try:
+        reader(answer)
+    except InvalidParams as exc:
+        raise InvalidParams(f"inputResponses[{key!r}]: {exc.message}") from exc
+
+
+def check_answers(outstanding: Mapping[str, JSONObject], answers: Mapping[str, JSONObject]) -> None:
+    """Check every answer to an outstanding request; answers to other keys are ignored."""
+    for key in outstanding.keys() & answers.keys():
+        check_answer(outstanding[key], key, answers[key])
+
+
+#: The key of the ``requestState`` that :func:`answers_for` issues: the answers so far.
+ASK_STATE = "askAnswers"
+
+
+def answers_for(
+    requests: Mapping[str, InputRequest], responses: Mapping[str, JSONObject], state: Any
+) -> dict[str, JSONObject]:
+    """A plain call's answers to ``requests``, each checked; else :class:`InputPending`.
+
+    The answers are those of this round (``responses``) and those carried
+    from earlier rounds in the verified ``state``. When some are missing,
+    the pending signal asks for exactly those again and carries every answer
+    given so far in its state, so a client answering part of a round, or a
+    tool asking twice in a row, never has to answer again (basic/patterns/mrtr
+    §Error Handling: ask again for the missing information, not an error).
+    """
+    carried = state.get(ASK_STATE) if isinstance(state, dict) else None
+    given = {**(carried if isinstance(carried, dict) else {}), **responses}
+    answers: dict[str, JSONObject] = {}
+    for key, request in requests.items():
+        answer = given.get(key)
+        if answer is not None:
+            check_answer(request.to_wire(), key, answer)
+            answers[key] = answer
+    missing = {key: request for key, request in requests.items() if key not in answers}
+    if missing:
+        raise InputPending(InputRequired(missing, state={ASK_STATE: given}))
+    return answers

@@ -50,9 +50,14 @@ def _unb64(text: str) -> bytes:
 
 
 def canonical_digest(arguments: Any) -> str:
-    """SHA-256 of arguments as sorted, compact JSON: binds a state to its request."""
+    """SHA-256 of arguments as sorted, compact JSON: binds a state to its request.
+
+    Any value the JSON parser produced has a digest: a lone surrogate
+    (``"\\ud800"``, which UTF-8 cannot hold) is hashed as its three
+    surrogate bytes, and every other string as its UTF-8.
+    """
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @attrs.frozen

@@ -1,0 +1,115 @@
+"""JSON Schemas of tools: compiled once, at registration; checked on every call.
+
+A tool's ``inputSchema`` and ``outputSchema`` are JSON Schemas, 2020-12
+unless their ``$schema`` names another dialect. :meth:`CompiledSchema.compile`
+turns one into a validator when the tool is registered, and refuses a
+schema that is not valid in its dialect, names a dialect presa does not
+support, or holds a ``$ref`` that does not resolve inside the schema:
+presa never fetches a ``$ref`` from the network (or a file), so such a
+reference would otherwise be silently permissive.
+:meth:`CompiledSchema.violations` then checks a value against it and says,
+for each failure, where in the value (a JSON Pointer) and which rule of the
+schema (the schema path) it broke.
+
+Supported dialects: 2020-12 (the default), 2019-09, draft-07, draft-06 and
+draft-04, the ones the validator (``jsonschema-rs``) implements.
+
+Spec: 2026-07-28 basic/index §JSON Schema Usage (Schema Dialect,
+Implementation Requirements, Schema Validation, ``$ref`` Resolution);
+server/tools §Tool (``inputSchema``, ``outputSchema``), §Output Schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+import jsonschema_rs
+
+JSONObject = dict[str, Any]
+
+#: At most this many failures are reported for one value; the rest are counted.
+MAX_VIOLATIONS = 10
+
+
+class SchemaError(ValueError):
+    """A schema presa cannot validate with: a mistake of the server's developer."""
+
+
+def pointer(path: Sequence[str | int]) -> str:
+    """A path of keys and indices as a JSON Pointer (RFC 6901); ``""`` is the root."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def refuse_retrieval(uri: str) -> Any:
+    """The validator's retriever: no ``$ref`` is ever fetched (basic §``$ref`` Resolution)."""
+    raise ValueError(f"presa does not fetch referenced schemas ({uri})")
+
+
+@attrs.frozen
+class Violation:
+    """One failure: where in the value, which rule of the schema, and what is wrong."""
+
+    # JSON Pointer into the checked value ("" for the value itself).
+    at: str
+    # JSON Pointer into the schema, ending with the keyword that failed.
+    rule: str
+    message: str
+
+    def describe(self) -> str:
+        return f"{self.at or '(root)'}: {self.message} (rule {self.rule or '(root)'})"
+
+
+def lone_surrogates(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Violation]:
+    """Strings (and keys) holding a UTF-16 surrogate that JSON's UTF-8 cannot carry.
+
+    ``"\\ud800"`` is a string escape JSON parsers accept, but it is no
+    Unicode character: such a value is not valid input (RFC 8259 §8.2).
+    """
+    if isinstance(value, str):
+        if any("\ud800" <= char <= "\udfff" for char in value):
+            yield Violation(pointer(path), "", "string holds a lone surrogate, not valid Unicode")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from lone_surrogates(key, path)
+            yield from lone_surrogates(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from lone_surrogates(item, (*path, index))
+
+
+@attrs.frozen(eq=False)
+class CompiledSchema:
+    """A schema and its validator, built once."""
+
+    schema: JSONObject
+    _validator: jsonschema_rs.Validator = attrs.field(repr=False)
+
+    @classmethod
+    def compile(cls, schema: Any, *, role: str) -> CompiledSchema:
+        """Build the validator for ``schema``, else :class:`SchemaError` naming ``role``."""
+        if not isinstance(schema, dict):
+            raise SchemaError(f"{role} must be a JSON Schema object, not {type(schema).__name__}")
+        try:
+            validator = jsonschema_rs.validator_for(schema, retriever=refuse_retrieval)
+        except (jsonschema_rs.ValidationError, ValueError) as exc:
+            reason = str(exc).split("\n", 1)[0]
+            raise SchemaError(f"{role} is not a usable JSON Schema: {reason}") from exc
+        return cls(schema, validator)
+
+    def violations(self, value: Any) -> list[Violation]:
+        """Every way ``value`` fails the schema, at most :data:`MAX_VIOLATIONS`; ``[]`` if none."""
+        found: list[Violation] = []
+        try:
+            for error in self._validator.iter_errors(value):
+                found.append(
+                    Violation(
+                        pointer(error.instance_path), pointer(error.schema_path), error.message
+                    )
+                )
+                if len(found) == MAX_VIOLATIONS:
+                    break
+        except UnicodeEncodeError:
+            return list(lone_surrogates(value))[:MAX_VIOLATIONS]
+        return found
