@@ -135,5 +135,7 @@ class TranscriptRecorder:
             await trio.to_thread.run_sync(self._write, line)
 
     def _write(self, line: str) -> None:
-        with self.path.open("a", encoding="utf-8") as file:
+        # A lone surrogate (a "\ud800" escape the JSON parser accepted) has no
+        # UTF-8 form; written back as that same escape, the line stays its JSON.
+        with self.path.open("a", encoding="utf-8", errors="backslashreplace") as file:
             file.write(line)

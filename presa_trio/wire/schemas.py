@@ -53,12 +53,23 @@ class Violation:
 
     # JSON Pointer into the checked value ("" for the value itself).
     at: str
-    # JSON Pointer into the schema, ending with the keyword that failed.
+    # JSON Pointer into the schema, ending with the keyword that failed;
+    # "" when no rule of the schema failed (a lone surrogate).
     rule: str
     message: str
 
     def describe(self) -> str:
-        return f"{self.at or '(root)'}: {self.message} (rule {self.rule or '(root)'})"
+        rule = f" (rule {self.rule})" if self.rule else ""
+        return f"{self.at or '(root)'}: {self.message}{rule}"
+
+
+def encodes(text: str) -> bool:
+    """Whether ``text`` is valid Unicode, i.e. has a UTF-8 form."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def lone_surrogates(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Violation]:
@@ -68,7 +79,7 @@ def lone_surrogates(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Vi
     Unicode character: such a value is not valid input (RFC 8259 §8.2).
     """
     if isinstance(value, str):
-        if any("\ud800" <= char <= "\udfff" for char in value):
+        if not (value.isascii() or encodes(value)):
             yield Violation(pointer(path), "", "string holds a lone surrogate, not valid Unicode")
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -99,17 +110,16 @@ class CompiledSchema:
         return cls(schema, validator)
 
     def violations(self, value: Any) -> list[Violation]:
-        """Every way ``value`` fails the schema, at most :data:`MAX_VIOLATIONS`; ``[]`` if none."""
-        found: list[Violation] = []
-        try:
+        """Every way ``value`` fails the schema, at most :data:`MAX_VIOLATIONS`; ``[]`` if none.
+
+        A value holding a lone surrogate fails whatever the schema says: it
+        is not valid Unicode, and the validator could not read it.
+        """
+        found = list(lone_surrogates(value))
+        if not found:
             for error in self._validator.iter_errors(value):
-                found.append(
-                    Violation(
-                        pointer(error.instance_path), pointer(error.schema_path), error.message
-                    )
-                )
+                at, rule = pointer(error.instance_path), pointer(error.schema_path)
+                found.append(Violation(at, rule, error.message))
                 if len(found) == MAX_VIOLATIONS:
                     break
-        except UnicodeEncodeError:
-            return list(lone_surrogates(value))[:MAX_VIOLATIONS]
-        return found
+        return found[:MAX_VIOLATIONS]

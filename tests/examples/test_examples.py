@@ -67,3 +67,34 @@ async def test_task_tool_parks_on_input_then_completes() -> None:
     assert parked["status"] == "input_required"
     assert done["status"] == "completed"
     assert done["result"]["content"] == [{"type": "text", "text": "deleted"}]
+
+
+async def test_task_tool_works_unchanged_for_a_client_without_the_extension() -> None:
+    """Spec-mandated (basic/patterns/mrtr §Server Requirements; SEP-2663 §Capability
+    Negotiation: an OPTIONAL tool answers plainly when the request does not declare
+    Tasks): the README's task tool, written with ``ask``, asks through a multi
+    round-trip round and completes on the retry, with no Tasks extension declared."""
+    plain: dict[str, Any] = {"elicitation": {}}
+    answer = {"ok": {"action": "accept", "content": {"ok": True}}}
+    async with running(McpApp.for_server(task_tool.server)) as client:
+        asked = (await client.call("tools/call", {"name": "delete"}, capabilities=plain)).json()[
+            "result"
+        ]
+        params = {"name": "delete", "inputResponses": answer, "requestState": asked["requestState"]}
+        done = (await client.call("tools/call", params, capabilities=plain)).json()["result"]
+        declined = (
+            await client.call(
+                "tools/call",
+                {"name": "delete", "inputResponses": {"ok": {"action": "decline"}}},
+                capabilities=plain,
+            )
+        ).json()["result"]
+        no_elicitation = (
+            await client.call("tools/call", {"name": "delete"}, capabilities={})
+        ).json()["error"]
+    assert asked["resultType"] == "input_required"
+    assert asked["inputRequests"]["ok"]["method"] == "elicitation/create"
+    assert done["resultType"] == "complete"
+    assert done["content"] == [{"type": "text", "text": "deleted"}]
+    assert declined["content"] == [{"type": "text", "text": "kept"}]
+    assert no_elicitation["code"] == -32021

@@ -1,0 +1,274 @@
+"""One tool, two paths: the plain call and the task answer alike.
+
+Each test calls the same tool once without the Tasks extension declared
+(the plain path) and once with it (a task, read back with ``tasks/get``),
+and compares what the client learns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
+
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server, ToolError
+from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension, ask
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
+from presa_trio.wire.mrtr import Elicitation
+from tests.expect import error_of, result_of
+from tests.mcp_client import McpClient, running
+
+DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
+UNDECLARED: dict[str, Any] = {"elicitation": {}}
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+
+def leaf(kind: str) -> Exception:
+    return {
+        "tool": ToolError(f"tool failure {kind}"),
+        "tool2": ToolError("second tool failure"),
+        "params": InvalidParams("widget must be blue"),
+        "crash": RuntimeError("secret=hunter2"),
+    }[kind]
+
+
+async def raise_leaves(kinds: list[str], nested: bool) -> None:
+    """Raise each leaf from a child task; with ``nested``, one nursery deeper."""
+
+    async def fail(kind: str) -> None:
+        # No checkpoint before raising: every child raises, none is cancelled first.
+        raise leaf(kind)
+
+    async with trio.open_nursery() as outer:
+        if nested:
+            async with trio.open_nursery() as inner:
+                for kind in kinds:
+                    inner.start_soon(fail, kind)
+        else:
+            for kind in kinds:
+                outer.start_soon(fail, kind)
+
+
+def build() -> tuple[McpApp, TasksExtension]:
+    server = Server("both-paths", "1.0.0")
+    tasks = TasksExtension(TaskRunner(ttl_ms=60_000))
+    server.add_extension(tasks)
+
+    @tasks.tool(
+        Policy.OPTIONAL,
+        description="Fails from inside its own nurseries",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "leaves": {"type": "array", "items": {"type": "string"}},
+                "nested": {"type": "boolean"},
+            },
+            "required": ["leaves"],
+        },
+    )
+    async def grouped(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await raise_leaves(arguments["leaves"], arguments.get("nested", False))
+        return "unreachable"
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks twice, one after the other")
+    async def two_asks(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        first = await ask(ctx, {"a": Elicitation("First?", CONFIRM)})
+        second = await ask(ctx, {"b": Elicitation("Second?", CONFIRM), "c": Elicitation("?", {})})
+        actions = [first["a"]["action"], second["b"]["action"], second["c"]["action"]]
+        return " ".join(actions)
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks from two child tasks at once")
+    async def fan_out(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        got: list[str] = []
+
+        async def one(key: str) -> None:
+            answers = await ask(ctx, {key: Elicitation(f"{key}?", CONFIRM)})
+            got.append(answers[key]["action"])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "left")
+            nursery.start_soon(one, "right")
+        return " ".join(sorted(got))
+
+    return McpApp.for_server(server), tasks
+
+
+@pytest.fixture
+def built() -> tuple[McpApp, TasksExtension]:
+    return build()
+
+
+@pytest.fixture
+async def client(built: tuple[McpApp, TasksExtension]) -> AsyncIterator[McpClient]:
+    async with running(built[0]) as opened:
+        yield opened
+
+
+async def both_paths(
+    client: McpClient, name: str, arguments: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The plain call's response and the task's final ``tasks/get`` result."""
+    params = {"name": name, "arguments": arguments}
+    plain = await client.call("tools/call", params, capabilities=UNDECLARED)
+    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    assert created["resultType"] == "task"
+    await wait_all_tasks_blocked()
+    got = await client.call("tasks/get", {"taskId": created["taskId"]}, capabilities=DECLARED)
+    return plain, result_of(got)
+
+
+def bare(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "_meta"}
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["group", "nested-group"])
+@pytest.mark.parametrize(
+    ("leaves", "expected"),
+    [
+        (["tool"], {"isError": ["tool failure tool"]}),
+        (["tool", "tool2"], {"isError": ["tool failure tool", "second tool failure"]}),
+        (["params"], {"code": INVALID_PARAMS, "message": "widget must be blue"}),
+        (["tool", "params"], {"code": INVALID_PARAMS, "message": "widget must be blue"}),
+        (["crash"], {"code": INTERNAL_ERROR, "message": "Internal error"}),
+        (["params", "crash"], {"code": INTERNAL_ERROR, "message": "Internal error"}),
+        (["tool", "crash"], {"code": INTERNAL_ERROR, "message": "Internal error"}),
+    ],
+    ids=["tool", "two-tools", "params", "tool+params", "crash", "params+crash", "tool+crash"],
+)
+async def test_what_a_tool_raises_in_its_nurseries_is_answered_alike_on_both_paths(
+    client: McpClient,
+    caplog: pytest.LogCaptureFixture,
+    leaves: list[str],
+    nested: bool,
+    expected: dict[str, Any],
+) -> None:
+    """presa-defined (E-21; server/tools §Error Handling; SEP-2663 §Task Execution
+    Errors: the task ends with what the request would have answered; T-61, T-62):
+    exception groups at any depth are opened; a crash outranks a protocol error,
+    which outranks tool failures, and a crash's detail reaches the log only."""
+    with caplog.at_level(logging.ERROR):
+        plain, task = await both_paths(client, "grouped", {"leaves": leaves, "nested": nested})
+    if "isError" in expected:
+        # One text block per ToolError, in the group's order (which is Trio's).
+        for result in (result_of(plain), task["result"]):
+            assert (result["isError"], result["resultType"]) == (True, "complete")
+            texts = sorted(block["text"] for block in result["content"])
+            assert texts == sorted(expected["isError"])
+        assert task["status"] == "completed"
+    else:
+        status = 400 if expected["code"] == INVALID_PARAMS else 500
+        assert error_of(plain, status, expected["code"]) == expected
+        assert (task["status"], task["error"]) == ("failed", expected)
+    assert "hunter2" not in plain.body.decode() + str(task)
+    if "crash" in leaves:
+        assert "hunter2" in caplog.text
+
+
+async def test_asking_twice_works_on_the_plain_path_round_by_round(client: McpClient) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling: ask again for missing
+    information rather than fail; §Server Requirements: state carried in
+    requestState). A tool written with ``ask`` runs unchanged without the Tasks
+    extension: each round asks for what is missing, a partial answer is asked again,
+    and answers already given are carried, never asked twice."""
+
+    async def call(**extra: Any) -> dict[str, Any]:
+        params = {"name": "two_asks", "arguments": {}, **extra}
+        return result_of(await client.call("tools/call", params, capabilities=UNDECLARED))
+
+    accept = {"action": "accept", "content": {"ok": True}}
+    first = await call()
+    second = await call(inputResponses={"a": accept})
+    partial = await call(
+        inputResponses={"b": {"action": "decline"}}, requestState=second["requestState"]
+    )
+    done = await call(
+        inputResponses={"c": {"action": "cancel"}}, requestState=partial["requestState"]
+    )
+    assert (first["resultType"], list(first["inputRequests"])) == ("input_required", ["a"])
+    assert sorted(second["inputRequests"]) == ["b", "c"]
+    assert list(partial["inputRequests"]) == ["c"]
+    assert done["content"] == [{"type": "text", "text": "accept decline cancel"}]
+
+
+async def test_asks_from_several_child_tasks_make_one_round(client: McpClient) -> None:
+    """presa-defined (E-21): pending input raised from several children of the
+    tool's nursery is one ``input_required`` asking for every key."""
+    params: dict[str, Any] = {"name": "fan_out", "arguments": {}}
+    first = result_of(await client.call("tools/call", params, capabilities=UNDECLARED))
+    assert sorted(first["inputRequests"]) == ["left", "right"]
+    answers = {"left": {"action": "decline"}, "right": {"action": "cancel"}}
+    params |= {"inputResponses": answers, "requestState": first["requestState"]}
+    done = result_of(await client.call("tools/call", params, capabilities=UNDECLARED))
+    assert done["content"] == [{"type": "text", "text": "cancel decline"}]
+
+
+async def test_an_invalid_answer_to_ask_is_invalid_params_on_the_plain_path(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling: information that cannot
+    be parsed is a protocol error; E-22)."""
+    params = {"name": "two_asks", "arguments": {}, "inputResponses": {"a": {"action": "bogus"}}}
+    error = error_of(
+        await client.call("tools/call", params, capabilities=UNDECLARED), 400, INVALID_PARAMS
+    )
+    assert "inputResponses['a']" in error["message"]
+
+
+async def test_ask_without_the_capability_is_32021_on_the_plain_path(client: McpClient) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Server Requirements; T-76): an input
+    request for a capability the request did not declare is never sent."""
+    response = await client.call("tools/call", {"name": "two_asks"}, capabilities={})
+    assert error_of(response, 400, -32021)["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def test_invalid_arguments_create_no_task(
+    client: McpClient, built: tuple[McpApp, TasksExtension]
+) -> None:
+    """Spec-mandated (server/tools §Error Handling; E-18): the task path checks the
+    arguments as the plain path does, before any task exists, and answers the
+    same ``isError`` result."""
+    params = {"name": "grouped", "arguments": {"leaves": "tool"}}
+    plain = result_of(await client.call("tools/call", params, capabilities=UNDECLARED))
+    declared = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    assert declared["isError"] is True
+    assert bare(declared) == bare(plain)
+    assert "/leaves: " in plain["content"][0]["text"]
+    assert built[1].runner.store.active() == 0
+
+
+async def test_an_invalid_task_update_answer_is_refused_and_the_key_stays_outstanding(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests; basic/patterns/mrtr §Error
+    Handling; E-22, T-44): an answer that is no ElicitResult is -32602, nothing is
+    recorded, the key is still asked for, and a corrected answer then completes the
+    task. An answer to a key that is not outstanding is still ignored unread."""
+    params = {"name": "two_asks", "arguments": {}}
+    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+
+    async def update(answers: dict[str, Any]) -> Any:
+        params = {**task, "inputResponses": answers}
+        return await client.call("tasks/update", params, capabilities=DECLARED)
+
+    async def status() -> dict[str, Any]:
+        return result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+
+    bogus = error_of(await update({"a": {"action": "bogus"}}), 400, INVALID_PARAMS)
+    assert "inputResponses['a']" in bogus["message"]
+    still = await status()
+    assert (still["status"], list(still["inputRequests"])) == ("input_required", ["a"])
+    result_of(await update({"a": {"action": "accept", "content": {}}, "zz": {"junk": 1}}))
+    await wait_all_tasks_blocked()
+    assert sorted((await status())["inputRequests"]) == ["b", "c"]
+    result_of(await update({"b": {"action": "decline"}, "c": {"action": "cancel"}}))
+    await wait_all_tasks_blocked()
+    done = await status()
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "accept decline cancel"}]
