@@ -8,7 +8,9 @@ One run, on loopback:
    pinned to core 0 while this process drives them from core 1; each round
    measures ``tools/call test_simple_text`` and ``tools/list`` at concurrency
    1 and 32; the table reports the median of the rounds;
-3. the Tasks figures, presa only (``bench.tasks``).
+3. the Tasks figures, presa only (``bench.tasks``);
+4. what checking a tool's arguments against its schema costs per
+   ``tools/call``, in-process (``bench.validation``).
 
 The targets are checked at the end. Absolute figures on shared two-core
 machines swing by 15–25 % between runs, so a target fails the run (exit 1)
@@ -32,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from bench import instructions, load, mcp, servers, tasks
+from bench import instructions, load, mcp, servers, tasks, validation
 from bench.targets import Verdict, check_targets
 
 
@@ -300,6 +302,9 @@ async def main_async(settings: Settings) -> int:
     report = await run_load(settings)
     print("tasks (presa) ...", file=sys.stderr, flush=True)
     task_report = await tasks.run(quick=settings.quick)
+    print("argument checks (in-process) ...", file=sys.stderr, flush=True)
+    # A Trio run of its own, in a thread: this process's loop is asyncio's.
+    checks = await asyncio.to_thread(validation.run, settings.quick)
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():
@@ -313,6 +318,8 @@ async def main_async(settings: Settings) -> int:
         print(instructions.table(counts))
     print()
     print(tasks.table(task_report))
+    print()
+    print(validation.table(checks))
     verdicts = check_targets(report, task_report)
     print()
     print(verdict_table(verdicts))

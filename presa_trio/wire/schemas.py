@@ -72,12 +72,28 @@ def encodes(text: str) -> bool:
     return True
 
 
-def lone_surrogates(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Violation]:
-    """Strings (and keys) holding a UTF-16 surrogate that JSON's UTF-8 cannot carry.
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether any string or key in ``value`` holds a lone surrogate (the fast check).
 
     ``"\\ud800"`` is a string escape JSON parsers accept, but it is no
     Unicode character: such a value is not valid input (RFC 8259 §8.2).
     """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not (item.isascii() or encodes(item)):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def lone_surrogates(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Violation]:
+    """Where in ``value`` the lone surrogates are: one violation per string or key."""
     if isinstance(value, str):
         if not (value.isascii() or encodes(value)):
             yield Violation(pointer(path), "", "string holds a lone surrogate, not valid Unicode")
@@ -113,13 +129,17 @@ class CompiledSchema:
         """Every way ``value`` fails the schema, at most :data:`MAX_VIOLATIONS`; ``[]`` if none.
 
         A value holding a lone surrogate fails whatever the schema says: it
-        is not valid Unicode, and the validator could not read it.
+        is not valid Unicode, and the validator could not read it. A valid
+        value costs one ``is_valid``; only an invalid one is explained.
         """
-        found = list(lone_surrogates(value))
-        if not found:
-            for error in self._validator.iter_errors(value):
-                at, rule = pointer(error.instance_path), pointer(error.schema_path)
-                found.append(Violation(at, rule, error.message))
-                if len(found) == MAX_VIOLATIONS:
-                    break
-        return found[:MAX_VIOLATIONS]
+        if has_lone_surrogate(value):
+            return list(lone_surrogates(value))[:MAX_VIOLATIONS]
+        if self._validator.is_valid(value):
+            return []
+        found = []
+        for error in self._validator.iter_errors(value):
+            at, rule = pointer(error.instance_path), pointer(error.schema_path)
+            found.append(Violation(at, rule, error.message))
+            if len(found) == MAX_VIOLATIONS:
+                break
+        return found

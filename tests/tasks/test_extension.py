@@ -652,7 +652,8 @@ async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
 
 async def test_a_full_runner_answers_a_retryable_32603() -> None:
     """presa-defined (tasks ref §3.2; D-30): capacity is -32603 (HTTP 500) with
-    ``data.retryable``; an oversized input is not retryable."""
+    ``data.retryable``; an oversized input is not retryable, and its message says
+    which limit it broke."""
     harness = build(limits=Limits(max_active_per_scope=1, max_input_bytes=64))
     async with running(harness.app) as client:
         await create(client, wait=True)
@@ -660,6 +661,7 @@ async def test_a_full_runner_answers_a_retryable_32603() -> None:
         assert full["data"] == {"retryable": True, "limit": "max_active_tasks_per_scope"}
         big = error_of(await call_tool(client, "maybe", {"label": "x" * 100}), 500, INTERNAL_ERROR)
         assert big["data"] == {"retryable": False, "limit": "max_input_bytes"}
+        assert big["message"] == "Task input is larger than max_input_bytes (64)"
         assert stored(harness) == 1
 
 
