@@ -9,6 +9,7 @@ from presa_trio.server.context import RequestContext
 from presa_trio.server.dispatch import Dispatcher
 from presa_trio.server.extensions import Extension, MethodHandler
 from presa_trio.server.registry import CacheHints, Server, ToolError
+from presa_trio.wire.schemas import SchemaError
 
 __all__ = [
     "CacheHints",
@@ -16,6 +17,7 @@ __all__ = [
     "Extension",
     "MethodHandler",
     "RequestContext",
+    "SchemaError",
     "Server",
     "ToolError",
 ]
