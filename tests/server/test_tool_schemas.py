@@ -21,6 +21,7 @@ AGE = {
     "properties": {
         "age": {"type": "integer", "minimum": 0},
         "tags": {"type": "array", "items": {"type": "string"}},
+        "a/b~c": {"type": "boolean"},
     },
     "required": ["age"],
     "additionalProperties": False,
@@ -92,8 +93,12 @@ def refusal_text(result: dict[str, Any]) -> str:
                 " (rule /additionalProperties)"
             ],
         ),
+        (
+            {"age": 1, "a/b~c": "yes"},
+            ['- /a~1b~0c: "yes" is not of type "boolean" (rule /properties/a~1b~0c/type)'],
+        ),
     ],
-    ids=["missing", "two-failures", "extra-property"],
+    ids=["missing", "two-failures", "extra-property", "pointer-escapes"],
 )
 async def test_invalid_arguments_are_an_error_result_naming_path_and_rule(
     client: McpClient, calls: list[dict[str, Any]], arguments: dict[str, Any], lines: list[str]
