@@ -1,8 +1,8 @@
 """The ASGI application: the one place that sees bytes and headers.
 
 A POST to the endpoint climbs the admission ladder of wire §13.2: rungs 1–5
-here and in :mod:`presa_trio.http.admission`, the body and envelope (6–8),
-the mirrored headers (9–10, :mod:`presa_trio.http.mirrored`); the
+here and in :mod:`presa_trio.http.admission`, the body and envelope (6–8,
+shared with stdio: :mod:`presa_trio.wire.admission`), the mirrored headers (9–10, :mod:`presa_trio.http.mirrored`); the
 :class:`~presa_trio.server.Dispatcher` does 11–14. The first failing rung
 answers; the server keeps serving.
 
@@ -33,6 +33,7 @@ from presa_trio.http.sse import ResponseWriter, send_json
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
+from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import McpError
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
@@ -144,24 +145,24 @@ class McpApp:
     async def answer(
         self, body: bytes, headers: Headers, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
-        """Rungs 6–10, then dispatch; a JSON-RPC error echoes the id when readable."""
-        request_id: envelope.RequestId | None = None
+        """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch."""
+        admitted = admit(body)
         try:
-            decoded = envelope.parse_json(body)
-            request_id = envelope.readable_id(decoded)
-            message = envelope.parse_message(decoded)
-            if isinstance(message, envelope.Notification):
+            if isinstance(admitted, AdmittedRequest):
+                mirrored.check_protocol_version(headers, admitted.meta.protocol_version)
+                self.check_mirrored(headers, admitted.request)
+            elif isinstance(admitted, envelope.Notification):
                 self.check_notification(headers)
-                await send_json(send, 202, b"")
-                return
-            meta = RequestMeta.from_params(message.params)
-            mirrored.check_protocol_version(headers, meta.protocol_version)
-            self.check_mirrored(headers, message)
         except McpError as error:
-            data, status = encode_error(request_id, error)
+            request_id = admitted.request.id if isinstance(admitted, AdmittedRequest) else None
+            admitted = Refused(request_id, error)
+        if isinstance(admitted, Refused):
+            data, status = encode_error(admitted.request_id, admitted.error)
             await send_json(send, status, data)
-            return
-        await self.stream(message, meta, receive, send)
+        elif isinstance(admitted, envelope.Notification):
+            await send_json(send, 202, b"")
+        else:
+            await self.stream(admitted.request, admitted.meta, receive, send)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.

@@ -12,7 +12,7 @@ rungs 6–7.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -84,14 +84,19 @@ def parse_json(body: bytes) -> Any:
         raise ParseError() from exc
 
 
+def is_request_id(value: Any) -> TypeGuard[RequestId]:
+    """A string or an integer (basic/index §Requests).
+
+    JSON ``true`` and ``1.0`` are not ids, though Python compares both equal
+    to ``1``: ``bool`` is a subclass of ``int``, and ``1.0`` decodes as a float.
+    """
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def readable_id(message: Any) -> RequestId | None:
     """The request id, when one can be read, so that even errors echo it (wire §12)."""
-    if isinstance(message, dict):
-        candidate = message.get("id")
-        if isinstance(candidate, str) or (
-            isinstance(candidate, int) and not isinstance(candidate, bool)
-        ):
-            return candidate
+    if isinstance(message, dict) and is_request_id(candidate := message.get("id")):
+        return candidate
     return None
 
 

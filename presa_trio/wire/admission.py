@@ -1,0 +1,62 @@
+"""Admitting one message body: the rungs every transport shares.
+
+A body (an HTTP POST's, or one stdio line) is decoded as JSON (rung 6),
+read as a JSON-RPC request or notification (rung 7), and a request's
+``params._meta`` is checked (rung 8). :func:`admit` climbs these rungs and
+returns what it found, never raising: the edge answers a :class:`Refused`
+with a JSON-RPC error that echoes the request id whenever one could be read,
+even when the rest of the message is malformed (JSON-RPC 2.0 §5: the id is
+null only when it cannot be determined). What only one transport has (HTTP
+headers) is that edge's own rung, after this one.
+
+Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses, §_meta;
+wire §13.2 rungs 6–8.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from presa_trio.wire.envelope import (
+    Notification,
+    Request,
+    RequestId,
+    parse_json,
+    parse_message,
+    readable_id,
+)
+from presa_trio.wire.errors import McpError
+from presa_trio.wire.meta import RequestMeta
+
+
+@attrs.frozen
+class AdmittedRequest:
+    """A well-formed request and its validated ``_meta``: ready for the dispatcher."""
+
+    request: Request
+    meta: RequestMeta
+
+
+@attrs.frozen
+class Refused:
+    """A body that failed a rung: the error to answer, with the id when it was readable."""
+
+    request_id: RequestId | None
+    error: McpError
+
+
+Admission = AdmittedRequest | Notification | Refused
+
+
+def admit(body: bytes) -> Admission:
+    """Climb rungs 6–8 for one body; the first failing rung is the answer."""
+    request_id: RequestId | None = None
+    try:
+        decoded = parse_json(body)
+        request_id = readable_id(decoded)
+        message = parse_message(decoded)
+        if isinstance(message, Notification):
+            return message
+        return AdmittedRequest(message, RequestMeta.from_params(message.params))
+    except McpError as error:
+        return Refused(request_id, error)
