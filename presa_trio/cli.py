@@ -22,7 +22,6 @@ from presa_trio.fixtures import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY
 from presa_trio.http.serving import serve_http
 from presa_trio.http.transcript_render import render_lines
-from presa_trio.server import Dispatcher
 from presa_trio.stdio import serve_stdio
 from presa_trio.wire.request_state import StateSealer
 
@@ -86,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     keys = args.state_key or [k for k in os.environ.get(STATE_KEY_ENV, "").split(",") if k]
     server = build_server(sealer=sealer_from(keys))
     if args.command == "stdio":
-        serve_stdio(Dispatcher.for_server(server))
+        trio.run(serve_stdio, server)
         return
     print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
     trio.run(

@@ -2,8 +2,11 @@
 
 One message per line each way; stdout carries only MCP messages (responses,
 notifications about in-flight requests, listen notifications), logs go to
-stderr. There are no headers, so admission is the body alone: envelope,
-``_meta``, then the dispatcher's rungs (wire §13.2 rungs 7–8 and 11–14).
+stderr. There are no headers, so admission is the line alone
+(:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then the
+dispatcher's rungs. No line stops the server: whatever it holds is
+answered with the spec's error or acted on, and a line longer than
+``max_line`` is refused (-32600) and skipped.
 
 Every request runs in its own cancel scope in one nursery. The client
 cancels a request, or ends a listen, with ``notifications/cancelled``; the
@@ -11,33 +14,86 @@ server then sends nothing more for it. A Task is not a request: cancelling
 the request that created one never cancels the task (its worker lives in
 the extension's own nursery).
 
+One writer task owns stdout. Everything else hands it whole encoded lines
+through a small bounded channel, so lines never interleave, and a client
+that stops reading holds up only the tasks that have something to write
+(the pipe's backpressure), never the Trio loop: pipes and sockets are read
+and written by Trio without blocking, and only what cannot be polled (a
+regular file, a terminal) is read and written in a worker thread.
+
 On end of input the server stops listen streams at once, gives in-flight
-requests a short grace period, then exits.
+requests a short grace period, writes what they answered, then exits.
 
 Spec: 2026-07-28 basic/transports/stdio; basic/patterns/cancellation
-§Transport-Specific Cancellation; wire §15.
+§Transport-Specific Cancellation.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import sys
-from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 import attrs
 import trio
 
-from presa_trio.server import Dispatcher
+from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
-from presa_trio.wire import envelope
-from presa_trio.wire.errors import McpError
-from presa_trio.wire.meta import RequestMeta
+from presa_trio.wire.admission import AdmittedRequest, Refused, admit
+from presa_trio.wire.envelope import Notification, RequestId, dumps, is_request_id
+from presa_trio.wire.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 
-#: Seconds that in-flight requests may take to finish once input has ended.
+#: Seconds that in-flight requests, then the output, may take once input has ended.
 EOF_GRACE_S = 5.0
+#: Default longest input line, in bytes (the HTTP edge's default body limit).
+DEFAULT_MAX_LINE = 4 * 1024 * 1024
+#: Encoded lines waiting for the writer; a task with a line to write waits when it is full.
+OUTPUT_BUFFER = 16
+
+
+class LineTooLong(Exception):
+    """An input line longer than the limit; it has been read to its end and dropped."""
+
+
+@attrs.define(eq=False, repr=False)
+class LineReader:
+    """Splits a byte stream into lines, holding at most one line of ``max_line`` bytes."""
+
+    stream: trio.abc.ReceiveStream
+    max_line: int
+    _buffer: bytearray = attrs.field(factory=bytearray)
+    # How much of the buffer is known to hold no newline.
+    _scanned: int = 0
+
+    async def next_line(self) -> bytes | None:
+        """The next line without its newline; ``None`` at end of input.
+
+        A last line without a newline still counts. Raises :class:`LineTooLong`
+        once an over-long line has been skipped to its end.
+        """
+        too_long = False
+        while (end := self._buffer.find(b"\n", self._scanned)) < 0:
+            if len(self._buffer) > self.max_line:
+                too_long = True
+                self._buffer.clear()
+            self._scanned = len(self._buffer)
+            chunk = await self.stream.receive_some()
+            if not chunk:
+                if too_long:
+                    raise LineTooLong
+                last, self._buffer = bytes(self._buffer), bytearray()
+                return last or None
+            self._buffer += chunk
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        self._scanned = 0
+        if too_long or len(line) > self.max_line:
+            raise LineTooLong
+        return line
 
 
 @attrs.define(eq=False, repr=False)
@@ -45,72 +101,88 @@ class StdioServer:
     """Serves one dispatcher over a pair of byte streams."""
 
     dispatcher: Dispatcher
-    # Reads one line (b"" at end of input); blocking, so it runs in a thread.
-    read_line: Callable[[], bytes]
-    output: BinaryIO
+    input: trio.abc.ReceiveStream
+    output: trio.abc.SendStream
+    max_line: int = DEFAULT_MAX_LINE
+    # Lines for the writer task; opened by :meth:`serve`.
+    _lines: trio.MemorySendChannel[bytes] | None = None
     # In-flight requests by id: their cancel scope, and whether they are listens.
-    _in_flight: dict[envelope.RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
-
-    def write(self, line: bytes) -> None:
-        """Write one encoded message as one line. Synchronous: lines never interleave."""
-        self.output.write(line + b"\n")
-        self.output.flush()
-
-    async def send(self, message: dict[str, Any]) -> None:
-        """A handler's notification; a value JSON cannot hold is the handler's fault."""
-        self.write(envelope.dumps(message))
+    _in_flight: dict[RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
 
     async def serve(self) -> None:
         """Read until end of input, answering every request concurrently."""
+        self._lines, pending_lines = trio.open_memory_channel[bytes](OUTPUT_BUFFER)
         async with trio.open_nursery() as lifetime:
             await lifetime.start(self.dispatcher.run)
-            async with trio.open_nursery() as requests:
-                while line := await trio.to_thread.run_sync(self.read_line, abandon_on_cancel=True):
-                    if line.strip():
-                        await self.receive(line, requests)
-                self.end_listens()
-                requests.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
+            async with trio.open_nursery() as output:
+                output.start_soon(self.write_lines, pending_lines, lifetime.cancel_scope)
+                async with self._lines, trio.open_nursery() as requests:
+                    await self.read_lines(requests)
+                    self.end_listens()
+                    requests.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
+                output.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
             lifetime.cancel_scope.cancel(reason="end of input")
+
+    async def read_lines(self, requests: trio.Nursery) -> None:
+        """Admit each input line until end of input (or a broken input stream)."""
+        reader = LineReader(self.input, self.max_line)
+        while True:
+            try:
+                line = await reader.next_line()
+            except LineTooLong:
+                error = InvalidRequest(f"Message longer than {self.max_line} bytes")
+                await self.write(encode_error(None, error)[0])
+                continue
+            except trio.BrokenResourceError:
+                log.warning("stdin cannot be read; treating it as end of input", exc_info=True)
+                return
+            if line is None:
+                return
+            if line.strip():
+                await self.receive(line, requests)
 
     async def receive(self, line: bytes, requests: trio.Nursery) -> None:
         """Admit one line: a request starts a worker, a notification acts at once."""
-        request_id: envelope.RequestId | None = None
-        try:
-            decoded = envelope.parse_json(line)
-            request_id = envelope.readable_id(decoded)
-            message = envelope.parse_message(decoded)
-            if isinstance(message, envelope.Notification):
-                self.on_notification(message)
-                return
-            meta = RequestMeta.from_params(message.params)
-        except McpError as error:
-            self.write(encode_error(request_id, error)[0])
+        admitted = admit(line)
+        if isinstance(admitted, Notification):
+            self.on_notification(admitted)
             return
-        await requests.start(self.run_request, message, meta)
+        if isinstance(admitted, AdmittedRequest) and admitted.request.id in self._in_flight:
+            # Responses are matched by id: two in flight with one id cannot be told apart.
+            in_use = InvalidRequest("The id is already used by a request in flight")
+            admitted = Refused(admitted.request.id, in_use)
+        if isinstance(admitted, Refused):
+            await self.write(encode_error(admitted.request_id, admitted.error)[0])
+            return
+        await requests.start(self.run_request, admitted)
 
     async def run_request(
         self,
-        request: envelope.Request,
-        meta: RequestMeta,
+        admitted: AdmittedRequest,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Answer one request inside its own cancel scope; a cancelled one sends nothing."""
+        request = admitted.request
         with trio.CancelScope() as scope:
             self._in_flight[request.id] = (scope, request.method == "subscriptions/listen")
             task_status.started()
             try:
-                line, _ = await self.dispatcher.respond(request, meta, self.send)
+                line, _ = await self.dispatcher.respond(request, admitted.meta, self.send)
+                await self.write(line)
             finally:
-                self._in_flight.pop(request.id, None)
-            self.write(line)
+                del self._in_flight[request.id]
 
-    def on_notification(self, message: envelope.Notification) -> None:
-        """``notifications/cancelled`` cancels an in-flight request; others are dropped."""
+    def on_notification(self, message: Notification) -> None:
+        """``notifications/cancelled`` cancels an in-flight request; others are dropped.
+
+        Only a string or an integer names a request (basic/index §Requests);
+        any other ``requestId`` (``true``, ``1.0``, a list…) names none and is ignored.
+        """
         if message.method != "notifications/cancelled":
             return
-        found = self._in_flight.get(message.params.get("requestId"))  # type: ignore[arg-type]
-        if found is not None:
+        request_id = message.params.get("requestId")
+        if is_request_id(request_id) and (found := self._in_flight.get(request_id)):
             found[0].cancel(reason="notifications/cancelled")
 
     def end_listens(self) -> None:
@@ -118,8 +190,89 @@ class StdioServer:
             if is_listen:
                 scope.cancel(reason="end of input")
 
+    async def send(self, message: dict[str, Any]) -> None:
+        """A handler's notification; a value JSON cannot hold is the handler's fault."""
+        await self.write(dumps(message))
 
-def serve_stdio(dispatcher: Dispatcher) -> None:
-    """Run the stdio server on this process's stdin and stdout until end of input."""
-    server = StdioServer(dispatcher, sys.stdin.buffer.readline, sys.stdout.buffer)
-    trio.run(server.serve)
+    async def write(self, line: bytes) -> None:
+        """Queue one encoded message for the writer; waits while the queue is full."""
+        assert self._lines is not None, "write() is for a serving server"
+        await self._lines.send(line)
+
+    async def write_lines(
+        self, lines: trio.MemoryReceiveChannel[bytes], lifetime: trio.CancelScope
+    ) -> None:
+        """The writer: each line whole, in order; a closed stdout stops the server."""
+        async with lines:
+            async for line in lines:
+                try:
+                    await self.output.send_all(line + b"\n")
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    log.warning("stdout is closed; stopping")
+                    lifetime.cancel(reason="stdout closed")
+                    return
+
+
+@attrs.define(eq=False)
+class ThreadedFd(trio.abc.Stream):
+    """A file descriptor Trio cannot poll (a regular file, a terminal): I/O in a thread.
+
+    The descriptor is borrowed, not owned: closing the stream leaves it open.
+    """
+
+    fd: int
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await trio.to_thread.run_sync(
+                os.read, self.fd, max_bytes or 65536, abandon_on_cancel=True
+            )
+        except OSError as exc:
+            raise trio.BrokenResourceError from exc
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        remaining = memoryview(data)
+        while remaining:
+            try:
+                written = await trio.to_thread.run_sync(os.write, self.fd, remaining)
+            except OSError as exc:
+                raise trio.BrokenResourceError from exc
+            remaining = remaining[written:]
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+def open_fd(fd: int) -> trio.abc.Stream:
+    """A Trio stream on ``fd``: non-blocking when it is a pipe or a socket of its own.
+
+    Non-blocking mode belongs to the open file, shared with every descriptor
+    copied from it, so a pipe that is also stderr (``2>&1``) stays blocking:
+    log records are written to stderr synchronously.
+    """
+    opened = os.fstat(fd)
+    pollable = stat.S_ISFIFO(opened.st_mode) or stat.S_ISSOCK(opened.st_mode)
+    if sys.platform != "win32" and pollable and not is_stderr(opened):
+        return trio.lowlevel.FdStream(os.dup(fd))
+    return ThreadedFd(fd)
+
+
+def is_stderr(opened: os.stat_result) -> bool:
+    try:
+        return os.path.samestat(opened, os.fstat(2))
+    except OSError:  # no stderr at all
+        return False
+
+
+async def serve_stdio(server: Server, *, max_line: int = DEFAULT_MAX_LINE) -> None:
+    """Serve ``server`` on this process's stdin and stdout until end of input.
+
+    Run it with ``trio.run(serve_stdio, server)``, as :func:`serve_http`
+    for HTTP. Input lines longer than ``max_line`` bytes are refused.
+    """
+    async with open_fd(sys.stdin.fileno()) as stdin, open_fd(sys.stdout.fileno()) as stdout:
+        log.info("presa-trio serving %s %s on stdio (stdin/stdout)", server.name, server.version)
+        await StdioServer(Dispatcher.for_server(server), stdin, stdout, max_line).serve()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
-import trio
+from trio.testing import MemoryReceiveStream, MemorySendStream
 
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.stdio import StdioServer
@@ -15,16 +14,19 @@ from presa_trio.wire.errors import INTERNAL_ERROR, PARSE_ERROR
 from tests.mcp_client import request
 
 
-def serve_lines(server: Server, messages: list[bytes]) -> list[dict[str, Any]]:
+async def serve_lines(
+    server: Server, messages: list[bytes], **options: Any
+) -> list[dict[str, Any]]:
     """Run a stdio server over ``messages`` until end of input; its output lines."""
-    lines = iter([*messages, b""])
-    output = io.BytesIO()
-    stdio = StdioServer(Dispatcher.for_server(server), lambda: next(lines), output)
-    trio.run(stdio.serve)
-    return [json.loads(line) for line in output.getvalue().splitlines()]
+    stdin = MemoryReceiveStream()
+    stdin.put_data(b"".join(messages))
+    stdin.put_eof()
+    stdout = MemorySendStream()
+    await StdioServer(Dispatcher.for_server(server), stdin, stdout, **options).serve()
+    return [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
 
 
-def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
+async def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
     """presa-defined (wire §12: an unexpected fault is -32603 with a generic message):
     a tool whose result holds NaN gets -32603 on stdio too, and the server goes on."""
     server = Server("nan", "1.0.0")
@@ -33,7 +35,7 @@ def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
     async def broken(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
         return models.CallToolResult([], structured_content={"x": float("nan")})
 
-    out = serve_lines(
+    out = await serve_lines(
         server,
         [
             json.dumps(request("tools/call", {"name": "broken"}, request_id=1)).encode() + b"\n",

@@ -2,7 +2,8 @@
 
 A POST to the endpoint climbs the admission ladder of wire §13.2: rungs 1–5
 here and in :mod:`presa_trio.http.admission`, the body and envelope (6–8,
-shared with stdio: :mod:`presa_trio.wire.admission`), the mirrored headers (9–10, :mod:`presa_trio.http.mirrored`); the
+shared with stdio: :mod:`presa_trio.wire.admission`), the mirrored headers
+(9–10, :mod:`presa_trio.http.mirrored`); the
 :class:`~presa_trio.server.Dispatcher` does 11–14. The first failing rung
 answers; the server keeps serving.
 

@@ -5,7 +5,10 @@ honoured subset of the filter (extensions honour their own keys, such as
 the Tasks extension's ``taskIds``), then carries only the requested changes, each
 tagged with ``_meta.subscriptionId`` = the listen request's id (same JSON
 type). The client ends it by closing the stream; the edge then cancels this
-handler, and leaving the ``with`` block unsubscribes.
+handler, and leaving the ``with`` block unsubscribes. A reader that falls
+behind receives the newest change per topic
+(:mod:`presa_trio.server.subscriptions`); one that stops reading while too
+many topics change is ended with the listen result.
 
 Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2575; wire §11.
 """
@@ -90,5 +93,6 @@ async def listen(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         )
         async for change in changes:
             await ctx.send(notification(change.method, {**change.params, "_meta": tag}))
-    # The bus closed this stream (it fell behind): end it with the listen result.
+    # The subscription was ended (its reader stopped reading): end the stream with
+    # the listen result (basic/patterns/subscriptions §Graceful Closure).
     return {"_meta": tag}

@@ -328,4 +328,4 @@ class Server:
         self.changes.publish(Change("notifications/resources/list_changed"))
 
     def notify_resource_updated(self, uri: str) -> None:
-        self.changes.publish(Change("notifications/resources/updated", {"uri": uri}))
+        self.changes.publish(Change("notifications/resources/updated", {"uri": uri}, about=uri))

@@ -1,24 +1,43 @@
 """Change notifications for ``subscriptions/listen`` streams.
 
-A listen stream is a subscriber: a filter plus the send end of a Trio memory
-channel. Publishing a change is synchronous (``send_nowait``) and never
-blocks the publisher: a subscriber whose buffer is full is closed, which ends
-its stream, rather than silently missing a change.
+A listen stream is a :class:`Subscription`: a filter plus the changes it has
+not delivered yet. Publishing a change is synchronous and never blocks the
+publisher; the stream's own task delivers the changes, as fast as its
+transport takes them.
 
-Spec: 2026-07-28 basic/patterns/subscriptions; wire §11.
+Every change notification carries the whole current state of what it is
+about (a ``notifications/tasks`` holds the task as ``tasks/get`` would
+return it; a list-changed or resource-updated notification says only "look
+again"), so an undelivered change is superseded by a newer one about the
+same thing: a subscription keeps only the newest per *topic* (method and
+subject). A reader that falls behind therefore loses nothing it needs, and
+its memory is bounded by the number of topics its filter names, not by how
+many changes happen. Delivery follows publication order with superseded
+changes left out: a topic that changes again moves behind the others, and
+a subject's state never goes backwards.
+
+A reader that stops reading holds its stream's task in the transport's
+backpressure (a full socket or pipe) while changes keep coalescing. Only
+when more than :data:`MAX_PENDING_TOPICS` distinct topics wait at once is
+the subscription ended: its pending changes are dropped and the stream
+ends with the listen result, so the client knows to listen again rather
+than silently missing changes.
+
+Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2663 §Task Status
+Notifications; how presa ends a stream: docs/spec-notes.md entry 3.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import attrs
 import trio
 
-#: How many undelivered changes one stream may hold before it is closed.
-SUBSCRIBER_BUFFER = 64
+#: Most distinct topics one subscription may hold undelivered before it is ended.
+MAX_PENDING_TOPICS = 1024
 
 
 @attrs.frozen
@@ -27,51 +46,85 @@ class Change:
 
     method: str
     params: dict[str, Any] = attrs.field(factory=dict)
-    # What the change concerns, for subscribers to match on; never sent.
-    about: Any = None
+    # What the change concerns (a task, a resource URI), for subscribers to
+    # match on and for a newer change to supersede an older one; never sent.
+    about: Hashable = None
+
+    @property
+    def topic(self) -> tuple[str, Hashable]:
+        """A newer change with the same topic supersedes an undelivered older one."""
+        return (self.method, self.about)
 
 
 Wants = Callable[[Change], bool]
 
 
-@attrs.define(eq=False)
-class _Subscriber:
+@attrs.define(eq=False, repr=False)
+class Subscription:
+    """The undelivered changes of one listen stream: the newest per topic, in order.
+
+    Iterate it to receive them; the iteration ends when the subscription is
+    ended (too many topics waiting, or the stream left the bus).
+    """
+
     # Decides, per change, whether this stream asked for it.
     wants: Wants
-    # Closed by the bus on overflow, by the subscriber when it leaves.
-    send: trio.MemorySendChannel[Change]
+    # Topic -> newest undelivered change; insertion order is delivery order.
+    _pending: dict[tuple[str, Hashable], Change] = attrs.field(factory=dict)
+    # Set when a change arrives or the subscription ends; replaced by each wait.
+    _arrived: trio.Event = attrs.field(factory=trio.Event)
+    ended: bool = False
+
+    def offer(self, change: Change) -> None:
+        """Keep ``change`` for delivery, superseding any undelivered one on its topic."""
+        if self.ended:
+            return
+        self._pending.pop(change.topic, None)
+        if len(self._pending) >= MAX_PENDING_TOPICS:
+            self.end()
+            return
+        self._pending[change.topic] = change
+        self._arrived.set()
+
+    def end(self) -> None:
+        """Drop what is pending; the iteration ends at its next step."""
+        self.ended = True
+        self._pending.clear()
+        self._arrived.set()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Change:
+        await trio.lowlevel.checkpoint()
+        while not self._pending:
+            if self.ended:
+                raise StopAsyncIteration
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        topic = next(iter(self._pending))
+        return self._pending.pop(topic)
 
 
 @attrs.define(eq=False, repr=False)
 class ChangeBus:
     """Fan-out of changes to every open listen stream that asked for them."""
 
-    _subscribers: set[_Subscriber] = attrs.field(factory=set)
+    _subscriptions: set[Subscription] = attrs.field(factory=set)
 
     @contextmanager
-    def subscribe(self, wants: Wants) -> Iterator[trio.MemoryReceiveChannel[Change]]:
-        """Register a subscriber for the duration of the ``with`` block."""
-        send, receive = trio.open_memory_channel[Change](SUBSCRIBER_BUFFER)
-        subscriber = _Subscriber(wants, send)
-        self._subscribers.add(subscriber)
+    def subscribe(self, wants: Wants) -> Iterator[Subscription]:
+        """A subscription on this bus for the duration of the ``with`` block."""
+        subscription = Subscription(wants)
+        self._subscriptions.add(subscription)
         try:
-            with receive:
-                yield receive
+            yield subscription
         finally:
-            self._subscribers.discard(subscriber)
-            send.close()
+            self._subscriptions.discard(subscription)
+            subscription.end()
 
     def publish(self, change: Change) -> None:
-        """Deliver ``change`` to every subscriber that wants it, without blocking."""
-        for subscriber in list(self._subscribers):
-            if not subscriber.wants(change):
-                continue
-            try:
-                subscriber.send.send_nowait(change)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                self._subscribers.discard(subscriber)
-                subscriber.send.close()
-
-    @property
-    def subscriber_count(self) -> int:
-        return len(self._subscribers)
+        """Offer ``change`` to every subscription that wants it, without blocking."""
+        for subscription in self._subscriptions:
+            if subscription.wants(change):
+                subscription.offer(change)

@@ -10,7 +10,7 @@ null only when it cannot be determined). What only one transport has (HTTP
 headers) is that edge's own rung, after this one.
 
 Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses, §_meta;
-wire §13.2 rungs 6–8.
+the order of the rungs: docs/spec-notes.md entry 10.
 """
 
 from __future__ import annotations

@@ -60,12 +60,11 @@ async def test_a_listen_stream_gets_changes_and_ends_when_the_client_leaves(
 ) -> None:
     """Runner-scored (server-stateless/sep-2575-server-sends-subscription-ack,
     sep-2575-server-tags-subscription-id): the ack, then the trigger's change from
-    another connection; when the client closes the stream the server notices, drops
-    the subscriber and its call returns (wire §11.4, §16.3)."""
+    another connection; when the client closes the stream the server notices and its
+    call returns, leaving the subscription (wire §11.4, §16.3)."""
     listen = request(
         "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=17
     )
-    changes = served.app.dispatcher.server.changes
     with trio.fail_after(10):
         async with (
             httpx.AsyncClient(timeout=5) as listener,
@@ -79,9 +78,7 @@ async def test_a_listen_stream_gets_changes_and_ends_when_the_client_leaves(
             change = await anext(messages)
             assert change["method"] == "notifications/tools/list_changed"
             assert change["params"]["_meta"] == {META_SUBSCRIPTION_ID: 17}
-            assert changes.subscriber_count == 1
         await served.tracked.wait_idle()
-    assert changes.subscriber_count == 0
 
 
 async def test_concurrent_streams_are_all_answered(served: Served, http: httpx.AsyncClient) -> None:

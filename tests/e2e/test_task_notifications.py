@@ -97,14 +97,26 @@ async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
             yield json.loads(line[len("data: ") :])
 
 
-async def test_subscribed_tasks_report_every_status_change_in_order(
+async def until(
+    incoming: AsyncIterator[dict[str, Any]], task_id: str, status: str
+) -> list[dict[str, Any]]:
+    """The notifications read up to and including ``task_id`` reaching ``status``."""
+    seen = []
+    while True:
+        seen.append(await anext(incoming))
+        if (seen[-1]["params"]["taskId"], seen[-1]["params"]["status"]) == (task_id, status):
+            return seen
+
+
+async def test_subscribed_tasks_report_their_newest_status_in_order(
     served: Served, http: httpx.AsyncClient, gates: Gates
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications; T-51, T-52, T-54, T-79): the
     ack echoes the accepted ids (an unknown one is dropped silently); each change of a
     subscribed task arrives as notifications/tasks carrying the DetailedTask that
-    tasks/get returns, tagged with the subscription id; terminal ones inline their
-    result."""
+    tasks/get returns, tagged with the subscription id, in order; a state superseded
+    before the stream sent it may be left out (docs/spec-notes.md entry 19); terminal
+    ones inline their result."""
     with trio.fail_after(10):
         first = await create(http, served, "staged")
         second = await create(http, served, "sleeper")
@@ -123,21 +135,19 @@ async def test_subscribed_tasks_report_every_status_change_in_order(
                 taskId=first,
                 inputResponses={"go": {"action": "accept", "content": {"ok": True}}},
             )
-            seen += [await anext(incoming), await anext(incoming)]
+            seen += await until(incoming, first, "completed")
             await call(http, served, "tasks/cancel", taskId=second)
-            seen.append(await anext(incoming))
+            seen += await until(incoming, second, "cancelled")
         final_get = await call(http, served, "tasks/get", taskId=first)
 
     assert {m["method"] for m in seen} == {"notifications/tasks"}
     assert all(m["params"]["_meta"] == {META_SUBSCRIPTION_ID: 7} for m in seen)
-    assert [(m["params"]["taskId"], m["params"]["status"]) for m in seen] == [
-        (first, "input_required"),
-        (first, "working"),
-        (first, "completed"),
-        (second, "cancelled"),
-    ]
+    statuses = [(m["params"]["taskId"], m["params"]["status"]) for m in seen]
+    assert statuses[0] == (first, "input_required")
+    assert statuses[1:-2] in ([(first, "working")], [])
+    assert statuses[-2:] == [(first, "completed"), (second, "cancelled")]
     assert seen[0]["params"]["inputRequests"] == {"go": CONFIRM.to_wire()}
-    completed = {k: v for k, v in seen[2]["params"].items() if k != "_meta"}
+    completed = {k: v for k, v in seen[-2]["params"].items() if k != "_meta"}
     assert "resultType" not in completed
     assert completed == {k: v for k, v in final_get.items() if k not in ("_meta", "resultType")}
     assert completed["result"]["content"] == [{"type": "text", "text": "confirmed: True"}]
@@ -147,12 +157,10 @@ async def test_a_closed_task_stream_leaves_no_subscriber_or_worker(
     served: Served, http: httpx.AsyncClient
 ) -> None:
     """presa-defined (wire §11 item 4): when the client closes a listen stream, the
-    handler is cancelled, its subscriber leaves the bus, and the ASGI call returns."""
+    handler is cancelled and the ASGI call returns, leaving the subscription's block."""
     with trio.fail_after(10):
         task_id = await create(http, served, "sleeper")
         async with listen(served, http, [task_id]) as stream:
             ack = await anext(messages(stream))
             assert ack["params"]["notifications"] == {"taskIds": [task_id]}
-            assert served.app.dispatcher.server.changes.subscriber_count == 1
         await served.tracked.wait_idle()
-    assert served.app.dispatcher.server.changes.subscriber_count == 0

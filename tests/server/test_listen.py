@@ -3,8 +3,8 @@
 Rules of this file (wire §11): the first message is the acknowledgement;
 every later one is a requested change tagged with the listen id (same JSON
 type); a change nobody asked for is shown absent by the next requested
-change arriving first, not by waiting; and every test leaves with the
-subscriber removed from ``server.changes`` and the app call returned.
+change arriving first, not by waiting; and every test leaves with the app
+call returned.
 """
 
 from __future__ import annotations
@@ -18,15 +18,18 @@ from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
 from presa_trio.http.sse import PING_INTERVAL_S
-from presa_trio.server.subscriptions import SUBSCRIBER_BUFFER
+from presa_trio.server import RequestContext, Server
+from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.wire.errors import INVALID_PARAMS
 from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient, Stream, meta, request
+from tests.mcp_client import McpClient, Stream, meta, request, running
 
 ACK = "notifications/subscriptions/acknowledged"
 TOOLS_CHANGED = "notifications/tools/list_changed"
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 def listen(notifications: dict[str, Any], request_id: int | str = 1_764_000_000_000) -> Any:
@@ -39,9 +42,7 @@ async def tools_listen(client: McpClient) -> AsyncIterator[Stream]:
         yield stream
 
 
-async def test_the_first_message_acknowledges_the_subscription(
-    client: McpClient, app: McpApp
-) -> None:
+async def test_the_first_message_acknowledges_the_subscription(client: McpClient) -> None:
     """Runner-scored (server-stateless/sep-2575-server-sends-subscription-ack): an SSE
     stream, HTTP 200, opening with the acknowledgement tagged with the listen id and
     naming the honoured filter (basic/patterns/subscriptions)."""
@@ -58,8 +59,6 @@ async def test_the_first_message_acknowledges_the_subscription(
                     "notifications": {"toolsListChanged": True},
                 },
             }
-            assert app.dispatcher.server.changes.subscriber_count == 1
-    assert app.dispatcher.server.changes.subscriber_count == 0
 
 
 async def test_the_acknowledgement_leaves_out_what_is_not_honoured(client: McpClient) -> None:
@@ -165,41 +164,78 @@ async def test_request_scoped_notifications_never_reach_a_listen_stream(
             assert (await stream.next_message())["method"] == TOOLS_CHANGED
 
 
-async def test_a_disconnect_removes_the_subscriber_and_ends_the_call(
-    client: McpClient, app: McpApp
-) -> None:
+async def test_a_disconnect_ends_the_call(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Cancellation; wire §11.4: the client ends a
-    listen by closing the stream; drop the subscriber on http.disconnect): no worker
-    is leaked, and later changes go nowhere."""
-    changes = app.dispatcher.server.changes
+    listen by closing the stream): each closed stream's ASGI call returns (leaving the
+    stream's context waits for it), and later changes go nowhere."""
     with trio.fail_after(5):
         for _ in range(3):
             async with client.stream(listen({"toolsListChanged": True})) as stream:
                 await stream.next_message()
-                assert changes.subscriber_count == 1
-            assert changes.subscriber_count == 0
+                await client.call("tools/call", {"name": "test_trigger_tool_change"})
+                assert (await stream.next_message())["method"] == TOOLS_CHANGED
     result_of(await client.call("tools/call", {"name": "test_trigger_tool_change"}))
 
 
-async def test_a_stream_that_falls_behind_is_ended_with_the_listen_result(
+def gated_tasks_app(gate: trio.Event) -> McpApp:
+    """A server whose one task tool waits for ``gate``: every task completes at once."""
+    server = Server("burst", "1.0.0")
+    tasks = TasksExtension()
+    server.add_extension(tasks)
+
+    @tasks.tool(Policy.REQUIRED, description="Waits for the test's gate.")
+    async def gated(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await gate.wait()
+        return "done"
+
+    return McpApp.for_server(server)
+
+
+async def test_a_burst_of_completions_reaches_a_listen_whole() -> None:
+    """presa-defined (subscriptions.py; SEP-2663 §Task Status Notifications; T-51, T-54):
+    100 tasks completing together (no checkpoint between their changes, so the stream's
+    task sees them all at once) reach a listen on all of them: the final state of every
+    one, once each."""
+    gate = trio.Event()
+    async with running(gated_tasks_app(gate)) as client:
+        with trio.fail_after(10):
+            task_ids = []
+            for _ in range(100):
+                created = await client.call("tools/call", {"name": "gated"}, capabilities=TASKS)
+                task_ids.append(result_of(created)["taskId"])
+            listened = request(
+                "subscriptions/listen",
+                {"notifications": {"taskIds": task_ids}},
+                capabilities=TASKS,
+            )
+            async with client.stream(listened) as stream:
+                ack = await stream.next_message()
+                assert ack["params"]["notifications"] == {"taskIds": task_ids}
+                gate.set()
+                finals = [(await stream.next_message())["params"] for _ in task_ids]
+    assert sorted(final["taskId"] for final in finals) == sorted(task_ids)
+    assert {final["status"] for final in finals} == {"completed"}
+    assert {final["result"]["content"][0]["text"] for final in finals} == {"done"}
+
+
+async def test_a_listen_with_too_many_topics_waiting_is_ended_with_its_result(
     client: McpClient, app: McpApp
 ) -> None:
-    """Spec-mandated (schema $defs.SubscriptionsListenResult; wire §11.4: a server ending
-    the stream SHOULD first send the listen result with the subscription id): presa
-    ends a stream whose buffer overflows rather than let it miss changes silently."""
+    """Spec-mandated (basic/patterns/subscriptions §Graceful Closure: a server ending a
+    stream SHOULD first send the listen result with the subscription id): presa ends
+    a stream whose reader has more than MAX_PENDING_TOPICS distinct changes waiting
+    (here, all published before its task could send one) rather than let it miss
+    changes silently."""
     server = app.dispatcher.server
+    uris = [f"test://burst/{n}" for n in range(MAX_PENDING_TOPICS + 1)]
     with trio.fail_after(5):
-        async with client.stream(listen({"toolsListChanged": True}, 9)) as stream:
+        async with client.stream(listen({"resourceSubscriptions": uris}, 9)) as stream:
             await stream.next_message()
-            published = 0
-            while server.changes.subscriber_count:
-                server.notify_tools_list_changed()
-                published += 1
-                assert published <= 2 * SUBSCRIBER_BUFFER
+            for uri in uris:
+                server.notify_resource_updated(uri)
             response = await stream.read_to_end()
-    *changes, final = response.events()[1:]
-    assert len(changes) == published - 1
-    assert {c["method"] for c in changes} == {TOOLS_CHANGED}
+    ack, final = response.events()
+    assert ack["method"] == ACK
     assert final["id"] == 9
     assert final["result"]["resultType"] == "complete"
     assert final["result"]["_meta"][META_SUBSCRIPTION_ID] == 9

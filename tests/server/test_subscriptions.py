@@ -1,83 +1,142 @@
 """The change bus behind ``subscriptions/listen``: fan-out that never blocks a publisher.
 
-Pure Trio, no HTTP: publishing is synchronous; each subscriber gets only
-what its predicate wants; one that falls behind is closed rather than
-silently missing changes; leaving the ``with`` block unsubscribes.
+Pure Trio, no transport: publishing is synchronous; each subscription gets
+only what its predicate wants, the newest undelivered change per topic, in
+publication order; one with too many topics waiting is ended; leaving the
+``with`` block unsubscribes. A test reads what a subscription delivers up
+to a marker change published last.
 """
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
+
 import trio
 
-from presa_trio.server.subscriptions import SUBSCRIBER_BUFFER, Change, ChangeBus
+from presa_trio.server.subscriptions import MAX_PENDING_TOPICS, Change, ChangeBus, Subscription
 
 TOOLS = Change("notifications/tools/list_changed")
 PROMPTS = Change("notifications/prompts/list_changed")
+MARK = Change("mark")
 
 
-def test_publishing_with_no_subscriber_is_a_no_op() -> None:
-    """presa-defined: a change with nobody listening goes nowhere and costs nothing."""
+def task(task_id: str, status: str) -> Change:
+    return Change("notifications/tasks", {"taskId": task_id, "status": status}, about=task_id)
+
+
+def updated(uri: str) -> Change:
+    return Change("notifications/resources/updated", {"uri": uri}, about=uri)
+
+
+async def delivered(subscription: Subscription) -> list[Change]:
+    """What the subscription delivers before :data:`MARK`, which the test published last."""
+    with trio.fail_after(5):
+        received: list[Change] = []
+        async for change in subscription:
+            if change == MARK:
+                return received
+            received.append(change)
+    raise AssertionError("the subscription ended before the marker")
+
+
+async def test_each_subscription_gets_only_what_it_wants() -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Opening a Stream: only the
+    requested types, to every stream that asked)."""
     bus = ChangeBus()
-    bus.publish(TOOLS)
-    assert bus.subscriber_count == 0
+    with (
+        bus.subscribe(lambda c: c in (TOOLS, MARK)) as tools,
+        bus.subscribe(lambda c: True) as everything,
+    ):
+        for change in (PROMPTS, TOOLS, MARK):
+            bus.publish(change)
+        assert await delivered(tools) == [TOOLS]
+        assert await delivered(everything) == [PROMPTS, TOOLS]
 
 
-def test_each_subscriber_gets_only_what_it_wants() -> None:
-    """Spec-mandated (wire §11.2-§11.3: only requested types, to every stream that
-    asked)."""
-    bus = ChangeBus()
-    with bus.subscribe(lambda c: c == TOOLS) as tools, bus.subscribe(lambda c: True) as everything:
-        bus.publish(PROMPTS)
-        bus.publish(TOOLS)
-        assert tools.receive_nowait() == TOOLS
-        with pytest.raises(trio.WouldBlock):
-            tools.receive_nowait()
-        assert [everything.receive_nowait(), everything.receive_nowait()] == [PROMPTS, TOOLS]
-
-
-def test_leaving_the_block_unsubscribes() -> None:
-    """Spec-mandated (wire §11.4: drop the subscriber when the client goes away)."""
-    bus = ChangeBus()
-    with bus.subscribe(lambda c: True):
-        assert bus.subscriber_count == 1
-    assert bus.subscriber_count == 0
-    bus.publish(TOOLS)
-
-
-def test_a_subscriber_that_falls_behind_is_closed_not_starved() -> None:
-    """presa-defined (subscriptions.py): a full buffer closes the subscriber, whose
-    stream then ends, instead of blocking the publisher or dropping one change
-    unnoticed."""
+async def test_a_newer_change_supersedes_an_undelivered_one_on_its_topic() -> None:
+    """presa-defined (subscriptions.py; SEP-2663 §Task Status Notifications: each
+    notification carries the whole task): the newest state per task, in the order
+    of the last changes; a delivered state is followed only by newer ones."""
     bus = ChangeBus()
     with bus.subscribe(lambda c: True) as changes:
-        for _ in range(SUBSCRIBER_BUFFER):
-            bus.publish(TOOLS)
-        assert bus.subscriber_count == 1
-        bus.publish(TOOLS)
-        assert bus.subscriber_count == 0
-        drained = []
-        while True:
-            try:
-                drained.append(changes.receive_nowait())
-            except trio.EndOfChannel:
-                break
-        assert drained == [TOOLS] * SUBSCRIBER_BUFFER
+        for change in (task("a", "working"), task("b", "working"), task("a", "completed"), MARK):
+            bus.publish(change)
+        assert await delivered(changes) == [task("b", "working"), task("a", "completed")]
+        bus.publish(task("b", "failed"))
+        bus.publish(MARK)
+        assert await delivered(changes) == [task("b", "failed")]
 
 
-async def test_a_waiting_subscriber_is_woken_by_a_publish() -> None:
-    """presa-defined: publish is sync (send_nowait); the subscriber's worker wakes."""
+async def test_changes_about_different_subjects_are_all_kept() -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Receiving Notifications): an update
+    for each subscribed URI arrives, however close together they are published; list
+    changes coalesce by method."""
     bus = ChangeBus()
-    received: list[Change] = []
+    with bus.subscribe(lambda c: True) as changes:
+        for change in (updated("a://1"), TOOLS, updated("a://2"), TOOLS, updated("a://1"), MARK):
+            bus.publish(change)
+        assert await delivered(changes) == [updated("a://2"), TOOLS, updated("a://1")]
+
+
+async def test_a_burst_far_larger_than_the_topics_loses_no_final_state() -> None:
+    """presa-defined (subscriptions.py): 100 tasks changing ten times each, published
+    without a pause, reach a reader as one final state per task."""
+    bus = ChangeBus()
+    with bus.subscribe(lambda c: True) as changes:
+        for step in range(10):
+            for n in range(100):
+                bus.publish(task(f"t{n}", f"step {step}"))
+        bus.publish(MARK)
+        assert await delivered(changes) == [task(f"t{n}", "step 9") for n in range(100)]
+
+
+async def test_a_subscription_with_too_many_topics_waiting_is_ended() -> None:
+    """presa-defined (subscriptions.py): up to MAX_PENDING_TOPICS distinct topics
+    waiting, nothing is lost; a reader that stops reading while more change is
+    ended, its pending changes dropped, and stays ended."""
+    bus = ChangeBus()
+    with bus.subscribe(lambda c: True) as changes:
+        for n in range(MAX_PENDING_TOPICS - 1):
+            bus.publish(updated(f"a://{n}"))
+        bus.publish(MARK)
+        assert len(await delivered(changes)) == MAX_PENDING_TOPICS - 1
+        for n in range(MAX_PENDING_TOPICS + 1):
+            bus.publish(updated(f"a://{n}"))
+        bus.publish(TOOLS)
+        with trio.fail_after(5):
+            assert [change async for change in changes] == []
+
+
+async def test_leaving_the_block_unsubscribes() -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Cancellation: the stream ends with
+    its transport): once the block is left, the bus no longer asks the subscription
+    about changes, and its iteration is over."""
+    bus = ChangeBus()
+    asked: list[Change] = []
+
+    def wants(change: Change) -> bool:
+        asked.append(change)
+        return True
+
+    with bus.subscribe(wants) as left:
+        bus.publish(TOOLS)
+    bus.publish(PROMPTS)
+    assert asked == [TOOLS]
+    assert [change async for change in left] == []
+
+
+async def test_a_waiting_subscription_is_woken_by_a_publish() -> None:
+    """presa-defined: publish is synchronous; the subscription's reader wakes."""
+    bus = ChangeBus()
+    received: list[Any] = []
 
     async def listener(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with bus.subscribe(lambda c: True) as changes:
             task_status.started()
-            received.append(await changes.receive())
+            received.append(await anext(changes))
 
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             await nursery.start(listener)
             bus.publish(TOOLS)
     assert received == [TOOLS]
-    assert bus.subscriber_count == 0
