@@ -274,5 +274,5 @@ async def serve_stdio(server: Server, *, max_line: int = DEFAULT_MAX_LINE) -> No
     for HTTP. Input lines longer than ``max_line`` bytes are refused.
     """
     async with open_fd(sys.stdin.fileno()) as stdin, open_fd(sys.stdout.fileno()) as stdout:
-        log.info("presa-trio serving %s %s on stdio (stdin/stdout)", server.name, server.version)
+        log.info("serving %s %s on stdin/stdout", server.name, server.version)
         await StdioServer(Dispatcher.for_server(server), stdin, stdout, max_line).serve()

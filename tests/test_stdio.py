@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
-from trio.testing import MemoryReceiveStream, MemorySendStream
+import pytest
+import trio
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from trio.testing import (
+    MemoryReceiveStream,
+    MemorySendStream,
+    MockClock,
+    lockstep_stream_one_way_pair,
+    memory_stream_one_way_pair,
+)
 
+from presa_trio.fixtures import build_server
 from presa_trio.server import Dispatcher, RequestContext, Server
-from presa_trio.stdio import StdioServer
+from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
+from presa_trio.stdio import LineReader, StdioServer
 from presa_trio.wire import models
-from presa_trio.wire.errors import INTERNAL_ERROR, PARSE_ERROR
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.mcp_client import request
 
 
@@ -23,7 +37,9 @@ async def serve_lines(
     stdin.put_eof()
     stdout = MemorySendStream()
     await StdioServer(Dispatcher.for_server(server), stdin, stdout, **options).serve()
-    return [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
+    with contextlib.suppress(trio.WouldBlock):  # when nothing was written
+        return [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
+    return []
 
 
 async def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
@@ -47,3 +63,217 @@ async def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
     assert by_id[1]["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
     assert by_id[None]["error"]["code"] == PARSE_ERROR
     assert by_id[2]["result"]["resultType"] == "complete"
+
+
+def waiting_server() -> Server:
+    """A server whose ``wait`` tool sleeps for ``seconds`` (virtual under autojump)."""
+    server = Server("waiting", "1.0.0")
+
+    @server.tool(description="Sleeps, then answers")
+    async def wait(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await trio.sleep(arguments["seconds"])
+        return "waited"
+
+    return server
+
+
+def line(message: Any) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def cancelled(request_id: Any) -> bytes:
+    return line(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    )
+
+
+WAIT_ONE_SECOND = line(request("tools/call", {"name": "wait", "arguments": {"seconds": 1}}))
+
+
+@pytest.mark.parametrize(
+    ("request_id", "cancels"),
+    [(1, True), (True, False), (1.0, False), ("1", False), ([1], False), ({"id": 1}, False)],
+    ids=["integer", "true", "float", "string", "list", "object"],
+)
+async def test_a_cancellation_names_a_request_only_by_its_exact_id(
+    autojump_clock: MockClock, request_id: Any, cancels: bool
+) -> None:
+    """Spec-mandated (basic/index §Requests: an id is a string or an integer;
+    basic/transports/stdio §Cancellation): ``requestId: 1`` cancels request 1 (nothing
+    more is sent for it); ``true``, ``1.0``, ``"1"``, a list or an object name no
+    request, stop nothing, and the server goes on."""
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, cancelled(request_id)])
+    assert [m["result"]["content"][0]["text"] for m in out] == ([] if cancels else ["waited"])
+
+
+async def test_a_second_request_in_flight_with_the_same_id_is_refused(
+    autojump_clock: MockClock,
+) -> None:
+    """presa-defined (stdio.py; basic/index §Requests: an id is not reused; on stdio the
+    responses are told apart by id alone): -32600 echoing the id; the first request is
+    answered."""
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, WAIT_ONE_SECOND])
+    assert [m.get("error", {}).get("code") for m in out] == [INVALID_REQUEST, None]
+    assert [m["id"] for m in out] == [1, 1]
+    assert out[1]["result"]["content"][0]["text"] == "waited"
+
+
+async def test_ids_are_echoed_with_their_json_type() -> None:
+    """Spec-mandated (basic/index §Responses: the same id as the request; §Requests: a
+    string or an integer, never null): ``"1"`` stays a string, a large integer stays
+    exact; ``true`` and ``1.0`` are not ids, -32600 with a null id."""
+    ids: list[Any] = ["1", 2**70, True, 1.0]
+    stdin = MemoryReceiveStream()
+    stdin.put_data(b"".join(line(request("server/discover", request_id=i)) for i in ids))
+    stdin.put_eof()
+    stdout = MemorySendStream()
+    await StdioServer(Dispatcher.for_server(Server("ids", "1.0.0")), stdin, stdout).serve()
+    raw = stdout.get_data_nowait().splitlines()
+    echoed = sorted(r[: r.index(b',"', len(b'{"jsonrpc":"2.0",'))] for r in raw)
+    assert echoed == sorted(
+        [b'{"jsonrpc":"2.0","id":"1"', b'{"jsonrpc":"2.0","id":1180591620717411303424']
+        + [b'{"jsonrpc":"2.0","id":null'] * 2
+    )
+    refused = [json.loads(r) for r in raw if b'"id":null' in r]
+    assert {m["error"]["code"] for m in refused} == {INVALID_REQUEST}
+
+
+async def test_an_over_long_line_is_refused_and_the_next_one_served() -> None:
+    """presa-defined (stdio.py; the HTTP edge's body limit, as a line limit): a line
+    longer than ``max_line`` is -32600 with a null id, read to its end and dropped."""
+    long = line(request("server/discover", {"padding": "x" * 1000}, request_id=1))
+    out = await serve_lines(
+        Server("long", "1.0.0"),
+        [long, line(request("server/discover", request_id=2))],
+        max_line=1000,
+    )
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+        (None, INVALID_REQUEST),
+        (2, None),
+    ]
+
+
+async def test_a_last_line_without_a_newline_is_answered() -> None:
+    """Spec-mandated (basic/transports/stdio §Receiving Messages): end of input also
+    ends the last message."""
+    out = await serve_lines(Server("last", "1.0.0"), [line(request("server/discover"))[:-1]])
+    assert out[0]["result"]["resultType"] == "complete"
+
+
+async def test_a_stalled_reader_is_ended_while_the_server_runs_on() -> None:
+    """presa-defined (subscriptions.py): while the client does not read stdout, the
+    loop keeps running (the writer task waits, nothing else does), changes coalesce,
+    and a listen with more topics waiting than MAX_PENDING_TOPICS is ended: when the
+    client reads again it finds the listen's result, tagged with its id."""
+    server = Server("stalled", "1.0.0")
+    stdin, server_stdin = memory_stream_one_way_pair()
+    server_stdout, stdout = lockstep_stream_one_way_pair()
+    output = LineReader(stdout, 1 << 24)
+    uris = [f"test://stalled/{n}" for n in range(2 * MAX_PENDING_TOPICS)]
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            stdio = StdioServer(Dispatcher.for_server(server), server_stdin, server_stdout)
+            nursery.start_soon(stdio.serve)
+            await stdin.send_all(
+                line(
+                    request(
+                        "subscriptions/listen",
+                        {"notifications": {"resourceSubscriptions": uris}},
+                        request_id="L",
+                    )
+                )
+            )
+            ack = json.loads(await output.next_line() or b"")
+            for uri in uris:
+                server.notify_resource_updated(uri)
+                await trio.testing.wait_all_tasks_blocked()
+            received = []
+            while "id" not in (message := json.loads(await output.next_line() or b"")):
+                received.append(message)
+            await stdin.aclose()
+    assert ack["params"]["notifications"] == {"resourceSubscriptions": uris}
+    assert 0 < len(received) < len(uris) - MAX_PENDING_TOPICS
+    assert message["id"] == "L"
+    assert message["result"]["resultType"] == "complete"
+    assert message["result"]["_meta"][META_SUBSCRIPTION_ID] == "L"
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+TASKS_DECLARED: dict[str, Any] = {
+    "elicitation": {},
+    "extensions": {"io.modelcontextprotocol/tasks": {}},
+}
+#: One well-formed request of each kind (method, params).
+REQUESTS: list[tuple[str, dict[str, Any]]] = [
+    ("server/discover", {}),
+    ("tools/list", {"cursor": "c"}),
+    ("tools/call", {"name": "test_simple_text", "arguments": {}}),
+    ("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1}}),
+    ("tools/call", {"name": "confirm_delete", "arguments": {"filename": "f"}}),
+    ("subscriptions/listen", {"notifications": {"toolsListChanged": True, "taskIds": []}}),
+    ("tasks/get", {"taskId": "t"}),
+    ("tasks/update", {"taskId": "t", "inputResponses": {}}),
+    ("tasks/cancel", {"taskId": "t"}),
+    ("resources/read", {"uri": "test://static-text"}),
+    ("prompts/get", {"name": "test_simple_prompt", "arguments": {}}),
+]
+#: What the fuzz starts from: it puts any JSON value at any one place of one of these.
+TEMPLATES: list[dict[str, Any]] = [
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}},
+    *(request(method, params, capabilities=TASKS_DECLARED) for method, params in REQUESTS),
+]
+
+
+def places(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every place in a message: itself and, inside objects, each member, recursively."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += places(inner, (*path, key))
+    return found
+
+
+def put(message: Any, path: tuple[str, ...], value: Any) -> Any:
+    """``message`` with ``value`` at ``path``."""
+    if not path:
+        return value
+    return {**message, path[0]: put(message[path[0]], path[1:], value)}
+
+
+FUZZED = st.sampled_from(TEMPLATES).flatmap(
+    lambda message: st.builds(put, st.just(message), st.sampled_from(places(message)), JSON_VALUES)
+)
+LINES = FUZZED.map(lambda message: json.dumps(message).encode()) | st.binary(max_size=40).map(
+    lambda raw: raw.replace(b"\n", b"")
+)
+PROBE = line(request("server/discover", request_id="probe-after-fuzz"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(LINES, min_size=1, max_size=4))
+def test_no_input_line_stops_the_server(lines: list[bytes]) -> None:
+    """Spec-mandated (basic/transports/stdio §Receiving Messages; basic/index): a
+    message of any kind with any JSON value at any one place (or bytes that are not
+    JSON) is answered or dropped, every output line is one JSON-RPC message, and a
+    request after it is answered."""
+    assume(all(b"probe-after-fuzz" not in fuzzed for fuzzed in lines))
+    out = trio.run(
+        serve_lines,
+        build_server(),
+        [*(fuzzed + b"\n" for fuzzed in lines), PROBE],
+        clock=MockClock(autojump_threshold=0),
+    )
+    assert all(message["jsonrpc"] == "2.0" for message in out)
+    probe = [message for message in out if message.get("id") == "probe-after-fuzz"]
+    assert probe[0]["result"]["resultType"] == "complete"

@@ -12,12 +12,14 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 import trio
 
+from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SERVER_INFO
 from tests.mcp_client import request
 
@@ -168,3 +170,49 @@ async def test_notifications_cancelled_stops_an_ordinary_request(peer: StdioPeer
             pass
     assert later["result"]["resultType"] == "complete"
     assert [m for m in peer.received if m.get("id") == 9] == []
+
+
+async def test_no_line_stops_the_server_process(peer: StdioPeer) -> None:
+    """Spec-mandated (basic/index §Requests: an id is a string or an integer;
+    basic/transports/stdio §Cancellation): lines that are not JSON, not UTF-8, not
+    one message, or a cancellation whose ``requestId`` is a list, an object, ``true``
+    or ``1.0`` stop nothing: request 1 is still answered, and so is the next one."""
+    assert peer.process.stdin is not None
+    slow = {"name": "slow_compute", "arguments": {"seconds": 1}}
+    with trio.fail_after(10):
+        await peer.send(request("tools/call", slow, request_id=1))
+        for request_id in ([1], {"id": 1}, True, 1.0):
+            await peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id},
+                }
+            )
+        await peer.process.stdin.send_all(b"{not json\n\xff\xfe\x00\n[]\n{}\n\n")
+        await peer.send({"jsonrpc": "2.0", "id": True, "method": "server/discover"})
+        answered = await peer.response_to(1)
+        discovered = await peer.call("server/discover", {}, 2)
+    assert answered["result"]["content"] == [{"type": "text", "text": "Completed slow_compute"}]
+    assert discovered["result"]["resultType"] == "complete"
+    refused = [m["error"]["code"] for m in peer.received if m.get("id") is None]
+    assert refused == [PARSE_ERROR, PARSE_ERROR, INVALID_REQUEST, INVALID_REQUEST, INVALID_REQUEST]
+
+
+async def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
+    """presa-defined (stdio.py: what Trio cannot poll is read and written in a worker
+    thread): ``presa-trio stdio < requests > answers`` answers every line and exits
+    at the end of the file."""
+    requests = tmp_path / "requests.jsonl"
+    answers = tmp_path / "answers.jsonl"
+    requests.write_bytes(
+        b"".join(
+            json.dumps(request("server/discover", request_id=n)).encode() + b"\n" for n in range(3)
+        )
+    )
+    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    with requests.open("rb") as stdin, answers.open("wb") as stdout, trio.fail_after(10):
+        await trio.run_process(command, stdin=stdin, stdout=stdout)
+    lines = [json.loads(line) for line in answers.read_bytes().splitlines()]
+    assert sorted(m["id"] for m in lines) == [0, 1, 2]
+    assert {m["result"]["resultType"] for m in lines} == {"complete"}

@@ -148,7 +148,8 @@ async def test_task_notifications_go_only_to_acknowledged_ids_and_are_tagged(
     """Spec-mandated (2026-07-28 basic/patterns/subscriptions §Acknowledgment,
     §Receiving Notifications; SEP-2663 §Task Status Notifications; T-79): the stream
     opens with the acknowledgement; a task that was not listed changes first and
-    sends nothing; the listed task's changes follow, each tagged with the listen id."""
+    sends nothing; the listed task's changes follow, in order, each tagged with the
+    listen id."""
     listed = (await create(client, "confirm_delete", filename="listed.txt"))["taskId"]
     unlisted = (await create(client, "confirm_delete", filename="other.txt"))["taskId"]
     await wait_all_tasks_blocked()
@@ -169,7 +170,9 @@ async def test_task_notifications_go_only_to_acknowledged_ids_and_are_tagged(
                     inputResponses={"confirm-delete": ACCEPT},
                 )
                 await wait_all_tasks_blocked()
-            seen = [await stream.next_message(), await stream.next_message()]
+            seen = [await stream.next_message()]
+            while seen[-1]["params"]["status"] != "completed":
+                seen.append(await stream.next_message())
     unlisted_now = await declared(client, "tasks/get", taskId=unlisted)
 
     assert ack["method"] == "notifications/subscriptions/acknowledged"
@@ -177,9 +180,8 @@ async def test_task_notifications_go_only_to_acknowledged_ids_and_are_tagged(
         "_meta": {META_SUBSCRIPTION_ID: 4242},
         "notifications": {"taskIds": [listed]},
     }
-    assert [(m["method"], m["params"]["taskId"], m["params"]["status"]) for m in seen] == [
-        ("notifications/tasks", listed, "working"),
-        ("notifications/tasks", listed, "completed"),
-    ]
+    assert {(m["method"], m["params"]["taskId"]) for m in seen} == {("notifications/tasks", listed)}
+    # "working" may be superseded by "completed" before it is sent (docs/spec-notes.md entry 19).
+    assert [m["params"]["status"] for m in seen] in (["working", "completed"], ["completed"])
     assert all(m["params"]["_meta"] == {META_SUBSCRIPTION_ID: 4242} for m in seen)
     assert unlisted_now["status"] == "completed"
