@@ -216,3 +216,25 @@ async def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in answers.read_bytes().splitlines()]
     assert sorted(m["id"] for m in lines) == [0, 1, 2]
     assert {m["result"]["resultType"] for m in lines} == {"complete"}
+
+
+async def test_a_client_that_does_not_read_stdout_stalls_only_the_writer(
+    peer: StdioPeer,
+) -> None:
+    """presa-defined (stdio.py: one writer task owns stdout, which Trio writes without
+    blocking): with stdout full (the client reads nothing), the server goes on reading
+    stdin and acting on it; once the client reads, every response arrives, whole."""
+    assert peer.process.stdin is not None
+    with trio.fail_after(20):
+        for n in range(100):  # about 0.5 MB of answers: far more than a pipe holds
+            await peer.send(request("tools/list", {}, request_id=n))
+        # A blocked loop would stop reading stdin, and these writes would block in turn.
+        filler = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n' * 20_000
+        await peer.process.stdin.send_all(filler)
+        answered: dict[int, dict[str, Any]] = {}
+        while len(answered) < 100:
+            message = await peer.next_message()
+            assert message is not None, "the server closed stdout"
+            answered[message["id"]] = message
+    assert sorted(answered) == list(range(100))
+    assert len({json.dumps(answer["result"]["tools"]) for answer in answered.values()}) == 1
