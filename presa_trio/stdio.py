@@ -104,18 +104,21 @@ class StdioServer:
     input: trio.abc.ReceiveStream
     output: trio.abc.SendStream
     max_line: int = DEFAULT_MAX_LINE
-    # Lines for the writer task; opened by :meth:`serve`.
-    _lines: trio.MemorySendChannel[bytes] | None = None
     # In-flight requests by id: their cancel scope, and whether they are listens.
     _in_flight: dict[RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
+    # Whole encoded lines, from any task to the one writer task.
+    _lines: trio.MemorySendChannel[bytes] = attrs.field(init=False)
+    _to_write: trio.MemoryReceiveChannel[bytes] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._lines, self._to_write = trio.open_memory_channel[bytes](OUTPUT_BUFFER)
 
     async def serve(self) -> None:
         """Read until end of input, answering every request concurrently."""
-        self._lines, pending_lines = trio.open_memory_channel[bytes](OUTPUT_BUFFER)
         async with trio.open_nursery() as lifetime:
             await lifetime.start(self.dispatcher.run)
             async with trio.open_nursery() as output:
-                output.start_soon(self.write_lines, pending_lines, lifetime.cancel_scope)
+                output.start_soon(self.write_lines, lifetime.cancel_scope)
                 async with self._lines, trio.open_nursery() as requests:
                     await self.read_lines(requests)
                     self.end_listens()
@@ -196,15 +199,12 @@ class StdioServer:
 
     async def write(self, line: bytes) -> None:
         """Queue one encoded message for the writer; waits while the queue is full."""
-        assert self._lines is not None, "write() is for a serving server"
         await self._lines.send(line)
 
-    async def write_lines(
-        self, lines: trio.MemoryReceiveChannel[bytes], lifetime: trio.CancelScope
-    ) -> None:
+    async def write_lines(self, lifetime: trio.CancelScope) -> None:
         """The writer: each line whole, in order; a closed stdout stops the server."""
-        async with lines:
-            async for line in lines:
+        async with self._to_write:
+            async for line in self._to_write:
                 try:
                     await self.output.send_all(line + b"\n")
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
