@@ -89,11 +89,11 @@ async def test_lone_surrogates_in_input_responses_and_task_ids_are_defined(
     assert got["status"] == "input_required"
 
 
-def test_a_lone_surrogate_task_id_is_an_unknown_task_on_stdio() -> None:
+async def test_a_lone_surrogate_task_id_is_an_unknown_task_on_stdio() -> None:
     """presa-defined (E-23; T-57: an unknown id is -32602): over stdio, where no
     header stops it first, the id's byte length is still defined."""
     message = request("tasks/get", {"taskId": LONE}, capabilities=DECLARED)
-    (answer,) = serve_lines(build_server(), [json.dumps(message).encode() + b"\n"])
+    (answer,) = await serve_lines(build_server(), [json.dumps(message).encode() + b"\n"])
     assert answer["error"]["code"] == INVALID_PARAMS
 
 
