@@ -9,7 +9,7 @@ from hypothesis import settings
 
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
-from tests.mcp_client import McpClient, running
+from presa_trio.testing import McpClient, running
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from presa_trio.testing import McpClient, Response
 from presa_trio.wire.envelope import RequestId
-from tests.mcp_client import McpClient, Response
 
 
 def final_message(response: Response) -> dict[str, Any]:

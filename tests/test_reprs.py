@@ -6,7 +6,7 @@ from typing import Any
 
 from presa_trio.fixtures import build_app
 from presa_trio.tasks import TasksExtension
-from tests.mcp_client import running
+from presa_trio.testing import running
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 

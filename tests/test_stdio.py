@@ -27,10 +27,10 @@ from presa_trio.fixtures import build_server
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import LineReader, StdioServer
+from presa_trio.testing import request
 from presa_trio.wire import models
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
-from tests.mcp_client import request
 
 
 async def serve_lines(

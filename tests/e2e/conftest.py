@@ -22,7 +22,7 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
-from tests.mcp_client import headers_for
+from presa_trio.testing import headers_for
 
 
 @attrs.define(eq=False)

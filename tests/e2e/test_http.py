@@ -16,10 +16,10 @@ import trio
 
 from presa_trio.fixtures import build_server
 from presa_trio.http.app import McpApp
+from presa_trio.testing import meta, request
 from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.conftest import Served, headers, start
-from tests.mcp_client import meta, request
 
 
 async def post(http: httpx.AsyncClient, served: Served, message: Any, **extra: str) -> Any:

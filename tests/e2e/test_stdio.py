@@ -19,9 +19,9 @@ import attrs
 import pytest
 import trio
 
+from presa_trio.testing import request
 from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SERVER_INFO
-from tests.mcp_client import request
 
 TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 

@@ -20,10 +20,10 @@ import trio
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TasksExtension, ask
+from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.mrtr import Elicitation
 from tests.e2e.conftest import Served, headers, start
-from tests.mcp_client import request
 
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})

@@ -8,7 +8,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from examples import hello_server, task_tool, two_rounds
 from presa_trio.http.app import McpApp
-from tests.mcp_client import running
+from presa_trio.testing import running
 
 ELICIT_ACCEPT = {"action": "accept", "content": {"city": "Lisbon"}}
 SAMPLED = {

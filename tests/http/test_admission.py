@@ -16,6 +16,7 @@ import pytest
 from presa_trio.fixtures import build_server
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import McpApp
+from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -27,7 +28,6 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from tests.expect import assert_still_serving, error_of, rejection_of, result_of
-from tests.mcp_client import McpClient, headers_for, request, running
 
 DISCOVER = request("server/discover")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from presa_trio.testing import McpClient, headers_for, request
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -26,7 +27,6 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.meta import META_PROTOCOL_VERSION
 from tests.expect import assert_still_serving, error_of, rejection_of, result_of
-from tests.mcp_client import McpClient, headers_for, request
 
 GOOD = request("tools/call", {"name": "test_x_mcp_header", "arguments": {"region": "eu"}})
 

@@ -17,9 +17,9 @@ import pytest
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.wire.errors import HEADER_MISMATCH, INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient, headers_for, request, running
 
 DEPLOY_SCHEMA = {
     "type": "object",

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from trio.testing import MockClock
 
+from presa_trio.testing import McpClient, headers_for, meta, request
 from tests.expect import result_of
-from tests.mcp_client import McpClient, headers_for, meta, request
 
 STALE = {"mcp-session-id": "a-session-from-2025", "last-event-id": "17"}
 PROGRESS = request(

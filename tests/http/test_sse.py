@@ -17,8 +17,8 @@ from trio.testing import MockClock
 from presa_trio.http.app import McpApp
 from presa_trio.http.sse import PING_INTERVAL_S
 from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, meta, request, running
 from tests.expect import result_of
-from tests.mcp_client import McpClient, meta, request, running
 
 
 def slow_server() -> Server:

@@ -14,7 +14,7 @@ import trio
 from presa_trio.fixtures import build_app
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
-from tests.mcp_client import McpClient, meta, request, running
+from presa_trio.testing import McpClient, meta, request, running
 
 HERE = Path(__file__).parent
 RECORDED = HERE / "transcript_recorded.jsonl"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from trio.testing import MockClock
 
+from presa_trio.testing import McpClient, meta, request
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from presa_trio.wire.meta import LOG_LEVELS, META_LOG_LEVEL
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient, meta, request
 
 
 async def test_an_undeclared_capability_is_refused_with_the_required_capabilities(

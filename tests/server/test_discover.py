@@ -8,10 +8,10 @@ import pytest
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import CacheHints, RequestContext, Server
+from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import result_of
-from tests.mcp_client import McpClient, request, running
 
 CACHEABLE = [
     ("server/discover", {}),

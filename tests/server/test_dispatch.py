@@ -17,11 +17,11 @@ import trio
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
+from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.wire import models
 from presa_trio.wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SERVER_INFO
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient, meta, request, running
 
 SECRET = "secret-detail-7f3a"
 

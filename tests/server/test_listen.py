@@ -21,10 +21,10 @@ from presa_trio.http.sse import PING_INTERVAL_S
 from presa_trio.server import RequestContext, Server
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.tasks import Policy, TasksExtension
+from presa_trio.testing import McpClient, Stream, meta, request, running
 from presa_trio.wire.errors import INVALID_PARAMS
 from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient, Stream, meta, request, running
 
 ACK = "notifications/subscriptions/acknowledged"
 TOOLS_CHANGED = "notifications/tools/list_changed"

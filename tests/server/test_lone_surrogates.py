@@ -17,9 +17,9 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.fixtures import build_app, build_server
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.tasks import TASKS_EXTENSION
+from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient, headers_for, request, running
 from tests.test_stdio import serve_lines
 
 LONE = "\ud800"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from presa_trio.testing import McpClient
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient
 
 LISTS = [
     ("tools/list", "tools"),

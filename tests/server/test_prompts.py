@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from presa_trio.testing import McpClient
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient
 
 
 async def test_every_prompt_has_a_name_and_description(client: McpClient) -> None:

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from presa_trio.fixtures.core import PNG_BASE64
+from presa_trio.testing import McpClient
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient
 
 
 async def test_resources_are_listed_with_uri_and_name(client: McpClient) -> None:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.server import Extension, RequestContext, Server, rounds
+from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -27,7 +28,6 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from presa_trio.wire.request_state import StateSealer
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient, request, running
 
 ELICIT = "test_input_required_result_elicitation"
 REQUEST_STATE = "test_input_required_result_request_state"

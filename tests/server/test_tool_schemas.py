@@ -10,11 +10,11 @@ import pytest
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, running
 from presa_trio.wire import models
 from presa_trio.wire.errors import INTERNAL_ERROR
 from presa_trio.wire.schemas import SchemaError
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient, running
 
 AGE = {
     "type": "object",

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from presa_trio.fixtures.core import PNG_BASE64 as PNG
+from presa_trio.testing import McpClient
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.mcp_client import McpClient
 
 
 async def test_every_tool_has_a_name_description_and_object_schema(client: McpClient) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, running
 from tests.expect import result_of
-from tests.mcp_client import McpClient, running
 
 
 def small_server() -> Server:

@@ -14,8 +14,8 @@ from presa_trio.tasks import TaskRunner
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.runner import Job, WorkerContext
 from presa_trio.tasks.store import MemoryStore
+from presa_trio.testing import meta
 from presa_trio.wire.meta import RequestMeta
-from tests.mcp_client import meta
 
 RESULT = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
 

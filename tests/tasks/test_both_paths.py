@@ -18,10 +18,10 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension, ask
+from presa_trio.testing import McpClient, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
 from presa_trio.wire.mrtr import Elicitation
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient, running
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}

@@ -1,7 +1,7 @@
 """Where the extension stops, on the wire: which answers may be tasks, and what a task never does.
 
 Every test drives the conformance fixture (or a server without Tasks)
-in-process through the ASGI app (tests/mcp_client.py). A task's status moves
+in-process through the ASGI app (presa_trio/testing.py). A task's status moves
 only when the test answers or cancels it, and the test waits for the worker
 to settle (``wait_all_tasks_blocked``) before it looks.
 """
@@ -16,10 +16,10 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension
+from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient, request, running
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "sampling": {}, "extensions": {TASKS_EXTENSION: {}}}
 ACCEPT = {"action": "accept", "content": {"confirm": True}}

@@ -1,6 +1,6 @@
 """The extension on the wire: negotiation, policies, the three methods, errors, headers.
 
-Every test drives the ASGI app in-process (tests/mcp_client.py) against a
+Every test drives the ASGI app in-process (presa_trio/testing.py) against a
 small server whose tools wait on an Event the test sets, so a task's status
 is always the one the test chose. Errors are compared by code constant.
 """
@@ -20,6 +20,7 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
+from presa_trio.testing import McpClient, Response, headers_for, meta, request, running
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -32,7 +33,6 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of
-from tests.mcp_client import McpClient, Response, headers_for, meta, request, running
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from presa_trio.testing import meta
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.envelope import Notification, Request
 from presa_trio.wire.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from tests.mcp_client import meta
 
 
 def body(message: Any) -> bytes:
