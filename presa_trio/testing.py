@@ -18,10 +18,12 @@ import attrs
 import trio
 
 from presa_trio.http.app import McpApp
+from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {}}
-NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: The core's ``Mcp-Name`` rules, read from the server's own method table.
+NAME_PARAMS = name_params(CORE_METHODS)
 
 
 def meta(capabilities: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:

@@ -175,17 +175,13 @@ class McpApp:
             require_supported_version(version)
 
     def check_mirrored(self, headers: Headers, request: envelope.Request) -> None:
-        """Rungs 9–10: ``Mcp-Method``, ``Mcp-Name`` and, for tools/call, ``Mcp-Param-*``."""
+        """Rungs 9–10: ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``, as the method's row says."""
         mirrored.check_method_and_name(
             headers, request.method, request.params, self.dispatcher.name_params
         )
-        name = request.params.get("name")
-        if request.method == "tools/call" and isinstance(name, str):
-            tool = self.dispatcher.server.tools.get(name)
-            if tool is not None and tool.header_params:
-                mirrored.check_param_headers(
-                    headers, request.params.get("arguments"), tool.header_params
-                )
+        mirrored.check_param_headers(
+            headers, request.params, self.dispatcher.param_headers(request)
+        )
 
     async def stream(
         self,

@@ -123,13 +123,13 @@ def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
 
 
 def check_param_headers(
-    headers: Headers, arguments: Any, params_by_header: Mapping[str, tuple[str, ...]]
+    headers: Headers, params: Any, params_by_header: Mapping[str, tuple[str, ...]]
 ) -> None:
     """``Mcp-Param-<Name>`` is present exactly when its argument is present and non-null."""
     for header_name, path in params_by_header.items():
         name = f"mcp-param-{header_name.lower()}"
         header = single(headers, name)
-        value = lookup(arguments, path)
+        value = lookup(params, path)
         if value is None:
             if header is not None:
                 raise HeaderMismatch(f"Header {name} given for an absent argument")

@@ -6,12 +6,19 @@ level and progress token (wire §2) — and, on a multi round-trip retry, the
 client's input responses and the handler's own verified state (wire §10).
 
 Notifications a handler sends go only to the stream of this request (wire §9).
+
+A handler sees the server through :class:`ServerView`: what it may use
+(who the server is, its clock and state sealer, change announcements for
+``subscriptions/listen`` streams), not the registration API.
+:class:`~presa_trio.server.Server` has all of it, so it is its own view.
+This module imports nothing else of ``presa_trio.server``: the context is the
+bottom of its import graph, and no import cycle runs through it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -19,12 +26,42 @@ from presa_trio.wire import mrtr
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
-
-if TYPE_CHECKING:
-    from presa_trio.server.registry import Server
+from presa_trio.wire.request_state import StateSealer
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ServerView(Protocol):
+    """What a handler may use of the server that serves its request."""
+
+    @property
+    def name(self) -> str:
+        """``serverInfo.name``."""
+
+    @property
+    def version(self) -> str:
+        """``serverInfo.version``."""
+
+    @property
+    def sealer(self) -> StateSealer:
+        """Seals and opens ``requestState`` (basic/patterns/mrtr §requestState)."""
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Wall-clock seconds, for ``requestState`` expiry."""
+
+    def notify_tools_list_changed(self) -> None:
+        """Tell listen streams that asked: the tool list changed."""
+
+    def notify_prompts_list_changed(self) -> None:
+        """Tell listen streams that asked: the prompt list changed."""
+
+    def notify_resources_list_changed(self) -> None:
+        """Tell listen streams that asked: the resource list changed."""
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell listen streams subscribed to ``uri``: it changed."""
 
 
 @attrs.define(eq=False)
@@ -36,8 +73,8 @@ class RequestContext:
     method: str
     # The validated ``_meta`` of this request; the only source of capabilities.
     meta: RequestMeta
-    # The server serving the request (for its change notifications).
-    server: Server = attrs.field(repr=False)
+    # The server serving the request, as far as a handler may see it.
+    server: ServerView = attrs.field(repr=False)
     # Where request-scoped notifications go; for a detached worker it drops them.
     send: Send = attrs.field(repr=False)
     # Raw ``inputResponses`` by key (validated as objects), ``{}`` on a first round.

@@ -1,19 +1,20 @@
-"""The method table and the path of one request through it.
+"""The path of one request through the method table.
 
 Given a request that the edge has admitted (wire §13.2 rungs 1–10), the
 dispatcher does the rest, in the spec's order:
 
 11. the ``_meta`` protocol version is supported, else -32022;
-12. the method is known, else -32601. The requests 2026-07-28 removed
-    (``initialize``, ``ping``, ``logging/setLevel``, ``resources/subscribe``,
-    ``resources/unsubscribe``; SEP-2575 §Deprecated and Removed RPCs) are
-    simply absent from the table;
+12. the method has a row whose capability is offered right now, else -32601
+    (:mod:`presa_trio.server.methods`);
 13. the handler checks its params and capabilities (-32602, -32021);
 14. the handler runs; its result gets ``resultType`` and serverInfo ``_meta``.
+    A result of ``input_required`` from a method whose row does not allow it
+    is a server bug (basic/patterns/mrtr), answered like any other: -32603.
 
 An unexpected exception becomes -32603 with a generic message; the detail
-goes to the log only (wire §12). Extensions add and wrap methods here
-(:mod:`presa_trio.server.extensions`); the core methods know nothing of them.
+goes to the log only (wire §12). The table is the core's rows plus each
+extension's, every row passed through each extension's ``wrap``; the core
+methods know nothing of extensions.
 """
 
 from __future__ import annotations
@@ -25,65 +26,72 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.server import discover, listen, prompts, resources, tools
+from presa_trio.server import discover
 from presa_trio.server.context import RequestContext, Send
-from presa_trio.server.extensions import MethodHandler
-from presa_trio.server.registry import Server
+from presa_trio.server.methods import CORE_METHODS, name_params
+from presa_trio.server.registry import Method, Server
 from presa_trio.wire.envelope import Request, RequestId, dumps, error_response, result_response
 from presa_trio.wire.errors import InternalError, McpError, MethodNotFound
 from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
 
 log = logging.getLogger(__name__)
 
-#: ``Mcp-Name`` rules of the core: method -> the params key the header mirrors.
-CORE_NAME_PARAMS: Mapping[str, str] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-}
 
-
-def core_methods(server: Server) -> dict[str, MethodHandler]:
-    """The core method table; a capability's methods exist only when it is offered."""
-    table: dict[str, MethodHandler] = {
-        "server/discover": discover.discover,
-        "subscriptions/listen": listen.listen,
-    }
-    if server.tools:
-        table |= {"tools/list": tools.list_tools, "tools/call": tools.call_tool}
-    if server.prompts:
-        table |= {"prompts/list": prompts.list_prompts, "prompts/get": prompts.get_prompt}
-    if server.resources or server.templates:
-        table |= {
-            "resources/list": resources.list_resources,
-            "resources/templates/list": resources.list_templates,
-            "resources/read": resources.read_resource,
+def method_table(server: Server) -> dict[str, Method]:
+    """The core's rows and every extension's, each wrapped by every extension."""
+    table = {row.name: row for row in CORE_METHODS}
+    for extension in server.extensions:
+        table |= {row.name: row for row in extension.methods()}
+    for row in table.values():
+        if row.capability is not None and row.capability not in discover.CORE_CAPABILITIES:
+            raise ValueError(f"{row.name}: no server capability is called {row.capability!r}")
+    for extension in server.extensions:
+        table = {
+            name: attrs.evolve(row, handler=extension.wrap(name, row.handler))
+            for name, row in table.items()
         }
-    if server.prompts or server.templates:
-        table["completion/complete"] = prompts.complete
     return table
 
 
 @attrs.define(eq=False, repr=False)
 class Dispatcher:
-    """Routes admitted requests to handlers; built once per served server."""
+    """Routes admitted requests to handlers; built once per served server.
+
+    Its table is fixed when it is built (add extensions before serving), but
+    whether a row is served is asked at each request: what is registered
+    later is advertised and dispatched together.
+    """
 
     server: Server
-    table: dict[str, MethodHandler]
-    name_params: dict[str, str]
+    # Method name -> its row (:func:`method_table`).
+    table: dict[str, Method]
+    # Method name -> the params key ``Mcp-Name`` mirrors; derived from the table.
+    name_params: Mapping[str, str]
     server_info: dict[str, str]
 
     @classmethod
     def for_server(cls, server: Server) -> Dispatcher:
-        table = core_methods(server)
-        name_params = dict(CORE_NAME_PARAMS)
-        for extension in server.extensions:
-            table |= extension.methods()
-            name_params |= extension.name_params
-        for extension in server.extensions:
-            table = {method: extension.wrap(method, h) for method, h in table.items()}
+        table = method_table(server)
         info = {"name": server.name, "version": server.version}
-        return cls(server, table, name_params, info)
+        return cls(server, table, name_params(table.values()), info)
+
+    def serving(self, method: str) -> Method:
+        """The row of ``method`` if the server serves it now, else -32601.
+
+        A row whose capability is not offered is absent, exactly as
+        ``server/discover`` leaves the capability out (:func:`discover.offered`).
+        """
+        row = self.table.get(method)
+        if row is None or not (
+            row.capability is None or discover.offered(self.server, row.capability)
+        ):
+            raise MethodNotFound(f"Method not found: {method}")
+        return row
+
+    def param_headers(self, request: Request) -> Mapping[str, tuple[str, ...]]:
+        """The ``Mcp-Param-*`` headers ``request`` must carry: header -> path into params."""
+        row = self.table.get(request.method)
+        return {} if row is None else row.param_headers(self.server, request.params)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run every extension for the server's lifetime, e.g. in the ASGI lifespan."""
@@ -93,22 +101,24 @@ class Dispatcher:
             task_status.started()
 
     def context(self, request: Request, meta: RequestMeta, send: Send) -> RequestContext:
+        """The one place a request's context is built; handlers see the server as a view."""
         return RequestContext(request.id, request.method, meta, self.server, send)
 
     async def handle(self, request: Request, meta: RequestMeta, send: Send) -> dict[str, Any]:
         """Answer one request with a wire result, or raise an :class:`McpError`."""
         require_supported_version(meta.protocol_version)
-        handler = self.table.get(request.method)
-        if handler is None:
-            raise MethodNotFound(f"Method not found: {request.method}")
+        row = self.serving(request.method)
         ctx = self.context(request, meta, send)
         try:
-            result = await handler(ctx, request.params)
+            result = await row.handler(self.server, ctx, request.params)
         except McpError:
             raise
         except Exception as exc:
             log.exception("handler for %s failed", request.method)
             raise InternalError() from exc
+        if not row.may_ask and result.get("resultType") == "input_required":
+            log.error("%s may not answer input_required", request.method)
+            raise InternalError()
         return self.stamp(result)
 
     async def respond(self, request: Request, meta: RequestMeta, send: Send) -> tuple[bytes, int]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from presa_trio.server.context import RequestContext
+from presa_trio.server.registry import Server
 from presa_trio.server.subscriptions import Change, Wants
 from presa_trio.wire.envelope import notification
 from presa_trio.wire.errors import InvalidParams
@@ -73,18 +74,18 @@ def any_of(predicates: list[Wants]) -> Wants:
     return lambda change: any(wants(change) for wants in predicates)
 
 
-async def listen(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Acknowledge, then forward matching changes until the stream is closed."""
     wanted = read_filter(params)
     subset = honoured(wanted)
     predicates = [core_wants(subset)]
-    for extension in ctx.server.extensions:
+    for extension in server.extensions:
         part = extension.subscription(ctx, wanted)
         if part is not None:
             subset |= part.honoured
             predicates.append(part.wants)
     tag = {META_SUBSCRIPTION_ID: ctx.request_id}
-    with ctx.server.changes.subscribe(any_of(predicates)) as changes:
+    with server.changes.subscribe(any_of(predicates)) as changes:
         await ctx.send(
             notification(
                 "notifications/subscriptions/acknowledged",

@@ -10,6 +10,7 @@ from typing import Any
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.pagination import only_page
+from presa_trio.server.registry import Server
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
@@ -18,10 +19,12 @@ from presa_trio.wire.mrtr import InputRequired
 MAX_COMPLETION_VALUES = 100
 
 
-async def list_prompts(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def list_prompts(
+    server: Server, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
     """Prompts in registration order, with caching hints."""
-    prompts = [p.prompt for p in ctx.server.prompts.values()]
-    return only_page(ctx, params, "prompts", to_wire(prompts))
+    prompts = [p.prompt for p in server.prompts.values()]
+    return only_page(server, params, "prompts", to_wire(prompts))
 
 
 def read_string_map(value: Any, what: str) -> dict[str, str]:
@@ -33,12 +36,12 @@ def read_string_map(value: Any, what: str) -> dict[str, str]:
     return value
 
 
-async def get_prompt(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Render a prompt; unknown prompt or missing required argument is -32602."""
     name = params.get("name")
     if not isinstance(name, str):
         raise InvalidParams("prompts/get needs a string 'name'")
-    registered = ctx.server.prompts.get(name)
+    registered = server.prompts.get(name)
     if registered is None:
         raise InvalidParams(f"Unknown prompt: {name}")
     arguments = read_string_map(params.get("arguments"), "arguments")
@@ -69,7 +72,7 @@ def read_reference(params: dict[str, Any]) -> tuple[str, str]:
     return kind, value
 
 
-async def complete(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Suggest values for one argument; an unknown prompt or template is -32602."""
     kind, ref = read_reference(params)
     argument = params.get("argument")
@@ -83,13 +86,13 @@ async def complete(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any
     if not isinstance(context, dict):
         raise InvalidParams("'context' must be an object")
     known = (
-        ref in ctx.server.prompts
+        ref in server.prompts
         if kind == "ref/prompt"
-        else any(t.template.uri_template == ref for t in ctx.server.templates)
+        else any(t.template.uri_template == ref for t in server.templates)
     )
     if not known:
         raise InvalidParams(f"Unknown reference: {ref}")
-    handler = ctx.server.completions.get((kind, ref))
+    handler = server.completions.get((kind, ref))
     if handler is None:
         completion = models.Completion(values=[], total=0, has_more=False)
     else:

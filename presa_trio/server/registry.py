@@ -1,4 +1,4 @@
-"""The public registration API: a :class:`Server` and its decorators.
+"""The public registration API: a :class:`Server`, its decorators, and extensions.
 
 A server is a set of tools, resources, resource templates, prompts and
 completions, registered with decorators, plus any extensions. It is plain
@@ -10,27 +10,42 @@ data until an edge (HTTP or stdio) serves it::
     async def echo(ctx: RequestContext, arguments: dict) -> str:
         return arguments["text"]
 
-The method table that answers requests is :mod:`presa_trio.server.dispatch`.
+An :class:`Extension` (SEP-2133) plugs into a server without editing the
+core. It can:
+
+- advertise itself under ``capabilities.extensions[<id>]`` in ``server/discover``;
+- add rows to the method table (``methods``), each a :class:`Method`: its
+  handler, its ``Mcp-Name`` rule, whether it may answer ``input_required``;
+- wrap an existing method (``wrap``), e.g. to answer ``tools/call`` differently
+  when the request declared the extension;
+- run for the server's lifetime (``run``), e.g. to own a nursery of workers;
+- honour its own keys of a ``subscriptions/listen`` filter (``subscription``),
+  e.g. ``taskIds``, and so receive the changes it publishes on the server's bus.
+
+-32021 for a missing declaration is
+:meth:`presa_trio.wire.errors.MissingRequiredClientCapability.for_extension`.
+The core's own rows are :data:`presa_trio.server.methods.CORE_METHODS`.
+
+Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
+import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.server.extensions import Extension
-from presa_trio.server.subscriptions import Change, ChangeBus
+from presa_trio.server.subscriptions import Change, ChangeBus, Wants
 from presa_trio.wire import models
+from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
-
-JSONObject = dict[str, Any]
 
 ToolOutput = (
     str | models.ContentBlock | list[models.ContentBlock] | models.CallToolResult | InputRequired
@@ -329,3 +344,84 @@ class Server:
 
     def notify_resource_updated(self, uri: str) -> None:
         self.changes.publish(Change("notifications/resources/updated", {"uri": uri}, about=uri))
+
+
+# --- the method table's rows, and extensions ---------------------------------
+
+#: A method handler: the server, the request context and the raw params in, a
+#: wire result out. The result may omit ``resultType``; the dispatcher stamps
+#: ``"complete"``.
+MethodHandler = Callable[[Server, RequestContext, JSONObject], Awaitable[JSONObject]]
+
+#: The ``Mcp-Param-*`` rules of one request: header name -> path into params.
+ParamHeaders = Callable[[Server, JSONObject], Mapping[str, tuple[str, ...]]]
+
+
+def no_param_headers(server: Server, params: JSONObject) -> Mapping[str, tuple[str, ...]]:
+    """Most methods mirror no argument into ``Mcp-Param-*`` headers."""
+    return {}
+
+
+@attrs.frozen
+class Method:
+    """One row of the method table: everything the server knows about one method.
+
+    Dispatch, ``server/discover``, the HTTP edge's mirrored-header rules and
+    the multi round-trip rule all read these rows, so adding a row is the
+    whole of adding a method.
+    """
+
+    # The JSON-RPC method name, e.g. ``tools/call``.
+    name: str
+    handler: MethodHandler
+    # The server capability the method belongs to: it is dispatched exactly
+    # while ``server/discover`` advertises that capability; ``None``: always.
+    capability: str | None = None
+    # ``Mcp-Name`` mirrors ``params[name_param]`` (basic/transports/streamable-http
+    # §Standard Request Headers); ``None``: the method has no ``Mcp-Name``.
+    name_param: str | None = None
+    # ``Mcp-Param-<Name>`` headers this request must carry (the same section).
+    param_headers: ParamHeaders = no_param_headers
+    # May answer ``input_required`` (basic/patterns/mrtr: only tools/call,
+    # prompts/get and resources/read; any other method asking is a server bug).
+    may_ask: bool = False
+
+
+@attrs.frozen
+class SubscriptionPart:
+    """An extension's share of one listen stream: what it honours, and which changes."""
+
+    # Merged into the acknowledgement's ``notifications`` (the honoured filter).
+    honoured: dict[str, Any]
+    # Which published changes this stream receives on the extension's behalf.
+    wants: Wants
+
+
+class Extension:
+    """Base class for extensions; every hook defaults to "nothing to add"."""
+
+    #: The extension identifier, e.g. ``io.modelcontextprotocol/tasks``.
+    id: str = ""
+    #: The settings object advertised in ``server/discover``.
+    settings: Mapping[str, Any] = {}
+
+    def attach(self, server: Server) -> None:
+        """Called once when the extension is added to ``server``."""
+
+    def methods(self) -> Iterable[Method]:
+        """Rows this extension adds to the method table."""
+        return ()
+
+    def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
+        """Return ``handler`` or a wrapper around it; called for every method."""
+        return handler
+
+    def subscription(
+        self, ctx: RequestContext, wanted: Mapping[str, Any]
+    ) -> SubscriptionPart | None:
+        """Honour this extension's keys of a listen filter; ``None`` if it has none."""
+        return None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run for the server's lifetime inside its nursery; the default does nothing."""
+        task_status.started()

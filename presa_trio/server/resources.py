@@ -12,23 +12,27 @@ from typing import Any
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.pagination import only_page
-from presa_trio.server.registry import ResourceOutput
+from presa_trio.server.registry import ResourceOutput, Server
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
 
 
-async def list_resources(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def list_resources(
+    server: Server, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
     """Concrete resources in registration order, with caching hints."""
-    resources = [r.resource for r in ctx.server.resources.values()]
-    return only_page(ctx, params, "resources", to_wire(resources))
+    resources = [r.resource for r in server.resources.values()]
+    return only_page(server, params, "resources", to_wire(resources))
 
 
-async def list_templates(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def list_templates(
+    server: Server, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
     """Resource templates, with caching hints."""
-    templates = [t.template for t in ctx.server.templates]
-    return only_page(ctx, params, "resourceTemplates", to_wire(templates))
+    templates = [t.template for t in server.templates]
+    return only_page(server, params, "resourceTemplates", to_wire(templates))
 
 
 def as_contents(uri: str, mime_type: str | None, output: ResourceOutput) -> list[Any]:
@@ -46,13 +50,14 @@ def not_found(uri: str) -> InvalidParams:
     return InvalidParams("Resource not found", {"uri": uri})
 
 
-async def read_resource(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def read_resource(
+    server: Server, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
     """Read a resource or a template match; may run a multi round-trip round."""
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("resources/read needs a string 'uri'")
     binding = rounds.binding_for("resources/read", uri, None)
-    server = ctx.server
     registered = server.resources.get(uri)
     if registered is not None:
         rounds.open_round(ctx, params, binding)

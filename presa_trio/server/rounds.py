@@ -4,7 +4,9 @@ Handlers never see tokens. On the way in, :func:`open_round` validates
 ``inputResponses`` and opens ``requestState`` (verifying its signature,
 expiry and binding to this very request). On the way out, :func:`close_round`
 checks every input request against the capabilities this request declared
-and seals the handler's state.
+and seals the handler's state. Which methods may answer ``input_required``
+at all is a column of the method table (``Method.may_ask``), enforced by the
+dispatcher.
 
 Spec: 2026-07-28 basic/patterns/mrtr; wire §10.2–§10.4.
 """
@@ -17,9 +19,6 @@ from presa_trio.server.context import RequestContext
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.mrtr import InputRequired, parse_input_responses
 from presa_trio.wire.request_state import Binding, canonical_digest
-
-#: Methods allowed to answer ``input_required`` (wire §10). List methods never do.
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 def binding_for(method: str, target: str, arguments: Any) -> Binding:
@@ -38,13 +37,9 @@ def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) ->
 def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) -> dict[str, Any]:
     """The wire ``InputRequiredResult`` for ``needed``.
 
-    Spec: wire §10 — only the three MRTR methods may answer ``input_required``
-    (a handler of another method asking is a server bug, hence -32603); wire
-    §10.2 — an input request for a capability this request did not declare
-    is never sent; the answer is -32021 instead.
+    Spec: wire §10.2 — an input request for a capability this request did
+    not declare is never sent; the answer is -32021 instead.
     """
-    if ctx.method not in MRTR_METHODS:
-        raise RuntimeError(f"{ctx.method} may not answer input_required")
     for request in needed.requests.values():
         if not request.allowed_by(ctx.capabilities):
             raise MissingRequiredClientCapability.for_capability(request.capability)

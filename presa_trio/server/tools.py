@@ -58,9 +58,9 @@ def wire_tools(server: Server) -> list[dict[str, Any]]:
     return cached[1]
 
 
-async def list_tools(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """All tools, in a stable order, with caching hints (wire §5.1, §14)."""
-    return only_page(ctx, params, "tools", list(wire_tools(ctx.server)))
+    return only_page(server, params, "tools", list(wire_tools(server)))
 
 
 def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -216,16 +216,30 @@ async def invoke_tool(
     return outcome
 
 
-async def call_tool(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def param_headers(server: Server, params: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The ``Mcp-Param-*`` headers of a ``tools/call``: header -> path into params.
+
+    Spec: basic/transports/streamable-http §Standard Request Headers — the
+    arguments a tool's ``inputSchema`` marks with ``x-mcp-header``. An unknown
+    tool has none; the call itself answers for it.
+    """
+    name = params.get("name")
+    registered = server.tools.get(name) if isinstance(name, str) else None
+    if registered is None or not registered.header_params:
+        return {}
+    return {header: ("arguments", *path) for header, path in registered.header_params.items()}
+
+
+async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Call a tool for this request, with the multi round-trip boundary around it."""
     name, arguments = read_call_params(params)
-    refused = check_arguments(find_tool(ctx.server, name), arguments)
+    refused = check_arguments(find_tool(server, name), arguments)
     if refused is not None:
         answer: dict[str, Any] = to_wire(refused)
         return answer
     binding = rounds.binding_for("tools/call", name, arguments)
     rounds.open_round(ctx, params, binding)
-    outcome = await invoke_tool(ctx.server, ctx, name, arguments)
+    outcome = await invoke_tool(server, ctx, name, arguments)
     if isinstance(outcome, InputRequired):
         return rounds.close_round(ctx, outcome, binding)
     result: dict[str, Any] = to_wire(outcome)

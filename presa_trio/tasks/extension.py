@@ -9,14 +9,15 @@ Usage::
     async def slow(ctx: RequestContext, arguments: dict) -> str: ...
 
 What it adds to a :class:`~presa_trio.server.Server`, all through
-:class:`~presa_trio.server.extensions.Extension`:
+:class:`~presa_trio.server.Extension`:
 
 - ``capabilities.extensions["io.modelcontextprotocol/tasks"] = {}`` in
   ``server/discover`` (T-01), and no legacy ``capabilities.tasks`` (T-02);
-- ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and nothing else under
-  ``tasks/``, so ``tasks/result`` and ``tasks/list`` are -32601 (T-15, T-16);
-- ``Mcp-Name`` = ``params.taskId`` on those three (SEP-2663 §Streamable HTTP:
-  Routing Headers; T-56), checked by the HTTP edge before any handler runs;
+- three rows of the method table, ``tasks/get``, ``tasks/update`` and
+  ``tasks/cancel``, and nothing else under ``tasks/``, so ``tasks/result`` and
+  ``tasks/list`` are -32601 (T-15, T-16); each row says ``Mcp-Name`` =
+  ``params.taskId`` (SEP-2663 §Streamable HTTP: Routing Headers; T-56), which
+  the HTTP edge checks before any handler runs;
 - a wrapper around ``tools/call`` that applies each tool's :class:`Policy`;
 - ``notifications.taskIds`` on ``subscriptions/listen``: every stored change
   of a subscribed task goes out as ``notifications/tasks`` on that stream.
@@ -37,26 +38,30 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 import trio
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
-from presa_trio.server.extensions import Extension, MethodHandler, SubscriptionPart
+from presa_trio.server.registry import (
+    Extension,
+    Method,
+    MethodHandler,
+    Server,
+    SubscriptionPart,
+    ToolHandler,
+)
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import check_arguments, find_tool, invoke_tool, read_call_params
-from presa_trio.tasks.model import JSONObject, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
+from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired, check_answers, parse_input_responses
-
-if TYPE_CHECKING:
-    from presa_trio.server.registry import Server, ToolHandler
 
 log = logging.getLogger(__name__)
 
@@ -149,9 +154,6 @@ class TasksExtension(Extension):
 
     # Class-level hook data (no settings: the extension defines none, D-01).
     id = TASKS_EXTENSION
-    name_params = MappingProxyType(
-        {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
-    )
 
     runner: TaskRunner = attrs.field(factory=TaskRunner)
     # Which access scope a request acts in (SEP-2663 §Security Implications).
@@ -198,19 +200,21 @@ class TasksExtension(Extension):
 
     # --- hooks ------------------------------------------------------------------
 
-    def methods(self) -> Mapping[str, MethodHandler]:
-        return {
-            "tasks/get": self.get_task,
-            "tasks/update": self.update_task,
-            "tasks/cancel": self.cancel_task,
-        }
+    def methods(self) -> Iterable[Method]:
+        return (
+            Method("tasks/get", self.get_task, name_param="taskId"),
+            Method("tasks/update", self.update_task, name_param="taskId"),
+            Method("tasks/cancel", self.cancel_task, name_param="taskId"),
+        )
 
     def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
         if method != "tools/call":
             return handler
 
-        async def wrapped(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-            return await self.call_tool(handler, ctx, params)
+        async def wrapped(
+            server: Server, ctx: RequestContext, params: dict[str, Any]
+        ) -> dict[str, Any]:
+            return await self.call_tool(handler, server, ctx, params)
 
         return wrapped
 
@@ -232,7 +236,7 @@ class TasksExtension(Extension):
     # --- tools/call ---------------------------------------------------------------
 
     async def call_tool(
-        self, call: MethodHandler, ctx: RequestContext, params: dict[str, Any]
+        self, call: MethodHandler, server: Server, ctx: RequestContext, params: dict[str, Any]
     ) -> dict[str, Any]:
         """Answer with the tool's result, or with a task, as its policy says.
 
@@ -251,26 +255,30 @@ class TasksExtension(Extension):
         policy = self.policy_for(ctx, name, params)
         declared = ctx.capabilities.has_extension(TASKS_EXTENSION)
         if policy is Policy.SYNC or (policy is Policy.OPTIONAL and not declared):
-            return await call(ctx, params)
+            return await call(server, ctx, params)
         self.require_declared(ctx)
-        refused = check_arguments(find_tool(ctx.server, name), arguments)
+        refused = check_arguments(find_tool(server, name), arguments)
         if refused is not None:
             result: dict[str, Any] = to_wire(refused)
             return result
         rounds.open_round(ctx, params, rounds.binding_for("tools/call", name, arguments))
         self.runner.limits.check_input(arguments)
-        task = await self.runner.start(self.scope_of(ctx), tool_job(name, arguments), ctx)
+        task = await self.runner.start(self.scope_of(ctx), tool_job(server, name, arguments), ctx)
         return {**task.to_wire(), "resultType": "task"}
 
     # --- tasks/* ------------------------------------------------------------------
 
-    async def get_task(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def get_task(
+        self, server: Server, ctx: RequestContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
         """``tasks/get``: the DetailedTask, ``resultType: "complete"`` (T-27–T-32)."""
         self.require_declared(ctx)
         task_id = read_task_id(params)
         return self.runner.get(self.scope_of(ctx), task_id).detailed()
 
-    async def update_task(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def update_task(
+        self, server: Server, ctx: RequestContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
         """``tasks/update``: check and apply the answers, then an empty ack (T-40–T-45).
 
         An answer to an outstanding key must be a valid result for the kind
@@ -294,7 +302,9 @@ class TasksExtension(Extension):
         self.runner.update(scope, task_id, answers)
         return {}
 
-    async def cancel_task(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def cancel_task(
+        self, server: Server, ctx: RequestContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
         """``tasks/cancel``: ``cancelled`` at once (if not terminal), then an empty ack.
 
         Stronger than the SEP's eventual cancellation (T-46–T-49; D-20).
@@ -333,7 +343,7 @@ class TasksExtension(Extension):
         )
 
 
-def tool_job(name: str, arguments: dict[str, Any]) -> Job:
+def tool_job(server: Server, name: str, arguments: dict[str, Any]) -> Job:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
     It runs the tool through :func:`~presa_trio.server.tools.invoke_tool`,
@@ -345,7 +355,7 @@ def tool_job(name: str, arguments: dict[str, Any]) -> Job:
     """
 
     async def job(ctx: WorkerContext) -> JSONObject:
-        outcome = await invoke_tool(ctx.server, ctx, name, arguments)
+        outcome = await invoke_tool(server, ctx, name, arguments)
         if isinstance(outcome, InputRequired):
             log.error("tool %s returned InputRequired inside a task; use tasks.ask", name)
             raise InternalError("Task worker returned a continuation")

@@ -16,6 +16,7 @@ import attrs
 
 from presa_trio.wire.convert import always
 
+#: A JSON object as Python holds it; the one alias presa uses for "some object".
 JSONObject = dict[str, Any]
 Role = Literal["user", "assistant"]
 

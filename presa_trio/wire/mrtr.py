@@ -19,8 +19,7 @@ import attrs
 
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.meta import ClientCapabilities
-
-JSONObject = dict[str, Any]
+from presa_trio.wire.models import JSONObject
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
-from presa_trio.server import Extension, RequestContext, Server, rounds
+from presa_trio.server import Extension, Method, RequestContext, Server, rounds
 from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
@@ -524,12 +524,14 @@ async def test_only_the_three_mrtr_methods_may_answer_input_required() -> None:
     class Asking(Extension):
         id = "example.com/asking"
 
-        def methods(self) -> dict[str, Any]:
-            async def ask(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        def methods(self) -> list[Method]:
+            async def ask(
+                server: Server, ctx: RequestContext, params: dict[str, Any]
+            ) -> dict[str, Any]:
                 needed = InputRequired({"roots": ListRoots()})
                 return rounds.close_round(ctx, needed, rounds.binding_for(ctx.method, "", None))
 
-            return {"example/ask": ask}
+            return [Method("example/ask", ask)]
 
     server = Server("mrtr-guard", "1.0.0")
     server.add_extension(Asking())

@@ -52,9 +52,13 @@ async def test_a_replaced_or_removed_tool_is_seen_by_the_next_listing() -> None:
         async def replacement(ctx: RequestContext, arguments: dict[str, Any]) -> str:
             return "1'"
 
-        assert [t["description"] for t in await listed(client)] == ["First, replaced."]
+        @server.tool(description="Other.")
+        async def other(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+            return "o"
+
+        assert [t["description"] for t in await listed(client)] == ["First, replaced.", "Other."]
         del server.tools["first"]
-        assert await listed(client) == []
+        assert [t["name"] for t in await listed(client)] == ["other"]
 
 
 async def test_repeated_listings_are_equal() -> None:

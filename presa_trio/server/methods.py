@@ -1,0 +1,56 @@
+"""The core method table: every method the 2026-07-28 core defines, one row each.
+
+A row (:class:`~presa_trio.server.registry.Method`) is the whole of what the
+server knows about a method, and everything else is derived from the rows:
+
+- dispatch: the handler, called only while the row's capability is offered
+  (else -32601, exactly as if the method were absent);
+- ``server/discover``: the capability, advertised by the same test
+  (:mod:`presa_trio.server.discover`);
+- the HTTP edge: ``Mcp-Name`` mirrors ``params[name_param]`` and, for
+  ``tools/call``, ``Mcp-Param-*`` mirror the arguments the tool marks
+  (basic/transports/streamable-http §Standard Request Headers);
+- multi round-trip: only rows with ``may_ask`` may answer ``input_required``
+  (basic/patterns/mrtr).
+
+The requests 2026-07-28 removed (``initialize``, ``ping``,
+``logging/setLevel``, ``resources/subscribe``, ``resources/unsubscribe``;
+SEP-2575 §Deprecated and Removed RPCs) have no row, so they are -32601.
+Extensions add rows through :meth:`~presa_trio.server.registry.Extension.methods`.
+
+Spec: 2026-07-28 schema ``ClientRequest``; server/tools, server/resources,
+server/prompts, server/utilities/completion, server/discover,
+basic/patterns/subscriptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from presa_trio.server import discover, listen, prompts, resources, tools
+from presa_trio.server.registry import Method
+
+CORE_METHODS: tuple[Method, ...] = (
+    Method("server/discover", discover.discover),
+    Method("subscriptions/listen", listen.listen),
+    Method("tools/list", tools.list_tools, "tools"),
+    Method(
+        "tools/call",
+        tools.call_tool,
+        "tools",
+        name_param="name",
+        param_headers=tools.param_headers,
+        may_ask=True,
+    ),
+    Method("prompts/list", prompts.list_prompts, "prompts"),
+    Method("prompts/get", prompts.get_prompt, "prompts", name_param="name", may_ask=True),
+    Method("resources/list", resources.list_resources, "resources"),
+    Method("resources/templates/list", resources.list_templates, "resources"),
+    Method("resources/read", resources.read_resource, "resources", name_param="uri", may_ask=True),
+    Method("completion/complete", prompts.complete, "completions"),
+)
+
+
+def name_params(rows: Iterable[Method]) -> Mapping[str, str]:
+    """The ``Mcp-Name`` rules of ``rows``: method -> the params key the header mirrors."""
+    return {row.name: row.name_param for row in rows if row.name_param is not None}

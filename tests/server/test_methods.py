@@ -1,0 +1,170 @@
+"""The method table: one row per method, and everything derived from the rows.
+
+Dispatch, ``server/discover``, the HTTP edge's mirrored headers and the
+multi round-trip rule read the same rows; these tests add a row, or change
+what a server registers while it is served, and watch all of them agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import pytest
+
+from presa_trio.http.app import McpApp
+from presa_trio.server import Extension, Method, RequestContext, Server
+from presa_trio.server.methods import CORE_METHODS
+from presa_trio.testing import McpClient, headers_for, request, running
+from presa_trio.wire.errors import HEADER_MISMATCH, METHOD_NOT_FOUND
+from tests.expect import error_of, result_of
+
+ECHO = "example.com/echo"
+
+
+async def echo(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    return {"said": params.get("text"), "by": params.get("speaker")}
+
+
+def speaker_header(server: Server, params: dict[str, Any]) -> Mapping[str, tuple[str, ...]]:
+    return {"Speaker": ("speaker",)}
+
+
+class Echo(Extension):
+    """An extension whose only contribution is one row of the method table."""
+
+    id = ECHO
+
+    def methods(self) -> Iterable[Method]:
+        return [Method("echo/say", echo, name_param="text", param_headers=speaker_header)]
+
+
+def echo_message(text: str = "hello", speaker: str = "ada") -> dict[str, Any]:
+    return request("echo/say", {"text": text, "speaker": speaker})
+
+
+@pytest.fixture
+async def echo_client() -> AsyncIterator[McpClient]:
+    server = Server("echo", "1.0.0")
+    server.add_extension(Echo())
+    async with running(McpApp.for_server(server)) as client:
+        yield client
+
+
+async def test_a_row_added_by_an_extension_is_dispatched_advertised_and_header_checked(
+    echo_client: McpClient,
+) -> None:
+    """presa-defined (SEP-2133; streamable-http §Standard Request Headers): one
+    ``Method`` row, and nothing else, makes the method callable, the extension
+    advertised, and its ``Mcp-Name`` and ``Mcp-Param-Speaker`` rules enforced."""
+    message = echo_message()
+    # The client reads the same table: its default headers follow the row.
+    headers = headers_for(message, echo_client.app.dispatcher.name_params)
+    assert headers["mcp-name"] == "hello"
+    said = result_of(await echo_client.post(message, {**headers, "mcp-param-speaker": "ada"}))
+    assert (said["said"], said["by"]) == ("hello", "ada")
+
+    discovered = result_of(await echo_client.call("server/discover"))
+    assert ECHO in discovered["capabilities"]["extensions"]
+
+    wrong_name = {**headers, "mcp-name": "goodbye", "mcp-param-speaker": "ada"}
+    error_of(await echo_client.post(message, wrong_name), 400, HEADER_MISMATCH)
+    wrong_param = {**headers, "mcp-param-speaker": "bob"}
+    error_of(await echo_client.post(message, wrong_param), 400, HEADER_MISMATCH)
+    error_of(await echo_client.post(message, headers), 400, HEADER_MISMATCH)
+
+
+async def test_a_method_without_a_row_is_method_not_found(echo_client: McpClient) -> None:
+    """Spec-mandated (JSON-RPC -32601; SEP-2575 §Deprecated and Removed RPCs):
+    the removed ``ping`` has no row, whatever extensions add."""
+    error_of(await echo_client.call("ping"), 404, METHOD_NOT_FOUND)
+
+
+async def test_the_first_tool_registered_after_the_app_is_built_is_advertised_and_called() -> None:
+    """Runner-scored (sep-2575-discover-capabilities-match-handlers): what a server
+    advertises and what it dispatches agree at every moment, also when the first
+    tool arrives while the server is served."""
+    server = Server("late", "1.0.0")
+    async with running(McpApp.for_server(server)) as client:
+        before = result_of(await client.call("server/discover"))["capabilities"]
+        assert "tools" not in before
+        error_of(await client.call("tools/call", {"name": "late"}), 404, METHOD_NOT_FOUND)
+
+        @server.tool(description="Registered while served.")
+        async def late(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+            return "here"
+
+        after = result_of(await client.call("server/discover"))["capabilities"]
+        assert after["tools"] == {"listChanged": True}
+        called = result_of(await client.call("tools/call", {"name": "late"}))
+        assert called["content"] == [{"type": "text", "text": "here"}]
+
+        del server.tools["late"]
+        assert "tools" not in result_of(await client.call("server/discover"))["capabilities"]
+        error_of(await client.call("tools/list"), 404, METHOD_NOT_FOUND)
+
+
+def offering(kinds: set[str]) -> Server:
+    """A server with one tool, prompt, resource or template for each of ``kinds``."""
+    server = Server("some", "1.0.0")
+    if "tool" in kinds:
+
+        @server.tool(description="A tool.")
+        async def a_tool(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+            return ""
+
+    if "prompt" in kinds:
+
+        @server.prompt(description="A prompt.")
+        async def a_prompt(ctx: RequestContext, arguments: dict[str, str]) -> list[Any]:
+            return []
+
+    if "resource" in kinds:
+
+        @server.resource("test://a", name="a")
+        async def a_resource(ctx: RequestContext) -> str:
+            return ""
+
+    if "template" in kinds:
+
+        @server.resource_template("test://t/{x}", name="t")
+        async def a_template(ctx: RequestContext, variables: dict[str, str]) -> str:
+            return ""
+
+    return server
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [set(), {"tool"}, {"prompt"}, {"resource"}, {"template"}, {"tool", "prompt", "template"}],
+    ids=lambda kinds: "+".join(sorted(kinds)) or "nothing",
+)
+async def test_every_core_method_is_served_exactly_while_its_capability_is_advertised(
+    kinds: set[str],
+) -> None:
+    """Runner-scored (sep-2575-discover-capabilities-match-handlers): for each row of
+    the core table, -32601 exactly when ``server/discover`` leaves its capability out."""
+    async with running(McpApp.for_server(offering(kinds))) as client:
+        advertised = result_of(await client.call("server/discover"))["capabilities"]
+        for row in CORE_METHODS:
+            response = await client.call(row.name, {"name": "none", "uri": "test://none"})
+            served = response.status != 404
+            assert served == (row.capability is None or row.capability in advertised), row.name
+            if not served:
+                error_of(response, 404, METHOD_NOT_FOUND)
+
+
+def test_a_row_of_an_unknown_capability_is_refused_when_the_app_is_built() -> None:
+    """presa-defined: a row must belong to a capability ``server/discover`` can
+    advertise, or to none; a typo is caught before anything is served."""
+
+    class Typo(Extension):
+        id = "example.com/typo"
+
+        def methods(self) -> Iterable[Method]:
+            return [Method("echo/say", echo, capability="tool")]
+
+    server = Server("typo", "1.0.0")
+    server.add_extension(Typo())
+    with pytest.raises(ValueError, match="tool"):
+        McpApp.for_server(server)
