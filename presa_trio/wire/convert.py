@@ -1,10 +1,14 @@
-"""The one cattrs converter: attrs models <-> wire JSON.
+"""The one cattrs converter: attrs models -> wire JSON.
 
 Python reads snake_case, the wire speaks camelCase. One hook factory renames
 every attrs class in one place (cattrs docs "Using Factory Hooks"), so models
 stay plain. Fields equal to their default are omitted (the spec's optional
 keys are absent, not null) unless a field is marked ``always``: the content
 ``type`` discriminator, for instance, is always sent.
+
+Only this direction exists: what a client sends is read by hand where it
+arrives (``presa_trio.wire.mrtr``, ``presa_trio.wire.meta``), each check
+answering with the spec's error.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_unstructure_fn, override
 
 #: Attribute names whose wire name is not plain camelCase.
 WIRE_NAME_EXCEPTIONS = {"meta": "_meta"}
@@ -49,10 +53,6 @@ def _make_converter() -> cattrs.Converter:
         lambda cls: make_dict_unstructure_fn(
             cls, conv, _cattrs_omit_if_default=True, **_overrides(cls)
         ),
-    )
-    conv.register_structure_hook_factory(
-        attrs.has,
-        lambda cls: make_dict_structure_fn(cls, conv, **_overrides(cls)),
     )
     return conv
 

@@ -176,13 +176,6 @@ class GetPromptResult:
 
 
 @attrs.frozen
-class ReadResourceResult:
-    """The final answer of ``resources/read`` (wire §6)."""
-
-    contents: list[ResourceContents]
-
-
-@attrs.frozen
 class Completion:
     """The ``completion`` member of ``completion/complete`` (wire §8): at most 100 values."""
 
