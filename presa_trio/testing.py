@@ -1,10 +1,57 @@
-"""An in-process streaming client for the ASGI app, and request builders.
+"""Test your own server in-process: a client that drives its ASGI app directly.
 
-httpx's ASGI transport buffers the whole response, which hides SSE timing
-and never lets a test close a stream early. This driver calls the app
-directly: the request body goes in through ``receive``, the response comes
-out event by event through ``send``, and leaving :meth:`McpClient.stream`
-delivers ``http.disconnect`` exactly as a client closing the connection would.
+No port, no process, no HTTP library: :func:`connect` builds the app for a
+:class:`~presa_trio.server.Server`, runs its lifespan (so extensions such as
+Tasks have their nursery), and hands back an :class:`McpClient` that speaks
+the 2026-07-28 wire to it, headers and ``_meta`` included. Use it from any
+Trio test (pytest-trio, or ``trio.run``)::
+
+    from typing import Any
+
+    from presa_trio.server import RequestContext, Server
+    from presa_trio.testing import RequestFailed, connect
+    from presa_trio.wire.mrtr import Elicitation, InputRequired
+
+    server = Server("mine", "1.0.0")
+    NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    @server.tool(description="Greets whoever the user names")
+    async def greet(ctx: RequestContext, arguments: dict[str, Any]) -> str | InputRequired:
+        answer = ctx.elicitation("who")
+        if answer is None:
+            return InputRequired({"who": Elicitation("Whom shall I greet?", NAME)})
+        return f"Hello, {answer.content['name']}!"
+
+    async def test_greet() -> None:
+        async with connect(server) as client:
+            first = await client.call_tool("greet")             # round 1: a question
+            assert first["resultType"] == "input_required"
+            who = {"action": "accept", "content": {"name": "Ada"}}
+            done = await client.call_tool("greet", input_responses={"who": who})
+            assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+            try:
+                await client.call_tool("nobody")
+            except RequestFailed as failure:
+                assert failure.code == -32602                    # unknown tool
+
+What else it does, each shown in ``tests/test_testing.py``:
+
+- :meth:`McpClient.send_request` returns a :class:`Reply`: the result and the
+  notifications (progress, logs) the server sent on the request's stream;
+- :meth:`McpClient.listen` opens a ``subscriptions/listen`` stream and reads
+  its notifications one at a time with :meth:`Stream.next_message`;
+- ``call_tool(..., capabilities=TASKS_CAPABILITIES)`` makes a task of a task
+  tool; :meth:`McpClient.get_task`, :meth:`McpClient.update_task` and
+  :meth:`McpClient.cancel_task` drive it.
+
+Below that sits the ASGI driver presa's own tests use for the transport
+itself: :meth:`McpClient.stream` and :meth:`McpClient.post` send any bytes
+with any headers and return the raw :class:`Response`. httpx's ASGI
+transport buffers the whole response, which hides SSE timing and never lets
+a test close a stream early. This driver calls the app directly: the request
+body goes in through ``receive``, the response comes out event by event
+through ``send``, and leaving :meth:`McpClient.stream` delivers
+``http.disconnect`` exactly as a client closing the connection would.
 """
 
 from __future__ import annotations
@@ -18,10 +65,17 @@ import attrs
 import trio
 
 from presa_trio.http.app import McpApp
+from presa_trio.server import Server
 from presa_trio.server.methods import CORE_METHODS, name_params
+from presa_trio.tasks import TASKS_EXTENSION
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
+from presa_trio.wire.models import JSONObject
 
+#: What the client declares unless told otherwise: every client capability of
+#: the core, and no extension.
 DEFAULT_CAPABILITIES: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {}}
+#: The same, plus the Tasks extension: a task tool called with these becomes a task.
+TASKS_CAPABILITIES: dict[str, Any] = {**DEFAULT_CAPABILITIES, "extensions": {TASKS_EXTENSION: {}}}
 #: The core's ``Mcp-Name`` rules, read from the server's own method table.
 NAME_PARAMS = name_params(CORE_METHODS)
 
@@ -98,6 +152,35 @@ class Response:
             for line in self.body.decode().split("\r\n")
             if line.startswith("data: ")
         ]
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Every JSON-RPC message of the response, SSE or plain JSON alike."""
+        if self.headers.get("content-type", "").startswith("text/event-stream"):
+            return self.events()
+        return [self.json()]
+
+
+class RequestFailed(Exception):
+    """The server answered a request with a JSON-RPC error."""
+
+    def __init__(self, status: int, error: JSONObject) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        #: The HTTP status the error came with (e.g. 400 for -32602).
+        self.status = status
+        #: The JSON-RPC error code; compare with :mod:`presa_trio.wire.errors`.
+        self.code: int = error["code"]
+        self.message: str = error.get("message", "")
+        self.data: Any = error.get("data")
+
+
+@attrs.frozen
+class Reply:
+    """A request's answer: its result, and what the server sent before it."""
+
+    # The JSON-RPC ``result`` (``resultType``, ``_meta`` and all).
+    result: JSONObject
+    # Notifications sent on the request's own stream (progress, log messages).
+    notifications: list[JSONObject]
 
 
 @attrs.define(eq=False)
@@ -236,6 +319,84 @@ class McpClient:
         """Send a well-formed request for ``method``."""
         return await self.post(request(method, params, **options))
 
+    # --- what a user's test calls -------------------------------------------
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> Reply:
+        """Send ``method`` and read its answer; a JSON-RPC error raises :class:`RequestFailed`.
+
+        ``_meta`` is filled in (protocol version, ``capabilities``, default
+        :data:`DEFAULT_CAPABILITIES`) unless ``params`` brings its own; build
+        one with :func:`meta`, e.g. ``meta(progressToken="p")``.
+        """
+        response = await self.call(method, params, capabilities=capabilities)
+        *notifications, final = response.messages()
+        if "error" in final:
+            raise RequestFailed(response.status, final["error"])
+        return Reply(final["result"], notifications)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> JSONObject:
+        """``tools/call``, the result only; pass the previous round's answers to retry.
+
+        The result may be ``complete`` (the tool's answer), ``input_required``
+        (answer its ``inputRequests`` and call again with ``input_responses``
+        and its ``requestState``) or, with :data:`TASKS_CAPABILITIES`, ``task``.
+        """
+        params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
+        if input_responses is not None:
+            params["inputResponses"] = dict(input_responses)
+        if request_state is not None:
+            params["requestState"] = request_state
+        return (await self.send_request("tools/call", params, capabilities=capabilities)).result
+
+    async def get_task(self, task_id: str) -> JSONObject:
+        """``tasks/get``: the task as it is now (status, ``inputRequests``, result)."""
+        reply = await self.send_request(
+            "tasks/get", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES
+        )
+        return reply.result
+
+    async def update_task(self, task_id: str, input_responses: Mapping[str, Any]) -> None:
+        """``tasks/update``: answer some or all of a task's ``inputRequests``."""
+        params = {"taskId": task_id, "inputResponses": dict(input_responses)}
+        await self.send_request("tasks/update", params, capabilities=TASKS_CAPABILITIES)
+
+    async def cancel_task(self, task_id: str) -> None:
+        """``tasks/cancel``: the task is ``cancelled`` when this returns."""
+        await self.send_request(
+            "tasks/cancel", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES
+        )
+
+    @asynccontextmanager
+    async def listen(
+        self, notifications: Mapping[str, Any], *, capabilities: Mapping[str, Any] | None = None
+    ) -> AsyncIterator[Stream]:
+        """Open ``subscriptions/listen`` with this filter; leaving the block closes it.
+
+        The first message is ``notifications/subscriptions/acknowledged``. For
+        ``taskIds``, pass :data:`TASKS_CAPABILITIES`.
+        """
+        message = request(
+            "subscriptions/listen",
+            {"notifications": dict(notifications)},
+            capabilities=capabilities,
+        )
+        async with self.stream(message) as opened:
+            yield opened
+
 
 @asynccontextmanager
 async def running(app: McpApp) -> AsyncIterator[McpClient]:
@@ -244,3 +405,14 @@ async def running(app: McpApp) -> AsyncIterator[McpClient]:
         await nursery.start(app.dispatcher.run)
         yield McpClient(app)
         nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connect(server: Server, **app_options: Any) -> AsyncIterator[McpClient]:
+    """A client of ``server``, served in-process for the duration of the block.
+
+    ``app_options`` go to :class:`~presa_trio.http.app.McpApp` (its admission
+    policy, its largest body).
+    """
+    async with running(McpApp.for_server(server, **app_options)) as client:
+        yield client

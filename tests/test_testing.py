@@ -1,0 +1,144 @@
+"""``presa_trio.testing`` used exactly as a user would, on a server of their own.
+
+presa-defined: this file imports only the public API (``presa_trio.server``,
+``presa_trio.tasks``, ``presa_trio.testing``, ``presa_trio.wire``) and nothing
+from ``tests``, so it shows what a user's own test file looks like.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
+
+import presa_trio.testing
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TasksExtension, ask
+from presa_trio.testing import TASKS_CAPABILITIES, RequestFailed, connect, meta
+from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from presa_trio.wire.mrtr import Elicitation, InputRequired
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+
+def my_server() -> Server:
+    """A small server as a user writes one: a plain tool, an asking tool, a task tool."""
+    server = Server("mine", "1.0.0")
+    tasks = TasksExtension()
+    server.add_extension(tasks)
+
+    @server.tool(description="Counts to three, reporting progress")
+    async def count(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, total=3)
+        return "three"
+
+    @server.tool(description="Greets whoever the user names")
+    async def greet(ctx: RequestContext, arguments: dict[str, Any]) -> str | InputRequired:
+        answer = ctx.elicitation("who")
+        if answer is None:
+            return InputRequired({"who": Elicitation("Whom shall I greet?", NAME)})
+        assert answer.content is not None
+        return f"Hello, {answer.content['name']}!"
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks before deleting")
+    async def delete(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        answers = await ask(ctx, {"ok": Elicitation("Delete it?", CONFIRM)})
+        return "deleted" if answers["ok"]["action"] == "accept" else "kept"
+
+    @server.tool(description="Adds a tool to the server")
+    async def grow(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        ctx.server.notify_tools_list_changed()
+        return "grown"
+
+    return server
+
+
+async def test_a_plain_call_returns_the_result_and_its_progress_notifications() -> None:
+    """presa-defined: ``send_request`` keeps what the tool sent before its result."""
+    async with connect(my_server()) as client:
+        params = {"name": "count", "_meta": meta(progressToken="p")}
+        reply = await client.send_request("tools/call", params)
+    assert reply.result["content"] == [{"type": "text", "text": "three"}]
+    progress = [n["params"]["progress"] for n in reply.notifications]
+    assert progress == [1, 2, 3]
+
+
+async def test_a_multi_round_trip_call_is_answered_by_calling_again() -> None:
+    """Spec-mandated (basic/patterns/mrtr): the retry carries ``inputResponses``."""
+    async with connect(my_server()) as client:
+        first = await client.call_tool("greet")
+        assert first["resultType"] == "input_required"
+        assert first["inputRequests"]["who"]["method"] == "elicitation/create"
+        who = {"action": "accept", "content": {"name": "Ada"}}
+        done = await client.call_tool("greet", input_responses={"who": who})
+    assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_an_error_answer_raises_request_failed_with_its_code() -> None:
+    """Spec-mandated (server/tools: an unknown tool is -32602)."""
+    async with connect(my_server()) as client:
+        with pytest.raises(RequestFailed) as failed:
+            await client.call_tool("nobody")
+    assert failed.value.code == INVALID_PARAMS
+
+
+async def test_a_listen_stream_delivers_list_changed_notifications() -> None:
+    """Spec-mandated (basic/patterns/subscriptions): acknowledged, then the change."""
+    async with connect(my_server()) as client, client.listen({"toolsListChanged": True}) as stream:
+        acknowledged = await stream.next_message()
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+        assert await client.call_tool("grow")
+        changed = await stream.next_message()
+    assert changed["method"] == "notifications/tools/list_changed"
+
+
+async def test_a_task_asks_is_answered_and_completes() -> None:
+    """Spec-mandated (SEP-2663 §Task Creation, §Task Update Requests, §Task Status
+    Notifications): a declaring call makes a task; the client answers its question
+    and hears it complete."""
+    async with connect(my_server()) as client:
+        created = await client.call_tool("delete", capabilities=TASKS_CAPABILITIES)
+        assert created["resultType"] == "task"
+        task_id = created["taskId"]
+        with trio.fail_after(5):
+            while (task := await client.get_task(task_id))["status"] != "input_required":
+                await wait_all_tasks_blocked()
+        assert set(task["inputRequests"]) == {"ok"}
+        async with client.listen({"taskIds": [task_id]}, capabilities=TASKS_CAPABILITIES) as stream:
+            await stream.next_message()  # acknowledged
+            await client.update_task(task_id, {"ok": {"action": "accept"}})
+            while (note := await stream.next_message())["params"]["status"] != "completed":
+                pass
+    assert note["params"]["result"]["content"] == [{"type": "text", "text": "deleted"}]
+
+
+async def test_a_cancelled_task_is_cancelled_at_once() -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation; presa writes ``cancelled`` at once)."""
+    async with connect(my_server()) as client:
+        task_id = (await client.call_tool("delete", capabilities=TASKS_CAPABILITIES))["taskId"]
+        await client.cancel_task(task_id)
+        assert (await client.get_task(task_id))["status"] == "cancelled"
+
+
+async def test_the_tasks_methods_need_the_declaration() -> None:
+    """Spec-mandated (SEP-2663 §Capability Negotiation): a request that does not
+    declare Tasks is refused by ``tasks/get`` with -32021."""
+    async with connect(my_server()) as client:
+        with pytest.raises(RequestFailed) as failed:
+            await client.send_request("tasks/get", {"taskId": "x"})
+    assert failed.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+async def test_the_usage_example_of_the_module_docstring_runs() -> None:
+    """presa-defined: the example a user reads first is run as written."""
+    doc = presa_trio.testing.__doc__
+    assert doc is not None
+    example = textwrap.dedent(doc[doc.index("::\n") + 3 : doc.index("What else it does")])
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "presa_trio.testing example", "exec"), namespace)
+    await namespace["test_greet"]()
