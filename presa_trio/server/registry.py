@@ -309,7 +309,7 @@ class Server:
         return register
 
     def add_extension(self, extension: Extension) -> None:
-        """Plug in an extension (SEP-2133); see :mod:`presa_trio.server.extensions`."""
+        """Plug in an extension (SEP-2133); see :class:`Extension`."""
         self.extensions.append(extension)
         extension.attach(self)
 
