@@ -33,21 +33,29 @@ from presa_trio.server.registry import Method
 CORE_METHODS: tuple[Method, ...] = (
     Method("server/discover", discover.discover),
     Method("subscriptions/listen", listen.listen),
-    Method("tools/list", tools.list_tools, "tools"),
+    Method("tools/list", tools.list_tools, capability="tools"),
     Method(
         "tools/call",
         tools.call_tool,
-        "tools",
+        capability="tools",
         name_param="name",
         param_headers=tools.param_headers,
         may_ask=True,
     ),
-    Method("prompts/list", prompts.list_prompts, "prompts"),
-    Method("prompts/get", prompts.get_prompt, "prompts", name_param="name", may_ask=True),
-    Method("resources/list", resources.list_resources, "resources"),
-    Method("resources/templates/list", resources.list_templates, "resources"),
-    Method("resources/read", resources.read_resource, "resources", name_param="uri", may_ask=True),
-    Method("completion/complete", prompts.complete, "completions"),
+    Method("prompts/list", prompts.list_prompts, capability="prompts"),
+    Method(
+        "prompts/get", prompts.get_prompt, capability="prompts", name_param="name", may_ask=True
+    ),
+    Method("resources/list", resources.list_resources, capability="resources"),
+    Method("resources/templates/list", resources.list_templates, capability="resources"),
+    Method(
+        "resources/read",
+        resources.read_resource,
+        capability="resources",
+        name_param="uri",
+        may_ask=True,
+    ),
+    Method("completion/complete", prompts.complete, capability="completions"),
 )
 
 
