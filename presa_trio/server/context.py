@@ -45,7 +45,7 @@ class ServerView(Protocol):
 
     @property
     def sealer(self) -> StateSealer:
-        """Seals and opens ``requestState`` (basic/patterns/mrtr §requestState)."""
+        """Seals and opens ``requestState`` (basic/patterns/mrtr)."""
 
     @property
     def clock(self) -> Callable[[], float]:

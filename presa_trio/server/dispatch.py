@@ -9,7 +9,7 @@ dispatcher does the rest, in the spec's order:
 13. the handler checks its params and capabilities (-32602, -32021);
 14. the handler runs; its result gets ``resultType`` and serverInfo ``_meta``.
     A result of ``input_required`` from a method whose row does not allow it
-    is a server bug (basic/patterns/mrtr), answered like any other: -32603.
+    is a server bug (basic/patterns/mrtr §Supported Requests), answered like any other: -32603.
 
 An unexpected exception becomes -32603 with a generic message; the detail
 goes to the log only (wire §12). The table is the core's rows plus each

@@ -7,11 +7,12 @@ server knows about a method, and everything else is derived from the rows:
   (else -32601, exactly as if the method were absent);
 - ``server/discover``: the capability, advertised by the same test
   (:mod:`presa_trio.server.discover`);
-- the HTTP edge: ``Mcp-Name`` mirrors ``params[name_param]`` and, for
+- the HTTP edge: ``Mcp-Name`` mirrors ``params[name_param]``
+  (basic/transports/streamable-http §Standard Request Headers) and, for
   ``tools/call``, ``Mcp-Param-*`` mirror the arguments the tool marks
-  (basic/transports/streamable-http §Standard Request Headers);
+  (§Custom Headers from Tool Parameters);
 - multi round-trip: only rows with ``may_ask`` may answer ``input_required``
-  (basic/patterns/mrtr).
+  (basic/patterns/mrtr §Supported Requests).
 
 The requests 2026-07-28 removed (``initialize``, ``ping``,
 ``logging/setLevel``, ``resources/subscribe``, ``resources/unsubscribe``;

@@ -380,10 +380,11 @@ class Method:
     # ``Mcp-Name`` mirrors ``params[name_param]`` (basic/transports/streamable-http
     # §Standard Request Headers); ``None``: the method has no ``Mcp-Name``.
     name_param: str | None = None
-    # ``Mcp-Param-<Name>`` headers this request must carry (the same section).
+    # ``Mcp-Param-<Name>`` headers this request must carry (the same page,
+    # §Custom Headers from Tool Parameters).
     param_headers: ParamHeaders = no_param_headers
-    # May answer ``input_required`` (basic/patterns/mrtr: only tools/call,
-    # prompts/get and resources/read; any other method asking is a server bug).
+    # May answer ``input_required`` (basic/patterns/mrtr §Supported Requests:
+    # only tools/call, prompts/get and resources/read; any other is a server bug).
     may_ask: bool = False
 
 

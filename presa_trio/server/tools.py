@@ -219,9 +219,9 @@ async def invoke_tool(
 def param_headers(server: Server, params: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """The ``Mcp-Param-*`` headers of a ``tools/call``: header -> path into params.
 
-    Spec: basic/transports/streamable-http §Standard Request Headers — the
-    arguments a tool's ``inputSchema`` marks with ``x-mcp-header``. An unknown
-    tool has none; the call itself answers for it.
+    Spec: basic/transports/streamable-http §Custom Headers from Tool
+    Parameters — the arguments a tool's ``inputSchema`` marks with
+    ``x-mcp-header``. An unknown tool has none; the call itself answers for it.
     """
     name = params.get("name")
     registered = server.tools.get(name) if isinstance(name, str) else None
