@@ -26,6 +26,10 @@ core. It can:
 :meth:`presa_trio.wire.errors.MissingRequiredClientCapability.for_extension`.
 The core's own rows are :data:`presa_trio.server.methods.CORE_METHODS`.
 
+The extension hook lives here, beside :class:`Server`, because each needs
+the other: a server holds its extensions, an extension is attached to its
+server. In one module, that is no import cycle.
+
 Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 """
 
@@ -350,7 +354,9 @@ class Server:
 
 #: A method handler: the server, the request context and the raw params in, a
 #: wire result out. The result may omit ``resultType``; the dispatcher stamps
-#: ``"complete"``.
+#: ``"complete"``. Method handlers are the server's own (the core's, an
+#: extension's), so they get the whole :class:`Server`; the tools, resources
+#: and prompts a user registers see only ``ctx.server``, a ``ServerView``.
 MethodHandler = Callable[[Server, RequestContext, JSONObject], Awaitable[JSONObject]]
 
 #: The ``Mcp-Param-*`` rules of one request: header name -> path into params.
