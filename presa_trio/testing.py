@@ -56,6 +56,7 @@ through ``send``, and leaving :meth:`McpClient.stream` delivers
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -65,6 +66,13 @@ import attrs
 import trio
 
 from presa_trio.http.app import McpApp
+from presa_trio.http.mirrored import (
+    SENTINEL_PREFIX,
+    SENTINEL_SUFFIX,
+    header_form,
+    lookup,
+    plain_header_text,
+)
 from presa_trio.server import Server
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks import TASKS_EXTENSION
@@ -104,10 +112,29 @@ def request(
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": full}
 
 
+def header_value(text: str) -> str:
+    """``text`` as a client must write it in ``Mcp-Name`` or ``Mcp-Param-*``.
+
+    Spec: basic/transports/streamable-http §Value Encoding — literal when it
+    is plain header text without outer whitespace and does not look like the
+    sentinel, else ``=?base64?…?=`` of its UTF-8.
+    """
+    looks_encoded = text.startswith(SENTINEL_PREFIX) and text.endswith(SENTINEL_SUFFIX)
+    if plain_header_text(text) and text == text.strip(" \t") and not looks_encoded:
+        return text
+    return SENTINEL_PREFIX + base64.b64encode(text.encode()).decode() + SENTINEL_SUFFIX
+
+
 def headers_for(
-    message: Mapping[str, Any], name_params: Mapping[str, str] = NAME_PARAMS
+    message: Mapping[str, Any],
+    name_params: Mapping[str, str] = NAME_PARAMS,
+    param_headers: Mapping[str, tuple[str, ...]] | None = None,
 ) -> dict[str, str]:
-    """The headers a correct client sends with ``message`` (wire §13.5)."""
+    """The headers a correct client sends with ``message`` (wire §13.5).
+
+    ``param_headers`` (header -> path into params) adds ``Mcp-Param-*`` for
+    each value present (streamable-http §Client Behavior).
+    """
     headers = {
         "host": "localhost:3000",
         "content-type": "application/json",
@@ -117,10 +144,15 @@ def headers_for(
     method = message.get("method")
     if "id" in message and isinstance(method, str):
         headers["mcp-method"] = method
+        params = message.get("params", {})
         key = name_params.get(method)
-        value = message.get("params", {}).get(key) if key else None
+        value = params.get(key) if key else None
         if isinstance(value, str):
-            headers["mcp-name"] = value
+            headers["mcp-name"] = header_value(value)
+        for header, path in (param_headers or {}).items():
+            form = header_form(lookup(params, path))
+            if form is not None:
+                headers[f"mcp-param-{header.lower()}"] = header_value(form)
     return headers
 
 
@@ -220,6 +252,18 @@ class McpClient:
     # What requests are sent to: the app itself, or middleware around it.
     asgi: Any = None
 
+    def headers_for(self, body: bytes | Mapping[str, Any]) -> dict[str, str]:
+        """The headers a correct client sends with ``body``, by this server's method table."""
+        message = body if isinstance(body, Mapping) else {}
+        method, params = message.get("method"), message.get("params")
+        dispatcher = self.app.dispatcher
+        param_headers = (
+            dispatcher.param_headers(method, params)
+            if isinstance(method, str) and isinstance(params, dict)
+            else {}
+        )
+        return headers_for(message, dispatcher.name_params, param_headers)
+
     @asynccontextmanager
     async def stream(
         self,
@@ -237,13 +281,7 @@ class McpClient:
         """
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         pending = list(body_chunks) if body_chunks is not None else [raw]
-        sent_headers = (
-            headers
-            if headers is not None
-            else headers_for(
-                body if isinstance(body, Mapping) else {}, self.app.dispatcher.name_params
-            )
-        )
+        sent_headers = headers if headers is not None else self.headers_for(body)
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},

@@ -17,7 +17,7 @@ from trio.testing import wait_all_tasks_blocked
 import presa_trio.testing
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TasksExtension, ask
-from presa_trio.testing import TASKS_CAPABILITIES, RequestFailed, connect, meta
+from presa_trio.testing import TASKS_CAPABILITIES, RequestFailed, connect, header_value, meta
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 
@@ -142,3 +142,33 @@ async def test_the_usage_example_of_the_module_docstring_runs() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(example, "presa_trio.testing example", "exec"), namespace)
     await namespace["test_greet"]()
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("us-west1", "us-west1"),
+        ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        (" padded ", "=?base64?IHBhZGRlZCA=?="),
+        ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+        ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+    ],
+)
+def test_header_values_are_written_as_the_spec_examples(value: str, written: str) -> None:
+    """Spec-mandated (streamable-http §Value Encoding, the table of examples)."""
+    assert header_value(value) == written
+
+
+async def test_a_tool_with_mirrored_arguments_is_called_with_its_headers() -> None:
+    """Spec-mandated (streamable-http §Custom Headers from Tool Parameters, §Client
+    Behavior): the client adds ``Mcp-Param-*`` for the marked arguments, encoded."""
+    server = Server("headers", "1.0.0")
+    schema = {"type": "object", "properties": {"city": {"type": "string", "x-mcp-header": "City"}}}
+
+    @server.tool(description="Echoes the city", input_schema=schema)
+    async def where(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        return str(arguments["city"])
+
+    async with connect(server) as client:
+        result = await client.call_tool("where", {"city": "Zürich"})
+    assert result["content"] == [{"type": "text", "text": "Zürich"}]

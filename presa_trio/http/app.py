@@ -180,7 +180,7 @@ class McpApp:
             headers, request.method, request.params, self.dispatcher.name_params
         )
         mirrored.check_param_headers(
-            headers, request.params, self.dispatcher.param_headers(request)
+            headers, request.params, self.dispatcher.param_headers(request.method, request.params)
         )
 
     async def stream(

@@ -88,10 +88,10 @@ class Dispatcher:
             raise MethodNotFound(f"Method not found: {method}")
         return row
 
-    def param_headers(self, request: Request) -> Mapping[str, tuple[str, ...]]:
-        """The ``Mcp-Param-*`` headers ``request`` must carry: header -> path into params."""
-        row = self.table.get(request.method)
-        return {} if row is None else row.param_headers(self.server, request.params)
+    def param_headers(self, method: str, params: dict[str, Any]) -> Mapping[str, tuple[str, ...]]:
+        """The ``Mcp-Param-*`` headers a request must carry: header -> path into params."""
+        row = self.table.get(method)
+        return {} if row is None else row.param_headers(self.server, params)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run every extension for the server's lifetime, e.g. in the ASGI lifespan."""

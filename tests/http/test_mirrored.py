@@ -217,7 +217,10 @@ async def test_a_boolean_param_is_lowercase_true_or_false(
 async def test_a_missing_param_header_is_header_mismatch(headers_client: McpClient) -> None:
     """Runner-scored (http-custom-header-server-validation, unscored: a missing
     Mcp-Param-* while the body has the value rejects; H-19)."""
-    error_of(await headers_client.post(deploy({"region": "eu"})), 400, HEADER_MISMATCH)
+    message = deploy({"region": "eu"})
+    without = headers_for(message)  # Mcp-Method and Mcp-Name, no Mcp-Param-*
+    error_of(await headers_client.post(message, without), 400, HEADER_MISMATCH)
+    result_of(await headers_client.post(message))  # the client's own headers include it
 
 
 @pytest.mark.parametrize("arguments", [{}, {"region": None}], ids=["absent", "null"])
