@@ -57,9 +57,10 @@ def method_table(server: Server) -> dict[str, Method]:
 class Dispatcher:
     """Routes admitted requests to handlers; built once per served server.
 
-    Its table is fixed when it is built (add extensions before serving), but
-    whether a row is served is asked at each request: what is registered
-    later is advertised and dispatched together.
+    Its table is fixed when it is built (the server then refuses new
+    extensions), but whether a row is served is asked at each request: a
+    tool, prompt or resource registered later is advertised and dispatched
+    together.
     """
 
     server: Server
@@ -71,6 +72,7 @@ class Dispatcher:
 
     @classmethod
     def for_server(cls, server: Server) -> Dispatcher:
+        server.mark_served()
         table = method_table(server)
         info = {"name": server.name, "version": server.version}
         return cls(server, table, name_params(table.values()), info)

@@ -194,6 +194,8 @@ class Server:
     completions: dict[tuple[str, str], CompletionHandler] = attrs.field(factory=dict)
     extensions: list[Extension] = attrs.field(factory=list)
     changes: ChangeBus = attrs.field(factory=ChangeBus)
+    # Set when a dispatcher builds its method table: extensions are fixed from then on.
+    _served: bool = attrs.field(default=False, init=False)
 
     # --- registration ----------------------------------------------------------
 
@@ -313,9 +315,20 @@ class Server:
         return register
 
     def add_extension(self, extension: Extension) -> None:
-        """Plug in an extension (SEP-2133); see :class:`Extension`."""
+        """Plug in an extension (SEP-2133) before serving; see :class:`Extension`.
+
+        Once served, the method table holds the extensions' rows and their
+        lifetimes run; a later one would be advertised and never dispatched,
+        so it is refused.
+        """
+        if self._served:
+            raise RuntimeError("add extensions before the server is served")
         self.extensions.append(extension)
         extension.attach(self)
+
+    def mark_served(self) -> None:
+        """Called by the dispatcher: the extensions it was built with are final."""
+        self._served = True
 
     # --- lookups ---------------------------------------------------------------
 

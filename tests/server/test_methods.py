@@ -168,3 +168,13 @@ def test_a_row_of_an_unknown_capability_is_refused_when_the_app_is_built() -> No
     server.add_extension(Typo())
     with pytest.raises(ValueError, match="tool"):
         McpApp.for_server(server)
+
+
+def test_an_extension_added_after_the_app_is_built_is_refused() -> None:
+    """presa-defined: its rows could never join the built table, so it is refused
+    rather than advertised in ``server/discover`` without its methods."""
+    server = Server("late-extension", "1.0.0")
+    McpApp.for_server(server)
+    with pytest.raises(RuntimeError, match="before the server is served"):
+        server.add_extension(Echo())
+    assert server.extensions == []
