@@ -111,7 +111,7 @@ async def test_a_task_asks_is_answered_and_completes() -> None:
         assert set(task["inputRequests"]) == {"ok"}
         async with client.listen({"taskIds": [task_id]}, capabilities=TASKS_CAPABILITIES) as stream:
             await stream.next_message()  # acknowledged
-            await client.update_task(task_id, {"ok": {"action": "accept"}})
+            await client.update_task(task_id, {"ok": {"action": "accept", "content": {"ok": True}}})
             while (note := await stream.next_message())["params"]["status"] != "completed":
                 pass
     assert note["params"]["result"]["content"] == [{"type": "text", "text": "deleted"}]
