@@ -18,6 +18,7 @@ from pathlib import Path
 
 import trio
 
+from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
 from presa_trio.fixtures import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY
 from presa_trio.http.serving import serve_http
@@ -69,6 +70,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="FILE",
         help="append every HTTP exchange to FILE as JSON lines (off by default)",
     )
+    add_auth_arguments(http)
     commands.add_parser("stdio", parents=[common], help="serve over stdin/stdout")
     render = commands.add_parser("transcript", help="render a transcript file as Markdown")
     render.add_argument("file", type=Path)
@@ -87,6 +89,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "stdio":
         trio.run(serve_stdio, server)
         return
+    auth = None
+    if auth_requested(args):
+        try:
+            auth = guard_from_args(args, args.host, args.port)
+        except ValueError as exc:
+            sys.exit(f"presa-trio: {exc}")
     print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
     trio.run(
         partial(
@@ -97,5 +105,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             allow_hosts=frozenset(args.allow_host),
             transcript=args.transcript,
             max_body=args.max_body,
+            auth=auth,
         )
     )

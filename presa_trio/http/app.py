@@ -16,7 +16,7 @@ Spec: 2026-07-28 basic/transports/streamable-http; wire §9, §12, §13.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -38,6 +38,10 @@ from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import McpError
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
+if TYPE_CHECKING:
+    from presa_trio.auth.guard import ResourceGuard
+    from presa_trio.auth.principal import Principal
+
 log = logging.getLogger(__name__)
 
 #: Default largest accepted body, in bytes.
@@ -51,6 +55,8 @@ class McpApp:
     dispatcher: Dispatcher
     policy: AdmissionPolicy = attrs.field(factory=AdmissionPolicy)
     max_body: int = DEFAULT_MAX_BODY
+    # The authorization rung; ``None`` (the default) serves every caller.
+    auth: ResourceGuard | None = None
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -73,6 +79,8 @@ class McpApp:
         await receive()  # lifespan.startup
         async with trio.open_nursery() as nursery:
             await nursery.start(self.dispatcher.run)
+            if self.auth is not None:
+                await nursery.start(self.auth.run)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             nursery.cancel_scope.cancel(reason="server shutdown")
@@ -84,10 +92,17 @@ class McpApp:
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         headers = Headers.from_asgi(scope["headers"])
+        principal: Principal | None = None
         try:
+            if self.auth is not None and scope["path"] in self.auth.metadata_paths:
+                self.policy.check_host_and_origin(headers)
+                await self.serve_metadata(self.auth, scope["method"], send)
+                return
             if scope["path"] != self.policy.path:
                 raise Rejection(404, "Not found")
             self.policy.check_host_and_origin(headers)
+            if self.auth is not None:
+                principal = await self.auth.authenticate(headers, scope["query_string"])
             admission.check_method(scope["method"])
             admission.check_content_type(headers)
             admission.check_accept(headers)
@@ -95,7 +110,15 @@ class McpApp:
         except Rejection as rejection:
             await self.reject(send, rejection, close=scope["http_version"] in ("1.0", "1.1"))
             return
-        await self.answer(body, headers, receive, send)
+        await self.answer(body, headers, receive, send, principal)
+
+    async def serve_metadata(
+        self, auth: ResourceGuard, method: str, send: ASGISendCallable
+    ) -> None:
+        """The Protected Resource Metadata document (RFC 9728 §3), to anyone, by GET."""
+        if method != "GET":
+            raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+        await send_json(send, 200, auth.metadata_json())
 
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
         """Rung 6: read at most ``max_body`` bytes; more is 413, unread."""
@@ -144,26 +167,42 @@ class McpApp:
         )
 
     async def answer(
-        self, body: bytes, headers: Headers, receive: ASGIReceiveCallable, send: ASGISendCallable
+        self,
+        body: bytes,
+        headers: Headers,
+        receive: ASGIReceiveCallable,
+        send: ASGISendCallable,
+        principal: Principal | None = None,
     ) -> None:
-        """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch."""
+        """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch.
+
+        With authorization on, the token's scopes are checked once the method
+        (and tool) are known and their headers agree with the body: 403
+        ``insufficient_scope``.
+        """
         admitted = admit(body)
         try:
             if isinstance(admitted, AdmittedRequest):
                 mirrored.check_protocol_version(headers, admitted.meta.protocol_version)
                 self.check_mirrored(headers, admitted.request)
+                if self.auth is not None and principal is not None:
+                    request = admitted.request
+                    self.auth.authorize(principal, request.method, request.params)
             elif isinstance(admitted, envelope.Notification):
                 self.check_notification(headers)
         except McpError as error:
             request_id = admitted.request.id if isinstance(admitted, AdmittedRequest) else None
             admitted = Refused(request_id, error)
+        except Rejection as rejection:
+            await self.reject(send, rejection)
+            return
         if isinstance(admitted, Refused):
             data, status = encode_error(admitted.request_id, admitted.error)
             await send_json(send, status, data)
         elif isinstance(admitted, envelope.Notification):
             await send_json(send, 202, b"")
         else:
-            await self.stream(admitted.request, admitted.meta, receive, send)
+            await self.stream(admitted.request, admitted.meta, receive, send, principal)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
@@ -189,6 +228,7 @@ class McpApp:
         meta: RequestMeta,
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
+        principal: Principal | None = None,
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
@@ -204,7 +244,7 @@ class McpApp:
                 # Encoded here, in the handler: a value JSON cannot hold is its fault.
                 await writer.notify(envelope.dumps(message))
 
-            data, status = await self.dispatcher.respond(request, meta, notify)
+            data, status = await self.dispatcher.respond(request, meta, notify, principal)
             await writer.finish(data, status)
             nursery.cancel_scope.cancel(reason="response complete")
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from presa_trio.auth.principal import Principal
 from presa_trio.wire import mrtr
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
@@ -81,6 +82,8 @@ class RequestContext:
     input_responses: dict[str, Any] = attrs.field(factory=dict)
     # The handler state sealed into ``requestState`` on the previous round.
     state: Any = None
+    # The caller, verified from its access token; ``None`` when authorization is off.
+    principal: Principal | None = None
     # The last progress value sent: progress must increase (wire §9).
     _last_progress: float | None = None
 

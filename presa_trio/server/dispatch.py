@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.auth.principal import Principal
 from presa_trio.server import discover
 from presa_trio.server.context import RequestContext, Send
 from presa_trio.server.methods import CORE_METHODS, name_params
@@ -102,15 +103,25 @@ class Dispatcher:
                 await nursery.start(extension.run)
             task_status.started()
 
-    def context(self, request: Request, meta: RequestMeta, send: Send) -> RequestContext:
+    def context(
+        self, request: Request, meta: RequestMeta, send: Send, principal: Principal | None = None
+    ) -> RequestContext:
         """The one place a request's context is built; handlers see the server as a view."""
-        return RequestContext(request.id, request.method, meta, self.server, send)
+        return RequestContext(
+            request.id, request.method, meta, self.server, send, principal=principal
+        )
 
-    async def handle(self, request: Request, meta: RequestMeta, send: Send) -> dict[str, Any]:
-        """Answer one request with a wire result, or raise an :class:`McpError`."""
+    async def handle(
+        self, request: Request, meta: RequestMeta, send: Send, principal: Principal | None = None
+    ) -> dict[str, Any]:
+        """Answer one request with a wire result, or raise an :class:`McpError`.
+
+        ``principal`` is the caller the HTTP edge verified (``None`` without
+        authorization); handlers find it on their context.
+        """
         require_supported_version(meta.protocol_version)
         row = self.serving(request.method)
-        ctx = self.context(request, meta, send)
+        ctx = self.context(request, meta, send, principal)
         try:
             result = await row.handler(self.server, ctx, request.params)
         except McpError:
@@ -123,14 +134,16 @@ class Dispatcher:
             raise InternalError()
         return self.stamp(result)
 
-    async def respond(self, request: Request, meta: RequestMeta, send: Send) -> tuple[bytes, int]:
+    async def respond(
+        self, request: Request, meta: RequestMeta, send: Send, principal: Principal | None = None
+    ) -> tuple[bytes, int]:
         """The final JSON-RPC response, encoded, with the HTTP status it calls for.
 
         Both edges write what this returns. A result JSON cannot hold (a
         handler's bug) becomes -32603, the detail going to the log only.
         """
         try:
-            result = await self.handle(request, meta, send)
+            result = await self.handle(request, meta, send, principal)
         except McpError as error:
             return encode_error(request.id, error)
         try:

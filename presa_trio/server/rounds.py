@@ -2,7 +2,7 @@
 
 Handlers never see tokens. On the way in, :func:`open_round` validates
 ``inputResponses`` and opens ``requestState`` (verifying its signature,
-expiry and binding to this very request). On the way out, :func:`close_round`
+expiry and binding to this very request and caller). On the way out, :func:`close_round`
 checks every input request against the capabilities this request declared
 and seals the handler's state. Which methods may answer ``input_required``
 at all is a column of the method table (``Method.may_ask``), enforced by the
@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
+from presa_trio.auth.principal import access_scope
 from presa_trio.server.context import RequestContext
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.mrtr import InputRequired, parse_input_responses
@@ -26,11 +29,17 @@ def binding_for(method: str, target: str, arguments: Any) -> Binding:
     return Binding(method, target, canonical_digest(arguments))
 
 
+def bound_to_caller(ctx: RequestContext, binding: Binding) -> Binding:
+    """``binding`` plus the caller, so one principal's state is refused to another."""
+    return attrs.evolve(binding, principal=access_scope(ctx.principal))
+
+
 def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) -> None:
     """Load this round's input responses and verified state onto ``ctx``."""
     ctx.input_responses = parse_input_responses(params)
     token = params.get("requestState")
     if token is not None:
+        binding = bound_to_caller(ctx, binding)
         ctx.state = ctx.server.sealer.open(token, binding, ctx.server.clock())
 
 
@@ -47,5 +56,6 @@ def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) ->
     if needed.requests:
         result["inputRequests"] = {key: r.to_wire() for key, r in needed.requests.items()}
     if needed.state is not None:
+        binding = bound_to_caller(ctx, binding)
         result["requestState"] = ctx.server.sealer.seal(needed.state, binding, ctx.server.clock())
     return result

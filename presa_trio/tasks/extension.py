@@ -44,6 +44,7 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.auth.principal import access_scope
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.registry import (
@@ -95,13 +96,16 @@ class Policy(enum.Enum):
 PolicyFunction = Callable[[RequestContext, dict[str, Any]], Policy]
 
 
-def anonymous_scope(ctx: RequestContext) -> str:
-    """Every caller shares one access scope: presa has no authentication yet.
+def caller_scope(ctx: RequestContext) -> str:
+    """The caller's access scope: its verified principal, else ``anonymous``.
 
-    With auth off, holding a task's id is the only check, which is why ids
-    are unguessable (SEP-2663 §Security Implications; T-63).
+    With authorization on, each principal (issuer, subject, client) has its
+    own scope: another caller's task is an unknown task (SEP-2663 §Security
+    Implications, "Auth binding"). With it off every caller shares one scope,
+    where holding a task's id is the only check, which is why ids are
+    unguessable (T-63).
     """
-    return "anonymous"
+    return access_scope(ctx.principal)
 
 
 def valid_task_id(task_id: Any) -> bool:
@@ -157,7 +161,7 @@ class TasksExtension(Extension):
 
     runner: TaskRunner = attrs.field(factory=TaskRunner)
     # Which access scope a request acts in (SEP-2663 §Security Implications).
-    scope_of: Callable[[RequestContext], str] = anonymous_scope
+    scope_of: Callable[[RequestContext], str] = caller_scope
     # Tool name -> its policy; a tool not listed is SYNC.
     policies: dict[str, Policy | PolicyFunction] = attrs.field(factory=dict)
     _server: Server | None = None

@@ -298,6 +298,7 @@ class TaskRunner:
             send=drop,
             input_responses=creator.input_responses,
             state=creator.state,
+            principal=creator.principal,
             runner=self,
             worker=worker,
         )

@@ -3,12 +3,15 @@
 The client echoes ``requestState`` on the retry, and the echo is attacker
 controlled. presa signs what it hands out and refuses what it did not sign,
 what has expired, and what was issued for another request (another method,
-tool/prompt/resource, or other arguments).
+tool/prompt/resource, or other arguments), and what was issued to another
+caller (with authorization on, the principal's access scope is bound too, so
+a state handed to alice is refused when bob presents it: SEP-2663 §Security
+Implications, "Auth binding").
 
 Token: ``v1.<b64url(payload)>.<b64url(HMAC-SHA256(key, "v1." + b64url(payload)))>``
-with a compact JSON payload ``{"exp", "m", "t", "h", "s"}``: expiry (unix
-seconds), method, target name or URI, SHA-256 of the canonical arguments, and
-the handler's own state.
+with a compact JSON payload ``{"exp", "m", "t", "h", "p", "s"}``: expiry (unix
+seconds), method, target name or URI, SHA-256 of the canonical arguments, the
+caller's access scope, and the handler's own state.
 
 presa chooses: a key ring — sign with the first key, accept any — so keys can
 rotate and several processes can share one. A random key generated per
@@ -62,11 +65,13 @@ def canonical_digest(arguments: Any) -> str:
 
 @attrs.frozen
 class Binding:
-    """What a state is bound to: the method, its target, and its arguments."""
+    """What a state is bound to: the method, its target, its arguments, its caller."""
 
     method: str
     target: str
     arguments_digest: str
+    # The caller's access scope (``anonymous`` without authorization).
+    principal: str = "anonymous"
 
 
 def invalid_state() -> InvalidParams:
@@ -94,6 +99,7 @@ class StateSealer:
             "m": binding.method,
             "t": binding.target,
             "h": binding.arguments_digest,
+            "p": binding.principal,
             "s": state,
         }
         signed = VERSION_PREFIX + _b64(json.dumps(payload, separators=(",", ":")).encode())
@@ -125,10 +131,11 @@ class StateSealer:
             raise invalid_state()
         if payload["exp"] < now:
             raise invalid_state()
-        if (payload.get("m"), payload.get("t"), payload.get("h")) != (
+        if (payload.get("m"), payload.get("t"), payload.get("h"), payload.get("p")) != (
             binding.method,
             binding.target,
             binding.arguments_digest,
+            binding.principal,
         ):
             raise invalid_state()
         return payload.get("s")

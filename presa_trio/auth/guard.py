@@ -1,0 +1,238 @@
+"""presa as an OAuth 2.1 resource server: who may call, and with which scopes.
+
+The :class:`ResourceGuard` is the HTTP edge's authorization rung. For each
+request it:
+
+1. reads the bearer token from the ``Authorization`` header — the only place
+   a token may travel (a token in the query string is 400
+   ``invalid_request``; authorization §Access Token Usage);
+2. verifies it (:mod:`~presa_trio.auth.jwt_tokens`,
+   :mod:`~presa_trio.auth.introspection`, :mod:`~presa_trio.auth.static`):
+   no token, or one that does not verify, is 401 with a ``WWW-Authenticate:
+   Bearer`` challenge naming the Protected Resource Metadata
+   (``resource_metadata``), plus ``error="invalid_token"`` when a token was
+   sent and the ``scope`` every request needs (RFC 6750 §3; authorization
+   §Error Handling, §Scope Selection Strategy);
+3. once the JSON-RPC method is known, checks the token's scopes against what
+   this method (and, for ``tools/call``, this tool) requires: 403
+   ``error="insufficient_scope"`` naming every required scope in one
+   challenge (authorization §Runtime Insufficient Scope Errors).
+
+It also serves the Protected Resource Metadata document (RFC 9728) at the
+well-known URI for the endpoint's path and at the root form
+(authorization-server-discovery §Protected Resource Metadata Discovery
+Requirements).
+
+The verified :class:`~presa_trio.auth.principal.Principal` goes with the
+request to its handler; the Tasks extension uses it as the access scope.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+import attrs
+import httpx
+import trio
+
+from presa_trio.auth.jwt_tokens import looks_like_jwt
+from presa_trio.auth.principal import Principal
+from presa_trio.auth.verifier import InvalidToken, Verifier, VerifierUnavailable
+from presa_trio.http.admission import Headers, Rejection
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+#: How long presa waits for the authorization server (metadata, keys, introspection).
+HTTP_TIMEOUT_S = 10.0
+
+
+@attrs.frozen
+class ScopeRules:
+    """The scopes a request needs: those of every request, its method's, its tool's.
+
+    Usage::
+
+        ScopeRules(
+            every_request=frozenset({"mcp"}),
+            methods={"tasks/cancel": frozenset({"tasks:cancel"})},
+            tools={"delete_everything": frozenset({"admin"})},
+        )
+    """
+
+    every_request: frozenset[str] = frozenset()
+    methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+
+    def required(self, method: str, params: Mapping[str, Any]) -> frozenset[str]:
+        """Every scope ``method`` with ``params`` needs (all at once, never one by one)."""
+        needed = self.every_request | self.methods.get(method, frozenset())
+        name = params.get("name")
+        if method == "tools/call" and isinstance(name, str):
+            needed |= self.tools.get(name, frozenset())
+        return needed
+
+    def all(self) -> frozenset[str]:
+        """Every scope any request may need."""
+        found = set(self.every_request)
+        for scopes in (*self.methods.values(), *self.tools.values()):
+            found |= scopes
+        return frozenset(found)
+
+
+@attrs.define(eq=False)
+class Verifiers:
+    """Try the development tokens, then JWT or introspection, as the token's shape says.
+
+    A token shaped like a JWS goes to the JWT verifier when there is one; any
+    other token goes to introspection when it is configured.
+    """
+
+    static: Verifier | None = None
+    jwt: Verifier | None = None
+    introspection: Verifier | None = None
+
+    async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
+        failure = InvalidToken("The access token is not recognised")
+        if self.static is not None:
+            try:
+                return await self.static.verify(token, http)
+            except InvalidToken as exc:
+                failure = exc
+        if self.jwt is not None and looks_like_jwt(token):
+            return await self.jwt.verify(token, http)
+        if self.introspection is not None:
+            return await self.introspection.verify(token, http)
+        raise failure
+
+
+def quoted(value: str) -> str:
+    """An RFC 7235 quoted-string."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@attrs.define(eq=False)
+class ResourceGuard:
+    """The authorization rung of one protected MCP endpoint."""
+
+    # The server's canonical URI (RFC 8707 §2), e.g. ``https://mcp.example.com/mcp``.
+    resource: str
+    verifier: Verifier
+    # Issuer identifiers of the authorization servers clients may use.
+    authorization_servers: Sequence[str] = ()
+    scopes: ScopeRules = attrs.field(factory=ScopeRules)
+    # The ``scopes_supported`` advertised; default: the scopes every request needs.
+    scopes_supported: Sequence[str] | None = None
+    resource_name: str | None = None
+    _http: httpx.AsyncClient | None = None
+
+    # --- metadata (RFC 9728) ------------------------------------------------------
+
+    @property
+    def metadata_url(self) -> str:
+        """Where the metadata document is, for ``resource_metadata`` (RFC 9728 §3.1)."""
+        parts = urlsplit(self.resource)
+        path = WELL_KNOWN + parts.path.rstrip("/")
+        return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+    @property
+    def metadata_paths(self) -> frozenset[str]:
+        """The path-inserted well-known path, and the root form."""
+        return frozenset({urlsplit(self.metadata_url).path, WELL_KNOWN})
+
+    def metadata(self) -> dict[str, Any]:
+        """The Protected Resource Metadata document (RFC 9728 §2)."""
+        supported = self.scopes_supported
+        if supported is None:
+            supported = sorted(self.scopes.every_request)
+        document: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if supported:
+            document["scopes_supported"] = list(supported)
+        if self.resource_name is not None:
+            document["resource_name"] = self.resource_name
+        return document
+
+    def metadata_json(self) -> bytes:
+        return json.dumps(self.metadata(), separators=(",", ":")).encode()
+
+    # --- lifetime -----------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the HTTP client that talks to the authorization server, for the server's life."""
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
+            self._http = http
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._http = None
+
+    # --- the checks -----------------------------------------------------------------
+
+    def challenge(
+        self,
+        error: str | None = None,
+        description: str | None = None,
+        scopes: frozenset[str] = frozenset(),
+    ) -> tuple[bytes, bytes]:
+        """A ``WWW-Authenticate: Bearer`` header (RFC 6750 §3, RFC 9728 §5.1)."""
+        params = [f"resource_metadata={quoted(self.metadata_url)}"]
+        if error is not None:
+            params.append(f"error={quoted(error)}")
+        if description is not None:
+            params.append(f"error_description={quoted(description)}")
+        if scopes:
+            params.append(f"scope={quoted(' '.join(sorted(scopes)))}")
+        return b"www-authenticate", ("Bearer " + ", ".join(params)).encode("latin-1", "replace")
+
+    def bearer_token(self, headers: Headers, query_string: bytes) -> str | None:
+        """The token of the ``Authorization: Bearer`` header, ``None`` if there is none."""
+        if "access_token" in parse_qs(query_string.decode("latin-1")):
+            raise self.bad_request("Access tokens must not be sent in the query string")
+        values = headers.get_all("authorization")
+        if len(values) > 1:
+            raise self.bad_request("More than one Authorization header")
+        if not values:
+            return None
+        scheme, _, token = values[0].partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        token = token.strip()
+        if not token or not token.isascii():
+            raise self.bad_request("Malformed bearer token")
+        return token
+
+    def bad_request(self, description: str) -> Rejection:
+        header = self.challenge("invalid_request", description)
+        return Rejection(400, description, [header])
+
+    async def authenticate(self, headers: Headers, query_string: bytes) -> Principal:
+        """The caller of this request, or the 401 (400, 503) that answers it."""
+        token = self.bearer_token(headers, query_string)
+        if token is None:
+            header = self.challenge(scopes=self.scopes.every_request)
+            raise Rejection(401, "Authorization required", [header])
+        if self._http is None:
+            raise Rejection(503, "The server is not running")
+        try:
+            return await self.verifier.verify(token, self._http)
+        except InvalidToken as exc:
+            header = self.challenge("invalid_token", str(exc), self.scopes.every_request)
+            raise Rejection(401, str(exc), [header]) from exc
+        except VerifierUnavailable as exc:
+            raise Rejection(
+                503, "The authorization server is unavailable", [(b"retry-after", b"5")]
+            ) from exc
+
+    def authorize(self, principal: Principal, method: str, params: Mapping[str, Any]) -> None:
+        """403 ``insufficient_scope`` unless the token grants every scope the request needs."""
+        needed = self.scopes.required(method, params)
+        if not needed <= principal.scopes:
+            description = f"{method} requires the scopes: {' '.join(sorted(needed))}"
+            header = self.challenge("insufficient_scope", description, needed)
+            raise Rejection(403, description, [header])

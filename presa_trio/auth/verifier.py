@@ -1,0 +1,92 @@
+"""What every token verifier promises, and how verification can fail.
+
+A verifier turns the bearer token of a request into a :class:`Principal`,
+or says why it cannot:
+
+- :class:`InvalidToken` — the token is expired, revoked, malformed, signed by
+  an unknown key, or issued for another resource: HTTP 401
+  ``error="invalid_token"`` (authorization §Token Handling: "Invalid or
+  expired tokens MUST receive a HTTP 401 response").
+- :class:`VerifierUnavailable` — the authorization server could not be
+  asked (metadata, keys or introspection unreachable): HTTP 503, since the
+  token may well be good and the client should retry rather than re-authorize.
+
+Network calls go through the ``httpx.AsyncClient`` the guard owns for the
+server's lifetime; they are async and never block the Trio loop.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from presa_trio.auth.principal import Principal
+
+
+class InvalidToken(Exception):
+    """The token cannot be accepted; the message is the ``error_description``."""
+
+
+class VerifierUnavailable(Exception):
+    """The authorization server needed to check the token did not answer usably."""
+
+
+class Verifier(Protocol):
+    """Checks one bearer token."""
+
+    async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
+        """The principal behind ``token``; raise :class:`InvalidToken` if there is none."""
+        ...
+
+
+def canonical_uri(uri: str) -> str:
+    """``uri`` with its scheme and host lowercased, for comparing resource URIs.
+
+    Spec: authorization §Canonical Server URI — "implementations SHOULD
+    accept uppercase scheme and host components".
+    """
+    parts = urlsplit(uri)
+    return urlunsplit(parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()))
+
+
+def names_resource(audience: object, resource: str) -> bool:
+    """Whether an ``aud`` value (a string or a list of them) names ``resource``.
+
+    Spec: authorization §Token Handling — "MCP servers MUST validate that
+    access tokens were issued specifically for them as the intended
+    audience" (RFC 8707 §2).
+    """
+    values = [audience] if isinstance(audience, str) else audience
+    if not isinstance(values, list):
+        return False
+    wanted = canonical_uri(resource)
+    return any(isinstance(value, str) and canonical_uri(value) == wanted for value in values)
+
+
+def scopes_of(value: object) -> frozenset[str]:
+    """The scopes in a ``scope`` claim or introspection member (space-separated)."""
+    return frozenset(value.split()) if isinstance(value, str) else frozenset()
+
+
+async def fetch_json(http: httpx.AsyncClient, url: str) -> dict[str, object]:
+    """GET ``url`` as a JSON object; any failure is :class:`VerifierUnavailable`."""
+    try:
+        response = await http.get(url, headers={"accept": "application/json"})
+    except httpx.HTTPError as exc:
+        raise VerifierUnavailable(f"GET {url} failed: {exc}") from exc
+    return json_object(response, url)
+
+
+def json_object(response: httpx.Response, url: str) -> dict[str, object]:
+    """The body of a 200 response as a JSON object, else :class:`VerifierUnavailable`."""
+    if response.status_code != 200:
+        raise VerifierUnavailable(f"{url} answered HTTP {response.status_code}")
+    try:
+        body = response.json()
+    except ValueError as exc:
+        raise VerifierUnavailable(f"{url} did not answer JSON") from exc
+    if not isinstance(body, dict):
+        raise VerifierUnavailable(f"{url} did not answer a JSON object")
+    return body
