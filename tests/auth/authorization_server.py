@@ -1,0 +1,229 @@
+"""A real OAuth 2.1 authorization server for the tests, on hypercorn and Trio.
+
+It is small, but nothing in it is faked: tokens are signed with RSA keys by
+joserfc and published as a JWKS, clients authenticate with their secrets, and
+presa talks to it over loopback HTTP exactly as it would to a production
+issuer. It serves:
+
+- ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata;
+- ``/jwks`` — the public signing keys (RFC 7517);
+- ``/token`` — the client credentials grant (OAuth 2.1 §4.2) with
+  ``client_secret_basic`` or ``client_secret_post``; the ``resource``
+  parameter (RFC 8707) becomes the token's ``aud``; a client issues either
+  RFC 9068 JWTs or opaque tokens;
+- ``/introspect`` — RFC 7662, for authenticated clients.
+
+Each test client acts for one user (``alice-app`` for alice, ...), so a
+client credentials token names that user as its ``sub``. Tests reach past
+the wire to rotate the signing key (:meth:`rotate_keys`) and to mint tokens
+a well-behaved server would not issue (expired, for another resource).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+import attrs
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+
+
+@attrs.frozen
+class Client:
+    """A registered client: its secret, the user it acts for, how its tokens look."""
+
+    secret: str
+    subject: str
+    token_format: str = "jwt"  # or "opaque"
+
+
+#: The clients of every test: two users, each with a JWT and an opaque client,
+#: and presa itself, which introspects.
+CLIENTS = {
+    "alice-app": Client("alice-secret", "alice"),
+    "bob-app": Client("bob-secret", "bob"),
+    "alice-opaque": Client("alice-opaque-secret", "alice", "opaque"),
+    "bob-opaque": Client("bob-opaque-secret", "bob", "opaque"),
+    "presa": Client("presa-secret", "presa"),
+}
+TOKEN_LIFETIME_S = 300
+
+
+def new_key() -> RSAKey:
+    return RSAKey.generate_key(2048, parameters={"kid": secrets.token_hex(8), "use": "sig"})
+
+
+@attrs.define(eq=False)
+class AuthorizationServer:
+    """The server's state, and its ASGI application (``await server(scope, ...)``)."""
+
+    issuer: str = ""  # set once the socket is bound
+    clients: dict[str, Client] = attrs.field(factory=lambda: dict(CLIENTS))
+    key: RSAKey = attrs.field(factory=new_key)
+    # Opaque token -> its introspection answer.
+    opaque: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    # How many times each path was requested.
+    hits: dict[str, int] = attrs.field(factory=dict)
+
+    # --- what tests do directly -------------------------------------------------
+
+    def rotate_keys(self) -> None:
+        """Sign with a new key from now on; the old one leaves the JWKS."""
+        self.key = new_key()
+
+    def mint_jwt(
+        self,
+        client_id: str,
+        audience: str | list[str],
+        *,
+        scope: str = "",
+        lifetime_s: int = TOKEN_LIFETIME_S,
+        issued_at: int | None = None,
+        header: dict[str, Any] | None = None,
+    ) -> str:
+        """An RFC 9068 access token (RFC 9068 §2.2 claims), signed with the current key."""
+        now = int(time.time()) if issued_at is None else issued_at
+        claims = {
+            "iss": self.issuer,
+            "sub": self.clients[client_id].subject,
+            "aud": audience,
+            "client_id": client_id,
+            "iat": now,
+            "nbf": now,
+            "exp": now + lifetime_s,
+            "jti": secrets.token_hex(16),
+        }
+        if scope:
+            claims["scope"] = scope
+        protected = {"alg": "RS256", "typ": "at+jwt", "kid": self.key.kid, **(header or {})}
+        return jwt.encode(protected, claims, self.key)
+
+    def mint_opaque(
+        self, client_id: str, audience: str, *, scope: str = "", lifetime_s: int = TOKEN_LIFETIME_S
+    ) -> str:
+        token = secrets.token_urlsafe(32)
+        now = int(time.time())
+        self.opaque[token] = {
+            "active": True,
+            "iss": self.issuer,
+            "sub": self.clients[client_id].subject,
+            "aud": audience,
+            "client_id": client_id,
+            "scope": scope,
+            "iat": now,
+            "exp": now + lifetime_s,
+            "token_type": "Bearer",
+        }
+        return token
+
+    def revoke(self, token: str) -> None:
+        self.opaque.pop(token, None)
+
+    # --- the endpoints ------------------------------------------------------------
+
+    def metadata(self) -> dict[str, Any]:
+        """RFC 8414 §2."""
+        return {
+            "issuer": self.issuer,
+            "token_endpoint": self.issuer + "/token",
+            "jwks_uri": self.issuer + "/jwks",
+            "introspection_endpoint": self.issuer + "/introspect",
+            "grant_types_supported": ["client_credentials"],
+            "response_types_supported": [],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic"],
+        }
+
+    def authenticate_client(self, headers: dict[str, str], form: dict[str, str]) -> str | None:
+        """The client id of valid ``client_secret_basic`` or ``client_secret_post`` credentials."""
+        authorization = headers.get("authorization", "")
+        if authorization.lower().startswith("basic "):
+            decoded = base64.b64decode(authorization[6:]).decode()
+            client_id, _, secret = decoded.partition(":")
+        else:
+            client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
+        client = self.clients.get(client_id)
+        if client is None or not secrets.compare_digest(client.secret, secret):
+            return None
+        return client_id
+
+    def token(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """The client credentials grant (OAuth 2.1 §4.2; RFC 8707 ``resource``)."""
+        client_id = self.authenticate_client(headers, form)
+        if client_id is None:
+            return 401, {"error": "invalid_client"}
+        if form.get("grant_type") != "client_credentials":
+            return 400, {"error": "unsupported_grant_type"}
+        resource = form.get("resource")
+        if not resource:
+            return 400, {"error": "invalid_target", "error_description": "resource is required"}
+        scope = form.get("scope", "")
+        if self.clients[client_id].token_format == "opaque":
+            token = self.mint_opaque(client_id, resource, scope=scope)
+        else:
+            token = self.mint_jwt(client_id, resource, scope=scope)
+        answer = {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
+        if scope:
+            answer["scope"] = scope
+        return 200, answer
+
+    def introspect(
+        self, headers: dict[str, str], form: dict[str, str]
+    ) -> tuple[int, dict[str, Any]]:
+        """RFC 7662 §2: only authenticated clients may ask; unknown or expired is inactive."""
+        if self.authenticate_client(headers, form) is None:
+            return 401, {"error": "invalid_client"}
+        answer = self.opaque.get(form.get("token", ""))
+        if answer is None or answer["exp"] <= time.time():
+            return 200, {"active": False}
+        return 200, answer
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] == "lifespan":
+            await receive()  # lifespan.startup
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body", False):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        path = scope["path"]
+        self.hits[path] = self.hits.get(path, 0) + 1
+        status, answer = self.route(scope["method"], path, headers, form)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-store")],
+            }
+        )
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    def route(
+        self, method: str, path: str, headers: dict[str, str], form: dict[str, str]
+    ) -> tuple[int, dict[str, Any]]:
+        if method == "GET" and path == "/.well-known/oauth-authorization-server":
+            return 200, self.metadata()
+        if method == "GET" and path == "/jwks":
+            return 200, {"keys": [self.key.as_dict(private=False)]}
+        if method == "POST" and path == "/token":
+            return self.token(headers, form)
+        if method == "POST" and path == "/introspect":
+            return self.introspect(headers, form)
+        return 404, {"error": "not_found"}

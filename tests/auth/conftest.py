@@ -1,0 +1,110 @@
+"""A real authorization server in the test process, and ``presa-trio serve`` beside it.
+
+The authorization server (:mod:`tests.auth.authorization_server`) runs on
+hypercorn at a loopback port the kernel picks. presa runs as a subprocess
+with the ``--auth-*`` flags, exactly as a user starts it; the tests talk to
+both over loopback HTTP with httpx.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from tests.auth.authorization_server import AuthorizationServer
+from presa_trio.tasks.extension import TasksExtension
+from tests.mcp_client import NAME_PARAMS, headers_for, request
+
+#: ``Mcp-Name`` sources: the core's and the Tasks extension's.
+ALL_NAME_PARAMS = {**NAME_PARAMS, **TasksExtension.name_params}
+#: Polls of the metadata document while presa starts (each waits 50 ms).
+STARTUP_POLLS = 400
+
+
+@pytest.fixture
+async def issuer(nursery: trio.Nursery) -> AsyncIterator[AuthorizationServer]:
+    """The authorization server, listening; its ``issuer`` is its loopback URL."""
+    server = AuthorizationServer()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    shutdown = trio.Event()
+    urls: list[str] = await nursery.start(
+        partial(serve, server, config, shutdown_trigger=shutdown.wait)
+    )
+    server.issuer = urls[0]
+    yield server
+    shutdown.set()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@attrs.frozen
+class Presa:
+    """A running ``presa-trio serve``: its endpoint, and a client for it."""
+
+    url: str
+    http: httpx.AsyncClient
+    process: trio.Process
+
+    @property
+    def resource(self) -> str:
+        return self.url
+
+    async def post(
+        self,
+        message: Mapping[str, Any],
+        token: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        sent = {k: v for k, v in headers_for(message, ALL_NAME_PARAMS).items() if k != "host"}
+        if token is not None:
+            sent["authorization"] = f"Bearer {token}"
+        sent.update(headers or {})
+        return await self.http.post(self.url, json=message, headers=sent)
+
+    async def call(
+        self, method: str, params: Mapping[str, Any] | None = None, token: str | None = None, **kw: Any
+    ) -> httpx.Response:
+        return await self.post(request(method, params, **kw), token)
+
+
+async def start_presa(
+    nursery: trio.Nursery, http: httpx.AsyncClient, flags: Sequence[str]
+) -> Presa:
+    """``presa-trio serve`` with ``flags`` on a free port, once it answers."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    command = [sys.executable, "-m", "presa_trio", "serve", "--port", str(port), *flags]
+    process: trio.Process = await nursery.start(
+        partial(trio.run_process, command, stdin=subprocess.DEVNULL, check=False)
+    )
+    for _ in range(STARTUP_POLLS):
+        try:
+            await http.get(f"http://127.0.0.1:{port}/")
+            return Presa(url, http, process)
+        except httpx.TransportError:
+            await trio.sleep(0.05)
+    raise AssertionError(f"presa did not start: {command}")
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        yield client
