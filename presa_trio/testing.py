@@ -272,6 +272,7 @@ class McpClient:
         *,
         method: str = "POST",
         path: str = "/mcp",
+        query: bytes = b"",
         body_chunks: Sequence[bytes] | None = None,
     ) -> AsyncIterator[Stream]:
         """Open a request; on exit the client disconnects and the app must finish.
@@ -290,7 +291,7 @@ class McpClient:
             "scheme": "http",
             "path": path,
             "raw_path": path.encode(),
-            "query_string": b"",
+            "query_string": query,
             "root_path": "",
             "server": ("127.0.0.1", 3000),
             "client": ("127.0.0.1", 50000),
@@ -441,6 +442,8 @@ async def running(app: McpApp) -> AsyncIterator[McpClient]:
     """Run the app's lifespan (its server-lifetime nursery) around a client."""
     async with trio.open_nursery() as nursery:
         await nursery.start(app.dispatcher.run)
+        if app.auth is not None:
+            await nursery.start(app.auth.run)
         yield McpClient(app)
         nursery.cancel_scope.cancel()
 

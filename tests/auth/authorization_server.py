@@ -197,7 +197,7 @@ class AuthorizationServer:
             return
         body = b""
         while True:
-            event = await receive()
+            event: Any = await receive()
             body += event.get("body", b"")
             if not event.get("more_body", False):
                 break
@@ -210,10 +210,15 @@ class AuthorizationServer:
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-store")],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"cache-control", b"no-store"),
+                ],
+                "trailers": False,
             }
         )
-        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+        body = json.dumps(answer).encode()
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
     def route(
         self, method: str, path: str, headers: dict[str, str], form: dict[str, str]

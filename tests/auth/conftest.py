@@ -22,8 +22,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from tests.auth.authorization_server import AuthorizationServer
 from presa_trio.tasks.extension import TasksExtension
+from tests.auth.authorization_server import AuthorizationServer
 from tests.mcp_client import NAME_PARAMS, headers_for, request
 
 #: ``Mcp-Name`` sources: the core's and the Tasks extension's.
@@ -80,7 +80,11 @@ class Presa:
         return await self.http.post(self.url, json=message, headers=sent)
 
     async def call(
-        self, method: str, params: Mapping[str, Any] | None = None, token: str | None = None, **kw: Any
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        token: str | None = None,
+        **kw: Any,
     ) -> httpx.Response:
         return await self.post(request(method, params, **kw), token)
 

@@ -39,7 +39,7 @@ async def test_a_wrong_token_is_401_invalid_token(presa: Presa) -> None:
 
 
 async def test_the_caller_is_the_task_scope(presa: Presa) -> None:
-    """A-10, T-63: bob's tasks/get, update and cancel of alice's task answer exactly
+    """A-10, T-65: bob's tasks/get, update and cancel of alice's task answer exactly
     as for an unknown id; alice's succeed."""
     await scenarios.calls_a_tool(presa, "alice-dev-secret")
     await scenarios.isolates_tasks(presa, "alice-dev-secret", "bob-dev-secret")

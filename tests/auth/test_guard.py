@@ -1,0 +1,129 @@
+"""The authorization rung in process: malformed credentials, scope rules, metadata.
+
+Development tokens stand in for verified tokens here (they are a real
+verifier, not a mock); the token formats are tested end to end beside this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
+from presa_trio.auth.static import StaticTokens
+from presa_trio.fixtures import build_server
+from presa_trio.http.app import McpApp
+from presa_trio.http.serving import is_loopback
+from tests.mcp_client import McpClient, headers_for, request, running
+
+RESOURCE = "http://localhost:3000/mcp"
+METADATA = "http://localhost:3000/.well-known/oauth-protected-resource/mcp"
+RULES = ScopeRules(
+    every_request=frozenset({"mcp"}),
+    methods={"prompts/list": frozenset({"prompts"})},
+    tools={"greet": frozenset({"greet", "people"})},
+)
+
+
+def guard(**options: Any) -> ResourceGuard:
+    tokens = {"full": "alice", "basic": "bob"}
+    return ResourceGuard(
+        resource=RESOURCE,
+        verifier=Verifiers(static=StaticTokens(tokens, scopes=RULES.all())),
+        scopes=RULES,
+        **options,
+    )
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[McpClient]:
+    async with running(McpApp.for_server(build_server(), auth=guard())) as started:
+        yield started
+
+
+def with_token(message: dict[str, Any], *authorization: str) -> list[tuple[str, str]]:
+    headers = list(headers_for(message).items())
+    return headers + [("authorization", value) for value in authorization]
+
+
+async def test_challenge_without_a_bearer_token(client: McpClient) -> None:
+    """A-02, A-05: no credentials, or another scheme, is 401 without ``error``,
+    with the scope every request needs."""
+    message = request("tools/list")
+    for sent in (with_token(message), with_token(message, "Basic YWxpY2U6eA==")):
+        response = await client.post(message, sent)
+        assert response.status == 401
+        assert response.headers["www-authenticate"] == (
+            f'Bearer resource_metadata="{METADATA}", scope="mcp"'
+        )
+
+
+async def test_malformed_credentials_are_400(client: McpClient) -> None:
+    """A-03: two Authorization headers, or a token in the query string, are 400
+    ``invalid_request`` (authorization §Access Token Usage)."""
+    message = request("tools/list")
+    twice = await client.post(message, with_token(message, "Bearer full", "Bearer basic"))
+    in_query = await client.post(message, with_token(message), query=b"access_token=full")
+    for response in (twice, in_query):
+        assert response.status == 400
+        assert 'error="invalid_request"' in response.headers["www-authenticate"]
+
+
+async def test_per_method_and_per_tool_scopes(client: McpClient) -> None:
+    """A-04: the scopes a method and a tool need come from the Python API; a
+    403 names every scope the request needs, in one challenge."""
+    app = client.app
+    assert app.auth is not None
+    app.auth.verifier = Verifiers(
+        static=StaticTokens({"full": "alice", "basic": "bob"}, scopes=frozenset({"mcp"}))
+    )
+    listing = request("tools/list")
+    assert (await client.post(listing, with_token(listing, "Bearer basic"))).status == 200
+    for message, needed in (
+        (request("prompts/list"), "mcp prompts"),
+        (request("tools/call", {"name": "greet", "arguments": {}}), "greet mcp people"),
+    ):
+        response = await client.post(message, with_token(message, "Bearer basic"))
+        assert response.status == 403
+        assert response.headers["www-authenticate"] == (
+            f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+            f'error_description="{message["method"]} requires the scopes: {needed}", '
+            f'scope="{needed}"'
+        )
+
+
+async def test_metadata_document(client: McpClient) -> None:
+    """A-01: RFC 9728 metadata at the path-inserted URI and the root, by GET only."""
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ):
+        response = await client.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+        assert response.status == 200
+        assert response.json() == {
+            "resource": RESOURCE,
+            "authorization_servers": [],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": ["mcp"],
+        }
+    posted = await client.post(
+        b"", {"host": "localhost:3000"}, path="/.well-known/oauth-protected-resource"
+    )
+    assert posted.status == 405
+
+
+async def test_without_auth_there_is_no_metadata() -> None:
+    """A-13: authorization is off by default: no document, no token needed."""
+    async with running(McpApp.for_server(build_server())) as client:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        response = await client.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+        assert response.status == 404
+        assert (await client.call("tools/list")).status == 200
+
+
+def test_loopback_binds() -> None:
+    """A-13: which bind addresses count as loopback (others warn without auth)."""
+    assert all(map(is_loopback, ["127.0.0.1", "127.5.0.1", "::1", "[::1]", "localhost"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.4", "example.com"]))

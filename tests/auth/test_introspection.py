@@ -1,0 +1,76 @@
+"""Opaque access tokens through introspection (RFC 7662) on a real ``presa-trio serve``.
+
+presa introspects as the client ``presa`` at the endpoint the issuer's
+metadata names; the users' clients get opaque tokens from the token endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import trio
+
+from tests.auth import scenarios
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.conftest import Presa, start_presa
+
+
+@pytest.fixture
+async def presa(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> AsyncIterator[Presa]:
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    flags += ["--auth-client-secret", issuer.clients["presa"].secret]
+    running = await start_presa(nursery, http, flags)
+    yield running
+    running.process.terminate()
+
+
+async def opaque_token(
+    http: httpx.AsyncClient, issuer: AuthorizationServer, client: str, resource: str
+) -> str:
+    response = await http.post(
+        issuer.issuer + "/token",
+        data={"grant_type": "client_credentials", "resource": resource},
+        auth=(client, issuer.clients[client].secret),
+    )
+    assert response.status_code == 200, response.text
+    token: str = response.json()["access_token"]
+    assert token.count(".") != 2  # opaque, not a JWT
+    return token
+
+
+async def test_opaque_tokens_of_two_users(
+    presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
+) -> None:
+    """A-06, A-10, A-11, T-65: introspected tokens name their users; tasks and
+    requestState stay with their caller."""
+    await scenarios.refuses_without_token(presa)
+    alice = await opaque_token(http, issuer, "alice-opaque", presa.resource)
+    bob = await opaque_token(http, issuer, "bob-opaque", presa.resource)
+    await scenarios.calls_a_tool(presa, alice)
+    await scenarios.isolates_tasks(presa, alice, bob)
+    await scenarios.binds_request_state(presa, alice, bob)
+
+
+async def test_answers_are_cached(
+    presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
+) -> None:
+    """A-12: one introspection serves the token's later requests."""
+    alice = await opaque_token(http, issuer, "alice-opaque", presa.resource)
+    for _ in range(3):
+        await scenarios.calls_a_tool(presa, alice)
+    assert issuer.hits["/introspect"] == 1
+
+
+async def test_inactive_expired_and_foreign_tokens_are_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07, A-08, A-12: unknown (inactive), expired, and another resource's tokens are 401."""
+    await scenarios.refuses_invalid_token(presa, "never-issued")
+    expired = issuer.mint_opaque("alice-opaque", presa.resource, lifetime_s=-1)
+    await scenarios.refuses_invalid_token(presa, expired)
+    foreign = issuer.mint_opaque("alice-opaque", "http://127.0.0.1:1/mcp")
+    assert "resource" in await scenarios.refuses_invalid_token(presa, foreign)

@@ -1,0 +1,134 @@
+"""JWT access tokens (RFC 9068) on a real ``presa-trio serve --auth-issuer``.
+
+Tokens come from the test authorization server's token endpoint (the client
+credentials grant, with ``resource`` = presa's URI) or are minted by it
+directly where a test needs a token no honest server would hand out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import trio
+
+from tests.auth import scenarios
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.conftest import Presa, start_presa
+
+SCOPE = "mcp"
+
+
+@pytest.fixture
+async def presa(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> AsyncIterator[Presa]:
+    running = await start_presa(
+        nursery, http, ["--auth-issuer", issuer.issuer, "--auth-scope", SCOPE]
+    )
+    yield running
+    running.process.terminate()
+
+
+async def token_for(
+    http: httpx.AsyncClient, issuer: AuthorizationServer, client: str, resource: str
+) -> str:
+    """A token from the token endpoint: client credentials, RFC 8707 ``resource``."""
+    response = await http.post(
+        issuer.issuer + "/token",
+        data={"grant_type": "client_credentials", "resource": resource, "scope": SCOPE},
+        auth=(client, issuer.clients[client].secret),
+    )
+    assert response.status_code == 200, response.text
+    token: str = response.json()["access_token"]
+    return token
+
+
+async def test_metadata_and_challenge_name_the_issuer_and_scope(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-01, A-02, A-05: the challenge carries ``scope``; the document lists the
+    issuer and ``scopes_supported``."""
+    await scenarios.refuses_without_token(presa, scope=SCOPE)
+    document = await scenarios.serves_metadata(presa, [issuer.issuer])
+    assert document["scopes_supported"] == [SCOPE]
+
+
+async def test_tokens_of_two_users_and_their_tasks(
+    presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
+) -> None:
+    """A-06, A-10, A-11, T-65: tokens from the token endpoint work; each user has their
+    own tasks and their own requestState."""
+    alice = await token_for(http, issuer, "alice-app", presa.resource)
+    bob = await token_for(http, issuer, "bob-app", presa.resource)
+    await scenarios.calls_a_tool(presa, alice)
+    await scenarios.isolates_tasks(presa, alice, bob)
+    await scenarios.binds_request_state(presa, alice, bob)
+
+
+async def test_a_token_for_another_resource_is_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: the audience must be this server's canonical URI (RFC 8707)."""
+    other = issuer.mint_jwt("alice-app", "http://127.0.0.1:1/mcp", scope=SCOPE)
+    description = await scenarios.refuses_invalid_token(presa, other)
+    assert "resource" in description
+    upper = presa.resource.replace("http://", "HTTP://")
+    await scenarios.calls_a_tool(presa, issuer.mint_jwt("alice-app", upper, scope=SCOPE))
+
+
+async def test_expired_and_future_tokens_are_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-08: ``exp`` past (beyond the skew allowance) or ``nbf`` ahead is 401."""
+    now = int(time.time())
+    expired = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, issued_at=now - 400)
+    assert "expired" in await scenarios.refuses_invalid_token(presa, expired)
+    future = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, issued_at=now + 400)
+    await scenarios.refuses_invalid_token(presa, future)
+    skewed = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, issued_at=now + 5)
+    await scenarios.calls_a_tool(presa, skewed)
+
+
+async def test_other_issuers_and_types_are_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: ``typ`` must be ``at+jwt`` (RFC 9068 §4), ``iss`` the issuer, the
+    signature one of the issuer's keys."""
+    plain_jwt = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header={"typ": "JWT"})
+    await scenarios.refuses_invalid_token(presa, plain_jwt)
+    impostor = AuthorizationServer(issuer="http://127.0.0.1:1")
+    forged = impostor.mint_jwt("alice-app", presa.resource, scope=SCOPE)
+    await scenarios.refuses_invalid_token(presa, forged)
+    impostor.issuer = issuer.issuer  # the right issuer, but a key it never published
+    await scenarios.refuses_invalid_token(presa, impostor.mint_jwt("alice-app", presa.resource))
+
+
+async def test_key_rotation_at_the_issuer(
+    presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
+) -> None:
+    """A-09: keys are cached; a token with a new ``kid`` makes presa fetch the
+    JWKS again, and a token of the retired key is refused after."""
+    before = await token_for(http, issuer, "alice-app", presa.resource)
+    await scenarios.calls_a_tool(presa, before)
+    await scenarios.calls_a_tool(presa, before)
+    assert issuer.hits["/jwks"] == 1
+    issuer.rotate_keys()
+    after = await token_for(http, issuer, "alice-app", presa.resource)
+    await scenarios.calls_a_tool(presa, after)
+    assert issuer.hits["/jwks"] == 2
+    await scenarios.refuses_invalid_token(presa, before)
+
+
+async def test_a_token_without_the_scope_is_403(presa: Presa, issuer: AuthorizationServer) -> None:
+    """A-04: a valid token without the required scope is 403 ``insufficient_scope``
+    naming it."""
+    unscoped = issuer.mint_jwt("alice-app", presa.resource)
+    response = await presa.call("tools/list", token=unscoped)
+    assert response.status_code == 403
+    params = scenarios.challenge_params(response)
+    assert params["error"] == "insufficient_scope"
+    assert params["scope"] == SCOPE
+    assert params["resource_metadata"] == scenarios.metadata_url(presa)
