@@ -10,7 +10,8 @@ One run, on loopback:
    1 and 32; the table reports the median of the rounds;
 3. the Tasks figures, presa only (``bench.tasks``);
 4. what checking a tool's arguments against its schema costs per
-   ``tools/call``, in-process (``bench.validation``).
+   ``tools/call``, in-process (``bench.validation``);
+5. what a JWT access-token check adds to a tools/call, in process (``bench.auth``).
 
 The targets are checked at the end. Absolute figures on shared two-core
 machines swing by 15–25 % between runs, so a target fails the run (exit 1)
@@ -34,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from bench import instructions, load, mcp, servers, tasks, validation
+from bench import auth, instructions, load, mcp, servers, tasks, validation
 from bench.targets import Verdict, check_targets
 
 
@@ -305,6 +306,8 @@ async def main_async(settings: Settings) -> int:
     print("argument checks (in-process) ...", file=sys.stderr, flush=True)
     # A Trio run of its own, in a thread: this process's loop is asyncio's.
     checks = await asyncio.to_thread(validation.run, settings.quick)
+    print("authorization (in-process) ...", file=sys.stderr, flush=True)
+    auth_report = await asyncio.to_thread(auth.run, settings.quick)
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():
@@ -320,6 +323,8 @@ async def main_async(settings: Settings) -> int:
     print(tasks.table(task_report))
     print()
     print(validation.table(checks))
+    print()
+    print(auth.table(auth_report))
     verdicts = check_targets(report, task_report)
     print()
     print(verdict_table(verdicts))

@@ -26,6 +26,7 @@ from presa_trio.auth.discovery import discover
 from presa_trio.auth.principal import Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
+    TokenCache,
     VerifierUnavailable,
     json_object,
     names_resource,
@@ -33,17 +34,14 @@ from presa_trio.auth.verifier import (
 )
 
 DEFAULT_MAX_CACHE_S = 60.0
-#: Most answers kept; past it, expired entries go first, then the oldest.
-MAX_CACHED = 10_000
 
 
 @attrs.frozen
-class Cached:
-    """An introspection answer: the principal, or why there is none, until when."""
+class Answer:
+    """What an introspection answer concluded: the principal, or why there is none."""
 
     principal: Principal | None
     refusal: str
-    until: float
 
 
 @attrs.define(eq=False)
@@ -58,18 +56,18 @@ class IntrospectionVerifier:
     issuer: str | None = None
     endpoint: str | None = None
     max_cache_s: float = DEFAULT_MAX_CACHE_S
-    _cache: dict[str, Cached] = attrs.field(factory=dict)
+    _cache: TokenCache[Answer] = attrs.field(factory=TokenCache)
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
         key = hashlib.sha256(token.encode()).hexdigest()
         now = time.time()
-        cached = self._cache.get(key)
-        if cached is None or cached.until <= now:
-            cached = self.judge(await self.introspect(token, http), now)
-            self.remember(key, cached, now)
-        if cached.principal is None:
-            raise InvalidToken(cached.refusal)
-        return cached.principal
+        answer = self._cache.get(key, now)
+        if answer is None:
+            answer, until = self.judge(await self.introspect(token, http), now)
+            self._cache.put(key, answer, until, now)
+        if answer.principal is None:
+            raise InvalidToken(answer.refusal)
+        return answer.principal
 
     async def introspection_endpoint(self, http: httpx.AsyncClient) -> str:
         if self.endpoint is None:
@@ -94,12 +92,12 @@ class IntrospectionVerifier:
             raise VerifierUnavailable(f"POST {endpoint} failed: {exc}") from exc
         return json_object(response, endpoint)
 
-    def judge(self, answer: dict[str, object], now: float) -> Cached:
-        """The principal an introspection answer stands for, or the refusal."""
+    def judge(self, answer: dict[str, object], now: float) -> tuple[Answer, float]:
+        """The principal an introspection answer stands for, or the refusal; until when."""
         refuse_until = now + self.max_cache_s  # the longest any answer is kept
 
-        def refusal(reason: str) -> Cached:
-            return Cached(None, reason, refuse_until)
+        def refusal(reason: str) -> tuple[Answer, float]:
+            return Answer(None, reason), refuse_until
 
         if answer.get("active") is not True:
             return refusal("The access token is not active")
@@ -121,12 +119,4 @@ class IntrospectionVerifier:
             client_id=client_id if isinstance(client_id, str) else None,
             scopes=scopes_of(answer.get("scope")),
         )
-        return Cached(principal, "", min(float(exp), refuse_until))
-
-    def remember(self, key: str, answer: Cached, now: float) -> None:
-        if len(self._cache) >= MAX_CACHED:
-            for stale in [k for k, v in self._cache.items() if v.until <= now]:
-                del self._cache[stale]
-        while len(self._cache) >= MAX_CACHED:
-            del self._cache[next(iter(self._cache))]
-        self._cache[key] = answer
+        return Answer(principal, ""), min(float(exp), refuse_until)

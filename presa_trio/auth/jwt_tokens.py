@@ -17,14 +17,21 @@ server per request:
 4. ``aud`` names this server's canonical URI (RFC 8707): a token minted for
    another resource is refused.
 
+A token that passed is remembered until its ``exp`` (by a hash of it), so a
+client reusing its token — the common case — costs a lookup, not a signature
+check. Fetching the key set again forgets them all: a token of a retired key
+is refused from then on.
+
 Spec: authorization §Token Handling, security-considerations §Token
 Audience Binding and Validation, §Access Token Privilege Restriction.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import time
 
 import attrs
 import httpx
@@ -38,6 +45,7 @@ from presa_trio.auth.discovery import discover
 from presa_trio.auth.principal import Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
+    TokenCache,
     VerifierUnavailable,
     fetch_json,
     names_resource,
@@ -75,8 +83,20 @@ class JwtVerifier:
     # When an unknown kid last caused a fetch (trio clock), if ever.
     _last_refetch: float | None = None
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _verified: TokenCache[Principal] = attrs.field(factory=TokenCache)
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
+        key = hashlib.sha256(token.encode()).hexdigest()
+        now = time.time()
+        known = self._verified.get(key, now)
+        if known is not None:
+            return known
+        principal, expires = await self.check(token, http)
+        self._verified.put(key, principal, expires, now)
+        return principal
+
+    async def check(self, token: str, http: httpx.AsyncClient) -> tuple[Principal, float]:
+        """Steps 1–4: the principal, and when the token expires."""
         try:
             signed = jws.extract_compact(token.encode("ascii"))
         except (JoseError, ValueError, UnicodeEncodeError) as exc:
@@ -100,7 +120,7 @@ class JwtVerifier:
             raise InvalidToken("The access token's claims are not JSON") from exc
         if not isinstance(claims, dict):
             raise InvalidToken("The access token's claims are not a JSON object")
-        return self.principal_of(claims)
+        return self.principal_of(claims), float(claims["exp"])
 
     def principal_of(self, claims: dict[str, object]) -> Principal:
         """Check the claims (step 3 and 4) and name the caller."""
@@ -167,4 +187,5 @@ class JwtVerifier:
             raise VerifierUnavailable(f"{self._jwks_uri} is not a usable JWKS") from exc
         log.info("fetched %d signing keys of %s", len(keys.keys), self.issuer)
         self._keys = keys
+        self._verified.clear()
         return keys

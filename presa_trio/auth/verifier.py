@@ -17,12 +17,39 @@ server's lifetime; they are async and never block the Trio loop.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+import attrs
 import httpx
 
 from presa_trio.auth.principal import Principal
+
+T = TypeVar("T")
+#: Most answers a :class:`TokenCache` keeps; past it, expired ones go first, then the oldest.
+MAX_CACHED = 10_000
+
+
+@attrs.define(eq=False)
+class TokenCache(Generic[T]):
+    """What was concluded about a token, until a given wall-clock time, by token hash."""
+
+    _entries: dict[str, tuple[T, float]] = attrs.field(factory=dict)
+
+    def get(self, token: str, now: float) -> T | None:
+        entry = self._entries.get(token)
+        return entry[0] if entry is not None and now < entry[1] else None
+
+    def put(self, token: str, value: T, until: float, now: float) -> None:
+        if len(self._entries) >= MAX_CACHED:
+            for stale in [k for k, (_, end) in self._entries.items() if end <= now]:
+                del self._entries[stale]
+        while len(self._entries) >= MAX_CACHED:
+            del self._entries[next(iter(self._entries))]
+        self._entries[token] = (value, until)
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 class InvalidToken(Exception):
