@@ -7,10 +7,14 @@ issuer. It serves:
 
 - ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata;
 - ``/jwks`` — the public signing keys (RFC 7517);
-- ``/token`` — the client credentials grant (OAuth 2.1 §4.2) with
-  ``client_secret_basic`` or ``client_secret_post``; the ``resource``
-  parameter (RFC 8707) becomes the token's ``aud``; a client issues either
-  RFC 9068 JWTs or opaque tokens;
+- ``/authorize`` — the authorization code grant with PKCE ``S256`` (OAuth
+  2.1 §4.1), for a user who is already signed in and consents: the
+  ``login_hint`` names the user (default alice); the redirect carries ``iss``
+  (RFC 9207);
+- ``/token`` — the client credentials grant (OAuth 2.1 §4.2) and the code
+  exchange, with ``client_secret_basic`` or ``client_secret_post``; the
+  ``resource`` parameter (RFC 8707) becomes the token's ``aud``; a client
+  issues either RFC 9068 JWTs or opaque tokens;
 - ``/introspect`` — RFC 7662, for authenticated clients.
 
 Each test client acts for one user (``alice-app`` for alice, ...), so a
@@ -22,11 +26,12 @@ a well-behaved server would not issue (expired, for another resource).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import secrets
 import time
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 import attrs
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
@@ -70,6 +75,8 @@ class AuthorizationServer:
     opaque: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     # How many times each path was requested.
     hits: dict[str, int] = attrs.field(factory=dict)
+    # Authorization code -> (client, user, PKCE challenge, resource, scope).
+    codes: dict[str, tuple[str, str, str, str, str]] = attrs.field(factory=dict)
 
     # --- what tests do directly -------------------------------------------------
 
@@ -82,6 +89,7 @@ class AuthorizationServer:
         client_id: str,
         audience: str | list[str],
         *,
+        subject: str | None = None,
         scope: str = "",
         lifetime_s: int = TOKEN_LIFETIME_S,
         issued_at: int | None = None,
@@ -91,7 +99,7 @@ class AuthorizationServer:
         now = int(time.time()) if issued_at is None else issued_at
         claims = {
             "iss": self.issuer,
-            "sub": self.clients[client_id].subject,
+            "sub": subject or self.clients[client_id].subject,
             "aud": audience,
             "client_id": client_id,
             "iat": now,
@@ -105,14 +113,20 @@ class AuthorizationServer:
         return jwt.encode(protected, claims, self.key)
 
     def mint_opaque(
-        self, client_id: str, audience: str, *, scope: str = "", lifetime_s: int = TOKEN_LIFETIME_S
+        self,
+        client_id: str,
+        audience: str,
+        *,
+        subject: str | None = None,
+        scope: str = "",
+        lifetime_s: int = TOKEN_LIFETIME_S,
     ) -> str:
         token = secrets.token_urlsafe(32)
         now = int(time.time())
         self.opaque[token] = {
             "active": True,
             "iss": self.issuer,
-            "sub": self.clients[client_id].subject,
+            "sub": subject or self.clients[client_id].subject,
             "aud": audience,
             "client_id": client_id,
             "scope": scope,
@@ -131,11 +145,14 @@ class AuthorizationServer:
         """RFC 8414 §2."""
         return {
             "issuer": self.issuer,
+            "authorization_endpoint": self.issuer + "/authorize",
             "token_endpoint": self.issuer + "/token",
             "jwks_uri": self.issuer + "/jwks",
             "introspection_endpoint": self.issuer + "/introspect",
-            "grant_types_supported": ["client_credentials"],
-            "response_types_supported": [],
+            "grant_types_supported": ["authorization_code", "client_credentials"],
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "introspection_endpoint_auth_methods_supported": ["client_secret_basic"],
         }
@@ -153,21 +170,55 @@ class AuthorizationServer:
             return None
         return client_id
 
+    def authorize(self, query: dict[str, str]) -> tuple[int, dict[str, Any], str | None]:
+        """The authorization request (OAuth 2.1 §4.1.1): the user consents at once.
+
+        Answers the redirect to ``redirect_uri`` with ``code``, ``state`` and
+        ``iss``; PKCE ``S256`` is required.
+        """
+        client_id = query.get("client_id", "")
+        redirect_uri = query.get("redirect_uri", "")
+        if client_id not in self.clients or not redirect_uri:
+            return 400, {"error": "invalid_request"}, None
+        if query.get("response_type") != "code" or query.get("code_challenge_method") != "S256":
+            return 400, {"error": "invalid_request"}, None
+        code = secrets.token_urlsafe(24)
+        user = query.get("login_hint", "alice")
+        self.codes[code] = (
+            client_id,
+            user,
+            query.get("code_challenge", ""),
+            query.get("resource", ""),
+            query.get("scope", ""),
+        )
+        answer = {"code": code, "iss": self.issuer}
+        if "state" in query:
+            answer["state"] = query["state"]
+        return 302, {}, redirect_uri + "?" + urlencode(answer)
+
     def token(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        """The client credentials grant (OAuth 2.1 §4.2; RFC 8707 ``resource``)."""
+        """Client credentials (OAuth 2.1 §4.2) or a code with its PKCE verifier (§4.1.3)."""
         client_id = self.authenticate_client(headers, form)
         if client_id is None:
             return 401, {"error": "invalid_client"}
-        if form.get("grant_type") != "client_credentials":
+        grant = form.get("grant_type")
+        subject = self.clients[client_id].subject
+        resource, scope = form.get("resource", ""), form.get("scope", "")
+        if grant == "authorization_code":
+            issued = self.codes.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "").encode()
+            challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+            if issued is None or issued[0] != client_id or issued[2] != challenge.decode():
+                return 400, {"error": "invalid_grant"}
+            _, subject, _, resource, scope = issued
+        elif grant != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
-        resource = form.get("resource")
         if not resource:
             return 400, {"error": "invalid_target", "error_description": "resource is required"}
-        scope = form.get("scope", "")
         if self.clients[client_id].token_format == "opaque":
-            token = self.mint_opaque(client_id, resource, scope=scope)
+            token = self.mint_opaque(client_id, resource, subject=subject, scope=scope)
         else:
-            token = self.mint_jwt(client_id, resource, scope=scope)
+            token = self.mint_jwt(client_id, resource, subject=subject, scope=scope)
         answer = {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
         if scope:
             answer["scope"] = scope
@@ -205,17 +256,17 @@ class AuthorizationServer:
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         path = scope["path"]
         self.hits[path] = self.hits.get(path, 0) + 1
-        status, answer = self.route(scope["method"], path, headers, form)
+        location = None
+        if scope["method"] == "GET" and path == "/authorize":
+            query = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
+            status, answer, location = self.authorize(query)
+        else:
+            status, answer = self.route(scope["method"], path, headers, form)
+        sent = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+        if location is not None:
+            sent.append((b"location", location.encode()))
         await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"cache-control", b"no-store"),
-                ],
-                "trailers": False,
-            }
+            {"type": "http.response.start", "status": status, "headers": sent, "trailers": False}
         )
         body = json.dumps(answer).encode()
         await send({"type": "http.response.body", "body": body, "more_body": False})

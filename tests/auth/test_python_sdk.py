@@ -1,0 +1,145 @@
+"""The official Python SDK client (``mcp``), with its OAuth support, on a protected presa.
+
+The SDK finds everything itself: the 401's ``resource_metadata``, presa's
+Protected Resource Metadata, the issuer's RFC 8414 metadata, then a token
+from the test authorization server (client credentials, with ``resource``)
+that presa verifies against the issuer's JWKS. ``mode="2026-07-28"`` makes
+the client speak this revision without probing for the 2025 handshake.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import httpx2
+import pytest
+import trio
+from joserfc import jws
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from mcp.types import TextContent
+
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.conftest import Presa, start_presa
+
+
+class MemoryStorage:
+    """The SDK's token storage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@pytest.fixture
+async def presa(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> AsyncIterator[Presa]:
+    flags = ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
+    running = await start_presa(nursery, http, flags)
+    yield running
+    running.process.terminate()
+
+
+async def test_the_sdk_lists_and_calls_tools(presa: Presa, issuer: AuthorizationServer) -> None:
+    """A-01, A-02, A-06: the SDK discovers the issuer from presa's challenge and
+    metadata, gets a token for presa, and lists and calls tools with it."""
+    auth = ClientCredentialsOAuthProvider(
+        presa.url,
+        MemoryStorage(),
+        "alice-app",
+        issuer.clients["alice-app"].secret,
+        scope="mcp",
+        issuer=issuer.issuer,
+    )
+    async with (
+        httpx2.AsyncClient(auth=auth) as http,
+        Client(streamable_http_client(presa.url, http_client=http), mode="2026-07-28") as client,
+    ):
+        listed = await client.list_tools()
+        assert "greet" in {tool.name for tool in listed.tools}
+        result = await client.call_tool("greet", {"name": "SDK"})
+    assert result.content == [TextContent(type="text", text="Hello, SDK!")]
+    assert issuer.hits["/token"] == 1
+    assert issuer.hits["/.well-known/oauth-authorization-server"] >= 1
+
+
+class Browser:
+    """The user's browser: follows the authorization redirect, hands the code back.
+
+    The test authorization server signs in and consents for the user named by
+    ``login_hint`` at once, so following the URL yields the redirect with the
+    code, ``state`` and ``iss``.
+    """
+
+    def __init__(self, http: httpx.AsyncClient, user: str) -> None:
+        self.http = http
+        self.user = user
+        self.answer: dict[str, str] = {}
+
+    async def open(self, url: str) -> None:
+        response = await self.http.get(url + "&login_hint=" + self.user)
+        assert response.status_code == 302, response.text
+        query = parse_qs(urlsplit(response.headers["location"]).query)
+        self.answer = {key: values[0] for key, values in query.items()}
+
+    async def callback(self) -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(**self.answer)
+
+
+async def test_the_sdk_authorization_code_flow(
+    presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
+) -> None:
+    """A-06: the SDK's authorization code flow with PKCE (and the RFC 9207 ``iss``
+    check) for bob, through a pre-registered client; presa accepts bob's token."""
+    storage = MemoryStorage()
+    redirect = "http://127.0.0.1:1/callback"
+    storage.client_info = OAuthClientInformationFull(
+        client_id="bob-app",
+        client_secret=issuer.clients["bob-app"].secret,
+        redirect_uris=[redirect],  # type: ignore[list-item]
+        token_endpoint_auth_method="client_secret_basic",
+    )
+    browser = Browser(http, "bob")
+    auth = OAuthClientProvider(
+        presa.url,
+        OAuthClientMetadata(redirect_uris=[redirect], scope="mcp"),  # type: ignore[list-item]
+        storage,
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=auth) as sdk_http,
+        Client(
+            streamable_http_client(presa.url, http_client=sdk_http), mode="2026-07-28"
+        ) as client,
+    ):
+        result = await client.call_tool("greet", {"name": "Bob"})
+    assert result.content == [TextContent(type="text", text="Hello, Bob!")]
+    assert browser.answer["iss"] == issuer.issuer
+    assert storage.tokens is not None
+    claims = jws.extract_compact(storage.tokens.access_token.encode()).payload
+    assert json.loads(claims)["sub"] == "bob"
