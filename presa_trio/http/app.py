@@ -7,6 +7,12 @@ shared with stdio: :mod:`presa_trio.wire.admission`), the mirrored headers
 :class:`~presa_trio.server.Dispatcher` does 11–14. The first failing rung
 answers; the server keeps serving.
 
+With authorization on (:mod:`presa_trio.auth`), the bearer token is checked
+right after Host and Origin (401), and the token's scopes once the method
+and tool are known (403); the Protected Resource Metadata is served beside
+the endpoint (2026-07-28 basic/authorization §Access Token Usage, §Error
+Handling).
+
 The ASGI lifespan opens the server-lifetime nursery in which extensions run
 (the Tasks extension keeps its workers there).
 

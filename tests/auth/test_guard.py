@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
+from presa_trio.auth.jwt_tokens import JwtVerifier
 from presa_trio.auth.static import StaticTokens
 from presa_trio.fixtures import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.serving import is_loopback
+from tests.auth.authorization_server import AuthorizationServer
 from tests.mcp_client import McpClient, headers_for, request, running
 
 RESOURCE = "http://localhost:3000/mcp"
@@ -127,3 +129,16 @@ def test_loopback_binds() -> None:
     """A-13: which bind addresses count as loopback (others warn without auth)."""
     assert all(map(is_loopback, ["127.0.0.1", "127.5.0.1", "::1", "[::1]", "localhost"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.4", "example.com"]))
+
+
+async def test_an_unreachable_issuer_is_503_not_401() -> None:
+    """A-06: when the issuer's keys cannot be fetched the token is not judged:
+    503 with Retry-After, so a client keeps its token and retries."""
+    gone = "http://127.0.0.1:1"
+    token = AuthorizationServer(issuer=gone).mint_jwt("alice-app", RESOURCE)
+    auth = ResourceGuard(RESOURCE, Verifiers(jwt=JwtVerifier(gone, RESOURCE)))
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        message = request("tools/list")
+        response = await client.post(message, with_token(message, f"Bearer {token}"))
+    assert response.status == 503
+    assert response.headers["retry-after"] == "5"
