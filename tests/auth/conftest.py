@@ -92,7 +92,11 @@ class Presa:
 async def start_presa(
     nursery: trio.Nursery, http: httpx.AsyncClient, flags: Sequence[str]
 ) -> Presa:
-    """``presa-trio serve`` with ``flags`` on a free port, once it answers."""
+    """``presa-trio serve`` with ``flags`` on a free port, once it answers.
+
+    The process is a child of ``nursery``: cancelling it (the test's end)
+    terminates the server.
+    """
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     command = [sys.executable, "-m", "presa_trio", "serve", "--port", str(port), *flags]
@@ -106,6 +110,25 @@ async def start_presa(
         except httpx.TransportError:
             await trio.sleep(0.05)
     raise AssertionError(f"presa did not start: {command}")
+
+
+async def token_from_endpoint(
+    http: httpx.AsyncClient,
+    issuer: AuthorizationServer,
+    client: str,
+    resource: str,
+    scope: str = "",
+) -> str:
+    """A token from the token endpoint: client credentials, RFC 8707 ``resource``."""
+    form = {"grant_type": "client_credentials", "resource": resource}
+    if scope:
+        form["scope"] = scope
+    response = await http.post(
+        issuer.issuer + "/token", data=form, auth=(client, issuer.clients[client].secret)
+    )
+    assert response.status_code == 200, response.text
+    token: str = response.json()["access_token"]
+    return token
 
 
 @pytest.fixture

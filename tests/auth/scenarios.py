@@ -135,3 +135,11 @@ async def binds_request_state(presa: Presa, alice: str, bob: str) -> None:
     as_alice = await presa.call("tools/call", retry, alice)
     assert as_alice.status_code == 200, as_alice.text
     assert as_alice.json()["result"]["content"][0]["text"].startswith("state-ok")
+
+
+async def keeps_two_users_apart(presa: Presa, alice: str, bob: str) -> None:
+    """Both tokens work; each user has their own tasks and their own requestState."""
+    await calls_a_tool(presa, alice)
+    await calls_a_tool(presa, bob)
+    await isolates_tasks(presa, alice, bob)
+    await binds_request_state(presa, alice, bob)

@@ -6,8 +6,6 @@ the metadata document answers, and bob cannot reach alice's task.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 import trio
@@ -19,10 +17,8 @@ FLAGS = ["--auth-token", "alice=alice-dev-secret", "--auth-token", "bob=bob-dev-
 
 
 @pytest.fixture
-async def presa(nursery: trio.Nursery, http: httpx.AsyncClient) -> AsyncIterator[Presa]:
-    running = await start_presa(nursery, http, FLAGS)
-    yield running
-    running.process.terminate()
+async def presa(nursery: trio.Nursery, http: httpx.AsyncClient) -> Presa:
+    return await start_presa(nursery, http, FLAGS)
 
 
 async def test_no_token_is_401_naming_the_metadata(presa: Presa) -> None:

@@ -6,38 +6,28 @@ metadata names; the users' clients get opaque tokens from the token endpoint.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa
+from tests.auth.conftest import Presa, start_presa, token_from_endpoint
 
 
 @pytest.fixture
 async def presa(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
-) -> AsyncIterator[Presa]:
+) -> Presa:
     flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
     flags += ["--auth-client-secret", issuer.clients["presa"].secret]
-    running = await start_presa(nursery, http, flags)
-    yield running
-    running.process.terminate()
+    return await start_presa(nursery, http, flags)
 
 
 async def opaque_token(
     http: httpx.AsyncClient, issuer: AuthorizationServer, client: str, resource: str
 ) -> str:
-    response = await http.post(
-        issuer.issuer + "/token",
-        data={"grant_type": "client_credentials", "resource": resource},
-        auth=(client, issuer.clients[client].secret),
-    )
-    assert response.status_code == 200, response.text
-    token: str = response.json()["access_token"]
+    token = await token_from_endpoint(http, issuer, client, resource)
     assert token.count(".") != 2  # opaque, not a JWT
     return token
 
@@ -50,9 +40,7 @@ async def test_opaque_tokens_of_two_users(
     await scenarios.refuses_without_token(presa)
     alice = await opaque_token(http, issuer, "alice-opaque", presa.resource)
     bob = await opaque_token(http, issuer, "bob-opaque", presa.resource)
-    await scenarios.calls_a_tool(presa, alice)
-    await scenarios.isolates_tasks(presa, alice, bob)
-    await scenarios.binds_request_state(presa, alice, bob)
+    await scenarios.keeps_two_users_apart(presa, alice, bob)
 
 
 async def test_answers_are_cached(

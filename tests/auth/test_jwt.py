@@ -8,7 +8,6 @@ directly where a test needs a token no honest server would hand out.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -16,7 +15,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa
+from tests.auth.conftest import Presa, start_presa, token_from_endpoint
 
 SCOPE = "mcp"
 
@@ -24,26 +23,14 @@ SCOPE = "mcp"
 @pytest.fixture
 async def presa(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
-) -> AsyncIterator[Presa]:
-    running = await start_presa(
-        nursery, http, ["--auth-issuer", issuer.issuer, "--auth-scope", SCOPE]
-    )
-    yield running
-    running.process.terminate()
+) -> Presa:
+    return await start_presa(nursery, http, ["--auth-issuer", issuer.issuer, "--auth-scope", SCOPE])
 
 
 async def token_for(
     http: httpx.AsyncClient, issuer: AuthorizationServer, client: str, resource: str
 ) -> str:
-    """A token from the token endpoint: client credentials, RFC 8707 ``resource``."""
-    response = await http.post(
-        issuer.issuer + "/token",
-        data={"grant_type": "client_credentials", "resource": resource, "scope": SCOPE},
-        auth=(client, issuer.clients[client].secret),
-    )
-    assert response.status_code == 200, response.text
-    token: str = response.json()["access_token"]
-    return token
+    return await token_from_endpoint(http, issuer, client, resource, SCOPE)
 
 
 async def test_metadata_and_challenge_name_the_issuer_and_scope(
@@ -63,9 +50,7 @@ async def test_tokens_of_two_users_and_their_tasks(
     own tasks and their own requestState."""
     alice = await token_for(http, issuer, "alice-app", presa.resource)
     bob = await token_for(http, issuer, "bob-app", presa.resource)
-    await scenarios.calls_a_tool(presa, alice)
-    await scenarios.isolates_tasks(presa, alice, bob)
-    await scenarios.binds_request_state(presa, alice, bob)
+    await scenarios.keeps_two_users_apart(presa, alice, bob)
 
 
 async def test_a_token_for_another_resource_is_refused(

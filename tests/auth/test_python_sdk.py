@@ -10,7 +10,6 @@ the client speak this revision without probing for the 2025 handshake.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -57,11 +56,9 @@ class MemoryStorage:
 @pytest.fixture
 async def presa(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
-) -> AsyncIterator[Presa]:
+) -> Presa:
     flags = ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
-    running = await start_presa(nursery, http, flags)
-    yield running
-    running.process.terminate()
+    return await start_presa(nursery, http, flags)
 
 
 async def test_the_sdk_lists_and_calls_tools(presa: Presa, issuer: AuthorizationServer) -> None:
