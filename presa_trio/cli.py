@@ -94,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             auth = guard_from_args(args, args.host, args.port)
         except ValueError as exc:
-            sys.exit(f"presa-trio: {exc}")
+            print(f"presa-trio: {exc}", file=sys.stderr)
+            sys.exit(2)
     print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
     trio.run(
         partial(

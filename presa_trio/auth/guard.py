@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -129,14 +130,14 @@ class ResourceGuard:
 
     # --- metadata (RFC 9728) ------------------------------------------------------
 
-    @property
+    @cached_property
     def metadata_url(self) -> str:
         """Where the metadata document is, for ``resource_metadata`` (RFC 9728 §3.1)."""
         parts = urlsplit(self.resource)
         path = WELL_KNOWN + parts.path.rstrip("/")
         return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
-    @property
+    @cached_property
     def metadata_paths(self) -> frozenset[str]:
         """The path-inserted well-known path, and the root form."""
         return frozenset({urlsplit(self.metadata_url).path, WELL_KNOWN})

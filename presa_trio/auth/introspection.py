@@ -106,7 +106,7 @@ class IntrospectionVerifier:
             return refusal("The access token has expired")
         if not names_resource(answer.get("aud"), self.resource):
             return refusal("The access token was not issued for this resource")
-        issuer = answer.get("iss", self.issuer)
+        issuer = answer.get("iss", self.issuer or self.endpoint)
         if not isinstance(issuer, str) or (self.issuer is not None and issuer != self.issuer):
             return refusal("The access token was issued by another authorization server")
         client_id = answer.get("client_id")

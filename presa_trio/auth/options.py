@@ -20,14 +20,20 @@ or ``--auth-token`` is given:
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
 from presa_trio.auth.introspection import IntrospectionVerifier
 from presa_trio.auth.jwt_tokens import DEFAULT_LEEWAY_S, JwtVerifier
 from presa_trio.auth.static import StaticTokens, parse_token_option
+from presa_trio.http.serving import is_loopback
 
 CLIENT_SECRET_ENV = "PRESA_AUTH_CLIENT_SECRET"
+#: Addresses that bind every interface: no canonical URI can be made from them.
+WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
+
+log = logging.getLogger(__name__)
 
 
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,11 +90,19 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def auth_requested(args: argparse.Namespace) -> bool:
-    return bool(args.auth_issuer or args.auth_client_id or args.auth_token)
+    """Whether any ``--auth-*`` option (other than the leeway) was given."""
+    names = ("issuer", "client_id", "client_secret", "introspection_endpoint", "resource")
+    return any(getattr(args, "auth_" + name) for name in (*names, "token", "scope"))
 
 
 def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceGuard:
     """The guard the options describe; a bad combination is ``ValueError``."""
+    if not (args.auth_issuer or args.auth_client_id or args.auth_token):
+        raise ValueError("authorization needs --auth-issuer, --auth-client-id or --auth-token")
+    if args.auth_resource is None and host in WILDCARDS:
+        raise ValueError(f"--host {host} needs --auth-resource (this server's public URI)")
+    if args.auth_token and not is_loopback(host):
+        log.warning("development tokens on %s: they are meant for loopback only", host)
     resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
     rules = ScopeRules(every_request=frozenset(args.auth_scope))
     static = None

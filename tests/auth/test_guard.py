@@ -13,7 +13,9 @@ import pytest
 
 from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
 from presa_trio.auth.jwt_tokens import JwtVerifier
+from presa_trio.auth.options import auth_requested, guard_from_args
 from presa_trio.auth.static import StaticTokens
+from presa_trio.cli import parse_args
 from presa_trio.fixtures import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.serving import is_loopback
@@ -142,3 +144,31 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
         response = await client.post(message, with_token(message, f"Bearer {token}"))
     assert response.status == 503
     assert response.headers["retry-after"] == "5"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--auth-scope", "mcp"],
+        ["--auth-resource", "https://mcp.example.com/mcp"],
+        ["--host", "0.0.0.0", "--auth-token", "alice=secret"],
+        ["--auth-token", "alice"],
+        ["--auth-client-id", "presa", "--auth-client-secret", "s"],
+    ],
+)
+def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
+    """A-13: an ``--auth-*`` option that cannot take effect stops the start, rather
+    than serving without authorization."""
+    args = parse_args(["serve", *flags])
+    assert auth_requested(args)
+    with pytest.raises(ValueError, match=r"--auth-|NAME=SECRET"):
+        guard_from_args(args, args.host, args.port)
+
+
+def test_default_resource_and_metadata_url() -> None:
+    """A-01: without ``--auth-resource`` the canonical URI is the served endpoint."""
+    args = parse_args(["serve", "--port", "3911", "--auth-token", "alice=secret"])
+    built = guard_from_args(args, args.host, args.port)
+    assert built.resource == "http://127.0.0.1:3911/mcp"
+    assert built.metadata_url == "http://127.0.0.1:3911/.well-known/oauth-protected-resource/mcp"
+    assert not auth_requested(parse_args(["serve"]))
