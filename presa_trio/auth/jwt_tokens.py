@@ -42,6 +42,7 @@ from joserfc.jwk import Key, KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
 from presa_trio.auth.discovery import discover
+from presa_trio.auth.options import DEFAULT_LEEWAY_S
 from presa_trio.auth.principal import Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
@@ -58,7 +59,6 @@ log = logging.getLogger(__name__)
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 #: ``typ`` values of a JWT access token (RFC 9068 §2.1, §4), compared lowercased.
 ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
-DEFAULT_LEEWAY_S = 30
 DEFAULT_REFETCH_INTERVAL_S = 30.0
 
 REGISTRY = jws.JWSRegistry(algorithms=list(ALGORITHMS))

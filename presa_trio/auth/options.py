@@ -22,16 +22,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import TYPE_CHECKING
 
-from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
-from presa_trio.auth.introspection import IntrospectionVerifier
-from presa_trio.auth.jwt_tokens import DEFAULT_LEEWAY_S, JwtVerifier
-from presa_trio.auth.static import StaticTokens, parse_token_option
-from presa_trio.http.serving import is_loopback
+if TYPE_CHECKING:
+    from presa_trio.auth.guard import ResourceGuard
 
 CLIENT_SECRET_ENV = "PRESA_AUTH_CLIENT_SECRET"
 #: Addresses that bind every interface: no canonical URI can be made from them.
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
+
+#: Clock skew allowed on ``exp``, ``nbf`` and ``iat``, in seconds.
+DEFAULT_LEEWAY_S = 30
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,17 @@ def auth_requested(args: argparse.Namespace) -> bool:
 
 
 def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceGuard:
-    """The guard the options describe; a bad combination is ``ValueError``."""
+    """The guard the options describe; a bad combination is ``ValueError``.
+
+    The verifiers are imported here, not at the top: httpx, joserfc and
+    cryptography cost a server that runs without authorization some 15 MiB.
+    """
+    from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
+    from presa_trio.auth.introspection import IntrospectionVerifier
+    from presa_trio.auth.jwt_tokens import JwtVerifier
+    from presa_trio.auth.static import StaticTokens, parse_token_option
+    from presa_trio.http.serving import is_loopback
+
     if not (args.auth_issuer or args.auth_client_id or args.auth_token):
         raise ValueError("authorization needs --auth-issuer, --auth-client-id or --auth-token")
     if args.auth_resource is None and host in WILDCARDS:
@@ -107,7 +118,7 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
     rules = ScopeRules(every_request=frozenset(args.auth_scope))
     static = None
     if args.auth_token:
-        names = dict(_secret_to_name(option) for option in args.auth_token)
+        names = {secret: name for name, secret in map(parse_token_option, args.auth_token)}
         static = StaticTokens(names, scopes=rules.all())
     jwt = None
     if args.auth_issuer:
@@ -131,8 +142,3 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
         authorization_servers=[args.auth_issuer] if args.auth_issuer else [],
         scopes=rules,
     )
-
-
-def _secret_to_name(option: str) -> tuple[str, str]:
-    name, secret = parse_token_option(option)
-    return secret, name
