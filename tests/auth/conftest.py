@@ -22,12 +22,13 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks.extension import TasksExtension
+from presa_trio.testing import headers_for, request
 from tests.auth.authorization_server import AuthorizationServer
-from tests.mcp_client import NAME_PARAMS, headers_for, request
 
 #: ``Mcp-Name`` sources: the core's and the Tasks extension's.
-ALL_NAME_PARAMS = {**NAME_PARAMS, **TasksExtension.name_params}
+ALL_NAME_PARAMS = name_params([*CORE_METHODS, *TasksExtension().methods()])
 #: Polls of the metadata document while presa starts (each waits 50 ms).
 STARTUP_POLLS = 400
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
+from presa_trio.testing import DEFAULT_CAPABILITIES
 from tests.auth.conftest import Presa
-from tests.mcp_client import DEFAULT_CAPABILITIES
 
 TASKS = {**DEFAULT_CAPABILITIES, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 WELL_KNOWN = "/.well-known/oauth-protected-resource"

@@ -19,8 +19,8 @@ from presa_trio.cli import parse_args
 from presa_trio.fixtures import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.serving import is_loopback
+from presa_trio.testing import McpClient, headers_for, request, running
 from tests.auth.authorization_server import AuthorizationServer
-from tests.mcp_client import McpClient, headers_for, request, running
 
 RESOURCE = "http://localhost:3000/mcp"
 METADATA = "http://localhost:3000/.well-known/oauth-protected-resource/mcp"

@@ -17,8 +17,8 @@ from presa_trio.fixtures import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.runner import Limits
+from presa_trio.testing import McpClient, headers_for, request, running
 from tests.auth.scenarios import TASKS
-from tests.mcp_client import McpClient, headers_for, request, running
 
 TOKENS = {"alice-secret": "alice", "bob-secret": "bob"}
 
