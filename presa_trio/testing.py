@@ -130,10 +130,12 @@ def headers_for(
     name_params: Mapping[str, str] = NAME_PARAMS,
     param_headers: Mapping[str, tuple[str, ...]] | None = None,
 ) -> dict[str, str]:
-    """The headers a correct client sends with ``message`` (wire §13.5).
+    """The headers a correct client sends with ``message``.
 
     ``param_headers`` (header -> path into params) adds ``Mcp-Param-*`` for
-    each value present (streamable-http §Client Behavior).
+    each value present.
+
+    Spec: streamable-http §Standard Request Headers, §Client Behavior.
     """
     headers = {
         "host": "localhost:3000",

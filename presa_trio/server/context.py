@@ -2,10 +2,11 @@
 
 There is no session: everything a handler may know about its caller arrives
 with the request — the protocol version, the client's capabilities, its log
-level and progress token (wire §2) — and, on a multi round-trip retry, the
-client's input responses and the handler's own verified state (wire §10).
+level and progress token (basic/index §_meta) — and, on a multi round-trip retry, the
+client's input responses and the handler's own verified state (mrtr).
 
-Notifications a handler sends go only to the stream of this request (wire §9).
+Notifications a handler sends go only to the stream of this request
+(streamable-http §Receiving Messages).
 
 A handler sees the server through :class:`ServerView`: what it may use
 (who the server is, its clock and state sealer, change announcements for
@@ -84,7 +85,7 @@ class RequestContext:
     state: Any = None
     # The caller, verified from its access token; ``None`` when authorization is off.
     principal: Principal | None = None
-    # The last progress value sent: progress must increase (wire §9).
+    # The last progress value sent: progress must increase (progress §Behavior Requirements).
     _last_progress: float | None = None
 
     @property
@@ -101,8 +102,8 @@ class RequestContext:
     ) -> None:
         """Send ``notifications/progress`` if, and only if, the request asked for it.
 
-        Spec: basic/utilities/progress; wire §9 — only with ``_meta.progressToken``,
-        echoing it, with a value that increases every time.
+        Spec: basic/patterns/progress §Progress Flow, §Behavior Requirements — only
+        with ``_meta.progressToken``, echoing it, with a value that increases every time.
         """
         token = self.meta.progress_token
         if token is None:
@@ -120,7 +121,7 @@ class RequestContext:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if the request's ``logLevel`` admits ``level``.
 
-        Spec: server/utilities/logging; wire §9 — without ``logLevel``, nothing.
+        Spec: server/utilities/logging §Per-request log level — without ``logLevel``, nothing.
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
@@ -131,7 +132,7 @@ class RequestContext:
             params["logger"] = logger
         await self.send(notification("notifications/message", params))
 
-    # --- multi round-trip answers (wire §10.3) ---------------------------------
+    # --- multi round-trip answers (mrtr §InputResponses) -----------------------
 
     def elicitation(self, key: str) -> mrtr.ElicitResult | None:
         """The client's answer to the elicitation issued under ``key``, if any."""

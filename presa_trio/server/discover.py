@@ -12,7 +12,7 @@ registered after the server is served is advertised and callable at once,
 and a capability is never advertised without its methods, nor the reverse.
 
 Spec: 2026-07-28 server/discover; schema ``$defs.DiscoverResult``,
-``$defs.ServerCapabilities``; wire §4.
+``$defs.ServerCapabilities``; discover §Response.
 """
 
 from __future__ import annotations

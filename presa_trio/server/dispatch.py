@@ -1,6 +1,6 @@
 """The path of one request through the method table.
 
-Given a request that the edge has admitted (wire §13.2 rungs 1–10), the
+Given a request that the edge has admitted (rungs 1–10 of the admission order, spec-notes §10), the
 dispatcher does the rest, in the spec's order:
 
 11. the ``_meta`` protocol version is supported, else -32022;
@@ -12,7 +12,7 @@ dispatcher does the rest, in the spec's order:
     is a server bug (basic/patterns/mrtr §Supported Requests), answered like any other: -32603.
 
 An unexpected exception becomes -32603 with a generic message; the detail
-goes to the log only (wire §12). The table is the core's rows plus each
+goes to the log only (tools §Error Handling; spec-notes §1). The table is the core's rows plus each
 extension's, every row passed through each extension's ``wrap``; the core
 methods know nothing of extensions.
 """
@@ -153,12 +153,15 @@ class Dispatcher:
             return encode_error(request.id, InternalError())
 
     def stamp(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Add ``resultType`` (default ``complete``) and serverInfo ``_meta`` (wire §2, §3)."""
+        """Add ``resultType`` (default ``complete``) and serverInfo ``_meta``.
+
+        Spec: basic/index §ResultType, §_meta.
+        """
         result.setdefault("resultType", "complete")
         result["_meta"] = {**result.get("_meta", {}), META_SERVER_INFO: self.server_info}
         return result
 
 
 def encode_error(request_id: RequestId | None, error: McpError) -> tuple[bytes, int]:
-    """A JSON-RPC error response, encoded, with its HTTP status (wire §12)."""
+    """A JSON-RPC error response, encoded, with its HTTP status (basic/index §Error Codes)."""
     return dumps(error_response(request_id, error)), error.http_status

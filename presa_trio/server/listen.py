@@ -10,7 +10,7 @@ behind receives the newest change per topic
 (:mod:`presa_trio.server.subscriptions`); one that stops reading while too
 many topics change is ended with the listen result.
 
-Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2575; wire §11.
+Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2575 §subscriptions/listen RPC.
 """
 
 from __future__ import annotations

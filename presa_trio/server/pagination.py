@@ -4,8 +4,9 @@ presa never splits a list, so every list result is the only page: it has no
 ``nextCursor``, and any ``cursor`` a client sends is one presa never issued.
 
 Spec: 2026-07-28 server/utilities/pagination §Error Handling (an invalid
-cursor SHOULD be -32602); server/utilities/caching (every list result carries
-``ttlMs`` and ``cacheScope``, the same on all pages); wire §14.
+cursor SHOULD be -32602); server/utilities/caching §Cacheable Results, §Interaction with
+Pagination (every list result carries ``ttlMs`` and ``cacheScope``, the same
+on all pages).
 """
 
 from __future__ import annotations

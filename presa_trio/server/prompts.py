@@ -1,6 +1,6 @@
 """``prompts/list``, ``prompts/get`` and ``completion/complete``.
 
-Spec: 2026-07-28 server/prompts, server/utilities/completion; wire §7, §8.
+Spec: 2026-07-28 server/prompts, server/utilities/completion (§Error Handling of each).
 """
 
 from __future__ import annotations

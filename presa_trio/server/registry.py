@@ -70,7 +70,8 @@ EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 class ToolError(Exception):
     """Raised by a tool for a failure it anticipated: the result gets ``isError``.
 
-    Any other exception is a server fault and becomes -32603 (wire §5.2).
+    Any other exception is a server fault and becomes -32603 (tools §Error
+    Handling; spec-notes §25).
     """
 
 
@@ -93,7 +94,7 @@ class CacheHints:
 def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
     """Find ``x-mcp-header`` properties: header name -> path of argument keys.
 
-    Spec: wire §13.5 — reachable through chains of ``properties`` only.
+    Spec: tools §x-mcp-header — reachable through chains of ``properties`` only.
     """
     found: dict[str, tuple[str, ...]] = {}
 
@@ -183,7 +184,7 @@ class Server:
     version: str
     instructions: str | None = None
     cache: CacheHints = CacheHints()
-    # Seals requestState; the default key is random and per process (wire §10.4).
+    # Seals requestState; the default key is random and per process (presa_trio.wire.request_state).
     sealer: StateSealer = attrs.field(factory=StateSealer.with_random_key)
     # Wall-clock seconds, for requestState expiry; injectable for tests.
     clock: Callable[[], float] = time.time
@@ -348,7 +349,7 @@ class Server:
         for registered in self.tools.values():
             yield registered.tool
 
-    # --- change notifications (wire §11) ---------------------------------------
+    # --- change notifications (subscriptions) ----------------------------------
 
     def notify_tools_list_changed(self) -> None:
         self.changes.publish(Change("notifications/tools/list_changed"))

@@ -1,7 +1,7 @@
 """``resources/list``, ``resources/templates/list`` and ``resources/read``.
 
 Spec: 2026-07-28 server/resources; SEP-2164 (not found is -32602 with
-``data.uri``, never empty contents); wire §6.
+``data.uri``, never empty contents); resources §Error Handling; SEP-2164 §Specification.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ and seals the handler's state. Which methods may answer ``input_required``
 at all is a column of the method table (``Method.may_ask``), enforced by the
 dispatcher.
 
-Spec: 2026-07-28 basic/patterns/mrtr; wire §10.2–§10.4.
+Spec: 2026-07-28 basic/patterns/mrtr §InputResponses, §Server Requirements (Basic Workflow),
+§Security Considerations.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) ->
 def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) -> dict[str, Any]:
     """The wire ``InputRequiredResult`` for ``needed``.
 
-    Spec: wire §10.2 — an input request for a capability this request did
-    not declare is never sent; the answer is -32021 instead.
+    Spec: mrtr §Server Requirements (Basic Workflow) 7 — an input request for
+    a capability this request did not declare is never sent; the answer is
+    -32021 instead.
     """
     for request in needed.requests.values():
         if not request.allowed_by(ctx.capabilities):

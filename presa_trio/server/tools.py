@@ -14,7 +14,7 @@ on the task path (the Tasks extension calls these very functions):
    ``outputSchema`` is the server's bug: -32603, the detail in the log.
 
 Spec: 2026-07-28 server/tools §Error Handling, §Output Schema, §Security
-Considerations ("Validate all tool inputs"); wire §5.
+Considerations ("Validate all tool inputs").
 """
 
 from __future__ import annotations
@@ -59,12 +59,15 @@ def wire_tools(server: Server) -> list[dict[str, Any]]:
 
 
 async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """All tools, in a stable order, with caching hints (wire §5.1, §14)."""
+    """All tools, in a stable order, with caching hints.
+
+    Spec: tools §Listing Tools; caching §Cacheable Results.
+    """
     return only_page(server, params, "tools", list(wire_tools(server)))
 
 
 def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``name`` and ``arguments`` of a ``tools/call``, shape-checked (wire §5.2).
+    """``name`` and ``arguments`` of a ``tools/call``, shape-checked (tools §Calling Tools).
 
     No ``arguments`` means ``{}``.
     """
@@ -91,7 +94,7 @@ def as_call_result(output: ToolOutput) -> models.CallToolResult | InputRequired:
 
 
 def find_tool(server: Server, name: str) -> RegisteredTool:
-    """The registered tool called ``name``; an unknown tool is -32602 (wire §5.2)."""
+    """The registered tool called ``name``; an unknown tool is -32602 (tools §Error Handling)."""
     registered = server.tools.get(name)
     if registered is None:
         raise InvalidParams(f"Unknown tool: {name}")

@@ -23,9 +23,9 @@ What it adds to a :class:`~presa_trio.server.Server`, all through
   of a subscribed task goes out as ``notifications/tasks`` on that stream.
 
 The task policy is presa's registration API, not wire data: nothing on the
-wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; D-03).
+wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; spec-notes §36).
 
-Order of checks on ``tasks/*`` (tasks ref §4.5, presa's order; D-21): the
+Order of checks on ``tasks/*`` (presa's order, spec-notes §33): the
 edge checks headers and ``_meta``, the dispatcher the method; then here,
 -32021 for an undeclaring request, the params' shape (-32602), and the
 lookup, where unknown, expired and other-scope ids are -32602 alike.
@@ -68,7 +68,7 @@ log = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
-#: Longest accepted ``taskId``, in UTF-8 bytes; presa's ids are 32 (D-25).
+#: Longest accepted ``taskId``, in UTF-8 bytes; presa's ids are 32 (spec-notes §37).
 MAX_TASK_ID_BYTES = 256
 #: Most task ids one listen stream may ask for (presa's bound).
 MAX_SUBSCRIBED_TASKS = 100
@@ -76,7 +76,7 @@ TASK_NOTIFICATION = "notifications/tasks"
 
 
 class Policy(enum.Enum):
-    """How a tool's calls are served (tasks ref §3.2).
+    """How a tool's calls are served (spec-notes §36).
 
     ======== ======================== ===================
     policy   request declares Tasks   it does not
@@ -142,7 +142,7 @@ def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
 
     Only the shape is checked here; :meth:`TasksExtension.update_task`
     checks each answer to an outstanding key against its request, and one
-    under a key that is not outstanding is never looked at (D-17; T-78).
+    under a key that is not outstanding is never looked at (spec-notes §29; T-78).
     """
     if "inputResponses" not in params:
         raise InvalidParams("tasks/update requires an inputResponses object")
@@ -156,7 +156,7 @@ def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
 class TasksExtension(Extension):
     """The extension object: register task tools on it, then add it to a server."""
 
-    # Class-level hook data (no settings: the extension defines none, D-01).
+    # Class-level hook data (no settings: the extension defines none, spec-notes §16).
     id = TASKS_EXTENSION
 
     runner: TaskRunner = attrs.field(factory=TaskRunner)
@@ -230,7 +230,7 @@ class TasksExtension(Extension):
         """-32021 unless this very request declares the extension (T-03, T-07, T-59).
 
         Any JSON object under the key is a declaration; its settings are
-        ignored, since the extension defines none (D-01). A legacy
+        ignored, since the extension defines none (spec-notes §16). A legacy
         ``capabilities.tasks`` is not a declaration (SEP-2663 §Backward
         Compatibility).
         """
@@ -293,7 +293,7 @@ class TasksExtension(Extension):
         Handling). The check reads the task first: a key's request never
         changes once issued (keys are never reused), so the check stays
         right even if the key is answered in between. Answers to keys that
-        are not outstanding are ignored, unread (D-17; T-78).
+        are not outstanding are ignored, unread (spec-notes §29; T-78).
 
         presa chooses read-your-writes: the next ``tasks/get`` already shows
         the answered keys gone, though the SEP allows the ack to run ahead.
@@ -311,7 +311,7 @@ class TasksExtension(Extension):
     ) -> dict[str, Any]:
         """``tasks/cancel``: ``cancelled`` at once (if not terminal), then an empty ack.
 
-        Stronger than the SEP's eventual cancellation (T-46–T-49; D-20).
+        Stronger than the SEP's eventual cancellation (T-46–T-49; spec-notes §28).
         """
         self.require_declared(ctx)
         task_id = read_task_id(params)
@@ -353,7 +353,7 @@ def tool_job(server: Server, name: str, arguments: dict[str, Any]) -> Job:
     It runs the tool through :func:`~presa_trio.server.tools.invoke_tool`,
     as the synchronous path does, so both map outcomes alike: an ``isError``
     result is a result (``completed``), a raised error is an error
-    (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62; D-14). A tool
+    (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62; spec-notes §25). A tool
     cannot ask for input by returning :class:`InputRequired` inside a task:
     that is a programming error, -32603; it must use :func:`~presa_trio.tasks.ask`.
     """

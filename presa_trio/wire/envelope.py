@@ -3,10 +3,10 @@
 Every client message is one JSON object: a request (it has an ``id``) or a
 notification (it has none). Batches and responses from the client are not
 accepted. Outgoing JSON is compact, one line, because the runner splits SSE
-bodies on newlines (wire §9).
+bodies on newlines (spec-notes §7).
 
-Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses; wire §13.2
-rungs 6–7.
+Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses; streamable-http
+§Sending Messages items 4–5 (rungs 6–7 of the admission order, spec-notes §10).
 """
 
 from __future__ import annotations
@@ -94,7 +94,10 @@ def is_request_id(value: Any) -> TypeGuard[RequestId]:
 
 
 def readable_id(message: Any) -> RequestId | None:
-    """The request id, when one can be read, so that even errors echo it (wire §12)."""
+    """The request id, when one can be read, so that even errors echo it.
+
+    Spec: basic/index §Error Responses.
+    """
     if isinstance(message, dict) and is_request_id(candidate := message.get("id")):
         return candidate
     return None

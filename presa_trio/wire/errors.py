@@ -2,7 +2,7 @@
 
 Handlers raise these; only an edge turns one into bytes. Each class carries the
 JSON-RPC ``code`` (schema.ts constants) and the HTTP status the Streamable HTTP
-transport answers with (wire §12). The table lives here, on the classes, so the
+transport answers with (basic/index §Error Codes). The table lives here, on the classes, so the
 whole mapping reads in one screen.
 
 Spec: 2026-07-28 basic/index §Error Codes; basic/transports/streamable-http
@@ -66,7 +66,7 @@ class InvalidRequest(McpError):
 class MethodNotFound(McpError):
     """Unknown or removed method, or a capability the server does not offer.
 
-    Spec: streamable-http says -32601 MUST be HTTP 404 (wire §12).
+    Spec: streamable-http §Protocol Version Header — -32601 MUST be HTTP 404.
     """
 
     code = METHOD_NOT_FOUND
@@ -85,7 +85,7 @@ class InvalidParams(McpError):
 class InternalError(McpError):
     """An unexpected fault. The message stays generic; details go to the log.
 
-    presa chooses HTTP 500: the spec sets no status for -32603 (wire §18.1).
+    presa chooses HTTP 500: the spec sets no status for -32603 (spec-notes §1).
     """
 
     code = INTERNAL_ERROR
@@ -94,7 +94,10 @@ class InternalError(McpError):
 
 
 class HeaderMismatch(McpError):
-    """A mirrored header is missing, malformed or differs from the body (wire §13.5)."""
+    """A mirrored header is missing, malformed or differs from the body.
+
+    Spec: streamable-http §Server Validation.
+    """
 
     code = HEADER_MISMATCH
     http_status = 400
@@ -102,7 +105,7 @@ class HeaderMismatch(McpError):
 
 
 class MissingRequiredClientCapability(McpError):
-    """The request needs a client capability it did not declare (wire §2).
+    """The request needs a client capability it did not declare (basic/index §_meta).
 
     ``data.requiredCapabilities`` is a ``ClientCapabilities``-shaped object;
     the schema requires it.
@@ -130,7 +133,10 @@ class MissingRequiredClientCapability(McpError):
 
 
 class UnsupportedProtocolVersion(McpError):
-    """The request's protocol version is not one this server speaks (wire §13.2 rung 11)."""
+    """The request's protocol version is not one this server speaks.
+
+    Spec: streamable-http §Protocol Version Header.
+    """
 
     code = UNSUPPORTED_PROTOCOL_VERSION
     http_status = 400

@@ -2,7 +2,7 @@
 
 There is no session in 2026-07-28: every request carries its own protocol
 version and its own client capabilities, and nothing carries over from one
-request to the next (wire §2).
+request to the next (basic/index §_meta, §Statelessness).
 
 Spec: 2026-07-28 basic/index §_meta; schema ``$defs.RequestMetaObject``.
 """
@@ -43,7 +43,7 @@ class ClientCapabilities:
     """What the client declared on this one request.
 
     Kept as the raw object: capability objects are open, and a server only
-    asks "is this key declared?" (wire §2).
+    asks "is this key declared?" (basic/index §Statelessness).
     """
 
     raw: dict[str, Any] = attrs.field(factory=dict)
@@ -83,7 +83,7 @@ class RequestMeta:
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> RequestMeta:
-        """Validate the shape of ``params._meta`` (wire §13.2 rung 8).
+        """Validate the shape of ``params._meta`` (basic/index §_meta; rung 8 of spec-notes §10).
 
         Missing ``_meta``, ``protocolVersion`` or ``clientCapabilities`` is
         -32602 (runner server-stateless/sep-2575-request-meta-invalid-*).
@@ -120,13 +120,16 @@ class RequestMeta:
         )
 
     def logs_at(self, level: str) -> bool:
-        """Whether a message at ``level`` may be sent (wire §9: only at or above logLevel)."""
+        """Whether a message at ``level`` may be sent: only at or above logLevel.
+
+        Spec: logging §Per-request log level.
+        """
         if self.log_level is None:
             return False
         return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
 
 
 def require_supported_version(version: str) -> None:
-    """-32022 unless this server speaks ``version`` (wire §13.2 rung 11)."""
+    """-32022 unless this server speaks ``version`` (streamable-http §Protocol Version Header)."""
     if version not in SUPPORTED_VERSIONS:
         raise UnsupportedProtocolVersion(version, list(SUPPORTED_VERSIONS))

@@ -97,7 +97,7 @@ ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource | Re
 
 @attrs.frozen
 class Tool:
-    """A tool as ``tools/list`` shows it (wire §5.1)."""
+    """A tool as ``tools/list`` shows it (tools §Listing Tools)."""
 
     name: str
     description: str
@@ -110,7 +110,7 @@ class Tool:
 
 @attrs.frozen
 class Resource:
-    """A concrete resource as ``resources/list`` shows it (wire §6)."""
+    """A concrete resource as ``resources/list`` shows it (resources §Listing Resources)."""
 
     uri: str
     name: str
@@ -122,7 +122,10 @@ class Resource:
 
 @attrs.frozen
 class ResourceTemplate:
-    """An RFC 6570 URI template as ``resources/templates/list`` shows it (wire §6)."""
+    """An RFC 6570 URI template as ``resources/templates/list`` shows it.
+
+    Spec: resources §Resource Templates.
+    """
 
     uri_template: str
     name: str
@@ -140,7 +143,7 @@ class PromptArgument:
 
 @attrs.frozen
 class Prompt:
-    """A prompt as ``prompts/list`` shows it (wire §7)."""
+    """A prompt as ``prompts/list`` shows it (prompts §Listing Prompts)."""
 
     name: str
     description: str
@@ -159,7 +162,7 @@ class PromptMessage:
 
 @attrs.frozen
 class CallToolResult:
-    """The final answer of ``tools/call`` (wire §5.3)."""
+    """The final answer of ``tools/call`` (tools §Tool Result)."""
 
     content: list[ContentBlock]
     structured_content: Any = None
@@ -169,7 +172,7 @@ class CallToolResult:
 
 @attrs.frozen
 class GetPromptResult:
-    """The final answer of ``prompts/get`` (wire §7)."""
+    """The final answer of ``prompts/get`` (prompts §Getting a Prompt)."""
 
     messages: list[PromptMessage]
     description: str | None = None
@@ -177,7 +180,10 @@ class GetPromptResult:
 
 @attrs.frozen
 class Completion:
-    """The ``completion`` member of ``completion/complete`` (wire §8): at most 100 values."""
+    """The ``completion`` member of ``completion/complete``: at most 100 values.
+
+    Spec: completion §Completion Results.
+    """
 
     values: list[str]
     total: int | None = None

@@ -7,7 +7,7 @@ completion, the client's roots) does not call the client. It returns an
 the shapes; signing the state is :mod:`presa_trio.wire.request_state`.
 
 Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
-``$defs.InputResponses``, ``$defs.InputRequiredResult``; wire §10.
+``$defs.InputResponses``, ``$defs.InputRequiredResult``.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class SamplingResult:
 def parse_input_responses(params: JSONObject) -> dict[str, JSONObject]:
     """Read ``params.inputResponses``: absent or null is ``{}``.
 
-    Spec: wire §10.3 — not an object, or a value that is not an object, is
+    Spec: mrtr §Error Handling — not an object, or a value that is not an object, is
     -32602. Unknown keys are kept; a handler simply never asks for them.
     """
     responses = params.get("inputResponses")

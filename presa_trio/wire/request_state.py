@@ -17,7 +17,8 @@ presa chooses: a key ring — sign with the first key, accept any — so keys ca
 rotate and several processes can share one. A random key generated per
 process (the default) cannot be verified by any other process.
 
-Spec: 2026-07-28 basic/patterns/mrtr §Server Requirements 4–5; wire §10.4.
+Spec: 2026-07-28 basic/patterns/mrtr §Server Requirements (Basic Workflow) 4–5,
+§Security Considerations. The token format and the key ring are presa's own.
 Failures are -32602 ``Invalid or expired requestState`` (HTTP 400).
 """
 
