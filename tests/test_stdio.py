@@ -48,7 +48,7 @@ async def serve_lines(
 
 
 async def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
-    """presa-defined (wire §12: an unexpected fault is -32603 with a generic message):
+    """presa-defined (tools §Error Handling: an unexpected fault is -32603 with a generic message):
     a tool whose result holds NaN gets -32603 on stdio too, and the server goes on."""
     server = Server("nan", "1.0.0")
 

@@ -26,7 +26,7 @@ async def test_hello_server_greets() -> None:
 
 
 async def test_two_round_tool_asks_the_user_then_the_model() -> None:
-    """Spec-mandated (basic/patterns/mrtr; wire §10): each retry carries only the
+    """Spec-mandated (basic/patterns/mrtr §Basic Workflow): each retry carries only the
     answers of the previous round, and the signed state carries the rest."""
     async with running(McpApp.for_server(two_rounds.server)) as client:
 

@@ -1,4 +1,6 @@
-"""What one request knows: its own capabilities, log level and progress token (wire §2, §9).
+"""What one request knows: its own capabilities, log level and progress token.
+
+Spec: basic/index §_meta; progress; logging §Per-request log level.
 
 Nothing carries over between requests: each test that shows a capability,
 a log level or a progress token working also shows the next request
@@ -31,7 +33,7 @@ async def test_an_undeclared_capability_is_refused_with_the_required_capabilitie
 
 
 async def test_capabilities_are_never_carried_over_between_requests(client: McpClient) -> None:
-    """Spec-mandated (basic/index §_meta; wire §2: capabilities come from this request
+    """Spec-mandated (basic/index §_meta, §Statelessness: capabilities come from this request
     only, never from an earlier request or a server/discover; T-70)."""
     params = {"name": "test_missing_capability"}
     result_of(await client.call("server/discover", capabilities={"sampling": {}}))
@@ -85,7 +87,7 @@ async def test_without_a_log_level_no_log_message_is_sent(client: McpClient) -> 
 async def test_log_messages_are_sent_at_and_above_the_requested_level(
     client: McpClient, level: str
 ) -> None:
-    """Spec-mandated (server/utilities/logging; wire §2, §9: only with logLevel, at or
+    """Spec-mandated (server/utilities/logging §Per-request log level: only with logLevel, at or
     above it, on that request's stream). The fixture logs debug, info and warning."""
     params = {"name": "test_logging_tool", "_meta": {**meta(), META_LOG_LEVEL: level}}
     response = await client.call("tools/call", params)
@@ -98,7 +100,7 @@ async def test_log_messages_are_sent_at_and_above_the_requested_level(
 
 
 async def test_an_unknown_log_level_is_invalid_params(client: McpClient) -> None:
-    """Spec-mandated (wire §2: an unknown logLevel SHOULD be -32602)."""
+    """Spec-mandated (logging §Error Handling: an unknown logLevel SHOULD be -32602)."""
     params = {"name": "test_logging_tool", "_meta": {**meta(), META_LOG_LEVEL: "verbose"}}
     error_of(await client.call("tools/call", params), 400, INVALID_PARAMS)
 

@@ -1,4 +1,4 @@
-"""``server/discover`` and the caching hints of the six cacheable results (wire §4, §14)."""
+"""``server/discover`` and the caching hints of the six cacheable results (discover; caching)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ async def test_discover_declares_what_the_fixture_serves(client: McpClient) -> N
 
 
 async def test_a_bare_server_declares_nothing_it_does_not_serve() -> None:
-    """Spec-mandated (wire §4: declare a capability only if the server serves it)."""
+    """Spec-mandated (tools, prompts, resources §Capabilities: declare a capability only if the
+    server serves it)."""
     async with running(McpApp.for_server(Server("bare", "1.0.0"))) as client:
         capabilities = result_of(await client.call("server/discover"))["capabilities"]
     assert not {"tools", "prompts", "resources", "completions"} & set(capabilities)
@@ -64,7 +65,7 @@ async def test_cacheable_results_carry_ttl_and_scope(
 ) -> None:
     """Runner-scored (caching/sep-2549-*-caching-hints, sep-2549-ttl-non-negative,
     sep-2549-cache-scope-valid): ttlMs an integer >= 0 and cacheScope public or
-    private on all six (server/utilities/caching; wire §14)."""
+    private on all six (server/utilities/caching §Cacheable Results)."""
     result = result_of(await client.call(method, params))
     assert isinstance(result["ttlMs"], int)
     assert result["ttlMs"] >= 0
@@ -108,7 +109,7 @@ async def test_results_that_are_not_cacheable_carry_no_hints(
 
 
 async def test_an_input_required_read_carries_no_caching_hints() -> None:
-    """Spec-mandated (wire §14: not on input_required results; schema
+    """Spec-mandated (caching §Cacheable Results: not on input_required results; schema
     $defs.InputRequiredResult has no ttlMs)."""
     server = Server("ask", "1.0.0")
 

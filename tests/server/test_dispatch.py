@@ -3,7 +3,7 @@
 A handler that raises anything but an :class:`McpError` (or a tool's
 :class:`ToolError`) is a server fault: the client gets -32603 with a generic
 message and no detail, the log gets the traceback, and the server keeps
-serving (wire §5.2, §12; DESIGN.md "Errors").
+serving (tools §Error Handling; basic/index §Error Codes; spec-notes §1).
 """
 
 from __future__ import annotations
@@ -104,8 +104,9 @@ FAULTS = [
 async def test_an_unexpected_exception_is_a_generic_internal_error(
     faulty: McpClient, caplog: pytest.LogCaptureFixture, method: str, params: dict[str, Any]
 ) -> None:
-    """Spec-mandated (wire §5.2, §6: any other exception is -32603 with a generic
-    message, detail to the log only; E-05). HTTP 500 is presa's choice (wire §18.1)."""
+    """Spec-mandated (tools §Error Handling, resources §Error Handling: any other
+    exception is -32603 with a generic message, detail to the log only; E-05). HTTP
+    500 is presa's choice (spec-notes §1)."""
     with caplog.at_level(logging.ERROR):
         response = await faulty.call(method, params)
     error = error_of(response, 500, INTERNAL_ERROR)
@@ -118,8 +119,8 @@ async def test_an_unexpected_exception_is_a_generic_internal_error(
 async def test_a_fault_after_the_stream_started_is_the_final_event(
     faulty: McpClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Spec-mandated (wire §12: once SSE has started the status is 200 and the error
-    is the final event; E-11)."""
+    """Spec-mandated (streamable-http §Receiving Messages: once SSE has started the
+    status is 200 and the error is the final event; E-11)."""
     params = {"name": "explode_after_progress", "_meta": meta(progressToken="p")}
     with caplog.at_level(logging.ERROR):
         response = await faulty.call("tools/call", params)
@@ -137,7 +138,7 @@ async def test_a_fault_after_the_stream_started_is_the_final_event(
 async def test_a_result_json_cannot_hold_is_an_internal_error(
     faulty: McpClient, caplog: pytest.LogCaptureFixture, tool: str
 ) -> None:
-    """Spec-mandated (wire §12: a server fault is -32603; RFC 8259 §6: NaN is not
+    """Spec-mandated (tools §Error Handling: a server fault is -32603; RFC 8259 §6: NaN is not
     JSON; E-05): a value the encoder refuses is a fault of the handler, answered like any
     other, never a broken response."""
     params = {"name": tool, "_meta": meta(progressToken="p")}
@@ -152,7 +153,7 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
 
 async def test_an_anticipated_tool_failure_is_an_error_result(faulty: McpClient) -> None:
     """Runner-scored (tools-call-error/tools-call-error; E-12): a ToolError is a result with
-    ``isError: true`` and the text, not a JSON-RPC error (wire §5.2)."""
+    ``isError: true`` and the text, not a JSON-RPC error (tools §Error Handling)."""
     result = result_of(await faulty.call("tools/call", {"name": "refuse"}))
     assert result["isError"] is True
     assert result["content"] == [{"type": "text", "text": "The flight is full."}]
@@ -176,7 +177,7 @@ async def test_closing_the_response_stream_cancels_the_handler(
 
 async def test_every_result_carries_result_type_and_server_info(faulty: McpClient) -> None:
     """Spec-mandated (schema $defs.Result: resultType required; $defs.ResultMetaObject:
-    serverInfo SHOULD be present; wire §2, §3; T-67, T-80)."""
+    serverInfo SHOULD be present; basic/index §ResultType, §_meta; T-67, T-80)."""
     for method in ("server/discover", "tools/list", "prompts/list", "resources/list"):
         result = result_of(await faulty.call(method))
         assert result["resultType"] == "complete"
@@ -198,7 +199,8 @@ async def test_every_result_carries_result_type_and_server_info(faulty: McpClien
 )
 async def test_methods_of_a_capability_not_offered_are_not_found(method: str) -> None:
     """Runner-scored (server-stateless/sep-2575-discover-capabilities-match-handlers; H-28, E-03):
-    a server with nothing registered answers these 404 -32601 (wire §4, §12)."""
+    a server with nothing registered answers these 404 -32601 (discover §Response;
+    streamable-http §Protocol Version Header)."""
     async with running(McpApp.for_server(Server("bare", "1.0.0"))) as client:
         message = request(method, {"name": "x", "uri": "test://x"})
         error_of(await client.post(message), 404, METHOD_NOT_FOUND)

@@ -1,6 +1,6 @@
 """``subscriptions/listen``: one long-lived SSE stream of the changes a client asked for.
 
-Rules of this file (wire §11): the first message is the acknowledgement;
+Rules of this file (subscriptions): the first message is the acknowledgement;
 every later one is a requested change tagged with the listen id (same JSON
 type); a change nobody asked for is shown absent by the next requested
 change arriving first, not by waiting; and every test leaves with the app
@@ -62,7 +62,8 @@ async def test_the_first_message_acknowledges_the_subscription(client: McpClient
 
 
 async def test_the_acknowledgement_leaves_out_what_is_not_honoured(client: McpClient) -> None:
-    """Spec-mandated (wire §11.1: the honoured subset; omit unsupported types)."""
+    """Spec-mandated (subscriptions §Acknowledgment: the honoured subset; omit
+    unsupported types)."""
     wanted = {"toolsListChanged": False, "promptsListChanged": True, "somethingElse": True}
     with trio.fail_after(5):
         async with client.stream(listen(wanted)) as stream:
@@ -77,7 +78,7 @@ async def test_a_change_is_delivered_tagged_with_the_listen_id(
     """Runner-scored (server-stateless/sep-2575-server-tags-subscription-id,
     sep-2575-server-sends-tools-list-changed-on-subscription): the trigger's change
     reaches the open stream, tagged with the listen id in its own JSON type
-    (wire §11.2, §18.13)."""
+    (subscriptions §Receiving Notifications; spec-notes §13)."""
     with trio.fail_after(5):
         async with client.stream(listen({"toolsListChanged": True}, listen_id)) as stream:
             await stream.next_message()
@@ -102,7 +103,8 @@ async def test_only_requested_changes_are_delivered(client: McpClient) -> None:
 
 
 async def test_every_open_stream_that_asked_gets_the_change(client: McpClient) -> None:
-    """Spec-mandated (wire §11.3: deliver each change to every open stream whose filter
+    """Spec-mandated (subscriptions §Multiple Concurrent Subscriptions: deliver each change to every
+    open stream whose filter
     asks for it)."""
     with trio.fail_after(5):
         async with (
@@ -123,7 +125,7 @@ async def test_every_open_stream_that_asked_gets_the_change(client: McpClient) -
 async def test_resource_updates_arrive_only_for_subscribed_uris(
     client: McpClient, app: McpApp
 ) -> None:
-    """Spec-mandated (basic/patterns/subscriptions: resourceSubscriptions; wire §11.2):
+    """Spec-mandated (subscriptions §Receiving Notifications: resourceSubscriptions):
     ``notifications/resources/updated {uri}`` for the listed URIs only."""
     server = app.dispatcher.server
     wanted = {"resourceSubscriptions": ["test://static-text"], "resourcesListChanged": True}
@@ -144,7 +146,7 @@ async def test_request_scoped_notifications_never_reach_a_listen_stream(
     client: McpClient,
 ) -> None:
     """Spec-mandated (streamable-http §Receiving Messages: progress and log messages
-    flow only on the stream of their request; wire §11.3)."""
+    flow only on the stream of their request; subscriptions §Multiple Concurrent Subscriptions)."""
     params = {
         "notifications": {"toolsListChanged": True},
         "_meta": {**meta(progressToken="p"), META_LOG_LEVEL: "debug"},
@@ -165,7 +167,7 @@ async def test_request_scoped_notifications_never_reach_a_listen_stream(
 
 
 async def test_a_disconnect_ends_the_call(client: McpClient) -> None:
-    """Spec-mandated (streamable-http §Cancellation; wire §11.4: the client ends a
+    """Spec-mandated (streamable-http §Cancellation; subscriptions §Cancellation: the client ends a
     listen by closing the stream): each closed stream's ASGI call returns (leaving the
     stream's context waits for it), and later changes go nowhere."""
     with trio.fail_after(5):
@@ -245,7 +247,7 @@ async def test_a_quiet_stream_is_kept_alive_with_comments(
     tools_listen: Stream, autojump_clock: MockClock
 ) -> None:
     """Spec-mandated (streamable-http §Receiving Messages: keep-alive comment lines on
-    long-lived streams; wire §11.4): after PING_INTERVAL_S of silence, ``: ping``."""
+    long-lived streams): after PING_INTERVAL_S of silence, ``: ping``."""
     with trio.fail_after(3 * PING_INTERVAL_S):
         await tools_listen.next_message()
         start = trio.current_time()

@@ -1,4 +1,4 @@
-"""``prompts/list``, ``prompts/get`` and ``completion/complete`` (wire §7, §8)."""
+"""``prompts/list``, ``prompts/get`` and ``completion/complete`` (prompts; completion)."""
 
 from __future__ import annotations
 
@@ -95,5 +95,5 @@ async def test_completion_answers_with_a_values_array(client: McpClient) -> None
 async def test_bad_completion_requests_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
-    """Spec-mandated (server/utilities/completion §Error Handling; wire §8; E-14)."""
+    """Spec-mandated (server/utilities/completion §Error Handling; E-14)."""
     error_of(await client.call("completion/complete", params), 400, INVALID_PARAMS)

@@ -1,4 +1,4 @@
-"""``resources/list``, ``resources/templates/list`` and ``resources/read`` (wire §6)."""
+"""``resources/list``, ``resources/templates/list`` and ``resources/read`` (resources)."""
 
 from __future__ import annotations
 

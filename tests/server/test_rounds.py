@@ -1,6 +1,6 @@
-"""Multi round-trip requests through the ASGI app: every rule of wire §10.
+"""Multi round-trip requests through the ASGI app: every rule of basic/patterns/mrtr.
 
-Rules of this file: each test names its rule of mrtr.mdx (or of wire §10)
+Rules of this file: each test names its rule of the mrtr page (or a spec-notes entry)
 in its docstring; a retry is always a new request with a new id, carrying
 the original params plus ``inputResponses`` and the echoed
 ``requestState``; every refusal is checked on the wire (400 and -32602 or
@@ -41,7 +41,7 @@ def call(tool: str, request_id: int = 1, **params: Any) -> dict[str, Any]:
 
 
 def input_required(response: Any, request_id: int = 1) -> dict[str, Any]:
-    """Assert an InputRequiredResult as plain JSON (wire §10.2) and return it."""
+    """Assert an InputRequiredResult as plain JSON (mrtr §InputRequiredResult) and return it."""
     assert response.headers["content-type"] == "application/json"
     result = result_of(response, request_id)
     assert result["resultType"] == "input_required"
@@ -181,7 +181,7 @@ async def test_a_prompt_may_ask_for_input(client: McpClient) -> None:
 
 async def test_a_resource_read_may_ask_for_input(asking: McpClient) -> None:
     """Spec-mandated (mrtr §Supported Requests: resources/read supports
-    InputRequiredResult; wire §10)."""
+    InputRequiredResult)."""
     uri = "test://needs-consent"
     first = input_required(await asking.post(request("resources/read", {"uri": uri})))
     assert set(first["inputRequests"]) == {"consent"}
@@ -233,7 +233,7 @@ async def test_other_requests_never_answer_input_required(
     assert "inputRequests" not in result
 
 
-# --- requestState (mrtr §Server Requirements 3-5; wire §10.4) ------------------------
+# --- requestState (mrtr §Server Requirements (Basic Workflow) 3-5) ------------------
 
 
 async def test_request_state_round_trips_through_the_client(client: McpClient) -> None:
@@ -281,7 +281,8 @@ async def test_tampered_state_is_invalid_params(client: McpClient, how: str) -> 
 async def test_request_state_that_is_not_a_token_string_is_invalid_params(
     client: McpClient, state: Any
 ) -> None:
-    """Spec-mandated (schema: requestState is a string; wire §5.2: otherwise -32602; E-16)."""
+    """Spec-mandated (schema: requestState is a string; mrtr §Error Handling:
+    otherwise -32602; E-16)."""
     retry = call(REQUEST_STATE, 2, inputResponses={"confirm": CONFIRM}, requestState=state)
     error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
 
@@ -293,7 +294,7 @@ async def test_request_state_that_is_not_a_token_string_is_invalid_params(
 async def test_any_single_byte_change_to_issued_state_is_invalid_params(
     data: st.DataObject,
 ) -> None:
-    """Spec-mandated (mrtr §Server Requirements 4; wire §10.4; E-16), property: whatever
+    """Spec-mandated (mrtr §Server Requirements (Basic Workflow) 4; E-16), property: whatever
     byte of an issued requestState changes, the retry is 400 -32602."""
     app = build_app(sealer=StateSealer([KEY]))
     async with running(app) as client:
@@ -318,7 +319,7 @@ async def test_state_from_another_server_key_is_invalid_params() -> None:
 
 async def test_a_retry_may_reach_another_process_sharing_the_key() -> None:
     """Spec-mandated (mrtr §Basic Workflow: the server processing the retry needs
-    nothing beyond the retry itself; wire §10.3: keep no server state waiting)."""
+    nothing beyond the retry itself, so no server state waits for it)."""
     async with running(build_app(sealer=StateSealer([KEY]))) as issuer:
         token = (await first_round(issuer, REQUEST_STATE))["requestState"]
     async with running(build_app(sealer=StateSealer([b"new-key" * 4, KEY]))) as other:
@@ -389,7 +390,7 @@ async def test_each_round_issues_new_state(client: McpClient) -> None:
     assert r3["content"][0]["text"] == "Alice likes blue."
 
 
-# --- capability gating (mrtr §Server Requirements 7; wire §10.2) ------------------------
+# --- capability gating (mrtr §Server Requirements (Basic Workflow) 7) ------------------
 
 
 async def test_only_declared_capabilities_are_asked_for(client: McpClient) -> None:
@@ -420,7 +421,7 @@ async def test_an_input_request_for_an_undeclared_capability_is_never_sent(
     asking: McpClient, what: str, declared: dict[str, Any], required: dict[str, Any]
 ) -> None:
     """Spec-mandated (mrtr §Server Requirements 7: MUST NOT send an input request the
-    client has not declared; wire §10.2: answer -32021 instead, with
+    client has not declared; basic/index §_meta: answer -32021 instead, with
     ``data.requiredCapabilities``; E-07)."""
     message = request(
         "tools/call", {"name": "ask_with", "arguments": {"what": what}}, capabilities=declared
@@ -433,8 +434,8 @@ async def test_an_input_request_for_an_undeclared_capability_is_never_sent(
 
 
 async def test_gating_uses_the_capabilities_of_the_retry(client: McpClient) -> None:
-    """Spec-mandated (wire §2: capabilities come from this request only): a retry that
-    no longer declares elicitation is not asked again by elicitation."""
+    """Spec-mandated (basic/index §Statelessness: capabilities come from this request
+    only): a retry that no longer declares elicitation is not asked again by elicitation."""
     await first_round(client, ELICIT)
     retry = request(
         "tools/call",
@@ -445,7 +446,7 @@ async def test_gating_uses_the_capabilities_of_the_retry(client: McpClient) -> N
     error_of(await client.post(retry), 400, MISSING_REQUIRED_CLIENT_CAPABILITY, 2)
 
 
-# --- inputResponses (mrtr §Error Handling; wire §10.3) ----------------------------------
+# --- inputResponses (mrtr §InputResponses, §Error Handling) ----------------------------
 
 
 async def test_a_missing_answer_is_asked_for_again(client: McpClient) -> None:
@@ -488,13 +489,14 @@ async def test_malformed_input_responses_are_invalid_params(
 
 async def test_null_input_responses_read_as_absent(client: McpClient) -> None:
     """Runner-scored (input-required-result-validate-input, sending ``null``): not a
-    complete result; wire §10.3 reads null as absent, so the question comes again."""
+    complete result; presa reads null as absent (mrtr §InputResponses), so the
+    question comes again."""
     input_required(await client.post(call(ELICIT, 2, inputResponses=None)), 2)
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_a_declined_question_is_an_answer(client: McpClient, action: str) -> None:
-    """Spec-mandated (wire §10.3: decline/cancel is an answer the tool handles)."""
+    """Spec-mandated (schema $defs.ElicitResult: decline/cancel is an answer the tool handles)."""
     retry = call(ELICIT, 2, inputResponses={"user_name": {"action": action}})
     assert complete(await client.post(retry))["content"][0]["text"]
 
@@ -518,7 +520,7 @@ async def test_several_inputs_are_asked_for_at_once(client: McpClient) -> None:
 
 async def test_only_the_three_mrtr_methods_may_answer_input_required() -> None:
     """Spec-mandated (basic/patterns/mrtr: only tools/call, prompts/get and
-    resources/read; wire §10): a handler of any other method that tries is a
+    resources/read; mrtr §Supported Requests): a handler of any other method that tries is a
     server bug, answered -32603 with the generic message, and nothing is sent."""
 
     class Asking(Extension):

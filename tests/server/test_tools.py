@@ -1,4 +1,4 @@
-"""``tools/list`` and ``tools/call`` (wire §5; the fixture catalogue of wire §16.1)."""
+"""``tools/list`` and ``tools/call`` (tools; the fixture tools the runner's scenarios call)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ async def test_audio_and_embedded_resources_have_their_fields(client: McpClient)
 
 
 async def test_an_unknown_tool_is_invalid_params(client: McpClient) -> None:
-    """Spec-mandated (server/tools §Error Handling: unknown tool is -32602; wire §5.2, §18.5;
+    """Spec-mandated (server/tools §Error Handling: unknown tool is -32602; spec-notes §5;
     E-13)."""
     error_of(await client.call("tools/call", {"name": "no_such_tool"}), 400, INVALID_PARAMS)
     await assert_still_serving(client)
@@ -96,12 +96,13 @@ async def test_an_unknown_tool_is_invalid_params(client: McpClient) -> None:
 async def test_malformed_call_params_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
-    """Spec-mandated (schema $defs.CallToolRequestParams; wire §5.2; E-04)."""
+    """Spec-mandated (schema $defs.CallToolRequestParams; tools §Calling Tools; E-04)."""
     error_of(await client.call("tools/call", params), 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
 
 async def test_unknown_call_params_are_ignored(client: McpClient) -> None:
-    """Spec-mandated (wire §5.2: unknown keys are ignored)."""
+    """Spec-mandated (tools §Calling Tools, schema $defs.CallToolRequestParams:
+    unknown keys are ignored)."""
     params = {"name": "test_simple_text", "arguments": {}, "task": {"ttl": 1}, "extra": [1]}
     result_of(await client.call("tools/call", params))

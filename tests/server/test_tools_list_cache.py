@@ -3,7 +3,7 @@
 presa-defined: the wire form of the listed tools is kept per server and
 reused while the same :class:`~presa_trio.wire.models.Tool` objects are
 registered in the same order; a registration, a replacement or a removal
-is seen by the very next ``tools/list`` (wire §5.1, §11).
+is seen by the very next ``tools/list`` (tools §List Changed Notification; subscriptions).
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ async def test_the_declaration_counts_per_request_on_one_client(client: McpClien
 
 async def test_a_legacy_tasks_capability_is_not_a_declaration(client: McpClient) -> None:
     """Spec-mandated (SEP-2663 §Backward Compatibility: legacy-only clients are
-    non-declaring; T-07; D-02)."""
+    non-declaring; T-07; spec-notes §17)."""
     legacy: dict[str, Any] = {
         "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}, "list": {}}
     }
@@ -226,7 +226,7 @@ async def test_a_legacy_tasks_capability_is_not_a_declaration(client: McpClient)
 
 
 async def test_any_object_under_the_extension_key_is_a_declaration(client: McpClient) -> None:
-    """presa-defined (SEP-2663 §Capability Negotiation defines no settings; D-01):
+    """presa-defined (SEP-2663 §Capability Negotiation defines no settings; spec-notes §16):
     unknown settings are ignored, not refused."""
     capabilities = {"extensions": {TASKS_EXTENSION: {"future-setting": True}}}
     assert (
@@ -405,7 +405,7 @@ async def test_task_methods_check_the_declaration_then_the_params(
     client: McpClient, method: str, params: dict[str, Any], capabilities: Any, code: int
 ) -> None:
     """Spec-mandated (SEP-2663 §Protocol Errors: -32021 for undeclared tasks/*;
-    T-59, T-72, T-78). presa-defined order (tasks ref §4.5; D-21): -32021 before
+    T-59, T-72, T-78). presa-defined order (spec-notes §33): -32021 before
     any params check; then shape errors are -32602."""
     error = error_of(await client.call(method, params, capabilities=capabilities), 400, code)
     if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
@@ -529,7 +529,7 @@ async def test_a_task_ends_as_the_plain_call_would_have(
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Execution Errors: tasks/get returns exactly what
     the request would have; isError is completed, a JSON-RPC error is failed; T-20,
-    T-29, T-31, T-33, T-61, T-62). presa-defined (D-14): one outcome mapping for both
+    T-29, T-31, T-33, T-61, T-62). presa-defined (spec-notes §25): one outcome mapping for both
     paths; a crash is a generic -32603 with no detail anywhere."""
     harness.gate.set()
     task_id = await create(client, tool)
@@ -552,7 +552,7 @@ async def test_a_task_ends_as_the_plain_call_would_have(
 
 
 async def test_a_tool_returning_a_round_inside_a_task_fails_cleanly(client: McpClient) -> None:
-    """presa-defined (tasks ref §5.1; SEP-2663 §Task Creation: MRTR rounds resolve
+    """presa-defined (spec-notes §25; SEP-2663 §Task Creation: MRTR rounds resolve
     before the task): inside a task, input is asked with ``tasks.ask``; a returned
     InputRequired is a programming error, -32603, while the plain call still
     answers with the round."""
@@ -591,7 +591,7 @@ async def test_a_task_sends_no_progress_or_logs_on_the_creating_stream(
     client: McpClient,
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications, progress and logging not
-    supported on tasks; T-55; D-28): the same tool streams them on a plain call."""
+    supported on tasks; T-55; spec-notes §41): the same tool streams them on a plain call."""
     params = {"name": "chatty", "arguments": {}}
     extra = {"progressToken": "p", "io.modelcontextprotocol/logLevel": "debug"}
     as_task = await client.call("tools/call", {**params, "_meta": meta(DECLARED, **extra)})
@@ -619,7 +619,7 @@ async def test_an_unknown_tool_is_refused_before_any_task_exists(
 async def test_a_policy_function_decides_per_call_and_its_failure_is_internal(
     client: McpClient, harness: Harness
 ) -> None:
-    """presa-defined (tasks ref §3.2: a policy may be a function of the request)."""
+    """presa-defined (spec-notes §36: a policy may be a function of the request)."""
 
     def by_label(ctx: RequestContext, params: dict[str, Any]) -> Policy:
         label = params["arguments"]["label"]
@@ -651,7 +651,7 @@ async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
 
 
 async def test_a_full_runner_answers_a_retryable_32603() -> None:
-    """presa-defined (tasks ref §3.2; D-30): capacity is -32603 (HTTP 500) with
+    """presa-defined (spec-notes §31): capacity is -32603 (HTTP 500) with
     ``data.retryable``; an oversized input is not retryable, and its message says
     which limit it broke."""
     harness = build(limits=Limits(max_active_per_scope=1, max_input_bytes=64))

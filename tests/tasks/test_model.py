@@ -41,7 +41,7 @@ def terminal(status: Status) -> Task:
 
 
 def test_model_imports_neither_trio_nor_the_server() -> None:
-    """presa-defined (DESIGN.md "Tasks"; STYLE.md "Layers"): model.py is pure."""
+    """presa-defined (README §Architecture; docs/tasks.md): model.py is pure."""
     assert sorted(m for m in imported_modules(Path(model.__file__)) if forbidden(m)) == []
 
 
@@ -140,7 +140,7 @@ def test_answers_to_keys_not_outstanding_change_nothing() -> None:
 
 
 def test_withdrawing_the_last_key_resumes_working() -> None:
-    """presa-defined (SEP-2663 §Task Update Requests, "superseded"; D-16): a worker
+    """presa-defined (SEP-2663 §Task Update Requests, "superseded"; spec-notes §15): a worker
     that stops waiting takes its requests back; the keys stay issued."""
     task = model.withdraw(model.request_input(seed(), {"k": ASK}, T1), ["k"], T2)
     assert (task.status, dict(task.input_requests), task.issued) == (
@@ -168,7 +168,7 @@ def test_withdrawing_the_last_key_resumes_working() -> None:
     ],
 )
 def test_malformed_moves_raise_and_change_nothing(move: Any) -> None:
-    """presa-defined (DESIGN.md "Tasks"): an illegal move raises, whatever the status."""
+    """presa-defined: an illegal move raises, whatever the status."""
     for task in (seed(), terminal(Status.COMPLETED)):
         before = attrs.asdict(task)
         with pytest.raises(IllegalTransition):
@@ -177,7 +177,8 @@ def test_malformed_moves_raise_and_change_nothing(move: Any) -> None:
 
 
 def test_the_transition_table_covers_every_status_and_terminals_go_nowhere() -> None:
-    """presa-defined (tasks ref §4.1): the table is the whole diagram."""
+    """presa-defined (SEP-2663 §Task Status; tasks overview §Task lifecycle): the
+    table is the whole diagram."""
     assert set(model.TRANSITIONS) == set(Status)
     assert all(not model.TRANSITIONS[status] for status in model.TERMINAL)
     assert Status.WORKING not in model.TRANSITIONS[Status.WORKING]

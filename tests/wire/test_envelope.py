@@ -1,6 +1,6 @@
 """The JSON-RPC envelope: one message per POST, parsed or refused with the spec's code.
 
-Walks rungs 6 and 7 of wire §13.2 on the sans-IO functions; the same cases
+Walks rungs 6 and 7 of the admission order (spec-notes §10) on the sans-IO functions; the same cases
 through the ASGI app are in tests/http/test_admission.py.
 """
 
@@ -55,7 +55,7 @@ def test_a_message_without_id_is_a_notification() -> None:
 )
 def test_anything_but_one_object_is_invalid_request(message: Any) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the body MUST be a single
-    request or notification; wire §13.2 rung 7; H-10, E-02): batches included, -32600."""
+    request or notification; H-10, E-02): batches included, -32600."""
     assert code_of(message) == INVALID_REQUEST
 
 
@@ -69,7 +69,7 @@ def test_anything_but_one_object_is_invalid_request(message: Any) -> None:
 )
 def test_a_response_object_from_the_client_is_invalid_request(message: Any) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
-    responses; wire §12; H-10, E-02): -32600."""
+    responses; basic/index §Error Codes; H-10, E-02): -32600."""
     assert code_of(message) == INVALID_REQUEST
 
 
@@ -78,7 +78,7 @@ def test_a_response_object_from_the_client_is_invalid_request(message: Any) -> N
 )
 def test_an_id_that_is_not_a_string_or_integer_is_invalid_request(request_id: Any) -> None:
     """Spec-mandated (basic/index §Requests: id MUST be a string or integer, not
-    null; wire §13.2 rung 7; H-10, E-02): -32600, and the id is unreadable so errors carry null."""
+    null; H-10, E-02): -32600, and the id is unreadable so errors carry null."""
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
     assert code_of(message) == INVALID_REQUEST
     assert envelope.readable_id(message) is None
@@ -97,8 +97,8 @@ def test_an_id_that_is_not_a_string_or_integer_is_invalid_request(request_id: An
     ids=["no-jsonrpc", "jsonrpc-1.0", "no-method", "method-number", "params-array", "params-null"],
 )
 def test_a_malformed_envelope_is_invalid_request_but_keeps_its_id(message: Any) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §4; wire §12: echo the id whenever readable; E-02, E-10):
-    -32600."""
+    """Spec-mandated (JSON-RPC 2.0 §4; basic/index §Error Responses: echo the id
+    whenever readable; E-02, E-10): -32600."""
     assert code_of(message) == INVALID_REQUEST
     assert envelope.readable_id(message) == 1
 
@@ -109,7 +109,7 @@ def test_a_malformed_envelope_is_invalid_request_but_keeps_its_id(message: Any) 
     ids=["empty", "truncated", "text", "trailing-comma", "not-utf8", "deeply-nested"],
 )
 def test_a_body_that_is_not_json_is_parse_error(body: bytes) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12; H-09, E-01): -32700."""
+    """Spec-mandated (JSON-RPC 2.0 §5.1; basic/index §Error Codes; H-09, E-01): -32700."""
     with pytest.raises(McpError) as caught:
         envelope.parse_json(body)
     assert caught.value.code == PARSE_ERROR
@@ -117,8 +117,8 @@ def test_a_body_that_is_not_json_is_parse_error(body: bytes) -> None:
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_number_literals_are_not_json(constant: str) -> None:
-    """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; wire §12; H-09, E-01):
-    Python's json module accepts them by default; the server must not."""
+    """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; basic/index
+    §Error Codes; H-09, E-01): Python's json module accepts them by default; the server must not."""
     body = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":' + constant.encode() + b"}}"
     with pytest.raises(McpError) as caught:
         envelope.parse_json(body)
@@ -126,7 +126,7 @@ def test_non_finite_number_literals_are_not_json(constant: str) -> None:
 
 
 def test_outgoing_json_is_compact_and_one_line() -> None:
-    """Spec-mandated (streamable-http §Receiving Messages; wire §9: one JSON
+    """Spec-mandated (streamable-http §Receiving Messages; spec-notes §7: one JSON
     message per data line, the runner splits on newlines)."""
     message = envelope.result_response(1, {"text": "line1\nline2", "nested": {"a": [1, 2]}})
     written = envelope.dumps(message)
@@ -144,9 +144,9 @@ def test_outgoing_json_keeps_non_ascii_text_as_utf8() -> None:
 
 
 def test_a_lone_surrogate_from_the_client_can_be_written_back() -> None:
-    """Spec-mandated (wire §12: echo the request id; E-10): JSON allows a string such as
-    "\\ud800" (RFC 8259 §8.2); it cannot be encoded as UTF-8, so it is written
-    escaped and the response is still valid JSON carrying the same id."""
+    """Spec-mandated (basic/index §Error Responses: echo the request id; E-10): JSON
+    allows a string such as "\\ud800" (RFC 8259 §8.2); it cannot be encoded as
+    UTF-8, so it is written escaped and the response is still valid JSON carrying the same id."""
     request_id = json.loads('"\\ud800x"')
     written = envelope.dumps(envelope.error_response(request_id, InvalidParams()))
     assert json.loads(written)["id"] == request_id

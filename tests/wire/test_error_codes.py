@@ -18,7 +18,7 @@ from pathlib import Path
 import presa_trio
 from presa_trio.wire import errors
 
-#: JSON-RPC 2.0's own codes and the three the 2026-07-28 spec defines (wire §12).
+#: JSON-RPC 2.0's own codes and the three the 2026-07-28 spec defines (basic/index §Error Codes).
 DEFINED = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}
 #: Codes an older document or SDK still names, which presa must never send.
 RETIRED = {-32002, -32003, -32042}

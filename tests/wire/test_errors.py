@@ -1,4 +1,7 @@
-"""The spec's errors: each exception carries its JSON-RPC code and HTTP status (wire §12)."""
+"""The spec's errors: each exception carries its JSON-RPC code and HTTP status.
+
+Spec: basic/index §Error Codes.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import pytest
 
 from presa_trio.wire import errors
 
-#: (exception, JSON-RPC code as in schema.ts, HTTP status of wire §12)
+#: (exception, JSON-RPC code as in schema.ts, HTTP status, spec-notes §1 for -32603)
 TABLE = [
     (errors.ParseError(), -32700, 400),
     (errors.InvalidRequest(), -32600, 400),
@@ -24,8 +27,8 @@ def test_each_error_has_the_specs_code_and_http_status(
     error: errors.McpError, code: int, status: int
 ) -> None:
     """Spec-mandated (schema.ts error constants; streamable-http §Request Metadata:
-    -32601 is 404, -32020/-32021/-32022 are 400; wire §12; E-01 to E-08). -32603 is 500 by
-    presa's choice (wire §18.1)."""
+    -32601 is 404, -32020/-32021/-32022 are 400; basic/index §Error Codes; E-01 to
+    E-08). -32603 is 500 by presa's choice (spec-notes §1)."""
     assert (error.code, error.http_status) == (code, status)
     assert error.to_wire()["code"] == code
     assert isinstance(error.to_wire()["message"], str)

@@ -1,4 +1,7 @@
-"""Per-request ``_meta``: protocol version and capabilities come with every request (wire §2)."""
+"""Per-request ``_meta``: protocol version and capabilities come with every request.
+
+Spec: basic/index §_meta.
+"""
 
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ def rejection_code(value: dict[str, Any]) -> int:
 def test_incomplete_meta_is_invalid_params(value: dict[str, Any]) -> None:
     """Runner-scored (server-stateless/sep-2575-request-meta-invalid-missing-meta,
     -missing-protocol-version, -missing-client-capabilities; H-13): -32602; a non-string
-    version is -32602 too (wire §13.2 rung 11)."""
+    version is -32602 too (basic/index §_meta)."""
     assert rejection_code(value) == INVALID_PARAMS
 
 

@@ -1,4 +1,4 @@
-"""Multi round-trip shapes: input requests out, input responses back (wire §10.1, §10.3)."""
+"""Multi round-trip shapes: input requests out, input responses back (mrtr §Core Types)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_a_sampling_request_carries_messages_and_max_tokens() -> None:
 
 
 def test_a_roots_request_has_no_params() -> None:
-    """Spec-mandated (schema $defs.ListRootsRequest; wire §10.1)."""
+    """Spec-mandated (schema $defs.ListRootsRequest; mrtr §InputRequests)."""
     assert mrtr.ListRoots().to_wire() == {"method": "roots/list"}
 
 
@@ -100,7 +100,7 @@ def test_input_required_needs_requests_or_state() -> None:
 def test_input_responses_are_an_object_of_objects(
     params: dict[str, Any], expected: dict[str, Any]
 ) -> None:
-    """Spec-mandated (schema $defs.InputResponses; wire §10.3: null may be read as absent)."""
+    """Spec-mandated (schema $defs.InputResponses: optional, so null may be read as absent)."""
     assert mrtr.parse_input_responses(params) == expected
 
 
@@ -111,7 +111,7 @@ def test_input_responses_are_an_object_of_objects(
 )
 def test_malformed_input_responses_are_invalid_params(responses: Any) -> None:
     """Runner-scored (input-required-result-validate-input/sep-2322-validate-input-responses):
-    not an object, or a value that is not an object, is -32602 (wire §10.3)."""
+    not an object, or a value that is not an object, is -32602 (mrtr §Error Handling)."""
     with pytest.raises(McpError) as caught:
         mrtr.parse_input_responses({"inputResponses": responses})
     assert caught.value.code == INVALID_PARAMS

@@ -54,7 +54,8 @@ def assert_refused(token: Any, binding: Binding = BINDING, now: float = NOW) -> 
 
 @given(state=json_values, binding=bindings)
 def test_a_sealed_state_opens_to_the_same_value(state: Any, binding: Binding) -> None:
-    """presa-defined (wire §10.4): seal then open returns the handler's state unchanged."""
+    """presa-defined (presa_trio.wire.request_state): seal then open returns the
+    handler's state unchanged."""
     token = sealer().seal(state, binding, NOW)
     assert sealer().open(token, binding, NOW + 1) == state
 
@@ -71,7 +72,7 @@ def test_a_token_is_an_opaque_ascii_string(state: Any, binding: Binding) -> None
 @given(data=st.data(), state=json_values)
 def test_any_single_byte_change_to_a_token_is_rejected(data: st.DataObject, state: Any) -> None:
     """Spec-mandated (mrtr §Server Requirements 4: MUST reject state that fails
-    verification; wire §10.4): changing any one byte of the token, to any other
+    verification): changing any one byte of the token, to any other
     byte value, gives -32602 and never another exception."""
     token = sealer().seal(state, BINDING, NOW).encode("ascii")
     index = data.draw(st.integers(0, len(token) - 1), label="index")
@@ -82,7 +83,7 @@ def test_any_single_byte_change_to_a_token_is_rejected(data: st.DataObject, stat
 
 @given(data=st.data(), state=json_values)
 def test_any_truncation_of_a_token_is_rejected(data: st.DataObject, state: Any) -> None:
-    """Spec-mandated (mrtr §Server Requirements 4; wire §10.4): a prefix of a token is refused."""
+    """Spec-mandated (mrtr §Server Requirements 4): a prefix of a token is refused."""
     token = sealer().seal(state, BINDING, NOW)
     assert_refused(token[: data.draw(st.integers(0, len(token) - 1))])
 
@@ -93,8 +94,8 @@ def test_any_truncation_of_a_token_is_rejected(data: st.DataObject, state: Any) 
     ids=["null", "number", "array", "object", "empty", "prefix", "empty-parts", "v2", "text"],
 )
 def test_something_that_is_not_a_token_is_rejected(token: Any) -> None:
-    """Spec-mandated (wire §5.2: requestState not a string, or failing verification,
-    is -32602)."""
+    """Spec-mandated (mrtr §Server Requirements 4: requestState not a string, or
+    failing verification, is -32602)."""
     assert_refused(token)
 
 
@@ -112,7 +113,7 @@ def test_a_token_signed_with_another_key_is_rejected() -> None:
 
 
 def test_a_key_ring_signs_with_its_first_key_and_accepts_any() -> None:
-    """presa-defined (wire §10.4 key ring): after a rotation, tokens signed with
+    """presa-defined (presa_trio.wire.request_state key ring): after a rotation, tokens signed with
     the previous key still open, and new tokens open on the previous ring too
     only if it holds the new key."""
     old, new = b"o" * 32, b"n" * 32
@@ -149,7 +150,7 @@ def test_a_token_presented_on_another_request_is_rejected(other: Binding) -> Non
 
 
 def test_the_argument_digest_ignores_key_order() -> None:
-    """presa-defined (wire §10.4 canonical arguments): the same arguments in
+    """presa-defined (presa_trio.wire.request_state canonical arguments): the same arguments in
     another key order are the same request."""
     assert canonical_digest({"a": 1, "b": [1, {"c": 2, "d": 3}]}) == canonical_digest(
         {"b": [1, {"d": 3, "c": 2}], "a": 1}
