@@ -36,7 +36,7 @@ from hypercorn.typing import (
 
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
-from presa_trio.http.sse import ResponseWriter, send_json
+from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
@@ -156,20 +156,12 @@ class McpApp:
         (RFC 9112 §9.6). HTTP/2 streams carry no such header.
         """
         extra = [(b"connection", b"close")] if close else []
-        await send(
-            {
-                "type": "http.response.start",
-                "status": rejection.status,
-                "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"),
-                    *rejection.headers,
-                    *extra,
-                ],
-                "trailers": False,
-            }
-        )
-        await send(
-            {"type": "http.response.body", "body": rejection.reason.encode(), "more_body": False}
+        await send_whole(
+            send,
+            rejection.status,
+            rejection.reason.encode(),
+            b"text/plain; charset=utf-8",
+            [*rejection.headers, *extra],
         )
 
     async def answer(
@@ -243,8 +235,8 @@ class McpApp:
         channel and no writer task (see :class:`~presa_trio.http.sse.ResponseWriter`).
         """
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
             writer = ResponseWriter(send, nursery)
+            nursery.start_soon(watch_disconnect, receive, writer, nursery.cancel_scope)
 
             async def notify(message: dict[str, Any]) -> None:
                 # Encoded here, in the handler: a value JSON cannot hold is its fault.
@@ -255,8 +247,20 @@ class McpApp:
             nursery.cancel_scope.cancel(reason="response complete")
 
 
-async def watch_disconnect(receive: ASGIReceiveCallable, cancel_scope: trio.CancelScope) -> None:
-    """Cancel ``cancel_scope`` when the client goes away (hypercorn never cancels the app)."""
+async def watch_disconnect(
+    receive: ASGIReceiveCallable, writer: ResponseWriter, cancel_scope: trio.CancelScope
+) -> None:
+    """Cancel ``cancel_scope`` when the client goes away before its response is complete.
+
+    hypercorn never cancels the app; it reports ``http.disconnect`` instead.
+    It also reports one when *it* ends the stream, from inside the app's last
+    ``send``, and that ``send`` goes on to close or recycle the connection
+    (``Connection: close``, ``keep_alive_max_requests``, the idle timer of an
+    HTTP/2 connection). Cancelling there would interrupt hypercorn halfway,
+    leaving the connection open with nobody to close it; so once the writer
+    is complete, the disconnect is the normal end and changes nothing.
+    """
     while (await receive())["type"] != "http.disconnect":
         pass
-    cancel_scope.cancel(reason="client closed the stream")
+    if writer.state is not ResponseState.COMPLETE:
+        cancel_scope.cancel(reason="client closed the stream")

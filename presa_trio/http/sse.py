@@ -5,11 +5,16 @@ before the result, and by ``text/event-stream`` when it sends notifications
 first (progress, logs, a listen stream): the notifications, then exactly one
 response, then the end. The choice is made at the first message, so a quiet
 handler costs no stream. Quiet streams get a ``: ping`` comment now and then.
+A plain JSON body is known whole, so it goes out with ``Content-Length``
+(never chunked); only an event stream has no length.
 
-Spec: 2026-07-28 basic/transports/streamable-http §Receiving Messages; wire §9.
+Spec: 2026-07-28 basic/transports/streamable-http §Receiving Messages;
+RFC 9110 §8.6 (Content-Length).
 """
 
 from __future__ import annotations
+
+import enum
 
 import attrs
 import trio
@@ -23,7 +28,6 @@ SSE_HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
 def sse_event(data: bytes) -> bytes:
@@ -31,16 +35,43 @@ def sse_event(data: bytes) -> bytes:
     return b"event: message\r\ndata: " + data + b"\r\n\r\n"
 
 
-async def send_json(send: ASGISendCallable, status: int, body: bytes) -> None:
+async def send_whole(
+    send: ASGISendCallable,
+    status: int,
+    body: bytes,
+    content_type: bytes,
+    extra_headers: list[tuple[bytes, bytes]] | tuple[()] = (),
+) -> None:
+    """A response whose body is known whole: one body message, with its length."""
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": JSON_HEADERS,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", b"%d" % len(body)),
+                *extra_headers,
+            ],
             "trailers": False,
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def send_json(send: ASGISendCallable, status: int, body: bytes) -> None:
+    """A plain ``application/json`` response (or an empty 202)."""
+    await send_whole(send, status, body, b"application/json")
+
+
+class ResponseState(enum.Enum):
+    """Where a :class:`ResponseWriter` is in its one response."""
+
+    #: Nothing sent yet: finishing now answers with plain JSON.
+    QUIET = enum.auto()
+    #: The event stream is open: notifications, pings, then the response event.
+    STREAMING = enum.auto()
+    #: The last byte is handed to the server; nothing more is written.
+    COMPLETE = enum.auto()
 
 
 @attrs.define(eq=False)
@@ -50,23 +81,27 @@ class ResponseWriter:
     The first notification opens the event stream and starts the keep-alive
     in ``nursery``; :meth:`finish` writes the response, as the JSON body when
     nothing came before it, else as the stream's last event. A quiet handler
-    therefore costs no stream, no lock and no extra task.
+    therefore costs no stream and no extra task.
+
+    The state turns :attr:`~ResponseState.COMPLETE` *before* the last write
+    is handed to the server: from then on the exchange is over for the app,
+    and a disconnect the server reports while it closes the stream is not a
+    reason to cancel anything (see :func:`presa_trio.http.app.watch_disconnect`).
     """
 
     send: ASGISendCallable
     # Where the keep-alive runs; the caller cancels it when the response is done.
     nursery: trio.Nursery
-    # Serializes stream writes (handler and keep-alive); None until a stream opens.
-    lock: trio.Lock | None = None
+    state: ResponseState = ResponseState.QUIET
+    # Serializes stream writes: the handler's and the keep-alive's.
+    lock: trio.Lock = attrs.field(factory=trio.Lock)
     # Trio time of the last write on the stream: the keep-alive measures silence from it.
     last_write: float = 0.0
-    # True once the last byte of the response is written; nothing follows it.
-    finished: bool = False
 
     async def notify(self, data: bytes) -> None:
         """Send one message (compact JSON) as an event, opening the stream first if needed."""
-        if self.lock is None:
-            self.lock = trio.Lock()
+        if self.state is ResponseState.QUIET:
+            self.state = ResponseState.STREAMING
             await self.send(
                 {
                     "type": "http.response.start",
@@ -81,24 +116,25 @@ class ResponseWriter:
 
     async def finish(self, data: bytes, status: int = 200) -> None:
         """Send the response; ``status`` applies only when it goes out as plain JSON."""
-        if self.lock is None:
-            self.finished = True
+        if self.state is ResponseState.QUIET:
+            self.state = ResponseState.COMPLETE
             await send_json(self.send, status, data)
         else:
             await self.write(sse_event(data), more_body=False)
 
     async def write(self, body: bytes, *, more_body: bool) -> None:
-        assert self.lock is not None
+        """One write on the open stream; the last one (``more_body=False``) completes it."""
         async with self.lock:
-            if self.finished:
+            if self.state is not ResponseState.STREAMING:
                 return
-            self.finished = not more_body
+            if not more_body:
+                self.state = ResponseState.COMPLETE
             self.last_write = trio.current_time()
             await self.send({"type": "http.response.body", "body": body, "more_body": more_body})
 
     async def keep_alive(self) -> None:
         """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence on the stream."""
-        while not self.finished:
+        while self.state is ResponseState.STREAMING:
             await trio.sleep_until(self.last_write + PING_INTERVAL_S)
             if trio.current_time() >= self.last_write + PING_INTERVAL_S:
                 await self.write(b": ping\r\n\r\n", more_body=True)

@@ -61,9 +61,16 @@ class Served:
     app: McpApp
     tracked: Tracked
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
 
-async def start(app: McpApp, nursery: trio.Nursery) -> tuple[Served, trio.Event]:
-    config = Config()
+
+async def start(
+    app: McpApp, nursery: trio.Nursery, **config_options: Any
+) -> tuple[Served, trio.Event]:
+    """Serve ``app`` on a free loopback port; ``config_options`` set hypercorn's Config."""
+    config = Config.from_mapping(config_options)
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
     tracked = Tracked(app)
