@@ -5,13 +5,15 @@ Content-Type, Accept. A failure is a plain HTTP rejection (no JSON-RPC id is
 known yet), raised as :class:`Rejection` and written by the app.
 
 Spec: 2026-07-28 basic/transports/streamable-http §Security Warning,
-§Sending Messages to the Server; wire §12 (statuses), §13.2.
+§Sending Messages to the Server; wire §12 (statuses), §13.2; RFC 6454 §7
+(Origin), RFC 9110 §7.2 (Host), §12.5.1 (Accept).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -52,11 +54,37 @@ class Headers:
         return found[0] if found else None
 
 
-def host_name(authority: str) -> str:
-    """``localhost:3000`` -> ``localhost``; ``[::1]:80`` -> ``[::1]``."""
-    if authority.startswith("["):
-        return authority[: authority.find("]") + 1]
-    return authority.rsplit(":", 1)[0] if ":" in authority else authority
+#: ``host [":" port]`` (RFC 3986 §3.2.2–3.2.3): an IP literal in brackets, or a
+#: reg-name / IPv4 address; no userinfo, path or anything after the port.
+AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::[0-9]*)?")
+#: A serialized origin (RFC 6454 §6.2): scheme, ``://``, authority; nothing else.
+ORIGIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>.*)")
+
+
+def host_name(authority: str) -> str | None:
+    """``localhost:3000`` -> ``localhost``; ``[::1]:80`` -> ``[::1]``; malformed -> None.
+
+    A bracketed host must be an IPv6 address and nothing may follow it but
+    a port, so ``[::1]evil.example`` is malformed, not ``[::1]``.
+    """
+    match = AUTHORITY.fullmatch(authority)
+    if match is None:
+        return None
+    host = match["host"].lower()
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+    return host
+
+
+def origin_host(origin: str) -> str | None:
+    """The host of an http(s) serialized origin; None for anything else (``null`` too)."""
+    match = ORIGIN.fullmatch(origin)
+    if match is None or match["scheme"].lower() not in ("http", "https"):
+        return None
+    return host_name(match["authority"])
 
 
 @attrs.frozen
@@ -72,19 +100,24 @@ class AdmissionPolicy:
     path: str = "/mcp"
 
     def check_host_and_origin(self, headers: Headers) -> None:
-        """Rung 2: a bad Host is 421, a bad Origin is 403 (MUST)."""
-        host = headers.get("host")
-        if self.allowed_hosts is not None and (
-            host is None or host_name(host).lower() not in self.allowed_hosts
+        """Rung 2: a bad Host is 421, a bad Origin is 403 (MUST).
+
+        presa admits exactly one Host naming an allowed host, and at most one
+        Origin, an http(s) origin of an allowed host. A value it cannot parse
+        (``http://[::1``, userinfo, a path), a repeated header or ``null`` is
+        refused like a foreign name: what cannot be read cannot be trusted.
+        """
+        if self.allowed_hosts is not None:
+            hosts = headers.get_all("host")
+            if len(hosts) != 1 or host_name(hosts[0]) not in self.allowed_hosts:
+                raise Rejection(421, "Host not allowed")
+        origins = headers.get_all("origin")
+        if (
+            origins
+            and self.allowed_origin_hosts is not None
+            and (len(origins) > 1 or origin_host(origins[0]) not in self.allowed_origin_hosts)
         ):
-            raise Rejection(421, "Host not allowed")
-        origin = headers.get("origin")
-        if origin is not None and self.allowed_origin_hosts is not None:
-            parts = urlsplit(origin)
-            if parts.scheme not in ("http", "https") or (
-                host_name(parts.netloc).lower() not in self.allowed_origin_hosts
-            ):
-                raise Rejection(403, "Origin not allowed")
+            raise Rejection(403, "Origin not allowed")
 
 
 def check_method(method: str) -> None:
@@ -94,7 +127,7 @@ def check_method(method: str) -> None:
 
 
 def media_types(header: str | None) -> set[str]:
-    """The media types of a Content-Type or Accept value, parameters dropped."""
+    """The media types of a Content-Type value, parameters dropped."""
     if header is None:
         return set()
     return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
@@ -106,15 +139,43 @@ def check_content_type(headers: Headers) -> None:
         raise Rejection(415, "Content-Type must be application/json")
 
 
+#: A weight (RFC 9110 §12.4.2): 0 to 1 with at most three decimals.
+QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def media_ranges(values: list[str]) -> list[tuple[str, float]]:
+    """The ``(range, weight)`` pairs of Accept values; a range with a malformed weight
+    is dropped (it says nothing a server can rely on)."""
+    ranges: list[tuple[str, float]] = []
+    for value in values:
+        for part in value.split(","):
+            media_range, *parameters = (piece.strip() for piece in part.split(";"))
+            if not media_range:
+                continue
+            weight = 1.0
+            for parameter in parameters:
+                name, _, given = parameter.partition("=")
+                if name.strip().lower() == "q":
+                    weight = float(given) if QVALUE.fullmatch(given.strip()) else -1.0
+            if weight >= 0:
+                ranges.append((media_range.lower(), weight))
+    return ranges
+
+
+def acceptable(media_type: str, ranges: list[tuple[str, float]]) -> bool:
+    """Whether ``media_type`` is acceptable: the most specific matching range decides,
+    and a weight of 0 means "not acceptable" (RFC 9110 §12.5.1)."""
+    major = media_type.split("/", 1)[0]
+    for candidate in (media_type, f"{major}/*", "*/*"):
+        weights = [weight for media_range, weight in ranges if media_range == candidate]
+        if weights:
+            return max(weights) > 0
+    return False
+
+
 def check_accept(headers: Headers) -> None:
-    """Rung 5: the client accepts both JSON and SSE (``*/*`` and ``type/*`` count)."""
-    accepted: set[str] = set()
-    for value in headers.get_all("accept"):
-        accepted |= media_types(value)
-
-    def admits(media_type: str) -> bool:
-        major = media_type.split("/", 1)[0]
-        return bool(accepted & {media_type, f"{major}/*", "*/*"})
-
-    if not (admits("application/json") and admits("text/event-stream")):
+    """Rung 5: the client accepts both JSON and SSE (``*/*`` and ``type/*`` count, ``q=0``
+    refuses)."""
+    ranges = media_ranges(headers.get_all("accept"))
+    if not (acceptable("application/json", ranges) and acceptable("text/event-stream", ranges)):
         raise Rejection(406, "Accept must admit application/json and text/event-stream")

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 import trio
 
 from presa_trio.fixtures import build_server
@@ -20,6 +21,7 @@ from presa_trio.testing import meta, request
 from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.conftest import Served, headers, start
+from tests.e2e.raw_http import H11Client, wire_headers
 
 
 async def post(http: httpx.AsyncClient, served: Served, message: Any, **extra: str) -> Any:
@@ -157,3 +159,34 @@ async def test_a_removed_method_is_404_over_real_http(
     assert response.status_code == 404
     assert response.json()["error"]["code"] == METHOD_NOT_FOUND
     assert response.json()["id"] == 500
+
+
+@pytest.mark.parametrize(
+    ("changes", "status"),
+    [
+        ([("origin", "http://[::1")], 403),
+        ([("origin", "http://[evil]")], 403),
+        ([("origin", "http://localhost:3000@evil.example")], 403),
+        ([("origin", "http://localhost"), ("origin", "http://evil.example")], 403),
+        ([("host", "[::1]evil.example")], 421),
+        ([("accept", "application/json, text/event-stream;q=0")], 406),
+    ],
+)
+async def test_unreadable_or_repeated_admission_headers_are_refused_on_the_wire(
+    served: Served, changes: list[tuple[str, str]], status: int
+) -> None:
+    """Spec-mandated (streamable-http §Security Warning: an invalid Origin MUST get 403;
+    H-02, H-03, H-07): malformed, userinfo-laden and repeated Origins are 403 (never a
+    500), a Host with junk after an IP literal is 421, ``q=0`` on event streams is 406;
+    the server keeps serving."""
+    message = request("server/discover")
+    replaced = {name for name, _ in changes}
+    sent = [(k, v) for k, v in wire_headers(message) if k not in replaced] + changes
+    body = json.dumps(message).encode()
+    with trio.fail_after(5):
+        client = await H11Client.connect(served.port)
+        assert (await client.post(body, sent)).status == status
+        await client.aclose()
+        client = await H11Client.connect(served.port)
+        assert (await client.post(body, wire_headers(message))).status == 200
+        await client.aclose()

@@ -59,7 +59,19 @@ async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "host", ["evil.example.com", "evil.example.com:3000", "localhost.evil.example.com", None]
+    "host",
+    [
+        "evil.example.com",
+        "evil.example.com:3000",
+        "localhost.evil.example.com",
+        None,
+        "[::1]evil.example",
+        "[::1",
+        "[evil]",
+        "localhost:3000:3000",
+        "localhost:3000@evil.example",
+        "localhost/evil",
+    ],
 )
 async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | None) -> None:
     """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected; H-03): a
@@ -77,6 +89,12 @@ async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | 
         "null",
         "file://localhost",
         "localhost",
+        "http://[::1",
+        "http://[evil]",
+        "http://localhost:3000@evil.example",
+        "http://[::1]evil.example",
+        "http://localhost:3000/path",
+        "http://localhost http://evil.example",
     ],
 )
 async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str) -> None:
@@ -86,10 +104,22 @@ async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str
     await assert_still_serving(client)
 
 
+async def test_every_origin_and_host_header_counts(client: McpClient) -> None:
+    """Spec-mandated (streamable-http §Security Warning; H-02, H-03): a second Origin or
+    Host header is not ignored — two of either are refused, even when the first is good."""
+    good = list(with_headers(DISCOVER, origin="http://localhost:3000").items())
+    two_origins = [*good, ("origin", "http://evil.example")]
+    two_hosts = [*good, ("host", "localhost:3000")]
+    rejection_of(await client.post(DISCOVER, two_origins), 403)
+    rejection_of(await client.post(DISCOVER, two_hosts), 421)
+    await assert_still_serving(client)
+
+
 @pytest.mark.parametrize(
     ("host", "origin"),
     [
         ("localhost:3000", "http://localhost:3000"),
+        ("localhost:", "HTTP://LOCALHOST"),
         ("127.0.0.1:3000", "https://127.0.0.1"),
         ("[::1]:3000", "http://[::1]:3000"),
         ("LOCALHOST", None),
@@ -182,13 +212,27 @@ async def test_content_type_parameters_and_case_are_accepted(
 
 
 @pytest.mark.parametrize(
-    "accept", [None, "application/json", "text/event-stream", "text/html", "application/*"]
+    "accept",
+    [
+        None,
+        "application/json",
+        "text/event-stream",
+        "text/html",
+        "application/*",
+        "application/json, text/event-stream;q=0",
+        "application/json;q=0.000, text/event-stream",
+        "*/*, text/event-stream;q=0",
+        "text/event-stream;q=0, text/*, application/json",
+        "application/json, text/event-stream;q=2",
+    ],
 )
 async def test_an_accept_without_json_and_sse_is_not_acceptable(
     client: McpClient, accept: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST accept both
-    application/json and text/event-stream; H-07); presa answers 406 (wire §13.2 rung 5)."""
+    application/json and text/event-stream; H-07); presa answers 406 (wire §13.2 rung 5).
+    ``q=0`` refuses a type (RFC 9110 §12.5.1), the most specific range deciding; a
+    malformed weight is no acceptance."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)), 406)
     await assert_still_serving(client)
 
@@ -200,10 +244,14 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
         "text/event-stream, application/json",
         "application/json;q=0.9, text/event-stream;q=1",
         "application/*, text/*",
+        "application/json;q=0.001, text/event-stream;q=0.5",
+        "text/*;q=0, text/event-stream, application/json",
+        "*/*;q=0.1",
     ],
 )
 async def test_accept_wildcards_and_any_order_are_accepted(client: McpClient, accept: str) -> None:
-    """Spec-mandated (RFC 9110 §12.5.1; wire §13.2 rung 5: ``*/*`` counts, any order; H-07)."""
+    """Spec-mandated (RFC 9110 §12.5.1; wire §13.2 rung 5: ``*/*`` counts, any order, any
+    weight above 0, and a more specific range overrides a refused wildcard; H-07)."""
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)))
 
 
