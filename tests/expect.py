@@ -6,6 +6,7 @@ from typing import Any
 
 from presa_trio.testing import McpClient, Response
 from presa_trio.wire.envelope import RequestId
+from presa_trio.wire.errors import INTERNAL_ERROR
 
 
 def final_message(response: Response) -> dict[str, Any]:
@@ -53,3 +54,19 @@ async def assert_still_serving(client: McpClient) -> None:
     """The server answers a well-formed request after whatever came before."""
     result = result_of(await client.call("server/discover"))
     assert result["supportedVersions"] == ["2026-07-28"]
+
+
+def incident_of(error: dict[str, Any], log_text: str) -> str:
+    """Assert a generic -32603 whose ``data.incident`` the log repeats; return the id."""
+    assert (error["code"], error["message"]) == (INTERNAL_ERROR, "Internal error")
+    assert set(error["data"]) == {"incident"}
+    incident: str = error["data"]["incident"]
+    assert f"(incident {incident})" in log_text
+    return incident
+
+
+def without_incident(error: dict[str, Any]) -> dict[str, Any]:
+    """``error`` without a -32603's ``data.incident`` (a fresh id each time)."""
+    if error.get("code") != INTERNAL_ERROR or set(error.get("data", {})) != {"incident"}:
+        return error
+    return {key: value for key, value in error.items() if key != "data"}

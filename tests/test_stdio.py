@@ -29,8 +29,9 @@ from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import LineReader, StdioServer
 from presa_trio.testing import request
 from presa_trio.wire import models
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+from tests.expect import incident_of
 
 
 async def serve_lines(
@@ -47,7 +48,9 @@ async def serve_lines(
     return []
 
 
-async def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
+async def test_a_result_json_cannot_hold_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """presa-defined (tools §Error Handling: an unexpected fault is -32603 with a generic message):
     a tool whose result holds NaN gets -32603 on stdio too, and the server goes on."""
     server = Server("nan", "1.0.0")
@@ -65,7 +68,7 @@ async def test_a_result_json_cannot_hold_is_an_internal_error() -> None:
         ],
     )
     by_id = {m["id"]: m for m in out}
-    assert by_id[1]["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
+    incident_of(by_id[1]["error"], caplog.text)
     assert by_id[None]["error"]["code"] == PARSE_ERROR
     assert by_id[2]["result"]["resultType"] == "complete"
 

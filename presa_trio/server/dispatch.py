@@ -29,10 +29,11 @@ import trio
 from presa_trio.auth.principal import Principal
 from presa_trio.server import discover
 from presa_trio.server.context import RequestContext, Send
+from presa_trio.server.faults import report_fault
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.server.registry import Method, Server
 from presa_trio.wire.envelope import Request, RequestId, dumps, error_response, result_response
-from presa_trio.wire.errors import InternalError, McpError, MethodNotFound
+from presa_trio.wire.errors import McpError, MethodNotFound
 from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
 
 log = logging.getLogger(__name__)
@@ -127,11 +128,9 @@ class Dispatcher:
         except McpError:
             raise
         except Exception as exc:
-            log.exception("handler for %s failed", request.method)
-            raise InternalError() from exc
+            raise report_fault(log, "handler for %s failed", request.method) from exc
         if not row.may_ask and result.get("resultType") == "input_required":
-            log.error("%s may not answer input_required", request.method)
-            raise InternalError()
+            raise report_fault(log, "%s may not answer input_required", request.method)
         return self.stamp(result)
 
     async def respond(
@@ -149,8 +148,8 @@ class Dispatcher:
         try:
             return dumps(result_response(request.id, result)), 200
         except (TypeError, ValueError, RecursionError):
-            log.exception("the result of %s cannot be written as JSON", request.method)
-            return encode_error(request.id, InternalError())
+            fault = report_fault(log, "the result of %s cannot be written as JSON", request.method)
+            return encode_error(request.id, fault)
 
     def stamp(self, result: dict[str, Any]) -> dict[str, Any]:
         """Add ``resultType`` (default ``complete``) and serverInfo ``_meta``.

@@ -25,11 +25,12 @@ from typing import Any
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
-from presa_trio.wire.errors import InternalError, InvalidParams, McpError
+from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.mrtr import InputPending, InputRequired
 
 log = logging.getLogger(__name__)
@@ -132,13 +133,15 @@ def check_structured(registered: RegisteredTool, result: models.CallToolResult) 
         return
     name = registered.tool.name
     if result.structured_content is None:
-        log.error("tool %s has an outputSchema but returned no structuredContent", name)
-        raise InternalError()
+        raise report_fault(
+            log, "tool %s has an outputSchema but returned no structuredContent", name
+        )
     violations = registered.structured.violations(result.structured_content)
     if violations:
         detail = "; ".join(violation.describe() for violation in violations)
-        log.error("tool %s: structuredContent breaks its outputSchema: %s", name, detail)
-        raise InternalError()
+        raise report_fault(
+            log, "tool %s: structuredContent breaks its outputSchema: %s", name, detail
+        )
 
 
 def leaves(error: BaseException) -> list[BaseException]:
@@ -162,8 +165,7 @@ def error_for(error: Exception) -> McpError:
     ]
     first = next((leaf for leaf in found if isinstance(leaf, McpError)), None)
     if unexpected or first is None:
-        log.error("handler failed", exc_info=error)
-        return InternalError()
+        return report_fault(log, "handler failed", cause=error)
     return first
 
 

@@ -11,6 +11,7 @@ Spec: 2026-07-28 basic/index §Error Codes; basic/transports/streamable-http
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, ClassVar
 
 PARSE_ERROR = -32700
@@ -91,6 +92,16 @@ class InternalError(McpError):
     code = INTERNAL_ERROR
     http_status = 500
     default_message = "Internal error"
+
+    @classmethod
+    def incident(cls) -> InternalError:
+        """A fault whose cause is logged: ``data.incident`` is a fresh id that the
+        log record of the cause repeats, so a client's report leads to the traceback."""
+        return cls(data={"incident": secrets.token_hex(8)})
+
+    @property
+    def incident_id(self) -> str | None:
+        return self.data.get("incident") if isinstance(self.data, dict) else None
 
 
 class HeaderMismatch(McpError):

@@ -21,7 +21,7 @@ from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.wire import models
 from presa_trio.wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SERVER_INFO
-from tests.expect import assert_still_serving, error_of, result_of
+from tests.expect import assert_still_serving, error_of, incident_of, result_of
 
 SECRET = "secret-detail-7f3a"
 
@@ -106,11 +106,12 @@ async def test_an_unexpected_exception_is_a_generic_internal_error(
 ) -> None:
     """Spec-mandated (tools §Error Handling, resources §Error Handling: any other
     exception is -32603 with a generic message, detail to the log only; E-05). HTTP
-    500 is presa's choice (spec-notes §1)."""
+    500 is presa's choice (spec-notes §1), and so is ``data.incident``: the same id
+    is in the log record of the cause."""
     with caplog.at_level(logging.ERROR):
         response = await faulty.call(method, params)
     error = error_of(response, 500, INTERNAL_ERROR)
-    assert "data" not in error
+    incident_of(error, caplog.text)
     assert SECRET.encode() not in response.body
     assert SECRET in caplog.text
     await assert_still_serving(faulty)

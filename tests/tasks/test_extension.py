@@ -32,7 +32,7 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
-from tests.expect import error_of, result_of
+from tests.expect import error_of, result_of, without_incident
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}
@@ -542,12 +542,10 @@ async def test_a_task_ends_as_the_plain_call_would_have(
         assert {k: v for k, v in result_of(plain).items() if k != "_meta"} == outcome
     else:
         assert "result" not in ended
-        assert ended["error"] == outcome
+        assert without_incident(ended["error"]) == outcome
         assert ended["statusMessage"] == outcome["message"]
-        assert (
-            error_of(plain, 400 if outcome["code"] == INVALID_PARAMS else 500, outcome["code"])
-            == outcome
-        )
+        status_code = 400 if outcome["code"] == INVALID_PARAMS else 500
+        assert without_incident(error_of(plain, status_code, outcome["code"])) == outcome
     assert "hunter2" not in str(ended)
 
 
