@@ -1,111 +1,294 @@
-"""The command line: ``presa-trio serve`` (Streamable HTTP), ``presa-trio stdio``,
-and ``presa-trio transcript`` (render a recorded transcript as Markdown).
+"""The command line: ``presa-trio serve [MODULE:ATTR]`` (Streamable HTTP),
+``presa-trio stdio [MODULE:ATTR]``, and ``presa-trio transcript FILE``.
 
-Both serve the conformance fixture, the built-in demo. The HTTP server binds
-to loopback by default, and the DNS-rebinding allowlist admits loopback names
+Both transports serve the ``Server`` that ``MODULE:ATTR`` names (or a
+factory returning one), else the built-in demo. The HTTP server binds to
+loopback by default, and the DNS-rebinding allowlist admits loopback names
 only, so a non-loopback ``--host`` also needs ``--allow-host``.
+
+An operator's mistake (a bad flag value, a port in use, a file that cannot
+be read, a target that names no server, a short key) ends the command with
+one line on stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 import trio
 
+from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
 from presa_trio.fixtures import build_server
-from presa_trio.http.app import DEFAULT_MAX_BODY
-from presa_trio.http.serving import serve_http
+from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
+from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.transcript_render import render_lines
+from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
+from presa_trio.target import TargetError, load_server
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
+EXIT_USAGE = 2
 
 
-def sealer_from(keys: Sequence[str]) -> StateSealer:
-    """A key ring from the given keys, else a random per-process key (wire §10.4)."""
-    if keys:
-        return StateSealer([key.encode() for key in keys])
-    return StateSealer.with_random_key()
+class UsageError(Exception):
+    """An operator mistake: reported as one line, exit status 2."""
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+class Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is a :class:`UsageError` (one line), not usage and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+# --- option values ---------------------------------------------------------------
+
+
+def checked(
+    convert: Callable[[str], float], accept: Callable[[float], bool], what: str
+) -> Callable[[str], float]:
+    """An argparse ``type``: ``convert`` the text, then require ``accept`` of the value."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
+byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
+positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
+seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
+
+
+def level_name(text: str) -> str:
+    if text.upper() not in logs.LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(logs.LEVELS)}")
+    return text.upper()
+
+
+# --- the parser ------------------------------------------------------------------
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """What every serving command takes: the target, the requestState keys, the logs."""
+    parser.add_argument(
+        "target",
+        nargs="?",
+        metavar="MODULE:ATTR",
+        help="the Server to serve, or a zero-argument factory returning one "
+        "(default: the built-in demo)",
+    )
+    parser.add_argument(
         "--state-key",
         action="append",
         default=[],
-        help=f"requestState HMAC key; repeat to rotate, the first signs (env {STATE_KEY_ENV}, "
-        "comma-separated). Default: a random key, valid for this process only",
+        metavar="KEY",
+        help="requestState HMAC key, at least 16 bytes; repeat to rotate, the first signs "
+        f"(default: ${STATE_KEY_ENV}, comma-separated, else a random key valid for this "
+        "process only)",
     )
-    common.add_argument("--log-level", default="INFO", help="logging level (logs go to stderr)")
-    parser = argparse.ArgumentParser(prog="presa-trio", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    http = commands.add_parser("serve", parents=[common], help="serve over Streamable HTTP")
-    http.add_argument("--host", default="127.0.0.1")
-    http.add_argument("--port", type=int, default=3000)
-    http.add_argument(
+    parser.add_argument(
+        "--log-level",
+        type=level_name,
+        default="INFO",
+        metavar="LEVEL",
+        help=f"{', '.join(logs.LEVELS)} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default="text",
+        help="text lines, or JSON lines for machines; logs go to stderr (default: %(default)s)",
+    )
+
+
+def add_http_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=3000,
+        help="port to bind; 0 picks a free one (default: %(default)s)",
+    )
+    parser.add_argument(
         "--allow-host",
         action="append",
         default=[],
-        help="another Host/Origin name to admit (DNS-rebinding allowlist)",
+        metavar="NAME",
+        help="another Host/Origin name to admit; repeatable "
+        "(default: loopback names only: localhost, 127.0.0.1, [::1])",
     )
-    http.add_argument(
+    parser.add_argument(
         "--max-body",
-        type=int,
+        type=byte_count,
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
-        help=f"largest request body accepted; larger is 413 (default {DEFAULT_MAX_BODY})",
+        help="largest request body accepted; larger is 413 (default: %(default)s)",
     )
-    http.add_argument(
+    parser.add_argument(
+        "--read-timeout",
+        type=positive_seconds,
+        default=DEFAULT_READ_TIMEOUT_S,
+        metavar="SECONDS",
+        help="time a request body may take to arrive; slower is 408 and the connection "
+        "closes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=seconds,
+        default=DEFAULT_SHUTDOWN_GRACE_S,
+        metavar="SECONDS",
+        help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
+    )
+    parser.add_argument(
         "--transcript",
         type=Path,
         metavar="FILE",
-        help="append every HTTP exchange to FILE as JSON lines (off by default)",
+        help="append every HTTP exchange to FILE as JSON lines (default: off)",
     )
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="presa-trio", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"presa-trio {__version__}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=Parser
+    )
+    http = commands.add_parser("serve", help="serve over Streamable HTTP")
+    add_server_options(http)
+    add_http_options(http)
     add_auth_arguments(http)
-    commands.add_parser("stdio", parents=[common], help="serve over stdin/stdout")
+    stdio = commands.add_parser("stdio", help="serve over stdin/stdout")
+    add_server_options(stdio)
     render = commands.add_parser("transcript", help="render a transcript file as Markdown")
-    render.add_argument("file", type=Path)
-    return parser.parse_args(argv)
+    render.add_argument("file", type=Path, metavar="FILE", help="a file written by --transcript")
+    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(argv)
-    if args.command == "transcript":
-        with args.file.open(encoding="utf-8") as lines:
-            sys.stdout.write(render_lines(lines))
-        return
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
-    keys = args.state_key or [k for k in os.environ.get(STATE_KEY_ENV, "").split(",") if k]
-    server = build_server(sealer=sealer_from(keys))
-    if args.command == "stdio":
-        trio.run(serve_stdio, server)
-        return
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options of one command line; a mistake raises :class:`UsageError`."""
+    return build_parser().parse_args(argv)
+
+
+# --- what the options mean ---------------------------------------------------------
+
+
+def state_sealer(flags: Sequence[str]) -> StateSealer | None:
+    """The key ring from ``--state-key`` or ``$PRESA_STATE_KEY``; None if neither gives one.
+
+    An empty or short key is refused, never dropped: a ring the operator
+    believes in but the server does not use is worse than an error.
+    """
+    named = [(f"--state-key #{n}", key) for n, key in enumerate(flags, 1)]
+    if not named and os.environ.get(STATE_KEY_ENV):
+        entries = os.environ[STATE_KEY_ENV].split(",")
+        named = [(f"{STATE_KEY_ENV} entry {n}", key) for n, key in enumerate(entries, 1)]
+    if not named:
+        return None
+    for where, key in named:
+        try:
+            StateSealer([key.encode()])
+        except ValueError as error:
+            raise UsageError(f"{where}: {error}") from None
+    return StateSealer([key.encode() for _, key in named])
+
+
+def chosen_server(target: str | None, sealer: StateSealer | None) -> Server:
+    """The user's server (its own sealer unless keys were given), else the demo."""
+    if target is None:
+        return build_server() if sealer is None else build_server(sealer=sealer)
+    try:
+        server = load_server(target)
+    except TargetError as error:
+        raise UsageError(str(error)) from None
+    if sealer is not None:
+        server.sealer = sealer
+    return server
+
+
+def check_writable(path: Path) -> None:
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise UsageError(f"cannot write the transcript {path}: {error.strerror}") from None
+
+
+def serve(args: argparse.Namespace, server: Server) -> None:
+    if args.transcript is not None:
+        check_writable(args.transcript)
     auth = None
     if auth_requested(args):
         try:
             auth = guard_from_args(args, args.host, args.port)
-        except ValueError as exc:
-            print(f"presa-trio: {exc}", file=sys.stderr)
-            sys.exit(2)
-    print(f"presa-trio serving http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    trio.run(
-        partial(
-            serve_http,
-            server,
-            host=args.host,
-            port=args.port,
-            allow_hosts=frozenset(args.allow_host),
-            transcript=args.transcript,
-            max_body=args.max_body,
-            auth=auth,
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    try:
+        trio.run(
+            partial(
+                serve_http,
+                server,
+                host=args.host,
+                port=args.port,
+                allow_hosts=frozenset(args.allow_host),
+                transcript=args.transcript,
+                max_body=args.max_body,
+                read_timeout=args.read_timeout,
+                shutdown_grace=args.shutdown_grace,
+                auth=auth,
+            )
         )
-    )
+    except OSError as error:  # only binding raises it bare; later faults come grouped
+        reason = error.strerror or str(error)
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
+
+
+def render(path: Path) -> None:
+    try:
+        with path.open(encoding="utf-8") as lines:
+            sys.stdout.write(render_lines(lines))
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path} is not a transcript: {error}") from None
+
+
+def run(argv: Sequence[str] | None) -> None:
+    args = parse_args(argv)
+    if args.command == "transcript":
+        render(args.file)
+        return
+    logs.configure(args.log_level, args.log_format)
+    server = chosen_server(args.target, state_sealer(args.state_key))
+    if args.command == "stdio":
+        trio.run(serve_stdio, server)
+        return
+    serve(args, server)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        run(argv)
+    except UsageError as error:
+        print(f"presa-trio: error: {error}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:  # before the signal handlers are in place
+        sys.exit(130)

@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 #: Default largest accepted body, in bytes.
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+#: Default seconds from the request head to the end of its body.
+DEFAULT_READ_TIMEOUT_S = 30.0
 
 
 @attrs.define(eq=False, repr=False)
@@ -63,6 +65,7 @@ class McpApp:
     max_body: int = DEFAULT_MAX_BODY
     # The authorization rung; ``None`` (the default) serves every caller.
     auth: ResourceGuard | None = None
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -127,23 +130,32 @@ class McpApp:
         await send_json(send, 200, auth.metadata_json())
 
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
-        """Rung 6: read at most ``max_body`` bytes; more is 413, unread."""
+        """Rung 6: read at most ``max_body`` bytes within ``read_timeout`` seconds.
+
+        More is 413, unread; a body not complete in time is 408 (RFC 9110
+        §15.5.9), and the connection is closed, so a client that stalls
+        mid-body cannot hold it open. (hypercorn's own ``read_timeout`` would
+        not do: it also ends every response the client waits for in silence,
+        a listen stream or a long tool call.)
+        """
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise Rejection(413, "Request body too large")
         chunks: list[bytes] = []
         size = 0
-        while True:
-            event = await receive()
-            if event["type"] != "http.request":
-                raise Rejection(400, "Client went away")
-            chunk = event.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise Rejection(413, "Request body too large")
-            chunks.append(chunk)
-            if not event.get("more_body", False):
-                return b"".join(chunks)
+        with trio.move_on_after(self.read_timeout):
+            while True:
+                event = await receive()
+                if event["type"] != "http.request":
+                    raise Rejection(400, "Client went away")
+                chunk = event.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    raise Rejection(413, "Request body too large")
+                chunks.append(chunk)
+                if not event.get("more_body", False):
+                    return b"".join(chunks)
+        raise Rejection(408, "Request body not received in time")
 
     async def reject(
         self, send: ASGISendCallable, rejection: Rejection, *, close: bool = False

@@ -1,20 +1,41 @@
-"""Serving a :class:`~presa_trio.server.Server` over HTTP with hypercorn's Trio worker."""
+"""Serving a :class:`~presa_trio.server.Server` over HTTP with hypercorn's Trio worker.
+
+:func:`serve_http` binds first (so a port in use fails at once, as a plain
+``OSError``), logs where it serves once it listens, logs one access line per
+request (:mod:`presa_trio.http.access`), and shuts down gracefully:
+
+1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once;
+2. the listening socket closes, so no new connection is accepted;
+3. every ``subscriptions/listen`` stream ends with its result
+   (subscriptions §Graceful Closure);
+4. requests in flight get ``shutdown_grace`` seconds to finish, then are
+   cancelled; idle connections are closed;
+5. the ASGI lifespan ends (the Tasks extension's workers stop) and
+   :func:`serve_http` returns.
+
+A second signal during the grace ends it at once.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
+from hypercorn.config import Config, Sockets
+from hypercorn.trio.run import worker_serve
 from hypercorn.typing import ASGIFramework
+from hypercorn.utils import repr_socket_addr, wrap_app
 
+from presa_trio.http.access import AccessLog
 from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
-from presa_trio.http.app import DEFAULT_MAX_BODY, McpApp
+from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.server import Server
 
@@ -22,6 +43,13 @@ if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
 
 log = logging.getLogger(__name__)
+
+#: Default seconds requests in flight may run on after a shutdown starts.
+DEFAULT_SHUTDOWN_GRACE_S = 10.0
+#: The signals that start a graceful shutdown.
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+ShutdownTrigger = Callable[[], Awaitable[None]]
 
 
 async def serve_http(
@@ -33,14 +61,19 @@ async def serve_http(
     transcript: Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     auth: ResourceGuard | None = None,
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
+    shutdown_trigger: ShutdownTrigger | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``server`` at ``http://host:port/mcp`` until cancelled.
+    """Serve ``server`` at ``http://host:port/mcp`` until shut down.
 
-    With ``nursery.start`` it returns the bound URLs once listening, so
+    With ``nursery.start`` it returns the endpoint URLs once listening, so
     ``port=0`` picks a free port. Host and Origin are checked against the
-    loopback names plus ``allow_hosts`` (DNS rebinding, wire §13.2 rung 2); a
-    body over ``max_body`` bytes is refused with 413 before it is read whole.
+    loopback names plus ``allow_hosts`` (DNS rebinding); a body over
+    ``max_body`` bytes is 413, one not received within ``read_timeout``
+    seconds is 408. Without a ``shutdown_trigger``, SIGINT and SIGTERM start
+    the graceful shutdown (the caller must be in the main thread).
 
     With ``auth`` every request needs an access token (:mod:`presa_trio.auth`);
     without it, a bind to a non-loopback address logs a warning
@@ -54,14 +87,84 @@ async def serve_http(
         )
     allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
     policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
-    app: ASGIFramework = McpApp.for_server(server, policy=policy, max_body=max_body, auth=auth)
+    mcp = McpApp.for_server(
+        server, policy=policy, max_body=max_body, read_timeout=read_timeout, auth=auth
+    )
+    app: ASGIFramework = AccessLog(mcp)
     if transcript is not None:
         app = TranscriptRecorder(app, transcript, time.time)
     config = Config()
-    config.bind = [f"{host}:{port}"]
+    bare = host.strip("[]")
+    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
-    await serve(app, config, mode="asgi", task_status=task_status)
+    config.graceful_timeout = shutdown_grace
+    sockets = config.create_sockets()
+    try:
+        for sock in sockets.insecure_sockets:
+            sock.listen(config.backlog)
+        urls = [
+            f"http://{repr_socket_addr(sock.family, sock.getsockname())}{policy.path}"
+            for sock in sockets.insecure_sockets
+        ]
+
+        async def serve(trigger: ShutdownTrigger) -> None:
+            async def shutdown() -> None:
+                await trigger()
+                server.changes.close()
+
+            async with trio.open_nursery() as nursery:
+                await nursery.start(
+                    partial(
+                        worker_serve,
+                        wrap_app(app, config.wsgi_max_body_size, "asgi"),
+                        config,
+                        sockets=sockets,
+                        shutdown_trigger=shutdown,
+                    )
+                )
+                log.info("serving %s", " ".join(urls))
+                task_status.started(urls)
+
+        if shutdown_trigger is not None:
+            await serve(shutdown_trigger)
+        else:
+            await serve_until_signalled(serve)
+    finally:
+        close(sockets)
+    log.info("stopped")
+
+
+async def serve_until_signalled(serve: Callable[[ShutdownTrigger], Awaitable[None]]) -> None:
+    """Run ``serve`` with SIGINT/SIGTERM as its shutdown trigger; a second signal cancels it.
+
+    While this runs, neither signal interrupts anything (no
+    ``KeyboardInterrupt``); each is received here, and none is left pending.
+    """
+    first = trio.Event()
+    serving = trio.CancelScope()
+    with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    if not first.is_set():
+                        log.info("%s received: shutting down gracefully", name)
+                        first.set()
+                    else:
+                        log.warning("%s received again: stopping now", name)
+                        serving.cancel(reason=f"second {name}")
+
+            nursery.start_soon(watch)
+            with serving:
+                await serve(first.wait)
+            nursery.cancel_scope.cancel(reason="served")
+
+
+def close(sockets: Sockets) -> None:
+    for sock in [*sockets.secure_sockets, *sockets.insecure_sockets, *sockets.quic_sockets]:
+        sock.close()
 
 
 def is_loopback(host: str) -> bool:

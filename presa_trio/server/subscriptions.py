@@ -92,6 +92,11 @@ class Subscription:
         self._pending.clear()
         self._arrived.set()
 
+    def finish(self) -> None:
+        """Take no more changes; the iteration ends once the pending ones are delivered."""
+        self.ended = True
+        self._arrived.set()
+
     def __aiter__(self) -> Subscription:
         return self
 
@@ -111,12 +116,21 @@ class ChangeBus:
     """Fan-out of changes to every open listen stream that asked for them."""
 
     _subscriptions: set[Subscription] = attrs.field(factory=set)
+    # Set by close(): the server is shutting down and takes no new subscription.
+    _closed: bool = False
 
     @contextmanager
     def subscribe(self, wants: Wants) -> Iterator[Subscription]:
-        """A subscription on this bus for the duration of the ``with`` block."""
+        """A subscription on this bus for the duration of the ``with`` block.
+
+        After :meth:`close` it is finished from the start: the stream is
+        acknowledged and ends at once.
+        """
         subscription = Subscription(wants)
-        self._subscriptions.add(subscription)
+        if self._closed:
+            subscription.finish()
+        else:
+            self._subscriptions.add(subscription)
         try:
             yield subscription
         finally:
@@ -128,3 +142,14 @@ class ChangeBus:
         for subscription in self._subscriptions:
             if subscription.wants(change):
                 subscription.offer(change)
+
+    def close(self) -> None:
+        """Finish every listen stream, now and later: each delivers what is pending,
+        then answers its listen with the result.
+
+        Spec: subscriptions §Graceful Closure — a server tearing a subscription
+        down (e.g. during shutdown) SHOULD send the listen result, then close.
+        """
+        self._closed = True
+        for subscription in self._subscriptions:
+            subscription.finish()

@@ -39,6 +39,9 @@ from presa_trio.wire.errors import InvalidParams
 
 VERSION_PREFIX = "v1."
 DEFAULT_LIFETIME_S = 600
+#: The shortest key accepted: an HMAC key much shorter than the hash's 32 bytes
+#: can be guessed, and an empty one lets anyone forge ``requestState``.
+MIN_KEY_BYTES = 16
 
 
 def _b64(data: bytes) -> str:
@@ -83,8 +86,16 @@ def invalid_state() -> InvalidParams:
 class StateSealer:
     """Seals and opens ``requestState`` tokens with a ring of HMAC keys."""
 
-    keys: Sequence[bytes]
+    keys: Sequence[bytes] = attrs.field()
     lifetime_s: int = DEFAULT_LIFETIME_S
+
+    @keys.validator
+    def _check_keys(self, _attribute: Any, keys: Sequence[bytes]) -> None:
+        """At least one key, none shorter than :data:`MIN_KEY_BYTES` (a ``ValueError``)."""
+        if not keys:
+            raise ValueError("a requestState key ring needs at least one key")
+        if any(len(key) < MIN_KEY_BYTES for key in keys):
+            raise ValueError(f"a requestState key must be at least {MIN_KEY_BYTES} bytes")
 
     @classmethod
     def with_random_key(cls) -> StateSealer:

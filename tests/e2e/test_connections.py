@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 
+import h11
 import trio
 
-from presa_trio.fixtures import build_app
+from presa_trio.fixtures import build_app, build_server
+from presa_trio.http.app import McpApp
+from presa_trio.testing import meta, request
 from tests.e2e.conftest import Served, start
 from tests.e2e.raw_http import H11Client, h2_requests, wire_headers
-from tests.mcp_client import meta, request
 
 DISCOVER = request("server/discover")
 
@@ -75,9 +77,9 @@ async def test_http2_connections_end_and_a_client_carries_on(nursery: trio.Nurse
     and closes the connection once idle; the client reconnects for the rest, and every
     request is answered exactly once."""
     served, shutdown = await start(
-        build_app(), nursery, keep_alive_max_requests=40, keep_alive_timeout=0.2
+        build_app(), nursery, keep_alive_max_requests=30, keep_alive_timeout=0.2
     )
-    bodies = [json.dumps(request("server/discover", request_id=n)).encode() for n in range(150)]
+    bodies = [json.dumps(request("server/discover", request_id=n)).encode() for n in range(100)]
     answered: list[int] = []
     with trio.fail_after(20):
         for _connection in range(len(bodies)):  # at least one request per connection
@@ -87,7 +89,7 @@ async def test_http2_connections_end_and_a_client_carries_on(nursery: trio.Nurse
             run = await h2_requests(served.port, remaining, wire_headers(DISCOVER), in_flight=32)
             assert run.answers, "a connection answered nothing"
             answered += [answer["id"] for answer in run.answers.values()]
-    assert sorted(answered) == list(range(150))
+    assert sorted(answered) == list(range(100))
     shutdown.set()
 
 
@@ -111,3 +113,38 @@ async def test_every_whole_body_goes_out_with_its_length(served: Served) -> None
             assert b"transfer-encoding" not in answer.headers
             assert answer.headers[b"content-length"] == b"%d" % len(answer.body)
     await client.aclose()
+
+
+async def test_a_stalled_body_is_answered_408_and_the_connection_closed(
+    nursery: trio.Nursery,
+) -> None:
+    """RFC 9110 §15.5.9 (408): a client that sends the head and part of the body, then
+    nothing, is answered 408 once ``read_timeout`` has passed and the connection is
+    closed, so stalled uploads cannot pile up."""
+    served, shutdown = await start(McpApp.for_server(build_server(), read_timeout=0.5), nursery)
+    body = json.dumps(DISCOVER).encode()
+    client = await H11Client.connect(served.port)
+    sent = [*wire_headers(DISCOVER), ("content-length", str(len(body)))]
+    with trio.fail_after(10):
+        await client.send(h11.Request(method="POST", target="/mcp", headers=sent))
+        await client.send(h11.Data(data=body[:10]))
+        response = await client.next_event()
+        assert response.status_code == 408
+        assert (b"connection", b"close") in response.headers
+        while not isinstance(await client.next_event(), h11.EndOfMessage):
+            pass
+        assert await client.closed_by_server()
+    await client.aclose()
+    shutdown.set()
+
+
+async def test_a_stalled_request_head_is_closed(nursery: trio.Nursery) -> None:
+    """hypercorn's ``keep_alive_timeout`` also bounds a request head that never ends:
+    the connection counts as idle until the head is complete, and is closed."""
+    served, shutdown = await start(build_app(), nursery, keep_alive_timeout=0.5)
+    stream = await trio.open_tcp_stream("127.0.0.1", served.port)
+    with trio.fail_after(10):
+        await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: local")
+        assert await stream.receive_some(65536) == b""
+    await stream.aclose()
+    shutdown.set()

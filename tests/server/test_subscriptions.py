@@ -140,3 +140,19 @@ async def test_a_waiting_subscription_is_woken_by_a_publish() -> None:
             await nursery.start(listener)
             bus.publish(TOOLS)
     assert received == [TOOLS]
+
+
+async def test_closing_the_bus_ends_every_stream_now_and_later() -> None:
+    """Spec-mandated (subscriptions §Graceful Closure: a server tearing a subscription
+    down SHOULD answer the listen, then close): ``close`` ends each open subscription
+    after what it already holds and takes no newer change; one subscribing afterwards
+    ends at once."""
+    bus = ChangeBus()
+    with bus.subscribe(lambda c: True) as changes:
+        bus.publish(TOOLS)
+        bus.close()
+        bus.publish(PROMPTS)
+        assert [change async for change in changes] == [TOOLS]
+    with bus.subscribe(lambda c: True) as late:
+        bus.publish(TOOLS)
+        assert [change async for change in late] == []

@@ -1,0 +1,192 @@
+"""End to end: ``presa-trio serve`` as a real process — a user's server, the access
+log, and the graceful shutdown on real signals.
+
+Rules of this file: the server is a child process on a free loopback port
+(``--port 0``; the URL comes from its "serving" line); every wait is bounded
+by ``trio.fail_after``; load is a fixed number of requests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from presa_trio.testing import meta, request
+from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+from tests.e2e.conftest import headers
+from tests.e2e.serve_process import presa_serve
+
+PAUSING = "tests.e2e.pausing_server:server"
+
+
+async def post(http: httpx.AsyncClient, url: str, message: Any, **extra: str) -> httpx.Response:
+    return await http.post(url, json=message, headers=headers(message, **extra))
+
+
+async def test_a_user_server_is_served_by_module_and_attribute() -> None:
+    """presa-defined (``presa-trio serve MODULE:ATTR``): the README's hello server,
+    served from the command line on a free port, answers its own tool; the
+    "serving" line names the port really bound."""
+    async with presa_serve("examples.hello_server:server") as served:
+        assert not served.url.endswith(":0/mcp")
+        message = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+        with trio.fail_after(10):
+            async with httpx.AsyncClient(timeout=5) as http:
+                response = await post(http, served.url, message)
+    assert response.status_code == 200
+    assert response.json()["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_each_request_gets_one_access_line_rejections_included() -> None:
+    """presa-defined (logs): one INFO line per request with method, path, Mcp-Method,
+    Mcp-Name, status, bytes, duration and the JSON-RPC error code; a 403 rejection
+    is logged like any answer."""
+    call = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    unknown = request("tools/call", {"name": "nobody", "arguments": {}}, request_id=2)
+    async with presa_serve("examples.hello_server:server") as served:
+        with trio.fail_after(10):
+            async with httpx.AsyncClient(timeout=5) as http:
+                ok = await post(http, served.url, call)
+                await post(http, served.url, unknown)
+                await post(http, served.url, call, origin="http://evil.example")
+            await served.wait_for_line("status=403")
+    access = [line for line in served.lines if "presa_trio.access" in line]
+    assert len(access) == 3
+    first = re.search(
+        r"INFO presa_trio\.access: POST /mcp status=200 bytes=(\d+) ms=[0-9.]+ "
+        r"mcp-method=tools/call mcp-name=greet$",
+        access[0],
+    )
+    assert first is not None, access[0]
+    assert int(first[1]) == len(ok.content)
+    assert "mcp-name=nobody jsonrpc-error=-32602" in access[1]
+    assert "status=403" in access[2]
+
+
+async def test_json_lines_carry_the_access_fields() -> None:
+    """presa-defined (``--log-format json``): every stderr line is one JSON object; the
+    access record has its fields by name."""
+    call = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    async with presa_serve("examples.hello_server:server", "--log-format", "json") as served:
+        with trio.fail_after(10):
+            async with httpx.AsyncClient(timeout=5) as http:
+                ok = await post(http, served.url, call)
+            await served.wait_for_line("presa_trio.access")
+    records = [json.loads(line) for line in served.lines if line]
+    access = next(r for r in records if r["logger"] == "presa_trio.access")
+    assert access["level"] == "INFO"
+    assert (access["method"], access["path"], access["status"]) == ("POST", "/mcp", 200)
+    assert (access["mcp_method"], access["mcp_name"]) == ("tools/call", "greet")
+    assert access["bytes"] == len(ok.content)
+    assert access["jsonrpc_error"] is None
+    assert isinstance(access["ms"], float)
+
+
+async def open_listen(
+    http: httpx.AsyncClient, url: str, listened: list[dict[str, Any]], acked: trio.Event
+) -> None:
+    """A listen stream read to its end; every message kept; ``acked`` set at the first."""
+    listen = request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=7
+    )
+    async with http.stream("POST", url, json=listen, headers=headers(listen)) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                listened.append(json.loads(line[len("data: ") :]))
+                acked.set()
+
+
+async def call_pause(
+    http: httpx.AsyncClient,
+    url: str,
+    seconds: float,
+    events: list[dict[str, Any]],
+    running: trio.Event,
+) -> None:
+    """``pause`` with a progress token; every event kept, ``running`` set at the first;
+    a dropped stream just ends."""
+    message = request(
+        "tools/call",
+        {"name": "pause", "arguments": {"seconds": seconds}, "_meta": meta(progressToken="p")},
+        request_id=8,
+    )
+    try:
+        async with http.stream("POST", url, json=message, headers=headers(message)) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[len("data: ") :]))
+                    running.set()
+    except httpx.TransportError:
+        pass
+
+
+async def load(
+    http: httpx.AsyncClient, url: str, statuses: list[int], requests: int, busy: trio.Event
+) -> None:
+    """Up to ``requests`` discover calls, one after another, until the server refuses;
+    ``busy`` is set once 20 are answered."""
+    message = request("server/discover")
+    for _ in range(requests):
+        try:
+            statuses.append((await post(http, url, message)).status_code)
+        except httpx.TransportError:
+            return
+        if len(statuses) >= 20:
+            busy.set()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+async def test_a_signal_starts_one_graceful_shutdown_under_load(signum: signal.Signals) -> None:
+    """Spec-mandated (subscriptions §Graceful Closure: a server tearing a listen down
+    SHOULD answer it with its result first); presa-defined (shutdown): SIGINT or
+    SIGTERM stops accepting, ends the listen with its result, lets the request in
+    flight finish within the grace, answers every request it accepted, and exits 0
+    without a traceback."""
+    listened: list[dict[str, Any]] = []
+    paused: list[dict[str, Any]] = []
+    statuses: list[int] = []
+    async with presa_serve(PAUSING, "--shutdown-grace", "30") as served:
+        with trio.fail_after(60):
+            async with httpx.AsyncClient(timeout=30) as http, trio.open_nursery() as nursery:
+                acked, running, busy = trio.Event(), trio.Event(), trio.Event()
+                nursery.start_soon(open_listen, http, served.url, listened, acked)
+                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+                for _ in range(4):
+                    nursery.start_soon(load, http, served.url, statuses, 300, busy)
+                for event in (acked, running, busy):
+                    await event.wait()
+                served.process.send_signal(signum)
+            assert await served.stopped() == 0
+    assert listened[0]["method"] == "notifications/subscriptions/acknowledged"
+    assert listened[-1] == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": listened[-1]["result"],
+    }
+    assert listened[-1]["result"]["_meta"][META_SUBSCRIPTION_ID] == 7
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    assert set(statuses) == {200}
+    assert f"{signum.name} received: shutting down gracefully" in served.stderr
+    assert "Traceback" not in served.stderr
+
+
+async def test_requests_still_running_after_the_grace_are_cancelled() -> None:
+    """presa-defined (shutdown): the grace is bounded — a request that outlasts it is
+    cancelled (its stream ends without a response) and the process still exits 0."""
+    paused: list[dict[str, Any]] = []
+    async with presa_serve(PAUSING, "--shutdown-grace", "0.5") as served:
+        with trio.fail_after(60):
+            async with httpx.AsyncClient(timeout=60) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 600, paused, running)
+                await running.wait()
+                served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0
+    assert [event.get("method") for event in paused] == ["notifications/progress"]
+    assert "Traceback" not in served.stderr

@@ -1,0 +1,144 @@
+"""The command line's own behaviour: help, version, and one-line errors for mistakes.
+
+Rules of this file: each mistake runs the real ``python -m presa_trio`` as a
+child process and must end with exit status 2, exactly one line on stderr,
+and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from presa_trio import __version__
+from presa_trio.cli import build_parser
+from tests.e2e.serve_process import REPOSITORY
+
+STATE_KEY = "k" * 16
+
+
+async def presa(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``python -m presa_trio ARGUMENTS``; exit status, stdout, stderr."""
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-m", "presa_trio", *arguments],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=REPOSITORY,
+            env={**os.environ, **(env or {})},
+        )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+MISTAKES = {
+    "port out of range": (["serve", "--port", "99999"], "--port: '99999' is not a port"),
+    "port not a number": (["serve", "--port", "http"], "--port: 'http' is not a port"),
+    "log level": (["serve", "--log-level", "LOUD"], "--log-level: 'LOUD' is not one of"),
+    "log format": (["serve", "--log-format", "xml"], "--log-format: invalid choice"),
+    "max body": (["serve", "--max-body", "0"], "--max-body: '0' is not a positive"),
+    "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),
+    "grace": (["serve", "--shutdown-grace", "nan"], "--shutdown-grace: 'nan' is not"),
+    "empty key": (["serve", "--state-key", ""], "--state-key #1: a requestState key must"),
+    "short key": (
+        ["serve", "--state-key", STATE_KEY, "--state-key", "short"],
+        "--state-key #2: a requestState key must be at least 16 bytes",
+    ),
+    "unknown module": (["serve", "no_such_module:server"], "cannot import module"),
+    "unknown attribute": (["serve", "examples.hello_server:nope"], "has no attribute 'nope'"),
+    "not a server": (["serve", "examples.hello_server:NAME"], "is a dict, not a Server"),
+    "no attribute given": (["serve", "examples.hello_server"], "is not MODULE:ATTR"),
+    "stdio target": (["stdio", "no_such_module:server"], "cannot import module"),
+    "unknown command": (["bogus"], "invalid choice: 'bogus'"),
+    "missing transcript": (["transcript", "no-such-file.jsonl"], "cannot read no-such-file"),
+    "unwritable transcript": (
+        ["serve", "--transcript", "/no-such-dir/t.jsonl"],
+        "cannot write the transcript",
+    ),
+    "bad host": (["serve", "--host", "no-such-host.invalid"], "cannot listen on"),
+}
+
+
+async def test_an_operator_mistake_is_one_line_and_status_2() -> None:
+    """presa-defined (command line): each mistake is named in one line, exit status 2.
+    The processes run side by side; each case is checked under its own name."""
+    outcomes: dict[str, tuple[int, str, str]] = {}
+
+    async def run(case: str, arguments: list[str]) -> None:
+        outcomes[case] = await presa(*arguments)
+
+    async with trio.open_nursery() as nursery:
+        for case, (arguments, _) in MISTAKES.items():
+            nursery.start_soon(run, case, arguments)
+    for case, (_, says) in MISTAKES.items():
+        status, _, stderr = outcomes[case]
+        assert status == 2, case
+        assert len(stderr.splitlines()) == 1, (case, stderr)
+        assert stderr.startswith("presa-trio: error: "), case
+        assert says in stderr, (case, stderr)
+        assert "Traceback" not in stderr, case
+
+
+async def test_a_port_in_use_is_one_line_and_status_2() -> None:
+    """presa-defined (command line): binding fails before anything is served, and the
+    "serving" line is never printed."""
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status, _, stderr = await presa("serve", "--port", str(port))
+    assert status == 2
+    assert stderr.splitlines() == [
+        f"presa-trio: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
+
+
+@pytest.mark.parametrize("keys", ["", f"{STATE_KEY},", f"{STATE_KEY},short"])
+async def test_state_keys_from_the_environment_are_checked_too(keys: str) -> None:
+    """presa-defined (command line): an empty or short entry in ``PRESA_STATE_KEY`` is
+    refused, not dropped; an empty variable counts as unset (then binding is what
+    fails)."""
+    arguments = ["serve", "--host", "no-such-host.invalid"]
+    status, _, stderr = await presa(*arguments, env={"PRESA_STATE_KEY": keys})
+    assert status == 2
+    assert len(stderr.splitlines()) == 1, stderr
+    if keys:
+        assert "PRESA_STATE_KEY entry 2: a requestState key must be at least 16 bytes" in stderr
+    else:
+        assert "cannot listen on no-such-host.invalid" in stderr
+
+
+async def test_a_transcript_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    """presa-defined (command line): ``presa-trio transcript`` on a file of another kind."""
+    other = tmp_path / "other.jsonl"
+    other.write_text("this is not JSON\n", encoding="utf-8")
+    status, _, stderr = await presa("transcript", str(other))
+    assert status == 2
+    assert len(stderr.splitlines()) == 1, stderr
+    assert "is not a transcript" in stderr
+
+
+async def test_version_names_the_package_version() -> None:
+    """presa-defined (command line): ``--version``, on stdout, exit 0."""
+    assert await presa("--version") == (0, f"presa-trio {__version__}\n", "")
+
+
+@pytest.mark.parametrize("command", ["serve", "stdio"])
+def test_every_option_shows_its_default(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """presa-defined (command line): ``--help`` states each option's default."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([command, "--help"])
+    assert exited.value.code == 0
+    help_text = capsys.readouterr().out
+    options = help_text.split("options:")[1]
+    entries = re.split(r"\n  (?=[-A-Z])", options)[1:]
+    assert {entry.split()[0] for entry in entries} >= {"--state-key", "--log-level"}
+    for entry in entries:
+        if not entry.startswith("-h"):
+            assert "(default: " in " ".join(entry.split()), entry
+    assert "(default: the built-in demo)" in " ".join(help_text.split())
