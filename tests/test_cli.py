@@ -17,6 +17,8 @@ import trio
 
 from presa_trio import __version__
 from presa_trio.cli import build_parser
+from presa_trio.server import Server
+from presa_trio.target import TargetError, load_server
 from tests.e2e.serve_process import REPOSITORY
 
 STATE_KEY = "k" * 16
@@ -142,3 +144,16 @@ def test_every_option_shows_its_default(command: str, capsys: pytest.CaptureFixt
         if not entry.startswith("-h"):
             assert "(default: " in " ".join(entry.split()), entry
     assert "(default: the built-in demo)" in " ".join(help_text.split())
+
+
+def test_a_target_may_be_a_server_or_a_factory_of_one() -> None:
+    """presa-defined (``MODULE:ATTR``): a ``Server`` is served as is; a zero-argument
+    callable is called for one; a callable needing arguments is refused by name."""
+    from examples.hello_server import server
+
+    assert load_server("examples.hello_server:server") is server
+    built = load_server("presa_trio.fixtures:build_server")
+    assert isinstance(built, Server)
+    assert "test_simple_text" in built.tools
+    with pytest.raises(TargetError, match="needs arguments"):
+        load_server("presa_trio.fixtures:McpApp.for_server")

@@ -156,3 +156,11 @@ def test_the_argument_digest_ignores_key_order() -> None:
         {"b": [1, {"d": 3, "c": 2}], "a": 1}
     )
     assert canonical_digest({"a": 1}) != canonical_digest({"a": "1"})
+
+
+@pytest.mark.parametrize("keys", [[], [b""], [b"k" * 15], [KEY, b"short"]])
+def test_an_empty_ring_or_a_short_key_is_refused(keys: list[bytes]) -> None:
+    """presa-defined (request_state.py): an HMAC key under 16 bytes could be guessed,
+    and an empty one lets anyone forge ``requestState``; the ring refuses both."""
+    with pytest.raises(ValueError, match="requestState key"):
+        StateSealer(keys)
