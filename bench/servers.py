@@ -151,8 +151,14 @@ def raw_command(port: int) -> list[str]:
 
 
 def presa_command(port: int) -> list[str]:
-    """``presa-trio serve`` as installed in this environment."""
-    return [sys.executable, "-m", "presa_trio", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    """``presa-trio serve`` as installed in this environment.
+
+    At WARNING, so without the access log: the floor logs no request either.
+    """
+    return [
+        *[sys.executable, "-m", "presa_trio", "serve", "--host", "127.0.0.1"],
+        *["--port", str(port), "--log-level", "WARNING"],
+    ]
 
 
 def presa_tasks_command(port: int, stats_port: int) -> list[str]:
