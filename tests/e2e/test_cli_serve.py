@@ -190,3 +190,21 @@ async def test_requests_still_running_after_the_grace_are_cancelled() -> None:
             assert await served.stopped() == 0
     assert [event.get("method") for event in paused] == ["notifications/progress"]
     assert "Traceback" not in served.stderr
+
+
+async def test_a_second_signal_ends_the_grace_at_once() -> None:
+    """presa-defined (shutdown): a second SIGINT or SIGTERM during the grace cancels what
+    is still running instead of waiting out the grace; the exit is still clean."""
+    paused: list[dict[str, Any]] = []
+    async with presa_serve(PAUSING, "--shutdown-grace", "600") as served:
+        with trio.fail_after(60):
+            async with httpx.AsyncClient(timeout=60) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 600, paused, running)
+                await running.wait()
+                served.process.send_signal(signal.SIGTERM)
+                await served.wait_for_line("shutting down gracefully")
+                served.process.send_signal(signal.SIGINT)
+            assert await served.stopped() == 0
+    assert "SIGINT received again: stopping now" in served.stderr
+    assert "Traceback" not in served.stderr
