@@ -92,9 +92,10 @@ class H2Run:
 
     #: The JSON-RPC responses of the streams that completed, by stream id.
     answers: dict[int, Any] = attrs.field(factory=dict)
-    #: The streams sent that the server never answered (refused by GOAWAY).
+    #: The streams sent that the server never answered.
     unanswered: list[int] = attrs.field(factory=list)
-    goaway: bool = False
+    #: The last stream the server's GOAWAY says it took, if it sent one.
+    goaway_last_stream: int | None = None
 
 
 async def h2_requests(
@@ -121,7 +122,7 @@ async def h2_requests(
     ]
     async with stream:
         while True:
-            while pending and not run.goaway and len(open_streams) < in_flight:
+            while pending and run.goaway_last_stream is None and len(open_streams) < in_flight:
                 stream_id = connection.get_next_available_stream_id()
                 body = pending.pop(0)
                 connection.send_headers(
@@ -148,4 +149,4 @@ async def h2_requests(
                     open_streams.pop(event.stream_id, None)
                     run.unanswered.append(event.stream_id)
                 elif isinstance(event, h2.events.ConnectionTerminated):
-                    run.goaway = True
+                    run.goaway_last_stream = event.last_stream_id
