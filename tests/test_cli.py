@@ -7,6 +7,7 @@ and no traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from presa_trio.cli import build_parser
 from presa_trio.server import Server
 from presa_trio.target import TargetError, load_server
 from tests.e2e.serve_process import REPOSITORY
+from tests.mcp_client import request
 
 STATE_KEY = "k" * 16
 
@@ -157,3 +159,19 @@ def test_a_target_may_be_a_server_or_a_factory_of_one() -> None:
     assert "test_simple_text" in built.tools
     with pytest.raises(TargetError, match="needs arguments"):
         load_server("presa_trio.fixtures:McpApp.for_server")
+
+
+async def test_stdio_serves_a_user_server_too() -> None:
+    """presa-defined (``presa-trio stdio MODULE:ATTR``): the same target as ``serve``,
+    over stdin/stdout."""
+    message = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-m", "presa_trio", "stdio", "examples.hello_server:server"],
+            stdin=json.dumps(message).encode() + b"\n",
+            capture_stdout=True,
+            capture_stderr=True,
+            cwd=REPOSITORY,
+        )
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert answer["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
