@@ -20,7 +20,7 @@ import trio
 from presa_trio.testing import meta, request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.conftest import headers
-from tests.e2e.serve_process import presa_serve
+from tests.e2e.serve_process import ServeProcess, presa_serve
 
 PAUSING = "tests.e2e.pausing_server:server"
 
@@ -176,35 +176,37 @@ async def test_a_signal_starts_one_graceful_shutdown_under_load(signum: signal.S
     assert "Traceback" not in served.stderr
 
 
-async def test_requests_still_running_after_the_grace_are_cancelled() -> None:
-    """presa-defined (shutdown): the grace is bounded — a request that outlasts it is
-    cancelled (its stream ends without a response) and the process still exits 0."""
+async def signalled_during_a_long_call(grace: str, second: bool) -> tuple[ServeProcess, list[Any]]:
+    """Serve with ``--shutdown-grace GRACE``, start a 600 s call, send SIGTERM (and, with
+    ``second``, SIGINT once the shutdown is logged); the exited process and the call's
+    events."""
     paused: list[dict[str, Any]] = []
-    async with presa_serve(PAUSING, "--shutdown-grace", "0.5") as served:
+    async with presa_serve(PAUSING, "--shutdown-grace", grace) as served:
         with trio.fail_after(60):
             async with httpx.AsyncClient(timeout=60) as http, trio.open_nursery() as nursery:
                 running = trio.Event()
                 nursery.start_soon(call_pause, http, served.url, 600, paused, running)
                 await running.wait()
                 served.process.send_signal(signal.SIGTERM)
+                if second:
+                    await served.wait_for_line("shutting down gracefully")
+                    served.process.send_signal(signal.SIGINT)
             assert await served.stopped() == 0
-    assert [event.get("method") for event in paused] == ["notifications/progress"]
     assert "Traceback" not in served.stderr
+    return served, paused
+
+
+async def test_requests_still_running_after_the_grace_are_cancelled() -> None:
+    """presa-defined (shutdown): the grace is bounded — a request that outlasts it is
+    cancelled (its stream ends without a response) and the process still exits 0."""
+    _, paused = await signalled_during_a_long_call("0.5", second=False)
+    assert [event.get("method") for event in paused] == ["notifications/progress"]
 
 
 async def test_a_second_signal_ends_the_grace_at_once() -> None:
     """presa-defined (shutdown): a second SIGINT or SIGTERM during the grace cancels what
-    is still running instead of waiting out the grace; the exit is still clean."""
-    paused: list[dict[str, Any]] = []
-    async with presa_serve(PAUSING, "--shutdown-grace", "600") as served:
-        with trio.fail_after(60):
-            async with httpx.AsyncClient(timeout=60) as http, trio.open_nursery() as nursery:
-                running = trio.Event()
-                nursery.start_soon(call_pause, http, served.url, 600, paused, running)
-                await running.wait()
-                served.process.send_signal(signal.SIGTERM)
-                await served.wait_for_line("shutting down gracefully")
-                served.process.send_signal(signal.SIGINT)
-            assert await served.stopped() == 0
+    is still running instead of waiting out the grace (600 s here); the exit is still
+    clean."""
+    served, paused = await signalled_during_a_long_call("600", second=True)
+    assert [event.get("method") for event in paused] == ["notifications/progress"]
     assert "SIGINT received again: stopping now" in served.stderr
-    assert "Traceback" not in served.stderr
