@@ -44,12 +44,13 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--auth-issuer",
         metavar="URL",
-        help="accept JWT access tokens of this authorization server (keys from its metadata)",
+        help="accept JWT access tokens of this authorization server (keys from its metadata) "
+        "(default: none)",
     )
     group.add_argument(
         "--auth-client-id",
         metavar="ID",
-        help="introspect opaque tokens (RFC 7662) as this client",
+        help="introspect opaque tokens (RFC 7662) as this client (default: none)",
     )
     group.add_argument(
         "--auth-client-secret",
@@ -66,7 +67,8 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=SECRET",
-        help="a development token standing for principal NAME; repeatable; loopback only",
+        help="a development token standing for principal NAME; repeatable; loopback only "
+        "(default: none)",
     )
     group.add_argument(
         "--auth-resource",
@@ -79,14 +81,15 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="SCOPE",
-        help="a scope every request needs (advertised in scopes_supported); repeatable",
+        help="a scope every request needs (advertised in scopes_supported); repeatable "
+        "(default: none)",
     )
     group.add_argument(
         "--auth-leeway",
         type=int,
         default=DEFAULT_LEEWAY_S,
         metavar="SECONDS",
-        help=f"clock skew allowed on exp/nbf/iat (default {DEFAULT_LEEWAY_S})",
+        help=f"clock skew allowed on exp/nbf/iat (default: {DEFAULT_LEEWAY_S})",
     )
 
 

@@ -79,12 +79,6 @@ async def serve_http(
     without it, a bind to a non-loopback address logs a warning
     (streamable-http §Security Warning: servers SHOULD authenticate).
     """
-    if auth is None and not is_loopback(host):
-        log.warning(
-            "serving %s without authorization: anyone who can reach it may call every tool "
-            "(see --auth-issuer, --auth-token)",
-            host,
-        )
     allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
     policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
     mcp = McpApp.for_server(
@@ -101,6 +95,12 @@ async def serve_http(
     config.graceful_timeout = shutdown_grace
     sockets = config.create_sockets()
     try:
+        if auth is None and not is_loopback(host):
+            log.warning(
+                "serving %s without authorization: anyone who can reach it may call every "
+                "tool (see --auth-issuer, --auth-token)",
+                host,
+            )
         for sock in sockets.insecure_sockets:
             sock.listen(config.backlog)
         urls = [
