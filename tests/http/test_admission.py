@@ -230,7 +230,7 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
     client: McpClient, accept: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST accept both
-    application/json and text/event-stream; H-07); presa answers 406 (wire §13.2 rung 5).
+    application/json and text/event-stream; H-07); presa answers 406 (spec-notes §11).
     ``q=0`` refuses a type (RFC 9110 §12.5.1), the most specific range deciding; a
     malformed weight is no acceptance."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)), 406)
@@ -250,7 +250,7 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
     ],
 )
 async def test_accept_wildcards_and_any_order_are_accepted(client: McpClient, accept: str) -> None:
-    """Spec-mandated (RFC 9110 §12.5.1; wire §13.2 rung 5: ``*/*`` counts, any order, any
+    """Spec-mandated (RFC 9110 §12.5.1; spec-notes §11: ``*/*`` counts, any order, any
     weight above 0, and a more specific range overrides a refused wildcard; H-07)."""
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)))
 
