@@ -89,12 +89,19 @@ def conformance(session: nox.Session) -> None:
     (``npm ci``), then runs conformance/run.py, which serves the fixture on a
     free loopback port, runs all 50 scenarios of the 2026-07-28 requirement set
     and fails on anything conformance/expected-failures.yml does not expect.
-    Example: ``nox -s conformance -- --scenario caching --keep-output out``.
+
+    With no arguments it runs twice: tasks in memory, then in a fresh SQLite
+    file (``--store sqlite``), so the durable store is held to the same
+    scenarios. Arguments replace both passes with one run.
+    Example: ``nox -s conformance -- --scenario caching --keep-output out``,
+    ``nox -s conformance -- --store sqlite``.
     """
     session.install("-e", ".", NODEJS)
     with session.chdir("conformance"):
         session.run("npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
-    session.run("python", "conformance/run.py", *session.posargs)
+    passes = [session.posargs] if session.posargs else [[], ["--store", "sqlite"]]
+    for arguments in passes:
+        session.run("python", "conformance/run.py", *arguments)
 
 
 @nox.session

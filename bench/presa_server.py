@@ -18,7 +18,8 @@ product's command line or to the protocol surface, and nothing stays "off by
 default" for users to discover. The statistics come from inside the same Trio
 run, on a separate listener that parses no request.
 
-Run: ``python -m bench.presa_server --port N --stats-port M``.
+Run: ``python -m bench.presa_server --port N --stats-port M [--store URL]``;
+``--store`` is the task store, as for ``presa-trio serve`` (default ``memory:``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import trio
 from presa_trio.fixtures import build_server
 from presa_trio.http.serving import serve_http
 from presa_trio.server import Server
+from presa_trio.tasks.stores import open_store
 
 #: Active tasks the bench may hold at once: the 10,000 parked plus headroom.
 BENCH_TASK_LIMIT = 20_000
@@ -48,7 +50,10 @@ def raise_task_limits(server: Server) -> bool:
     for extension in server.extensions:
         if extension.id == TASKS_EXTENSION and isinstance(extension, TasksExtension):
             extension.runner.limits = Limits(
-                max_active=BENCH_TASK_LIMIT, max_active_per_scope=BENCH_TASK_LIMIT
+                max_active=BENCH_TASK_LIMIT,
+                max_active_per_scope=BENCH_TASK_LIMIT,
+                max_stored=BENCH_TASK_LIMIT,
+                max_stored_per_scope=BENCH_TASK_LIMIT,
             )
             return True
     return False
@@ -78,8 +83,11 @@ async def answer(stream: trio.SocketStream) -> None:
         await stream.send_all(json.dumps(snapshot()).encode() + b"\n")
 
 
-async def serve(server: Server, port: int, stats_port: int) -> None:
-    async with trio.open_nursery() as nursery:
+async def serve(store_url: str, port: int, stats_port: int) -> None:
+    async with open_store(store_url) as store, trio.open_nursery() as nursery:
+        server = build_server(store=store)
+        if not raise_task_limits(server):
+            print("tasks extension not available; serving without it", file=sys.stderr)
         listeners = await trio.open_tcp_listeners(stats_port, host="127.0.0.1")
         nursery.start_soon(trio.serve_listeners, answer, listeners)
         await serve_http(server, host="127.0.0.1", port=port)
@@ -90,11 +98,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.presa_server", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--stats-port", type=int, required=True)
+    parser.add_argument("--store", default="memory:", metavar="URL")
     args = parser.parse_args()
-    server = build_server()
-    if not raise_task_limits(server):
-        print("tasks extension not available; serving without it", file=sys.stderr)
-    trio.run(partial(serve, server, args.port, args.stats_port))
+    trio.run(partial(serve, args.store, args.port, args.stats_port))
 
 
 if __name__ == "__main__":

@@ -301,13 +301,15 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
 async def main_async(settings: Settings) -> int:
     servers.pin_client()
     report = await run_load(settings)
-    print("tasks (presa) ...", file=sys.stderr, flush=True)
+    print("tasks (presa, memory store) ...", file=sys.stderr, flush=True)
     task_report = await tasks.run(quick=settings.quick)
     print("argument checks (in-process) ...", file=sys.stderr, flush=True)
     # A Trio run of its own, in a thread: this process's loop is asyncio's.
     checks = await asyncio.to_thread(validation.run, settings.quick)
     print("authorization (in-process) ...", file=sys.stderr, flush=True)
     auth_report = await asyncio.to_thread(auth.run, settings.quick)
+    print("tasks (presa, sqlite store) ...", file=sys.stderr, flush=True)
+    sqlite_report = await tasks.run(quick=settings.quick, store="sqlite")
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():
@@ -325,6 +327,8 @@ async def main_async(settings: Settings) -> int:
     print(validation.table(checks))
     print()
     print(auth.table(auth_report))
+    print(tasks.table(sqlite_report))
+    print("\nThe targets apply to the memory store; the SQLite figures are reported.")
     verdicts = check_targets(report, task_report)
     print()
     print(verdict_table(verdicts))

@@ -161,8 +161,8 @@ def presa_command(port: int) -> list[str]:
     ]
 
 
-def presa_tasks_command(port: int, stats_port: int) -> list[str]:
-    """presa with room for 10,000 tasks and a statistics port (``bench.presa_server``)."""
+def presa_tasks_command(port: int, stats_port: int, store: str) -> list[str]:
+    """presa with room for 10,000 tasks, a stats port and ``store`` (``bench.presa_server``)."""
     return [
         sys.executable,
         "-m",
@@ -171,4 +171,6 @@ def presa_tasks_command(port: int, stats_port: int) -> list[str]:
         str(port),
         "--stats-port",
         str(stats_port),
+        "--store",
+        store,
     ]

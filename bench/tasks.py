@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -72,6 +74,8 @@ class TaskFigures:
 class TaskReport:
     figures: TaskFigures | None
     reason: str = ""
+    # The task store the figures were measured on: memory or sqlite.
+    store: str = "memory"
 
 
 @attrs.frozen
@@ -273,18 +277,22 @@ class TaskBench:
         )
 
 
-async def run(*, quick: bool) -> TaskReport:
-    port, stats_port = servers.free_port(), servers.free_port()
-    served = await servers.start("presa-tasks", servers.presa_tasks_command(port, stats_port), port)
-    bench = TaskBench(served, stats_port)
-    try:
-        reason = await bench.available()
-        if reason:
-            return TaskReport(None, reason)
-        return TaskReport(await bench.measure(QUICK if quick else FULL))
-    finally:
-        await bench.pool.close()
-        served.stop()
+async def run(*, quick: bool, store: str = "memory") -> TaskReport:
+    """The figures on ``store``: ``memory``, or ``sqlite`` (a fresh file, removed after)."""
+    with tempfile.TemporaryDirectory(prefix="presa-bench-") as folder:
+        url = "memory:" if store == "memory" else f"sqlite:///{Path(folder) / 'tasks.db'}"
+        port, stats_port = servers.free_port(), servers.free_port()
+        command = servers.presa_tasks_command(port, stats_port, url)
+        served = await servers.start(f"presa-tasks-{store}", command, port)
+        bench = TaskBench(served, stats_port)
+        try:
+            reason = await bench.available()
+            if reason:
+                return TaskReport(None, reason, store)
+            return TaskReport(await bench.measure(QUICK if quick else FULL), store=store)
+        finally:
+            await bench.pool.close()
+            served.stop()
 
 
 # --- output ----------------------------------------------------------------------------
@@ -296,7 +304,7 @@ MIB = 1024 * 1024
 def table(report: TaskReport) -> str:
     figures = report.figures
     if figures is None:
-        return f"Tasks: {report.reason}."
+        return f"Tasks ({report.store} store): {report.reason}."
 
     def ms(values: Sequence[float], fraction: float) -> str:
         return f"{percentile(values, fraction) * 1000:.2f}"
@@ -343,6 +351,6 @@ def table(report: TaskReport) -> str:
             f"{figures.after_cancel.allocated_blocks:,}",
         ),
     ]
-    lines = ["| tasks (presa) | measured |", "|---|---|"]
+    lines = [f"| tasks (presa, {report.store} store) | measured |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in rows]
     return "\n".join(lines)

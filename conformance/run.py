@@ -77,6 +77,8 @@ from conformance.baseline import (
     parse_catalogue,
 )
 from conformance.report import RUNNING_LINE, print_report
+from presa_trio.tasks.store import StoreUnavailable
+from presa_trio.tasks.stores import open_store
 
 HERE = Path(__file__).resolve().parent
 RUNNER_PACKAGE = "@modelcontextprotocol/conformance"
@@ -103,12 +105,12 @@ def load_app_factory(spec: str) -> object:
     return target
 
 
-async def build_app(spec: str) -> ASGIFramework:
-    """Call the app factory named by ``spec``; an async factory is awaited."""
+async def build_app(spec: str, **options: object) -> ASGIFramework:
+    """Call the app factory named by ``spec`` with ``options``; an async factory is awaited."""
     factory = load_app_factory(spec)
     if not callable(factory):
         raise HarnessError(f"{spec} is not callable")
-    app: object = factory()
+    app: object = factory(**options)
     if inspect.isawaitable(app):
         app = await app
     if not callable(app):
@@ -268,6 +270,16 @@ class Options:
     timeout_ms: int | None
     runner_timeout: float
     verbose: bool
+    store: str | None = None
+
+
+def store_url(store: str, outdir: Path) -> str:
+    """``--store``: a URL, or ``memory`` / ``sqlite`` (a fresh file in the output directory)."""
+    if store == "memory":
+        return "memory:"
+    if store == "sqlite":
+        return f"sqlite:///{outdir / 'tasks.db'}"
+    return store
 
 
 def parse_options(argv: Sequence[str]) -> Options:
@@ -306,6 +318,12 @@ def parse_options(argv: Sequence[str]) -> Options:
         metavar="S",
         help="give up on the runner after S seconds (default: 1800)",
     )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="serve the app's tasks from this store (a URL, or 'memory' or 'sqlite' for a "
+        "fresh file); the factory gets it as store=. Default: the factory's own",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show all runner output")
     namespace = parser.parse_args(argv)
     return Options(
@@ -317,11 +335,25 @@ def parse_options(argv: Sequence[str]) -> Options:
         timeout_ms=namespace.timeout_ms,
         runner_timeout=namespace.runner_timeout,
         verbose=namespace.verbose,
+        store=namespace.store,
     )
 
 
 async def run(options: Options, outdir: Path) -> int:
-    """Everything after option parsing; returns the exit status."""
+    """Everything after option parsing, on the store ``--store`` names; the exit status."""
+    if options.store is None:
+        return await run_on(options, outdir, {})
+    url = store_url(options.store, outdir)
+    try:
+        async with open_store(url) as store:
+            print(f"Tasks are stored in {url}", flush=True)
+            return await run_on(options, outdir, {"store": store})
+    except StoreUnavailable as error:
+        raise HarnessError(str(error)) from error
+
+
+async def run_on(options: Options, outdir: Path, app_options: dict[str, object]) -> int:
+    """Serve the app built with ``app_options``, run the runner, judge the results."""
     node = await find_node(options.node)
     baseline = parse_baseline(options.baseline.read_text(encoding="utf-8"), str(options.baseline))
     catalogue = await load_catalogue(node)
@@ -333,7 +365,7 @@ async def run(options: Options, outdir: Path) -> int:
     if unknown:
         raise HarnessError(f"not scenarios of {REVISION}: {', '.join(unknown)}")
     expected = options.scenarios or list(catalogue.names)
-    app = await build_app(options.app)
+    app = await build_app(options.app, **app_options)
 
     log_path = outdir / "runner-output.txt"
     exit_codes: list[int] = []

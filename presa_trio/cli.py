@@ -2,7 +2,8 @@
 ``presa-trio stdio [MODULE:ATTR]``, and ``presa-trio transcript FILE``.
 
 Both transports serve the ``Server`` that ``MODULE:ATTR`` names (or a
-factory returning one), else the built-in demo. The HTTP server binds to
+factory returning one), else the built-in demo, with its tasks in the store
+``--store`` names (default ``memory:``). The HTTP server binds to
 loopback by default, and the DNS-rebinding allowlist admits loopback names
 only, so a non-loopback ``--host`` also needs ``--allow-host``.
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import NoReturn
@@ -32,6 +34,9 @@ from presa_trio.http.transcript_render import render_lines
 from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
+from presa_trio.tasks.extension import TasksExtension
+from presa_trio.tasks.store import StoreUnavailable, TaskStore
+from presa_trio.tasks.stores import DEFAULT_STORE, open_store
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
@@ -115,6 +120,21 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         choices=logs.FORMATS,
         default="text",
         help="text lines, or JSON lines for machines; logs go to stderr (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="URL",
+        help="where tasks live: memory: (gone with the process) or sqlite:///PATH (survives "
+        "restarts; four slashes for an absolute path) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--task-lease",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a running task's lease lasts unless renewed; after a crash its tasks "
+        "are recovered once it expires (default: %(default)s)",
     )
 
 
@@ -224,6 +244,27 @@ def chosen_server(target: str | None, sealer: StateSealer | None) -> Server:
     return server
 
 
+def use_store(server: Server, store: TaskStore, lease_ms: int) -> None:
+    """Put the server's tasks in ``store``, leased for ``lease_ms``."""
+    for extension in server.extensions:
+        if isinstance(extension, TasksExtension):
+            extension.runner.store = store
+            extension.runner.lease_ms = lease_ms
+
+
+async def on_store(
+    args: argparse.Namespace, server: Server, serve: Callable[[Server], Awaitable[None]]
+) -> None:
+    """Open the task store ``--store`` names, serve on it, close it last."""
+    async with AsyncExitStack() as stack:
+        try:
+            store = await stack.enter_async_context(open_store(args.store))
+        except StoreUnavailable as error:
+            raise UsageError(str(error)) from None
+        use_store(server, store, round(args.task_lease * 1000))
+        await serve(server)
+
+
 def check_writable(path: Path) -> None:
     try:
         with path.open("a", encoding="utf-8"):
@@ -243,9 +284,11 @@ def serve(args: argparse.Namespace, server: Server) -> None:
             raise UsageError(str(error)) from None
     try:
         trio.run(
+            on_store,
+            args,
+            server,
             partial(
                 serve_http,
-                server,
                 host=args.host,
                 port=args.port,
                 allow_hosts=frozenset(args.allow_host),
@@ -254,7 +297,7 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 read_timeout=args.read_timeout,
                 shutdown_grace=args.shutdown_grace,
                 auth=auth,
-            )
+            ),
         )
     except OSError as error:  # only binding raises it bare; later faults come grouped
         reason = error.strerror or str(error)
@@ -279,7 +322,7 @@ def run(argv: Sequence[str] | None) -> None:
     logs.configure(args.log_level, args.log_format)
     server = chosen_server(args.target, state_sealer(args.state_key))
     if args.command == "stdio":
-        trio.run(serve_stdio, server)
+        trio.run(on_store, args, server, serve_stdio)
         return
     serve(args, server)
 

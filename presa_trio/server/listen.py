@@ -80,7 +80,7 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
     subset = honoured(wanted)
     predicates = [core_wants(subset)]
     for extension in server.extensions:
-        part = extension.subscription(ctx, wanted)
+        part = await extension.subscription(ctx, wanted)
         if part is not None:
             subset |= part.honoured
             predicates.append(part.wants)

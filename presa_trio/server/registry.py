@@ -437,7 +437,7 @@ class Extension:
         """Return ``handler`` or a wrapper around it; called for every method."""
         return handler
 
-    def subscription(
+    async def subscription(
         self, ctx: RequestContext, wanted: Mapping[str, Any]
     ) -> SubscriptionPart | None:
         """Honour this extension's keys of a listen filter; ``None`` if it has none."""

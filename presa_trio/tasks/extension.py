@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -58,9 +59,12 @@ from presa_trio.server.registry import (
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import check_arguments, find_tool, invoke_tool, read_call_params
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext
+from presa_trio.tasks.record import principal_from_json, principal_to_json
+from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, drop
+from presa_trio.tasks.store import StoreUnavailable, Work
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
+from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired, check_answers, parse_input_responses
 
@@ -106,6 +110,19 @@ def caller_scope(ctx: RequestContext) -> str:
     unguessable (T-63).
     """
     return access_scope(ctx.principal)
+
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """A store that cannot be reached answers -32603, ``data.retryable: true``.
+
+    The detail goes to the log only; trying again later can succeed.
+    """
+    try:
+        yield
+    except StoreUnavailable as error:
+        log.warning("task store unavailable: %s", error)
+        raise InternalError("The task store is unavailable", {"retryable": True}) from None
 
 
 def valid_task_id(task_id: Any) -> bool:
@@ -164,6 +181,8 @@ class TasksExtension(Extension):
     scope_of: Callable[[RequestContext], str] = caller_scope
     # Tool name -> its policy; a tool not listed is SYNC.
     policies: dict[str, Policy | PolicyFunction] = attrs.field(factory=dict)
+    # Tools declared safe to run again after their process stopped.
+    rerunnable: set[str] = attrs.field(factory=set)
     _server: Server | None = None
 
     # --- registration -----------------------------------------------------------
@@ -171,6 +190,7 @@ class TasksExtension(Extension):
     def attach(self, server: Server) -> None:
         self._server = server
         self.runner.on_change = self.publish
+        self.runner.revive = self.revive
 
     def publish(self, scope: str, task: Task) -> None:
         """Offer a stored change to the listen streams (they pick by scope and id)."""
@@ -178,12 +198,29 @@ class TasksExtension(Extension):
             change = Change(TASK_NOTIFICATION, task.detailed(), about=(scope, task.task_id))
             self._server.changes.publish(change)
 
-    def set_policy(self, tool: str, policy: Policy | PolicyFunction) -> None:
-        """Serve calls of ``tool`` according to ``policy`` (a value or a function)."""
+    def set_policy(
+        self, tool: str, policy: Policy | PolicyFunction, *, rerun: bool = False
+    ) -> None:
+        """Serve calls of ``tool`` according to ``policy`` (a value or a function).
+
+        ``rerun=True`` declares that the tool may run again from the start
+        if the process running its task stops: it has no side effect that a
+        second run would repeat. Such a task is recovered by the next
+        process; any other is written ``failed``.
+        """
         self.policies[tool] = policy
+        if rerun:
+            self.rerunnable.add(tool)
+        else:
+            self.rerunnable.discard(tool)
 
     def tool(
-        self, policy: Policy | PolicyFunction, name: str | None = None, **options: Any
+        self,
+        policy: Policy | PolicyFunction,
+        name: str | None = None,
+        *,
+        rerun: bool = False,
+        **options: Any,
     ) -> Callable[[ToolHandler], ToolHandler]:
         """``@server.tool(...)`` plus :meth:`set_policy`, for a server this is added to."""
         if self._server is None:
@@ -193,7 +230,7 @@ class TasksExtension(Extension):
         def register(handler: ToolHandler) -> ToolHandler:
             tool_name = name or handler.__name__
             server.tool(tool_name, **options)(handler)
-            self.set_policy(tool_name, policy)
+            self.set_policy(tool_name, policy, rerun=rerun)
             return handler
 
         return register
@@ -267,8 +304,41 @@ class TasksExtension(Extension):
             return result
         rounds.open_round(ctx, params, rounds.binding_for("tools/call", name, arguments))
         self.runner.limits.check_input(arguments)
-        task = await self.runner.start(self.scope_of(ctx), tool_job(server, name, arguments), ctx)
+        work = Work(
+            tool=name,
+            arguments=arguments,
+            protocol_version=ctx.meta.protocol_version,
+            capabilities=ctx.capabilities.raw,
+            input_responses=ctx.input_responses,
+            state=ctx.state,
+            rerun=name in self.rerunnable,
+            principal=principal_to_json(ctx.principal),
+        )
+        job = tool_job(server, name, arguments)
+        with store_errors():
+            task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
         return {**task.to_wire(), "resultType": "task"}
+
+    def revive(self, work: Work) -> tuple[Job, RequestContext] | None:
+        """A stored ``tools/call`` as a job again, with its creating request rebuilt.
+
+        The request is what the work description kept of it (version,
+        capabilities, verified answers, state); its stream is long gone.
+        """
+        if self._server is None or work.tool not in self._server.tools:
+            return None
+        meta = RequestMeta(work.protocol_version, ClientCapabilities(work.capabilities))
+        creator = RequestContext(
+            request_id=0,
+            method="tools/call",
+            meta=meta,
+            server=self._server,
+            send=drop,
+            input_responses=work.input_responses,
+            state=work.state,
+            principal=principal_from_json(work.principal),
+        )
+        return tool_job(self._server, work.tool, work.arguments), creator
 
     # --- tasks/* ------------------------------------------------------------------
 
@@ -278,7 +348,8 @@ class TasksExtension(Extension):
         """``tasks/get``: the DetailedTask, ``resultType: "complete"`` (T-27–T-32)."""
         self.require_declared(ctx)
         task_id = read_task_id(params)
-        return self.runner.get(self.scope_of(ctx), task_id).detailed()
+        with store_errors():
+            return (await self.runner.get(self.scope_of(ctx), task_id)).detailed()
 
     async def update_task(
         self, server: Server, ctx: RequestContext, params: dict[str, Any]
@@ -302,8 +373,9 @@ class TasksExtension(Extension):
         task_id = read_task_id(params)
         answers = read_answers(params)
         scope = self.scope_of(ctx)
-        check_answers(self.runner.get(scope, task_id).input_requests, answers)
-        self.runner.update(scope, task_id, answers)
+        with store_errors():
+            check_answers((await self.runner.get(scope, task_id)).input_requests, answers)
+            await self.runner.update(scope, task_id, answers)
         return {}
 
     async def cancel_task(
@@ -315,12 +387,13 @@ class TasksExtension(Extension):
         """
         self.require_declared(ctx)
         task_id = read_task_id(params)
-        self.runner.cancel(self.scope_of(ctx), task_id)
+        with store_errors():
+            await self.runner.cancel(self.scope_of(ctx), task_id)
         return {}
 
     # --- subscriptions/listen ----------------------------------------------------
 
-    def subscription(
+    async def subscription(
         self, ctx: RequestContext, wanted: Mapping[str, Any]
     ) -> SubscriptionPart | None:
         """``notifications.taskIds``: the caller's live tasks, then their changes.
@@ -337,9 +410,12 @@ class TasksExtension(Extension):
             return None
         self.require_declared(ctx)
         scope = self.scope_of(ctx)
-        kept = [
-            t for t in dict.fromkeys(read_subscribed_ids(wanted)) if self.runner.knows(scope, t)
-        ]
+        with store_errors():
+            kept = [
+                t
+                for t in dict.fromkeys(read_subscribed_ids(wanted))
+                if await self.runner.knows(scope, t)
+            ]
         topics = {(scope, task_id) for task_id in kept}
         return SubscriptionPart(
             honoured={"taskIds": kept} if kept else {},

@@ -7,6 +7,13 @@ transition functions below, and nothing else in the package edits a
 :class:`Task`. It imports neither Trio nor the server, so it is tested on its
 own, the way h11 tests its ``_state.py``.
 
+The machine is the table
+------------------------
+:data:`TRANSITIONS` maps a status and an :class:`Event` to the next status,
+as h11's ``_state.py`` does. A transition function names its event; the
+table decides where it leads, and an event the table does not list for the
+current status is illegal. Nothing else picks a status.
+
 House rules
 -----------
 1. A task is immutable. A transition returns a new task with ``revision``
@@ -14,32 +21,36 @@ House rules
 2. Terminal statuses absorb. Any transition on a ``completed``, ``failed``
    or ``cancelled`` task returns *the same object*: a late worker result, a
    second cancel or an answer to an old input request changes nothing
-   (overview §Task lifecycle; T-66).
+   (SEP-2663 §Task Status; T-66).
 3. Every other illegal move raises :class:`IllegalTransition` and, the task
    being immutable, changes nothing. A malformed argument (an empty key, a
    result that is not an object) is illegal whatever the status.
 4. ``status`` is ``input_required`` exactly when ``input_requests`` (the
-   outstanding requests) is non-empty (SEP-2663 §Task Update Requests; D-16).
+   outstanding requests) is non-empty (SEP-2663 §Task Update Requests).
 5. An input key is issued once per task, ever: ``issued`` remembers every
    key, answered or not, and a request for any of them is illegal (T-37–T-39).
+6. Answers are kept. ``inbox`` holds every answer ``tasks/update`` delivered
+   while the task runs, so a worker run again after its process stopped gets
+   them back instead of asking the client twice.
 
-Time is passed in, never read: ``now`` is the runner's clock in seconds (it
-fixes the expiry deadline) and ``stamp`` is the wall-clock ISO 8601 string
-written to ``createdAt``/``lastUpdatedAt``.
+Time is passed in, never read: ``now_ms`` is wall-clock milliseconds since
+the epoch. It stamps ``createdAt``/``lastUpdatedAt`` and fixes the expiry, and
+it means the same in every process and after a restart.
 
 Spec: SEP-2663 §Tasks, §Task Status, §Task Polling (Response), §Task Update
-Requests; tasks ref §4.1, §4.2.
+Requests.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
-JSONObject = dict[str, Any]
+from presa_trio.wire.models import JSONObject
 
 
 class Status(enum.Enum):
@@ -54,23 +65,42 @@ class Status(enum.Enum):
 
 TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
-#: Where each status may go next (tasks ref §4.1). ``input_required`` may
-#: stay ``input_required``: more input asked, or one of several answered.
-#: Terminal statuses go nowhere; rule 2 makes every move on them a no-op.
-TRANSITIONS: Mapping[Status, frozenset[Status]] = {
-    Status.WORKING: frozenset(
-        {Status.INPUT_REQUIRED, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
-    ),
-    Status.INPUT_REQUIRED: frozenset(
-        {Status.WORKING, Status.INPUT_REQUIRED, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
-    ),
-    Status.COMPLETED: frozenset(),
-    Status.FAILED: frozenset(),
-    Status.CANCELLED: frozenset(),
+
+class Event(enum.Enum):
+    """What can happen to a task; the table says where each leads."""
+
+    ASK = "ask"  # the worker issued input requests
+    ANSWER_SOME = "answer_some"  # some outstanding keys left, others remain
+    ANSWER_LAST = "answer_last"  # the last outstanding keys left
+    COMPLETE = "complete"
+    FAIL = "fail"
+    CANCEL = "cancel"
+
+
+#: The machine: status -> event -> next status. Terminal statuses have no
+#: events; rule 2 makes every move on them a no-op before the table is read.
+TRANSITIONS: Mapping[Status, Mapping[Event, Status]] = {
+    Status.WORKING: {
+        Event.ASK: Status.INPUT_REQUIRED,
+        Event.COMPLETE: Status.COMPLETED,
+        Event.FAIL: Status.FAILED,
+        Event.CANCEL: Status.CANCELLED,
+    },
+    Status.INPUT_REQUIRED: {
+        Event.ASK: Status.INPUT_REQUIRED,
+        Event.ANSWER_SOME: Status.INPUT_REQUIRED,
+        Event.ANSWER_LAST: Status.WORKING,
+        Event.COMPLETE: Status.COMPLETED,
+        Event.FAIL: Status.FAILED,
+        Event.CANCEL: Status.CANCELLED,
+    },
+    Status.COMPLETED: {},
+    Status.FAILED: {},
+    Status.CANCELLED: {},
 }
 
 #: presa's status messages: fixed plain text, never exception detail, since a
-#: client may show them to the model (SEP-2663 §Tasks ``statusMessage``; D-11).
+#: client may show them to the model (SEP-2663 §Tasks ``statusMessage``).
 #: A failed task's message is its JSON-RPC error message instead.
 STATUS_MESSAGES: Mapping[Status, str] = {
     Status.WORKING: "The task is running",
@@ -83,6 +113,12 @@ class IllegalTransition(ValueError):
     """A move the state machine forbids; the task it was tried on is unchanged."""
 
 
+def iso_stamp(epoch_ms: int) -> str:
+    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-03T18:04:05.123Z``."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 @attrs.frozen
 class Task:
     """One task as the server knows it; :meth:`to_wire` is what clients see."""
@@ -90,19 +126,19 @@ class Task:
     # Server-generated, unguessable, never reused (SEP-2663 §Security Implications).
     task_id: str
     status: Status
-    # ISO 8601 UTC with milliseconds. ``created_at`` never changes;
-    # ``last_updated_at`` moves on every status or input change, never on a read.
-    created_at: str
-    last_updated_at: str
+    # Wall-clock epoch milliseconds. ``created_ms`` never changes;
+    # ``updated_ms`` moves on every status or input change, never on a read.
+    created_ms: int
+    updated_ms: int
     # The advertised lifetime from creation in ms; ``None`` is unlimited.
     ttl_ms: int | None
-    # When the TTL elapses, in runner-clock seconds; ``None`` with ``ttl_ms``.
-    expires_at: float | None
     poll_interval_ms: int | None
     # Outstanding input requests by key, in wire form; non-empty iff input_required.
     input_requests: Mapping[str, JSONObject] = attrs.field(factory=dict)
     # Every input key ever issued to this task (rule 5).
     issued: frozenset[str] = frozenset()
+    # Answers received by key (rule 6); emptied when the task ends.
+    inbox: Mapping[str, JSONObject] = attrs.field(factory=dict)
     # The request's final result (completed) or JSON-RPC error (failed); else None.
     result: JSONObject | None = None
     error: JSONObject | None = None
@@ -119,9 +155,15 @@ class Task:
             return str(self.error["message"])
         return STATUS_MESSAGES.get(self.status)
 
-    def expired(self, now: float) -> bool:
-        """Whether the TTL has elapsed at runner time ``now`` (counted from creation)."""
-        return self.expires_at is not None and now >= self.expires_at
+    @property
+    def expires_ms(self) -> int | None:
+        """When the TTL elapses, in epoch ms; ``None`` with an unlimited TTL."""
+        return None if self.ttl_ms is None else self.created_ms + self.ttl_ms
+
+    def expired(self, now_ms: int) -> bool:
+        """Whether the TTL has elapsed at wall-clock ``now_ms`` (counted from creation)."""
+        expires = self.expires_ms
+        return expires is not None and now_ms >= expires
 
     def to_wire(self) -> JSONObject:
         """The ``Task`` shape: the body of a ``CreateTaskResult`` (SEP-2663 §Task Creation).
@@ -132,8 +174,8 @@ class Task:
         wire: JSONObject = {
             "taskId": self.task_id,
             "status": self.status.value,
-            "createdAt": self.created_at,
-            "lastUpdatedAt": self.last_updated_at,
+            "createdAt": iso_stamp(self.created_ms),
+            "lastUpdatedAt": iso_stamp(self.updated_ms),
             "ttlMs": self.ttl_ms,
         }
         if self.poll_interval_ms is not None:
@@ -161,28 +203,28 @@ class Task:
 # --- transitions ------------------------------------------------------------------
 
 
-def create(
-    task_id: str, *, now: float, stamp: str, ttl_ms: int | None, poll_interval_ms: int | None
-) -> Task:
+def create(task_id: str, *, now_ms: int, ttl_ms: int | None, poll_interval_ms: int | None) -> Task:
     """A new task, ``working``: the seed a ``CreateTaskResult`` carries (T-22)."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise ValueError("ttlMs must be positive, or None for unlimited")
-    expires_at = None if ttl_ms is None else now + ttl_ms / 1000
-    return Task(task_id, Status.WORKING, stamp, stamp, ttl_ms, expires_at, poll_interval_ms)
+    return Task(task_id, Status.WORKING, now_ms, now_ms, ttl_ms, poll_interval_ms)
 
 
-def _move(task: Task, target: Status, stamp: str, **changes: Any) -> Task:
-    """Apply one move: rule 2 (absorb), then the table (rule 3), then rule 1."""
+def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
+    """Apply one event: rule 2 (absorb), then the table (rule 3), then rule 1."""
     if task.terminal:
         return task
-    if target not in TRANSITIONS[task.status]:
-        raise IllegalTransition(f"can't go to {target.value} from {task.status.value}")
+    target = TRANSITIONS[task.status].get(event)
+    if target is None:
+        raise IllegalTransition(f"{event.value} is not allowed when {task.status.value}")
+    if target in TERMINAL:
+        changes.update(input_requests={}, inbox={})
     return attrs.evolve(
-        task, status=target, last_updated_at=stamp, revision=task.revision + 1, **changes
+        task, status=target, updated_ms=now_ms, revision=task.revision + 1, **changes
     )
 
 
-def request_input(task: Task, requests: Mapping[str, JSONObject], stamp: str) -> Task:
+def request_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) -> Task:
     """The worker needs input: record ``requests`` (key -> wire InputRequest) at once.
 
     All keys are added in one move, so a client never sees half of a batch.
@@ -198,60 +240,64 @@ def request_input(task: Task, requests: Mapping[str, JSONObject], stamp: str) ->
         raise IllegalTransition(f"input keys already issued for this task: {reused}")
     return _move(
         task,
-        Status.INPUT_REQUIRED,
-        stamp,
+        Event.ASK,
+        now_ms,
         input_requests={**task.input_requests, **requests},
         issued=task.issued | frozenset(requests),
     )
 
 
-def _drop_inputs(task: Task, keys: Iterable[str], stamp: str) -> Task:
-    """Remove outstanding keys; back to ``working`` when none are left (rule 4)."""
+def _drop_inputs(
+    task: Task, keys: Iterable[str], answers: Mapping[str, JSONObject], now_ms: int
+) -> Task:
+    """Remove outstanding ``keys``, keeping ``answers`` for them in the inbox (rule 4, 6)."""
     gone = set(keys) & set(task.input_requests)
     if not gone:
         return task
     remaining = {k: r for k, r in task.input_requests.items() if k not in gone}
-    target = Status.INPUT_REQUIRED if remaining else Status.WORKING
-    return _move(task, target, stamp, input_requests=remaining)
+    event = Event.ANSWER_SOME if remaining else Event.ANSWER_LAST
+    kept = {key: answers[key] for key in gone if key in answers}
+    return _move(task, event, now_ms, input_requests=remaining, inbox={**task.inbox, **kept})
 
 
-def fulfil(task: Task, keys: Iterable[str], stamp: str) -> Task:
-    """``tasks/update`` answered ``keys``; only the outstanding ones count.
+def fulfil(task: Task, answers: Mapping[str, JSONObject], now_ms: int) -> Task:
+    """``tasks/update`` answered these keys; only the outstanding ones count.
 
     Keys never issued, already answered or withdrawn are ignored, and an
     update that matches nothing returns the task unchanged (SEP-2663 §Task
     Update Requests (Response); T-44). A strict subset is a partial
-    fulfilment: the rest stay outstanding (T-45).
+    fulfilment: the rest stay outstanding (T-45). The matched answers go to
+    the inbox, where the worker reads them.
     """
-    return _drop_inputs(task, keys, stamp)
+    return _drop_inputs(task, answers.keys(), answers, now_ms)
 
 
-def withdraw(task: Task, keys: Iterable[str], stamp: str) -> Task:
+def withdraw(task: Task, keys: Iterable[str], now_ms: int) -> Task:
     """The worker stopped waiting for ``keys`` (it moved on): they are superseded.
 
     Their keys stay issued, so a late answer is ignored like any other
     answer to a key that is not outstanding (SEP-2663 §Task Update Requests).
     """
-    return _drop_inputs(task, keys, stamp)
+    return _drop_inputs(task, keys, {}, now_ms)
 
 
-def complete(task: Task, result: JSONObject, stamp: str) -> Task:
+def complete(task: Task, result: JSONObject, now_ms: int) -> Task:
     """The request produced its result, ``isError`` or not (SEP-2663 §Task Status)."""
     if not isinstance(result, dict):
         raise IllegalTransition("a completed task's result must be a JSON object")
-    return _move(task, Status.COMPLETED, stamp, input_requests={}, result=result)
+    return _move(task, Event.COMPLETE, now_ms, result=result)
 
 
-def fail(task: Task, error: JSONObject, stamp: str) -> Task:
+def fail(task: Task, error: JSONObject, now_ms: int) -> Task:
     """The request ended in a JSON-RPC error, carried as ``{code, message, data?}``.
 
     Spec: SEP-2663 §Task Execution Errors — ``failed`` is for JSON-RPC errors only.
     """
     if not (isinstance(error.get("code"), int) and isinstance(error.get("message"), str)):
         raise IllegalTransition("a failed task's error needs an integer code and a message")
-    return _move(task, Status.FAILED, stamp, input_requests={}, error=error)
+    return _move(task, Event.FAIL, now_ms, error=error)
 
 
-def cancel(task: Task, stamp: str) -> Task:
+def cancel(task: Task, now_ms: int) -> Task:
     """``tasks/cancel`` was honoured; outstanding requests are dropped with the work."""
-    return _move(task, Status.CANCELLED, stamp, input_requests={})
+    return _move(task, Event.CANCEL, now_ms)

@@ -1,4 +1,4 @@
-"""Running tasks: one server-lifetime nursery, one nursery per task, one Event per input key.
+"""Running tasks: one server-lifetime nursery, one nursery per task, the store as the truth.
 
 A task outlives the request that created it, so its worker cannot live in
 the request's nursery. :meth:`TaskRunner.run` opens a nursery for the
@@ -14,13 +14,14 @@ Theory of operation
   ``tasks/cancel`` would not find (SEP-2663 §Task Creation; T-23).
 - **Input.** A worker that needs input calls :func:`ask`. Its requests are
   recorded on the task in one transition (status ``input_required``) and the
-  worker waits on one fresh :class:`trio.Event` per key.
+  worker waits until the task's inbox holds an answer for every key.
 - **Update.** ``tasks/update`` applies :func:`~presa_trio.tasks.model.fulfil`,
-  then hands each *matched* response to the worker and sets only that key's
-  event. Other keys stay parked: a partial update is a partial wake-up (T-45).
-- **Cancel.** ``tasks/cancel`` writes ``cancelled`` first, then cancels the
-  task's scope. Whatever the worker was about to write meets a terminal
-  task and is dropped by the model (T-49, T-66).
+  which moves each *matched* answer into the task's inbox; the worker
+  waiting on those keys wakes and takes them. Other keys stay parked: a
+  partial update is a partial wake-up (T-45).
+- **Cancel.** ``tasks/cancel`` writes ``cancelled`` first; the announcement
+  of that write cancels the task's scope. Whatever the worker was about to
+  write meets a terminal task and is dropped by the model (T-49, T-66).
 - **Publish.** Every stored change of a task is handed to ``on_change``;
   the extension turns it into ``notifications/tasks`` for the listen
   streams that asked for that task. Changes are pushed, never polled.
@@ -30,10 +31,31 @@ Theory of operation
   -32603, the detail going to the log only (SEP-2663 §Task Execution Errors),
   mapped by :func:`~presa_trio.server.tools.error_for` as on the plain path.
 
-Every method that changes a task is synchronous: with the in-memory store a
-read-modify-write never yields, so no other Trio task can slip in between.
-Time comes from a :class:`Clock`, whose ``now`` is Trio's clock, so
-``MockClock`` drives TTLs in tests.
+Beyond one process
+------------------
+- **The store is the truth.** Every read and write awaits the
+  :class:`~presa_trio.tasks.store.TaskStore`; a worker's Events and cancel
+  scope are this process's view of it. The store announces every change
+  (:meth:`~presa_trio.tasks.store.TaskStore.watch`) and :meth:`TaskRunner._react`
+  brings the view in line: a ``cancelled`` task stops its worker, new
+  answers in the inbox wake the keys they match, a lost lease stops the
+  worker, and every change is published. A change made by another process
+  arrives the same way.
+- **Leases.** The process running a task holds a lease on it, renewed every
+  third of its length; each worker write carries the lease's generation, so
+  a worker whose lease was claimed by another process cannot write.
+- **Recovery, at least once.** On start and every half lease, expired leases
+  of unfinished tasks are claimed. A task whose tool declared it re-runnable
+  runs again from its stored work description, and the answers it already
+  received are handed back when it asks the same keys; any other is written
+  ``failed`` with :data:`INTERRUPTED`.
+- **Shutdown** stops every worker without writing for it (a parked task
+  keeps its input requests), then releases this process's leases, so the
+  next process to start claims them at once.
+
+Time: deadlines and timestamps are wall-clock epoch milliseconds
+(:attr:`Clock.wall_ms`), the same in every process; Trio's clock is only
+slept on.
 
 Spec: SEP-2663 §Task Creation, §Task Update Requests, §Task Cancellation;
 tasks ref §5, §6.1; DESIGN.md "Tasks: one nursery per task".
@@ -46,7 +68,6 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -55,15 +76,35 @@ import trio
 from presa_trio.server.context import RequestContext
 from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
-from presa_trio.tasks.model import JSONObject, Task
-from presa_trio.tasks.store import Conflict, MemoryStore, TaskNotFound, TaskStore
+from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.store import (
+    RESYNC,
+    Capacity,
+    CapacityExceeded,
+    Changed,
+    Conflict,
+    Deleted,
+    Lease,
+    LeaseLost,
+    MemoryStore,
+    StoredTask,
+    StoreEvent,
+    StoreUnavailable,
+    TaskNotFound,
+    TaskStore,
+    Work,
+)
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
+from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequest, answers_for
 
 log = logging.getLogger(__name__)
 
 #: Told of every stored change: the access scope and the task as it now is.
 ChangeListener = Callable[[str, Task], None]
+
+#: A pure move of the state machine, given the task and the time (epoch ms).
+Move = Callable[[Task, int], Task]
 
 
 def ignore_change(scope: str, task: Task) -> None:
@@ -74,25 +115,42 @@ def ignore_change(scope: str, task: Task) -> None:
 #: a JSON object, or a raised error (T-12: not tied to ``tools/call``).
 Job = Callable[["WorkerContext"], Awaitable[JSONObject]]
 
+#: How a stored work description runs again: its job and the creating
+#: request's context rebuilt, or None if this server cannot run it.
+Revive = Callable[[Work], "tuple[Job, RequestContext] | None"]
+
+
+def cannot_revive(work: Work) -> tuple[Job, RequestContext] | None:
+    """The default: a runner on its own knows no tools."""
+    return None
+
+
+#: What a task that may not run again ends with, when its process stopped.
+INTERRUPTED = InternalError(
+    "Task interrupted: the server running it stopped, and the tool may not run again",
+    {"retryable": False},
+)
+
+#: How long a write the worker must make while being cancelled may take (s).
+WRITE_GRACE = 5.0
+#: Most expired leases claimed in one go.
+CLAIM_BATCH = 100
+
 
 def new_task_id() -> str:
     """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (T-64; D-25)."""
     return secrets.token_urlsafe(24)
 
 
+def epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 @attrs.frozen
 class Clock:
-    """Where the runner reads time: ``now`` for deadlines, ``wall`` for timestamps."""
+    """Where the runner reads the time: wall-clock epoch milliseconds."""
 
-    # Seconds on Trio's clock; the reaper sleeps on the same clock.
-    now: Callable[[], float] = trio.current_time
-    # Seconds since the epoch, for createdAt/lastUpdatedAt.
-    wall: Callable[[], float] = time.time
-
-    def stamp(self) -> str:
-        """RFC 3339 UTC with milliseconds, e.g. ``2026-11-03T18:04:05.123Z`` (D-08)."""
-        moment = datetime.fromtimestamp(self.wall(), UTC)
-        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    wall_ms: Callable[[], int] = epoch_ms
 
 
 def capacity_error(
@@ -108,20 +166,22 @@ def capacity_error(
 
 @attrs.frozen
 class Limits:
-    """Bounds on what tasks may take; each is checked before anything is stored."""
+    """Bounds on what tasks may take; the store checks the counts as it creates."""
 
     # Non-terminal tasks overall, and per access scope.
     max_active: int = 1000
     max_active_per_scope: int = 100
+    # Stored tasks, finished ones included, until their TTL deletes them.
+    max_stored: int = 10_000
+    max_stored_per_scope: int = 1000
     # Size of a task's input (the tool arguments) as compact UTF-8 JSON.
     max_input_bytes: int = 256 * 1024
 
-    def check_active(self, total: int, in_scope: int) -> None:
-        """The caller's own limit first: it names the limit the caller can act on."""
-        if in_scope >= self.max_active_per_scope:
-            raise capacity_error("max_active_tasks_per_scope", retryable=True)
-        if total >= self.max_active:
-            raise capacity_error("max_active_tasks", retryable=True)
+    @property
+    def capacity(self) -> Capacity:
+        return Capacity(
+            self.max_active, self.max_active_per_scope, self.max_stored, self.max_stored_per_scope
+        )
 
     def check_input(self, value: Any) -> None:
         """Resending the same oversized input can never fit: not retryable.
@@ -137,25 +197,43 @@ class Limits:
 
 @attrs.define(eq=False)
 class Worker:
-    """The running side of one task: how to stop it, and what it waits for."""
+    """The running side of one task: how to stop it, and the task as last announced."""
 
     task_id: str
     # The access scope of the creating request; the worker writes within it.
     scope: str
-    # The task nursery's scope: cancelled by tasks/cancel, the reaper, or shutdown.
-    cancel_scope: trio.CancelScope
-    # Input key -> the Event its answer sets. A fresh Event per key: once set,
-    # an Event cannot un-happen, and keys are never reused anyway.
-    waiting: dict[str, trio.Event] = attrs.field(factory=dict)
-    # Input key -> the answer tasks/update delivered, until the worker takes it.
-    answers: dict[str, JSONObject] = attrs.field(factory=dict)
+    # The lease generation this worker runs under; its writes carry it.
+    generation: int
+    # The task as the store last announced it.
+    latest: Task
+    # Whether this run is a recovery: it may ask again what an earlier run asked.
+    rerun: bool = False
+    # Wraps the task's nursery: cancelled by tasks/cancel, the TTL, lease loss, shutdown.
+    cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    # Set when ``latest`` moves, then dropped; made only while someone waits.
+    _moved: trio.Event | None = None
 
-    def deliver(self, key: str, answer: JSONObject) -> None:
-        """Hand over one answer and wake whoever waits for exactly that key."""
-        event = self.waiting.pop(key, None)
-        if event is not None:
-            self.answers[key] = answer
-            event.set()
+    def see(self, task: Task) -> None:
+        """Take an announced state of the task and wake whoever waits on it."""
+        if task.revision >= self.latest.revision:
+            self.latest = task
+            if self._moved is not None:
+                self._moved.set()
+                self._moved = None
+
+    def stop(self, reason: str) -> None:
+        self.cancel_scope.cancel(reason=reason)
+
+    async def answers_for(self, keys: list[str]) -> dict[str, JSONObject]:
+        """Wait until the inbox holds an answer for every key; return them."""
+        while True:
+            if self._moved is None:
+                self._moved = trio.Event()
+            moved = self._moved
+            inbox = self.latest.inbox
+            if all(key in inbox for key in keys):
+                return {key: inbox[key] for key in keys}
+            await moved.wait()
 
 
 @attrs.define(eq=False)
@@ -213,6 +291,24 @@ def is_json_object(value: Any) -> bool:
     return isinstance(value, dict)
 
 
+def resume_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) -> Task:
+    """A re-run asks what its first run asked: only keys never issued are issued now.
+
+    An outstanding key is still waited for and an answered one is in the
+    inbox; a key that was withdrawn can never be answered, so asking it
+    again is illegal, as in :func:`~presa_trio.tasks.model.request_input`.
+    """
+    lost = sorted(
+        key
+        for key in requests
+        if key in task.issued and key not in task.input_requests and key not in task.inbox
+    )
+    if lost:
+        raise model.IllegalTransition(f"input keys withdrawn earlier: {lost}")
+    fresh = {key: request for key, request in requests.items() if key not in task.issued}
+    return model.request_input(task, fresh, now_ms) if fresh else task
+
+
 @attrs.define(eq=False, repr=False)
 class TaskRunner:
     """Creates, runs, answers and cancels tasks; see the module docstring."""
@@ -223,70 +319,122 @@ class TaskRunner:
     # ttlMs of new tasks, counted from creation; None is unlimited (T-18).
     ttl_ms: int | None = 3_600_000
     poll_interval_ms: int | None = 500
-    # How often the reaper deletes expired tasks, in clock seconds.
+    # How often the reaper deletes expired tasks, in seconds.
     reap_every: float = 60.0
+    # How long a lease lasts unless renewed, in ms (``--task-lease``).
+    lease_ms: int = 30_000
     # Told of every stored change (status notifications); synchronous.
     on_change: ChangeListener = ignore_change
+    # Rebuilds a recovered task's job from its work description.
+    revive: Revive = cannot_revive
+    # This process run's name on the leases it holds.
+    owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
     # The server-lifetime nursery, while :meth:`run` runs.
     _root: trio.Nursery | None = None
+    # Set once shutdown began: workers stop without writing for themselves.
+    _stopping: bool = False
     # task_id -> its worker, while the task's nursery is open.
     _workers: dict[str, Worker] = attrs.field(factory=dict)
 
+    # --- the server-lifetime nursery ---------------------------------------------
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own every worker and the reaper until cancelled (server shutdown)."""
-        async with trio.open_nursery() as nursery:
-            self._root = nursery
+        """Own every worker, the reaper, renewals and recovery until cancelled.
+
+        The workers run under a shielded scope, so a shutdown reaches this
+        body first: it marks the runner stopping, then cancels them all.
+        """
+        workers = trio.CancelScope(shield=True)
+        async with trio.open_nursery() as guard:
+            await guard.start(self._own_workers, workers)
+            task_status.started()
             try:
-                nursery.start_soon(self._reap)
-                task_status.started()
                 await trio.sleep_forever()
             finally:
-                self._root = None
+                self._stopping = True
+                workers.cancel(reason="server shutdown")
 
-    async def start(self, scope: str, job: Job, creator: RequestContext) -> Task:
-        """Create a task running ``job`` and return its seed, once it is stored."""
+    async def _own_workers(
+        self,
+        workers: trio.CancelScope,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        with workers:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.store.watch, self._react)
+                self._root = nursery
+                nursery.start_soon(self._reap)
+                nursery.start_soon(self._renew)
+                nursery.start_soon(self._recover)
+                task_status.started()
+        self._root = None
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
+            try:
+                await self.store.release(self.owner)
+            except StoreUnavailable as error:
+                log.warning("leases not released at shutdown: %s", error)
+
+    # --- creation -------------------------------------------------------------------
+
+    async def start(
+        self, scope: str, job: Job, creator: RequestContext, work: Work | None = None
+    ) -> Task:
+        """Create a task running ``job`` and return its seed, once it is stored.
+
+        ``work`` is what a process needs to run the task again; without it,
+        the task cannot be recovered.
+        """
         if self._root is None:
             raise RuntimeError("the task runner is not running")
+        now = self.clock.wall_ms()
         task = model.create(
-            new_task_id(),
-            now=self.clock.now(),
-            stamp=self.clock.stamp(),
-            ttl_ms=self.ttl_ms,
-            poll_interval_ms=self.poll_interval_ms,
+            new_task_id(), now_ms=now, ttl_ms=self.ttl_ms, poll_interval_ms=self.poll_interval_ms
         )
-        await self._root.start(self._supervise, scope, task, job, creator)
+        stored = StoredTask(scope, task, work, Lease(self.owner, 1, now + self.lease_ms))
+        worker = Worker(task.task_id, scope, 1, task)
+        # Registered before the store write, so no announcement can miss it.
+        self._workers[task.task_id] = worker
+        try:
+            await self.store.create(stored, self.limits.capacity, now)
+        except CapacityExceeded as full:
+            del self._workers[task.task_id]
+            raise capacity_error(full.limit, retryable=True) from None
+        except BaseException:
+            del self._workers[task.task_id]
+            raise
+        log.info("task %s created", task.task_id)
+        # Stored means started: a cancel of the creating request from here on
+        # must not leave a stored task with no worker (the start has no
+        # checkpoint before ``started``, so the shield is brief).
+        with trio.CancelScope(shield=True):
+            await self._root.start(self._supervise, worker, job, creator)
         return task
 
     async def _supervise(
         self,
-        scope: str,
-        task: Task,
+        worker: Worker,
         job: Job,
         creator: RequestContext,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        # The capacity check and the store write share one step: no checkpoint
-        # between them, so two creations cannot both take the last slot.
-        self.limits.check_active(self.store.active(), self.store.active(scope))
-        task_id = task.task_id
         try:
-            async with trio.open_nursery() as nursery:
-                worker = Worker(task_id, scope, nursery.cancel_scope)
-                self.store.create(scope, task)
-                self._workers[task_id] = worker
-                context = self._detach(creator, worker)
-                task_status.started()
-                # This frame lives as long as the task: let go of the creating
-                # request's context (and its stream), the seed and the start
-                # handshake now, or every parked task keeps them alive.
-                del creator, task, task_status
-                # The worker runs as the nursery's body, in this Trio task: one
-                # Trio task per MCP task, and the nursery's cancel scope is the
-                # task's. Work the job starts in the nursery is cancelled with it.
-                await self._work(worker, job, context)
+            with worker.cancel_scope:
+                async with trio.open_nursery():
+                    context = self._detach(creator, worker)
+                    task_status.started()
+                    # This frame lives as long as the task: let go of the creating
+                    # request's context (and its stream) and the start handshake
+                    # now, or every parked task keeps them alive.
+                    del creator, task_status
+                    # The worker runs as the nursery's body, in this Trio task: one
+                    # Trio task per MCP task, and the worker's cancel scope wraps
+                    # the nursery. Work the job starts in it is cancelled with it.
+                    await self._work(worker, job, context)
         finally:
-            self._workers.pop(task_id, None)
+            if self._workers.get(worker.task_id) is worker:
+                del self._workers[worker.task_id]
 
     def _detach(self, creator: RequestContext, worker: Worker) -> WorkerContext:
         meta = attrs.evolve(creator.meta, progress_token=None, log_level=None)
@@ -309,19 +457,28 @@ class TaskRunner:
             result = await job(context)
         except* Exception as group:
             # The plain path's mapping: the job's own spec error, else -32603.
-            self._write(worker, model.fail, error_for(group).to_wire())
+            error = error_for(group).to_wire()
+            await self._finish(worker, lambda task, now: model.fail(task, error, now))
         else:
             if is_json_object(result):
-                self._write(worker, model.complete, result)
+                await self._finish(worker, lambda task, now: model.complete(task, result, now))
             else:
                 log.error("task %s: the job returned %r, not a JSON object", worker.task_id, result)
-                failure = InternalError("Task worker returned a non-JSON result")
-                self._write(worker, model.fail, failure.to_wire())
+                error = InternalError("Task worker returned a non-JSON result").to_wire()
+                await self._finish(worker, lambda task, now: model.fail(task, error, now))
+
+    async def _finish(self, worker: Worker, move: Move) -> None:
+        """Write a worker's outcome. If the store cannot take it, the task is left
+        to recovery: its lease is no longer renewed once the worker is gone."""
+        try:
+            await self._write(worker, move)
+        except StoreUnavailable as error:
+            log.warning("task %s: outcome not stored, left to recovery: %s", worker.task_id, error)
 
     # --- transitions ------------------------------------------------------------
 
-    def _transition(
-        self, scope: str, task_id: str, move: Callable[..., Task], *args: Any
+    async def _transition(
+        self, scope: str, task_id: str, move: Move, fence: int | None = None
     ) -> tuple[Task, Task]:
         """Apply ``move`` by compare-and-set; return the task before and after.
 
@@ -329,85 +486,190 @@ class TaskRunner:
         the task, so retrying it is always safe.
         """
         while True:
-            before = self.store.get(scope, task_id, self.clock.now())
-            after = move(before, *args, self.clock.stamp())
+            now = self.clock.wall_ms()
+            before = (await self.store.get(scope, task_id, now)).task
+            after = move(before, now)
             if after is before:
                 return before, after
             try:
-                self.store.compare_and_set(scope, after, before.revision)
+                await self.store.compare_and_set(scope, after, before.revision, fence=fence)
             except Conflict:
                 continue
-            self.on_change(scope, after)
+            if after.status is not before.status:
+                log.info("task %s %s", task_id, after.status.value)
             return before, after
 
-    def _write(self, worker: Worker, move: Callable[..., Task], *args: Any) -> None:
-        """A worker's own write; dropped if its task expired or was reaped meanwhile."""
+    async def _write(self, worker: Worker, move: Move) -> None:
+        """A worker's own write, under its lease generation.
+
+        Dropped if the task expired or was reaped meanwhile; if the lease is
+        no longer this worker's, the worker is stopped instead.
+        """
         try:
-            self._transition(worker.scope, worker.task_id, move, *args)
+            await self._transition(worker.scope, worker.task_id, move, worker.generation)
         except TaskNotFound:
             log.info("task %s is gone; its worker's write is dropped", worker.task_id)
+        except LeaseLost:
+            log.info("task %s: lease lost; the worker stops without writing", worker.task_id)
+            worker.stop("lease lost")
 
-    def knows(self, scope: str, task_id: str) -> bool:
+    async def get(self, scope: str, task_id: str) -> Task:
+        """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
+        return (await self.store.get(scope, task_id, self.clock.wall_ms())).task
+
+    async def knows(self, scope: str, task_id: str) -> bool:
         """Whether ``task_id`` names a live task in ``scope`` (another scope's: no)."""
         try:
-            self.get(scope, task_id)
+            await self.get(scope, task_id)
         except TaskNotFound:
             return False
         return True
 
-    def get(self, scope: str, task_id: str) -> Task:
-        """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
-        return self.store.get(scope, task_id, self.clock.now())
+    async def update(self, scope: str, task_id: str, answers: Mapping[str, JSONObject]) -> None:
+        """Record ``answers`` in the inbox; the announcement wakes the matched keys."""
+        await self._transition(scope, task_id, lambda task, now: model.fulfil(task, answers, now))
 
-    def update(self, scope: str, task_id: str, answers: Mapping[str, JSONObject]) -> None:
-        """Record ``answers`` and wake the worker for exactly the keys they matched."""
-        before, after = self._transition(scope, task_id, model.fulfil, answers.keys())
-        worker = self._workers.get(task_id)
-        if worker is not None:
-            for key in before.input_requests.keys() - after.input_requests.keys():
-                worker.deliver(key, answers[key])
-
-    def cancel(self, scope: str, task_id: str) -> None:
-        """Write ``cancelled``, then stop the worker; a terminal task is left as is."""
-        before, after = self._transition(scope, task_id, model.cancel)
-        worker = self._workers.get(task_id)
-        if after is not before and worker is not None:
-            worker.cancel_scope.cancel(reason="tasks/cancel")
+    async def cancel(self, scope: str, task_id: str) -> None:
+        """Write ``cancelled``; the announcement stops the worker. Terminal: left as is."""
+        await self._transition(scope, task_id, model.cancel)
 
     async def wait_inputs(
         self, worker: Worker, requests: Mapping[str, InputRequest]
     ) -> dict[str, JSONObject]:
         """Park ``worker`` until every key of ``requests`` is answered.
 
-        If the wait ends early (the tool's own timeout, a cancel), the keys
-        still outstanding are withdrawn, so the task never shows requests
-        nobody waits for.
+        If the wait ends early by the tool's own doing (its timeout), the
+        keys still outstanding are withdrawn, so the task never shows
+        requests nobody waits for. That write is shielded and bounded. A
+        wait ended by the task's own stop (cancel, TTL, lease loss, shutdown)
+        writes nothing: the task's state is not the worker's to change then.
         """
         wire = {key: request.to_wire() for key, request in requests.items()}
-        self._transition(worker.scope, worker.task_id, model.request_input, wire)
-        events = {key: trio.Event() for key in requests}
-        worker.waiting.update(events)
+        if worker.rerun:
+            await self._write(worker, lambda task, now: resume_input(task, wire, now))
+        else:
+            await self._write(worker, lambda task, now: model.request_input(task, wire, now))
+        answered = False
         try:
-            for event in events.values():
-                await event.wait()
-            return {key: worker.answers.pop(key) for key in requests}
+            answers = await worker.answers_for(list(requests))
+            answered = True
+            return answers
         finally:
-            unanswered = [key for key, event in events.items() if not event.is_set()]
-            for key in requests:
-                worker.waiting.pop(key, None)
-                worker.answers.pop(key, None)
-            if unanswered:
-                self._write(worker, model.withdraw, unanswered)
+            if not (answered or worker.cancel_scope.cancel_called or self._stopping):
+                keys = list(requests)
+                with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
+                    await self._write(worker, lambda task, now: model.withdraw(task, keys, now))
+
+    # --- what the store announces ------------------------------------------------
+
+    def _react(self, event: StoreEvent) -> None:
+        """Bring this process's view in line with one announced change."""
+        if event is RESYNC:
+            if self._root is not None:
+                self._root.start_soon(self._resync)
+            return
+        if isinstance(event, Deleted):
+            gone = self._workers.get(event.task_id)
+            if gone is not None:
+                gone.stop("ttlMs elapsed")
+            return
+        assert isinstance(event, Changed)
+        stored = event.stored
+        self.on_change(stored.scope, stored.task)
+        worker = self._workers.get(stored.task_id)
+        if worker is None:
+            return
+        lease = stored.lease
+        if stored.task.status is Status.CANCELLED:
+            worker.stop("tasks/cancel")
+        elif lease is None or lease.owner != self.owner:
+            worker.stop("lease lost")
+        elif lease.generation > worker.generation:
+            # This process claimed its own lapsed lease (it was too slow to
+            # renew): the worker is still here, so it runs on under the new
+            # generation instead of being started again.
+            worker.generation = lease.generation
+        worker.see(stored.task)
+
+    async def _resync(self) -> None:
+        """Announcements may have been lost: re-read every task this process runs."""
+        for task_id in list(self._workers):
+            try:
+                stored = await self.store.read(task_id)
+            except StoreUnavailable as error:
+                log.warning("resync: %s", error)
+                return
+            if stored is None:
+                self._react(Deleted("", task_id))
+            else:
+                self._react(Changed(stored))
+
+    # --- background duties ----------------------------------------------------------
 
     async def _reap(self) -> None:
-        """Every ``reap_every`` seconds, delete expired tasks and stop their workers.
+        """Every ``reap_every`` seconds, delete expired tasks (their workers stop).
 
         presa chooses: an expired running task is forgotten, never rewritten
         to ``failed``; a terminal one is never rewritten at all (D-09, D-12).
         """
         while True:
             await trio.sleep(self.reap_every)
-            for task_id in self.store.expire(self.clock.now()):
+            try:
+                await self.store.expire(self.clock.wall_ms())
+            except StoreUnavailable as error:
+                log.warning("expired tasks not deleted: %s", error)
+
+    async def _renew(self) -> None:
+        """Every third of a lease, extend the leases of this process's workers."""
+        while True:
+            await trio.sleep(self.lease_ms / 3000)
+            held = {task_id: worker.generation for task_id, worker in self._workers.items()}
+            if not held:
+                continue
+            try:
+                lost = await self.store.renew(
+                    self.owner, held, self.clock.wall_ms() + self.lease_ms
+                )
+            except StoreUnavailable as error:
+                log.warning("leases not renewed: %s", error)
+                continue
+            for task_id in lost:
                 worker = self._workers.get(task_id)
-                if worker is not None:
-                    worker.cancel_scope.cancel(reason="ttlMs elapsed")
+                if worker is not None and worker.generation == held[task_id]:
+                    worker.stop("lease lost")
+
+    async def _recover(self) -> None:
+        """On start and every half lease, claim and resume tasks whose lease expired."""
+        while True:
+            now = self.clock.wall_ms()
+            try:
+                claimed = await self.store.claim_expired(
+                    self.owner, now, now + self.lease_ms, CLAIM_BATCH
+                )
+            except StoreUnavailable as error:
+                log.warning("expired leases not claimed: %s", error)
+                claimed = []
+            for stored in claimed:
+                await self._resume(stored)
+            if len(claimed) < CLAIM_BATCH:
+                await trio.sleep(self.lease_ms / 2000)
+
+    async def _resume(self, stored: StoredTask) -> None:
+        """Run a claimed task again from its work description, or fail it if it may not."""
+        assert stored.lease is not None
+        if stored.task_id in self._workers:
+            return  # this process's own worker, adopted by _react
+        worker = Worker(stored.task_id, stored.scope, stored.lease.generation, stored.task, True)
+        revived = None
+        if stored.work is not None and stored.work.rerun:
+            revived = self.revive(stored.work)
+        if revived is None:
+            log.info("task %s cannot run again: written failed", stored.task_id)
+            error = INTERRUPTED.to_wire()
+            await self._finish(worker, lambda task, now: model.fail(task, error, now))
+            return
+        log.info("task %s recovered", stored.task_id)
+        job, creator = revived
+        assert self._root is not None
+        self._workers[stored.task_id] = worker
+        await self._root.start(self._supervise, worker, job, creator)

@@ -1,43 +1,61 @@
-"""Where tasks live between requests: the store protocol and the in-memory default.
+"""Where tasks live between requests: the store protocol, its records, the memory store.
 
 Tasks are the only state presa keeps across requests, so the store is the
-seam for everything beyond one process (a SQLite or PostgreSQL store would
-implement :class:`TaskStore`). Three rules hold for every store:
+seam for everything beyond one process. :class:`TaskStore` is made for I/O:
+every method awaits, and whatever the runner keeps in memory (Events, cancel
+scopes) is its view of what the store says, never the truth. Stores:
+``memory:`` (:class:`MemoryStore`, below), ``sqlite:///PATH``
+(:mod:`presa_trio.tasks.sqlite`); :mod:`presa_trio.tasks.stores` maps a
+``--store`` URL to one.
 
-1. **Access is scoped.** Every read and write names the access scope the
-   caller was authorised into (a principal; with auth off, one anonymous
-   scope). A task of another scope is indistinguishable from an unknown one:
-   same exception, same message (SEP-2663 §Security Implications; T-65).
-2. **Writes are compare-and-set.** :meth:`TaskStore.compare_and_set` replaces
-   a task only if the stored revision is the one the writer read; otherwise
-   :class:`Conflict`, and nothing changes. Two writers racing on one task
-   (a worker completing, a client cancelling) can never both win.
-3. **Creation is visible at once.** After :meth:`TaskStore.create` returns, a
-   ``get`` in the same scope finds the task (SEP-2663 §Task Creation: no
-   ``CreateTaskResult`` before a ``tasks/get`` would resolve; T-23).
+Rules every store keeps (the contract suite, ``tests/tasks/stores/``, checks
+each on every store):
 
-The protocol is synchronous on purpose: with the in-memory store a
-read-modify-write never yields to the scheduler, so a transition is atomic
-within a Trio run. A networked store would make these methods ``async``;
-the compare-and-set is what keeps it correct then.
+1. **Access is scoped.** A read or write names the access scope of the
+   caller (an opaque string: a principal, or one anonymous scope). Another
+   scope's task is indistinguishable from an unknown one: same exception,
+   same message (SEP-2663 §Security Implications; T-65).
+2. **Creation is atomic and bounded.** :meth:`TaskStore.create` counts and
+   inserts in one step: a task is stored only if its scope and the store
+   are under every :class:`Capacity` limit, so concurrent creations can
+   never overshoot. Once it returns, ``get`` finds the task in any process
+   (SEP-2663 §Task Creation; T-23).
+3. **Writes are compare-and-set.** :meth:`TaskStore.compare_and_set`
+   replaces the task only if the stored revision is the one the writer
+   read, else :class:`Conflict` and nothing changes. A worker's write also
+   carries its lease generation (``fence``): a stale generation gets
+   :class:`LeaseLost` and nothing changes, so two workers never both write.
+4. **Leases.** The process running a task holds a :class:`Lease` (owner,
+   generation, expiry in epoch ms) and renews it; an expired lease on a
+   task that is not terminal is claimed by :meth:`TaskStore.claim_expired`,
+   which bumps the generation. Leases change without the task changing, so
+   they never move ``revision``.
+5. **Time is wall-clock epoch milliseconds**, passed in by the caller, so a
+   deadline means the same after a restart and in another process.
+6. **Changes are announced.** :meth:`TaskStore.watch` delivers every
+   committed change (creation, transition, claim, deletion) in commit order;
+   after a reconnect it delivers :data:`RESYNC`, and the watcher re-reads.
 
 Expiry: a task whose TTL has elapsed answers "expired" to its own scope
-(and "not found" to every other) until the reaper deletes it
-(SEP-2663 §Protocol Errors; tasks ref §5.2; D-09).
+(and "not found" to every other) until :meth:`TaskStore.expire` deletes it
+(SEP-2663 §Protocol Errors).
 
-Spec: SEP-2663 §Security Implications, §Task Creation, §Protocol Errors;
-tasks ref §4.5 step 6.
+Spec: SEP-2663 §Security Implications, §Task Creation, §Protocol Errors.
 """
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import attrs
+import trio
 
 from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.models import JSONObject
 
 
 class TaskNotFound(InvalidParams):
@@ -56,35 +74,233 @@ class Conflict(Exception):
     """A compare-and-set lost: the task changed since the writer read it."""
 
 
-class TaskStore(Protocol):
-    """What the runner needs from a store; see the module rules."""
-
-    def create(self, scope: str, task: Task) -> None:
-        """Store a new task under ``scope``; visible to ``get`` on return."""
-
-    def get(self, scope: str, task_id: str, now: float) -> Task:
-        """The task, or :class:`TaskNotFound` / :class:`TaskExpired`."""
-
-    def compare_and_set(self, scope: str, task: Task, expected_revision: int) -> None:
-        """Replace the task if its stored revision is ``expected_revision``, else Conflict."""
-
-    def expire(self, now: float) -> list[str]:
-        """Delete every task whose TTL has elapsed; return their ids."""
-
-    def active(self, scope: str | None = None) -> int:
-        """How many non-terminal tasks there are, in ``scope`` or overall."""
+class LeaseLost(Exception):
+    """A worker's write carried a generation that is no longer the task's lease."""
 
 
-@attrs.define(eq=False)
-class Entry:
-    """A stored task and the scope that owns it."""
+class CapacityExceeded(Exception):
+    """Creation refused: ``limit`` names the :class:`Capacity` field that is full."""
+
+    def __init__(self, limit: str) -> None:
+        super().__init__(f"task capacity exhausted: {limit}")
+        self.limit = limit
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be opened or reached; the message is one line for an operator."""
+
+
+# --- what is stored ------------------------------------------------------------------
+
+
+@attrs.frozen
+class Lease:
+    """Who runs a task, until when, and under which generation."""
+
+    # The holding process's id (random per process run).
+    owner: str
+    # Bumped by every claim; a worker's writes carry the one it was given.
+    generation: int
+    # Epoch ms after which another process may claim the task.
+    expires_ms: int
+
+
+@attrs.frozen
+class Work:
+    """What is needed to run a task made from ``tools/call`` again, in any process.
+
+    The idempotency key is the task id; nothing else of the creating request
+    is needed (its stream is gone once the task is created).
+    """
+
+    tool: str
+    arguments: JSONObject
+    # The creating request's protocol version and declared capabilities (raw).
+    protocol_version: str
+    capabilities: JSONObject
+    # The verified multi round-trip answers, and the handler state they came with.
+    input_responses: JSONObject = attrs.field(factory=dict)
+    state: Any = None
+    # Whether the tool declared it may run again after its process stopped.
+    rerun: bool = False
+    # The verified caller ({issuer, subject, clientId, scopes}); None with auth off.
+    principal: JSONObject | None = None
+
+
+@attrs.frozen
+class StoredTask:
+    """One stored task: the record every store keeps, whatever its engine."""
 
     scope: str
     task: Task
+    work: Work | None = None
+    # None when no process holds the task (created without, or released).
+    lease: Lease | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
+
+    def claimable(self, now_ms: int) -> bool:
+        """Not terminal, not expired, and nobody holds a live lease on it."""
+        if self.task.terminal or self.task.expired(now_ms):
+            return False
+        return self.lease is None or self.lease.expires_ms <= now_ms
+
+
+@attrs.frozen
+class Capacity:
+    """What one scope and the whole store may hold; checked inside ``create``.
+
+    presa chooses to refuse, never to evict: SEP-2663 lets a server discard a
+    task only after its TTL elapses (§Task Polling ``ttlMs``), so a finished
+    task stays until then and counts (spec-notes §45).
+    """
+
+    # Non-terminal tasks, overall and per access scope.
+    max_active: int = 1000
+    max_active_per_scope: int = 100
+    # Every stored task not yet expired, finished ones included.
+    max_stored: int = 10_000
+    max_stored_per_scope: int = 1000
+
+    def refusal(self, scope: Counts, total: Counts) -> str | None:
+        """The limit a new task would break, the scope's own first; else None."""
+        if scope.active >= self.max_active_per_scope:
+            return "max_active_tasks_per_scope"
+        if scope.stored >= self.max_stored_per_scope:
+            return "max_stored_tasks_per_scope"
+        if total.active >= self.max_active:
+            return "max_active_tasks"
+        if total.stored >= self.max_stored:
+            return "max_stored_tasks"
+        return None
+
+
+@attrs.frozen
+class Counts:
+    """Stored tasks, and how many of them are not terminal."""
+
+    active: int = 0
+    stored: int = 0
+
+
+# --- change announcements ---------------------------------------------------------
+
+
+@attrs.frozen
+class Changed:
+    """A task was created, moved, or claimed: here it is as now stored."""
+
+    stored: StoredTask
+
+
+@attrs.frozen
+class Deleted:
+    """A task was deleted (its TTL elapsed)."""
+
+    scope: str
+    task_id: str
+
+
+class Resync(enum.Enum):
+    """Announcements may have been missed (a reconnect): re-read what you hold."""
+
+    RESYNC = "resync"
+
+
+RESYNC = Resync.RESYNC
+
+StoreEvent = Changed | Deleted | Resync
+#: Called in the Trio thread, in commit order, for every announced change.
+Deliver = Callable[[StoreEvent], None]
+
+
+class TaskStore(Protocol):
+    """What the runner needs from a store; see the module rules."""
+
+    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+        """Insert ``stored`` if under ``capacity``, else :class:`CapacityExceeded`.
+
+        Expired tasks do not count. An existing id is a ``ValueError``.
+        """
+
+    async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
+        """The task in ``scope``, or :class:`TaskNotFound` / :class:`TaskExpired`."""
+
+    async def read(self, task_id: str) -> StoredTask | None:
+        """The task whatever its scope or expiry, or None: the runner's own view."""
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+    ) -> None:
+        """Replace the task if its revision is ``expected_revision`` (else
+        :class:`Conflict`) and, with ``fence``, its lease generation is ``fence``
+        (else :class:`LeaseLost`). Unknown or other scope: :class:`TaskNotFound`."""
+
+    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+        """Extend the leases ``owner`` holds (task id -> generation) to ``expires_ms``.
+
+        Returns the ids whose lease is no longer ``(owner, generation)``, or gone.
+        """
+
+    async def claim_expired(
+        self, owner: str, now_ms: int, expires_ms: int, limit: int
+    ) -> list[StoredTask]:
+        """Lease to ``owner`` up to ``limit`` claimable tasks (generation + 1); return them."""
+
+    async def release(self, owner: str) -> None:
+        """Drop every lease ``owner`` holds, so another run may claim them at once."""
+
+    async def expire(self, now_ms: int) -> list[str]:
+        """Delete every task whose TTL has elapsed; return their ids."""
+
+    async def counts(self, scope: str | None = None) -> Counts:
+        """How many tasks are stored, in ``scope`` or overall (expired ones until deleted)."""
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Call ``deliver`` for every change until cancelled; started once listening."""
+
+
+# --- the in-process pieces shared by memory and SQLite -----------------------------
 
 
 @attrs.define(eq=False, repr=False)
-class MemoryStore:
+class LocalAnnouncer:
+    """Announcements for a store that only this process writes: direct calls."""
+
+    _watchers: list[Deliver] = attrs.field(factory=list)
+
+    def announce(self, event: StoreEvent) -> None:
+        for deliver in list(self._watchers):
+            deliver(event)
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._watchers.append(deliver)
+        try:
+            task_status.started()
+            await trio.sleep_forever()
+        finally:
+            self._watchers.remove(deliver)
+
+
+def check_write(stored: StoredTask, expected_revision: int, fence: int | None) -> None:
+    """Rule 3 for a write on ``stored``: :class:`LeaseLost` or :class:`Conflict`, else pass."""
+    lease = stored.lease
+    if fence is not None and (lease is None or lease.generation != fence):
+        raise LeaseLost(f"task {stored.task_id}: generation {fence} no longer holds the lease")
+    if stored.task.revision != expected_revision:
+        raise Conflict(
+            f"task {stored.task_id} is at revision {stored.task.revision}, not {expected_revision}"
+        )
+
+
+@attrs.define(eq=False, repr=False)
+class MemoryStore(LocalAnnouncer):
     """The default store: a dict in this process. Lost on restart, by design.
 
     Like every service object here (server, dispatcher, runner), it keeps
@@ -93,52 +309,115 @@ class MemoryStore:
     proportion to the tasks already stored.
     """
 
-    # task_id -> its entry; ids are unique across scopes (they are random).
-    entries: dict[str, Entry] = attrs.field(factory=dict)
-    # scope -> how many of its stored tasks are not terminal. Kept as tasks
+    # task_id -> the stored task; ids are unique across scopes (they are random).
+    entries: dict[str, StoredTask] = attrs.field(factory=dict)
+    # scope -> how many stored / non-terminal tasks it has. Kept as tasks
     # change, so the capacity check on every creation costs O(1), not a scan.
+    _stored: Counter[str] = attrs.field(factory=Counter)
     _active: Counter[str] = attrs.field(factory=Counter)
 
-    def _count(self, scope: str, task: Task, delta: int) -> None:
-        if not task.terminal:
-            self._active[scope] += delta
+    def _count(self, stored: StoredTask, delta: int) -> None:
+        self._stored[stored.scope] += delta
+        if not stored.task.terminal:
+            self._active[stored.scope] += delta
 
-    def create(self, scope: str, task: Task) -> None:
-        if task.task_id in self.entries:
-            raise ValueError(f"task id collision: {task.task_id}")
-        self.entries[task.task_id] = Entry(scope, task)
-        self._count(scope, task, +1)
+    def _counts(self, scope: str | None) -> Counts:
+        if scope is None:
+            return Counts(sum(self._active.values()), sum(self._stored.values()))
+        return Counts(self._active[scope], self._stored[scope])
 
-    def _entry(self, scope: str, task_id: str) -> Entry:
-        entry = self.entries.get(task_id)
-        if entry is None or entry.scope != scope:
+    def _put(self, stored: StoredTask) -> None:
+        self.entries[stored.task_id] = stored
+        self.announce(Changed(stored))
+
+    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+        if stored.task_id in self.entries:
+            raise ValueError(f"task id collision: {stored.task_id}")
+        if capacity.refusal(self._counts(stored.scope), self._counts(None)) is not None:
+            # Expired tasks do not count: delete them, then look again.
+            self._expire(now_ms)
+            limit = capacity.refusal(self._counts(stored.scope), self._counts(None))
+            if limit is not None:
+                raise CapacityExceeded(limit)
+        self._count(stored, +1)
+        self._put(stored)
+
+    def _entry(self, scope: str, task_id: str) -> StoredTask:
+        stored = self.entries.get(task_id)
+        if stored is None or stored.scope != scope:
             raise TaskNotFound()
-        return entry
+        return stored
 
-    def get(self, scope: str, task_id: str, now: float) -> Task:
-        task = self._entry(scope, task_id).task
-        if task.expired(now):
+    async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
+        stored = self._entry(scope, task_id)
+        if stored.task.expired(now_ms):
             raise TaskExpired()
-        return task
+        return stored
 
-    def compare_and_set(self, scope: str, task: Task, expected_revision: int) -> None:
-        entry = self._entry(scope, task.task_id)
-        if entry.task.revision != expected_revision:
-            raise Conflict(
-                f"task {task.task_id} is at revision {entry.task.revision}, not {expected_revision}"
+    async def read(self, task_id: str) -> StoredTask | None:
+        return self.entries.get(task_id)
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+    ) -> None:
+        stored = self._entry(scope, task.task_id)
+        check_write(stored, expected_revision, fence)
+        self._count(stored, -1)
+        stored = StoredTask(stored.scope, task, stored.work, stored.lease)
+        self._count(stored, +1)
+        self._put(stored)
+
+    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+        lost = set()
+        for task_id, generation in held.items():
+            stored = self.entries.get(task_id)
+            lease = None if stored is None else stored.lease
+            if (
+                stored is None
+                or lease is None
+                or (lease.owner, lease.generation)
+                != (
+                    owner,
+                    generation,
+                )
+            ):
+                lost.add(task_id)
+                continue
+            self.entries[task_id] = attrs.evolve(
+                stored, lease=attrs.evolve(lease, expires_ms=expires_ms)
             )
-        self._count(scope, entry.task, -1)
-        self._count(scope, task, +1)
-        entry.task = task
+        return lost
 
-    def expire(self, now: float) -> list[str]:
-        gone = [task_id for task_id, e in self.entries.items() if e.task.expired(now)]
+    async def claim_expired(
+        self, owner: str, now_ms: int, expires_ms: int, limit: int
+    ) -> list[StoredTask]:
+        claimed: list[StoredTask] = []
+        for stored in list(self.entries.values()):
+            if len(claimed) >= limit:
+                break
+            if stored.claimable(now_ms):
+                generation = 1 if stored.lease is None else stored.lease.generation + 1
+                stored = attrs.evolve(stored, lease=Lease(owner, generation, expires_ms))
+                self._put(stored)
+                claimed.append(stored)
+        return claimed
+
+    async def release(self, owner: str) -> None:
+        for task_id, stored in list(self.entries.items()):
+            if stored.lease is not None and stored.lease.owner == owner:
+                released = attrs.evolve(stored.lease, expires_ms=0)
+                self.entries[task_id] = attrs.evolve(stored, lease=released)
+
+    def _expire(self, now_ms: int) -> list[str]:
+        gone = [task_id for task_id, s in self.entries.items() if s.task.expired(now_ms)]
         for task_id in gone:
-            entry = self.entries.pop(task_id)
-            self._count(entry.scope, entry.task, -1)
+            stored = self.entries.pop(task_id)
+            self._count(stored, -1)
+            self.announce(Deleted(stored.scope, task_id))
         return gone
 
-    def active(self, scope: str | None = None) -> int:
-        if scope is None:
-            return sum(self._active.values())
-        return self._active[scope]
+    async def expire(self, now_ms: int) -> list[str]:
+        return self._expire(now_ms)
+
+    async def counts(self, scope: str | None = None) -> Counts:
+        return self._counts(scope)

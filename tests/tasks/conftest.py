@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from presa_trio.server import RequestContext, Server
-from presa_trio.tasks import TaskRunner
+from presa_trio.tasks import Clock, TaskRunner
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.runner import Job, WorkerContext
 from presa_trio.tasks.store import MemoryStore
@@ -41,12 +41,23 @@ class RecordingStore(MemoryStore):
 
     writes: list[tuple[str, Status]] = attrs.field(factory=list)
 
-    def compare_and_set(self, scope: str, task: Task, expected_revision: int) -> None:
-        super().compare_and_set(scope, task, expected_revision)
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+    ) -> None:
+        await super().compare_and_set(scope, task, expected_revision, fence=fence)
         self.writes.append((task.task_id, task.status))
 
     def statuses(self, task_id: str) -> list[Status]:
         return [status for written, status in self.writes if written == task_id]
+
+
+def trio_wall_ms() -> int:
+    """Wall-clock milliseconds that follow Trio's clock, so MockClock moves TTLs."""
+    return round(trio.current_time() * 1000)
+
+
+#: The runner tests' clock: time moves only when the test moves Trio's clock.
+TRIO_CLOCK = Clock(wall_ms=trio_wall_ms)
 
 
 def gated(release: trio.Event, record: list[str], result: Any = RESULT) -> Job:
@@ -71,7 +82,7 @@ def store() -> RecordingStore:
 @pytest.fixture
 async def runner(store: RecordingStore) -> AsyncIterator[TaskRunner]:
     """A running runner; leaving the test shuts it down like a server shutdown."""
-    runner = TaskRunner(store, ttl_ms=60_000, poll_interval_ms=100)
+    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=60_000, poll_interval_ms=100)
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.run)
         yield runner

@@ -238,7 +238,7 @@ async def test_invalid_arguments_create_no_task(
     assert declared["isError"] is True
     assert bare(declared) == bare(plain)
     assert "/leaves: " in plain["content"][0]["text"]
-    assert built[1].runner.store.active() == 0
+    assert (await built[1].runner.store.counts()).stored == 0
 
 
 async def test_an_invalid_task_update_answer_is_refused_and_the_key_stays_outstanding(

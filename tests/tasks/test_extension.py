@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -20,6 +21,8 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
+from presa_trio.tasks.sqlite import SqliteStore
+from presa_trio.tasks.stores import open_store
 from presa_trio.testing import McpClient, Response, headers_for, meta, request, running
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
@@ -33,6 +36,7 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of, without_incident
+from tests.tasks.conftest import TRIO_CLOCK
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}
@@ -153,8 +157,8 @@ async def get(client: McpClient, task_id: str, capabilities: Any = DECLARED) -> 
     return await client.call("tasks/get", {"taskId": task_id}, capabilities=capabilities)
 
 
-def stored(harness: Harness) -> int:
-    return harness.tasks.runner.store.active()
+async def stored(harness: Harness) -> int:
+    return (await harness.tasks.runner.store.counts()).active
 
 
 async def test_discover_advertises_the_extension_with_empty_settings(client: McpClient) -> None:
@@ -186,7 +190,7 @@ async def test_each_policy_answers_as_its_table_says(
     if expected == "-32021":
         error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
         assert error["data"] == REQUIRES_TASKS
-        assert (harness.entered, stored(harness)) == ([], 0)
+        assert (harness.entered, (await stored(harness))) == ([], 0)
         return
     result = result_of(response)
     if expected == "task":
@@ -260,7 +264,7 @@ async def test_an_old_protocol_version_never_reaches_the_extension(
     )
     headers = {**headers_for(message), "mcp-protocol-version": "2025-11-25", "mcp-name": "always"}
     error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION)
-    assert (harness.entered, stored(harness)) == ([], 0)
+    assert (harness.entered, (await stored(harness))) == ([], 0)
 
 
 @pytest.mark.parametrize("method", ["tasks/result", "tasks/list", "tasks/other"])
@@ -367,7 +371,7 @@ async def test_an_expired_task_says_expired_to_its_owner_only(
     """Spec-mandated (SEP-2663 §Protocol Errors, -32602 for an expired task;
     §Security Implications; T-35, T-60): informative to the owner, not-found to
     anyone else."""
-    harness = build(ttl_ms=1000)
+    harness = build(ttl_ms=1000, clock=TRIO_CLOCK)
     async with running(harness.app) as client:
         task_id = await create(client, wait=True)
         autojump_clock.jump(1)
@@ -611,7 +615,7 @@ async def test_an_unknown_tool_is_refused_before_any_task_exists(
     harness.tasks.set_policy("ghost", Policy.REQUIRED)
     for name in ("ghost", "never-registered"):
         error_of(await call_tool(client, name), 400, INVALID_PARAMS)
-    assert stored(harness) == 0
+    assert (await stored(harness)) == 0
 
 
 async def test_a_policy_function_decides_per_call_and_its_failure_is_internal(
@@ -660,10 +664,34 @@ async def test_a_full_runner_answers_a_retryable_32603() -> None:
         big = error_of(await call_tool(client, "maybe", {"label": "x" * 100}), 500, INTERNAL_ERROR)
         assert big["data"] == {"retryable": False, "limit": "max_input_bytes"}
         assert big["message"] == "Task input is larger than max_input_bytes (64)"
-        assert stored(harness) == 1
+        assert (await stored(harness)) == 1
 
 
 def test_task_tools_register_only_once_the_extension_is_added() -> None:
     """presa-defined (registration API): the policy lives with the tool it names."""
     with pytest.raises(RuntimeError, match="add the extension"):
         TasksExtension().tool(Policy.OPTIONAL, description="x")
+
+
+async def test_a_store_that_cannot_be_reached_answers_a_retryable_32603(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (a store made for I/O; spec-notes §45): when the store fails,
+    tasks/* and task creation answer -32603 with data.retryable true and no
+    detail; the detail is logged, and the server serves on."""
+    async with open_store(f"sqlite:///{tmp_path / 'tasks.db'}") as store:
+        harness = build(store=store)
+        async with running(harness.app) as client:
+            task_id = await create(client)
+            assert isinstance(store, SqliteStore)
+            await store.aclose()
+            for response in (
+                await get(client, task_id),
+                await client.call("tasks/cancel", {"taskId": task_id}, capabilities=DECLARED),
+                await call_tool(client, "maybe"),
+            ):
+                error = error_of(response, 500, INTERNAL_ERROR)
+                assert error["data"] == {"retryable": True}
+                assert "sqlite" not in error["message"].lower()
+            assert "closed database" in caplog.text
+            assert result_of(await call_tool(client, "plain"))["content"][0]["text"] == "plain done"

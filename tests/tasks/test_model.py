@@ -18,17 +18,18 @@ from presa_trio.tasks import model
 from presa_trio.tasks.model import IllegalTransition, Status, Task
 from tests.wire.test_layering import forbidden, imported_modules
 
-T0, T1, T2, T3 = (f"2026-11-03T18:04:0{n}.000Z" for n in range(4))
+T0, T1, T2, T3 = (1_793_729_045_000 + 1000 * n for n in range(4))  # 2026-11-03T18:04:0n
 ASK = {
     "method": "elicitation/create",
     "params": {"mode": "form", "message": "Sure?", "requestedSchema": {"type": "object"}},
 }
 RESULT = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
 ERROR = {"code": -32603, "message": "Internal error"}
+YES = {"action": "accept", "content": {}}
 
 
 def seed(ttl_ms: int | None = 3_600_000) -> Task:
-    return model.create("t-1", now=100.0, stamp=T0, ttl_ms=ttl_ms, poll_interval_ms=100)
+    return model.create("t-1", now_ms=T0, ttl_ms=ttl_ms, poll_interval_ms=100)
 
 
 def terminal(status: Status) -> Task:
@@ -49,13 +50,13 @@ def test_a_task_walks_from_creation_through_two_inputs_to_completion() -> None:
     """Spec-mandated (SEP-2663 §Task Status, §Task Update Requests; T-28, T-45, T-66):
     the status is input_required exactly while a key is outstanding."""
     task = seed()
-    assert (task.status, task.revision, task.created_at, task.last_updated_at) == (
+    assert (task.status, task.revision, task.created_ms, task.updated_ms) == (
         Status.WORKING,
         0,
         T0,
         T0,
     )
-    assert task.expires_at == 100.0 + 3600
+    assert task.expires_ms == T0 + 3_600_000
 
     task = model.request_input(task, {"a": ASK, "b": ASK}, T1)
     assert (task.status, dict(task.input_requests), task.issued, task.revision) == (
@@ -64,16 +65,17 @@ def test_a_task_walks_from_creation_through_two_inputs_to_completion() -> None:
         frozenset({"a", "b"}),
         1,
     )
-    assert (task.created_at, task.last_updated_at) == (T0, T1)
+    assert (task.created_ms, task.updated_ms) == (T0, T1)
 
-    task = model.fulfil(task, ["a"], T2)
-    assert (task.status, list(task.input_requests), task.revision) == (
+    task = model.fulfil(task, {"a": YES}, T2)
+    assert (task.status, list(task.input_requests), dict(task.inbox), task.revision) == (
         Status.INPUT_REQUIRED,
         ["b"],
+        {"a": YES},
         2,
     )
 
-    task = model.fulfil(task, ["b"], T3)
+    task = model.fulfil(task, {"b": YES}, T3)
     assert (task.status, dict(task.input_requests), task.issued, task.revision) == (
         Status.WORKING,
         {},
@@ -95,7 +97,7 @@ def test_a_task_walks_from_creation_through_two_inputs_to_completion() -> None:
     "move",
     [
         lambda t: model.request_input(t, {"new": ASK}, T3),
-        lambda t: model.fulfil(t, ["k", "other"], T3),
+        lambda t: model.fulfil(t, {"k": YES, "other": YES}, T3),
         lambda t: model.withdraw(t, ["k"], T3),
         lambda t: model.complete(t, RESULT, T3),
         lambda t: model.fail(t, ERROR, T3),
@@ -114,7 +116,7 @@ def test_a_terminal_task_absorbs_every_move(status: Status, move: Any) -> None:
     ("history", "why"),
     [
         (lambda t: t, "the key is still outstanding"),
-        (lambda t: model.fulfil(t, ["k"], T2), "the key was answered"),
+        (lambda t: model.fulfil(t, {"k": YES}, T2), "the key was answered"),
         (lambda t: model.withdraw(t, ["k"], T2), "the key was withdrawn"),
     ],
     ids=["outstanding", "answered", "withdrawn"],
@@ -134,9 +136,9 @@ def test_an_issued_key_is_never_issued_again(history: Any, why: str) -> None:
 def test_answers_to_keys_not_outstanding_change_nothing() -> None:
     """Spec-mandated (SEP-2663 §Task Update Requests (Response), SHOULD ignore; T-44)."""
     working = seed()
-    assert model.fulfil(working, ["never-issued"], T1) is working
-    parked = model.fulfil(model.request_input(working, {"a": ASK, "b": ASK}, T1), ["a"], T2)
-    assert model.fulfil(parked, ["a", "never-issued"], T3) is parked
+    assert model.fulfil(working, {"never-issued": YES}, T1) is working
+    parked = model.fulfil(model.request_input(working, {"a": ASK, "b": ASK}, T1), {"a": YES}, T2)
+    assert model.fulfil(parked, {"a": YES, "never-issued": YES}, T3) is parked
 
 
 def test_withdrawing_the_last_key_resumes_working() -> None:
@@ -177,20 +179,38 @@ def test_malformed_moves_raise_and_change_nothing(move: Any) -> None:
 
 
 def test_the_transition_table_covers_every_status_and_terminals_go_nowhere() -> None:
-    """presa-defined (SEP-2663 §Task Status; tasks overview §Task lifecycle): the
-    table is the whole diagram."""
+    """presa-defined (SEP-2663 §Task Status): the table is the whole diagram, and
+    input_required leads back to working only when its last key leaves."""
     assert set(model.TRANSITIONS) == set(Status)
     assert all(not model.TRANSITIONS[status] for status in model.TERMINAL)
-    assert Status.WORKING not in model.TRANSITIONS[Status.WORKING]
+    assert model.TRANSITIONS[Status.INPUT_REQUIRED][model.Event.ANSWER_LAST] is Status.WORKING
+    assert model.Event.ANSWER_LAST not in model.TRANSITIONS[Status.WORKING]
+
+
+def test_the_table_decides_an_event_it_does_not_list_is_illegal() -> None:
+    """presa-defined: the moves ask the table; an event missing from the current
+    status's row raises and changes nothing."""
+    with pytest.raises(IllegalTransition, match="answer_last is not allowed when working"):
+        model._move(seed(), model.Event.ANSWER_LAST, T1)
+
+
+def test_answers_are_kept_in_the_inbox_until_the_task_ends() -> None:
+    """presa-defined (recovery hands back answers already received): a matched answer
+    goes to the inbox, an unmatched one does not; a terminal task keeps none."""
+    parked = model.request_input(seed(), {"a": ASK, "b": ASK}, T1)
+    half = model.fulfil(parked, {"a": YES, "stray": {"x": 1}}, T2)
+    assert dict(half.inbox) == {"a": YES}
+    assert dict(model.withdraw(half, ["b"], T3).inbox) == {"a": YES}
+    assert dict(model.complete(half, RESULT, T3).inbox) == {}
 
 
 def test_the_ttl_counts_from_creation_and_null_is_unlimited() -> None:
     """Spec-mandated (SEP-2663 §Tasks, ttlMs: "from creation ... null for unlimited";
     T-18). A non-positive TTL is refused (runner tasks-wire-field-renames)."""
     task = seed(ttl_ms=1000)
-    assert not task.expired(100.999)
-    assert task.expired(101.0)
-    assert not seed(ttl_ms=None).expired(1e12)
+    assert not task.expired(T0 + 999)
+    assert task.expired(T0 + 1000)
+    assert not seed(ttl_ms=None).expired(10**15)
     for bad in (0, -5):
         with pytest.raises(ValueError, match="positive"):
             seed(ttl_ms=bad)

@@ -24,7 +24,7 @@ from presa_trio.tasks import model
 from presa_trio.tasks.model import IllegalTransition, Status, Task
 
 KEYS = st.sets(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=3)
-STAMP = "2026-11-03T18:04:05.000Z"
+NOW_MS = 1_793_729_045_000
 ASK = {"method": "roots/list"}
 
 
@@ -33,9 +33,7 @@ class TaskMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.task: Task = model.create(
-            "t", now=0.0, stamp=STAMP, ttl_ms=1000, poll_interval_ms=None
-        )
+        self.task: Task = model.create("t", now_ms=NOW_MS, ttl_ms=1000, poll_interval_ms=None)
         # Keys that were outstanding once and then left (answered or withdrawn).
         self.gone: set[str] = set()
         # The first terminal task seen; it must be the task from then on.
@@ -46,13 +44,13 @@ class TaskMachine(RuleBasedStateMachine):
         before = self.task
         snapshot = attrs.asdict(before)
         try:
-            after = move(before, *args, STAMP)
+            after = move(before, *args, NOW_MS)
         except IllegalTransition:
             assert attrs.asdict(before) == snapshot
             return
         if after is not before:
             assert after.revision == before.revision + 1
-            assert after.created_at == before.created_at
+            assert after.created_ms == before.created_ms
             self.gone |= set(before.input_requests) - set(after.input_requests)
         self.task = after
         if after.terminal and self.ended is None:
@@ -64,7 +62,7 @@ class TaskMachine(RuleBasedStateMachine):
 
     @rule(keys=KEYS)
     def fulfil(self, keys: set[str]) -> None:
-        self.step(model.fulfil, keys)
+        self.step(model.fulfil, {key: {"action": "accept"} for key in keys})
 
     @rule(keys=KEYS)
     def withdraw(self, keys: set[str]) -> None:

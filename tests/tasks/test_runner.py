@@ -30,7 +30,7 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import META_LOG_LEVEL
 from presa_trio.wire.mrtr import Elicitation, ListRoots
 from tests.expect import without_incident
-from tests.tasks.conftest import RESULT, RecordingStore, creator, gated
+from tests.tasks.conftest import RESULT, TRIO_CLOCK, RecordingStore, creator, gated
 
 ASK = Elicitation("Sure?", {"type": "object", "properties": {}})
 YES = {"action": "accept", "content": {}}
@@ -63,9 +63,9 @@ async def test_start_returns_once_the_task_is_stored_and_cancellable(
     function, not a tool: the runner serves any request type (T-12)."""
     record: list[str] = []
     task = await runner.start("s", gated(trio.Event(), record), creator())
-    assert runner.get("s", task.task_id) is task
+    assert (await runner.get("s", task.task_id)) is task
     assert (task.status, task.ttl_ms, task.poll_interval_ms) == (Status.WORKING, 60_000, 100)
-    runner.cancel("s", task.task_id)
+    await runner.cancel("s", task.task_id)
     await wait_all_tasks_blocked()
     assert record == ["cancelled"]
 
@@ -96,23 +96,23 @@ async def test_cancel_and_completion_leave_exactly_one_terminal_status(
     if order == "finish-then-cancel":
         release.set()
         await wait_all_tasks_blocked()
-        runner.cancel("s", task_id)
+        await runner.cancel("s", task_id)
     elif order == "cancel-then-finish":
-        runner.cancel("s", task_id)
+        await runner.cancel("s", task_id)
         await wait_all_tasks_blocked()
         release.set()
     else:
         release.set()
-        runner.cancel("s", task_id)
+        await runner.cancel("s", task_id)
     await wait_all_tasks_blocked()
 
-    ended = runner.get("s", task_id)
+    ended = await runner.get("s", task_id)
     expected = {"result": Status.COMPLETED, "raise": Status.FAILED}[outcome]
     assert ended.status is (expected if order == "finish-then-cancel" else Status.CANCELLED)
-    runner.cancel("s", task_id)
-    runner.update("s", task_id, {"k": YES})
+    await runner.cancel("s", task_id)
+    await runner.update("s", task_id, {"k": YES})
     await wait_all_tasks_blocked()
-    assert runner.get("s", task_id) is ended
+    assert (await runner.get("s", task_id)) is ended
     assert store.statuses(task_id) == [ended.status]
 
 
@@ -125,20 +125,20 @@ async def test_cancelling_a_task_parked_on_input_wakes_nothing_else(runner: Task
     task_a = await runner.start("s", asking(["a1", "a2"], record_a), creator())
     task_b = await runner.start("s", asking(["b1"], record_b), creator())
     await wait_all_tasks_blocked()
-    parked_b = runner.get("s", task_b.task_id)
+    parked_b = await runner.get("s", task_b.task_id)
     assert parked_b.status is Status.INPUT_REQUIRED
 
-    runner.cancel("s", task_a.task_id)
+    await runner.cancel("s", task_a.task_id)
     await wait_all_tasks_blocked()
-    cancelled = runner.get("s", task_a.task_id)
+    cancelled = await runner.get("s", task_a.task_id)
     assert (cancelled.status, dict(cancelled.input_requests)) == (Status.CANCELLED, {})
     assert record_a == ["cancelled"]
     assert record_b == []
-    assert runner.get("s", task_b.task_id) is parked_b
+    assert (await runner.get("s", task_b.task_id)) is parked_b
 
-    runner.update("s", task_b.task_id, {"b1": YES})
+    await runner.update("s", task_b.task_id, {"b1": YES})
     await wait_all_tasks_blocked()
-    assert runner.get("s", task_b.task_id).status is Status.COMPLETED
+    assert (await runner.get("s", task_b.task_id)).status is Status.COMPLETED
 
 
 async def test_an_update_wakes_the_worker_only_for_the_keys_it_answers(
@@ -150,10 +150,10 @@ async def test_an_update_wakes_the_worker_only_for_the_keys_it_answers(
     record: list[str] = []
     task_id = (await runner.start("s", asking(["first", "second"], record), creator())).task_id
     await wait_all_tasks_blocked()
-    assert set(runner.get("s", task_id).input_requests) == {"first", "second"}
+    assert set((await runner.get("s", task_id)).input_requests) == {"first", "second"}
 
-    runner.update("s", task_id, {"first": {"action": "accept", "content": {"n": 1}}})
-    after_first = runner.get("s", task_id)
+    await runner.update("s", task_id, {"first": {"action": "accept", "content": {"n": 1}}})
+    after_first = await runner.get("s", task_id)
     assert (after_first.status, list(after_first.input_requests)) == (
         Status.INPUT_REQUIRED,
         ["second"],
@@ -161,9 +161,9 @@ async def test_an_update_wakes_the_worker_only_for_the_keys_it_answers(
     await wait_all_tasks_blocked()
     assert record == []
 
-    runner.update("s", task_id, {"second": YES, "first": {"late": True}})
+    await runner.update("s", task_id, {"second": YES, "first": {"late": True}})
     await wait_all_tasks_blocked()
-    done = runner.get("s", task_id)
+    done = await runner.get("s", task_id)
     assert record == ["answered ['first', 'second']"]
     assert done.status is Status.COMPLETED
     assert done.result is not None
@@ -181,17 +181,17 @@ async def test_answers_for_keys_not_outstanding_and_for_terminal_tasks_change_no
     record: list[str] = []
     task_id = (await runner.start("s", asking(["k"], record), creator())).task_id
     await wait_all_tasks_blocked()
-    parked = runner.get("s", task_id)
-    runner.update("s", task_id, {"unknown-key": {"ignored": True}})
-    assert runner.get("s", task_id) is parked
+    parked = await runner.get("s", task_id)
+    await runner.update("s", task_id, {"unknown-key": {"ignored": True}})
+    assert (await runner.get("s", task_id)) is parked
 
-    runner.update("s", task_id, {"k": YES})
+    await runner.update("s", task_id, {"k": YES})
     await wait_all_tasks_blocked()
-    done = runner.get("s", task_id)
+    done = await runner.get("s", task_id)
     assert done.status is Status.COMPLETED
-    runner.update("s", task_id, {"k": YES, "other": YES})
+    await runner.update("s", task_id, {"k": YES, "other": YES})
     await wait_all_tasks_blocked()
-    assert runner.get("s", task_id) is done
+    assert (await runner.get("s", task_id)) is done
 
 
 async def test_a_second_round_of_input_uses_new_keys(runner: TaskRunner) -> None:
@@ -200,13 +200,13 @@ async def test_a_second_round_of_input_uses_new_keys(runner: TaskRunner) -> None
     record: list[str] = []
     task_id = (await runner.start("s", asking(["q"], record, rounds=2), creator())).task_id
     await wait_all_tasks_blocked()
-    assert list(runner.get("s", task_id).input_requests) == ["q-0"]
-    runner.update("s", task_id, {"q-0": YES})
+    assert list((await runner.get("s", task_id)).input_requests) == ["q-0"]
+    await runner.update("s", task_id, {"q-0": YES})
     await wait_all_tasks_blocked()
-    assert list(runner.get("s", task_id).input_requests) == ["q-1"]
-    runner.update("s", task_id, {"q-1": YES})
+    assert list((await runner.get("s", task_id)).input_requests) == ["q-1"]
+    await runner.update("s", task_id, {"q-1": YES})
     await wait_all_tasks_blocked()
-    assert runner.get("s", task_id).status is Status.COMPLETED
+    assert (await runner.get("s", task_id)).status is Status.COMPLETED
 
 
 async def test_asking_again_under_an_answered_key_fails_the_task(
@@ -222,9 +222,9 @@ async def test_asking_again_under_an_answered_key_fails_the_task(
 
     task_id = (await runner.start("s", job, creator())).task_id
     await wait_all_tasks_blocked()
-    runner.update("s", task_id, {"k": YES})
+    await runner.update("s", task_id, {"k": YES})
     await wait_all_tasks_blocked()
-    failed = runner.get("s", task_id)
+    failed = await runner.get("s", task_id)
     assert failed.error is not None
     assert (failed.status, without_incident(failed.error)) == (
         Status.FAILED,
@@ -241,7 +241,7 @@ async def test_input_the_creating_request_cannot_answer_fails_with_32021(
     job = asking(["k"], [])
     task_id = (await runner.start("s", job, creator(capabilities={"sampling": {}}))).task_id
     await wait_all_tasks_blocked()
-    failed = runner.get("s", task_id)
+    failed = await runner.get("s", task_id)
     assert failed.status is Status.FAILED
     assert failed.error is not None
     assert failed.error["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -264,16 +264,16 @@ async def test_a_wait_the_tool_abandons_withdraws_its_requests(
 
     task_id = (await runner.start("s", job, creator())).task_id
     await wait_all_tasks_blocked()
-    assert runner.get("s", task_id).status is Status.INPUT_REQUIRED
+    assert (await runner.get("s", task_id)).status is Status.INPUT_REQUIRED
     autojump_clock.jump(5)
     await wait_all_tasks_blocked()
-    resumed = runner.get("s", task_id)
+    resumed = await runner.get("s", task_id)
     assert (resumed.status, dict(resumed.input_requests)) == (Status.WORKING, {})
-    runner.update("s", task_id, {"roots": {"roots": []}})
-    assert runner.get("s", task_id) is resumed
+    await runner.update("s", task_id, {"roots": {"roots": []}})
+    assert (await runner.get("s", task_id)) is resumed
     finish.set()
     await wait_all_tasks_blocked()
-    assert runner.get("s", task_id).status is Status.COMPLETED
+    assert (await runner.get("s", task_id)).status is Status.COMPLETED
 
 
 class Boom(Exception):
@@ -330,7 +330,7 @@ async def test_a_job_that_errs_ends_failed_with_a_json_rpc_error_and_no_detail(
     -32603 whose message and statusMessage hold no exception text."""
     task_id = (await runner.start("s", job, creator())).task_id
     await wait_all_tasks_blocked()
-    failed = runner.get("s", task_id)
+    failed = await runner.get("s", task_id)
     assert failed.error is not None
     assert (failed.status, without_incident(failed.error), failed.result) == (
         Status.FAILED,
@@ -358,7 +358,7 @@ async def test_a_worker_sends_nothing_on_the_creating_stream(runner: TaskRunner)
 
     task = await runner.start("s", job, origin)
     await wait_all_tasks_blocked()
-    assert runner.get("s", task.task_id).status is Status.COMPLETED
+    assert (await runner.get("s", task.task_id)).status is Status.COMPLETED
     assert sent == []
     assert seen == [origin.capabilities, {"earlier": YES}, task.task_id]
 
@@ -369,20 +369,20 @@ async def test_an_expired_task_reads_as_expired_then_is_reaped_with_its_worker(
     """Spec-mandated (SEP-2663 §Tasks, ttlMs counted from creation; §Protocol Errors;
     T-18, T-35): readable until createdAt + ttlMs, then -32602 "expired"; the reaper
     (in the server nursery) deletes it and stops its worker, never rewriting it."""
-    runner = TaskRunner(store, ttl_ms=1000, reap_every=10)
+    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=1000, reap_every=10)
     record: list[str] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.run)
         task_id = (await runner.start("s", gated(trio.Event(), record), creator())).task_id
         autojump_clock.jump(0.999)
-        assert runner.get("s", task_id).status is Status.WORKING
+        assert (await runner.get("s", task_id)).status is Status.WORKING
         autojump_clock.jump(0.001)
         with pytest.raises(TaskExpired):
-            runner.get("s", task_id)
+            await runner.get("s", task_id)
         autojump_clock.jump(10)
         await wait_all_tasks_blocked()
         with pytest.raises(TaskNotFound) as gone:
-            runner.get("s", task_id)
+            await runner.get("s", task_id)
         assert type(gone.value) is TaskNotFound
         assert record == ["cancelled"]
         assert store.statuses(task_id) == []
@@ -393,13 +393,13 @@ async def test_a_task_with_no_ttl_is_never_reaped(
     store: RecordingStore, autojump_clock: trio.testing.MockClock
 ) -> None:
     """Spec-mandated (SEP-2663 §Tasks: ttlMs null is unlimited; T-18)."""
-    runner = TaskRunner(store, ttl_ms=None, reap_every=10)
+    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=None, reap_every=10)
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.run)
         task = await runner.start("s", gated(trio.Event(), []), creator())
         autojump_clock.jump(10**9)
         await wait_all_tasks_blocked()
-        assert runner.get("s", task.task_id) is task
+        assert (await runner.get("s", task.task_id)) is task
         assert task.to_wire()["ttlMs"] is None
         nursery.cancel_scope.cancel()
 
@@ -409,7 +409,7 @@ async def test_capacity_limits_refuse_new_tasks_with_a_retryable_32603(
 ) -> None:
     """presa-defined (tasks ref §3.2; D-30): per scope, then overall; nothing is stored,
     and a slot frees when a task ends."""
-    runner = TaskRunner(store, limits=Limits(max_active=2, max_active_per_scope=1))
+    runner = TaskRunner(store, TRIO_CLOCK, limits=Limits(max_active=2, max_active_per_scope=1))
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.run)
         first = await runner.start("a", gated(trio.Event(), []), creator())
@@ -420,7 +420,7 @@ async def test_capacity_limits_refuse_new_tasks_with_a_retryable_32603(
             assert refused.value.code == INTERNAL_ERROR
             assert refused.value.data == {"retryable": True, "limit": limit}
         assert len(store.entries) == 2
-        runner.cancel("a", first.task_id)
+        await runner.cancel("a", first.task_id)
         await runner.start("a", gated(trio.Event(), []), creator())
         nursery.cancel_scope.cancel()
 
@@ -435,6 +435,7 @@ def test_an_oversized_task_input_is_refused_as_not_retryable() -> None:
         INTERNAL_ERROR,
         {"retryable": False, "limit": "max_input_bytes"},
     )
+    assert refused.value.message == "Task input is larger than max_input_bytes (15)"
 
 
 def all_trio_tasks() -> set[trio.lowlevel.Task]:

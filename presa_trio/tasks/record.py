@@ -1,0 +1,154 @@
+"""The storage record: one stored task as versioned JSON, the same in every store.
+
+A durable store keeps each task as the JSON object :func:`to_record` makes
+and reads it back with :func:`from_record`; the round trip is exact for
+every status (the contract suite checks it). The format::
+
+    {"version": 1,
+     "scope": "…",                                  # the access scope, opaque
+     "task": {"taskId", "status", "createdMs", "updatedMs", "ttlMs",
+              "pollIntervalMs", "inputRequests", "issued", "inbox",
+              "result", "error", "revision"},
+     "work": {"tool", "arguments", "protocolVersion", "capabilities",
+              "inputResponses", "state", "rerun", "principal"} | null,
+     "lease": {"owner", "generation", "expiresMs"} | null}
+
+Times are epoch milliseconds. ``issued`` is a sorted list. A store may keep
+``lease`` in columns of its own instead (it changes without the task
+changing); its three fields map one to one.
+
+A record of an unknown ``version`` is refused: a newer server wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.auth.principal import Principal
+from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.store import Lease, StoredTask, Work
+from presa_trio.wire.models import JSONObject
+
+RECORD_VERSION = 1
+
+
+class UnknownRecordVersion(ValueError):
+    """The record was written by a storage format this server does not know."""
+
+
+def task_to_json(task: Task) -> JSONObject:
+    return {
+        "taskId": task.task_id,
+        "status": task.status.value,
+        "createdMs": task.created_ms,
+        "updatedMs": task.updated_ms,
+        "ttlMs": task.ttl_ms,
+        "pollIntervalMs": task.poll_interval_ms,
+        "inputRequests": dict(task.input_requests),
+        "issued": sorted(task.issued),
+        "inbox": dict(task.inbox),
+        "result": task.result,
+        "error": task.error,
+        "revision": task.revision,
+    }
+
+
+def task_from_json(data: JSONObject) -> Task:
+    return Task(
+        task_id=data["taskId"],
+        status=Status(data["status"]),
+        created_ms=data["createdMs"],
+        updated_ms=data["updatedMs"],
+        ttl_ms=data["ttlMs"],
+        poll_interval_ms=data["pollIntervalMs"],
+        input_requests=data["inputRequests"],
+        issued=frozenset(data["issued"]),
+        inbox=data["inbox"],
+        result=data["result"],
+        error=data["error"],
+        revision=data["revision"],
+    )
+
+
+def work_to_json(work: Work | None) -> JSONObject | None:
+    if work is None:
+        return None
+    return {
+        "tool": work.tool,
+        "arguments": work.arguments,
+        "protocolVersion": work.protocol_version,
+        "capabilities": work.capabilities,
+        "inputResponses": work.input_responses,
+        "state": work.state,
+        "rerun": work.rerun,
+        "principal": work.principal,
+    }
+
+
+def work_from_json(data: JSONObject | None) -> Work | None:
+    if data is None:
+        return None
+    return Work(
+        tool=data["tool"],
+        arguments=data["arguments"],
+        protocol_version=data["protocolVersion"],
+        capabilities=data["capabilities"],
+        input_responses=data["inputResponses"],
+        state=data["state"],
+        rerun=data["rerun"],
+        principal=data["principal"],
+    )
+
+
+def principal_to_json(principal: Principal | None) -> JSONObject | None:
+    """The verified caller a recovered task runs for again."""
+    if principal is None:
+        return None
+    return {
+        "issuer": principal.issuer,
+        "subject": principal.subject,
+        "clientId": principal.client_id,
+        "scopes": sorted(principal.scopes),
+    }
+
+
+def principal_from_json(data: JSONObject | None) -> Principal | None:
+    if data is None:
+        return None
+    return Principal(data["issuer"], data["subject"], data["clientId"], frozenset(data["scopes"]))
+
+
+def lease_to_json(lease: Lease | None) -> JSONObject | None:
+    if lease is None:
+        return None
+    return {"owner": lease.owner, "generation": lease.generation, "expiresMs": lease.expires_ms}
+
+
+def lease_from_json(data: JSONObject | None) -> Lease | None:
+    if data is None:
+        return None
+    return Lease(data["owner"], data["generation"], data["expiresMs"])
+
+
+def to_record(stored: StoredTask) -> JSONObject:
+    """The versioned JSON record of ``stored``."""
+    return {
+        "version": RECORD_VERSION,
+        "scope": stored.scope,
+        "task": task_to_json(stored.task),
+        "work": work_to_json(stored.work),
+        "lease": lease_to_json(stored.lease),
+    }
+
+
+def from_record(record: dict[str, Any]) -> StoredTask:
+    """The stored task a record holds; :class:`UnknownRecordVersion` if not ours."""
+    version = record.get("version")
+    if version != RECORD_VERSION:
+        raise UnknownRecordVersion(f"task record version {version!r}; this server reads 1")
+    return StoredTask(
+        scope=record["scope"],
+        task=task_from_json(record["task"]),
+        work=work_from_json(record["work"]),
+        lease=lease_from_json(record["lease"]),
+    )

@@ -1,0 +1,51 @@
+"""``--store URL``: which store a URL names, and how to open it.
+
+=====================  ================================================
+``memory:``            :class:`~presa_trio.tasks.store.MemoryStore` (default)
+``sqlite:///PATH``     :mod:`presa_trio.tasks.sqlite`; four slashes for
+                       an absolute path, as in SQLAlchemy
+=====================  ================================================
+
+A store is opened as an async context manager and closed when it exits.
+A URL that names no store, or a store that cannot be opened, raises
+:class:`~presa_trio.tasks.store.StoreUnavailable` with a one-line message,
+which the command line prints before it exits with status 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from presa_trio.tasks.sqlite import open_sqlite_store
+from presa_trio.tasks.store import MemoryStore, StoreUnavailable, TaskStore
+
+DEFAULT_STORE = "memory:"
+
+#: Opens the store a URL names, for as long as the context lasts.
+StoreOpener = Callable[[str], AbstractAsyncContextManager[TaskStore]]
+
+
+@asynccontextmanager
+async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
+    """``memory:``: nothing to open or close."""
+    if url.rstrip("/") not in {"memory:", "memory:/"}:
+        raise StoreUnavailable(f"bad store URL {url!r}: use memory:")
+    yield MemoryStore()
+
+
+#: URL scheme -> opener. A new store adds its scheme here.
+OPENERS: dict[str, StoreOpener] = {
+    "memory": open_memory_store,
+    "sqlite": open_sqlite_store,
+}
+
+
+def open_store(url: str) -> AbstractAsyncContextManager[TaskStore]:
+    """The store ``url`` names, to open with ``async with``."""
+    scheme, colon, _ = url.partition(":")
+    opener = OPENERS.get(scheme) if colon else None
+    if opener is None:
+        known = ", ".join(f"{name}:" for name in OPENERS)
+        raise StoreUnavailable(f"unknown store URL {url!r}: the schemes are {known}")
+    return opener(url)

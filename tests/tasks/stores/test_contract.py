@@ -1,0 +1,312 @@
+"""The store contract: the same rules on every store (see presa_trio.tasks.store).
+
+Each test runs once per store kind of ``conftest.STORE_KINDS``, on a real
+engine (a real SQLite file, …); nothing stands in for a store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from presa_trio.tasks import model
+from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.record import UnknownRecordVersion, from_record, to_record
+from presa_trio.tasks.store import (
+    RESYNC,
+    Capacity,
+    CapacityExceeded,
+    Changed,
+    Conflict,
+    Deleted,
+    Lease,
+    LeaseLost,
+    StoredTask,
+    StoreEvent,
+    TaskExpired,
+    TaskNotFound,
+    TaskStore,
+    Work,
+)
+from presa_trio.tasks.stores import open_store
+from presa_trio.wire.errors import INVALID_PARAMS
+
+T0 = 1_800_000_000_000  # epoch ms
+ROOMY = Capacity()
+ASK = {"method": "elicitation/create", "params": {"message": "Sure?"}}
+WORK = Work(
+    tool="slow_compute",
+    arguments={"seconds": 1, "label": "ünïcode"},
+    protocol_version="2026-07-28",
+    capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    input_responses={"earlier": {"action": "accept", "content": {}}},
+    state={"round": 2},
+    rerun=True,
+    principal={"issuer": "https://as.example", "subject": "alice", "clientId": None, "scopes": []},
+)
+
+
+def new_task(task_id: str = "t-1", ttl_ms: int | None = 60_000) -> Task:
+    return model.create(task_id, now_ms=T0, ttl_ms=ttl_ms, poll_interval_ms=100)
+
+
+def stored(
+    task_id: str = "t-1",
+    scope: str = "alice",
+    ttl_ms: int | None = 60_000,
+    lease: Lease | None = None,
+) -> StoredTask:
+    return StoredTask(scope, new_task(task_id, ttl_ms), WORK, lease or Lease("p1", 1, T0 + 30_000))
+
+
+async def test_a_created_task_is_readable_at_once(store: TaskStore) -> None:
+    """Spec-mandated (SEP-2663 §Task Creation: no CreateTaskResult before tasks/get
+    would resolve; T-23)."""
+    await store.create(stored(), ROOMY, T0)
+    assert await store.get("alice", "t-1", T0) == stored()
+    assert await store.read("t-1") == stored()
+    assert await store.read("unknown") is None
+
+
+async def test_another_scopes_task_is_indistinguishable_from_an_unknown_one(
+    store: TaskStore,
+) -> None:
+    """Spec-mandated (SEP-2663 §Security Implications, auth binding; T-65): same
+    error class, code and message for a foreign id as for a missing one, on reads
+    and on writes."""
+    await store.create(stored(), ROOMY, T0)
+    with pytest.raises(TaskNotFound) as foreign:
+        await store.get("bob", "t-1", T0)
+    with pytest.raises(TaskNotFound) as unknown:
+        await store.get("bob", "no-such-task", T0)
+    assert type(foreign.value) is type(unknown.value) is TaskNotFound
+    assert foreign.value.to_wire() == unknown.value.to_wire()
+    assert foreign.value.code == INVALID_PARAMS
+    with pytest.raises(TaskNotFound):
+        await store.compare_and_set("bob", model.cancel(new_task(), T0), 0)
+    assert (await store.get("alice", "t-1", T0)).task.status is Status.WORKING
+
+
+async def test_compare_and_set_refuses_a_stale_revision_and_changes_nothing(
+    store: TaskStore,
+) -> None:
+    """presa-defined (transitions are compare-and-set on a revision): of two writers
+    that read revision 0, one wins and the other gets Conflict."""
+    await store.create(stored(), ROOMY, T0)
+    cancelled = model.cancel(new_task(), T0 + 1)
+    await store.compare_and_set("alice", cancelled, 0)
+    with pytest.raises(Conflict):
+        await store.compare_and_set("alice", model.complete(new_task(), {"content": []}, T0), 0)
+    assert (await store.get("alice", "t-1", T0)).task == cancelled
+
+
+async def test_a_stale_lease_generation_cannot_write(store: TaskStore) -> None:
+    """presa-defined (leases with fencing): once another process claims the task,
+    the first worker's writes are refused, even at the right revision."""
+    await store.create(stored(lease=Lease("p1", 1, T0 + 1000)), ROOMY, T0)
+    [claimed] = await store.claim_expired("p2", T0 + 1000, T0 + 31_000, 10)
+    assert claimed.lease == Lease("p2", 2, T0 + 31_000)
+    stale = model.request_input(new_task(), {"k": ASK}, T0 + 1001)
+    with pytest.raises(LeaseLost):
+        await store.compare_and_set("alice", stale, 0, fence=1)
+    assert (await store.get("alice", "t-1", T0)).task.revision == 0
+    await store.compare_and_set("alice", stale, 0, fence=2)
+    assert (await store.get("alice", "t-1", T0)).task == stale
+
+
+async def test_renewal_keeps_a_lease_and_reports_the_ones_lost(store: TaskStore) -> None:
+    """presa-defined (leases): a renewed lease is not claimable; renewing a lease
+    another process claimed, or of a deleted task, reports it lost."""
+    await store.create(stored("a", lease=Lease("p1", 1, T0 + 1000)), ROOMY, T0)
+    await store.create(stored("b", lease=Lease("p1", 1, T0 + 1000)), ROOMY, T0)
+    assert await store.renew("p1", {"a": 1}, T0 + 5000) == set()
+    claimed = await store.claim_expired("p2", T0 + 1000, T0 + 2000, 10)
+    assert [s.task_id for s in claimed] == ["b"]
+    assert await store.renew("p1", {"a": 1, "b": 1, "gone": 1}, T0 + 6000) == {"b", "gone"}
+    assert (await store.read("a")) == stored("a", lease=Lease("p1", 1, T0 + 6000))
+
+
+async def test_only_unfinished_unexpired_tasks_with_expired_leases_are_claimed(
+    store: TaskStore,
+) -> None:
+    """presa-defined (recovery, at least once): a live lease, a terminal task and an
+    expired task are never claimed; a claim bumps the generation and is bounded."""
+    now = T0 + 10_000
+    await store.create(stored("live", lease=Lease("p1", 1, now + 1)), ROOMY, T0)
+    await store.create(stored("done", lease=Lease("p1", 1, T0)), ROOMY, T0)
+    await store.compare_and_set("alice", model.cancel(new_task("done"), T0), 0)
+    await store.create(stored("old", ttl_ms=5000, lease=Lease("p1", 1, T0)), ROOMY, T0)
+    for name in ("x1", "x2", "x3"):
+        await store.create(stored(name, lease=Lease("p1", 4, now)), ROOMY, T0)
+    first = await store.claim_expired("p2", now, now + 30_000, 2)
+    rest = await store.claim_expired("p2", now, now + 30_000, 10)
+    assert len(first) == 2
+    assert sorted(s.task_id for s in first + rest) == ["x1", "x2", "x3"]
+    assert {s.lease for s in first + rest} == {Lease("p2", 5, now + 30_000)}
+    assert await store.claim_expired("p3", now, now + 30_000, 10) == []
+
+
+async def test_released_leases_are_claimable_at_once(store: TaskStore) -> None:
+    """presa-defined (graceful shutdown): a process that stops releases its leases,
+    so the next one recovers its tasks without waiting for them to expire."""
+    await store.create(stored("mine", lease=Lease("p1", 3, T0 + 30_000)), ROOMY, T0)
+    await store.create(stored("theirs", lease=Lease("p9", 1, T0 + 30_000)), ROOMY, T0)
+    await store.release("p1")
+    [claimed] = await store.claim_expired("p2", T0 + 1, T0 + 30_000, 10)
+    assert (claimed.task_id, claimed.lease) == ("mine", Lease("p2", 4, T0 + 30_000))
+
+
+async def test_an_expired_task_says_expired_to_its_owner_only_then_is_deleted(
+    store: TaskStore,
+) -> None:
+    """Spec-mandated (SEP-2663 §Protocol Errors: -32602, informative message; T-35,
+    T-60): the owner learns it expired; anyone else sees "not found". presa-defined:
+    expiry deletes, never rewrites, and a null TTL never expires."""
+    await store.create(stored("short", ttl_ms=1000), ROOMY, T0)
+    await store.create(stored("forever", ttl_ms=None), ROOMY, T0)
+    assert (await store.get("alice", "short", T0 + 999)).task_id == "short"
+    with pytest.raises(TaskExpired) as expired:
+        await store.get("alice", "short", T0 + 1000)
+    with pytest.raises(TaskNotFound) as foreign:
+        await store.get("bob", "short", T0 + 1000)
+    assert type(foreign.value) is TaskNotFound
+    assert expired.value.message != foreign.value.message
+    assert await store.expire(T0 + 1000) == ["short"]
+    assert await store.expire(T0 + 1000) == []
+    assert await store.read("short") is None
+    assert (await store.get("alice", "forever", 10**15)).task_id == "forever"
+
+
+@pytest.mark.parametrize(
+    ("capacity", "scope", "limit"),
+    [
+        (Capacity(max_active_per_scope=2), "alice", "max_active_tasks_per_scope"),
+        (Capacity(max_stored_per_scope=3), "alice", "max_stored_tasks_per_scope"),
+        (Capacity(max_active=3), "carol", "max_active_tasks"),
+        (Capacity(max_stored=4), "carol", "max_stored_tasks"),
+    ],
+)
+async def test_capacity_is_checked_inside_create(
+    store: TaskStore, capacity: Capacity, scope: str, limit: str
+) -> None:
+    """presa-defined (bounded stores; spec-notes §45):
+    active and stored (finished included) tasks are bounded per scope and overall;
+    a refused task is not stored; expired tasks do not count."""
+    await store.create(stored("a1"), ROOMY, T0)
+    await store.create(stored("a2"), ROOMY, T0)
+    await store.create(stored("done", scope="alice"), ROOMY, T0)
+    await store.compare_and_set("alice", model.cancel(new_task("done"), T0), 0)
+    await store.create(stored("b1", scope="bob"), ROOMY, T0)
+    with pytest.raises(CapacityExceeded) as refused:
+        await store.create(stored("new", scope=scope), capacity, T0)
+    assert refused.value.limit == limit
+    assert await store.read("new") is None
+    await store.create(stored("short", ttl_ms=10, scope="bob"), ROOMY, T0)
+    assert (await store.counts()).stored == 5
+    with pytest.raises(CapacityExceeded):
+        await store.create(stored("new", scope=scope), capacity, T0 + 5)
+    if limit.startswith("max_stored") and scope == "carol":
+        # The expired task makes room once its TTL has passed.
+        await store.create(stored("new", scope=scope), Capacity(max_stored=5), T0 + 10)
+
+
+async def test_concurrent_creations_never_overshoot_a_limit(store: TaskStore) -> None:
+    """presa-defined (atomic create-if-under-limit): 20 creations racing for 5 slots
+    store exactly 5; the rest are refused."""
+    capacity = Capacity(max_active_per_scope=5)
+    refused = 0
+
+    async def create(number: int) -> None:
+        nonlocal refused
+        try:
+            await store.create(stored(f"t{number}"), capacity, T0)
+        except CapacityExceeded:
+            refused += 1
+
+    async with trio.open_nursery() as nursery:
+        for number in range(20):
+            nursery.start_soon(create, number)
+    assert (await store.counts("alice"), refused) == ((await store.counts()), 15)
+    assert (await store.counts("alice")).active == 5
+
+
+async def test_an_id_collision_is_refused(store: TaskStore) -> None:
+    """presa-defined: ids are random; a repeat is a bug, never an overwrite."""
+    await store.create(stored(), ROOMY, T0)
+    with pytest.raises(ValueError, match="collision"):
+        await store.create(stored(scope="bob"), ROOMY, T0)
+    assert (await store.read("t-1")) == stored()
+
+
+def every_status() -> list[Task]:
+    seed = new_task()
+    parked = model.request_input(seed, {"a": ASK, "b": ASK}, T0 + 1)
+    half = model.fulfil(parked, {"a": {"action": "accept", "content": {"ok": True}}}, T0 + 2)
+    return [
+        seed,
+        parked,
+        half,
+        model.withdraw(half, ["b"], T0 + 3),
+        model.complete(half, {"content": [{"type": "text", "text": "é"}]}, T0 + 4),
+        model.fail(seed, {"code": -32603, "message": "Internal error", "data": {"x": 1}}, T0 + 5),
+        model.cancel(parked, T0 + 6),
+    ]
+
+
+@pytest.mark.parametrize("number", range(len(every_status())))
+async def test_the_storage_round_trip_keeps_every_field(store: TaskStore, number: int) -> None:
+    """presa-defined (a versioned storage format holding the whole task): every status,
+    with its requests, issued keys, inbox, result or error, work and lease, reads back
+    equal, from the store and through the JSON record."""
+    task = every_status()[number]
+    await store.create(stored(), ROOMY, T0)
+    if task.revision:
+        await store.compare_and_set("alice", task, 0)
+    expected = stored()
+    expected = attrs.evolve(expected, task=task)
+    read = await store.get("alice", "t-1", T0)
+    assert read == expected
+    assert from_record(to_record(read)) == read
+
+
+def test_a_record_of_another_version_is_refused() -> None:
+    """presa-defined (versioned storage format): a record a newer server wrote is
+    not misread."""
+    record: dict[str, Any] = {**to_record(stored()), "version": 2}
+    with pytest.raises(UnknownRecordVersion):
+        from_record(record)
+
+
+async def test_every_change_is_announced_in_commit_order(store: TaskStore) -> None:
+    """presa-defined (signals between processes): creation, transitions, claims and
+    deletions reach a watcher in order, each with the task as stored."""
+    seen: list[StoreEvent] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.watch, seen.append)
+        await store.create(stored(ttl_ms=1000, lease=Lease("p1", 1, T0)), ROOMY, T0)
+        parked = model.request_input(new_task(ttl_ms=1000), {"k": ASK}, T0 + 1)
+        await store.compare_and_set("alice", parked, 0)
+        [claimed] = await store.claim_expired("p2", T0 + 2, T0 + 500, 10)
+        await store.expire(T0 + 1000)
+        nursery.cancel_scope.cancel()
+    changes = [e for e in seen if e is not RESYNC]
+    assert changes == [
+        Changed(stored(ttl_ms=1000, lease=Lease("p1", 1, T0))),
+        Changed(attrs.evolve(stored(ttl_ms=1000, lease=Lease("p1", 1, T0)), task=parked)),
+        Changed(claimed),
+        Deleted("alice", "t-1"),
+    ]
+
+
+async def test_tasks_survive_reopening_the_store(store_url: str, durable: None) -> None:
+    """presa-defined (tasks that outlive the process): what one opening wrote, the
+    next reads back unchanged, leases included."""
+    parked = model.request_input(new_task(), {"k": ASK}, T0 + 1)
+    async with open_store(store_url) as first:
+        await first.create(stored(), ROOMY, T0)
+        await first.compare_and_set("alice", parked, 0)
+    async with open_store(store_url) as second:
+        assert await second.get("alice", "t-1", T0) == attrs.evolve(stored(), task=parked)

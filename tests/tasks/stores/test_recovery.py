@@ -1,0 +1,188 @@
+"""Leases, fencing and recovery: two runners on one store, as two processes would be.
+
+Each runner has its own owner id and watches the same store, so a claim,
+a cancel or an answer made through one reaches the other only through the
+store, as between processes. The stores are real: every kind of
+``conftest.STORE_KINDS``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from presa_trio.server import RequestContext
+from presa_trio.tasks import TaskRunner, ask
+from presa_trio.tasks.model import Status
+from presa_trio.tasks.runner import INTERRUPTED, Job, WorkerContext
+from presa_trio.tasks.store import TaskStore, Work
+from presa_trio.wire.mrtr import ListRoots
+from tests.tasks.conftest import RESULT, TRIO_CLOCK, creator, gated
+
+ROOTS = {"roots": [{"uri": "file:///w"}]}
+WORK = Work("asker", {}, "2026-07-28", {"roots": {}}, rerun=True)
+LEASE_MS = 3000
+
+
+@asynccontextmanager
+async def running(store: TaskStore, job: Job | None = None) -> AsyncIterator[TaskRunner]:
+    """A runner (one 'process') on ``store`` that revives stored work as ``job``."""
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=LEASE_MS)
+    if job is not None:
+        revived: tuple[Job, RequestContext] = (job, creator({"roots": {}}))
+        runner.revive = lambda work: revived if work.tool == "asker" else None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        yield runner
+        nursery.cancel_scope.cancel()
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait for ``condition``; the SQLite store works in a thread, so Trio's
+    ``wait_all_tasks_blocked`` cannot tell when it is done. Bounded as a hang guard."""
+    with trio.fail_after(10):
+        while not condition():  # noqa: ASYNC110 - a thread's progress has no Trio Event
+            await trio.sleep(0.001)
+
+
+async def until_status(runner: TaskRunner, task_id: str, status: Status) -> None:
+    with trio.fail_after(10):
+        while (await runner.get("s", task_id)).status is not status:  # noqa: ASYNC110
+            await trio.sleep(0.001)
+
+
+def two_questions(asked: list[str]) -> Job:
+    """Asks ``first``, then ``second``; returns both answers."""
+
+    async def job(ctx: WorkerContext) -> Any:
+        answers: dict[str, Any] = {}
+        for key in ("first", "second"):
+            asked.append(key)
+            answers |= await ask(ctx, {key: ListRoots()})
+        return {"content": [], "answers": answers}
+
+    return job
+
+
+async def test_a_claimed_lease_stops_the_old_worker_and_it_writes_nothing(
+    store: TaskStore,
+) -> None:
+    """presa-defined (leases with fencing): once another process claims the task,
+    the first worker is stopped, and its outcome is never written."""
+    record: list[str] = []
+    release = trio.Event()
+    async with running(store) as first:
+        task = await first.start("s", gated(release, record), creator())
+        far = TRIO_CLOCK.wall_ms() + 10 * LEASE_MS
+        [claimed] = await store.claim_expired("another-process", far, far + LEASE_MS, 10)
+        await until(lambda: record == ["cancelled"])
+        release.set()
+        stored = await store.read(task.task_id)
+        assert stored is not None
+        assert (stored.task, stored.lease) == (task, claimed.lease)
+
+
+async def test_a_rerunnable_task_runs_again_and_is_not_asked_twice(
+    store: TaskStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (recovery, at least once): a task whose process stopped runs again
+    in the next; the answer it already had is handed back, the request still open
+    stays as it was, and answering it completes the task."""
+    caplog.set_level(logging.INFO, "presa_trio.tasks.runner")
+    asked: list[str] = []
+    async with running(store) as first:
+        task = await first.start("s", two_questions(asked), creator({"roots": {}}), WORK)
+        await until(lambda: asked == ["first"])
+        await until_status(first, task.task_id, Status.INPUT_REQUIRED)
+        await first.update("s", task.task_id, {"first": ROOTS})
+        await until(lambda: asked == ["first", "second"])
+        await until_status(first, task.task_id, Status.INPUT_REQUIRED)
+        parked = await first.get("s", task.task_id)
+        assert list(parked.input_requests) == ["second"]
+    assert asked == ["first", "second"]
+
+    async with running(store, two_questions(asked)) as second:
+        await until(lambda: asked == ["first", "second", "first", "second"])
+        assert await second.get("s", task.task_id) == parked
+        await second.update("s", task.task_id, {"second": ROOTS})
+        await until_status(second, task.task_id, Status.COMPLETED)
+        done = await second.get("s", task.task_id)
+    assert done.status is Status.COMPLETED
+    assert done.result == {"content": [], "answers": {"first": ROOTS, "second": ROOTS}}
+    events = [r.getMessage() for r in caplog.records if task.task_id in r.getMessage()]
+    assert [e.replace(task.task_id, "T") for e in events] == [
+        "task T created",
+        "task T input_required",
+        "task T working",
+        "task T input_required",
+        "task T recovered",
+        "task T working",
+        "task T completed",
+    ]
+
+
+async def test_a_task_that_may_not_run_again_is_failed_with_the_reason(
+    store: TaskStore,
+) -> None:
+    """presa-defined (recovery; spec-notes §44): a task whose tool is
+    not re-runnable, or unknown to the next process, ends failed with -32603 saying
+    its server stopped; it is not run again."""
+    record: list[str] = []
+    once = Work("asker", {}, "2026-07-28", {}, rerun=False)
+    async with running(store) as first:
+        kept = await first.start("s", gated(trio.Event(), record), creator(), once)
+        unknown = await first.start("s", gated(trio.Event(), record), creator(), None)
+    asked: list[str] = []
+    async with running(store, two_questions(asked)) as second:
+        for task in (kept, unknown):
+            await until_status(second, task.task_id, Status.FAILED)
+            failed = await second.get("s", task.task_id)
+            assert (failed.status, failed.error) == (Status.FAILED, INTERRUPTED.to_wire())
+    assert asked == []
+
+
+async def test_shutdown_leaves_a_parked_task_as_it_was_and_releases_its_lease(
+    store: TaskStore,
+) -> None:
+    """presa-defined (graceful stop, no lost write): stopping the process writes nothing
+    for its workers, so a parked task keeps its input requests; its lease is released
+    so the next process recovers it at once."""
+    async with running(store) as first:
+        task = await first.start("s", two_questions([]), creator({"roots": {}}), WORK)
+        await until_status(first, task.task_id, Status.INPUT_REQUIRED)
+        parked = await first.get("s", task.task_id)
+    stored = await store.read(task.task_id)
+    assert stored is not None
+    assert stored.task == parked
+    assert parked.status is Status.INPUT_REQUIRED
+    assert stored.lease is not None
+    assert stored.lease.expires_ms == 0
+
+
+async def test_a_cancel_through_another_process_stops_the_worker(store: TaskStore) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation; T-49): a tasks/cancel served by
+    another runner writes cancelled; the worker's process stops it on the store's
+    announcement, and the worker's late result is dropped."""
+    record: list[str] = []
+    async with running(store) as worker_side, running(store) as other:
+        task = await worker_side.start("s", gated(trio.Event(), record), creator())
+        await other.cancel("s", task.task_id)
+        await until(lambda: record == ["cancelled"])
+        assert record == ["cancelled"]
+        assert (await worker_side.get("s", task.task_id)).status is Status.CANCELLED
+
+
+async def test_own_result_completes_the_task(store: TaskStore) -> None:
+    """presa-defined: the worker's outcome is written on every store."""
+    release = trio.Event()
+    release.set()
+    async with running(store) as runner:
+        task = await runner.start("s", gated(release, []), creator())
+        await until_status(runner, task.task_id, Status.COMPLETED)
+        done = await runner.get("s", task.task_id)
+    assert (done.status, done.result) == (Status.COMPLETED, RESULT)
