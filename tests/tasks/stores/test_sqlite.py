@@ -1,0 +1,40 @@
+"""What only the SQLite store promises: its file's journal mode and schema version."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from presa_trio.tasks.sqlite import SCHEMA_VERSION
+from presa_trio.tasks.store import StoreUnavailable
+from presa_trio.tasks.stores import open_store
+
+
+async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
+    """presa-defined (README "Where tasks live"): readers never wait for the writer,
+    and the file says which schema wrote it."""
+    path = tmp_path / "tasks.db"
+    async with open_store(f"sqlite:///{path}"):
+        pass
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        version = db.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'")
+        assert version.fetchone() == (str(SCHEMA_VERSION),)
+
+
+async def test_a_file_of_another_schema_version_is_refused_in_one_line(tmp_path: Path) -> None:
+    """presa-defined (versioned storage): a file a newer server wrote is not misread;
+    opening it fails with one line naming the file and both versions."""
+    path = tmp_path / "tasks.db"
+    async with open_store(f"sqlite:///{path}"):
+        pass
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE presa_meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(f"sqlite:///{path}"):
+            pass
+    assert str(refused.value) == (
+        f"{path} holds presa task schema version 99; this server reads {SCHEMA_VERSION}"
+    )
