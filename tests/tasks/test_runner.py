@@ -484,3 +484,20 @@ def test_task_ids_are_unguessable_and_header_safe() -> None:
     ids = {new_task_id() for _ in range(10_000)}
     assert len(ids) == 10_000
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", task_id) for task_id in ids)
+
+
+async def test_a_creation_cancelled_once_stored_still_gets_its_worker(
+    runner: TaskRunner,
+) -> None:
+    """presa-defined (no stored task without its worker): a creating request
+    cancelled after the store write (the client went away) cannot leave a task
+    that is stored, leased and renewed, yet never runs."""
+    record: list[str] = []
+    stored_ids: list[str] = []
+    with trio.CancelScope() as request_scope:
+        request_scope.cancel()
+        stored_ids.append((await runner.start("s", gated(trio.Event(), record), creator())).task_id)
+    await wait_all_tasks_blocked()
+    await runner.cancel("s", stored_ids[0])
+    await wait_all_tasks_blocked()
+    assert record == ["cancelled"]
