@@ -344,6 +344,7 @@ class TaskRunner:
         The workers run under a shielded scope, so a shutdown reaches this
         body first: it marks the runner stopping, then cancels them all.
         """
+        self._stopping = False
         workers = trio.CancelScope(shield=True)
         async with trio.open_nursery() as guard:
             await guard.start(self._own_workers, workers)
