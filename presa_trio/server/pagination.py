@@ -14,10 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from presa_trio.server.registry import Server
+from presa_trio.wire.envelope import Encoded
 from presa_trio.wire.errors import InvalidParams
 
 
-def only_page(server: Server, params: dict[str, Any], key: str, items: list[Any]) -> dict[str, Any]:
+def only_page(
+    server: Server, params: dict[str, Any], key: str, items: list[Any] | Encoded
+) -> dict[str, Any]:
     """``{key: items}`` with the server's caching hints; a cursor is -32602."""
     if params.get("cursor") is not None:
         raise InvalidParams("Invalid cursor: this server never issued one")

@@ -30,23 +30,24 @@ from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
+from presa_trio.wire.envelope import Encoded, encode
 from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.mrtr import InputPending, InputRequired
 
 log = logging.getLogger(__name__)
 
 
-#: Per server, the tools it last listed and their wire form. A registered
+#: Per server, the tools it last listed and their JSON. A registered
 #: :class:`~presa_trio.wire.models.Tool` is frozen, so the same objects in the
 #: same order always have the same wire form; registering, replacing or
 #: removing a tool changes the objects and so the key.
-_wire_tools: weakref.WeakKeyDictionary[
-    Server, tuple[tuple[models.Tool, ...], list[dict[str, Any]]]
-] = weakref.WeakKeyDictionary()
+_wire_tools: weakref.WeakKeyDictionary[Server, tuple[tuple[models.Tool, ...], Encoded]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def wire_tools(server: Server) -> list[dict[str, Any]]:
-    """The listed tools as wire objects, converted once per set of registered tools."""
+def wire_tools(server: Server) -> Encoded:
+    """The listed tools, converted and encoded once per set of registered tools."""
     tools = tuple(server.listed_tools())
     cached = _wire_tools.get(server)
     if (
@@ -54,7 +55,7 @@ def wire_tools(server: Server) -> list[dict[str, Any]]:
         or len(cached[0]) != len(tools)
         or any(old is not new for old, new in zip(cached[0], tools, strict=True))
     ):
-        cached = (tools, to_wire(list(tools)))
+        cached = (tools, encode(to_wire(list(tools))))
         _wire_tools[server] = cached
     return cached[1]
 
@@ -64,7 +65,7 @@ async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]
 
     Spec: tools §Listing Tools; caching §Cacheable Results.
     """
-    return only_page(server, params, "tools", list(wire_tools(server)))
+    return only_page(server, params, "tools", wire_tools(server))
 
 
 def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses; streamabl
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any, TypeGuard
 
 import attrs
@@ -38,6 +39,26 @@ class Notification:
     params: dict[str, Any]
 
 
+@attrs.frozen(eq=False)
+class Encoded:
+    """A JSON value already written by :func:`encode`, copied into messages as is.
+
+    For a large part of a response that seldom changes, such as the tool
+    list: it is encoded once, and :func:`dumps` copies its bytes into each
+    response instead of encoding the value again (on a ``tools/list`` of
+    5 KB, that is most of the cost of writing the response). The bytes are
+    the ones :func:`dumps` writes for the value in place, so a response reads
+    the same byte for byte.
+    """
+
+    data: bytes
+
+
+def encode(value: Any) -> Encoded:
+    """``value`` written once, as :func:`dumps` would write it inside a message."""
+    return Encoded(_write(value))
+
+
 def dumps(message: dict[str, Any]) -> bytes:
     """Compact JSON, UTF-8: no spaces, no newlines, no NaN or Infinity.
 
@@ -48,12 +69,64 @@ def dumps(message: dict[str, Any]) -> bytes:
     RFC 8259 §8.2, and a client's id or arguments come back in responses).
     UTF-8 cannot encode one, so such a message is written with ``\\u``
     escapes instead: still valid JSON, and it round-trips.
+
+    An :class:`Encoded` value inside ``message`` is written as its bytes.
     """
-    text = _ENCODER.encode(message)
+    return _write(message)
+
+
+def _write(value: Any) -> bytes:
+    try:
+        text = _ENCODER.encode(value)
+    except _HoldsEncoded:
+        return _Splicer().write(value)
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return _ASCII_ENCODER.encode(message).encode()
+        return _ASCII_ENCODER.encode(value).encode()
+
+
+class _HoldsEncoded(Exception):
+    """The message holds an :class:`Encoded` value: the shared encoder hands it on."""
+
+
+def _no_default(value: Any) -> Any:
+    if isinstance(value, Encoded):
+        raise _HoldsEncoded()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+class _Splicer:
+    """One message with :class:`Encoded` values in it: each is written as a placeholder
+    string, then the placeholders are replaced by the values' bytes.
+
+    The placeholder is random per process and never leaves it, so no string
+    a client sends can be taken for one.
+    """
+
+    PLACEHOLDER = f"presa-encoded-{secrets.token_hex(16)}"
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+
+    def placeholder(self, value: Any) -> Any:
+        if isinstance(value, Encoded):
+            self.pieces.append(value.data)
+            return self.PLACEHOLDER
+        return _no_default(value)
+
+    def write(self, value: Any) -> bytes:
+        options: dict[str, Any] = {"default": self.placeholder, **_OPTIONS}
+        try:
+            data = json.JSONEncoder(ensure_ascii=False, **options).encode(value).encode()
+        except UnicodeEncodeError:
+            self.pieces.clear()
+            data = json.JSONEncoder(**options).encode(value).encode()
+        between = data.split(b'"' + self.PLACEHOLDER.encode() + b'"')
+        spliced = [between[0]]
+        for piece, text in zip(self.pieces, between[1:], strict=True):
+            spliced += [piece, text]
+        return b"".join(spliced)
 
 
 def _not_json(constant: str) -> Any:
@@ -64,10 +137,9 @@ def _not_json(constant: str) -> Any:
 # build a new one on every call that passes options.
 # No circular-reference bookkeeping (a quarter of the time of a large result):
 # a cyclic value still fails, as RecursionError instead of ValueError.
-_ENCODER = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
-)
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
+_OPTIONS: dict[str, Any] = {"separators": (",", ":"), "allow_nan": False, "check_circular": False}
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_no_default, **_OPTIONS)
+_ASCII_ENCODER = json.JSONEncoder(default=_no_default, **_OPTIONS)
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 

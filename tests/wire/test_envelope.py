@@ -185,3 +185,44 @@ def test_a_cyclic_value_is_refused_when_written() -> None:
     cyclic["self"] = cyclic
     with pytest.raises(RecursionError):
         envelope.dumps(envelope.result_response(1, cyclic))
+
+
+ENCODED_VALUES = [
+    [{"name": "t", "description": "Grüße, 世界", "inputSchema": {"minimum": 1e-05}}],
+    {"nested": [1, 2.5, None, True, "line1\nline2"]},
+    "just a string",
+]
+
+
+@pytest.mark.parametrize("value", ENCODED_VALUES, ids=["tools", "object", "string"])
+def test_an_encoded_value_is_written_as_the_value_itself(value: Any) -> None:
+    """presa-defined: a value encoded once (the tool list) is copied into each
+    response, and the response is byte for byte what writing the value gives."""
+    message = envelope.result_response(7, {"tools": value, "resultType": "complete"})
+    spliced = envelope.result_response(
+        7, {"tools": envelope.encode(value), "resultType": "complete"}
+    )
+    assert envelope.dumps(spliced) == envelope.dumps(message)
+
+
+def test_several_encoded_values_and_a_lone_surrogate_in_one_message() -> None:
+    """presa-defined: each encoded value lands in its own place; a lone surrogate
+    elsewhere in the message still gets the escaped, valid-UTF-8 form."""
+    request_id = json.loads('"\\ud800x"')
+    message = envelope.result_response(
+        request_id,
+        {"a": envelope.encode([1]), "b": {"c": envelope.encode({"d": "é"})}, "e": "after"},
+    )
+    written = envelope.dumps(message)
+    written.decode("utf-8")
+    assert json.loads(written) == {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {"a": [1], "b": {"c": {"d": "é"}}, "e": "after"},
+    }
+
+
+def test_a_value_json_cannot_hold_is_refused_beside_an_encoded_one() -> None:
+    """Spec-mandated (RFC 8259 §6): an encoded value does not let NaN through."""
+    with pytest.raises(ValueError, match="Out of range float values"):
+        envelope.dumps(envelope.result_response(1, {"a": envelope.encode([1]), "x": float("nan")}))
