@@ -26,8 +26,11 @@ SENTINEL_SUFFIX = "?="
 
 
 def plain_header_text(value: str) -> bool:
-    """Visible ASCII, space and tab: what a header value may hold unencoded (RFC 9110 §5.5)."""
-    return all(" " <= char <= "~" or char == "\t" for char in value)
+    """Visible ASCII, space and tab: what a header value may hold unencoded (RFC 9110 §5.5).
+
+    In ASCII, exactly space to ``~`` are printable, so two C-level scans decide it.
+    """
+    return value.isascii() and value.replace("\t", " ").isprintable()
 
 
 def decode_header_value(value: str) -> str:

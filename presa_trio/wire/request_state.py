@@ -63,8 +63,13 @@ def canonical_digest(arguments: Any) -> str:
     (``"\\ud800"``, which UTF-8 cannot hold) is hashed as its three
     surrogate bytes, and every other string as its UTF-8.
     """
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(arguments)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# Built once: ``json.dumps`` builds a new encoder on every call that passes options,
+# and every tools/call digests its arguments.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @attrs.frozen
