@@ -20,24 +20,34 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 
-from bench import load, mcp, servers
+from bench import h2load, load, mcp, servers
+
+#: Sends one request and returns its response; closes what it opened.
+Sender = tuple[Callable[[], Awaitable[load.Response]], Callable[[], Awaitable[None]]]
 
 WARMUP = 100
+CALL: dict[str, Any] = {"name": "test_simple_text", "arguments": {}}
 
 
 def available() -> bool:
     return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
 
 
+#: The protocols counted: HTTP/1.1 keep-alive and h2c with prior knowledge.
+PROTOCOLS = ("http/1.1", "h2")
+
+
 @attrs.frozen
 class Count:
     server: str
     method: str
+    protocol: str
     per_request: float
 
 
@@ -52,38 +62,77 @@ def dumped_total(path: Path) -> tuple[str, int]:
     return trigger, total
 
 
+def sender(protocol: str, port: int, method: str, params: dict[str, Any] | None) -> Sender:
+    """Requests sent one at a time over ``protocol``: a send function and a close function.
+
+    A connection the server closed while idle (hypercorn's keep-alive timeout
+    runs out while callgrind writes a dump) is opened again, and the request
+    it never read is sent again.
+    """
+    if protocol == "h2":
+        request = mcp.h2_request(port, method, params)
+        opened: list[h2load.H2Connection] = []
+
+        async def send_h2() -> load.Response:
+            if not opened or opened[-1].closed.done():
+                opened.append(await h2load.H2Connection.open("127.0.0.1", port))
+            try:
+                return await opened[-1].roundtrip(*request)
+            except ConnectionError:
+                opened.append(await h2load.H2Connection.open("127.0.0.1", port))
+                return await opened[-1].roundtrip(*request)
+
+        async def close_h2() -> None:
+            for connection in opened:
+                await connection.close()
+
+        return send_h2, close_h2
+    pool = load.Pool("127.0.0.1", port)
+    raw = mcp.http_request(port, method, params)
+
+    async def send_http() -> load.Response:
+        try:
+            return await pool.roundtrip(raw)
+        except ConnectionError:
+            return await pool.roundtrip(raw)
+
+    return send_http, pool.close
+
+
 async def count(
-    name: str, command: Callable[[int], list[str]], method: str, requests: int, core: int
+    name: str,
+    command: Callable[[int], list[str]],
+    method: str,
+    requests: int,
+    core: int,
+    protocol: str = "http/1.1",
 ) -> Count:
-    """Instructions per ``method`` request of one server, at concurrency 1."""
+    """Instructions per ``method`` request of one server over ``protocol``, at concurrency 1."""
     port = servers.free_port()
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as scratch:
         out = Path(scratch) / "callgrind.out"
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command(port)]
         served = await servers.start(name, argv, port, ready_timeout=300, core=core)
         try:
-            params = (
-                {"name": "test_simple_text", "arguments": {}} if method == "tools/call" else None
-            )
-            request = mcp.http_request(port, method, params)
-            pool = load.Pool("127.0.0.1", port)
+            params = CALL if method == "tools/call" else None
+            send, close = sender(protocol, port, method, params)
             for _ in range(WARMUP):
-                await pool.roundtrip(request)
+                await send()
             await dump(served, "before")
             for _ in range(requests):
-                response = await pool.roundtrip(request)
+                response = await send()
                 if response.status != 200 or b'"result":' not in response.body:
-                    raise RuntimeError(f"{name} {method}: {response.body[:200]!r}")
+                    raise RuntimeError(f"{name} {method} {protocol}: {response.body[:200]!r}")
             await dump(served, "after")
-            await pool.close()
+            await close()
         finally:
             served.process.kill()
             served.process.wait()
         totals = read_dumps(Path(scratch))
     after = [total for trigger, total in totals if "after" in trigger]
     if not after:
-        raise RuntimeError(f"{name} {method}: no callgrind dump marked 'after'")
-    return Count(name, method, after[0] / requests)
+        raise RuntimeError(f"{name} {method} {protocol}: no callgrind dump marked 'after'")
+    return Count(name, method, protocol, after[0] / requests)
 
 
 def read_dumps(directory: Path) -> list[tuple[str, int]]:
@@ -100,29 +149,33 @@ async def dump(served: servers.Served, label: str) -> None:
 
 
 async def run(requests: int) -> list[Count]:
-    """Floor and presa, tools/call and tools/list; two servers at a time, one per core."""
+    """Floor and presa, tools/call and tools/list, over each protocol; two servers at a time."""
     commands = {"floor": servers.floor_command, "presa": servers.presa_command}
     counts: list[Count] = []
-    for method in ("tools/call", "tools/list"):
-        print(f"instructions: {method} ...", file=sys.stderr, flush=True)
-        counts += await asyncio.gather(
-            *(
-                count(name, command, method, requests, core)
-                for core, (name, command) in enumerate(commands.items())
+    for protocol in PROTOCOLS:
+        for method in ("tools/call", "tools/list"):
+            print(f"instructions: {method} over {protocol} ...", file=sys.stderr, flush=True)
+            counts += await asyncio.gather(
+                *(
+                    count(name, command, method, requests, core, protocol)
+                    for core, (name, command) in enumerate(commands.items())
+                )
             )
-        )
     return counts
 
 
 def table(counts: list[Count]) -> str:
-    by = {(c.server, c.method): c.per_request for c in counts}
+    by = {(c.server, c.method, c.protocol): c.per_request for c in counts}
     lines = [
-        "| request (c=1, callgrind) | floor instructions | presa instructions | floor/presa |",
-        "|---|--:|--:|--:|",
+        "| request (c=1, callgrind) | protocol | floor instructions | presa instructions "
+        "| floor/presa |",
+        "|---|---|--:|--:|--:|",
     ]
-    for method in ("tools/call", "tools/list"):
-        floor, presa = by[("floor", method)], by[("presa", method)]
-        lines.append(
-            f"| {method} | {floor / 1e6:.3f} M | {presa / 1e6:.3f} M | {floor / presa:.3f} |"
-        )
+    for protocol in PROTOCOLS:
+        for method in ("tools/call", "tools/list"):
+            floor, presa = by[("floor", method, protocol)], by[("presa", method, protocol)]
+            lines.append(
+                f"| {method} | {protocol} | {floor / 1e6:.3f} M | {presa / 1e6:.3f} M "
+                f"| {floor / presa:.3f} |"
+            )
     return "\n".join(lines)

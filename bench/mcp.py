@@ -79,3 +79,27 @@ def result_of(raw: bytes) -> dict[str, Any]:
         raise ValueError(f"JSON-RPC error: {message.get('error')!r}")
     result: dict[str, Any] = message["result"]
     return result
+
+
+def h2_request(
+    port: int,
+    method: str,
+    params: dict[str, Any] | None = None,
+) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The same request as :func:`http_request`, as HTTP/2 header fields and a body."""
+    payload = body(method, params)
+    headers = [
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":authority", b"localhost:%d" % port),
+        (b":path", b"/mcp"),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-protocol-version", PROTOCOL_VERSION.encode()),
+        (b"mcp-method", method.encode()),
+    ]
+    key = NAME_PARAMS.get(method)
+    if key is not None and params is not None and isinstance(params.get(key), str):
+        headers.append((b"mcp-name", str(params[key]).encode()))
+    headers.append((b"content-length", b"%d" % len(payload)))
+    return headers, payload

@@ -30,36 +30,49 @@ import os
 import platform
 import statistics
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from bench import auth, instructions, load, mcp, servers, tasks, validation
+from bench import auth, h2load, instructions, load, mcp, servers, tasks, validation
 from bench.targets import Verdict, check_targets
 
 
 @attrs.frozen(eq=False)
 class Cell:
-    """One measured load: a method at a concurrency."""
+    """One measured load: a method at a concurrency, over HTTP/1.1 or HTTP/2.
+
+    Over HTTP/1.1 the concurrency is that many keep-alive connections; over
+    HTTP/2 (``h2``) it is that many streams on one connection.
+    """
 
     method: str
     params: dict[str, Any] | None
     concurrency: int
     # What a correct result must carry, checked once before the load.
     expect: str
+    protocol: str = "http/1.1"
 
     @property
     def label(self) -> str:
         name = f" {self.params['name']}" if self.params and "name" in self.params else ""
+        if self.protocol == "h2":
+            return f"{self.method}{name} h2 streams={self.concurrency}"
         return f"{self.method}{name} c={self.concurrency}"
 
 
+CALL = {"name": "test_simple_text", "arguments": {}}
 CELLS = [
-    Cell("tools/call", {"name": "test_simple_text", "arguments": {}}, 1, "content"),
-    Cell("tools/call", {"name": "test_simple_text", "arguments": {}}, 32, "content"),
+    Cell("tools/call", CALL, 1, "content"),
+    Cell("tools/call", CALL, 32, "content"),
     Cell("tools/list", None, 1, "tools"),
     Cell("tools/list", None, 32, "tools"),
+    Cell("tools/call", CALL, 1, "content", "h2"),
+    Cell("tools/call", CALL, 32, "content", "h2"),
+    Cell("tools/list", None, 1, "tools", "h2"),
+    Cell("tools/list", None, 32, "tools", "h2"),
 ]
 
 
@@ -74,6 +87,13 @@ class Figures:
     # Server CPU seconds (user + system) per request.
     cpu_per_request: float
     errors: int
+    # The load client's own CPU seconds per request (this process).
+    client_cpu_per_request: float = 0.0
+
+    @property
+    def client_busy(self) -> float:
+        """The share of its core the load client used: near 1, it was the bottleneck."""
+        return self.client_cpu_per_request * self.rate
 
 
 @attrs.frozen
@@ -97,6 +117,7 @@ def median_figures(runs: Sequence[Figures]) -> Figures:
         mid(lambda f: f.p99),
         mid(lambda f: f.cpu_per_request),
         sum(run.errors for run in runs),
+        mid(lambda f: f.client_cpu_per_request),
     )
 
 
@@ -105,30 +126,43 @@ def ok_response(response: load.Response) -> bool:
 
 
 async def measure(served: servers.Served, cell: Cell, settings: Settings) -> Figures:
-    request = mcp.http_request(served.port, cell.method, cell.params)
-    pool = load.Pool("127.0.0.1", served.port)
+    send, close = instructions.sender(cell.protocol, served.port, cell.method, cell.params)
     try:
-        first = await pool.roundtrip(request)
+        first = await send()
     finally:
-        await pool.close()
+        await close()
     result = mcp.result_of(first.body) if first.status == 200 else {}
     if cell.expect not in result and served.name == "presa":
         raise RuntimeError(f"{served.name} {cell.label}: unexpected answer {first.body[:300]!r}")
     cpu: dict[str, float] = {}
+    client_cpu: dict[str, float] = {}
 
     def on_window(edge: str) -> None:
         cpu[edge] = served.cpu_seconds()
+        client_cpu[edge] = time.process_time()
 
-    outcome = await load.closed_loop(
-        "127.0.0.1",
-        served.port,
-        request,
-        concurrency=cell.concurrency,
-        warmup=settings.warmup,
-        duration=settings.duration,
-        check=ok_response,
-        on_window=on_window,
-    )
+    if cell.protocol == "h2":
+        outcome = await h2load.closed_loop(
+            "127.0.0.1",
+            served.port,
+            mcp.h2_request(served.port, cell.method, cell.params),
+            concurrency=cell.concurrency,
+            warmup=settings.warmup,
+            duration=settings.duration,
+            check=ok_response,
+            on_window=on_window,
+        )
+    else:
+        outcome = await load.closed_loop(
+            "127.0.0.1",
+            served.port,
+            mcp.http_request(served.port, cell.method, cell.params),
+            concurrency=cell.concurrency,
+            warmup=settings.warmup,
+            duration=settings.duration,
+            check=ok_response,
+            on_window=on_window,
+        )
     if outcome.errors:
         raise RuntimeError(f"{served.name} {cell.label}: {outcome.errors} failed responses")
     return Figures(
@@ -138,6 +172,7 @@ async def measure(served: servers.Served, cell: Cell, settings: Settings) -> Fig
         outcome.percentile(0.99),
         (cpu["end"] - cpu["start"]) / max(1, outcome.requests),
         outcome.errors,
+        (client_cpu["end"] - client_cpu["start"]) / max(1, outcome.requests),
     )
 
 
@@ -248,6 +283,20 @@ def load_table(report: LoadReport) -> str:
         "measured back to back), so they need not equal the ratio of the medians shown."
     )
     lines.append(f"Load client ceiling (raw-socket responder, same pinning): {ceiling}.")
+    busiest = {
+        protocol: max(
+            report.median(name, cell).client_busy
+            for cell in CELLS
+            if cell.protocol == protocol
+            for name in ("floor", "presa")
+        )
+        for protocol in ("http/1.1", "h2")
+    }
+    lines.append(
+        "Load client's own core, busiest window: "
+        + ", ".join(f"{protocol} {busy:.0%}" for protocol, busy in busiest.items())
+        + " (near 100 % would mean the client, not the server, set the rate)."
+    )
     return "\n".join(lines)
 
 
@@ -329,7 +378,7 @@ async def main_async(settings: Settings) -> int:
     print(auth.table(auth_report))
     print(tasks.table(sqlite_report))
     print("\nThe targets apply to the memory store; the SQLite figures are reported.")
-    verdicts = check_targets(report, task_report)
+    verdicts = check_targets(report, task_report, counts)
     print()
     print(verdict_table(verdicts))
     failed = [v for v in verdicts if v.fails_run]

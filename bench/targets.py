@@ -10,16 +10,23 @@ records every miss, whichever side of the margin it falls.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 
 if TYPE_CHECKING:
+    from bench.instructions import Count
     from bench.run import LoadReport
     from bench.tasks import TaskReport
 
+#: The least presa may run per instruction, as floor/presa instructions per request.
+INSTRUCTION_TARGETS = {"tools/call": 0.90, "tools/list": 0.85}
+
 RATIO_MARGIN = 0.10
 P99_RATIO_MARGIN = 0.15
+# Instruction counts repeat to about 0.1 %; the margin allows ten times that.
+INSTRUCTION_MARGIN = 0.01
 ABSOLUTE_MARGIN = 0.25
 MEMORY_MARGIN = 0.05
 MIB = 1024 * 1024
@@ -49,7 +56,30 @@ def at_most(target: str, value: float, ceiling: float, margin: float, shown: str
     return Verdict(target, shown, f"{margin:.0%}", value <= ceiling, value > ceiling * (1 + margin))
 
 
-def check_targets(report: LoadReport, tasks: TaskReport) -> list[Verdict]:
+def instruction_verdicts(counts: Sequence[Count]) -> list[Verdict]:
+    """floor/presa instructions per request, per method and protocol, against its target."""
+    by = {(c.server, c.method, c.protocol): c.per_request for c in counts}
+    verdicts = []
+    for (server, method, protocol), presa in by.items():
+        if server != "presa":
+            continue
+        ratio = by[("floor", method, protocol)] / presa
+        target = INSTRUCTION_TARGETS[method]
+        verdicts.append(
+            at_least(
+                f"{method} over {protocol}: ≥ {target} × floor by instructions",
+                ratio,
+                target,
+                INSTRUCTION_MARGIN,
+                f"{ratio:.3f} ×",
+            )
+        )
+    return verdicts
+
+
+def check_targets(
+    report: LoadReport, tasks: TaskReport, counts: Sequence[Count] = ()
+) -> list[Verdict]:
     verdicts: list[Verdict] = []
     for cell in report.rounds["presa"]:
         rate_ratio, p99_ratio = report.ratio(cell)
@@ -91,6 +121,7 @@ def check_targets(report: LoadReport, tasks: TaskReport) -> list[Verdict]:
             f"{report.peak_rss['presa'] / MIB:.1f} MiB",
         )
     )
+    verdicts += instruction_verdicts(counts)
     figures = tasks.figures
     if figures is None:
         verdicts.append(Verdict("Tasks targets", tasks.reason, "", met=True, fails_run=False))

@@ -1,0 +1,160 @@
+"""The HTTP/2 load client: one h2c connection (prior knowledge), many streams at once.
+
+hypercorn serves HTTP/2 in clear text to a client that opens with the
+HTTP/2 preface (RFC 9113 §3.3, "prior knowledge"), so no TLS and no upgrade
+is needed. This client speaks it with the ``h2`` package (the state machine
+hypercorn itself uses) on an asyncio ``Protocol``, like the HTTP/1.1 client
+in :mod:`bench.load`, and is closed-loop the same way: concurrency is the
+number of streams kept open on the one connection, each sending its next
+request when its response has ended.
+
+Request bodies are tiny; response bodies (5 KB for ``tools/list``) are
+acknowledged as they arrive, so flow control never stalls a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+import h2.config
+import h2.connection
+import h2.events
+
+from bench.load import LoadResult, Response
+
+
+class H2Connection(asyncio.Protocol):
+    """One h2c connection; any number of requests in flight, one per stream."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.h2 = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding=None)
+        )
+        # Per open stream: its response status, body so far, and who waits for it.
+        self.status: dict[int, int] = {}
+        self.bodies: dict[int, bytearray] = {}
+        self.waiters: dict[int, asyncio.Future[Response]] = {}
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> H2Connection:
+        loop = asyncio.get_running_loop()
+        _, protocol = await loop.create_connection(cls, host, port)
+        return protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.h2.initiate_connection()
+        self.flush()
+
+    def flush(self) -> None:
+        assert self.transport is not None
+        data = self.h2.data_to_send()
+        if data:
+            self.transport.write(data)
+
+    def data_received(self, data: bytes) -> None:
+        for event in self.h2.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                for name, value in event.headers:
+                    if name == b":status":
+                        self.status[event.stream_id] = int(value)
+            elif isinstance(event, h2.events.DataReceived):
+                self.bodies.setdefault(event.stream_id, bytearray()).extend(event.data)
+                self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                self.complete(event.stream_id)
+            elif isinstance(event, h2.events.StreamReset):
+                self.fail(event.stream_id, ConnectionError(f"stream reset: {event.error_code}"))
+        self.flush()
+
+    def complete(self, stream_id: int) -> None:
+        waiter = self.waiters.pop(stream_id, None)
+        body = bytes(self.bodies.pop(stream_id, b""))
+        status = self.status.pop(stream_id, 0)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(Response(status, {}, body))
+
+    def fail(self, stream_id: int, error: Exception) -> None:
+        waiter = self.waiters.pop(stream_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for stream_id in list(self.waiters):
+            self.fail(stream_id, ConnectionError("server closed the connection"))
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    async def roundtrip(self, headers: Sequence[tuple[bytes, bytes]], body: bytes) -> Response:
+        """Send one request on a new stream and wait for its whole response."""
+        stream_id = self.h2.get_next_available_stream_id()
+        waiter: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self.waiters[stream_id] = waiter
+        self.h2.send_headers(stream_id, list(headers))
+        self.h2.send_data(stream_id, body, end_stream=True)
+        self.flush()
+        return await waiter
+
+    async def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.h2.close_connection()
+            self.flush()
+            self.transport.close()
+        await self.closed
+
+
+async def closed_loop(
+    host: str,
+    port: int,
+    request: tuple[Sequence[tuple[bytes, bytes]], bytes],
+    *,
+    concurrency: int,
+    warmup: float,
+    duration: float,
+    check: Callable[[Response], bool],
+    on_window: Callable[[str], None] = lambda edge: None,
+) -> LoadResult:
+    """``concurrency`` streams on one connection send ``request`` back to back.
+
+    The same contract as :func:`bench.load.closed_loop`: only responses that
+    complete inside the window are counted, and every response is checked.
+    """
+    connection = await H2Connection.open(host, port)
+    headers, body = request
+    loop = asyncio.get_running_loop()
+    window_start = loop.time() + warmup
+    window_end = window_start + duration
+    latencies: list[float] = []
+    errors = 0
+
+    async def drive() -> None:
+        nonlocal errors
+        clock = time.perf_counter
+        now = loop.time
+        while now() < window_end:
+            sent = clock()
+            response = await connection.roundtrip(headers, body)
+            elapsed = clock() - sent
+            done = now()
+            if not check(response):
+                errors += 1
+            elif window_start <= done < window_end:
+                latencies.append(elapsed)
+
+    async def edges() -> None:
+        await asyncio.sleep(max(0.0, window_start - loop.time()))
+        on_window("start")
+        await asyncio.sleep(max(0.0, window_end - loop.time()))
+        on_window("end")
+
+    try:
+        await asyncio.gather(edges(), *(drive() for _ in range(concurrency)))
+    finally:
+        await connection.close()
+    latencies.sort()
+    return LoadResult(len(latencies), duration, latencies, errors)
