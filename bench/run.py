@@ -7,7 +7,9 @@ One run, on loopback:
    ASGI app under hypercorn's Trio worker) and ``presa-trio serve``, each
    pinned to core 0 while this process drives them from core 1; each round
    measures ``tools/call test_simple_text`` and ``tools/list`` at concurrency
-   1 and 32; the table reports the median of the rounds;
+   1 and 32 over HTTP/1.1 (``bench.load``) and over HTTP/2 (``bench.h2load``:
+   one h2c connection, that many streams); the table reports the median of
+   the rounds;
 3. the Tasks figures, presa only (``bench.tasks``);
 4. what checking a tool's arguments against its schema costs per
    ``tools/call``, in-process (``bench.validation``);
