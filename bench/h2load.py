@@ -15,21 +15,20 @@ acknowledged as they arrive, so flow control never stalls a stream.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import h2.config
 import h2.connection
 import h2.events
 
-from bench.load import LoadResult, Response
+from bench.load import ClientProtocol, Clients, Response
 
 
-class H2Connection(asyncio.Protocol):
+class H2Connection(ClientProtocol):
     """One h2c connection; any number of requests in flight, one per stream."""
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
+        super().__init__()
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=True, header_encoding=None)
         )
@@ -37,17 +36,9 @@ class H2Connection(asyncio.Protocol):
         self.status: dict[int, int] = {}
         self.bodies: dict[int, bytearray] = {}
         self.waiters: dict[int, asyncio.Future[Response]] = {}
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    @classmethod
-    async def open(cls, host: str, port: int) -> H2Connection:
-        loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(cls, host, port)
-        return protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        super().connection_made(transport)
         self.h2.initiate_connection()
         self.flush()
 
@@ -87,8 +78,7 @@ class H2Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         for stream_id in list(self.waiters):
             self.fail(stream_id, ConnectionError("server closed the connection"))
-        if not self.closed.done():
-            self.closed.set_result(None)
+        super().connection_lost(exc)
 
     async def roundtrip(self, headers: Sequence[tuple[bytes, bytes]], body: bytes) -> Response:
         """Send one request on a new stream and wait for its whole response."""
@@ -108,53 +98,17 @@ class H2Connection(asyncio.Protocol):
         await self.closed
 
 
-async def closed_loop(
-    host: str,
-    port: int,
-    request: tuple[Sequence[tuple[bytes, bytes]], bytes],
-    *,
-    concurrency: int,
-    warmup: float,
-    duration: float,
-    check: Callable[[Response], bool],
-    on_window: Callable[[str], None] = lambda edge: None,
-) -> LoadResult:
-    """``concurrency`` streams on one connection send ``request`` back to back.
+async def streams(
+    host: str, port: int, request: tuple[Sequence[tuple[bytes, bytes]], bytes], concurrency: int
+) -> Clients:
+    """One connection and ``concurrency`` senders on it, each one stream at a time.
 
-    The same contract as :func:`bench.load.closed_loop`: only responses that
-    complete inside the window are counted, and every response is checked.
+    Driven by :func:`bench.load.closed_loop`, the same loop as HTTP/1.1.
     """
     connection = await H2Connection.open(host, port)
     headers, body = request
-    loop = asyncio.get_running_loop()
-    window_start = loop.time() + warmup
-    window_end = window_start + duration
-    latencies: list[float] = []
-    errors = 0
 
-    async def drive() -> None:
-        nonlocal errors
-        clock = time.perf_counter
-        now = loop.time
-        while now() < window_end:
-            sent = clock()
-            response = await connection.roundtrip(headers, body)
-            elapsed = clock() - sent
-            done = now()
-            if not check(response):
-                errors += 1
-            elif window_start <= done < window_end:
-                latencies.append(elapsed)
+    async def roundtrip() -> Response:
+        return await connection.roundtrip(headers, body)
 
-    async def edges() -> None:
-        await asyncio.sleep(max(0.0, window_start - loop.time()))
-        on_window("start")
-        await asyncio.sleep(max(0.0, window_end - loop.time()))
-        on_window("end")
-
-    try:
-        await asyncio.gather(edges(), *(drive() for _ in range(concurrency)))
-    finally:
-        await connection.close()
-    latencies.sort()
-    return LoadResult(len(latencies), duration, latencies, errors)
+    return Clients([roundtrip] * concurrency, connection.close)

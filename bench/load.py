@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Self
 
 import attrs
 
@@ -83,20 +84,15 @@ def parse_response(buffer: bytearray) -> tuple[Response, int] | None:
         position = start + size + 2
 
 
-class Connection(asyncio.Protocol):
-    """One keep-alive connection; one request in flight at a time."""
+class ClientProtocol(asyncio.Protocol):
+    """A client connection on an asyncio protocol: opened, and closed once the server let go."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
-        self.waiter: asyncio.Future[Response] | None = None
-        # False once the server said ``Connection: close`` (hypercorn does so
-        # after ``keep_alive_max_requests``, 1000 by default) or closed.
-        self.reusable = True
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @classmethod
-    async def open(cls, host: str, port: int) -> Connection:
+    async def open(cls, host: str, port: int) -> Self:
         loop = asyncio.get_running_loop()
         _, protocol = await loop.create_connection(cls, host, port)
         return protocol
@@ -104,6 +100,22 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class Connection(ClientProtocol):
+    """One keep-alive connection; one request in flight at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[Response] | None = None
+        # False once the server said ``Connection: close`` (hypercorn does so
+        # after ``keep_alive_max_requests``, 1000 by default) or closed.
+        self.reusable = True
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -125,8 +137,7 @@ class Connection(asyncio.Protocol):
         self.reusable = False
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(ConnectionError("server closed the connection"))
-        if not self.closed.done():
-            self.closed.set_result(None)
+        super().connection_lost(exc)
 
     async def roundtrip(self, request: bytes) -> Response:
         """Send one serialized request and wait for its whole response."""
@@ -194,43 +205,69 @@ def percentile(ordered: Sequence[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
+#: Sends the load's request once and returns the response.
+Roundtrip = Callable[[], Awaitable[Response]]
+
+
+@attrs.define
+class Clients:
+    """The load's senders, one per unit of concurrency, and how to close what they opened."""
+
+    roundtrips: list[Roundtrip]
+    close: Callable[[], Awaitable[None]]
+
+
+async def connections(host: str, port: int, request: bytes, concurrency: int) -> Clients:
+    """``concurrency`` HTTP/1.1 keep-alive connections, each sending ``request``.
+
+    A connection the server closed (hypercorn does after
+    ``keep_alive_max_requests``) is replaced before the next request.
+    """
+    opened = [await Connection.open(host, port) for _ in range(concurrency)]
+
+    def roundtrip_on(index: int) -> Roundtrip:
+        async def roundtrip() -> Response:
+            if not opened[index].reusable:
+                await opened[index].close()
+                opened[index] = await Connection.open(host, port)
+            return await opened[index].roundtrip(request)
+
+        return roundtrip
+
+    async def close() -> None:
+        await asyncio.gather(*(c.close() for c in opened))
+
+    return Clients([roundtrip_on(i) for i in range(concurrency)], close)
+
+
 async def closed_loop(
-    host: str,
-    port: int,
-    request: bytes,
+    clients: Clients,
     *,
-    concurrency: int,
     warmup: float,
     duration: float,
     check: Callable[[Response], bool],
     on_window: Callable[[str], None] = lambda edge: None,
 ) -> LoadResult:
-    """``concurrency`` connections send ``request`` back to back.
+    """Every one of ``clients`` sends its request back to back, then they are closed.
 
     Requests completing during ``warmup`` are not counted; ``on_window`` is
     called with ``"start"`` and ``"end"`` at the window's edges so the caller
     can read the server's CPU clock there. ``check`` judges every response;
     a failed check is counted as an error, never timed.
     """
-    connections = [await Connection.open(host, port) for _ in range(concurrency)]
     loop = asyncio.get_running_loop()
-    started = loop.time()
-    window_start = started + warmup
+    window_start = loop.time() + warmup
     window_end = window_start + duration
     latencies: list[float] = []
     errors = 0
 
-    async def drive(index: int) -> None:
+    async def drive(roundtrip: Roundtrip) -> None:
         nonlocal errors
         clock = time.perf_counter
         now = loop.time
         while now() < window_end:
-            connection = connections[index]
-            if not connection.reusable:
-                await connection.close()
-                connection = connections[index] = await Connection.open(host, port)
             sent = clock()
-            response = await connection.roundtrip(request)
+            response = await roundtrip()
             elapsed = clock() - sent
             done = now()
             if not check(response):
@@ -245,8 +282,8 @@ async def closed_loop(
         on_window("end")
 
     try:
-        await asyncio.gather(edges(), *(drive(i) for i in range(concurrency)))
+        await asyncio.gather(edges(), *(drive(roundtrip) for roundtrip in clients.roundtrips))
     finally:
-        await asyncio.gather(*(c.close() for c in connections))
+        await clients.close()
     latencies.sort()
     return LoadResult(len(latencies), duration, latencies, errors)

@@ -144,27 +144,18 @@ async def measure(served: servers.Served, cell: Cell, settings: Settings) -> Fig
         client_cpu[edge] = time.process_time()
 
     if cell.protocol == "h2":
-        outcome = await h2load.closed_loop(
-            "127.0.0.1",
-            served.port,
-            mcp.h2_request(served.port, cell.method, cell.params),
-            concurrency=cell.concurrency,
-            warmup=settings.warmup,
-            duration=settings.duration,
-            check=ok_response,
-            on_window=on_window,
-        )
+        request = mcp.h2_request(served.port, cell.method, cell.params)
+        clients = await h2load.streams("127.0.0.1", served.port, request, cell.concurrency)
     else:
-        outcome = await load.closed_loop(
-            "127.0.0.1",
-            served.port,
-            mcp.http_request(served.port, cell.method, cell.params),
-            concurrency=cell.concurrency,
-            warmup=settings.warmup,
-            duration=settings.duration,
-            check=ok_response,
-            on_window=on_window,
-        )
+        raw = mcp.http_request(served.port, cell.method, cell.params)
+        clients = await load.connections("127.0.0.1", served.port, raw, cell.concurrency)
+    outcome = await load.closed_loop(
+        clients,
+        warmup=settings.warmup,
+        duration=settings.duration,
+        check=ok_response,
+        on_window=on_window,
+    )
     if outcome.errors:
         raise RuntimeError(f"{served.name} {cell.label}: {outcome.errors} failed responses")
     return Figures(
