@@ -1,0 +1,144 @@
+"""The session transcript in docs/tasks.md is a rendering of a recorded run, and still true.
+
+``docs/tasks-session.jsonl`` is what ``presa-trio serve --transcript`` writes
+for the curl session docs/tasks.md shows (a task that asks, is answered over
+``tasks/update`` while a listen stream watches, and completes). The first test
+renders it exactly as ``presa-trio transcript`` does and finds that rendering
+between the page's markers; the second runs the same session again against
+the demo server, in-process, and finds the same answers, ids and times aside.
+
+To record it again after a deliberate change of the wire::
+
+    .venv/bin/python -m tests.docs.test_tasks_session
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from presa_trio.fixtures import build_app
+from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.transcript_render import render_lines
+from presa_trio.testing import TASKS_CAPABILITIES, McpClient, running
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+RECORDING = DOCS / "tasks-session.jsonl"
+PAGE = DOCS / "tasks.md"
+BEGIN = "<!-- begin: `presa-trio transcript docs/tasks-session.jsonl` (tested; do not edit) -->"
+END = "<!-- end of the rendered transcript -->"
+# What changes from one run to the next: times, and the ids the server draws.
+VOLATILE_KEYS = frozenset({"started", "at", "createdAt", "lastUpdatedAt"})
+
+
+class Ticks:
+    """A clock that advances 7 ms per reading: stable offsets in the rendering."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        self.now += 0.007
+        return self.now
+
+
+async def statuses_until(stream: Any, wanted: str) -> None:
+    """Read ``notifications/tasks`` from a listen stream until the task is ``wanted``."""
+    while True:
+        message = await stream.next_message()
+        if message.get("params", {}).get("status") == wanted:
+            return
+
+
+async def record_session(target: Path) -> None:
+    """Run the page's curl session against the demo server, recording every exchange."""
+    app = build_app()
+    async with running(app):
+        client = McpClient(app, asgi=TranscriptRecorder(app, target, Ticks()))
+        created = await client.call_tool(
+            "confirm_delete", {"filename": "a.txt"}, capabilities=TASKS_CAPABILITIES
+        )
+        task_id = created["taskId"]
+        with trio.fail_after(10):
+            async with client.listen({"taskIds": [task_id]}, capabilities=TASKS_CAPABILITIES) as s:
+                await s.next_message()  # the acknowledgement
+                await trio.testing.wait_all_tasks_blocked()  # the worker has asked
+                await client.get_task(task_id)
+                answer = {"action": "accept", "content": {"confirm": True}}
+                await client.update_task(task_id, {"confirm-delete": answer})
+                await statuses_until(s, "completed")
+                await client.get_task(task_id)
+
+
+def transient(event: Any) -> bool:
+    """A ``working`` notification, which the listen stream sends only if it looks in time.
+
+    The stream sends the task as it finds it when woken: a worker that
+    completes at once after ``tasks/update`` may already be ``completed``.
+    """
+    return isinstance(event, dict) and event.get("data", {}).get("params", {}).get("status") == (
+        "working"
+    )
+
+
+def normalised(value: Any, task_id: str) -> Any:
+    """``value`` with times and transient notifications dropped, the task id a placeholder."""
+    if isinstance(value, dict):
+        return {k: normalised(v, task_id) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [normalised(item, task_id) for item in value if not transient(item)]
+    if isinstance(value, str):
+        return value.replace(task_id, "<taskId>")
+    return value
+
+
+def exchanges(path: Path) -> list[Any]:
+    """The recorded exchanges in the order they started, normalised."""
+    records = sorted(
+        (json.loads(line) for line in path.read_text().splitlines()),
+        key=lambda record: float(record["started"]),
+    )
+    task_id = records[0]["response"]["body"]["result"]["taskId"]
+    return [normalised(record, task_id) for record in records]
+
+
+def rendered_section(page: str) -> str:
+    """The text between the page's markers."""
+    start = page.index(BEGIN) + len(BEGIN)
+    return page[start : page.index(END, start)].strip("\n")
+
+
+def test_the_page_shows_the_rendering_of_the_recording() -> None:
+    """presa-defined (docs/tasks.md): the session transcript is generated, never hand-edited."""
+    rendered = render_lines(RECORDING.read_text().splitlines())
+    assert rendered_section(PAGE.read_text()) == rendered.strip("\n")
+
+
+async def test_the_recorded_session_still_gets_the_same_answers(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """presa-defined (docs/tasks.md): the same requests, sent again, get the recorded answers."""
+    again = tmp_path / "session.jsonl"
+    await record_session(again)
+    assert exchanges(again) == exchanges(RECORDING)
+
+
+def write_recording_and_page() -> None:
+    """Record the session into docs/ and put its rendering between the page's markers."""
+    RECORDING.unlink(missing_ok=True)
+    trio.run(record_session, RECORDING)
+    page = PAGE.read_text()
+    head, rest = page.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    rendered = render_lines(RECORDING.read_text().splitlines()).strip("\n")
+    PAGE.write_text(f"{head}{BEGIN}\n\n{rendered}\n\n{END}{tail}")
+    print(f"wrote {RECORDING} and its rendering into {PAGE}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    write_recording_and_page()
