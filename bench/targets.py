@@ -4,7 +4,7 @@ The margins are the run-to-run noise seen on shared two-core machines:
 ratios against a floor measured in the same run move by up to about 10 %
 (p99 ratios by up to about 15 %), absolute rates and latencies by 15–25 %,
 memory figures by a few percent. A target missed by less than its margin is
-reported as "missed within noise" and does not fail the run; the README
+reported as "missed within noise" and does not fail the run; docs/performance.md
 records every miss, whichever side of the margin it falls.
 """
 

@@ -1,6 +1,6 @@
 """presa_trio: the Model Context Protocol 2026-07-28 and its Tasks extension, on Trio.
 
-The package is layered; imports point downward only (see README, "Architecture"):
+The package is layered; imports point downward only (see docs/architecture.md):
 
 - ``presa_trio.wire``   sans-IO: models, the converter, the JSON-RPC envelope, errors.
 - ``presa_trio.server`` the method table, the request context, the core methods.

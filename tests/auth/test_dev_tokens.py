@@ -1,6 +1,6 @@
 """Development tokens (``--auth-token NAME=SECRET``) on a real ``presa-trio serve``.
 
-The session the README shows: no token is 401 with ``resource_metadata``,
+The session docs/authorization.md shows: no token is 401 with ``resource_metadata``,
 the metadata document answers, and bob cannot reach alice's task.
 """
 

@@ -42,7 +42,7 @@ def terminal(status: Status) -> Task:
 
 
 def test_model_imports_neither_trio_nor_the_server() -> None:
-    """presa-defined (README §Architecture; docs/tasks.md): model.py is pure."""
+    """presa-defined (docs/architecture.md; docs/tasks.md): model.py is pure."""
     assert sorted(m for m in imported_modules(Path(model.__file__)) if forbidden(m)) == []
 
 

@@ -2,7 +2,7 @@
 
 ``presa_trio.wire`` turns plain values into models and back. Trio, hypercorn
 and the layers above (``server``, ``http``, ``tasks``, the edges) import it,
-never the other way round (README §Architecture).
+never the other way round (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_wire_package_has_modules() -> None:
 
 @pytest.mark.parametrize("path", WIRE_MODULES, ids=lambda p: p.name)
 def test_wire_module_imports_no_io_and_no_upper_layer(path: Path) -> None:
-    """presa-defined (README §Architecture): wire/ is sans-IO.
+    """presa-defined (docs/architecture.md): wire/ is sans-IO.
 
     No trio, no hypercorn (nor any other I/O library), and nothing from
     presa_trio.server, presa_trio.http or any other layer above wire.

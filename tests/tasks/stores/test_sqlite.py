@@ -13,7 +13,7 @@ from presa_trio.tasks.stores import open_store
 
 
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
-    """presa-defined (README "Where tasks live"): readers never wait for the writer,
+    """presa-defined (docs/tasks.md "Where tasks live"): readers never wait for the writer,
     and the file says which schema wrote it."""
     path = tmp_path / "tasks.db"
     async with open_store(f"sqlite:///{path}"):
