@@ -26,6 +26,7 @@ from presa_trio.fixtures import build_app
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, running
+from tests.http.test_transcript import Ticks
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RECORDING = DOCS / "tasks-session.jsonl"
@@ -34,17 +35,6 @@ BEGIN = "<!-- begin: `presa-trio transcript docs/tasks-session.jsonl` (tested; d
 END = "<!-- end of the rendered transcript -->"
 # What changes from one run to the next: times, and the ids the server draws.
 VOLATILE_KEYS = frozenset({"started", "at", "createdAt", "lastUpdatedAt"})
-
-
-class Ticks:
-    """A clock that advances 7 ms per reading: stable offsets in the rendering."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        self.now += 0.007
-        return self.now
 
 
 async def statuses_until(stream: Any, wanted: str) -> None:
