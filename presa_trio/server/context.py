@@ -8,6 +8,12 @@ client's input responses and the handler's own verified state (mrtr).
 Notifications a handler sends go only to the stream of this request
 (streamable-http §Receiving Messages).
 
+A tool call has a nursery (:attr:`RequestContext.nursery`): child tasks a
+tool starts there run beside it, and the call ends only once they all have.
+On a plain call it is opened around the handler (:meth:`RequestContext.supervising`);
+in a task it is the task's own nursery, so the children are cancelled with
+the task. The tool reads the same on both paths.
+
 A handler sees the server through :class:`ServerView`: what it may use
 (who the server is, its clock and state sealer, change announcements for
 ``subscriptions/listen`` streams), not the registration API.
@@ -18,10 +24,12 @@ bottom of its import graph, and no import cycle runs through it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
+import trio
 
 from presa_trio.auth.principal import Principal
 from presa_trio.wire import mrtr
@@ -87,6 +95,8 @@ class RequestContext:
     principal: Principal | None = None
     # The last progress value sent: progress must increase (progress §Behavior Requirements).
     _last_progress: float | None = None
+    # Where the call's child tasks run, while a tool runs (see :attr:`nursery`).
+    _nursery: trio.Nursery | None = attrs.field(default=None, repr=False)
 
     @property
     def capabilities(self) -> ClientCapabilities:
@@ -131,6 +141,46 @@ class RequestContext:
         if logger is not None:
             params["logger"] = logger
         await self.send(notification("notifications/message", params))
+
+    # --- child tasks and status --------------------------------------------------
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """Where a tool starts child tasks; the call ends once they have all ended.
+
+        A child's exception cancels the tool and its other children, and the
+        call answers with :func:`~presa_trio.server.tools.error_for` of it.
+        In a task this is the task's nursery: ``tasks/cancel``, the TTL,
+        lease loss and shutdown cancel the children with the task.
+        """
+        if self._nursery is None:
+            raise RuntimeError("only a running tool call has a nursery")
+        return self._nursery
+
+    @asynccontextmanager
+    async def supervising(self) -> AsyncIterator[None]:
+        """Give the call a nursery for the block, unless it has one (a task's)."""
+        if self._nursery is not None:
+            yield
+            return
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                yield
+            finally:
+                self._nursery = None
+
+    async def set_status_message(self, message: str) -> None:
+        """Describe where the work is (e.g. "step 2 of 5"); only a task shows it.
+
+        In a task it becomes the task's ``statusMessage`` until its status
+        changes. A plain call has no status to show it in, and progress
+        needs a number the message does not give, so here it does nothing
+        (spec-notes §46). A message that is not a non-empty string is a
+        ``ValueError`` on both paths.
+        """
+        if not (isinstance(message, str) and message):
+            raise ValueError("a status message must be a non-empty string")
 
     # --- multi round-trip answers (mrtr §InputResponses) -----------------------
 

@@ -207,15 +207,24 @@ async def invoke_tool(
 ) -> models.CallToolResult | InputRequired:
     """Run a tool's handler on checked arguments and map its outcome.
 
+    The handler runs with the call's nursery (``ctx.nursery``); the outcome
+    is mapped once every child task it started there has ended.
+
     The Tasks extension runs tools in its workers through this same
     function, so both paths map alike (:func:`tool_outcome`,
     :func:`check_structured`).
     """
     registered = find_tool(server, name)
     try:
-        output = await registered.handler(ctx, arguments)
+        async with ctx.supervising():
+            try:
+                output = await registered.handler(ctx, arguments)
+            except Exception as error:
+                return tool_outcome(error)
     except Exception as error:
-        return tool_outcome(error)
+        # A child task in the call's nursery failed: that is not the tool's
+        # answer, so never an ``isError`` result; a task's children alike.
+        raise error_for(error) from None
     outcome = as_call_result(output)
     if isinstance(outcome, models.CallToolResult):
         check_structured(registered, outcome)

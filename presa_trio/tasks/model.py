@@ -32,6 +32,9 @@ House rules
 6. Answers are kept. ``inbox`` holds every answer ``tasks/update`` delivered
    while the task runs, so a worker run again after its process stopped gets
    them back instead of asking the client twice.
+7. A worker's own status message (:func:`report`) describes the status it
+   was written in: it is a move that keeps the status, and every status
+   change drops it, back to presa's fixed text for the new status.
 
 Time is passed in, never read: ``now_ms`` is wall-clock milliseconds since
 the epoch. It stamps ``createdAt``/``lastUpdatedAt`` and fixes the expiry, and
@@ -75,18 +78,21 @@ class Event(enum.Enum):
     COMPLETE = "complete"
     FAIL = "fail"
     CANCEL = "cancel"
+    REPORT = "report"  # the worker set its status message; the status stays
 
 
 #: The machine: status -> event -> next status. Terminal statuses have no
 #: events; rule 2 makes every move on them a no-op before the table is read.
 TRANSITIONS: Mapping[Status, Mapping[Event, Status]] = {
     Status.WORKING: {
+        Event.REPORT: Status.WORKING,
         Event.ASK: Status.INPUT_REQUIRED,
         Event.COMPLETE: Status.COMPLETED,
         Event.FAIL: Status.FAILED,
         Event.CANCEL: Status.CANCELLED,
     },
     Status.INPUT_REQUIRED: {
+        Event.REPORT: Status.INPUT_REQUIRED,
         Event.ASK: Status.INPUT_REQUIRED,
         Event.ANSWER_SOME: Status.INPUT_REQUIRED,
         Event.ANSWER_LAST: Status.WORKING,
@@ -101,7 +107,8 @@ TRANSITIONS: Mapping[Status, Mapping[Event, Status]] = {
 
 #: presa's status messages: fixed plain text, never exception detail, since a
 #: client may show them to the model (SEP-2663 §Tasks ``statusMessage``).
-#: A failed task's message is its JSON-RPC error message instead.
+#: A failed task's message is its JSON-RPC error message instead, and a
+#: worker may say more while its task runs (rule 7).
 STATUS_MESSAGES: Mapping[Status, str] = {
     Status.WORKING: "The task is running",
     Status.INPUT_REQUIRED: "The task is waiting for input",
@@ -126,8 +133,8 @@ class Task:
     # Server-generated, unguessable, never reused (SEP-2663 §Security Implications).
     task_id: str
     status: Status
-    # Wall-clock epoch milliseconds. ``created_ms`` never changes;
-    # ``updated_ms`` moves on every status or input change, never on a read.
+    # Wall-clock epoch milliseconds. ``created_ms`` never changes; ``updated_ms``
+    # moves on every status, input or message change, never on a read.
     created_ms: int
     updated_ms: int
     # The advertised lifetime from creation in ms; ``None`` is unlimited.
@@ -144,6 +151,8 @@ class Task:
     error: JSONObject | None = None
     # Bumped by every transition; the compare-and-set token of the store.
     revision: int = 0
+    # The worker's own status message (rule 7); None: presa's text for the status.
+    message: str | None = None
 
     @property
     def terminal(self) -> bool:
@@ -153,6 +162,8 @@ class Task:
     def status_message(self) -> str | None:
         if self.status is Status.FAILED and self.error is not None:
             return str(self.error["message"])
+        if self.message is not None:
+            return self.message
         return STATUS_MESSAGES.get(self.status)
 
     @property
@@ -219,6 +230,8 @@ def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
         raise IllegalTransition(f"{event.value} is not allowed when {task.status.value}")
     if target in TERMINAL:
         changes.update(input_requests={}, inbox={})
+    if target is not task.status:
+        changes.setdefault("message", None)
     return attrs.evolve(
         task, status=target, updated_ms=now_ms, revision=task.revision + 1, **changes
     )
@@ -296,6 +309,22 @@ def fail(task: Task, error: JSONObject, now_ms: int) -> Task:
     if not (isinstance(error.get("code"), int) and isinstance(error.get("message"), str)):
         raise IllegalTransition("a failed task's error needs an integer code and a message")
     return _move(task, Event.FAIL, now_ms, error=error)
+
+
+def report(task: Task, message: str, now_ms: int) -> Task:
+    """The worker describes where it is (e.g. "step 2 of 5"); the status stays.
+
+    The message is the task's ``statusMessage`` until the status changes
+    (rule 7). The same message again changes nothing, and a terminal task
+    absorbs it (rule 2). Spec: SEP-2663 §Tasks ``statusMessage`` ("progress
+    descriptions for working"); progress notifications are not supported on
+    tasks (§Task Status Notifications; spec-notes §46).
+    """
+    if not (isinstance(message, str) and message):
+        raise IllegalTransition("a status message must be a non-empty string")
+    if message == task.message:
+        return task
+    return _move(task, Event.REPORT, now_ms, message=message)
 
 
 def cancel(task: Task, now_ms: int) -> Task:

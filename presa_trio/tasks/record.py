@@ -8,12 +8,15 @@ every status (the contract suite checks it). The format::
      "scope": "…",                                  # the access scope, opaque
      "task": {"taskId", "status", "createdMs", "updatedMs", "ttlMs",
               "pollIntervalMs", "inputRequests", "issued", "inbox",
-              "result", "error", "revision"},
+              "result", "error", "revision", "statusMessage"?},
      "work": {"tool", "arguments", "protocolVersion", "capabilities",
               "inputResponses", "state", "rerun", "principal"} | null,
      "lease": {"owner", "generation", "expiresMs"} | null}
 
-Times are epoch milliseconds. ``issued`` is a sorted list. A store may keep
+Times are epoch milliseconds. ``issued`` is a sorted list. ``statusMessage``
+(the worker's own, :func:`~presa_trio.tasks.model.report`) is written only
+when set; a record without it reads as having none, so adding it needed no
+new version: every version-1 record reads the same as before. A store may keep
 ``lease`` in columns of its own instead (it changes without the task
 changing); its three fields map one to one.
 
@@ -37,7 +40,7 @@ class UnknownRecordVersion(ValueError):
 
 
 def task_to_json(task: Task) -> JSONObject:
-    return {
+    data: JSONObject = {
         "taskId": task.task_id,
         "status": task.status.value,
         "createdMs": task.created_ms,
@@ -51,6 +54,9 @@ def task_to_json(task: Task) -> JSONObject:
         "error": task.error,
         "revision": task.revision,
     }
+    if task.message is not None:
+        data["statusMessage"] = task.message
+    return data
 
 
 def task_from_json(data: JSONObject) -> Task:
@@ -67,6 +73,7 @@ def task_from_json(data: JSONObject) -> Task:
         result=data["result"],
         error=data["error"],
         revision=data["revision"],
+        message=data.get("statusMessage"),
     )
 
 

@@ -250,6 +250,15 @@ class WorkerContext(RequestContext):
     runner: TaskRunner = attrs.field(kw_only=True, repr=False)
     worker: Worker = attrs.field(kw_only=True)
 
+    async def set_status_message(self, message: str) -> None:
+        """The task's ``statusMessage`` until its status changes; the status stays.
+
+        A store write under the worker's lease, announced like any other, so
+        ``tasks/get`` and the listen streams see it (SEP-2663 §Tasks).
+        """
+        await super().set_status_message(message)
+        await self.runner.report(self.worker, message)
+
 
 async def drop(message: dict[str, Any]) -> None:
     """A worker's ``send``: there is no stream to write to."""
@@ -307,6 +316,20 @@ def resume_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) ->
         raise model.IllegalTransition(f"input keys withdrawn earlier: {lost}")
     fresh = {key: request for key, request in requests.items() if key not in task.issued}
     return model.request_input(task, fresh, now_ms) if fresh else task
+
+
+def failure(error: McpError) -> Move:
+    """The move that ends a task ``failed`` with ``error`` (SEP-2663 §Task Execution Errors)."""
+    wire = error.to_wire()
+    return lambda task, now: model.fail(task, wire, now)
+
+
+def outcome(task_id: str, result: Any) -> Move:
+    """The move for what a job returned: ``completed`` if a JSON object, else a -32603."""
+    if is_json_object(result):
+        return lambda task, now: model.complete(task, result, now)
+    log.error("task %s: the job returned %r, not a JSON object", task_id, result)
+    return failure(InternalError("Task worker returned a non-JSON result"))
 
 
 @attrs.define(eq=False, repr=False)
@@ -420,24 +443,39 @@ class TaskRunner:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        """One task's life: its cancel scope, its nursery, then its outcome.
+
+        The job runs as the body of the task's nursery, in this Trio task;
+        child tasks the tool starts through ``ctx.nursery`` run beside it.
+        The nursery closes once all of them have ended, and only then is the
+        outcome written, once. A stop (``tasks/cancel``, the TTL, lease loss,
+        shutdown) cancels the scope around the nursery: every child and the
+        job get ``trio.Cancelled``, and nothing is written.
+        """
         try:
             with worker.cancel_scope:
-                async with trio.open_nursery():
-                    context = self._detach(creator, worker)
-                    task_status.started()
-                    # This frame lives as long as the task: let go of the creating
-                    # request's context (and its stream) and the start handshake
-                    # now, or every parked task keeps them alive.
-                    del creator, task_status
-                    # The worker runs as the nursery's body, in this Trio task: one
-                    # Trio task per MCP task, and the worker's cancel scope wraps
-                    # the nursery. Work the job starts in it is cancelled with it.
-                    await self._work(worker, job, context)
+                try:
+                    async with trio.open_nursery() as nursery:
+                        context = self._detach(creator, worker, nursery)
+                        task_status.started()
+                        # This frame lives as long as the task: let go of the
+                        # creating request's context (and its stream) and the
+                        # start handshake now, or every parked task keeps them alive.
+                        del creator, task_status
+                        result = await job(context)
+                except* Exception as group:
+                    # The plain path's mapping: the job's own spec error, else -32603.
+                    move = failure(error_for(group))
+                else:
+                    move = outcome(worker.task_id, result)
+                await self._finish(worker, move)
         finally:
             if self._workers.get(worker.task_id) is worker:
                 del self._workers[worker.task_id]
 
-    def _detach(self, creator: RequestContext, worker: Worker) -> WorkerContext:
+    def _detach(
+        self, creator: RequestContext, worker: Worker, nursery: trio.Nursery
+    ) -> WorkerContext:
         meta = attrs.evolve(creator.meta, progress_token=None, log_level=None)
         return WorkerContext(
             request_id=worker.task_id,
@@ -448,25 +486,10 @@ class TaskRunner:
             input_responses=creator.input_responses,
             state=creator.state,
             principal=creator.principal,
+            nursery=nursery,
             runner=self,
             worker=worker,
         )
-
-    async def _work(self, worker: Worker, job: Job, context: WorkerContext) -> None:
-        """Run the job and write its outcome; ``trio.Cancelled`` passes through untouched."""
-        try:
-            result = await job(context)
-        except* Exception as group:
-            # The plain path's mapping: the job's own spec error, else -32603.
-            error = error_for(group).to_wire()
-            await self._finish(worker, lambda task, now: model.fail(task, error, now))
-        else:
-            if is_json_object(result):
-                await self._finish(worker, lambda task, now: model.complete(task, result, now))
-            else:
-                log.error("task %s: the job returned %r, not a JSON object", worker.task_id, result)
-                error = InternalError("Task worker returned a non-JSON result").to_wire()
-                await self._finish(worker, lambda task, now: model.fail(task, error, now))
 
     async def _finish(self, worker: Worker, move: Move) -> None:
         """Write a worker's outcome. If the store cannot take it, the task is left
@@ -533,6 +556,10 @@ class TaskRunner:
     async def cancel(self, scope: str, task_id: str) -> None:
         """Write ``cancelled``; the announcement stops the worker. Terminal: left as is."""
         await self._transition(scope, task_id, model.cancel)
+
+    async def report(self, worker: Worker, message: str) -> None:
+        """A worker's status message, written by :func:`~presa_trio.tasks.model.report`."""
+        await self._write(worker, lambda task, now: model.report(task, message, now))
 
     async def wait_inputs(
         self, worker: Worker, requests: Mapping[str, InputRequest]
@@ -666,8 +693,7 @@ class TaskRunner:
             revived = self.revive(stored.work)
         if revived is None:
             log.info("task %s cannot run again: written failed", stored.task_id)
-            error = INTERRUPTED.to_wire()
-            await self._finish(worker, lambda task, now: model.fail(task, error, now))
+            await self._finish(worker, failure(INTERRUPTED))
             return
         log.info("task %s recovered", stored.task_id)
         job, creator = revived
