@@ -25,7 +25,13 @@ Theory of operation
 - **Publish.** Every stored change of a task is handed to ``on_change``;
   the extension turns it into ``notifications/tasks`` for the listen
   streams that asked for that task. Changes are pushed, never polled.
-- **Finish.** The worker's outcome is written once: a JSON object result is
+- **Children.** The job runs as the body of its task's nursery, and the
+  tool gets that nursery as ``ctx.nursery``: child tasks it starts there
+  are cancelled with the task, and the outcome waits for them.
+- **Status message.** ``ctx.set_status_message`` writes the task's
+  ``statusMessage`` (:func:`~presa_trio.tasks.model.report`) under the lease.
+- **Finish.** The worker's outcome is written once, after the task's
+  nursery has closed: a JSON object result is
   ``completed``; a raised :class:`~presa_trio.wire.errors.McpError` is
   ``failed`` with that error; anything else is ``failed`` with a generic
   -32603, the detail going to the log only (SEP-2663 §Task Execution Errors),
@@ -244,7 +250,7 @@ class WorkerContext(RequestContext):
     multi round-trip answers) and loses its stream: ``send`` drops every
     message, and the progress token and log level are gone, so a task never
     sends progress or log notifications (SEP-2663 §Task Status Notifications;
-    tasks ref §5.3; T-55).
+    tasks ref §5.3; T-55). Its ``nursery`` is the task's own.
     """
 
     runner: TaskRunner = attrs.field(kw_only=True, repr=False)

@@ -260,3 +260,33 @@ def test_a_failed_task_says_its_error_message_and_nothing_more() -> None:
     assert failed.detailed()["statusMessage"] == "Internal error"
     assert failed.detailed()["error"] == ERROR
     assert "statusMessage" not in model.complete(seed(), RESULT, T1).to_wire()
+
+
+def test_a_status_message_keeps_the_status_until_the_status_changes() -> None:
+    """Spec-mandated (SEP-2663 §Tasks ``statusMessage``, "progress descriptions for
+    working"; spec-notes §46): a report is a move that keeps the status, moves
+    ``revision`` and ``lastUpdatedAt``, and lasts until the status changes."""
+    said = model.report(seed(), "step 1 of 2", T1)
+    assert (said.status, said.revision, said.updated_ms) == (Status.WORKING, 1, T1)
+    assert said.to_wire()["statusMessage"] == "step 1 of 2"
+    assert model.report(said, "step 1 of 2", T2) is said
+    parked = model.request_input(said, {"k": ASK}, T2)
+    assert parked.to_wire()["statusMessage"] == "The task is waiting for input"
+    waiting = model.report(parked, "waiting for the user", T3)
+    assert (waiting.status, waiting.input_requests) == (Status.INPUT_REQUIRED, {"k": ASK})
+    resumed = model.fulfil(waiting, {"k": YES}, T3)
+    assert resumed.to_wire()["statusMessage"] == "The task is running"
+
+
+@pytest.mark.parametrize("status", [Status.COMPLETED, Status.FAILED, Status.CANCELLED])
+def test_a_terminal_task_absorbs_a_status_message(status: Status) -> None:
+    """Spec-mandated (SEP-2663 §Task Status; T-66): a late report changes nothing."""
+    done = terminal(status)
+    assert model.report(done, "too late", T3) is done
+
+
+@pytest.mark.parametrize("message", ["", None, 5])
+def test_a_status_message_must_be_a_non_empty_string(message: Any) -> None:
+    """presa-defined (spec-notes §46): anything else is illegal, whatever the status."""
+    with pytest.raises(IllegalTransition):
+        model.report(seed(), message, T1)

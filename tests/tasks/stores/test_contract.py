@@ -250,6 +250,7 @@ def every_status() -> list[Task]:
         parked,
         half,
         model.withdraw(half, ["b"], T0 + 3),
+        model.report(seed, "step 2 of 5", T0 + 3),
         model.complete(half, {"content": [{"type": "text", "text": "é"}]}, T0 + 4),
         model.fail(seed, {"code": -32603, "message": "Internal error", "data": {"x": 1}}, T0 + 5),
         model.cancel(parked, T0 + 6),
@@ -270,6 +271,17 @@ async def test_the_storage_round_trip_keeps_every_field(store: TaskStore, number
     read = await store.get("alice", "t-1", T0)
     assert read == expected
     assert from_record(to_record(read)) == read
+
+
+def test_a_version_1_record_without_a_status_message_still_reads() -> None:
+    """presa-defined (versioned storage format): ``statusMessage`` is written only
+    when a worker set one, so records written before it existed read as before."""
+    record = to_record(stored())
+    assert "statusMessage" not in record["task"]
+    assert from_record(record) == stored()
+    said = attrs.evolve(stored(), task=model.report(new_task(), "step 1", T0 + 1))
+    assert to_record(said)["task"]["statusMessage"] == "step 1"
+    assert from_record(to_record(said)) == said
 
 
 def test_a_record_of_another_version_is_refused() -> None:
