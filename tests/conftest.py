@@ -1,8 +1,9 @@
-"""Shared fixtures: the conformance fixture app, running, and a client for it."""
+"""Shared fixtures: the conformance fixture app, running, and a client for it;
+a real PostgreSQL for the tests that need one."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from hypothesis import settings
@@ -10,6 +11,7 @@ from hypothesis import settings
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, running
+from tests.postgres import Postgres
 
 
 @pytest.fixture
@@ -21,6 +23,23 @@ def app() -> McpApp:
 async def client(app: McpApp) -> AsyncIterator[McpClient]:
     async with running(app) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """One PostgreSQL for the whole run, started on first use and removed at the end."""
+    server = Postgres.create()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture
+def postgres_url(postgres: Postgres) -> str:
+    """The URL of a fresh, empty database on the shared server."""
+    return postgres.new_database()
 
 
 # Hypothesis's per-example deadline measures wall-clock time, which swings on a

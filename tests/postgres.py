@@ -1,0 +1,174 @@
+"""A real PostgreSQL for the tests, from the binaries the ``pgserver`` wheel ships.
+
+``pgserver`` (PyPI) carries a complete PostgreSQL build, so a fresh machine
+gets a database server from ``pip install`` alone: no system package, no
+root. Only its binaries are used here: its own server manager adds system
+users, widens the permissions of every parent directory, and listens on a
+Unix socket only, while the tests need a loopback TCP port, a clean stop at
+the end, and a way to restart the server in the middle of a test.
+
+PostgreSQL refuses to run as root (``initdb`` and ``postgres`` both exit).
+When the tests run as root -- as CI does -- the server runs as ``nobody``,
+in a temporary directory handed over to that user; if the installed
+binaries sit below a directory ``nobody`` cannot enter, they are copied
+into the temporary directory first.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import attrs
+import psycopg
+
+# The account a root test run hands the server to; present on every Debian.
+UNPRIVILEGED = "nobody"
+# How long a start may take before the harness gives up (a bound, not a check).
+START_BOUND_S = 60.0
+
+
+def installed_binaries() -> Path:
+    """The ``bin`` directory of the PostgreSQL inside the ``pgserver`` wheel."""
+    # Found, not imported: importing pgserver starts its own machinery.
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("pgserver is not installed: pip install -e '.[test]'")
+    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+
+
+def others_can_reach(path: Path) -> bool:
+    """Whether a user with no ownership can enter every directory down to ``path``."""
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [path, *path.parents])
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now (the kernel's choice)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@attrs.define(eq=False)
+class Postgres:
+    """One PostgreSQL server in a temporary directory, on a loopback port."""
+
+    root: Path
+    bin: Path
+    port: int
+    # Keyword arguments that make a child process run as the server's user.
+    as_owner: dict[str, Any]
+    process: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def create(cls) -> Postgres:
+        """Make the directory and the cluster (``initdb``); the server is not started."""
+        root = Path(tempfile.mkdtemp(prefix="presa-pg-"))
+        binaries = installed_binaries()
+        as_owner: dict[str, Any] = {}
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam(UNPRIVILEGED)
+            os.chown(root, owner.pw_uid, owner.pw_gid)
+            as_owner = {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": []}
+            if not others_can_reach(binaries):
+                binaries = copy_install(binaries, root / "install")
+        server = cls(root, binaries, free_port(), as_owner)
+        server._run(
+            "initdb", "-D", str(server.data), "-U", "postgres", "--auth=trust",
+            "--encoding=UTF8", "--no-sync",
+        )  # fmt: skip
+        return server
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "postgres.log"
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run(
+            [str(self.bin / program), *args], check=True, capture_output=True, **self.as_owner
+        )
+
+    def start(self) -> None:
+        """Start the server and return once it accepts connections."""
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    str(self.bin / "postgres"), "-D", str(self.data),
+                    "-h", "127.0.0.1", "-p", str(self.port), "-k", str(self.root),
+                    # Test data need not survive a power cut: no fsync.
+                    "-c", "fsync=off", "-c", "synchronous_commit=off",
+                    "-c", "full_page_writes=off", "-c", "max_connections=200",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                **self.as_owner,
+            )  # fmt: skip
+        deadline = time.monotonic() + START_BOUND_S
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"postgres exited at start; see {self.log}")
+            try:
+                psycopg.connect(self.url(), connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Fast shutdown: open sessions are ended, committed data is kept."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait()
+            self.process = None
+
+    def restart(self) -> None:
+        """Stop and start again on the same port and data: every connection drops."""
+        self.stop()
+        self.start()
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL. Each test gets its own."""
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')  # a name made above, not input
+        return self.url(name)
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def copy_install(binaries: Path, into: Path) -> Path:
+    """Copy the wheel's PostgreSQL below ``into``; its ``bin`` directory there.
+
+    The binaries find their shared libraries at ``$ORIGIN/../../../pgserver.libs``
+    (the wheel's layout), so the copy keeps that layout; C headers are left out.
+    """
+    site = binaries.parents[2]
+    shutil.copytree(
+        site / "pgserver" / "pginstall",
+        into / "pgserver" / "pginstall",
+        ignore=lambda directory, names: {"include"} & set(names),
+    )
+    shutil.copytree(site / "pgserver.libs", into / "pgserver.libs")
+    return into / "pgserver" / "pginstall" / "bin"
