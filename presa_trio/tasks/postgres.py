@@ -1,0 +1,267 @@
+"""The PostgreSQL task store: many presa processes, on many hosts, share one database.
+
+``--store postgresql://USER@HOST:PORT/DATABASE`` (any libpq URL). Each
+method of :class:`~presa_trio.tasks.store.TaskStore` is one function run off
+the Trio thread (:mod:`presa_trio.tasks.postgres_io`), against the schema of
+:mod:`presa_trio.tasks.postgres_schema`; changes reach every process through
+LISTEN/NOTIFY (:mod:`presa_trio.tasks.postgres_listen`).
+
+How each rule of the store contract is kept:
+
+- **Compare-and-set** is one statement,
+  ``UPDATE … WHERE task_id = %s AND scope = %s AND revision = %s``
+  (and, for a worker's write, ``AND lease_generation = %s``): PostgreSQL
+  re-checks the condition on the row's latest version under its row lock,
+  so of two concurrent writers of one revision exactly one updates a row.
+  When none is updated, one read says why (unknown, lease lost, conflict).
+- **Capacity is checked in the creating transaction.** The transaction
+  takes one advisory lock (``pg_advisory_xact_lock``), counts the live tasks
+  of the scope and overall, and inserts only if under every limit; the lock
+  is held until commit, so no two creations, in any process, count the same
+  free slot. presa chooses the lock over SERIALIZABLE (which would make
+  every creation ready to retry on serialization failures) and over a
+  counter row (which every status change would also have to update, so
+  completions would queue behind creations on that one row). The price is
+  that creations are serialised across all processes for the few hundred
+  microseconds between the lock and the commit; the counts use the indexes
+  on scope and on active tasks.
+- **Leases** are three columns; renewal and release touch only the expiry,
+  claiming bumps the generation with ``FOR UPDATE SKIP LOCKED`` so two
+  processes recovering at once claim different tasks.
+- **Time** is the caller's epoch milliseconds; the database's clock is
+  never read, so hosts agree as far as their clocks do.
+
+Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
+(scoped access), §Protocol Errors (expiry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import psycopg
+import trio
+from psycopg.types.json import Jsonb
+
+from presa_trio.tasks.model import Task
+from presa_trio.tasks.postgres_io import Database
+from presa_trio.tasks.postgres_listen import watch
+from presa_trio.tasks.postgres_schema import (
+    COLUMNS,
+    CREATE_LOCK,
+    LOCKS,
+    decode,
+    ensure_schema,
+)
+from presa_trio.tasks.record import task_to_json, to_record
+from presa_trio.tasks.store import (
+    Capacity,
+    CapacityExceeded,
+    Conflict,
+    Counts,
+    Deliver,
+    LeaseLost,
+    StoredTask,
+    TaskExpired,
+    TaskNotFound,
+)
+
+Connection = psycopg.Connection[Any]
+
+#: Live (not yet expired) rows at epoch ms %(now)s.
+LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
+
+
+def record_of(stored: StoredTask) -> Jsonb:
+    """The ``record`` column: the storage record without the lease (it has columns)."""
+    return Jsonb(to_record(attrs.evolve(stored, lease=None)))
+
+
+@attrs.define(eq=False, repr=False)
+class PostgresStore:
+    """The task store on PostgreSQL; see the module docstring."""
+
+    database: Database
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresStore:
+        """Connect, and create the schema if the database has none."""
+        database = Database(url)
+        await database.open()
+        try:
+            await database.run(ensure_schema)
+        except BaseException:
+            await database.close()
+            raise
+        return cls(database)
+
+    async def close(self) -> None:
+        await self.database.close()
+
+    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+        def work(connection: Connection) -> None:
+            with connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, CREATE_LOCK))
+                row = connection.execute(
+                    "SELECT count(*) FILTER (WHERE active AND scope = %(scope)s),"
+                    " count(*) FILTER (WHERE scope = %(scope)s),"
+                    " count(*) FILTER (WHERE active), count(*)"
+                    f" FROM presa_tasks WHERE {LIVE}",
+                    {"scope": stored.scope, "now": now_ms},
+                ).fetchone()
+                assert row is not None
+                limit = capacity.refusal(Counts(row[0], row[1]), Counts(row[2], row[3]))
+                if limit is not None:
+                    raise CapacityExceeded(limit)
+                lease = stored.lease
+                try:
+                    connection.execute(
+                        "INSERT INTO presa_tasks (task_id, scope, revision, active, expires_ms,"
+                        " lease_owner, lease_generation, lease_expires_ms, record)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        (
+                            stored.task_id,
+                            stored.scope,
+                            stored.task.revision,
+                            not stored.task.terminal,
+                            stored.task.expires_ms,
+                            None if lease is None else lease.owner,
+                            None if lease is None else lease.generation,
+                            None if lease is None else lease.expires_ms,
+                            record_of(stored),
+                        ),
+                    )
+                except psycopg.errors.UniqueViolation as error:
+                    raise ValueError(f"task id collision: {stored.task_id}") from error
+
+        await self.database.run(work)
+
+    async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
+        stored = await self.read(task_id)
+        if stored is None or stored.scope != scope:
+            raise TaskNotFound()
+        if stored.task.expired(now_ms):
+            raise TaskExpired()
+        return stored
+
+    async def read(self, task_id: str) -> StoredTask | None:
+        def work(connection: Connection) -> StoredTask | None:
+            row = connection.execute(
+                f"SELECT {COLUMNS} FROM presa_tasks WHERE task_id = %s", (task_id,)
+            ).fetchone()
+            return None if row is None else decode(row)
+
+        return await self.database.run(work)
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+    ) -> None:
+        def work(connection: Connection) -> None:
+            updated = connection.execute(
+                "UPDATE presa_tasks SET record = jsonb_set(record, '{task}', %(task)s),"
+                " revision = %(revision)s, active = %(active)s"
+                " WHERE task_id = %(id)s AND scope = %(scope)s AND revision = %(expected)s"
+                " AND (%(fence)s::bigint IS NULL OR lease_generation = %(fence)s)",
+                {
+                    "task": Jsonb(task_to_json(task)),
+                    "revision": task.revision,
+                    "active": not task.terminal,
+                    "id": task.task_id,
+                    "scope": scope,
+                    "expected": expected_revision,
+                    "fence": fence,
+                },
+            ).rowcount
+            if updated:
+                return
+            row = connection.execute(
+                "SELECT revision, lease_generation FROM presa_tasks"
+                " WHERE task_id = %s AND scope = %s",
+                (task.task_id, scope),
+            ).fetchone()
+            if row is None:
+                raise TaskNotFound()
+            revision, generation = row
+            if fence is not None and generation != fence:
+                raise LeaseLost(f"task {task.task_id}: generation {fence} no longer holds the lease")
+            raise Conflict(f"task {task.task_id} is at revision {revision}, not {expected_revision}")
+
+        await self.database.run(work)
+
+    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+        if not held:
+            return set()
+        ids, generations = list(held), list(held.values())
+
+        def work(connection: Connection) -> set[str]:
+            rows = connection.execute(
+                "UPDATE presa_tasks AS t SET lease_expires_ms = %s"
+                " FROM unnest(%s::text[], %s::bigint[]) AS h(task_id, generation)"
+                " WHERE t.task_id = h.task_id AND t.lease_owner = %s"
+                " AND t.lease_generation = h.generation"
+                " RETURNING t.task_id",
+                (expires_ms, ids, generations, owner),
+            ).fetchall()
+            return set(held) - {task_id for (task_id,) in rows}
+
+        return await self.database.run(work)
+
+    async def claim_expired(
+        self, owner: str, now_ms: int, expires_ms: int, limit: int
+    ) -> list[StoredTask]:
+        def work(connection: Connection) -> list[StoredTask]:
+            rows = connection.execute(
+                "UPDATE presa_tasks AS t SET lease_owner = %(owner)s,"
+                " lease_generation = coalesce(t.lease_generation, 0) + 1,"
+                " lease_expires_ms = %(expires)s"
+                " FROM (SELECT task_id FROM presa_tasks"
+                f"       WHERE active AND {LIVE}"
+                "        AND (lease_expires_ms IS NULL OR lease_expires_ms <= %(now)s)"
+                "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
+                f" WHERE t.task_id = c.task_id RETURNING {prefixed('t', COLUMNS)}",
+                {"owner": owner, "expires": expires_ms, "now": now_ms, "limit": limit},
+            ).fetchall()
+            return [decode(row) for row in rows]
+
+        return await self.database.run(work)
+
+    async def release(self, owner: str) -> None:
+        await self.database.run(
+            lambda connection: connection.execute(
+                "UPDATE presa_tasks SET lease_expires_ms = 0 WHERE lease_owner = %s", (owner,)
+            )
+        )
+
+    async def expire(self, now_ms: int) -> list[str]:
+        def work(connection: Connection) -> list[str]:
+            rows = connection.execute(
+                "DELETE FROM presa_tasks WHERE expires_ms <= %s RETURNING task_id", (now_ms,)
+            ).fetchall()
+            return [task_id for (task_id,) in rows]
+
+        return await self.database.run(work)
+
+    async def counts(self, scope: str | None = None) -> Counts:
+        def work(connection: Connection) -> Counts:
+            row = connection.execute(
+                "SELECT count(*) FILTER (WHERE active), count(*) FROM presa_tasks"
+                " WHERE %(scope)s::text IS NULL OR scope = %(scope)s",
+                {"scope": scope},
+            ).fetchone()
+            assert row is not None
+            return Counts(row[0], row[1])
+
+        return await self.database.run(work)
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        await watch(self.database.conninfo, deliver, task_status=task_status)
+
+
+def prefixed(table: str, columns: str) -> str:
+    """``COLUMNS`` qualified with a table alias, for an ``UPDATE … FROM``."""
+    return ", ".join(f"{table}.{column.strip()}" for column in columns.split(","))
+

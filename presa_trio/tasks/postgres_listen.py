@@ -1,0 +1,130 @@
+"""Signals between processes: PostgreSQL LISTEN/NOTIFY, delivered into Trio.
+
+Every committed change of a task is announced on one channel by the
+schema's trigger (:mod:`presa_trio.tasks.postgres_schema`), to every
+listening connection, in commit order. :func:`watch` keeps one connection
+listening, in a thread of its own, and hands each announcement to Trio as
+a store event: :class:`~presa_trio.tasks.store.Changed` with the task as
+stored, or :class:`~presa_trio.tasks.store.Deleted`.
+
+A notification can be lost: the listening connection drops (the database
+restarts, the network fails) and whatever commits meanwhile is announced
+to nobody. So after every reconnection, once ``LISTEN`` is in place again,
+:func:`watch` delivers :data:`~presa_trio.tasks.store.RESYNC`, and the
+receiver re-reads every task it holds a worker or a listen stream for.
+Whatever commits after the ``LISTEN`` is announced; whatever committed
+before it is found by the re-read; so no worker stays parked and no
+listener silent on a lost signal.
+
+The thread waits on the connection in short slices and, between them, asks
+Trio whether it was cancelled, so cancelling :func:`watch` ends the thread
+within one slice. Reconnections back off exponentially, up to a cap.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import attrs
+import psycopg
+import trio
+from psycopg import sql
+
+from presa_trio.tasks.postgres_schema import CHANNEL, COLUMNS, decode
+from presa_trio.tasks.record import from_record
+from presa_trio.tasks.store import RESYNC, Changed, Deleted, Deliver, StoreEvent
+
+log = logging.getLogger(__name__)
+
+#: How long the thread waits for a notification before checking for cancellation.
+SLICE_S = 0.2
+
+
+@attrs.define
+class Backoff:
+    """Delays between reconnection attempts: 0.1 s, doubling, at most 5 s."""
+
+    first: float = 0.1
+    cap: float = 5.0
+    _next: float = attrs.field(init=False, default=0.0)
+
+    def reset(self) -> None:
+        self._next = self.first
+
+    def delay(self) -> float:
+        current = self._next or self.first
+        self._next = min(current * 2, self.cap)
+        return current
+
+
+async def watch(
+    conninfo: str,
+    deliver: Deliver,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Deliver every announced change until cancelled; started once listening.
+
+    ``deliver`` runs in the Trio thread, once per event, in commit order.
+    """
+    backoff = Backoff()
+    # The listening thread's own slot: it lives as long as this call, and
+    # must not hold one of the slots Trio's other threads share.
+    slot = trio.CapacityLimiter(1)
+    reconnected = False
+    while True:
+        try:
+            connection = await trio.to_thread.run_sync(connect_and_listen, conninfo)
+        except psycopg.OperationalError as error:
+            log.warning("cannot listen for task changes: %s", error)
+        else:
+            try:
+                backoff.reset()
+                if reconnected:
+                    deliver(RESYNC)
+                else:
+                    task_status.started()
+                reconnected = True
+                await trio.to_thread.run_sync(pump, connection, deliver, limiter=slot)
+            except psycopg.OperationalError as error:
+                log.warning("lost the connection listening for task changes: %s", error)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(connection.close)
+        await trio.sleep(backoff.delay())
+
+
+def connect_and_listen(conninfo: str) -> psycopg.Connection[Any]:
+    connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=3)
+    try:
+        connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def pump(connection: psycopg.Connection[Any], deliver: Deliver) -> None:
+    """In the thread: hand announcements to Trio until cancelled or disconnected."""
+    while True:
+        for notification in connection.notifies(timeout=SLICE_S):
+            event = event_of(connection, notification.payload)
+            if event is not None:
+                trio.from_thread.run_sync(deliver, event)
+        trio.from_thread.check_cancelled()
+
+
+def event_of(connection: psycopg.Connection[Any], payload: str) -> StoreEvent | None:
+    """The store event a payload announces; a record too large to announce is read."""
+    message = json.loads(payload)
+    if "stored" in message:
+        return Changed(from_record(message["stored"]))
+    if "deleted" in message:
+        return Deleted(message["scope"], message["deleted"])
+    row = connection.execute(
+        f"SELECT {COLUMNS} FROM presa_tasks WHERE task_id = %s", (message["changed"],)
+    ).fetchone()
+    # Deleted since: its deletion is announced next.
+    return None if row is None else Changed(decode(row))

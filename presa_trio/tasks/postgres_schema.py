@@ -1,0 +1,119 @@
+"""The PostgreSQL schema of the task store: tables, the change trigger, versions.
+
+One row per task. The row keeps the storage record (:mod:`presa_trio.tasks.record`)
+as ``jsonb``, minus the lease, and beside it the columns the store must
+query or compare: scope, revision, whether the task is active (not
+terminal), its TTL deadline, and the lease in three columns of its own,
+because renewing a lease must not rewrite the record.
+
+A trigger announces every change of a row on the ``presa_tasks`` channel
+(LISTEN/NOTIFY), in the writing transaction, so no code path can change a
+task without telling the other processes, and the announcement is sent if
+and only if the change commits. A change announces the whole record with
+its lease; a record too large for a notification (PostgreSQL's limit is
+8000 bytes) announces only its id, and listeners read the row. Lease
+renewals and releases touch neither ``revision`` nor ``lease_generation``
+and are not announced: nothing a listener reacts to has changed.
+
+The schema is created on first use, under an advisory lock so processes
+starting together create it once, and its version is kept in
+``presa_schema``. A database whose schema is newer than this code is
+refused at start rather than misread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from presa_trio.tasks.record import from_record
+from presa_trio.tasks.store import Lease, StoredTask
+
+SCHEMA_VERSION = 1
+
+#: The LISTEN/NOTIFY channel every task change is announced on.
+CHANNEL = "presa_tasks"
+
+#: Advisory lock keys, ``pg_advisory_xact_lock(LOCKS, key)``: the first
+#: number keeps presa's locks apart from any other application's.
+LOCKS = 0x70726573  # "pres"
+SCHEMA_LOCK = 1
+CREATE_LOCK = 2
+
+#: Notification payloads stay below this many bytes (PostgreSQL refuses 8000).
+NOTIFY_LIMIT = 7900
+
+SCHEMA = f"""
+CREATE TABLE presa_tasks (
+    task_id          text PRIMARY KEY,
+    scope            text NOT NULL,
+    revision         bigint NOT NULL,
+    active           boolean NOT NULL,
+    expires_ms       bigint,
+    lease_owner      text,
+    lease_generation bigint,
+    lease_expires_ms bigint,
+    record           jsonb NOT NULL
+);
+CREATE INDEX presa_tasks_scope ON presa_tasks (scope);
+CREATE INDEX presa_tasks_expiry ON presa_tasks (expires_ms) WHERE expires_ms IS NOT NULL;
+CREATE INDEX presa_tasks_leases ON presa_tasks (lease_expires_ms) WHERE active;
+
+CREATE FUNCTION presa_announce() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    message text;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        message := json_build_object('deleted', OLD.task_id, 'scope', OLD.scope)::text;
+    ELSE
+        message := jsonb_build_object('stored', NEW.record || jsonb_build_object(
+            'lease', CASE WHEN NEW.lease_owner IS NULL THEN 'null'::jsonb
+                          ELSE jsonb_build_object('owner', NEW.lease_owner,
+                                                  'generation', NEW.lease_generation,
+                                                  'expiresMs', NEW.lease_expires_ms) END))::text;
+        IF octet_length(message) > {NOTIFY_LIMIT} THEN
+            message := json_build_object('changed', NEW.task_id)::text;
+        END IF;
+    END IF;
+    PERFORM pg_notify('{CHANNEL}', message);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER presa_tasks_announce
+    AFTER INSERT OR DELETE OR UPDATE OF revision, lease_generation ON presa_tasks
+    FOR EACH ROW EXECUTE FUNCTION presa_announce();
+"""
+
+#: The columns :func:`decode` reads, in its order.
+COLUMNS = "record, lease_owner, lease_generation, lease_expires_ms"
+
+
+class SchemaTooNew(Exception):
+    """The database was set up by a newer presa: its schema is not read."""
+
+
+def ensure_schema(connection: psycopg.Connection[Any]) -> None:
+    """Create the schema if the database has none; refuse one newer than this code."""
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, SCHEMA_LOCK))
+        connection.execute("CREATE TABLE IF NOT EXISTS presa_schema (version integer NOT NULL)")
+        row = connection.execute("SELECT max(version) FROM presa_schema").fetchone()
+        version = None if row is None else row[0]
+        if version is None:
+            connection.execute(SCHEMA)
+            connection.execute("INSERT INTO presa_schema VALUES (%s)", (SCHEMA_VERSION,))
+        elif version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"the database's task schema is version {version}; this presa knows "
+                f"{SCHEMA_VERSION}: upgrade presa"
+            )
+
+
+def decode(row: tuple[Any, ...]) -> StoredTask:
+    """A row of :data:`COLUMNS` as the stored task it holds."""
+    record, owner, generation, expires_ms = row
+    stored = from_record(record)
+    lease = None if owner is None else Lease(owner, generation, expires_ms)
+    return StoredTask(stored.scope, stored.task, stored.work, lease)
