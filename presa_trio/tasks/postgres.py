@@ -30,6 +30,13 @@ How each rule of the store contract is kept:
   processes recovering at once claim different tasks.
 - **Time** is the caller's epoch milliseconds; the database's clock is
   never read, so hosts agree as far as their clocks do.
+- **Announcements.** A write is announced to this process's watchers as
+  soon as it commits, before the call returns, and to every process by the
+  schema's trigger (NOTIFY). A change can so arrive twice, or a change
+  from another process can arrive after a later one made here; each task's
+  announcements carry ``(revision, lease generation)``, which only grows,
+  so anything not newer than what was already delivered for that task is
+  dropped, and watchers see each change once, in order.
 
 Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 (scoped access), §Protocol Errors (expiry).
@@ -37,7 +44,8 @@ Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -47,11 +55,12 @@ from psycopg.types.json import Jsonb
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.postgres_io import Database
-from presa_trio.tasks.postgres_listen import watch
+from presa_trio.tasks.postgres_listen import listen
 from presa_trio.tasks.postgres_schema import (
     COLUMNS,
     CREATE_LOCK,
     LOCKS,
+    SchemaMismatch,
     decode,
     ensure_schema,
 )
@@ -59,11 +68,16 @@ from presa_trio.tasks.record import task_to_json, to_record
 from presa_trio.tasks.store import (
     Capacity,
     CapacityExceeded,
+    Changed,
     Conflict,
     Counts,
+    Deleted,
     Deliver,
     LeaseLost,
+    LocalAnnouncer,
     StoredTask,
+    StoreEvent,
+    StoreUnavailable,
     TaskExpired,
     TaskNotFound,
 )
@@ -76,38 +90,60 @@ LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
 
 def record_of(stored: StoredTask) -> Jsonb:
     """The ``record`` column: the storage record without the lease (it has columns)."""
-    return Jsonb(to_record(attrs.evolve(stored, lease=None)))
+    record = to_record(stored)
+    del record["lease"]
+    return Jsonb(record)
+
+
+def version_of(stored: StoredTask) -> tuple[int, int]:
+    """What orders a task's announcements: both parts only ever grow."""
+    return stored.task.revision, 0 if stored.lease is None else stored.lease.generation
+
+
+def returning(alias: str) -> str:
+    """``RETURNING`` the columns :func:`decode` reads, qualified by ``alias``."""
+    return "RETURNING " + ", ".join(f"{alias}.{c.strip()}" for c in COLUMNS.split(","))
 
 
 @attrs.define(eq=False, repr=False)
-class PostgresStore:
+class PostgresStore(LocalAnnouncer):
     """The task store on PostgreSQL; see the module docstring."""
 
-    database: Database
+    database: Database = attrs.field(kw_only=True)
+    # task_id -> the version last delivered to the watchers (see the module docstring).
+    _delivered: dict[str, tuple[int, int]] = attrs.field(factory=dict)
 
-    @classmethod
-    async def open(cls, url: str) -> PostgresStore:
-        """Connect, and create the schema if the database has none."""
-        database = Database(url)
-        await database.open()
-        try:
-            await database.run(ensure_schema)
-        except BaseException:
-            await database.close()
-            raise
-        return cls(database)
+    # --- announcements -----------------------------------------------------------
 
-    async def close(self) -> None:
-        await self.database.close()
+    def _offer(self, event: StoreEvent) -> None:
+        """Deliver ``event`` unless it is not newer than what was delivered for its task."""
+        if isinstance(event, Changed):
+            version = version_of(event.stored)
+            if self._delivered.get(event.stored.task_id, (-1, -1)) >= version:
+                return
+            self._delivered[event.stored.task_id] = version
+        elif isinstance(event, Deleted):
+            self._delivered.pop(event.task_id, None)
+        self.announce(event)
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """This process's writes as they commit, and every process's through LISTEN."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(super().watch, deliver)
+            await listen(self.database.conninfo, self._offer, task_status=task_status)
+
+    # --- the protocol ---------------------------------------------------------------
 
     async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
         def work(connection: Connection) -> None:
             with connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, CREATE_LOCK))
                 row = connection.execute(
-                    "SELECT count(*) FILTER (WHERE active AND scope = %(scope)s),"
+                    "SELECT count(*) FILTER (WHERE NOT terminal AND scope = %(scope)s),"
                     " count(*) FILTER (WHERE scope = %(scope)s),"
-                    " count(*) FILTER (WHERE active), count(*)"
+                    " count(*) FILTER (WHERE NOT terminal), count(*)"
                     f" FROM presa_tasks WHERE {LIVE}",
                     {"scope": stored.scope, "now": now_ms},
                 ).fetchone()
@@ -118,14 +154,14 @@ class PostgresStore:
                 lease = stored.lease
                 try:
                     connection.execute(
-                        "INSERT INTO presa_tasks (task_id, scope, revision, active, expires_ms,"
+                        "INSERT INTO presa_tasks (task_id, scope, revision, terminal, expires_ms,"
                         " lease_owner, lease_generation, lease_expires_ms, record)"
                         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         (
                             stored.task_id,
                             stored.scope,
                             stored.task.revision,
-                            not stored.task.terminal,
+                            stored.task.terminal,
                             stored.task.expires_ms,
                             None if lease is None else lease.owner,
                             None if lease is None else lease.generation,
@@ -137,6 +173,7 @@ class PostgresStore:
                     raise ValueError(f"task id collision: {stored.task_id}") from error
 
         await self.database.run(work)
+        self._offer(Changed(stored))
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
         stored = await self.read(task_id)
@@ -158,42 +195,47 @@ class PostgresStore:
     async def compare_and_set(
         self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
     ) -> None:
-        def work(connection: Connection) -> None:
-            updated = connection.execute(
-                "UPDATE presa_tasks SET record = jsonb_set(record, '{task}', %(task)s),"
-                " revision = %(revision)s, active = %(active)s"
-                " WHERE task_id = %(id)s AND scope = %(scope)s AND revision = %(expected)s"
-                " AND (%(fence)s::bigint IS NULL OR lease_generation = %(fence)s)",
+        def work(connection: Connection) -> StoredTask:
+            row = connection.execute(
+                "UPDATE presa_tasks AS t SET record = jsonb_set(t.record, '{task}', %(task)s),"
+                " revision = %(revision)s, terminal = %(terminal)s"
+                " WHERE t.task_id = %(id)s AND t.scope = %(scope)s"
+                " AND t.revision = %(expected)s"
+                " AND (%(fence)s::bigint IS NULL OR t.lease_generation = %(fence)s) "
+                + returning("t"),
                 {
                     "task": Jsonb(task_to_json(task)),
                     "revision": task.revision,
-                    "active": not task.terminal,
+                    "terminal": task.terminal,
                     "id": task.task_id,
                     "scope": scope,
                     "expected": expected_revision,
                     "fence": fence,
                 },
-            ).rowcount
-            if updated:
-                return
-            row = connection.execute(
+            ).fetchone()
+            if row is not None:
+                return decode(row)
+            found = connection.execute(
                 "SELECT revision, lease_generation FROM presa_tasks"
                 " WHERE task_id = %s AND scope = %s",
                 (task.task_id, scope),
             ).fetchone()
-            if row is None:
+            if found is None:
                 raise TaskNotFound()
-            revision, generation = row
+            revision, generation = found
             if fence is not None and generation != fence:
-                raise LeaseLost(f"task {task.task_id}: generation {fence} no longer holds the lease")
-            raise Conflict(f"task {task.task_id} is at revision {revision}, not {expected_revision}")
+                raise LeaseLost(
+                    f"task {task.task_id}: generation {fence} no longer holds the lease"
+                )
+            raise Conflict(
+                f"task {task.task_id} is at revision {revision}, not {expected_revision}"
+            )
 
-        await self.database.run(work)
+        self._offer(Changed(await self.database.run(work)))
 
     async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
         if not held:
             return set()
-        ids, generations = list(held), list(held.values())
 
         def work(connection: Connection) -> set[str]:
             rows = connection.execute(
@@ -202,7 +244,7 @@ class PostgresStore:
                 " WHERE t.task_id = h.task_id AND t.lease_owner = %s"
                 " AND t.lease_generation = h.generation"
                 " RETURNING t.task_id",
-                (expires_ms, ids, generations, owner),
+                (expires_ms, list(held), list(held.values()), owner),
             ).fetchall()
             return set(held) - {task_id for (task_id,) in rows}
 
@@ -217,15 +259,18 @@ class PostgresStore:
                 " lease_generation = coalesce(t.lease_generation, 0) + 1,"
                 " lease_expires_ms = %(expires)s"
                 " FROM (SELECT task_id FROM presa_tasks"
-                f"       WHERE active AND {LIVE}"
+                f"       WHERE NOT terminal AND {LIVE}"
                 "        AND (lease_expires_ms IS NULL OR lease_expires_ms <= %(now)s)"
                 "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
-                f" WHERE t.task_id = c.task_id RETURNING {prefixed('t', COLUMNS)}",
+                " WHERE t.task_id = c.task_id " + returning("t"),
                 {"owner": owner, "expires": expires_ms, "now": now_ms, "limit": limit},
             ).fetchall()
             return [decode(row) for row in rows]
 
-        return await self.database.run(work)
+        claimed = await self.database.run(work)
+        for stored in claimed:
+            self._offer(Changed(stored))
+        return claimed
 
     async def release(self, owner: str) -> None:
         await self.database.run(
@@ -235,18 +280,22 @@ class PostgresStore:
         )
 
     async def expire(self, now_ms: int) -> list[str]:
-        def work(connection: Connection) -> list[str]:
+        def work(connection: Connection) -> list[tuple[str, str]]:
             rows = connection.execute(
-                "DELETE FROM presa_tasks WHERE expires_ms <= %s RETURNING task_id", (now_ms,)
+                "DELETE FROM presa_tasks WHERE expires_ms <= %s RETURNING scope, task_id",
+                (now_ms,),
             ).fetchall()
-            return [task_id for (task_id,) in rows]
+            return [(scope, task_id) for scope, task_id in rows]
 
-        return await self.database.run(work)
+        deleted = await self.database.run(work)
+        for scope, task_id in deleted:
+            self._offer(Deleted(scope, task_id))
+        return [task_id for _, task_id in deleted]
 
     async def counts(self, scope: str | None = None) -> Counts:
         def work(connection: Connection) -> Counts:
             row = connection.execute(
-                "SELECT count(*) FILTER (WHERE active), count(*) FROM presa_tasks"
+                "SELECT count(*) FILTER (WHERE NOT terminal), count(*) FROM presa_tasks"
                 " WHERE %(scope)s::text IS NULL OR scope = %(scope)s",
                 {"scope": scope},
             ).fetchone()
@@ -255,13 +304,22 @@ class PostgresStore:
 
         return await self.database.run(work)
 
-    async def watch(
-        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        await watch(self.database.conninfo, deliver, task_status=task_status)
 
-
-def prefixed(table: str, columns: str) -> str:
-    """``COLUMNS`` qualified with a table alias, for an ``UPDATE … FROM``."""
-    return ", ".join(f"{table}.{column.strip()}" for column in columns.split(","))
-
+@asynccontextmanager
+async def open_postgresql_store(url: str) -> AsyncIterator[PostgresStore]:
+    """Connect to the database ``url`` names, creating the schema on first use."""
+    database = Database(url)
+    await database.open()
+    try:
+        await database.run(ensure_schema)
+    except SchemaMismatch as error:
+        await database.close()
+        raise StoreUnavailable(str(error)) from error
+    except BaseException:
+        await database.close()
+        raise
+    try:
+        yield PostgresStore(database=database)
+    finally:
+        with trio.CancelScope(shield=True):
+            await database.close()

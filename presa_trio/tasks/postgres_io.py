@@ -30,8 +30,9 @@ Failures
 --------
 A call that cannot reach the database (the server restarting, the network
 gone, the pool unable to hand out a connection within ``connect_timeout``)
-raises :class:`StoreUnavailable`: -32603 with ``data.retryable: true``, so
-the client knows sending the same request again later can succeed. A
+raises :class:`~presa_trio.tasks.store.StoreUnavailable`, which a request
+answers with -32603 and ``data.retryable: true``: sending the same request
+again later can succeed. A
 failed call has the pool test its idle connections, broken ones are
 replaced in the background, and the process recovers by itself once the
 database is back: after a database restart, the first call on each
@@ -51,7 +52,7 @@ import psycopg
 import psycopg_pool
 import trio
 
-from presa_trio.wire.errors import InternalError
+from presa_trio.tasks.store import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +60,6 @@ T = TypeVar("T")
 
 #: A unit of work on one (autocommit) connection.
 Work = Callable[[psycopg.Connection[Any]], T]
-
-
-class StoreUnavailable(InternalError):
-    """The task store cannot be reached right now; retrying later can succeed (-32603)."""
-
-    default_message = "Task store unavailable"
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message, {"retryable": True})
 
 
 @attrs.define(eq=False, repr=False)
@@ -99,7 +91,7 @@ class Database:
             await trio.to_thread.run_sync(self._open_pool)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             await self.close()
-            raise StoreUnavailable(f"cannot connect to PostgreSQL: {error}") from error
+            raise StoreUnavailable(f"cannot connect to PostgreSQL: {first_line(error)}") from error
 
     def _open_pool(self) -> None:
         self._pool.open(wait=True, timeout=self.connect_timeout)
@@ -112,8 +104,7 @@ class Database:
         try:
             return await trio.to_thread.run_sync(self._transact, work, limiter=self._limiter)
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as error:
-            log.warning("task store unavailable: %s", error)
-            raise StoreUnavailable() from error
+            raise StoreUnavailable(f"postgresql: {first_line(error)}") from error
 
     def _transact(self, work: Work[T]) -> T:
         try:
@@ -125,3 +116,8 @@ class Database:
             # one request fails instead of one per pooled connection.
             self._pool.check()
             raise
+
+
+def first_line(error: BaseException) -> str:
+    """libpq's messages run over several lines; an operator's log wants one."""
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -2,7 +2,7 @@
 
 Every committed change of a task is announced on one channel by the
 schema's trigger (:mod:`presa_trio.tasks.postgres_schema`), to every
-listening connection, in commit order. :func:`watch` keeps one connection
+listening connection, in commit order. :func:`listen` keeps one connection
 listening, in a thread of its own, and hands each announcement to Trio as
 a store event: :class:`~presa_trio.tasks.store.Changed` with the task as
 stored, or :class:`~presa_trio.tasks.store.Deleted`.
@@ -10,14 +10,14 @@ stored, or :class:`~presa_trio.tasks.store.Deleted`.
 A notification can be lost: the listening connection drops (the database
 restarts, the network fails) and whatever commits meanwhile is announced
 to nobody. So after every reconnection, once ``LISTEN`` is in place again,
-:func:`watch` delivers :data:`~presa_trio.tasks.store.RESYNC`, and the
+:func:`listen` delivers :data:`~presa_trio.tasks.store.RESYNC`, and the
 receiver re-reads every task it holds a worker or a listen stream for.
 Whatever commits after the ``LISTEN`` is announced; whatever committed
 before it is found by the re-read; so no worker stays parked and no
 listener silent on a lost signal.
 
 The thread waits on the connection in short slices and, between them, asks
-Trio whether it was cancelled, so cancelling :func:`watch` ends the thread
+Trio whether it was cancelled, so cancelling :func:`listen` ends the thread
 within one slice. Reconnections back off exponentially, up to a cap.
 """
 
@@ -59,7 +59,7 @@ class Backoff:
         return current
 
 
-async def watch(
+async def listen(
     conninfo: str,
     deliver: Deliver,
     *,

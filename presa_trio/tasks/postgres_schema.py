@@ -2,8 +2,8 @@
 
 One row per task. The row keeps the storage record (:mod:`presa_trio.tasks.record`)
 as ``jsonb``, minus the lease, and beside it the columns the store must
-query or compare: scope, revision, whether the task is active (not
-terminal), its TTL deadline, and the lease in three columns of its own,
+query or compare: scope, revision, whether the task is terminal, its TTL
+deadline, and the lease in three columns of its own,
 because renewing a lease must not rewrite the record.
 
 A trigger announces every change of a row on the ``presa_tasks`` channel
@@ -17,14 +17,16 @@ and are not announced: nothing a listener reacts to has changed.
 
 The schema is created on first use, under an advisory lock so processes
 starting together create it once, and its version is kept in
-``presa_schema``. A database whose schema is newer than this code is
-refused at start rather than misread.
+``presa_meta`` (key ``schema_version``), as in the SQLite store. A
+database holding another schema version is refused at start rather than
+misread.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import psycopg
 
 from presa_trio.tasks.record import from_record
@@ -49,7 +51,7 @@ CREATE TABLE presa_tasks (
     task_id          text PRIMARY KEY,
     scope            text NOT NULL,
     revision         bigint NOT NULL,
-    active           boolean NOT NULL,
+    terminal         boolean NOT NULL,
     expires_ms       bigint,
     lease_owner      text,
     lease_generation bigint,
@@ -58,7 +60,7 @@ CREATE TABLE presa_tasks (
 );
 CREATE INDEX presa_tasks_scope ON presa_tasks (scope);
 CREATE INDEX presa_tasks_expiry ON presa_tasks (expires_ms) WHERE expires_ms IS NOT NULL;
-CREATE INDEX presa_tasks_leases ON presa_tasks (lease_expires_ms) WHERE active;
+CREATE INDEX presa_tasks_leases ON presa_tasks (lease_expires_ms) WHERE NOT terminal;
 
 CREATE FUNCTION presa_announce() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -90,30 +92,36 @@ CREATE TRIGGER presa_tasks_announce
 COLUMNS = "record, lease_owner, lease_generation, lease_expires_ms"
 
 
-class SchemaTooNew(Exception):
-    """The database was set up by a newer presa: its schema is not read."""
+class SchemaMismatch(Exception):
+    """The database holds another version of the schema: it is not read."""
 
 
 def ensure_schema(connection: psycopg.Connection[Any]) -> None:
-    """Create the schema if the database has none; refuse one newer than this code."""
+    """Create the schema if the database has none; refuse another version of it."""
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, SCHEMA_LOCK))
-        connection.execute("CREATE TABLE IF NOT EXISTS presa_schema (version integer NOT NULL)")
-        row = connection.execute("SELECT max(version) FROM presa_schema").fetchone()
-        version = None if row is None else row[0]
-        if version is None:
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS presa_meta (key text PRIMARY KEY, value text NOT NULL)"
+        )
+        row = connection.execute(
+            "SELECT value FROM presa_meta WHERE key = 'schema_version'"
+        ).fetchone()
+        if row is None:
             connection.execute(SCHEMA)
-            connection.execute("INSERT INTO presa_schema VALUES (%s)", (SCHEMA_VERSION,))
-        elif version > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                f"the database's task schema is version {version}; this presa knows "
-                f"{SCHEMA_VERSION}: upgrade presa"
+            connection.execute(
+                "INSERT INTO presa_meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
+            )
+            return
+        version = int(row[0])
+        if version != SCHEMA_VERSION:
+            raise SchemaMismatch(
+                f"the database holds presa task schema version {version}; "
+                f"this server reads {SCHEMA_VERSION}"
             )
 
 
 def decode(row: tuple[Any, ...]) -> StoredTask:
     """A row of :data:`COLUMNS` as the stored task it holds."""
     record, owner, generation, expires_ms = row
-    stored = from_record(record)
     lease = None if owner is None else Lease(owner, generation, expires_ms)
-    return StoredTask(stored.scope, stored.task, stored.work, lease)
+    return attrs.evolve(from_record({**record, "lease": None}), lease=lease)

@@ -4,6 +4,8 @@
 ``memory:``            :class:`~presa_trio.tasks.store.MemoryStore` (default)
 ``sqlite:///PATH``     :mod:`presa_trio.tasks.sqlite`; four slashes for
                        an absolute path, as in SQLAlchemy
+``postgresql://…``     :mod:`presa_trio.tasks.postgres`; any libpq URL
+                       (``postgres://`` too); many processes, one database
 =====================  ================================================
 
 A store is opened as an async context manager and closed when it exits.
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from presa_trio.tasks.postgres import open_postgresql_store
 from presa_trio.tasks.sqlite import open_sqlite_store
 from presa_trio.tasks.store import MemoryStore, StoreUnavailable, TaskStore
 
@@ -38,6 +41,8 @@ async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
 OPENERS: dict[str, StoreOpener] = {
     "memory": open_memory_store,
     "sqlite": open_sqlite_store,
+    "postgresql": open_postgresql_store,
+    "postgres": open_postgresql_store,
 }
 
 

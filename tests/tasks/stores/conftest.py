@@ -16,9 +16,9 @@ from presa_trio.tasks.store import TaskStore
 from presa_trio.tasks.stores import open_store
 
 #: Every store the contract is checked on.
-STORE_KINDS = ["memory", "sqlite"]
+STORE_KINDS = ["memory", "sqlite", "postgresql"]
 #: The stores whose tasks outlive the object that opened them.
-DURABLE = {"sqlite"}
+DURABLE = {"sqlite", "postgresql"}
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -28,12 +28,17 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store_url(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+def store_url(store_kind: str, request: pytest.FixtureRequest) -> str:
     """A URL naming a fresh, empty store of ``store_kind``."""
     if store_kind == "memory":
         return "memory:"
     if store_kind == "sqlite":
+        tmp_path_factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
         return f"sqlite:///{tmp_path_factory.mktemp('store') / 'tasks.db'}"
+    if store_kind == "postgresql":
+        # A new database on the run's PostgreSQL (tests/conftest.py).
+        url: str = request.getfixturevalue("postgres_url")
+        return url
     raise AssertionError(f"no URL for store kind {store_kind}")
 
 
