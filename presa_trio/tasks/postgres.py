@@ -44,6 +44,7 @@ Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -84,6 +85,10 @@ from presa_trio.tasks.store import (
 
 Connection = psycopg.Connection[Any]
 
+#: How many deletions :meth:`PostgresStore._offer` remembers; late copies
+#: arrive within moments, so this covers bursts of expiry with room to spare.
+REMEMBERED_DELETIONS = 10_000
+
 #: Live (not yet expired) rows at epoch ms %(now)s.
 LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
 
@@ -112,18 +117,26 @@ class PostgresStore(LocalAnnouncer):
     database: Database = attrs.field(kw_only=True)
     # task_id -> the version last delivered to the watchers (see the module docstring).
     _delivered: dict[str, tuple[int, int]] = attrs.field(factory=dict)
+    # The ids of the tasks deleted last, oldest first: a late copy of a
+    # deletion, or of a change made before it, is dropped.
+    _deleted: OrderedDict[str, None] = attrs.field(factory=OrderedDict)
 
     # --- announcements -----------------------------------------------------------
 
     def _offer(self, event: StoreEvent) -> None:
         """Deliver ``event`` unless it is not newer than what was delivered for its task."""
         if isinstance(event, Changed):
-            version = version_of(event.stored)
-            if self._delivered.get(event.stored.task_id, (-1, -1)) >= version:
+            task_id, version = event.stored.task_id, version_of(event.stored)
+            if task_id in self._deleted or self._delivered.get(task_id, (-1, -1)) >= version:
                 return
-            self._delivered[event.stored.task_id] = version
+            self._delivered[task_id] = version
         elif isinstance(event, Deleted):
+            if event.task_id in self._deleted:
+                return
             self._delivered.pop(event.task_id, None)
+            self._deleted[event.task_id] = None
+            if len(self._deleted) > REMEMBERED_DELETIONS:
+                self._deleted.popitem(last=False)
         self.announce(event)
 
     async def watch(
