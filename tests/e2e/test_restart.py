@@ -68,8 +68,10 @@ class Peer:
 
 
 @asynccontextmanager
-async def serving(db: Path, log: Path) -> AsyncIterator[tuple[trio.Process, Peer]]:
-    """``presa-trio serve`` on ``db``; yields the process once it answers."""
+async def serving(
+    store: str, log: Path, lease: str = LEASE_SECONDS
+) -> AsyncIterator[tuple[trio.Process, Peer]]:
+    """``presa-trio serve --store STORE``; yields the process once it answers."""
     port = free_port()
     command = [
         sys.executable,
@@ -79,9 +81,9 @@ async def serving(db: Path, log: Path) -> AsyncIterator[tuple[trio.Process, Peer
         "--port",
         str(port),
         "--store",
-        f"sqlite:///{db}",
+        store,
         "--task-lease",
-        LEASE_SECONDS,
+        lease,
     ]
     with log.open("ab") as stderr:
         async with trio.open_nursery() as nursery:
@@ -113,7 +115,7 @@ async def test_parked_and_running_tasks_survive_a_restart(
     task unchanged (same id, status, input requests, timestamps) and completes it
     when answered; the running task is run again and completes."""
     db, log = tmp_path / "tasks.db", tmp_path / "server.log"
-    async with serving(db, log) as (process, peer):
+    async with serving(f"sqlite:///{db}", log) as (process, peer):
         parked = await peer.call(
             "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}
         )
@@ -126,7 +128,7 @@ async def test_parked_and_running_tasks_survive_a_restart(
         with trio.fail_after(PATIENCE):
             await process.wait()
 
-    async with serving(db, log) as (_, peer):
+    async with serving(f"sqlite:///{db}", log) as (_, peer):
         after = await peer.call("tasks/get", {"taskId": parked["taskId"]})
         assert after == before
         assert list(after["inputRequests"]) == ["confirm-delete"]

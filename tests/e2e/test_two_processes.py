@@ -1,0 +1,206 @@
+"""End to end: two ``presa-trio serve --store postgresql://…`` processes, one database.
+
+Rules of this file: both servers are real child processes on their own
+loopback ports, sharing one fresh database on the run's real PostgreSQL
+(tests/postgres.py); requests about one task go to either, as a load
+balancer would send them. Every wait is a bounded loop under
+``trio.fail_after``, which fails only if the servers never get there;
+nothing asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from presa_trio.testing import request
+from tests.e2e.conftest import headers
+from tests.e2e.test_restart import CONFIRM, PATIENCE, TASKS, Peer, serving
+from tests.postgres import Postgres
+
+#: A lease long enough that no process claims another's live task in these tests.
+LONG_LEASE = "30"
+
+
+@asynccontextmanager
+async def two_servers(
+    url: str, tmp_path: Path, lease: str = LONG_LEASE
+) -> AsyncIterator[tuple[tuple[trio.Process, Peer], tuple[trio.Process, Peer]]]:
+    """Servers A and B on one database; their logs are ``a.log`` and ``b.log``."""
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(serving(url, tmp_path / "a.log", lease))
+        b = await stack.enter_async_context(serving(url, tmp_path / "b.log", lease))
+        yield a, b
+
+
+async def test_a_task_created_on_one_process_resolves_at_once_on_the_other(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Creation, durable creation; T-23): a tasks/get sent
+    to another process right after the CreateTaskResult resolves the task."""
+    async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
+        created = await a.call("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}})
+        task = await b.call("tasks/get", {"taskId": created["taskId"]})
+        assert task["taskId"] == created["taskId"]
+        assert task["status"] == "working"
+        assert task["createdAt"] == created["createdAt"]
+
+
+async def test_an_update_on_one_process_wakes_the_worker_on_the_other(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests; T-45): tasks/update served by B
+    completes the fulfilment before it answers, and wakes the worker parked on A."""
+    async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
+        parked = await a.call(
+            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}
+        )
+        task_id = parked["taskId"]
+        with trio.fail_after(PATIENCE):
+            await b.until(task_id, "input_required")
+        await b.call(
+            "tasks/update", {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}}
+        )
+        after = await a.call("tasks/get", {"taskId": task_id})
+        assert after["status"] in {"working", "completed"}
+        assert "confirm-delete" not in after.get("inputRequests", {})
+        with trio.fail_after(PATIENCE):
+            done = await b.until(task_id, "completed")
+        assert done["result"]["content"][0]["text"] == "Delete confirmed: true"
+
+
+async def test_a_cancel_on_one_process_stops_the_worker_on_the_other(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation; T-49, T-66): tasks/cancel served by B
+    writes cancelled; the worker on A stops, and A writes nothing for the task after:
+    past the time the job would have finished, the task is as the cancel left it."""
+    async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
+        created = await a.call("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1}})
+        task_id = created["taskId"]
+        await b.call("tasks/cancel", {"taskId": task_id})
+        cancelled = await a.call("tasks/get", {"taskId": task_id})
+        assert cancelled["status"] == "cancelled"
+        # Longer than the job: had the worker on A gone on, it would have finished.
+        await trio.sleep(2)
+        assert await b.call("tasks/get", {"taskId": task_id}) == cancelled
+    assert f"task {task_id} completed" not in (tmp_path / "a.log").read_text()
+
+
+async def test_a_listen_stream_on_one_process_hears_changes_made_on_the_other(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Status Notifications; T-51, T-52): a listen stream
+    on B receives notifications/tasks for changes made on A, in order, each carrying
+    what tasks/get returns."""
+    async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
+        parked = await a.call(
+            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "b.txt"}}
+        )
+        task_id = parked["taskId"]
+        with trio.fail_after(PATIENCE):
+            await a.until(task_id, "input_required")
+            message = request(
+                "subscriptions/listen",
+                {"notifications": {"taskIds": [task_id]}},
+                request_id=7,
+                capabilities=TASKS,
+            )
+            async with b.http.stream(
+                "POST", b.url, json=message, headers=headers(message)
+            ) as stream:
+                incoming = sse_messages(stream)
+                ack = await anext(incoming)
+                assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+                await a.call(
+                    "tasks/update",
+                    {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}},
+                )
+                seen = [await anext(incoming), await anext(incoming)]
+        final = await a.call("tasks/get", {"taskId": task_id})
+    assert [(m["params"]["taskId"], m["params"]["status"]) for m in seen] == [
+        (task_id, "working"),
+        (task_id, "completed"),
+    ]
+    completed = {k: v for k, v in seen[1]["params"].items() if k != "_meta"}
+    assert completed == {k: v for k, v in final.items() if k not in ("_meta", "resultType")}
+
+
+async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            yield json.loads(line[len("data: ") :])
+
+
+async def test_a_task_whose_process_is_killed_is_recovered_by_the_other(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (recovery, at least once; docs/spec-notes.md "Recovery"): when A is
+    killed while its task runs, B claims the task once A's lease expires, runs it
+    again, and it completes."""
+    async with two_servers(postgres_url, tmp_path, lease="1") as ((process, a), (_, b)):
+        created = await a.call(
+            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "label": "again"}}
+        )
+        process.send_signal(signal.SIGKILL)
+        with trio.fail_after(PATIENCE):
+            await process.wait()
+            done = await b.until(created["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == "Completed again"
+    assert f"task {created['taskId']} recovered" in (tmp_path / "b.log").read_text()
+
+
+async def test_a_database_restart_is_a_retryable_error_then_serving_resumes(
+    postgres: Postgres, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (a store that cannot be reached): while the database is down,
+    requests that need it answer -32603 with data.retryable true and no detail; once
+    it is back, both servers serve again by themselves; no task is lost, and a parked
+    task still completes when answered on the other process."""
+    async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
+        parked = await a.call(
+            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "c.txt"}}
+        )
+        task_id = parked["taskId"]
+        with trio.fail_after(PATIENCE):
+            before = await a.until(task_id, "input_required")
+        unavailable = {
+            "code": -32603,
+            "message": "The task store is unavailable",
+            "data": {"retryable": True},
+        }
+        await trio.to_thread.run_sync(postgres.stop)
+        try:
+            for peer in (a, b):
+                body = await raw_call(peer, "tasks/get", {"taskId": task_id})
+                assert body["error"] == unavailable
+        finally:
+            await trio.to_thread.run_sync(postgres.start)
+        with trio.fail_after(PATIENCE):
+            for peer in (a, b):
+                while "error" in (body := await raw_call(peer, "tasks/get", {"taskId": task_id})):
+                    assert body["error"] == unavailable
+                    await trio.sleep(0.05)
+                assert body["result"] == before
+        await b.call(
+            "tasks/update", {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}}
+        )
+        with trio.fail_after(PATIENCE):
+            await a.until(task_id, "completed")
+
+
+async def raw_call(peer: Peer, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-RPC call; the whole response body, error or result."""
+    peer.next_id += 1
+    message = request(method, params, request_id=peer.next_id, capabilities=TASKS)
+    extra = {"mcp-name": params["taskId"]} if "taskId" in params else {}
+    response = await peer.http.post(peer.url, json=message, headers=headers(message, **extra))
+    body: dict[str, Any] = json.loads(response.content)
+    return body
