@@ -67,6 +67,7 @@ from presa_trio.tasks.postgres_schema import (
 )
 from presa_trio.tasks.record import task_to_json, to_record
 from presa_trio.tasks.store import (
+    RESYNC,
     Capacity,
     CapacityExceeded,
     Changed,
@@ -88,6 +89,9 @@ Connection = psycopg.Connection[Any]
 #: How many deletions :meth:`PostgresStore._offer` remembers; late copies
 #: arrive within moments, so this covers bursts of expiry with room to spare.
 REMEMBERED_DELETIONS = 10_000
+
+#: The version of a task read but never announced here: older than any.
+NEVER = (-1, -1)
 
 #: Live (not yet expired) rows at epoch ms %(now)s.
 LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
@@ -115,7 +119,9 @@ class PostgresStore(LocalAnnouncer):
     """The task store on PostgreSQL; see the module docstring."""
 
     database: Database = attrs.field(kw_only=True)
-    # task_id -> the version last delivered to the watchers (see the module docstring).
+    # task_id -> the version last delivered to the watchers (see the module
+    # docstring); :data:`NEVER` for a task only read so far. Every id here is
+    # re-read after the LISTEN connection is lost (:meth:`_resync`).
     _delivered: dict[str, tuple[int, int]] = attrs.field(factory=dict)
     # The ids of the tasks deleted last, oldest first: a late copy of a
     # deletion, or of a change made before it, is dropped.
@@ -127,7 +133,7 @@ class PostgresStore(LocalAnnouncer):
         """Deliver ``event`` unless it is not newer than what was delivered for its task."""
         if isinstance(event, Changed):
             task_id, version = event.stored.task_id, version_of(event.stored)
-            if task_id in self._deleted or self._delivered.get(task_id, (-1, -1)) >= version:
+            if task_id in self._deleted or self._delivered.get(task_id, NEVER) >= version:
                 return
             self._delivered[task_id] = version
         elif isinstance(event, Deleted):
@@ -145,7 +151,29 @@ class PostgresStore(LocalAnnouncer):
         """This process's writes as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
             await nursery.start(super().watch, deliver)
-            await listen(self.database.conninfo, self._offer, task_status=task_status)
+            await listen(self.database.conninfo, self._offer, self._resync, task_status=task_status)
+
+    async def _resync(self) -> None:
+        """After a lost LISTEN connection: deliver whatever changed in what this process holds.
+
+        Every task this process announced or read is read again in one
+        query; a newer version is delivered as :class:`Changed`, a task no
+        longer stored as :class:`Deleted` (its scope unknown, so empty).
+        Then :data:`RESYNC`, for watchers that keep views of their own.
+        """
+        held = list(self._delivered)
+
+        def work(connection: Connection) -> list[StoredTask]:
+            rows = connection.execute(
+                f"SELECT {COLUMNS} FROM presa_tasks WHERE task_id = ANY(%s)", (held,)
+            ).fetchall()
+            return [decode(row) for row in rows]
+
+        found = {stored.task_id: stored for stored in await self.database.run(work)}
+        for task_id in held:
+            stored = found.get(task_id)
+            self._offer(Deleted("", task_id) if stored is None else Changed(stored))
+        self.announce(RESYNC)
 
     # --- the protocol ---------------------------------------------------------------
 
@@ -203,7 +231,11 @@ class PostgresStore(LocalAnnouncer):
             ).fetchone()
             return None if row is None else decode(row)
 
-        return await self.database.run(work)
+        stored = await self.database.run(work)
+        if stored is not None and task_id not in self._deleted:
+            # Someone here cares about it now: re-read it after a lost connection.
+            self._delivered.setdefault(task_id, NEVER)
+        return stored
 
     async def compare_and_set(
         self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None

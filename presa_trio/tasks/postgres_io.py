@@ -94,6 +94,8 @@ class Database:
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {first_line(error)}") from error
 
     def _open_pool(self) -> None:
+        # One connection first: its failure says why (the pool's only says "timed out").
+        psycopg.connect(self.conninfo, connect_timeout=max(1, round(self.connect_timeout))).close()
         self._pool.open(wait=True, timeout=self.connect_timeout)
 
     async def close(self) -> None:

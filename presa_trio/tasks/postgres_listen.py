@@ -10,11 +10,14 @@ stored, or :class:`~presa_trio.tasks.store.Deleted`.
 A notification can be lost: the listening connection drops (the database
 restarts, the network fails) and whatever commits meanwhile is announced
 to nobody. So after every reconnection, once ``LISTEN`` is in place again,
-:func:`listen` delivers :data:`~presa_trio.tasks.store.RESYNC`, and the
-receiver re-reads every task it holds a worker or a listen stream for.
-Whatever commits after the ``LISTEN`` is announced; whatever committed
-before it is found by the re-read; so no worker stays parked and no
-listener silent on a lost signal.
+:func:`listen` awaits ``resync``, which re-reads what this process holds
+(the store re-reads every task it has announced or read, and delivers
+what changed; then :data:`~presa_trio.tasks.store.RESYNC`, on which the
+runner re-reads its workers' tasks). Whatever commits after the
+``LISTEN`` is announced; whatever committed before it is found by the
+re-read; so no worker stays parked and no listen stream silent on a lost
+signal. A re-read that fails counts as a lost connection: listen again,
+then re-read again.
 
 The thread waits on the connection in short slices and, between them, asks
 Trio whether it was cancelled, so cancelling :func:`listen` ends the thread
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -34,7 +38,7 @@ from psycopg import sql
 
 from presa_trio.tasks.postgres_schema import CHANNEL, COLUMNS, decode
 from presa_trio.tasks.record import from_record
-from presa_trio.tasks.store import RESYNC, Changed, Deleted, Deliver, StoreEvent
+from presa_trio.tasks.store import Changed, Deleted, Deliver, StoreEvent, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,7 @@ class Backoff:
 async def listen(
     conninfo: str,
     deliver: Deliver,
+    resync: Callable[[], Awaitable[None]],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -81,14 +86,14 @@ async def listen(
             log.warning("cannot listen for task changes: %s", error)
         else:
             try:
-                backoff.reset()
                 if reconnected:
-                    deliver(RESYNC)
+                    await resync()
                 else:
                     task_status.started()
                 reconnected = True
+                backoff.reset()
                 await trio.to_thread.run_sync(pump, connection, deliver, limiter=slot)
-            except psycopg.OperationalError as error:
+            except (psycopg.OperationalError, StoreUnavailable) as error:
                 log.warning("lost the connection listening for task changes: %s", error)
             finally:
                 with trio.CancelScope(shield=True):

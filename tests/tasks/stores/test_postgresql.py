@@ -1,0 +1,107 @@
+"""What only the PostgreSQL store has: several processes on one database, signals between them.
+
+Two opened stores on one database stand for two processes. Nothing is
+mocked: a real PostgreSQL (tests/postgres.py), real LISTEN/NOTIFY, and the
+database's own controls to cut the listening connection.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import attrs
+import psycopg
+import pytest
+import trio
+from psycopg import sql
+
+from presa_trio.tasks import model
+from presa_trio.tasks.postgres_schema import CHANNEL
+from presa_trio.tasks.store import RESYNC, Changed, StoreEvent, StoreUnavailable
+from presa_trio.tasks.stores import open_store
+from tests.postgres import Postgres
+from tests.tasks.stores.test_contract import ASK, ROOMY, T0, new_task, stored
+
+PATIENCE = 60
+
+
+@attrs.define
+class Seen:
+    """A watcher that records what it is given and wakes whoever waits for more."""
+
+    events: list[StoreEvent] = attrs.field(factory=list)
+    _more: trio.Event = attrs.field(factory=trio.Event)
+
+    def __call__(self, event: StoreEvent) -> None:
+        self.events.append(event)
+        self._more.set()
+        self._more = trio.Event()
+
+    async def until(self, wanted: StoreEvent) -> None:
+        with trio.fail_after(PATIENCE):
+            while wanted not in self.events:
+                await self._more.wait()
+
+
+async def test_a_change_made_by_one_process_reaches_the_others_watchers(
+    postgres_url: str,
+) -> None:
+    """presa-defined (signals between processes): what B writes, A's watcher
+    receives, with the task as stored."""
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await b.create(stored(), ROOMY, T0)
+            await seen.until(Changed(stored()))
+            nursery.cancel_scope.cancel()
+    assert seen.events == [Changed(stored())]
+
+
+async def test_a_change_missed_while_the_listener_was_cut_off_is_delivered_after(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (signals between processes: a lost notification never leaves a
+    worker parked or a listener silent): while A's LISTEN connection is down, B
+    moves a task A holds; once A listens again it re-reads, delivers the change,
+    then RESYNC."""
+    database = urlsplit(postgres_url).path.lstrip("/")
+    parked = model.request_input(new_task(), {"k": ASK}, T0 + 1)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await a.create(stored(), ROOMY, T0)
+            with psycopg.connect(postgres.url(), autocommit=True) as admin:
+                allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
+                admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
+                try:
+                    cut_listeners(admin, database)
+                    await b.compare_and_set("alice", parked, 0)
+                finally:
+                    admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
+            await seen.until(RESYNC)
+            nursery.cancel_scope.cancel()
+    assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=parked)), RESYNC]
+
+
+def cut_listeners(admin: psycopg.Connection[tuple[object, ...]], database: str) -> None:
+    """End every connection listening on ``database`` and wait until they are gone."""
+    listening = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND query = %s"
+    query = sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)).as_string(admin)
+    pids = [pid for (pid,) in admin.execute(listening, (database, query)).fetchall()]
+    assert pids, "nobody was listening"
+    for pid in pids:
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+
+
+async def test_an_unreachable_database_is_a_one_line_store_unavailable(
+    postgres: Postgres,
+) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    URL naming a database nobody serves raises StoreUnavailable, one line."""
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(f"postgresql://postgres@127.0.0.1:{postgres.port}/no_such_db"):
+            pass
+    assert "\n" not in str(refused.value)
+    assert "no_such_db" in str(refused.value)
