@@ -90,16 +90,22 @@ def conformance(session: nox.Session) -> None:
     free loopback port, runs all 50 scenarios of the 2026-07-28 requirement set
     and fails on anything conformance/expected-failures.yml does not expect.
 
-    With no arguments it runs twice: tasks in memory, then in a fresh SQLite
-    file (``--store sqlite``), so the durable store is held to the same
-    scenarios. Arguments replace both passes with one run.
+    With no arguments it runs three times: tasks in memory, in a fresh SQLite
+    file (``--store sqlite``), and in a temporary PostgreSQL (``--store
+    postgresql``, from the test extra's pgserver), so every store is held to
+    the same scenarios. Arguments replace the passes with one run.
     Example: ``nox -s conformance -- --scenario caching --keep-output out``,
     ``nox -s conformance -- --store sqlite``.
     """
-    session.install("-e", ".", NODEJS)
+    # The test extra: psycopg and pgserver, for the PostgreSQL pass.
+    session.install("-e", ".[test]", NODEJS)
     with session.chdir("conformance"):
         session.run("npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
-    passes = [session.posargs] if session.posargs else [[], ["--store", "sqlite"]]
+    passes = (
+        [session.posargs]
+        if session.posargs
+        else [[], ["--store", "sqlite"], ["--store", "postgresql"]]
+    )
     for arguments in passes:
         session.run("python", "conformance/run.py", *arguments)
 

@@ -321,8 +321,9 @@ def parse_options(argv: Sequence[str]) -> Options:
     parser.add_argument(
         "--store",
         metavar="URL",
-        help="serve the app's tasks from this store (a URL, or 'memory' or 'sqlite' for a "
-        "fresh file); the factory gets it as store=. Default: the factory's own",
+        help="serve the app's tasks from this store (a URL, or 'memory', 'sqlite' for a "
+        "fresh file, 'postgresql' for a temporary server); the factory gets it as store=. "
+        "Default: the factory's own",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show all runner output")
     namespace = parser.parse_args(argv)
@@ -343,7 +344,22 @@ async def run(options: Options, outdir: Path) -> int:
     """Everything after option parsing, on the store ``--store`` names; the exit status."""
     if options.store is None:
         return await run_on(options, outdir, {})
-    url = store_url(options.store, outdir)
+    if options.store == "postgresql":
+        return await run_on_postgresql(options, outdir)
+    return await run_on_store(options, outdir, store_url(options.store, outdir))
+
+
+async def run_on_postgresql(options: Options, outdir: Path) -> int:
+    """``--store postgresql``: a temporary PostgreSQL from the test harness, removed after."""
+    from tests.postgres import temporary_postgresql
+
+    with temporary_postgresql() as server:
+        url = await trio.to_thread.run_sync(server.new_database)
+        return await run_on_store(options, outdir, url)
+
+
+async def run_on_store(options: Options, outdir: Path, url: str) -> int:
+    """Serve the app on the store ``url`` names."""
     try:
         async with open_store(url) as store:
             print(f"Tasks are stored in {url}", flush=True)

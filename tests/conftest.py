@@ -11,7 +11,7 @@ from hypothesis import settings
 from presa_trio.fixtures import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, running
-from tests.postgres import Postgres
+from tests.postgres import Postgres, temporary_postgresql
 
 
 @pytest.fixture
@@ -28,12 +28,8 @@ async def client(app: McpApp) -> AsyncIterator[McpClient]:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """One PostgreSQL for the whole run, started on first use and removed at the end."""
-    server = Postgres.create()
-    try:
-        server.start()
+    with temporary_postgresql() as server:
         yield server
-    finally:
-        server.destroy()
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +174,14 @@ def copy_install(binaries: Path, into: Path) -> Path:
     )
     shutil.copytree(site / "pgserver.libs", into / "pgserver.libs")
     return into / "pgserver" / "pginstall" / "bin"
+
+
+@contextmanager
+def temporary_postgresql() -> Iterator[Postgres]:
+    """A started server for as long as the block runs; nothing is left after it."""
+    server = Postgres.create()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from presa_trio.tasks.postgres import open_postgresql_store
 from presa_trio.tasks.sqlite import open_sqlite_store
 from presa_trio.tasks.store import MemoryStore, StoreUnavailable, TaskStore
 
@@ -37,12 +36,25 @@ async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
     yield MemoryStore()
 
 
+@asynccontextmanager
+async def open_postgresql(url: str) -> AsyncIterator[TaskStore]:
+    """``postgresql://…``: psycopg is an optional dependency, imported only here."""
+    try:
+        from presa_trio.tasks.postgres import open_postgresql_store
+    except ImportError as error:
+        raise StoreUnavailable(
+            f"{url.partition(':')[0]}: URLs need psycopg: pip install 'presa-trio[postgresql]'"
+        ) from error
+    async with open_postgresql_store(url) as store:
+        yield store
+
+
 #: URL scheme -> opener. A new store adds its scheme here.
 OPENERS: dict[str, StoreOpener] = {
     "memory": open_memory_store,
     "sqlite": open_sqlite_store,
-    "postgresql": open_postgresql_store,
-    "postgres": open_postgresql_store,
+    "postgresql": open_postgresql,
+    "postgres": open_postgresql,
 }
 
 
