@@ -12,6 +12,14 @@
    have ended left anything behind, which RSS alone cannot (CPython keeps freed
    memory for reuse).
 
+3. **Probes for tasks across processes** (bench/postgres.py). Two task
+   tools record, by task id, the wall-clock moment their worker saw
+   something: ``bench_park`` when the answer to its input request woke it,
+   ``bench_sleep`` when its cancel scope stopped it. The side port's line
+   carries them as ``woken`` and ``stopped`` (epoch seconds), so the bench
+   can time "update on B → worker on A woken" and "cancel on B → worker on
+   A stopped" on one host's clock.
+
 Why a bench-only process rather than a flag on ``presa-trio serve``: the
 numbers need only to be read, never served, so nothing is added to the
 product's command line or to the protocol surface, and nothing stays "off by
@@ -28,14 +36,17 @@ import argparse
 import gc
 import json
 import sys
+import time
 from functools import partial
+from typing import Any
 
 import trio
 
 from presa_trio.fixtures import build_server
 from presa_trio.http.serving import serve_http
-from presa_trio.server import Server
+from presa_trio.server import RequestContext, Server
 from presa_trio.tasks.stores import open_store
+from presa_trio.wire.mrtr import Elicitation
 
 #: Active tasks the bench may hold at once: the 10,000 parked plus headroom.
 BENCH_TASK_LIMIT = 20_000
@@ -59,6 +70,33 @@ def raise_task_limits(server: Server) -> bool:
     return False
 
 
+#: Task id -> when (epoch s) its worker was woken by an answer / stopped by a cancel.
+WOKEN: dict[str, float] = {}
+STOPPED: dict[str, float] = {}
+GO = Elicitation("Go on?", {"type": "object", "properties": {"go": {"type": "boolean"}}})
+
+
+def add_probes(server: Server) -> None:
+    """The two probe tools of the module docstring, on the fixture's Tasks extension."""
+    from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension, ask
+
+    [tasks] = [e for e in server.extensions if e.id == TASKS_EXTENSION]
+    assert isinstance(tasks, TasksExtension)
+
+    @tasks.tool(Policy.REQUIRED, description="Asks once; notes when the answer woke it.")
+    async def bench_park(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ask(ctx, {"go": GO})
+        WOKEN[str(ctx.request_id)] = time.time()
+        return "woken"
+
+    @tasks.tool(Policy.REQUIRED, description="Sleeps until stopped; notes when it was.")
+    async def bench_sleep(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            STOPPED[str(ctx.request_id)] = time.time()
+
+
 def live_trio_tasks() -> int:
     """Every task in the current Trio run, counted from the root task down."""
     pending = [trio.lowlevel.current_root_task()]
@@ -73,9 +111,14 @@ def live_trio_tasks() -> int:
     return count
 
 
-def snapshot() -> dict[str, int]:
+def snapshot() -> dict[str, Any]:
     gc.collect()
-    return {"trioTasks": live_trio_tasks(), "allocatedBlocks": sys.getallocatedblocks()}
+    return {
+        "trioTasks": live_trio_tasks(),
+        "allocatedBlocks": sys.getallocatedblocks(),
+        "woken": WOKEN,
+        "stopped": STOPPED,
+    }
 
 
 async def answer(stream: trio.SocketStream) -> None:
@@ -86,7 +129,9 @@ async def answer(stream: trio.SocketStream) -> None:
 async def serve(store_url: str, port: int, stats_port: int) -> None:
     async with open_store(store_url) as store, trio.open_nursery() as nursery:
         server = build_server(store=store)
-        if not raise_task_limits(server):
+        if raise_task_limits(server):
+            add_probes(server)
+        else:
             print("tasks extension not available; serving without it", file=sys.stderr)
         listeners = await trio.open_tcp_listeners(stats_port, host="127.0.0.1")
         nursery.start_soon(trio.serve_listeners, answer, listeners)

@@ -38,8 +38,8 @@ from typing import Any
 
 import attrs
 
-from bench import auth, h2load, instructions, load, mcp, servers, tasks, validation
-from bench.targets import Verdict, check_targets
+from bench import auth, h2load, instructions, load, mcp, postgres, servers, tasks, validation
+from bench.targets import Verdict, check_cross_process, check_targets
 
 
 @attrs.frozen(eq=False)
@@ -352,6 +352,8 @@ async def main_async(settings: Settings) -> int:
     auth_report = await asyncio.to_thread(auth.run, settings.quick)
     print("tasks (presa, sqlite store) ...", file=sys.stderr, flush=True)
     sqlite_report = await tasks.run(quick=settings.quick, store="sqlite")
+    print("tasks across two processes on PostgreSQL ...", file=sys.stderr, flush=True)
+    cross_report = await postgres.run(quick=settings.quick)
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():
@@ -370,8 +372,10 @@ async def main_async(settings: Settings) -> int:
     print()
     print(auth.table(auth_report))
     print(tasks.table(sqlite_report))
-    print("\nThe targets apply to the memory store; the SQLite figures are reported.")
-    verdicts = check_targets(report, task_report, counts)
+    print("\nThe targets above apply to the memory store; the SQLite figures are reported.")
+    print()
+    print(postgres.table(cross_report))
+    verdicts = check_targets(report, task_report, counts) + check_cross_process(cross_report)
     print()
     print(verdict_table(verdicts))
     failed = [v for v in verdicts if v.fails_run]

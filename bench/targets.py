@@ -17,6 +17,7 @@ import attrs
 
 if TYPE_CHECKING:
     from bench.instructions import Count
+    from bench.postgres import CrossReport
     from bench.run import LoadReport
     from bench.tasks import TaskReport
 
@@ -173,4 +174,30 @@ def check_targets(
             fails_run=left > 0,
         )
     )
+    return verdicts
+
+
+def check_cross_process(report: CrossReport) -> list[Verdict]:
+    """Two processes on one PostgreSQL: creations per process, cross-process latencies."""
+    figures = report.figures
+    if figures is None:
+        return [Verdict("PostgreSQL targets", report.reason, "", met=True, fails_run=False)]
+    from bench.load import percentile
+
+    verdicts = [
+        at_least(
+            f"task creations on {name} ≥ 300/s (two processes at once)",
+            rate,
+            300,
+            ABSOLUTE_MARGIN,
+            f"{rate:,.0f}/s",
+        )
+        for name, rate in zip("AB", figures.rates, strict=True)
+    ]
+    for label, values in (
+        ("cancel on B → worker on A stopped", figures.cancel_to_stopped),
+        ("update on B → worker on A woken", figures.update_to_woken),
+    ):
+        p99 = percentile(values, 0.99) * 1000
+        verdicts.append(at_most(f"{label} p99 ≤ 50 ms", p99, 50, ABSOLUTE_MARGIN, f"{p99:.2f} ms"))
     return verdicts

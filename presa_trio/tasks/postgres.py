@@ -179,7 +179,9 @@ class PostgresStore(LocalAnnouncer):
 
     async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
         def work(connection: Connection) -> None:
-            with connection.transaction():
+            # Pipelined: BEGIN, the lock and the count go in one flight, the
+            # insert and COMMIT in a second; the limits are judged in between.
+            with connection.pipeline(), connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, CREATE_LOCK))
                 row = connection.execute(
                     "SELECT count(*) FILTER (WHERE NOT terminal AND scope = %(scope)s),"
@@ -193,27 +195,27 @@ class PostgresStore(LocalAnnouncer):
                 if limit is not None:
                     raise CapacityExceeded(limit)
                 lease = stored.lease
-                try:
-                    connection.execute(
-                        "INSERT INTO presa_tasks (task_id, scope, revision, terminal, expires_ms,"
-                        " lease_owner, lease_generation, lease_expires_ms, record)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        (
-                            stored.task_id,
-                            stored.scope,
-                            stored.task.revision,
-                            stored.task.terminal,
-                            stored.task.expires_ms,
-                            None if lease is None else lease.owner,
-                            None if lease is None else lease.generation,
-                            None if lease is None else lease.expires_ms,
-                            record_of(stored),
-                        ),
-                    )
-                except psycopg.errors.UniqueViolation as error:
-                    raise ValueError(f"task id collision: {stored.task_id}") from error
+                connection.execute(
+                    "INSERT INTO presa_tasks (task_id, scope, revision, terminal, expires_ms,"
+                    " lease_owner, lease_generation, lease_expires_ms, record)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        stored.task_id,
+                        stored.scope,
+                        stored.task.revision,
+                        stored.task.terminal,
+                        stored.task.expires_ms,
+                        None if lease is None else lease.owner,
+                        None if lease is None else lease.generation,
+                        None if lease is None else lease.expires_ms,
+                        record_of(stored),
+                    ),
+                )
 
-        await self.database.run(work)
+        try:
+            await self.database.run(work)
+        except psycopg.errors.UniqueViolation as error:
+            raise ValueError(f"task id collision: {stored.task_id}") from error
         self._offer(Changed(stored))
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:

@@ -21,7 +21,8 @@ then re-read again.
 
 The thread waits on the connection in short slices and, between them, asks
 Trio whether it was cancelled, so cancelling :func:`listen` ends the thread
-within one slice. Reconnections back off exponentially, up to a cap.
+within one slice. It queues each event on the Trio thread without waiting
+for it to run. Reconnections back off exponentially, up to a cap.
 """
 
 from __future__ import annotations
@@ -79,6 +80,17 @@ async def listen(
     # must not hold one of the slots Trio's other threads share.
     slot = trio.CapacityLimiter(1)
     reconnected = False
+    token = trio.lowlevel.current_trio_token()
+
+    def hand_over(event: StoreEvent) -> None:
+        """From the thread: queue ``deliver(event)`` on the Trio thread, without waiting.
+
+        Trio runs queued callbacks in order, so events keep commit order, and
+        the thread reads on at once instead of waiting for a context switch
+        per notification.
+        """
+        token.run_sync_soon(deliver_safely, deliver, event)
+
     while True:
         try:
             connection = await trio.to_thread.run_sync(connect_and_listen, conninfo)
@@ -92,7 +104,7 @@ async def listen(
                     task_status.started()
                 reconnected = True
                 backoff.reset()
-                await trio.to_thread.run_sync(pump, connection, deliver, limiter=slot)
+                await trio.to_thread.run_sync(pump, connection, hand_over, limiter=slot)
             except (psycopg.OperationalError, StoreUnavailable) as error:
                 log.warning("lost the connection listening for task changes: %s", error)
             finally:
@@ -111,14 +123,22 @@ def connect_and_listen(conninfo: str) -> psycopg.Connection[Any]:
     return connection
 
 
-def pump(connection: psycopg.Connection[Any], deliver: Deliver) -> None:
+def pump(connection: psycopg.Connection[Any], hand_over: Deliver) -> None:
     """In the thread: hand announcements to Trio until cancelled or disconnected."""
     while True:
         for notification in connection.notifies(timeout=SLICE_S):
             event = event_of(connection, notification.payload)
             if event is not None:
-                trio.from_thread.run_sync(deliver, event)
+                hand_over(event)
         trio.from_thread.check_cancelled()
+
+
+def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
+    """A callback Trio runs for the thread must not raise: that would end the run."""
+    try:
+        deliver(event)
+    except Exception:
+        log.exception("a watcher failed on %r", event)
 
 
 def event_of(connection: psycopg.Connection[Any], payload: str) -> StoreEvent | None:
