@@ -25,6 +25,7 @@ server) never overlaps a measured reaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import psutil
 
 from bench import servers
 from bench.load import percentile
@@ -58,6 +60,8 @@ class CrossFigures:
     # Per process, A then B: creations and the seconds they took.
     creations: tuple[int, int]
     seconds: tuple[float, float]
+    # CPU seconds per creation while both created: A, B, and PostgreSQL's processes.
+    cpu_per_creation: tuple[float, float, float]
     cancel_to_stopped: Sequence[float]
     update_to_woken: Sequence[float]
     rss: tuple[int, int]
@@ -132,9 +136,29 @@ async def reaction_times(
     raise RuntimeError(f"{missing} workers on A never reacted ({probe})")
 
 
-async def measure(a: TaskBench, b: TaskBench, sizes: CrossSizes) -> CrossFigures:
+def cpu_seconds(process: psutil.Process) -> float:
+    """CPU time of ``process`` and its children (PostgreSQL's backends)."""
+    total = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = each.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+async def measure(
+    a: TaskBench, b: TaskBench, database: psutil.Process, sizes: CrossSizes
+) -> CrossFigures:
+    cpu_before = (a.served.cpu_seconds(), b.served.cpu_seconds(), cpu_seconds(database))
     seconds = await asyncio.gather(
         timed_creations(a, sizes.creations), timed_creations(b, sizes.creations)
+    )
+    cpu_after = (a.served.cpu_seconds(), b.served.cpu_seconds(), cpu_seconds(database))
+    spent = [after - before for before, after in zip(cpu_before, cpu_after, strict=True)]
+    per_creation = (
+        spent[0] / sizes.creations,
+        spent[1] / sizes.creations,
+        spent[2] / (2 * sizes.creations),
     )
 
     sleeping = await create_on(a, "bench_sleep", sizes.cancels)
@@ -160,6 +184,7 @@ async def measure(a: TaskBench, b: TaskBench, sizes: CrossSizes) -> CrossFigures
     return CrossFigures(
         (sizes.creations, sizes.creations),
         (seconds[0], seconds[1]),
+        per_creation,
         cancel,
         update,
         (a.served.rss(), b.served.rss()),
@@ -187,7 +212,10 @@ async def run(*, quick: bool) -> CrossReport:
                 started.append(served)
                 benches.append(TaskBench(served, stats_port))
             a, b = benches
-            return CrossReport(await measure(a, b, QUICK if quick else FULL))
+            postmaster = psutil.Process(database.process.pid) if database.process else None
+            if postmaster is None:
+                return CrossReport(None, "PostgreSQL did not start")
+            return CrossReport(await measure(a, b, postmaster, QUICK if quick else FULL))
         finally:
             for bench in benches:
                 await bench.pool.close()
@@ -208,6 +236,10 @@ def table(report: CrossReport) -> str:
         (
             f"task creations per process (both at once, c={CONCURRENCY} each)",
             f"A {rate_a:,.0f} /s, B {rate_b:,.0f} /s over {figures.creations[0]:,} each",
+        ),
+        (
+            "CPU per creation: A, B, PostgreSQL",
+            " / ".join(f"{seconds * 1000:.2f} ms" for seconds in figures.cpu_per_creation),
         ),
         (
             "`tasks/cancel` on B → worker on A stopped, p50 / p99",

@@ -14,17 +14,18 @@ How each rule of the store contract is kept:
   re-checks the condition on the row's latest version under its row lock,
   so of two concurrent writers of one revision exactly one updates a row.
   When none is updated, one read says why (unknown, lease lost, conflict).
-- **Capacity is checked in the creating transaction.** The transaction
-  takes one advisory lock (``pg_advisory_xact_lock``), counts the live tasks
-  of the scope and overall, and inserts only if under every limit; the lock
-  is held until commit, so no two creations, in any process, count the same
+- **Capacity is checked in the creating transaction.** One statement,
+  ``SELECT presa_create_task(…)`` (a function of the schema), takes one
+  advisory lock (``pg_advisory_xact_lock``), counts the live tasks of the
+  scope and overall, and inserts only if under every limit; the lock is
+  held until commit, so no two creations, in any process, count the same
   free slot. presa chooses the lock over SERIALIZABLE (which would make
   every creation ready to retry on serialization failures) and over a
   counter row (which every status change would also have to update, so
-  completions would queue behind creations on that one row). The price is
-  that creations are serialised across all processes for the few hundred
-  microseconds between the lock and the commit; the counts use the indexes
-  on scope and on active tasks.
+  completions would queue behind creations on that one row). The price:
+  creations are serialised across all processes from the lock to the
+  commit. Being one statement, that span holds no network round trip, only
+  the counting, the insert and the commit.
 - **Leases** are three columns; renewal and release touch only the expiry,
   claiming bumps the generation with ``FOR UPDATE SKIP LOCKED`` so two
   processes recovering at once claim different tasks.
@@ -59,8 +60,6 @@ from presa_trio.tasks.postgres_io import Database
 from presa_trio.tasks.postgres_listen import listen
 from presa_trio.tasks.postgres_schema import (
     COLUMNS,
-    CREATE_LOCK,
-    LOCKS,
     SchemaMismatch,
     decode,
     ensure_schema,
@@ -178,44 +177,39 @@ class PostgresStore(LocalAnnouncer):
     # --- the protocol ---------------------------------------------------------------
 
     async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
-        def work(connection: Connection) -> None:
-            # Pipelined: BEGIN, the lock and the count go in one flight, the
-            # insert and COMMIT in a second; the limits are judged in between.
-            with connection.pipeline(), connection.transaction():
-                connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, CREATE_LOCK))
-                row = connection.execute(
-                    "SELECT count(*) FILTER (WHERE NOT terminal AND scope = %(scope)s),"
-                    " count(*) FILTER (WHERE scope = %(scope)s),"
-                    " count(*) FILTER (WHERE NOT terminal), count(*)"
-                    f" FROM presa_tasks WHERE {LIVE}",
-                    {"scope": stored.scope, "now": now_ms},
-                ).fetchone()
-                assert row is not None
-                limit = capacity.refusal(Counts(row[0], row[1]), Counts(row[2], row[3]))
-                if limit is not None:
-                    raise CapacityExceeded(limit)
-                lease = stored.lease
-                connection.execute(
-                    "INSERT INTO presa_tasks (task_id, scope, revision, terminal, expires_ms,"
-                    " lease_owner, lease_generation, lease_expires_ms, record)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (
-                        stored.task_id,
-                        stored.scope,
-                        stored.task.revision,
-                        stored.task.terminal,
-                        stored.task.expires_ms,
-                        None if lease is None else lease.owner,
-                        None if lease is None else lease.generation,
-                        None if lease is None else lease.expires_ms,
-                        record_of(stored),
-                    ),
-                )
+        def work(connection: Connection) -> list[int] | None:
+            lease = stored.lease
+            row = connection.execute(
+                "SELECT presa_create_task("
+                "ROW(%s, %s, %s, %s, %s, %s, %s, %s, %s)::presa_tasks, %s, %s, %s, %s, %s)",
+                (
+                    stored.task_id,
+                    stored.scope,
+                    stored.task.revision,
+                    stored.task.terminal,
+                    stored.task.expires_ms,
+                    None if lease is None else lease.owner,
+                    None if lease is None else lease.generation,
+                    None if lease is None else lease.expires_ms,
+                    record_of(stored),
+                    now_ms,
+                    capacity.max_active_per_scope,
+                    capacity.max_stored_per_scope,
+                    capacity.max_active,
+                    capacity.max_stored,
+                ),
+            ).fetchone()
+            assert row is not None
+            refused: list[int] | None = row[0]
+            return refused
 
         try:
-            await self.database.run(work)
+            refused = await self.database.run(work)
         except psycopg.errors.UniqueViolation as error:
             raise ValueError(f"task id collision: {stored.task_id}") from error
+        if refused is not None:
+            in_scope, overall = Counts(refused[0], refused[1]), Counts(refused[2], refused[3])
+            raise CapacityExceeded(capacity.refusal(in_scope, overall) or "max_active_tasks")
         self._offer(Changed(stored))
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:

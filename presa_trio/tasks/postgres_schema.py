@@ -86,6 +86,34 @@ $$;
 CREATE TRIGGER presa_tasks_announce
     AFTER INSERT OR DELETE OR UPDATE OF revision, lease_generation ON presa_tasks
     FOR EACH ROW EXECUTE FUNCTION presa_announce();
+
+-- Insert a task if its scope and the store are under every limit; NULL if
+-- inserted, else the counts (scope active, scope stored, all active, all
+-- stored) that refused it, for the caller to name the limit. The lock is
+-- taken first, and each later statement of a VOLATILE function reads a new
+-- snapshot, so the counts include every creation committed before the lock.
+CREATE FUNCTION presa_create_task(
+    task presa_tasks, now_ms bigint,
+    max_active_per_scope bigint, max_stored_per_scope bigint,
+    max_active bigint, max_stored bigint
+) RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    counts bigint[];
+BEGIN
+    PERFORM pg_advisory_xact_lock({LOCKS}, {CREATE_LOCK});
+    SELECT ARRAY[count(*) FILTER (WHERE NOT t.terminal AND t.scope = task.scope),
+                 count(*) FILTER (WHERE t.scope = task.scope),
+                 count(*) FILTER (WHERE NOT t.terminal), count(*)]
+      INTO counts
+      FROM presa_tasks AS t WHERE t.expires_ms IS NULL OR t.expires_ms > now_ms;
+    IF counts[1] >= max_active_per_scope OR counts[2] >= max_stored_per_scope
+       OR counts[3] >= max_active OR counts[4] >= max_stored THEN
+        RETURN counts;
+    END IF;
+    INSERT INTO presa_tasks SELECT (task).*;
+    RETURN NULL;
+END
+$$;
 """
 
 #: The columns :func:`decode` reads, in its order.
