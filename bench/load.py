@@ -240,6 +240,11 @@ async def connections(host: str, port: int, request: bytes, concurrency: int) ->
     return Clients([roundtrip_on(i) for i in range(concurrency)], close)
 
 
+def ms(ordered: Sequence[float], fraction: float) -> str:
+    """A percentile of seconds, shown in milliseconds."""
+    return f"{percentile(ordered, fraction) * 1000:.2f}"
+
+
 async def closed_loop(
     clients: Clients,
     *,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,7 +35,7 @@ import attrs
 import psutil
 
 from bench import servers
-from bench.load import percentile
+from bench.load import ms
 from bench.tasks import CONCURRENCY, TaskBench
 
 #: Gap between two measured requests, so reactions never overlap (s).
@@ -78,20 +77,6 @@ class CrossFigures:
 class CrossReport:
     figures: CrossFigures | None
     reason: str = ""
-
-
-def store_command(port: int, stats_port: int, url: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "bench.presa_server",
-        "--port",
-        str(port),
-        "--stats-port",
-        str(stats_port),
-        "--store",
-        url,
-    ]
 
 
 async def probes(bench: TaskBench) -> dict[str, Any]:
@@ -205,7 +190,7 @@ async def run(*, quick: bool) -> CrossReport:
                 port, stats_port = servers.free_port(), servers.free_port()
                 served = await servers.start(
                     f"presa-pg-{'ab'[core]}",
-                    store_command(port, stats_port, url),
+                    servers.presa_tasks_command(port, stats_port, url),
                     port,
                     core=core,
                 )
@@ -227,9 +212,6 @@ def table(report: CrossReport) -> str:
     figures = report.figures
     if figures is None:
         return f"Tasks across processes: {report.reason}."
-
-    def ms(values: Sequence[float], fraction: float) -> str:
-        return f"{percentile(values, fraction) * 1000:.2f}"
 
     rate_a, rate_b = figures.rates
     rows = [

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,9 @@ from pathlib import Path
 
 import attrs
 import psutil
+
+# Re-exported: one free-port probe for the whole repository.
+from tests.postgres import free_port as free_port
 
 SERVER_CORE = 0
 CLIENT_CORE = 1
@@ -33,13 +35,6 @@ def pin_client() -> None:
     """Move this process (the load client) to its own core."""
     if pinning_available() and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {CLIENT_CORE})
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @attrs.define(eq=False)

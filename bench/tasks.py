@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from bench import load, mcp, servers
-from bench.load import percentile
+from bench.load import ms
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -305,9 +305,6 @@ def table(report: TaskReport) -> str:
     figures = report.figures
     if figures is None:
         return f"Tasks ({report.store} store): {report.reason}."
-
-    def ms(values: Sequence[float], fraction: float) -> str:
-        return f"{percentile(values, fraction) * 1000:.2f}"
 
     rows = [
         (

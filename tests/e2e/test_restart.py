@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ import trio
 
 from presa_trio.testing import request
 from tests.e2e.conftest import headers
+from tests.postgres import free_port
 
 TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 CONFIRM = {"action": "accept", "content": {"confirm": True}}
@@ -31,13 +31,6 @@ CONFIRM = {"action": "accept", "content": {"confirm": True}}
 LEASE_SECONDS = "1"
 #: Hang guard for every wait on the server; a passing run needs a few seconds.
 PATIENCE = 60
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Peer:

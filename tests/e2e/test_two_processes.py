@@ -40,6 +40,16 @@ async def two_servers(
         yield a, b
 
 
+async def park(creator: Peer, watcher: Peer, filename: str) -> tuple[str, dict[str, Any]]:
+    """A ``confirm_delete`` task made on ``creator``; its id and its parked state,
+    read on ``watcher`` once it asks for input."""
+    created = await creator.call(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": filename}}
+    )
+    with trio.fail_after(PATIENCE):
+        return created["taskId"], await watcher.until(created["taskId"], "input_required")
+
+
 async def test_a_task_created_on_one_process_resolves_at_once_on_the_other(
     postgres_url: str, tmp_path: Path
 ) -> None:
@@ -59,12 +69,7 @@ async def test_an_update_on_one_process_wakes_the_worker_on_the_other(
     """Spec-mandated (SEP-2663 §Task Update Requests; T-45): tasks/update served by B
     completes the fulfilment before it answers, and wakes the worker parked on A."""
     async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
-        parked = await a.call(
-            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}
-        )
-        task_id = parked["taskId"]
-        with trio.fail_after(PATIENCE):
-            await b.until(task_id, "input_required")
+        task_id, _ = await park(a, b, "a.txt")
         await b.call(
             "tasks/update", {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}}
         )
@@ -101,12 +106,8 @@ async def test_a_listen_stream_on_one_process_hears_changes_made_on_the_other(
     on B receives notifications/tasks for changes made on A, in order, each carrying
     what tasks/get returns."""
     async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
-        parked = await a.call(
-            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "b.txt"}}
-        )
-        task_id = parked["taskId"]
+        task_id, _ = await park(a, a, "b.txt")
         with trio.fail_after(PATIENCE):
-            await a.until(task_id, "input_required")
             message = request(
                 "subscriptions/listen",
                 {"notifications": {"taskIds": [task_id]}},
@@ -165,12 +166,7 @@ async def test_a_database_restart_is_a_retryable_error_then_serving_resumes(
     it is back, both servers serve again by themselves; no task is lost, and a parked
     task still completes when answered on the other process."""
     async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
-        parked = await a.call(
-            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "c.txt"}}
-        )
-        task_id = parked["taskId"]
-        with trio.fail_after(PATIENCE):
-            before = await a.until(task_id, "input_required")
+        task_id, before = await park(a, a, "c.txt")
         unavailable = {
             "code": -32603,
             "message": "The task store is unavailable",
