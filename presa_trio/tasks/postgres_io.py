@@ -24,7 +24,10 @@ Threads and connections
   :mod:`presa_trio.tasks.postgres_listen`): notifications arrive on a
   connection that is never used for anything else.
 
-So one presa process costs PostgreSQL ``pool_size + 1`` connections.
+So one presa process costs PostgreSQL ``pool_size + 1`` connections, and
+runs at most ``pool_size + 1`` threads for them, plus the pool's own three
+maintenance threads (psycopg_pool opens and replaces connections in the
+background, never in a caller's thread).
 
 Failures
 --------
