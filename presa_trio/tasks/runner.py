@@ -139,6 +139,10 @@ INTERRUPTED = InternalError(
 
 #: How long a write the worker must make while being cancelled may take (s).
 WRITE_GRACE = 5.0
+#: A worker's write that met an unreachable store tries again after this
+#: many seconds, doubling up to the cap.
+STORE_RETRY_FIRST = 0.1
+STORE_RETRY_CAP = 5.0
 #: Most expired leases claimed in one go.
 CLAIM_BATCH = 100
 
@@ -474,7 +478,7 @@ class TaskRunner:
                     move = failure(error_for(group))
                 else:
                     move = outcome(worker.task_id, result)
-                await self._finish(worker, move)
+                await self._write(worker, move)
         finally:
             if self._workers.get(worker.task_id) is worker:
                 del self._workers[worker.task_id]
@@ -496,14 +500,6 @@ class TaskRunner:
             runner=self,
             worker=worker,
         )
-
-    async def _finish(self, worker: Worker, move: Move) -> None:
-        """Write a worker's outcome. If the store cannot take it, the task is left
-        to recovery: its lease is no longer renewed once the worker is gone."""
-        try:
-            await self._write(worker, move)
-        except StoreUnavailable as error:
-            log.warning("task %s: outcome not stored, left to recovery: %s", worker.task_id, error)
 
     # --- transitions ------------------------------------------------------------
 
@@ -533,15 +529,26 @@ class TaskRunner:
         """A worker's own write, under its lease generation.
 
         Dropped if the task expired or was reaped meanwhile; if the lease is
-        no longer this worker's, the worker is stopped instead.
+        no longer this worker's, the worker is stopped instead. While the
+        store cannot be reached, the write waits and tries again: an outage
+        never loses a worker's result, and the lease still decides whether
+        it may be written once the store is back.
         """
-        try:
-            await self._transition(worker.scope, worker.task_id, move, worker.generation)
-        except TaskNotFound:
-            log.info("task %s is gone; its worker's write is dropped", worker.task_id)
-        except LeaseLost:
-            log.info("task %s: lease lost; the worker stops without writing", worker.task_id)
-            worker.stop("lease lost")
+        delay = STORE_RETRY_FIRST
+        while True:
+            try:
+                await self._transition(worker.scope, worker.task_id, move, worker.generation)
+            except TaskNotFound:
+                log.info("task %s is gone; its worker's write is dropped", worker.task_id)
+            except LeaseLost:
+                log.info("task %s: lease lost; the worker stops without writing", worker.task_id)
+                worker.stop("lease lost")
+            except StoreUnavailable as error:
+                log.warning("task %s: write waits for the store: %s", worker.task_id, error)
+                await trio.sleep(delay)
+                delay = min(delay * 2, STORE_RETRY_CAP)
+                continue
+            return
 
     async def get(self, scope: str, task_id: str) -> Task:
         """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
@@ -699,7 +706,7 @@ class TaskRunner:
             revived = self.revive(stored.work)
         if revived is None:
             log.info("task %s cannot run again: written failed", stored.task_id)
-            await self._finish(worker, failure(INTERRUPTED))
+            await self._write(worker, failure(INTERRUPTED))
             return
         log.info("task %s recovered", stored.task_id)
         job, creator = revived

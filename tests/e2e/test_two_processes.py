@@ -200,3 +200,41 @@ async def raw_call(peer: Peer, method: str, params: dict[str, Any]) -> dict[str,
     response = await peer.http.post(peer.url, json=message, headers=headers(message, **extra))
     body: dict[str, Any] = json.loads(response.content)
     return body
+
+
+async def test_a_worker_that_finishes_while_the_database_is_down_writes_once_it_is_back(
+    postgres: Postgres, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (a store that cannot be reached; recovery at least once): a
+    worker on A that ends while the database is down keeps its result until the
+    database is back and then writes it; the task is neither lost nor run again,
+    and A serves on."""
+    async with two_servers(postgres_url, tmp_path) as ((process, a), (_, b)):
+        created = await a.call(
+            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "label": "once"}}
+        )
+        await trio.to_thread.run_sync(postgres.stop)
+        try:
+            # Longer than the job: its worker ends while nothing can be written.
+            await trio.sleep(2)
+        finally:
+            await trio.to_thread.run_sync(postgres.start)
+        with trio.fail_after(PATIENCE):
+            done = await settled(b, created["taskId"], "completed")
+        assert done["result"]["content"][0]["text"] == "Completed once"
+        assert process.returncode is None
+        assert (await a.call("server/discover", {}))["resultType"] == "complete"
+    for log in ("a.log", "b.log"):
+        assert "recovered" not in (tmp_path / log).read_text()
+
+
+async def settled(peer: Peer, task_id: str, status: str) -> dict[str, Any]:
+    """Like ``Peer.until``, riding out retryable store errors while the database returns."""
+    while True:
+        body = await raw_call(peer, "tasks/get", {"taskId": task_id})
+        if "error" in body:
+            assert body["error"]["data"] == {"retryable": True}
+        elif body["result"]["status"] == status:
+            result: dict[str, Any] = body["result"]
+            return result
+        await trio.sleep(0.05)
