@@ -17,7 +17,15 @@ from psycopg import sql
 
 from presa_trio.tasks import model
 from presa_trio.tasks.postgres_schema import CHANNEL
-from presa_trio.tasks.store import RESYNC, Changed, StoreEvent, StoreUnavailable
+from presa_trio.tasks.store import (
+    RESYNC,
+    Capacity,
+    CapacityExceeded,
+    Changed,
+    StoreEvent,
+    StoreUnavailable,
+    TaskStore,
+)
 from presa_trio.tasks.stores import open_store
 from tests.postgres import Postgres
 from tests.tasks.stores.test_contract import ASK, ROOMY, T0, new_task, stored
@@ -56,6 +64,28 @@ async def test_a_change_made_by_one_process_reaches_the_others_watchers(
             await seen.until(Changed(stored()))
             nursery.cancel_scope.cancel()
     assert seen.events == [Changed(stored())]
+
+
+async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
+    postgres_url: str,
+) -> None:
+    """presa-defined (atomic create-if-under-limit, across processes): 40 creations
+    racing through two stores for 10 slots store exactly 10."""
+    capacity = Capacity(max_active=10)
+    refused: list[str] = []
+
+    async def create(store: TaskStore, number: int) -> None:
+        try:
+            await store.create(stored(f"t{number}", scope=f"s{number % 4}"), capacity, T0)
+        except CapacityExceeded as full:
+            refused.append(full.limit)
+
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        async with trio.open_nursery() as nursery:
+            for number in range(40):
+                nursery.start_soon(create, (a, b)[number % 2], number)
+        assert (await a.counts()).active == 10
+    assert refused == ["max_active_tasks"] * 30
 
 
 async def test_a_change_missed_while_the_listener_was_cut_off_is_delivered_after(
