@@ -64,7 +64,7 @@ from presa_trio.tasks.postgres_schema import (
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.record import task_to_json, to_record
+from presa_trio.tasks.record import lease_columns, task_to_json, to_record
 from presa_trio.tasks.store import (
     RESYNC,
     Capacity,
@@ -178,7 +178,6 @@ class PostgresStore(LocalAnnouncer):
 
     async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
         def work(connection: Connection) -> list[int] | None:
-            lease = stored.lease
             row = connection.execute(
                 "SELECT presa_create_task("
                 "ROW(%s, %s, %s, %s, %s, %s, %s, %s, %s)::presa_tasks, %s, %s, %s, %s, %s)",
@@ -188,9 +187,7 @@ class PostgresStore(LocalAnnouncer):
                     stored.task.revision,
                     stored.task.terminal,
                     stored.task.expires_ms,
-                    None if lease is None else lease.owner,
-                    None if lease is None else lease.generation,
-                    None if lease is None else lease.expires_ms,
+                    *lease_columns(stored.lease),
                     record_of(stored),
                     now_ms,
                     capacity.max_active_per_scope,

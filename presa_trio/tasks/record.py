@@ -137,6 +137,13 @@ def lease_from_json(data: JSONObject | None) -> Lease | None:
     return Lease(data["owner"], data["generation"], data["expiresMs"])
 
 
+def lease_columns(lease: Lease | None) -> tuple[str | None, int | None, int | None]:
+    """The lease as a SQL store keeps it: owner, generation and expiry columns."""
+    if lease is None:
+        return None, None, None
+    return lease.owner, lease.generation, lease.expires_ms
+
+
 def to_record(stored: StoredTask) -> JSONObject:
     """The versioned JSON record of ``stored``."""
     return {

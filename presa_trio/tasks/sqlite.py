@@ -37,7 +37,13 @@ import attrs
 import trio
 
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.record import lease_from_json, task_from_json, to_record, work_from_json
+from presa_trio.tasks.record import (
+    lease_columns,
+    lease_from_json,
+    task_from_json,
+    to_record,
+    work_from_json,
+)
 from presa_trio.tasks.store import (
     Capacity,
     CapacityExceeded,
@@ -160,7 +166,6 @@ class SqliteStore(LocalAnnouncer):
                 limit = capacity.refusal(_counts(db, stored.scope), _counts(db, None))
                 if limit is not None:
                     raise CapacityExceeded(limit)
-            lease = stored.lease
             db.execute(
                 "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -169,9 +174,7 @@ class SqliteStore(LocalAnnouncer):
                     stored.task.terminal,
                     stored.task.expires_ms,
                     stored.task.revision,
-                    None if lease is None else lease.owner,
-                    None if lease is None else lease.generation,
-                    None if lease is None else lease.expires_ms,
+                    *lease_columns(stored.lease),
                     _record_text(stored),
                 ),
             )
