@@ -143,7 +143,7 @@ async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]
 async def test_a_task_whose_process_is_killed_is_recovered_by_the_other(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """presa-defined (recovery, at least once; docs/spec-notes.md "Recovery"): when A is
+    """presa-defined (recovery, at least once; spec-notes §44): when A is
     killed while its task runs, B claims the task once A's lease expires, runs it
     again, and it completes."""
     async with two_servers(postgres_url, tmp_path, lease="1") as ((process, a), (_, b)):
@@ -161,7 +161,7 @@ async def test_a_task_whose_process_is_killed_is_recovered_by_the_other(
 async def test_a_database_restart_is_a_retryable_error_then_serving_resumes(
     postgres: Postgres, postgres_url: str, tmp_path: Path
 ) -> None:
-    """presa-defined (a store that cannot be reached): while the database is down,
+    """presa-defined (a store that cannot be reached; spec-notes §45): while the database is down,
     requests that need it answer -32603 with data.retryable true and no detail; once
     it is back, both servers serve again by themselves; no task is lost, and a parked
     task still completes when answered on the other process."""
