@@ -79,8 +79,8 @@ from presa_trio.tasks.store import (
     StoredTask,
     StoreEvent,
     StoreUnavailable,
-    TaskExpired,
     TaskNotFound,
+    check_read,
 )
 
 Connection = psycopg.Connection[Any]
@@ -210,12 +210,7 @@ class PostgresStore(LocalAnnouncer):
         self._offer(Changed(stored))
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
-        stored = await self.read(task_id)
-        if stored is None or stored.scope != scope:
-            raise TaskNotFound()
-        if stored.task.expired(now_ms):
-            raise TaskExpired()
-        return stored
+        return check_read(await self.read(task_id), scope, now_ms)
 
     async def read(self, task_id: str) -> StoredTask | None:
         def work(connection: Connection) -> StoredTask | None:

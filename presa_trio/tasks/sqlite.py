@@ -55,8 +55,8 @@ from presa_trio.tasks.store import (
     StoredTask,
     StoreEvent,
     StoreUnavailable,
-    TaskExpired,
     TaskNotFound,
+    check_read,
     check_write,
 )
 
@@ -195,12 +195,7 @@ class SqliteStore(LocalAnnouncer):
         return await self._run(select)
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
-        stored = await self.read(task_id)
-        if stored is None or stored.scope != scope:
-            raise TaskNotFound()
-        if stored.task.expired(now_ms):
-            raise TaskExpired()
-        return stored
+        return check_read(await self.read(task_id), scope, now_ms)
 
     async def counts(self, scope: str | None = None) -> Counts:
         return await self._run(lambda db: _counts(db, scope))

@@ -5,7 +5,8 @@ seam for everything beyond one process. :class:`TaskStore` is made for I/O:
 every method awaits, and whatever the runner keeps in memory (Events, cancel
 scopes) is its view of what the store says, never the truth. Stores:
 ``memory:`` (:class:`MemoryStore`, below), ``sqlite:///PATH``
-(:mod:`presa_trio.tasks.sqlite`); :mod:`presa_trio.tasks.stores` maps a
+(:mod:`presa_trio.tasks.sqlite`), ``postgresql://…``
+(:mod:`presa_trio.tasks.postgres`); :mod:`presa_trio.tasks.stores` maps a
 ``--store`` URL to one.
 
 Rules every store keeps (the contract suite, ``tests/tasks/stores/``, checks
@@ -299,6 +300,15 @@ def check_write(stored: StoredTask, expected_revision: int, fence: int | None) -
         )
 
 
+def check_read(stored: StoredTask | None, scope: str, now_ms: int) -> StoredTask:
+    """Rule 1 and expiry for a ``get`` of ``stored`` (None: no such task) from ``scope``."""
+    if stored is None or stored.scope != scope:
+        raise TaskNotFound()
+    if stored.task.expired(now_ms):
+        raise TaskExpired()
+    return stored
+
+
 @attrs.define(eq=False, repr=False)
 class MemoryStore(LocalAnnouncer):
     """The default store: a dict in this process. Lost on restart, by design.
@@ -349,10 +359,7 @@ class MemoryStore(LocalAnnouncer):
         return stored
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
-        stored = self._entry(scope, task_id)
-        if stored.task.expired(now_ms):
-            raise TaskExpired()
-        return stored
+        return check_read(self.entries.get(task_id), scope, now_ms)
 
     async def read(self, task_id: str) -> StoredTask | None:
         return self.entries.get(task_id)
