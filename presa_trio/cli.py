@@ -125,8 +125,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--store",
         default=DEFAULT_STORE,
         metavar="URL",
-        help="where tasks live: memory: (gone with the process) or sqlite:///PATH (survives "
-        "restarts; four slashes for an absolute path) (default: %(default)s)",
+        help="where tasks live: memory: (gone with the process), sqlite:///PATH (survives "
+        "restarts; four slashes for an absolute path) or postgresql://… (shared by many "
+        "processes; needs the postgresql extra) (default: %(default)s)",
     )
     parser.add_argument(
         "--task-lease",
