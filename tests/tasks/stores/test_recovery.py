@@ -115,15 +115,18 @@ async def test_a_rerunnable_task_runs_again_and_is_not_asked_twice(
     assert done.status is Status.COMPLETED
     assert done.result == {"content": [], "answers": {"first": ROOTS, "second": ROOTS}}
     events = [r.getMessage() for r in caplog.records if task.task_id in r.getMessage()]
-    assert [e.replace(task.task_id, "T") for e in events] == [
+    lines = [e.replace(task.task_id, "T") for e in events]
+    assert lines[:5] == [
         "task T created",
         "task T input_required",
         "task T working",
         "task T input_required",
         "task T recovered",
-        "task T working",
-        "task T completed",
     ]
+    # The update's write and the woken worker's write are committed in that
+    # order, but each is logged by its own writer once its store call returns:
+    # with a networked store the worker can log first.
+    assert sorted(lines[5:]) == ["task T completed", "task T working"]
 
 
 async def test_a_task_that_may_not_run_again_is_failed_with_the_reason(
