@@ -11,6 +11,7 @@ Spec: 2026-07-28 basic/transports/streamable-http §Security Warning,
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -135,8 +136,21 @@ def media_types(header: str | None) -> set[str]:
 
 def check_content_type(headers: Headers) -> None:
     """Rung 4: the body is ``application/json`` (parameters allowed)."""
-    if media_types(headers.get("content-type")) != {"application/json"}:
+    if not is_json(headers.get("content-type")):
         raise Rejection(415, "Content-Type must be application/json")
+
+
+#: How many header values' verdicts rungs 4 and 5 remember. A client sends the
+#: same Content-Type and Accept on every request and a verdict depends on the
+#: values alone, so parsing them once per client is enough; the bound keeps a
+#: client that varies them from growing the memory.
+VERDICTS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=VERDICTS_KEPT)
+def is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type value names ``application/json`` and nothing else."""
+    return media_types(content_type) == {"application/json"}
 
 
 #: A weight (RFC 9110 §12.4.2): 0 to 1 with at most three decimals.
@@ -176,6 +190,12 @@ def acceptable(media_type: str, ranges: list[tuple[str, float]]) -> bool:
 def check_accept(headers: Headers) -> None:
     """Rung 5: the client accepts both JSON and SSE (``*/*`` and ``type/*`` count, ``q=0``
     refuses)."""
-    ranges = media_ranges(headers.get_all("accept"))
-    if not (acceptable("application/json", ranges) and acceptable("text/event-stream", ranges)):
+    if not accepts_json_and_sse(tuple(headers.get_all("accept"))):
         raise Rejection(406, "Accept must admit application/json and text/event-stream")
+
+
+@functools.lru_cache(maxsize=VERDICTS_KEPT)
+def accepts_json_and_sse(values: tuple[str, ...]) -> bool:
+    """Whether the Accept values admit both ``application/json`` and ``text/event-stream``."""
+    ranges = media_ranges(list(values))
+    return acceptable("application/json", ranges) and acceptable("text/event-stream", ranges)
