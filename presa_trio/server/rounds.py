@@ -25,47 +25,26 @@ from presa_trio.wire.mrtr import InputRequired, parse_input_responses
 from presa_trio.wire.request_state import Binding, canonical_digest
 
 
-@attrs.frozen
-class RoundTarget:
-    """The request a ``requestState`` would be bound to: method, target and arguments.
-
-    The arguments are digested only when a state is opened or sealed
-    (:func:`bound_to_caller`); most calls carry none and return none.
-    """
-
-    method: str
-    target: str
-    arguments: Any
+def binding_for(method: str, target: str, arguments: Any) -> Binding:
+    """What a ``requestState`` is bound to: method, target and argument digest."""
+    return Binding(method, target, canonical_digest(arguments))
 
 
-def binding_for(method: str, target: str, arguments: Any) -> RoundTarget:
-    """What a ``requestState`` of this request is bound to, once one is opened or sealed."""
-    return RoundTarget(method, target, arguments)
+def bound_to_caller(ctx: RequestContext, binding: Binding) -> Binding:
+    """``binding`` plus the caller, so one principal's state is refused to another."""
+    return attrs.evolve(binding, principal=access_scope(ctx.principal))
 
 
-def bound_to_caller(ctx: RequestContext, round_target: RoundTarget) -> Binding:
-    """The binding: method, target, argument digest and the caller, so one principal's
-    state is refused to another."""
-    return Binding(
-        round_target.method,
-        round_target.target,
-        canonical_digest(round_target.arguments),
-        principal=access_scope(ctx.principal),
-    )
-
-
-def open_round(ctx: RequestContext, params: dict[str, Any], round_target: RoundTarget) -> None:
+def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) -> None:
     """Load this round's input responses and verified state onto ``ctx``."""
     ctx.input_responses = parse_input_responses(params)
     token = params.get("requestState")
     if token is not None:
-        binding = bound_to_caller(ctx, round_target)
+        binding = bound_to_caller(ctx, binding)
         ctx.state = ctx.server.sealer.open(token, binding, ctx.server.clock())
 
 
-def close_round(
-    ctx: RequestContext, needed: InputRequired, round_target: RoundTarget
-) -> dict[str, Any]:
+def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) -> dict[str, Any]:
     """The wire ``InputRequiredResult`` for ``needed``.
 
     Spec: mrtr §Server Requirements (Basic Workflow) 7 — an input request for
@@ -79,6 +58,6 @@ def close_round(
     if needed.requests:
         result["inputRequests"] = {key: r.to_wire() for key, r in needed.requests.items()}
     if needed.state is not None:
-        binding = bound_to_caller(ctx, round_target)
+        binding = bound_to_caller(ctx, binding)
         result["requestState"] = ctx.server.sealer.seal(needed.state, binding, ctx.server.clock())
     return result

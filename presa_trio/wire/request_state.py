@@ -68,7 +68,7 @@ def canonical_digest(arguments: Any) -> str:
 
 
 # Built once: ``json.dumps`` builds a new encoder on every call that passes options,
-# and a call that opens or seals a state digests its arguments.
+# and every tools/call digests its arguments.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
