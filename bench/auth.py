@@ -29,7 +29,7 @@ from joserfc.jwk import KeySet, RSAKey
 from bench.mcp import body
 from presa_trio.auth.guard import ResourceGuard
 from presa_trio.auth.jwt_tokens import JwtVerifier
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 
 ISSUER = "https://issuer.example"

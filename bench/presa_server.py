@@ -42,7 +42,7 @@ from typing import Any
 
 import trio
 
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.http.serving import serve_http
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks.stores import open_store

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.server import Dispatcher
 from presa_trio.wire.envelope import Request, parse_json, parse_message
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, RequestMeta

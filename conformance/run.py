@@ -6,7 +6,7 @@ What it does, in order:
 1. Asks the pinned runner (``npm ci`` in this folder installs it) which server
    scenarios the 2026-07-28 requirement set holds: the scored ones and the
    unscored ones (the Tasks extension and the pending scenarios).
-2. Builds the ASGI app (``presa_trio.fixtures:build_app`` unless ``--app`` or
+2. Builds the ASGI app (``presa_trio.demo:build_app`` unless ``--app`` or
    ``$PRESA_CONFORMANCE_APP`` names another factory) and serves it with
    hypercorn on ``127.0.0.1`` at a free port.
 3. Runs the runner against ``http://localhost:<port>/mcp`` -- the host must be
@@ -86,7 +86,7 @@ RUNNER_JS = HERE / "node_modules" / RUNNER_PACKAGE / "dist" / "index.js"
 BASELINE = HERE / "expected-failures.yml"
 REVISION = "2026-07-28"
 MIN_NODE_MAJOR = 22
-DEFAULT_APP = "presa_trio.fixtures:build_app"
+DEFAULT_APP = "presa_trio.demo:build_app"
 APP_ENV = "PRESA_CONFORMANCE_APP"
 
 # Unscored scenarios of this reason are not on the spec timeline: the runner

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from hypothesis import settings
 
-from presa_trio.fixtures import build_app
+from presa_trio.demo import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, running
 from tests.postgres import Postgres, temporary_postgresql

@@ -154,11 +154,11 @@ def test_a_target_may_be_a_server_or_a_factory_of_one() -> None:
     from examples.hello_server import server
 
     assert load_server("examples.hello_server:server") is server
-    built = load_server("presa_trio.fixtures:build_server")
+    built = load_server("presa_trio.demo:build_server")
     assert isinstance(built, Server)
     assert "test_simple_text" in built.tools
     with pytest.raises(TargetError, match="needs arguments"):
-        load_server("presa_trio.fixtures:McpApp.for_server")
+        load_server("presa_trio.demo:McpApp.for_server")
 
 
 async def test_stdio_serves_a_user_server_too() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from presa_trio.fixtures import build_app
+from presa_trio.demo import build_app
 from presa_trio.tasks import TasksExtension
 from presa_trio.testing import running
 

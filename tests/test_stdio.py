@@ -23,7 +23,7 @@ from trio.testing import (
     memory_stream_one_way_pair,
 )
 
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import LineReader, StdioServer

@@ -13,7 +13,7 @@ import pytest
 
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.runner import Limits

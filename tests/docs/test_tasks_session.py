@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from presa_trio.fixtures import build_app
+from presa_trio.demo import build_app
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, running

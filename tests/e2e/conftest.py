@@ -20,7 +20,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from presa_trio.fixtures import build_app
+from presa_trio.demo import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.testing import headers_for
 

@@ -15,7 +15,7 @@ import json
 import h11
 import trio
 
-from presa_trio.fixtures import build_app, build_server
+from presa_trio.demo import build_app, build_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import meta, request
 from tests.e2e.conftest import Served, start

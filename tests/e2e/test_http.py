@@ -15,7 +15,7 @@ import httpx
 import pytest
 import trio
 
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import meta, request
 from presa_trio.wire.errors import METHOD_NOT_FOUND

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from presa_trio.fixtures import build_server
+from presa_trio.demo import build_server
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, headers_for, request, running

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trio
 
-from presa_trio.fixtures import build_app
+from presa_trio.demo import build_app
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import McpClient, meta, request, running

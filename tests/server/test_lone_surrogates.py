@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from trio.testing import wait_all_tasks_blocked
 
-from presa_trio.fixtures import build_app, build_server
+from presa_trio.demo import build_app, build_server
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.tasks import TASKS_EXTENSION
 from presa_trio.testing import McpClient, headers_for, request, running

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from presa_trio.fixtures.core import PNG_BASE64
+from presa_trio.demo.core import PNG_BASE64
 from presa_trio.testing import McpClient
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of

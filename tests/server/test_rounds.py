@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from presa_trio.fixtures import build_app
+from presa_trio.demo import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.server import Extension, Method, RequestContext, Server, rounds
 from presa_trio.testing import McpClient, request, running

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from presa_trio.fixtures.core import PNG_BASE64 as PNG
+from presa_trio.demo.core import PNG_BASE64 as PNG
 from presa_trio.testing import McpClient
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
@@ -37,7 +37,7 @@ async def test_the_tool_list_has_the_same_order_every_time(client: McpClient) ->
 async def test_a_2020_12_input_schema_is_returned_verbatim(client: McpClient) -> None:
     """Runner-scored (json-schema-2020-12, unscored): $schema, $defs, $ref and
     conditionals survive listing unchanged (SEP-2106)."""
-    from presa_trio.fixtures.core import JSON_SCHEMA_2020_12
+    from presa_trio.demo.core import JSON_SCHEMA_2020_12
 
     tools = result_of(await client.call("tools/list"))["tools"]
     (tool,) = [t for t in tools if t["name"] == "json_schema_2020_12_tool"]
