@@ -2,7 +2,7 @@
 
 Every request is one POST carrying the mirrored headers (``Mcp-Method``,
 ``Mcp-Name``) and a ``params._meta`` with the protocol version and the
-client's capabilities (wire §2, §13.5).
+client's capabilities (basic/index §_meta; streamable-http §Standard Request Headers).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ TASK_CAPABILITIES: Final[dict[str, Any]] = {
     "extensions": {TASKS_EXTENSION: {}},
 }
 
-#: Which params key ``Mcp-Name`` mirrors, per method (wire §13.5; tasks §7).
+#: Which params key ``Mcp-Name`` mirrors, per method (streamable-http §Standard Request Headers;
+#: SEP-2663 §Streamable HTTP: Routing Headers).
 NAME_PARAMS: Final = {
     "tools/call": "name",
     "prompts/get": "name",

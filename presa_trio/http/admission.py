@@ -1,11 +1,12 @@
 """HTTP admission: the checks a POST passes before its body is read as JSON-RPC.
 
-Rungs 1–5 of wire §13.2, in order: path, Host/Origin (DNS rebinding), method,
+Rungs 1–5 of the admission order (spec-notes §10): path, Host/Origin (DNS rebinding), method,
 Content-Type, Accept. A failure is a plain HTTP rejection (no JSON-RPC id is
 known yet), raised as :class:`Rejection` and written by the app.
 
-Spec: 2026-07-28 basic/transports/streamable-http §Security Warning,
-§Sending Messages to the Server; wire §12 (statuses), §13.2; RFC 6454 §7
+Spec: 2026-07-28 basic/transports/streamable-http §Security & Endpoint,
+§Sending Messages, §Earlier Streamable HTTP Revisions (405); spec-notes §4, §10,
+§11 (statuses); RFC 6454 §7
 (Origin), RFC 9110 §7.2 (Host), §12.5.1 (Accept).
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 
 import attrs
 
-#: Loopback names a local server answers to by default (wire §13.2 rung 2).
+#: Loopback names a local server answers to by default (spec-notes §4).
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
 

@@ -1,6 +1,6 @@
 """The ASGI application: the one place that sees bytes and headers.
 
-A POST to the endpoint climbs the admission ladder of wire §13.2: rungs 1–5
+A POST to the endpoint climbs the admission ladder (spec-notes §10): rungs 1–5
 here and in :mod:`presa_trio.http.admission`, the body and envelope (6–8,
 shared with stdio: :mod:`presa_trio.wire.admission`), the mirrored headers
 (9–10, :mod:`presa_trio.http.mirrored`); the
@@ -16,7 +16,8 @@ Handling).
 The ASGI lifespan opens the server-lifetime nursery in which extensions run
 (the Tasks extension keeps its workers there).
 
-Spec: 2026-07-28 basic/transports/streamable-http; wire §9, §12, §13.
+Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages, §Receiving
+Messages; basic/index §Error Codes.
 """
 
 from __future__ import annotations
@@ -217,7 +218,8 @@ class McpApp:
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
 
-        Spec: wire §13.4 — the core defines no client notifications over HTTP.
+        Spec: streamable-http §Sending Messages (item 5 and its Note) — the core
+        defines no client notifications over HTTP.
         """
         version = headers.get("mcp-protocol-version")
         if version is not None:

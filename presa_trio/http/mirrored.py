@@ -1,12 +1,15 @@
 """Mirrored headers: ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``.
 
 Each repeats a value from the body so that proxies can route without parsing
-JSON; the server checks that header and body agree (wire §13.2 rungs 9–10).
+JSON; the server checks that header and body agree (streamable-http
+§Server Validation; rungs 9–10 of spec-notes §10).
 Names are case-insensitive, values case-sensitive, compared after trimming
-and after decoding the ``=?base64?…?=`` form (wire §13.6). Missing,
+and after decoding the ``=?base64?…?=`` form (streamable-http §Value Encoding; SEP-2243
+§Base64 Decoding). Missing,
 duplicated, malformed or different: -32020, HTTP 400.
 
-Spec: SEP-2243; 2026-07-28 basic/transports/streamable-http §Request Headers.
+Spec: SEP-2243; 2026-07-28 basic/transports/streamable-http §Standard
+Request Headers, §Custom Headers from Tool Parameters, §Server Validation.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def check_method_and_name(
     """``Mcp-Method`` always; ``Mcp-Name`` for methods that name a target.
 
     presa chooses: when the body lacks the named value, the header is not
-    checked and the handler answers -32602 for the body (wire §18.12).
+    checked and the handler answers -32602 for the body (spec-notes §12).
     """
     require_equal(headers, "mcp-method", method)
     key = name_params.get(method)

@@ -77,7 +77,7 @@ async def serve_http(
 
     With ``auth`` every request needs an access token (:mod:`presa_trio.auth`);
     without it, a bind to a non-loopback address logs a warning
-    (streamable-http §Security Warning: servers SHOULD authenticate).
+    (streamable-http §Security & Endpoint: servers SHOULD authenticate).
     """
     allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
     policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)

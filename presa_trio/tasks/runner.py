@@ -64,7 +64,7 @@ Time: deadlines and timestamps are wall-clock epoch milliseconds
 slept on.
 
 Spec: SEP-2663 §Task Creation, §Task Update Requests, §Task Cancellation;
-tasks ref §5, §6.1; DESIGN.md "Tasks: one nursery per task".
+README §Architecture ("One Trio task per MCP task"); docs/tasks.md §1. Create.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ CLAIM_BATCH = 100
 
 
 def new_task_id() -> str:
-    """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (T-64; D-25)."""
+    """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (T-64; spec-notes §37)."""
     return secrets.token_urlsafe(24)
 
 
@@ -169,7 +169,7 @@ def capacity_error(
     """-32603 naming the limit hit, and whether trying again later can succeed.
 
     presa chooses: the SEP defines no capacity error, so every limit is an
-    internal error with ``data: {retryable, limit}`` (tasks ref §3.2; D-30).
+    internal error with ``data: {retryable, limit}`` (spec-notes §31).
     """
     return InternalError(message, {"retryable": retryable, "limit": limit})
 
@@ -254,7 +254,7 @@ class WorkerContext(RequestContext):
     multi round-trip answers) and loses its stream: ``send`` drops every
     message, and the progress token and log level are gone, so a task never
     sends progress or log notifications (SEP-2663 §Task Status Notifications;
-    tasks ref §5.3; T-55). Its ``nursery`` is the task's own.
+    spec-notes §41; T-55). Its ``nursery`` is the task's own.
     """
 
     runner: TaskRunner = attrs.field(kw_only=True, repr=False)
@@ -291,7 +291,7 @@ async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> dict
     is not, say, a valid ``ElicitResult``). A request the creating
     request's capabilities do not allow is -32021 on both paths: here, in
     a task, before anything is recorded; on the plain path where the round
-    closes (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76; D-18).
+    closes (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76; spec-notes §30).
     """
     if isinstance(ctx, WorkerContext):
         for request in requests.values():
@@ -651,7 +651,7 @@ class TaskRunner:
         """Every ``reap_every`` seconds, delete expired tasks (their workers stop).
 
         presa chooses: an expired running task is forgotten, never rewritten
-        to ``failed``; a terminal one is never rewritten at all (D-09, D-12).
+        to ``failed``; a terminal one is never rewritten at all (spec-notes §18).
         """
         while True:
             await trio.sleep(self.reap_every)

@@ -63,7 +63,8 @@ async def test_a_listen_stream_gets_changes_and_ends_when_the_client_leaves(
     """Runner-scored (server-stateless/sep-2575-server-sends-subscription-ack,
     sep-2575-server-tags-subscription-id): the ack, then the trigger's change from
     another connection; when the client closes the stream the server notices and its
-    call returns, leaving the subscription (wire §11.4, §16.3)."""
+    call returns, leaving the subscription (subscriptions §Cancellation; runner:
+    server-stateless)."""
     listen = request(
         "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=17
     )
@@ -129,7 +130,7 @@ async def test_dns_rebinding_is_refused_over_real_http(
 async def test_an_oversized_body_is_413_and_the_server_keeps_serving(
     nursery: trio.Nursery, http: httpx.AsyncClient
 ) -> None:
-    """Spec-mandated (wire §13.2 rung 6; H-08): a body above the configured limit is 413,
+    """Spec-mandated (spec-notes §11; H-08): a body above the configured limit is 413,
     declared or streamed without a length."""
     small, shutdown = await start(McpApp.for_server(build_server(), max_body=4096), nursery)
     message = request("server/discover", {"pad": "x" * 10_000})
@@ -175,7 +176,7 @@ async def test_a_removed_method_is_404_over_real_http(
 async def test_unreadable_or_repeated_admission_headers_are_refused_on_the_wire(
     served: Served, changes: list[tuple[str, str]], status: int
 ) -> None:
-    """Spec-mandated (streamable-http §Security Warning: an invalid Origin MUST get 403;
+    """Spec-mandated (streamable-http §Security & Endpoint: an invalid Origin MUST get 403;
     H-02, H-03, H-07): malformed, userinfo-laden and repeated Origins are 403 (never a
     500), a Host with junk after an IP literal is 421, ``q=0`` on event streams is 406;
     the server keeps serving."""

@@ -84,7 +84,7 @@ async def peer(nursery: trio.Nursery) -> AsyncIterator[StdioPeer]:
 
 
 async def test_discover_and_a_tool_call_over_stdio(peer: StdioPeer) -> None:
-    """Spec-mandated (basic/transports/stdio §Receiving Messages; wire §15): one
+    """Spec-mandated (basic/transports/stdio §Receiving Messages): one
     message per line, the same results as over HTTP, serverInfo in ``_meta``."""
     with trio.fail_after(10):
         discovered = await peer.call("server/discover", {}, 1)
@@ -95,7 +95,7 @@ async def test_discover_and_a_tool_call_over_stdio(peer: StdioPeer) -> None:
 
 
 async def test_a_multi_round_trip_over_stdio(peer: StdioPeer) -> None:
-    """Spec-mandated (basic/patterns/mrtr; wire §10): input_required with a signed
+    """Spec-mandated (basic/patterns/mrtr §Basic Workflow): input_required with a signed
     state, then the retry with answers and state completes; §2 applies on stdio."""
     params: dict[str, Any] = {"name": "test_input_required_result_request_state"}
     with trio.fail_after(10):

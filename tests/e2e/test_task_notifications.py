@@ -156,7 +156,7 @@ async def test_subscribed_tasks_report_their_newest_status_in_order(
 async def test_a_closed_task_stream_leaves_no_subscriber_or_worker(
     served: Served, http: httpx.AsyncClient
 ) -> None:
-    """presa-defined (wire §11 item 4): when the client closes a listen stream, the
+    """presa-defined (subscriptions §Cancellation): when the client closes a listen stream, the
     handler is cancelled and the ASGI call returns, leaving the subscription's block."""
     with trio.fail_after(10):
         task_id = await create(http, served, "sleeper")

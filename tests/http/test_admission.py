@@ -1,4 +1,4 @@
-"""The admission ladder of wire §13.2, rung by rung, through the real ASGI app.
+"""The admission ladder (spec-notes §10), rung by rung, through the real ASGI app.
 
 Rules of this file: every request goes through ``McpApp`` in-process; each
 rejection asserts the HTTP status and, once a JSON-RPC id could be read, the
@@ -49,7 +49,7 @@ def with_headers(message: dict[str, Any], **changes: str | None) -> dict[str, st
 
 @pytest.mark.parametrize("path", ["/", "/mcp/", "/other", "/MCP"])
 async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
-    """Spec-mandated (streamable-http §Transport: one MCP endpoint; wire §13.2 rung 1; H-01):
+    """Spec-mandated (streamable-http §Sending Messages: one MCP endpoint; H-01):
     404."""
     rejection_of(await client.post(DISCOVER, path=path), 404)
     await assert_still_serving(client)
@@ -75,7 +75,7 @@ async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
 )
 async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | None) -> None:
     """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected; H-03): a
-    foreign or missing Host is refused; presa answers 421 (wire §12, §18.4)."""
+    foreign or missing Host is refused; presa answers 421 (spec-notes §4)."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host=host)), 421)
     await assert_still_serving(client)
 
@@ -98,14 +98,14 @@ async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | 
     ],
 )
 async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str) -> None:
-    """Spec-mandated (streamable-http §Security Warning: an invalid Origin MUST get
-    403; wire §13.2 rung 2; H-02)."""
+    """Spec-mandated (streamable-http §Security & Endpoint: an invalid Origin MUST get
+    403; H-02)."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, origin=origin)), 403)
     await assert_still_serving(client)
 
 
 async def test_every_origin_and_host_header_counts(client: McpClient) -> None:
-    """Spec-mandated (streamable-http §Security Warning; H-02, H-03): a second Origin or
+    """Spec-mandated (streamable-http §Security & Endpoint; H-02, H-03): a second Origin or
     Host header is not ignored — two of either are refused, even when the first is good."""
     good = list(with_headers(DISCOVER, origin="http://localhost:3000").items())
     two_origins = [*good, ("origin", "http://evil.example")]
@@ -135,7 +135,7 @@ async def test_loopback_hosts_and_origins_are_accepted(
 
 
 async def test_the_allowlists_are_configurable() -> None:
-    """presa-defined (wire §13.2: make both allowlists configurable; H-04): a deployment
+    """presa-defined (spec-notes §4: both allowlists configurable; H-04): a deployment
     names its own host; loopback is then refused unless listed."""
     app = McpApp.for_server(
         build_server(),
@@ -177,7 +177,7 @@ async def test_anything_but_post_is_method_not_allowed(client: McpClient, method
 
 
 async def test_a_bad_host_is_refused_before_the_method_is_looked_at(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2: the first failing rung answers; rung 2 before 3; H-31)."""
+    """Spec-mandated (spec-notes §10: the first failing rung answers; rung 2 before 3; H-31)."""
     response = await client.post(DISCOVER, with_headers(DISCOVER, host="evil"), method="GET")
     rejection_of(response, 421)
 
@@ -193,7 +193,7 @@ async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
     client: McpClient, content_type: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the body is a JSON-RPC
-    message; H-06); presa answers 415 (wire §12, §18.11)."""
+    message; H-06); presa answers 415 (spec-notes §11)."""
     headers = with_headers(DISCOVER, content_type=content_type)
     rejection_of(await client.post(DISCOVER, headers), 415)
     await assert_still_serving(client)
@@ -265,7 +265,7 @@ async def test_accept_may_be_split_over_two_headers(client: McpClient) -> None:
 
 
 async def test_a_bad_content_type_is_refused_before_accept(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2: rung 4 before rung 5; H-31)."""
+    """presa-defined (spec-notes §10: rung 4 before rung 5; H-31)."""
     headers = with_headers(DISCOVER, content_type="text/plain", accept="text/html")
     rejection_of(await client.post(DISCOVER, headers), 415)
 
@@ -282,7 +282,7 @@ async def small_limit_client_response(body: bytes, **options: Any) -> tuple[int,
 
 
 async def test_a_declared_oversized_body_is_refused_unread() -> None:
-    """Spec-mandated (RFC 9110 §15.5.14; wire §13.2 rung 6; H-08): a Content-Length above
+    """Spec-mandated (RFC 9110 §15.5.14; spec-notes §11; H-08): a Content-Length above
     the configured limit is 413 before any of the body is read."""
     body = json.dumps(request("server/discover", {"pad": "x" * 2000})).encode()
     headers = {**headers_for(DISCOVER), "content-length": str(len(body))}
@@ -295,7 +295,7 @@ async def test_a_declared_oversized_body_is_refused_unread() -> None:
 
 
 async def test_an_oversized_chunked_body_is_refused_without_reading_it_whole() -> None:
-    """Spec-mandated (wire §13.2 rung 6: more than the limit is 413, unread; H-08): with
+    """Spec-mandated (spec-notes §11: more than the limit is 413, unread; H-08): with
     no Content-Length, reading stops at the chunk that crosses the limit."""
     chunks = [b"[" + b" " * 255] + [b" " * 256] * 99
     status, read = await small_limit_client_response(b"", body_chunks=chunks)
@@ -317,7 +317,8 @@ async def test_a_body_at_the_limit_is_read() -> None:
 
 @pytest.mark.parametrize("body", [b"", b"{", b"not json", b'{"a":NaN}', b"\xff"])
 async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body: bytes) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §5.1; wire §12; H-09, E-01): 400, -32700, ``id: null``."""
+    """Spec-mandated (JSON-RPC 2.0 §5.1; basic/index §Error Codes; H-09, E-01): 400, -32700,
+    ``id: null``."""
     error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
     await assert_still_serving(client)
 
@@ -327,7 +328,7 @@ async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body:
 
 async def test_a_batch_is_invalid_request(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: a single request or
-    notification; wire §12; H-10, E-02): 400, -32600, ``id: null``."""
+    notification; basic/index §Error Codes; H-10, E-02): 400, -32600, ``id: null``."""
     body = json.dumps([DISCOVER, request("tools/list", request_id=2)]).encode()
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
@@ -335,7 +336,7 @@ async def test_a_batch_is_invalid_request(client: McpClient) -> None:
 
 async def test_a_response_object_is_invalid_request(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
-    responses; wire §12; H-10, E-02, E-10): 400, -32600, the id echoed."""
+    responses; basic/index §Error Responses; H-10, E-02, E-10): 400, -32600, the id echoed."""
     body = {"jsonrpc": "2.0", "id": 9, "result": {"resultType": "complete"}}
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, 9)
     await assert_still_serving(client)
@@ -343,7 +344,8 @@ async def test_a_response_object_is_invalid_request(client: McpClient) -> None:
 
 @pytest.mark.parametrize("bad_id", [None, 1.5, True, {"n": 1}])
 async def test_a_bad_id_is_invalid_request_with_a_null_id(client: McpClient, bad_id: Any) -> None:
-    """Spec-mandated (basic/index §Requests: string or integer, not null; wire §12; H-10, E-02)."""
+    """Spec-mandated (basic/index §Requests: string or integer, not null; §Error Codes;
+    H-10, E-02)."""
     body = {**DISCOVER, "id": bad_id}
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
@@ -367,7 +369,7 @@ async def test_a_notification_is_accepted_without_a_body(
     client: McpClient, notification: dict[str, Any]
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: an accepted notification
-    MUST get 202 with no body; wire §13.4; H-11)."""
+    MUST get 202 with no body; H-11)."""
     response = await client.post(notification, headers_for(notification))
     assert response.status == 202
     assert response.body == b""
@@ -377,7 +379,7 @@ async def test_a_notification_is_accepted_without_a_body(
 async def test_a_notification_with_an_unsupported_version_header_is_refused(
     client: McpClient,
 ) -> None:
-    """Spec-mandated (streamable-http §Protocol Version Header; wire §13.4; H-12): -32022, 400."""
+    """Spec-mandated (streamable-http §Protocol Version Header; H-12): -32022, 400."""
     notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     headers = with_headers(notification, mcp_protocol_version="2025-03-26")
     error = error_of(
@@ -421,8 +423,9 @@ async def test_incomplete_meta_is_invalid_params_400(
 async def test_a_legacy_initialize_without_meta_names_the_supported_versions(
     client: McpClient,
 ) -> None:
-    """Spec-mandated (wire §13.2: a legacy initialize without _meta fails at rung 8
-    with 400 and SHOULD name the supported versions; H-14)."""
+    """Spec-mandated (basic/index §_meta; streamable-http §Backward Compatibility: a legacy
+    initialize without _meta fails at rung 8 of spec-notes §10 with 400 and SHOULD name the
+    supported versions; H-14)."""
     message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
     error = error_of(await client.post(message, with_headers(message)), 400, INVALID_PARAMS)
     assert "2026-07-28" in error["message"]
@@ -445,13 +448,14 @@ async def test_a_version_header_unlike_the_body_is_header_mismatch(
 ) -> None:
     """Spec-mandated (streamable-http §Protocol Version Header: MUST match, else 400
     HeaderMismatch; a server without pre-2025-06-18 support MUST reject a missing
-    header; wire §13.2 rung 9; H-15, E-06)."""
+    header; streamable-http §Server Validation; H-15, E-06)."""
     error_of(await client.post(DISCOVER, with_headers(DISCOVER, **headers)), 400, HEADER_MISMATCH)
     await assert_still_serving(client)
 
 
 async def test_a_repeated_version_header_is_header_mismatch(client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: a duplicated mirrored header is -32020; H-15, H-23)."""
+    """Spec-mandated (streamable-http §Server Validation: a duplicated mirrored header is
+    -32020; H-15, H-23)."""
     headers = [*with_headers(DISCOVER).items(), ("mcp-protocol-version", "2026-07-28")]
     error_of(await client.post(DISCOVER, headers), 400, HEADER_MISMATCH)
 
@@ -516,7 +520,7 @@ async def test_removed_and_unknown_methods_are_not_found_404(
 
 
 async def test_bad_params_are_invalid_params_400(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2 rung 13, §12; H-29, E-04, E-13)."""
+    """Spec-mandated (basic/index §_meta; tools §Error Handling; H-29, E-04, E-13)."""
     response = await client.call("tools/call", {"name": "no_such_tool"})
     error_of(response, 400, INVALID_PARAMS)
     await assert_still_serving(client)
@@ -533,7 +537,7 @@ async def test_an_undeclared_capability_is_400(client: McpClient) -> None:
 
 async def test_a_request_that_passes_every_rung_is_answered_200_json(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: a request is answered with
-    application/json or an SSE stream; wire §13.2 rung 14; H-30)."""
+    application/json or an SSE stream; streamable-http §Sending Messages item 6; H-30)."""
     response = await client.call("tools/list")
     assert response.headers["content-type"] == "application/json"
     assert result_of(response)["tools"]

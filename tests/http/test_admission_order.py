@@ -1,4 +1,4 @@
-"""The order of the admission ladder (wire §13.2): the first failing rung answers.
+"""The order of the admission ladder (spec-notes §10): the first failing rung answers.
 
 One request is built with a fault at rung k and at every later rung that can
 fail alongside it; the answer must be rung k's. A well-formed ``tools/call``
@@ -95,7 +95,8 @@ def probe(rungs: list[int]) -> tuple[dict[str, Any], bytes, dict[str, str]]:
 
 
 async def test_the_unfaulted_probe_is_served(client: McpClient) -> None:
-    """Spec-mandated (wire §13.2 rung 14; H-30): the starting request passes every rung."""
+    """Spec-mandated (streamable-http §Sending Messages item 6; H-30): the starting request
+    passes every rung."""
     options, body, headers = probe([])
     result = result_of(await client.post(body, headers, **options))
     assert result["content"] == [{"type": "text", "text": "region=eu"}]
@@ -103,7 +104,7 @@ async def test_the_unfaulted_probe_is_served(client: McpClient) -> None:
 
 @pytest.mark.parametrize("rung", range(1, 14), ids=lambda rung: f"rung-{rung}")
 async def test_the_first_failing_rung_answers(client: McpClient, rung: int) -> None:
-    """Spec-mandated (wire §13.2: rungs in order, the first failure answers; H-31):
+    """Spec-mandated (spec-notes §10: rungs in order, the first failure answers; H-31):
     a request failing at ``rung`` and at every later rung it can fail at alongside
     gets ``rung``'s answer: the plain HTTP status for rungs 1-5, else the JSON-RPC
     code with its status, ``id: null`` only when the body could not be read."""

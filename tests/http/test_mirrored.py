@@ -93,7 +93,7 @@ async def test_an_mcp_method_unlike_the_body_is_header_mismatch(
 
 
 async def test_a_repeated_mcp_method_is_header_mismatch(client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: duplicated is -32020; H-16, H-23)."""
+    """Spec-mandated (streamable-http §Server Validation: duplicated is -32020; H-16, H-23)."""
     message = request("tools/list")
     error_of(await post_with(client, message, [("mcp-method", "tools/list")]), 400, HEADER_MISMATCH)
 
@@ -128,8 +128,8 @@ async def test_an_mcp_name_unlike_the_body_is_header_mismatch(
     client: McpClient, message: dict[str, Any], value: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Standard Request Headers: Mcp-Name is required
-    on tools/call, prompts/get and resources/read; wire §13.5: a missing Mcp-Name
-    while the body has the value is a mismatch; H-17)."""
+    on tools/call, prompts/get and resources/read; streamable-http §Server Validation: a
+    missing Mcp-Name while the body has the value is a mismatch; H-17)."""
     extra = [] if value is None else [("mcp-name", value)]
     error_of(await post_with(client, message, extra, mcp_name=True), 400, HEADER_MISMATCH)
     await assert_still_serving(client)
@@ -142,7 +142,8 @@ async def test_a_matching_mcp_name_is_accepted(client: McpClient, message: dict[
 
 
 async def test_mcp_name_is_ignored_on_other_methods(client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: ignore Mcp-Name on other methods; H-18)."""
+    """Spec-mandated (streamable-http §Standard Request Headers: ignore Mcp-Name on other
+    methods; H-18)."""
     message = request("tools/list")
     result_of(await post_with(client, message, [("mcp-name", "anything")]))
 
@@ -162,7 +163,7 @@ async def test_a_non_ascii_name_travels_base64_encoded(headers_client: McpClient
 
 
 async def test_a_name_that_is_not_a_string_is_invalid_params(client: McpClient) -> None:
-    """presa-defined (wire §18.12: with no string value in the body the header is not
+    """presa-defined (spec-notes §12: with no string value in the body the header is not
     compared and the handler answers -32602; H-33)."""
     for name in (["a_header_probe"], {"n": 1}, 5, None):
         message = request("tools/call", {"name": name, "arguments": {}})
@@ -188,7 +189,8 @@ async def test_param_headers_mirror_present_arguments(headers_client: McpClient)
 
 @pytest.mark.parametrize("header", ["42", "42.0", "4.2e1", " 42 "])
 async def test_integer_params_compare_numerically(headers_client: McpClient, header: str) -> None:
-    """Spec-mandated (wire §13.5: integers compare numerically, 42.0 = 42; H-20)."""
+    """Spec-mandated (streamable-http §Server Validation: integers compare numerically,
+    42.0 = 42; H-20)."""
     result_of(await post_with(headers_client, deploy({"count": 42}), [("mcp-param-count", header)]))
 
 
@@ -227,15 +229,15 @@ async def test_a_missing_param_header_is_header_mismatch(headers_client: McpClie
 async def test_a_param_header_for_an_absent_argument_is_header_mismatch(
     headers_client: McpClient, arguments: dict[str, Any]
 ) -> None:
-    """Spec-mandated (wire §13.5: the header is present exactly when the argument is
-    present and non-null; H-19)."""
+    """Spec-mandated (streamable-http §Server Behavior for Custom Headers: the header is
+    present exactly when the argument is present and non-null; H-19)."""
     response = await post_with(headers_client, deploy(arguments), [("mcp-param-region", "eu")])
     error_of(response, 400, HEADER_MISMATCH)
     result_of(await headers_client.post(deploy(arguments)))
 
 
 async def test_a_repeated_param_header_is_header_mismatch(headers_client: McpClient) -> None:
-    """Spec-mandated (wire §13.5: duplicated is -32020; H-23)."""
+    """Spec-mandated (streamable-http §Server Validation: duplicated is -32020; H-23)."""
     extra = [("mcp-param-region", "eu"), ("mcp-param-region", "eu")]
     error_of(await post_with(headers_client, deploy({"region": "eu"}), extra), 400, HEADER_MISMATCH)
 
@@ -280,7 +282,7 @@ async def test_a_plain_header_value_outside_visible_ascii_is_refused(
     result_of(await post_with(headers_client, message, [("mcp-param-region", sentinel(raw))]))
 
 
-# --- the base64 sentinel (wire §13.6) ------------------------------------------------------
+# --- the base64 sentinel (streamable-http §Value Encoding) ----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -318,8 +320,9 @@ async def test_a_base64_header_is_decoded_before_comparing(
 async def test_a_malformed_base64_header_is_header_mismatch(
     headers_client: McpClient, header: str
 ) -> None:
-    """Spec-mandated (wire §13.6: RFC 4648 alphabet, padding, canonical, UTF-8; else
-    -32020; H-25). Runner probes (unscored): no padding and ``!!!`` reject."""
+    """Spec-mandated (streamable-http §Value Encoding; SEP-2243 §Base64 Decoding: RFC 4648
+    alphabet, padding, canonical, UTF-8; else -32020; H-25). Runner probes (unscored): no
+    padding and ``!!!`` reject."""
     message = deploy({"region": "Hello"})
     error_of(
         await post_with(headers_client, message, [("mcp-param-region", header)]),
@@ -331,7 +334,7 @@ async def test_a_malformed_base64_header_is_header_mismatch(
 @pytest.mark.parametrize("literal", ["=?BASE64?SGVsbG8=?=", "SGVsbG8=", "=?base64?SGVsbG8="])
 async def test_only_the_exact_sentinel_is_decoded(headers_client: McpClient, literal: str) -> None:
     """Spec-mandated (streamable-http §Value Encoding: the markers are case-sensitive
-    and MUST appear exactly; wire §13.6; H-24): anything else is a literal value."""
+    and MUST appear exactly; H-24): anything else is a literal value."""
     as_literal = deploy({"region": literal})
     result_of(await post_with(headers_client, as_literal, [("mcp-param-region", literal)]))
     as_hello = deploy({"region": "Hello"})

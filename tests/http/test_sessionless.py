@@ -1,7 +1,7 @@
 """No sessions in 2026-07-28: session and resumption headers change nothing.
 
 Spec: 2026-07-28 basic/transports/streamable-http §Earlier Streamable HTTP
-Revisions; wire §9 (no resumption), §13.3.
+Revisions, §Receiving Messages (no resumption).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ async def test_session_and_resumption_headers_are_ignored(
     client: McpClient, autojump_clock: MockClock, message: dict[str, Any]
 ) -> None:
     """Spec-mandated (streamable-http §Earlier Streamable HTTP Revisions: no
-    Mcp-Session-Id; wire §13.3: ignore Mcp-Session-Id and Last-Event-ID, never mint a
+    Mcp-Session-Id; ignore Mcp-Session-Id and Last-Event-ID, never mint a
     session id; H-32): a request carrying both is answered exactly as without them,
     as plain JSON or as an SSE stream, and no response names a session."""
     plain = await client.post(message, headers_for(message))

@@ -1,4 +1,6 @@
-"""How a response is written: plain JSON for a quiet handler, SSE once it speaks (wire §9).
+"""How a response is written: plain JSON for a quiet handler, SSE once it speaks.
+
+Spec: 2026-07-28 basic/transports/streamable-http §Receiving Messages.
 
 Time runs on Trio's autojump clock: the tools here wait minutes of virtual
 time, never real time.
@@ -53,7 +55,7 @@ async def test_a_quiet_handler_is_answered_with_plain_json(
     slow: McpClient, autojump_clock: MockClock
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: application/json or an SSE
-    stream; wire §9 mode choice; H-30): a handler that sends nothing before its result gets
+    stream; H-30): a handler that sends nothing before its result gets
     one compact JSON body, however long it takes."""
     response = await slow.post(request("tools/call", {"name": "quiet"}), limit_s=LONG)
     assert response.headers["content-type"] == "application/json"
@@ -64,7 +66,7 @@ async def test_a_quiet_handler_is_answered_with_plain_json(
 async def test_an_sse_stream_frames_one_compact_message_per_event(
     slow: McpClient, autojump_clock: MockClock
 ) -> None:
-    """Spec-mandated (streamable-http §Receiving Messages; wire §9: ``event: message``,
+    """Spec-mandated (streamable-http §Receiving Messages: ``event: message``,
     one compact JSON per ``data:`` line, no ``id:`` field, Cache-Control no-cache and
     X-Accel-Buffering no); quiet stretches carry ``: ping`` comments, which the
     progress notifications precede and the response ends."""
@@ -93,8 +95,8 @@ async def test_an_sse_stream_frames_one_compact_message_per_event(
 async def test_requests_with_equal_ids_are_answered_independently(
     slow: McpClient, autojump_clock: MockClock
 ) -> None:
-    """Spec-mandated (wire §9: requests run concurrently on separate connections with
-    equal ids; key nothing globally by id)."""
+    """Spec-mandated (basic/index §Statelessness: requests run concurrently on separate
+    connections with equal ids; key nothing globally by id)."""
     answers: list[dict[str, Any]] = []
 
     async def ask(tool: str) -> None:

@@ -79,7 +79,7 @@ async def test_cancel_and_completion_leave_exactly_one_terminal_status(
     """Spec-mandated (overview §Task lifecycle; T-49, T-66): whichever of cancel and
     the worker's end comes first wins, and the status never changes again.
 
-    presa-defined (D-20): cancel writes ``cancelled`` before stopping the worker,
+    presa-defined (spec-notes §28): cancel writes ``cancelled`` before stopping the worker,
     so a worker that finishes in the same step, or inside a shield, is dropped.
     """
     release = trio.Event()
@@ -237,7 +237,7 @@ async def test_input_the_creating_request_cannot_answer_fails_with_32021(
     runner: TaskRunner, store: RecordingStore
 ) -> None:
     """Spec-mandated (2026-07-28 basic/patterns/mrtr §Server Requirements, checked
-    against the creating request; T-76; D-18): never ``input_required``."""
+    against the creating request; T-76; spec-notes §30): never ``input_required``."""
     job = asking(["k"], [])
     task_id = (await runner.start("s", job, creator(capabilities={"sampling": {}}))).task_id
     await wait_all_tasks_blocked()
@@ -252,7 +252,7 @@ async def test_input_the_creating_request_cannot_answer_fails_with_32021(
 async def test_a_wait_the_tool_abandons_withdraws_its_requests(
     runner: TaskRunner, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """presa-defined (SEP-2663 §Task Update Requests, "superseded" requests; D-16): a
+    """presa-defined (SEP-2663 §Task Update Requests, "superseded" requests; spec-notes §15): a
     tool that stops waiting takes its requests back; a late answer is ignored."""
     finish = trio.Event()
 
@@ -342,7 +342,7 @@ async def test_a_job_that_errs_ends_failed_with_a_json_rpc_error_and_no_detail(
 
 async def test_a_worker_sends_nothing_on_the_creating_stream(runner: TaskRunner) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications: progress and logging are
-    not supported on tasks; T-55; tasks ref §5.3): the worker runs detached, with
+    not supported on tasks; T-55; spec-notes §41): the worker runs detached, with
     the creating request's capabilities and verified answers but not its stream."""
     sent: list[dict[str, Any]] = []
     log_level: dict[str, Any] = {META_LOG_LEVEL: "debug"}
@@ -407,7 +407,7 @@ async def test_a_task_with_no_ttl_is_never_reaped(
 async def test_capacity_limits_refuse_new_tasks_with_a_retryable_32603(
     store: RecordingStore,
 ) -> None:
-    """presa-defined (tasks ref §3.2; D-30): per scope, then overall; nothing is stored,
+    """presa-defined (spec-notes §31): per scope, then overall; nothing is stored,
     and a slot frees when a task ends."""
     runner = TaskRunner(store, TRIO_CLOCK, limits=Limits(max_active=2, max_active_per_scope=1))
     async with trio.open_nursery() as nursery:
@@ -426,7 +426,7 @@ async def test_capacity_limits_refuse_new_tasks_with_a_retryable_32603(
 
 
 def test_an_oversized_task_input_is_refused_as_not_retryable() -> None:
-    """presa-defined (tasks ref §3.2; D-30): resending the same input cannot fit."""
+    """presa-defined (spec-notes §31): resending the same input cannot fit."""
     limits = Limits(max_input_bytes=15)  # {"x":"0123456"} is 15 bytes
     limits.check_input({"x": "0123456"})
     with pytest.raises(McpError) as refused:
@@ -452,8 +452,8 @@ def all_trio_tasks() -> set[trio.lowlevel.Task]:
 async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
     store: RecordingStore,
 ) -> None:
-    """presa-defined (DESIGN.md "Tasks: one nursery per task"; STYLE.md structured
-    concurrency): closing the server nursery stops the reaper and every worker,
+    """presa-defined (README §Architecture: "One Trio task per MCP task"; docs/tasks.md
+    §1. Create; spec-notes §41): closing the server nursery stops the reaper and every worker,
     parked or running; afterwards no Trio task of the runner is left, and no new
     task can start."""
     runner = TaskRunner(store)
@@ -474,7 +474,8 @@ async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
 
 
 def test_new_tasks_live_an_hour_by_default() -> None:
-    """presa-defined (tasks ref §3.3; D-09): a finite default ttlMs of 3 600 000."""
+    """presa-defined (SEP-2663 §Task Creation; spec-notes §18): a finite default ttlMs of
+    3 600 000."""
     assert TaskRunner().ttl_ms == 3_600_000
 
 
