@@ -137,6 +137,11 @@ class ChangeBus:
             self._subscriptions.discard(subscription)
             subscription.end()
 
+    @property
+    def listening(self) -> bool:
+        """Whether any stream is subscribed: a publisher may skip building a change."""
+        return bool(self._subscriptions)
+
     def publish(self, change: Change) -> None:
         """Offer ``change`` to every subscription that wants it, without blocking."""
         for subscription in self._subscriptions:

@@ -193,8 +193,12 @@ class TasksExtension(Extension):
         self.runner.revive = self.revive
 
     def publish(self, scope: str, task: Task) -> None:
-        """Offer a stored change to the listen streams (they pick by scope and id)."""
-        if self._server is not None:
+        """Offer a stored change to the listen streams (they pick by scope and id).
+
+        The notification is built only while some stream listens: most
+        changes (a status message, a write nobody watches) reach no one.
+        """
+        if self._server is not None and self._server.changes.listening:
             change = Change(TASK_NOTIFICATION, task.detailed(), about=(scope, task.task_id))
             self._server.changes.publish(change)
 

@@ -47,6 +47,7 @@ Requests.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -120,8 +121,13 @@ class IllegalTransition(ValueError):
     """A move the state machine forbids; the task it was tried on is unchanged."""
 
 
+@functools.lru_cache(maxsize=4096)
 def iso_stamp(epoch_ms: int) -> str:
-    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-03T18:04:05.123Z``."""
+    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-03T18:04:05.123Z``.
+
+    Kept for the last few thousand moments: every ``tasks/get`` and change
+    notification formats a task's two timestamps, and they rarely change.
+    """
     moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

@@ -8,10 +8,15 @@ one handle ``tasks/cancel``, the TTL reaper and server shutdown use to stop it.
 
 Theory of operation
 -------------------
-- **Create.** :meth:`TaskRunner.start` uses ``nursery.start``: it returns
-  only once the task is in the store and its cancel scope exists, so the
-  ``CreateTaskResult`` can never name a task that ``tasks/get`` or
-  ``tasks/cancel`` would not find (SEP-2663 §Task Creation; T-23).
+- **Create.** :meth:`TaskRunner.start` makes the task's :class:`Worker`
+  (and with it the cancel scope) before it writes the task to the store,
+  and starts the worker with ``start_soon`` right after: it returns once
+  the task is stored, so the ``CreateTaskResult`` can never name a task
+  that ``tasks/get`` or ``tasks/cancel`` would not find (SEP-2663 §Task
+  Creation; T-23). ``start_soon`` has no checkpoint, so nothing can come
+  between the write and the start; a cancel that arrives before the worker
+  has taken its first step cancels a scope nobody has entered yet, and Trio
+  keeps that until the worker enters it.
 - **Input.** A worker that needs input calls :func:`ask`. Its requests are
   recorded on the task in one transition (status ``input_required``) and the
   worker waits until the task's inbox holds an answer for every key.
@@ -438,11 +443,7 @@ class TaskRunner:
             del self._workers[task.task_id]
             raise
         log.info("task %s created", task.task_id)
-        # Stored means started: a cancel of the creating request from here on
-        # must not leave a stored task with no worker (the start has no
-        # checkpoint before ``started``, so the shield is brief).
-        with trio.CancelScope(shield=True):
-            await self._root.start(self._supervise, worker, job, creator)
+        self._root.start_soon(self._supervise, worker, job, creator)
         return task
 
     async def _supervise(
@@ -450,8 +451,6 @@ class TaskRunner:
         worker: Worker,
         job: Job,
         creator: RequestContext,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """One task's life: its cancel scope, its nursery, then its outcome.
 
@@ -464,14 +463,17 @@ class TaskRunner:
         """
         try:
             with worker.cancel_scope:
+                # A stop that came before this task's first step (a cancel
+                # right after creation) is kept by the scope: end here,
+                # before the job has run at all.
+                await trio.lowlevel.checkpoint_if_cancelled()
                 try:
                     async with trio.open_nursery() as nursery:
                         context = self._detach(creator, worker, nursery)
-                        task_status.started()
                         # This frame lives as long as the task: let go of the
-                        # creating request's context (and its stream) and the
-                        # start handshake now, or every parked task keeps them alive.
-                        del creator, task_status
+                        # creating request's context (and its stream) now,
+                        # or every parked task keeps it alive.
+                        del creator
                         result = await job(context)
                 except* Exception as group:
                     # The plain path's mapping: the job's own spec error, else -32603.
@@ -712,4 +714,4 @@ class TaskRunner:
         job, creator = revived
         assert self._root is not None
         self._workers[stored.task_id] = worker
-        await self._root.start(self._supervise, worker, job, creator)
+        self._root.start_soon(self._supervise, worker, job, creator)

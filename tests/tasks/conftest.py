@@ -60,10 +60,22 @@ def trio_wall_ms() -> int:
 TRIO_CLOCK = Clock(wall_ms=trio_wall_ms)
 
 
-def gated(release: trio.Event, record: list[str], result: Any = RESULT) -> Job:
-    """A job that waits for ``release``, then returns ``result``; it notes a cancel."""
+def gated(
+    release: trio.Event,
+    record: list[str],
+    result: Any = RESULT,
+    *,
+    running: trio.Event | None = None,
+) -> Job:
+    """A job that waits for ``release``, then returns ``result``; it notes a cancel.
+
+    ``running`` is set once the job has begun, for a test that must stop a
+    worker mid-job rather than before its first step.
+    """
 
     async def job(ctx: WorkerContext) -> Any:
+        if running is not None:
+            running.set()
         try:
             await release.wait()
         except trio.Cancelled:

@@ -59,15 +59,31 @@ async def test_start_returns_once_the_task_is_stored_and_cancellable(
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Creation: "MUST NOT return CreateTaskResult until
     ... a tasks/get would resolve"; T-23, T-24): with no checkpoint after start, the
-    task reads back and a cancel reaches its worker. The job is a plain async
-    function, not a tool: the runner serves any request type (T-12)."""
+    task reads back and a cancel reaches its worker, which has not taken a step
+    yet: the scope keeps the cancel, and the job never runs. The job is a plain
+    async function, not a tool: the runner serves any request type (T-12)."""
     record: list[str] = []
-    task = await runner.start("s", gated(trio.Event(), record), creator())
+    began = trio.Event()
+    task = await runner.start("s", gated(trio.Event(), record, running=began), creator())
     assert (await runner.get("s", task.task_id)) is task
     assert (task.status, task.ttl_ms, task.poll_interval_ms) == (Status.WORKING, 60_000, 100)
     await runner.cancel("s", task.task_id)
     await wait_all_tasks_blocked()
+    assert (began.is_set(), record) == (False, [])
+    assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
+
+
+async def test_a_cancel_stops_a_running_job(runner: TaskRunner) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation; T-49): a job stopped mid-way
+    gets ``trio.Cancelled`` at its await, and the task reads cancelled."""
+    record: list[str] = []
+    began = trio.Event()
+    task = await runner.start("s", gated(trio.Event(), record, running=began), creator())
+    await began.wait()
+    await runner.cancel("s", task.task_id)
+    await wait_all_tasks_blocked()
     assert record == ["cancelled"]
+    assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
 
 
 @pytest.mark.parametrize("shielded", [False, True], ids=["plain", "shielded-finish"])
@@ -373,7 +389,10 @@ async def test_an_expired_task_reads_as_expired_then_is_reaped_with_its_worker(
     record: list[str] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.run)
-        task_id = (await runner.start("s", gated(trio.Event(), record), creator())).task_id
+        began = trio.Event()
+        job = gated(trio.Event(), record, running=began)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await began.wait()
         autojump_clock.jump(0.999)
         assert (await runner.get("s", task_id)).status is Status.WORKING
         autojump_clock.jump(0.001)

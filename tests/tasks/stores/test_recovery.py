@@ -77,7 +77,9 @@ async def test_a_claimed_lease_stops_the_old_worker_and_it_writes_nothing(
     record: list[str] = []
     release = trio.Event()
     async with running(store) as first:
-        task = await first.start("s", gated(release, record), creator())
+        began = trio.Event()
+        task = await first.start("s", gated(release, record, running=began), creator())
+        await began.wait()
         far = TRIO_CLOCK.wall_ms() + 10 * LEASE_MS
         [claimed] = await store.claim_expired("another-process", far, far + LEASE_MS, 10)
         await until(lambda: record == ["cancelled"])
@@ -173,7 +175,10 @@ async def test_a_cancel_through_another_process_stops_the_worker(store: TaskStor
     announcement, and the worker's late result is dropped."""
     record: list[str] = []
     async with running(store) as worker_side, running(store) as other:
-        task = await worker_side.start("s", gated(trio.Event(), record), creator())
+        began = trio.Event()
+        job = gated(trio.Event(), record, running=began)
+        task = await worker_side.start("s", job, creator())
+        await began.wait()
         await other.cancel("s", task.task_id)
         await until(lambda: record == ["cancelled"])
         assert record == ["cancelled"]
