@@ -66,7 +66,7 @@ from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequired, check_answers, parse_input_responses
+from presa_trio.wire.mrtr import InputRequired, parse_input_responses
 
 log = logging.getLogger(__name__)
 
@@ -365,10 +365,10 @@ class TasksExtension(Extension):
         …); if one is not, the whole update is -32602, nothing is recorded,
         and every key stays outstanding, so the client can correct it, as on
         the plain multi round-trip path (basic/patterns/mrtr §Error
-        Handling). The check reads the task first: a key's request never
-        changes once issued (keys are never reused), so the check stays
-        right even if the key is answered in between. Answers to keys that
-        are not outstanding are ignored, unread (spec-notes §29; T-78).
+        Handling). The check is part of the write (:meth:`TaskRunner.update`):
+        it reads the outstanding requests from the very task the
+        compare-and-set replaces, so the task is read once. Answers to keys
+        that are not outstanding are ignored, unread (spec-notes §29; T-78).
 
         presa chooses read-your-writes: the next ``tasks/get`` already shows
         the answered keys gone, though the SEP allows the ack to run ahead.
@@ -378,7 +378,6 @@ class TasksExtension(Extension):
         answers = read_answers(params)
         scope = self.scope_of(ctx)
         with store_errors():
-            check_answers((await self.runner.get(scope, task_id)).input_requests, answers)
             await self.runner.update(scope, task_id, answers)
         return {}
 

@@ -66,6 +66,11 @@ class Status(enum.Enum):
     FAILED = "failed"
     CANCELLED = "cancelled"
 
+    # Enum hashes a member by its name, in Python; members compare by
+    # identity, so identity's hash (in C) is the same rule, made cheap for
+    # the table lookups every transition makes.
+    __hash__ = object.__hash__
+
 
 TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
@@ -80,6 +85,8 @@ class Event(enum.Enum):
     FAIL = "fail"
     CANCEL = "cancel"
     REPORT = "report"  # the worker set its status message; the status stays
+
+    __hash__ = object.__hash__  # as for Status
 
 
 #: The machine: status -> event -> next status. Terminal statuses have no

@@ -107,7 +107,7 @@ from presa_trio.tasks.store import (
 )
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequest, answers_for
+from presa_trio.wire.mrtr import InputRequest, answers_for, check_answers
 
 log = logging.getLogger(__name__)
 
@@ -565,8 +565,19 @@ class TaskRunner:
         return True
 
     async def update(self, scope: str, task_id: str, answers: Mapping[str, JSONObject]) -> None:
-        """Record ``answers`` in the inbox; the announcement wakes the matched keys."""
-        await self._transition(scope, task_id, lambda task, now: model.fulfil(task, answers, now))
+        """Check ``answers`` and record them in the inbox; the announcement wakes the matched keys.
+
+        An answer to an outstanding key that is not a valid result for its
+        request's kind is -32602 (:func:`~presa_trio.wire.mrtr.check_answers`)
+        and nothing is written. The check runs inside the transition, on the
+        task as read for the compare-and-set, so an update reads the task once.
+        """
+
+        def answer(task: Task, now: int) -> Task:
+            check_answers(task.input_requests, answers)
+            return model.fulfil(task, answers, now)
+
+        await self._transition(scope, task_id, answer)
 
     async def cancel(self, scope: str, task_id: str) -> None:
         """Write ``cancelled``; the announcement stops the worker. Terminal: left as is."""

@@ -369,10 +369,9 @@ class MemoryStore(LocalAnnouncer):
     ) -> None:
         stored = self._entry(scope, task.task_id)
         check_write(stored, expected_revision, fence)
-        self._count(stored, -1)
-        stored = StoredTask(stored.scope, task, stored.work, stored.lease)
-        self._count(stored, +1)
-        self._put(stored)
+        if task.terminal and not stored.task.terminal:
+            self._active[scope] -= 1
+        self._put(StoredTask(scope, task, stored.work, stored.lease))
 
     async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
         lost = set()
