@@ -19,6 +19,11 @@
    carries them as ``woken`` and ``stopped`` (epoch seconds), so the bench
    can time "update on B → worker on A woken" and "cancel on B → worker on
    A stopped" on one host's clock.
+4. **A task that does nothing** (``bench_return``): created, run and
+   completed, two store writes in all. The creation rate is measured on it,
+   so the figure is what creating a task costs; the demo's ``slow_compute``
+   with 0 seconds also writes five status messages, and the bench reports
+   its rate beside.
 
 Why a bench-only process rather than a flag on ``presa-trio serve``: the
 numbers need only to be read, never served, so nothing is added to the
@@ -77,7 +82,7 @@ GO = Elicitation("Go on?", {"type": "object", "properties": {"go": {"type": "boo
 
 
 def add_probes(server: Server) -> None:
-    """The two probe tools of the module docstring, on the fixture's Tasks extension."""
+    """The probe tools of the module docstring, on the fixture's Tasks extension."""
     from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension, ask
 
     [tasks] = [e for e in server.extensions if e.id == TASKS_EXTENSION]
@@ -88,6 +93,10 @@ def add_probes(server: Server) -> None:
         await ask(ctx, {"go": GO})
         WOKEN[str(ctx.request_id)] = time.time()
         return "woken"
+
+    @tasks.tool(Policy.REQUIRED, description="Returns at once: created, run and completed.")
+    async def bench_return(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        return "done"
 
     @tasks.tool(Policy.REQUIRED, description="Sleeps until stopped; notes when it was.")
     async def bench_sleep(ctx: RequestContext, arguments: dict[str, Any]) -> str:
