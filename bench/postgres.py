@@ -6,7 +6,13 @@ A pinned to core 0 and B to core 1 where ``taskset`` exists; PostgreSQL and
 this client share the cores with them.
 
 - **Creations per second, per process:** A and B each receive
-  ``slow_compute`` (seconds 0) at concurrency 32, both at once.
+  ``slow_compute`` (seconds 0) at concurrency 32, both at once. A creation
+  is answered once the task is stored; its worker's six writes (five status
+  messages, the result) follow, so after the last answer the processes are
+  still busy with the workers of the last creations. The CPU per creation
+  counts until they are done (:func:`settle`), and the reactions below are
+  measured only then, on idle processes: each figure is the path itself,
+  not the queue a burst left behind.
 - **Cancel on B → worker on A stopped:** tasks of the ``bench_sleep`` probe
   are created on A; each is cancelled through B, one at a time; the figure
   is the moment A's worker was stopped (the probe's record) minus the moment
@@ -40,6 +46,10 @@ from bench.tasks import CONCURRENCY, TaskBench
 
 #: Gap between two measured requests, so reactions never overlap (s).
 SPACING = 0.05
+#: The processes count as idle once a sampling interval (s) costs them less
+#: CPU than this fraction of it.
+SETTLE_INTERVAL = 0.2
+SETTLE_IDLE = 0.05
 MIB = 1024 * 1024
 
 
@@ -131,6 +141,18 @@ def cpu_seconds(process: psutil.Process) -> float:
     return total
 
 
+async def settle(processes: Sequence[psutil.Process]) -> None:
+    """Wait until ``processes`` (and their children) are idle; at most a minute."""
+    before = [cpu_seconds(each) for each in processes]
+    for _ in range(int(60 / SETTLE_INTERVAL)):
+        await asyncio.sleep(SETTLE_INTERVAL)
+        now = [cpu_seconds(each) for each in processes]
+        busy = max(after - then for then, after in zip(before, now, strict=True))
+        if busy < SETTLE_IDLE * SETTLE_INTERVAL:
+            return
+        before = now
+
+
 async def measure(
     a: TaskBench, b: TaskBench, database: psutil.Process, sizes: CrossSizes
 ) -> CrossFigures:
@@ -138,6 +160,7 @@ async def measure(
     seconds = await asyncio.gather(
         timed_creations(a, sizes.creations), timed_creations(b, sizes.creations)
     )
+    await settle([a.served.handle, b.served.handle, database])
     cpu_after = (a.served.cpu_seconds(), b.served.cpu_seconds(), cpu_seconds(database))
     spent = [after - before for before, after in zip(cpu_before, cpu_after, strict=True)]
     per_creation = (

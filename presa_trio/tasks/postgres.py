@@ -56,7 +56,7 @@ import trio
 from psycopg.types.json import Jsonb
 
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.postgres_io import Database
+from presa_trio.tasks.postgres_io import Database, Lane
 from presa_trio.tasks.postgres_listen import listen
 from presa_trio.tasks.postgres_schema import (
     COLUMNS,
@@ -132,7 +132,7 @@ class PostgresStore(LocalAnnouncer):
         """Deliver ``event`` unless it is not newer than what was delivered for its task."""
         if isinstance(event, Changed):
             task_id, version = event.stored.task_id, version_of(event.stored)
-            if task_id in self._deleted or self._delivered.get(task_id, NEVER) >= version:
+            if self._delivered_already(task_id, version):
                 return
             self._delivered[task_id] = version
         elif isinstance(event, Deleted):
@@ -150,7 +150,21 @@ class PostgresStore(LocalAnnouncer):
         """This process's writes as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
             await nursery.start(super().watch, deliver)
-            await listen(self.database.conninfo, self._offer, self._resync, task_status=task_status)
+            await listen(
+                self.database.conninfo,
+                self._offer,
+                self._resync,
+                self._delivered_already,
+                task_status=task_status,
+            )
+
+    def _delivered_already(self, task_id: str, version: tuple[int, int]) -> bool:
+        """Whether :meth:`_offer` would drop this change; read from the listening thread.
+
+        Only reads (see :mod:`~presa_trio.tasks.postgres_listen`): a stale
+        answer lets a change through to :meth:`_offer`, which checks again.
+        """
+        return task_id in self._deleted or self._delivered.get(task_id, NEVER) >= version
 
     async def _resync(self) -> None:
         """After a lost LISTEN connection: deliver whatever changed in what this process holds.
@@ -264,7 +278,9 @@ class PostgresStore(LocalAnnouncer):
                 f"task {task.task_id} is at revision {revision}, not {expected_revision}"
             )
 
-        self._offer(Changed(await self.database.run(work)))
+        # A worker's write (it carries its lease) waits in the background lane.
+        lane = Lane.REQUEST if fence is None else Lane.BACKGROUND
+        self._offer(Changed(await self.database.run(work, lane)))
 
     async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
         if not held:
@@ -281,7 +297,7 @@ class PostgresStore(LocalAnnouncer):
             ).fetchall()
             return set(held) - {task_id for (task_id,) in rows}
 
-        return await self.database.run(work)
+        return await self.database.run(work, Lane.BACKGROUND)
 
     async def claim_expired(
         self, owner: str, now_ms: int, expires_ms: int, limit: int
@@ -300,7 +316,7 @@ class PostgresStore(LocalAnnouncer):
             ).fetchall()
             return [decode(row) for row in rows]
 
-        claimed = await self.database.run(work)
+        claimed = await self.database.run(work, Lane.BACKGROUND)
         for stored in claimed:
             self._offer(Changed(stored))
         return claimed
@@ -309,7 +325,8 @@ class PostgresStore(LocalAnnouncer):
         await self.database.run(
             lambda connection: connection.execute(
                 "UPDATE presa_tasks SET lease_expires_ms = 0 WHERE lease_owner = %s", (owner,)
-            )
+            ),
+            Lane.BACKGROUND,
         )
 
     async def expire(self, now_ms: int) -> list[str]:
@@ -320,7 +337,7 @@ class PostgresStore(LocalAnnouncer):
             ).fetchall()
             return [(scope, task_id) for scope, task_id in rows]
 
-        deleted = await self.database.run(work)
+        deleted = await self.database.run(work, Lane.BACKGROUND)
         for scope, task_id in deleted:
             self._offer(Deleted(scope, task_id))
         return [task_id for _, task_id in deleted]

@@ -23,6 +23,17 @@ The thread waits on the connection in short slices and, between them, asks
 Trio whether it was cancelled, so cancelling :func:`listen` ends the thread
 within one slice. It queues each event on the Trio thread without waiting
 for it to run. Reconnections back off exponentially, up to a cap.
+
+Most notifications need no work at all: every process hears its own writes
+again (it announced them to its watchers when they committed), and a task
+moves through several revisions in a burst. So before decoding a record
+the thread asks ``delivered(task_id, version)`` whether that version, or a
+newer one, was delivered already, and drops the notification unread if so.
+Versions only grow, so an answer read while the Trio thread updates it can
+only be too old, which lets a stale notification through to the Trio
+thread's own check, never drops a fresh one. This keeps the thread's share
+of the interpreter lock, and the Trio thread's wake-ups, to the changes
+this process has not seen.
 """
 
 from __future__ import annotations
@@ -46,6 +57,15 @@ log = logging.getLogger(__name__)
 #: How long the thread waits for a notification before checking for cancellation.
 SLICE_S = 0.2
 
+#: Whether the change of a task (id, ``(revision, lease generation)``) was
+#: delivered already. Called from the listening thread: it may only read.
+Delivered = Callable[[str, tuple[int, int]], bool]
+
+
+def nothing_delivered(task_id: str, version: tuple[int, int]) -> bool:
+    """The default: decode and hand over every notification."""
+    return False
+
 
 @attrs.define
 class Backoff:
@@ -68,12 +88,14 @@ async def listen(
     conninfo: str,
     deliver: Deliver,
     resync: Callable[[], Awaitable[None]],
+    delivered: Delivered = nothing_delivered,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Deliver every announced change until cancelled; started once listening.
 
-    ``deliver`` runs in the Trio thread, once per event, in commit order.
+    ``deliver`` runs in the Trio thread, once per event, in commit order;
+    ``delivered`` filters in the listening thread (see the module docstring).
     """
     backoff = Backoff()
     # The listening thread's own slot: it lives as long as this call, and
@@ -104,7 +126,7 @@ async def listen(
                     task_status.started()
                 reconnected = True
                 backoff.reset()
-                await trio.to_thread.run_sync(pump, connection, hand_over, limiter=slot)
+                await trio.to_thread.run_sync(pump, connection, hand_over, delivered, limiter=slot)
             except (psycopg.OperationalError, StoreUnavailable) as error:
                 log.warning("lost the connection listening for task changes: %s", error)
             finally:
@@ -123,11 +145,11 @@ def connect_and_listen(conninfo: str) -> psycopg.Connection[Any]:
     return connection
 
 
-def pump(connection: psycopg.Connection[Any], hand_over: Deliver) -> None:
+def pump(connection: psycopg.Connection[Any], hand_over: Deliver, delivered: Delivered) -> None:
     """In the thread: hand announcements to Trio until cancelled or disconnected."""
     while True:
         for notification in connection.notifies(timeout=SLICE_S):
-            event = event_of(connection, notification.payload)
+            event = event_of(connection, notification.payload, delivered)
             if event is not None:
                 hand_over(event)
         trio.from_thread.check_cancelled()
@@ -141,11 +163,22 @@ def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
         log.exception("a watcher failed on %r", event)
 
 
-def event_of(connection: psycopg.Connection[Any], payload: str) -> StoreEvent | None:
-    """The store event a payload announces; a record too large to announce is read."""
+def event_of(
+    connection: psycopg.Connection[Any], payload: str, delivered: Delivered = nothing_delivered
+) -> StoreEvent | None:
+    """The store event a payload announces, None if nothing new.
+
+    A change already ``delivered`` is dropped undecoded; a record too large
+    to announce is read.
+    """
     message = json.loads(payload)
     if "stored" in message:
-        return Changed(from_record(message["stored"]))
+        record = message["stored"]
+        lease = record["lease"]
+        version = (record["task"]["revision"], 0 if lease is None else lease["generation"])
+        if delivered(record["task"]["taskId"], version):
+            return None
+        return Changed(from_record(record))
     if "deleted" in message:
         return Deleted(message["scope"], message["deleted"])
     row = connection.execute(
