@@ -57,7 +57,7 @@ from psycopg.types.json import Jsonb
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.postgres_io import Database, Lane
-from presa_trio.tasks.postgres_listen import listen
+from presa_trio.tasks.postgres_listen import Listener, listen
 from presa_trio.tasks.postgres_schema import (
     COLUMNS,
     SchemaMismatch,
@@ -150,20 +150,11 @@ class PostgresStore(LocalAnnouncer):
         """This process's writes as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
             await nursery.start(super().watch, deliver)
-            await listen(
-                self.database.conninfo,
-                self._offer,
-                self._resync,
-                self._delivered_already,
-                task_status=task_status,
-            )
+            listener = Listener(self._offer, self._delivered_already, self.read, self._resync)
+            await listen(self.database.conninfo, listener, task_status=task_status)
 
     def _delivered_already(self, task_id: str, version: tuple[int, int]) -> bool:
-        """Whether :meth:`_offer` would drop this change; read from the listening thread.
-
-        Only reads (see :mod:`~presa_trio.tasks.postgres_listen`): a stale
-        answer lets a change through to :meth:`_offer`, which checks again.
-        """
+        """Whether :meth:`_offer` would drop this change (the listener asks before decoding)."""
         return task_id in self._deleted or self._delivered.get(task_id, NEVER) >= version
 
     async def _resync(self) -> None:

@@ -35,9 +35,9 @@ connection for one transaction, typically one or two round trips on
 loopback. More would add server processes to PostgreSQL (each connection
 is one) for every presa process, and threads contending for Python's
 interpreter lock with the Trio thread, which serves the requests. **One
-more connection and thread listen** (see
+more connection listens**, read on the Trio thread itself (see
 :mod:`presa_trio.tasks.postgres_listen`). So with the defaults one presa
-process costs PostgreSQL seven connections and runs seven threads for them.
+process costs PostgreSQL seven connections and runs six threads for them.
 
 Failures
 --------

@@ -7,16 +7,19 @@ database's own controls to cut the listening connection.
 
 from __future__ import annotations
 
+import threading
 from urllib.parse import urlsplit
 
 import attrs
 import psycopg
 import pytest
 import trio
+import trio.testing
 from psycopg import sql
 
 from presa_trio.tasks import model
-from presa_trio.tasks.postgres_schema import CHANNEL
+from presa_trio.tasks.postgres_io import Database, Lane
+from presa_trio.tasks.postgres_schema import CHANNEL, NOTIFY_LIMIT
 from presa_trio.tasks.store import (
     RESYNC,
     Capacity,
@@ -115,6 +118,22 @@ async def test_a_change_missed_while_the_listener_was_cut_off_is_delivered_after
     assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=parked)), RESYNC]
 
 
+async def test_a_record_too_large_to_announce_is_read_and_delivered(postgres_url: str) -> None:
+    """presa-defined (signals between processes): a change whose record is larger
+    than a notification may carry is announced by id alone; the other process
+    reads it and its watcher receives the task as stored, in order."""
+    done = model.complete(new_task(), {"text": "x" * (2 * NOTIFY_LIMIT)}, T0 + 1)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await b.create(stored(), ROOMY, T0)
+            await b.compare_and_set("alice", done, 0)
+            await seen.until(Changed(attrs.evolve(stored(), task=done)))
+            nursery.cancel_scope.cancel()
+    assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=done))]
+
+
 def cut_listeners(admin: psycopg.Connection[tuple[object, ...]], database: str) -> None:
     """End every connection listening on ``database`` and wait until they are gone."""
     listening = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND query = %s"
@@ -135,3 +154,58 @@ async def test_an_unreachable_database_is_a_one_line_store_unavailable(
             pass
     assert "\n" not in str(refused.value)
     assert "no_such_db" in str(refused.value)
+
+
+async def test_a_request_never_waits_behind_the_background_lane(postgres_url: str) -> None:
+    """presa-defined (threads and connections): while every background connection is
+    busy, and more background calls wait, a call in the request lane still runs."""
+    database = Database(postgres_url, request_connections=1, background_connections=1)
+    await database.open()
+    release = threading.Event()
+    try:
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(database.run, lambda _: release.wait(), Lane.BACKGROUND)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.fail_after(PATIENCE):
+                row = await database.run(
+                    lambda connection: connection.execute("SELECT 1").fetchone()
+                )
+            release.set()
+    finally:
+        release.set()
+        await database.close()
+    assert row == (1,)
+
+
+async def test_a_call_cancelled_while_it_waits_for_a_connection_never_runs(
+    postgres_url: str,
+) -> None:
+    """presa-defined (threads and connections): a call withdrawn by its cancellation
+    before a thread took it is not run, and the one running finishes."""
+    database = Database(postgres_url, request_connections=1, background_connections=1)
+    await database.open()
+    release = threading.Event()
+    ran: list[str] = []
+
+    def first(_: object) -> None:
+        release.wait()
+        ran.append("first")
+
+    async def second(*, task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            await database.run(lambda _: ran.append("second"))
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(database.run, first)
+            await trio.testing.wait_all_tasks_blocked()
+            waiting = await nursery.start(second)
+            await trio.testing.wait_all_tasks_blocked()
+            waiting.cancel()
+            release.set()
+    finally:
+        release.set()
+        await database.close()
+    assert ran == ["first"]
