@@ -17,7 +17,7 @@ this client share the cores with them.
   are created on A; each is cancelled through B, one at a time; the figure
   is the moment A's worker was stopped (the probe's record) minus the moment
   the client sent ``tasks/cancel`` to B. The path: B's request, its
-  compare-and-set, the commit's NOTIFY, A's listening thread, A's runner
+  compare-and-set, the commit's NOTIFY, A's listening connection, A's runner
   cancelling the scope.
 - **Update on B → worker on A woken:** the same with ``bench_park`` tasks,
   parked on input on A and answered through B.
