@@ -506,22 +506,39 @@ class TaskRunner:
     # --- transitions ------------------------------------------------------------
 
     async def _transition(
-        self, scope: str, task_id: str, move: Move, fence: int | None = None
+        self,
+        scope: str,
+        task_id: str,
+        move: Move,
+        fence: int | None = None,
+        seen: Task | None = None,
     ) -> tuple[Task, Task]:
         """Apply ``move`` by compare-and-set; return the task before and after.
 
         A lost race re-reads and re-applies: the move is a pure function of
-        the task, so retrying it is always safe.
+        the task, so retrying it is always safe. ``seen`` is the task as the
+        caller last saw it (a worker's own view): a write is tried on it
+        without reading first, and the compare-and-set tells whether it was
+        still current. Only a change is trusted to a view; a move that
+        changes nothing on it is tried again on the task as read.
         """
+        before = seen
         while True:
             now = self.clock.wall_ms()
-            before = (await self.store.get(scope, task_id, now)).task
+            read = before is None or before.expired(now)
+            if read:
+                before = (await self.store.get(scope, task_id, now)).task
+            assert before is not None
             after = move(before, now)
             if after is before:
-                return before, after
+                if read:
+                    return before, after
+                before = None
+                continue
             try:
                 await self.store.compare_and_set(scope, after, before.revision, fence=fence)
             except Conflict:
+                before = None
                 continue
             if after.status is not before.status:
                 log.info("task %s %s", task_id, after.status.value)
@@ -535,11 +552,18 @@ class TaskRunner:
         store cannot be reached, the write waits and tries again: an outage
         never loses a worker's result, and the lease still decides whether
         it may be written once the store is back.
+
+        The write starts from the worker's own view of its task: a worker's
+        writes mostly follow its own last one, so most take one store round
+        trip (the compare-and-set) instead of two. What it wrote becomes its
+        view at once, before the store's announcement of it comes back.
         """
         delay = STORE_RETRY_FIRST
         while True:
             try:
-                await self._transition(worker.scope, worker.task_id, move, worker.generation)
+                _, after = await self._transition(
+                    worker.scope, worker.task_id, move, worker.generation, worker.latest
+                )
             except TaskNotFound:
                 log.info("task %s is gone; its worker's write is dropped", worker.task_id)
             except LeaseLost:
@@ -550,6 +574,8 @@ class TaskRunner:
                 await trio.sleep(delay)
                 delay = min(delay * 2, STORE_RETRY_CAP)
                 continue
+            else:
+                worker.see(after)
             return
 
     async def get(self, scope: str, task_id: str) -> Task:
