@@ -6,10 +6,11 @@ A pinned to core 0 and B to core 1 where ``taskset`` exists; PostgreSQL and
 this client share the cores with them.
 
 - **Creations per second, per process:** A and B each receive
-  ``slow_compute`` (seconds 0) at concurrency 32, both at once. A creation
-  is answered once the task is stored; its worker's six writes (five status
-  messages, the result) follow, so after the last answer the processes are
-  still busy with the workers of the last creations. The CPU per creation
+  ``bench_return`` (a task that returns at once; bench/presa_server.py) at
+  concurrency 32, both at once. A creation is answered once the task is
+  stored; its worker's write of the result follows, so after the last
+  answer the processes are still busy with the workers of the last
+  creations. The CPU per creation
   counts until they are done (:func:`settle`), and the reactions below are
   measured only then, on idle processes: each figure is the path itself,
   not the queue a burst left behind.
@@ -102,7 +103,7 @@ async def probes(bench: TaskBench) -> dict[str, Any]:
 async def timed_creations(bench: TaskBench, count: int) -> float:
     loop = asyncio.get_running_loop()
     started = loop.time()
-    created = await bench.fan_out([bench.slow_compute(0) for _ in range(count)])
+    created = await bench.fan_out([bench.returning() for _ in range(count)])
     if any(result.get("resultType") != "task" for result in created):
         raise RuntimeError("a creation was answered without a task")
     return loop.time() - started
