@@ -8,11 +8,17 @@ client's input responses and the handler's own verified state (mrtr).
 Notifications a handler sends go only to the stream of this request
 (streamable-http §Receiving Messages).
 
-A tool call has a nursery (:attr:`RequestContext.nursery`): child tasks a
-tool starts there run beside it, and the call ends only once they all have.
-On a plain call it is opened around the handler (:meth:`RequestContext.supervising`);
-in a task it is the task's own nursery, so the children are cancelled with
-the task. The tool reads the same on both paths.
+A tool call can have a nursery (:attr:`RequestContext.nursery`): child
+tasks a tool starts there run beside it, and the call ends only once they
+all have. In a task it is the task's own nursery, so the children are
+cancelled with the task. On a plain call it is opened around the handler
+(:meth:`RequestContext.supervising`) for a tool registered with
+``nursery=True``, and for no other: Trio cannot open a nursery later around
+a function that is already running (a nursery is a ``with`` block, and no
+task may outlive it), and opening one on every call costs a cancel scope and
+a schedule point that a tool starting no child does not need. So a tool
+says at registration that it starts children, and reads the same on both
+paths.
 
 A handler sees the server through :class:`ServerView`: what it may use
 (who the server is, its clock and state sealer, change announcements for
@@ -151,10 +157,14 @@ class RequestContext:
         A child's exception cancels the tool and its other children, and the
         call answers with :func:`~presa_trio.server.tools.error_for` of it.
         In a task this is the task's nursery: ``tasks/cancel``, the TTL,
-        lease loss and shutdown cancel the children with the task.
+        lease loss and shutdown cancel the children with the task. On a
+        plain call only a tool registered with ``nursery=True`` has one.
         """
         if self._nursery is None:
-            raise RuntimeError("only a running tool call has a nursery")
+            raise RuntimeError(
+                "only a running tool call has a nursery; on a plain call, only a tool "
+                "registered with nursery=True"
+            )
         return self._nursery
 
     @asynccontextmanager

@@ -120,6 +120,9 @@ class RegisteredTool:
     # The compiled inputSchema, and outputSchema if the tool has one.
     arguments: CompiledSchema
     structured: CompiledSchema | None
+    # Whether the handler starts child tasks in ``ctx.nursery``: a plain call
+    # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.invoke_tool`).
+    nursery: bool = False
 
 
 def compile_tool_schemas(tool: models.Tool) -> tuple[CompiledSchema, CompiledSchema | None]:
@@ -209,6 +212,7 @@ class Server:
         title: str | None = None,
         output_schema: JSONObject | None = None,
         annotations: JSONObject | None = None,
+        nursery: bool = False,
     ) -> Callable[[ToolHandler], ToolHandler]:
         """Register a tool; the handler gets the context and the arguments object.
 
@@ -216,6 +220,12 @@ class Server:
         before the handler runs, and its ``structuredContent`` against
         ``output_schema`` after; an unusable schema raises
         :class:`~presa_trio.wire.schemas.SchemaError` now.
+
+        With ``nursery=True`` the handler may start child tasks in
+        ``ctx.nursery`` (:attr:`RequestContext.nursery`), and every call of it
+        runs inside a nursery that waits for them. A tool without it pays for
+        no nursery on a plain call; in a task, ``ctx.nursery`` is the task's
+        own either way.
         """
 
         def register(handler: ToolHandler) -> ToolHandler:
@@ -230,7 +240,7 @@ class Server:
             )
             arguments, structured = compile_tool_schemas(tool)
             self.tools[tool.name] = RegisteredTool(
-                tool, handler, header_params(schema), arguments, structured
+                tool, handler, header_params(schema), arguments, structured, nursery
             )
             return handler
 

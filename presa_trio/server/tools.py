@@ -207,28 +207,42 @@ async def invoke_tool(
 ) -> models.CallToolResult | InputRequired:
     """Run a tool's handler on checked arguments and map its outcome.
 
-    The handler runs with the call's nursery (``ctx.nursery``); the outcome
-    is mapped once every child task it started there has ended.
+    A tool registered with ``nursery=True`` runs with the call's nursery
+    (``ctx.nursery``; in a task, the task's own), and the outcome is mapped
+    once every child task it started there has ended. Any other tool runs
+    straight in the caller's task: a nursery costs a cancel scope and a
+    schedule point on every call, and a tool that starts no child has
+    nothing for it to wait for.
 
     The Tasks extension runs tools in its workers through this same
     function, so both paths map alike (:func:`tool_outcome`,
     :func:`check_structured`).
     """
     registered = find_tool(server, name)
-    try:
-        async with ctx.supervising():
-            try:
-                output = await registered.handler(ctx, arguments)
-            except Exception as error:
-                return tool_outcome(error)
-    except Exception as error:
-        # A child task in the call's nursery failed: that is not the tool's
-        # answer, so never an ``isError`` result; a task's children alike.
-        raise error_for(error) from None
+    if registered.nursery:
+        try:
+            async with ctx.supervising():
+                output = await run_handler(registered, ctx, arguments)
+        except Exception as error:
+            # A child task in the call's nursery failed: that is not the tool's
+            # answer, so never an ``isError`` result; a task's children alike.
+            raise error_for(error) from None
+    else:
+        output = await run_handler(registered, ctx, arguments)
     outcome = as_call_result(output)
     if isinstance(outcome, models.CallToolResult):
         check_structured(registered, outcome)
     return outcome
+
+
+async def run_handler(
+    registered: RegisteredTool, ctx: RequestContext, arguments: dict[str, Any]
+) -> ToolOutput:
+    """What the handler returned, or :func:`tool_outcome` of what it raised."""
+    try:
+        return await registered.handler(ctx, arguments)
+    except Exception as error:
+        return tool_outcome(error)
 
 
 def param_headers(server: Server, params: dict[str, Any]) -> dict[str, tuple[str, ...]]:

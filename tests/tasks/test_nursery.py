@@ -8,6 +8,7 @@ status write, so "nothing written after" is a list that stopped growing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,7 +66,9 @@ def build(**runner_options: Any) -> Harness:
             harness.fates[n] = "finished"
             await results.send(n * 10)
 
-    @tasks.tool(Policy.OPTIONAL, description="Fans out to child tasks in the call's nursery")
+    @tasks.tool(
+        Policy.OPTIONAL, nursery=True, description="Fans out to child tasks in the call's nursery"
+    )
     async def parts(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         send, receive = trio.open_memory_channel[int](CHILDREN)
         async with send:
@@ -281,3 +284,51 @@ async def test_a_status_message_on_the_plain_path_changes_nothing(
     reply = await client.call("tools/call", params, capabilities=UNDECLARED)
     assert result_of(reply)["content"] == [{"type": "text", "text": "done"}]
     assert len(reply.messages()) == 1
+
+
+def plain_server(finished: list[int]) -> McpApp:
+    """A server without the Tasks extension: one tool declares its children, one does not."""
+    server = Server("plain-nursery-test", "0")
+
+    async def child(n: int) -> None:
+        await trio.lowlevel.checkpoint()
+        finished.append(n)
+
+    @server.tool(nursery=True, description="Starts two children and returns at once")
+    async def declared(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        for n in range(2):
+            ctx.nursery.start_soon(child, n)
+        return "started"
+
+    @server.tool(description="Starts a child without saying so at registration")
+    async def undeclared(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        ctx.nursery.start_soon(child, 9)
+        return "started"
+
+    return McpApp.for_server(server)
+
+
+async def test_a_plain_call_waits_for_the_children_of_a_tool_registered_with_a_nursery() -> None:
+    """presa-defined (spec-notes §47): ``nursery=True`` gives the plain call a
+    nursery around the handler, and the answer comes once every child has ended."""
+    finished: list[int] = []
+    async with running(plain_server(finished)) as client:
+        reply = await client.call("tools/call", {"name": "declared", "arguments": {}})
+    assert result_of(reply)["content"] == [{"type": "text", "text": "started"}]
+    assert sorted(finished) == [0, 1]
+
+
+async def test_a_tool_without_a_nursery_that_starts_a_child_is_a_server_fault(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """presa-defined (spec-notes §47): a plain call opens no nursery for a tool not
+    registered with ``nursery=True``; reaching for one is a bug, -32603 with the
+    detail in the log only, and no child runs."""
+    finished: list[int] = []
+    async with running(plain_server(finished)) as client:
+        with caplog.at_level(logging.ERROR):
+            reply = await client.call("tools/call", {"name": "undeclared", "arguments": {}})
+    error = error_of(reply, 500, INTERNAL_ERROR)
+    assert "nursery" not in str(error)
+    assert "registered with nursery=True" in caplog.text
+    assert finished == []
