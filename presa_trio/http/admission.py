@@ -35,25 +35,55 @@ class Rejection(Exception):
 
 @attrs.frozen
 class Headers:
-    """Request headers by lowercased name; repeated headers keep every value."""
+    """Request headers by lowercased name; repeated headers keep every value.
 
-    values: dict[str, list[str]]
+    A value is read as latin-1 (RFC 9110 §5.5: bytes beyond ASCII are opaque)
+    and trimmed of surrounding whitespace, but only when a check asks for
+    it: a request carries about ten headers and presa reads a few of them.
+    ASGI servers send names lowercased (hypercorn does; HTTP/2 requires it,
+    RFC 9113 §8.2.1) and a request rarely repeats one, so that common case is
+    the server's own pairs in one dict built by :func:`dict` in C. Only a
+    request with a repeated or upper-case name pays for grouping its pairs
+    by name in Python.
+    """
+
+    # Lowercased name -> its first value, as received.
+    first: dict[bytes, bytes]
+    # Lowercased name -> every value, for the names that came more than once.
+    repeated: dict[bytes, list[bytes]] = attrs.field(factory=dict)
 
     @classmethod
     def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-        values: dict[str, list[str]] = {}
-        for name, value in raw:
-            values.setdefault(name.decode("latin-1").lower(), []).append(
-                value.decode("latin-1").strip()
-            )
-        return cls(values)
+        pairs = list(raw)
+        first = dict(pairs)
+        names = b"\n".join(first)
+        if len(first) == len(pairs) and names == names.lower():
+            return cls(first)
+        first = {}
+        repeated: dict[bytes, list[bytes]] = {}
+        for name, value in pairs:
+            key = name.lower()
+            if key not in first:
+                first[key] = value
+            elif key in repeated:
+                repeated[key].append(value)
+            else:
+                repeated[key] = [first[key], value]
+        return cls(first, repeated)
 
     def get_all(self, name: str) -> list[str]:
-        return self.values.get(name, [])
+        """Every value of the header ``name`` (lowercase), in the order received."""
+        key = name.encode("latin-1")
+        values = self.repeated.get(key)
+        if values is not None:
+            return [value.decode("latin-1").strip() for value in values]
+        value = self.first.get(key)
+        return [] if value is None else [value.decode("latin-1").strip()]
 
     def get(self, name: str) -> str | None:
-        found = self.values.get(name)
-        return found[0] if found else None
+        """The first value of the header ``name`` (lowercase), if it came."""
+        value = self.first.get(name.encode("latin-1"))
+        return None if value is None else value.decode("latin-1").strip()
 
 
 #: ``host [":" port]`` (RFC 3986 §3.2.2–3.2.3): an IP literal in brackets, or a
