@@ -258,7 +258,13 @@ class McpApp:
 
             data, status = await self.dispatcher.respond(request, meta, notify, principal)
             await writer.finish(data, status)
-            nursery.cancel_scope.cancel(reason="response complete")
+            if nursery.child_tasks:
+                # The watcher still waits, or the keep-alive runs. Most often the
+                # server has already reported the end of the exchange from inside
+                # the last ``send`` and the watcher has returned: then there is
+                # nothing to cancel, and the cancel (which formats the current
+                # task for its reason) is skipped.
+                nursery.cancel_scope.cancel(reason="response complete")
 
 
 async def watch_disconnect(
