@@ -54,10 +54,9 @@ class Headers:
 
     @classmethod
     def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-        pairs = list(raw)
+        pairs = raw if isinstance(raw, list) else list(raw)
         first = dict(pairs)
-        names = b"\n".join(first)
-        if len(first) == len(pairs) and names == names.lower():
+        if len(first) == len(pairs) and b"".join(first).islower():
             return cls(first)
         first = {}
         repeated: dict[bytes, list[bytes]] = {}
@@ -86,6 +85,12 @@ class Headers:
         return None if value is None else value.decode("latin-1").strip()
 
 
+#: How many header values' readings rungs 2, 4 and 5 remember. A client sends
+#: the same Host, Origin, Content-Type and Accept on every request and a
+#: reading depends on the value alone, so parsing each once per client is
+#: enough; the bound keeps a client that varies them from growing the memory.
+VERDICTS_KEPT = 64
+
 #: ``host [":" port]`` (RFC 3986 §3.2.2–3.2.3): an IP literal in brackets, or a
 #: reg-name / IPv4 address; no userinfo, path or anything after the port.
 AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::[0-9]*)?")
@@ -93,6 +98,7 @@ AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]
 ORIGIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>.*)")
 
 
+@functools.lru_cache(maxsize=VERDICTS_KEPT)
 def host_name(authority: str) -> str | None:
     """``localhost:3000`` -> ``localhost``; ``[::1]:80`` -> ``[::1]``; malformed -> None.
 
@@ -111,6 +117,7 @@ def host_name(authority: str) -> str | None:
     return host
 
 
+@functools.lru_cache(maxsize=VERDICTS_KEPT)
 def origin_host(origin: str) -> str | None:
     """The host of an http(s) serialized origin; None for anything else (``null`` too)."""
     match = ORIGIN.fullmatch(origin)
@@ -169,13 +176,6 @@ def check_content_type(headers: Headers) -> None:
     """Rung 4: the body is ``application/json`` (parameters allowed)."""
     if not is_json(headers.get("content-type")):
         raise Rejection(415, "Content-Type must be application/json")
-
-
-#: How many header values' verdicts rungs 4 and 5 remember. A client sends the
-#: same Content-Type and Accept on every request and a verdict depends on the
-#: values alone, so parsing them once per client is enough; the bound keeps a
-#: client that varies them from growing the memory.
-VERDICTS_KEPT = 64
 
 
 @functools.lru_cache(maxsize=VERDICTS_KEPT)
