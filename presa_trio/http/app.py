@@ -23,6 +23,7 @@ Messages; basic/index §Error Codes.
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -102,6 +103,7 @@ class McpApp:
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         headers = Headers.from_asgi(scope["headers"])
+        close = scope["http_version"] in ("1.0", "1.1")
         principal: Principal | None = None
         try:
             if self.auth is not None and scope["path"] in self.auth.metadata_paths:
@@ -116,11 +118,28 @@ class McpApp:
             admission.check_method(scope["method"])
             admission.check_content_type(headers)
             admission.check_accept(headers)
-            body = await self.read_body(headers, receive)
         except Rejection as rejection:
-            await self.reject(send, rejection, close=scope["http_version"] in ("1.0", "1.1"))
+            await self.reject(send, rejection, close=close)
             return
-        await self.answer(body, headers, receive, send, principal)
+        # One nursery, so one cancel scope, for the rest of the exchange: its
+        # deadline bounds the body (rung 6), then the disconnect watcher and
+        # the keep-alive run in it (:meth:`stream`). A cancel scope of its own
+        # for the body would cost as much again as this one.
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + self.read_timeout
+            try:
+                body = await self.read_body(headers, receive)
+            except Rejection as rejection:
+                nursery.cancel_scope.deadline = math.inf
+                await self.reject(send, rejection, close=close)
+                return
+            nursery.cancel_scope.deadline = math.inf
+            await self.answer(body, headers, receive, send, nursery, principal)
+        if nursery.cancel_scope.deadline != math.inf:
+            # The body's deadline passed before the body was read: the scope
+            # caught the cancel it delivered to ``read_body``.
+            late = Rejection(408, "Request body not received in time")
+            await self.reject(send, late, close=close)
 
     async def serve_metadata(
         self, auth: ResourceGuard, method: str, send: ASGISendCallable
@@ -131,9 +150,10 @@ class McpApp:
         await send_json(send, 200, auth.metadata_json())
 
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
-        """Rung 6: read at most ``max_body`` bytes within ``read_timeout`` seconds.
+        """Rung 6: read at most ``max_body`` bytes, before the caller's deadline.
 
-        More is 413, unread; a body not complete in time is 408 (RFC 9110
+        More is 413, unread. The caller's cancel scope carries ``read_timeout``:
+        a body not complete by then is cancelled here and answered 408 (RFC 9110
         §15.5.9), and the connection is closed, so a client that stalls
         mid-body cannot hold it open. (hypercorn's own ``read_timeout`` would
         not do: it also ends every response the client waits for in silence,
@@ -144,19 +164,17 @@ class McpApp:
             raise Rejection(413, "Request body too large")
         chunks: list[bytes] = []
         size = 0
-        with trio.move_on_after(self.read_timeout):
-            while True:
-                event = await receive()
-                if event["type"] != "http.request":
-                    raise Rejection(400, "Client went away")
-                chunk = event.get("body", b"")
-                size += len(chunk)
-                if size > self.max_body:
-                    raise Rejection(413, "Request body too large")
-                chunks.append(chunk)
-                if not event.get("more_body", False):
-                    return b"".join(chunks)
-        raise Rejection(408, "Request body not received in time")
+        while True:
+            event = await receive()
+            if event["type"] != "http.request":
+                raise Rejection(400, "Client went away")
+            chunk = event.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise Rejection(413, "Request body too large")
+            chunks.append(chunk)
+            if not event.get("more_body", False):
+                return b"".join(chunks)
 
     async def reject(
         self, send: ASGISendCallable, rejection: Rejection, *, close: bool = False
@@ -183,6 +201,7 @@ class McpApp:
         headers: Headers,
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
+        nursery: trio.Nursery,
         principal: Principal | None = None,
     ) -> None:
         """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch.
@@ -213,7 +232,7 @@ class McpApp:
         elif isinstance(admitted, envelope.Notification):
             await send_json(send, 202, b"")
         else:
-            await self.stream(admitted.request, admitted.meta, receive, send, principal)
+            await self.stream(admitted.request, admitted.meta, receive, send, nursery, principal)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
@@ -240,31 +259,32 @@ class McpApp:
         meta: RequestMeta,
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
+        nursery: trio.Nursery,
         principal: Principal | None = None,
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
-        Only the disconnect watcher is a second task: a handler that sends
-        nothing before its result is answered with plain JSON and costs no
-        channel and no writer task (see :class:`~presa_trio.http.sse.ResponseWriter`).
+        ``nursery`` is the exchange's (see :meth:`http`). Only the disconnect
+        watcher is a second task: a handler that sends nothing before its
+        result is answered with plain JSON and costs no channel and no writer
+        task (see :class:`~presa_trio.http.sse.ResponseWriter`).
         """
-        async with trio.open_nursery() as nursery:
-            writer = ResponseWriter(send, nursery)
-            nursery.start_soon(watch_disconnect, receive, writer, nursery.cancel_scope)
+        writer = ResponseWriter(send, nursery)
+        nursery.start_soon(watch_disconnect, receive, writer, nursery.cancel_scope)
 
-            async def notify(message: dict[str, Any]) -> None:
-                # Encoded here, in the handler: a value JSON cannot hold is its fault.
-                await writer.notify(envelope.dumps(message))
+        async def notify(message: dict[str, Any]) -> None:
+            # Encoded here, in the handler: a value JSON cannot hold is its fault.
+            await writer.notify(envelope.dumps(message))
 
-            data, status = await self.dispatcher.respond(request, meta, notify, principal)
-            await writer.finish(data, status)
-            if nursery.child_tasks:
-                # The watcher still waits, or the keep-alive runs. Most often the
-                # server has already reported the end of the exchange from inside
-                # the last ``send`` and the watcher has returned: then there is
-                # nothing to cancel, and the cancel (which formats the current
-                # task for its reason) is skipped.
-                nursery.cancel_scope.cancel(reason="response complete")
+        data, status = await self.dispatcher.respond(request, meta, notify, principal)
+        await writer.finish(data, status)
+        if nursery.child_tasks:
+            # The watcher still waits, or the keep-alive runs. Most often the
+            # server has already reported the end of the exchange from inside
+            # the last ``send`` and the watcher has returned: then there is
+            # nothing to cancel, and the cancel (which formats the current
+            # task for its reason) is skipped.
+            nursery.cancel_scope.cancel(reason="response complete")
 
 
 async def watch_disconnect(
