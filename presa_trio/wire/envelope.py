@@ -118,10 +118,10 @@ class _Splicer:
 
     def write(self, value: Any) -> bytes:
         try:
-            data = _encoder(self.placeholder, ascii_only=False)(value).encode()
+            data = compact_encoder(self.placeholder)(value).encode()
         except UnicodeEncodeError:
             self.pieces.clear()
-            data = _encoder(self.placeholder, ascii_only=True)(value).encode()
+            data = compact_encoder(self.placeholder, ascii_only=True)(value).encode()
         between = data.split(b'"' + self.PLACEHOLDER.encode() + b'"')
         spliced = [between[0]]
         for piece, text in zip(self.pieces, between[1:], strict=True):
@@ -133,8 +133,14 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
-def _encoder(default: Callable[[Any], Any], *, ascii_only: bool) -> Callable[[Any], str]:
-    """Compact JSON text of a value, as ``json.JSONEncoder.encode`` writes it.
+def compact_encoder(
+    default: Callable[[Any], Any] | None = None,
+    *,
+    ascii_only: bool = False,
+    sort_keys: bool = False,
+    allow_nan: bool = False,
+) -> Callable[[Any], str]:
+    """Compact JSON text of a value, as ``json.JSONEncoder(...).encode`` writes it.
 
     No circular-reference bookkeeping (a quarter of the time of a large
     result): a cyclic value still fails, as RecursionError instead of
@@ -145,19 +151,20 @@ def _encoder(default: Callable[[Any], Any], *, ascii_only: bool) -> Callable[[An
     writing it. It is the same C encoder with the same options, so the bytes
     are the same. Without the C accelerator the encoder object does the work.
     """
-    escape = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return json.JSONEncoder(
             ensure_ascii=ascii_only,
             default=default,
             separators=(",", ":"),
-            allow_nan=False,
+            sort_keys=sort_keys,
+            allow_nan=allow_nan,
             check_circular=False,
         ).encode
-    # (markers, default, escape, indent, key separator, item separator,
-    #  sort_keys, skipkeys, allow_nan): as JSONEncoder.iterencode passes them.
-    chunks = make(None, default, escape, None, ":", ",", False, False, False)
+    escape = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
+    # As JSONEncoder.iterencode passes them: markers, default, escape, indent,
+    # key and item separators, sort_keys, skipkeys, allow_nan.
+    chunks = make(None, default or _no_default, escape, None, ":", ",", sort_keys, False, allow_nan)
 
     def encode(value: Any) -> str:
         return "".join(chunks(value, 0))
@@ -167,8 +174,8 @@ def _encoder(default: Callable[[Any], Any], *, ascii_only: bool) -> Callable[[An
 
 # Two encoders and one decoder, built once: ``json.dumps`` and ``json.loads``
 # build a new one on every call that passes options.
-_ENCODE = _encoder(_no_default, ascii_only=False)
-_ENCODE_ASCII = _encoder(_no_default, ascii_only=True)
+_ENCODE = compact_encoder()
+_ENCODE_ASCII = compact_encoder(ascii_only=True)
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 

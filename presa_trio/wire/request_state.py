@@ -35,6 +35,7 @@ from typing import Any
 
 import attrs
 
+from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import InvalidParams
 
 VERSION_PREFIX = "v1."
@@ -63,13 +64,14 @@ def canonical_digest(arguments: Any) -> str:
     (``"\\ud800"``, which UTF-8 cannot hold) is hashed as its three
     surrogate bytes, and every other string as its UTF-8.
     """
-    canonical = _CANONICAL.encode(arguments)
+    canonical = _CANONICAL(arguments)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# Built once: ``json.dumps`` builds a new encoder on every call that passes options,
-# and every tools/call digests its arguments.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# Built once, as the envelope's are: every tools/call digests its arguments.
+# Parsed JSON is never cyclic, and an infinity (``1e400`` parses as one) is
+# written as ``Infinity``, as the standard encoder does.
+_CANONICAL = compact_encoder(sort_keys=True, allow_nan=True)
 
 
 @attrs.frozen
