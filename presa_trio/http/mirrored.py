@@ -61,10 +61,9 @@ def decode_header_value(value: str) -> str:
 
 def single(headers: Headers, name: str) -> str | None:
     """The one value of ``name``; a repeated header is a mismatch."""
-    values = headers.get_all(name)
-    if len(values) > 1:
+    if headers.repeats(name):
         raise HeaderMismatch(f"Header {name} appears more than once")
-    return values[0] if values else None
+    return headers.get(name)
 
 
 def require_equal(headers: Headers, name: str, expected: str) -> None:
