@@ -20,6 +20,7 @@ Considerations ("Validate all tool inputs").
 from __future__ import annotations
 
 import logging
+import operator
 import weakref
 from typing import Any
 
@@ -53,7 +54,7 @@ def wire_tools(server: Server) -> Encoded:
     if (
         cached is None
         or len(cached[0]) != len(tools)
-        or any(old is not new for old, new in zip(cached[0], tools, strict=True))
+        or not all(map(operator.is_, cached[0], tools))
     ):
         cached = (tools, encode(to_wire(list(tools))))
         _wire_tools[server] = cached
