@@ -52,15 +52,23 @@ from presa_trio.server.registry import (
     Extension,
     Method,
     MethodHandler,
+    RegisteredTool,
     Server,
     SubscriptionPart,
     ToolHandler,
 )
 from presa_trio.server.subscriptions import Change
-from presa_trio.server.tools import check_arguments, find_tool, invoke_tool, read_call_params
+from presa_trio.server.tools import (
+    as_call_result,
+    check_arguments,
+    check_structured,
+    find_tool,
+    read_call_params,
+    tool_outcome,
+)
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.record import principal_from_json, principal_to_json
-from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, drop
+from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
 from presa_trio.tasks.store import StoreUnavailable, Work
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
@@ -302,23 +310,27 @@ class TasksExtension(Extension):
         if policy is Policy.SYNC or (policy is Policy.OPTIONAL and not declared):
             return await call(server, ctx, params)
         self.require_declared(ctx)
-        refused = check_arguments(find_tool(server, name), arguments)
+        registered = find_tool(server, name)
+        refused = check_arguments(registered, arguments)
         if refused is not None:
             result: dict[str, Any] = to_wire(refused)
             return result
         rounds.open_round(ctx, params, rounds.binding_for("tools/call", name, arguments))
         self.runner.limits.check_input(arguments)
+        # The registry's name and the shared declaration, not this request's
+        # decoded copies: the work is kept as long as the task.
+        shared = detached_meta(ctx.meta)
         work = Work(
-            tool=name,
+            tool=registered.tool.name,
             arguments=arguments,
-            protocol_version=ctx.meta.protocol_version,
-            capabilities=ctx.capabilities.raw,
+            protocol_version=shared.protocol_version,
+            capabilities=shared.capabilities.raw,
             input_responses=ctx.input_responses,
             state=ctx.state,
             rerun=name in self.rerunnable,
             principal=principal_to_json(ctx.principal),
         )
-        job = tool_job(server, name, arguments)
+        job = ToolJob(registered, arguments)
         with store_errors():
             task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
         return {**task.to_wire(), "resultType": "task"}
@@ -329,7 +341,8 @@ class TasksExtension(Extension):
         The request is what the work description kept of it (version,
         capabilities, verified answers, state); its stream is long gone.
         """
-        if self._server is None or work.tool not in self._server.tools:
+        registered = None if self._server is None else self._server.tools.get(work.tool)
+        if self._server is None or registered is None:
             return None
         meta = RequestMeta(work.protocol_version, ClientCapabilities(work.capabilities))
         creator = RequestContext(
@@ -342,7 +355,7 @@ class TasksExtension(Extension):
             state=work.state,
             principal=principal_from_json(work.principal),
         )
-        return tool_job(self._server, work.tool, work.arguments), creator
+        return ToolJob(registered, work.arguments), creator
 
     # --- tasks/* ------------------------------------------------------------------
 
@@ -426,23 +439,41 @@ class TasksExtension(Extension):
         )
 
 
-def tool_job(server: Server, name: str, arguments: dict[str, Any]) -> Job:
+@attrs.frozen
+class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
-    It runs the tool through :func:`~presa_trio.server.tools.invoke_tool`,
-    as the synchronous path does, so both map outcomes alike: an ``isError``
+    It maps outcomes as the synchronous path does, with the same functions
+    (:func:`~presa_trio.server.tools.tool_outcome`,
+    :func:`~presa_trio.server.tools.check_structured`): an ``isError``
     result is a result (``completed``), a raised error is an error
-    (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62; spec-notes §25). A tool
-    cannot ask for input by returning :class:`InputRequired` inside a task:
-    that is a programming error, -32603; it must use :func:`~presa_trio.tasks.ask`.
+    (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62; spec-notes §25).
+    A tool cannot ask for input by returning :class:`InputRequired` inside a
+    task: that is a programming error, -32603; it must use
+    :func:`~presa_trio.tasks.ask`.
+
+    An object, not a closure, and its call awaits the handler itself: a
+    task parked on a question keeps every frame between the runner and the
+    tool's ``await`` alive, so this is the only one. The plain path's
+    :func:`~presa_trio.server.tools.invoke_tool` is not used here: its
+    nursery wrapper has nothing to do in a task, whose nursery is the
+    task's own (the runner's), yet would stay alive with the call.
     """
 
-    async def job(ctx: WorkerContext) -> JSONObject:
-        outcome = await invoke_tool(server, ctx, name, arguments)
+    registered: RegisteredTool
+    arguments: dict[str, Any]
+
+    async def __call__(self, ctx: WorkerContext) -> JSONObject:
+        try:
+            output = await self.registered.handler(ctx, self.arguments)
+        except Exception as error:
+            outcome = tool_outcome(error)
+        else:
+            outcome = as_call_result(output)
         if isinstance(outcome, InputRequired):
+            name = self.registered.tool.name
             log.error("tool %s returned InputRequired inside a task; use tasks.ask", name)
             raise InternalError("Task worker returned a continuation")
+        check_structured(self.registered, outcome)
         result: JSONObject = {**to_wire(outcome), "resultType": "complete"}
         return result
-
-    return job

@@ -9,14 +9,14 @@ one handle ``tasks/cancel``, the TTL reaper and server shutdown use to stop it.
 Theory of operation
 -------------------
 - **Create.** :meth:`TaskRunner.start` makes the task's :class:`Worker`
-  (and with it the cancel scope) before it writes the task to the store,
+  (the handle a stop goes through) before it writes the task to the store,
   and starts the worker with ``start_soon`` right after: it returns once
   the task is stored, so the ``CreateTaskResult`` can never name a task
   that ``tasks/get`` or ``tasks/cancel`` would not find (SEP-2663 §Task
   Creation; T-23). ``start_soon`` has no checkpoint, so nothing can come
   between the write and the start; a cancel that arrives before the worker
-  has taken its first step cancels a scope nobody has entered yet, and Trio
-  keeps that until the worker enters it.
+  has taken its first step is kept by the :class:`Worker`, and the worker
+  ends at that step, before the job runs.
 - **Input.** A worker that needs input calls :func:`ask`. Its requests are
   recorded on the task in one transition (status ``input_required``) and the
   worker waits until the task's inbox holds an answer for every key.
@@ -74,9 +74,11 @@ README §Architecture ("One Trio task per MCP task"); docs/tasks.md §1. Create.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -106,6 +108,7 @@ from presa_trio.tasks.store import (
     Work,
 )
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
+from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequest, answers_for, check_answers
 
@@ -144,6 +147,8 @@ INTERRUPTED = InternalError(
 
 #: How long a write the worker must make while being cancelled may take (s).
 WRITE_GRACE = 5.0
+#: Every worker's Trio task has this name: one string for all, not one formatted per task.
+WORKER_NAME = "presa_trio.tasks.runner.TaskRunner._supervise"
 #: A worker's write that met an unreachable store tries again after this
 #: many seconds, doubling up to the cap.
 STORE_RETRY_FIRST = 0.1
@@ -212,7 +217,13 @@ class Limits:
 
 @attrs.define(eq=False)
 class Worker:
-    """The running side of one task: how to stop it, and the task as last announced."""
+    """The running side of one task: how to stop it, and the task as last announced.
+
+    Ten thousand of these may be parked on input at once, so a worker holds
+    no more than it must: the task's nursery's own cancel scope is the stop
+    handle (no second scope around it), and a worker waiting for answers is
+    parked directly on its Trio task, woken by :meth:`see` (no Event).
+    """
 
     task_id: str
     # The access scope of the creating request; the worker writes within it.
@@ -223,32 +234,47 @@ class Worker:
     latest: Task
     # Whether this run is a recovery: it may ask again what an earlier run asked.
     rerun: bool = False
-    # Wraps the task's nursery: cancelled by tasks/cancel, the TTL, lease loss, shutdown.
-    cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    # Set when ``latest`` moves, then dropped; made only while someone waits.
-    _moved: trio.Event | None = None
+    # Why the worker was stopped (tasks/cancel, the TTL, lease loss); None while it may run.
+    _stop_reason: str | None = None
+    # What a stop cancels: the task's nursery's scope, then the scope of its final write.
+    _cancel_scope: trio.CancelScope | None = None
+    # The Trio task parked in :meth:`TaskRunner.wait_inputs`, until woken.
+    _parked: trio.lowlevel.Task | None = None
 
     def see(self, task: Task) -> None:
-        """Take an announced state of the task and wake whoever waits on it."""
+        """Take an announced state of the task and wake the worker if it is parked."""
         if task.revision >= self.latest.revision:
             self.latest = task
-            if self._moved is not None:
-                self._moved.set()
-                self._moved = None
+            parked, self._parked = self._parked, None
+            if parked is not None:
+                trio.lowlevel.reschedule(parked)
 
     def stop(self, reason: str) -> None:
-        self.cancel_scope.cancel(reason=reason)
+        """Stop the worker: cancel its scope now, or as soon as it has one."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self._cancel_scope is not None:
+            self._cancel_scope.cancel(reason=reason)
 
-    async def answers_for(self, keys: list[str]) -> dict[str, JSONObject]:
-        """Wait until the inbox holds an answer for every key; return them."""
-        while True:
-            if self._moved is None:
-                self._moved = trio.Event()
-            moved = self._moved
-            inbox = self.latest.inbox
-            if all(key in inbox for key in keys):
-                return {key: inbox[key] for key in keys}
-            await moved.wait()
+    def stopped(self) -> bool:
+        """Whether the worker was stopped: it writes nothing for its task any more."""
+        return self._stop_reason is not None
+
+    def guard(self, cancel_scope: trio.CancelScope) -> None:
+        """From now on a stop cancels ``cancel_scope`` (at once, if one came already)."""
+        self._cancel_scope = cancel_scope
+        if self._stop_reason is not None:
+            cancel_scope.cancel(reason=self._stop_reason)
+
+    def park(self) -> Callable[[Any], trio.lowlevel.Abort]:
+        """Mark the current Trio task parked; the abort callback for its wait."""
+        self._parked = trio.lowlevel.current_task()
+        return self._unpark
+
+    def _unpark(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        """A cancel ends the wait: nothing is left to wake."""
+        self._parked = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 @attrs.define(eq=False)
@@ -275,17 +301,47 @@ class WorkerContext(RequestContext):
         await self.runner.report(self.worker, message)
 
 
+#: Most distinct request declarations kept for workers to share.
+DECLARATIONS_KEPT = 64
+
+
+def detached_meta(meta: RequestMeta) -> RequestMeta:
+    """What a task keeps of its creating request's ``_meta``: the declaration, shared.
+
+    A worker has no stream, so it drops the progress token and the log
+    level (SEP-2663 §Task Status Notifications; spec-notes §41). What is
+    left, the protocol version, the declared capabilities and the client
+    info (basic/index §_meta), is the same on nearly every request a
+    client sends, so every task created with the same declaration shares
+    one copy instead of keeping its request's decoded objects, about 800
+    bytes a task. The copy is rebuilt from the canonical JSON, so no
+    request holds it, and at most 64 are kept, so a client that varies its
+    declaration cannot grow the memory.
+    """
+    declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
+    return _declaration(json.dumps(declared, sort_keys=True, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=DECLARATIONS_KEPT)
+def _declaration(canonical: str) -> RequestMeta:
+    version, capabilities, client_info = json.loads(canonical)
+    return RequestMeta(version, ClientCapabilities(capabilities), client_info)
+
+
 async def drop(message: dict[str, Any]) -> None:
     """A worker's ``send``: there is no stream to write to."""
 
 
-async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> dict[str, JSONObject]:
-    """Ask the client for input; the answers by key (raw, as the client sent them, checked).
+def ask(
+    ctx: RequestContext, requests: Mapping[str, InputRequest]
+) -> Awaitable[dict[str, JSONObject]]:
+    """Ask the client for input; await the answers by key (raw, as the client sent them, checked).
 
-    One call serves both ways a tool may run, and the tool reads the same:
+    One call serves both ways a tool may run, and the tool reads the same
+    (``answers = await ask(ctx, {...})``):
 
     - in a task, the requests go on the task (``input_required``) and the
-      call returns once ``tasks/update`` has answered every key;
+      await returns once ``tasks/update`` has answered every key;
     - in a plain request, it returns the answers once the client has given
       them all (multi round-trip retries); until then it raises
       :class:`~presa_trio.wire.mrtr.InputPending`, which the tools boundary
@@ -297,13 +353,24 @@ async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> dict
     request's capabilities do not allow is -32021 on both paths: here, in
     a task, before anything is recorded; on the plain path where the round
     closes (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76; spec-notes §30).
+
+    A plain function that returns the awaitable, not a coroutine of its own:
+    a task parked on its question keeps every frame between its runner and
+    the tool's ``await`` alive, and this one would be a frame more for each
+    of them. Its errors (-32021, -32602, the pending signal) are raised when
+    it is called, which for ``await ask(...)`` is the same moment.
     """
     if isinstance(ctx, WorkerContext):
         for request in requests.values():
             if not request.allowed_by(ctx.capabilities):
                 raise MissingRequiredClientCapability.for_capability(request.capability)
-        return await ctx.runner.wait_inputs(ctx.worker, requests)
-    return answers_for(requests, ctx.input_responses, ctx.state)
+        return ctx.runner.wait_inputs(ctx.worker, requests)
+    return given(answers_for(requests, ctx.input_responses, ctx.state))
+
+
+async def given(answers: dict[str, JSONObject]) -> dict[str, JSONObject]:
+    """Answers already at hand, as an awaitable."""
+    return answers
 
 
 def is_json_object(value: Any) -> bool:
@@ -331,6 +398,17 @@ def resume_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) ->
         raise model.IllegalTransition(f"input keys withdrawn earlier: {lost}")
     fresh = {key: request for key, request in requests.items() if key not in task.issued}
     return model.request_input(task, fresh, now_ms) if fresh else task
+
+
+def asking(requests: Mapping[str, InputRequest], *, rerun: bool) -> Move:
+    """The move that records ``requests`` on the task, in wire form, all in one write.
+
+    A re-run asks only what its first run did not (:func:`resume_input`).
+    """
+    wire = {key: request.to_wire() for key, request in requests.items()}
+    if rerun:
+        return lambda task, now: resume_input(task, wire, now)
+    return lambda task, now: model.request_input(task, wire, now)
 
 
 def failure(error: McpError) -> Move:
@@ -443,7 +521,7 @@ class TaskRunner:
             del self._workers[task.task_id]
             raise
         log.info("task %s created", task.task_id)
-        self._root.start_soon(self._supervise, worker, job, creator)
+        self._root.start_soon(self._supervise, worker, job, creator, name=WORKER_NAME)
         return task
 
     async def _supervise(
@@ -452,35 +530,48 @@ class TaskRunner:
         job: Job,
         creator: RequestContext,
     ) -> None:
-        """One task's life: its cancel scope, its nursery, then its outcome.
+        """One task's life: its nursery, then its outcome.
 
         The job runs as the body of the task's nursery, in this Trio task;
         child tasks the tool starts through ``ctx.nursery`` run beside it.
         The nursery closes once all of them have ended, and only then is the
-        outcome written, once. A stop (``tasks/cancel``, the TTL, lease loss,
-        shutdown) cancels the scope around the nursery: every child and the
-        job get ``trio.Cancelled``, and nothing is written.
+        outcome written, once. A stop (``tasks/cancel``, the TTL, lease loss)
+        cancels the nursery's own scope: every child and the job get
+        ``trio.Cancelled``, the nursery absorbs it, and nothing is written.
+        Shutdown cancels the scope around every worker, to the same effect.
+
+        The nursery's scope is the task's one cancel handle, with no second
+        scope around it: one nursery per task costs Trio its Task, the
+        nursery and one cancel scope, and no more.
         """
         try:
-            with worker.cancel_scope:
-                # A stop that came before this task's first step (a cancel
-                # right after creation) is kept by the scope: end here,
-                # before the job has run at all.
-                await trio.lowlevel.checkpoint_if_cancelled()
-                try:
-                    async with trio.open_nursery() as nursery:
-                        context = self._detach(creator, worker, nursery)
-                        # This frame lives as long as the task: let go of the
-                        # creating request's context (and its stream) now,
-                        # or every parked task keeps it alive.
-                        del creator
-                        result = await job(context)
-                except* Exception as group:
-                    # The plain path's mapping: the job's own spec error, else -32603.
-                    move = failure(error_for(group))
-                else:
-                    move = outcome(worker.task_id, result)
-                await self._write(worker, move)
+            # A stop that came before this task's first step (a cancel right
+            # after creation) is kept by the worker: end here, before the job
+            # has run at all; so does a shutdown that came first.
+            if worker.stopped():
+                return
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                async with trio.open_nursery() as nursery:
+                    worker.guard(nursery.cancel_scope)
+                    context = self._detach(creator, worker, nursery)
+                    # This frame lives as long as the task: let go of the
+                    # creating request's context (and its stream) now,
+                    # or every parked task keeps it alive.
+                    del creator
+                    result = await job(context)
+            except* Exception as group:
+                # The plain path's mapping: the job's own spec error, else -32603.
+                move = failure(error_for(group))
+            else:
+                if worker.stopped():
+                    return
+                move = outcome(worker.task_id, result)
+            with trio.CancelScope() as writing:
+                # A stop during the write (waiting for the store) ends it.
+                worker.guard(writing)
+                if not worker.stopped():
+                    await self._write(worker, move)
         finally:
             if self._workers.get(worker.task_id) is worker:
                 del self._workers[worker.task_id]
@@ -488,11 +579,11 @@ class TaskRunner:
     def _detach(
         self, creator: RequestContext, worker: Worker, nursery: trio.Nursery
     ) -> WorkerContext:
-        meta = attrs.evolve(creator.meta, progress_token=None, log_level=None)
         return WorkerContext(
             request_id=worker.task_id,
-            method=creator.method,
-            meta=meta,
+            # One of the dispatcher's method names: one string for every worker.
+            method=sys.intern(creator.method),
+            meta=detached_meta(creator.meta),
             server=creator.server,
             send=drop,
             input_responses=creator.input_responses,
@@ -624,19 +715,21 @@ class TaskRunner:
         wait ended by the task's own stop (cancel, TTL, lease loss, shutdown)
         writes nothing: the task's state is not the worker's to change then.
         """
-        wire = {key: request.to_wire() for key, request in requests.items()}
-        if worker.rerun:
-            await self._write(worker, lambda task, now: resume_input(task, wire, now))
-        else:
-            await self._write(worker, lambda task, now: model.request_input(task, wire, now))
+        keys = tuple(requests)
+        await self._write(worker, asking(requests, rerun=worker.rerun))
+        # The frame lives as long as the wait: keep the keys, not the requests.
+        del requests
         answered = False
         try:
-            answers = await worker.answers_for(list(requests))
+            # Woken on every announced change of the task; parked again until
+            # the inbox holds every key (a partial update is a partial wake-up).
+            while not all(key in worker.latest.inbox for key in keys):
+                await trio.lowlevel.wait_task_rescheduled(worker.park())
             answered = True
-            return answers
+            inbox = worker.latest.inbox
+            return {key: inbox[key] for key in keys}
         finally:
-            if not (answered or worker.cancel_scope.cancel_called or self._stopping):
-                keys = list(requests)
+            if not (answered or worker.stopped() or self._stopping):
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
                     await self._write(worker, lambda task, now: model.withdraw(task, keys, now))
 
@@ -751,4 +844,4 @@ class TaskRunner:
         job, creator = revived
         assert self._root is not None
         self._workers[stored.task_id] = worker
-        self._root.start_soon(self._supervise, worker, job, creator)
+        self._root.start_soon(self._supervise, worker, job, creator, name=WORKER_NAME)
