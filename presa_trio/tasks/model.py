@@ -50,6 +50,7 @@ import enum
 import functools
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -124,6 +125,12 @@ STATUS_MESSAGES: Mapping[Status, str] = {
 }
 
 
+#: The empty mapping of a task with no outstanding requests or no answers.
+#: Read-only and shared: a task is immutable (rule 1), so every task can use
+#: the same one instead of a dict of its own.
+NOTHING: Mapping[str, JSONObject] = MappingProxyType({})
+
+
 class IllegalTransition(ValueError):
     """A move the state machine forbids; the task it was tried on is unchanged."""
 
@@ -154,11 +161,11 @@ class Task:
     ttl_ms: int | None
     poll_interval_ms: int | None
     # Outstanding input requests by key, in wire form; non-empty iff input_required.
-    input_requests: Mapping[str, JSONObject] = attrs.field(factory=dict)
+    input_requests: Mapping[str, JSONObject] = NOTHING
     # Every input key ever issued to this task (rule 5).
     issued: frozenset[str] = frozenset()
     # Answers received by key (rule 6); emptied when the task ends.
-    inbox: Mapping[str, JSONObject] = attrs.field(factory=dict)
+    inbox: Mapping[str, JSONObject] = NOTHING
     # The request's final result (completed) or JSON-RPC error (failed); else None.
     result: JSONObject | None = None
     error: JSONObject | None = None
@@ -242,7 +249,7 @@ def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
     if target is None:
         raise IllegalTransition(f"{event.value} is not allowed when {task.status.value}")
     if target in TERMINAL:
-        changes.update(input_requests={}, inbox={})
+        changes.update(input_requests=NOTHING, inbox=NOTHING)
     if target is not task.status:
         changes.setdefault("message", None)
     return attrs.evolve(
@@ -280,7 +287,7 @@ def _drop_inputs(
     gone = set(keys) & set(task.input_requests)
     if not gone:
         return task
-    remaining = {k: r for k, r in task.input_requests.items() if k not in gone}
+    remaining = {k: r for k, r in task.input_requests.items() if k not in gone} or NOTHING
     event = Event.ANSWER_SOME if remaining else Event.ANSWER_LAST
     kept = {key: answers[key] for key in gone if key in answers}
     return _move(task, event, now_ms, input_requests=remaining, inbox={**task.inbox, **kept})

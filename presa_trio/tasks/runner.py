@@ -266,6 +266,13 @@ class Worker:
         if self._stop_reason is not None:
             cancel_scope.cancel(reason=self._stop_reason)
 
+    def answers(self, keys: tuple[str, ...]) -> dict[str, JSONObject] | None:
+        """The answers to ``keys`` if the inbox holds every one of them, else None."""
+        inbox = self.latest.inbox
+        if all(key in inbox for key in keys):
+            return {key: inbox[key] for key in keys}
+        return None
+
     def park(self) -> Callable[[Any], trio.lowlevel.Abort]:
         """Mark the current Trio task parked; the abort callback for its wait."""
         self._parked = trio.lowlevel.current_task()
@@ -409,6 +416,11 @@ def asking(requests: Mapping[str, InputRequest], *, rerun: bool) -> Move:
     if rerun:
         return lambda task, now: resume_input(task, wire, now)
     return lambda task, now: model.request_input(task, wire, now)
+
+
+def withdrawing(keys: tuple[str, ...]) -> Move:
+    """The move that withdraws ``keys``: nobody waits for them any more."""
+    return lambda task, now: model.withdraw(task, keys, now)
 
 
 def failure(error: McpError) -> Move:
@@ -717,21 +729,20 @@ class TaskRunner:
         """
         keys = tuple(requests)
         await self._write(worker, asking(requests, rerun=worker.rerun))
-        # The frame lives as long as the wait: keep the keys, not the requests.
+        # This frame lives as long as the wait: keep the keys, not the requests.
         del requests
-        answered = False
+        answers = worker.answers(keys)
         try:
-            # Woken on every announced change of the task; parked again until
-            # the inbox holds every key (a partial update is a partial wake-up).
-            while not all(key in worker.latest.inbox for key in keys):
+            # Woken on every announced change of the task, parked again until
+            # the inbox holds every key: a partial update is a partial wake-up.
+            while answers is None:
                 await trio.lowlevel.wait_task_rescheduled(worker.park())
-            answered = True
-            inbox = worker.latest.inbox
-            return {key: inbox[key] for key in keys}
+                answers = worker.answers(keys)
         finally:
-            if not (answered or worker.stopped() or self._stopping):
+            if not (answers is not None or worker.stopped() or self._stopping):
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
-                    await self._write(worker, lambda task, now: model.withdraw(task, keys, now))
+                    await self._write(worker, withdrawing(keys))
+        return answers
 
     # --- what the store announces ------------------------------------------------
 
