@@ -51,7 +51,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -131,6 +131,23 @@ STATUS_MESSAGES: Mapping[Status, str] = {
 NOTHING: Mapping[str, JSONObject] = MappingProxyType({})
 
 
+class WritesWire(Protocol):
+    """An input request that writes its own wire form, as :mod:`presa_trio.wire.mrtr`'s do."""
+
+    def to_wire(self) -> JSONObject: ...
+
+
+#: An outstanding input request as a task holds it: its wire form (an
+#: ``InputRequest`` of schema ``$defs.InputRequests``), or an object that
+#: writes it when it is read (:meth:`Task.requests_on_wire`).
+Request = JSONObject | WritesWire
+
+
+def wire_of(request: Request) -> JSONObject:
+    """The wire form of one outstanding input request."""
+    return request if isinstance(request, dict) else request.to_wire()
+
+
 class IllegalTransition(ValueError):
     """A move the state machine forbids; the task it was tried on is unchanged."""
 
@@ -160,8 +177,10 @@ class Task:
     # The advertised lifetime from creation in ms; ``None`` is unlimited.
     ttl_ms: int | None
     poll_interval_ms: int | None
-    # Outstanding input requests by key, in wire form; non-empty iff input_required.
-    input_requests: Mapping[str, JSONObject] = NOTHING
+    # Outstanding input requests by key; non-empty iff input_required. Each is
+    # its wire form, or the request object that writes it (a worker's own
+    # question: a parked task keeps it anyway, so a wire copy would be a second).
+    input_requests: Mapping[str, Request] = NOTHING
     # Every input key ever issued to this task (rule 5).
     issued: frozenset[str] = frozenset()
     # Answers received by key (rule 6); emptied when the task ends.
@@ -216,6 +235,10 @@ class Task:
             wire["statusMessage"] = message
         return wire
 
+    def requests_on_wire(self) -> dict[str, JSONObject]:
+        """The outstanding input requests in wire form (schema ``$defs.InputRequests``)."""
+        return {key: wire_of(request) for key, request in self.input_requests.items()}
+
     def detailed(self) -> JSONObject:
         """The ``DetailedTask`` shape a ``tasks/get`` returns: the payload of its status.
 
@@ -223,7 +246,7 @@ class Task:
         """
         wire = self.to_wire()
         if self.status is Status.INPUT_REQUIRED:
-            wire["inputRequests"] = dict(self.input_requests)
+            wire["inputRequests"] = self.requests_on_wire()
         elif self.status is Status.COMPLETED:
             wire["result"] = self.result
         elif self.status is Status.FAILED:
@@ -257,8 +280,8 @@ def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
     )
 
 
-def request_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) -> Task:
-    """The worker needs input: record ``requests`` (key -> wire InputRequest) at once.
+def request_input(task: Task, requests: Mapping[str, Request], now_ms: int) -> Task:
+    """The worker needs input: record ``requests`` (key -> :data:`Request`) at once.
 
     All keys are added in one move, so a client never sees half of a batch.
     A key issued before — answered, withdrawn or still outstanding — is

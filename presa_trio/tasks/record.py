@@ -47,7 +47,7 @@ def task_to_json(task: Task) -> JSONObject:
         "updatedMs": task.updated_ms,
         "ttlMs": task.ttl_ms,
         "pollIntervalMs": task.poll_interval_ms,
-        "inputRequests": dict(task.input_requests),
+        "inputRequests": task.requests_on_wire(),
         "issued": sorted(task.issued),
         "inbox": dict(task.inbox),
         "result": task.result,

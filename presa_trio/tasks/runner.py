@@ -389,7 +389,7 @@ def is_json_object(value: Any) -> bool:
     return isinstance(value, dict)
 
 
-def resume_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) -> Task:
+def resume_input(task: Task, requests: Mapping[str, model.Request], now_ms: int) -> Task:
     """A re-run asks what its first run asked: only keys never issued are issued now.
 
     An outstanding key is still waited for and an answered one is in the
@@ -408,14 +408,16 @@ def resume_input(task: Task, requests: Mapping[str, JSONObject], now_ms: int) ->
 
 
 def asking(requests: Mapping[str, InputRequest], *, rerun: bool) -> Move:
-    """The move that records ``requests`` on the task, in wire form, all in one write.
+    """The move that records ``requests`` on the task, all in one write.
 
-    A re-run asks only what its first run did not (:func:`resume_input`).
+    The task holds the request objects themselves, which write their wire
+    form when the task is read or stored: the tool's frame keeps them alive
+    while it waits anyway. A re-run asks only what its first run did not
+    (:func:`resume_input`).
     """
-    wire = {key: request.to_wire() for key, request in requests.items()}
     if rerun:
-        return lambda task, now: resume_input(task, wire, now)
-    return lambda task, now: model.request_input(task, wire, now)
+        return lambda task, now: resume_input(task, requests, now)
+    return lambda task, now: model.request_input(task, requests, now)
 
 
 def withdrawing(keys: tuple[str, ...]) -> Move:
@@ -703,7 +705,7 @@ class TaskRunner:
         """
 
         def answer(task: Task, now: int) -> Task:
-            check_answers(task.input_requests, answers)
+            check_answers(task.requests_on_wire(), answers)
             return model.fulfil(task, answers, now)
 
         await self._transition(scope, task_id, answer)
