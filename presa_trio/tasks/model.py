@@ -27,8 +27,12 @@ House rules
    result that is not an object) is illegal whatever the status.
 4. ``status`` is ``input_required`` exactly when ``input_requests`` (the
    outstanding requests) is non-empty (SEP-2663 §Task Update Requests).
-5. An input key is issued once per task, ever: ``issued`` remembers every
-   key, answered or not, and a request for any of them is illegal (T-37–T-39).
+5. An input key is issued once per task, ever: ``issued`` is every key,
+   answered or not, and a request for any of them is illegal (T-37–T-39).
+   A key is outstanding (``input_requests``), answered (``inbox``) or
+   withdrawn (``withdrawn``), and ``issued`` is their union, so a parked
+   task does not keep a set of the keys it already holds twice; a task
+   that ends moves every key it issued to ``withdrawn``.
 6. Answers are kept. ``inbox`` holds every answer ``tasks/update`` delivered
    while the task runs, so a worker run again after its process stopped gets
    them back instead of asking the client twice.
@@ -129,6 +133,8 @@ STATUS_MESSAGES: Mapping[Status, str] = {
 #: Read-only and shared: a task is immutable (rule 1), so every task can use
 #: the same one instead of a dict of its own.
 NOTHING: Mapping[str, JSONObject] = MappingProxyType({})
+#: The empty key set, shared the same way.
+NO_KEYS: frozenset[str] = frozenset()
 
 
 class WritesWire(Protocol):
@@ -181,8 +187,8 @@ class Task:
     # its wire form, or the request object that writes it (a worker's own
     # question: a parked task keeps it anyway, so a wire copy would be a second).
     input_requests: Mapping[str, Request] = NOTHING
-    # Every input key ever issued to this task (rule 5).
-    issued: frozenset[str] = frozenset()
+    # Input keys issued and withdrawn, neither outstanding nor answered (rule 5).
+    withdrawn: frozenset[str] = NO_KEYS
     # Answers received by key (rule 6); emptied when the task ends.
     inbox: Mapping[str, JSONObject] = NOTHING
     # The request's final result (completed) or JSON-RPC error (failed); else None.
@@ -192,6 +198,11 @@ class Task:
     revision: int = 0
     # The worker's own status message (rule 7); None: presa's text for the status.
     message: str | None = None
+
+    @property
+    def issued(self) -> frozenset[str]:
+        """Every input key ever issued to this task (rule 5)."""
+        return self.withdrawn.union(self.input_requests, self.inbox)
 
     @property
     def terminal(self) -> bool:
@@ -272,7 +283,7 @@ def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
     if target is None:
         raise IllegalTransition(f"{event.value} is not allowed when {task.status.value}")
     if target in TERMINAL:
-        changes.update(input_requests=NOTHING, inbox=NOTHING)
+        changes.update(input_requests=NOTHING, inbox=NOTHING, withdrawn=task.issued)
     if target is not task.status:
         changes.setdefault("message", None)
     return attrs.evolve(
@@ -291,16 +302,11 @@ def request_input(task: Task, requests: Mapping[str, Request], now_ms: int) -> T
         raise IllegalTransition("request_input needs requests under non-empty string keys")
     if task.terminal:
         return task
-    reused = sorted(key for key in requests if key in task.issued)
+    issued = task.issued
+    reused = sorted(key for key in requests if key in issued)
     if reused:
         raise IllegalTransition(f"input keys already issued for this task: {reused}")
-    return _move(
-        task,
-        Event.ASK,
-        now_ms,
-        input_requests={**task.input_requests, **requests},
-        issued=task.issued | frozenset(requests),
-    )
+    return _move(task, Event.ASK, now_ms, input_requests={**task.input_requests, **requests})
 
 
 def _drop_inputs(
@@ -313,7 +319,16 @@ def _drop_inputs(
     remaining = {k: r for k, r in task.input_requests.items() if k not in gone} or NOTHING
     event = Event.ANSWER_SOME if remaining else Event.ANSWER_LAST
     kept = {key: answers[key] for key in gone if key in answers}
-    return _move(task, event, now_ms, input_requests=remaining, inbox={**task.inbox, **kept})
+    unanswered = gone.difference(kept)
+    withdrawn = task.withdrawn.union(unanswered) if unanswered else task.withdrawn
+    return _move(
+        task,
+        event,
+        now_ms,
+        input_requests=remaining,
+        inbox={**task.inbox, **kept},
+        withdrawn=withdrawn,
+    )
 
 
 def fulfil(task: Task, answers: Mapping[str, JSONObject], now_ms: int) -> Task:

@@ -68,7 +68,7 @@ def task_from_json(data: JSONObject) -> Task:
         ttl_ms=data["ttlMs"],
         poll_interval_ms=data["pollIntervalMs"],
         input_requests=data["inputRequests"],
-        issued=frozenset(data["issued"]),
+        withdrawn=frozenset(data["issued"]).difference(data["inputRequests"], data["inbox"]),
         inbox=data["inbox"],
         result=data["result"],
         error=data["error"],

@@ -396,14 +396,11 @@ def resume_input(task: Task, requests: Mapping[str, model.Request], now_ms: int)
     inbox; a key that was withdrawn can never be answered, so asking it
     again is illegal, as in :func:`~presa_trio.tasks.model.request_input`.
     """
-    lost = sorted(
-        key
-        for key in requests
-        if key in task.issued and key not in task.input_requests and key not in task.inbox
-    )
+    lost = sorted(key for key in requests if key in task.withdrawn)
     if lost:
         raise model.IllegalTransition(f"input keys withdrawn earlier: {lost}")
-    fresh = {key: request for key, request in requests.items() if key not in task.issued}
+    issued = task.issued
+    fresh = {key: request for key, request in requests.items() if key not in issued}
     return model.request_input(task, fresh, now_ms) if fresh else task
 
 
