@@ -215,9 +215,9 @@ async def invoke_tool(
     schedule point on every call, and a tool that starts no child has
     nothing for it to wait for.
 
-    The Tasks extension runs tools in its workers through this same
-    function, so both paths map alike (:func:`tool_outcome`,
-    :func:`check_structured`).
+    The Tasks extension's workers map outcomes with the same functions
+    (:func:`tool_outcome`, :func:`check_structured`), so both paths map
+    alike; they await the handler themselves, in the task's nursery.
     """
     registered = find_tool(server, name)
     if registered.nursery:

@@ -2,7 +2,7 @@
 
 - :mod:`~presa_trio.tasks.model` — the Task record and its pure transitions;
 - :mod:`~presa_trio.tasks.store` — where tasks live, scoped, compare-and-set;
-- :mod:`~presa_trio.tasks.runner` — the workers: nurseries, cancel scopes, Events;
+- :mod:`~presa_trio.tasks.runner` — the workers: one nursery per task, its cancel scope, ``ask``;
 - :mod:`~presa_trio.tasks.extension` — the wire: methods, policies, -32021, ``Mcp-Name``.
 
 A walk-through of one task's life, request by request, is ``docs/tasks.md``.

@@ -19,7 +19,8 @@ Theory of operation
   ends at that step, before the job runs.
 - **Input.** A worker that needs input calls :func:`ask`. Its requests are
   recorded on the task in one transition (status ``input_required``) and the
-  worker waits until the task's inbox holds an answer for every key.
+  worker parks its Trio task until the task's inbox holds an answer for
+  every key.
 - **Update.** ``tasks/update`` applies :func:`~presa_trio.tasks.model.fulfil`,
   which moves each *matched* answer into the task's inbox; the worker
   waiting on those keys wakes and takes them. Other keys stay parked: a
@@ -45,8 +46,8 @@ Theory of operation
 Beyond one process
 ------------------
 - **The store is the truth.** Every read and write awaits the
-  :class:`~presa_trio.tasks.store.TaskStore`; a worker's Events and cancel
-  scope are this process's view of it. The store announces every change
+  :class:`~presa_trio.tasks.store.TaskStore`; a worker's parked Trio task
+  and cancel scope are this process's view of it. The store announces every change
   (:meth:`~presa_trio.tasks.store.TaskStore.watch`) and :meth:`TaskRunner._react`
   brings the view in line: a ``cancelled`` task stops its worker, new
   answers in the inbox wake the keys they match, a lost lease stops the
@@ -719,6 +720,15 @@ class TaskRunner:
         self, worker: Worker, requests: Mapping[str, InputRequest]
     ) -> dict[str, JSONObject]:
         """Park ``worker`` until every key of ``requests`` is answered.
+
+        The requests are recorded in one write (SEP-2663 §Task Update
+        Requests), then the worker's Trio task parks itself
+        (``trio.lowlevel.wait_task_rescheduled``) and :meth:`Worker.see`
+        reschedules it whenever the store announces a change of the task:
+        one wake-up per task, checked against the inbox, instead of an Event
+        and its waiting frames kept by every parked task. A wake-up that
+        finds keys still unanswered parks again, so a partial update is a
+        partial wake-up (T-45).
 
         If the wait ends early by the tool's own doing (its timeout), the
         keys still outstanding are withdrawn, so the task never shows
