@@ -2,8 +2,8 @@
 
 Tasks are the only state presa keeps across requests, so the store is the
 seam for everything beyond one process. :class:`TaskStore` is made for I/O:
-every method awaits, and whatever the runner keeps in memory (Events, cancel
-scopes) is its view of what the store says, never the truth. Stores:
+every method awaits, and whatever the runner keeps in memory (parked
+workers, cancel scopes) is its view of what the store says, never the truth. Stores:
 ``memory:`` (:class:`MemoryStore`, below), ``sqlite:///PATH``
 (:mod:`presa_trio.tasks.sqlite`), ``postgresql://…``
 (:mod:`presa_trio.tasks.postgres`); :mod:`presa_trio.tasks.stores` maps a
