@@ -36,6 +36,8 @@ class H2Connection(ClientProtocol):
         self.status: dict[int, int] = {}
         self.bodies: dict[int, bytearray] = {}
         self.waiters: dict[int, asyncio.Future[Response]] = {}
+        # Set by the server's GOAWAY: no new stream may start here.
+        self.going_away = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -61,6 +63,13 @@ class H2Connection(ClientProtocol):
                 self.complete(event.stream_id)
             elif isinstance(event, h2.events.StreamReset):
                 self.fail(event.stream_id, ConnectionError(f"stream reset: {event.error_code}"))
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                # hypercorn ends a connection after keep_alive_max_requests
+                # with GOAWAY; streams it will not answer fail, to be retried.
+                self.going_away = True
+                last = event.last_stream_id or 0
+                for stream_id in [s for s in self.waiters if s > last]:
+                    self.fail(stream_id, ConnectionError("stream refused by GOAWAY"))
         self.flush()
 
     def complete(self, stream_id: int) -> None:
@@ -103,12 +112,29 @@ async def streams(
 ) -> Clients:
     """One connection and ``concurrency`` senders on it, each one stream at a time.
 
-    Driven by :func:`bench.load.closed_loop`, the same loop as HTTP/1.1.
+    Driven by :func:`bench.load.closed_loop`, the same loop as HTTP/1.1. When
+    the server ends the connection (hypercorn sends GOAWAY after
+    ``keep_alive_max_requests``, as it closes an HTTP/1.1 connection), the
+    next request opens a new one, and a request the old one dropped is sent
+    again there, as an HTTP/2 client does.
     """
-    connection = await H2Connection.open(host, port)
+    opened = [await H2Connection.open(host, port)]
     headers, body = request
+    reopening = asyncio.Lock()
+
+    async def current() -> H2Connection:
+        async with reopening:
+            if opened[-1].going_away or opened[-1].closed.done():
+                opened.append(await H2Connection.open(host, port))
+            return opened[-1]
 
     async def roundtrip() -> Response:
-        return await connection.roundtrip(headers, body)
+        try:
+            return await (await current()).roundtrip(headers, body)
+        except ConnectionError:
+            return await (await current()).roundtrip(headers, body)
 
-    return Clients([roundtrip] * concurrency, connection.close)
+    async def close() -> None:
+        await asyncio.gather(*(connection.close() for connection in opened))
+
+    return Clients([roundtrip] * concurrency, close)
