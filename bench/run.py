@@ -341,40 +341,40 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
 
 
 async def main_async(settings: Settings) -> int:
+    """Measure each part and print its table at once, so a part that fails keeps the rest."""
     servers.pin_client()
     report = await run_load(settings)
+    print(f"\n### Measured {machine_line(settings)}\n")
+    print(load_table(report), flush=True)
     print("tasks (presa, memory store) ...", file=sys.stderr, flush=True)
     task_report = await tasks.run(quick=settings.quick)
+    print()
+    print(tasks.table(task_report), flush=True)
     print("argument checks (in-process) ...", file=sys.stderr, flush=True)
     # A Trio run of its own, in a thread: this process's loop is asyncio's.
     checks = await asyncio.to_thread(validation.run, settings.quick)
+    print()
+    print(validation.table(checks), flush=True)
     print("authorization (in-process) ...", file=sys.stderr, flush=True)
     auth_report = await asyncio.to_thread(auth.run, settings.quick)
+    print()
+    print(auth.table(auth_report), flush=True)
     print("tasks (presa, sqlite store) ...", file=sys.stderr, flush=True)
     sqlite_report = await tasks.run(quick=settings.quick, store="sqlite")
+    print(tasks.table(sqlite_report))
+    print("\nThe targets above apply to the memory store; the SQLite figures are reported.")
     print("tasks across two processes on PostgreSQL ...", file=sys.stderr, flush=True)
     cross_report = await postgres.run(quick=settings.quick)
+    print()
+    print(postgres.table(cross_report), flush=True)
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():
             counts = await instructions.run(100 if settings.quick else 300)
+            print()
+            print(instructions.table(counts))
         else:
             print("--instructions: valgrind is not installed; skipped", file=sys.stderr)
-    print(f"\n### Measured {machine_line(settings)}\n")
-    print(load_table(report))
-    if counts:
-        print()
-        print(instructions.table(counts))
-    print()
-    print(tasks.table(task_report))
-    print()
-    print(validation.table(checks))
-    print()
-    print(auth.table(auth_report))
-    print(tasks.table(sqlite_report))
-    print("\nThe targets above apply to the memory store; the SQLite figures are reported.")
-    print()
-    print(postgres.table(cross_report))
     verdicts = check_targets(report, task_report, counts) + check_cross_process(cross_report)
     print()
     print(verdict_table(verdicts))
