@@ -65,11 +65,15 @@ class H2Connection(ClientProtocol):
                 self.fail(event.stream_id, ConnectionError(f"stream reset: {event.error_code}"))
             elif isinstance(event, h2.events.ConnectionTerminated):
                 # hypercorn ends a connection after keep_alive_max_requests
-                # with GOAWAY; streams it will not answer fail, to be retried.
+                # with GOAWAY, and drops the streams still in flight without
+                # an answer (even those its GOAWAY says it will process): they
+                # fail now, to be sent again on a new connection, rather than
+                # wait for the connection's idle timeout to close it.
                 self.going_away = True
-                last = event.last_stream_id or 0
-                for stream_id in [s for s in self.waiters if s > last]:
-                    self.fail(stream_id, ConnectionError("stream refused by GOAWAY"))
+                for stream_id in list(self.waiters):
+                    self.fail(stream_id, ConnectionError("stream dropped by GOAWAY"))
+                if self.transport is not None:
+                    self.transport.close()
         self.flush()
 
     def complete(self, stream_id: int) -> None:
