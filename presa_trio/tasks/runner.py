@@ -235,6 +235,9 @@ class Worker:
     latest: Task
     # Whether this run is a recovery: it may ask again what an earlier run asked.
     rerun: bool = False
+    # False while its creation is still being stored: a lease renewal that
+    # runs meanwhile must not find the task missing and call its lease lost.
+    stored: bool = True
     # Why the worker was stopped (tasks/cancel, the TTL, lease loss); None while it may run.
     _stop_reason: str | None = None
     # What a stop cancels: the task's nursery's scope, then the scope of its final write.
@@ -521,7 +524,7 @@ class TaskRunner:
             new_task_id(), now_ms=now, ttl_ms=self.ttl_ms, poll_interval_ms=self.poll_interval_ms
         )
         stored = StoredTask(scope, task, work, Lease(self.owner, 1, now + self.lease_ms))
-        worker = Worker(task.task_id, scope, 1, task)
+        worker = Worker(task.task_id, scope, 1, task, stored=False)
         # Registered before the store write, so no announcement can miss it.
         self._workers[task.task_id] = worker
         try:
@@ -532,6 +535,7 @@ class TaskRunner:
         except BaseException:
             del self._workers[task.task_id]
             raise
+        worker.stored = True
         log.info("task %s created", task.task_id)
         self._root.start_soon(self._supervise, worker, job, creator, name=WORKER_NAME)
         return task
@@ -816,7 +820,11 @@ class TaskRunner:
         """Every third of a lease, extend the leases of this process's workers."""
         while True:
             await trio.sleep(self.lease_ms / 3000)
-            held = {task_id: worker.generation for task_id, worker in self._workers.items()}
+            held = {
+                task_id: worker.generation
+                for task_id, worker in self._workers.items()
+                if worker.stored
+            }
             if not held:
                 continue
             try:

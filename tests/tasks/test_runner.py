@@ -12,15 +12,22 @@ import json
 import re
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, ask
-from presa_trio.tasks.model import Status
+from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.runner import WorkerContext, new_task_id
-from presa_trio.tasks.store import TaskExpired, TaskNotFound
+from presa_trio.tasks.store import (
+    Capacity,
+    MemoryStore,
+    StoredTask,
+    TaskExpired,
+    TaskNotFound,
+)
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -521,3 +528,44 @@ async def test_a_creation_cancelled_once_stored_still_gets_its_worker(
     await runner.cancel("s", stored_ids[0])
     await wait_all_tasks_blocked()
     assert record == ["cancelled"]
+
+
+@attrs.define(eq=False, repr=False)
+class SlowCreationStore(MemoryStore):
+    """The memory store, whose ``create`` waits for ``gate``: a creation still
+    in flight, as it is on a store reached through a thread or a network."""
+
+    gate: trio.Event = attrs.field(factory=trio.Event)
+
+    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+        await self.gate.wait()
+        await super().create(stored, capacity, now_ms)
+
+
+async def test_a_renewal_during_a_creation_leaves_its_worker_running(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (leases with fencing): a lease renewal that runs while a
+    creation is still being stored does not count the new task's lease lost, so
+    its worker runs once it is stored (it was stopped before its first step)."""
+    store = SlowCreationStore()
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=3000)
+    record: list[str] = []
+    began = trio.Event()
+    created: list[Task] = []
+
+    async def create() -> None:
+        job = gated(trio.Event(), record, running=began)
+        created.append(await runner.start("s", job, creator()))
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        nursery.start_soon(create)
+        await trio.sleep(2)  # renewals run every second, the creation in flight
+        store.gate.set()
+        with trio.fail_after(5):
+            await began.wait()
+        await trio.sleep(2)
+        assert (await runner.get("s", created[0].task_id)).status is Status.WORKING
+        assert record == []
+        nursery.cancel_scope.cancel()
