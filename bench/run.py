@@ -361,6 +361,7 @@ async def main_async(settings: Settings) -> int:
     print(auth.table(auth_report), flush=True)
     print("tasks (presa, sqlite store) ...", file=sys.stderr, flush=True)
     sqlite_report = await tasks.run(quick=settings.quick, store="sqlite")
+    print()
     print(tasks.table(sqlite_report))
     print("\nThe targets above apply to the memory store; the SQLite figures are reported.")
     print("tasks across two processes on PostgreSQL ...", file=sys.stderr, flush=True)
