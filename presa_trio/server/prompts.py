@@ -48,11 +48,11 @@ async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]
     for argument in registered.prompt.arguments or ():
         if argument.required and argument.name not in arguments:
             raise InvalidParams(f"Missing required argument: {argument.name}")
-    binding = rounds.binding_for("prompts/get", name, arguments)
-    rounds.open_round(ctx, params, binding)
+    target = rounds.RoundTarget("prompts/get", name, arguments)
+    rounds.open_round(ctx, params, target)
     output = await registered.handler(ctx, arguments)
     if isinstance(output, InputRequired):
-        return rounds.close_round(ctx, output, binding)
+        return rounds.close_round(ctx, output, target)
     if isinstance(output, list):
         output = models.GetPromptResult(output)
     result: dict[str, Any] = to_wire(output)

@@ -57,10 +57,10 @@ async def read_resource(
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("resources/read needs a string 'uri'")
-    binding = rounds.binding_for("resources/read", uri, None)
+    target = rounds.RoundTarget("resources/read", uri, None)
     registered = server.resources.get(uri)
     if registered is not None:
-        rounds.open_round(ctx, params, binding)
+        rounds.open_round(ctx, params, target)
         output = await registered.handler(ctx)
         mime_type = registered.resource.mime_type
     else:
@@ -68,10 +68,10 @@ async def read_resource(
         if found is None:
             raise not_found(uri)
         template, variables = found
-        rounds.open_round(ctx, params, binding)
+        rounds.open_round(ctx, params, target)
         output = await template.handler(ctx, variables)
         mime_type = template.template.mime_type
     if isinstance(output, InputRequired):
-        return rounds.close_round(ctx, output, binding)
+        return rounds.close_round(ctx, output, target)
     contents = as_contents(uri, mime_type, output)
     return {"contents": to_wire(contents), **server.cache.to_wire()}

@@ -25,26 +25,34 @@ from presa_trio.wire.mrtr import InputRequired, parse_input_responses
 from presa_trio.wire.request_state import Binding, canonical_digest
 
 
-def binding_for(method: str, target: str, arguments: Any) -> Binding:
-    """What a ``requestState`` is bound to: method, target and argument digest."""
-    return Binding(method, target, canonical_digest(arguments))
+@attrs.frozen
+class RoundTarget:
+    """What a round's ``requestState`` is bound to: method, target, arguments, caller.
+
+    The binding (with the arguments' canonical digest) is computed only when
+    a token is opened or a state sealed: most requests do neither, and the
+    digest is a canonical JSON encoding and a hash of the arguments.
+    """
+
+    method: str
+    target: str
+    arguments: Any
+
+    def binding(self, ctx: RequestContext) -> Binding:
+        """The binding for this request's caller, so one principal's state is refused to another."""
+        digest = canonical_digest(self.arguments)
+        return Binding(self.method, self.target, digest, access_scope(ctx.principal))
 
 
-def bound_to_caller(ctx: RequestContext, binding: Binding) -> Binding:
-    """``binding`` plus the caller, so one principal's state is refused to another."""
-    return attrs.evolve(binding, principal=access_scope(ctx.principal))
-
-
-def open_round(ctx: RequestContext, params: dict[str, Any], binding: Binding) -> None:
+def open_round(ctx: RequestContext, params: dict[str, Any], target: RoundTarget) -> None:
     """Load this round's input responses and verified state onto ``ctx``."""
     ctx.input_responses = parse_input_responses(params)
     token = params.get("requestState")
     if token is not None:
-        binding = bound_to_caller(ctx, binding)
-        ctx.state = ctx.server.sealer.open(token, binding, ctx.server.clock())
+        ctx.state = ctx.server.sealer.open(token, target.binding(ctx), ctx.server.clock())
 
 
-def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) -> dict[str, Any]:
+def close_round(ctx: RequestContext, needed: InputRequired, target: RoundTarget) -> dict[str, Any]:
     """The wire ``InputRequiredResult`` for ``needed``.
 
     Spec: mrtr §Server Requirements (Basic Workflow) 7 — an input request for
@@ -58,6 +66,6 @@ def close_round(ctx: RequestContext, needed: InputRequired, binding: Binding) ->
     if needed.requests:
         result["inputRequests"] = {key: r.to_wire() for key, r in needed.requests.items()}
     if needed.state is not None:
-        binding = bound_to_caller(ctx, binding)
+        binding = target.binding(ctx)
         result["requestState"] = ctx.server.sealer.seal(needed.state, binding, ctx.server.clock())
     return result

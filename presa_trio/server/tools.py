@@ -267,10 +267,10 @@ async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any])
     if refused is not None:
         answer: dict[str, Any] = to_wire(refused)
         return answer
-    binding = rounds.binding_for("tools/call", name, arguments)
-    rounds.open_round(ctx, params, binding)
+    target = rounds.RoundTarget("tools/call", name, arguments)
+    rounds.open_round(ctx, params, target)
     outcome = await invoke_tool(server, ctx, name, arguments)
     if isinstance(outcome, InputRequired):
-        return rounds.close_round(ctx, outcome, binding)
+        return rounds.close_round(ctx, outcome, target)
     result: dict[str, Any] = to_wire(outcome)
     return result

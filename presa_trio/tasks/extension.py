@@ -315,7 +315,7 @@ class TasksExtension(Extension):
         if refused is not None:
             result: dict[str, Any] = to_wire(refused)
             return result
-        rounds.open_round(ctx, params, rounds.binding_for("tools/call", name, arguments))
+        rounds.open_round(ctx, params, rounds.RoundTarget("tools/call", name, arguments))
         self.runner.limits.check_input(arguments)
         # The registry's name and the shared declaration, not this request's
         # decoded copies: the work is kept as long as the task.

@@ -531,7 +531,7 @@ async def test_only_the_three_mrtr_methods_may_answer_input_required() -> None:
                 server: Server, ctx: RequestContext, params: dict[str, Any]
             ) -> dict[str, Any]:
                 needed = InputRequired({"roots": ListRoots()})
-                return rounds.close_round(ctx, needed, rounds.binding_for(ctx.method, "", None))
+                return rounds.close_round(ctx, needed, rounds.RoundTarget(ctx.method, "", None))
 
             return [Method("example/ask", ask)]
 
