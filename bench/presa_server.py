@@ -47,6 +47,7 @@ from typing import Any
 
 import trio
 
+from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.serving import serve_http
 from presa_trio.server import RequestContext, Server
@@ -142,6 +143,7 @@ async def serve(store_url: str, port: int, stats_port: int) -> None:
             add_probes(server)
         else:
             print("tasks extension not available; serving without it", file=sys.stderr)
+        settle_for_serving()
         listeners = await trio.open_tcp_listeners(stats_port, host="127.0.0.1")
         nursery.start_soon(trio.serve_listeners, answer, listeners)
         await serve_http(server, host="127.0.0.1", port=port)

@@ -27,6 +27,7 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
+from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
@@ -322,6 +323,7 @@ def run(argv: Sequence[str] | None) -> None:
         return
     logs.configure(args.log_level, args.log_format)
     server = chosen_server(args.target, state_sealer(args.state_key))
+    settle_for_serving()
     if args.command == "stdio":
         trio.run(on_store, args, server, serve_stdio)
         return
