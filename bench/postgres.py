@@ -14,6 +14,14 @@ this client share the cores with them.
   counts until they are done (:func:`settle`), and the reactions below are
   measured only then, on idle processes: each figure is the path itself,
   not the queue a burst left behind.
+- **Each process alone:** then A receives as many creations while B is
+  idle, and then B while A is idle. Two presa processes, PostgreSQL and
+  this client share two cores, so the rate with both at once is bounded by
+  the machine (two cores' CPU seconds per second divided by the CPU all of
+  them spend per creation); the rate alone shows what one process does
+  when it is not competing for a core. The table prints that arithmetic
+  beside the measured rates: where the CPU per creation goes, and the rate
+  two cores allow at that cost.
 - **Cancel on B → worker on A stopped:** tasks of the ``bench_sleep`` probe
   are created on A; each is cancelled through B, one at a time; the figure
   is the moment A's worker was stopped (the probe's record) minus the moment
@@ -65,6 +73,39 @@ FULL = CrossSizes(creations=2000, cancels=200, updates=200)
 QUICK = CrossSizes(creations=400, cancels=40, updates=40)
 
 
+#: The cores the bench's processes share (PostgreSQL, A, B and this client).
+CORES = 2
+
+
+@attrs.frozen
+class Phase:
+    """One burst of creations: on A and B at once, or on one while the other is idle."""
+
+    # Per process that received creations: how many, and the seconds they took.
+    creations: int
+    seconds: Sequence[float]
+    # CPU seconds per creation until the processes were idle again: each
+    # presa process that created (per its own creations), PostgreSQL's
+    # processes and this load client (per creation of the burst).
+    presa_cpu: Sequence[float]
+    database_cpu: float
+    client_cpu: float
+
+    @property
+    def rates(self) -> list[float]:
+        return [self.creations / seconds for seconds in self.seconds]
+
+    @property
+    def overall_rate(self) -> float:
+        """Every process's creations over the burst's wall time (until the last answer)."""
+        return self.creations * len(self.seconds) / max(self.seconds)
+
+    @property
+    def total_cpu(self) -> float:
+        """CPU seconds the machine spent per creation, every process counted."""
+        return sum(self.presa_cpu) / len(self.presa_cpu) + self.database_cpu + self.client_cpu
+
+
 @attrs.frozen
 class CrossFigures:
     # Per process, A then B: creations and the seconds they took.
@@ -72,6 +113,10 @@ class CrossFigures:
     seconds: tuple[float, float]
     # CPU seconds per creation while both created: A, B, and PostgreSQL's processes.
     cpu_per_creation: tuple[float, float, float]
+    # The same burst, every process counted (the load client too).
+    both: Phase
+    # A alone (B idle), then B alone (A idle).
+    alone: tuple[Phase, Phase]
     cancel_to_stopped: Sequence[float]
     update_to_woken: Sequence[float]
     rss: tuple[int, int]
@@ -154,20 +199,41 @@ async def settle(processes: Sequence[psutil.Process]) -> None:
         before = now
 
 
+async def creation_burst(
+    creating: Sequence[TaskBench], idle: Sequence[TaskBench], database: psutil.Process, count: int
+) -> Phase:
+    """``count`` creations on each of ``creating`` at once; CPU counted until all are idle."""
+    client = psutil.Process()
+    everyone = [bench.served.handle for bench in (*creating, *idle)] + [database]
+
+    def clocks() -> list[float]:
+        return [
+            *(bench.served.cpu_seconds() for bench in creating),
+            cpu_seconds(database),
+            sum(client.cpu_times()[:2]),  # its own: A, B and PostgreSQL are its children
+        ]
+
+    before = clocks()
+    seconds = await asyncio.gather(*(timed_creations(bench, count) for bench in creating))
+    await settle(everyone)
+    spent = [after - then for then, after in zip(before, clocks(), strict=True)]
+    burst = count * len(creating)
+    return Phase(
+        count,
+        seconds,
+        [presa / count for presa in spent[: len(creating)]],
+        spent[-2] / burst,
+        spent[-1] / burst,
+    )
+
+
 async def measure(
     a: TaskBench, b: TaskBench, database: psutil.Process, sizes: CrossSizes
 ) -> CrossFigures:
-    cpu_before = (a.served.cpu_seconds(), b.served.cpu_seconds(), cpu_seconds(database))
-    seconds = await asyncio.gather(
-        timed_creations(a, sizes.creations), timed_creations(b, sizes.creations)
-    )
-    await settle([a.served.handle, b.served.handle, database])
-    cpu_after = (a.served.cpu_seconds(), b.served.cpu_seconds(), cpu_seconds(database))
-    spent = [after - before for before, after in zip(cpu_before, cpu_after, strict=True)]
-    per_creation = (
-        spent[0] / sizes.creations,
-        spent[1] / sizes.creations,
-        spent[2] / (2 * sizes.creations),
+    both = await creation_burst([a, b], [], database, sizes.creations)
+    alone = (
+        await creation_burst([a], [b], database, sizes.creations),
+        await creation_burst([b], [a], database, sizes.creations),
     )
 
     sleeping = await create_on(a, "bench_sleep", sizes.cancels)
@@ -192,8 +258,10 @@ async def measure(
     )
     return CrossFigures(
         (sizes.creations, sizes.creations),
-        (seconds[0], seconds[1]),
-        per_creation,
+        (both.seconds[0], both.seconds[1]),
+        (both.presa_cpu[0], both.presa_cpu[1], both.database_cpu),
+        both,
+        alone,
         cancel,
         update,
         (a.served.rss(), b.served.rss()),
@@ -238,6 +306,7 @@ def table(report: CrossReport) -> str:
         return f"Tasks across processes: {report.reason}."
 
     rate_a, rate_b = figures.rates
+    alone_a, alone_b = figures.alone
     rows = [
         (
             f"task creations per process (both at once, c={CONCURRENCY} each)",
@@ -247,6 +316,14 @@ def table(report: CrossReport) -> str:
             "CPU per creation: A, B, PostgreSQL",
             " / ".join(f"{seconds * 1000:.2f} ms" for seconds in figures.cpu_per_creation),
         ),
+        ("both at once: " + cpu_line(figures.both), arithmetic(figures.both)),
+        (
+            f"task creations on one process, the other idle (c={CONCURRENCY})",
+            f"A alone {alone_a.rates[0]:,.0f} /s, B alone {alone_b.rates[0]:,.0f} /s"
+            f" over {alone_a.creations:,} each",
+        ),
+        ("A alone: " + cpu_line(alone_a), arithmetic(alone_a)),
+        ("B alone: " + cpu_line(alone_b), arithmetic(alone_b)),
         (
             "`tasks/cancel` on B → worker on A stopped, p50 / p99",
             f"{ms(figures.cancel_to_stopped, 0.5)} / {ms(figures.cancel_to_stopped, 0.99)} ms",
@@ -263,3 +340,25 @@ def table(report: CrossReport) -> str:
     lines = ["| two processes, one PostgreSQL | measured |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in rows]
     return "\n".join(lines)
+
+
+def cpu_line(phase: Phase) -> str:
+    """Where a creation's CPU went: each creating presa, PostgreSQL, the load client."""
+    presa = " + ".join(f"{seconds * 1000:.2f}" for seconds in phase.presa_cpu)
+    average = "" if len(phase.presa_cpu) == 1 else f" (mean of {presa})"
+    mean = sum(phase.presa_cpu) / len(phase.presa_cpu)
+    return (
+        f"CPU per creation: presa {mean * 1000:.2f}{average} + PostgreSQL"
+        f" {phase.database_cpu * 1000:.2f} + client {phase.client_cpu * 1000:.2f}"
+        f" = {phase.total_cpu * 1000:.2f} ms"
+    )
+
+
+def arithmetic(phase: Phase) -> str:
+    """The rate ``CORES`` cores allow at the measured CPU per creation, beside the rate seen."""
+    ceiling = CORES / phase.total_cpu
+    seen = phase.overall_rate
+    return (
+        f"{CORES} cores / {phase.total_cpu * 1000:.2f} ms = {ceiling:,.0f} creations/s at most;"
+        f" measured {seen:,.0f}/s in all ({seen / ceiling:.0%} of that)"
+    )
