@@ -17,7 +17,10 @@ How each rule of the store contract is kept:
 - **Capacity is checked in the creating transaction.** One statement,
   ``SELECT presa_create_task(…)`` (a function of the schema), takes one
   advisory lock (``pg_advisory_xact_lock``), counts the live tasks of the
-  scope and overall, and inserts only if under every limit; the lock is
+  scope and overall (from counters and a partial index, so the count does
+  not grow with the tasks kept for their TTL: see
+  :mod:`~presa_trio.tasks.postgres_schema`), and inserts only if under
+  every limit; the lock is
   held until commit, so no two creations, in any process, count the same
   free slot. presa chooses the lock over SERIALIZABLE (which would make
   every creation ready to retry on serialization failures) and over a

@@ -15,6 +15,25 @@ its lease; a record too large for a notification (PostgreSQL's limit is
 renewals and releases touch neither ``revision`` nor ``lease_generation``
 and are not announced: nothing a listener reacts to has changed.
 
+Capacity (SEP-2663 §Resource Management; presa refuses, never evicts) is
+checked in the creating transaction, and what it counts must not grow with
+the table, or every creation would pay for every task still kept for its
+TTL. So each count is read where it is small:
+
+- **stored** tasks are counted by triggers into ``presa_counts`` (one row
+  per scope and one overall), on every insert and delete, and the creation
+  subtracts the rows already past their TTL that the reaper has not yet
+  deleted (found through the expiry index: few, as the reaper runs every
+  few seconds);
+- **active** (non-terminal) tasks are counted through a partial index over
+  them alone (``WHERE NOT terminal``), which also serves the claims of
+  expired leases.
+
+The counters change only with inserts and deletes, never with a status
+change, so completions never queue behind creations on a counter row; and
+every change of a counter, like every creation, holds the creation lock
+first, so two expiries and a creation cannot deadlock on the rows.
+
 The schema is created on first use, under an advisory lock so processes
 starting together create it once, and its version is kept in
 ``presa_meta`` (key ``schema_version``), as in the SQLite store. A
@@ -32,7 +51,7 @@ import psycopg
 from presa_trio.tasks.record import from_record
 from presa_trio.tasks.store import Lease, StoredTask
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The LISTEN/NOTIFY channel every task change is announced on.
 CHANNEL = "presa_tasks"
@@ -60,7 +79,44 @@ CREATE TABLE presa_tasks (
 );
 CREATE INDEX presa_tasks_scope ON presa_tasks (scope);
 CREATE INDEX presa_tasks_expiry ON presa_tasks (expires_ms) WHERE expires_ms IS NOT NULL;
-CREATE INDEX presa_tasks_leases ON presa_tasks (lease_expires_ms) WHERE NOT terminal;
+CREATE INDEX presa_tasks_active ON presa_tasks (scope) WHERE NOT terminal;
+
+-- How many tasks are stored, per scope (overall false) and in all (overall
+-- true, scope ''), expired ones not yet deleted included.
+CREATE TABLE presa_counts (
+    overall boolean NOT NULL,
+    scope   text NOT NULL,
+    stored  bigint NOT NULL,
+    PRIMARY KEY (overall, scope)
+);
+
+CREATE FUNCTION presa_count_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM changed) THEN
+        RETURN NULL;  -- the reaper found nothing: no lock, no write
+    END IF;
+    PERFORM pg_advisory_xact_lock({LOCKS}, {CREATE_LOCK});
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO presa_counts AS c
+            SELECT false, scope, count(*) FROM changed GROUP BY scope
+            UNION ALL SELECT true, '', count(*) FROM changed
+        ON CONFLICT (overall, scope) DO UPDATE SET stored = c.stored + excluded.stored;
+    ELSE
+        UPDATE presa_counts AS c SET stored = c.stored - gone.n
+          FROM (SELECT false AS overall, scope, count(*) AS n FROM changed GROUP BY scope
+                UNION ALL SELECT true, '', count(*) FROM changed) AS gone
+         WHERE c.overall = gone.overall AND c.scope = gone.scope;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER presa_tasks_count_inserted AFTER INSERT ON presa_tasks
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION presa_count_stored();
+CREATE TRIGGER presa_tasks_count_deleted AFTER DELETE ON presa_tasks
+    REFERENCING OLD TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION presa_count_stored();
 
 CREATE FUNCTION presa_announce() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -92,20 +148,38 @@ CREATE TRIGGER presa_tasks_announce
 -- stored) that refused it, for the caller to name the limit. The lock is
 -- taken first, and each later statement of a VOLATILE function reads a new
 -- snapshot, so the counts include every creation committed before the lock.
+-- Stored: the counters, less the expired rows; active: the partial index,
+-- read by a plain index scan, whatever the planner's statistics say (a
+-- table not analysed yet looks full of active rows). A task that finished
+-- leaves a dead entry in that index until a vacuum; a plain index scan marks
+-- the entries it finds dead, so the next creation skips them, where a
+-- bitmap or sequential scan would read every finished task again.
 CREATE FUNCTION presa_create_task(
     task presa_tasks, now_ms bigint,
     max_active_per_scope bigint, max_stored_per_scope bigint,
     max_active bigint, max_stored bigint
-) RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS bigint[] LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 DECLARE
     counts bigint[];
 BEGIN
     PERFORM pg_advisory_xact_lock({LOCKS}, {CREATE_LOCK});
-    SELECT ARRAY[count(*) FILTER (WHERE NOT t.terminal AND t.scope = task.scope),
-                 count(*) FILTER (WHERE t.scope = task.scope),
-                 count(*) FILTER (WHERE NOT t.terminal), count(*)]
+    SELECT ARRAY[active.in_scope,
+                 coalesce(stored.in_scope, 0) - expired.in_scope,
+                 active.overall,
+                 coalesce(stored.overall, 0) - expired.overall]
       INTO counts
-      FROM presa_tasks AS t WHERE t.expires_ms IS NULL OR t.expires_ms > now_ms;
+      FROM (SELECT max(c.stored) FILTER (WHERE NOT c.overall) AS in_scope,
+                   max(c.stored) FILTER (WHERE c.overall) AS overall
+              FROM presa_counts AS c
+             WHERE (c.overall, c.scope) IN ((false, task.scope), (true, ''))) AS stored,
+           (SELECT count(*) FILTER (WHERE t.scope = task.scope) AS in_scope,
+                   count(*) AS overall
+              FROM presa_tasks AS t WHERE t.expires_ms <= now_ms) AS expired,
+           (SELECT count(*) FILTER (WHERE t.scope = task.scope) AS in_scope,
+                   count(*) AS overall
+              FROM presa_tasks AS t
+             WHERE NOT t.terminal AND (t.expires_ms IS NULL OR t.expires_ms > now_ms)) AS active;
     IF counts[1] >= max_active_per_scope OR counts[2] >= max_stored_per_scope
        OR counts[3] >= max_active OR counts[4] >= max_stored THEN
         RETURN counts;

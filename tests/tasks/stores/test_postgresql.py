@@ -91,6 +91,67 @@ async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
     assert refused == ["max_active_tasks"] * 30
 
 
+async def test_a_deleted_task_frees_its_room_before_its_ttl_would(postgres_url: str) -> None:
+    """presa-defined (bounded stores; spec-notes §45): once one process's reaper
+    deleted expired tasks, another's creation counts them no longer, even at a
+    moment before their TTL (the stored count follows deletions, not the clock)."""
+    full = Capacity(max_stored=2)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        await a.create(stored("short-1", ttl_ms=10), ROOMY, T0)
+        await a.create(stored("short-2", ttl_ms=10, scope="bob"), ROOMY, T0)
+        with pytest.raises(CapacityExceeded):
+            await a.create(stored("new"), full, T0 + 5)
+        assert sorted(await b.expire(T0 + 10)) == ["short-1", "short-2"]
+        await a.create(stored("new-1"), full, T0 + 5)
+        await b.create(stored("new-2"), full, T0 + 5)
+        with pytest.raises(CapacityExceeded):
+            await a.create(stored("new-3"), full, T0 + 5)
+
+
+async def test_a_finished_task_frees_its_active_slot_every_time(postgres_url: str) -> None:
+    """presa-defined (bounded stores): with room for one active task, finishing
+    it lets the next be created, twenty times over; an unfinished one refuses."""
+    one = Capacity(max_active=1)
+    async with open_store(postgres_url) as store:
+        for number in range(20):
+            await store.create(stored(f"t{number}"), one, T0)
+            await store.compare_and_set("alice", model.cancel(new_task(f"t{number}"), T0), 0)
+        await store.create(stored("last"), one, T0)
+        with pytest.raises(CapacityExceeded) as refused:
+            await store.create(stored("over"), one, T0)
+    assert refused.value.limit == "max_active_tasks"
+
+
+async def test_expiries_racing_creations_keep_the_counts_exact(postgres_url: str) -> None:
+    """presa-defined (bounded stores, across processes): two processes reaping
+    while both create neither fail nor miscount; the per-scope and overall
+    counts the creations read equal the rows stored."""
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        for number in range(40):
+            await a.create(stored(f"short-{number}", ttl_ms=10, scope=f"s{number % 4}"), ROOMY, T0)
+
+        async def create(store: TaskStore, number: int) -> None:
+            await store.create(stored(f"t{number}", scope=f"s{number % 3}"), ROOMY, T0 + 20)
+
+        async with trio.open_nursery() as nursery:
+            for number in range(40):
+                nursery.start_soon(create, (a, b)[number % 2], number)
+                if number % 10 == 0:
+                    nursery.start_soon(a.expire, T0 + 20)
+                    nursery.start_soon(b.expire, T0 + 20)
+        await a.expire(T0 + 20)
+        assert (await a.counts()).stored == 40
+    with psycopg.connect(postgres_url) as connection:
+        rows = connection.execute(
+            "SELECT scope, count(*) FROM presa_tasks GROUP BY scope"
+            " UNION ALL SELECT '', count(*) FROM presa_tasks"
+        ).fetchall()
+        counted = connection.execute("SELECT scope, stored FROM presa_counts").fetchall()
+    # A scope whose every task was deleted keeps its row, at zero.
+    assert sorted(rows) == sorted((scope, n) for scope, n in counted if n)
+    assert {scope: n for scope, n in counted if scope == "s3"} == {"s3": 0}
+
+
 async def test_a_change_missed_while_the_listener_was_cut_off_is_delivered_after(
     postgres: Postgres, postgres_url: str
 ) -> None:
