@@ -31,18 +31,24 @@ House rules
    answered or not, and a request for any of them is illegal (T-37–T-39).
    A key is outstanding (``input_requests``), answered (``inbox``) or
    withdrawn (``withdrawn``), and ``issued`` is their union, so a parked
-   task does not keep a set of the keys it already holds twice; a task
-   that ends moves every key it issued to ``withdrawn``.
+   task does not keep a set of the keys it already holds twice.
 6. Answers are kept. ``inbox`` holds every answer ``tasks/update`` delivered
    while the task runs, so a worker run again after its process stopped gets
    them back instead of asking the client twice.
 7. A worker's own status message (:func:`report`) describes the status it
    was written in: it is a move that keeps the status, and every status
    change drops it, back to presa's fixed text for the new status.
+8. A task that ends keeps only what a ``tasks/get`` of it shows (its
+   status, times, and result or error; SEP-2663 §Task Polling (Response)):
+   its requests, answers and keys are dropped. Nothing can be asked of it
+   or answered any more (rule 2), and it is stored until its TTL elapses,
+   thousands of them at a time.
 
 Time is passed in, never read: ``now_ms`` is wall-clock milliseconds since
 the epoch. It stamps ``createdAt``/``lastUpdatedAt`` and fixes the expiry, and
-it means the same in every process and after a restart.
+it means the same in every process and after a restart. Tasks stamped in
+the same millisecond share one ``int`` for it (:func:`moment`), since a
+stored task keeps its stamps as long as it lives.
 
 Spec: SEP-2663 §Tasks, §Task Status, §Task Polling (Response), §Task Update
 Requests.
@@ -169,6 +175,16 @@ def iso_stamp(epoch_ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@functools.lru_cache(maxsize=64)
+def moment(epoch_ms: int) -> int:
+    """``epoch_ms`` as the one ``int`` object kept for that millisecond.
+
+    Under load, many tasks are created or changed in the same millisecond;
+    each would otherwise keep an ``int`` of its own for it until its TTL.
+    """
+    return epoch_ms
+
+
 @attrs.frozen
 class Task:
     """One task as the server knows it; :meth:`to_wire` is what clients see."""
@@ -189,7 +205,7 @@ class Task:
     input_requests: Mapping[str, Request] = NOTHING
     # Input keys issued and withdrawn, neither outstanding nor answered (rule 5).
     withdrawn: frozenset[str] = NO_KEYS
-    # Answers received by key (rule 6); emptied when the task ends.
+    # Answers received by key (rule 6). All three are emptied when the task ends (rule 8).
     inbox: Mapping[str, JSONObject] = NOTHING
     # The request's final result (completed) or JSON-RPC error (failed); else None.
     result: JSONObject | None = None
@@ -272,22 +288,23 @@ def create(task_id: str, *, now_ms: int, ttl_ms: int | None, poll_interval_ms: i
     """A new task, ``working``: the seed a ``CreateTaskResult`` carries (T-22)."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise ValueError("ttlMs must be positive, or None for unlimited")
+    now_ms = moment(now_ms)
     return Task(task_id, Status.WORKING, now_ms, now_ms, ttl_ms, poll_interval_ms)
 
 
 def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
-    """Apply one event: rule 2 (absorb), then the table (rule 3), then rule 1."""
+    """Apply one event: rule 2 (absorb), then the table (rule 3), then rules 8 and 1."""
     if task.terminal:
         return task
     target = TRANSITIONS[task.status].get(event)
     if target is None:
         raise IllegalTransition(f"{event.value} is not allowed when {task.status.value}")
     if target in TERMINAL:
-        changes.update(input_requests=NOTHING, inbox=NOTHING, withdrawn=task.issued)
+        changes.update(input_requests=NOTHING, inbox=NOTHING, withdrawn=NO_KEYS)
     if target is not task.status:
         changes.setdefault("message", None)
     return attrs.evolve(
-        task, status=target, updated_ms=now_ms, revision=task.revision + 1, **changes
+        task, status=target, updated_ms=moment(now_ms), revision=task.revision + 1, **changes
     )
 
 

@@ -779,7 +779,12 @@ class TaskRunner:
         lease = stored.lease
         if stored.task.status is Status.CANCELLED:
             worker.stop("tasks/cancel")
-        elif lease is None or lease.owner != self.owner:
+        elif lease is None:
+            # A finished task's lease may be gone with it (store rule 4): its
+            # worker has just written the outcome. Any other has lost it.
+            if not stored.task.terminal:
+                worker.stop("lease lost")
+        elif lease.owner != self.owner:
             worker.stop("lease lost")
         elif lease.generation > worker.generation:
             # This process claimed its own lapsed lease (it was too slow to

@@ -30,7 +30,9 @@ each on every store):
    generation, expiry in epoch ms) and renews it; an expired lease on a
    task that is not terminal is claimed by :meth:`TaskStore.claim_expired`,
    which bumps the generation. Leases change without the task changing, so
-   they never move ``revision``.
+   they never move ``revision``. A terminal task is never claimed or run
+   again, so a store may let go of its lease and its :class:`Work` once it
+   ends; it reads back with ``None`` for them.
 5. **Time is wall-clock epoch milliseconds**, passed in by the caller, so a
    deadline means the same after a restart and in another process.
 6. **Changes are announced.** :meth:`TaskStore.watch` delivers every
@@ -313,6 +315,10 @@ def check_read(stored: StoredTask | None, scope: str, now_ms: int) -> StoredTask
 class MemoryStore(LocalAnnouncer):
     """The default store: a dict in this process. Lost on restart, by design.
 
+    A task that ends is kept without its work description and lease (rule
+    4): it stays until its TTL elapses, thousands of them in memory at once,
+    and needs neither to answer ``tasks/get``.
+
     Like every service object here (server, dispatcher, runner), it keeps
     ``object``'s short repr: Trio names tasks and cancel reasons with reprs,
     and a repr walking every stored task made each new task cost time in
@@ -369,9 +375,13 @@ class MemoryStore(LocalAnnouncer):
     ) -> None:
         stored = self._entry(scope, task.task_id)
         check_write(stored, expected_revision, fence)
-        if task.terminal and not stored.task.terminal:
-            self._active[scope] -= 1
-        self._put(StoredTask(scope, task, stored.work, stored.lease))
+        if not task.terminal:
+            self._put(StoredTask(scope, task, stored.work, stored.lease))
+        else:
+            if not stored.task.terminal:
+                self._active[scope] -= 1
+            # Ended: its work and lease are let go of (rule 4).
+            self._put(StoredTask(scope, task))
 
     async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
         lost = set()

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from presa_trio.tasks import model
-from presa_trio.tasks.store import Capacity, Counts, Lease, MemoryStore, StoredTask
+from presa_trio.tasks.store import Capacity, Counts, Lease, MemoryStore, StoredTask, Work
 
 T0 = 1_800_000_000_000
 
@@ -66,3 +66,28 @@ def test_the_counts_always_agree_with_the_stored_tasks(
         kept = [e for e in store.entries.values() if owner is None or e.scope == owner]
         active = sum(1 for e in kept if not e.task.terminal)
         assert trio.run(store.counts, owner) == Counts(active, len(kept))
+
+
+async def test_a_task_that_ends_keeps_only_what_tasks_get_shows() -> None:
+    """presa-defined (store rule 4, model rule 8; SEP-2663 §Task Polling (Response)):
+    a cancelled task stays until its TTL, holding neither its work, its lease nor its
+    input keys, and still reads ``cancelled`` with its times."""
+    store = MemoryStore()
+    seed = model.create("t-1", now_ms=T0, ttl_ms=60_000, poll_interval_ms=100)
+    work = Work("confirm_delete", {"filename": "a.txt"}, "2026-07-28", {})
+    await store.create(StoredTask("alice", seed, work, Lease("p1", 1, T0 + 1)), Capacity(), T0)
+    parked = model.request_input(seed, {"k": {"method": "roots/list"}}, T0 + 1)
+    await store.compare_and_set("alice", parked, 0, fence=1)
+    await store.compare_and_set("alice", model.cancel(parked, T0 + 2), 1)
+    read = await store.get("alice", "t-1", T0 + 3)
+    assert (read.work, read.lease, read.task.issued) == (None, None, frozenset())
+    assert read.task.detailed() == {
+        "taskId": "t-1",
+        "status": "cancelled",
+        "createdAt": model.iso_stamp(T0),
+        "lastUpdatedAt": model.iso_stamp(T0 + 2),
+        "ttlMs": 60_000,
+        "pollIntervalMs": 100,
+        "statusMessage": "The task was cancelled",
+    }
+    assert await store.counts("alice") == Counts(active=0, stored=1)
