@@ -80,17 +80,20 @@ def scope_for(token: str | None) -> dict[str, Any]:
 
 async def one_call(app: McpApp, scope: dict[str, Any], payload: bytes) -> None:
     statuses: list[int] = []
+    complete = trio.Event()
 
     async def receive() -> dict[str, Any]:
         if not statuses:
             statuses.append(0)
             return {"type": "http.request", "body": payload, "more_body": False}
-        await trio.sleep_forever()
-        raise AssertionError("unreachable")
+        await complete.wait()  # as hypercorn: the end of the response ends the stream
+        return {"type": "http.disconnect"}
 
     async def send(event: dict[str, Any]) -> None:
         if event["type"] == "http.response.start":
             statuses.append(event["status"])
+        elif not event.get("more_body", False):
+            complete.set()
 
     await app.http(scope, receive, send)  # type: ignore[arg-type]
     if statuses[-1] != 200:
@@ -122,9 +125,8 @@ async def measure(requests: int) -> AuthReport:
     guarded = McpApp.for_server(build_server(), auth=ResourceGuard(RESOURCE, verifier))
     async with trio.open_nursery() as nursery:
         for app in (plain, guarded):
-            await nursery.start(app.dispatcher.run)
+            await nursery.start(app.run)
         assert guarded.auth is not None
-        await nursery.start(guarded.auth.run)
         http = guarded.auth._http
         assert http is not None
         plain_us, with_jwt_us, verify_us, first_use_us = await cpu_us(

@@ -443,9 +443,7 @@ class McpClient:
 async def running(app: McpApp) -> AsyncIterator[McpClient]:
     """Run the app's lifespan (its server-lifetime nursery) around a client."""
     async with trio.open_nursery() as nursery:
-        await nursery.start(app.dispatcher.run)
-        if app.auth is not None:
-            await nursery.start(app.auth.run)
+        await nursery.start(app.run)
         yield McpClient(app)
         nursery.cancel_scope.cancel()
 

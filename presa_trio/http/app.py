@@ -14,7 +14,8 @@ the endpoint (2026-07-28 basic/authorization §Access Token Usage, §Error
 Handling).
 
 The ASGI lifespan opens the server-lifetime nursery in which extensions run
-(the Tasks extension keeps its workers there).
+(the Tasks extension keeps its workers there), and each exchange's
+disconnect watcher.
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages, §Receiving
 Messages; basic/index §Error Codes.
@@ -68,6 +69,8 @@ class McpApp:
     # The authorization rung; ``None`` (the default) serves every caller.
     auth: ResourceGuard | None = None
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    # The server-lifetime nursery while :meth:`run` runs; requests need it.
+    lifetime: trio.Nursery | None = attrs.field(default=None, init=False)
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -86,16 +89,30 @@ class McpApp:
     async def lifespan(
         self, scope: LifespanScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
-        """Run the server-lifetime nursery between startup and shutdown."""
+        """Run the server-lifetime nursery (:meth:`run`) between startup and shutdown."""
         await receive()  # lifespan.startup
         async with trio.open_nursery() as nursery:
-            await nursery.start(self.dispatcher.run)
-            if self.auth is not None:
-                await nursery.start(self.auth.run)
+            await nursery.start(self.run)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             nursery.cancel_scope.cancel(reason="server shutdown")
         await send({"type": "lifespan.shutdown.complete"})
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The server-lifetime nursery: extensions, the token verifier, disconnect watchers.
+
+        Started until cancelled; requests are served only while it runs.
+        """
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.dispatcher.run)
+            if self.auth is not None:
+                await nursery.start(self.auth.run)
+            self.lifetime = nursery
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self.lifetime = None
 
     # --- one request -------------------------------------------------------------
 
@@ -121,21 +138,20 @@ class McpApp:
         except Rejection as rejection:
             await self.reject(send, rejection, close=close)
             return
-        # One nursery, so one cancel scope, for the rest of the exchange: its
-        # deadline bounds the body (rung 6), then the disconnect watcher and
-        # the keep-alive run in it (:meth:`stream`). A cancel scope of its own
-        # for the body would cost as much again as this one.
-        async with trio.open_nursery() as nursery:
-            nursery.cancel_scope.deadline = trio.current_time() + self.read_timeout
+        # One cancel scope for the rest of the exchange: its deadline bounds
+        # the body (rung 6); then the client's disconnect cancels it
+        # (:func:`watch_disconnect`).
+        exchange = trio.CancelScope(deadline=trio.current_time() + self.read_timeout)
+        with exchange:
             try:
                 body = await self.read_body(headers, receive)
             except Rejection as rejection:
-                nursery.cancel_scope.deadline = math.inf
+                exchange.deadline = math.inf
                 await self.reject(send, rejection, close=close)
                 return
-            nursery.cancel_scope.deadline = math.inf
-            await self.answer(body, headers, receive, send, nursery, principal)
-        if nursery.cancel_scope.deadline != math.inf:
+            exchange.deadline = math.inf
+            await self.answer(body, headers, receive, send, exchange, principal)
+        if exchange.deadline != math.inf:
             # The body's deadline passed before the body was read: the scope
             # caught the cancel it delivered to ``read_body``.
             late = Rejection(408, "Request body not received in time")
@@ -201,7 +217,7 @@ class McpApp:
         headers: Headers,
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
-        nursery: trio.Nursery,
+        exchange: trio.CancelScope,
         principal: Principal | None = None,
     ) -> None:
         """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch.
@@ -232,7 +248,7 @@ class McpApp:
         elif isinstance(admitted, envelope.Notification):
             await send_json(send, 202, b"")
         else:
-            await self.stream(admitted.request, admitted.meta, receive, send, nursery, principal)
+            await self.stream(admitted.request, admitted.meta, receive, send, exchange, principal)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
@@ -259,32 +275,35 @@ class McpApp:
         meta: RequestMeta,
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
-        nursery: trio.Nursery,
+        exchange: trio.CancelScope,
         principal: Principal | None = None,
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
-        ``nursery`` is the exchange's (see :meth:`http`). Only the disconnect
-        watcher is a second task: a handler that sends nothing before its
-        result is answered with plain JSON and costs no channel and no writer
-        task (see :class:`~presa_trio.http.sse.ResponseWriter`).
+        ``exchange`` is the request's cancel scope (see :meth:`http`). The
+        disconnect watcher and, on an event stream, the keep-alive run in the
+        server-lifetime nursery: the watcher ends by itself when the server
+        reports the end of the stream, which it always does once the response
+        is complete or the app returns, and the keep-alive is cancelled when
+        the exchange ends. So the request never waits for a child task, and a
+        handler that sends nothing before its result is answered with plain
+        JSON at the cost of one extra task (see
+        :class:`~presa_trio.http.sse.ResponseWriter`).
         """
-        writer = ResponseWriter(send, nursery)
-        nursery.start_soon(watch_disconnect, receive, writer, nursery.cancel_scope)
+        if self.lifetime is None:
+            raise RuntimeError("the app serves requests only while its lifespan runs")
+        writer = ResponseWriter(send, self.lifetime)
+        self.lifetime.start_soon(watch_disconnect, receive, writer, exchange)
 
         async def notify(message: dict[str, Any]) -> None:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.
             await writer.notify(envelope.dumps(message))
 
-        data, status = await self.dispatcher.respond(request, meta, notify, principal)
-        await writer.finish(data, status)
-        if nursery.child_tasks:
-            # The watcher still waits, or the keep-alive runs. Most often the
-            # server has already reported the end of the exchange from inside
-            # the last ``send`` and the watcher has returned: then there is
-            # nothing to cancel, and the cancel (which formats the current
-            # task for its reason) is skipped.
-            nursery.cancel_scope.cancel(reason="response complete")
+        try:
+            data, status = await self.dispatcher.respond(request, meta, notify, principal)
+            await writer.finish(data, status)
+        finally:
+            writer.close()
 
 
 async def watch_disconnect(
@@ -293,12 +312,12 @@ async def watch_disconnect(
     """Cancel ``cancel_scope`` when the client goes away before its response is complete.
 
     hypercorn never cancels the app; it reports ``http.disconnect`` instead.
-    It also reports one when *it* ends the stream, from inside the app's last
-    ``send``, and that ``send`` goes on to close or recycle the connection
-    (``Connection: close``, ``keep_alive_max_requests``, the idle timer of an
-    HTTP/2 connection). Cancelling there would interrupt hypercorn halfway,
-    leaving the connection open with nobody to close it; so once the writer
-    is complete, the disconnect is the normal end and changes nothing.
+    It also reports one when *it* ends the stream: from inside the app's last
+    ``send``, or when the app returns. So this task always ends, a moment
+    after its exchange at the latest. Once the writer is complete, the
+    disconnect is the normal end and changes nothing (cancelling the exchange
+    from the last ``send`` would interrupt hypercorn halfway through closing
+    or recycling the connection).
     """
     while (await receive())["type"] != "http.disconnect":
         pass

@@ -81,7 +81,9 @@ class ResponseWriter:
     The first notification opens the event stream and starts the keep-alive
     in ``nursery``; :meth:`finish` writes the response, as the JSON body when
     nothing came before it, else as the stream's last event. A quiet handler
-    therefore costs no stream and no extra task.
+    therefore costs no stream and no keep-alive. :meth:`close` ends the
+    writer's part in the exchange, however it ended: nothing more is written
+    and the keep-alive stops.
 
     The state turns :attr:`~ResponseState.COMPLETE` *before* the last write
     is handed to the server: from then on the exchange is over for the app,
@@ -90,13 +92,15 @@ class ResponseWriter:
     """
 
     send: ASGISendCallable
-    # Where the keep-alive runs; the caller cancels it when the response is done.
+    # Where the keep-alive runs; :meth:`close` cancels it.
     nursery: trio.Nursery
     state: ResponseState = ResponseState.QUIET
     # Serializes stream writes: the handler's and the keep-alive's.
     lock: trio.Lock = attrs.field(factory=trio.Lock)
     # Trio time of the last write on the stream: the keep-alive measures silence from it.
     last_write: float = 0.0
+    # The keep-alive's scope, once the event stream is open.
+    keep_alive_scope: trio.CancelScope | None = None
 
     async def notify(self, data: bytes) -> None:
         """Send one message (compact JSON) as an event, opening the stream first if needed."""
@@ -111,7 +115,8 @@ class ResponseWriter:
                 }
             )
             self.last_write = trio.current_time()
-            self.nursery.start_soon(self.keep_alive)
+            self.keep_alive_scope = trio.CancelScope()
+            self.nursery.start_soon(self.keep_alive, self.keep_alive_scope)
         await self.write(sse_event(data), more_body=True)
 
     async def finish(self, data: bytes, status: int = 200) -> None:
@@ -132,9 +137,16 @@ class ResponseWriter:
             self.last_write = trio.current_time()
             await self.send({"type": "http.response.body", "body": body, "more_body": more_body})
 
-    async def keep_alive(self) -> None:
-        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence on the stream."""
-        while self.state is ResponseState.STREAMING:
-            await trio.sleep_until(self.last_write + PING_INTERVAL_S)
-            if trio.current_time() >= self.last_write + PING_INTERVAL_S:
-                await self.write(b": ping\r\n\r\n", more_body=True)
+    def close(self) -> None:
+        """The exchange is over: nothing more is written, and the keep-alive stops."""
+        self.state = ResponseState.COMPLETE
+        if self.keep_alive_scope is not None:
+            self.keep_alive_scope.cancel(reason="exchange over")
+
+    async def keep_alive(self, scope: trio.CancelScope) -> None:
+        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, until :meth:`close`."""
+        with scope:
+            while self.state is ResponseState.STREAMING:
+                await trio.sleep_until(self.last_write + PING_INTERVAL_S)
+                if trio.current_time() >= self.last_write + PING_INTERVAL_S:
+                    await self.write(b": ping\r\n\r\n", more_body=True)

@@ -109,3 +109,22 @@ async def test_requests_with_equal_ids_are_answered_independently(
         nursery.start_soon(ask, "chatty")
     assert len(answers) == 2
     assert all(a["content"][0]["text"] == "done" for a in answers)
+
+
+async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> None:
+    """presa-defined (http/app.py, http/sse.py): the disconnect watcher and the keep-alive
+    run in the server-lifetime nursery, yet end with their exchange, whether the response
+    completed or the client closed the stream halfway through it."""
+    app = McpApp.for_server(slow_server())
+    params = {"name": "chatty", "_meta": meta(progressToken="t")}
+    with trio.fail_after(3 * LONG):  # a keep-alive left behind pings forever
+        async with running(app) as client:
+            assert app.lifetime is not None
+            await trio.testing.wait_all_tasks_blocked()
+            resident = len(app.lifetime.child_tasks)
+            await client.post(request("tools/call", params), limit_s=LONG)
+            async with client.stream(request("tools/call", params)) as stream:
+                assert (await stream.next_message())["method"] == "notifications/progress"
+                assert len(app.lifetime.child_tasks) == resident + 2  # watcher, keep-alive
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(app.lifetime.child_tasks) == resident
