@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from presa_trio.tasks.sqlite import open_sqlite_store
 from presa_trio.tasks.store import MemoryStore, StoreUnavailable, TaskStore
 
 DEFAULT_STORE = "memory:"
@@ -34,6 +33,15 @@ async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
     if url.rstrip("/") not in {"memory:", "memory:/"}:
         raise StoreUnavailable(f"bad store URL {url!r}: use memory:")
     yield MemoryStore()
+
+
+@asynccontextmanager
+async def open_sqlite(url: str) -> AsyncIterator[TaskStore]:
+    """``sqlite:///PATH``: imported only here, so a server on ``memory:`` never loads sqlite3."""
+    from presa_trio.tasks.sqlite import open_sqlite_store
+
+    async with open_sqlite_store(url) as store:
+        yield store
 
 
 @asynccontextmanager
@@ -52,7 +60,7 @@ async def open_postgresql(url: str) -> AsyncIterator[TaskStore]:
 #: URL scheme -> opener. A new store adds its scheme here.
 OPENERS: dict[str, StoreOpener] = {
     "memory": open_memory_store,
-    "sqlite": open_sqlite_store,
+    "sqlite": open_sqlite,
     "postgresql": open_postgresql,
     "postgres": open_postgresql,
 }
