@@ -193,7 +193,7 @@ class ResourceGuard:
 
     def bearer_token(self, headers: Headers, query_string: bytes) -> str | None:
         """The token of the ``Authorization: Bearer`` header, ``None`` if there is none."""
-        if "access_token" in parse_qs(query_string.decode("latin-1")):
+        if query_string and "access_token" in parse_qs(query_string.decode("latin-1")):
             raise self.bad_request("Access tokens must not be sent in the query string")
         values = headers.get_all("authorization")
         if len(values) > 1:
