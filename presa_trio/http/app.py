@@ -123,6 +123,8 @@ class McpApp:
         close = scope["http_version"] in ("1.0", "1.1")
         principal: Principal | None = None
         try:
+            if self.lifetime is None:
+                raise Rejection(503, "The server is not running")
             if self.auth is not None and scope["path"] in self.auth.metadata_paths:
                 self.policy.check_host_and_origin(headers)
                 await self.serve_metadata(self.auth, scope["method"], send)
@@ -290,7 +292,7 @@ class McpApp:
         JSON at the cost of one extra task (see
         :class:`~presa_trio.http.sse.ResponseWriter`).
         """
-        if self.lifetime is None:
+        if self.lifetime is None:  # :meth:`http` answered 503 before the body
             raise RuntimeError("the app serves requests only while its lifespan runs")
         writer = ResponseWriter(send, self.lifetime)
         self.lifetime.start_soon(watch_disconnect, receive, writer, exchange)

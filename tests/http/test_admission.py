@@ -44,6 +44,20 @@ def with_headers(message: dict[str, Any], **changes: str | None) -> dict[str, st
     return headers
 
 
+# --- before rung 1: a server that is not running ----------------------------
+
+
+async def test_an_app_whose_lifespan_has_not_started_answers_503() -> None:
+    """presa-defined (http/app.py): requests are served only while the server-lifetime
+    nursery runs (extensions, disconnect watchers); before the ASGI lifespan starts
+    it, or after it ends, a request gets 503, never a 500; once it runs, it is served."""
+    app = McpApp.for_server(build_server())
+    rejection_of(await McpClient(app).post(DISCOVER), 503)
+    async with running(app) as client:
+        await assert_still_serving(client)
+    rejection_of(await McpClient(app).post(DISCOVER), 503)
+
+
 # --- rung 1: the endpoint ------------------------------------------------------
 
 
