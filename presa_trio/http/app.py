@@ -101,7 +101,7 @@ class McpApp:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The server-lifetime nursery: extensions, the token verifier, disconnect watchers.
 
-        Started until cancelled; requests are served only while it runs.
+        It runs until cancelled; requests are served only while it does.
         """
         async with trio.open_nursery() as nursery:
             await nursery.start(self.dispatcher.run)
