@@ -14,8 +14,8 @@ the endpoint (2026-07-28 basic/authorization §Access Token Usage, §Error
 Handling).
 
 The ASGI lifespan opens the server-lifetime nursery in which extensions run
-(the Tasks extension keeps its workers there), and each exchange's
-disconnect watcher.
+(the Tasks extension keeps its workers there), and the watch for clients
+that leave (:mod:`presa_trio.http.disconnect`).
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages, §Receiving
 Messages; basic/index §Error Codes.
@@ -39,7 +39,8 @@ from hypercorn.typing import (
 
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
-from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
+from presa_trio.http.disconnect import DisconnectWatch
+from presa_trio.http.sse import ResponseWriter, send_json, send_whole
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
@@ -71,6 +72,8 @@ class McpApp:
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
     # The server-lifetime nursery while :meth:`run` runs; requests need it.
     lifetime: trio.Nursery | None = attrs.field(default=None, init=False)
+    # The exchanges in flight, watched for their clients leaving.
+    watch: DisconnectWatch = attrs.field(factory=DisconnectWatch, init=False)
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -107,6 +110,7 @@ class McpApp:
             await nursery.start(self.dispatcher.run)
             if self.auth is not None:
                 await nursery.start(self.auth.run)
+            await nursery.start(self.watch.run)
             self.lifetime = nursery
             try:
                 task_status.started()
@@ -142,7 +146,7 @@ class McpApp:
             return
         # One cancel scope for the rest of the exchange: its deadline bounds
         # the body (rung 6); then the client's disconnect cancels it
-        # (:func:`watch_disconnect`).
+        # (:mod:`presa_trio.http.disconnect`).
         exchange = trio.CancelScope(deadline=trio.current_time() + self.read_timeout)
         with exchange:
             try:
@@ -282,20 +286,18 @@ class McpApp:
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
-        ``exchange`` is the request's cancel scope (see :meth:`http`). The
-        disconnect watcher and, on an event stream, the keep-alive run in the
-        server-lifetime nursery: the watcher ends by itself when the server
-        reports the end of the stream, which it always does once the response
-        is complete or the app returns, and the keep-alive is cancelled when
-        the exchange ends. So the request never waits for a child task, and a
-        handler that sends nothing before its result is answered with plain
-        JSON at the cost of one extra task (see
+        ``exchange`` is the request's cancel scope (see :meth:`http`); the
+        client leaving cancels it (:mod:`presa_trio.http.disconnect`). On an
+        event stream, the keep-alive runs in the server-lifetime nursery and
+        is cancelled when the exchange ends, so the request never waits for a
+        child task; a handler that sends nothing before its result is
+        answered with plain JSON (see
         :class:`~presa_trio.http.sse.ResponseWriter`).
         """
         if self.lifetime is None:  # :meth:`http` answered 503 before the body
             raise RuntimeError("the app serves requests only while its lifespan runs")
         writer = ResponseWriter(send, self.lifetime)
-        self.lifetime.start_soon(watch_disconnect, receive, writer, exchange)
+        self.watch.add(receive, writer, exchange)
 
         async def notify(message: dict[str, Any]) -> None:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.
@@ -305,23 +307,5 @@ class McpApp:
             data, status = await self.dispatcher.respond(request, meta, notify, principal)
             await writer.finish(data, status)
         finally:
+            self.watch.discard(exchange)
             writer.close()
-
-
-async def watch_disconnect(
-    receive: ASGIReceiveCallable, writer: ResponseWriter, cancel_scope: trio.CancelScope
-) -> None:
-    """Cancel ``cancel_scope`` when the client goes away before its response is complete.
-
-    hypercorn never cancels the app; it reports ``http.disconnect`` instead.
-    It also reports one when *it* ends the stream: from inside the app's last
-    ``send``, or when the app returns. So this task always ends, a moment
-    after its exchange at the latest. Once the writer is complete, the
-    disconnect is the normal end and changes nothing (cancelling the exchange
-    from the last ``send`` would interrupt hypercorn halfway through closing
-    or recycling the connection).
-    """
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    if writer.state is not ResponseState.COMPLETE:
-        cancel_scope.cancel(reason="client closed the stream")

@@ -17,6 +17,7 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
+from presa_trio.http.disconnect import WATCH_AFTER_S
 from presa_trio.http.sse import PING_INTERVAL_S
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, meta, request, running
@@ -111,20 +112,66 @@ async def test_requests_with_equal_ids_are_answered_independently(
     assert all(a["content"][0]["text"] == "done" for a in answers)
 
 
+def exchange_tasks(app: McpApp) -> list[str]:
+    """What runs for exchanges in the server-lifetime nursery: keep-alives, and watchers."""
+    assert app.lifetime is not None
+    names = []
+    for task in app.lifetime.child_tasks:
+        if task.name.endswith("DisconnectWatch.run"):
+            names += [t.name for n in task.child_nurseries for t in n.child_tasks]
+        else:
+            names.append(task.name)
+    return sorted(name.rsplit(".", 1)[-1] for name in names)
+
+
 async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> None:
-    """presa-defined (http/app.py, http/sse.py): the disconnect watcher and the keep-alive
-    run in the server-lifetime nursery, yet end with their exchange, whether the response
-    completed or the client closed the stream halfway through it."""
+    """presa-defined (http/disconnect.py, http/sse.py): an exchange that lasts gets a
+    disconnect watcher, and an event stream a keep-alive, both in the server-lifetime
+    nursery; both end with their exchange, whether the response completed or the client
+    closed the stream halfway through it."""
     app = McpApp.for_server(slow_server())
     params = {"name": "chatty", "_meta": meta(progressToken="t")}
     with trio.fail_after(3 * LONG):  # a keep-alive left behind pings forever
         async with running(app) as client:
-            assert app.lifetime is not None
-            await trio.testing.wait_all_tasks_blocked()
-            resident = len(app.lifetime.child_tasks)
             await client.post(request("tools/call", params), limit_s=LONG)
+            await trio.testing.wait_all_tasks_blocked()
+            assert exchange_tasks(app) == []
             async with client.stream(request("tools/call", params)) as stream:
                 assert (await stream.next_message())["method"] == "notifications/progress"
-                assert len(app.lifetime.child_tasks) == resident + 2  # watcher, keep-alive
+                await trio.sleep(3 * WATCH_AFTER_S)
+                assert exchange_tasks(app) == ["keep_alive", "watch_disconnect"]
             await trio.testing.wait_all_tasks_blocked()
-            assert len(app.lifetime.child_tasks) == resident
+            assert exchange_tasks(app) == []
+
+
+@pytest.mark.parametrize("leave_after", [0.0, 5 * WATCH_AFTER_S])
+async def test_a_client_that_leaves_cancels_its_call(
+    autojump_clock: MockClock, leave_after: float
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation: the server MUST treat a client
+    disconnect as cancellation of that request): a tool still running when its client
+    closes the stream is cancelled, within 2 × WATCH_AFTER_S of the exchange's start
+    when the client leaves at once, and at once when it leaves later."""
+    server = Server("leaving", "1.0.0")
+    cancelled_at: list[float] = []
+    cancelled = trio.Event()
+
+    @server.tool(description="Reports progress, then waits until cancelled.")
+    async def wait(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1)
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled_at.append(trio.current_time())
+            cancelled.set()
+
+    params = {"name": "wait", "_meta": meta(progressToken="t")}
+    async with running(McpApp.for_server(server)) as client:
+        started = trio.current_time()
+        async with client.stream(request("tools/call", params)) as stream:
+            assert (await stream.next_message())["method"] == "notifications/progress"
+            await trio.sleep(leave_after)
+            left = trio.current_time()
+        with trio.fail_after(LONG):
+            await cancelled.wait()
+    assert cancelled_at[0] <= max(started + 2 * WATCH_AFTER_S, left)
