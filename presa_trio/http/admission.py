@@ -79,10 +79,6 @@ class Headers:
         value = self.first.get(key)
         return [] if value is None else [value.decode("latin-1").strip()]
 
-    def repeats(self, name: str) -> bool:
-        """Whether the header ``name`` (lowercase) came more than once."""
-        return name.encode("latin-1") in self.repeated
-
     def get(self, name: str) -> str | None:
         """The first value of the header ``name`` (lowercase), if it came."""
         value = self.first.get(name.encode("latin-1"))

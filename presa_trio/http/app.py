@@ -14,8 +14,8 @@ the endpoint (2026-07-28 basic/authorization §Access Token Usage, §Error
 Handling).
 
 The ASGI lifespan opens the server-lifetime nursery in which extensions run
-(the Tasks extension keeps its workers there), and the watch for clients
-that leave (:mod:`presa_trio.http.disconnect`).
+(the Tasks extension keeps its workers there), and the watch over the
+exchanges in flight (:mod:`presa_trio.http.watch`).
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages, §Receiving
 Messages; basic/index §Error Codes.
@@ -24,7 +24,6 @@ Messages; basic/index §Error Codes.
 from __future__ import annotations
 
 import logging
-import math
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -39,8 +38,8 @@ from hypercorn.typing import (
 
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
-from presa_trio.http.disconnect import DisconnectWatch
 from presa_trio.http.sse import ResponseWriter, send_json, send_whole
+from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
@@ -72,8 +71,11 @@ class McpApp:
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
     # The server-lifetime nursery while :meth:`run` runs; requests need it.
     lifetime: trio.Nursery | None = attrs.field(default=None, init=False)
-    # The exchanges in flight, watched for their clients leaving.
-    watch: DisconnectWatch = attrs.field(factory=DisconnectWatch, init=False)
+    # The exchanges in flight: a body overdue or a client leaving cancels one.
+    watch: ExchangeWatch = attrs.field(
+        default=attrs.Factory(lambda app: ExchangeWatch(app.read_timeout), takes_self=True),
+        init=False,
+    )
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -102,7 +104,7 @@ class McpApp:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The server-lifetime nursery: extensions, the token verifier, disconnect watchers.
+        """The server-lifetime nursery: extensions, the token verifier, the exchange watch.
 
         It runs until cancelled; requests are served only while it does.
         """
@@ -144,22 +146,23 @@ class McpApp:
         except Rejection as rejection:
             await self.reject(send, rejection, close=close)
             return
-        # One cancel scope for the rest of the exchange: its deadline bounds
-        # the body (rung 6); then the client's disconnect cancels it
-        # (:mod:`presa_trio.http.disconnect`).
-        exchange = trio.CancelScope(deadline=trio.current_time() + self.read_timeout)
-        with exchange:
-            try:
-                body = await self.read_body(headers, receive)
-            except Rejection as rejection:
-                exchange.deadline = math.inf
-                await self.reject(send, rejection, close=close)
-                return
-            exchange.deadline = math.inf
-            await self.answer(body, headers, receive, send, exchange, principal)
-        if exchange.deadline != math.inf:
-            # The body's deadline passed before the body was read: the scope
-            # caught the cancel it delivered to ``read_body``.
+        # One cancel scope for the rest of the exchange, which the watch
+        # cancels if the body is overdue (rung 6) or the client leaves
+        # (:mod:`presa_trio.http.watch`).
+        exchange = self.watch.begin(receive)
+        try:
+            with exchange.scope:
+                try:
+                    body = await self.read_body(headers, receive)
+                except Rejection as rejection:
+                    await self.reject(send, rejection, close=close)
+                    return
+                exchange.body_read = True
+                if not exchange.late:  # else the body came as the watch gave up on it
+                    await self.answer(body, headers, send, exchange, principal)
+        finally:
+            self.watch.end(exchange)
+        if exchange.late:
             late = Rejection(408, "Request body not received in time")
             await self.reject(send, late, close=close)
 
@@ -174,8 +177,8 @@ class McpApp:
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
         """Rung 6: read at most ``max_body`` bytes, before the caller's deadline.
 
-        More is 413, unread. The caller's cancel scope carries ``read_timeout``:
-        a body not complete by then is cancelled here and answered 408 (RFC 9110
+        More is 413, unread. A body not complete ``read_timeout`` after the
+        exchange began is cancelled here by the watch and answered 408 (RFC 9110
         §15.5.9), and the connection is closed, so a client that stalls
         mid-body cannot hold it open. (hypercorn's own ``read_timeout`` would
         not do: it also ends every response the client waits for in silence,
@@ -221,9 +224,8 @@ class McpApp:
         self,
         body: bytes,
         headers: Headers,
-        receive: ASGIReceiveCallable,
         send: ASGISendCallable,
-        exchange: trio.CancelScope,
+        exchange: Exchange,
         principal: Principal | None = None,
     ) -> None:
         """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch.
@@ -254,7 +256,7 @@ class McpApp:
         elif isinstance(admitted, envelope.Notification):
             await send_json(send, 202, b"")
         else:
-            await self.stream(admitted.request, admitted.meta, receive, send, exchange, principal)
+            await self.stream(admitted.request, admitted.meta, send, exchange, principal)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
@@ -279,15 +281,14 @@ class McpApp:
         self,
         request: envelope.Request,
         meta: RequestMeta,
-        receive: ASGIReceiveCallable,
         send: ASGISendCallable,
-        exchange: trio.CancelScope,
+        exchange: Exchange,
         principal: Principal | None = None,
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
-        ``exchange`` is the request's cancel scope (see :meth:`http`); the
-        client leaving cancels it (:mod:`presa_trio.http.disconnect`). On an
+        ``exchange`` is the request's place in the watch (see :meth:`http`):
+        the client leaving cancels its scope (:mod:`presa_trio.http.watch`). On an
         event stream, the keep-alive runs in the server-lifetime nursery and
         is cancelled when the exchange ends, so the request never waits for a
         child task; a handler that sends nothing before its result is
@@ -297,7 +298,7 @@ class McpApp:
         if self.lifetime is None:  # :meth:`http` answered 503 before the body
             raise RuntimeError("the app serves requests only while its lifespan runs")
         writer = ResponseWriter(send, self.lifetime)
-        self.watch.add(receive, writer, exchange)
+        exchange.writer = writer
 
         async def notify(message: dict[str, Any]) -> None:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.
@@ -307,5 +308,4 @@ class McpApp:
             data, status = await self.dispatcher.respond(request, meta, notify, principal)
             await writer.finish(data, status)
         finally:
-            self.watch.discard(exchange)
             writer.close()

@@ -61,9 +61,10 @@ def decode_header_value(value: str) -> str:
 
 def single(headers: Headers, name: str) -> str | None:
     """The one value of ``name``; a repeated header is a mismatch."""
-    if headers.repeats(name):
+    values = headers.get_all(name)
+    if len(values) > 1:
         raise HeaderMismatch(f"Header {name} appears more than once")
-    return headers.get(name)
+    return values[0] if values else None
 
 
 def require_equal(headers: Headers, name: str, expected: str) -> None:

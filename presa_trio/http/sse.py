@@ -95,8 +95,9 @@ class ResponseWriter:
     # Where the keep-alive runs; :meth:`close` cancels it.
     nursery: trio.Nursery
     state: ResponseState = ResponseState.QUIET
-    # Serializes stream writes: the handler's and the keep-alive's.
-    lock: trio.Lock = attrs.field(factory=trio.Lock)
+    # Serializes stream writes, the handler's and the keep-alive's; made
+    # when the stream opens, since a quiet handler has nothing to serialize.
+    lock: trio.Lock | None = None
     # Trio time of the last write on the stream: the keep-alive measures silence from it.
     last_write: float = 0.0
     # The keep-alive's scope, once the event stream is open.
@@ -106,6 +107,7 @@ class ResponseWriter:
         """Send one message (compact JSON) as an event, opening the stream first if needed."""
         if self.state is ResponseState.QUIET:
             self.state = ResponseState.STREAMING
+            self.lock = trio.Lock()
             await self.send(
                 {
                     "type": "http.response.start",
@@ -129,6 +131,8 @@ class ResponseWriter:
 
     async def write(self, body: bytes, *, more_body: bool) -> None:
         """One write on the open stream; the last one (``more_body=False``) completes it."""
+        if self.lock is None:  # the stream never opened
+            return
         async with self.lock:
             if self.state is not ResponseState.STREAMING:
                 return

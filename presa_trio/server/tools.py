@@ -204,7 +204,7 @@ def tool_outcome(error: Exception) -> models.CallToolResult | InputRequired:
 
 
 async def invoke_tool(
-    server: Server, ctx: RequestContext, name: str, arguments: dict[str, Any]
+    registered: RegisteredTool, ctx: RequestContext, arguments: dict[str, Any]
 ) -> models.CallToolResult | InputRequired:
     """Run a tool's handler on checked arguments and map its outcome.
 
@@ -219,7 +219,6 @@ async def invoke_tool(
     (:func:`tool_outcome`, :func:`check_structured`), so both paths map
     alike; they await the handler themselves, in the task's nursery.
     """
-    registered = find_tool(server, name)
     if registered.nursery:
         try:
             async with ctx.supervising():
@@ -263,13 +262,14 @@ def param_headers(server: Server, params: dict[str, Any]) -> dict[str, tuple[str
 async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Call a tool for this request, with the multi round-trip boundary around it."""
     name, arguments = read_call_params(params)
-    refused = check_arguments(find_tool(server, name), arguments)
+    registered = find_tool(server, name)
+    refused = check_arguments(registered, arguments)
     if refused is not None:
         answer: dict[str, Any] = to_wire(refused)
         return answer
     target = rounds.RoundTarget("tools/call", name, arguments)
     rounds.open_round(ctx, params, target)
-    outcome = await invoke_tool(server, ctx, name, arguments)
+    outcome = await invoke_tool(registered, ctx, arguments)
     if isinstance(outcome, InputRequired):
         return rounds.close_round(ctx, outcome, target)
     result: dict[str, Any] = to_wire(outcome)

@@ -12,10 +12,13 @@ import json
 from typing import Any
 
 import pytest
+import trio
+from trio.testing import MockClock
 
 from presa_trio.demo import build_server
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import McpApp
+from presa_trio.http.watch import WATCH_PERIOD_S
 from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
@@ -327,6 +330,45 @@ async def test_a_body_at_the_limit_is_read() -> None:
         response = await client.post(body, headers_for(DISCOVER), body_chunks=chunks)
         result_of(response)
         assert response.body_events_read == 2
+
+
+async def test_a_body_not_complete_in_time_is_answered_408_within_a_watch_period(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (RFC 9110 §15.5.9: 408) and presa-defined (http/watch.py): a body
+    still incomplete ``read_timeout`` after the request began is answered 408, with
+    ``Connection: close``, at most one watch period later; the server keeps serving."""
+    app = McpApp.for_server(build_server(), read_timeout=3.0)
+    body = json.dumps(DISCOVER).encode()
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/mcp",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in headers_for(DISCOVER).items()],
+    }
+    sent: list[dict[str, Any]] = []
+    first_part = [{"type": "http.request", "body": body[:10], "more_body": True}]
+
+    async def stalling_receive() -> dict[str, Any]:
+        if first_part:
+            return first_part.pop()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    async with running(app) as client:
+        began = trio.current_time()
+        with trio.fail_after(60):
+            await app(scope, stalling_receive, send)  # type: ignore[arg-type]
+        answered = trio.current_time()
+        assert sent[0]["status"] == 408
+        assert (b"connection", b"close") in sent[0]["headers"]
+        assert 3.0 <= answered - began <= 3.0 + WATCH_PERIOD_S
+        await assert_still_serving(client)
 
 
 @pytest.mark.parametrize("body", [b"", b"{", b"not json", b'{"a":NaN}', b"\xff"])

@@ -17,8 +17,8 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
-from presa_trio.http.disconnect import WATCH_AFTER_S
 from presa_trio.http.sse import PING_INTERVAL_S
+from presa_trio.http.watch import WATCH_PERIOD_S
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, meta, request, running
 from tests.expect import result_of
@@ -117,7 +117,7 @@ def exchange_tasks(app: McpApp) -> list[str]:
     assert app.lifetime is not None
     names = []
     for task in app.lifetime.child_tasks:
-        if task.name.endswith("DisconnectWatch.run"):
+        if task.name.endswith("ExchangeWatch.run"):
             names += [t.name for n in task.child_nurseries for t in n.child_tasks]
         else:
             names.append(task.name)
@@ -125,7 +125,7 @@ def exchange_tasks(app: McpApp) -> list[str]:
 
 
 async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> None:
-    """presa-defined (http/disconnect.py, http/sse.py): an exchange that lasts gets a
+    """presa-defined (http/watch.py, http/sse.py): an exchange that lasts gets a
     disconnect watcher, and an event stream a keep-alive, both in the server-lifetime
     nursery; both end with their exchange, whether the response completed or the client
     closed the stream halfway through it."""
@@ -138,7 +138,7 @@ async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> N
             assert exchange_tasks(app) == []
             async with client.stream(request("tools/call", params)) as stream:
                 assert (await stream.next_message())["method"] == "notifications/progress"
-                await trio.sleep(3 * WATCH_AFTER_S)
+                await trio.sleep(3 * WATCH_PERIOD_S)
                 assert exchange_tasks(app) == ["keep_alive", "watch_disconnect"]
             await trio.testing.wait_all_tasks_blocked()
             assert exchange_tasks(app) == []

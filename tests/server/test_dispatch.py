@@ -17,7 +17,7 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
-from presa_trio.http.disconnect import WATCH_AFTER_S
+from presa_trio.http.watch import WATCH_PERIOD_S
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.wire import models
@@ -178,12 +178,12 @@ async def test_closing_the_response_stream_cancels_the_handler(
     await assert_still_serving(faulty)
 
 
-@pytest.mark.parametrize("leave_after", [0.0, 5 * WATCH_AFTER_S])
+@pytest.mark.parametrize("leave_after", [0.0, 5 * WATCH_PERIOD_S])
 async def test_a_client_that_leaves_is_noticed_within_two_watch_periods(
     faulty: McpClient, cancelled: trio.Event, autojump_clock: MockClock, leave_after: float
 ) -> None:
-    """presa-defined (spec-notes §48; http/disconnect.py): the cancellation above comes
-    within 2 × WATCH_AFTER_S of the exchange's start when the client leaves at once, and
+    """presa-defined (spec-notes §48; http/watch.py): the cancellation above comes
+    within 2 × WATCH_PERIOD_S of the exchange's start when the client leaves at once, and
     at once when it leaves after its watcher has started."""
     message = request("tools/call", {"name": "wait_forever", "_meta": meta(progressToken=1)})
     started = trio.current_time()
@@ -191,9 +191,9 @@ async def test_a_client_that_leaves_is_noticed_within_two_watch_periods(
         assert (await stream.next_message())["method"] == "notifications/progress"
         await trio.sleep(leave_after)
         left = trio.current_time()
-    with trio.fail_after(10 * WATCH_AFTER_S):
+    with trio.fail_after(10 * WATCH_PERIOD_S):
         await cancelled.wait()
-    assert trio.current_time() <= max(started + 2 * WATCH_AFTER_S, left)
+    assert trio.current_time() <= max(started + 2 * WATCH_PERIOD_S, left)
     await assert_still_serving(faulty)
 
 
