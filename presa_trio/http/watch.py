@@ -1,7 +1,6 @@
-"""The exchanges in flight, watched by one task: a body that comes too late, a client that leaves.
+"""The exchanges in flight, and a watch for a body that comes too late or a client that leaves.
 
-Two things can go wrong with an exchange while presa is not looking at
-it, and one task looks for both, every :data:`WATCH_PERIOD_S`:
+Two things can go wrong with an exchange while presa is not looking at it:
 
 - **The body never ends.** A client that sends a request head and then
   stalls must not hold a connection for ever: an exchange whose body is not
@@ -19,20 +18,21 @@ A deadline on each exchange's scope and a watcher task per exchange would
 do both, for about 25 k and 80 k instructions: together a third of what
 presa adds to the 2.9 M that hypercorn spends on a bare ``tools/call``
 (docs/performance.md). And most exchanges are over within a millisecond.
-So the watch keeps a coarse clock instead: it counts its periods, an
-exchange notes the count when it begins, and reading the count costs
-nothing. At each tick, an exchange whose body is overdue is cancelled, and
-an exchange that has lasted at least a whole period and is answering
-gets a watcher (:func:`watch_disconnect`). A disconnect is therefore noticed
-within ``2 × WATCH_PERIOD_S`` of the exchange's start at the latest, and
-at once after that (spec-notes §48); a stalled body within one period
-after ``read_timeout``. A tick costs about 140 k instructions (a Trio
-sleep), two a second: a busy server does not notice them, and the ticking
-task parks while nothing is in flight, so an idle one does not wake.
+So :class:`ExchangeWatch` *looks* at the exchanges in flight now and then
+(:meth:`~ExchangeWatch.look`): it cancels each one whose body is overdue,
+and starts a watcher (:func:`watch_disconnect`) for each one that has been
+going for :data:`WATCH_PERIOD_S` and is answering. A look is due one
+period after the last. While requests keep coming, the first to begin
+after that makes it; when they stop, the watch's own timer makes it one
+period later still. So looks are at most two periods apart: a disconnect
+is noticed within ``2 × WATCH_PERIOD_S`` of the exchange's start at the
+latest, and at once after that (spec-notes §48), and a stalled body within
+two periods after ``read_timeout``. A busy server never waits on that
+timer (each look moves it on), and an idle one parks it.
 
-Watchers live in this module's nursery, inside the server-lifetime
-nursery. Each ends by itself: hypercorn reports the end of every stream,
-from the app's last ``send`` or when the app returns.
+Watchers live in the watch's nursery, inside the server-lifetime nursery.
+Each ends by itself: hypercorn reports the end of every stream, from the
+app's last ``send`` or when the app returns.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from hypercorn.typing import ASGIReceiveCallable
 
 from presa_trio.http.sse import ResponseState, ResponseWriter
 
-#: Seconds between two ticks of the watch: its clock's resolution.
-WATCH_PERIOD_S = 0.5
+#: Seconds from one look at the exchanges in flight to the next one due.
+WATCH_PERIOD_S = 0.25
 
 
 @attrs.define(eq=False)
@@ -56,8 +56,8 @@ class Exchange:
     receive: ASGIReceiveCallable
     # Cancelled when the body is overdue or the client leaves early.
     scope: trio.CancelScope
-    # The watch's tick count when the exchange began.
-    began: int
+    # Trio time when the exchange began.
+    began: float
     # Whether the whole body has been read; until then ``receive`` is the reader's.
     body_read: bool = False
     # Set once the handler runs; a disconnect before it is complete cancels.
@@ -68,24 +68,29 @@ class Exchange:
 
 @attrs.define(eq=False)
 class ExchangeWatch:
-    """The exchanges in flight, and the task that looks after them."""
+    """The exchanges in flight, looked at every period or so."""
 
     # Seconds from an exchange's start by which its body must have been read.
     read_timeout: float
     in_flight: set[Exchange] = attrs.field(factory=set)
-    # Periods counted since the watch started (it does not count while parked).
-    ticks: int = 0
-    # Set when an exchange arrives while the ticking task is parked.
+    # Trio time from which the next look is due.
+    next_look: float = -math.inf
+    # Where watchers run, while :meth:`run` runs.
+    watchers: trio.Nursery | None = None
+    # The watch's timer while it waits for a look to be overdue; a look moves it on.
+    timer: trio.CancelScope | None = None
+    # Set when an exchange begins while the watch is parked.
     arrived: trio.Event | None = None
 
-    @property
-    def late_after(self) -> int:
-        """The age in ticks at which an exchange has surely lasted ``read_timeout``."""
-        return math.ceil(self.read_timeout / WATCH_PERIOD_S) + 1
-
     def begin(self, receive: ASGIReceiveCallable) -> Exchange:
-        """Keep a new exchange, its body still to be read; :meth:`end` it when it ends."""
-        exchange = Exchange(receive, trio.CancelScope(), self.ticks)
+        """Keep a new exchange, its body still to be read, looking first if a look is due.
+
+        :meth:`end` it when it ends.
+        """
+        now = trio.current_time()
+        if now >= self.next_look and self.watchers is not None:
+            self.look(now, self.watchers)
+        exchange = Exchange(receive, trio.CancelScope(), now)
         self.in_flight.add(exchange)
         if self.arrived is not None:
             self.arrived.set()
@@ -95,36 +100,38 @@ class ExchangeWatch:
         """The exchange is over; if no watcher was started for it, none will be."""
         self.in_flight.discard(exchange)
 
+    def look(self, now: float, watchers: trio.Nursery) -> None:
+        """Cancel each exchange whose body is overdue; watch each one answering for a period."""
+        self.next_look = now + WATCH_PERIOD_S
+        if self.timer is not None:
+            self.timer.deadline = self.next_look + WATCH_PERIOD_S
+        for exchange in list(self.in_flight):
+            age = now - exchange.began
+            if not exchange.body_read:
+                if age >= self.read_timeout:
+                    self.in_flight.discard(exchange)
+                    exchange.late = True
+                    exchange.scope.cancel(reason="request body not received in time")
+            elif exchange.writer is not None and age >= WATCH_PERIOD_S:
+                self.in_flight.discard(exchange)
+                watchers.start_soon(watch_disconnect, exchange, exchange.writer)
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Every :data:`WATCH_PERIOD_S`, look at each exchange in flight."""
+        """Look when no exchange has begun for a period after a look was due; park when idle."""
         async with trio.open_nursery() as watchers:
+            self.watchers = watchers
             task_status.started()
             while True:
                 if not self.in_flight:
                     self.arrived = trio.Event()
                     await self.arrived.wait()
                     self.arrived = None
-                await trio.sleep(WATCH_PERIOD_S)
-                self.ticks += 1
-                for exchange in list(self.in_flight):
-                    self.tick(exchange, watchers)
-
-    def tick(self, exchange: Exchange, watchers: trio.Nursery) -> None:
-        """Cancel an exchange whose body is overdue; watch one answering after a whole period.
-
-        An exchange that began during period ``n`` is seen at tick ``n + 1``
-        having lasted anything up to one period, and at tick ``n + 2`` at
-        least one whole period.
-        """
-        age = self.ticks - exchange.began
-        if not exchange.body_read:
-            if age >= self.late_after:
-                self.in_flight.discard(exchange)
-                exchange.late = True
-                exchange.scope.cancel(reason="request body not received in time")
-        elif exchange.writer is not None and age >= 2:
-            self.in_flight.discard(exchange)
-            watchers.start_soon(watch_disconnect, exchange, exchange.writer)
+                with trio.CancelScope(
+                    deadline=max(self.next_look, trio.current_time()) + WATCH_PERIOD_S
+                ) as self.timer:
+                    await trio.sleep_forever()
+                self.timer = None
+                self.look(trio.current_time(), watchers)
 
 
 async def watch_disconnect(exchange: Exchange, writer: ResponseWriter) -> None:

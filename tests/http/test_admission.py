@@ -332,12 +332,12 @@ async def test_a_body_at_the_limit_is_read() -> None:
         assert response.body_events_read == 2
 
 
-async def test_a_body_not_complete_in_time_is_answered_408_within_a_watch_period(
+async def test_a_body_not_complete_in_time_is_answered_408_within_two_watch_periods(
     autojump_clock: MockClock,
 ) -> None:
     """Spec-mandated (RFC 9110 §15.5.9: 408) and presa-defined (http/watch.py): a body
     still incomplete ``read_timeout`` after the request began is answered 408, with
-    ``Connection: close``, at most one watch period later; the server keeps serving."""
+    ``Connection: close``, at most two watch periods later; the server keeps serving."""
     app = McpApp.for_server(build_server(), read_timeout=3.0)
     body = json.dumps(DISCOVER).encode()
     scope = {
@@ -367,7 +367,7 @@ async def test_a_body_not_complete_in_time_is_answered_408_within_a_watch_period
         answered = trio.current_time()
         assert sent[0]["status"] == 408
         assert (b"connection", b"close") in sent[0]["headers"]
-        assert 3.0 <= answered - began <= 3.0 + WATCH_PERIOD_S
+        assert 3.0 <= answered - began <= 3.0 + 2 * WATCH_PERIOD_S
         await assert_still_serving(client)
 
 
