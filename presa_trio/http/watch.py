@@ -120,18 +120,23 @@ class ExchangeWatch:
         """Look when no exchange has begun for a period after a look was due; park when idle."""
         async with trio.open_nursery() as watchers:
             self.watchers = watchers
-            task_status.started()
-            while True:
-                if not self.in_flight:
-                    self.arrived = trio.Event()
-                    await self.arrived.wait()
-                    self.arrived = None
-                with trio.CancelScope(
-                    deadline=max(self.next_look, trio.current_time()) + WATCH_PERIOD_S
-                ) as self.timer:
-                    await trio.sleep_forever()
+            try:
+                task_status.started()
+                while True:
+                    if not self.in_flight:
+                        self.arrived = trio.Event()
+                        await self.arrived.wait()
+                        self.arrived = None
+                    with trio.CancelScope(
+                        deadline=max(self.next_look, trio.current_time()) + WATCH_PERIOD_S
+                    ) as self.timer:
+                        await trio.sleep_forever()
+                    self.timer = None
+                    self.look(trio.current_time(), watchers)
+            finally:  # a watch that is not running starts no watcher
+                self.watchers = None
                 self.timer = None
-                self.look(trio.current_time(), watchers)
+                self.arrived = None
 
 
 async def watch_disconnect(exchange: Exchange, writer: ResponseWriter) -> None:
