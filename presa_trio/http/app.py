@@ -175,7 +175,7 @@ class McpApp:
         await send_json(send, 200, auth.metadata_json())
 
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
-        """Rung 6: read at most ``max_body`` bytes, before the caller's deadline.
+        """Rung 6: read at most ``max_body`` bytes, unless the watch gives up on them first.
 
         More is 413, unread. A body not complete ``read_timeout`` after the
         exchange began is cancelled here by the watch and answered 408 (RFC 9110

@@ -88,7 +88,7 @@ class ResponseWriter:
     The state turns :attr:`~ResponseState.COMPLETE` *before* the last write
     is handed to the server: from then on the exchange is over for the app,
     and a disconnect the server reports while it closes the stream is not a
-    reason to cancel anything (see :func:`presa_trio.http.disconnect.watch_disconnect`).
+    reason to cancel anything (see :func:`presa_trio.http.watch.watch_disconnect`).
     """
 
     send: ASGISendCallable

@@ -52,7 +52,7 @@ def with_headers(message: dict[str, Any], **changes: str | None) -> dict[str, st
 
 async def test_an_app_whose_lifespan_has_not_started_answers_503() -> None:
     """presa-defined (http/app.py): requests are served only while the server-lifetime
-    nursery runs (extensions, disconnect watchers); before the ASGI lifespan starts
+    nursery runs (extensions, the exchange watch); before the ASGI lifespan starts
     it, or after it ends, a request gets 503, never a 500; once it runs, it is served."""
     app = McpApp.for_server(build_server())
     rejection_of(await McpClient(app).post(DISCOVER), 503)
