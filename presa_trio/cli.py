@@ -35,6 +35,8 @@ from presa_trio.http.transcript_render import render_lines
 from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.events import Retention
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskStore
@@ -78,6 +80,7 @@ def checked(
 
 port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
 byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
+positive_count = checked(int, lambda n: n > 0, "a positive whole number")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
 
@@ -140,6 +143,76 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_task_event_options(parser: argparse.ArgumentParser) -> None:
+    """Task event streams (SEP-2694, a draft): off unless ``--task-events``.
+
+    The retention table, with these defaults, is in docs/tasks.md.
+    """
+    default = Retention()
+    assert default.max_age_ms is not None
+    events = parser.add_argument_group("task event streams (SEP-2694, a draft)")
+    events.add_argument(
+        "--task-events",
+        action="store_true",
+        help="serve tasks/stream: each task's events, replayable after a cursor (default: off)",
+    )
+    events.add_argument(
+        "--task-events-max",
+        type=positive_count,
+        default=default.max_events,
+        metavar="N",
+        help="most events kept per task; older ones are dropped (default: %(default)s)",
+    )
+    events.add_argument(
+        "--task-events-max-age",
+        type=seconds,
+        default=default.max_age_ms / 1000,
+        metavar="SECONDS",
+        help="events older than this are dropped; 0 keeps them as long as the task "
+        "(default: %(default)s)",
+    )
+    events.add_argument(
+        "--task-events-terminal-retention",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long a finished task's events stay, never longer than the task "
+        "(default: as long as the task)",
+    )
+    events.add_argument(
+        "--task-events-max-payload",
+        type=byte_count,
+        default=default.max_payload_bytes,
+        metavar="BYTES",
+        help="largest event payload, as compact JSON (default: %(default)s)",
+    )
+
+
+def task_event_log(args: argparse.Namespace) -> TaskEventLog | None:
+    """The event log the ``--task-events*`` options describe, or None when off."""
+    if not args.task_events:
+        return None
+    terminal = args.task_events_terminal_retention
+    retention = Retention(
+        max_events=args.task_events_max,
+        max_age_ms=round(args.task_events_max_age * 1000) or None,
+        terminal_ms=None if terminal is None else round(terminal * 1000),
+        max_payload_bytes=args.task_events_max_payload,
+    )
+    return TaskEventLog(retention)
+
+
+def use_task_events(server: Server, args: argparse.Namespace) -> None:
+    """Turn task event streams on for the server's Tasks extension, if asked."""
+    events = task_event_log(args)
+    if events is None:
+        return
+    extensions = [e for e in server.extensions if isinstance(e, TasksExtension)]
+    if not extensions:
+        raise UsageError("--task-events needs a server with the Tasks extension")
+    for extension in extensions:
+        extension.enable_events(events)
+
+
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
@@ -198,8 +271,10 @@ def build_parser() -> Parser:
     add_server_options(http)
     add_http_options(http)
     add_auth_arguments(http)
+    add_task_event_options(http)
     stdio = commands.add_parser("stdio", help="serve over stdin/stdout")
     add_server_options(stdio)
+    add_task_event_options(stdio)
     render = commands.add_parser("transcript", help="render a transcript file as Markdown")
     render.add_argument("file", type=Path, metavar="FILE", help="a file written by --transcript")
     return parser
@@ -323,6 +398,7 @@ def run(argv: Sequence[str] | None) -> None:
         return
     logs.configure(args.log_level, args.log_format)
     server = chosen_server(args.target, state_sealer(args.state_key))
+    use_task_events(server, args)
     settle_for_serving()
     if args.command == "stdio":
         trio.run(on_store, args, server, serve_stdio)

@@ -53,6 +53,8 @@ EOF_GRACE_S = 5.0
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 #: Encoded lines waiting for the writer; a task with a line to write waits when it is full.
 OUTPUT_BUFFER = 16
+#: Requests that answer only when the client ends them: ended at end of input.
+LONG_LIVED = frozenset({"subscriptions/listen", "tasks/stream"})
 
 
 class LineTooLong(Exception):
@@ -104,7 +106,7 @@ class StdioServer:
     input: trio.abc.ReceiveStream
     output: trio.abc.SendStream
     max_line: int = DEFAULT_MAX_LINE
-    # In-flight requests by id: their cancel scope, and whether they are listens.
+    # In-flight requests by id: their cancel scope, and whether they are long-lived.
     _in_flight: dict[RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
     # Whole encoded lines, from any task to the one writer task.
     _lines: trio.MemorySendChannel[bytes] = attrs.field(init=False)
@@ -168,10 +170,13 @@ class StdioServer:
         """Answer one request inside its own cancel scope; a cancelled one sends nothing."""
         request = admitted.request
         with trio.CancelScope() as scope:
-            self._in_flight[request.id] = (scope, request.method == "subscriptions/listen")
+            self._in_flight[request.id] = (scope, request.method in LONG_LIVED)
             task_status.started()
             try:
-                line, _ = await self.dispatcher.respond(request, admitted.meta, self.send)
+                # The pipe is the one connection (SEP-2694 "per connection").
+                line, _ = await self.dispatcher.respond(
+                    request, admitted.meta, self.send, connection=self
+                )
                 await self.write(line)
             finally:
                 del self._in_flight[request.id]

@@ -276,11 +276,14 @@ class McpClient:
         path: str = "/mcp",
         query: bytes = b"",
         body_chunks: Sequence[bytes] | None = None,
+        client: tuple[str, int] = ("127.0.0.1", 50000),
     ) -> AsyncIterator[Stream]:
         """Open a request; on exit the client disconnects and the app must finish.
 
         ``body_chunks``, when given, is sent instead of ``body``, one
         ``http.request`` event per chunk, as a chunked upload arrives.
+        ``client`` is the address and port the request comes from: requests
+        with the same one came on the same connection.
         """
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         pending = list(body_chunks) if body_chunks is not None else [raw]
@@ -296,7 +299,7 @@ class McpClient:
             "query_string": query,
             "root_path": "",
             "server": ("127.0.0.1", 3000),
-            "client": ("127.0.0.1", 50000),
+            "client": client,
             "headers": [
                 (k.lower().encode(), v.encode("latin-1"))
                 for k, v in (

@@ -24,6 +24,7 @@ Messages; basic/index §Error Codes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -57,6 +58,22 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 #: Default seconds from the request head to the end of its body.
 DEFAULT_READ_TIMEOUT_S = 30.0
+
+
+def connection_key(scope: HTTPScope) -> Hashable:
+    """The transport connection a request came on: the client's address and port.
+
+    hypercorn gives every request of one TCP connection the same ``client``
+    (address, port) in its ASGI scope: the many streams of an HTTP/2
+    connection, and the requests an HTTP/1.1 connection carries one after
+    another. Two connections never share it while both are open. A scope
+    without ``client`` (a Unix socket) names no connection: each request is
+    its own. presa chooses this over the principal (one client may hold many
+    connections) for SEP-2694's "one active tasks/stream per task per
+    connection" (spec-notes §47).
+    """
+    client = scope.get("client")
+    return object() if client is None else ("http", *client)
 
 
 @attrs.define(eq=False, repr=False)
@@ -150,6 +167,7 @@ class McpApp:
         # cancels if the body is overdue (rung 6) or the client leaves
         # (:mod:`presa_trio.http.watch`).
         exchange = self.watch.begin(receive)
+        exchange.connection = connection_key(scope)
         try:
             with exchange.scope:
                 try:
@@ -305,7 +323,9 @@ class McpApp:
             await writer.notify(envelope.dumps(message))
 
         try:
-            data, status = await self.dispatcher.respond(request, meta, notify, principal)
+            data, status = await self.dispatcher.respond(
+                request, meta, notify, principal, exchange.connection
+            )
             await writer.finish(data, status)
         finally:
             writer.close()

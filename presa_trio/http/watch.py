@@ -38,6 +38,7 @@ app's last ``send`` or when the app returns.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 
 import attrs
 import trio
@@ -64,6 +65,8 @@ class Exchange:
     writer: ResponseWriter | None = None
     # Whether the watch cancelled the exchange because its body was overdue.
     late: bool = False
+    # The transport connection it came on (see :func:`presa_trio.http.app.connection_key`).
+    connection: Hashable = None
 
 
 @attrs.define(eq=False)

@@ -30,7 +30,7 @@ bottom of its import graph, and no import cycle runs through it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -46,6 +46,10 @@ from presa_trio.wire.request_state import StateSealer
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+#: The event type of :meth:`RequestContext.emit_partial`: partial content
+#: blocks, as SEP-2679 shaped them, carried as a prefixed task event (SEP-2694).
+PARTIAL_CONTENT_EVENT = "presa_trio.content.partial"
 
 
 class ServerView(Protocol):
@@ -99,6 +103,9 @@ class RequestContext:
     state: Any = None
     # The caller, verified from its access token; ``None`` when authorization is off.
     principal: Principal | None = None
+    # The transport connection the request came on (the edge's key for it);
+    # ``None`` when the edge names none. Only equality is asked of it.
+    connection: Hashable = None
     # The last progress value sent: progress must increase (progress §Behavior Requirements).
     _last_progress: float | None = None
     # Where the call's child tasks run, while a tool runs (see :attr:`nursery`).
@@ -191,6 +198,25 @@ class RequestContext:
         """
         if not (isinstance(message, str) and message):
             raise ValueError("a status message must be a non-empty string")
+
+    async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Append an event to the task's event stream; only a task has one.
+
+        In a task run by a server with task event streams on
+        (``--task-events``, SEP-2694), the event gets the task's next
+        ``seq`` and goes to every ``tasks/stream`` of the task; its type
+        needs a vendor prefix (``com.example.step``) and its payload must be
+        a JSON object (:mod:`presa_trio.tasks.events`). A plain call has no
+        task to stream, and there, as with the option off, it does nothing.
+        """
+
+    async def emit_partial(self, content: Iterable[Mapping[str, Any]]) -> None:
+        """Emit partial output as content blocks: ``presa_trio.content.partial``.
+
+        The payload is ``{"content": [...]}``, SEP-2679's shape carried as
+        a prefixed task event (SEP-2694 §Relationship to SEP-2679).
+        """
+        await self.emit(PARTIAL_CONTENT_EVENT, {"content": [dict(block) for block in content]})
 
     # --- multi round-trip answers (mrtr §InputResponses) -----------------------
 

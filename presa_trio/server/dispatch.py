@@ -20,7 +20,7 @@ methods know nothing of extensions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import attrs
@@ -105,24 +105,41 @@ class Dispatcher:
             task_status.started()
 
     def context(
-        self, request: Request, meta: RequestMeta, send: Send, principal: Principal | None = None
+        self,
+        request: Request,
+        meta: RequestMeta,
+        send: Send,
+        principal: Principal | None = None,
+        connection: Hashable = None,
     ) -> RequestContext:
         """The one place a request's context is built; handlers see the server as a view."""
         return RequestContext(
-            request.id, request.method, meta, self.server, send, principal=principal
+            request.id,
+            request.method,
+            meta,
+            self.server,
+            send,
+            principal=principal,
+            connection=connection,
         )
 
     async def handle(
-        self, request: Request, meta: RequestMeta, send: Send, principal: Principal | None = None
+        self,
+        request: Request,
+        meta: RequestMeta,
+        send: Send,
+        principal: Principal | None = None,
+        connection: Hashable = None,
     ) -> dict[str, Any]:
         """Answer one request with a wire result, or raise an :class:`McpError`.
 
         ``principal`` is the caller the HTTP edge verified (``None`` without
-        authorization); handlers find it on their context.
+        authorization), ``connection`` the edge's key for the transport
+        connection the request came on; handlers find both on their context.
         """
         require_supported_version(meta.protocol_version)
         row = self.serving(request.method)
-        ctx = self.context(request, meta, send, principal)
+        ctx = self.context(request, meta, send, principal, connection)
         try:
             result = await row.handler(self.server, ctx, request.params)
         except McpError:
@@ -134,7 +151,12 @@ class Dispatcher:
         return self.stamp(result)
 
     async def respond(
-        self, request: Request, meta: RequestMeta, send: Send, principal: Principal | None = None
+        self,
+        request: Request,
+        meta: RequestMeta,
+        send: Send,
+        principal: Principal | None = None,
+        connection: Hashable = None,
     ) -> tuple[bytes, int]:
         """The final JSON-RPC response, encoded, with the HTTP status it calls for.
 
@@ -142,7 +164,7 @@ class Dispatcher:
         handler's bug) becomes -32603, the detail going to the log only.
         """
         try:
-            result = await self.handle(request, meta, send, principal)
+            result = await self.handle(request, meta, send, principal, connection)
         except McpError as error:
             return encode_error(request.id, error)
         try:

@@ -20,7 +20,8 @@ What it adds to a :class:`~presa_trio.server.Server`, all through
   the HTTP edge checks before any handler runs;
 - a wrapper around ``tools/call`` that applies each tool's :class:`Policy`;
 - ``notifications.taskIds`` on ``subscriptions/listen``: every stored change
-  of a subscribed task goes out as ``notifications/tasks`` on that stream.
+  of a subscribed task goes out as ``notifications/tasks`` on that stream;
+- with :meth:`TasksExtension.enable_events` (SEP-2694, draft): ``tasks/stream``.
 
 The task policy is presa's registration API, not wire data: nothing on the
 wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; spec-notes §36).
@@ -66,10 +67,12 @@ from presa_trio.server.tools import (
     read_call_params,
     tool_outcome,
 )
+from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
 from presa_trio.tasks.stores.base import StoreUnavailable, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
+from presa_trio.tasks.stream import stream_events
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
@@ -191,6 +194,9 @@ class TasksExtension(Extension):
     policies: dict[str, Policy | PolicyFunction] = attrs.field(factory=dict)
     # Tools declared safe to run again after their process stopped.
     rerunnable: set[str] = attrs.field(factory=set)
+    # Task event streams (SEP-2694, a draft) once :meth:`enable_events` ran; else off.
+    events: TaskEventLog | None = attrs.field(default=None, init=False)
+    settings: Mapping[str, Any] = attrs.field(factory=dict, init=False)
     _server: Server | None = None
 
     # --- registration -----------------------------------------------------------
@@ -199,6 +205,11 @@ class TasksExtension(Extension):
         self._server = server
         self.runner.on_change = self.publish
         self.runner.revive = self.revive
+
+    def enable_events(self, events: TaskEventLog) -> None:
+        """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving."""
+        self.events = self.runner.events = events
+        self.settings = {"eventStreams": {}}
 
     def publish(self, scope: str, task: Task) -> None:
         """Offer a stored change to the listen streams (they pick by scope and id).
@@ -254,10 +265,12 @@ class TasksExtension(Extension):
     # --- hooks ------------------------------------------------------------------
 
     def methods(self) -> Iterable[Method]:
+        stream = Method("tasks/stream", self.stream_task, name_param="taskId")
         return (
             Method("tasks/get", self.get_task, name_param="taskId"),
             Method("tasks/update", self.update_task, name_param="taskId"),
             Method("tasks/cancel", self.cancel_task, name_param="taskId"),
+            *((stream,) if self.events is not None else ()),
         )
 
     def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
@@ -406,6 +419,14 @@ class TasksExtension(Extension):
         with store_errors():
             await self.runner.cancel(self.scope_of(ctx), task_id)
         return {}
+
+    async def stream_task(
+        self, server: Server, ctx: RequestContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``tasks/stream`` (SEP-2694): :func:`~presa_trio.tasks.stream.stream_events`."""
+        self.require_declared(ctx)
+        with store_errors():
+            return await stream_events(self, server.changes, ctx, read_task_id(params), params)
 
     # --- subscriptions/listen ----------------------------------------------------
 

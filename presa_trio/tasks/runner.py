@@ -36,6 +36,9 @@ Theory of operation
   are cancelled with the task, and the outcome waits for them.
 - **Status message.** ``ctx.set_status_message`` writes the task's
   ``statusMessage`` (:func:`~presa_trio.tasks.model.report`) under the lease.
+- **Events** (with task event streams on, :attr:`TaskRunner.events`):
+  every write that succeeded, and the creation, appends the task's life
+  events; ``ctx.emit`` appends a tool's own (:mod:`presa_trio.tasks.event_log`).
 - **Finish.** The worker's outcome is written once, after the task's
   nursery has closed: a JSON object result is
   ``completed``; a raised :class:`~presa_trio.wire.errors.McpError` is
@@ -90,6 +93,7 @@ import trio
 from presa_trio.server.context import RequestContext
 from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
+from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.stores.base import (
     RESYNC,
@@ -311,6 +315,15 @@ class WorkerContext(RequestContext):
         await super().set_status_message(message)
         await self.runner.report(self.worker, message)
 
+    async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Append a tool's event to the task's log, when task event streams are on (SEP-2694)."""
+        events = self.runner.events
+        if events is not None:
+            runner = self.runner
+            await events.emit(
+                runner.store, self.worker.task_id, event_type, payload, runner.clock.wall_ms()
+            )
+
 
 #: Most distinct request declarations kept for workers to share.
 DECLARATIONS_KEPT = 64
@@ -460,6 +473,9 @@ class TaskRunner:
     revive: Revive = cannot_revive
     # This process run's name on the leases it holds.
     owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
+    # Task event streams (SEP-2694, ``--task-events``): every write also
+    # appends its life events there; None: off.
+    events: TaskEventLog | None = None
     # The server-lifetime nursery, while :meth:`run` runs.
     _root: trio.Nursery | None = None
     # Set once shutdown began: workers stop without writing for themselves.
@@ -499,6 +515,8 @@ class TaskRunner:
                 nursery.start_soon(self._reap)
                 nursery.start_soon(self._renew)
                 nursery.start_soon(self._recover)
+                if self.events is not None:
+                    await nursery.start(self.events.run, self.store, self.clock.wall_ms)
                 task_status.started()
         self._root = None
         with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
@@ -538,6 +556,9 @@ class TaskRunner:
         worker.stored = True
         log.info("task %s created", task.task_id)
         self._root.start_soon(self._supervise, worker, job, creator, name=WORKER_NAME)
+        if self.events is not None:
+            # After the start: the worker runs even if this request is cancelled here.
+            await self.events.record(self.store, None, task, now)
         return task
 
     async def _supervise(
@@ -649,6 +670,8 @@ class TaskRunner:
                 continue
             if after.status is not before.status:
                 log.info("task %s %s", task_id, after.status.value)
+            if self.events is not None:
+                await self.events.record(self.store, before, after, now)
             return before, after
 
     async def _write(self, worker: Worker, move: Move) -> None:

@@ -38,6 +38,15 @@ each on every store):
 6. **Changes are announced.** :meth:`TaskStore.watch` delivers every
    committed change (creation, transition, claim, deletion) in commit order;
    after a reconnect it delivers :data:`RESYNC`, and the watcher re-reads.
+7. **Task events** (SEP-2694, with ``--task-events``): each task has an
+   append-only log beside it. :meth:`TaskStore.append_events` gives the
+   events consecutive ``seq`` numbers in the appending transaction, under
+   the log's own lock, so two writers in two processes can produce neither
+   a duplicate nor a hole; it applies the :class:`~presa_trio.tasks.events.Retention`
+   bounds as it appends, appends nothing to a task that is gone or to a
+   log that is closed (its terminal status event was appended), and
+   announces the append to every process (:meth:`TaskStore.watch_events`).
+   A log's ``next_seq`` survives retention and lives as long as its task.
 
 Expiry: a task whose TTL has elapsed answers "expired" to its own scope
 (and "not found" to every other) until :meth:`TaskStore.expire` deletes it
@@ -49,12 +58,13 @@ Spec: SEP-2663 §Security Implications, §Task Creation, §Protocol Errors.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 import trio
 
+from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.models import JSONObject
@@ -216,6 +226,9 @@ RESYNC = Resync.RESYNC
 StoreEvent = Changed | Deleted | Resync
 #: Called in the Trio thread, in commit order, for every announced change.
 Deliver = Callable[[StoreEvent], None]
+#: Called in the Trio thread with the id of a task whose log grew, or
+#: :data:`RESYNC` when appends may have been missed (rule 7).
+DeliverAppend = Callable[[str | Resync], None]
 
 
 class TaskStore(Protocol):
@@ -264,3 +277,38 @@ class TaskStore(Protocol):
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Call ``deliver`` for every change until cancelled; started once listening."""
+
+    # --- task events (rule 7; used only with --task-events) ---------------------
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[NewEvent],
+        now_ms: int,
+        retention: Retention,
+        *,
+        closing: bool = False,
+    ) -> list[TaskEvent]:
+        """Append ``events`` with the next ``seq`` numbers; with ``closing``, close the log.
+
+        Returns them as stored; ``[]`` if the task is gone or its log closed.
+        Events beyond ``retention.max_events`` or older than its maximum age
+        are dropped in the same transaction.
+        """
+
+    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
+        """Up to ``limit`` retained events with ``seq > after``, in order, and the log's bounds.
+
+        A task that has no log yet reads as :meth:`EventWindow.empty`.
+        """
+
+    async def prune_events(self, now_ms: int, retention: Retention) -> None:
+        """Drop events past their age or their terminal retention, and the logs of gone tasks."""
+
+    async def watch_events(
+        self,
+        deliver: DeliverAppend,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call ``deliver`` for every append, in any process, until cancelled."""

@@ -18,12 +18,16 @@ from presa_trio.tasks.stores.base import (
     StoredTask,
     TaskNotFound,
 )
-from presa_trio.tasks.stores.local import LocalAnnouncer, check_read, check_write
+from presa_trio.tasks.stores.local import check_read, check_write
+from presa_trio.tasks.stores.local_events import MemoryEventLogs
 
 
 @attrs.define(eq=False, repr=False)
-class MemoryStore(LocalAnnouncer):
+class MemoryStore(MemoryEventLogs):
     """The default store: a dict in this process. Lost on restart, by design.
+
+    Its announcer and task event logs (rule 7) are
+    :class:`~presa_trio.tasks.stores.local_events.MemoryEventLogs`.
 
     A task that ends is kept without its work description and lease (rule
     4): it stays until its TTL elapses, thousands of them in memory at once,

@@ -49,7 +49,7 @@ Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -58,7 +58,9 @@ import psycopg
 import trio
 from psycopg.types.json import Jsonb
 
+from presa_trio.tasks import events as task_events
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.stores import postgres_events
 from presa_trio.tasks.stores.base import (
     RESYNC,
     Capacity,
@@ -68,13 +70,15 @@ from presa_trio.tasks.stores.base import (
     Counts,
     Deleted,
     Deliver,
+    DeliverAppend,
     LeaseLost,
     StoredTask,
     StoreEvent,
     StoreUnavailable,
     TaskNotFound,
 )
-from presa_trio.tasks.stores.local import LocalAnnouncer, check_read
+from presa_trio.tasks.stores.local import check_read
+from presa_trio.tasks.stores.local_events import AppendBulletin
 from presa_trio.tasks.stores.postgres_io import Database, Lane
 from presa_trio.tasks.stores.postgres_listen import Listener, listen
 from presa_trio.tasks.stores.postgres_schema import (
@@ -116,7 +120,7 @@ def returning(alias: str) -> str:
 
 
 @attrs.define(eq=False, repr=False)
-class PostgresStore(LocalAnnouncer):
+class PostgresStore(AppendBulletin):
     """The task store on PostgreSQL; see the module docstring."""
 
     database: Database = attrs.field(kw_only=True)
@@ -347,6 +351,51 @@ class PostgresStore(LocalAnnouncer):
 
         return await self.database.run(work)
 
+    # --- task events (rule 7; postgres_events) --------------------------------------
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[task_events.NewEvent],
+        now_ms: int,
+        retention: task_events.Retention,
+        *,
+        closing: bool = False,
+    ) -> list[task_events.TaskEvent]:
+        appended = await self.database.run(
+            lambda connection: postgres_events.append(
+                connection, task_id, events, now_ms, retention, closing
+            ),
+            Lane.BACKGROUND,
+        )
+        if appended:
+            self.announce_append(task_id)
+        return appended
+
+    async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
+        return await self.database.run(
+            lambda connection: postgres_events.window(connection, task_id, after, limit)
+        )
+
+    async def prune_events(self, now_ms: int, retention: task_events.Retention) -> None:
+        await self.database.run(
+            lambda connection: postgres_events.prune(connection, now_ms, retention),
+            Lane.BACKGROUND,
+        )
+
+    async def watch_events(
+        self,
+        deliver: DeliverAppend,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """This process's appends as they commit, and every process's through LISTEN."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(super().watch_events, deliver)
+            await postgres_events.listen_appends(
+                self.database.conninfo, deliver, task_status=task_status
+            )
+
 
 @asynccontextmanager
 async def open_postgresql_store(url: str) -> AsyncIterator[PostgresStore]:
@@ -355,7 +404,8 @@ async def open_postgresql_store(url: str) -> AsyncIterator[PostgresStore]:
     await database.open()
     try:
         await database.run(ensure_schema)
-    except SchemaMismatch as error:
+        await database.run(postgres_events.ensure_events_schema)
+    except (SchemaMismatch, postgres_events.EventsSchemaMismatch) as error:
         await database.close()
         raise StoreUnavailable(str(error)) from error
     except BaseException:

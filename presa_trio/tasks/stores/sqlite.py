@@ -21,14 +21,17 @@ caller sees the cancellation once it has.
   task changing.
 
 Only this process writes the file (one server per file): announcements
-(:meth:`watch`) are in-process calls, made after each commit.
+(:meth:`watch`, :meth:`watch_events`) are in-process calls, made after each commit.
+
+Task event logs (rule 7) are two tables of their own, with a schema version
+of their own (:mod:`presa_trio.tasks.stores.sqlite_events`).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,7 +39,9 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from presa_trio.tasks import events as task_events
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.stores import sqlite_events
 from presa_trio.tasks.stores.base import (
     Capacity,
     CapacityExceeded,
@@ -49,7 +54,8 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskNotFound,
 )
-from presa_trio.tasks.stores.local import LocalAnnouncer, check_read, check_write
+from presa_trio.tasks.stores.local import check_read, check_write
+from presa_trio.tasks.stores.local_events import AppendBulletin
 from presa_trio.tasks.stores.record import (
     lease_columns,
     lease_from_json,
@@ -110,7 +116,7 @@ def _task_text(stored: StoredTask, task: Task) -> str:
 
 
 @attrs.define(eq=False, repr=False)
-class SqliteStore(LocalAnnouncer):
+class SqliteStore(AppendBulletin):
     """The store on one SQLite connection; see the module docstring."""
 
     connection: sqlite3.Connection = attrs.field(kw_only=True)
@@ -273,6 +279,30 @@ class SqliteStore(LocalAnnouncer):
         self._announce_all(list(deleted))
         return [event.task_id for event in deleted]
 
+    # --- task events (rule 7) ------------------------------------------------------
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[task_events.NewEvent],
+        now_ms: int,
+        retention: task_events.Retention,
+        *,
+        closing: bool = False,
+    ) -> list[task_events.TaskEvent]:
+        appended = await self._write(
+            lambda db: sqlite_events.append(db, task_id, events, now_ms, retention, closing)
+        )
+        if appended:
+            self.announce_append(task_id)
+        return appended
+
+    async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
+        return await self._run(lambda db: sqlite_events.window(db, task_id, after, limit))
+
+    async def prune_events(self, now_ms: int, retention: task_events.Retention) -> None:
+        await self._write(lambda db: sqlite_events.prune(db, now_ms, retention))
+
 
 def _counts(db: sqlite3.Connection, scope: str | None) -> Counts:
     if scope is None:
@@ -309,15 +339,16 @@ def _open(path: Path) -> sqlite3.Connection:
         (version,) = db.execute(
             "SELECT value FROM presa_meta WHERE key = 'schema_version'"
         ).fetchone()
+        refused = sqlite_events.ensure_tables(db)
         db.execute("COMMIT")
     except BaseException:
         db.close()
         raise
     if version != str(SCHEMA_VERSION):
+        refused = f"holds presa task schema version {version}; this server reads {SCHEMA_VERSION}"
+    if refused is not None:
         db.close()
-        raise StoreUnavailable(
-            f"{path} holds presa task schema version {version}; this server reads {SCHEMA_VERSION}"
-        )
+        raise StoreUnavailable(f"{path} {refused}")
     return db
 
 

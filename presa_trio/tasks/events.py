@@ -1,0 +1,321 @@
+"""Task events, the pure part: the envelope, the cursor, retention, presa's own event types.
+
+A task's events are an append-only log (SEP-2694, a draft, served only with
+``--task-events``): each has a ``seq`` scoped to its task, starting at 0 and
+growing by exactly 1, assigned by the store as it appends (the store is the
+one place two writers meet, see :mod:`presa_trio.tasks.stores.base`). This
+module decides everything about the log that needs no I/O:
+
+- the wire form of ``notifications/tasks/event`` (:meth:`TaskEvent.to_wire`);
+- what ``tasks/stream`` may ask for (:func:`read_cursor`), and what a read
+  window of the log says to do next (:func:`next_step`): deliver, end,
+  or answer ``events_gone``;
+- which types may be emitted (:func:`check_type`) and how large a payload
+  may be (:class:`Retention`);
+- the events presa writes itself for a task's life (:func:`life_events`),
+  derived from the task before and after one stored write.
+
+House rules: nothing here awaits; a rule of the proposal is in one place,
+and its docstring names the section.
+
+Spec: SEP-2694 (draft) §Task Event, §Resume and Replay Semantics, §Event
+Retention, §Event Types.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from presa_trio.tasks.model import Task
+from presa_trio.wire.errors import InvalidParams, McpError
+from presa_trio.wire.models import JSONObject
+
+#: The method of the notification that carries one event (SEP-2694 §notifications/tasks/event).
+EVENT_NOTIFICATION = "notifications/tasks/event"
+#: The ``_meta`` key every task event carries (SEP-2694 §Task Event).
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: ``events_gone``'s code, from the implementation-defined server error range.
+EVENTS_GONE = -32010
+
+#: presa's own event types start with this (an implementation-controlled
+#: namespace: the package's name, which presa holds).
+PRESA_PREFIX = "presa_trio."
+STATUS_EVENT = PRESA_PREFIX + "task.status"
+INPUT_REQUESTED_EVENT = PRESA_PREFIX + "task.input_requested"
+INPUT_ANSWERED_EVENT = PRESA_PREFIX + "task.input_answered"
+#: The helper's type for partial content blocks (SEP-2694 §Relationship to SEP-2679).
+PARTIAL_CONTENT_EVENT = PRESA_PREFIX + "content.partial"
+
+#: A label of an event type: letters, digits, ``_`` and ``-``.
+_LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")
+
+
+class EventsGone(McpError):
+    """The cursor is before what is retained: the stream cannot be gap-free (-32010).
+
+    presa chooses HTTP 410 when the error goes out as plain JSON, as the
+    proposal allows (SEP-2694 §events_gone error; spec-notes §47).
+    """
+
+    code = EVENTS_GONE
+    http_status = 410
+    default_message = "Task events are no longer available"
+
+    @classmethod
+    def for_task(cls, task_id: str, earliest_seq: int) -> EventsGone:
+        return cls(data={"reason": "events_gone", "taskId": task_id, "earliestSeq": earliest_seq})
+
+
+@attrs.frozen
+class TaskEvent:
+    """One immutable entry of a task's log, as stored."""
+
+    # 0 for the task's first event, then exactly one more for each.
+    seq: int
+    task_id: str
+    # A prefixed type (:func:`check_type`).
+    type: str
+    # A JSON object; its schema is the type's.
+    payload: JSONObject
+    # When it was appended, epoch ms: what maximum age counts from.
+    created_ms: int
+
+    def to_wire(self) -> JSONObject:
+        """The params of ``notifications/tasks/event``, ``_meta`` naming the same task.
+
+        Spec: SEP-2694 §notifications/tasks/event — "Receivers MUST include
+        io.modelcontextprotocol/related-task metadata … The metadata task ID
+        MUST match params.taskId."
+        """
+        return {
+            "seq": self.seq,
+            "taskId": self.task_id,
+            "type": self.type,
+            "payload": self.payload,
+            "_meta": {RELATED_TASK: {"taskId": self.task_id}},
+        }
+
+
+@attrs.frozen
+class NewEvent:
+    """An event to append: the store gives it its ``seq`` and time."""
+
+    type: str
+    payload: JSONObject
+
+
+@attrs.frozen
+class EventWindow:
+    """What one read of a task's log found: events after a cursor, and the log's bounds.
+
+    ``earliest_seq`` is the oldest event still retained (``next_seq`` when
+    none is), ``next_seq`` the one the next append gets, and ``closed`` says
+    the task's terminal status event was appended, so nothing will follow it.
+    """
+
+    events: Sequence[TaskEvent]
+    earliest_seq: int
+    next_seq: int
+    closed: bool
+
+    @classmethod
+    def empty(cls) -> EventWindow:
+        """The log of a task that has no event yet."""
+        return cls((), 0, 0, False)
+
+
+@attrs.frozen
+class Retention:
+    """How long and how much of a task's log is kept; every store applies it the same.
+
+    Defaults, flags and the table: docs/tasks.md "Task event streams".
+    SEP-2694 §Event Retention asks a server to document each.
+    """
+
+    # Most events kept per task; older ones are dropped (--task-events-max).
+    max_events: int = 1000
+    # Events older than this are dropped, in ms; None: no limit (--task-events-max-age).
+    max_age_ms: int | None = 3_600_000
+    # How long the events of a terminal task stay, in ms, and never longer
+    # than the task itself; None: as long as the task (--task-events-terminal-retention).
+    terminal_ms: int | None = None
+    # Largest payload, as compact UTF-8 JSON (--task-events-max-payload).
+    max_payload_bytes: int = 64 * 1024
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_events < 1 or self.max_payload_bytes < 2:
+            raise ValueError("a log keeps at least one event and a payload of at least {}")
+
+    def check_payload(self, payload: Any) -> JSONObject:
+        """A payload is a JSON object no larger than :attr:`max_payload_bytes`, else ValueError.
+
+        Spec: SEP-2694 §Task Event ("Event payloads MUST be JSON objects"),
+        §Security Implications (payload size limits).
+        """
+        if not isinstance(payload, dict):
+            raise TypeError("a task event's payload must be a JSON object")
+        try:
+            text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as error:
+            raise ValueError(f"a task event's payload must be JSON: {error}") from None
+        if len(text.encode("utf-8", "surrogatepass")) > self.max_payload_bytes:
+            raise ValueError(
+                f"a task event's payload is larger than max_payload_bytes "
+                f"({self.max_payload_bytes})"
+            )
+        return payload
+
+
+def check_type(event_type: Any) -> str:
+    """An event type must carry a namespace: at least three dot-separated labels, else ValueError.
+
+    Unprefixed names (``content.partial``, ``task.status``, ``tool.started``)
+    are reserved for future MCP standardization; an implementation-defined
+    type uses a vendor prefix, preferably reverse-DNS
+    (``com.example.review.comment``). Which prefixes a vendor controls cannot
+    be checked; three labels refuse every reserved example of the proposal
+    (spec-notes §47). Spec: SEP-2694 §Event Types.
+    """
+    if not (isinstance(event_type, str) and _LABELS.fullmatch(event_type)):
+        raise ValueError(
+            f"task event type {event_type!r} needs a vendor prefix, e.g. com.example.step"
+        )
+    return event_type
+
+
+def partial_content(content: Sequence[Mapping[str, Any]]) -> NewEvent:
+    """Partial output as content blocks: SEP-2679's shape, carried as a prefixed event.
+
+    Spec: SEP-2694 §Relationship to SEP-2679 (``{"content": [...]}``).
+    """
+    return NewEvent(PARTIAL_CONTENT_EVENT, {"content": [dict(block) for block in content]})
+
+
+# --- tasks/stream: the cursor and what to do next -------------------------------------
+
+
+def read_cursor(params: Mapping[str, Any]) -> int | None:
+    """``params.after``: absent, or a non-negative integer; anything else is -32602.
+
+    ``true`` and ``1.0`` are not integers here: JSON has one number type,
+    but a cursor that is not written as an integer is not "a valid sequence
+    number value". Spec: SEP-2694 §Resume and Replay Semantics ("The after
+    parameter MUST be a non-negative integer. Receivers MUST return -32602").
+    """
+    if "after" not in params:
+        return None
+    after = params["after"]
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise InvalidParams("after must be a non-negative integer")
+    return after
+
+
+@attrs.frozen
+class Deliver:
+    """Send these events, in order, then read again after the last."""
+
+    events: Sequence[TaskEvent]
+
+
+@attrs.frozen
+class Wait:
+    """Nothing new and the task goes on: wait for the next append."""
+
+
+@attrs.frozen
+class End:
+    """Everything up to the task's terminal event was delivered: answer ``{}``."""
+
+
+Step = Deliver | Wait | End
+
+
+def first_cursor(task_id: str, after: int | None, window: EventWindow) -> int:
+    """Where a stream starts: after ``after``, or before the earliest retained event.
+
+    A cursor beyond the last event ever appended names no event this task
+    has: -32602, like any other invalid sequence number. A cursor before
+    the retained range is ``events_gone`` with ``earliestSeq``.
+
+    Spec: SEP-2694 §Resume and Replay Semantics ("If after is omitted, the
+    receiver MUST start at the earliest event it still retains"; "Return an
+    events_gone error if events after the supplied sequence number are no
+    longer retained").
+    """
+    if after is None:
+        return window.earliest_seq - 1
+    if after >= window.next_seq:
+        raise InvalidParams(f"after is beyond the task's last event ({window.next_seq - 1})")
+    if after + 1 < window.earliest_seq:
+        raise EventsGone.for_task(task_id, window.earliest_seq)
+    return after
+
+
+def next_step(task_id: str, cursor: int, window: EventWindow) -> Step:
+    """What a stream that has delivered up to ``cursor`` does with a read of the log after it.
+
+    A gap between the cursor and the first event read means retention
+    dropped events this stream had not delivered yet (a reader slower than
+    the log's bounds): never skipped silently, it is ``events_gone``.
+
+    Spec: SEP-2694 §Resume and Replay Semantics ("Receivers MUST NOT
+    silently skip retained events after the requested cursor"; a terminal
+    task with nothing after the cursor "MUST return TaskStreamResult
+    immediately"), §Task Event ("Servers MUST deliver events in sequence
+    order").
+    """
+    first = window.events[0].seq if window.events else window.earliest_seq
+    if first > cursor + 1:
+        raise EventsGone.for_task(task_id, window.earliest_seq)
+    if window.events:
+        return Deliver(window.events)
+    if window.closed and cursor + 1 >= window.next_seq:
+        return End()
+    return Wait()
+
+
+# --- presa's own events: a task's life ------------------------------------------------
+
+
+def status_event(task: Task) -> NewEvent:
+    """``presa_trio.task.status``: the status ``tasks/get`` shows from this revision on.
+
+    Spec: SEP-2694 §Relationship to Task Status Notifications (status
+    events "consistent with the task status visible through tasks/get").
+    """
+    payload: JSONObject = {"status": task.status.value, "revision": task.revision}
+    message = task.status_message
+    if message is not None:
+        payload["statusMessage"] = message
+    return NewEvent(STATUS_EVENT, payload)
+
+
+def life_events(before: Task | None, after: Task) -> list[NewEvent]:
+    """The events presa appends for one stored write that took ``before`` to ``after``.
+
+    ``before`` is None for a creation. Input keys newly issued give
+    ``input_requested``, keys newly in the inbox ``input_answered``, and a
+    changed status ``status``, in that order: the status event, last, is
+    the one a terminal write closes the log with. A write that changes
+    none of them (a status message, a withdrawal of keys) gives none.
+    """
+    events: list[NewEvent] = []
+    issued = after.issued - (before.issued if before is not None else frozenset())
+    if issued:
+        keys = sorted(issued & set(after.input_requests))
+        if keys:
+            events.append(
+                NewEvent(INPUT_REQUESTED_EVENT, {"keys": keys, "revision": after.revision})
+            )
+    answered = set(after.inbox) - (set(before.inbox) if before is not None else set())
+    if answered:
+        payload = {"keys": sorted(answered), "revision": after.revision}
+        events.append(NewEvent(INPUT_ANSWERED_EVENT, payload))
+    if before is None or before.status is not after.status:
+        events.append(status_event(after))
+    return events

@@ -1,0 +1,150 @@
+"""Task event logs in the SQLite file: two tables, and the statements over them.
+
+The event tables have a schema version of their own, ``events_schema_version``
+in ``presa_meta``, beside the tasks' ``schema_version``: a file without them
+gets them when it is opened (:func:`ensure_tables`), whatever its task schema,
+and a file whose event tables are of another version is refused.
+
+- ``task_event_logs``: one row per task that has a log: the next ``seq``,
+  and when the log was closed;
+- ``task_events``: the retained events, keyed ``(task_id, seq)``.
+
+Every function here runs on the store's connection, inside the caller's
+transaction (the store's ``BEGIN IMMEDIATE`` for a write), so an append
+reads ``next_seq``, inserts and trims in one atomic step (rule 7 of
+:mod:`presa_trio.tasks.stores.base`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+
+#: The event tables, version :data:`EVENTS_VERSION`.
+EVENTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS task_event_logs (
+    task_id TEXT PRIMARY KEY,
+    next_seq INTEGER NOT NULL,
+    closed_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS task_events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS task_events_by_age ON task_events (created_ms);
+"""
+
+#: The version of the event tables, kept as ``events_schema_version``.
+EVENTS_VERSION = 1
+
+
+def ensure_tables(db: sqlite3.Connection) -> str | None:
+    """Create the event tables if the file has none; None, or why the file is refused.
+
+    Runs inside the opening transaction, once the file is known to be presa's.
+    """
+    for statement in filter(str.strip, EVENTS_SCHEMA.split(";")):
+        db.execute(statement)
+    db.execute(
+        "INSERT OR IGNORE INTO presa_meta VALUES ('events_schema_version', ?)",
+        (str(EVENTS_VERSION),),
+    )
+    (version,) = db.execute(
+        "SELECT value FROM presa_meta WHERE key = 'events_schema_version'"
+    ).fetchone()
+    if version != str(EVENTS_VERSION):
+        return (
+            f"holds presa task event schema version {version}; this server reads {EVENTS_VERSION}"
+        )
+    return None
+
+
+def append(
+    db: sqlite3.Connection,
+    task_id: str,
+    events: Sequence[NewEvent],
+    now_ms: int,
+    retention: Retention,
+    closing: bool,
+) -> list[TaskEvent]:
+    """Append after the log's ``next_seq``; nothing if the task is gone or the log closed."""
+    if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (task_id,)).fetchone() is None:
+        return []
+    db.execute(
+        "INSERT OR IGNORE INTO task_event_logs VALUES (?, 0, NULL)",
+        (task_id,),
+    )
+    next_seq, closed_ms = db.execute(
+        "SELECT next_seq, closed_ms FROM task_event_logs WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    if closed_ms is not None:
+        return []
+    appended = [
+        TaskEvent(next_seq + n, task_id, new.type, new.payload, now_ms)
+        for n, new in enumerate(events)
+    ]
+    db.executemany(
+        "INSERT INTO task_events VALUES (?, ?, ?, ?, ?)",
+        [
+            (task_id, e.seq, e.type, json.dumps(e.payload, ensure_ascii=False), now_ms)
+            for e in appended
+        ],
+    )
+    db.execute(
+        "UPDATE task_event_logs SET next_seq = ?, closed_ms = ? WHERE task_id = ?",
+        (next_seq + len(appended), now_ms if closing else None, task_id),
+    )
+    oldest = None if retention.max_age_ms is None else now_ms - retention.max_age_ms
+    db.execute(
+        "DELETE FROM task_events WHERE task_id = ? AND (seq < ? OR created_ms <= ?)",
+        (task_id, next_seq + len(appended) - retention.max_events, oldest),
+    )
+    return appended
+
+
+def window(db: sqlite3.Connection, task_id: str, after: int, limit: int) -> EventWindow:
+    """The events after ``after`` and the log's bounds, read in one snapshot."""
+    rows = db.execute(
+        "SELECT seq, type, payload, created_ms FROM task_events"
+        " WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (task_id, after, limit),
+    ).fetchall()
+    log = db.execute(
+        "SELECT l.next_seq, l.closed_ms,"
+        " (SELECT min(seq) FROM task_events AS e WHERE e.task_id = l.task_id)"
+        " FROM task_event_logs AS l WHERE l.task_id = ?",
+        (task_id,),
+    ).fetchone()
+    if log is None:
+        return EventWindow.empty()
+    next_seq, closed_ms, earliest = log
+    events = [
+        TaskEvent(seq, task_id, kind, json.loads(payload), created)
+        for seq, kind, payload, created in rows
+    ]
+    return EventWindow(
+        events, next_seq if earliest is None else earliest, next_seq, closed_ms is not None
+    )
+
+
+def prune(db: sqlite3.Connection, now_ms: int, retention: Retention) -> None:
+    """Drop events past their age or terminal retention; drop the logs of deleted tasks."""
+    db.execute("DELETE FROM task_events WHERE task_id NOT IN (SELECT task_id FROM tasks)")
+    db.execute("DELETE FROM task_event_logs WHERE task_id NOT IN (SELECT task_id FROM tasks)")
+    if retention.max_age_ms is not None:
+        db.execute(
+            "DELETE FROM task_events WHERE created_ms <= ?", (now_ms - retention.max_age_ms,)
+        )
+    if retention.terminal_ms is not None:
+        db.execute(
+            "DELETE FROM task_events WHERE task_id IN (SELECT task_id FROM task_event_logs"
+            " WHERE closed_ms IS NOT NULL AND closed_ms <= ?)",
+            (now_ms - retention.terminal_ms,),
+        )

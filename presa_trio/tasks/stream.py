@@ -1,0 +1,138 @@
+"""``tasks/stream``: a task's events, replayed after a cursor, then followed live (SEP-2694, draft).
+
+Served only with task event streams on (``--task-events``); without them
+the method has no row and is -32601, as the proposal says of a receiver
+that does not support it (SEP-2694 §Specification).
+
+The request stays open while events flow on its own response stream as
+``notifications/tasks/event`` (over HTTP: its SSE stream), and ends with
+``{}`` once the task's terminal status event was delivered. Its order of
+checks: the Tasks declaration (-32021), ``taskId`` and ``after`` (-32602),
+then the task exactly as ``tasks/get`` looks it up (unknown, expired and
+another caller's tasks are -32602 alike: SEP-2694 §Security Implications),
+then the stream bounds (:meth:`~presa_trio.tasks.event_log.TaskEventLog.admit`),
+then the cursor against what the log retains (:func:`~presa_trio.tasks.events.first_cursor`).
+
+Theory of operation: the stream never holds more than one read of the log
+(:attr:`~presa_trio.tasks.event_log.TaskEventLog.page` events), delivered
+in ``seq`` order, each write awaited, so a slow reader is slowed by its
+own transport and nothing else; the worker appends to the store and never
+waits for it. When a read finds nothing new, the stream waits on its
+follower, woken by appends (from any process, through the store's
+announcements) and by the task's own changes (through the server's change
+bus, so a terminal task whose closing event was never written is closed
+here, and the stream ends). A reader so slow that retention dropped an
+event before it was delivered gets ``events_gone``, never a gap. The
+server's shutdown ends the stream normally, and the client resumes with
+``after`` on another process. Cancelling the request (the client closing
+the stream, or ``notifications/cancelled`` on stdio) cancels this handler
+and nothing else: the task runs on (SEP-2694 §tasks/stream).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from presa_trio.server.context import RequestContext
+from presa_trio.server.subscriptions import ChangeBus, Subscription
+from presa_trio.tasks.event_log import Follower, TaskEventLog
+from presa_trio.tasks.events import (
+    EVENT_NOTIFICATION,
+    Deliver,
+    End,
+    EventWindow,
+    first_cursor,
+    next_step,
+    read_cursor,
+)
+from presa_trio.tasks.runner import TaskRunner
+from presa_trio.tasks.stores.base import TaskNotFound
+from presa_trio.wire.envelope import notification
+
+if TYPE_CHECKING:
+    from presa_trio.tasks.extension import TasksExtension
+
+
+async def stream_events(
+    extension: TasksExtension,
+    changes: ChangeBus,
+    ctx: RequestContext,
+    task_id: str,
+    params: dict[str, Any],
+) -> dict[str, Any]:
+    """Stream the events of ``task_id`` after ``params.after``, live, then answer ``{}``.
+
+    The extension has checked the declaration and ``taskId``. The task is
+    looked up exactly as ``tasks/get`` looks it up, so a task the caller may
+    not see is answered as there (SEP-2694 §Security Implications: "the same
+    authorization checks … that they apply to tasks/get"). The task's own
+    changes come off the server's bus: theirs is the only topic about
+    ``(scope, task_id)`` (:meth:`~presa_trio.tasks.extension.TasksExtension.publish`).
+    """
+    events, runner = extension.events, extension.runner
+    assert events is not None
+    after = read_cursor(params)
+    scope = extension.scope_of(ctx)
+    await runner.get(scope, task_id)
+    topic = (scope, task_id)
+    with (
+        events.admit(scope, ctx.connection, task_id),
+        events.following(task_id) as follower,
+        changes.subscribe(lambda change: change.about == topic) as subscription,
+    ):
+        start = -1 if after is None else after
+        window = await runner.store.read_events(task_id, start, events.page)
+        cursor = first_cursor(task_id, after, window)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wake_on_changes, subscription, follower)
+            await follow(runner, events, ctx, follower, scope, cursor, window)
+            nursery.cancel_scope.cancel(reason="stream over")
+    return {}
+
+
+async def wake_on_changes(changes: Subscription, follower: Follower) -> None:
+    """Every change of the task wakes the stream; the bus closing (shutdown) ends it."""
+    async for _ in changes:
+        follower.wake()
+    follower.stopping = True
+    follower.wake()
+
+
+async def follow(
+    runner: TaskRunner,
+    events: TaskEventLog,
+    ctx: RequestContext,
+    follower: Follower,
+    scope: str,
+    cursor: int,
+    window: EventWindow,
+) -> None:
+    """Deliver from ``window`` on, reading the log again after each page or wake-up.
+
+    Spec: SEP-2694 §Resume and Replay Semantics, §Task Event ("Servers MUST
+    deliver events in sequence order").
+    """
+    task_id = follower.task_id
+    while True:
+        step = next_step(task_id, cursor, window)
+        if isinstance(step, End):
+            return
+        if isinstance(step, Deliver):
+            for event in step.events:
+                await ctx.send(notification(EVENT_NOTIFICATION, event.to_wire()))
+                cursor = event.seq
+        elif not window.closed:
+            try:
+                task = await runner.get(scope, task_id)
+            except TaskNotFound:
+                return  # expired meanwhile: nothing more will come
+            if task.terminal:
+                await events.close(runner.store, task, runner.clock.wall_ms())
+            else:
+                await follower.wait()
+        if follower.stopping:
+            return
+        follower.reset()
+        window = await runner.store.read_events(task_id, cursor, events.page)
