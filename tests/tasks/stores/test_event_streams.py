@@ -1,0 +1,442 @@
+"""``tasks/stream`` on the wire (SEP-2694, a draft), on every store.
+
+Rules of this file: the ASGI app is driven in-process on a real store of
+each kind (memory, a SQLite file, a PostgreSQL database); a task tool here
+emits what the test asks and waits on gates the test opens, so "live"
+means an event appended after the stream was opened; every wait is on a
+message, never on time, under ``trio.fail_after``; requests with another
+``client`` address came on another connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from presa_trio.auth.guard import ResourceGuard, Verifiers
+from presa_trio.auth.static import StaticTokens
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TaskRunner, TasksExtension, ask
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.events import (
+    EVENTS_GONE,
+    INPUT_ANSWERED_EVENT,
+    INPUT_REQUESTED_EVENT,
+    RELATED_TASK,
+    STATUS_EVENT,
+    Retention,
+)
+from presa_trio.tasks.stores.base import TaskStore
+from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, meta, request
+from presa_trio.testing import running as serving
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from presa_trio.wire.mrtr import Elicitation
+from tests.expect import error_of, result_of
+
+EVENT = "notifications/tasks/event"
+STEP = "com.example.step"
+ELSEWHERE = ("127.0.0.1", 50001)
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+
+@attrs.define
+class Gates:
+    """One trio.Event per label: a tool waits on its label's gate until the test opens it."""
+
+    events: dict[str, trio.Event] = attrs.field(factory=dict)
+
+    def __getitem__(self, label: str) -> trio.Event:
+        return self.events.setdefault(label, trio.Event())
+
+
+def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> Server:
+    """A server with one task tool, ``emitter``: ``before`` events, its gate, ``after`` more."""
+    server = Server("events-test", "0")
+    tasks = TasksExtension(TaskRunner(store))
+    server.add_extension(tasks)
+    if log is not None:
+        tasks.enable_events(log)
+
+    @tasks.tool(Policy.REQUIRED, description="Emits steps around a gate; may ask first")
+    async def emitter(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        if arguments.get("ask"):
+            await ask(ctx, {"ok": Elicitation("Go on?", CONFIRM)})
+        refused = []
+        for event_type, payload in arguments.get("invalid", []):
+            try:
+                await ctx.emit(event_type, payload)
+            except (TypeError, ValueError) as error:
+                refused.append(type(error).__name__)
+        for n in range(arguments.get("before", 0)):
+            await ctx.emit(STEP, {"n": n})
+        await gates[arguments.get("label", "")].wait()
+        for n in range(arguments.get("after", 0)):
+            await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+        return " ".join(refused) or "done"
+
+    return server
+
+
+@attrs.define
+class Harness:
+    """A client of the events server, its gates, and shortcuts for this file's requests."""
+
+    client: McpClient
+    gates: Gates
+    app: McpApp
+
+    async def start(self, **arguments: Any) -> str:
+        result = await self.client.call_tool("emitter", arguments, capabilities=TASKS_CAPABILITIES)
+        task_id: str = result["taskId"]
+        return task_id
+
+    def stream(
+        self, task_id: str, *, client: tuple[str, int] = ("127.0.0.1", 50000), **params: Any
+    ) -> Any:
+        message = request(
+            "tasks/stream", {"taskId": task_id, **params}, capabilities=TASKS_CAPABILITIES
+        )
+        return self.client.stream(message, client=client)
+
+    async def post_stream(self, task_id: str, **params: Any) -> Response:
+        message = request(
+            "tasks/stream", {"taskId": task_id, **params}, capabilities=TASKS_CAPABILITIES
+        )
+        return await self.client.post(message, limit_s=20)
+
+    async def until_status(self, task_id: str, status: str) -> dict[str, Any]:
+        """The task once it reads ``status``, watched on a listen stream (no polling)."""
+        with trio.fail_after(20):
+            wanted = {"taskIds": [task_id]}
+            async with self.client.listen(wanted, capabilities=TASKS_CAPABILITIES) as changes:
+                await changes.next_message()  # the acknowledgement
+                task = await self.client.get_task(task_id)
+                while task["status"] != status:
+                    task = (await changes.next_message())["params"]
+        return task
+
+
+@pytest.fixture
+def retention() -> Retention:
+    return Retention()
+
+
+@pytest.fixture
+async def harness(store: TaskStore, retention: Retention) -> AsyncIterator[Harness]:
+    gates = Gates()
+    app = McpApp.for_server(
+        events_server(store, TaskEventLog(retention, max_streams_per_scope=3), gates)
+    )
+    async with serving(app) as client:
+        yield Harness(client, gates, app)
+
+
+def events_in(response: Response) -> list[dict[str, Any]]:
+    return [m["params"] for m in response.messages() if m.get("method") == EVENT]
+
+
+async def next_event(stream: Stream) -> dict[str, Any]:
+    with trio.fail_after(20):
+        message = await stream.next_message()
+    assert message["method"] == EVENT, message
+    params: dict[str, Any] = message["params"]
+    return params
+
+
+async def test_without_the_option_tasks_stream_is_method_not_found(store: TaskStore) -> None:
+    """Spec-mandated (SEP-2694 §Specification; S-01): a server without task event
+    streams answers -32601, and advertises the Tasks extension with `{}` as before."""
+    async with serving(McpApp.for_server(events_server(store, None, Gates()))) as client:
+        response = await client.call(
+            "tasks/stream", {"taskId": "x"}, capabilities=TASKS_CAPABILITIES
+        )
+        error_of(response, 404, METHOD_NOT_FOUND)
+        discovered = result_of(await client.call("server/discover"))
+    assert discovered["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"] == {}
+
+
+async def test_with_the_option_the_tasks_extension_advertises_event_streams(
+    harness: Harness,
+) -> None:
+    """Spec-permitted (SEP-2694 §Specification, "MAY advertise … an eventStreams
+    sub-capability of Tasks"; S-01)."""
+    discovered = result_of(await harness.client.call("server/discover"))
+    tasks = discovered["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+    assert tasks == {"eventStreams": {}}
+
+
+async def test_a_whole_stream_from_the_start_to_the_tasks_end(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event, §notifications/tasks/event, §tasks/stream;
+    S-02, S-03, S-04, S-06, S-09, S-11, S-17, S-22): seq 0, 1, 2… in order on the
+    request's own SSE stream, each naming its task in related-task `_meta`, only
+    prefixed types, presa's status events agreeing with tasks/get, then `{}`."""
+    task_id = await harness.start(before=3, after=2)
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    response = await harness.post_stream(task_id)
+    assert response.headers["content-type"] == "text/event-stream"
+    events = events_in(response)
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert all(
+        e["taskId"] == task_id and e["_meta"][RELATED_TASK] == {"taskId": task_id} for e in events
+    )
+    assert all(len(e["type"].split(".")) >= 3 for e in events)
+    kinds = [e["type"] for e in events]
+    assert kinds == [
+        STATUS_EVENT,
+        STEP,
+        STEP,
+        STEP,
+        "presa_trio.content.partial",
+        "presa_trio.content.partial",
+        STATUS_EVENT,
+    ]
+    assert [e["payload"]["n"] for e in events if e["type"] == STEP] == [0, 1, 2]
+    assert events[4]["payload"] == {"content": [{"type": "text", "text": "part 0"}]}
+    final = await harness.client.get_task(task_id)
+    assert events[-1]["payload"]["status"] == final["status"] == "completed"
+    assert result_of(response)["resultType"] == "complete"
+    assert set(result_of(response)) == {"resultType", "_meta"}
+
+
+async def test_a_stream_follows_live_events_then_ends_with_the_task(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream, §Resume and Replay Semantics; S-04, S-11,
+    S-12): retained events first, then the ones appended after the stream opened, then
+    `{}` once the task's terminal event was delivered."""
+    task_id = await harness.start(before=2, after=2, label="live")
+    async with harness.stream(task_id) as stream:
+        seen = [await next_event(stream) for _ in range(3)]
+        assert [e["seq"] for e in seen] == [0, 1, 2]
+        harness.gates["live"].set()
+        seen += [await next_event(stream) for _ in range(3)]
+        with trio.fail_after(20):
+            final = await stream.next_message()
+    assert [e["seq"] for e in seen] == [0, 1, 2, 3, 4, 5]
+    assert seen[-1]["payload"]["status"] == "completed"
+    assert final["result"]["resultType"] == "complete"
+
+
+async def test_resuming_after_a_cursor_delivers_only_what_follows(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-11): `after` is
+    exclusive; a terminal task with nothing after it answers `{}` at once, as plain
+    JSON with no notification."""
+    task_id = await harness.start(before=3)
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    resumed = events_in(await harness.post_stream(task_id, after=2))
+    assert [e["seq"] for e in resumed] == [3, 4]
+    caught_up = await harness.post_stream(task_id, after=4)
+    assert caught_up.headers["content-type"] == "application/json"
+    assert result_of(caught_up)["resultType"] == "complete"
+
+
+@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None])
+async def test_a_cursor_that_is_not_a_non_negative_integer_is_invalid_params(
+    harness: Harness, after: Any
+) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400."""
+    task_id = await harness.start()
+    error_of(await harness.post_stream(task_id, after=after), 400, INVALID_PARAMS)
+    harness.gates[""].set()
+
+
+async def test_a_cursor_beyond_the_last_event_is_invalid_params(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics, "not a valid sequence number
+    value"; S-10)."""
+    task_id = await harness.start()
+    error_of(await harness.post_stream(task_id, after=50), 400, INVALID_PARAMS)
+    harness.gates[""].set()
+
+
+@pytest.mark.parametrize("retention", [Retention(max_events=3)])
+async def test_a_cursor_before_what_is_retained_is_events_gone(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §events_gone error, §Event Retention; S-13, S-14): once
+    retention dropped events, a cursor before them is -32010 with reason, taskId and
+    earliestSeq (HTTP 410 as plain JSON); without a cursor the stream starts at the
+    earliest retained event."""
+    task_id = await harness.start(before=8)
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    gone = error_of(await harness.post_stream(task_id, after=2), 410, EVENTS_GONE)
+    assert gone["message"] == "Task events are no longer available"
+    assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 7}
+    assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [7, 8, 9]
+    assert [e["seq"] for e in events_in(await harness.post_stream(task_id, after=6))] == [7, 8, 9]
+
+
+async def test_one_active_stream_per_task_per_connection(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream; S-07): a second tasks/stream for the task
+    on the same connection is -32602; on another connection it streams; once the first
+    ended, the same connection may open one again."""
+    task_id = await harness.start(label="one")
+    async with harness.stream(task_id) as first:
+        await next_event(first)
+        error_of(await harness.post_stream(task_id), 400, INVALID_PARAMS)
+        async with harness.stream(task_id, client=ELSEWHERE) as second:
+            assert (await next_event(second))["seq"] == 0
+    async with harness.stream(task_id) as again:
+        assert (await next_event(again))["seq"] == 0
+    harness.gates["one"].set()
+
+
+async def test_cancelling_the_stream_never_cancels_the_task(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream, "Cancellation stops event delivery but
+    does not cancel the underlying task"; S-08): the client closes the stream; the task
+    runs on and completes, its later events kept for the next stream."""
+    task_id = await harness.start(after=1, label="cut")
+    async with harness.stream(task_id) as stream:
+        await next_event(stream)
+    assert (await harness.client.get_task(task_id))["status"] == "working"
+    harness.gates["cut"].set()
+    await harness.until_status(task_id, "completed")
+    resumed = events_in(await harness.post_stream(task_id, after=0))
+    assert [e["seq"] for e in resumed] == [1, 2]
+
+
+async def test_a_task_the_caller_may_not_see_is_answered_as_tasks_get(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Security Implications; S-19): an unknown id, a missing
+    declaration and a bad taskId get exactly what tasks/get gets."""
+    for params in ({"taskId": "no-such-task"}, {"taskId": ""}, {}):
+        as_get = await harness.client.call("tasks/get", params, capabilities=TASKS_CAPABILITIES)
+        as_stream = await harness.client.call(
+            "tasks/stream", params, capabilities=TASKS_CAPABILITIES
+        )
+        assert (as_stream.status, as_stream.json()["error"]) == (
+            as_get.status,
+            as_get.json()["error"],
+        )
+    undeclared = await harness.client.call("tasks/stream", {"taskId": "x"})
+    as_get = await harness.client.call("tasks/get", {"taskId": "x"})
+    assert (undeclared.status, undeclared.json()["error"]) == (
+        as_get.status,
+        as_get.json()["error"],
+    )
+
+
+async def test_another_principals_task_cannot_be_streamed(store: TaskStore) -> None:
+    """Spec-mandated (SEP-2694 §Security Implications; S-19, S-20): with authorization
+    on, bob's tasks/stream of alice's task is answered as bob's tasks/get of it: as
+    an unknown task."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp", Verifiers(static=StaticTokens({"a": "alice", "b": "bob"}))
+    )
+    gates = Gates()
+    app = McpApp.for_server(events_server(store, TaskEventLog(), gates), auth=guard)
+    async with serving(app) as client:
+
+        async def as_user(method: str, params: Mapping[str, Any], token: str) -> Response:
+            message = request(method, params, capabilities=TASKS_CAPABILITIES)
+            headers = [*client.headers_for(message).items(), ("authorization", f"Bearer {token}")]
+            return await client.post(message, headers)
+
+        created = result_of(await as_user("tools/call", {"name": "emitter", "arguments": {}}, "a"))
+        task_id = created["taskId"]
+        by_bob = await as_user("tasks/stream", {"taskId": task_id}, "b")
+        get_by_bob = await as_user("tasks/get", {"taskId": task_id}, "b")
+        assert (by_bob.status, by_bob.json()["error"]) == (
+            get_by_bob.status,
+            get_by_bob.json()["error"],
+        )
+        assert by_bob.json()["error"]["code"] == INVALID_PARAMS
+        gates[""].set()
+        own = await as_user("tasks/stream", {"taskId": task_id}, "a")
+        assert events_in(own)[0]["seq"] == 0
+
+
+async def test_concurrent_streams_of_one_caller_are_bounded(harness: Harness) -> None:
+    """Spec-recommended (SEP-2694 §Security Implications, concurrent streams per client;
+    S-21): beyond max_streams_per_scope (3 here) a stream is -32603 naming the limit."""
+    tasks = [await harness.start(label="bound") for _ in range(4)]
+    async with (
+        harness.stream(tasks[0]) as a,
+        harness.stream(tasks[1]) as b,
+        harness.stream(tasks[2]) as c,
+    ):
+        for opened in (a, b, c):
+            await next_event(opened)
+        refused = error_of(await harness.post_stream(tasks[3]), 500, INTERNAL_ERROR)
+        assert refused["data"] == {"retryable": True, "limit": "max_streams_per_scope"}
+    harness.gates["bound"].set()
+
+
+async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
+    """presa-defined (S-17, S-22; SEP-2694 §Relationship to Task Status Notifications):
+    asking and answering appear as prefixed events between status events that match
+    what tasks/get showed."""
+    task_id = await harness.start(ask=True)
+    asked = await harness.until_status(task_id, "input_required")
+    await harness.client.update_task(task_id, {"ok": {"action": "accept", "content": {"ok": True}}})
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    events = events_in(await harness.post_stream(task_id))
+    kinds = [(e["type"], e["payload"].get("status")) for e in events]
+    assert kinds == [
+        (STATUS_EVENT, "working"),
+        (INPUT_REQUESTED_EVENT, None),
+        (STATUS_EVENT, "input_required"),
+        (INPUT_ANSWERED_EVENT, None),
+        (STATUS_EVENT, "working"),
+        (STATUS_EVENT, "completed"),
+    ]
+    assert events[1]["payload"]["keys"] == list(asked["inputRequests"]) == ["ok"]
+
+
+async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-11, S-17): cancelling the
+    task ends its open stream after a `cancelled` status event; nothing follows it."""
+    task_id = await harness.start(before=1, label="cancel")
+    async with harness.stream(task_id) as stream:
+        await next_event(stream)
+        await next_event(stream)
+        await harness.client.cancel_task(task_id)
+        last = await next_event(stream)
+        with trio.fail_after(20):
+            final = await stream.next_message()
+    assert (last["type"], last["payload"]["status"]) == (STATUS_EVENT, "cancelled")
+    assert final["result"]["resultType"] == "complete"
+    assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [0, 1, 2]
+
+
+async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event, §Event Types; S-05, S-06): an unprefixed type
+    and a payload that is not an object raise in the tool and never reach the log."""
+    task_id = await harness.start(invalid=[["task.status", {}], [STEP, [1, 2]]])
+    harness.gates[""].set()
+    done = await harness.until_status(task_id, "completed")
+    assert done["result"]["content"][0]["text"] == "ValueError TypeError"
+    assert [e["type"] for e in events_in(await harness.post_stream(task_id))] == [
+        STATUS_EVENT,
+        STATUS_EVENT,
+    ]
+
+
+async def test_progress_is_never_a_task_event(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Relationship to Progress Notifications; S-18): a
+    tasks/stream with a progressToken gets events only, their seqs unmoved."""
+    task_id = await harness.start(before=1)
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    message = request(
+        "tasks/stream", {"taskId": task_id, "_meta": meta(TASKS_CAPABILITIES, progressToken="p")}
+    )
+    response = await harness.client.post(message)
+    methods = [m.get("method") for m in response.messages()]
+    assert methods == [EVENT, EVENT, EVENT, None]
+
+
+async def test_the_servers_shutdown_ends_open_streams_normally(harness: Harness) -> None:
+    """presa-defined (S-24): when the server stops (its change bus closes), an open
+    stream ends with `{}`, so the client resumes with `after` elsewhere."""
+    task_id = await harness.start(label="shutdown")
+    async with harness.stream(task_id) as stream:
+        await next_event(stream)
+        harness.app.dispatcher.server.changes.close()
+        with trio.fail_after(20):
+            final = await stream.next_message()
+    assert final["result"]["resultType"] == "complete"
+    harness.gates["shutdown"].set()
