@@ -62,9 +62,9 @@ class Peer:
 
 @asynccontextmanager
 async def serving(
-    store: str, log: Path, lease: str = LEASE_SECONDS
+    store: str, log: Path, lease: str = LEASE_SECONDS, *options: str
 ) -> AsyncIterator[tuple[trio.Process, Peer]]:
-    """``presa-trio serve --store STORE``; yields the process once it answers."""
+    """``presa-trio serve --store STORE [OPTIONS]``; yields the process once it answers."""
     port = free_port()
     command = [
         sys.executable,
@@ -77,6 +77,7 @@ async def serving(
         store,
         "--task-lease",
         lease,
+        *options,
     ]
     with log.open("ab") as stderr:
         async with trio.open_nursery() as nursery:

@@ -31,12 +31,12 @@ LONG_LEASE = "30"
 
 @asynccontextmanager
 async def two_servers(
-    url: str, tmp_path: Path, lease: str = LONG_LEASE
+    url: str, tmp_path: Path, lease: str = LONG_LEASE, *options: str
 ) -> AsyncIterator[tuple[tuple[trio.Process, Peer], tuple[trio.Process, Peer]]]:
     """Servers A and B on one database; their logs are ``a.log`` and ``b.log``."""
     async with AsyncExitStack() as stack:
-        a = await stack.enter_async_context(serving(url, tmp_path / "a.log", lease))
-        b = await stack.enter_async_context(serving(url, tmp_path / "b.log", lease))
+        a = await stack.enter_async_context(serving(url, tmp_path / "a.log", lease, *options))
+        b = await stack.enter_async_context(serving(url, tmp_path / "b.log", lease, *options))
         yield a, b
 
 

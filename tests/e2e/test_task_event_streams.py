@@ -1,0 +1,140 @@
+"""End to end: ``tasks/stream`` across processes and restarts (``--task-events``, SEP-2694).
+
+Rules of this file: every server is a real ``presa-trio serve --task-events``
+child process on a loopback port, on a real store (a SQLite file, a
+database on the run's PostgreSQL), killed with a real signal; streams are
+read over real HTTP as SSE. Every wait is bounded by ``trio.fail_after``,
+which fails only if the servers never get there; nothing asserts how long
+anything took. A resumed stream may repeat an event (the client
+de-duplicates by ``seq``) but may never skip one.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from presa_trio.testing import request
+from tests.e2e.conftest import headers
+from tests.e2e.test_restart import PATIENCE, TASKS, Peer, serving
+from tests.e2e.test_two_processes import LONG_LEASE, two_servers
+
+EVENT = "notifications/tasks/event"
+STATUS = "presa_trio.task.status"
+
+
+@asynccontextmanager
+async def task_stream(
+    peer: Peer, task_id: str, after: int | None = None
+) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    """``tasks/stream`` on ``peer``: its JSON-RPC messages as they arrive."""
+    params: dict[str, Any] = {"taskId": task_id}
+    if after is not None:
+        params["after"] = after
+    peer.next_id += 1
+    message = request("tasks/stream", params, request_id=peer.next_id, capabilities=TASKS)
+    sent = headers(message, **{"mcp-name": task_id})
+    async with peer.http.stream("POST", peer.url, json=message, headers=sent) as response:
+        yield messages(response)
+
+
+async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    if response.headers["content-type"] == "application/json":
+        yield json.loads(await response.aread())
+        return
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            yield json.loads(line[len("data: ") :])
+
+
+async def read_events(
+    stream: AsyncIterator[dict[str, Any]], into: list[dict[str, Any]], count: int | None = None
+) -> dict[str, Any] | None:
+    """Append events to ``into`` until ``count`` of them (None: the result); the result."""
+    async for message in stream:
+        if message.get("method") != EVENT:
+            assert "result" in message, message
+            return message
+        into.append(message["params"])
+        if count is not None and len(into) >= count:
+            return None
+    raise AssertionError("the stream ended without a result")
+
+
+def assert_gap_free(events: list[dict[str, Any]]) -> list[int]:
+    """The seqs, de-duplicated: 0, 1, 2… with no hole, the order never going back past one."""
+    seqs = sorted({e["seq"] for e in events})
+    assert seqs == list(range(len(seqs))), [e["seq"] for e in events]
+    return seqs
+
+
+async def test_events_written_on_one_process_stream_on_another_and_resume_after_a_kill(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-03, S-04, S-11, S-23):
+    a task running on A streams on B; B is killed mid-stream; the stream resumed on A
+    with `after` picks up where B stopped, with no gap, and ends with the task."""
+    async with two_servers(postgres_url, tmp_path, LONG_LEASE, "--task-events") as (
+        (_, a),
+        (process_b, b),
+    ):
+        created = await a.call("tools/call", {"name": "slow_compute", "arguments": {"seconds": 4}})
+        task_id = created["taskId"]
+        seen: list[dict[str, Any]] = []
+        with trio.fail_after(PATIENCE):
+            async with task_stream(b, task_id) as on_b:
+                assert await read_events(on_b, seen, 3) is None
+                process_b.send_signal(signal.SIGKILL)
+                try:
+                    await read_events(on_b, seen)
+                except httpx.HTTPError:
+                    pass  # B is gone: the stream breaks where it was
+            assert seen[0]["payload"]["status"] == "working"
+            resumed: list[dict[str, Any]] = []
+            async with task_stream(a, task_id, after=seen[-1]["seq"]) as on_a:
+                result = await read_events(on_a, resumed)
+        assert result is not None
+        assert resumed[0]["seq"] == seen[-1]["seq"] + 1
+        assert_gap_free(seen + resumed)
+        assert (resumed[-1]["type"], resumed[-1]["payload"]["status"]) == (STATUS, "completed")
+        assert all(e["taskId"] == task_id for e in seen + resumed)
+
+
+async def test_a_stream_cut_by_a_sqlite_server_restart_resumes_from_the_file(
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-03, S-11, S-23): the
+    server is killed mid-stream; the next one on the same file still has the log, the
+    recovered task's new events take the next seqs, and the stream resumed with
+    `after` delivers them, gap-free, to the end."""
+    db, log = tmp_path / "tasks.db", tmp_path / "server.log"
+    seen: list[dict[str, Any]] = []
+    async with serving(f"sqlite:///{db}", log, "1", "--task-events") as (process, peer):
+        created = await peer.call(
+            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 3}}
+        )
+        task_id = created["taskId"]
+        with trio.fail_after(PATIENCE):
+            async with task_stream(peer, task_id) as stream:
+                assert await read_events(stream, seen, 2) is None
+                process.send_signal(signal.SIGKILL)
+                with suppress(httpx.HTTPError):
+                    await read_events(stream, seen)
+            await process.wait()
+    async with serving(f"sqlite:///{db}", log, "1", "--task-events") as (_, peer):
+        resumed: list[dict[str, Any]] = []
+        with trio.fail_after(PATIENCE):
+            async with task_stream(peer, task_id, after=seen[-1]["seq"]) as stream:
+                result = await read_events(stream, resumed)
+    assert result is not None
+    assert resumed[0]["seq"] == seen[-1]["seq"] + 1
+    assert_gap_free(seen + resumed)
+    assert resumed[-1]["payload"]["status"] == "completed"
+    assert f"task {task_id} recovered" in log.read_text()
