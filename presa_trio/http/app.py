@@ -70,7 +70,7 @@ def connection_key(scope: HTTPScope) -> Hashable:
     without ``client`` (a Unix socket) names no connection: each request is
     its own. presa chooses this over the principal (one client may hold many
     connections) for SEP-2694's "one active tasks/stream per task per
-    connection" (spec-notes §47).
+    connection" (spec-notes §50).
     """
     client = scope.get("client")
     return object() if client is None else ("http", *client)

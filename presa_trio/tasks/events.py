@@ -59,7 +59,7 @@ class EventsGone(McpError):
     """The cursor is before what is retained: the stream cannot be gap-free (-32010).
 
     presa chooses HTTP 410 when the error goes out as plain JSON, as the
-    proposal allows (SEP-2694 §events_gone error; spec-notes §47).
+    proposal allows (SEP-2694 §events_gone error; spec-notes §50).
     """
 
     code = EVENTS_GONE
@@ -179,7 +179,7 @@ def check_type(event_type: Any) -> str:
     type uses a vendor prefix, preferably reverse-DNS
     (``com.example.review.comment``). Which prefixes a vendor controls cannot
     be checked; three labels refuse every reserved example of the proposal
-    (spec-notes §47). Spec: SEP-2694 §Event Types.
+    (spec-notes §50). Spec: SEP-2694 §Event Types.
     """
     if not (isinstance(event_type, str) and _LABELS.fullmatch(event_type)):
         raise ValueError(

@@ -1,0 +1,108 @@
+"""The task event stream transcript in docs/tasks.md is a rendering of a recorded run, still true.
+
+``docs/task-events-session.jsonl`` is what ``presa-trio serve --task-events
+--transcript`` writes for the session docs/tasks.md shows: ``confirm_delete``
+becomes a task; a ``tasks/stream`` reads its first three events and is cut
+by the client; the task is answered; a second ``tasks/stream`` with
+``after: 2`` delivers the rest and ends with the task. The task parks on its
+question while the first stream is open, so the cut falls at the same event
+on every run. The first test renders the recording exactly as ``presa-trio
+transcript`` does and finds that rendering between the page's markers; the
+second runs the session again and finds the same answers, ids and times aside.
+
+To record it again after a deliberate change of the wire::
+
+    .venv/bin/python -m tests.docs.test_task_events_session
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import trio
+
+from presa_trio.demo import build_server
+from presa_trio.http.app import McpApp
+from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.transcript_render import render_lines
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.extension import TasksExtension
+from presa_trio.testing import TASKS_CAPABILITIES, McpClient, request, running
+from tests.docs.test_tasks_session import DOCS, PAGE, asked, exchanges
+from tests.http.test_transcript import Ticks
+
+RECORDING = DOCS / "task-events-session.jsonl"
+BEGIN = (
+    "<!-- begin: `presa-trio transcript docs/task-events-session.jsonl` (tested; do not edit) -->"
+)
+END = "<!-- end of the rendered task event stream transcript -->"
+
+
+def events_app() -> McpApp:
+    """The demo served as ``presa-trio serve --task-events`` serves it."""
+    server = build_server()
+    for extension in server.extensions:
+        if isinstance(extension, TasksExtension):
+            extension.enable_events(TaskEventLog())
+    return McpApp.for_server(server)
+
+
+async def record_session(target: Path) -> None:
+    """Run the page's session against the demo server, recording every exchange."""
+    app = events_app()
+    async with running(app) as unrecorded:
+        client = McpClient(app, asgi=TranscriptRecorder(app, target, Ticks()))
+        created = await client.call_tool(
+            "confirm_delete", {"filename": "a.txt"}, capabilities=TASKS_CAPABILITIES
+        )
+        task_id = created["taskId"]
+        await asked(unrecorded, task_id)
+        with trio.fail_after(10):
+            first = request("tasks/stream", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+            async with client.stream(first) as cut:
+                for _ in range(3):
+                    await cut.next_message()
+            answer = {"action": "accept", "content": {"confirm": True}}
+            await client.update_task(task_id, {"confirm-delete": answer})
+            resumed = request(
+                "tasks/stream", {"taskId": task_id, "after": 2}, capabilities=TASKS_CAPABILITIES
+            )
+            await client.post(resumed)
+
+
+def rendered_section(page: str) -> str:
+    start = page.index(BEGIN) + len(BEGIN)
+    return page[start : page.index(END, start)].strip("\n")
+
+
+def test_the_page_shows_the_rendering_of_the_recording() -> None:
+    """presa-defined (docs/tasks.md; S-11): the stream transcript is generated, never
+    hand-edited."""
+    rendered = render_lines(RECORDING.read_text().splitlines())
+    assert rendered_section(PAGE.read_text()) == rendered.strip("\n")
+
+
+async def test_the_recorded_session_still_gets_the_same_answers(tmp_path: Path) -> None:
+    """presa-defined (docs/tasks.md; S-03, S-11): the same requests, sent again, get the
+    recorded answers: the cut stream's three events, the resumed stream's three and
+    its result."""
+    again = tmp_path / "session.jsonl"
+    await record_session(again)
+    assert exchanges(again) == exchanges(RECORDING)
+
+
+def write_recording_and_page() -> None:
+    """Record the session into docs/ and put its rendering between the page's markers."""
+    RECORDING.unlink(missing_ok=True)
+    trio.run(record_session, RECORDING)
+    page = PAGE.read_text()
+    head, rest = page.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    rendered = render_lines(RECORDING.read_text().splitlines()).strip("\n")
+    PAGE.write_text(f"{head}{BEGIN}\n\n{rendered}\n\n{END}{tail}")
+    print(f"wrote {RECORDING} and its rendering into {PAGE}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    write_recording_and_page()
