@@ -13,7 +13,8 @@ One run, on loopback:
 3. the Tasks figures, presa only (``bench.tasks``);
 4. what checking a tool's arguments against its schema costs per
    ``tools/call``, in-process (``bench.validation``);
-5. what a JWT access-token check adds to a tools/call, in process (``bench.auth``).
+5. what a JWT access-token check adds to a tools/call, in process (``bench.auth``);
+6. task event streams (``--task-events``), in process, on every store (``bench.task_events``).
 
 The targets are checked at the end. Absolute figures on shared two-core
 machines swing by 15–25 % between runs, so a target fails the run (exit 1)
@@ -38,7 +39,18 @@ from typing import Any
 
 import attrs
 
-from bench import auth, h2load, instructions, load, mcp, postgres, servers, tasks, validation
+from bench import (
+    auth,
+    h2load,
+    instructions,
+    load,
+    mcp,
+    postgres,
+    servers,
+    task_events,
+    tasks,
+    validation,
+)
 from bench.targets import Verdict, check_cross_process, check_targets
 
 
@@ -368,6 +380,10 @@ async def main_async(settings: Settings) -> int:
     cross_report = await postgres.run(quick=settings.quick)
     print()
     print(postgres.table(cross_report), flush=True)
+    print("task event streams (in-process, --task-events) ...", file=sys.stderr, flush=True)
+    events_report = await asyncio.to_thread(task_events.run, settings.quick)
+    print()
+    print(task_events.table(events_report), flush=True)
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():
