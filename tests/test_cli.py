@@ -65,6 +65,11 @@ MISTAKES = {
         "cannot write the transcript",
     ),
     "bad host": (["serve", "--host", "no-such-host.invalid"], "cannot listen on"),
+    "task events without tasks": (
+        ["stdio", "--task-events", "examples.hello_server:server"],
+        "--task-events needs a server with the Tasks extension",
+    ),
+    "no events kept": (["serve", "--task-events-max", "0"], "is not a positive whole number"),
 }
 
 

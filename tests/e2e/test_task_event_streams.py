@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,10 @@ import httpx
 import trio
 
 from presa_trio.testing import request
+from presa_trio.wire.errors import INVALID_PARAMS
 from tests.e2e.conftest import headers
 from tests.e2e.test_restart import PATIENCE, TASKS, Peer, serving
+from tests.e2e.test_stdio import StdioPeer
 from tests.e2e.test_two_processes import LONG_LEASE, two_servers
 
 EVENT = "notifications/tasks/event"
@@ -136,3 +141,56 @@ async def test_a_stream_cut_by_a_sqlite_server_restart_resumes_from_the_file(
     assert_gap_free(seen + resumed)
     assert resumed[-1]["payload"]["status"] == "completed"
     assert f"task {task_id} recovered" in log.read_text()
+
+
+async def test_over_stdio_the_pipe_is_the_connection_and_cancelling_ends_only_the_stream(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream; S-07, S-08, S-11): `presa-trio stdio
+    --task-events`: a second stream of the task on the pipe is -32602;
+    notifications/cancelled ends the first with nothing more sent for it, and the task
+    goes on; a stream with `after` then delivers the rest and ends with the task."""
+    command = [
+        sys.executable,
+        "-m",
+        "presa_trio",
+        "stdio",
+        "--task-events",
+        "--log-level",
+        "WARNING",
+    ]
+    process: trio.Process = await nursery.start(
+        partial(trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    )
+    peer = StdioPeer(process)
+    call = {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}
+    with trio.fail_after(PATIENCE):
+        task_id = (await peer.call("tools/call", call, 1, capabilities=TASKS))["result"]["taskId"]
+        await peer.send(
+            request("tasks/stream", {"taskId": task_id}, request_id=2, capabilities=TASKS)
+        )
+        first = [await peer.next_message() for _ in range(3)]
+        second = await peer.call("tasks/stream", {"taskId": task_id}, 3, capabilities=TASKS)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        await peer.send(cancel)
+        answer = {"confirm-delete": {"action": "accept", "content": {"confirm": True}}}
+        params = {"taskId": task_id, "inputResponses": answer}
+        await peer.call("tasks/update", params, 4, capabilities=TASKS)
+        await peer.send(
+            request(
+                "tasks/stream", {"taskId": task_id, "after": 2}, request_id=5, capabilities=TASKS
+            )
+        )
+        final = await peer.response_to(5)
+        assert process.stdin is not None
+        await process.stdin.aclose()
+        while await peer.next_message() is not None:
+            pass
+        assert await process.wait() == 0
+    assert [m["params"]["seq"] for m in first if m is not None] == [0, 1, 2]
+    assert second["error"]["code"] == INVALID_PARAMS
+    assert "result" in final
+    assert not [m for m in peer.received if m.get("id") == 2]
+    resumed = [m["params"] for m in peer.received if m.get("method") == EVENT][3:]
+    assert [e["seq"] for e in resumed] == [3, 4, 5]
+    assert resumed[-1]["payload"]["status"] == "completed"
