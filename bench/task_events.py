@@ -178,10 +178,11 @@ async def measure_store(
             for port in range(10):
                 nursery.start_soon(read_stream, client, ten, lambda e: None, 51000 + port)
         stalled = await start(client, count=count, label="stalled")
-        message = request("tasks/stream", {"taskId": stalled}, capabilities=TASKS_CAPABILITIES)
-        async with client.stream(message, client=("127.0.0.1", 52000)):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(stalled_reader, client, stalled)
             with trio.fail_after(120):
                 await timings.done["stalled"].wait()
+            nursery.cancel_scope.cancel()
     ms = sorted(d * 1000 for d in delays)
     return StoreFigures(
         name,
@@ -194,6 +195,50 @@ async def measure_store(
         timings["ten"],
         timings["stalled"],
     )
+
+
+async def stalled_reader(
+    client: McpClient,
+    task_id: str,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """A ``tasks/stream`` whose transport takes the response head and then nothing:
+    every later write waits, as on a socket whose peer stopped reading."""
+    message = request("tasks/stream", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+    body = json.dumps(message).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "server": ("127.0.0.1", 3000),
+        "client": ("127.0.0.1", 52000),
+        "headers": [
+            (k.lower().encode(), v.encode()) for k, v in client.headers_for(message).items()
+        ],
+    }
+    pending = [body]
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(event: dict[str, Any]) -> None:
+        if event["type"] == "http.response.start":
+            task_status.started()
+        else:
+            await trio.sleep_forever()
+
+    target: Any = client.app  # an ASGI app, called with plain dicts as testing.py does
+    await target(scope, receive, send)
 
 
 async def fresh_open_task(store: TaskStore) -> str:
