@@ -16,7 +16,9 @@ object is what connects the store to the workers and to the streams:
   :meth:`wake` (called by the store's append announcements, from any
   process, and for the task's own changes) wakes exactly the streams of
   that task, and :data:`~presa_trio.tasks.stores.base.RESYNC` wakes all of
-  them, since appends may have been missed.
+  them, since appends may have been missed. Streams of one task at one
+  cursor share their read of the log (:meth:`read`): readers cost the
+  store one read per append, however many follow the task here.
 - **Retention.** :meth:`run` prunes every :attr:`prune_every` seconds what
   the :class:`~presa_trio.tasks.events.Retention` no longer keeps.
 - **Bounds on streams** (SEP-2694 §tasks/stream, §Security Implications):
@@ -45,7 +47,14 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.tasks.events import NewEvent, Retention, TaskEvent, check_type, life_events
+from presa_trio.tasks.events import (
+    EventWindow,
+    NewEvent,
+    Retention,
+    TaskEvent,
+    check_type,
+    life_events,
+)
 from presa_trio.tasks.events import status_event as status_event_of
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import RESYNC, Resync, StoreUnavailable, TaskStore
@@ -56,37 +65,31 @@ log = logging.getLogger(__name__)
 
 @attrs.define(eq=False)
 class Follower:
-    """One stream's wake-up: set by an append to its task, consumed by its next read.
-
-    :meth:`reset` comes before each read of the log and :meth:`wait` after
-    it, so an append announced while the read was in flight is not lost: it
-    leaves the follower woken, and the wait returns at once.
-    """
+    """One stream of a task in this process: what it waits on, and whether to stop."""
 
     task_id: str
-    _woken: bool = False
-    # The Event a waiting stream sleeps on; a new one per wait (they're cheap).
-    _event: trio.Event | None = None
+    # The Event the stream sleeps on while it waits; a new one per wait (they're cheap).
+    event: trio.Event | None = None
     # Set when the server stops: the stream ends normally, the client resumes elsewhere.
     stopping: bool = False
 
     def wake(self) -> None:
-        self._woken = True
-        if self._event is not None:
-            self._event.set()
+        if self.event is not None:
+            self.event.set()
 
-    def reset(self) -> None:
-        self._woken = False
+    def stop(self) -> None:
+        self.stopping = True
+        self.wake()
 
-    async def wait(self) -> None:
-        if self._woken:
-            await trio.lowlevel.checkpoint()
-            return
-        self._event = trio.Event()
-        try:
-            await self._event.wait()
-        finally:
-            self._event = None
+
+@attrs.define(eq=False)
+class SharedRead:
+    """One read of a log in flight, which other streams at the same cursor may share."""
+
+    # The task's announcement count when the read began: it sees every append announced before.
+    stamp: int
+    done: trio.Event = attrs.field(factory=trio.Event)
+    window: EventWindow | None = None
 
 
 @attrs.define(eq=False, repr=False)
@@ -100,8 +103,12 @@ class TaskEventLog:
     max_streams_per_scope: int = 16
     # How often retention is applied to every log, in seconds.
     prune_every: float = 60.0
-    # task_id -> the followers of its streams in this process.
+    # task_id -> the followers of its streams in this process, and how many
+    # appends (wake-ups) were announced for it while it had any.
     _followers: dict[str, set[Follower]] = attrs.field(factory=dict)
+    _announced: Counter[str] = attrs.field(factory=Counter)
+    # (task_id, cursor) -> the read of the log in flight from there.
+    _reads: dict[tuple[str, int], SharedRead] = attrs.field(factory=dict)
     # (connection, task_id) of every active stream; streams per scope.
     _active: set[tuple[Hashable, str]] = attrs.field(factory=set)
     _per_scope: Counter[str] = attrs.field(factory=Counter)
@@ -160,15 +167,19 @@ class TaskEventLog:
     # --- waking streams ---------------------------------------------------------------
 
     def wake(self, about: str | Resync) -> None:
-        """A task's log grew (or, with RESYNC, any may have): wake the streams that follow it."""
-        if about is RESYNC:
-            for followers in self._followers.values():
+        """A task's log grew (or, with RESYNC, any may have): wake the streams that follow it.
+
+        Each wake-up counts: a stream waits until its task's count has moved
+        past the count its last read began at, so an append announced while
+        it was reading is never slept through.
+        """
+        for task_id in self._followers if about is RESYNC else (about,):
+            assert isinstance(task_id, str)
+            followers = self._followers.get(task_id)
+            if followers:
+                self._announced[task_id] += 1
                 for follower in followers:
                     follower.wake()
-            return
-        assert isinstance(about, str)
-        for follower in self._followers.get(about, ()):
-            follower.wake()
 
     @contextmanager
     def following(self, task_id: str) -> Iterator[Follower]:
@@ -182,6 +193,41 @@ class TaskEventLog:
             followers.discard(follower)
             if not followers:
                 del self._followers[task_id]
+                self._announced.pop(task_id, None)
+
+    async def read(self, store: TaskStore, task_id: str, after: int) -> tuple[EventWindow, int]:
+        """The log after ``after``, and the announcement count it is current for.
+
+        Streams of one task at one cursor share a read: ten live readers of
+        a task cost one read per append, not ten. A stream joins a read in
+        flight only if it began after every announcement the stream has
+        seen; else it starts its own.
+        """
+        stamp = self._announced[task_id]
+        key = (task_id, after)
+        shared = self._reads.get(key)
+        if shared is not None and shared.stamp >= stamp:
+            await shared.done.wait()
+            if shared.window is not None:
+                return shared.window, shared.stamp
+        shared = self._reads[key] = SharedRead(stamp)
+        try:
+            shared.window = await store.read_events(task_id, after, self.page)
+        finally:
+            if self._reads.get(key) is shared:
+                del self._reads[key]
+            shared.done.set()
+        return shared.window, stamp
+
+    async def wait(self, follower: Follower, stamp: int) -> None:
+        """Until an append is announced after ``stamp`` (see :meth:`read`), or the stream stops."""
+        while self._announced[follower.task_id] <= stamp and not follower.stopping:
+            follower.event = trio.Event()
+            try:
+                await follower.event.wait()
+            finally:
+                follower.event = None
+        await trio.lowlevel.checkpoint()
 
     # --- bounds on streams ------------------------------------------------------------
 

@@ -83,21 +83,20 @@ async def stream_events(
         changes.subscribe(lambda change: change.about == topic) as subscription,
     ):
         start = -1 if after is None else after
-        window = await runner.store.read_events(task_id, start, events.page)
+        window, stamp = await events.read(runner.store, task_id, start)
         cursor = first_cursor(task_id, after, window)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(wake_on_changes, subscription, follower)
-            await follow(runner, events, ctx, follower, scope, cursor, window)
+            nursery.start_soon(wake_on_changes, events, subscription, follower)
+            await follow(runner, events, ctx, follower, scope, cursor, window, stamp)
             nursery.cancel_scope.cancel(reason="stream over")
     return {}
 
 
-async def wake_on_changes(changes: Subscription, follower: Follower) -> None:
-    """Every change of the task wakes the stream; the bus closing (shutdown) ends it."""
+async def wake_on_changes(events: TaskEventLog, changes: Subscription, follower: Follower) -> None:
+    """Every change of the task wakes its streams; the bus closing (shutdown) ends this one."""
     async for _ in changes:
-        follower.wake()
-    follower.stopping = True
-    follower.wake()
+        events.wake(follower.task_id)
+    follower.stop()
 
 
 async def follow(
@@ -108,6 +107,7 @@ async def follow(
     scope: str,
     cursor: int,
     window: EventWindow,
+    stamp: int,
 ) -> None:
     """Deliver from ``window`` on, reading the log again after each page or wake-up.
 
@@ -131,8 +131,7 @@ async def follow(
             if task.terminal:
                 await events.close(runner.store, task, runner.clock.wall_ms())
             else:
-                await follower.wait()
+                await events.wait(follower, stamp)
         if follower.stopping:
             return
-        follower.reset()
-        window = await runner.store.read_events(task_id, cursor, events.page)
+        window, stamp = await events.read(runner.store, task_id, cursor)

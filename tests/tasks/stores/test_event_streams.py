@@ -440,3 +440,29 @@ async def test_the_servers_shutdown_ends_open_streams_normally(harness: Harness)
             final = await stream.next_message()
     assert final["result"]["resultType"] == "complete"
     harness.gates["shutdown"].set()
+
+
+async def test_several_readers_of_one_task_each_get_every_event(harness: Harness) -> None:
+    """presa-defined (S-04, S-24; SEP-2694 Open Question 2): three streams on three
+    connections follow one task live, sharing their reads of the log; each delivers
+    every event once, in order, and ends with the task."""
+    task_id = await harness.start(before=2, after=20, label="many")
+    results: dict[int, list[int]] = {}
+
+    async def read(port: int, *, task_status: trio.TaskStatus[None]) -> None:
+        async with harness.stream(task_id, client=("127.0.0.1", port)) as stream:
+            seqs = [(await next_event(stream))["seq"]]
+            task_status.started()
+            while True:
+                with trio.fail_after(20):
+                    message = await stream.next_message()
+                if message.get("method") != EVENT:
+                    break
+                seqs.append(message["params"]["seq"])
+        results[port] = seqs
+
+    async with trio.open_nursery() as nursery:
+        for port in (50010, 50011, 50012):
+            await nursery.start(read, port)
+        harness.gates["many"].set()
+    assert list(results.values()) == [list(range(24))] * 3
