@@ -92,6 +92,17 @@ class StoreUnavailable(Exception):
     """The store cannot be opened or reached; the message is one line for an operator."""
 
 
+#: How long one store call may take, waiting included, before it fails as
+#: :class:`StoreUnavailable` (``--store-timeout``, in seconds). A healthy
+#: call takes milliseconds, and a checkpoint or vacuum stalls one for well
+#: under a second; five seconds is past those, yet short enough that a
+#: client sees a retryable error before its own request timeout (often ten
+#: seconds or more), that a lease renewal (every third of the 30 s lease)
+#: that meets a stall fails and runs again in time, and that a shutdown
+#: (10 s of grace by default) is never held past its grace by a store.
+DEFAULT_STORE_TIMEOUT_S = 5.0
+
+
 # --- what is stored ------------------------------------------------------------------
 
 

@@ -60,6 +60,7 @@ from psycopg.types.json import Jsonb
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
+    DEFAULT_STORE_TIMEOUT_S,
     RESYNC,
     Capacity,
     CapacityExceeded,
@@ -349,9 +350,11 @@ class PostgresStore(LocalAnnouncer):
 
 
 @asynccontextmanager
-async def open_postgresql_store(url: str) -> AsyncIterator[PostgresStore]:
+async def open_postgresql_store(
+    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
+) -> AsyncIterator[PostgresStore]:
     """Connect to the database ``url`` names, creating the schema on first use."""
-    database = Database(url)
+    database = Database(url, timeout=store_timeout)
     await database.open()
     try:
         await database.run(ensure_schema)
