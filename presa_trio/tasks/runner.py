@@ -832,10 +832,9 @@ class TaskRunner:
             }
             if not held:
                 continue
+            now = self.clock.wall_ms()
             try:
-                lost = await self.store.renew(
-                    self.owner, held, self.clock.wall_ms() + self.lease_ms
-                )
+                lost = await self.store.renew(self.owner, held, now + self.lease_ms, now)
             except StoreUnavailable as error:
                 log.warning("leases not renewed: %s", error)
                 continue

@@ -78,6 +78,7 @@ from presa_trio.tasks.stores.local import LocalAnnouncer, check_read, check_writ
 from presa_trio.tasks.stores.record import (
     lease_columns,
     lease_from_json,
+    record_text,
     task_from_json,
     to_record,
     work_from_json,
@@ -108,15 +109,11 @@ COLUMNS = "scope, record, lease_owner, lease_generation, lease_expires_ms"
 T = TypeVar("T")
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _record_text(stored: StoredTask) -> str:
     """The record without its lease: the lease lives in columns."""
     record = to_record(stored)
     del record["lease"]
-    return _dumps(record)
+    return record_text(record)
 
 
 def _row_to_stored(row: tuple[Any, ...]) -> StoredTask:
@@ -268,7 +265,9 @@ class SqliteStore(LocalAnnouncer):
 
         self.announce(Changed(await self._write(update)))
 
-    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
         def extend(db: sqlite3.Connection) -> set[str]:
             lost = set()
             for task_id, generation in held.items():
