@@ -278,6 +278,53 @@ async def test_the_storage_round_trip_keeps_every_field(store: TaskStore, number
     assert from_record(to_record(read)) == read
 
 
+#: Strings no store may change: U+0000 (which PostgreSQL's jsonb refuses), a
+#: lone surrogate (which no UTF-8 text holds; JSON writes it ``\\ud800``), and
+#: the six characters of an escaped U+0000, which must not read back as one.
+AWKWARD = ["a\x00b", "\x00", "lone \ud800 surrogate", "\\u0000", "\udfff\x00é"]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+async def test_every_string_round_trips_in_arguments_results_answers_and_messages(
+    store: TaskStore, text: str
+) -> None:
+    """presa-defined (the stores hold the same values): a string with U+0000 or a
+    lone surrogate, as a key and as a value, in the tool arguments, the handler
+    state, an answer, a status message and the result, reads back unchanged from
+    every store (and, on PostgreSQL, through another process's announcements:
+    test_postgresql.py)."""
+    task = awkward_task(text)
+    seed = attrs.evolve(stored(), work=attrs.evolve(WORK, **awkward_work(text)))
+    await store.create(seed, ROOMY, T0)
+    before = new_task()
+    for after in task:
+        await store.compare_and_set("alice", after, before.revision)
+        read = await store.get("alice", "t-1", T0)
+        assert read.task == after
+        # A terminal task's work may have been let go of (store rule 4).
+        assert read.work == (None if read.work is None and after.terminal else seed.work)
+        before = after
+
+
+def awkward_value(text: str) -> dict[str, Any]:
+    return {text: text, "list": [text, {"nested": text}]}
+
+
+def awkward_work(text: str) -> dict[str, Any]:
+    """Work fields holding ``text``: the tool arguments and the handler state."""
+    return {"arguments": awkward_value(text), "state": awkward_value(text)}
+
+
+def awkward_task(text: str) -> list[Task]:
+    """A task's moves holding ``text``: asked, answered, a status message, completed."""
+    asked = model.request_input(new_task(), {"k": ASK}, T0 + 1)
+    answer = {"action": "accept", "content": awkward_value(text)}
+    answered = model.fulfil(asked, {"k": answer}, T0 + 2)
+    reported = model.report(answered, text, T0 + 3)
+    result = {"content": [{"type": "text", "text": text}], "structuredContent": awkward_value(text)}
+    return [asked, answered, reported, model.complete(reported, result, T0 + 4)]
+
+
 def test_a_version_1_record_without_a_status_message_still_reads() -> None:
     """presa-defined (versioned storage format): ``statusMessage`` is written only
     when a worker set one, so records written before it existed read as before."""

@@ -24,6 +24,7 @@ from presa_trio.tasks.stores.base import (
     Capacity,
     CapacityExceeded,
     Changed,
+    Lease,
     StoreEvent,
     StoreUnavailable,
     TaskStore,
@@ -31,7 +32,17 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.postgres_io import Database, Lane
 from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
 from tests.postgres import Postgres
-from tests.tasks.stores.test_contract import ASK, ROOMY, T0, new_task, stored
+from tests.tasks.stores.test_contract import (
+    ASK,
+    AWKWARD,
+    ROOMY,
+    T0,
+    WORK,
+    awkward_task,
+    awkward_work,
+    new_task,
+    stored,
+)
 
 PATIENCE = 60
 
@@ -299,3 +310,37 @@ async def test_a_call_cancelled_while_it_waits_for_a_connection_never_runs(
         release.set()
         await database.close()
     assert ran == ["first"]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+async def test_every_string_reaches_another_process_unchanged(postgres_url: str, text: str) -> None:
+    """presa-defined (the stores hold the same values): U+0000 and lone surrogates in
+    a task's work, answers, message and result reach another process's watcher
+    through NOTIFY as they were written."""
+    seed = attrs.evolve(stored(), work=attrs.evolve(WORK, **awkward_work(text)))
+    *_, reported, done = awkward_task(text)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await b.create(seed, ROOMY, T0)
+            await b.compare_and_set("alice", reported, 0)
+            await b.compare_and_set("alice", done, reported.revision)
+            await seen.until(Changed(attrs.evolve(seed, task=reported)))
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_lease_is_judged_on_the_databases_clock(postgres_url: str) -> None:
+    """presa-defined (one clock for leases; README "Tasks across processes"): a
+    process whose clock is far ahead cannot claim a live lease, and one whose
+    clock is far behind cannot keep a lease that has run its length."""
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        await a.create(stored("live", lease=Lease("p1", 1, T0 + 60_000)), ROOMY, T0)
+        await a.create(stored("short", lease=Lease("p1", 1, T0 + 300)), ROOMY, T0)
+        ahead = T0 + 3_600_000
+        assert await b.claim_expired("ahead", ahead, ahead + 60_000, 10) == []
+        await trio.sleep(0.4)
+        behind = T0 - 3_600_000
+        [claimed] = await b.claim_expired("behind", behind, behind + 60_000, 10)
+        assert (claimed.task_id, claimed.lease) == ("short", Lease("behind", 2, behind + 60_000))
+        assert await a.renew("p1", {"short": 1, "live": 1}, T0 + 60_000, T0) == {"short"}
