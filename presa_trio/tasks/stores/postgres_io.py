@@ -111,6 +111,12 @@ Connection = psycopg.Connection[Any]
 #: What a connection is in after a ``work`` that raised inside a transaction.
 UNFINISHED = {TransactionStatus.INTRANS, TransactionStatus.INERROR}
 
+#: What a call may meet that trying again later can cure: a connection lost or
+#: refused, a statement cancelled by its timeout, a database that is read-only
+#: for now (a standby, or ``default_transaction_read_only`` while an operator
+#: works on it).
+TRANSIENT = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
+
 #: A unit of work on one (autocommit) connection.
 Work = Callable[[Connection], T]
 
@@ -325,7 +331,7 @@ class Database:
         with trio.move_on_after(self.timeout):
             try:
                 result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
-            except psycopg.OperationalError as error:
+            except TRANSIENT as error:
                 raise StoreUnavailable(f"postgresql: {first_line(error)}") from error
             return result
         raise StoreUnavailable(
