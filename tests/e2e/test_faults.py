@@ -12,6 +12,8 @@ its bound, and service back without a restart. A bound is a hang guard
 
 from __future__ import annotations
 
+import os
+import resource
 import signal
 import subprocess
 import sys
@@ -235,14 +237,14 @@ async def test_a_second_server_on_a_sqlite_file_exits_2_naming_the_first(
     first one's pid; the first serves on; once it has stopped, the file is free."""
     store = f"sqlite:///{tmp_path / 'tasks.db'}"
     async with presa_serve("--store", store) as first:
-        second = subprocess.run(
-            [sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--store", store],
-            capture_output=True,
-            text=True,
-            timeout=PATIENCE,
-        )
+        with trio.fail_after(PATIENCE):
+            second = await trio.run_process(
+                [sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--store", store],
+                capture_stderr=True,
+                check=False,
+            )
         assert second.returncode == 2
-        assert second.stderr.splitlines() == [
+        assert second.stderr.decode().splitlines() == [
             f"presa-trio: error: {tmp_path / 'tasks.db'} is served by another presa process"
             f" (pid {first.process.pid}); one server per file"
         ]
@@ -297,3 +299,31 @@ async def test_a_sqlite_file_locked_by_another_program_delays_no_read(tmp_path: 
             for task_id in (waiting, created["taskId"]):
                 await peer.until(task_id, "completed")
     ran_once(log, [done, waiting])
+
+
+async def test_a_full_file_system_gives_retryable_errors_then_recovers(tmp_path: Path) -> None:
+    """presa-defined (docs/tasks.md "Faults": full disk): once the server's files may
+    not grow (a file-size limit set on the running process, RLIMIT_FSIZE), reads are
+    served and creations get a retryable -32603 within the bound; once the limit is
+    lifted the same server creates again, and every task completes once."""
+    db = tmp_path / "tasks.db"
+    log = tmp_path / "server.log"
+    async with serving(f"sqlite:///{db}", log, "30", *OPTIONS) as (process, peer):
+        before = [(await peer.call("tools/call", slow(0)))["taskId"] for _ in range(10)]
+        with trio.fail_after(PATIENCE):
+            for task_id in before:
+                await peer.until(task_id, "completed")
+        # The write-ahead log only grows until a checkpoint: at its size, no commit fits.
+        full = os.stat(f"{db}-wal").st_size
+        resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (full, resource.RLIM_INFINITY))
+        try:
+            task = await answered_within_bound(peer, "tasks/get", {"taskId": before[0]})
+            assert task["result"]["status"] == "completed"
+            assert retryable(await answered_within_bound(peer, "tools/call", slow(0)))
+        finally:
+            unlimited = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+            resource.prlimit(process.pid, resource.RLIMIT_FSIZE, unlimited)
+        created = await until_served(peer, "tools/call", slow(0))
+        with trio.fail_after(PATIENCE):
+            await peer.until(created["taskId"], "completed")
+    ran_once(log, [*before, created["taskId"]])
