@@ -55,17 +55,20 @@ The schema is created on first use, under an advisory lock so processes
 starting together create it once, and its version is kept in
 ``presa_meta`` (key ``schema_version``), as in the SQLite store. A
 database holding another schema version is refused at start rather than
-misread.
+misread, except version 2, which is upgraded in place (:data:`UPGRADE_FROM_2`).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import psycopg
 
 from presa_trio.tasks.stores.base import Lease, StoredTask
 from presa_trio.tasks.stores.record import task_from_json, work_from_json
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 3
 
@@ -85,7 +88,7 @@ STRIPES = 16
 #: Notification payloads stay below this many bytes (PostgreSQL refuses 8000).
 NOTIFY_LIMIT = 7900
 
-SCHEMA = f"""
+TABLES = """
 CREATE TABLE presa_tasks (
     task_id          text PRIMARY KEY,
     scope            text NOT NULL,
@@ -103,11 +106,6 @@ CREATE INDEX presa_tasks_scope ON presa_tasks (scope);
 CREATE INDEX presa_tasks_expiry ON presa_tasks (expires_ms) WHERE expires_ms IS NOT NULL;
 CREATE INDEX presa_tasks_active ON presa_tasks (scope) WHERE NOT terminal;
 
--- The database's clock, epoch milliseconds, as it is at the moment of the call.
-CREATE FUNCTION presa_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $$
-    SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint
-$$;
-
 -- How many tasks are stored, per scope (overall false) and in all (overall
 -- true, one row per stripe), expired ones not yet deleted included.
 CREATE TABLE presa_counts (
@@ -116,8 +114,16 @@ CREATE TABLE presa_counts (
     stored  bigint NOT NULL,
     PRIMARY KEY (overall, scope)
 );
+"""
 
-CREATE FUNCTION presa_count_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+#: What the triggers and creations run; replaced whole on an upgrade.
+FUNCTIONS = f"""
+-- The database's clock, epoch milliseconds, as it is at the moment of the call.
+CREATE OR REPLACE FUNCTION presa_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS $$
+    SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+$$;
+
+CREATE OR REPLACE FUNCTION presa_count_stored() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     sign bigint := CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
 BEGIN
@@ -133,14 +139,7 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER presa_tasks_count_inserted AFTER INSERT ON presa_tasks
-    REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION presa_count_stored();
-CREATE TRIGGER presa_tasks_count_deleted AFTER DELETE ON presa_tasks
-    REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION presa_count_stored();
-
-CREATE FUNCTION presa_announce() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION presa_announce() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     message text;
 BEGIN
@@ -163,10 +162,6 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER presa_tasks_announce
-    AFTER INSERT OR DELETE OR UPDATE OF revision, lease_generation ON presa_tasks
-    FOR EACH ROW EXECUTE FUNCTION presa_announce();
-
 -- Insert a task if its scope and the store are under every limit; NULL if
 -- inserted, else the counts (scope active, scope stored, all active, all
 -- stored) that refused it, for the caller to name the limit. The scope's
@@ -181,7 +176,7 @@ CREATE TRIGGER presa_tasks_announce
 -- leaves a dead entry in that index until a vacuum; a plain index scan marks
 -- the entries it finds dead, so the next creation skips them, where a
 -- bitmap or sequential scan would read every finished task again.
-CREATE FUNCTION presa_create_task(
+CREATE OR REPLACE FUNCTION presa_create_task(
     task presa_tasks, lease_ms bigint, now_ms bigint,
     max_active_per_scope bigint, max_stored_per_scope bigint,
     max_active bigint, max_stored bigint
@@ -220,6 +215,36 @@ END
 $$;
 """
 
+TRIGGERS = """
+CREATE TRIGGER presa_tasks_count_inserted AFTER INSERT ON presa_tasks
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION presa_count_stored();
+CREATE TRIGGER presa_tasks_count_deleted AFTER DELETE ON presa_tasks
+    REFERENCING OLD TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION presa_count_stored();
+CREATE TRIGGER presa_tasks_announce
+    AFTER INSERT OR DELETE OR UPDATE OF revision, lease_generation ON presa_tasks
+    FOR EACH ROW EXECUTE FUNCTION presa_announce();
+"""
+
+SCHEMA = TABLES + FUNCTIONS + TRIGGERS
+
+#: From version 2 (the record one jsonb column, one overall counter row, one
+#: lock for every creation) to this one, in place, tasks and leases kept: a
+#: lease's deadline starts as its holder's expiry. Every presa process of
+#: version 2 must have stopped first: it reads the record column.
+UPGRADE_FROM_2 = f"""
+DROP FUNCTION presa_create_task(presa_tasks, bigint, bigint, bigint, bigint, bigint);
+ALTER TABLE presa_tasks
+    ADD COLUMN lease_deadline_ms bigint, ADD COLUMN task json, ADD COLUMN work json;
+UPDATE presa_tasks SET task = (record -> 'task')::json, work = (record -> 'work')::json,
+    lease_deadline_ms = lease_expires_ms;
+ALTER TABLE presa_tasks DROP COLUMN record, ALTER COLUMN task SET NOT NULL;
+DELETE FROM presa_counts WHERE overall;
+INSERT INTO presa_counts
+    SELECT true, (hashtext(task_id) & {STRIPES - 1})::text, count(*) FROM presa_tasks GROUP BY 2;
+"""
+
 #: The columns :func:`decode` reads, in its order.
 COLUMNS = "scope, task, work, lease_owner, lease_generation, lease_expires_ms"
 
@@ -245,6 +270,15 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
             )
             return
         version = int(row[0])
+        if version == 2:
+            connection.execute(UPGRADE_FROM_2)
+            connection.execute(FUNCTIONS)
+            connection.execute(
+                "UPDATE presa_meta SET value = %s WHERE key = 'schema_version'",
+                (str(SCHEMA_VERSION),),
+            )
+            log.info("the presa task schema was upgraded from version 2 to %s", SCHEMA_VERSION)
+            return
         if version != SCHEMA_VERSION:
             raise SchemaMismatch(
                 f"the database holds presa task schema version {version}; "

@@ -8,6 +8,7 @@ database's own controls to cut the listening connection.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import attrs
@@ -16,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from presa_trio.tasks import model
 from presa_trio.tasks.stores import open_store
@@ -24,6 +26,7 @@ from presa_trio.tasks.stores.base import (
     Capacity,
     CapacityExceeded,
     Changed,
+    Counts,
     Lease,
     StoreEvent,
     StoreUnavailable,
@@ -31,6 +34,7 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.postgres_io import Database, Lane
 from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
+from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
 from tests.tasks.stores.test_contract import (
     ASK,
@@ -337,3 +341,31 @@ async def test_a_lease_is_judged_on_the_databases_clock(postgres_url: str) -> No
         [claimed] = await b.claim_expired("behind", behind, behind + 60_000, 10)
         assert (claimed.task_id, claimed.lease) == ("short", Lease("behind", 2, behind + 60_000))
         assert await a.renew("p1", {"short": 1, "live": 1}, T0 + 60_000, T0) == {"short"}
+
+
+async def test_a_version_2_database_is_upgraded_in_place(postgres_url: str) -> None:
+    """presa-defined (versioned storage): a database the previous schema version made
+    (fixtures/postgres_schema_v2.sql) is upgraded at start; its tasks read back as they
+    were, leases included, and count against the limits."""
+    v2 = (Path(__file__).parent / "fixtures" / "postgres_schema_v2.sql").read_text()
+    kept = stored("kept")
+    record = to_record(kept)
+    del record["lease"]
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE presa_meta (key text PRIMARY KEY, value text NOT NULL)")
+        connection.execute("INSERT INTO presa_meta VALUES ('schema_version', '2')")
+        connection.execute(v2)
+        assert kept.lease is not None
+        connection.execute(
+            "INSERT INTO presa_tasks VALUES (%s, %s, 0, false, %s, %s, %s, %s, %s)",
+            (
+                "kept", "alice", kept.task.expires_ms,
+                kept.lease.owner, kept.lease.generation, kept.lease.expires_ms, Jsonb(record),
+            ),
+        )  # fmt: skip
+    async with open_store(postgres_url) as store:
+        assert await store.get("alice", "kept", T0) == kept
+        with pytest.raises(CapacityExceeded):
+            await store.create(stored("new"), Capacity(max_stored=1), T0)
+        await store.create(stored("new"), Capacity(max_stored=2), T0)
+        assert await store.counts() == Counts(active=2, stored=2)
