@@ -389,32 +389,44 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
     return db, reader
 
 
-def hold_lock(path: Path) -> int:
-    """Lock ``PATH.lock`` for this process, its pid in it; the open descriptor.
+def lock_path(path: Path) -> Path:
+    """The file beside ``path`` whose lock says which process serves it."""
+    return path.with_name(path.name + ".lock")
+
+
+def hold_lock(path: Path) -> tuple[int, bool]:
+    """Lock ``PATH.lock`` for this process, its pid in it; the open descriptor, and
+    whether the lock file was made just now.
 
     ``flock`` locks belong to the open file, so the operating system drops
     the lock when the process ends, however it ends; a stale file left by a
     killed server is simply locked again.
     """
-    lock_path = path.with_name(path.name + ".lock")
+    lock_file = lock_path(path)
     try:
-        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        made = True
+    except FileExistsError:
+        descriptor, made = None, False
+    try:
+        if descriptor is None:
+            descriptor = os.open(lock_file, os.O_RDWR)
     except OSError as error:
-        raise StoreUnavailable(f"cannot open {lock_path}: {error.strerror}") from None
+        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
         holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
         os.close(descriptor)
         if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise StoreUnavailable(f"cannot lock {lock_path}: {error.strerror}") from None
+            raise StoreUnavailable(f"cannot lock {lock_file}: {error.strerror}") from None
         who = f"pid {holder}" if holder.isdigit() else "a process that wrote no pid"
         raise StoreUnavailable(
             f"{path} is served by another presa process ({who}); one server per file"
         ) from None
     os.ftruncate(descriptor, 0)
     os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-    return descriptor
+    return descriptor, made
 
 
 def sqlite_path(url: str) -> Path:
@@ -433,11 +445,15 @@ async def open_sqlite_store(
     path = sqlite_path(url)
     if not path.parent.is_dir():
         raise StoreUnavailable(f"cannot open {url}: no directory {path.parent}")
-    lock = hold_lock(path)
+    lock, made = hold_lock(path)
     try:
         try:
             writer, reader = await trio.to_thread.run_sync(_open, path)
-        except sqlite3.Error as error:
+        except (sqlite3.Error, StoreUnavailable) as error:
+            if made:  # a file presa refuses keeps nothing of presa's beside it
+                lock_path(path).unlink()
+            if isinstance(error, StoreUnavailable):
+                raise
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
         store = SqliteStore(writer=Link(writer), reader=Link(reader), timeout=store_timeout)
         try:
