@@ -106,3 +106,26 @@ def write_recording_and_page() -> None:
 
 if __name__ == "__main__":
     write_recording_and_page()
+
+
+def test_the_retention_table_names_each_flag_and_its_default() -> None:
+    """Spec-recommended (SEP-2694 §Event Retention, "Receivers SHOULD document"; S-16):
+    docs/tasks.md has a row per retention property, each with its flag and the default
+    the command line uses."""
+    from presa_trio.cli import build_parser
+
+    page = PAGE.read_text()
+    table = page[page.index("### Retention") :].split("\n\n")[2]
+    rows = {line.split(" | ")[1].split()[0].strip("`"): line for line in table.splitlines()[2:]}
+    serve = build_parser().parse_args(["serve"])
+    assert set(rows) == {
+        "--task-events-max",
+        "--task-events-max-age",
+        "--task-events-terminal-retention",
+        "--task-events-max-payload",
+    }
+    assert f"| {serve.task_events_max} |" in rows["--task-events-max"]
+    assert f"| {serve.task_events_max_age:g} " in rows["--task-events-max-age"]
+    assert serve.task_events_terminal_retention is None
+    assert "| as long as the task |" in rows["--task-events-terminal-retention"]
+    assert f"| {serve.task_events_max_payload} |" in rows["--task-events-max-payload"]

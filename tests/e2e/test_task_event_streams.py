@@ -83,8 +83,8 @@ def assert_gap_free(events: list[dict[str, Any]]) -> list[int]:
 async def test_events_written_on_one_process_stream_on_another_and_resume_after_a_kill(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-03, S-04, S-11, S-23):
-    a task running on A streams on B; B is killed mid-stream; the stream resumed on A
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-03, S-04, S-11, S-23,
+    S-25): a task running on A streams on B; B is killed mid-stream; the stream resumed on A
     with `after` picks up where B stopped, with no gap, and ends with the task."""
     async with two_servers(postgres_url, tmp_path, LONG_LEASE, "--task-events") as (
         (_, a),

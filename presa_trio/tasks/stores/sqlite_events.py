@@ -45,10 +45,19 @@ CREATE INDEX IF NOT EXISTS task_events_by_age ON task_events (created_ms);
 EVENTS_VERSION = 1
 
 
-def ensure_tables(db: sqlite3.Connection) -> str | None:
-    """Create the event tables if the file has none; None, or why the file is refused.
+def check_version(db: sqlite3.Connection) -> str | None:
+    """Why a presa file's event tables cannot be read (another version), or None; reads only."""
+    row = db.execute("SELECT value FROM presa_meta WHERE key = 'events_schema_version'")
+    (version,) = row.fetchone() or (str(EVENTS_VERSION),)
+    if version != str(EVENTS_VERSION):
+        return f"holds presa task event schema version {version}; this server reads 1"
+    return None
 
-    Runs inside the opening transaction, once the file is known to be presa's.
+
+def ensure_tables(db: sqlite3.Connection) -> None:
+    """Create the event tables if the file has none, in the opening transaction.
+
+    Runs once the file is known to be presa's and :func:`check_version` passed.
     """
     for statement in filter(str.strip, EVENTS_SCHEMA.split(";")):
         db.execute(statement)
@@ -56,14 +65,6 @@ def ensure_tables(db: sqlite3.Connection) -> str | None:
         "INSERT OR IGNORE INTO presa_meta VALUES ('events_schema_version', ?)",
         (str(EVENTS_VERSION),),
     )
-    (version,) = db.execute(
-        "SELECT value FROM presa_meta WHERE key = 'events_schema_version'"
-    ).fetchone()
-    if version != str(EVENTS_VERSION):
-        return (
-            f"holds presa task event schema version {version}; this server reads {EVENTS_VERSION}"
-        )
-    return None
 
 
 def append(
