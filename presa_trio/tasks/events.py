@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -127,6 +127,22 @@ class EventWindow:
     def empty(cls) -> EventWindow:
         """The log of a task that has no event yet."""
         return cls((), 0, 0, False)
+
+    @classmethod
+    def from_rows(
+        cls,
+        task_id: str,
+        rows: Iterable[tuple[int, str, JSONObject, int]],
+        bounds: tuple[int, int | None, int | None] | None,
+    ) -> EventWindow:
+        """A window from a SQL store's rows: events ``(seq, type, payload, created_ms)``
+        and the log's ``(next_seq, closed_ms, lowest retained seq)``, None without a log."""
+        if bounds is None:
+            return cls.empty()
+        next_seq, closed_ms, earliest = bounds
+        events = [TaskEvent(seq, task_id, kind, body, made) for seq, kind, body, made in rows]
+        retained = next_seq if earliest is None else earliest
+        return cls(events, retained, next_seq, closed_ms is not None)
 
 
 @attrs.frozen

@@ -17,7 +17,6 @@ To record it again after a deliberate change of the wire::
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import trio
@@ -29,7 +28,14 @@ from presa_trio.http.transcript_render import render_lines
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, request, running
-from tests.docs.test_tasks_session import DOCS, PAGE, asked, exchanges
+from tests.docs.test_tasks_session import (
+    DOCS,
+    PAGE,
+    asked,
+    exchanges,
+    rendered_section,
+    write_recording_and_page,
+)
 from tests.http.test_transcript import Ticks
 
 RECORDING = DOCS / "task-events-session.jsonl"
@@ -71,16 +77,11 @@ async def record_session(target: Path) -> None:
             await client.post(resumed)
 
 
-def rendered_section(page: str) -> str:
-    start = page.index(BEGIN) + len(BEGIN)
-    return page[start : page.index(END, start)].strip("\n")
-
-
 def test_the_page_shows_the_rendering_of_the_recording() -> None:
     """presa-defined (docs/tasks.md; S-11): the stream transcript is generated, never
     hand-edited."""
     rendered = render_lines(RECORDING.read_text().splitlines())
-    assert rendered_section(PAGE.read_text()) == rendered.strip("\n")
+    assert rendered_section(PAGE.read_text(), BEGIN, END) == rendered.strip("\n")
 
 
 async def test_the_recorded_session_still_gets_the_same_answers(tmp_path: Path) -> None:
@@ -92,20 +93,8 @@ async def test_the_recorded_session_still_gets_the_same_answers(tmp_path: Path) 
     assert exchanges(again) == exchanges(RECORDING)
 
 
-def write_recording_and_page() -> None:
-    """Record the session into docs/ and put its rendering between the page's markers."""
-    RECORDING.unlink(missing_ok=True)
-    trio.run(record_session, RECORDING)
-    page = PAGE.read_text()
-    head, rest = page.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    rendered = render_lines(RECORDING.read_text().splitlines()).strip("\n")
-    PAGE.write_text(f"{head}{BEGIN}\n\n{rendered}\n\n{END}{tail}")
-    print(f"wrote {RECORDING} and its rendering into {PAGE}", file=sys.stderr)
-
-
 if __name__ == "__main__":
-    write_recording_and_page()
+    write_recording_and_page(RECORDING, record_session, BEGIN, END)
 
 
 def test_the_retention_table_names_each_flag_and_its_default() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,10 +106,10 @@ def exchanges(path: Path) -> list[Any]:
     return [normalised(record, task_id) for record in records]
 
 
-def rendered_section(page: str) -> str:
+def rendered_section(page: str, begin: str = BEGIN, end: str = END) -> str:
     """The text between the page's markers."""
-    start = page.index(BEGIN) + len(BEGIN)
-    return page[start : page.index(END, start)].strip("\n")
+    start = page.index(begin) + len(begin)
+    return page[start : page.index(end, start)].strip("\n")
 
 
 def test_the_page_shows_the_rendering_of_the_recording() -> None:
@@ -128,16 +129,21 @@ async def test_the_recorded_session_still_gets_the_same_answers(tmp_path: Path) 
     assert exchanges(again) == exchanges(RECORDING)
 
 
-def write_recording_and_page() -> None:
+def write_recording_and_page(
+    recording: Path = RECORDING,
+    record: Callable[[Path], Awaitable[None]] | None = None,
+    begin: str = BEGIN,
+    end: str = END,
+) -> None:
     """Record the session into docs/ and put its rendering between the page's markers."""
-    RECORDING.unlink(missing_ok=True)
-    trio.run(record_session, RECORDING)
+    recording.unlink(missing_ok=True)
+    trio.run(record or record_session, recording)
     page = PAGE.read_text()
-    head, rest = page.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    rendered = render_lines(RECORDING.read_text().splitlines()).strip("\n")
-    PAGE.write_text(f"{head}{BEGIN}\n\n{rendered}\n\n{END}{tail}")
-    print(f"wrote {RECORDING} and its rendering into {PAGE}", file=sys.stderr)
+    head, rest = page.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    rendered = render_lines(recording.read_text().splitlines()).strip("\n")
+    PAGE.write_text(f"{head}{begin}\n\n{rendered}\n\n{end}{tail}")
+    print(f"wrote {recording} and its rendering into {PAGE}", file=sys.stderr)
 
 
 if __name__ == "__main__":

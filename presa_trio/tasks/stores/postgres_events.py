@@ -38,11 +38,10 @@ from typing import Any
 
 import psycopg
 import trio
-from psycopg import sql
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.stores.base import RESYNC, DeliverAppend
-from presa_trio.tasks.stores.postgres_listen import Backoff
+from presa_trio.tasks.stores.postgres_listen import Backoff, connect_and_listen
 from presa_trio.tasks.stores.postgres_schema import LOCKS, SCHEMA_LOCK
 
 log = logging.getLogger(__name__)
@@ -219,7 +218,7 @@ async def listen_appends(
     reconnected = False
     while True:
         try:
-            connection = await trio.to_thread.run_sync(connect_listening, conninfo)
+            connection = await trio.to_thread.run_sync(connect_and_listen, conninfo, EVENTS_CHANNEL)
         except psycopg.OperationalError as error:
             log.warning("cannot listen for task events: %s", error)
         else:
@@ -236,16 +235,6 @@ async def listen_appends(
             finally:
                 connection.close()
         await trio.sleep(backoff.delay())
-
-
-def connect_listening(conninfo: str) -> Connection:
-    connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=3)
-    try:
-        connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(EVENTS_CHANNEL)))
-    except BaseException:
-        connection.close()
-        raise
-    return connection
 
 
 async def pump(connection: Connection, deliver: DeliverAppend) -> None:

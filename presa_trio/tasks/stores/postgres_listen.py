@@ -134,11 +134,11 @@ async def listen(
         await trio.sleep(backoff.delay())
 
 
-def connect_and_listen(conninfo: str) -> psycopg.Connection[Any]:
+def connect_and_listen(conninfo: str, channel: str = CHANNEL) -> psycopg.Connection[Any]:
     # ``conninfo`` carries the store's bounds (postgres_io.bounded_conninfo).
     connection = psycopg.connect(conninfo, autocommit=True)
     try:
-        connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+        connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
     except BaseException:
         connection.close()
         raise

@@ -123,16 +123,8 @@ def window(db: sqlite3.Connection, task_id: str, after: int, limit: int) -> Even
         " FROM task_event_logs AS l WHERE l.task_id = ?",
         (task_id,),
     ).fetchone()
-    if log is None:
-        return EventWindow.empty()
-    next_seq, closed_ms, earliest = log
-    events = [
-        TaskEvent(seq, task_id, kind, json.loads(payload), created)
-        for seq, kind, payload, created in rows
-    ]
-    return EventWindow(
-        events, next_seq if earliest is None else earliest, next_seq, closed_ms is not None
-    )
+    decoded = [(seq, kind, json.loads(text), made) for seq, kind, text, made in rows]
+    return EventWindow.from_rows(task_id, decoded, log)
 
 
 def prune(db: sqlite3.Connection, now_ms: int, retention: Retention) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import attrs
 import trio
 
 from presa_trio.tasks import model
@@ -18,6 +17,7 @@ from presa_trio.tasks.events import EventWindow, NewEvent, Retention
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import TaskStore
 from tests.tasks.stores.test_contract import ROOMY, T0, stored
+from tests.tasks.stores.test_postgresql import Seen
 
 KEEP_ALL = Retention(max_events=10_000, max_age_ms=None)
 
@@ -56,24 +56,6 @@ async def another_process(store_url: str, store: TaskStore) -> AsyncIterator[Tas
         return
     async with open_store(store_url) as other:
         yield other
-
-
-@attrs.define
-class Heard:
-    """What a watch_events watcher was told, and a wait for one task id."""
-
-    ids: list[object] = attrs.field(factory=list)
-    _arrived: trio.Event = attrs.field(factory=trio.Event)
-
-    def __call__(self, about: object) -> None:
-        self.ids.append(about)
-        self._arrived.set()
-
-    async def until(self, task_id: str) -> None:
-        with trio.fail_after(10):
-            while task_id not in self.ids:
-                self._arrived = trio.Event()
-                await self._arrived.wait()
 
 
 async def test_concurrent_appenders_never_duplicate_or_skip_a_seq(store_url: str) -> None:
@@ -159,7 +141,7 @@ async def test_a_deleted_tasks_log_goes_with_it(store: TaskStore) -> None:
 async def test_every_append_is_announced(store: TaskStore) -> None:
     """presa-defined (signals between processes; S-23): a watcher hears the task id of
     each append, and nothing for a refused one."""
-    heard = Heard()
+    heard = Seen()
     await store.create(stored(), ROOMY, T0)
     async with trio.open_nursery() as nursery:
         await nursery.start(store.watch_events, heard)
@@ -167,7 +149,7 @@ async def test_every_append_is_announced(store: TaskStore) -> None:
         await store.append_events("t-1", [step(0)], T0, KEEP_ALL)
         await heard.until("t-1")
         nursery.cancel_scope.cancel()
-    assert "nope" not in heard.ids
+    assert "nope" not in heard.events
 
 
 async def test_an_append_in_one_process_is_heard_in_another(store_url: str) -> None:
@@ -175,7 +157,7 @@ async def test_an_append_in_one_process_is_heard_in_another(store_url: str) -> N
     one process's, so there the other watcher is the same store's."""
     async with open_store(store_url) as writer:
         await writer.create(stored(), ROOMY, T0)
-        heard = Heard()
+        heard = Seen()
         async with another_process(store_url, writer) as reader, trio.open_nursery() as nursery:
             await nursery.start(reader.watch_events, heard)
             await writer.append_events("t-1", [step(0)], T0, KEEP_ALL)

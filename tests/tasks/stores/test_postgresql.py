@@ -28,7 +28,6 @@ from presa_trio.tasks.stores.base import (
     Changed,
     Counts,
     Lease,
-    StoreEvent,
     StoreUnavailable,
     TaskStore,
 )
@@ -55,15 +54,16 @@ PATIENCE = 60
 class Seen:
     """A watcher that records what it is given and wakes whoever waits for more."""
 
-    events: list[StoreEvent] = attrs.field(factory=list)
+    # Store events, or (from watch_events) task ids and RESYNC.
+    events: list[object] = attrs.field(factory=list)
     _more: trio.Event = attrs.field(factory=trio.Event)
 
-    def __call__(self, event: StoreEvent) -> None:
+    def __call__(self, event: object) -> None:
         self.events.append(event)
         self._more.set()
         self._more = trio.Event()
 
-    async def until(self, wanted: StoreEvent) -> None:
+    async def until(self, wanted: object) -> None:
         with trio.fail_after(PATIENCE):
             while wanted not in self.events:
                 await self._more.wait()
