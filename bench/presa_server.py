@@ -31,8 +31,8 @@ product's command line or to the protocol surface, and nothing stays "off by
 default" for users to discover. The statistics come from inside the same Trio
 run, on a separate listener that parses no request.
 
-Run: ``python -m bench.presa_server --port N --stats-port M [--store URL]``;
-``--store`` is the task store, as for ``presa-trio serve`` (default ``memory:``).
+Run: ``python -m bench.presa_server --port N --stats-port M [--store URL] [--task-events]``;
+``--store`` and ``--task-events`` as for ``presa-trio serve`` (default ``memory:``, off).
 """
 
 from __future__ import annotations
@@ -74,6 +74,16 @@ def raise_task_limits(server: Server) -> bool:
             )
             return True
     return False
+
+
+def enable_task_events(server: Server) -> None:
+    """Task event streams on, with the defaults, as ``presa-trio serve --task-events``."""
+    from presa_trio.tasks import TasksExtension
+    from presa_trio.tasks.event_log import TaskEventLog
+
+    for extension in server.extensions:
+        if isinstance(extension, TasksExtension):
+            extension.enable_events(TaskEventLog())
 
 
 #: Task id -> when (epoch s) its worker was woken by an answer / stopped by a cancel.
@@ -136,9 +146,11 @@ async def answer(stream: trio.SocketStream) -> None:
         await stream.send_all(json.dumps(snapshot()).encode() + b"\n")
 
 
-async def serve(store_url: str, port: int, stats_port: int) -> None:
+async def serve(store_url: str, port: int, stats_port: int, task_events: bool = False) -> None:
     async with open_store(store_url) as store, trio.open_nursery() as nursery:
         server = build_server(store=store)
+        if task_events:
+            enable_task_events(server)
         if raise_task_limits(server):
             add_probes(server)
         else:
@@ -155,8 +167,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--stats-port", type=int, required=True)
     parser.add_argument("--store", default="memory:", metavar="URL")
+    parser.add_argument("--task-events", action="store_true", help="as presa-trio serve's")
     args = parser.parse_args()
-    trio.run(partial(serve, args.store, args.port, args.stats_port))
+    trio.run(partial(serve, args.store, args.port, args.stats_port, args.task_events))
 
 
 if __name__ == "__main__":

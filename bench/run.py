@@ -384,6 +384,11 @@ async def main_async(settings: Settings) -> int:
     events_report = await asyncio.to_thread(task_events.run, settings.quick)
     print()
     print(task_events.table(events_report), flush=True)
+    print("tasks (presa, memory store, --task-events) ...", file=sys.stderr, flush=True)
+    events_on = await tasks.run(quick=settings.quick, task_events=True)
+    print()
+    print(tasks.table(events_on))
+    print("\nThe same Tasks figures with task event streams on: every write appends its events.")
     counts: list[instructions.Count] = []
     if settings.instructions:
         if instructions.available():

@@ -156,7 +156,7 @@ def presa_command(port: int) -> list[str]:
     ]
 
 
-def presa_tasks_command(port: int, stats_port: int, store: str) -> list[str]:
+def presa_tasks_command(port: int, stats_port: int, store: str, *options: str) -> list[str]:
     """presa with room for 10,000 tasks, a stats port and ``store`` (``bench.presa_server``)."""
     return [
         sys.executable,
@@ -168,4 +168,5 @@ def presa_tasks_command(port: int, stats_port: int, store: str) -> list[str]:
         str(stats_port),
         "--store",
         store,
+        *options,
     ]

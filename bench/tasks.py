@@ -303,13 +303,17 @@ class TaskBench:
         )
 
 
-async def run(*, quick: bool, store: str = "memory") -> TaskReport:
-    """The figures on ``store``: ``memory``, or ``sqlite`` (a fresh file, removed after)."""
+async def run(*, quick: bool, store: str = "memory", task_events: bool = False) -> TaskReport:
+    """The figures on ``store``: ``memory``, or ``sqlite`` (a fresh file, removed after);
+    with ``task_events``, served as ``presa-trio serve --task-events``."""
     with tempfile.TemporaryDirectory(prefix="presa-bench-") as folder:
         url = "memory:" if store == "memory" else f"sqlite:///{Path(folder) / 'tasks.db'}"
         port, stats_port = servers.free_port(), servers.free_port()
-        command = servers.presa_tasks_command(port, stats_port, url)
-        served = await servers.start(f"presa-tasks-{store}", command, port)
+        options = ["--task-events"] if task_events else []
+        command = servers.presa_tasks_command(port, stats_port, url, *options)
+        name = f"presa-tasks-{store}" + ("-events" if task_events else "")
+        served = await servers.start(name, command, port)
+        store = f"{store}, --task-events" if task_events else store
         bench = TaskBench(served, stats_port)
         try:
             reason = await bench.available()
