@@ -48,6 +48,7 @@ import trio
 from presa_trio.auth.principal import access_scope
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.faults import report_fault
 from presa_trio.server.registry import (
     Extension,
     Method,
@@ -67,9 +68,10 @@ from presa_trio.server.tools import (
     tool_outcome,
 )
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
-from presa_trio.tasks.stores.base import StoreUnavailable, Work
+from presa_trio.tasks.runner import TaskRunner, capacity_error
+from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
+from presa_trio.tasks.worker import Job, WorkerContext, detached_meta, drop
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
@@ -122,15 +124,24 @@ def caller_scope(ctx: RequestContext) -> str:
 
 @contextmanager
 def store_errors() -> Iterator[None]:
-    """A store that cannot be reached answers -32603, ``data.retryable: true``.
+    """A request's answer to each class of store failure (the runner's failure policy).
 
-    The detail goes to the log only; trying again later can succeed.
+    - unavailable: -32603, ``data.retryable: true`` (trying again later can
+      succeed); the detail goes to the log only;
+    - refused data: -32603, ``data.retryable: false``, saying what the
+      store would not hold: sending the same again cannot succeed;
+    - a defect: -32603 with an incident id, the traceback logged under it.
     """
     try:
         yield
     except StoreUnavailable as error:
         log.warning("task store unavailable: %s", error)
         raise InternalError("The task store is unavailable", {"retryable": True}) from None
+    except StoreRefused as error:
+        log.warning("task store refused a request's data: %s", error)
+        raise InternalError(f"Could not store the request: {error}", {"retryable": False}) from None
+    except StoreDefect:
+        raise report_fault(log, "task store failed") from None
 
 
 def valid_task_id(task_id: Any) -> bool:
@@ -316,7 +327,10 @@ class TasksExtension(Extension):
             result: dict[str, Any] = to_wire(refused)
             return result
         rounds.open_round(ctx, params, rounds.RoundTarget("tools/call", name, arguments))
-        self.runner.limits.check_input(arguments)
+        limits = self.runner.limits
+        if limits.input_too_large(arguments):
+            message = f"Task input is larger than max_input_bytes ({limits.max_input_bytes})"
+            raise capacity_error("max_input_bytes", retryable=False, message=message)
         # The registry's name and the shared declaration, not this request's
         # decoded copies: the work is kept as long as the task.
         shared = detached_meta(ctx.meta)
@@ -450,7 +464,7 @@ class ToolJob:
     (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62; spec-notes §25).
     A tool cannot ask for input by returning :class:`InputRequired` inside a
     task: that is a programming error, -32603; it must use
-    :func:`~presa_trio.tasks.ask`.
+    ``ctx.ask``.
 
     An object, not a closure, and its call awaits the handler itself: a
     task parked on a question keeps every frame between the runner and the

@@ -73,7 +73,13 @@ import psycopg
 import trio
 from psycopg.pq import TransactionStatus
 
-from presa_trio.tasks.stores.base import StoreUnavailable
+from presa_trio.tasks.stores.base import (
+    PROTOCOL_ERRORS,
+    StoreDefect,
+    StoreError,
+    StoreRefused,
+    StoreUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -181,8 +187,10 @@ class Database:
 
         try:
             result: T = await trio.lowlevel.wait_task_rescheduled(withdraw)
-        except psycopg.OperationalError as error:
-            raise StoreUnavailable(f"postgresql: {first_line(error)}") from error
+        except PROTOCOL_ERRORS:
+            raise
+        except Exception as error:
+            raise classify(error) from error
         return result
 
     # --- in the threads ----------------------------------------------------------------
@@ -212,7 +220,11 @@ class Database:
         connection = self._usable(session)
         try:
             return work(connection)
-        except psycopg.OperationalError:
+        except psycopg.Error as error:
+            if not isinstance(classify(error), StoreUnavailable):
+                raise
+            # Broken, or a session that will not write (it began while the
+            # database was read-only, and stays so): connect again next time.
             # Counted without a lock: a lost count only spares a sibling its test.
             self._breakages += 1
             session.connection = None
@@ -226,19 +238,60 @@ class Database:
                 connection.rollback()  # left open by a ``work`` that raised
 
     def _usable(self, session: Session) -> Connection:
-        """The session's connection, tested first if a sibling broke since; else a new one."""
+        """The session's connection, tested first if a sibling broke since; else a new one.
+
+        The test is one query, which also tells a session that began while
+        the database was read-only: such a session stays read-only after the
+        database is switched back, so it is replaced too.
+        """
         breakages = self._breakages
         connection = session.connection
         if connection is not None and session.checked < breakages:
             try:
-                connection.execute("")
-            except psycopg.OperationalError:
+                writable = connection.execute("SHOW transaction_read_only").fetchone() == ("off",)
+            except psycopg.Error:
+                writable = False
+            if not writable:
                 connection.close()
                 connection = session.connection = None
         if connection is None:
             connection = session.connection = self._connect()
         session.checked = breakages
         return connection
+
+
+#: SQLSTATE classes of a database that cannot serve for now: connection
+#: exceptions, insufficient resources, operator intervention (shutdown,
+#: a cancelled statement), a rolled-back transaction (serialization, deadlock).
+UNAVAILABLE_CLASSES = ("08", "40", "53", "57")
+#: SQLSTATEs of the same kind outside those classes: a read-only transaction
+#: (a standby, or ``default_transaction_read_only``), a lock not available.
+UNAVAILABLE_STATES = ("25006", "55P03")
+#: SQLSTATE classes of data the database will not hold: data exceptions
+#: (U+0000 in jsonb, an untranslatable character, a number out of range)
+#: and program limits (a value too large).
+REFUSED_CLASSES = ("22", "54")
+
+
+def classify(error: Exception) -> StoreError:
+    """What a failed call means, as one of the store's three classes: the one place.
+
+    By SQLSTATE first (the server's own word), then by psycopg's class for
+    errors that never reached the server (a broken connection is an
+    ``OperationalError`` without one; a value psycopg cannot encode, a
+    ``UnicodeError``). Anything else is a defect.
+    """
+    detail = f"postgresql: {first_line(error)}"
+    state = getattr(error, "sqlstate", None) or ""
+    if state[:2] in REFUSED_CLASSES or isinstance(error, psycopg.DataError | UnicodeError):
+        return StoreRefused(detail)
+    if (
+        state[:2] in UNAVAILABLE_CLASSES
+        or state in UNAVAILABLE_STATES
+        or (not state and isinstance(error, psycopg.OperationalError))
+    ):
+        return StoreUnavailable(detail)
+    return StoreDefect(f"postgresql: {type(error).__name__}: {first_line(error)}")
 
 
 def first_line(error: BaseException) -> str:

@@ -53,9 +53,10 @@ from presa_trio.tasks.stores.base import (
     Deleted,
     Deliver,
     StoredTask,
+    StoreError,
     StoreEvent,
-    StoreUnavailable,
 )
+from presa_trio.tasks.stores.local import deliver_safely
 from presa_trio.tasks.stores.postgres_schema import CHANNEL
 from presa_trio.tasks.stores.record import from_record
 
@@ -111,7 +112,7 @@ async def listen(
     while True:
         try:
             connection = await trio.to_thread.run_sync(connect_and_listen, conninfo)
-        except psycopg.OperationalError as error:
+        except psycopg.Error as error:
             log.warning("cannot listen for task changes: %s", error)
         else:
             try:
@@ -122,7 +123,7 @@ async def listen(
                 reconnected = True
                 backoff.reset()
                 await pump(connection, listener)
-            except (psycopg.OperationalError, StoreUnavailable) as error:
+            except (psycopg.Error, StoreError) as error:
                 log.warning("lost the connection listening for task changes: %s", error)
             finally:
                 # Nothing waits on its socket any more: closing is one
@@ -152,14 +153,6 @@ async def pump(connection: psycopg.Connection[Any], listener: Listener) -> None:
             event = await event_of(notification.extra.decode(encoding), listener)
             if event is not None:
                 deliver_safely(listener.deliver, event)
-
-
-def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
-    """A watcher's failure is logged; it must not end the listening."""
-    try:
-        deliver(event)
-    except Exception:
-        log.exception("a watcher failed on %r", event)
 
 
 async def event_of(payload: str, listener: Listener) -> StoreEvent | None:

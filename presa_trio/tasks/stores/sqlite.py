@@ -38,15 +38,20 @@ import trio
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
-    Capacity,
+    PROTOCOL_ERRORS,
     CapacityExceeded,
     Changed,
     Counts,
     Deleted,
     Lease,
+    Limits,
+    StoreDefect,
     StoredTask,
+    StoreError,
     StoreEvent,
+    StoreRefused,
     StoreUnavailable,
+    TaskIdCollision,
     TaskNotFound,
 )
 from presa_trio.tasks.stores.local import LocalAnnouncer, check_read, check_write
@@ -115,15 +120,21 @@ class SqliteStore(LocalAnnouncer):
 
     connection: sqlite3.Connection = attrs.field(kw_only=True)
     _limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
+    # Set by :meth:`aclose`: a call after it is unavailable (another process may serve).
+    _closed: bool = False
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on the connection, off the Trio thread, one call at a time."""
 
         def call() -> T:
+            if self._closed:
+                raise StoreUnavailable("sqlite: cannot use a closed database")
             try:
                 return work(self.connection)
-            except sqlite3.Error as error:
-                raise StoreUnavailable(f"sqlite: {error}") from error
+            except PROTOCOL_ERRORS:
+                raise
+            except Exception as error:
+                raise classify(error) from error
 
         return await trio.to_thread.run_sync(call, limiter=self._limiter)
 
@@ -144,8 +155,11 @@ class SqliteStore(LocalAnnouncer):
 
     async def aclose(self) -> None:
         """Close the connection, after the call in progress; later calls fail."""
+        if self._closed:
+            return
         with trio.CancelScope(shield=True):
             await self._run(lambda db: db.close())
+            self._closed = True
 
     def _announce_all(self, events: list[StoreEvent]) -> None:
         for event in events:
@@ -153,15 +167,15 @@ class SqliteStore(LocalAnnouncer):
 
     # --- creation and reads ------------------------------------------------------
 
-    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         deleted: list[StoreEvent] = []
 
         def insert(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (stored.task_id,)).fetchone():
-                raise ValueError(f"task id collision: {stored.task_id}")
-            if capacity.refusal(_counts(db, stored.scope), _counts(db, None)) is not None:
+                raise TaskIdCollision(f"task id collision: {stored.task_id}")
+            if limits.refusal(_counts(db, stored.scope), _counts(db, None)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
-                limit = capacity.refusal(_counts(db, stored.scope), _counts(db, None))
+                limit = limits.refusal(_counts(db, stored.scope), _counts(db, None))
                 if limit is not None:
                     raise CapacityExceeded(limit)
             db.execute(
@@ -272,6 +286,23 @@ class SqliteStore(LocalAnnouncer):
         deleted = await self._write(lambda db: _delete_expired(db, now_ms))
         self._announce_all(list(deleted))
         return [event.task_id for event in deleted]
+
+
+def classify(error: Exception) -> StoreError:
+    """What a failed statement means, as one of the store's three classes (the one place).
+
+    - **refused data** — a value SQLite or its binding will not hold (a lone
+      surrogate cannot be encoded, an integer beyond 64 bits, ``DataError``);
+    - **unavailable** — ``OperationalError``: the file is locked past the busy
+      timeout, read-only, on a full disk, or gone; later the same may succeed;
+    - **a defect** — anything else (a malformed file, a wrong statement: a bug).
+    """
+    detail = f"sqlite: {error}"
+    if isinstance(error, sqlite3.DataError | UnicodeError | OverflowError):
+        return StoreRefused(detail)
+    if isinstance(error, sqlite3.OperationalError):
+        return StoreUnavailable(detail)
+    return StoreDefect(f"sqlite: {type(error).__name__}: {error}")
 
 
 def _counts(db: sqlite3.Connection, scope: str | None) -> Counts:

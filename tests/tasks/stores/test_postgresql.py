@@ -21,9 +21,9 @@ from presa_trio.tasks import model
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import (
     RESYNC,
-    Capacity,
     CapacityExceeded,
     Changed,
+    Limits,
     StoreEvent,
     StoreUnavailable,
     TaskStore,
@@ -74,7 +74,7 @@ async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
 ) -> None:
     """presa-defined (atomic create-if-under-limit, across processes): 40 creations
     racing through two stores for 10 slots store exactly 10."""
-    capacity = Capacity(max_active=10)
+    capacity = Limits(max_active=10)
     refused: list[str] = []
 
     async def create(store: TaskStore, number: int) -> None:
@@ -95,7 +95,7 @@ async def test_a_deleted_task_frees_its_room_before_its_ttl_would(postgres_url: 
     """presa-defined (bounded stores; spec-notes §45): once one process's reaper
     deleted expired tasks, another's creation counts them no longer, even at a
     moment before their TTL (the stored count follows deletions, not the clock)."""
-    full = Capacity(max_stored=2)
+    full = Limits(max_stored=2)
     async with open_store(postgres_url) as a, open_store(postgres_url) as b:
         await a.create(stored("short-1", ttl_ms=10), ROOMY, T0)
         await a.create(stored("short-2", ttl_ms=10, scope="bob"), ROOMY, T0)
@@ -111,7 +111,7 @@ async def test_a_deleted_task_frees_its_room_before_its_ttl_would(postgres_url: 
 async def test_a_finished_task_frees_its_active_slot_every_time(postgres_url: str) -> None:
     """presa-defined (bounded stores): with room for one active task, finishing
     it lets the next be created, twenty times over; an unfinished one refuses."""
-    one = Capacity(max_active=1)
+    one = Limits(max_active=1)
     async with open_store(postgres_url) as store:
         for number in range(20):
             await store.create(stored(f"t{number}"), one, T0)
