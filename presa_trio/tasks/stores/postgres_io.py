@@ -217,18 +217,25 @@ class Database:
                 session.connection.close()
 
     def _transact(self, session: Session, work: Work[T]) -> T:
+        try:
+            return self._attempt(session, work)
+        except psycopg.errors.ReadOnlySqlTransaction:
+            # A session that began while the database was read-only stays so
+            # after it is switched back; the attempt dropped it: once more, on
+            # a new one (the transaction was rolled back, so this is safe).
+            return self._attempt(session, work)
+
+    def _attempt(self, session: Session, work: Work[T]) -> T:
         connection = self._usable(session)
         try:
             return work(connection)
         except psycopg.Error as error:
-            if not isinstance(classify(error), StoreUnavailable):
-                raise
-            # Broken, or a session that will not write (it began while the
-            # database was read-only, and stays so): connect again next time.
-            # Counted without a lock: a lost count only spares a sibling its test.
-            self._breakages += 1
-            session.connection = None
-            connection.close()
+            if isinstance(classify(error), StoreUnavailable):
+                # Broken, or read-only: connect again for the next call.
+                # Counted without a lock: a lost count only spares a sibling its test.
+                self._breakages += 1
+                session.connection = None
+                connection.close()
             raise
         finally:
             if (
