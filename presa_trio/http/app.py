@@ -37,7 +37,7 @@ from hypercorn.typing import (
 )
 
 from presa_trio.http import admission, mirrored
-from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
+from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.sse import ResponseWriter, send_json, send_whole
 from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
@@ -45,6 +45,7 @@ from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import McpError
+from presa_trio.wire.headers import Headers, Rejection
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ process exits non-zero and a supervisor restarts it.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import signal
 import time
@@ -37,10 +36,11 @@ from hypercorn.typing import ASGIFramework
 from hypercorn.utils import repr_socket_addr, wrap_app
 
 from presa_trio.http.access import AccessLog
-from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
+from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.server import Server
+from presa_trio.wire.headers import LOOPBACK_HOSTS, is_loopback
 
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
@@ -191,11 +191,3 @@ async def serve_until_signalled(serve: Callable[[ShutdownTrigger], Awaitable[Non
 def close(sockets: Sockets) -> None:
     for sock in [*sockets.secure_sockets, *sockets.insecure_sockets, *sockets.quic_sockets]:
         sock.close()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address is loopback-only (``localhost``, 127.0.0.0/8, ``::1``)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"

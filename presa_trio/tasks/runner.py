@@ -267,42 +267,39 @@ class TaskRunner(Coordination):
         recovery claims it.
         """
         try:
-            await self._run_job(worker, job, creator)
+            # A stop that came before this task's first step (a cancel right
+            # after creation) is kept by the worker: end here, before the job
+            # has run at all; so does a shutdown that came first.
+            await trio.sleep(0)
+            if worker.stopped():
+                return
+            move: Move
+            try:
+                async with trio.open_nursery() as nursery:
+                    worker.guard(nursery.cancel_scope)
+                    context = self._detach(creator, worker, nursery)
+                    # This frame lives as long as the task: let go of the
+                    # creating request's context (and its stream) now,
+                    # or every parked task keeps it alive.
+                    del creator
+                    result: JSONObject = await job(context)
+            except* Exception as group:
+                # The plain path's mapping: the job's own spec error, else -32603.
+                move = failure(error_for(group))
+            else:
+                if worker.stopped():
+                    return
+                move = outcome(worker.task_id, result)
+            with trio.CancelScope() as writing:
+                # A stop during the write (waiting for the store) ends it.
+                worker.guard(writing)
+                if not worker.stopped():
+                    await self.write(worker, move)
         except Exception:
             report_fault(log, "task %s: its worker failed", worker.task_id)
         finally:
             if self._workers.get(worker.task_id) is worker:
                 del self._workers[worker.task_id]
-
-    async def _run_job(self, worker: Worker, job: Job, creator: RequestContext) -> None:
-        # A stop that came before this task's first step (a cancel right
-        # after creation) is kept by the worker: end here, before the job
-        # has run at all; so does a shutdown that came first.
-        await trio.sleep(0)
-        if worker.stopped():
-            return
-        move: Move
-        try:
-            async with trio.open_nursery() as nursery:
-                worker.guard(nursery.cancel_scope)
-                context = self._detach(creator, worker, nursery)
-                # This frame lives as long as the task: let go of the
-                # creating request's context (and its stream) now,
-                # or every parked task keeps it alive.
-                del creator
-                result: JSONObject = await job(context)
-        except* Exception as group:
-            # The plain path's mapping: the job's own spec error, else -32603.
-            move = failure(error_for(group))
-        else:
-            if worker.stopped():
-                return
-            move = outcome(worker.task_id, result)
-        with trio.CancelScope() as writing:
-            # A stop during the write (waiting for the store) ends it.
-            worker.guard(writing)
-            if not worker.stopped():
-                await self.write(worker, move)
 
     def _detach(
         self, creator: RequestContext, worker: Worker, nursery: trio.Nursery

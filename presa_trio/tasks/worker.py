@@ -101,30 +101,33 @@ class Worker:
         if self._stop_reason is not None:
             cancel_scope.cancel(reason=self._stop_reason)
 
-    async def answers(self, keys: tuple[str, ...]) -> dict[str, JSONObject]:
-        """Wait until the inbox holds every one of ``keys``; their answers.
+    def expect(self, keys: tuple[str, ...]) -> list[str]:
+        """Give each of ``keys`` not answered yet a ``trio.Event``; those keys.
 
-        One ``trio.Event`` per key not answered yet, set by :meth:`see` when
-        an announced state answers it. Several waits of one task (from
-        child tasks of the tool) share the table, each with its own keys.
+        :meth:`see` sets a key's Event when an announced state answers it,
+        and drops it. Several waits of one task (from child tasks of the
+        tool) share the table, each with its own keys.
         """
         pending = [key for key in keys if key not in self.latest.inbox]
-        if not pending:
-            await trio.sleep(0)  # every key answered already: still a checkpoint
         waiting = self._waiting = {} if self._waiting is None else self._waiting
         for key in pending:
             waiting[key] = trio.Event()
-        try:
-            for key in pending:
-                # None once set: :meth:`see` pops the Event it sets.
-                event = waiting.get(key)
-                if event is not None:
-                    await event.wait()
-        finally:
-            for key in pending:
-                waiting.pop(key, None)
-            if not waiting:
+        return pending
+
+    def awaited(self, key: str) -> trio.Event | None:
+        """The Event of ``key`` while it is unanswered; None once set."""
+        return None if self._waiting is None else self._waiting.get(key)
+
+    def forget(self, keys: list[str]) -> None:
+        """Nobody waits for ``keys`` any more."""
+        if self._waiting is not None:
+            for key in keys:
+                self._waiting.pop(key, None)
+            if not self._waiting:
                 self._waiting = None
+
+    def answers(self, keys: tuple[str, ...]) -> dict[str, JSONObject]:
+        """The answers to ``keys``, all of them in the inbox."""
         inbox = self.latest.inbox
         return {key: inbox[key] for key in keys}
 

@@ -179,9 +179,11 @@ class TaskWrites:
         """Record ``requests`` on the task, then wait on one Event per key until all are answered.
 
         The requests are recorded in one write (SEP-2663 §Task Update
-        Requests); :meth:`Worker.answers` then waits on a ``trio.Event`` for
-        each key, and an announced change of the task sets the Events of
-        the keys it answered: a partial update is a partial wake-up (T-45).
+        Requests); then this waits on a ``trio.Event`` for each key
+        (:meth:`Worker.expect`), and an announced change of the task sets
+        the Events of the keys it answered: a partial update is a partial
+        wake-up (T-45). The wait is this frame's own: a parked task keeps
+        every frame up to the tool's ``await``, so there is no other.
 
         If the wait ends early by the tool's own doing (its timeout), the
         keys still outstanding are withdrawn, so the task never shows
@@ -193,12 +195,19 @@ class TaskWrites:
         await self.write(worker, asking(requests, rerun=worker.rerun))
         # This frame lives as long as the wait: keep the keys, not the requests.
         del requests
+        pending = worker.expect(keys)
+        if not pending:
+            await trio.sleep(0)  # every key answered already: still a checkpoint
         answered = False
         try:
-            answers = await worker.answers(keys)
+            for key in pending:
+                event = worker.awaited(key)
+                if event is not None:
+                    await event.wait()
             answered = True
         finally:
+            worker.forget(pending)
             if not (answered or worker.stopped() or self._stopping):
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
                     await self.write(worker, withdrawing(keys))
-        return answers
+        return worker.answers(keys)
