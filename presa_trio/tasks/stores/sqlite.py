@@ -288,19 +288,45 @@ class SqliteStore(LocalAnnouncer):
         return [event.task_id for event in deleted]
 
 
+#: SQLite's primary result codes of a file that cannot serve for now: busy or
+#: locked past the busy timeout, out of memory, read-only, interrupted, an I/O
+#: error, a full disk, a file that cannot be opened, a locking protocol error.
+UNAVAILABLE_CODES = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_INTERRUPT,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
+#: ... and of a value SQLite will not hold: too big, of the wrong type.
+REFUSED_CODES = frozenset({sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH})
+
+
 def classify(error: Exception) -> StoreError:
     """What a failed statement means, as one of the store's three classes (the one place).
 
-    - **refused data** — a value SQLite or its binding will not hold (a lone
-      surrogate cannot be encoded, an integer beyond 64 bits, ``DataError``);
-    - **unavailable** — ``OperationalError``: the file is locked past the busy
-      timeout, read-only, on a full disk, or gone; later the same may succeed;
+    By SQLite's result code (its own word; ``OperationalError`` alone covers
+    both a locked file and a syntax error):
+
+    - **unavailable** — :data:`UNAVAILABLE_CODES`: later the same may succeed;
+    - **refused data** — :data:`REFUSED_CODES`, ``DataError``, or a value the
+      binding cannot pass (a lone surrogate, an integer beyond 64 bits);
     - **a defect** — anything else (a malformed file, a wrong statement: a bug).
     """
     detail = f"sqlite: {error}"
-    if isinstance(error, sqlite3.DataError | UnicodeError | OverflowError):
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    if primary in REFUSED_CODES or isinstance(
+        error, sqlite3.DataError | UnicodeError | OverflowError
+    ):
         return StoreRefused(detail)
-    if isinstance(error, sqlite3.OperationalError):
+    if primary in UNAVAILABLE_CODES:
         return StoreUnavailable(detail)
     return StoreDefect(f"sqlite: {type(error).__name__}: {error}")
 
