@@ -100,13 +100,58 @@ class Lane(enum.Enum):
 
 @attrs.define(eq=False)
 class Call(Generic[T]):
-    """One call waiting in a lane: taken by a thread, or withdrawn by its cancellation."""
+    """One call handed to a connection's thread, and its outcome handed back to its Trio task.
+
+    The one place in ``presa_trio/tasks/`` that uses ``trio.lowlevel``
+    (docs/tasks.md). The idiomatic primitive, ``trio.to_thread.run_sync``
+    (one hop per call, with a ``CapacityLimiter`` per lane), costs the Trio
+    thread 175 µs of CPU for a no-op call, measured, against 100 µs for this
+    hand-over to a thread that owns its connection and is fed by a queue
+    (docs/performance.md, "Where the time went"); a store call is mostly
+    that hop, and the Trio thread is the one serving every request. What
+    trio's guard rails would have given is kept here, and tested
+    (tests/tasks/stores/test_postgres_call.py):
+
+    - a call cancelled while it waits in its lane is withdrawn and never runs;
+    - a call a thread has taken cannot be withdrawn: its caller waits for the
+      outcome (a transaction is never left half-done), and the cancellation
+      is delivered at the caller's next checkpoint;
+    - a call is taken once, by whichever comes first of the thread and the
+      cancellation (the ``claim`` lock), and its waiter is woken once.
+    """
 
     work: Work[T]
-    waiter: trio.lowlevel.Task
+    _waiter: trio.lowlevel.Task = attrs.field(init=False, factory=trio.lowlevel.current_task)
+    _token: trio.lowlevel.TrioToken = attrs.field(
+        init=False, factory=trio.lowlevel.current_trio_token
+    )
     # Acquired once, by whichever comes first: the thread that runs the
     # call, or the cancellation that withdraws it.
-    claim: threading.Lock = attrs.field(factory=threading.Lock)
+    _claim: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+
+    async def wait(self, submit: Callable[[Call[T]], None]) -> T:
+        """``submit`` the call (unless already cancelled), then wait for its outcome."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        submit(self)
+
+        def withdraw(_: object) -> trio.lowlevel.Abort:
+            taken = not self._claim.acquire(blocking=False)
+            return trio.lowlevel.Abort.FAILED if taken else trio.lowlevel.Abort.SUCCEEDED
+
+        result: T = await trio.lowlevel.wait_task_rescheduled(withdraw)
+        return result
+
+    def take(self) -> bool:
+        """In a thread: whether it runs the call (False: withdrawn while it waited)."""
+        return self._claim.acquire(blocking=False)
+
+    def hand_back(self, result: outcome.Outcome[T]) -> bool:
+        """In a thread: wake the waiter with ``result``; False if the Trio run is over."""
+        try:
+            self._token.run_sync_soon(trio.lowlevel.reschedule, self._waiter, result)
+        except trio.RunFinishedError:
+            return False
+        return True
 
 
 @attrs.define(eq=False)
@@ -129,7 +174,6 @@ class Database:
     connect_timeout: float = 3.0
     _lanes: dict[Lane, queue.SimpleQueue[Call[Any] | None]] = attrs.field(init=False)
     _threads: dict[Lane, list[threading.Thread]] = attrs.field(init=False)
-    _token: trio.lowlevel.TrioToken | None = attrs.field(init=False, default=None)
     # How many connections were found broken so far: a thread whose session
     # was checked before the latest breakage tests its connection first.
     _breakages: int = attrs.field(init=False, default=0)
@@ -140,7 +184,6 @@ class Database:
 
     async def open(self) -> None:
         """Connect every thread's connection; :class:`StoreUnavailable` if one cannot be made."""
-        self._token = trio.lowlevel.current_trio_token()
         sizes = {
             Lane.REQUEST: self.request_connections,
             Lane.BACKGROUND: self.background_connections,
@@ -177,21 +220,12 @@ class Database:
 
     async def run(self, work: Work[T], lane: Lane = Lane.REQUEST) -> T:
         """Run ``work`` in one of ``lane``'s threads, on its connection."""
-        call = Call(work, trio.lowlevel.current_task())
-        await trio.lowlevel.checkpoint_if_cancelled()
-        self._lanes[lane].put(call)
-
-        def withdraw(_: object) -> trio.lowlevel.Abort:
-            taken = not call.claim.acquire(blocking=False)
-            return trio.lowlevel.Abort.FAILED if taken else trio.lowlevel.Abort.SUCCEEDED
-
         try:
-            result: T = await trio.lowlevel.wait_task_rescheduled(withdraw)
+            return await Call(work).wait(self._lanes[lane].put)
         except PROTOCOL_ERRORS:
             raise
         except Exception as error:
             raise classify(error) from error
-        return result
 
     # --- in the threads ----------------------------------------------------------------
 
@@ -202,15 +236,11 @@ class Database:
 
     def _serve(self, calls: queue.SimpleQueue[Call[Any] | None], session: Session) -> None:
         """A thread's life: run the calls of its lane until told to stop."""
-        assert self._token is not None
         try:
             while (call := calls.get()) is not None:
-                if not call.claim.acquire(blocking=False):
+                if not call.take():
                     continue  # withdrawn while it waited
-                result = outcome.capture(self._transact, session, call.work)
-                try:
-                    self._token.run_sync_soon(trio.lowlevel.reschedule, call.waiter, result)
-                except trio.RunFinishedError:
+                if not call.hand_back(outcome.capture(self._transact, session, call.work)):
                     return
         finally:
             if session.connection is not None:

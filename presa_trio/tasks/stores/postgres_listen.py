@@ -8,9 +8,11 @@ listening and hands each announcement to the store as a store event:
 :class:`~presa_trio.tasks.stores.base.Deleted`.
 
 The listening connection needs no thread: Trio's I/O loop waits until its
-socket is readable, then libpq reads what arrived (``consume_input``, which
-never blocks: libpq keeps its sockets non-blocking) and returns the
-notifications it holds. Only connecting, which blocks, runs in a thread.
+socket is readable (a Trio socket on a duplicate of libpq's, peeking one
+byte: trio's public API, one more system call per wake-up), then libpq
+reads what arrived (``consume_input``, which never blocks: libpq keeps its
+sockets non-blocking) and returns the notifications it holds. Only
+connecting, which blocks, runs in a thread.
 A notification so costs no hand-over between threads, no wake-up of the
 Trio thread from outside, and no share of Python's interpreter lock
 taken from the Trio thread; cancelling :func:`listen` ends it at once.
@@ -40,6 +42,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -146,13 +150,15 @@ async def pump(connection: psycopg.Connection[Any], listener: Listener) -> None:
     """Deliver announcements as they arrive, until cancelled or disconnected."""
     pgconn = connection.pgconn
     encoding = connection.info.encoding
-    while True:
-        await trio.lowlevel.wait_readable(pgconn.socket)
-        pgconn.consume_input()
-        while (notification := pgconn.notifies()) is not None:
-            event = await event_of(notification.extra.decode(encoding), listener)
-            if event is not None:
-                deliver_safely(listener.deliver, event)
+    with trio.socket.from_stdlib_socket(socket.socket(fileno=os.dup(pgconn.socket))) as wire:
+        while True:
+            # Returns once something arrived (b"" at the end): libpq reads it.
+            await wire.recv(1, socket.MSG_PEEK)
+            pgconn.consume_input()
+            while (notification := pgconn.notifies()) is not None:
+                event = await event_of(notification.extra.decode(encoding), listener)
+                if event is not None:
+                    deliver_safely(listener.deliver, event)
 
 
 async def event_of(payload: str, listener: Listener) -> StoreEvent | None:
