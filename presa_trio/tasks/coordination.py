@@ -139,13 +139,15 @@ class Coordination(TaskWrites):
     async def resync(self) -> None:
         """Announcements may have been lost: re-read every task this process runs.
 
-        Tried again, backing off, while the store is unavailable: a worker
-        parked on a lost signal must not stay parked.
+        A task whose creation is still being stored is left out: read now, it
+        would look deleted, and its creation announces it anyway. Tried again,
+        backing off, while the store is unavailable: a worker parked on a lost
+        signal must not stay parked.
         """
         delay = RESTART_FIRST
         while True:
             try:
-                for task_id in list(self._workers):
+                for task_id in [task_id for task_id, w in self._workers.items() if w.stored]:
                     found = await self.store.read(task_id)
                     self.react(Deleted("", task_id) if found is None else Changed(found))
             except StoreUnavailable as error:
@@ -219,10 +221,9 @@ class Coordination(TaskWrites):
             }
             if not held:
                 continue
+            now = self.clock.wall_ms()
             try:
-                lost = await self.store.renew(
-                    self.owner, held, self.clock.wall_ms() + self.lease_ms
-                )
+                lost = await self.store.renew(self.owner, held, now + self.lease_ms, now)
             except StoreUnavailable as error:
                 log.warning("leases not renewed: %s", error)
                 continue

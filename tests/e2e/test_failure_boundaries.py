@@ -96,9 +96,11 @@ class FaultyStore:
             self._trip("compare_and_set")
         await self.inner.compare_and_set(scope, task, expected_revision, fence=fence)
 
-    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
         self._trip("renew")
-        return await self.inner.renew(owner, held, expires_ms)
+        return await self.inner.renew(owner, held, expires_ms, now_ms)
 
     async def claim_expired(
         self, owner: str, now_ms: int, expires_ms: int, limit: int

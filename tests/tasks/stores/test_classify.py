@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from presa_trio.tasks.stores import postgres_io, sqlite
+from presa_trio.tasks.stores import postgres_io, sqlite_errors
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable
 
 
@@ -43,10 +43,10 @@ def test_sqlite_errors_fall_into_the_three_classes(tmp_path: Path) -> None:
     surrogate = sqlite_error(path, "SELECT ?", "\udc00")
     too_big = sqlite_error(path, "SELECT ?", 2**64)
     wrong = sqlite_error(path, "SELEKT 1")
-    assert isinstance(sqlite.classify(read_only), StoreUnavailable)
-    assert isinstance(sqlite.classify(surrogate), StoreRefused)
-    assert isinstance(sqlite.classify(too_big), StoreRefused)
-    assert isinstance(sqlite.classify(wrong), StoreDefect)
+    assert isinstance(sqlite_errors.classify(read_only), StoreUnavailable)
+    assert isinstance(sqlite_errors.classify(surrogate), StoreRefused)
+    assert isinstance(sqlite_errors.classify(too_big), StoreRefused)
+    assert isinstance(sqlite_errors.classify(wrong), StoreDefect)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 :class:`~presa_trio.tasks.stores.postgres_io.Call` is the one use of
 ``trio.lowlevel`` in presa_trio/tasks/; these tests hold it to the guard
 rails trio's own primitives would give. The threads are plain threads fed
-by a queue, as the store's are; no database is needed.
+by a queue and serving as the store's do (take, run, report, hand back);
+no database is needed.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from typing import Any
 import outcome
 import pytest
 import trio
-import trio.lowlevel
-import trio.testing
 
-from presa_trio.tasks.stores.postgres_io import Call
+from presa_trio.tasks.stores.postgres_io import Call, Session
 
 Lane = queue.SimpleQueue[Call[Any]]
 #: What the store's threads pass each call; these calls need no connection.
@@ -30,16 +29,26 @@ def lane() -> Lane:
     return queue.SimpleQueue()
 
 
-def serve_one(calls: Lane, release: threading.Event | None = None) -> threading.Thread:
-    """A thread that takes one call, waits for ``release`` if given, and hands back."""
+def serve_one(
+    calls: Lane, taken: threading.Event | None = None, release: threading.Event | None = None
+) -> threading.Thread:
+    """A thread that serves one call as the store's threads do.
+
+    With ``taken`` and ``release``: it says when it has taken the call, and
+    runs it only once released.
+    """
 
     def run() -> None:
+        session = Session()
         call = calls.get()
-        if not call.take():
+        if not call.take(session):
             return
-        if release is not None:
+        if taken is not None and release is not None:
+            taken.set()
             release.wait()
-        call.hand_back(outcome.capture(call.work, NO_CONNECTION))
+        result = outcome.capture(call.work, NO_CONNECTION)
+        if session.report(call):
+            call.hand_back(result)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -72,37 +81,25 @@ async def test_a_call_cancelled_while_it_waits_is_withdrawn_and_never_runs(lane:
     assert ran == []
 
 
-async def test_a_call_a_thread_has_taken_is_waited_for_then_the_cancel_lands() -> None:
-    """presa-defined (a transaction is never left half-done): once a thread has
-    taken the call, a cancel cannot withdraw it; the caller gets the outcome, and
-    the cancellation is delivered at its next checkpoint."""
-    calls: Lane = queue.SimpleQueue()
-    release = threading.Event()
-    taken = threading.Event()
-
-    def work(_: Any) -> str:
-        return "committed"
-
-    def run() -> None:
-        call = calls.get()
-        assert call.take()
-        taken.set()
-        release.wait()
-        call.hand_back(outcome.capture(call.work, NO_CONNECTION))
-
-    threading.Thread(target=run, daemon=True).start()
-    got: list[str] = []
+async def test_a_taken_call_is_abandoned_by_a_cancel_and_its_outcome_dropped(
+    lane: Lane,
+) -> None:
+    """presa-defined (a store call is bounded and cancellable): once a thread has
+    taken the call, its caller's cancellation abandons it at once; the thread
+    then hands nothing back (its outcome is dropped, the waiter woken once)."""
+    taken, release = threading.Event(), threading.Event()
+    thread = serve_one(lane, taken, release)
+    ran: list[str] = []
     with trio.CancelScope() as scope:
 
         async def cancel_once_taken() -> None:
             await trio.to_thread.run_sync(taken.wait)
             scope.cancel()
-            release.set()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(cancel_once_taken)
-            got.append(await Call(work).wait(calls.put))
-            await trio.lowlevel.checkpoint()
-            got.append("not reached")
-    assert got == ["committed"]
+            await Call(lambda _: ran.append("ran")).wait(lane.put)
     assert scope.cancelled_caught
+    release.set()
+    await trio.to_thread.run_sync(thread.join)
+    assert ran == ["ran"]  # it ran, and nobody was woken by it
