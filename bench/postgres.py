@@ -147,9 +147,9 @@ def serialisation(url: str) -> Serialisation:
     """The span creations serialise on, and bursts in one scope and in many (in Trio)."""
     from presa_trio.tasks import model
     from presa_trio.tasks.stores import open_store
-    from presa_trio.tasks.stores.base import Capacity, Lease, StoredTask
+    from presa_trio.tasks.stores.base import Lease, Limits, StoredTask
 
-    roomy = Capacity(10**9, 10**9, 10**9, 10**9)
+    roomy = Limits(10**9, 10**9, 10**9, 10**9)
     now = time.time_ns() // 1_000_000
 
     def new(name: str, scope: str) -> StoredTask:

@@ -94,14 +94,14 @@ GO = Elicitation("Go on?", {"type": "object", "properties": {"go": {"type": "boo
 
 def add_probes(server: Server) -> None:
     """The probe tools of the module docstring, on the fixture's Tasks extension."""
-    from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension, ask
+    from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension
 
     [tasks] = [e for e in server.extensions if e.id == TASKS_EXTENSION]
     assert isinstance(tasks, TasksExtension)
 
     @tasks.tool(Policy.REQUIRED, description="Asks once; notes when the answer woke it.")
     async def bench_park(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        await ask(ctx, {"go": GO})
+        await ctx.ask({"go": GO})
         WOKEN[str(ctx.request_id)] = time.time()
         return "woken"
 

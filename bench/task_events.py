@@ -49,7 +49,7 @@ from presa_trio.tasks import Policy, TaskRunner, TasksExtension, model
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import NewEvent, Retention
 from presa_trio.tasks.stores import open_store
-from presa_trio.tasks.stores.base import Capacity, StoredTask, TaskStore
+from presa_trio.tasks.stores.base import Limits, StoredTask, TaskStore
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, request, running
 
 EVENT = "notifications/tasks/event"
@@ -247,7 +247,7 @@ async def fresh_open_task(store: TaskStore) -> str:
     task = model.create(
         f"replay-{time.monotonic_ns()}", now_ms=now, ttl_ms=None, poll_interval_ms=None
     )
-    await store.create(StoredTask(ANONYMOUS, task), Capacity(), now)
+    await store.create(StoredTask(ANONYMOUS, task), Limits(), now)
     return task.task_id
 
 

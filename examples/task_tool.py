@@ -4,7 +4,7 @@ import trio
 
 from presa_trio.http import serve_http
 from presa_trio.server import RequestContext, Server
-from presa_trio.tasks import Policy, TasksExtension, ask
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.wire.mrtr import Elicitation
 
 server = Server("tasks-demo", "1.0.0")
@@ -15,7 +15,7 @@ server.add_extension(tasks)
 
 @tasks.tool(Policy.OPTIONAL, description="Asks before deleting a file")
 async def delete(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-    answers = await ask(ctx, {"ok": Elicitation("Delete it?", CONFIRM)})
+    answers = await ctx.ask({"ok": Elicitation("Delete it?", CONFIRM)})
     return "deleted" if answers["ok"]["action"] == "accept" else "kept"
 
 

@@ -9,7 +9,9 @@ only, so a non-loopback ``--host`` also needs ``--allow-host``.
 
 An operator's mistake (a bad flag value, a port in use, a file that cannot
 be read, a target that names no server, a short key) ends the command with
-one line on stderr and exit status 2, never a traceback.
+one line on stderr and exit status 2, never a traceback. A server that
+started and then cannot run on (its task runner failed) ends with one line
+and exit status 1, for a supervisor to restart it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_fr
 from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
-from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
+from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, ServerFailed, serve_http
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
@@ -44,6 +46,8 @@ from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
 EXIT_USAGE = 2
+#: The server started, then could not run on: a supervisor should restart it.
+EXIT_FAILED = 1
 
 
 class UsageError(Exception):
@@ -420,5 +424,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except UsageError as error:
         print(f"presa-trio: error: {error}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+    except ServerFailed as error:
+        print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:  # before the signal handlers are in place
         sys.exit(130)

@@ -16,7 +16,7 @@ from trio.testing import wait_all_tasks_blocked
 
 import presa_trio.testing
 from presa_trio.server import RequestContext, Server
-from presa_trio.tasks import Policy, TasksExtension, ask
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import TASKS_CAPABILITIES, RequestFailed, connect, header_value, meta
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from presa_trio.wire.mrtr import Elicitation, InputRequired
@@ -47,7 +47,7 @@ def my_server() -> Server:
 
     @tasks.tool(Policy.OPTIONAL, description="Asks before deleting")
     async def delete(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        answers = await ask(ctx, {"ok": Elicitation("Delete it?", CONFIRM)})
+        answers = await ctx.ask({"ok": Elicitation("Delete it?", CONFIRM)})
         return "deleted" if answers["ok"]["action"] == "accept" else "kept"
 
     @server.tool(description="Adds a tool to the server")

@@ -42,8 +42,7 @@ from joserfc.jwk import Key, KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
 from presa_trio.auth.discovery import discover
-from presa_trio.auth.options import DEFAULT_LEEWAY_S
-from presa_trio.auth.principal import Principal
+from presa_trio.auth.principal import DEFAULT_LEEWAY_S, Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
     TokenCache,

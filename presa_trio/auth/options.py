@@ -24,6 +24,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from presa_trio.auth.principal import DEFAULT_LEEWAY_S
+
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
 
@@ -31,8 +33,6 @@ CLIENT_SECRET_ENV = "PRESA_AUTH_CLIENT_SECRET"
 #: Addresses that bind every interface: no canonical URI can be made from them.
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
 
-#: Clock skew allowed on ``exp``, ``nbf`` and ``iat``, in seconds.
-DEFAULT_LEEWAY_S = 30
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
     from presa_trio.auth.introspection import IntrospectionVerifier
     from presa_trio.auth.jwt_tokens import JwtVerifier
     from presa_trio.auth.static import StaticTokens, parse_token_option
-    from presa_trio.http.serving import is_loopback
+    from presa_trio.wire.headers import is_loopback
 
     if not (args.auth_issuer or args.auth_client_id or args.auth_token):
         raise ValueError("authorization needs --auth-issuer, --auth-client-id or --auth-token")

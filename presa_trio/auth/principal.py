@@ -20,6 +20,9 @@ import attrs
 #: The access scope of a request when authorization is off.
 ANONYMOUS = "anonymous"
 
+#: Clock skew a verifier allows on a token's ``exp``, ``nbf`` and ``iat``, in seconds.
+DEFAULT_LEEWAY_S = 30
+
 
 @attrs.frozen
 class Principal:

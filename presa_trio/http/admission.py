@@ -15,75 +15,10 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Iterable
 
 import attrs
 
-#: Loopback names a local server answers to by default (spec-notes §4).
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
-
-
-class Rejection(Exception):
-    """A plain HTTP rejection: status, a short reason, and extra headers."""
-
-    def __init__(self, status: int, reason: str, headers: Iterable[tuple[bytes, bytes]] = ()):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.headers = list(headers)
-
-
-@attrs.frozen
-class Headers:
-    """Request headers by lowercased name; repeated headers keep every value.
-
-    A value is read as latin-1 (RFC 9110 §5.5: bytes beyond ASCII are opaque)
-    and trimmed of surrounding whitespace, but only when a check asks for
-    it: a request carries about ten headers and presa reads a few of them.
-    ASGI servers send names lowercased (hypercorn does; HTTP/2 requires it,
-    RFC 9113 §8.2.1) and a request rarely repeats one, so that common case is
-    the server's own pairs in one dict built by :func:`dict` in C. Only a
-    request with a repeated or upper-case name pays for grouping its pairs
-    by name in Python.
-    """
-
-    # Lowercased name -> its first value, as received.
-    first: dict[bytes, bytes]
-    # Lowercased name -> every value, for the names that came more than once.
-    repeated: dict[bytes, list[bytes]] = attrs.field(factory=dict)
-
-    @classmethod
-    def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-        pairs = raw if isinstance(raw, list) else list(raw)
-        first = dict(pairs)
-        if len(first) == len(pairs) and b"".join(first).islower():
-            return cls(first)
-        first = {}
-        repeated: dict[bytes, list[bytes]] = {}
-        for name, value in pairs:
-            key = name.lower()
-            if key not in first:
-                first[key] = value
-            elif key in repeated:
-                repeated[key].append(value)
-            else:
-                repeated[key] = [first[key], value]
-        return cls(first, repeated)
-
-    def get_all(self, name: str) -> list[str]:
-        """Every value of the header ``name`` (lowercase), in the order received."""
-        key = name.encode("latin-1")
-        values = self.repeated.get(key)
-        if values is not None:
-            return [value.decode("latin-1").strip() for value in values]
-        value = self.first.get(key)
-        return [] if value is None else [value.decode("latin-1").strip()]
-
-    def get(self, name: str) -> str | None:
-        """The first value of the header ``name`` (lowercase), if it came."""
-        value = self.first.get(name.encode("latin-1"))
-        return None if value is None else value.decode("latin-1").strip()
-
+from presa_trio.wire.headers import LOOPBACK_HOSTS, Headers, Rejection
 
 #: How many header values' readings rungs 2, 4 and 5 remember. A client sends
 #: the same Host, Origin, Content-Type and Accept on every request and a

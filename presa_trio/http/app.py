@@ -38,7 +38,7 @@ from hypercorn.typing import (
 )
 
 from presa_trio.http import admission, mirrored
-from presa_trio.http.admission import AdmissionPolicy, Headers, Rejection
+from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.sse import ResponseWriter, send_json, send_whole
 from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
@@ -46,6 +46,7 @@ from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import McpError
+from presa_trio.wire.headers import Headers, Rejection
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:
@@ -76,6 +77,14 @@ def connection_key(scope: HTTPScope) -> Hashable:
     return object() if client is None else ("http", *client)
 
 
+def one_line(error: BaseException) -> str:
+    """The first leaf of ``error`` (exception groups opened), as one line for an operator."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
 @attrs.define(eq=False, repr=False)
 class McpApp:
     """An ASGI 3 application serving one :class:`Server` at one endpoint."""
@@ -88,6 +97,10 @@ class McpApp:
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
     # The server-lifetime nursery while :meth:`run` runs; requests need it.
     lifetime: trio.Nursery | None = attrs.field(default=None, init=False)
+    # Why the server-lifetime nursery ended by itself, in one line; None while it runs.
+    failure: str | None = attrs.field(default=None, init=False)
+    # Set when it did: the serving loop stops, and the process exits non-zero.
+    failed: trio.Event = attrs.field(factory=trio.Event, init=False)
     # The exchanges in flight: a body overdue or a client leaving cancels one.
     watch: ExchangeWatch = attrs.field(
         default=attrs.Factory(lambda app: ExchangeWatch(app.read_timeout), takes_self=True),
@@ -111,13 +124,31 @@ class McpApp:
     async def lifespan(
         self, scope: LifespanScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
-        """Run the server-lifetime nursery (:meth:`run`) between startup and shutdown."""
+        """Run the server-lifetime nursery (:meth:`run`) between startup and shutdown.
+
+        If it cannot start, startup fails (hypercorn stops); if it ends by
+        itself later (the task runner failed), :attr:`failed` is set and the
+        serving loop shuts down: the process exits with one line and a
+        non-zero status, for a supervisor to restart it, and never lingers
+        answering 503 (docs/tasks.md, the failure policy).
+        """
         await receive()  # lifespan.startup
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.run)
-            await send({"type": "lifespan.startup.complete"})
-            await receive()  # lifespan.shutdown
-            nursery.cancel_scope.cancel(reason="server shutdown")
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.run)
+                started = True
+                await send({"type": "lifespan.startup.complete"})
+                await receive()  # lifespan.shutdown
+                nursery.cancel_scope.cancel(reason="server shutdown")
+        except Exception as error:
+            self.failure = one_line(error)
+            log.exception("the server cannot run: %s", self.failure)
+            self.failed.set()
+            if not started:
+                await send({"type": "lifespan.startup.failed", "message": self.failure})
+                return
+            await receive()  # lifespan.shutdown, once the serving loop has stopped
         await send({"type": "lifespan.shutdown.complete"})
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -307,15 +338,17 @@ class McpApp:
 
         ``exchange`` is the request's place in the watch (see :meth:`http`):
         the client leaving cancels its scope (:mod:`presa_trio.http.watch`). On an
-        event stream, the keep-alive runs in the server-lifetime nursery and
-        is cancelled when the exchange ends, so the request never waits for a
-        child task; a handler that sends nothing before its result is
-        answered with plain JSON (see
+        event stream, the keep-alive runs among the watch's per-request
+        helpers, apart from the Tasks runtime, and is cancelled when the
+        exchange ends, so the request never waits for a child task; a
+        handler that sends nothing before its result is answered with plain
+        JSON (see
         :class:`~presa_trio.http.sse.ResponseWriter`).
         """
-        if self.lifetime is None:  # :meth:`http` answered 503 before the body
+        helpers = self.watch.helpers
+        if self.lifetime is None or helpers is None:  # :meth:`http` answered 503 before
             raise RuntimeError("the app serves requests only while its lifespan runs")
-        writer = ResponseWriter(send, self.lifetime)
+        writer = ResponseWriter(send, helpers)
         exchange.writer = writer
 
         async def notify(message: dict[str, Any]) -> None:

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from presa_trio.http.admission import Headers
 from presa_trio.wire.errors import HeaderMismatch
+from presa_trio.wire.headers import Headers
 
 SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="

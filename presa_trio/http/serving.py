@@ -13,12 +13,14 @@ request (:mod:`presa_trio.http.access`), and shuts down gracefully:
 5. the ASGI lifespan ends (the Tasks extension's workers stop) and
    :func:`serve_http` returns.
 
-A second signal during the grace ends it at once.
+A second signal during the grace ends it at once. If the server-lifetime
+nursery ends by itself (the task runner failed), the same shutdown starts,
+and :func:`serve_http` raises :class:`ServerFailed` with one line: the
+process exits non-zero and a supervisor restarts it.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import signal
 import time
@@ -34,10 +36,11 @@ from hypercorn.typing import ASGIFramework
 from hypercorn.utils import repr_socket_addr, wrap_app
 
 from presa_trio.http.access import AccessLog
-from presa_trio.http.admission import LOOPBACK_HOSTS, AdmissionPolicy
+from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.server import Server
+from presa_trio.wire.headers import LOOPBACK_HOSTS, is_loopback
 
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
@@ -50,6 +53,22 @@ DEFAULT_SHUTDOWN_GRACE_S = 10.0
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 ShutdownTrigger = Callable[[], Awaitable[None]]
+
+
+class ServerFailed(Exception):
+    """The server could not run on (its task runner failed): one line for an operator."""
+
+
+async def first_of(*waits: Callable[[], Awaitable[None]]) -> None:
+    """Return once the first of ``waits`` has returned; the others are cancelled."""
+    async with trio.open_nursery() as nursery:
+
+        async def until(wait: Callable[[], Awaitable[None]]) -> None:
+            await wait()
+            nursery.cancel_scope.cancel(reason="another wait ended first")
+
+        for wait in waits:
+            nursery.start_soon(until, wait)
 
 
 async def serve_http(
@@ -110,7 +129,7 @@ async def serve_http(
 
         async def serve(trigger: ShutdownTrigger) -> None:
             async def shutdown() -> None:
-                await trigger()
+                await first_of(trigger, mcp.failed.wait)
                 server.changes.close()
 
             async with trio.open_nursery() as nursery:
@@ -126,12 +145,19 @@ async def serve_http(
                 log.info("serving %s", " ".join(urls))
                 task_status.started(urls)
 
-        if shutdown_trigger is not None:
-            await serve(shutdown_trigger)
-        else:
-            await serve_until_signalled(serve)
+        try:
+            if shutdown_trigger is not None:
+                await serve(shutdown_trigger)
+            else:
+                await serve_until_signalled(serve)
+        except Exception:
+            if mcp.failure is None:
+                raise
+            # hypercorn's own report of a failed startup: the cause is mcp.failure.
     finally:
         close(sockets)
+    if mcp.failure is not None:
+        raise ServerFailed(mcp.failure)
     log.info("stopped")
 
 
@@ -165,11 +191,3 @@ async def serve_until_signalled(serve: Callable[[ShutdownTrigger], Awaitable[Non
 def close(sockets: Sockets) -> None:
     for sock in [*sockets.secure_sockets, *sockets.insecure_sockets, *sockets.quic_sockets]:
         sock.close()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address is loopback-only (``localhost``, 127.0.0.0/8, ``::1``)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"

@@ -15,10 +15,13 @@ RFC 9110 §8.6 (Content-Length).
 from __future__ import annotations
 
 import enum
+import logging
 
 import attrs
 import trio
 from hypercorn.typing import ASGISendCallable
+
+log = logging.getLogger(__name__)
 
 #: Seconds of silence on a stream before a ``: ping`` comment is sent.
 PING_INTERVAL_S = 15.0
@@ -148,9 +151,17 @@ class ResponseWriter:
             self.keep_alive_scope.cancel(reason="exchange over")
 
     async def keep_alive(self, scope: trio.CancelScope) -> None:
-        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, until :meth:`close`."""
+        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, until :meth:`close`.
+
+        A per-request helper: if a ping cannot be written, it is logged and
+        the keep-alive stops, and nothing else: the stream's own next write
+        ends its request, and no other request or task is touched.
+        """
         with scope:
-            while self.state is ResponseState.STREAMING:
-                await trio.sleep_until(self.last_write + PING_INTERVAL_S)
-                if trio.current_time() >= self.last_write + PING_INTERVAL_S:
-                    await self.write(b": ping\r\n\r\n", more_body=True)
+            try:
+                while self.state is ResponseState.STREAMING:
+                    await trio.sleep_until(self.last_write + PING_INTERVAL_S)
+                    if trio.current_time() >= self.last_write + PING_INTERVAL_S:
+                        await self.write(b": ping\r\n\r\n", more_body=True)
+            except Exception:
+                log.exception("an event stream's keep-alive failed; it stops")

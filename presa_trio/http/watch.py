@@ -30,13 +30,18 @@ latest, and at once after that (spec-notes §48), and a stalled body within
 two periods after ``read_timeout``. A busy server never waits on that
 timer (each look moves it on), and an idle one parks it.
 
-Watchers live in the watch's nursery, inside the server-lifetime nursery.
-Each ends by itself: hypercorn reports the end of every stream, from the
-app's last ``send`` or when the app returns.
+Watchers, and the keep-alives of event streams
+(:meth:`~presa_trio.http.sse.ResponseWriter.keep_alive`), live in the
+watch's nursery, :attr:`ExchangeWatch.helpers`: per-request helpers, apart
+from the Tasks runtime. Each catches its own failure, which ends only its
+request (a watcher that fails cancels its exchange), never the watch, the
+server-lifetime nursery or a task. Each ends by itself: hypercorn reports
+the end of every stream, from the app's last ``send`` or when the app returns.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Hashable
 
@@ -45,6 +50,8 @@ import trio
 from hypercorn.typing import ASGIReceiveCallable
 
 from presa_trio.http.sse import ResponseState, ResponseWriter
+
+log = logging.getLogger(__name__)
 
 #: Seconds from one look at the exchanges in flight to the next one due.
 WATCH_PERIOD_S = 0.25
@@ -78,8 +85,8 @@ class ExchangeWatch:
     in_flight: set[Exchange] = attrs.field(factory=set)
     # Trio time from which the next look is due.
     next_look: float = -math.inf
-    # Where watchers run, while :meth:`run` runs.
-    watchers: trio.Nursery | None = None
+    # Where per-request helpers (watchers, keep-alives) run, while :meth:`run` runs.
+    helpers: trio.Nursery | None = None
     # The watch's timer while it waits for a look to be overdue; a look moves it on.
     timer: trio.CancelScope | None = None
     # Set when an exchange begins while the watch is parked.
@@ -91,8 +98,8 @@ class ExchangeWatch:
         :meth:`end` it when it ends.
         """
         now = trio.current_time()
-        if now >= self.next_look and self.watchers is not None:
-            self.look(now, self.watchers)
+        if now >= self.next_look and self.helpers is not None:
+            self.look(now, self.helpers)
         exchange = Exchange(receive, trio.CancelScope(), now)
         self.in_flight.add(exchange)
         if self.arrived is not None:
@@ -122,7 +129,7 @@ class ExchangeWatch:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Look when no exchange has begun for a period after a look was due; park when idle."""
         async with trio.open_nursery() as watchers:
-            self.watchers = watchers
+            self.helpers = watchers
             try:
                 task_status.started()
                 while True:
@@ -137,7 +144,7 @@ class ExchangeWatch:
                     self.timer = None
                     self.look(trio.current_time(), watchers)
             finally:  # a watch that is not running starts no watcher
-                self.watchers = None
+                self.helpers = None
                 self.timer = None
                 self.arrived = None
 
@@ -152,7 +159,12 @@ async def watch_disconnect(exchange: Exchange, writer: ResponseWriter) -> None:
     (cancelling the exchange from the last ``send`` would interrupt
     hypercorn halfway through closing or recycling the connection).
     """
-    while (await exchange.receive())["type"] != "http.disconnect":
-        pass
+    try:
+        while (await exchange.receive())["type"] != "http.disconnect":
+            pass
+    except Exception:
+        log.exception("a disconnect watcher failed; its request ends")
+        exchange.scope.cancel(reason="disconnect watcher failed")
+        return
     if writer.state is not ResponseState.COMPLETE:
         exchange.scope.cancel(reason="client closed the stream")

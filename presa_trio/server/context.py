@@ -36,12 +36,14 @@ from typing import Any, Protocol
 
 import attrs
 import trio
+import trio.lowlevel
 
 from presa_trio.auth.principal import Principal
 from presa_trio.wire import mrtr
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
+from presa_trio.wire.models import JSONObject
 from presa_trio.wire.request_state import StateSealer
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
@@ -199,6 +201,41 @@ class RequestContext:
         if not (isinstance(message, str) and message):
             raise ValueError("a status message must be a non-empty string")
 
+    # --- asking the client (mrtr; SEP-2663 §Task Update Requests) ---------------
+
+    def ask(self, requests: Mapping[str, mrtr.InputRequest]) -> Awaitable[dict[str, JSONObject]]:
+        """Ask the client for input; await the answers by key (raw, as the client sent them).
+
+        One call serves both ways a tool may run, and the tool reads the
+        same (``answers = await ctx.ask({...})``):
+
+        - on a plain request (here), it returns the answers once the client
+          has given them all (multi round-trip retries); until then it
+          raises :class:`~presa_trio.wire.mrtr.InputPending`, which the
+          tools boundary answers as ``input_required`` for the missing keys,
+          carrying the answers already given in ``requestState``;
+        - in a task, the worker's context overrides it
+          (:meth:`presa_trio.tasks.worker.WorkerContext.ask`): the requests
+          go on the task and the await returns once ``tasks/update`` has
+          answered every key.
+
+        Each answer is checked against the kind of its request (-32602 if
+        it is not, say, a valid ``ElicitResult``). A request the creating
+        request's capabilities do not allow is -32021 on both paths: here
+        where the round closes, in a task before anything is recorded
+        (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76;
+        spec-notes §30).
+
+        A plain method that returns the awaitable, not a coroutine of its
+        own: a task parked on its question keeps every frame between its
+        runner and the tool's ``await`` alive. Its errors (-32021, -32602,
+        the pending signal) are raised when it is called, which for
+        ``await ctx.ask(...)`` is the same moment.
+        """
+        return _given(mrtr.answers_for(requests, self.input_responses, self.state))
+
+    # --- task events (SEP-2694, with --task-events) ----------------------------
+
     async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Append an event to the task's event stream; only a task has one.
 
@@ -234,3 +271,9 @@ class RequestContext:
         """The roots the client listed under ``key``, if any."""
         raw = self.input_responses.get(key)
         return None if raw is None else mrtr.read_roots(raw)
+
+
+async def _given(answers: dict[str, JSONObject]) -> dict[str, JSONObject]:
+    """Answers already at hand, as an awaitable; a checkpoint, as every await of a store is."""
+    await trio.lowlevel.checkpoint()
+    return answers

@@ -121,7 +121,7 @@ class RegisteredTool:
     arguments: CompiledSchema
     structured: CompiledSchema | None
     # Whether the handler starts child tasks in ``ctx.nursery``: a plain call
-    # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.invoke_tool`).
+    # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.run_call`).
     nursery: bool = False
 
 

@@ -1,7 +1,21 @@
 """``tools/list`` and ``tools/call``: the boundary between a request and a tool.
 
-A call passes three checks and one mapping, the same on the plain path and
-on the task path (the Tasks extension calls these very functions):
+One pipeline serves a plain call, the creation of a task and a recovered
+task, in three seams:
+
+- :func:`prepare_call` — params → tool → checked arguments → the round
+  (:class:`PreparedCall`); a refusal is answered before anything runs;
+- :func:`run_call` — the handler, in the call's nursery if the tool asked
+  for one, and its outcome mapped by :func:`tool_outcome` (what it raised)
+  and :func:`call_result` (what it returned);
+- :func:`answer_call` — the outcome as this request's result.
+
+The plain path is the three in a row (:func:`call_tool`). The Tasks
+extension prepares, and its worker (``ToolJob``) awaits the handler in the
+task's own nursery and maps the outcome with the same two functions, then
+makes it the task's result.
+
+The checks and mappings, in order:
 
 1. :func:`find_tool` — an unknown tool is a protocol error, -32602;
 2. :func:`check_arguments` — arguments that break the tool's ``inputSchema``
@@ -23,6 +37,8 @@ import logging
 import operator
 import weakref
 from typing import Any
+
+import attrs
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
@@ -203,7 +219,34 @@ def tool_outcome(error: Exception) -> models.CallToolResult | InputRequired:
     return InputRequired(requests, state)
 
 
-async def invoke_tool(
+@attrs.frozen
+class PreparedCall:
+    """A ``tools/call`` that passed every check: what runs, on what, in which round."""
+
+    registered: RegisteredTool
+    arguments: dict[str, Any]
+    target: rounds.RoundTarget
+
+
+def prepare_call(
+    server: Server, ctx: RequestContext, params: dict[str, Any]
+) -> PreparedCall | models.CallToolResult:
+    """The call ready to run, or the ``isError`` result that refuses its arguments.
+
+    An unknown tool is -32602 (:func:`find_tool`); a multi round-trip retry
+    is checked against the round it continues (:func:`~presa_trio.server.rounds.open_round`).
+    """
+    name, arguments = read_call_params(params)
+    registered = find_tool(server, name)
+    refused = check_arguments(registered, arguments)
+    if refused is not None:
+        return refused
+    target = rounds.RoundTarget("tools/call", name, arguments)
+    rounds.open_round(ctx, params, target)
+    return PreparedCall(registered, arguments, target)
+
+
+async def run_call(
     registered: RegisteredTool, ctx: RequestContext, arguments: dict[str, Any]
 ) -> models.CallToolResult | InputRequired:
     """Run a tool's handler on checked arguments and map its outcome.
@@ -214,10 +257,6 @@ async def invoke_tool(
     straight in the caller's task: a nursery costs a cancel scope and a
     schedule point on every call, and a tool that starts no child has
     nothing for it to wait for.
-
-    The Tasks extension's workers map outcomes with the same functions
-    (:func:`tool_outcome`, :func:`check_structured`), so both paths map
-    alike; they await the handler themselves, in the task's nursery.
     """
     if registered.nursery:
         try:
@@ -229,6 +268,17 @@ async def invoke_tool(
             raise error_for(error) from None
     else:
         output = await run_handler(registered, ctx, arguments)
+    return call_result(registered, output)
+
+
+def call_result(
+    registered: RegisteredTool, output: ToolOutput
+) -> models.CallToolResult | InputRequired:
+    """The one mapping of what a handler gave: normalised, its ``structuredContent`` checked.
+
+    ``output`` is what the handler returned, or :func:`tool_outcome` of what
+    it raised; a task's worker maps its tool's outcome with this too.
+    """
     outcome = as_call_result(output)
     if isinstance(outcome, models.CallToolResult):
         check_structured(registered, outcome)
@@ -259,18 +309,20 @@ def param_headers(server: Server, params: dict[str, Any]) -> dict[str, tuple[str
     return {header: ("arguments", *path) for header, path in registered.header_params.items()}
 
 
-async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """Call a tool for this request, with the multi round-trip boundary around it."""
-    name, arguments = read_call_params(params)
-    registered = find_tool(server, name)
-    refused = check_arguments(registered, arguments)
-    if refused is not None:
-        answer: dict[str, Any] = to_wire(refused)
-        return answer
-    target = rounds.RoundTarget("tools/call", name, arguments)
-    rounds.open_round(ctx, params, target)
-    outcome = await invoke_tool(registered, ctx, arguments)
+def answer_call(
+    ctx: RequestContext, call: PreparedCall, outcome: models.CallToolResult | InputRequired
+) -> dict[str, Any]:
+    """A plain call's result: the ``CallToolResult``, or the round that asks for input."""
     if isinstance(outcome, InputRequired):
-        return rounds.close_round(ctx, outcome, target)
+        return rounds.close_round(ctx, outcome, call.target)
     result: dict[str, Any] = to_wire(outcome)
     return result
+
+
+async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Call a tool for this request: prepare, run, answer (with the round around it)."""
+    call = prepare_call(server, ctx, params)
+    if isinstance(call, models.CallToolResult):
+        refused: dict[str, Any] = to_wire(call)
+        return refused
+    return answer_call(ctx, call, await run_call(call.registered, ctx, call.arguments))

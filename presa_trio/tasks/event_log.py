@@ -5,10 +5,12 @@ One :class:`TaskEventLog` serves a runner when task event streams are on
 in the store (rule 7 of :mod:`presa_trio.tasks.stores.base`), and this
 object is what connects the store to the workers and to the streams:
 
-- **Appending.** :meth:`record` appends presa's own events for one stored
-  write of a task (:func:`~presa_trio.tasks.events.life_events`), right
-  after the runner's compare-and-set succeeded, from whichever process
-  wrote; a terminal write's status event closes the log. :meth:`emit` is a
+- **Appending.** :meth:`started` appends a task's status as its worker's
+  run begins (before anything the job writes), and :meth:`record` presa's
+  own events for each later stored write of the task
+  (:func:`~presa_trio.tasks.events.life_events`), right after the
+  compare-and-set succeeded, from whichever process wrote; a terminal
+  write's status event closes the log. :meth:`emit` is a
   tool's own event (``ctx.emit``). The worker never waits for a reader: an
   append is one store write, and readers read the store at their own pace.
 - **Waking.** A stream that has read everything waits on its
@@ -26,14 +28,14 @@ object is what connects the store to the workers and to the streams:
   connection (-32602) and more than :attr:`max_streams_per_scope` streams
   of one caller (-32603, ``data.limit``).
 
-Failure policy of :meth:`run`'s nursery: the append watch and the pruning
-loop live as long as the server; a store that cannot be reached is logged
-and tried again at the next round, and anything else ends the server, as
-in the runner's loops. An append that fails because the store cannot be
-reached is logged and dropped: the write it describes has committed, and
-the task's status stays readable with ``tasks/get``; a terminal task whose
-closing event was lost is closed by the first stream that finds it
-(:meth:`close`), so no stream waits forever.
+Failure policy: the append watch (:meth:`follow_appends`) and the pruning
+loop (:meth:`prune`) are two of the runner's background loops, kept
+running by it (:meth:`~presa_trio.tasks.coordination.Coordination.keep_running`):
+a failure is logged and the loop starts again. An append the store does
+not take (unreachable, refused, a defect) is logged and dropped: the write
+it describes has committed, and the task's status stays readable with
+``tasks/get``; a terminal task whose closing event was lost is closed by
+the first stream that finds it (:meth:`close`), so no stream waits forever.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.server.faults import report_fault
 from presa_trio.tasks.events import (
     EventWindow,
     NewEvent,
@@ -57,7 +60,14 @@ from presa_trio.tasks.events import (
 )
 from presa_trio.tasks.events import status_event as status_event_of
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.stores.base import RESYNC, Resync, StoreUnavailable, TaskStore
+from presa_trio.tasks.stores.base import (
+    RESYNC,
+    Resync,
+    StoreDefect,
+    StoreRefused,
+    StoreUnavailable,
+    TaskStore,
+)
 from presa_trio.wire.errors import InternalError, InvalidParams
 
 log = logging.getLogger(__name__)
@@ -115,7 +125,7 @@ class TaskEventLog:
 
     # --- appending ------------------------------------------------------------------
 
-    async def record(self, store: TaskStore, before: Task | None, after: Task, now_ms: int) -> None:
+    async def record(self, store: TaskStore, before: Task, after: Task, now_ms: int) -> None:
         """Append presa's events for the write ``before`` -> ``after``; a terminal one closes.
 
         Spec: SEP-2694 §Relationship to Task Status Notifications (status
@@ -124,6 +134,14 @@ class TaskEventLog:
         events = life_events(before, after)
         if events:
             await self._append(store, after.task_id, events, now_ms, closing=after.terminal)
+
+    async def started(self, store: TaskStore, task: Task, now_ms: int) -> None:
+        """A worker's first step: the task's status as its run begins.
+
+        Appended by the worker itself, so it comes before every event the
+        job's own writes append; a recovered task's new run appends one too.
+        """
+        await self._append(store, task.task_id, [status_event_of(task)], now_ms, closing=False)
 
     async def close(self, store: TaskStore, task: Task, now_ms: int) -> None:
         """Close the log of terminal ``task`` with its status event, unless it is closed already.
@@ -162,7 +180,9 @@ class TaskEventLog:
             )
         except StoreUnavailable as error:
             log.warning("task %s: events not appended: %s", task_id, error)
-            return []
+        except (StoreRefused, StoreDefect) as error:
+            report_fault(log, "task %s: the store did not take its events: %s", task_id, error)
+        return []
 
     # --- waking streams ---------------------------------------------------------------
 
@@ -258,22 +278,24 @@ class TaskEventLog:
             if not self._per_scope[scope]:
                 del self._per_scope[scope]
 
-    # --- the server's lifetime ------------------------------------------------------
+    # --- the runner's background loops --------------------------------------------
 
-    async def run(
-        self,
-        store: TaskStore,
-        wall_ms: Callable[[], int],
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Follow every append in the store, and apply retention, until cancelled."""
+    async def follow_appends(self, store: TaskStore) -> None:
+        """Wake the streams of every task whose log grows, in any process, until cancelled.
+
+        Once listening, every stream reads its log again: appends made
+        before (a watch that starts again after a failure) were announced to
+        nobody.
+        """
         async with trio.open_nursery() as nursery:
             await nursery.start(store.watch_events, self.wake)
-            task_status.started()
-            while True:
-                await trio.sleep(self.prune_every)
-                try:
-                    await store.prune_events(wall_ms(), self.retention)
-                except StoreUnavailable as error:
-                    log.warning("task events not pruned: %s", error)
+            self.wake(RESYNC)
+
+    async def prune(self, store: TaskStore, wall_ms: Callable[[], int]) -> None:
+        """Every :attr:`prune_every` seconds, apply the retention to every log."""
+        while True:
+            await trio.sleep(self.prune_every)
+            try:
+                await store.prune_events(wall_ms(), self.retention)
+            except StoreUnavailable as error:
+                log.warning("task events not pruned: %s", error)

@@ -311,27 +311,27 @@ def status_event(task: Task) -> NewEvent:
     return NewEvent(STATUS_EVENT, payload)
 
 
-def life_events(before: Task | None, after: Task) -> list[NewEvent]:
+def life_events(before: Task, after: Task) -> list[NewEvent]:
     """The events presa appends for one stored write that took ``before`` to ``after``.
 
-    ``before`` is None for a creation. Input keys newly issued give
+    Input keys newly issued give
     ``input_requested``, keys newly in the inbox ``input_answered``, and a
     changed status ``status``, in that order: the status event, last, is
     the one a terminal write closes the log with. A write that changes
     none of them (a status message, a withdrawal of keys) gives none.
     """
     events: list[NewEvent] = []
-    issued = after.issued - (before.issued if before is not None else frozenset())
+    issued = after.issued - before.issued
     if issued:
         keys = sorted(issued & set(after.input_requests))
         if keys:
             events.append(
                 NewEvent(INPUT_REQUESTED_EVENT, {"keys": keys, "revision": after.revision})
             )
-    answered = set(after.inbox) - (set(before.inbox) if before is not None else set())
+    answered = set(after.inbox) - set(before.inbox)
     if answered:
         payload = {"keys": sorted(answered), "revision": after.revision}
         events.append(NewEvent(INPUT_ANSWERED_EVENT, payload))
-    if before is None or before.status is not after.status:
+    if before.status is not after.status:
         events.append(status_event(after))
     return events

@@ -47,8 +47,8 @@ import attrs
 import trio
 
 from presa_trio.auth.principal import access_scope
-from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.faults import report_fault
 from presa_trio.server.registry import (
     Extension,
     Method,
@@ -60,19 +60,19 @@ from presa_trio.server.registry import (
 )
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
-    as_call_result,
-    check_arguments,
-    check_structured,
-    find_tool,
+    PreparedCall,
+    call_result,
+    prepare_call,
     read_call_params,
     tool_outcome,
 )
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
-from presa_trio.tasks.stores.base import StoreUnavailable, Work
+from presa_trio.tasks.runner import TaskRunner, capacity_error
+from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.tasks.stream import stream_events
+from presa_trio.tasks.worker import Job, WorkerContext, detached_meta, drop
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
@@ -125,15 +125,24 @@ def caller_scope(ctx: RequestContext) -> str:
 
 @contextmanager
 def store_errors() -> Iterator[None]:
-    """A store that cannot be reached answers -32603, ``data.retryable: true``.
+    """A request's answer to each class of store failure (the runner's failure policy).
 
-    The detail goes to the log only; trying again later can succeed.
+    - unavailable: -32603, ``data.retryable: true`` (trying again later can
+      succeed); the detail goes to the log only;
+    - refused data: -32603, ``data.retryable: false``, saying what the
+      store would not hold: sending the same again cannot succeed;
+    - a defect: -32603 with an incident id, the traceback logged under it.
     """
     try:
         yield
     except StoreUnavailable as error:
         log.warning("task store unavailable: %s", error)
         raise InternalError("The task store is unavailable", {"retryable": True}) from None
+    except StoreRefused as error:
+        log.warning("task store refused a request's data: %s", error)
+        raise InternalError(f"Could not store the request: {error}", {"retryable": False}) from None
+    except StoreDefect:
+        raise report_fault(log, "task store failed") from None
 
 
 def valid_task_id(task_id: Any) -> bool:
@@ -312,24 +321,26 @@ class TasksExtension(Extension):
         before, synchronously, and the worker sees their verified answers
         (T-25). A legacy ``params.task`` is never read (T-08).
 
-        Before any task exists, the call gets the plain path's checks: an
-        unknown tool is -32602, and arguments that break the tool's
-        ``inputSchema`` get the same ``isError`` result as a plain call,
-        with no task created (:func:`~presa_trio.server.tools.check_arguments`).
+        Before any task exists, the call is prepared as a plain one
+        (:func:`~presa_trio.server.tools.prepare_call`): an unknown tool is
+        -32602, and arguments that break the tool's ``inputSchema`` get the
+        same ``isError`` result as a plain call, with no task created.
         """
-        name, arguments = read_call_params(params)
+        name, _ = read_call_params(params)
         policy = self.policy_for(ctx, name, params)
         declared = ctx.capabilities.has_extension(TASKS_EXTENSION)
         if policy is Policy.SYNC or (policy is Policy.OPTIONAL and not declared):
             return await call(server, ctx, params)
         self.require_declared(ctx)
-        registered = find_tool(server, name)
-        refused = check_arguments(registered, arguments)
-        if refused is not None:
-            result: dict[str, Any] = to_wire(refused)
+        prepared = prepare_call(server, ctx, params)
+        if not isinstance(prepared, PreparedCall):
+            result: dict[str, Any] = to_wire(prepared)
             return result
-        rounds.open_round(ctx, params, rounds.RoundTarget("tools/call", name, arguments))
-        self.runner.limits.check_input(arguments)
+        registered, arguments = prepared.registered, prepared.arguments
+        limits = self.runner.limits
+        if limits.input_too_large(arguments):
+            message = f"Task input is larger than max_input_bytes ({limits.max_input_bytes})"
+            raise capacity_error("max_input_bytes", retryable=False, message=message)
         # The registry's name and the shared declaration, not this request's
         # decoded copies: the work is kept as long as the task.
         shared = detached_meta(ctx.meta)
@@ -464,21 +475,20 @@ class TasksExtension(Extension):
 class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
-    It maps outcomes as the synchronous path does, with the same functions
-    (:func:`~presa_trio.server.tools.tool_outcome`,
-    :func:`~presa_trio.server.tools.check_structured`): an ``isError``
-    result is a result (``completed``), a raised error is an error
-    (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62; spec-notes §25).
-    A tool cannot ask for input by returning :class:`InputRequired` inside a
-    task: that is a programming error, -32603; it must use
-    :func:`~presa_trio.tasks.ask`.
+    Its outcome is mapped by the plain path's own functions,
+    :func:`~presa_trio.server.tools.tool_outcome` and
+    :func:`~presa_trio.server.tools.call_result`, so both paths map alike:
+    an ``isError`` result is a result (``completed``), a raised error is an
+    error (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62;
+    spec-notes §25). A tool cannot ask for input by returning
+    :class:`InputRequired` inside a task: that is a programming error,
+    -32603; it must use ``ctx.ask``.
 
-    An object, not a closure, and its call awaits the handler itself: a
-    task parked on a question keeps every frame between the runner and the
-    tool's ``await`` alive, so this is the only one. The plain path's
-    :func:`~presa_trio.server.tools.invoke_tool` is not used here: its
-    nursery wrapper has nothing to do in a task, whose nursery is the
-    task's own (the runner's), yet would stay alive with the call.
+    An object, not a closure, and it awaits the handler itself: a task
+    parked on a question keeps every frame between the runner and the
+    tool's ``await`` alive, so this is the only one. The call's nursery is
+    the task's own (the runner's), so the plain path's nursery wrapper
+    (:func:`~presa_trio.server.tools.run_call`) would have nothing to do.
     """
 
     registered: RegisteredTool
@@ -488,13 +498,11 @@ class ToolJob:
         try:
             output = await self.registered.handler(ctx, self.arguments)
         except Exception as error:
-            outcome = tool_outcome(error)
-        else:
-            outcome = as_call_result(output)
+            output = tool_outcome(error)
+        outcome = call_result(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name
-            log.error("tool %s returned InputRequired inside a task; use tasks.ask", name)
+            log.error("tool %s returned InputRequired inside a task; use ctx.ask", name)
             raise InternalError("Task worker returned a continuation")
-        check_structured(self.registered, outcome)
         result: JSONObject = {**to_wire(outcome), "resultType": "complete"}
         return result

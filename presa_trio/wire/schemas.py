@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 import jsonschema_rs
 
-JSONObject = dict[str, Any]
+from presa_trio.wire.models import JSONObject
 
 #: At most this many failures are reported for one value; the rest are counted.
 MAX_VIOLATIONS = 10

@@ -18,8 +18,8 @@ from presa_trio.auth.static import StaticTokens
 from presa_trio.cli import parse_args
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
-from presa_trio.http.serving import is_loopback
 from presa_trio.testing import McpClient, headers_for, request, running
+from presa_trio.wire.headers import LOOPBACK_HOSTS, is_loopback
 from tests.auth.authorization_server import AuthorizationServer
 
 RESOURCE = "http://localhost:3000/mcp"
@@ -131,6 +131,8 @@ def test_loopback_binds() -> None:
     """A-13: which bind addresses count as loopback (others warn without auth)."""
     assert all(map(is_loopback, ["127.0.0.1", "127.5.0.1", "::1", "[::1]", "localhost"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.4", "example.com"]))
+    # The names a local server answers to by default are loopback, every one.
+    assert all(map(is_loopback, LOOPBACK_HOSTS))
 
 
 async def test_an_unreachable_issuer_is_503_not_401() -> None:

@@ -8,7 +8,7 @@ hypercorn's trigger, so the ASGI lifespan ends as in production.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -86,6 +86,25 @@ async def served(nursery: trio.Nursery) -> AsyncIterator[Served]:
     server, shutdown = await start(build_app(), nursery)
     yield server
     shutdown.set()
+
+
+#: Serves an app on a free loopback port; setting the Event shuts it down.
+ServeApp = Callable[[McpApp], Awaitable[tuple[Served, trio.Event]]]
+
+
+@pytest.fixture
+async def serve_app(nursery: trio.Nursery) -> AsyncIterator[ServeApp]:
+    """A real hypercorn for each app the test passes; all shut down as the test ends."""
+    shutdowns: list[trio.Event] = []
+
+    async def serve_one(app: McpApp) -> tuple[Served, trio.Event]:
+        served, shutdown = await start(app, nursery)
+        shutdowns.append(shutdown)
+        return served, shutdown
+
+    yield serve_one
+    for shutdown in shutdowns:
+        shutdown.set()
 
 
 @pytest.fixture

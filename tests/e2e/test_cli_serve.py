@@ -210,3 +210,22 @@ async def test_a_second_signal_ends_the_grace_at_once() -> None:
     served, paused = await signalled_during_a_long_call("600", second=True)
     assert [event.get("method") for event in paused] == ["notifications/progress"]
     assert "SIGINT received again: stopping now" in served.stderr
+
+
+async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() -> None:
+    """presa-defined (docs/tasks.md, the failure policy): when the server-lifetime
+    nursery (where the task runner runs) fails, the process does not linger answering
+    503: it shuts down and exits with status 1 and one line on stderr, for a
+    supervisor to restart it. Until then it serves."""
+    discover = request("server/discover", {})
+    doom = request("tools/call", {"name": "doom", "arguments": {}}, request_id=2)
+    async with presa_serve("tests.e2e.failing_server:server") as served:
+        with trio.fail_after(20):
+            async with httpx.AsyncClient(timeout=5) as http:
+                assert (await post(http, served.url, discover)).status_code == 200
+                assert (await post(http, served.url, doom)).status_code == 200
+            status = await served.stopped()
+    assert status == 1
+    assert served.lines[-1] == (
+        "presa-trio: error: the server cannot run: RuntimeError: the runner lost its store for good"
+    )

@@ -19,7 +19,7 @@ import trio
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
-from presa_trio.tasks import Policy, TasksExtension, ask
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.mrtr import Elicitation
@@ -44,7 +44,7 @@ def build(gates: Gates) -> McpApp:
     @tasks.tool(Policy.REQUIRED, description="Waits for the test, asks to confirm, answers.")
     async def staged(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         await gates.ask.wait()
-        answers = await ask(ctx, {"go": CONFIRM})
+        answers = await ctx.ask({"go": CONFIRM})
         return f"confirmed: {answers['go']['content']['ok']}"
 
     @tasks.tool(Policy.REQUIRED, description="Sleeps a minute.")

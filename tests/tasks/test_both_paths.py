@@ -17,7 +17,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
-from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension, ask
+from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
 from presa_trio.testing import McpClient, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
 from presa_trio.wire.mrtr import Elicitation
@@ -77,8 +77,8 @@ def build() -> tuple[McpApp, TasksExtension]:
 
     @tasks.tool(Policy.OPTIONAL, description="Asks twice, one after the other")
     async def two_asks(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        first = await ask(ctx, {"a": Elicitation("First?", CONFIRM)})
-        second = await ask(ctx, {"b": Elicitation("Second?", CONFIRM), "c": Elicitation("?", {})})
+        first = await ctx.ask({"a": Elicitation("First?", CONFIRM)})
+        second = await ctx.ask({"b": Elicitation("Second?", CONFIRM), "c": Elicitation("?", {})})
         actions = [first["a"]["action"], second["b"]["action"], second["c"]["action"]]
         return " ".join(actions)
 
@@ -87,7 +87,7 @@ def build() -> tuple[McpApp, TasksExtension]:
         got: list[str] = []
 
         async def one(key: str) -> None:
-            answers = await ask(ctx, {key: Elicitation(f"{key}?", CONFIRM)})
+            answers = await ctx.ask({key: Elicitation(f"{key}?", CONFIRM)})
             got.append(answers[key]["action"])
 
         async with trio.open_nursery() as nursery:

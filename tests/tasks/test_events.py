@@ -28,6 +28,7 @@ from presa_trio.tasks.events import (
     life_events,
     next_step,
     read_cursor,
+    status_event,
 )
 from presa_trio.wire.errors import InvalidParams
 
@@ -146,19 +147,20 @@ def test_a_gap_after_the_cursor_is_never_skipped() -> None:
 
 
 def test_life_events_of_a_task_follow_its_writes() -> None:
-    """presa-defined (S-22, S-17): creation gives a status event; asking gives
+    """presa-defined (S-22, S-17): a run's start gives a status event; asking gives
     input_requested; an answer gives input_answered; a status change a status event
     naming the status and revision tasks/get then shows."""
     created = model.create("t", now_ms=0, ttl_ms=None, poll_interval_ms=None)
-    assert [(e.type, e.payload) for e in life_events(None, created)] == [
-        (STATUS_EVENT, {"status": "working", "revision": 0, "statusMessage": "The task is running"})
-    ]
+    assert (status_event(created).type, status_event(created).payload) == (
+        STATUS_EVENT,
+        {"status": "working", "revision": 0, "statusMessage": "The task is running"},
+    )
     asking = model.request_input(created, {"k": {"method": "elicitation/create"}}, 1)
     assert [(e.type, e.payload) for e in life_events(created, asking)] == [
         (INPUT_REQUESTED_EVENT, {"keys": ["k"], "revision": 1}),
-        (STATUS_EVENT, life_events(None, asking)[-1].payload),
+        (STATUS_EVENT, status_event(asking).payload),
     ]
-    assert life_events(created, asking)[-1].payload["status"] == "input_required"
+    assert status_event(asking).payload["status"] == "input_required"
     answered = model.fulfil(asking, {"k": {"action": "accept"}}, 2)
     assert [e.type for e in life_events(asking, answered)] == [INPUT_ANSWERED_EVENT, STATUS_EVENT]
     reported = model.report(answered, "halfway", 3)

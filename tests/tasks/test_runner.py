@@ -15,14 +15,16 @@ from typing import Any
 import attrs
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
-from presa_trio.tasks import Limits, TaskRunner, ask
+from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.model import Status, Task
-from presa_trio.tasks.runner import WorkerContext, new_task_id
-from presa_trio.tasks.stores.base import Capacity, StoredTask, TaskExpired, TaskNotFound
+from presa_trio.tasks.runner import new_task_id
+from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.tasks.worker import Worker, WorkerContext
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -46,7 +48,7 @@ def asking(keys: list[str], record: list[str], rounds: int = 1) -> Any:
         try:
             for round_number in range(rounds):
                 names = [f"{key}-{round_number}" if rounds > 1 else key for key in keys]
-                answers |= await ask(ctx, dict.fromkeys(names, ASK))
+                answers |= await ctx.ask(dict.fromkeys(names, ASK))
                 record.append(f"answered {sorted(answers)}")
         except trio.Cancelled:
             record.append("cancelled")
@@ -60,19 +62,28 @@ async def test_start_returns_once_the_task_is_stored_and_cancellable(
     runner: TaskRunner,
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Creation: "MUST NOT return CreateTaskResult until
-    ... a tasks/get would resolve"; T-23, T-24): with no checkpoint after start, the
-    task reads back and a cancel reaches its worker, which has not taken a step
-    yet: the scope keeps the cancel, and the job never runs. The job is a plain
-    async function, not a tool: the runner serves any request type (T-12)."""
+    ... a tasks/get would resolve"; T-23, T-24): once start returns, the task reads
+    back and a cancel reaches it. The job is a plain async function, not a tool:
+    the runner serves any request type (T-12)."""
     record: list[str] = []
-    began = trio.Event()
-    task = await runner.start("s", gated(trio.Event(), record, running=began), creator())
+    task = await runner.start("s", gated(trio.Event(), record), creator())
     assert (await runner.get("s", task.task_id)) is task
     assert (task.status, task.ttl_ms, task.poll_interval_ms) == (Status.WORKING, 60_000, 100)
     await runner.cancel("s", task.task_id)
     await wait_all_tasks_blocked()
-    assert (began.is_set(), record) == (False, [])
+    assert record in ([], ["cancelled"])
     assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
+
+
+def test_a_stop_that_comes_before_the_worker_has_a_scope_is_kept() -> None:
+    """presa-defined (the worker's stop handle): a stop made before the task's
+    nursery exists (a cancel while the worker has not taken its first step)
+    cancels the scope the moment the worker guards it, so the job never runs."""
+    worker = Worker("t", "s", 1, model.create("t", now_ms=0, ttl_ms=None, poll_interval_ms=None))
+    worker.stop("tasks/cancel")
+    scope = trio.CancelScope()
+    worker.guard(scope)
+    assert (worker.stopped(), scope.cancel_called) == (True, True)
 
 
 async def test_a_cancel_stops_a_running_job(runner: TaskRunner) -> None:
@@ -234,8 +245,8 @@ async def test_asking_again_under_an_answered_key_fails_the_task(
     the reused key is never shown again; the task fails with a generic -32603."""
 
     async def job(ctx: WorkerContext) -> Any:
-        await ask(ctx, {"k": ASK})
-        await ask(ctx, {"k": ASK})
+        await ctx.ask({"k": ASK})
+        await ctx.ask({"k": ASK})
         return RESULT
 
     task_id = (await runner.start("s", job, creator())).task_id
@@ -276,7 +287,7 @@ async def test_a_wait_the_tool_abandons_withdraws_its_requests(
 
     async def job(ctx: WorkerContext) -> Any:
         with trio.move_on_after(5):
-            await ask(ctx, {"roots": ListRoots()})
+            await ctx.ask({"roots": ListRoots()})
         await finish.wait()
         return RESULT
 
@@ -446,17 +457,12 @@ async def test_capacity_limits_refuse_new_tasks_with_a_retryable_32603(
         nursery.cancel_scope.cancel()
 
 
-def test_an_oversized_task_input_is_refused_as_not_retryable() -> None:
-    """presa-defined (spec-notes §31): resending the same input cannot fit."""
+def test_a_task_input_is_measured_as_compact_utf8() -> None:
+    """presa-defined (spec-notes §31): the bound counts compact UTF-8 JSON bytes."""
     limits = Limits(max_input_bytes=15)  # {"x":"0123456"} is 15 bytes
-    limits.check_input({"x": "0123456"})
-    with pytest.raises(McpError) as refused:
-        limits.check_input({"x": "01234567"})
-    assert (refused.value.code, refused.value.data) == (
-        INTERNAL_ERROR,
-        {"retryable": False, "limit": "max_input_bytes"},
-    )
-    assert refused.value.message == "Task input is larger than max_input_bytes (15)"
+    assert not limits.input_too_large({"x": "0123456"})
+    assert limits.input_too_large({"x": "01234567"})
+    assert limits.input_too_large({"x": "é" * 5})  # two bytes each: 18
 
 
 def all_trio_tasks() -> set[trio.lowlevel.Task]:
@@ -508,21 +514,42 @@ def test_task_ids_are_unguessable_and_header_safe() -> None:
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", task_id) for task_id in ids)
 
 
-async def test_a_creation_cancelled_once_stored_still_gets_its_worker(
-    runner: TaskRunner,
-) -> None:
+@attrs.define(eq=False, repr=False)
+class LeavingClientStore(MemoryStore):
+    """The memory store, whose ``create`` cancels the creating request once the
+    task is stored: the client went away while its creation was in flight."""
+
+    request: trio.CancelScope | None = None
+
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
+        await super().create(stored, limits, now_ms)
+        assert self.request is not None
+        self.request.cancel()
+
+
+async def test_a_creation_cancelled_once_stored_still_gets_its_worker() -> None:
     """presa-defined (no stored task without its worker): a creating request
     cancelled after the store write (the client went away) cannot leave a task
-    that is stored, leased and renewed, yet never runs."""
+    that is stored, leased and renewed, yet never runs. The cancellation is
+    delivered at the request's next checkpoint, after start returned."""
+    store = LeavingClientStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
     record: list[str] = []
     stored_ids: list[str] = []
-    with trio.CancelScope() as request_scope:
-        request_scope.cancel()
-        stored_ids.append((await runner.start("s", gated(trio.Event(), record), creator())).task_id)
-    await wait_all_tasks_blocked()
-    await runner.cancel("s", stored_ids[0])
-    await wait_all_tasks_blocked()
-    assert record == ["cancelled"]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        with trio.CancelScope() as request_scope:
+            store.request = request_scope
+            stored_ids.append(
+                (await runner.start("s", gated(trio.Event(), record), creator())).task_id
+            )
+            await trio.lowlevel.checkpoint()
+        assert request_scope.cancelled_caught
+        await wait_all_tasks_blocked()
+        await runner.cancel("s", stored_ids[0])
+        await wait_all_tasks_blocked()
+        assert record == ["cancelled"]
+        nursery.cancel_scope.cancel()
 
 
 @attrs.define(eq=False, repr=False)
@@ -532,7 +559,7 @@ class SlowCreationStore(MemoryStore):
 
     gate: trio.Event = attrs.field(factory=trio.Event)
 
-    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+    async def create(self, stored: StoredTask, capacity: Limits, now_ms: int) -> None:
         await self.gate.wait()
         await super().create(stored, capacity, now_ms)
 

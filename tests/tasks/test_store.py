@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from presa_trio.tasks import model
-from presa_trio.tasks.stores.base import Capacity, Counts, Lease, StoredTask, Work
+from presa_trio.tasks.stores.base import Counts, Lease, Limits, StoredTask, Work
 from presa_trio.tasks.stores.memory import MemoryStore
 
 T0 = 1_800_000_000_000
@@ -42,7 +42,7 @@ def test_the_counts_always_agree_with_the_stored_tasks(
                         task_id, now_ms=clock, ttl_ms=1000 * (number + 1), poll_interval_ms=None
                     )
                     lease = Lease("p", 1, clock)
-                    await store.create(StoredTask(scope, task, None, lease), Capacity(), clock)
+                    await store.create(StoredTask(scope, task, None, lease), Limits(), clock)
                 continue
             if action == "expire":
                 clock += 1500
@@ -76,7 +76,7 @@ async def test_a_task_that_ends_keeps_only_what_tasks_get_shows() -> None:
     store = MemoryStore()
     seed = model.create("t-1", now_ms=T0, ttl_ms=60_000, poll_interval_ms=100)
     work = Work("confirm_delete", {"filename": "a.txt"}, "2026-07-28", {})
-    await store.create(StoredTask("alice", seed, work, Lease("p1", 1, T0 + 1)), Capacity(), T0)
+    await store.create(StoredTask("alice", seed, work, Lease("p1", 1, T0 + 1)), Limits(), T0)
     parked = model.request_input(seed, {"k": {"method": "roots/list"}}, T0 + 1)
     await store.compare_and_set("alice", parked, 0, fence=1)
     await store.compare_and_set("alice", model.cancel(parked, T0 + 2), 1)

@@ -18,7 +18,7 @@ each on every store):
    same message (SEP-2663 §Security Implications; T-65).
 2. **Creation is atomic and bounded.** :meth:`TaskStore.create` counts and
    inserts in one step: a task is stored only if its scope and the store
-   are under every :class:`Capacity` limit, so concurrent creations can
+   are under every :class:`Limits` count, so concurrent creations can
    never overshoot. Once it returns, ``get`` finds the task in any process
    (SEP-2663 §Task Creation; T-23).
 3. **Writes are compare-and-set.** :meth:`TaskStore.compare_and_set`
@@ -62,6 +62,7 @@ Spec: SEP-2663 §Security Implications, §Task Creation, §Protocol Errors.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -95,15 +96,56 @@ class LeaseLost(Exception):
 
 
 class CapacityExceeded(Exception):
-    """Creation refused: ``limit`` names the :class:`Capacity` field that is full."""
+    """Creation refused: ``limit`` names the :class:`Limits` count that is full."""
 
     def __init__(self, limit: str) -> None:
         super().__init__(f"task capacity exhausted: {limit}")
         self.limit = limit
 
 
-class StoreUnavailable(Exception):
-    """The store cannot be opened or reached; the message is one line for an operator."""
+class TaskIdCollision(ValueError):
+    """Creation named an id the store holds already (192 random bits: never, in practice)."""
+
+
+class StoreError(Exception):
+    """A failure of the store itself, classified; the message is one line for an operator.
+
+    Every store turns whatever its engine raises into exactly one of the
+    three classes below, in one function of its own (``classify`` in
+    :mod:`~presa_trio.tasks.stores.sqlite_errors` and
+    :mod:`~presa_trio.tasks.stores.postgres_io`; the memory store has no
+    engine to fail). Nothing unclassified escapes a store: the runner's
+    failure policy (:mod:`presa_trio.tasks.runner`) is written against
+    these three, and only these.
+    """
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be opened or reached, or will not write for now (read-only).
+
+    Trying the same again later can succeed: a request gets -32603 with
+    ``data.retryable: true``; a worker's write and a background loop wait
+    and try again, backing off.
+    """
+
+
+class StoreRefused(StoreError):
+    """The store will not hold the data written (PostgreSQL's jsonb refuses U+0000, say).
+
+    Writing the same again can never succeed. The task that wrote it is
+    ``failed``, with an error that says what could not be stored.
+    """
+
+
+class StoreDefect(StoreError):
+    """Anything else the store met: a bug, presa's or the engine's.
+
+    The task that met it fails (-32603), and the incident is logged whole.
+    """
+
+
+#: What a store raises by the protocol's own rules, never classified as a failure.
+PROTOCOL_ERRORS = (TaskNotFound, Conflict, LeaseLost, CapacityExceeded, TaskIdCollision)
 
 
 #: How long one store call may take, waiting included, before it fails as
@@ -176,12 +218,14 @@ class StoredTask:
 
 
 @attrs.frozen
-class Capacity:
-    """What one scope and the whole store may hold; checked inside ``create``.
+class Limits:
+    """Bounds on what tasks may take: the one limits type of the runner and the stores.
 
-    presa chooses to refuse, never to evict: SEP-2663 lets a server discard a
-    task only after its TTL elapses (§Task Polling ``ttlMs``), so a finished
-    task stays until then and counts (spec-notes §45).
+    The counts are checked inside ``create``, atomically with the insert
+    (rule 2); the input size before anything is stored. presa chooses to
+    refuse, never to evict: SEP-2663 lets a server discard a task only
+    after its TTL elapses (§Task Polling ``ttlMs``), so a finished task
+    stays until then and counts (spec-notes §45).
     """
 
     # Non-terminal tasks, overall and per access scope.
@@ -190,6 +234,8 @@ class Capacity:
     # Every stored task not yet expired, finished ones included.
     max_stored: int = 10_000
     max_stored_per_scope: int = 1000
+    # Size of a task's input (the tool arguments) as compact UTF-8 JSON.
+    max_input_bytes: int = 256 * 1024
 
     def refusal(self, scope: Counts, total: Counts) -> str | None:
         """The limit a new task would break, the scope's own first; else None."""
@@ -202,6 +248,14 @@ class Capacity:
         if total.stored >= self.max_stored:
             return "max_stored_tasks"
         return None
+
+    def input_too_large(self, value: Any) -> bool:
+        """Whether ``value`` as compact UTF-8 JSON is over ``max_input_bytes``.
+
+        A lone surrogate (which no UTF-8 text holds) counts as its three bytes.
+        """
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return len(text.encode("utf-8", "surrogatepass")) > self.max_input_bytes
 
 
 @attrs.frozen
@@ -249,10 +303,10 @@ DeliverAppend = Callable[[str | Resync], None]
 class TaskStore(Protocol):
     """What the runner needs from a store; see the module rules."""
 
-    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
-        """Insert ``stored`` if under ``capacity``, else :class:`CapacityExceeded`.
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
+        """Insert ``stored`` if under ``limits``, else :class:`CapacityExceeded`.
 
-        Expired tasks do not count. An existing id is a ``ValueError``.
+        Expired tasks do not count. An existing id is :class:`TaskIdCollision`.
         """
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:

@@ -9,6 +9,8 @@ in this process.
 
 from __future__ import annotations
 
+import logging
+
 import attrs
 import trio
 
@@ -22,6 +24,8 @@ from presa_trio.tasks.stores.base import (
     TaskNotFound,
 )
 
+log = logging.getLogger(__name__)
+
 
 @attrs.define(eq=False, repr=False)
 class LocalAnnouncer:
@@ -31,7 +35,7 @@ class LocalAnnouncer:
 
     def announce(self, event: StoreEvent) -> None:
         for deliver in list(self._watchers):
-            deliver(event)
+            deliver_safely(deliver, event)
 
     async def watch(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -42,6 +46,19 @@ class LocalAnnouncer:
             await trio.sleep_forever()
         finally:
             self._watchers.remove(deliver)
+
+
+def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
+    """The one failure policy for watchers, on every store: a watcher's failure is logged.
+
+    It ends neither the store's call that announced the change (a write
+    that committed stays committed, and its caller is told so) nor the
+    announcements to the other watchers, nor the store's listening.
+    """
+    try:
+        deliver(event)
+    except Exception:
+        log.exception("a watcher failed on %r", event)
 
 
 def check_write(stored: StoredTask, expected_revision: int, fence: int | None) -> None:

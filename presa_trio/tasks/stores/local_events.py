@@ -6,9 +6,10 @@ append, as :class:`~presa_trio.tasks.stores.local.LocalAnnouncer`, which it
 extends, does for task changes. The memory and SQLite stores need nothing
 more (one process writes them); the PostgreSQL store adds LISTEN/NOTIFY.
 :class:`MemoryEventLogs` is the memory store's log: a deque per task, trimmed
-as it grows. The memory store is one Trio thread's: an append runs with no
-checkpoint between reading ``next_seq`` and storing the events, so it is
-atomic by construction.
+as it grows. The memory store is one Trio thread's: like every memory
+store method, an append checkpoints first and then runs with no checkpoint
+between reading ``next_seq`` and storing the events, so it is atomic by
+construction.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class MemoryEventLogs(AppendBulletin):
         *,
         closing: bool = False,
     ) -> list[TaskEvent]:
+        await trio.sleep(0)
         if task_id not in self.entries:
             return []
         log = self._logs.setdefault(task_id, Log())
@@ -115,10 +117,12 @@ class MemoryEventLogs(AppendBulletin):
         return appended
 
     async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
+        await trio.sleep(0)
         log = self._logs.get(task_id)
         return EventWindow.empty() if log is None else log.window(after, limit)
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
+        await trio.sleep(0)
         for task_id, log in list(self._logs.items()):
             if task_id not in self.entries:
                 del self._logs[task_id]

@@ -6,16 +6,18 @@ from collections import Counter
 from collections.abc import Mapping
 
 import attrs
+import trio
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
-    Capacity,
     CapacityExceeded,
     Changed,
     Counts,
     Deleted,
     Lease,
+    Limits,
     StoredTask,
+    TaskIdCollision,
     TaskNotFound,
 )
 from presa_trio.tasks.stores.local import check_read, check_write
@@ -25,6 +27,11 @@ from presa_trio.tasks.stores.local_events import MemoryEventLogs
 @attrs.define(eq=False, repr=False)
 class MemoryStore(MemoryEventLogs):
     """The default store: a dict in this process. Lost on restart, by design.
+
+    Every method checkpoints first (``await trio.sleep(0)``), as a store
+    that does I/O does: a caller cancelled before the call changes nothing,
+    and the same code behaves alike on every store. It has no engine, so
+    nothing it does can fail as a store (:class:`~presa_trio.tasks.stores.base.StoreError`).
 
     Its announcer and task event logs (rule 7) are
     :class:`~presa_trio.tasks.stores.local_events.MemoryEventLogs`.
@@ -60,13 +67,14 @@ class MemoryStore(MemoryEventLogs):
         self.entries[stored.task_id] = stored
         self.announce(Changed(stored))
 
-    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
+        await trio.sleep(0)
         if stored.task_id in self.entries:
-            raise ValueError(f"task id collision: {stored.task_id}")
-        if capacity.refusal(self._counts(stored.scope), self._counts(None)) is not None:
+            raise TaskIdCollision(f"task id collision: {stored.task_id}")
+        if limits.refusal(self._counts(stored.scope), self._counts(None)) is not None:
             # Expired tasks do not count: delete them, then look again.
             self._expire(now_ms)
-            limit = capacity.refusal(self._counts(stored.scope), self._counts(None))
+            limit = limits.refusal(self._counts(stored.scope), self._counts(None))
             if limit is not None:
                 raise CapacityExceeded(limit)
         self._count(stored, +1)
@@ -79,14 +87,17 @@ class MemoryStore(MemoryEventLogs):
         return stored
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
+        await trio.sleep(0)
         return check_read(self.entries.get(task_id), scope, now_ms)
 
     async def read(self, task_id: str) -> StoredTask | None:
+        await trio.sleep(0)
         return self.entries.get(task_id)
 
     async def compare_and_set(
         self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
     ) -> None:
+        await trio.sleep(0)
         stored = self._entry(scope, task.task_id)
         check_write(stored, expected_revision, fence)
         if not task.terminal:
@@ -100,6 +111,7 @@ class MemoryStore(MemoryEventLogs):
     async def renew(
         self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
     ) -> set[str]:
+        await trio.sleep(0)
         lost = set()
         for task_id, generation in held.items():
             stored = self.entries.get(task_id)
@@ -123,6 +135,7 @@ class MemoryStore(MemoryEventLogs):
     async def claim_expired(
         self, owner: str, now_ms: int, expires_ms: int, limit: int
     ) -> list[StoredTask]:
+        await trio.sleep(0)
         claimed: list[StoredTask] = []
         for stored in list(self.entries.values()):
             if len(claimed) >= limit:
@@ -135,6 +148,7 @@ class MemoryStore(MemoryEventLogs):
         return claimed
 
     async def release(self, owner: str) -> None:
+        await trio.sleep(0)
         for task_id, stored in list(self.entries.items()):
             if stored.lease is not None and stored.lease.owner == owner:
                 released = attrs.evolve(stored.lease, expires_ms=0)
@@ -149,7 +163,9 @@ class MemoryStore(MemoryEventLogs):
         return gone
 
     async def expire(self, now_ms: int) -> list[str]:
+        await trio.sleep(0)
         return self._expire(now_ms)
 
     async def counts(self, scope: str | None = None) -> Counts:
+        await trio.sleep(0)
         return self._counts(scope)

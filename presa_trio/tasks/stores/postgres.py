@@ -71,7 +71,6 @@ from presa_trio.tasks.stores import postgres_events
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     RESYNC,
-    Capacity,
     CapacityExceeded,
     Changed,
     Conflict,
@@ -80,9 +79,11 @@ from presa_trio.tasks.stores.base import (
     Deliver,
     DeliverAppend,
     LeaseLost,
+    Limits,
     StoredTask,
     StoreEvent,
     StoreUnavailable,
+    TaskIdCollision,
     TaskNotFound,
 )
 from presa_trio.tasks.stores.local import check_read
@@ -204,7 +205,7 @@ class PostgresStore(AppendBulletin):
 
     # --- the protocol ---------------------------------------------------------------
 
-    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         lease = stored.lease
 
         def work(connection: Connection) -> list[int] | None:
@@ -225,23 +226,26 @@ class PostgresStore(AppendBulletin):
                     as_json(work_to_json(stored.work)),
                     None if lease is None else lease.expires_ms - now_ms,
                     now_ms,
-                    capacity.max_active_per_scope,
-                    capacity.max_stored_per_scope,
-                    capacity.max_active,
-                    capacity.max_stored,
+                    limits.max_active_per_scope,
+                    limits.max_stored_per_scope,
+                    limits.max_active,
+                    limits.max_stored,
                 ),
             ).fetchone()
             assert row is not None
             refused: list[int] | None = row[0]
             return refused
 
-        try:
-            refused = await self.database.run(work)
-        except psycopg.errors.UniqueViolation as error:
-            raise ValueError(f"task id collision: {stored.task_id}") from error
+        def insert(connection: Connection) -> list[int] | None:
+            try:
+                return work(connection)
+            except psycopg.errors.UniqueViolation as error:
+                raise TaskIdCollision(f"task id collision: {stored.task_id}") from error
+
+        refused = await self.database.run(insert)
         if refused is not None:
             in_scope, overall = Counts(refused[0], refused[1]), Counts(refused[2], refused[3])
-            raise CapacityExceeded(capacity.refusal(in_scope, overall) or "max_active_tasks")
+            raise CapacityExceeded(limits.refusal(in_scope, overall) or "max_active_tasks")
         self._offer(Changed(stored))
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:

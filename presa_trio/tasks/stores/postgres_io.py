@@ -100,7 +100,14 @@ import trio
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
-from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable
+from presa_trio.tasks.stores.base import (
+    DEFAULT_STORE_TIMEOUT_S,
+    PROTOCOL_ERRORS,
+    StoreDefect,
+    StoreError,
+    StoreRefused,
+    StoreUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +117,6 @@ Connection = psycopg.Connection[Any]
 
 #: What a connection is in after a ``work`` that raised inside a transaction.
 UNFINISHED = {TransactionStatus.INTRANS, TransactionStatus.INERROR}
-
-#: What a call may meet that trying again later can cure: a connection lost or
-#: refused, a statement cancelled by its timeout, a database that is read-only
-#: for now (a standby, or ``default_transaction_read_only`` while an operator
-#: works on it).
-TRANSIENT = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
 
 #: A unit of work on one (autocommit) connection.
 Work = Callable[[Connection], T]
@@ -224,19 +225,70 @@ class Session:
 
 @attrs.define(eq=False)
 class Call(Generic[T]):
-    """One call waiting in a lane: taken by a thread, or withdrawn by its cancellation."""
+    """One call handed to a connection's thread, and its outcome handed back to its Trio task.
+
+    The one place in ``presa_trio/tasks/`` that uses ``trio.lowlevel``
+    (docs/tasks.md). The idiomatic primitive, ``trio.to_thread.run_sync``
+    (one hop per call, with a ``CapacityLimiter`` per lane), costs the Trio
+    thread 175 µs of CPU for a no-op call, measured, against 100 µs for this
+    hand-over to a thread that owns its connection and is fed by a queue
+    (docs/performance.md, "Where the time went"); a store call is mostly
+    that hop, and the Trio thread is the one serving every request. What
+    trio's guard rails would have given is kept here, and tested
+    (tests/tasks/stores/test_postgres_call.py):
+
+    - a call cancelled while it waits in its lane is withdrawn and never runs;
+    - a call a thread has taken is abandoned by its caller's cancellation
+      (:meth:`Session.abandon` interrupts it), unless its outcome is on its
+      way, which the caller then receives; the cancellation is delivered
+      at the caller's next checkpoint;
+    - a call is taken once, by whichever comes first of the thread and the
+      cancellation (the ``claim`` lock), and its waiter is woken once.
+    """
 
     work: Work[T]
-    waiter: trio.lowlevel.Task
+    _waiter: trio.lowlevel.Task = attrs.field(init=False, factory=trio.lowlevel.current_task)
+    _token: trio.lowlevel.TrioToken = attrs.field(
+        init=False, factory=trio.lowlevel.current_trio_token
+    )
     # Acquired once, by whichever comes first: the thread that runs the
     # call, or the cancellation that withdraws it.
-    claim: threading.Lock = attrs.field(factory=threading.Lock)
+    _claim: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     # The session of the thread that took the call (set before the claim).
     session: Session | None = None
     # Set once the caller stopped waiting (the call ends at once, unreported),
     # or once its outcome is handed back; never both.
     abandoned: bool = False
     reported: bool = False
+
+    async def wait(self, submit: Callable[[Call[T]], None]) -> T:
+        """``submit`` the call (unless already cancelled), then wait for its outcome."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        submit(self)
+
+        def stop_waiting(_: object) -> trio.lowlevel.Abort:
+            if self._claim.acquire(blocking=False):
+                return trio.lowlevel.Abort.SUCCEEDED  # withdrawn before a thread took it
+            assert self.session is not None
+            if self.session.abandon(self):
+                return trio.lowlevel.Abort.SUCCEEDED
+            return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
+
+        result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
+        return result
+
+    def take(self, session: Session) -> bool:
+        """In a thread: whether it runs the call (False: withdrawn while it waited)."""
+        self.session = session
+        return self._claim.acquire(blocking=False)
+
+    def hand_back(self, result: outcome.Outcome[T]) -> bool:
+        """In a thread: wake the waiter with ``result``; False if the Trio run is over."""
+        try:
+            self._token.run_sync_soon(trio.lowlevel.reschedule, self._waiter, result)
+        except trio.RunFinishedError:
+            return False
+        return True
 
 
 @attrs.define(eq=False, repr=False)
@@ -251,7 +303,6 @@ class Database:
     _lanes: dict[Lane, queue.SimpleQueue[Call[Any] | None]] = attrs.field(init=False)
     _threads: dict[Lane, list[threading.Thread]] = attrs.field(init=False)
     _sessions: list[Session] = attrs.field(init=False, factory=list)
-    _token: trio.lowlevel.TrioToken | None = attrs.field(init=False, default=None)
     # How many connections were found broken so far: a thread whose session
     # was checked before the latest breakage tests its connection first.
     _breakages: int = attrs.field(init=False, default=0)
@@ -263,7 +314,6 @@ class Database:
 
     async def open(self) -> None:
         """Connect every thread's connection; :class:`StoreUnavailable` if one cannot be made."""
-        self._token = trio.lowlevel.current_trio_token()
         sizes = {
             Lane.REQUEST: self.request_connections,
             Lane.BACKGROUND: self.background_connections,
@@ -316,24 +366,13 @@ class Database:
 
     async def run(self, work: Work[T], lane: Lane = Lane.REQUEST) -> T:
         """Run ``work`` in one of ``lane``'s threads, on its connection, within the timeout."""
-        call = Call(work, trio.lowlevel.current_task())
-        await trio.lowlevel.checkpoint_if_cancelled()
-        self._lanes[lane].put(call)
-
-        def stop_waiting(_: object) -> trio.lowlevel.Abort:
-            if call.claim.acquire(blocking=False):
-                return trio.lowlevel.Abort.SUCCEEDED  # withdrawn before a thread took it
-            assert call.session is not None
-            if call.session.abandon(call):
-                return trio.lowlevel.Abort.SUCCEEDED
-            return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
-
         with trio.move_on_after(self.timeout):
             try:
-                result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
-            except TRANSIENT as error:
-                raise StoreUnavailable(f"postgresql: {first_line(error)}") from error
-            return result
+                return await Call(work).wait(self._lanes[lane].put)
+            except PROTOCOL_ERRORS:
+                raise
+            except Exception as error:
+                raise classify(error) from error
         raise StoreUnavailable(
             f"postgresql: no answer within the store timeout ({self.timeout:g} s)"
         )
@@ -351,23 +390,28 @@ class Database:
 
     def _serve(self, calls: queue.SimpleQueue[Call[Any] | None], session: Session) -> None:
         """A thread's life: run the calls of its lane until told to stop."""
-        assert self._token is not None
         try:
             while (call := calls.get()) is not None:
-                call.session = session
-                if not call.claim.acquire(blocking=False):
+                if not call.take(session):
                     continue  # withdrawn while it waited
                 result = outcome.capture(self._transact, session, call)
                 if not session.report(call):
                     continue  # its caller stopped waiting
-                try:
-                    self._token.run_sync_soon(trio.lowlevel.reschedule, call.waiter, result)
-                except trio.RunFinishedError:
+                if not call.hand_back(result):
                     return
         finally:
             session.replace(None)
 
     def _transact(self, session: Session, call: Call[T]) -> T:
+        try:
+            return self._attempt(session, call)
+        except psycopg.errors.ReadOnlySqlTransaction:
+            # A session that began while the database was read-only stays so
+            # after it is switched back; the attempt dropped it: once more, on
+            # a new one (the transaction was rolled back, so this is safe).
+            return self._attempt(session, call)
+
+    def _attempt(self, session: Session, call: Call[T]) -> T:
         session.begin(call)
         try:
             connection = self._usable(session, call)
@@ -376,23 +420,32 @@ class Database:
             finally:
                 if connection.info.transaction_status in UNFINISHED:
                     connection.rollback()  # left open by a ``work`` that raised
-        except psycopg.OperationalError:
-            if not call.abandoned:
-                # Counted without a lock: a lost count only spares a sibling its test.
-                self._breakages += 1
-            session.replace(None)
+        except psycopg.Error as error:
+            if isinstance(classify(error), StoreUnavailable):
+                # Broken, or read-only: connect again for the next call.
+                if not call.abandoned:
+                    # Counted without a lock: a lost count only spares a sibling its test.
+                    self._breakages += 1
+                session.replace(None)
             raise
         finally:
             session.end()
 
     def _usable(self, session: Session, call: Call[Any]) -> Connection:
-        """The session's connection, tested first if a sibling broke since; else a new one."""
+        """The session's connection, tested first if a sibling broke since; else a new one.
+
+        The test is one query, which also tells a session that began while
+        the database was read-only: such a session stays read-only after the
+        database is switched back, so it is replaced too.
+        """
         breakages = self._breakages
         connection = session.connection
         if connection is not None and session.checked < breakages:
             try:
-                connection.execute("")
-            except psycopg.OperationalError:
+                writable = connection.execute("SHOW transaction_read_only").fetchone() == ("off",)
+            except psycopg.Error:
+                writable = False
+            if not writable:
                 session.replace(None)
                 connection = None
         if connection is None:
@@ -407,3 +460,37 @@ class Database:
 def first_line(error: BaseException) -> str:
     """libpq's messages run over several lines; an operator's log wants one."""
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+#: SQLSTATE classes of a database that cannot serve for now: connection
+#: exceptions, insufficient resources, operator intervention (shutdown,
+#: a cancelled statement), a rolled-back transaction (serialization, deadlock).
+UNAVAILABLE_CLASSES = ("08", "40", "53", "57")
+#: SQLSTATEs of the same kind outside those classes: a read-only transaction
+#: (a standby, or ``default_transaction_read_only``), a lock not available.
+UNAVAILABLE_STATES = ("25006", "55P03")
+#: SQLSTATE classes of data the database will not hold: data exceptions
+#: (U+0000 in jsonb, an untranslatable character, a number out of range)
+#: and program limits (a value too large).
+REFUSED_CLASSES = ("22", "54")
+
+
+def classify(error: Exception) -> StoreError:
+    """What a failed call means, as one of the store's three classes: the one place.
+
+    By SQLSTATE first (the server's own word), then by psycopg's class for
+    errors that never reached the server (a broken connection is an
+    ``OperationalError`` without one; a value psycopg cannot encode, a
+    ``UnicodeError``). Anything else is a defect.
+    """
+    detail = f"postgresql: {first_line(error)}"
+    state = getattr(error, "sqlstate", None) or ""
+    if state[:2] in REFUSED_CLASSES or isinstance(error, psycopg.DataError | UnicodeError):
+        return StoreRefused(detail)
+    if (
+        state[:2] in UNAVAILABLE_CLASSES
+        or state in UNAVAILABLE_STATES
+        or (not state and isinstance(error, psycopg.OperationalError))
+    ):
+        return StoreUnavailable(detail)
+    return StoreDefect(f"postgresql: {type(error).__name__}: {first_line(error)}")

@@ -8,9 +8,11 @@ listening and hands each announcement to the store as a store event:
 :class:`~presa_trio.tasks.stores.base.Deleted`.
 
 The listening connection needs no thread: Trio's I/O loop waits until its
-socket is readable, then libpq reads what arrived (``consume_input``, which
-never blocks: libpq keeps its sockets non-blocking) and returns the
-notifications it holds. Only connecting, which blocks, runs in a thread.
+socket is readable (a Trio socket on a duplicate of libpq's, peeking one
+byte: trio's public API, one more system call per wake-up), then libpq
+reads what arrived (``consume_input``, which never blocks: libpq keeps its
+sockets non-blocking) and returns the notifications it holds. Only
+connecting, which blocks, runs in a thread.
 A notification so costs no hand-over between threads, no wake-up of the
 Trio thread from outside, and no share of Python's interpreter lock
 taken from the Trio thread; cancelling :func:`listen` ends it at once.
@@ -40,6 +42,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -53,9 +57,10 @@ from presa_trio.tasks.stores.base import (
     Deleted,
     Deliver,
     StoredTask,
+    StoreError,
     StoreEvent,
-    StoreUnavailable,
 )
+from presa_trio.tasks.stores.local import deliver_safely
 from presa_trio.tasks.stores.postgres_schema import CHANNEL
 from presa_trio.tasks.stores.record import from_record
 
@@ -114,7 +119,7 @@ async def listen(
             connection = await trio.to_thread.run_sync(
                 connect_and_listen, conninfo, abandon_on_cancel=True
             )
-        except psycopg.OperationalError as error:
+        except psycopg.Error as error:
             log.warning("cannot listen for task changes: %s", error)
         else:
             try:
@@ -125,7 +130,7 @@ async def listen(
                 reconnected = True
                 backoff.reset()
                 await pump(connection, listener)
-            except (psycopg.OperationalError, StoreUnavailable) as error:
+            except (psycopg.Error, StoreError) as error:
                 log.warning("lost the connection listening for task changes: %s", error)
             finally:
                 # Nothing waits on its socket any more: closing is one
@@ -149,21 +154,15 @@ async def pump(connection: psycopg.Connection[Any], listener: Listener) -> None:
     """Deliver announcements as they arrive, until cancelled or disconnected."""
     pgconn = connection.pgconn
     encoding = connection.info.encoding
-    while True:
-        await trio.lowlevel.wait_readable(pgconn.socket)
-        pgconn.consume_input()
-        while (notification := pgconn.notifies()) is not None:
-            event = await event_of(notification.extra.decode(encoding), listener)
-            if event is not None:
-                deliver_safely(listener.deliver, event)
-
-
-def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
-    """A watcher's failure is logged; it must not end the listening."""
-    try:
-        deliver(event)
-    except Exception:
-        log.exception("a watcher failed on %r", event)
+    with trio.socket.from_stdlib_socket(socket.socket(fileno=os.dup(pgconn.socket))) as wire:
+        while True:
+            # Returns once something arrived (b"" at the end): libpq reads it.
+            await wire.recv(1, socket.MSG_PEEK)
+            pgconn.consume_input()
+            while (notification := pgconn.notifies()) is not None:
+                event = await event_of(notification.extra.decode(encoding), listener)
+                if event is not None:
+                    deliver_safely(listener.deliver, event)
 
 
 async def event_of(payload: str, listener: Listener) -> StoreEvent | None:

@@ -69,15 +69,17 @@ from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores import sqlite_events
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
-    Capacity,
+    PROTOCOL_ERRORS,
     CapacityExceeded,
     Changed,
     Counts,
     Deleted,
     Lease,
+    Limits,
     StoredTask,
     StoreEvent,
     StoreUnavailable,
+    TaskIdCollision,
     TaskNotFound,
 )
 from presa_trio.tasks.stores.local import check_read, check_write
@@ -90,6 +92,7 @@ from presa_trio.tasks.stores.record import (
     to_record,
     work_from_json,
 )
+from presa_trio.tasks.stores.sqlite_errors import classify
 
 SCHEMA_VERSION = 1
 
@@ -154,6 +157,8 @@ class SqliteStore(AppendBulletin):
     reader: Link = attrs.field(kw_only=True)
     # The longest a call may take, queueing included, in seconds.
     timeout: float = attrs.field(kw_only=True, default=DEFAULT_STORE_TIMEOUT_S)
+    # Set by :meth:`aclose`: a call after it is unavailable (another process may serve).
+    _closed: bool = False
 
     async def _run(self, work: Callable[[sqlite3.Connection], T], link: Link | None = None) -> T:
         """Run ``work`` on a connection (the writer unless told), off the Trio thread, in turn."""
@@ -161,15 +166,19 @@ class SqliteStore(AppendBulletin):
         deadline = time.monotonic() + self.timeout
 
         def call() -> T:
+            if self._closed:
+                raise StoreUnavailable("sqlite: cannot use a closed database")
             left_ms = round((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                raise StoreUnavailable("sqlite: no time left to wait for the file")
             try:
-                if left_ms <= 0:
-                    raise sqlite3.OperationalError("no time left to wait for the file")
                 # Waits for another program's lock end at this call's deadline.
                 link.connection.execute(f"PRAGMA busy_timeout = {left_ms}")
                 return work(link.connection)
-            except sqlite3.Error as error:
-                raise StoreUnavailable(f"sqlite: {error}") from error
+            except PROTOCOL_ERRORS:
+                raise
+            except Exception as error:
+                raise classify(error) from error
 
         with trio.move_on_after(self.timeout):
             return await trio.to_thread.run_sync(call, limiter=link.limiter)
@@ -196,9 +205,12 @@ class SqliteStore(AppendBulletin):
 
     async def aclose(self) -> None:
         """Close both connections, each after its call in progress; later calls fail."""
+        if self._closed:
+            return
         with trio.CancelScope(shield=True):
             for link in (self.reader, self.writer):
                 await trio.to_thread.run_sync(link.connection.close, limiter=link.limiter)
+            self._closed = True
 
     def _announce_all(self, events: list[StoreEvent]) -> None:
         for event in events:
@@ -206,15 +218,15 @@ class SqliteStore(AppendBulletin):
 
     # --- creation and reads ------------------------------------------------------
 
-    async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         deleted: list[StoreEvent] = []
 
         def insert(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (stored.task_id,)).fetchone():
-                raise ValueError(f"task id collision: {stored.task_id}")
-            if capacity.refusal(_counts(db, stored.scope), _counts(db, None)) is not None:
+                raise TaskIdCollision(f"task id collision: {stored.task_id}")
+            if limits.refusal(_counts(db, stored.scope), _counts(db, None)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
-                limit = capacity.refusal(_counts(db, stored.scope), _counts(db, None))
+                limit = limits.refusal(_counts(db, stored.scope), _counts(db, None))
                 if limit is not None:
                     raise CapacityExceeded(limit)
             db.execute(

@@ -17,13 +17,13 @@ from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import (
     RESYNC,
-    Capacity,
     CapacityExceeded,
     Changed,
     Conflict,
     Deleted,
     Lease,
     LeaseLost,
+    Limits,
     StoredTask,
     StoreEvent,
     TaskExpired,
@@ -35,7 +35,7 @@ from presa_trio.tasks.stores.record import UnknownRecordVersion, from_record, to
 from presa_trio.wire.errors import INVALID_PARAMS
 
 T0 = 1_800_000_000_000  # epoch ms
-ROOMY = Capacity()
+ROOMY = Limits()
 ASK = {"method": "elicitation/create", "params": {"message": "Sure?"}}
 WORK = Work(
     tool="slow_compute",
@@ -186,14 +186,14 @@ async def test_an_expired_task_says_expired_to_its_owner_only_then_is_deleted(
 @pytest.mark.parametrize(
     ("capacity", "scope", "limit"),
     [
-        (Capacity(max_active_per_scope=2), "alice", "max_active_tasks_per_scope"),
-        (Capacity(max_stored_per_scope=3), "alice", "max_stored_tasks_per_scope"),
-        (Capacity(max_active=3), "carol", "max_active_tasks"),
-        (Capacity(max_stored=4), "carol", "max_stored_tasks"),
+        (Limits(max_active_per_scope=2), "alice", "max_active_tasks_per_scope"),
+        (Limits(max_stored_per_scope=3), "alice", "max_stored_tasks_per_scope"),
+        (Limits(max_active=3), "carol", "max_active_tasks"),
+        (Limits(max_stored=4), "carol", "max_stored_tasks"),
     ],
 )
 async def test_capacity_is_checked_inside_create(
-    store: TaskStore, capacity: Capacity, scope: str, limit: str
+    store: TaskStore, capacity: Limits, scope: str, limit: str
 ) -> None:
     """presa-defined (bounded stores; spec-notes §45):
     active and stored (finished included) tasks are bounded per scope and overall;
@@ -213,13 +213,13 @@ async def test_capacity_is_checked_inside_create(
         await store.create(stored("new", scope=scope), capacity, T0 + 5)
     if limit.startswith("max_stored") and scope == "carol":
         # The expired task makes room once its TTL has passed.
-        await store.create(stored("new", scope=scope), Capacity(max_stored=5), T0 + 10)
+        await store.create(stored("new", scope=scope), Limits(max_stored=5), T0 + 10)
 
 
 async def test_concurrent_creations_never_overshoot_a_limit(store: TaskStore) -> None:
     """presa-defined (atomic create-if-under-limit): 20 creations racing for 5 slots
     store exactly 5; the rest are refused."""
-    capacity = Capacity(max_active_per_scope=5)
+    capacity = Limits(max_active_per_scope=5)
     refused = 0
 
     async def create(number: int) -> None:

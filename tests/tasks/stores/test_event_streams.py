@@ -21,7 +21,7 @@ from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
-from presa_trio.tasks import Policy, TaskRunner, TasksExtension, ask
+from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
     EVENTS_GONE,
@@ -36,22 +36,13 @@ from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, 
 from presa_trio.testing import running as serving
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from presa_trio.wire.mrtr import Elicitation
-from tests.expect import error_of, result_of
+from tests.e2e.test_failure_boundaries import Gates
+from tests.expect import error_of, final_message, result_of
 
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
 ELSEWHERE = ("127.0.0.1", 50001)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-
-
-@attrs.define
-class Gates:
-    """One trio.Event per label: a tool waits on its label's gate until the test opens it."""
-
-    events: dict[str, trio.Event] = attrs.field(factory=dict)
-
-    def __getitem__(self, label: str) -> trio.Event:
-        return self.events.setdefault(label, trio.Event())
 
 
 def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> Server:
@@ -65,7 +56,7 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
     @tasks.tool(Policy.REQUIRED, description="Emits steps around a gate; may ask first")
     async def emitter(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         if arguments.get("ask"):
-            await ask(ctx, {"ok": Elicitation("Go on?", CONFIRM)})
+            await ctx.ask({"ok": Elicitation("Go on?", CONFIRM)})
         refused = []
         for event_type, payload in arguments.get("invalid", []):
             try:
@@ -108,6 +99,20 @@ class Harness:
             "tasks/stream", {"taskId": task_id, **params}, capabilities=TASKS_CAPABILITIES
         )
         return await self.client.post(message, limit_s=20)
+
+    async def until_ended(self, task_id: str) -> Response:
+        """A whole stream of the task, read to its end: its log is closed by then.
+
+        The terminal status event is appended right after the write that
+        ended the task, so ``tasks/get`` may read ``completed`` a moment
+        before the log holds it; a stream waits for it. A stream that a
+        small retention overtook (events_gone) is opened again: once the
+        task has ended nothing more is appended, and one reaches the end.
+        """
+        with trio.fail_after(20):
+            while "result" not in final_message(response := await self.post_stream(task_id)):
+                pass
+        return response
 
     async def until_status(self, task_id: str, status: str) -> dict[str, Any]:
         """The task once it reads ``status``, watched on a listen stream (no polling)."""
@@ -177,7 +182,7 @@ async def test_a_whole_stream_from_the_start_to_the_tasks_end(harness: Harness) 
     prefixed types, presa's status events agreeing with tasks/get, then `{}`."""
     task_id = await harness.start(before=3, after=2)
     harness.gates[""].set()
-    await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
     response = await harness.post_stream(task_id)
     assert response.headers["content-type"] == "text/event-stream"
     events = events_in(response)
@@ -227,7 +232,7 @@ async def test_resuming_after_a_cursor_delivers_only_what_follows(harness: Harne
     JSON with no notification."""
     task_id = await harness.start(before=3)
     harness.gates[""].set()
-    await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
     resumed = events_in(await harness.post_stream(task_id, after=2))
     assert [e["seq"] for e in resumed] == [3, 4]
     caught_up = await harness.post_stream(task_id, after=4)
@@ -261,7 +266,7 @@ async def test_a_cursor_before_what_is_retained_is_events_gone(harness: Harness)
     earliest retained event."""
     task_id = await harness.start(before=8)
     harness.gates[""].set()
-    await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
     gone = error_of(await harness.post_stream(task_id, after=2), 410, EVENTS_GONE)
     assert gone["message"] == "Task events are no longer available"
     assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 7}
@@ -293,7 +298,7 @@ async def test_cancelling_the_stream_never_cancels_the_task(harness: Harness) ->
         await next_event(stream)
     assert (await harness.client.get_task(task_id))["status"] == "working"
     harness.gates["cut"].set()
-    await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
     resumed = events_in(await harness.post_stream(task_id, after=0))
     assert [e["seq"] for e in resumed] == [1, 2]
 
@@ -372,7 +377,7 @@ async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
     asked = await harness.until_status(task_id, "input_required")
     await harness.client.update_task(task_id, {"ok": {"action": "accept", "content": {"ok": True}}})
     harness.gates[""].set()
-    await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
     events = events_in(await harness.post_stream(task_id))
     kinds = [(e["type"], e["payload"].get("status")) for e in events]
     assert kinds == [
@@ -407,7 +412,8 @@ async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
     and a payload that is not an object raise in the tool and never reach the log."""
     task_id = await harness.start(invalid=[["task.status", {}], [STEP, [1, 2]]])
     harness.gates[""].set()
-    done = await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
+    done = await harness.client.get_task(task_id)
     assert done["result"]["content"][0]["text"] == "ValueError TypeError"
     assert [e["type"] for e in events_in(await harness.post_stream(task_id))] == [
         STATUS_EVENT,
@@ -420,7 +426,7 @@ async def test_progress_is_never_a_task_event(harness: Harness) -> None:
     tasks/stream with a progressToken gets events only, their seqs unmoved."""
     task_id = await harness.start(before=1)
     harness.gates[""].set()
-    await harness.until_status(task_id, "completed")
+    await harness.until_ended(task_id)
     message = request(
         "tasks/stream", {"taskId": task_id, "_meta": meta(TASKS_CAPABILITIES, progressToken="p")}
     )

@@ -23,11 +23,11 @@ from presa_trio.tasks import model
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import (
     RESYNC,
-    Capacity,
     CapacityExceeded,
     Changed,
     Counts,
     Lease,
+    Limits,
     StoreUnavailable,
     TaskStore,
 )
@@ -84,7 +84,7 @@ async def test_a_change_made_by_one_process_reaches_the_others_watchers(
     assert seen.events == [Changed(stored())]
 
 
-async def race(postgres_url: str, capacity: Capacity, scopes: int) -> tuple[int, list[str]]:
+async def race(postgres_url: str, capacity: Limits, scopes: int) -> tuple[int, list[str]]:
     """40 creations over ``scopes`` scopes through two stores at once; the tasks
     stored, and the limits that refused the rest."""
     refused: list[str] = []
@@ -107,7 +107,7 @@ async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
 ) -> None:
     """presa-defined (atomic create-if-under-limit, across processes): 40 creations
     in one scope racing through two stores for its 10 slots store exactly 10."""
-    active, refused = await race(postgres_url, Capacity(max_active_per_scope=10), 1)
+    active, refused = await race(postgres_url, Limits(max_active_per_scope=10), 1)
     assert active == 10
     assert refused == ["max_active_tasks_per_scope"] * 30
 
@@ -120,7 +120,7 @@ async def test_the_overall_limit_is_passed_by_at_most_the_creations_in_flight(
     checked on the counts as committed. 40 creations over 4 scopes racing through
     two stores for 10 overall slots store at least 10, and at most as many more as
     their request connections can have in flight (3 each)."""
-    active, refused = await race(postgres_url, Capacity(max_active=10), 4)
+    active, refused = await race(postgres_url, Limits(max_active=10), 4)
     assert 10 <= active <= 10 + 2 * 3
     assert refused == ["max_active_tasks"] * (40 - active)
 
@@ -129,7 +129,7 @@ async def test_a_deleted_task_frees_its_room_before_its_ttl_would(postgres_url: 
     """presa-defined (bounded stores; spec-notes §45): once one process's reaper
     deleted expired tasks, another's creation counts them no longer, even at a
     moment before their TTL (the stored count follows deletions, not the clock)."""
-    full = Capacity(max_stored=2)
+    full = Limits(max_stored=2)
     async with open_store(postgres_url) as a, open_store(postgres_url) as b:
         await a.create(stored("short-1", ttl_ms=10), ROOMY, T0)
         await a.create(stored("short-2", ttl_ms=10, scope="bob"), ROOMY, T0)
@@ -145,7 +145,7 @@ async def test_a_deleted_task_frees_its_room_before_its_ttl_would(postgres_url: 
 async def test_a_finished_task_frees_its_active_slot_every_time(postgres_url: str) -> None:
     """presa-defined (bounded stores): with room for one active task, finishing
     it lets the next be created, twenty times over; an unfinished one refuses."""
-    one = Capacity(max_active=1)
+    one = Limits(max_active=1)
     async with open_store(postgres_url) as store:
         for number in range(20):
             await store.create(stored(f"t{number}"), one, T0)
@@ -366,6 +366,6 @@ async def test_a_version_2_database_is_upgraded_in_place(postgres_url: str) -> N
     async with open_store(postgres_url) as store:
         assert await store.get("alice", "kept", T0) == kept
         with pytest.raises(CapacityExceeded):
-            await store.create(stored("new"), Capacity(max_stored=1), T0)
-        await store.create(stored("new"), Capacity(max_stored=2), T0)
+            await store.create(stored("new"), Limits(max_stored=1), T0)
+        await store.create(stored("new"), Limits(max_stored=2), T0)
         assert await store.counts() == Counts(active=2, stored=2)

@@ -17,10 +17,11 @@ import pytest
 import trio
 
 from presa_trio.server import RequestContext
-from presa_trio.tasks import TaskRunner, ask
+from presa_trio.tasks import TaskRunner
+from presa_trio.tasks.coordination import INTERRUPTED
 from presa_trio.tasks.model import Status
-from presa_trio.tasks.runner import INTERRUPTED, Job, WorkerContext
 from presa_trio.tasks.stores.base import TaskStore, Work
+from presa_trio.tasks.worker import Job, WorkerContext
 from presa_trio.wire.mrtr import ListRoots
 from tests.tasks.conftest import RESULT, TRIO_CLOCK, creator, gated
 
@@ -63,7 +64,7 @@ def two_questions(asked: list[str]) -> Job:
         answers: dict[str, Any] = {}
         for key in ("first", "second"):
             asked.append(key)
-            answers |= await ask(ctx, {key: ListRoots()})
+            answers |= await ctx.ask({key: ListRoots()})
         return {"content": [], "answers": answers}
 
     return job
@@ -98,7 +99,7 @@ async def test_a_rerunnable_task_runs_again_and_is_not_asked_twice(
     """presa-defined (recovery, at least once): a task whose process stopped runs again
     in the next; the answer it already had is handed back, the request still open
     stays as it was, and answering it completes the task."""
-    caplog.set_level(logging.INFO, "presa_trio.tasks.runner")
+    caplog.set_level(logging.INFO, "presa_trio.tasks")
     asked: list[str] = []
     async with running(store) as first:
         task = await first.start("s", two_questions(asked), creator({"roots": {}}), WORK)

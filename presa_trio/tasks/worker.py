@@ -1,0 +1,292 @@
+"""A task's worker: its stop handle, its input waits (one ``trio.Event`` per key), its context.
+
+The :class:`~presa_trio.tasks.runner.TaskRunner` opens one nursery per
+task and runs the task's job in it; this module holds what that job and
+its nursery are seen through:
+
+- :class:`Worker` — the running side of one task: the task's nursery's
+  cancel scope, the one handle every stop goes through, and the
+  ``trio.Event`` of each input key the job waits for. An announced state
+  of the task sets the Events of exactly the keys it answered
+  (:meth:`Worker.see`), so a partial update is a partial wake-up (T-45).
+- :class:`WorkerContext` — the creating request's context, detached: no
+  stream, and its :meth:`~WorkerContext.ask` and
+  :meth:`~WorkerContext.set_status_message` write to the task instead.
+- :class:`Move` — a pure move of the state machine, named by what it writes,
+  so a write the store refuses can say what could not be stored.
+
+Spec: SEP-2663 §Task Update Requests, §Task Execution Errors, §Task Status
+Notifications.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from presa_trio.server.context import RequestContext
+from presa_trio.tasks import model
+from presa_trio.tasks.model import Task
+from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
+from presa_trio.wire.meta import ClientCapabilities, RequestMeta
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.mrtr import InputRequest
+
+log = logging.getLogger(__name__)
+
+#: What a task runs: given its detached context, the request's final result as
+#: a JSON object, or a raised error (T-12: not tied to ``tools/call``).
+Job = Callable[["WorkerContext"], Awaitable[JSONObject]]
+
+
+@attrs.define(eq=False)
+class Worker:
+    """The running side of one task: how to stop it, what it waits for, the task as last seen.
+
+    Ten thousand of these may be parked on input at once, so a worker holds
+    no more than it must: the task's nursery's own cancel scope is the stop
+    handle (no second scope around it), and the Events exist only while
+    their keys are awaited.
+    """
+
+    task_id: str
+    # The access scope of the creating request; the worker writes within it.
+    scope: str
+    # The lease generation this worker runs under; its writes carry it.
+    generation: int
+    # The task as the store last announced it (or as this worker last wrote it).
+    latest: Task
+    # Whether this run is a recovery: it may ask again what an earlier run asked.
+    rerun: bool = False
+    # False while its creation is still being stored: a lease renewal that
+    # runs meanwhile must not find the task missing and call its lease lost.
+    stored: bool = True
+    # Why the worker was stopped (tasks/cancel, the TTL, lease loss); None while it may run.
+    _stop_reason: str | None = None
+    # What a stop cancels: the task's nursery's scope, then the scope of its final write.
+    _cancel_scope: trio.CancelScope | None = None
+    # Input key -> the Event its waiter waits on, for each key not yet answered.
+    _waiting: dict[str, trio.Event] | None = None
+
+    def see(self, task: Task) -> None:
+        """Take an announced state of the task; set the Events of the keys it answered."""
+        if task.revision < self.latest.revision:
+            return
+        self.latest = task
+        waiting = self._waiting
+        if waiting:
+            for key in [key for key in waiting if key in task.inbox]:
+                waiting.pop(key).set()
+
+    def stop(self, reason: str) -> None:
+        """Stop the worker: cancel its scope now, or as soon as it has one."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self._cancel_scope is not None:
+            self._cancel_scope.cancel(reason=reason)
+
+    def stopped(self) -> bool:
+        """Whether the worker was stopped: it writes nothing for its task any more."""
+        return self._stop_reason is not None
+
+    def guard(self, cancel_scope: trio.CancelScope) -> None:
+        """From now on a stop cancels ``cancel_scope`` (at once, if one came already)."""
+        self._cancel_scope = cancel_scope
+        if self._stop_reason is not None:
+            cancel_scope.cancel(reason=self._stop_reason)
+
+    def expect(self, keys: tuple[str, ...]) -> list[str]:
+        """Give each of ``keys`` not answered yet a ``trio.Event``; those keys.
+
+        :meth:`see` sets a key's Event when an announced state answers it,
+        and drops it. Several waits of one task (from child tasks of the
+        tool) share the table, each with its own keys.
+        """
+        pending = [key for key in keys if key not in self.latest.inbox]
+        waiting = self._waiting = {} if self._waiting is None else self._waiting
+        for key in pending:
+            waiting[key] = trio.Event()
+        return pending
+
+    def awaited(self, key: str) -> trio.Event | None:
+        """The Event of ``key`` while it is unanswered; None once set."""
+        return None if self._waiting is None else self._waiting.get(key)
+
+    def forget(self, keys: list[str]) -> None:
+        """Nobody waits for ``keys`` any more."""
+        if self._waiting is not None:
+            for key in keys:
+                self._waiting.pop(key, None)
+            if not self._waiting:
+                self._waiting = None
+
+    def answers(self, keys: tuple[str, ...]) -> dict[str, JSONObject]:
+        """The answers to ``keys``, all of them in the inbox."""
+        inbox = self.latest.inbox
+        return {key: inbox[key] for key in keys}
+
+
+class TaskWrites(Protocol):
+    """What a worker's context writes through: the runner's side of a worker."""
+
+    async def report(self, worker: Worker, message: str) -> None: ...
+
+    async def emit(self, worker: Worker, event_type: str, payload: Mapping[str, Any]) -> None: ...
+
+    def wait_inputs(
+        self, worker: Worker, requests: Mapping[str, InputRequest]
+    ) -> Awaitable[dict[str, JSONObject]]: ...
+
+
+@attrs.define(eq=False)
+class WorkerContext(RequestContext):
+    """The context a task's worker runs with: the creating request, detached.
+
+    It keeps what the request declared (version, capabilities, the verified
+    multi round-trip answers) and loses its stream: ``send`` drops every
+    message, and the progress token and log level are gone, so a task never
+    sends progress or log notifications (SEP-2663 §Task Status Notifications;
+    spec-notes §41; T-55). Its ``nursery`` is the task's own.
+    """
+
+    writes: TaskWrites = attrs.field(kw_only=True, repr=False)
+    worker: Worker = attrs.field(kw_only=True)
+
+    def ask(self, requests: Mapping[str, InputRequest]) -> Awaitable[dict[str, JSONObject]]:
+        """The requests go on the task (``input_required``); the answers once all have come.
+
+        A request the creating request's capabilities do not allow is
+        -32021, raised before anything is recorded (T-76; spec-notes §30).
+        Not a coroutine of its own, as on the plain path: a parked task
+        keeps every frame up to the tool's ``await`` alive.
+        """
+        for request in requests.values():
+            if not request.allowed_by(self.capabilities):
+                raise MissingRequiredClientCapability.for_capability(request.capability)
+        return self.writes.wait_inputs(self.worker, requests)
+
+    async def set_status_message(self, message: str) -> None:
+        """The task's ``statusMessage`` until its status changes; the status stays.
+
+        A store write under the worker's lease, announced like any other, so
+        ``tasks/get`` and the listen streams see it (SEP-2663 §Tasks).
+        """
+        await super().set_status_message(message)
+        await self.writes.report(self.worker, message)
+
+    async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Append a tool's event to the task's log, with task event streams on (SEP-2694)."""
+        await self.writes.emit(self.worker, event_type, payload)
+
+
+#: Most distinct request declarations kept for workers to share.
+DECLARATIONS_KEPT = 64
+
+
+def detached_meta(meta: RequestMeta) -> RequestMeta:
+    """What a task keeps of its creating request's ``_meta``: the declaration, shared.
+
+    A worker has no stream, so it drops the progress token and the log
+    level (SEP-2663 §Task Status Notifications; spec-notes §41). What is
+    left, the protocol version, the declared capabilities and the client
+    info (basic/index §_meta), is the same on nearly every request a
+    client sends, so every task created with the same declaration shares
+    one copy instead of keeping its request's decoded objects, about 800
+    bytes a task. The copy is rebuilt from the canonical JSON, so no
+    request holds it, and at most 64 are kept, so a client that varies its
+    declaration cannot grow the memory.
+    """
+    declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
+    return _declaration(json.dumps(declared, sort_keys=True, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=DECLARATIONS_KEPT)
+def _declaration(canonical: str) -> RequestMeta:
+    version, capabilities, client_info = json.loads(canonical)
+    return RequestMeta(version, ClientCapabilities(capabilities), client_info)
+
+
+async def drop(message: dict[str, Any]) -> None:
+    """A worker's ``send``: there is no stream to write to."""
+
+
+# --- the moves a worker writes ---------------------------------------------------------
+
+
+@attrs.frozen
+class Move:
+    """A pure move of the state machine, given the task and the time (epoch ms).
+
+    ``what`` names what the move writes ("the task's result"), for the
+    error of a task whose write the store refused.
+    """
+
+    what: str
+    apply: Callable[[Task, int], Task]
+
+
+def is_json_object(value: Any) -> bool:
+    """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return isinstance(value, dict)
+
+
+def resume_input(task: Task, requests: Mapping[str, model.Request], now_ms: int) -> Task:
+    """A re-run asks what its first run asked: only keys never issued are issued now.
+
+    An outstanding key is still waited for and an answered one is in the
+    inbox; a key that was withdrawn can never be answered, so asking it
+    again is illegal, as in :func:`~presa_trio.tasks.model.request_input`.
+    """
+    lost = sorted(key for key in requests if key in task.withdrawn)
+    if lost:
+        raise model.IllegalTransition(f"input keys withdrawn earlier: {lost}")
+    issued = task.issued
+    fresh = {key: request for key, request in requests.items() if key not in issued}
+    return model.request_input(task, fresh, now_ms) if fresh else task
+
+
+def asking(requests: Mapping[str, InputRequest], *, rerun: bool) -> Move:
+    """The move that records ``requests`` on the task, all in one write.
+
+    The task holds the request objects themselves, which write their wire
+    form when the task is read or stored: the tool's frame keeps them alive
+    while it waits anyway. A re-run asks only what its first run did not
+    (:func:`resume_input`).
+    """
+    if rerun:
+        return Move("the task's input requests", lambda t, now: resume_input(t, requests, now))
+    return Move("the task's input requests", lambda t, now: model.request_input(t, requests, now))
+
+
+def withdrawing(keys: tuple[str, ...]) -> Move:
+    """The move that withdraws ``keys``: nobody waits for them any more."""
+    return Move("the withdrawal of input requests", lambda t, now: model.withdraw(t, keys, now))
+
+
+def reporting(message: str) -> Move:
+    """The move that sets the task's status message (:func:`~presa_trio.tasks.model.report`)."""
+    return Move("the task's status message", lambda t, now: model.report(t, message, now))
+
+
+def failure(error: McpError) -> Move:
+    """The move that ends a task ``failed`` with ``error`` (SEP-2663 §Task Execution Errors)."""
+    wire = error.to_wire()
+    return Move("the task's error", lambda t, now: model.fail(t, wire, now))
+
+
+def outcome(task_id: str, result: Any) -> Move:
+    """The move for what a job returned: ``completed`` if a JSON object, else a -32603."""
+    if is_json_object(result):
+        return Move("the task's result", lambda t, now: model.complete(t, result, now))
+    log.error("task %s: the job returned %r, not a JSON object", task_id, result)
+    return failure(InternalError("Task worker returned a non-JSON result"))

@@ -1,0 +1,230 @@
+"""Writing tasks to the store: compare-and-set retries, and a worker's writes under its lease.
+
+Every change of a task is a pure move of :mod:`~presa_trio.tasks.model`
+applied by compare-and-set (:meth:`TaskWrites.transition`). A worker's own
+writes (:meth:`TaskWrites.write`: its input requests, status messages and
+outcome) carry its lease generation, and meet the store's failures under
+one policy, by the store's classification
+(:class:`~presa_trio.tasks.stores.base.StoreError`):
+
+================= ========================================================
+the store says    the worker's write
+================= ========================================================
+unavailable       waits and tries again, backing off (0.1 s doubling to 5 s)
+refused data      the task is ``failed``: "Could not store <what>: <why>"
+a defect          the task is ``failed`` with -32603 and an incident id;
+                  the traceback is logged under that id
+lease lost        the worker stops, writing nothing
+task not found    the write is dropped (the task expired meanwhile)
+================= ========================================================
+
+A failure write that itself cannot be stored stops the worker: the task
+keeps its lease until it lapses, and recovery then claims it (run again,
+or ``failed`` as interrupted).
+
+With task event streams on (:attr:`TaskWrites.events`), every write that
+succeeded appends the task's life events right after its compare-and-set
+(:meth:`~presa_trio.tasks.event_log.TaskEventLog.record`).
+
+Spec: SEP-2663 §Task Execution Errors, §Task Update Requests; SEP-2694.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from presa_trio.server.faults import report_fault
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.model import Task
+from presa_trio.tasks.stores.base import (
+    Conflict,
+    LeaseLost,
+    StoreDefect,
+    StoreRefused,
+    StoreUnavailable,
+    TaskNotFound,
+    TaskStore,
+)
+from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.tasks.worker import Move, Worker, asking, failure, reporting, withdrawing
+from presa_trio.wire.errors import InternalError
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.mrtr import InputRequest
+
+log = logging.getLogger(__name__)
+
+#: How long a write the worker must make while being cancelled may take (s).
+WRITE_GRACE = 5.0
+#: A worker's write that met an unreachable store tries again after this
+#: many seconds, doubling up to the cap.
+STORE_RETRY_FIRST = 0.1
+STORE_RETRY_CAP = 5.0
+
+
+def epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@attrs.frozen
+class Clock:
+    """Where the runner reads the time: wall-clock epoch milliseconds."""
+
+    wall_ms: Callable[[], int] = epoch_ms
+
+
+def refused(what: str, error: StoreRefused) -> InternalError:
+    """The error of a task whose write the store refused: what, and why (not retryable)."""
+    return InternalError(f"Could not store {what}: {error}", {"retryable": False})
+
+
+@attrs.define(eq=False, repr=False)
+class TaskWrites:
+    """The store-facing half of the runner: moves by compare-and-set, a worker's writes."""
+
+    store: TaskStore = attrs.field(factory=MemoryStore)
+    clock: Clock = Clock()
+    # Task event streams (SEP-2694, ``--task-events``): every write also
+    # appends the task's life events there; None: off.
+    events: TaskEventLog | None = None
+    # Set once shutdown began: workers stop without writing for themselves.
+    _stopping: bool = False
+
+    async def transition(
+        self,
+        scope: str,
+        task_id: str,
+        move: Callable[[Task, int], Task],
+        fence: int | None = None,
+        seen: Task | None = None,
+    ) -> tuple[Task, Task]:
+        """Apply ``move`` by compare-and-set; return the task before and after.
+
+        A lost race re-reads and re-applies: the move is a pure function of
+        the task, so retrying it is always safe. ``seen`` is the task as the
+        caller last saw it (a worker's own view): a write is tried on it
+        without reading first, and the compare-and-set tells whether it was
+        still current. Only a change is trusted to a view; a move that
+        changes nothing on it is tried again on the task as read.
+        """
+        before = seen
+        while True:
+            now = self.clock.wall_ms()
+            read = before is None or before.expired(now)
+            if read:
+                before = (await self.store.get(scope, task_id, now)).task
+            assert before is not None
+            after = move(before, now)
+            if after is before:
+                if read:
+                    return before, after
+                before = None
+                continue
+            try:
+                await self.store.compare_and_set(scope, after, before.revision, fence=fence)
+            except Conflict:
+                before = None
+                continue
+            if after.status is not before.status:
+                log.info("task %s %s", task_id, after.status.value)
+            if self.events is not None:
+                await self.events.record(self.store, before, after, now)
+            return before, after
+
+    async def write(self, worker: Worker, move: Move) -> None:
+        """A worker's own write, under its lease generation; the module's policy table.
+
+        The write starts from the worker's own view of its task: a worker's
+        writes mostly follow its own last one, so most take one store round
+        trip (the compare-and-set) instead of two. What it wrote becomes its
+        view at once, before the store's announcement of it comes back.
+        """
+        delay = STORE_RETRY_FIRST
+        last_resort = False
+        while True:
+            try:
+                _, after = await self.transition(
+                    worker.scope, worker.task_id, move.apply, worker.generation, worker.latest
+                )
+            except TaskNotFound:
+                log.info("task %s is gone; its worker's write is dropped", worker.task_id)
+            except LeaseLost:
+                log.info("task %s: lease lost; the worker stops without writing", worker.task_id)
+                worker.stop("lease lost")
+            except StoreUnavailable as error:
+                log.warning("task %s: write waits for the store: %s", worker.task_id, error)
+                await trio.sleep(delay)
+                delay = min(delay * 2, STORE_RETRY_CAP)
+                continue
+            except (StoreRefused, StoreDefect) as error:
+                if last_resort:
+                    report_fault(log, "task %s: its failure cannot be stored", worker.task_id)
+                    worker.stop("unstorable")
+                    return
+                last_resort = True
+                if isinstance(error, StoreRefused):
+                    log.warning(
+                        "task %s: the store refused %s: %s", worker.task_id, move.what, error
+                    )
+                    move = failure(refused(move.what, error))
+                else:
+                    incident = report_fault(log, "task %s: writing %s", worker.task_id, move.what)
+                    move = failure(incident)
+                continue
+            else:
+                worker.see(after)
+            return
+
+    async def report(self, worker: Worker, message: str) -> None:
+        """A worker's status message, written by :func:`~presa_trio.tasks.model.report`."""
+        await self.write(worker, reporting(message))
+
+    async def emit(self, worker: Worker, event_type: str, payload: Mapping[str, Any]) -> None:
+        """A tool's event, appended to its task's log when task event streams are on."""
+        if self.events is not None:
+            now = self.clock.wall_ms()
+            await self.events.emit(self.store, worker.task_id, event_type, payload, now)
+
+    async def wait_inputs(
+        self, worker: Worker, requests: Mapping[str, InputRequest]
+    ) -> dict[str, JSONObject]:
+        """Record ``requests`` on the task, then wait on one Event per key until all are answered.
+
+        The requests are recorded in one write (SEP-2663 §Task Update
+        Requests); then this waits on a ``trio.Event`` for each key
+        (:meth:`Worker.expect`), and an announced change of the task sets
+        the Events of the keys it answered: a partial update is a partial
+        wake-up (T-45). The wait is this frame's own: a parked task keeps
+        every frame up to the tool's ``await``, so there is no other.
+
+        If the wait ends early by the tool's own doing (its timeout), the
+        keys still outstanding are withdrawn, so the task never shows
+        requests nobody waits for. That write is shielded and bounded. A
+        wait ended by the task's own stop (cancel, TTL, lease loss, shutdown)
+        writes nothing: the task's state is not the worker's to change then.
+        """
+        keys = tuple(requests)
+        await self.write(worker, asking(requests, rerun=worker.rerun))
+        # This frame lives as long as the wait: keep the keys, not the requests.
+        del requests
+        pending = worker.expect(keys)
+        if not pending:
+            await trio.sleep(0)  # every key answered already: still a checkpoint
+        answered = False
+        try:
+            for key in pending:
+                event = worker.awaited(key)
+                if event is not None:
+                    await event.wait()
+            answered = True
+        finally:
+            worker.forget(pending)
+            if not (answered or worker.stopped() or self._stopping):
+                with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
+                    await self.write(worker, withdrawing(keys))
+        return worker.answers(keys)
