@@ -194,3 +194,39 @@ async def test_over_stdio_the_pipe_is_the_connection_and_cancelling_ends_only_th
     resumed = [m["params"] for m in peer.received if m.get("method") == EVENT][3:]
     assert [e["seq"] for e in resumed] == [3, 4, 5]
     assert resumed[-1]["payload"]["status"] == "completed"
+
+
+async def test_over_http2_one_connection_holds_one_stream_per_task(tmp_path: Path) -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream; S-07): on a real hypercorn, a second
+    tasks/stream of a task on the same HTTP/2 connection is -32602; on another
+    connection it streams. "Connection" is what hypercorn's ASGI scope gives every
+    stream of one HTTP/2 connection alike (spec-notes §50)."""
+    async with serving("memory:", tmp_path / "server.log", "30", "--task-events") as (_, peer):
+        task_id = (await peer.call("tools/call", {"name": "confirm_delete", "arguments": {}}))[
+            "taskId"
+        ]
+        async with (
+            httpx.AsyncClient(http1=False, http2=True, timeout=10) as one,
+            httpx.AsyncClient(http1=False, http2=True, timeout=10) as other,
+        ):
+            first = Peer(one, peer.url)
+            with trio.fail_after(PATIENCE):
+                async with task_stream(first, task_id) as opened:
+                    seen: list[dict[str, Any]] = []
+                    await read_events(opened, seen, 1)
+                    first.next_id += 1
+                    again = request(
+                        "tasks/stream",
+                        {"taskId": task_id},
+                        request_id=first.next_id,
+                        capabilities=TASKS,
+                    )
+                    refused = await one.post(
+                        peer.url, json=again, headers=headers(again, **{"mcp-name": task_id})
+                    )
+                    elsewhere: list[dict[str, Any]] = []
+                    async with task_stream(Peer(other, peer.url), task_id) as second:
+                        await read_events(second, elsewhere, 1)
+    assert refused.http_version == "HTTP/2"
+    assert json.loads(refused.content)["error"]["code"] == INVALID_PARAMS
+    assert seen[0]["seq"] == elsewhere[0]["seq"] == 0
