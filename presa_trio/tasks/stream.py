@@ -48,8 +48,9 @@ from presa_trio.tasks.events import (
     read_cursor,
 )
 from presa_trio.tasks.runner import TaskRunner
-from presa_trio.tasks.stores.base import TaskNotFound
+from presa_trio.tasks.stores.base import StoreError, TaskNotFound
 from presa_trio.wire.envelope import notification
+from presa_trio.wire.errors import McpError
 
 if TYPE_CHECKING:
     from presa_trio.tasks.extension import TasksExtension
@@ -85,10 +86,18 @@ async def stream_events(
         start = -1 if after is None else after
         window, stamp = await events.read(runner.store, task_id, start)
         cursor = first_cursor(task_id, after, window)
+        ended: McpError | StoreError | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wake_on_changes, events, subscription, follower)
-            await follow(runner, events, ctx, follower, scope, cursor, window, stamp)
+            try:
+                await follow(runner, events, ctx, follower, scope, cursor, window, stamp)
+            except (McpError, StoreError) as error:
+                # Raised below, after the nursery: as the request's own error
+                # (events_gone, the store's), not inside an exception group.
+                ended = error
             nursery.cancel_scope.cancel(reason="stream over")
+        if ended is not None:
+            raise ended
     return {}
 
 

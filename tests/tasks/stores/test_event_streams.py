@@ -10,6 +10,7 @@ message, never on time, under ``trio.fail_after``; requests with another
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from presa_trio.tasks.events import (
     INPUT_REQUESTED_EVENT,
     RELATED_TASK,
     STATUS_EVENT,
+    NewEvent,
     Retention,
 )
 from presa_trio.tasks.stores.base import TaskStore
@@ -472,3 +474,23 @@ async def test_several_readers_of_one_task_each_get_every_event(harness: Harness
             await nursery.start(read, port)
         harness.gates["many"].set()
     assert list(results.values()) == [list(range(24))] * 3
+
+
+@pytest.mark.parametrize("retention", [Retention(max_events=3)])
+async def test_a_reader_overtaken_by_retention_gets_events_gone_on_its_stream(
+    harness: Harness, store: TaskStore
+) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics, "If the receiver cannot
+    provide a gap-free stream after the cursor, it MUST return events_gone"; S-13):
+    ten events appended at once past a live reader's cursor, beyond what retention
+    keeps, end its open stream with -32010 naming the earliest retained seq."""
+    task_id = await harness.start(label="overtaken")
+    async with harness.stream(task_id) as stream:
+        assert (await next_event(stream))["seq"] == 0
+        burst = [NewEvent(STEP, {"n": n}) for n in range(10)]
+        await store.append_events(task_id, burst, int(time.time() * 1000), Retention(max_events=3))
+        with trio.fail_after(20):
+            final = await stream.next_message()
+    assert final["error"]["code"] == EVENTS_GONE
+    assert final["error"]["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 8}
+    harness.gates["overtaken"].set()
