@@ -31,7 +31,8 @@ and nothing else: the task runs on (SEP-2694 §tasks/stream).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import trio
 
@@ -52,12 +53,22 @@ from presa_trio.tasks.stores.base import StoreError, TaskNotFound
 from presa_trio.wire.envelope import notification
 from presa_trio.wire.errors import McpError
 
-if TYPE_CHECKING:
-    from presa_trio.tasks.extension import TasksExtension
+
+class StreamedTasks(Protocol):
+    """What a stream needs of the Tasks extension that serves it."""
+
+    @property
+    def events(self) -> TaskEventLog | None: ...
+
+    @property
+    def runner(self) -> TaskRunner: ...
+
+    @property
+    def scope_of(self) -> Callable[[RequestContext], str]: ...
 
 
 async def stream_events(
-    extension: TasksExtension,
+    extension: StreamedTasks,
     changes: ChangeBus,
     ctx: RequestContext,
     task_id: str,
