@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from presa_trio.wire.errors import HeaderMismatch
-from presa_trio.wire.headers import Headers
+from presa_trio.wire.http_values import Headers
 
 SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
