@@ -139,10 +139,10 @@ class Connection:
                     on_notification(reply)
         if waited.cancelled_caught:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
+        if "error" in reply:  # whatever its id: a refusal before the id was read has null
+            raise await self.explain(RequestError(method, reply["error"]))
         if reply.get("id") != message["id"]:
             raise ProtocolFailure(f"{self.where} answered {method} with another request's id")
-        if "error" in reply:
-            raise await self.explain(RequestError(method, reply["error"]))
         self._era_known = True
         result = reply.get("result")
         if not isinstance(result, dict):
