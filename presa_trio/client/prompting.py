@@ -66,8 +66,8 @@ class Terminal:
     shown_on: TextIO = sys.stderr
 
     def interactive(self) -> bool:
-        """Whether someone is there to ask: stdin and stderr are both a terminal."""
-        return self.given_in.isatty() and self.shown_on.isatty()
+        """Whether someone is there to ask: stdin is a terminal."""
+        return self.given_in.isatty()
 
     def say(self, text: str) -> None:
         self.shown_on.write(text + "\n")
