@@ -35,7 +35,10 @@ from tests.e2e.serve_process import ServeProcess, presa_serve
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 SCREEN = ("<!-- begin: the session (tested; do not edit) -->", "<!-- end of the session -->")
-RENDERED = ("<!-- begin: its rendered transcript (tested; do not edit) -->", "<!-- end of the transcript -->")
+RENDERED = (
+    "<!-- begin: its rendered transcript (tested; do not edit) -->",
+    "<!-- end of the transcript -->",
+)
 SHOWN_URL = "http://127.0.0.1:3000/mcp"
 QUESTION = "accept, decline or cancel? [a/d/c] "
 FIELD = "  > "
@@ -54,8 +57,13 @@ async def run_call(url: str, record: Path, filename: str, typed: list[str]) -> s
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             partial(
-                trio.run_process, command, stdin=follower, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, check=False, env=client_environment(),
+                trio.run_process,
+                command,
+                stdin=follower,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                check=False,
+                env=client_environment(),
             )
         )
         os.close(follower)
