@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from tests.client.conftest import client, client_command, client_environment
-from tests.e2e.serve_process import REPOSITORY, ServeProcess
+from tests.client.conftest import client, client_command
+from tests.e2e.serve_process import REPOSITORY, ServeProcess, serving
 
 ACCEPT_NAME = '{"action":"accept","content":{"name":"Ada"}}'
 
@@ -240,22 +238,10 @@ async def test_task_update_answers_a_detached_task(presa: ServeProcess) -> None:
 async def test_ctrl_c_cancels_the_task_and_exits_130(presa: ServeProcess) -> None:
     """SIGINT while a task runs: tasks/cancel, the task reads cancelled, exit 130."""
     command = client_command("call", presa.url, "slow_compute", "seconds=60")
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(
-                trio.run_process,
-                command,
-                stderr=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                check=False,
-                env=client_environment(),
-            )
-        )
-        watched = ServeProcess(process)
-        nursery.start_soon(watched.read_stderr)
+    async with serving(command, r"task (\S+): working") as watched:
+        task_id = watched.url
+        watched.process.send_signal(signal.SIGINT)
         with trio.fail_after(30):
-            task_id = (await watched.wait_for_line(r"task (\S+): working"))[1]
-            process.send_signal(signal.SIGINT)
             assert await watched.stopped() == 130
     assert f"task {task_id}: cancelled" in watched.stderr
     got = json.loads((await client("task", "get", presa.url, task_id, "--json")).stdout)
