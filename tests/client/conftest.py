@@ -11,9 +11,12 @@ cannot answer from its flags must end it with one line.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from pathlib import Path
 
 import attrs
@@ -65,6 +68,52 @@ async def client(*arguments: str, stdin: bytes = b"", env: dict[str, str] | None
             env=env or client_environment(),
         )
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+#: What the client ends a question with, on a terminal.
+PROMPTS = (b"accept, decline or cancel? [a/d/c] ", b"  > ", b"Your reply, as the model: ")
+
+
+async def on_terminal(arguments: Sequence[str], typed: list[str]) -> str:
+    """``presa-trio ARGUMENTS`` with stdin on a pseudo-terminal, as a person runs it.
+
+    Each question the client ends with a prompt gets the next of ``typed``;
+    once none is left, the next question gets SIGINT (what Ctrl-C sends).
+    Returns what the terminal showed, stdout and stderr together, with the
+    typed answers (and ``^C``) where they were typed.
+    """
+    leader, follower = os.openpty()
+    shown = b""
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(
+                trio.run_process,
+                client_command(*arguments),
+                stdin=follower,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                check=False,
+                env=client_environment(),
+            )
+        )
+        os.close(follower)
+        terminal = trio.lowlevel.FdStream(leader)
+        assert process.stdout is not None
+        with trio.fail_after(60):
+            async for chunk in process.stdout:
+                shown += chunk
+                if not shown.endswith(PROMPTS):
+                    continue
+                if not typed:
+                    process.send_signal(signal.SIGINT)
+                    shown += b"^C\n"
+                    continue
+                answer = typed.pop(0).encode()
+                await terminal.send_all(answer + b"\n")
+                shown += answer + b"\n"
+            await process.wait()
+        await terminal.aclose()
+    return shown.decode()
 
 
 @pytest.fixture

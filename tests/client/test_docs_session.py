@@ -20,17 +20,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from presa_trio.http.transcript_render import render
-from tests.client.conftest import client_command, client_environment
+from tests.client.conftest import on_terminal
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "client.md"
@@ -40,48 +37,14 @@ RENDERED = (
     "<!-- end of the transcript -->",
 )
 SHOWN_URL = "http://127.0.0.1:3000/mcp"
-QUESTION = "accept, decline or cancel? [a/d/c] "
-FIELD = "  > "
 STAMPS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z")
 
 
 async def run_call(url: str, record: Path, filename: str, typed: list[str]) -> str:
-    """``presa-trio call … confirm_delete`` on a terminal: type ``typed``, or Ctrl-C if empty.
-
-    Returns what the terminal showed: stdout and stderr, the typed answers in place.
-    """
+    """``presa-trio call … confirm_delete`` on a terminal: type ``typed``, then Ctrl-C."""
     arguments = ("call", url, "confirm_delete", f"filename={filename}", "--no-listen")
-    command = client_command(*arguments, "--transcript", str(record))
-    leader, follower = os.openpty()
-    shown = b""
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(
-                trio.run_process,
-                command,
-                stdin=follower,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                check=False,
-                env=client_environment(),
-            )
-        )
-        os.close(follower)
-        terminal = trio.lowlevel.FdStream(leader)
-        assert process.stdout is not None
-        with trio.fail_after(60):
-            async for chunk in process.stdout:
-                shown += chunk
-                if shown.endswith(QUESTION.encode()) and not typed:
-                    process.send_signal(signal.SIGINT)
-                    shown += b"^C\n"
-                elif shown.endswith((QUESTION.encode(), FIELD.encode())):
-                    answer = typed.pop(0)
-                    await terminal.send_all(answer.encode() + b"\n")
-                    shown += answer.encode() + b"\n"
-            await process.wait()
-        await terminal.aclose()
-    return f"$ presa-trio {' '.join(arguments)} --transcript session.jsonl\n" + shown.decode()
+    shown = await on_terminal([*arguments, "--transcript", str(record)], typed)
+    return f"$ presa-trio {' '.join(arguments)} --transcript session.jsonl\n" + shown
 
 
 def placeholders(text: str, url: str, task_ids: list[str]) -> str:
