@@ -410,7 +410,8 @@ async def run_async(args: argparse.Namespace, stdio: Sequence[str] | None, conso
         **read_answers_file(getattr(args, "answers", None)),
         **parse_answer_flags(answer_flags),
     }
-    person = Terminal() if Terminal().interactive() else None
+    terminal = Terminal()
+    person = terminal if terminal.interactive() else None
     async with connected(args, stdio) as connection:
         answerer = Answerer(given, getattr(args, "root", []), person)
         listen = not getattr(args, "no_listen", False)

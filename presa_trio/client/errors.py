@@ -48,4 +48,8 @@ class RequestError(ProtocolFailure):
         self.code: Any = error.get("code")
         self.message: str = str(error.get("message", ""))
         self.data: Any = error.get("data")
-        super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}")
+        supported = self.data.get("supported") if isinstance(self.data, dict) else None
+        said = (
+            f" (it speaks {', '.join(map(str, supported))})" if isinstance(supported, list) else ""
+        )
+        super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}{said}")
