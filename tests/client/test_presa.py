@@ -177,10 +177,14 @@ async def test_read_and_prompt(presa: ServeProcess) -> None:
     assert prompt.stdout == "user: Prompt with arguments: arg1='a', arg2='b'\n", prompt.stderr
 
 
-async def test_a_task_that_asks_is_followed_and_answered(presa: ServeProcess) -> None:
-    """The task's status lines, then its question answered through tasks/update."""
+async def test_a_task_that_asks_is_followed_and_answered(
+    presa: ServeProcess, tmp_path: Path
+) -> None:
+    """The task's status lines, then its question answered through tasks/update;
+    watched through a listen with taskIds, or by tasks/get alone (--no-listen)."""
     answer = '{"action":"accept","content":{"confirm":true}}'
-    for follow in ([], ["--no-listen"]):
+    for follow, listens in (([], True), (["--no-listen"], False)):
+        record = tmp_path / f"{listens}.jsonl"
         ran = await client(
             "call",
             presa.url,
@@ -188,13 +192,24 @@ async def test_a_task_that_asks_is_followed_and_answered(presa: ServeProcess) ->
             "filename=notes.txt",
             "--answer",
             f"confirm-delete={answer}",
+            "--transcript",
+            str(record),
             *follow,
         )
         assert ran.status == 0, ran.stderr
         assert ran.stdout == "Delete confirmed: true\n"
         assert ": input_required — The task is waiting for input" in ran.stderr
         assert "answered confirm-delete" in ran.stderr
-        assert ran.stderr.rstrip().endswith("completed", 0, ran.stderr.rstrip().rfind(" ("))
+        assert ran.stderr.splitlines()[-1].split(" (")[0].endswith(": completed")
+        listen = [r for r in exchanges(record) if sent(r)[1]["method"] == "subscriptions/listen"]
+        assert bool(listen) == listens
+        if listens:
+            (opened,) = listen
+            assert sent(opened)[1]["params"]["notifications"]["taskIds"] == [
+                sent(exchanges(record)[2])[1]["params"]["taskId"]
+            ]
+            kinds = {event["data"]["method"] for event in opened["response"]["events"]}
+            assert kinds == {"notifications/subscriptions/acknowledged", "notifications/tasks"}
 
 
 async def test_tasks_that_fail(presa: ServeProcess) -> None:
