@@ -48,6 +48,16 @@ def greet(ctx: Context) -> str | InputRequiredResult:
     return f"Hello, {content.get('name')}!"
 
 
+@server.resource("note://today", description="A note for today.")
+def today() -> str:
+    return "Water the plants."
+
+
+@server.prompt(description="Asks for a haiku about a topic.")
+def haiku(topic: str) -> str:
+    return f"Write a haiku about {topic}."
+
+
 def legacy_only(app: Any) -> Any:
     """The app, as a server of the initialize era sees every request."""
 

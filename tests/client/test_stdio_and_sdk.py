@@ -76,6 +76,8 @@ async def test_the_sdk_server_lists_and_calls_with_typed_arguments(sdk: ServePro
     assert "server: sdk-fixture 2.3.0" in discovered.stdout, discovered.stderr
     listed = json.loads((await client("list", sdk.url, "--json")).stdout)
     assert {tool["name"] for tool in listed["tools"]} == {"add", "greet"}
+    resources = await client("list", sdk.url, "resources")
+    assert resources.stdout.startswith("note://today"), resources.stderr
     added = await client("call", sdk.url, "add", "a=2", "b=40", "--json")
     assert added.status == 0, added.stderr
     assert json.loads(added.stdout)["content"] == [{"type": "text", "text": "42"}]
@@ -88,3 +90,10 @@ async def test_the_sdk_server_multi_round_trip_answered_from_answer(sdk: ServePr
     ran = await client("call", sdk.url, "greet", "--answer", f"who={answer}")
     assert ran.status == 0, ran.stderr
     assert ran.stdout.splitlines()[0] == "Hello, Ada!"
+
+
+async def test_the_sdk_server_read_and_prompt(sdk: ServeProcess) -> None:
+    read = await client("read", sdk.url, "note://today")
+    assert read.stdout == "Water the plants.\n", read.stderr
+    prompt = await client("prompt", sdk.url, "haiku", "topic=rain")
+    assert prompt.stdout.endswith("user: Write a haiku about rain.\n"), prompt.stderr
