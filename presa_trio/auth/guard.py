@@ -42,7 +42,7 @@ import trio
 from presa_trio.auth.jwt_tokens import looks_like_jwt
 from presa_trio.auth.principal import Principal
 from presa_trio.auth.verifier import InvalidToken, Verifier, VerifierUnavailable
-from presa_trio.wire.headers import Headers, Rejection
+from presa_trio.wire.http_values import Headers, Rejection
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 #: How long presa waits for the authorization server (metadata, keys, introspection).

@@ -109,7 +109,7 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
     from presa_trio.auth.introspection import IntrospectionVerifier
     from presa_trio.auth.jwt_tokens import JwtVerifier
     from presa_trio.auth.static import StaticTokens, parse_token_option
-    from presa_trio.wire.headers import is_loopback
+    from presa_trio.wire.http_values import is_loopback
 
     if not (args.auth_issuer or args.auth_client_id or args.auth_token):
         raise ValueError("authorization needs --auth-issuer, --auth-client-id or --auth-token")

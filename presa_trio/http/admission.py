@@ -18,7 +18,7 @@ import re
 
 import attrs
 
-from presa_trio.wire.headers import LOOPBACK_HOSTS, Headers, Rejection
+from presa_trio.wire.http_values import LOOPBACK_HOSTS, Headers, Rejection
 
 #: How many header values' readings rungs 2, 4 and 5 remember. A client sends
 #: the same Host, Origin, Content-Type and Accept on every request and a

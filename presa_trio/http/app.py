@@ -46,7 +46,7 @@ from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import McpError
-from presa_trio.wire.headers import Headers, Rejection
+from presa_trio.wire.http_values import Headers, Rejection
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:

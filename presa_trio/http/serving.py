@@ -40,7 +40,7 @@ from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.server import Server
-from presa_trio.wire.headers import LOOPBACK_HOSTS, is_loopback
+from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
 
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard

@@ -46,6 +46,7 @@ import trio
 from presa_trio.server.context import RequestContext
 from presa_trio.server.subscriptions import Change, ChangeBus, Wants
 from presa_trio.wire import models
+from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer
@@ -89,26 +90,6 @@ class CacheHints:
 
     def to_wire(self) -> JSONObject:
         return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}
-
-
-def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
-    """Find ``x-mcp-header`` properties: header name -> path of argument keys.
-
-    Spec: tools §x-mcp-header — reachable through chains of ``properties`` only.
-    """
-    found: dict[str, tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if isinstance(node, dict) else None
-        if not isinstance(properties, dict):
-            return
-        for key, child in properties.items():
-            if isinstance(child, dict) and isinstance(child.get("x-mcp-header"), str):
-                found[child["x-mcp-header"]] = (*path, key)
-            walk(child, (*path, key))
-
-    walk(schema, ())
-    return found
 
 
 @attrs.frozen

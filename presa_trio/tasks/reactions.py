@@ -30,7 +30,7 @@ class Seen(enum.Enum):
 
     DELETED = "deleted"  # its TTL elapsed and the reaper deleted it
     CANCELLED = "cancelled"  # tasks/cancel, here or in another process
-    ENDED = "ended"  # completed or failed: its outcome is written
+    ENDED = "ended"  # completed or failed under this process's lease: its own outcome
     LEASE_DROPPED = "lease_dropped"  # still running, but nobody holds it
     LEASE_TAKEN = "lease_taken"  # another process claimed it
     LEASE_RECLAIMED = "lease_reclaimed"  # this process claimed its own lapsed lease
@@ -49,7 +49,7 @@ class Action(enum.Enum):
 REACTIONS: Mapping[Seen, tuple[Action, ...]] = {
     Seen.DELETED: (Action.STOP,),
     Seen.CANCELLED: (Action.STOP,),
-    Seen.ENDED: (Action.STOP,),
+    Seen.ENDED: (Action.WAKE,),
     Seen.LEASE_DROPPED: (Action.STOP,),
     Seen.LEASE_TAKEN: (Action.STOP,),
     Seen.LEASE_RECLAIMED: (Action.ADOPT, Action.WAKE),
@@ -60,7 +60,6 @@ REACTIONS: Mapping[Seen, tuple[Action, ...]] = {
 STOP_REASONS: Mapping[Seen, str] = {
     Seen.DELETED: "ttlMs elapsed",
     Seen.CANCELLED: "tasks/cancel",
-    Seen.ENDED: "task ended",
     Seen.LEASE_DROPPED: "lease lost",
     Seen.LEASE_TAKEN: "lease lost",
 }
@@ -70,20 +69,24 @@ def seen(stored: StoredTask | None, owner: str, generation: int) -> Seen:
     """Read an announced task (None: deleted) against this process and its worker's lease.
 
     ``owner`` is this process's name on its leases and ``generation`` the
-    one the worker runs under. A finished task's lease may be gone with it
-    (store rule 4), so the status is read before the lease.
+    one the worker runs under. A cancel stops the worker whoever holds the
+    lease. A task that ended otherwise under this process's lease, or whose
+    lease went with its end (store rule 4), ended by its worker's own write,
+    which may still be on its way back: nothing is stopped then (stopping
+    would interrupt that very write). One another process holds was ended
+    there (interrupted, say): this worker stops.
     """
     if stored is None:
         return Seen.DELETED
     if stored.task.status is Status.CANCELLED:
         return Seen.CANCELLED
-    if stored.task.terminal:
-        return Seen.ENDED
     lease: Lease | None = stored.lease
     if lease is None:
-        return Seen.LEASE_DROPPED
+        return Seen.ENDED if stored.task.terminal else Seen.LEASE_DROPPED
     if lease.owner != owner:
         return Seen.LEASE_TAKEN
+    if stored.task.terminal:
+        return Seen.ENDED
     if lease.generation > generation:
         return Seen.LEASE_RECLAIMED
     return Seen.HELD

@@ -1,96 +1,117 @@
-"""HTTP values without I/O: a request's headers, a plain rejection, the loopback names.
+"""The mirrored headers as a client writes them: one rule for both ends of the wire.
 
-Shared by the HTTP edge (:mod:`presa_trio.http`), which reads the headers,
-writes the rejections and admits the loopback names by default, and the
-resource server (:mod:`presa_trio.auth`), which reads ``Authorization``,
-answers 400/401/403/503 with a ``WWW-Authenticate`` challenge, and warns
-about development tokens off loopback: so neither imports the other.
+Over Streamable HTTP a request repeats parts of its body in headers so that
+proxies can route without parsing JSON: ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` and one ``Mcp-Param-<Name>`` for each tool
+argument whose schema carries ``x-mcp-header``. This module says how each is
+written; the server's check of them is :mod:`presa_trio.http.mirrored`, the
+clients are :mod:`presa_trio.client` and :mod:`presa_trio.testing`.
 
-Spec: RFC 9110 §5 (fields), §15 (status codes); 2026-07-28
-basic/transports/streamable-http §Security & Endpoint, §Sending Messages;
-spec-notes §4.
+Spec: 2026-07-28 basic/transports/streamable-http §Standard Request Headers,
+§Custom Headers from Tool Parameters, §Value Encoding; server/tools
+§x-mcp-header; SEP-2243.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterable
+import base64
+from collections.abc import Mapping
+from typing import Any
 
-import attrs
+from presa_trio.wire.meta import PROTOCOL_VERSION
+from presa_trio.wire.models import JSONObject
 
-#: Loopback names a local server answers to by default (spec-notes §4).
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
+SENTINEL_PREFIX = "=?base64?"
+SENTINEL_SUFFIX = "?="
 
 
-def is_loopback(host: str) -> bool:
-    """Whether a host or bind address is loopback-only (``localhost``, 127.0.0.0/8, ``::1``).
+def plain_header_text(value: str) -> bool:
+    """Visible ASCII, space and tab: what a header value may hold unencoded (RFC 9110 §5.5).
 
-    Every name of :data:`LOOPBACK_HOSTS` is one; so are the other addresses
-    of 127.0.0.0/8, which a server may bind but does not answer to by name.
+    In ASCII, exactly space to ``~`` are printable, so two C-level scans decide it.
     """
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"
+    return value.isascii() and value.replace("\t", " ").isprintable()
 
 
-class Rejection(Exception):
-    """A plain HTTP rejection: status, a short reason, and extra headers."""
+def header_value(text: str) -> str:
+    """``text`` as a client must write it in ``Mcp-Name`` or ``Mcp-Param-*``.
 
-    def __init__(self, status: int, reason: str, headers: Iterable[tuple[bytes, bytes]] = ()):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.headers = list(headers)
-
-
-@attrs.frozen
-class Headers:
-    """Request headers by lowercased name; repeated headers keep every value.
-
-    A value is read as latin-1 (RFC 9110 §5.5: bytes beyond ASCII are opaque)
-    and trimmed of surrounding whitespace, but only when a check asks for
-    it: a request carries about ten headers and presa reads a few of them.
-    ASGI servers send names lowercased (hypercorn does; HTTP/2 requires it,
-    RFC 9113 §8.2.1) and a request rarely repeats one, so that common case is
-    the server's own pairs in one dict built by :func:`dict` in C. Only a
-    request with a repeated or upper-case name pays for grouping its pairs
-    by name in Python.
+    Spec: streamable-http §Value Encoding — literal when it is plain header
+    text without outer whitespace and does not look like the sentinel, else
+    ``=?base64?…?=`` of its UTF-8.
     """
+    looks_encoded = text.startswith(SENTINEL_PREFIX) and text.endswith(SENTINEL_SUFFIX)
+    if plain_header_text(text) and text == text.strip(" \t") and not looks_encoded:
+        return text
+    return SENTINEL_PREFIX + base64.b64encode(text.encode()).decode() + SENTINEL_SUFFIX
 
-    # Lowercased name -> its first value, as received.
-    first: dict[bytes, bytes]
-    # Lowercased name -> every value, for the names that came more than once.
-    repeated: dict[bytes, list[bytes]] = attrs.field(factory=dict)
 
-    @classmethod
-    def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-        pairs = raw if isinstance(raw, list) else list(raw)
-        first = dict(pairs)
-        if len(first) == len(pairs) and b"".join(first).islower():
-            return cls(first)
-        first = {}
-        repeated: dict[bytes, list[bytes]] = {}
-        for name, value in pairs:
-            key = name.lower()
-            if key not in first:
-                first[key] = value
-            elif key in repeated:
-                repeated[key].append(value)
-            else:
-                repeated[key] = [first[key], value]
-        return cls(first, repeated)
+def header_form(value: Any) -> str | None:
+    """How an argument value is written in an ``Mcp-Param-*`` header."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return None
 
-    def get_all(self, name: str) -> list[str]:
-        """Every value of the header ``name`` (lowercase), in the order received."""
-        key = name.encode("latin-1")
-        values = self.repeated.get(key)
-        if values is not None:
-            return [value.decode("latin-1").strip() for value in values]
-        value = self.first.get(key)
-        return [] if value is None else [value.decode("latin-1").strip()]
 
-    def get(self, name: str) -> str | None:
-        """The first value of the header ``name`` (lowercase), if it came."""
-        value = self.first.get(name.encode("latin-1"))
-        return None if value is None else value.decode("latin-1").strip()
+def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` (keys into nested objects), or None."""
+    for key in path:
+        if not isinstance(arguments, dict):
+            return None
+        arguments = arguments.get(key)
+    return arguments
+
+
+def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
+    """Find ``x-mcp-header`` properties: header name -> path of argument keys.
+
+    Spec: tools §x-mcp-header — reachable through chains of ``properties`` only.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        for key, child in properties.items():
+            if isinstance(child, dict) and isinstance(child.get("x-mcp-header"), str):
+                found[child["x-mcp-header"]] = (*path, key)
+            walk(child, (*path, key))
+
+    walk(schema, ())
+    return found
+
+
+def request_headers(
+    message: Mapping[str, Any],
+    name_params: Mapping[str, str],
+    param_headers: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, str]:
+    """The headers a correct client sends with ``message`` (``Host`` aside).
+
+    ``name_params`` says which params key ``Mcp-Name`` mirrors, per method;
+    ``param_headers`` (header -> path into params) adds ``Mcp-Param-*`` for
+    each value present.
+
+    Spec: streamable-http §Standard Request Headers, §Client Behavior.
+    """
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+    }
+    method = message.get("method")
+    if "id" in message and isinstance(method, str):
+        headers["mcp-method"] = method
+        params = message.get("params", {})
+        key = name_params.get(method)
+        value = params.get(key) if key else None
+        if isinstance(value, str):
+            headers["mcp-name"] = header_value(value)
+        for header, path in (param_headers or {}).items():
+            form = header_form(lookup(params, path))
+            if form is not None:
+                headers[f"mcp-param-{header.lower()}"] = header_value(form)
+    return headers

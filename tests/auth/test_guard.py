@@ -19,7 +19,7 @@ from presa_trio.cli import parse_args
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, headers_for, request, running
-from presa_trio.wire.headers import LOOPBACK_HOSTS, is_loopback
+from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
 from tests.auth.authorization_server import AuthorizationServer
 
 RESOURCE = "http://localhost:3000/mcp"

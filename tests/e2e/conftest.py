@@ -22,7 +22,7 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 from presa_trio.demo import build_app
 from presa_trio.http.app import McpApp
-from presa_trio.testing import headers_for
+from presa_trio.testing import headers_for, request
 
 
 @attrs.define(eq=False)
@@ -105,6 +105,51 @@ async def serve_app(nursery: trio.Nursery) -> AsyncIterator[ServeApp]:
     yield serve_one
     for shutdown in shutdowns:
         shutdown.set()
+
+
+#: The client capabilities of a task client: the Tasks extension and elicitation.
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+
+
+@attrs.define
+class TaskClient:
+    """A client of one served app's tasks, over real HTTP; it never accepts a 503."""
+
+    http: httpx.AsyncClient
+    served: Served
+
+    async def send(self, method: str, **params: Any) -> dict[str, Any]:
+        message = request(method, params, capabilities=TASKS)
+        name = params.get("taskId", params.get("name") if method == "tools/call" else None)
+        extra = {} if name is None else {"mcp-name": name}
+        response = await self.http.post(
+            self.served.url, json=message, headers=headers(message, **extra)
+        )
+        assert response.status_code in (200, 500), response.text  # never a 503
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    async def create(self, tool: str, **arguments: Any) -> str:
+        answer = await self.send("tools/call", name=tool, arguments=arguments)
+        task_id: str = answer["result"]["taskId"]
+        return task_id
+
+    async def reached(self, task_id: str, *statuses: str) -> dict[str, Any]:
+        """The task once in one of ``statuses`` (polled, as a client without a stream does)."""
+        while True:
+            result: dict[str, Any] = (await self.send("tasks/get", taskId=task_id))["result"]
+            if result["status"] in statuses:
+                return result
+            await trio.sleep(0.02)
+
+    async def settled(self, task_id: str) -> dict[str, Any]:
+        return await self.reached(task_id, "completed", "failed", "cancelled")
+
+
+@pytest.fixture
+def task_client(http: httpx.AsyncClient) -> Callable[[Served], TaskClient]:
+    """Makes a :class:`TaskClient` of a served app."""
+    return lambda served: TaskClient(http, served)
 
 
 @pytest.fixture

@@ -11,12 +11,11 @@ already running and new tasks keep working; the server never answers 503.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-import httpx
 import pytest
 import trio
 
@@ -38,11 +37,9 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskStore,
 )
-from presa_trio.testing import request
 from presa_trio.wire.mrtr import Elicitation
-from tests.e2e.conftest import ServeApp, Served, headers
+from tests.e2e.conftest import ServeApp, Served, TaskClient
 
-TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {}})
 SITES = ["create", "get", "compare_and_set", "renew", "claim_expired", "release", "watch"]
 CLASSES: dict[str, type[StoreError]] = {
@@ -170,8 +167,9 @@ class Gates:
 
 def build(store: FaultyStore, gates: Gates) -> McpApp:
     server = Server("failure-boundaries", "1.0.0")
-    # Short leases: renewal every 0.1 s, recovery every 0.15 s.
-    tasks = TasksExtension(TaskRunner(store, lease_ms=300))
+    # Short leases: renewal every 0.5 s, recovery every 0.75 s; long enough
+    # that a renewal that fails once (and its loop's restart) loses no lease.
+    tasks = TasksExtension(TaskRunner(store, lease_ms=1_500))
     server.add_extension(tasks)
 
     @tasks.tool(Policy.REQUIRED, description="Waits for its label's gate, if any, then answers.")
@@ -196,48 +194,14 @@ async def inner_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
         yield store
 
 
-@attrs.define
-class Client:
-    http: httpx.AsyncClient
-    served: Served
-
-    async def send(self, method: str, **params: Any) -> dict[str, Any]:
-        message = request(method, params, capabilities=TASKS)
-        extra = {"mcp-name": params["taskId"]} if "taskId" in params else {}
-        if method == "tools/call":
-            extra = {"mcp-name": params["name"]}
-        response = await self.http.post(
-            self.served.url, json=message, headers=headers(message, **extra)
-        )
-        assert response.status_code in (200, 500), response.text  # never a 503
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    async def create(self, **arguments: Any) -> str:
-        tool = arguments.pop("tool", "work")
-        answer = await self.send("tools/call", name=tool, arguments=arguments)
-        task_id: str = answer["result"]["taskId"]
-        return task_id
-
-    async def reached(self, task_id: str, *statuses: str) -> dict[str, Any]:
-        """The task once in one of ``statuses`` (polled, as a client without a stream does)."""
-        while True:
-            result: dict[str, Any] = (await self.send("tasks/get", taskId=task_id))["result"]
-            if result["status"] in statuses:
-                return result
-            await trio.sleep(0.02)
-
-    async def settled(self, task_id: str) -> dict[str, Any]:
-        return await self.reached(task_id, "completed", "failed", "cancelled")
-
-    async def still_serving(self, gates: Gates, bystander: str) -> None:
-        """discover answers; the task running before the fault ends well; a new one does too."""
-        discovered = await self.send("server/discover")
-        assert "result" in discovered
-        gates["bystander"].set()
-        assert (await self.settled(bystander))["status"] == "completed"
-        fresh = await self.create()
-        assert (await self.settled(fresh))["result"]["content"][0]["text"] == "done None"
+async def still_serving(client: TaskClient, gates: Gates, bystander: str) -> None:
+    """discover answers; the task running before the fault ends well; a new one does too."""
+    discovered = await client.send("server/discover")
+    assert "result" in discovered
+    gates["bystander"].set()
+    assert (await client.settled(bystander))["status"] == "completed"
+    fresh = await client.create("work")
+    assert (await client.settled(fresh))["result"]["content"][0]["text"] == "done None"
 
 
 def check_request_error(answer: dict[str, Any], kind: str) -> None:
@@ -276,7 +240,7 @@ def check_task_outcome(result: dict[str, Any], kind: str) -> None:
 @pytest.mark.parametrize("site", SITES)
 async def test_a_store_failure_ends_at_most_the_task_that_met_it(
     serve_app: ServeApp,
-    http: httpx.AsyncClient,
+    task_client: Callable[[Served], TaskClient],
     inner_store: TaskStore,
     caplog: pytest.LogCaptureFixture,
     site: str,
@@ -292,11 +256,11 @@ async def test_a_store_failure_ends_at_most_the_task_that_met_it(
     store = FaultyStore(inner_store)
     gates = Gates()
     served, shutdown = await serve_app(build(store, gates))
-    client = Client(http, served)
+    client = task_client(served)
     error = CLASSES[kind](f"test: {kind}")
     with trio.fail_after(20):
-        bystander = await client.create(label="bystander")
-        asking = await client.create(tool="confirm")
+        bystander = await client.create("work", label="bystander")
+        asking = await client.create("confirm")
         await client.reached(asking, "input_required")
         tripped = store.arm(site, error)
         if site == "create":
@@ -304,7 +268,7 @@ async def test_a_store_failure_ends_at_most_the_task_that_met_it(
         elif site == "get":
             check_request_error(await client.send("tasks/get", taskId=bystander), kind)
         elif site == "compare_and_set":
-            victim = await client.create()
+            victim = await client.create("work")
             check_task_outcome(await client.settled(victim), kind)
         elif site != "release":
             await tripped.wait()
@@ -317,7 +281,7 @@ async def test_a_store_failure_ends_at_most_the_task_that_met_it(
         )
         assert answered["result"]["resultType"] == "complete"
         assert (await client.settled(asking))["status"] == "completed"
-        await client.still_serving(gates, bystander)
+        await still_serving(client, gates, bystander)
         shutdown.set()
         if site == "release":
             await tripped.wait()

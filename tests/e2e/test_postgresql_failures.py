@@ -9,13 +9,11 @@ and lasts three seconds.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlsplit
 
-import attrs
-import httpx
 import psycopg
 import pytest
 import trio
@@ -25,11 +23,9 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.stores import open_store
-from presa_trio.testing import request
-from tests.e2e.conftest import ServeApp, Served, headers
+from tests.e2e.conftest import ServeApp, Served, TaskClient
 from tests.postgres import Postgres
 
-TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 EPISODE_S = 3.0
 
 
@@ -48,39 +44,10 @@ def build(store: Any, gate: trio.Event) -> McpApp:
     return McpApp.for_server(server)
 
 
-@attrs.define
-class Client:
-    http: httpx.AsyncClient
-    served: Served
-
-    async def send(self, method: str, **params: Any) -> dict[str, Any]:
-        message = request(method, params, capabilities=TASKS)
-        name = params.get("taskId", params.get("name"))
-        extra = {} if name is None else {"mcp-name": name}
-        response = await self.http.post(
-            self.served.url, json=message, headers=headers(message, **extra)
-        )
-        assert response.status_code in (200, 500), response.text  # never a 503
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    async def create(self, **arguments: Any) -> str:
-        answer = await self.send("tools/call", name="echo", arguments=arguments)
-        task_id: str = answer["result"]["taskId"]
-        return task_id
-
-    async def settled(self, task_id: str) -> dict[str, Any]:
-        while True:
-            result: dict[str, Any] = (await self.send("tasks/get", taskId=task_id))["result"]
-            if result["status"] in ("completed", "failed", "cancelled"):
-                return result
-            await trio.sleep(0.05)
-
-
 @pytest.fixture
 async def two(
-    serve_app: ServeApp, http: httpx.AsyncClient, postgres_url: str
-) -> AsyncIterator[tuple[Client, Client, trio.Event]]:
+    serve_app: ServeApp, task_client: Callable[[Served], TaskClient], postgres_url: str
+) -> AsyncIterator[tuple[TaskClient, TaskClient, trio.Event]]:
     """Two servers on one database (two processes, as far as the store can tell)."""
     gate = trio.Event()
     async with AsyncExitStack() as stack:
@@ -88,12 +55,12 @@ async def two(
         for _ in range(2):
             store = await stack.enter_async_context(open_store(postgres_url))
             served, _ = await serve_app(build(store, gate))
-            clients.append(Client(http, served))
+            clients.append(task_client(served))
         yield clients[0], clients[1], gate
 
 
 async def test_a_read_only_episode_is_retryable_while_it_lasts_and_leaves_no_trace(
-    two: tuple[Client, Client, trio.Event], postgres: Postgres, postgres_url: str
+    two: tuple[TaskClient, TaskClient, trio.Event], postgres: Postgres, postgres_url: str
 ) -> None:
     """presa-defined (docs/tasks.md, the failure policy: unavailable): while the
     database is read-only (sessions ended, new ones read-only), a creation on either
@@ -103,7 +70,7 @@ async def test_a_read_only_episode_is_retryable_while_it_lasts_and_leaves_no_tra
     a, b, gate = two
     database = sql.Identifier(urlsplit(postgres_url).path.lstrip("/"))
     with trio.fail_after(40):
-        waiting = await a.create(wait=True, text="kept")
+        waiting = await a.create("echo", wait=True, text="kept")
         with psycopg.connect(postgres.url(), autocommit=True) as admin:
             admin.execute(
                 sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(database)
@@ -130,7 +97,7 @@ async def test_a_read_only_episode_is_retryable_while_it_lasts_and_leaves_no_tra
                 )
         for client in (a, b):
             assert "result" in await client.send("server/discover")
-            done = await client.settled(await client.create(text="after"))
+            done = await client.settled(await client.create("echo", text="after"))
             assert done["result"]["content"] == [{"type": "text", "text": "after"}]
         kept = await a.settled(waiting)
         assert kept["result"]["content"] == [{"type": "text", "text": "kept"}]

@@ -44,6 +44,21 @@ def test_the_table_covers_everything_an_announcement_can_say() -> None:
         (attrs.evolve(running(), task=model.cancel(running().task, T0 + 1)), 1, Seen.CANCELLED),
         (attrs.evolve(running(), task=model.complete(running().task, {}, T0 + 1)), 1, Seen.ENDED),
         (
+            # Ended with its lease let go of (store rule 4): its own outcome.
+            attrs.evolve(running(None), task=model.complete(running().task, {}, T0 + 1)),
+            1,
+            Seen.ENDED,
+        ),
+        (
+            # Failed by another process that claimed it (interrupted): stop here.
+            attrs.evolve(
+                running(Lease(THERE, 2, T0 + 1)),
+                task=model.fail(running().task, {"code": -32603, "message": "x"}, T0 + 1),
+            ),
+            1,
+            Seen.LEASE_TAKEN,
+        ),
+        (
             # Cancelled by another process that holds the lease now: a cancel still.
             attrs.evolve(
                 running(Lease(THERE, 2, T0 + 1)), task=model.cancel(running().task, T0 + 1)
@@ -60,6 +75,8 @@ def test_the_table_covers_everything_an_announcement_can_say() -> None:
         "deleted",
         "cancelled",
         "ended",
+        "ended-without-lease",
+        "failed-elsewhere",
         "cancelled-elsewhere",
         "dropped",
         "taken",
@@ -70,9 +87,9 @@ def test_the_table_covers_everything_an_announcement_can_say() -> None:
 def test_each_announcement_is_read_as_one_row(
     stored: StoredTask | None, generation: int, expected: Seen
 ) -> None:
-    """presa-defined (SEP-2663 §Task Cancellation; store rules 4 and 6): the status
-    is read before the lease, so a finished task whose lease went with it ends its
-    worker as ended, not as a lost lease."""
+    """presa-defined (SEP-2663 §Task Cancellation; store rules 4 and 6): a cancel is
+    read before the lease; a finished task whose lease went with it is the worker's
+    own end, not a lost lease; one ended by another process is a lost lease."""
     assert seen(stored, HERE, generation) is expected
 
 
@@ -85,4 +102,6 @@ def test_what_each_row_asks_of_the_worker() -> None:
     assert STOP_REASONS[Seen.CANCELLED] == "tasks/cancel"
     assert REACTIONS[Seen.HELD] == (Action.WAKE,)
     assert REACTIONS[Seen.LEASE_RECLAIMED] == (Action.ADOPT, Action.WAKE)
+    # Its own outcome coming back must not stop (and so interrupt) that write.
+    assert Action.STOP not in REACTIONS[Seen.ENDED]
     assert STOP_REASONS[Seen.LEASE_TAKEN] == STOP_REASONS[Seen.LEASE_DROPPED] == "lease lost"

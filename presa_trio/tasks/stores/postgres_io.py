@@ -64,20 +64,26 @@ database does, bounded on both sides:
 - **by the client**: :meth:`Database.run` waits at most the timeout, from
   the moment the call is queued. A database that stopped answering (frozen,
   or a network that drops packets) cancels nothing on its side, so when the
-  bound passes the call's connection is *interrupted*: its socket is shut
-  down under the thread, which gets an error at once and drops the
-  connection, and the caller gets :class:`StoreUnavailable`. Connecting is
+  bound passes the call is *abandoned*: the caller gets
+  :class:`StoreUnavailable` at once, and the call's connection is
+  *interrupted*: its socket is shut down under the thread, which gets an
+  error at once and drops the connection. Connecting is
   bounded by ``connect_timeout`` and a lost peer by TCP keepalives and
   ``tcp_user_timeout`` (each unless the URL sets its own).
 
+An abandoned call is rolled back by the server unless it had committed
+already, so a write is never left half-done, but its caller does not learn
+which; as after a crash, a task whose creation committed unseen is found by
+recovery once its lease expires.
+
 A call cancelled while it waits in its lane's queue is withdrawn. A call a
-thread has taken is interrupted the same way when its caller is cancelled
-(a shutdown, a stopped worker): the server rolls its transaction back
-unless it had committed already, so a write is never left half-done, but
-the caller does not learn which; as after a crash, a task whose creation
-committed unseen is found by recovery once its lease expires. Closing the
-store interrupts what is still running and waits for each thread at most
-the timeout, so a frozen database cannot hold a shutdown past it.
+thread has taken cannot be stopped mid-transaction without that doubt, so
+when its caller is cancelled (a shutdown, a stopped worker) the caller
+waits for the outcome, and the cancellation is delivered at its next
+checkpoint; but only until the call's deadline, when its connection is
+interrupted as above. Closing the store interrupts what is still running
+and waits for each thread at most the timeout, so a frozen database cannot
+hold a shutdown past it.
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ import os
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Generic, TypeVar
@@ -103,11 +110,9 @@ from psycopg.pq import TransactionStatus
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     PROTOCOL_ERRORS,
-    StoreDefect,
-    StoreError,
-    StoreRefused,
     StoreUnavailable,
 )
+from presa_trio.tasks.stores.postgres_errors import classify, first_line
 
 log = logging.getLogger(__name__)
 
@@ -203,24 +208,32 @@ class Session:
     def abandon(self, call: Call[Any]) -> bool:
         """From the Trio thread: stop waiting for ``call``; False if its outcome is on its way.
 
-        A call still running is interrupted: its socket is shut down, so the
-        thread's wait for the server fails at once and the thread is free.
+        A call still running is interrupted (:meth:`interrupt`), so the thread is free at once.
         """
         with self.guard:
             if call.reported:
                 return False
             call.abandoned = True
-            if self.running is not call or self.connection is None:
-                return True
-            try:
-                descriptor = self.connection.pgconn.socket
-            except psycopg.OperationalError:
-                return True  # no socket any more: the call is failing already
-            # Shut down through a copy of the descriptor: the connection's own stays open
-            # (and so is never reused for another socket) until the thread closes it.
-            with socket.socket(fileno=os.dup(descriptor)) as copy, suppress(OSError):
-                copy.shutdown(socket.SHUT_RDWR)  # OSError: not connected, failing already
+            self._shut_down(call)
             return True
+
+    def interrupt(self, call: Call[Any]) -> None:
+        """From any thread: if ``call`` still runs, its wait for the server fails at once."""
+        with self.guard:
+            self._shut_down(call)
+
+    def _shut_down(self, call: Call[Any]) -> None:
+        """Shut the connection's socket down under ``call``, if it runs on it (guard held)."""
+        if self.running is not call or self.connection is None:
+            return
+        try:
+            descriptor = self.connection.pgconn.socket
+        except psycopg.OperationalError:
+            return  # no socket any more: the call is failing already
+        # Shut down through a copy of the descriptor: the connection's own stays open
+        # (and so is never reused for another socket) until the thread closes it.
+        with socket.socket(fileno=os.dup(descriptor)) as copy, suppress(OSError):
+            copy.shutdown(socket.SHUT_RDWR)  # OSError: not connected, failing already
 
 
 @attrs.define(eq=False)
@@ -238,10 +251,11 @@ class Call(Generic[T]):
     (tests/tasks/stores/test_postgres_call.py):
 
     - a call cancelled while it waits in its lane is withdrawn and never runs;
-    - a call a thread has taken is abandoned by its caller's cancellation
-      (:meth:`Session.abandon` interrupts it), unless its outcome is on its
-      way, which the caller then receives; the cancellation is delivered
-      at the caller's next checkpoint;
+    - a call a thread has taken is still awaited when its caller is
+      cancelled (the caller learns whether its write was made), and the
+      cancellation is delivered at the caller's next checkpoint; but only
+      until the call's deadline, when it is abandoned and its connection
+      interrupted (:meth:`Session.abandon`, :meth:`Session.interrupt`);
     - a call is taken once, by whichever comes first of the thread and the
       cancellation (the ``claim`` lock), and its waiter is woken once.
     """
@@ -261,18 +275,32 @@ class Call(Generic[T]):
     abandoned: bool = False
     reported: bool = False
 
-    async def wait(self, submit: Callable[[Call[T]], None]) -> T:
-        """``submit`` the call (unless already cancelled), then wait for its outcome."""
+    async def wait(
+        self, submit: Callable[[Call[T]], None], bound: trio.CancelScope, deadline: float
+    ) -> T:
+        """``submit`` the call (unless already cancelled), then wait for its outcome.
+
+        ``bound`` is the call's deadline scope and ``deadline`` the same
+        moment on :func:`time.monotonic` (for the thread that interrupts).
+        """
         await trio.lowlevel.checkpoint_if_cancelled()
         submit(self)
 
         def stop_waiting(_: object) -> trio.lowlevel.Abort:
             if self._claim.acquire(blocking=False):
                 return trio.lowlevel.Abort.SUCCEEDED  # withdrawn before a thread took it
-            assert self.session is not None
-            if self.session.abandon(self):
-                return trio.lowlevel.Abort.SUCCEEDED
-            return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
+            session = self.session
+            assert session is not None
+            if bound.cancel_called:  # the deadline: stop waiting now
+                if session.abandon(self):
+                    return trio.lowlevel.Abort.SUCCEEDED
+                return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
+            # Cancelled from outside: the outcome is still awaited (the caller
+            # learns whether the write was made), but only until the deadline.
+            timer = threading.Timer(deadline - time.monotonic(), session.interrupt, (self,))
+            timer.daemon = True
+            timer.start()
+            return trio.lowlevel.Abort.FAILED
 
         result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
         return result
@@ -366,9 +394,11 @@ class Database:
 
     async def run(self, work: Work[T], lane: Lane = Lane.REQUEST) -> T:
         """Run ``work`` in one of ``lane``'s threads, on its connection, within the timeout."""
-        with trio.move_on_after(self.timeout):
+        bound = trio.move_on_after(self.timeout)
+        deadline = time.monotonic() + self.timeout
+        with bound:
             try:
-                return await Call(work).wait(self._lanes[lane].put)
+                return await Call(work).wait(self._lanes[lane].put, bound, deadline)
             except PROTOCOL_ERRORS:
                 raise
             except Exception as error:
@@ -455,42 +485,3 @@ class Database:
                 raise Abandoned()
         session.checked = breakages
         return connection
-
-
-def first_line(error: BaseException) -> str:
-    """libpq's messages run over several lines; an operator's log wants one."""
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-#: SQLSTATE classes of a database that cannot serve for now: connection
-#: exceptions, insufficient resources, operator intervention (shutdown,
-#: a cancelled statement), a rolled-back transaction (serialization, deadlock).
-UNAVAILABLE_CLASSES = ("08", "40", "53", "57")
-#: SQLSTATEs of the same kind outside those classes: a read-only transaction
-#: (a standby, or ``default_transaction_read_only``), a lock not available.
-UNAVAILABLE_STATES = ("25006", "55P03")
-#: SQLSTATE classes of data the database will not hold: data exceptions
-#: (U+0000 in jsonb, an untranslatable character, a number out of range)
-#: and program limits (a value too large).
-REFUSED_CLASSES = ("22", "54")
-
-
-def classify(error: Exception) -> StoreError:
-    """What a failed call means, as one of the store's three classes: the one place.
-
-    By SQLSTATE first (the server's own word), then by psycopg's class for
-    errors that never reached the server (a broken connection is an
-    ``OperationalError`` without one; a value psycopg cannot encode, a
-    ``UnicodeError``). Anything else is a defect.
-    """
-    detail = f"postgresql: {first_line(error)}"
-    state = getattr(error, "sqlstate", None) or ""
-    if state[:2] in REFUSED_CLASSES or isinstance(error, psycopg.DataError | UnicodeError):
-        return StoreRefused(detail)
-    if (
-        state[:2] in UNAVAILABLE_CLASSES
-        or state in UNAVAILABLE_STATES
-        or (not state and isinstance(error, psycopg.OperationalError))
-    ):
-        return StoreUnavailable(detail)
-    return StoreDefect(f"postgresql: {type(error).__name__}: {first_line(error)}")

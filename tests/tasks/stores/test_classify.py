@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from presa_trio.tasks.stores import postgres_io, sqlite_errors
+from presa_trio.tasks.stores import postgres_errors, sqlite_errors
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable
 
 
@@ -84,7 +84,7 @@ def test_postgresql_errors_fall_into_the_three_classes(
     read-only transaction, an ended session, a rolled-back transaction: unavailable;
     data exceptions and program limits: refused), else by psycopg's class; anything
     else is a defect, and every class keeps a one-line message."""
-    classified = postgres_io.classify(error)
+    classified = postgres_errors.classify(error)
     assert type(classified) is expected
     assert "\n" not in str(classified)
     assert str(classified).startswith("postgresql: ")

@@ -1,0 +1,96 @@
+"""HTTP values without I/O: a request's headers, a plain rejection, the loopback names.
+
+Shared by the HTTP edge (:mod:`presa_trio.http`), which reads the headers,
+writes the rejections and admits the loopback names by default, and the
+resource server (:mod:`presa_trio.auth`), which reads ``Authorization``,
+answers 400/401/403/503 with a ``WWW-Authenticate`` challenge, and warns
+about development tokens off loopback: so neither imports the other.
+
+Spec: RFC 9110 §5 (fields), §15 (status codes); 2026-07-28
+basic/transports/streamable-http §Security & Endpoint, §Sending Messages;
+spec-notes §4.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+import attrs
+
+#: Loopback names a local server answers to by default (spec-notes §4).
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host or bind address is loopback-only (``localhost``, 127.0.0.0/8, ``::1``).
+
+    Every name of :data:`LOOPBACK_HOSTS` is one; so are the other addresses
+    of 127.0.0.0/8, which a server may bind but does not answer to by name.
+    """
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
+class Rejection(Exception):
+    """A plain HTTP rejection: status, a short reason, and extra headers."""
+
+    def __init__(self, status: int, reason: str, headers: Iterable[tuple[bytes, bytes]] = ()):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.headers = list(headers)
+
+
+@attrs.frozen
+class Headers:
+    """Request headers by lowercased name; repeated headers keep every value.
+
+    A value is read as latin-1 (RFC 9110 §5.5: bytes beyond ASCII are opaque)
+    and trimmed of surrounding whitespace, but only when a check asks for
+    it: a request carries about ten headers and presa reads a few of them.
+    ASGI servers send names lowercased (hypercorn does; HTTP/2 requires it,
+    RFC 9113 §8.2.1) and a request rarely repeats one, so that common case is
+    the server's own pairs in one dict built by :func:`dict` in C. Only a
+    request with a repeated or upper-case name pays for grouping its pairs
+    by name in Python.
+    """
+
+    # Lowercased name -> its first value, as received.
+    first: dict[bytes, bytes]
+    # Lowercased name -> every value, for the names that came more than once.
+    repeated: dict[bytes, list[bytes]] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+        pairs = raw if isinstance(raw, list) else list(raw)
+        first = dict(pairs)
+        if len(first) == len(pairs) and b"".join(first).islower():
+            return cls(first)
+        first = {}
+        repeated: dict[bytes, list[bytes]] = {}
+        for name, value in pairs:
+            key = name.lower()
+            if key not in first:
+                first[key] = value
+            elif key in repeated:
+                repeated[key].append(value)
+            else:
+                repeated[key] = [first[key], value]
+        return cls(first, repeated)
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of the header ``name`` (lowercase), in the order received."""
+        key = name.encode("latin-1")
+        values = self.repeated.get(key)
+        if values is not None:
+            return [value.decode("latin-1").strip() for value in values]
+        value = self.first.get(key)
+        return [] if value is None else [value.decode("latin-1").strip()]
+
+    def get(self, name: str) -> str | None:
+        """The first value of the header ``name`` (lowercase), if it came."""
+        value = self.first.get(name.encode("latin-1"))
+        return None if value is None else value.decode("latin-1").strip()
