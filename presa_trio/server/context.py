@@ -242,8 +242,9 @@ class RequestContext:
         In a task run by a server with task event streams on
         (``--task-events``, SEP-2694), the event gets the task's next
         ``seq`` and goes to every ``tasks/stream`` of the task; its type
-        needs a vendor prefix (``com.example.step``) and its payload must be
-        a JSON object (:mod:`presa_trio.tasks.events`). A plain call has no
+        needs a vendor prefix (``com.example.step``, else ``ValueError``) and
+        its payload must be a JSON object (else ``TypeError``) within the
+        size limit (:mod:`presa_trio.tasks.events`). A plain call has no
         task to stream, and there, as with the option off, it does nothing.
         """
 

@@ -109,7 +109,7 @@ class TaskEventLog:
     retention: Retention = attrs.field(factory=Retention)
     # Most events one read of the log brings, so the most one stream holds at once.
     page: int = 100
-    # Most active ``tasks/stream`` requests of one access scope, over all connections.
+    # Most active ``tasks/stream`` requests of one access scope in this process.
     max_streams_per_scope: int = 16
     # How often retention is applied to every log, in seconds.
     prune_every: float = 60.0
@@ -163,11 +163,11 @@ class TaskEventLog:
     ) -> TaskEvent | None:
         """A tool's own event: checked, then appended; None once the task's log is closed.
 
-        A type without a vendor prefix, or a payload that is not a JSON
-        object within the size limit, is a ``ValueError`` for the tool
-        (SEP-2694 §Task Event, §Event Types).
+        A type without a vendor prefix is a ``ValueError`` for the tool, a
+        payload that is not a JSON object a ``TypeError``, one over the size
+        limit a ``ValueError`` (SEP-2694 §Task Event, §Event Types).
         """
-        new = NewEvent(check_type(event_type), self.retention.check_payload(dict(payload)))
+        new = NewEvent(check_type(event_type), dict(self.retention.check_payload(payload)))
         appended = await self._append(store, task_id, [new], now_ms, closing=False)
         return appended[0] if appended else None
 
