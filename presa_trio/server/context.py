@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from presa_trio.auth.principal import Principal
+from presa_trio.auth.principal import OPEN_ACCESS, Access, Principal
 from presa_trio.wire import mrtr
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
@@ -99,6 +99,8 @@ class RequestContext:
     state: Any = None
     # The caller, verified from its access token; ``None`` when authorization is off.
     principal: Principal | None = None
+    # The scopes the request needed, and when its token lapses (authorization).
+    access: Access = OPEN_ACCESS
     # The last progress value sent: progress must increase (progress §Behavior Requirements).
     _last_progress: float | None = None
     # Where the call's child tasks run, while a tool runs (see :attr:`nursery`).

@@ -28,7 +28,11 @@ wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; spec-notes
 Order of checks on ``tasks/*`` (presa's order, spec-notes §33): the
 edge checks headers and ``_meta``, the dispatcher the method; then here,
 -32021 for an undeclaring request, the params' shape (-32602), and the
-lookup, where unknown, expired and other-scope ids are -32602 alike.
+lookup, where unknown, expired and other-scope ids are -32602 alike. With
+authorization on, a task found in the caller's scope then needs the scopes
+its creating call needed (:attr:`~presa_trio.tasks.model.Task.required_scopes`):
+a narrower token gets the 403 ``insufficient_scope`` a ``tools/call`` of
+that tool would get, and a listen stream drops the task's id.
 
 Spec: SEP-2663 §Capability Negotiation, §Task Polling, §Task Update Requests,
 §Task Cancellation, §Task Status Notifications, §Protocol Errors.
@@ -45,7 +49,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import access_scope
+from presa_trio.auth.principal import access_scope, require_scopes
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.registry import (
@@ -68,7 +72,7 @@ from presa_trio.server.tools import (
 )
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
-from presa_trio.tasks.stores.base import StoreUnavailable, Work
+from presa_trio.tasks.stores.base import StoreUnavailable, TaskNotFound, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
@@ -366,7 +370,20 @@ class TasksExtension(Extension):
         self.require_declared(ctx)
         task_id = read_task_id(params)
         with store_errors():
-            return (await self.runner.get(self.scope_of(ctx), task_id)).detailed()
+            task = await self.runner.get(self.scope_of(ctx), task_id)
+        require_scopes(ctx.principal, ctx.access, ctx.method, task.required_scopes)
+        return task.detailed()
+
+    async def authorize_task(self, ctx: RequestContext, scope: str, task_id: str) -> None:
+        """With authorization on, the task must exist and its scopes be held, before a write.
+
+        A task's scopes never change, so reading them before the write is
+        as good as reading them in it.
+        """
+        if ctx.principal is not None:
+            with store_errors():
+                task = await self.runner.get(scope, task_id)
+            require_scopes(ctx.principal, ctx.access, ctx.method, task.required_scopes)
 
     async def update_task(
         self, server: Server, ctx: RequestContext, params: dict[str, Any]
@@ -390,6 +407,7 @@ class TasksExtension(Extension):
         task_id = read_task_id(params)
         answers = read_answers(params)
         scope = self.scope_of(ctx)
+        await self.authorize_task(ctx, scope, task_id)
         with store_errors():
             await self.runner.update(scope, task_id, answers)
         return {}
@@ -403,8 +421,10 @@ class TasksExtension(Extension):
         """
         self.require_declared(ctx)
         task_id = read_task_id(params)
+        scope = self.scope_of(ctx)
+        await self.authorize_task(ctx, scope, task_id)
         with store_errors():
-            await self.runner.cancel(self.scope_of(ctx), task_id)
+            await self.runner.cancel(scope, task_id)
         return {}
 
     # --- subscriptions/listen ----------------------------------------------------
@@ -416,8 +436,9 @@ class TasksExtension(Extension):
 
         Asking needs the declaration (-32021) and a list of at most 100 task
         ids (-32602). Unknown, expired and other-scope ids are dropped
-        silently — indistinguishable, as everywhere — and the acknowledgement
-        echoes the ids kept, if any. Each later stored change of a kept task
+        silently — indistinguishable, as everywhere — as are those of tasks
+        whose scopes the caller's token lacks; the acknowledgement echoes the
+        ids kept, if any. Each later stored change of a kept task
         arrives as ``notifications/tasks`` carrying the DetailedTask that
         ``tasks/get`` would return at that moment (SEP-2663 §Task Status
         Notifications; T-51–T-54).
@@ -430,13 +451,21 @@ class TasksExtension(Extension):
             kept = [
                 t
                 for t in dict.fromkeys(read_subscribed_ids(wanted))
-                if await self.runner.knows(scope, t)
+                if await self.may_watch(ctx, scope, t)
             ]
         topics = {(scope, task_id) for task_id in kept}
         return SubscriptionPart(
             honoured={"taskIds": kept} if kept else {},
             wants=lambda change: change.method == TASK_NOTIFICATION and change.about in topics,
         )
+
+    async def may_watch(self, ctx: RequestContext, scope: str, task_id: str) -> bool:
+        """Whether the caller may see ``task_id``: it is theirs, and they hold its scopes."""
+        try:
+            task = await self.runner.get(scope, task_id)
+        except TaskNotFound:
+            return False
+        return ctx.principal is None or task.required_scopes <= ctx.principal.scopes
 
 
 @attrs.frozen

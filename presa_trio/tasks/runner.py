@@ -521,7 +521,11 @@ class TaskRunner:
             raise RuntimeError("the task runner is not running")
         now = self.clock.wall_ms()
         task = model.create(
-            new_task_id(), now_ms=now, ttl_ms=self.ttl_ms, poll_interval_ms=self.poll_interval_ms
+            new_task_id(),
+            now_ms=now,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            required_scopes=creator.access.required,
         )
         stored = StoredTask(scope, task, work, Lease(self.owner, 1, now + self.lease_ms))
         worker = Worker(task.task_id, scope, 1, task, stored=False)
@@ -688,14 +692,6 @@ class TaskRunner:
     async def get(self, scope: str, task_id: str) -> Task:
         """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
         return (await self.store.get(scope, task_id, self.clock.wall_ms())).task
-
-    async def knows(self, scope: str, task_id: str) -> bool:
-        """Whether ``task_id`` names a live task in ``scope`` (another scope's: no)."""
-        try:
-            await self.get(scope, task_id)
-        except TaskNotFound:
-            return False
-        return True
 
     async def update(self, scope: str, task_id: str, answers: Mapping[str, JSONObject]) -> None:
         """Check ``answers`` and record them in the inbox; the announcement wakes the matched keys.

@@ -11,6 +11,7 @@ import secrets
 from typing import Any
 
 import httpx
+import trio
 
 from presa_trio.testing import DEFAULT_CAPABILITIES
 from tests.auth.conftest import Presa
@@ -72,6 +73,23 @@ async def calls_a_tool(presa: Presa, token: str) -> None:
     response = await presa.call("tools/call", {"name": "greet", "arguments": {"name": "A"}}, token)
     assert response.status_code == 200, response.text
     assert response.json()["result"]["content"][0]["text"] == "Hello, A!"
+
+
+async def calls_a_tool_once_keys_refresh(presa: Presa, token: str, within_s: float) -> float:
+    """Call a tool with a token of a new key: 503 with ``Retry-After`` while presa may
+    not fetch the key set yet, never 401; it works within ``within_s``. Returns the wait."""
+    started = trio.current_time()
+    while True:
+        params = {"name": "greet", "arguments": {"name": "A"}}
+        response = await presa.call("tools/call", params, token)
+        if response.status_code != 503:
+            break
+        assert int(response.headers["retry-after"]) >= 1
+        await trio.sleep(0.2)
+    waited = trio.current_time() - started
+    assert response.status_code == 200, response.text
+    assert waited <= within_s, waited
+    return waited
 
 
 async def create_task(presa: Presa, token: str) -> str:

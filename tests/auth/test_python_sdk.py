@@ -68,7 +68,7 @@ async def test_the_sdk_lists_and_calls_tools(presa: Presa, issuer: Authorization
         presa.url,
         MemoryStorage(),
         "alice-app",
-        issuer.clients["alice-app"].secret,
+        issuer.secret("alice-app"),
         scope="mcp",
         issuer=issuer.issuer,
     )
@@ -116,7 +116,7 @@ async def test_the_sdk_authorization_code_flow(
     redirect = "http://127.0.0.1:1/callback"
     storage.client_info = OAuthClientInformationFull(
         client_id="bob-app",
-        client_secret=issuer.clients["bob-app"].secret,
+        client_secret=issuer.secret("bob-app"),
         redirect_uris=[redirect],  # type: ignore[list-item]
         token_endpoint_auth_method="client_secret_basic",
     )

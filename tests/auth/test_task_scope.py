@@ -29,7 +29,11 @@ async def client() -> AsyncIterator[McpClient]:
     for extension in server.extensions:
         if isinstance(extension, TasksExtension):
             extension.runner.limits = Limits(max_active_per_scope=1)
-    guard = ResourceGuard("http://localhost:3000/mcp", Verifiers(static=StaticTokens(TOKENS)))
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens(TOKENS)),
+        authorization_servers=["https://auth.example.com"],
+    )
     async with running(McpApp.for_server(server, auth=guard)) as started:
         yield started
 
