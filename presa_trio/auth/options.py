@@ -17,6 +17,8 @@ name the authorization server clients get tokens from (authorization
 - ``--auth-resource URL``: the canonical URI tokens must be issued for
   (default ``http://HOST:PORT/mcp``); ``--auth-scope SCOPE`` (repeatable):
   scopes every request needs, also advertised as ``scopes_supported``;
+  ``--auth-tool-scope TOOL=SCOPE`` (repeatable): scopes a tool's calls need,
+  and with them every request on a task the call made;
 - ``--auth-cache-ttl``, ``--auth-key-refetch``, ``--auth-leeway``: how long
   an introspection answer is kept (the revocation lag), how often the key
   set may be fetched again, the clock skew allowed.
@@ -94,6 +96,14 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: none)",
     )
     group.add_argument(
+        "--auth-tool-scope",
+        action="append",
+        default=[],
+        metavar="TOOL=SCOPE",
+        help="a scope calls of TOOL need, and every request on a task it made; repeatable "
+        "(default: none)",
+    )
+    group.add_argument(
         "--auth-leeway",
         type=int,
         default=DEFAULT_LEEWAY_S,
@@ -122,7 +132,19 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
 def auth_requested(args: argparse.Namespace) -> bool:
     """Whether any ``--auth-*`` option (other than those with defaults) was given."""
     names = ("issuer", "client_id", "client_secret", "introspection_endpoint", "resource")
-    return any(getattr(args, "auth_" + name) for name in (*names, "token", "scope"))
+    listed = ("token", "scope", "tool_scope")
+    return any(getattr(args, "auth_" + name) for name in (*names, *listed))
+
+
+def tool_scopes(options: list[str]) -> dict[str, frozenset[str]]:
+    """``TOOL=SCOPE`` options -> the scopes each tool needs; a malformed one is ``ValueError``."""
+    needed: dict[str, set[str]] = {}
+    for option in options:
+        tool, equals, scope = option.partition("=")
+        if not (tool and equals and scope) or " " in scope:
+            raise ValueError(f"--auth-tool-scope: expected TOOL=SCOPE, got {option!r}")
+        needed.setdefault(tool, set()).add(scope)
+    return {tool: frozenset(scopes) for tool, scopes in needed.items()}
 
 
 def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceGuard:
@@ -149,7 +171,9 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
     resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
-    rules = ScopeRules(every_request=frozenset(args.auth_scope))
+    rules = ScopeRules(
+        every_request=frozenset(args.auth_scope), tools=tool_scopes(args.auth_tool_scope)
+    )
     static = None
     if args.auth_token:
         names = {secret: name for name, secret in map(parse_token_option, args.auth_token)}
