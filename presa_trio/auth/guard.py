@@ -85,13 +85,25 @@ class ScopeRules:
     every_request: frozenset[str] = frozenset()
     methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    # (method, tool) with a rule of their own, or None -> the answer: asked on
+    # every request, and bounded by the rules, whatever names clients send.
+    _answers: dict[tuple[str | None, str | None], frozenset[str]] = attrs.field(
+        factory=dict, eq=False, repr=False
+    )
 
     def required(self, method: str, params: Mapping[str, Any]) -> frozenset[str]:
         """Every scope ``method`` with ``params`` needs (all at once, never one by one)."""
-        needed = self.every_request | self.methods.get(method, frozenset())
-        name = params.get("name")
-        if method == "tools/call" and isinstance(name, str):
-            needed |= self.tools.get(name, frozenset())
+        name = params.get("name") if method == "tools/call" else None
+        key = (
+            method if method in self.methods else None,
+            name if isinstance(name, str) and name in self.tools else None,
+        )
+        needed = self._answers.get(key)
+        if needed is None:
+            needed = self.every_request | self.methods.get(method, frozenset())
+            if key[1] is not None:
+                needed |= self.tools[key[1]]
+            self._answers[key] = needed
         return needed
 
     def all(self) -> frozenset[str]:
@@ -117,6 +129,19 @@ class Verifiers:
     introspection: Verifier | None = None
     _told_opaque: bool = False
 
+    def remembered(self, token: str) -> Verified | None:
+        for verifier in (self.static, self.pick(token)):
+            known = None if verifier is None else verifier.remembered(token)
+            if known is not None:
+                return known
+        return None
+
+    def pick(self, token: str) -> Verifier | None:
+        """The verifier for the token's shape: JWT or introspection."""
+        if self.jwt is not None and looks_like_jwt(token):
+            return self.jwt
+        return self.introspection
+
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
         failure = InvalidToken("The access token is not recognised")
         if self.static is not None:
@@ -124,10 +149,9 @@ class Verifiers:
                 return await self.static.verify(token, http)
             except InvalidToken as exc:
                 failure = exc
-        if self.jwt is not None and looks_like_jwt(token):
-            return await self.jwt.verify(token, http)
-        if self.introspection is not None:
-            return await self.introspection.verify(token, http)
+        verifier = self.pick(token)
+        if verifier is not None:
+            return await verifier.verify(token, http)
         if self.jwt is not None:
             if not self._told_opaque:
                 self._told_opaque = True
@@ -145,12 +169,17 @@ class Verifiers:
                 await verifier.prepare(http)
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class Authenticated:
-    """A request's bearer token, and the caller it was verified to stand for."""
+    """A request's bearer token, the caller it was verified to stand for, and its guard."""
 
     token: str = attrs.field(repr=False)
     principal: Principal
+    guard: ResourceGuard = attrs.field(repr=False)
+
+    async def lapsed(self) -> None:
+        """Return once the token stops being valid (:meth:`ResourceGuard.lapsed`)."""
+        await self.guard.lapsed(self.token)
 
 
 def quoted(value: str) -> str:
@@ -268,12 +297,12 @@ class ResourceGuard:
         """The token of the ``Authorization: Bearer`` header, ``None`` if there is none."""
         if query_string and "access_token" in parse_qs(query_string.decode("latin-1")):
             raise self.bad_request("Access tokens must not be sent in the query string")
-        values = headers.get_all("authorization")
-        if len(values) > 1:
-            raise self.bad_request("More than one Authorization header")
-        if not values:
+        value = headers.get("authorization")
+        if value is None:
             return None
-        scheme, _, token = values[0].partition(" ")
+        if b"authorization" in headers.repeated:
+            raise self.bad_request("More than one Authorization header")
+        scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer":
             return None
         token = token.strip()
@@ -294,7 +323,10 @@ class ResourceGuard:
         if self._http is None:
             raise Rejection(503, "The server is not running")
         try:
-            verified = await self.verifier.verify(token, self._http)
+            # The common case, a token seen before, without a coroutine per verifier.
+            verified = self.verifier.remembered(token)
+            if verified is None:
+                verified = await self.verifier.verify(token, self._http)
         except InvalidToken as exc:
             header = self.challenge("invalid_token", str(exc), self.scopes.every_request)
             raise Rejection(401, str(exc), [header]) from exc
@@ -306,7 +338,7 @@ class ResourceGuard:
         except Misconfigured as exc:
             self.tell(exc)
             raise Rejection(500, "This server's authorization is misconfigured") from exc
-        return Authenticated(token, verified.principal)
+        return Authenticated(token, verified.principal, self)
 
     def tell(self, problem: Misconfigured) -> None:
         """Log a misconfiguration, once per distinct reason."""

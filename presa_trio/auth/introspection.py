@@ -98,15 +98,21 @@ class IntrospectionVerifier:
     method: str | None = None
     _cache: TokenCache[tuple[Answer, float]] = attrs.field(factory=TokenCache)
 
+    def remembered(self, token: str) -> Verified | None:
+        """The cached answer about ``token``, if there is one (a refusal raises)."""
+        cached = self._cache.get(hashlib.sha256(token.encode()).digest(), time.time())
+        return None if cached is None else self.conclude(*cached)
+
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
-        key = hashlib.sha256(token.encode()).hexdigest()
+        known = self.remembered(token)
+        if known is not None:
+            return known
         now = time.time()
-        cached = self._cache.get(key, now)
-        if cached is None:
-            answer, until = self.judge(await self.introspect(token, http), now)
-            self._cache.put(key, (answer, until), until, now)
-        else:
-            answer, until = cached
+        answer, until = self.judge(await self.introspect(token, http), now)
+        self._cache.put(hashlib.sha256(token.encode()).digest(), (answer, until), until, now)
+        return self.conclude(answer, until)
+
+    def conclude(self, answer: Answer, until: float) -> Verified:
         if answer.principal is None:
             raise InvalidToken(answer.refusal)
         return Verified(answer.principal, until)

@@ -83,16 +83,23 @@ class JwtVerifier:
     # Token hash -> (the verified token, the fetch of the key set that checked it).
     _verified: TokenCache[tuple[Verified, float]] = attrs.field(factory=TokenCache)
 
-    async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
-        key = hashlib.sha256(token.encode()).hexdigest()
-        now = time.time()
-        known = self._verified.get(key, now)
+    def remembered(self, token: str) -> Verified | None:
+        """The token's verification, if it holds still and was made with the current keys."""
+        known = self._verified.get(hashlib.sha256(token.encode()).digest(), time.time())
         if known is not None and self._keys is not None and known[1] == self._keys.fetched_at:
             return known[0]
+        return None
+
+    async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
+        known = self.remembered(token)
+        if known is not None:
+            return known
+        now = time.time()
         keys = await self.key_set(http)
         principal, expires = await self.check(token, keys, http)
         until = min(expires + self.leeway_s, keys.expires_at)
         verified = Verified(principal, until)
+        key = hashlib.sha256(token.encode()).digest()
         self._verified.put(key, (verified, keys.fetched_at), until, now)
         return verified
 

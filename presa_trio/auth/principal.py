@@ -57,7 +57,7 @@ def access_scope(principal: Principal | None) -> str:
     return ANONYMOUS if principal is None else principal.access_scope
 
 
-@attrs.frozen
+@attrs.define
 class Access:
     """What the HTTP edge granted one request, beside its caller."""
 

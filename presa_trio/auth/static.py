@@ -44,7 +44,17 @@ class StaticTokens:
     async def prepare(self, http: httpx.AsyncClient) -> None:
         """Nothing to fetch: the tokens are given."""
 
+    def remembered(self, token: str) -> Verified | None:
+        """A development token needs no server: the answer is always at hand."""
+        try:
+            return self.check(token)
+        except InvalidToken:
+            return None
+
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
+        return self.check(token)
+
+    def check(self, token: str) -> Verified:
         found = None
         for secret, name in self.names.items():  # compare all, in constant time each
             if hmac.compare_digest(secret.encode(), token.encode()):

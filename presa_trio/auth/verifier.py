@@ -43,13 +43,13 @@ MAX_CACHED = 10_000
 class TokenCache(Generic[T]):
     """What was concluded about a token, until a given wall-clock time, by token hash."""
 
-    _entries: dict[str, tuple[T, float]] = attrs.field(factory=dict)
+    _entries: dict[bytes, tuple[T, float]] = attrs.field(factory=dict)
 
-    def get(self, token: str, now: float) -> T | None:
+    def get(self, token: bytes, now: float) -> T | None:
         entry = self._entries.get(token)
         return entry[0] if entry is not None and now < entry[1] else None
 
-    def put(self, token: str, value: T, until: float, now: float) -> None:
+    def put(self, token: bytes, value: T, until: float, now: float) -> None:
         if len(self._entries) >= MAX_CACHED:
             for stale in [k for k, (_, end) in self._entries.items() if end <= now]:
                 del self._entries[stale]
@@ -96,6 +96,10 @@ class Verifier(Protocol):
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
         """The principal behind ``token``; raise :class:`InvalidToken` if there is none."""
+        ...
+
+    def remembered(self, token: str) -> Verified | None:
+        """What :meth:`verify` would say, if it can say it at once from what it keeps."""
         ...
 
     async def prepare(self, http: httpx.AsyncClient) -> None:

@@ -24,7 +24,6 @@ Messages; basic/index §Error Codes.
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -245,7 +244,7 @@ class McpApp:
                 if self.auth is not None and caller is not None:
                     request = admitted.request
                     needed = self.auth.authorize(caller.principal, request.method, request.params)
-                    access = Access(needed, partial(self.auth.lapsed, caller.token))
+                    access = Access(needed, caller.lapsed)
             elif isinstance(admitted, envelope.Notification):
                 self.check_notification(headers)
         except McpError as error:
