@@ -97,13 +97,14 @@ async def start_presa(
     http: httpx.AsyncClient,
     flags: Sequence[str],
     log: Path | None = None,
+    port: int | None = None,
 ) -> Presa:
     """``presa-trio serve`` with ``flags`` on a free port, once it answers.
 
     The process is a child of ``nursery``: cancelling it (the test's end)
     terminates the server. With ``log``, its stderr (the log) goes to that file.
     """
-    port = free_port()
+    port = free_port() if port is None else port
     url = f"http://127.0.0.1:{port}/mcp"
     command = [sys.executable, "-m", "presa_trio", "serve", "--port", str(port), *flags]
     with contextlib.ExitStack() as files:
