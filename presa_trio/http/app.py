@@ -45,7 +45,7 @@ from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
-from presa_trio.wire.errors import McpError
+from presa_trio.wire.errors import RETRY_AFTER_S, McpError
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:
@@ -57,6 +57,17 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 #: Default seconds from the request head to the end of its body.
 DEFAULT_READ_TIMEOUT_S = 30.0
+
+
+def retry_after(status: int) -> list[tuple[bytes, bytes]] | None:
+    """``Retry-After`` for a refusal that can succeed later: HTTP 429 and 503 only.
+
+    A JSON-RPC error answers 429 or 503 only when trying again can succeed
+    (:class:`~presa_trio.wire.errors.OverCapacity`).
+    """
+    if status in (429, 503):
+        return [(b"retry-after", b"%d" % RETRY_AFTER_S)]
+    return None
 
 
 @attrs.define(eq=False, repr=False)
@@ -322,6 +333,6 @@ class McpApp:
                 writer.close()
                 await self.reject(send, self.auth.insufficient(short.method, short.needed))
                 return
-            await writer.finish(data, status)
+            await writer.finish(data, status, retry_after(status))
         finally:
             writer.close()

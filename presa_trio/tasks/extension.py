@@ -75,7 +75,12 @@ from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_met
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskNotFound, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.wire.convert import to_wire
-from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
+from presa_trio.wire.errors import (
+    InternalError,
+    InvalidParams,
+    MissingRequiredClientCapability,
+    OverCapacity,
+)
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired, parse_input_responses
@@ -307,6 +312,11 @@ class TasksExtension(Extension):
         unknown tool is -32602, and arguments that break the tool's
         ``inputSchema`` get the same ``isError`` result as a plain call,
         with no task created (:func:`~presa_trio.server.tools.check_arguments`).
+
+        When a task limit is full, an OPTIONAL tool's call runs as a plain
+        call instead; a REQUIRED tool's is refused with
+        :class:`~presa_trio.wire.errors.OverCapacity` (HTTP 429 or 503 with
+        ``Retry-After``), whose message says what the caller can do.
         """
         name, arguments = read_call_params(params)
         policy = self.policy_for(ctx, name, params)
@@ -335,8 +345,16 @@ class TasksExtension(Extension):
             principal=principal_to_json(ctx.principal),
         )
         job = ToolJob(registered, arguments)
-        with store_errors():
-            task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
+        try:
+            with store_errors():
+                task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
+        except OverCapacity as full:
+            if policy is not Policy.OPTIONAL:
+                raise
+            # No task to be had: the server decides to answer as a plain call
+            # (SEP-2663 §Capability Negotiation: "at its own discretion"), and nobody is locked out.
+            log.info("%s: no task (%s), answered as a plain call", name, full.limit)
+            return await call(server, ctx, params)
         return {**task.to_wire(), "resultType": "task"}
 
     def revive(self, work: Work) -> tuple[Job, RequestContext] | None:

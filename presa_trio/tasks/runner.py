@@ -87,6 +87,7 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.auth.principal import ANONYMOUS
 from presa_trio.server.context import RequestContext
 from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
@@ -108,7 +109,13 @@ from presa_trio.tasks.stores.base import (
     Work,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
+from presa_trio.wire.errors import (
+    InternalError,
+    McpError,
+    MissingRequiredClientCapability,
+    OverCapacity,
+    ServerOverCapacity,
+)
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequest, answers_for, check_answers
@@ -203,6 +210,27 @@ class Limits:
         return Capacity(
             self.max_active, self.max_active_per_scope, self.max_stored, self.max_stored_per_scope
         )
+
+    def refusal(self, limit: str, *, shared: bool) -> OverCapacity:
+        """The answer to a creation the ``limit`` refused, saying what the caller can do.
+
+        ``shared``: the caller's scope is everyone's (authorization is off).
+        """
+        if limit == "max_active_tasks_per_scope":
+            message = (
+                f"Too many unfinished tasks for this caller ({self.max_active_per_scope}): "
+                "retry once one ends, or cancel one with tasks/cancel"
+            )
+        elif limit == "max_stored_tasks_per_scope":
+            message = (
+                f"Too many stored tasks for this caller ({self.max_stored_per_scope}; finished "
+                "ones count until their ttlMs elapses): retry later"
+            )
+        else:
+            return ServerOverCapacity("The server holds all the tasks it can: retry later", limit)
+        if shared:
+            message += "; without authorization every caller shares this limit"
+        return OverCapacity(message, limit)
 
     def check_input(self, value: Any) -> None:
         """Resending the same oversized input can never fit: not retryable.
@@ -535,7 +563,7 @@ class TaskRunner:
             await self.store.create(stored, self.limits.capacity, now)
         except CapacityExceeded as full:
             del self._workers[task.task_id]
-            raise capacity_error(full.limit, retryable=True) from None
+            raise self.limits.refusal(full.limit, shared=scope == ANONYMOUS) from None
         except BaseException:
             del self._workers[task.task_id]
             raise
