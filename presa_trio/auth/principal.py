@@ -81,9 +81,14 @@ class InsufficientScope(Exception):
         self.needed = needed
 
 
+def holds(principal: Principal | None, scopes: frozenset[str] | None) -> bool:
+    """Whether ``principal`` holds ``scopes`` (``None``: no such task; no principal: auth off)."""
+    return scopes is not None and (principal is None or scopes <= principal.scopes)
+
+
 def require_scopes(
     principal: Principal | None, access: Access, method: str, scopes: frozenset[str]
 ) -> None:
     """:class:`InsufficientScope` unless ``principal`` holds ``scopes`` (none: auth is off)."""
-    if principal is not None and not scopes <= principal.scopes:
+    if not holds(principal, scopes):
         raise InsufficientScope(method, access.required | scopes)

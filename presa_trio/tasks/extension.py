@@ -27,12 +27,9 @@ wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; spec-notes
 
 Order of checks on ``tasks/*`` (presa's order, spec-notes §33): the
 edge checks headers and ``_meta``, the dispatcher the method; then here,
--32021 for an undeclaring request, the params' shape (-32602), and the
-lookup, where unknown, expired and other-scope ids are -32602 alike. With
-authorization on, a task found in the caller's scope then needs the scopes
-its creating call needed (:attr:`~presa_trio.tasks.model.Task.required_scopes`):
-a narrower token gets the 403 ``insufficient_scope`` a ``tools/call`` of
-that tool would get, and a listen stream drops the task's id.
+-32021 for an undeclaring request, the params' shape (-32602), the lookup
+(unknown, expired and other-scope ids are -32602 alike), then the scopes the
+task's creating call needed (a 403 as for that ``tools/call``; spec-notes §49).
 
 Spec: SEP-2663 §Capability Negotiation, §Task Polling, §Task Update Requests,
 §Task Cancellation, §Task Status Notifications, §Protocol Errors.
@@ -49,7 +46,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import access_scope, require_scopes
+from presa_trio.auth.principal import access_scope, holds, require_scopes
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.registry import (
@@ -71,28 +68,24 @@ from presa_trio.server.tools import (
     tool_outcome,
 )
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
-from presa_trio.tasks.stores.base import StoreUnavailable, TaskNotFound, Work
+from presa_trio.tasks.stores.base import StoreUnavailable, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import (
     InternalError,
-    InvalidParams,
     MissingRequiredClientCapability,
     OverCapacity,
 )
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequired, parse_input_responses
+from presa_trio.wire.mrtr import InputRequired
 
 log = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
-#: Longest accepted ``taskId``, in UTF-8 bytes; presa's ids are 32 (spec-notes §37).
-MAX_TASK_ID_BYTES = 256
-#: Most task ids one listen stream may ask for (presa's bound).
-MAX_SUBSCRIBED_TASKS = 100
 TASK_NOTIFICATION = "notifications/tasks"
 
 
@@ -140,50 +133,6 @@ def store_errors() -> Iterator[None]:
     except StoreUnavailable as error:
         log.warning("task store unavailable: %s", error)
         raise InternalError("The task store is unavailable", {"retryable": True}) from None
-
-
-def valid_task_id(task_id: Any) -> bool:
-    """A task id is a non-empty string of at most 256 UTF-8 bytes (a lone surrogate: 3)."""
-    return (
-        isinstance(task_id, str)
-        and 0 < len(task_id.encode("utf-8", "surrogatepass")) <= MAX_TASK_ID_BYTES
-    )
-
-
-def read_task_id(params: dict[str, Any]) -> str:
-    """``params.taskId``, a valid task id, else -32602."""
-    task_id = params.get("taskId")
-    if not valid_task_id(task_id):
-        raise InvalidParams(
-            f"taskId must be a non-empty string of at most {MAX_TASK_ID_BYTES} bytes"
-        )
-    assert isinstance(task_id, str)
-    return task_id
-
-
-def read_subscribed_ids(wanted: Mapping[str, Any]) -> list[str]:
-    """``notifications.taskIds``: at most 100 valid task ids, else -32602."""
-    task_ids = wanted["taskIds"]
-    if not isinstance(task_ids, list) or not all(valid_task_id(t) for t in task_ids):
-        raise InvalidParams("notifications.taskIds must be a list of task ids")
-    if len(task_ids) > MAX_SUBSCRIBED_TASKS:
-        raise InvalidParams(f"notifications.taskIds lists more than {MAX_SUBSCRIBED_TASKS} ids")
-    return task_ids
-
-
-def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
-    """``tasks/update`` ``inputResponses``: required; non-empty keys; object values.
-
-    Only the shape is checked here; :meth:`TasksExtension.update_task`
-    checks each answer to an outstanding key against its request, and one
-    under a key that is not outstanding is never looked at (spec-notes §29; T-78).
-    """
-    if "inputResponses" not in params:
-        raise InvalidParams("tasks/update requires an inputResponses object")
-    answers = parse_input_responses(params)
-    if not all(answers):
-        raise InvalidParams("inputResponses keys must be non-empty")
-    return answers
 
 
 @attrs.define(eq=False, repr=False)
@@ -313,10 +262,8 @@ class TasksExtension(Extension):
         ``inputSchema`` get the same ``isError`` result as a plain call,
         with no task created (:func:`~presa_trio.server.tools.check_arguments`).
 
-        When a task limit is full, an OPTIONAL tool's call runs as a plain
-        call instead; a REQUIRED tool's is refused with
-        :class:`~presa_trio.wire.errors.OverCapacity` (HTTP 429 or 503 with
-        ``Retry-After``), whose message says what the caller can do.
+        At a full task limit an OPTIONAL tool's call runs as a plain call;
+        a REQUIRED tool's is :class:`~presa_trio.wire.errors.OverCapacity`.
         """
         name, arguments = read_call_params(params)
         policy = self.policy_for(ctx, name, params)
@@ -348,11 +295,9 @@ class TasksExtension(Extension):
         try:
             with store_errors():
                 task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
-        except OverCapacity as full:
+        except OverCapacity as full:  # the server decides (spec-notes §31)
             if policy is not Policy.OPTIONAL:
                 raise
-            # No task to be had: the server decides to answer as a plain call
-            # (SEP-2663 §Capability Negotiation: "at its own discretion"), and nobody is locked out.
             log.info("%s: no task (%s), answered as a plain call", name, full.limit)
             return await call(server, ctx, params)
         return {**task.to_wire(), "resultType": "task"}
@@ -386,22 +331,14 @@ class TasksExtension(Extension):
     ) -> dict[str, Any]:
         """``tasks/get``: the DetailedTask, ``resultType: "complete"`` (T-27–T-32)."""
         self.require_declared(ctx)
-        task_id = read_task_id(params)
+        return (await self.scoped_task(ctx, self.scope_of(ctx), read_task_id(params))).detailed()
+
+    async def scoped_task(self, ctx: RequestContext, scope: str, task_id: str) -> Task:
+        """The caller's task, if its token holds the scopes the task needs (never change)."""
         with store_errors():
-            task = await self.runner.get(self.scope_of(ctx), task_id)
+            task = await self.runner.get(scope, task_id)
         require_scopes(ctx.principal, ctx.access, ctx.method, task.required_scopes)
-        return task.detailed()
-
-    async def authorize_task(self, ctx: RequestContext, scope: str, task_id: str) -> None:
-        """With authorization on, the task must exist and its scopes be held, before a write.
-
-        A task's scopes never change, so reading them before the write is
-        as good as reading them in it.
-        """
-        if ctx.principal is not None:
-            with store_errors():
-                task = await self.runner.get(scope, task_id)
-            require_scopes(ctx.principal, ctx.access, ctx.method, task.required_scopes)
+        return task
 
     async def update_task(
         self, server: Server, ctx: RequestContext, params: dict[str, Any]
@@ -425,7 +362,8 @@ class TasksExtension(Extension):
         task_id = read_task_id(params)
         answers = read_answers(params)
         scope = self.scope_of(ctx)
-        await self.authorize_task(ctx, scope, task_id)
+        if ctx.principal is not None:
+            await self.scoped_task(ctx, scope, task_id)
         with store_errors():
             await self.runner.update(scope, task_id, answers)
         return {}
@@ -440,7 +378,8 @@ class TasksExtension(Extension):
         self.require_declared(ctx)
         task_id = read_task_id(params)
         scope = self.scope_of(ctx)
-        await self.authorize_task(ctx, scope, task_id)
+        if ctx.principal is not None:
+            await self.scoped_task(ctx, scope, task_id)
         with store_errors():
             await self.runner.cancel(scope, task_id)
         return {}
@@ -454,9 +393,9 @@ class TasksExtension(Extension):
 
         Asking needs the declaration (-32021) and a list of at most 100 task
         ids (-32602). Unknown, expired and other-scope ids are dropped
-        silently — indistinguishable, as everywhere — as are those of tasks
-        whose scopes the caller's token lacks; the acknowledgement echoes the
-        ids kept, if any. Each later stored change of a kept task
+        silently — indistinguishable, as everywhere — as are those whose
+        scopes the token lacks; the acknowledgement
+        echoes the ids kept, if any. Each later stored change of a kept task
         arrives as ``notifications/tasks`` carrying the DetailedTask that
         ``tasks/get`` would return at that moment (SEP-2663 §Task Status
         Notifications; T-51–T-54).
@@ -469,21 +408,13 @@ class TasksExtension(Extension):
             kept = [
                 t
                 for t in dict.fromkeys(read_subscribed_ids(wanted))
-                if await self.may_watch(ctx, scope, t)
+                if holds(ctx.principal, await self.runner.scopes_of(scope, t))
             ]
         topics = {(scope, task_id) for task_id in kept}
         return SubscriptionPart(
             honoured={"taskIds": kept} if kept else {},
             wants=lambda change: change.method == TASK_NOTIFICATION and change.about in topics,
         )
-
-    async def may_watch(self, ctx: RequestContext, scope: str, task_id: str) -> bool:
-        """Whether the caller may see ``task_id``: it is theirs, and they hold its scopes."""
-        try:
-            task = await self.runner.get(scope, task_id)
-        except TaskNotFound:
-            return False
-        return ctx.principal is None or task.required_scopes <= ctx.principal.scopes
 
 
 @attrs.frozen

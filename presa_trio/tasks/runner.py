@@ -721,6 +721,13 @@ class TaskRunner:
         """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
         return (await self.store.get(scope, task_id, self.clock.wall_ms())).task
 
+    async def scopes_of(self, scope: str, task_id: str) -> frozenset[str] | None:
+        """The scopes a live task of ``scope`` requires; ``None`` if there is no such task."""
+        try:
+            return (await self.get(scope, task_id)).required_scopes
+        except TaskNotFound:
+            return None
+
     async def update(self, scope: str, task_id: str, answers: Mapping[str, JSONObject]) -> None:
         """Check ``answers`` and record them in the inbox; the announcement wakes the matched keys.
 

@@ -70,22 +70,7 @@ async def presa(
 async def test_the_sdk_lists_and_calls_tools(presa: Presa, issuer: AuthorizationServer) -> None:
     """A-01, A-02, A-06: the SDK discovers the issuer from presa's challenge and
     metadata, gets a token for presa, and lists and calls tools with it."""
-    auth = ClientCredentialsOAuthProvider(
-        presa.url,
-        MemoryStorage(),
-        "alice-app",
-        issuer.secret("alice-app"),
-        scope="mcp",
-        issuer=issuer.issuer,
-    )
-    async with (
-        httpx2.AsyncClient(auth=auth) as http,
-        Client(streamable_http_client(presa.url, http_client=http), mode="2026-07-28") as client,
-    ):
-        listed = await client.list_tools()
-        assert "greet" in {tool.name for tool in listed.tools}
-        result = await client.call_tool("greet", {"name": "SDK"})
-    assert result.content == [TextContent(type="text", text="Hello, SDK!")]
+    assert await call_greet(presa.url, issuer) == "Hello, SDK!"
     assert issuer.hits["/token"] == 1
     assert issuer.hits["/.well-known/oauth-authorization-server"] >= 1
 
@@ -203,6 +188,7 @@ async def test_localhost_needs_auth_resource(
 
 
 async def call_greet(url: str, issuer: AuthorizationServer) -> str:
+    """The client credentials recipe of docs/authorization.md: list the tools, call one."""
     auth = ClientCredentialsOAuthProvider(
         url,
         MemoryStorage(),
@@ -215,6 +201,8 @@ async def call_greet(url: str, issuer: AuthorizationServer) -> str:
         httpx2.AsyncClient(auth=auth) as sdk_http,
         Client(streamable_http_client(url, http_client=sdk_http), mode="2026-07-28") as client,
     ):
+        listed = await client.list_tools()
+        assert "greet" in {tool.name for tool in listed.tools}
         result = await client.call_tool("greet", {"name": "SDK"})
     content = result.content[0]
     assert isinstance(content, TextContent)
