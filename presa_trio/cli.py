@@ -147,10 +147,9 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """The task limits: what one caller, and the whole server, may hold."""
     defaults = Limits()
     limits = parser.add_argument_group(
-        "task limits",
-        "Per caller with authorization on; without it all callers are one caller. Past a "
-        "limit a task-optional tool answers as a plain call, and a task-required one is "
-        "refused: 429 for a caller's limit, 503 for the server's, with Retry-After.",
+        "task limits (per caller with authorization on, where without it all callers are "
+        "one; past a limit a task-optional tool answers as a plain call and a task-required "
+        "one is refused, 429 for a caller's limit and 503 for the server's, with Retry-After)"
     )
     for flag, field, what in (
         ("--task-max-active", "max_active", "unfinished tasks on this server"),

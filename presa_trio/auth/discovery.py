@@ -17,6 +17,7 @@ Metadata Discovery (RFC 8414 §3.1, §3.3; OpenID Connect Discovery §4.3).
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -72,7 +73,35 @@ class ServerMetadata:
         )
 
 
-async def discover(http: httpx.AsyncClient, issuer: str) -> ServerMetadata:
+#: How long a failed discovery is answered from memory before the issuer is asked again.
+RETRY_DISCOVERY_S = 10.0
+
+
+@attrs.define(eq=False)
+class Discovery:
+    """One issuer's metadata, fetched once; a failure is repeated for
+    ``RETRY_DISCOVERY_S`` without asking again, so no caller can make presa ask
+    the issuer on every request."""
+
+    issuer: str
+    _found: ServerMetadata | None = None
+    # Until when (monotonic seconds) the last failure stands, and the failure.
+    _failed: tuple[float, VerifierUnavailable | Misconfigured] | None = None
+
+    async def metadata(self, http: httpx.AsyncClient) -> ServerMetadata:
+        if self._found is not None:
+            return self._found
+        if self._failed is not None and time.monotonic() < self._failed[0]:
+            raise self._failed[1]
+        try:
+            self._found = await fetch_metadata(http, self.issuer)
+        except (VerifierUnavailable, Misconfigured) as failure:
+            self._failed = (time.monotonic() + RETRY_DISCOVERY_S, failure)
+            raise
+        return self._found
+
+
+async def fetch_metadata(http: httpx.AsyncClient, issuer: str) -> ServerMetadata:
     """The first valid metadata document of ``issuer``.
 
     None reachable is :class:`VerifierUnavailable`; documents that all name

@@ -33,7 +33,7 @@ from urllib.parse import quote
 import attrs
 import httpx
 
-from presa_trio.auth.discovery import discover
+from presa_trio.auth.discovery import Discovery
 from presa_trio.auth.principal import Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
@@ -96,6 +96,12 @@ class IntrospectionVerifier:
     max_cache_s: float = DEFAULT_MAX_CACHE_S
     # How presa authenticates at the endpoint; chosen on first use.
     method: str | None = None
+    _discovery: Discovery | None = attrs.field(
+        default=attrs.Factory(
+            lambda self: None if self.issuer is None else Discovery(self.issuer), takes_self=True
+        ),
+        repr=False,
+    )
     _cache: TokenCache[tuple[Answer, float]] = attrs.field(factory=TokenCache)
 
     def remembered(self, token: str) -> Verified | None:
@@ -122,8 +128,8 @@ class IntrospectionVerifier:
         if self.endpoint is not None and self.method is not None:
             return
         metadata = None
-        if self.issuer is not None:
-            metadata = await discover(http, self.issuer)
+        if self._discovery is not None:
+            metadata = await self._discovery.metadata(http)
         if self.endpoint is None:
             if metadata is None or metadata.introspection_endpoint is None:
                 raise Misconfigured(

@@ -42,7 +42,7 @@ from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwt import JWTClaimsRegistry
 
-from presa_trio.auth.discovery import discover
+from presa_trio.auth.discovery import Discovery
 from presa_trio.auth.keys import DEFAULT_REFETCH_INTERVAL_S, IssuerKeys
 from presa_trio.auth.options import DEFAULT_LEEWAY_S
 from presa_trio.auth.principal import Principal
@@ -78,6 +78,9 @@ class JwtVerifier:
     refetch_interval_s: float = DEFAULT_REFETCH_INTERVAL_S
     # Where the key set is; found in the issuer's metadata on first use if not given.
     jwks_uri: str | None = None
+    _discovery: Discovery = attrs.field(
+        default=attrs.Factory(lambda self: Discovery(self.issuer), takes_self=True), repr=False
+    )
     _keys: IssuerKeys | None = None
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
     # Token hash -> (the verified token, the fetch of the key set that checked it).
@@ -113,7 +116,7 @@ class JwtVerifier:
             async with self._lock:
                 if self._keys is None:
                     if self.jwks_uri is None:
-                        metadata = await discover(http, self.issuer)
+                        metadata = await self._discovery.metadata(http)
                         if metadata.jwks_uri is None:
                             raise Misconfigured(
                                 f"the metadata of {self.issuer} names no jwks_uri: "
