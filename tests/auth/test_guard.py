@@ -179,3 +179,10 @@ def test_default_resource_and_metadata_url() -> None:
     assert built.resource == "http://127.0.0.1:3911/mcp"
     assert built.metadata_url == "http://127.0.0.1:3911/.well-known/oauth-protected-resource/mcp"
     assert not auth_requested(parse_args(["serve"]))
+
+
+def test_a_guard_names_an_authorization_server() -> None:
+    """A-14: the metadata MUST name one, so a guard without one cannot be built."""
+    with pytest.raises(ValueError, match="at least one authorization server"):
+        ResourceGuard(RESOURCE, Verifiers(), authorization_servers=[])
+    assert guard().metadata()["authorization_servers"] == [ISSUER]
