@@ -120,8 +120,9 @@ class Verifiers:
 
     A token shaped like a JWS goes to the JWT verifier when there is one; any
     other token goes to introspection when it is configured. An opaque token
-    when only JWTs are checked is refused, and logged once: the issuer may
-    issue opaque tokens, which needs introspection (``--auth-client-id``).
+    when only JWTs are checked (and no development tokens) is refused saying
+    so, and logged once: the issuer may issue opaque tokens, which needs
+    introspection (``--auth-client-id``).
     """
 
     static: Verifier | None = None
@@ -152,7 +153,7 @@ class Verifiers:
         verifier = self.pick(token)
         if verifier is not None:
             return await verifier.verify(token, http)
-        if self.jwt is not None:
+        if self.jwt is not None and self.static is None:
             if not self._told_opaque:
                 self._told_opaque = True
                 log.warning(
@@ -253,10 +254,10 @@ class ResourceGuard:
         Beside it, :meth:`check_wiring` asks the authorization server at once
         whether the configuration can work; requests are served meanwhile.
         """
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http, trio.open_nursery() as n:
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http, trio.open_nursery() as checks:
             self._http = http
             try:
-                n.start_soon(self.check_wiring, http)
+                checks.start_soon(self.check_wiring, http)
                 task_status.started()
                 await trio.sleep_forever()
             finally:
