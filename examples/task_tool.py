@@ -16,7 +16,7 @@ server.add_extension(tasks)
 @tasks.tool(Policy.OPTIONAL, description="Asks before deleting a file")
 async def delete(ctx: RequestContext, arguments: dict[str, Any]) -> str:
     answers = await ask(ctx, {"ok": Elicitation("Delete it?", CONFIRM)})
-    return "deleted" if answers["ok"]["action"] == "accept" else "kept"
+    return "deleted" if answers.elicitation("ok").action == "accept" else "kept"
 
 
 if __name__ == "__main__":

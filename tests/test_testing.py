@@ -48,7 +48,7 @@ def my_server() -> Server:
     @tasks.tool(Policy.OPTIONAL, description="Asks before deleting")
     async def delete(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         answers = await ask(ctx, {"ok": Elicitation("Delete it?", CONFIRM)})
-        return "deleted" if answers["ok"]["action"] == "accept" else "kept"
+        return "deleted" if answers.elicitation("ok").action == "accept" else "kept"
 
     @server.tool(description="Adds a tool to the server")
     async def grow(ctx: RequestContext, arguments: dict[str, Any]) -> str:
