@@ -77,8 +77,8 @@ from conformance.baseline import (
     parse_catalogue,
 )
 from conformance.report import RUNNING_LINE, print_report
-from presa_trio.tasks.store import StoreUnavailable
 from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.base import StoreUnavailable
 
 HERE = Path(__file__).resolve().parent
 RUNNER_PACKAGE = "@modelcontextprotocol/conformance"

@@ -36,8 +36,8 @@ from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
 from presa_trio.tasks.extension import TasksExtension
-from presa_trio.tasks.store import StoreUnavailable, TaskStore
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
+from presa_trio.tasks.stores.base import StoreUnavailable, TaskStore
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"

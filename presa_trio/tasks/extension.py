@@ -68,9 +68,9 @@ from presa_trio.server.tools import (
     tool_outcome,
 )
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.record import principal_from_json, principal_to_json
 from presa_trio.tasks.runner import Job, TaskRunner, WorkerContext, detached_meta, drop
-from presa_trio.tasks.store import StoreUnavailable, Work
+from presa_trio.tasks.stores.base import StoreUnavailable, Work
+from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta

@@ -46,9 +46,9 @@ Theory of operation
 Beyond one process
 ------------------
 - **The store is the truth.** Every read and write awaits the
-  :class:`~presa_trio.tasks.store.TaskStore`; a worker's parked Trio task
+  :class:`~presa_trio.tasks.stores.base.TaskStore`; a worker's parked Trio task
   and cancel scope are this process's view of it. The store announces every change
-  (:meth:`~presa_trio.tasks.store.TaskStore.watch`) and :meth:`TaskRunner._react`
+  (:meth:`~presa_trio.tasks.stores.base.TaskStore.watch`) and :meth:`TaskRunner._react`
   brings the view in line: a ``cancelled`` task stops its worker, new
   answers in the inbox wake the keys they match, a lost lease stops the
   worker, and every change is published. A change made by another process
@@ -91,7 +91,7 @@ from presa_trio.server.context import RequestContext
 from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Status, Task
-from presa_trio.tasks.store import (
+from presa_trio.tasks.stores.base import (
     RESYNC,
     Capacity,
     CapacityExceeded,
@@ -100,7 +100,6 @@ from presa_trio.tasks.store import (
     Deleted,
     Lease,
     LeaseLost,
-    MemoryStore,
     StoredTask,
     StoreEvent,
     StoreUnavailable,
@@ -108,6 +107,7 @@ from presa_trio.tasks.store import (
     TaskStore,
     Work,
 )
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject

@@ -13,7 +13,7 @@ from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Clock, TaskRunner
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.runner import Job, WorkerContext
-from presa_trio.tasks.store import MemoryStore
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.testing import meta
 from presa_trio.wire.meta import RequestMeta
 

@@ -21,13 +21,8 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.tasks import Limits, TaskRunner, ask
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.runner import WorkerContext, new_task_id
-from presa_trio.tasks.store import (
-    Capacity,
-    MemoryStore,
-    StoredTask,
-    TaskExpired,
-    TaskNotFound,
-)
+from presa_trio.tasks.stores.base import Capacity, StoredTask, TaskExpired, TaskNotFound
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from presa_trio.tasks import model
-from presa_trio.tasks.store import Capacity, Counts, Lease, MemoryStore, StoredTask, Work
+from presa_trio.tasks.stores.base import Capacity, Counts, Lease, StoredTask, Work
+from presa_trio.tasks.stores.memory import MemoryStore
 
 T0 = 1_800_000_000_000
 

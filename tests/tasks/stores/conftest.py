@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from presa_trio.tasks.store import TaskStore
 from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.base import TaskStore
 
 #: Every store the contract is checked on.
 STORE_KINDS = ["memory", "sqlite", "postgresql"]

@@ -1,4 +1,4 @@
-"""The store contract: the same rules on every store (see presa_trio.tasks.store).
+"""The store contract: the same rules on every store (see presa_trio.tasks.stores.base).
 
 Each test runs once per store kind of ``conftest.STORE_KINDS``, on a real
 engine (a real SQLite file, …); nothing stands in for a store.
@@ -14,8 +14,8 @@ import trio
 
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Status, Task
-from presa_trio.tasks.record import UnknownRecordVersion, from_record, to_record
-from presa_trio.tasks.store import (
+from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.base import (
     RESYNC,
     Capacity,
     CapacityExceeded,
@@ -31,7 +31,7 @@ from presa_trio.tasks.store import (
     TaskStore,
     Work,
 )
-from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.record import UnknownRecordVersion, from_record, to_record
 from presa_trio.wire.errors import INVALID_PARAMS
 
 T0 = 1_800_000_000_000  # epoch ms

@@ -18,9 +18,8 @@ import trio.testing
 from psycopg import sql
 
 from presa_trio.tasks import model
-from presa_trio.tasks.postgres_io import Database, Lane
-from presa_trio.tasks.postgres_schema import CHANNEL, NOTIFY_LIMIT
-from presa_trio.tasks.store import (
+from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.base import (
     RESYNC,
     Capacity,
     CapacityExceeded,
@@ -29,7 +28,8 @@ from presa_trio.tasks.store import (
     StoreUnavailable,
     TaskStore,
 )
-from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.postgres_io import Database, Lane
+from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
 from tests.postgres import Postgres
 from tests.tasks.stores.test_contract import ASK, ROOMY, T0, new_task, stored
 

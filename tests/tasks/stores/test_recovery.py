@@ -20,7 +20,7 @@ from presa_trio.server import RequestContext
 from presa_trio.tasks import TaskRunner, ask
 from presa_trio.tasks.model import Status
 from presa_trio.tasks.runner import INTERRUPTED, Job, WorkerContext
-from presa_trio.tasks.store import TaskStore, Work
+from presa_trio.tasks.stores.base import TaskStore, Work
 from presa_trio.wire.mrtr import ListRoots
 from tests.tasks.conftest import RESULT, TRIO_CLOCK, creator, gated
 

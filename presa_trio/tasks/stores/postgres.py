@@ -1,10 +1,10 @@
 """The PostgreSQL task store: many presa processes, on many hosts, share one database.
 
 ``--store postgresql://USER@HOST:PORT/DATABASE`` (any libpq URL). Each
-method of :class:`~presa_trio.tasks.store.TaskStore` is one function run off
-the Trio thread (:mod:`presa_trio.tasks.postgres_io`), against the schema of
-:mod:`presa_trio.tasks.postgres_schema`; changes reach every process through
-LISTEN/NOTIFY (:mod:`presa_trio.tasks.postgres_listen`).
+method of :class:`~presa_trio.tasks.stores.base.TaskStore` is one function run off
+the Trio thread (:mod:`presa_trio.tasks.stores.postgres_io`), against the schema of
+:mod:`presa_trio.tasks.stores.postgres_schema`; changes reach every process through
+LISTEN/NOTIFY (:mod:`presa_trio.tasks.stores.postgres_listen`).
 
 How each rule of the store contract is kept:
 
@@ -19,7 +19,7 @@ How each rule of the store contract is kept:
   advisory lock (``pg_advisory_xact_lock``), counts the live tasks of the
   scope and overall (from counters and a partial index, so the count does
   not grow with the tasks kept for their TTL: see
-  :mod:`~presa_trio.tasks.postgres_schema`), and inserts only if under
+  :mod:`~presa_trio.tasks.stores.postgres_schema`), and inserts only if under
   every limit; the lock is
   held until commit, so no two creations, in any process, count the same
   free slot. presa chooses the lock over SERIALIZABLE (which would make
@@ -59,16 +59,7 @@ import trio
 from psycopg.types.json import Jsonb
 
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.postgres_io import Database, Lane
-from presa_trio.tasks.postgres_listen import Listener, listen
-from presa_trio.tasks.postgres_schema import (
-    COLUMNS,
-    SchemaMismatch,
-    decode,
-    ensure_schema,
-)
-from presa_trio.tasks.record import lease_columns, task_to_json, to_record
-from presa_trio.tasks.store import (
+from presa_trio.tasks.stores.base import (
     RESYNC,
     Capacity,
     CapacityExceeded,
@@ -78,13 +69,21 @@ from presa_trio.tasks.store import (
     Deleted,
     Deliver,
     LeaseLost,
-    LocalAnnouncer,
     StoredTask,
     StoreEvent,
     StoreUnavailable,
     TaskNotFound,
-    check_read,
 )
+from presa_trio.tasks.stores.local import LocalAnnouncer, check_read
+from presa_trio.tasks.stores.postgres_io import Database, Lane
+from presa_trio.tasks.stores.postgres_listen import Listener, listen
+from presa_trio.tasks.stores.postgres_schema import (
+    COLUMNS,
+    SchemaMismatch,
+    decode,
+    ensure_schema,
+)
+from presa_trio.tasks.stores.record import lease_columns, task_to_json, to_record
 
 Connection = psycopg.Connection[Any]
 

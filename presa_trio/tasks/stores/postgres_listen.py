@@ -1,11 +1,11 @@
 """Signals between processes: PostgreSQL LISTEN/NOTIFY, read on the Trio thread.
 
 Every committed change of a task is announced on one channel by the
-schema's trigger (:mod:`presa_trio.tasks.postgres_schema`), to every
+schema's trigger (:mod:`presa_trio.tasks.stores.postgres_schema`), to every
 listening connection, in commit order. :func:`listen` keeps one connection
 listening and hands each announcement to the store as a store event:
-:class:`~presa_trio.tasks.store.Changed` with the task as stored, or
-:class:`~presa_trio.tasks.store.Deleted`.
+:class:`~presa_trio.tasks.stores.base.Changed` with the task as stored, or
+:class:`~presa_trio.tasks.stores.base.Deleted`.
 
 The listening connection needs no thread: Trio's I/O loop waits until its
 socket is readable, then libpq reads what arrived (``consume_input``, which
@@ -28,7 +28,7 @@ restarts, the network fails) and whatever commits meanwhile is announced
 to nobody. So after every reconnection, once ``LISTEN`` is in place again,
 :func:`listen` awaits ``resync``, which re-reads what this process holds
 (the store re-reads every task it has announced or read, and delivers
-what changed; then :data:`~presa_trio.tasks.store.RESYNC`, on which the
+what changed; then :data:`~presa_trio.tasks.stores.base.RESYNC`, on which the
 runner re-reads its workers' tasks). Whatever commits after the
 ``LISTEN`` is announced; whatever committed before it is found by the
 re-read; so no worker stays parked and no listen stream silent on a lost
@@ -48,9 +48,7 @@ import psycopg
 import trio
 from psycopg import sql
 
-from presa_trio.tasks.postgres_schema import CHANNEL
-from presa_trio.tasks.record import from_record
-from presa_trio.tasks.store import (
+from presa_trio.tasks.stores.base import (
     Changed,
     Deleted,
     Deliver,
@@ -58,6 +56,8 @@ from presa_trio.tasks.store import (
     StoreEvent,
     StoreUnavailable,
 )
+from presa_trio.tasks.stores.postgres_schema import CHANNEL
+from presa_trio.tasks.stores.record import from_record
 
 log = logging.getLogger(__name__)
 

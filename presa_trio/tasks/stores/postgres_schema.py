@@ -1,6 +1,6 @@
 """The PostgreSQL schema of the task store: tables, the change trigger, versions.
 
-One row per task. The row keeps the storage record (:mod:`presa_trio.tasks.record`)
+One row per task. The row keeps the storage record (:mod:`presa_trio.tasks.stores.record`)
 as ``jsonb``, minus the lease, and beside it the columns the store must
 query or compare: scope, revision, whether the task is terminal, its TTL
 deadline, and the lease in three columns of its own,
@@ -48,8 +48,8 @@ from typing import Any
 import attrs
 import psycopg
 
-from presa_trio.tasks.record import from_record
-from presa_trio.tasks.store import Lease, StoredTask
+from presa_trio.tasks.stores.base import Lease, StoredTask
+from presa_trio.tasks.stores.record import from_record
 
 SCHEMA_VERSION = 2
 

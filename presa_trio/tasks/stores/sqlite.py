@@ -15,7 +15,7 @@ caller sees the cancellation once it has.
   the write are one atomic step.
 - **Schema version** in ``presa_meta``; a file of another version is refused
   at open, with a one-line error.
-- The task is the JSON record of :mod:`presa_trio.tasks.record`; scope,
+- The task is the JSON record of :mod:`presa_trio.tasks.stores.record`; scope,
   status, expiry, revision and the lease are also columns, for the queries
   (capacity counts, expiry, claims) and because a lease changes without the
   task changing.
@@ -37,27 +37,25 @@ import attrs
 import trio
 
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.record import (
-    lease_columns,
-    lease_from_json,
-    task_from_json,
-    to_record,
-    work_from_json,
-)
-from presa_trio.tasks.store import (
+from presa_trio.tasks.stores.base import (
     Capacity,
     CapacityExceeded,
     Changed,
     Counts,
     Deleted,
     Lease,
-    LocalAnnouncer,
     StoredTask,
     StoreEvent,
     StoreUnavailable,
     TaskNotFound,
-    check_read,
-    check_write,
+)
+from presa_trio.tasks.stores.local import LocalAnnouncer, check_read, check_write
+from presa_trio.tasks.stores.record import (
+    lease_columns,
+    lease_from_json,
+    task_from_json,
+    to_record,
+    work_from_json,
 )
 
 SCHEMA_VERSION = 1

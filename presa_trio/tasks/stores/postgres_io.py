@@ -36,14 +36,14 @@ loopback. More would add server processes to PostgreSQL (each connection
 is one) for every presa process, and threads contending for Python's
 interpreter lock with the Trio thread, which serves the requests. **One
 more connection listens**, read on the Trio thread itself (see
-:mod:`presa_trio.tasks.postgres_listen`). So with the defaults one presa
+:mod:`presa_trio.tasks.stores.postgres_listen`). So with the defaults one presa
 process costs PostgreSQL seven connections and runs six threads for them.
 
 Failures
 --------
 A call that cannot reach the database (the server restarting, the network
 gone, no connection within ``connect_timeout``) raises
-:class:`~presa_trio.tasks.store.StoreUnavailable`, which a request answers
+:class:`~presa_trio.tasks.stores.base.StoreUnavailable`, which a request answers
 with -32603 and ``data.retryable: true``: sending the same request again
 later can succeed. The thread drops the broken connection and connects
 again for its next call. One broken connection means its siblings most
@@ -73,7 +73,7 @@ import psycopg
 import trio
 from psycopg.pq import TransactionStatus
 
-from presa_trio.tasks.store import StoreUnavailable
+from presa_trio.tasks.stores.base import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

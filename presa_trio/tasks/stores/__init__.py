@@ -1,16 +1,16 @@
 """``--store URL``: which store a URL names, and how to open it.
 
 =====================  ================================================
-``memory:``            :class:`~presa_trio.tasks.store.MemoryStore` (default)
-``sqlite:///PATH``     :mod:`presa_trio.tasks.sqlite`; four slashes for
+``memory:``            :class:`~presa_trio.tasks.stores.memory.MemoryStore` (default)
+``sqlite:///PATH``     :mod:`presa_trio.tasks.stores.sqlite`; four slashes for
                        an absolute path, as in SQLAlchemy
-``postgresql://…``     :mod:`presa_trio.tasks.postgres`; any libpq URL
+``postgresql://…``     :mod:`presa_trio.tasks.stores.postgres`; any libpq URL
                        (``postgres://`` too); many processes, one database
 =====================  ================================================
 
 A store is opened as an async context manager and closed when it exits.
 A URL that names no store, or a store that cannot be opened, raises
-:class:`~presa_trio.tasks.store.StoreUnavailable` with a one-line message,
+:class:`~presa_trio.tasks.stores.base.StoreUnavailable` with a one-line message,
 which the command line prints before it exits with status 2.
 """
 
@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from presa_trio.tasks.store import MemoryStore, StoreUnavailable, TaskStore
+from presa_trio.tasks.stores.base import StoreUnavailable, TaskStore
+from presa_trio.tasks.stores.memory import MemoryStore
 
 DEFAULT_STORE = "memory:"
 
@@ -38,7 +39,7 @@ async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
 @asynccontextmanager
 async def open_sqlite(url: str) -> AsyncIterator[TaskStore]:
     """``sqlite:///PATH``: imported only here, so a server on ``memory:`` never loads sqlite3."""
-    from presa_trio.tasks.sqlite import open_sqlite_store
+    from presa_trio.tasks.stores.sqlite import open_sqlite_store
 
     async with open_sqlite_store(url) as store:
         yield store
@@ -48,7 +49,7 @@ async def open_sqlite(url: str) -> AsyncIterator[TaskStore]:
 async def open_postgresql(url: str) -> AsyncIterator[TaskStore]:
     """``postgresql://…``: psycopg is an optional dependency, imported only here."""
     try:
-        from presa_trio.tasks.postgres import open_postgresql_store
+        from presa_trio.tasks.stores.postgres import open_postgresql_store
     except ImportError as error:
         raise StoreUnavailable(
             f"{url.partition(':')[0]}: URLs need psycopg: pip install 'presa-trio[postgresql]'"

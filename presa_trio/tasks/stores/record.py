@@ -29,7 +29,7 @@ from typing import Any
 
 from presa_trio.auth.principal import Principal
 from presa_trio.tasks.model import Status, Task
-from presa_trio.tasks.store import Lease, StoredTask, Work
+from presa_trio.tasks.stores.base import Lease, StoredTask, Work
 from presa_trio.wire.models import JSONObject
 
 RECORD_VERSION = 1

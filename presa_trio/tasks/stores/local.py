@@ -1,0 +1,64 @@
+"""The in-process pieces shared by the memory and SQLite stores: announcements, rules 1 and 3.
+
+A store that only this process writes announces its changes by calling its
+watchers directly (:class:`LocalAnnouncer`); :func:`check_write` and
+:func:`check_read` are the contract's rules 3 and 1 (see
+:mod:`presa_trio.tasks.stores.base`) for a store that holds its records
+in this process.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from presa_trio.tasks.stores.base import (
+    Conflict,
+    Deliver,
+    LeaseLost,
+    StoredTask,
+    StoreEvent,
+    TaskExpired,
+    TaskNotFound,
+)
+
+
+@attrs.define(eq=False, repr=False)
+class LocalAnnouncer:
+    """Announcements for a store that only this process writes: direct calls."""
+
+    _watchers: list[Deliver] = attrs.field(factory=list)
+
+    def announce(self, event: StoreEvent) -> None:
+        for deliver in list(self._watchers):
+            deliver(event)
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._watchers.append(deliver)
+        try:
+            task_status.started()
+            await trio.sleep_forever()
+        finally:
+            self._watchers.remove(deliver)
+
+
+def check_write(stored: StoredTask, expected_revision: int, fence: int | None) -> None:
+    """Rule 3 for a write on ``stored``: :class:`LeaseLost` or :class:`Conflict`, else pass."""
+    lease = stored.lease
+    if fence is not None and (lease is None or lease.generation != fence):
+        raise LeaseLost(f"task {stored.task_id}: generation {fence} no longer holds the lease")
+    if stored.task.revision != expected_revision:
+        raise Conflict(
+            f"task {stored.task_id} is at revision {stored.task.revision}, not {expected_revision}"
+        )
+
+
+def check_read(stored: StoredTask | None, scope: str, now_ms: int) -> StoredTask:
+    """Rule 1 and expiry for a ``get`` of ``stored`` (None: no such task) from ``scope``."""
+    if stored is None or stored.scope != scope:
+        raise TaskNotFound()
+    if stored.task.expired(now_ms):
+        raise TaskExpired()
+    return stored
