@@ -217,7 +217,7 @@ def typed_server() -> Server:
         answers = await ask(ctx, {"ok": Elicitation(f"Delete {path}?", CONFIRM)})
         if answers.elicitation("ok").action != "accept":
             return "kept"
-        await trio.sleep_forever()  # the long work, until cancelled
+        await trio.sleep(3600)  # the long work, until cancelled
         return "deleted"
 
     return server
