@@ -5,12 +5,10 @@ import trio
 from presa_trio.http import serve_http
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TasksExtension, ask
-from presa_trio.wire.models import PromptArgument, PromptMessage, TextContent
 from presa_trio.wire.mrtr import Elicitation
 
 server = Server("compare", "1.0.0")
-tasks = TasksExtension()
-server.add_extension(tasks)
+tasks = server.add_extension(TasksExtension())
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -31,16 +29,16 @@ async def weather(ctx: RequestContext, city: str) -> Weather:
     return {"city": city, "celsius": 21.5}
 
 
-@server.resource("notes://today", name="today", description="Today's notes.")
+@server.resource("notes://today")
 async def today(ctx: RequestContext) -> str:
+    """Today's notes."""
     return "Nothing planned."
 
 
-@server.prompt(
-    description="Asks the model to summarise a text.", arguments=[PromptArgument("text")]
-)
-async def summarise(ctx: RequestContext, arguments: dict[str, str]) -> list[PromptMessage]:
-    return [PromptMessage("user", TextContent(f"Summarise this: {arguments['text']}"))]
+@server.prompt()
+async def summarise(ctx: RequestContext, text: str) -> str:
+    """Asks the model to summarise a text."""
+    return f"Summarise this: {text}"
 
 
 @tasks.tool(Policy.OPTIONAL, needs=["elicitation"])

@@ -35,6 +35,7 @@ Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -51,6 +52,7 @@ from presa_trio.server.signatures import (
     Returns,
     SignatureError,
     described,
+    read_prompt_signature,
     read_signature,
 )
 from presa_trio.server.subscriptions import Change, ChangeBus, Wants
@@ -68,7 +70,7 @@ ToolHandler = Callable[[RequestContext, JSONObject], Awaitable[ToolOutput]]
 ResourceOutput = str | bytes | list[models.ResourceContents] | InputRequired
 ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
 TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
-PromptOutput = list[models.PromptMessage] | models.GetPromptResult | InputRequired
+PromptOutput = str | list[models.PromptMessage] | models.GetPromptResult | InputRequired
 PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
 CompletionHandler = Callable[
     [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
@@ -76,6 +78,8 @@ CompletionHandler = Callable[
 
 #: Any tool handler, typed or not: the decorators return it unchanged, so it keeps its type.
 AnyToolHandler = TypeVar("AnyToolHandler", bound=Callable[..., Any])
+AnyExtension = TypeVar("AnyExtension", bound="Extension")
+AnyPromptHandler = TypeVar("AnyPromptHandler", bound=Callable[..., Awaitable[Any]])
 
 EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
@@ -230,7 +234,7 @@ class Server:
             schema = input_schema or signature.input_schema or EMPTY_OBJECT_SCHEMA
             tool = models.Tool(
                 name=tool_name,
-                description=described(tool_name, description or signature.description),
+                description=described(f"tool {tool_name!r}", description or signature.description),
                 input_schema=schema,
                 title=title,
                 output_schema=output_schema or signature.output_schema,
@@ -259,16 +263,23 @@ class Server:
         self,
         uri: str,
         *,
-        name: str,
+        name: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
     ) -> Callable[[ResourceHandler], ResourceHandler]:
-        """Register a concrete resource; listed in registration order."""
+        """Register a concrete resource; listed in registration order.
+
+        ``name`` defaults to the handler's name, ``description`` to its docstring.
+        """
 
         def register(handler: ResourceHandler) -> ResourceHandler:
             resource = models.Resource(
-                uri=uri, name=name, title=title, description=description, mime_type=mime_type
+                uri=uri,
+                name=name or handler.__name__,
+                title=title,
+                description=description or inspect.getdoc(handler),
+                mime_type=mime_type,
             )
             self.resources[uri] = RegisteredResource(resource, handler)
             return handler
@@ -305,20 +316,37 @@ class Server:
         self,
         name: str | None = None,
         *,
-        description: str,
+        description: str | None = None,
         arguments: Sequence[models.PromptArgument] = (),
         title: str | None = None,
-    ) -> Callable[[PromptHandler], PromptHandler]:
-        """Register a prompt; the handler gets the context and its string arguments."""
+    ) -> Callable[[AnyPromptHandler], AnyPromptHandler]:
+        """Register a prompt; return the handler unchanged.
 
-        def register(handler: PromptHandler) -> PromptHandler:
+        A typed prompt, ``async def summarise(ctx, text: str, tone: str =
+        "plain")``, gets its arguments from its ``str`` parameters (required
+        unless defaulted) and its description from its docstring, and may
+        return a ``str``: one user message. The other form takes
+        ``(ctx, arguments: dict[str, str])`` and ``arguments=``.
+        """
+
+        def register(handler: AnyPromptHandler) -> AnyPromptHandler:
+            prompt_name = name or handler.__name__
+            signature = read_prompt_signature(handler, prompt_name)
+            if arguments and signature.arguments is not None:
+                raise SignatureError(
+                    f"prompt {prompt_name!r}: arguments= is for a handler (ctx, arguments); "
+                    "a typed prompt's arguments come from its parameters"
+                )
+            listed = list(signature.arguments or arguments)
             prompt = models.Prompt(
-                name=name or handler.__name__,
-                description=description,
+                name=prompt_name,
+                description=described(
+                    f"prompt {prompt_name!r}", description or signature.description
+                ),
                 title=title,
-                arguments=list(arguments) or None,
+                arguments=listed or None,
             )
-            self.prompts[prompt.name] = RegisteredPrompt(prompt, handler)
+            self.prompts[prompt.name] = RegisteredPrompt(prompt, signature.handler)
             return handler
 
         return register
@@ -334,8 +362,8 @@ class Server:
 
         return register
 
-    def add_extension(self, extension: Extension) -> None:
-        """Plug in an extension (SEP-2133) before serving; see :class:`Extension`.
+    def add_extension(self, extension: AnyExtension) -> AnyExtension:
+        """Plug in an extension (SEP-2133) before serving, and return it; see :class:`Extension`.
 
         Once served, the method table holds the extensions' rows and their
         lifetimes run; a later one would be advertised and never dispatched,
@@ -345,6 +373,7 @@ class Server:
             raise RuntimeError("add extensions before the server is served")
         self.extensions.append(extension)
         extension.attach(self)
+        return extension
 
     def mark_served(self) -> None:
         """Called by the dispatcher: the extensions it was built with are final."""

@@ -266,10 +266,10 @@ def read_signature(
     return ToolSignature(TypedCall(call, parameters), schema, output_schema, returns, description)
 
 
-def described(tool: str, description: str | None) -> str:
-    """A tool's description, which ``tools/list`` must show (schema.ts ``Tool``)."""
+def described(what: str, description: str | None) -> str:
+    """A tool's or prompt's description, which its list must show (schema.ts)."""
     if not description:
-        raise SignatureError(f"tool {tool!r}: needs a description (a docstring or description=)")
+        raise SignatureError(f"{what}: needs a description (a docstring or description=)")
     return description
 
 
@@ -342,3 +342,70 @@ class FillDefaults:
 
     def __call__(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
         return self.function(ctx, self.defaults.fill(arguments))
+
+
+# --- typed prompts -------------------------------------------------------------------
+
+
+@attrs.frozen
+class PromptSignature:
+    """What a prompt handler's signature gives the prompt, read once at registration."""
+
+    handler: Callable[..., Any]
+    # The prompt's arguments; ``None`` for a handler taking the arguments dict.
+    arguments: tuple[models.PromptArgument, ...] | None
+    description: str | None
+
+
+@attrs.frozen
+class TypedPrompt:
+    """A typed prompt's handler as ``prompts/get`` calls every prompt; its own coroutine."""
+
+    function: Callable[..., Any]
+    names: tuple[str, ...]
+
+    def __call__(self, ctx: Any, arguments: Mapping[str, str]) -> Any:
+        return self.function(
+            ctx, **{name: arguments[name] for name in self.names if name in arguments}
+        )
+
+
+def prompt_argument(parameter: inspect.Parameter, hint: Any, place: str) -> models.PromptArgument:
+    """One ``str`` parameter as a prompt argument: required unless it has a default."""
+    description = None
+    if get_origin(hint) is Annotated:
+        texts = [extra for extra in hint.__metadata__ if isinstance(extra, str)]
+        description = texts[0] if texts else None
+        hint = get_args(hint)[0]
+    optional = parameter.default is not inspect.Parameter.empty
+    if hint is not str and not (optional and hint == str | None):
+        raise SignatureError(
+            f"{place}: prompt arguments are strings; use str (or str | None = None)"
+        )
+    return models.PromptArgument(parameter.name, description, None if optional else True)
+
+
+def read_prompt_signature(function: Callable[..., Any], prompt: str) -> PromptSignature:
+    """Read a prompt handler: ``(ctx, arguments: dict[str, str])``, or typed ``str`` parameters.
+
+    Spec: server/prompts §Listing Prompts (``arguments``: name, description,
+    required); prompt arguments are strings on the wire.
+    """
+    where = f"prompt {prompt!r}"
+    if not is_async(function):
+        raise SignatureError(f"{where}: the handler must be an async function (async def)")
+    hints = tool_hints(function, where)
+    description = inspect.getdoc(function)
+    if is_arguments_form(function, hints):
+        return PromptSignature(function, None, description)
+    parameters = list(inspect.signature(function).parameters.values())[1:]
+    arguments = []
+    for parameter in parameters:
+        place = f"{where}, parameter {parameter.name!r}"
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            raise SignatureError(f"{place}: arguments are passed by name, one parameter each")
+        if parameter.name not in hints:
+            raise SignatureError(f"{place}: needs a type hint")
+        arguments.append(prompt_argument(parameter, hints[parameter.name], place))
+    names = tuple(parameter.name for parameter in parameters)
+    return PromptSignature(TypedPrompt(function, names), tuple(arguments), description)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import attrs
 import pytest
 
-from presa_trio.server import Field, RequestContext, Server
+from presa_trio.server import Field, RequestContext, Server, SignatureError
 from presa_trio.testing import McpClient, connect
 from presa_trio.wire.models import JSONObject
 from tests.expect import result_of
@@ -327,3 +327,44 @@ async def test_other_declared_json_returns_are_their_json_text(typed: McpClient)
         {"type": "text", "text": "49"}
     ]
     assert (await typed.call_tool("forget", {}))["content"] == []
+
+
+async def test_a_typed_prompt_lists_its_string_parameters_and_renders_its_text() -> None:
+    """Spec-mandated (server/prompts §Listing Prompts, §Getting a Prompt): the
+    parameters are the arguments, required unless defaulted, an Annotated string
+    their description; a returned string is one user message."""
+    server = Server("prompts", "1.0.0")
+
+    @server.prompt()
+    async def summarise(
+        ctx: RequestContext, text: Annotated[str, "What to summarise"], tone: str = "plain"
+    ) -> str:
+        """Asks the model to summarise a text."""
+        return f"Summarise ({tone}): {text}"
+
+    async with connect(server) as client:
+        (listed_prompt,) = result_of(await client.call("prompts/list"))["prompts"]
+        got = result_of(
+            await client.call("prompts/get", {"name": "summarise", "arguments": {"text": "x"}})
+        )
+    assert listed_prompt["description"] == "Asks the model to summarise a text."
+    assert listed_prompt["arguments"] == [
+        {"name": "text", "description": "What to summarise", "required": True},
+        {"name": "tone"},
+    ]
+    assert got["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Summarise (plain): x"}}
+    ]
+
+
+def test_a_typed_prompt_with_a_non_string_parameter_is_refused() -> None:
+    """presa-defined (docs/api.md, what registration refuses): prompt arguments
+    are strings on the wire."""
+    server = Server("prompts", "1.0.0")
+
+    async def count(ctx: RequestContext, n: int) -> str:
+        """Counts."""
+        return str(n)
+
+    with pytest.raises(SignatureError, match=r"^prompt 'count', parameter 'n': prompt arguments"):
+        server.prompt()(count)
