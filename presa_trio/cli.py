@@ -32,6 +32,7 @@ from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.transcript_render import render_lines
+from presa_trio.reload import serve_reloading, watched_root
 from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
@@ -181,6 +182,12 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
     )
     parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart when a .py file of MODULE's directory changes; for development only "
+        "(default: off)",
+    )
+    parser.add_argument(
         "--transcript",
         type=Path,
         metavar="FILE",
@@ -322,6 +329,12 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    if args.command == "serve" and args.reload:
+        if args.target is None:
+            raise UsageError("--reload watches the files of MODULE:ATTR; name one")
+        given = list(sys.argv[1:] if argv is None else argv)
+        trio.run(serve_reloading, given, watched_root(args.target))
+        return
     server = chosen_server(args.target, state_sealer(args.state_key))
     settle_for_serving()
     if args.command == "stdio":

@@ -65,6 +65,7 @@ MISTAKES = {
         "cannot write the transcript",
     ),
     "bad host": (["serve", "--host", "no-such-host.invalid"], "cannot listen on"),
+    "reload without a target": (["serve", "--reload"], "--reload watches the files of MODULE"),
 }
 
 
