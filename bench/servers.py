@@ -168,7 +168,7 @@ def presa_default_command(port: int) -> list[str]:
 
 
 def sdk_command(port: int) -> list[str]:
-    """The official SDK's ``MCPServer`` serving the same tool, as its docs run it (bench.sdk_server)."""
+    """The official SDK's ``MCPServer`` serving the same tool as its docs run it."""
     return [sys.executable, "-m", "bench.sdk_server", "--port", str(port)]
 
 
