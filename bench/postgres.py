@@ -31,6 +31,17 @@ this client share the cores with them.
 - **Update on B → worker on A woken:** the same with ``bench_park`` tasks,
   parked on input on A and answered through B.
 - **RSS of each process** at the end.
+- **What creations still serialise on** (:func:`serialisation`, through
+  one store opened here, no HTTP): a creation takes its access scope's
+  lock, from the statement's start to its commit (the capacity count, the
+  insert, the commit). That span is a sequential creation's round trip
+  less a read's (the same connection, thread hop and network round trip),
+  and it bounds the creations per second of one scope, wherever they come
+  from: ``1 / span``. Before, every creation of every scope took one lock,
+  so the same span bounded the whole deployment; now scopes share no lock,
+  which the rate of a burst spread over many scopes shows beside the rate
+  of a burst in one (a server without authorization puts every task in
+  one scope: for it the bound is the same as before).
 
 Both latencies are read on one host's wall clock. Requests are spaced so
 that the side port's reading (which runs a garbage collection in the
@@ -42,12 +53,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import psutil
+import trio
 
 from bench import servers
 from bench.load import ms
@@ -107,6 +120,77 @@ class Phase:
 
 
 @attrs.frozen
+class Serialisation:
+    """Milliseconds of a sequential creation and of a read, and burst rates (/s)."""
+
+    creation_ms: float
+    read_ms: float
+    one_scope_rate: float
+    many_scopes_rate: float
+
+    @property
+    def span_ms(self) -> float:
+        """What a creation holds its scope's lock for: its round trip less a read's."""
+        return max(self.creation_ms - self.read_ms, 1e-3)
+
+    @property
+    def ceiling(self) -> float:
+        return 1000 / self.span_ms
+
+
+#: Sequential creations timed, and creations in each burst.
+SERIAL_CREATIONS = 300
+BURST_CREATIONS = 1000
+
+
+def serialisation(url: str) -> Serialisation:
+    """The span creations serialise on, and bursts in one scope and in many (in Trio)."""
+    from presa_trio.tasks import model
+    from presa_trio.tasks.stores import open_store
+    from presa_trio.tasks.stores.base import Capacity, Lease, StoredTask
+
+    roomy = Capacity(10**9, 10**9, 10**9, 10**9)
+    now = time.time_ns() // 1_000_000
+
+    def new(name: str, scope: str) -> StoredTask:
+        task = model.create(name, now_ms=now, ttl_ms=3_600_000, poll_interval_ms=100)
+        return StoredTask(scope, task, None, Lease("bench", 1, now + 30_000))
+
+    async def burst(store: Any, tag: str, scoped: bool) -> float:
+        limiter = trio.CapacityLimiter(CONCURRENCY)
+
+        async def create(number: int) -> None:
+            async with limiter:
+                scope = f"s{number}" if scoped else "one"
+                await store.create(new(f"{tag}-{number}", scope), roomy, now)
+
+        started = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for number in range(BURST_CREATIONS):
+                nursery.start_soon(create, number)
+        return BURST_CREATIONS / (time.perf_counter() - started)
+
+    async def measure() -> Serialisation:
+        async with open_store(url) as store:
+            creations, reads = [], []
+            for number in range(SERIAL_CREATIONS):
+                started = time.perf_counter()
+                await store.create(new(f"seq-{number}", "one"), roomy, now)
+                creations.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                await store.read(f"seq-{number}")
+                reads.append(time.perf_counter() - started)
+            return Serialisation(
+                statistics.median(creations) * 1000,
+                statistics.median(reads) * 1000,
+                await burst(store, "one", scoped=False),
+                await burst(store, "many", scoped=True),
+            )
+
+    return trio.run(measure)
+
+
+@attrs.frozen
 class CrossFigures:
     # Per process, A then B: creations and the seconds they took.
     creations: tuple[int, int]
@@ -120,6 +204,7 @@ class CrossFigures:
     cancel_to_stopped: Sequence[float]
     update_to_woken: Sequence[float]
     rss: tuple[int, int]
+    serialised: Serialisation
 
     @property
     def rates(self) -> tuple[float, float]:
@@ -228,7 +313,7 @@ async def creation_burst(
 
 
 async def measure(
-    a: TaskBench, b: TaskBench, database: psutil.Process, sizes: CrossSizes
+    a: TaskBench, b: TaskBench, database: psutil.Process, sizes: CrossSizes, spare_url: str
 ) -> CrossFigures:
     both = await creation_burst([a, b], [], database, sizes.creations)
     alone = (
@@ -265,6 +350,7 @@ async def measure(
         cancel,
         update,
         (a.served.rss(), b.served.rss()),
+        await asyncio.to_thread(serialisation, spare_url),
     )
 
 
@@ -292,7 +378,9 @@ async def run(*, quick: bool) -> CrossReport:
             postmaster = psutil.Process(database.process.pid) if database.process else None
             if postmaster is None:
                 return CrossReport(None, "PostgreSQL did not start")
-            return CrossReport(await measure(a, b, postmaster, QUICK if quick else FULL))
+            sizes = QUICK if quick else FULL
+            spare = database.new_database()
+            return CrossReport(await measure(a, b, postmaster, sizes, spare))
         finally:
             for bench in benches:
                 await bench.pool.close()
@@ -307,6 +395,7 @@ def table(report: CrossReport) -> str:
 
     rate_a, rate_b = figures.rates
     alone_a, alone_b = figures.alone
+    serialised = figures.serialised
     rows = [
         (
             f"task creations per process (both at once, c={CONCURRENCY} each)",
@@ -331,6 +420,21 @@ def table(report: CrossReport) -> str:
         (
             "`tasks/update` on B → worker on A woken, p50 / p99",
             f"{ms(figures.update_to_woken, 0.5)} / {ms(figures.update_to_woken, 0.99)} ms",
+        ),
+        (
+            "what creations serialise on: a creation's span under its scope's lock",
+            f"{figures.serialised.span_ms:.2f} ms (creation {figures.serialised.creation_ms:.2f}"
+            f" less read {figures.serialised.read_ms:.2f}, sequential medians)",
+        ),
+        (
+            "ceiling it implies: before (one lock), after (one lock per scope)",
+            f"{figures.serialised.ceiling:,.0f} creations/s for the whole deployment;"
+            f" now {figures.serialised.ceiling:,.0f}/s per access scope",
+        ),
+        (
+            f"one store, c={CONCURRENCY}: a burst in one scope, a burst over many",
+            f"{serialised.one_scope_rate:,.0f} /s, {serialised.many_scopes_rate:,.0f} /s"
+            f" over {BURST_CREATIONS:,} each",
         ),
         (
             "RSS at the end",

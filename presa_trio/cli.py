@@ -38,7 +38,7 @@ from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
-from presa_trio.tasks.stores.base import StoreUnavailable, TaskStore
+from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
@@ -130,6 +130,14 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help="where tasks live: memory: (gone with the process), sqlite:///PATH (survives "
         "restarts; four slashes for an absolute path) or postgresql://… (shared by many "
         "processes; needs the postgresql extra) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--store-timeout",
+        type=positive_seconds,
+        default=DEFAULT_STORE_TIMEOUT_S,
+        metavar="SECONDS",
+        help="longest a call to the store may take, waiting included; slower is a "
+        "retryable -32603 (default: %(default)s)",
     )
     parser.add_argument(
         "--task-lease",
@@ -267,7 +275,7 @@ async def on_store(
     """Open the task store ``--store`` names, serve on it, close it last."""
     async with AsyncExitStack() as stack:
         try:
-            store = await stack.enter_async_context(open_store(args.store))
+            store = await stack.enter_async_context(open_store(args.store, args.store_timeout))
         except StoreUnavailable as error:
             raise UsageError(str(error)) from None
         use_store(server, store, round(args.task_lease * 1000))

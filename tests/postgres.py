@@ -28,7 +28,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,28 @@ class Postgres:
             self.process.wait()
             self.process = None
 
+    def freeze(self) -> None:
+        """SIGSTOP the server and its backends: connections stay open, nothing answers."""
+        self._signal_all(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: the frozen server goes on where it stopped."""
+        self._signal_all(signal.SIGCONT)
+
+    def _signal_all(self, number: signal.Signals) -> None:
+        """Signal the postmaster and every process it started (each in a session of its own)."""
+        assert self.process is not None
+        os.kill(self.process.pid, number)
+        for pid in children_of(self.process.pid):
+            with suppress(ProcessLookupError):  # ended meanwhile
+                os.kill(pid, number)
+
+    def execute(self, statement: str, database: str = "postgres") -> list[tuple[Any, ...]]:
+        """Run one statement as the superuser, in autocommit; its rows, if any."""
+        with psycopg.connect(self.url(database), autocommit=True) as admin:
+            cursor = admin.execute(statement)
+            return cursor.fetchall() if cursor.description else []
+
     def restart(self) -> None:
         """Stop and start again on the same port and data: every connection drops."""
         self.stop()
@@ -158,6 +180,21 @@ class Postgres:
     def destroy(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def children_of(parent: int) -> list[int]:
+    """The pids of ``parent``'s child processes, from ``/proc`` (Linux)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            # After "pid (command)", the fields are: state, ppid, ...
+            if int(stat.rpartition(")")[2].split()[1]) == parent:
+                children.append(int(entry.name))
+    return children
 
 
 def copy_install(binaries: Path, into: Path) -> Path:

@@ -790,8 +790,12 @@ class TaskRunner:
         worker.see(stored.task)
 
     async def _resync(self) -> None:
-        """Announcements may have been lost: re-read every task this process runs."""
-        for task_id in list(self._workers):
+        """Announcements may have been lost: re-read every task this process runs.
+
+        A task whose creation is still being stored is left out: read now, it
+        would look deleted, and its creation announces it anyway.
+        """
+        for task_id in [task_id for task_id, w in self._workers.items() if w.stored]:
             try:
                 stored = await self.store.read(task_id)
             except StoreUnavailable as error:
@@ -828,10 +832,9 @@ class TaskRunner:
             }
             if not held:
                 continue
+            now = self.clock.wall_ms()
             try:
-                lost = await self.store.renew(
-                    self.owner, held, self.clock.wall_ms() + self.lease_ms
-                )
+                lost = await self.store.renew(self.owner, held, now + self.lease_ms, now)
             except StoreUnavailable as error:
                 log.warning("leases not renewed: %s", error)
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -41,12 +41,17 @@ class Peer:
         self.url = url
         self.next_id = 0
 
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The JSON-RPC response to one request: a result or an error."""
         self.next_id += 1
         message = request(method, params, request_id=self.next_id, capabilities=TASKS)
         extra = {"mcp-name": params["taskId"]} if "taskId" in params else {}
         response = await self.http.post(self.url, json=message, headers=headers(message, **extra))
         body: dict[str, Any] = json.loads(response.content)
+        return body
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = await self.send(method, params)
         assert "result" in body, body
         result: dict[str, Any] = body["result"]
         return result
@@ -62,14 +67,20 @@ class Peer:
 
 @asynccontextmanager
 async def serving(
-    store: str, log: Path, lease: str = LEASE_SECONDS
+    store: str,
+    log: Path,
+    lease: str = LEASE_SECONDS,
+    *options: str,
+    program: Sequence[str] = ("-m", "presa_trio"),
 ) -> AsyncIterator[tuple[trio.Process, Peer]]:
-    """``presa-trio serve --store STORE``; yields the process once it answers."""
+    """``presa-trio serve --store STORE OPTIONS``; yields the process once it answers.
+
+    ``program`` is what Python runs: the command line, or a launcher around it.
+    """
     port = free_port()
     command = [
         sys.executable,
-        "-m",
-        "presa_trio",
+        *program,
         "serve",
         "--port",
         str(port),
@@ -77,6 +88,7 @@ async def serving(
         store,
         "--task-lease",
         lease,
+        *options,
     ]
     with log.open("ab") as stderr:
         async with trio.open_nursery() as nursery:

@@ -8,7 +8,9 @@
                        (``postgres://`` too); many processes, one database
 =====================  ================================================
 
-A store is opened as an async context manager and closed when it exits.
+A store is opened as an async context manager and closed when it exits;
+``store_timeout`` bounds each of its calls (``--store-timeout``; the memory store
+never waits).
 A URL that names no store, or a store that cannot be opened, raises
 :class:`~presa_trio.tasks.stores.base.StoreUnavailable` with a one-line message,
 which the command line prints before it exits with status 2.
@@ -19,17 +21,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from presa_trio.tasks.stores.base import StoreUnavailable, TaskStore
+from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.tasks.stores.memory import MemoryStore
 
 DEFAULT_STORE = "memory:"
 
-#: Opens the store a URL names, for as long as the context lasts.
-StoreOpener = Callable[[str], AbstractAsyncContextManager[TaskStore]]
+#: Opens the store a URL names, with a timeout (s), for as long as the context lasts.
+StoreOpener = Callable[[str, float], AbstractAsyncContextManager[TaskStore]]
 
 
 @asynccontextmanager
-async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
+async def open_memory_store(url: str, store_timeout: float) -> AsyncIterator[TaskStore]:
     """``memory:``: nothing to open or close."""
     if url.rstrip("/") not in {"memory:", "memory:/"}:
         raise StoreUnavailable(f"bad store URL {url!r}: use memory:")
@@ -37,16 +39,16 @@ async def open_memory_store(url: str) -> AsyncIterator[TaskStore]:
 
 
 @asynccontextmanager
-async def open_sqlite(url: str) -> AsyncIterator[TaskStore]:
+async def open_sqlite(url: str, store_timeout: float) -> AsyncIterator[TaskStore]:
     """``sqlite:///PATH``: imported only here, so a server on ``memory:`` never loads sqlite3."""
     from presa_trio.tasks.stores.sqlite import open_sqlite_store
 
-    async with open_sqlite_store(url) as store:
+    async with open_sqlite_store(url, store_timeout) as store:
         yield store
 
 
 @asynccontextmanager
-async def open_postgresql(url: str) -> AsyncIterator[TaskStore]:
+async def open_postgresql(url: str, store_timeout: float) -> AsyncIterator[TaskStore]:
     """``postgresql://…``: psycopg is an optional dependency, imported only here."""
     try:
         from presa_trio.tasks.stores.postgres import open_postgresql_store
@@ -54,7 +56,7 @@ async def open_postgresql(url: str) -> AsyncIterator[TaskStore]:
         raise StoreUnavailable(
             f"{url.partition(':')[0]}: URLs need psycopg: pip install 'presa-trio[postgresql]'"
         ) from error
-    async with open_postgresql_store(url) as store:
+    async with open_postgresql_store(url, store_timeout) as store:
         yield store
 
 
@@ -67,11 +69,13 @@ OPENERS: dict[str, StoreOpener] = {
 }
 
 
-def open_store(url: str) -> AbstractAsyncContextManager[TaskStore]:
+def open_store(
+    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
+) -> AbstractAsyncContextManager[TaskStore]:
     """The store ``url`` names, to open with ``async with``."""
     scheme, colon, _ = url.partition(":")
     opener = OPENERS.get(scheme) if colon else None
     if opener is None:
         known = ", ".join(f"{name}:" for name in OPENERS)
         raise StoreUnavailable(f"unknown store URL {url!r}: the schemes are {known}")
-    return opener(url)
+    return opener(url, store_timeout)

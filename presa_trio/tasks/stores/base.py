@@ -34,7 +34,11 @@ each on every store):
    again, so a store may let go of its lease and its :class:`Work` once it
    ends; it reads back with ``None`` for them.
 5. **Time is wall-clock epoch milliseconds**, passed in by the caller, so a
-   deadline means the same after a restart and in another process.
+   deadline means the same after a restart and in another process. Every
+   call that sets a lease gives the caller's now beside its expiry, so a
+   store may judge leases on one clock of its own, the same for every
+   process (PostgreSQL does: its own), taking each expiry as a length from
+   the caller's now; a lease's expiry reads back as the caller gave it.
 6. **Changes are announced.** :meth:`TaskStore.watch` delivers every
    committed change (creation, transition, claim, deletion) in commit order;
    after a reconnect it delivers :data:`RESYNC`, and the watcher re-reads.
@@ -90,6 +94,17 @@ class CapacityExceeded(Exception):
 
 class StoreUnavailable(Exception):
     """The store cannot be opened or reached; the message is one line for an operator."""
+
+
+#: How long one store call may take, waiting included, before it fails as
+#: :class:`StoreUnavailable` (``--store-timeout``, in seconds). A healthy
+#: call takes milliseconds, and a checkpoint or vacuum stalls one for well
+#: under a second; five seconds is past those, yet short enough that a
+#: client sees a retryable error before its own request timeout (often ten
+#: seconds or more), that a lease renewal (every third of the 30 s lease)
+#: that meets a stall fails and runs again in time, and that a shutdown
+#: (10 s of grace by default) is never held past its grace by a store.
+DEFAULT_STORE_TIMEOUT_S = 5.0
 
 
 # --- what is stored ------------------------------------------------------------------
@@ -240,8 +255,13 @@ class TaskStore(Protocol):
         :class:`Conflict`) and, with ``fence``, its lease generation is ``fence``
         (else :class:`LeaseLost`). Unknown or other scope: :class:`TaskNotFound`."""
 
-    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
         """Extend the leases ``owner`` holds (task id -> generation) to ``expires_ms``.
+
+        ``now_ms`` is the caller's now, so a store that judges leases on a
+        clock of its own reads the expiry as a length (rule 5).
 
         Returns the ids whose lease is no longer ``(owner, generation)``, or gone.
         """

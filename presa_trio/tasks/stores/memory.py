@@ -93,7 +93,9 @@ class MemoryStore(LocalAnnouncer):
             # Ended: its work and lease are let go of (rule 4).
             self._put(StoredTask(scope, task))
 
-    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
         lost = set()
         for task_id, generation in held.items():
             stored = self.entries.get(task_id)

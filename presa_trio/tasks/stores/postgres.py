@@ -15,25 +15,30 @@ How each rule of the store contract is kept:
   so of two concurrent writers of one revision exactly one updates a row.
   When none is updated, one read says why (unknown, lease lost, conflict).
 - **Capacity is checked in the creating transaction.** One statement,
-  ``SELECT presa_create_task(…)`` (a function of the schema), takes one
-  advisory lock (``pg_advisory_xact_lock``), counts the live tasks of the
-  scope and overall (from counters and a partial index, so the count does
-  not grow with the tasks kept for their TTL: see
+  ``SELECT presa_create_task(…)`` (a function of the schema), takes its
+  scope's advisory lock (``pg_advisory_xact_lock``), counts the live tasks
+  of the scope and overall (from counters and a partial index, so the count
+  does not grow with the tasks kept for their TTL: see
   :mod:`~presa_trio.tasks.stores.postgres_schema`), and inserts only if under
-  every limit; the lock is
-  held until commit, so no two creations, in any process, count the same
-  free slot. presa chooses the lock over SERIALIZABLE (which would make
-  every creation ready to retry on serialization failures) and over a
-  counter row (which every status change would also have to update, so
-  completions would queue behind creations on that one row). The price:
-  creations are serialised across all processes from the lock to the
-  commit. Being one statement, that span holds no network round trip, only
-  the counting, the insert and the commit.
+  every limit; the lock is held until commit, so no two creations in one
+  scope, in any process, count the same free slot. Creations in different
+  scopes share no lock: the overall limits are checked on the counts as
+  committed, so concurrent creations may pass them by the few in flight
+  (the schema's docstring). presa chooses the lock over SERIALIZABLE (which
+  would make every creation ready to retry on serialization failures).
+  Being one statement, the span the scope's lock is held holds no network
+  round trip, only the counting, the insert and the commit.
 - **Leases** are three columns; renewal and release touch only the expiry,
   claiming bumps the generation with ``FOR UPDATE SKIP LOCKED`` so two
   processes recovering at once claim different tasks.
-- **Time** is the caller's epoch milliseconds; the database's clock is
-  never read, so hosts agree as far as their clocks do.
+- **Time.** Leases are judged on the database's clock: beside the expiry
+  the caller gives (kept and read back as given), a lease gets a deadline
+  on the database's clock, the database's time plus the lease's length (the
+  caller's expiry less its now), and a claim takes what has passed its
+  deadline by the database's time, so a process whose clock is wrong can
+  neither take live tasks nor keep dead ones. Task timestamps and TTLs are the caller's epoch
+  milliseconds, as in every store. At start, a process whose clock is more
+  than :data:`CLOCK_WARNING_MS` from the database's logs a warning.
 - **Announcements.** A write is announced to this process's watchers as
   soon as it commits, before the call returns, and to every process by the
   schema's trigger (NOTIFY). A change can so arrive twice, or a change
@@ -48,18 +53,21 @@ Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 
 from __future__ import annotations
 
+import logging
+import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 import psycopg
 import trio
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Json
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
+    DEFAULT_STORE_TIMEOUT_S,
     RESYNC,
     Capacity,
     CapacityExceeded,
@@ -83,9 +91,15 @@ from presa_trio.tasks.stores.postgres_schema import (
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.stores.record import lease_columns, task_to_json, to_record
+from presa_trio.tasks.stores.record import record_text, task_to_json, work_to_json
+
+log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[Any]
+
+#: A process whose clock is further than this from the database's (ms) is
+#: warned at start: its tasks' timestamps and TTLs are off by as much.
+CLOCK_WARNING_MS = 1000
 
 #: How many deletions :meth:`PostgresStore._offer` remembers; late copies
 #: arrive within moments, so this covers bursts of expiry with room to spare.
@@ -98,11 +112,14 @@ NEVER = (-1, -1)
 LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
 
 
-def record_of(stored: StoredTask) -> Jsonb:
-    """The ``record`` column: the storage record without the lease (it has columns)."""
-    record = to_record(stored)
-    del record["lease"]
-    return Jsonb(record)
+def as_json(value: Any) -> Json:
+    """A ``json`` column's value: text that holds every string (:func:`record_text`)."""
+    return Json(value, dumps=record_text)
+
+
+def epoch_ms() -> int:
+    """This process's wall clock, epoch milliseconds."""
+    return time.time_ns() // 1_000_000
 
 
 def version_of(stored: StoredTask) -> tuple[int, int]:
@@ -184,18 +201,25 @@ class PostgresStore(LocalAnnouncer):
     # --- the protocol ---------------------------------------------------------------
 
     async def create(self, stored: StoredTask, capacity: Capacity, now_ms: int) -> None:
+        lease = stored.lease
+
         def work(connection: Connection) -> list[int] | None:
             row = connection.execute(
                 "SELECT presa_create_task("
-                "ROW(%s, %s, %s, %s, %s, %s, %s, %s, %s)::presa_tasks, %s, %s, %s, %s, %s)",
+                "ROW(%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s)::presa_tasks,"
+                " %s, %s, %s, %s, %s, %s)",
                 (
                     stored.task_id,
                     stored.scope,
                     stored.task.revision,
                     stored.task.terminal,
                     stored.task.expires_ms,
-                    *lease_columns(stored.lease),
-                    record_of(stored),
+                    None if lease is None else lease.owner,
+                    None if lease is None else lease.generation,
+                    None if lease is None else lease.expires_ms,
+                    as_json(task_to_json(stored.task)),
+                    as_json(work_to_json(stored.work)),
+                    None if lease is None else lease.expires_ms - now_ms,
                     now_ms,
                     capacity.max_active_per_scope,
                     capacity.max_stored_per_scope,
@@ -237,14 +261,14 @@ class PostgresStore(LocalAnnouncer):
     ) -> None:
         def work(connection: Connection) -> StoredTask:
             row = connection.execute(
-                "UPDATE presa_tasks AS t SET record = jsonb_set(t.record, '{task}', %(task)s),"
+                "UPDATE presa_tasks AS t SET task = %(task)s,"
                 " revision = %(revision)s, terminal = %(terminal)s"
                 " WHERE t.task_id = %(id)s AND t.scope = %(scope)s"
                 " AND t.revision = %(expected)s"
                 " AND (%(fence)s::bigint IS NULL OR t.lease_generation = %(fence)s) "
                 + returning("t"),
                 {
-                    "task": Jsonb(task_to_json(task)),
+                    "task": as_json(task_to_json(task)),
                     "revision": task.revision,
                     "terminal": task.terminal,
                     "id": task.task_id,
@@ -275,18 +299,21 @@ class PostgresStore(LocalAnnouncer):
         lane = Lane.REQUEST if fence is None else Lane.BACKGROUND
         self._offer(Changed(await self.database.run(work, lane)))
 
-    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
         if not held:
             return set()
 
         def work(connection: Connection) -> set[str]:
             rows = connection.execute(
-                "UPDATE presa_tasks AS t SET lease_expires_ms = %s"
+                "UPDATE presa_tasks AS t SET lease_expires_ms = %s,"
+                " lease_deadline_ms = presa_now_ms() + %s"
                 " FROM unnest(%s::text[], %s::bigint[]) AS h(task_id, generation)"
                 " WHERE t.task_id = h.task_id AND t.lease_owner = %s"
                 " AND t.lease_generation = h.generation"
                 " RETURNING t.task_id",
-                (expires_ms, list(held), list(held.values()), owner),
+                (expires_ms, expires_ms - now_ms, list(held), list(held.values()), owner),
             ).fetchall()
             return set(held) - {task_id for (task_id,) in rows}
 
@@ -299,13 +326,19 @@ class PostgresStore(LocalAnnouncer):
             rows = connection.execute(
                 "UPDATE presa_tasks AS t SET lease_owner = %(owner)s,"
                 " lease_generation = coalesce(t.lease_generation, 0) + 1,"
-                " lease_expires_ms = %(expires)s"
+                " lease_expires_ms = %(expires)s, lease_deadline_ms = presa_now_ms() + %(lease)s"
                 " FROM (SELECT task_id FROM presa_tasks"
                 f"       WHERE NOT terminal AND {LIVE}"
-                "        AND (lease_expires_ms IS NULL OR lease_expires_ms <= %(now)s)"
+                "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms <= presa_now_ms())"
                 "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
                 " WHERE t.task_id = c.task_id " + returning("t"),
-                {"owner": owner, "expires": expires_ms, "now": now_ms, "limit": limit},
+                {
+                    "owner": owner,
+                    "expires": expires_ms,
+                    "lease": expires_ms - now_ms,
+                    "now": now_ms,
+                    "limit": limit,
+                },
             ).fetchall()
             return [decode(row) for row in rows]
 
@@ -317,7 +350,9 @@ class PostgresStore(LocalAnnouncer):
     async def release(self, owner: str) -> None:
         await self.database.run(
             lambda connection: connection.execute(
-                "UPDATE presa_tasks SET lease_expires_ms = 0 WHERE lease_owner = %s", (owner,)
+                "UPDATE presa_tasks SET lease_expires_ms = 0, lease_deadline_ms = 0"
+                " WHERE lease_owner = %s",
+                (owner,),
             ),
             Lane.BACKGROUND,
         )
@@ -348,10 +383,28 @@ class PostgresStore(LocalAnnouncer):
         return await self.database.run(work)
 
 
+async def warn_of_clock_skew(database: Database, wall_ms: Callable[[], int]) -> None:
+    """Log a warning if this process's clock is far from the database's."""
+    before = wall_ms()
+    row = await database.run(lambda c: c.execute("SELECT presa_now_ms()").fetchone())
+    after = wall_ms()
+    assert row is not None
+    # The database read its clock somewhere between ``before`` and ``after``.
+    skew = row[0] - (before + after) // 2
+    if abs(skew) > CLOCK_WARNING_MS + (after - before) // 2:
+        log.warning(
+            "this process's clock is %+.1f s from the database's: leases are judged on "
+            "the database's clock, but task timestamps and TTLs are off by as much",
+            -skew / 1000,
+        )
+
+
 @asynccontextmanager
-async def open_postgresql_store(url: str) -> AsyncIterator[PostgresStore]:
+async def open_postgresql_store(
+    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
+) -> AsyncIterator[PostgresStore]:
     """Connect to the database ``url`` names, creating the schema on first use."""
-    database = Database(url)
+    database = Database(url, timeout=store_timeout)
     await database.open()
     try:
         await database.run(ensure_schema)
@@ -362,6 +415,7 @@ async def open_postgresql_store(url: str) -> AsyncIterator[PostgresStore]:
         await database.close()
         raise
     try:
+        await warn_of_clock_skew(database, epoch_ms)
         yield PostgresStore(database=database)
     finally:
         with trio.CancelScope(shield=True):

@@ -42,7 +42,7 @@ process costs PostgreSQL seven connections and runs six threads for them.
 Failures
 --------
 A call that cannot reach the database (the server restarting, the network
-gone, no connection within ``connect_timeout``) raises
+gone, no connection within the store timeout) raises
 :class:`~presa_trio.tasks.stores.base.StoreUnavailable`, which a request answers
 with -32603 and ``data.retryable: true``: sending the same request again
 later can succeed. The thread drops the broken connection and connects
@@ -52,34 +52,70 @@ tests its connection (one empty query) before its next call and replaces
 it if broken: after a database restart one call fails, not one per
 connection, and the process recovers by itself once the database is back.
 
+Deadlines
+---------
+Every call ends within the store timeout (``--store-timeout``), whatever the
+database does, bounded on both sides:
+
+- **by the server**: each connection sets ``statement_timeout`` (a query,
+  lock waits included, that runs longer is cancelled and its transaction
+  rolled back) and ``idle_in_transaction_session_timeout`` (a transaction
+  its client stopped driving releases its locks);
+- **by the client**: :meth:`Database.run` waits at most the timeout, from
+  the moment the call is queued. A database that stopped answering (frozen,
+  or a network that drops packets) cancels nothing on its side, so when the
+  bound passes the call's connection is *interrupted*: its socket is shut
+  down under the thread, which gets an error at once and drops the
+  connection, and the caller gets :class:`StoreUnavailable`. Connecting is
+  bounded by ``connect_timeout`` and a lost peer by TCP keepalives and
+  ``tcp_user_timeout`` (each unless the URL sets its own).
+
 A call cancelled while it waits in its lane's queue is withdrawn. A call a
-thread has taken cannot be stopped mid-transaction: the Trio task waits
-until the thread finishes (commit or rollback), so a write is never left
-half-done, and the cancellation is delivered at its next checkpoint.
+thread has taken is interrupted the same way when its caller is cancelled
+(a shutdown, a stopped worker): the server rolls its transaction back
+unless it had committed already, so a write is never left half-done, but
+the caller does not learn which; as after a crash, a task whose creation
+committed unseen is found by recovery once its lease expires. Closing the
+store interrupts what is still running and waits for each thread at most
+the timeout, so a frozen database cannot hold a shutdown past it.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import math
+import os
 import queue
+import socket
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
 import attrs
 import outcome
 import psycopg
 import trio
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
-from presa_trio.tasks.stores.base import StoreUnavailable
+from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 Connection = psycopg.Connection[Any]
+
+#: What a connection is in after a ``work`` that raised inside a transaction.
+UNFINISHED = {TransactionStatus.INTRANS, TransactionStatus.INERROR}
+
+#: What a call may meet that trying again later can cure: a connection lost or
+#: refused, a statement cancelled by its timeout, a database that is read-only
+#: for now (a standby, or ``default_transaction_read_only`` while an operator
+#: works on it).
+TRANSIENT = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
 
 #: A unit of work on one (autocommit) connection.
 Work = Callable[[Connection], T]
@@ -92,15 +128,39 @@ class Lane(enum.Enum):
     BACKGROUND = "background"
 
 
-@attrs.define(eq=False)
-class Call(Generic[T]):
-    """One call waiting in a lane: taken by a thread, or withdrawn by its cancellation."""
+def bounded_conninfo(conninfo: str, timeout: float) -> str:
+    """``conninfo`` with presa's bounds on connecting and on a silent peer, unless it sets them.
 
-    work: Work[T]
-    waiter: trio.lowlevel.Task
-    # Acquired once, by whichever comes first: the thread that runs the
-    # call, or the cancellation that withdraws it.
-    claim: threading.Lock = attrs.field(factory=threading.Lock)
+    ``connect_timeout`` (libpq counts whole seconds, at least 2), TCP
+    keepalives probing an idle connection after the timeout, and
+    ``tcp_user_timeout``: data the peer does not acknowledge within the
+    timeout ends the connection.
+    """
+    given = conninfo_to_dict(conninfo)
+    seconds = max(2, math.ceil(timeout))
+    defaults: dict[str, Any] = {
+        "connect_timeout": seconds,
+        "keepalives": 1,
+        "keepalives_idle": seconds,
+        "keepalives_interval": max(1, seconds // 3),
+        "keepalives_count": 3,
+        "tcp_user_timeout": round(timeout * 1000),
+    }
+    return make_conninfo(conninfo, **{k: v for k, v in defaults.items() if k not in given})
+
+
+def set_server_timeouts(connection: Connection, timeout: float) -> None:
+    """The server's own bounds on this session's statements and open transactions."""
+    milliseconds = str(round(timeout * 1000))
+    connection.execute(
+        "SELECT set_config('statement_timeout', %s, false),"
+        " set_config('idle_in_transaction_session_timeout', %s, false)",
+        (milliseconds, milliseconds),
+    )
+
+
+class Abandoned(Exception):
+    """The call's caller stopped waiting: the thread ends it without running it."""
 
 
 @attrs.define(eq=False)
@@ -110,6 +170,73 @@ class Session:
     connection: Connection | None = None
     # The value of :attr:`Database._breakages` when the connection was last known good.
     checked: int = 0
+    # The call the thread is running on the connection, if any.
+    running: Call[Any] | None = None
+    # Held while the connection or the running call changes, and while one is interrupted.
+    guard: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def begin(self, call: Call[Any]) -> None:
+        """In the thread: ``call`` runs from now on, unless it was abandoned already."""
+        with self.guard:
+            if call.abandoned:
+                raise Abandoned()
+            self.running = call
+
+    def end(self) -> None:
+        with self.guard:
+            self.running = None
+
+    def replace(self, connection: Connection | None) -> None:
+        """In the thread: close the connection held, if any, and hold ``connection``."""
+        with self.guard:
+            old, self.connection = self.connection, connection
+            if old is not None:
+                old.close()
+
+    def report(self, call: Call[Any]) -> bool:
+        """In the thread: whether ``call``'s outcome is to be handed back (not abandoned)."""
+        with self.guard:
+            call.reported = not call.abandoned
+            return call.reported
+
+    def abandon(self, call: Call[Any]) -> bool:
+        """From the Trio thread: stop waiting for ``call``; False if its outcome is on its way.
+
+        A call still running is interrupted: its socket is shut down, so the
+        thread's wait for the server fails at once and the thread is free.
+        """
+        with self.guard:
+            if call.reported:
+                return False
+            call.abandoned = True
+            if self.running is not call or self.connection is None:
+                return True
+            try:
+                descriptor = self.connection.pgconn.socket
+            except psycopg.OperationalError:
+                return True  # no socket any more: the call is failing already
+            # Shut down through a copy of the descriptor: the connection's own stays open
+            # (and so is never reused for another socket) until the thread closes it.
+            with socket.socket(fileno=os.dup(descriptor)) as copy, suppress(OSError):
+                copy.shutdown(socket.SHUT_RDWR)  # OSError: not connected, failing already
+            return True
+
+
+@attrs.define(eq=False)
+class Call(Generic[T]):
+    """One call waiting in a lane: taken by a thread, or withdrawn by its cancellation."""
+
+    work: Work[T]
+    waiter: trio.lowlevel.Task
+    # Acquired once, by whichever comes first: the thread that runs the
+    # call, or the cancellation that withdraws it.
+    claim: threading.Lock = attrs.field(factory=threading.Lock)
+    # The session of the thread that took the call (set before the claim).
+    session: Session | None = None
+    # Set once the caller stopped waiting (the call ends at once, unreported),
+    # or once its outcome is handed back; never both.
+    abandoned: bool = False
+    reported: bool = False
 
 
 @attrs.define(eq=False, repr=False)
@@ -119,10 +246,11 @@ class Database:
     conninfo: str
     request_connections: int = 3
     background_connections: int = 3
-    # Longest wait for a new connection, in seconds.
-    connect_timeout: float = 3.0
+    # The longest a call may take, queued and run, in seconds (``--store-timeout``).
+    timeout: float = DEFAULT_STORE_TIMEOUT_S
     _lanes: dict[Lane, queue.SimpleQueue[Call[Any] | None]] = attrs.field(init=False)
     _threads: dict[Lane, list[threading.Thread]] = attrs.field(init=False)
+    _sessions: list[Session] = attrs.field(init=False, factory=list)
     _token: trio.lowlevel.TrioToken | None = attrs.field(init=False, default=None)
     # How many connections were found broken so far: a thread whose session
     # was checked before the latest breakage tests its connection first.
@@ -131,6 +259,7 @@ class Database:
     def __attrs_post_init__(self) -> None:
         self._lanes = {lane: queue.SimpleQueue() for lane in Lane}
         self._threads = {lane: [] for lane in Lane}
+        self.conninfo = bounded_conninfo(self.conninfo, self.timeout)
 
     async def open(self) -> None:
         """Connect every thread's connection; :class:`StoreUnavailable` if one cannot be made."""
@@ -147,8 +276,7 @@ class Database:
                     sessions.append((lane, Session(connection)))
         except psycopg.Error as error:
             for _, session in sessions:
-                assert session.connection is not None
-                session.connection.close()
+                session.replace(None)
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {first_line(error)}") from error
         for number, (lane, session) in enumerate(sessions):
             thread = threading.Thread(
@@ -159,73 +287,105 @@ class Database:
             )
             thread.start()
             self._threads[lane].append(thread)
+            self._sessions.append(session)
 
     async def close(self) -> None:
-        """Let every thread finish the calls queued before, close its connection, and end."""
+        """Let every thread finish the calls queued before, close its connection, and end.
+
+        What still runs after the timeout is interrupted, and a thread that
+        has not ended even then is left to end with the process (its
+        threads are daemons): a database that stopped answering cannot hold
+        the close for longer.
+        """
         for lane, threads in self._threads.items():
             for _ in threads:
                 self._lanes[lane].put(None)
+        threads = [thread for lane in self._threads.values() for thread in lane]
+        with trio.move_on_after(self.timeout):
+            for thread in threads:
+                await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
+        for session in self._sessions:
+            if (running := session.running) is not None:
+                session.abandon(running)
+        for thread in threads:
+            await trio.to_thread.run_sync(thread.join, self.timeout)
+            if thread.is_alive():
+                log.warning("%s did not end; it is left to the process's exit", thread.name)
         for threads in self._threads.values():
-            while threads:
-                await trio.to_thread.run_sync(threads.pop().join)
+            threads.clear()
 
     async def run(self, work: Work[T], lane: Lane = Lane.REQUEST) -> T:
-        """Run ``work`` in one of ``lane``'s threads, on its connection."""
+        """Run ``work`` in one of ``lane``'s threads, on its connection, within the timeout."""
         call = Call(work, trio.lowlevel.current_task())
         await trio.lowlevel.checkpoint_if_cancelled()
         self._lanes[lane].put(call)
 
-        def withdraw(_: object) -> trio.lowlevel.Abort:
-            taken = not call.claim.acquire(blocking=False)
-            return trio.lowlevel.Abort.FAILED if taken else trio.lowlevel.Abort.SUCCEEDED
+        def stop_waiting(_: object) -> trio.lowlevel.Abort:
+            if call.claim.acquire(blocking=False):
+                return trio.lowlevel.Abort.SUCCEEDED  # withdrawn before a thread took it
+            assert call.session is not None
+            if call.session.abandon(call):
+                return trio.lowlevel.Abort.SUCCEEDED
+            return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
 
-        try:
-            result: T = await trio.lowlevel.wait_task_rescheduled(withdraw)
-        except psycopg.OperationalError as error:
-            raise StoreUnavailable(f"postgresql: {first_line(error)}") from error
-        return result
+        with trio.move_on_after(self.timeout):
+            try:
+                result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
+            except TRANSIENT as error:
+                raise StoreUnavailable(f"postgresql: {first_line(error)}") from error
+            return result
+        raise StoreUnavailable(
+            f"postgresql: no answer within the store timeout ({self.timeout:g} s)"
+        )
 
     # --- in the threads ----------------------------------------------------------------
 
     def _connect(self) -> Connection:
-        return psycopg.connect(
-            self.conninfo, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
-        )
+        connection = psycopg.connect(self.conninfo, autocommit=True)
+        try:
+            set_server_timeouts(connection, self.timeout)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     def _serve(self, calls: queue.SimpleQueue[Call[Any] | None], session: Session) -> None:
         """A thread's life: run the calls of its lane until told to stop."""
         assert self._token is not None
         try:
             while (call := calls.get()) is not None:
+                call.session = session
                 if not call.claim.acquire(blocking=False):
                     continue  # withdrawn while it waited
-                result = outcome.capture(self._transact, session, call.work)
+                result = outcome.capture(self._transact, session, call)
+                if not session.report(call):
+                    continue  # its caller stopped waiting
                 try:
                     self._token.run_sync_soon(trio.lowlevel.reschedule, call.waiter, result)
                 except trio.RunFinishedError:
                     return
         finally:
-            if session.connection is not None:
-                session.connection.close()
+            session.replace(None)
 
-    def _transact(self, session: Session, work: Work[T]) -> T:
-        connection = self._usable(session)
+    def _transact(self, session: Session, call: Call[T]) -> T:
+        session.begin(call)
         try:
-            return work(connection)
+            connection = self._usable(session, call)
+            try:
+                return call.work(connection)
+            finally:
+                if connection.info.transaction_status in UNFINISHED:
+                    connection.rollback()  # left open by a ``work`` that raised
         except psycopg.OperationalError:
-            # Counted without a lock: a lost count only spares a sibling its test.
-            self._breakages += 1
-            session.connection = None
-            connection.close()
+            if not call.abandoned:
+                # Counted without a lock: a lost count only spares a sibling its test.
+                self._breakages += 1
+            session.replace(None)
             raise
         finally:
-            if (
-                session.connection is not None
-                and connection.info.transaction_status is not TransactionStatus.IDLE
-            ):
-                connection.rollback()  # left open by a ``work`` that raised
+            session.end()
 
-    def _usable(self, session: Session) -> Connection:
+    def _usable(self, session: Session, call: Call[Any]) -> Connection:
         """The session's connection, tested first if a sibling broke since; else a new one."""
         breakages = self._breakages
         connection = session.connection
@@ -233,10 +393,13 @@ class Database:
             try:
                 connection.execute("")
             except psycopg.OperationalError:
-                connection.close()
-                connection = session.connection = None
+                session.replace(None)
+                connection = None
         if connection is None:
-            connection = session.connection = self._connect()
+            connection = self._connect()
+            session.replace(connection)
+            if call.abandoned:
+                raise Abandoned()
         session.checked = breakages
         return connection
 

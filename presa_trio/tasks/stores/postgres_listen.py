@@ -110,7 +110,10 @@ async def listen(
     reconnected = False
     while True:
         try:
-            connection = await trio.to_thread.run_sync(connect_and_listen, conninfo)
+            # Abandoned if cancelled: a shutdown never waits for a connection to come.
+            connection = await trio.to_thread.run_sync(
+                connect_and_listen, conninfo, abandon_on_cancel=True
+            )
         except psycopg.OperationalError as error:
             log.warning("cannot listen for task changes: %s", error)
         else:
@@ -132,7 +135,8 @@ async def listen(
 
 
 def connect_and_listen(conninfo: str) -> psycopg.Connection[Any]:
-    connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=3)
+    # ``conninfo`` carries the store's bounds (postgres_io.bounded_conninfo).
+    connection = psycopg.connect(conninfo, autocommit=True)
     try:
         connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
     except BaseException:

@@ -21,10 +21,16 @@ new version: every version-1 record reads the same as before. A store may keep
 changing); its three fields map one to one.
 
 A record of an unknown ``version`` is refused: a newer server wrote it.
+
+As text (:func:`record_text`), a record holds every string a Python JSON
+value may hold, U+0000 and lone surrogates included, so every store keeps
+what the memory store keeps: UTF-8 where the text can be UTF-8, and
+``\\uXXXX`` escapes (plain ASCII) where it cannot.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from presa_trio.auth.principal import Principal
@@ -33,6 +39,16 @@ from presa_trio.tasks.stores.base import Lease, StoredTask, Work
 from presa_trio.wire.models import JSONObject
 
 RECORD_VERSION = 1
+
+
+def record_text(value: Any) -> str:
+    """``value`` as compact JSON text that UTF-8 can carry, whatever its strings hold."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+        return json.dumps(value, separators=(",", ":"))
+    return text
 
 
 class UnknownRecordVersion(ValueError):

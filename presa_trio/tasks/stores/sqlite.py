@@ -1,12 +1,32 @@
 """``sqlite:///PATH``: tasks in one SQLite file, so they survive a restart on one host.
 
 The standard library's :mod:`sqlite3` blocks, so every statement runs off
-the Trio thread through :func:`trio.to_thread.run_sync`, behind a
-:class:`trio.CapacityLimiter` of one: the single connection is used by one
-thread at a time, in call order. A call is not abandoned when its caller is
-cancelled, so a transaction always finishes (committed or rolled back); the
-caller sees the cancellation once it has.
+the Trio thread through :func:`trio.to_thread.run_sync`. The store has two
+connections, each behind a :class:`trio.CapacityLimiter` of one (used by one
+thread at a time, in call order): **the writer**, for every write, and
+**the reader**, for ``get``, ``read`` and ``counts``, so that in WAL mode a
+read never waits behind a write, this process's or another program's. A
+call is not abandoned when its caller is cancelled, so a transaction always
+finishes (committed or rolled back); the caller sees the cancellation once
+it has.
 
+- **One server per file.** The store holds an exclusive lock
+  (:func:`fcntl.flock`) on ``PATH.lock`` beside the file, with its pid in
+  it, for as long as it is open; the operating system releases it when the
+  process ends, however it ends. A second server on the same file is
+  refused at start, with one line naming the holder's pid: two processes
+  would each run, answer and cancel tasks the other cannot see.
+- **Nothing is written before the file is known to be presa's.** An empty
+  or new file gets the schema; a file with tables but no ``presa_meta``, or
+  another schema version, is refused before anything (WAL mode included)
+  is written to it.
+- **Deadlines.** Every call ends within the store timeout of being made
+  (``--store-timeout``), queueing for its connection included: a call that
+  gets its connection with time left waits for SQLite's locks (another
+  program holding the file) only for what is left (``busy_timeout``), so
+  the wait does not grow with the number of calls queued behind one lock.
+  A call past its deadline fails with
+  :class:`~presa_trio.tasks.stores.base.StoreUnavailable` (retryable).
 - **WAL**, so readers never wait for the writer, with ``synchronous=NORMAL``:
   a commit survives the process being killed (SIGKILL included), though
   not a power cut (a checkpoint, not every commit, is fsynced).
@@ -20,14 +40,18 @@ caller sees the cancellation once it has.
   (capacity counts, expiry, claims) and because a lease changes without the
   task changing.
 
-Only this process writes the file (one server per file): announcements
-(:meth:`watch`) are in-process calls, made after each commit.
+Only this process writes the file (one server per file, locked):
+announcements (:meth:`watch`) are in-process calls, made after each commit.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,6 +62,7 @@ import trio
 
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
+    DEFAULT_STORE_TIMEOUT_S,
     Capacity,
     CapacityExceeded,
     Changed,
@@ -53,6 +78,7 @@ from presa_trio.tasks.stores.local import LocalAnnouncer, check_read, check_writ
 from presa_trio.tasks.stores.record import (
     lease_columns,
     lease_from_json,
+    record_text,
     task_from_json,
     to_record,
     work_from_json,
@@ -83,15 +109,11 @@ COLUMNS = "scope, record, lease_owner, lease_generation, lease_expires_ms"
 T = TypeVar("T")
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _record_text(stored: StoredTask) -> str:
     """The record without its lease: the lease lives in columns."""
     record = to_record(stored)
     del record["lease"]
-    return _dumps(record)
+    return record_text(record)
 
 
 def _row_to_stored(row: tuple[Any, ...]) -> StoredTask:
@@ -109,23 +131,46 @@ def _task_text(stored: StoredTask, task: Task) -> str:
     return _record_text(attrs.evolve(stored, task=task))
 
 
+@attrs.define(eq=False)
+class Link:
+    """One connection and the limiter that lets one thread at a time use it."""
+
+    connection: sqlite3.Connection
+    limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
+
+
 @attrs.define(eq=False, repr=False)
 class SqliteStore(LocalAnnouncer):
-    """The store on one SQLite connection; see the module docstring."""
+    """The store on one SQLite file: a writer and a reader; see the module docstring."""
 
-    connection: sqlite3.Connection = attrs.field(kw_only=True)
-    _limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
+    writer: Link = attrs.field(kw_only=True)
+    reader: Link = attrs.field(kw_only=True)
+    # The longest a call may take, queueing included, in seconds.
+    timeout: float = attrs.field(kw_only=True, default=DEFAULT_STORE_TIMEOUT_S)
 
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` on the connection, off the Trio thread, one call at a time."""
+    async def _run(self, work: Callable[[sqlite3.Connection], T], link: Link | None = None) -> T:
+        """Run ``work`` on a connection (the writer unless told), off the Trio thread, in turn."""
+        link = self.writer if link is None else link
+        deadline = time.monotonic() + self.timeout
 
         def call() -> T:
+            left_ms = round((deadline - time.monotonic()) * 1000)
             try:
-                return work(self.connection)
+                if left_ms <= 0:
+                    raise sqlite3.OperationalError("no time left to wait for the file")
+                # Waits for another program's lock end at this call's deadline.
+                link.connection.execute(f"PRAGMA busy_timeout = {left_ms}")
+                return work(link.connection)
             except sqlite3.Error as error:
                 raise StoreUnavailable(f"sqlite: {error}") from error
 
-        return await trio.to_thread.run_sync(call, limiter=self._limiter)
+        with trio.move_on_after(self.timeout):
+            return await trio.to_thread.run_sync(call, limiter=link.limiter)
+        raise StoreUnavailable(f"sqlite: no answer within the store timeout ({self.timeout:g} s)")
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the reader: it never waits for a write."""
+        return await self._run(work, self.reader)
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction: all of it or nothing."""
@@ -143,9 +188,10 @@ class SqliteStore(LocalAnnouncer):
         return await self._run(transaction)
 
     async def aclose(self) -> None:
-        """Close the connection, after the call in progress; later calls fail."""
+        """Close both connections, each after its call in progress; later calls fail."""
         with trio.CancelScope(shield=True):
-            await self._run(lambda db: db.close())
+            for link in (self.reader, self.writer):
+                await trio.to_thread.run_sync(link.connection.close, limiter=link.limiter)
 
     def _announce_all(self, events: list[StoreEvent]) -> None:
         for event in events:
@@ -190,13 +236,13 @@ class SqliteStore(LocalAnnouncer):
             ).fetchone()
             return None if row is None else _row_to_stored(row)
 
-        return await self._run(select)
+        return await self._read(select)
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
         return check_read(await self.read(task_id), scope, now_ms)
 
     async def counts(self, scope: str | None = None) -> Counts:
-        return await self._run(lambda db: _counts(db, scope))
+        return await self._read(lambda db: _counts(db, scope))
 
     # --- writes ------------------------------------------------------------------
 
@@ -219,7 +265,9 @@ class SqliteStore(LocalAnnouncer):
 
         self.announce(Changed(await self._write(update)))
 
-    async def renew(self, owner: str, held: Mapping[str, int], expires_ms: int) -> set[str]:
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
         def extend(db: sqlite3.Connection) -> set[str]:
             lost = set()
             for task_id, generation in held.items():
@@ -293,32 +341,92 @@ def _delete_expired(db: sqlite3.Connection, now_ms: int) -> list[Deleted]:
     return [Deleted(scope, task_id) for scope, task_id in rows]
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    """Connect, switch to WAL, create the schema or check its version (in a thread)."""
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+    """The writer and the reader, once the file is known to be presa's (in a thread).
+
+    Reading what tables the file holds writes nothing; only a file with
+    none (new, or empty) gets the schema, and only a presa file of this
+    schema version is switched to WAL.
+    """
+    db = _connect(path)
     try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        if tables and "presa_meta" not in tables:
+            raise StoreUnavailable(f"{path} is not a presa task store: it holds other tables")
+        if "presa_meta" in tables:
+            row = db.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'")
+            (version,) = row.fetchone() or ("none",)
+            if version != str(SCHEMA_VERSION):
+                raise StoreUnavailable(
+                    f"{path} holds presa task schema version {version}; "
+                    f"this server reads {SCHEMA_VERSION}"
+                )
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.execute("BEGIN IMMEDIATE")
-        for statement in filter(str.strip, SCHEMA.split(";")):
-            db.execute(statement)
-        db.execute(
-            "INSERT OR IGNORE INTO presa_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-        )
-        (version,) = db.execute(
-            "SELECT value FROM presa_meta WHERE key = 'schema_version'"
-        ).fetchone()
-        db.execute("COMMIT")
+        if not tables:
+            db.execute("BEGIN IMMEDIATE")
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                db.execute(statement)
+            db.execute(
+                "INSERT OR IGNORE INTO presa_meta VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            db.execute("COMMIT")
+        else:
+            # A file this process may not write (read-only, say) is refused now, not at
+            # its first task; taking the write lock and letting go writes nothing.
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+        reader = _connect(path)
     except BaseException:
         db.close()
         raise
-    if version != str(SCHEMA_VERSION):
-        db.close()
+    reader.execute("PRAGMA query_only = ON")
+    return db, reader
+
+
+def lock_path(path: Path) -> Path:
+    """The file beside ``path`` whose lock says which process serves it."""
+    return path.with_name(path.name + ".lock")
+
+
+def hold_lock(path: Path) -> tuple[int, bool]:
+    """Lock ``PATH.lock`` for this process, its pid in it; the open descriptor, and
+    whether the lock file was made just now.
+
+    ``flock`` locks belong to the open file, so the operating system drops
+    the lock when the process ends, however it ends; a stale file left by a
+    killed server is simply locked again.
+    """
+    lock_file = lock_path(path)
+    try:
+        descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        made = True
+    except FileExistsError:
+        descriptor, made = None, False
+    try:
+        if descriptor is None:
+            descriptor = os.open(lock_file, os.O_RDWR)
+    except OSError as error:
+        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
+        os.close(descriptor)
+        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise StoreUnavailable(f"cannot lock {lock_file}: {error.strerror}") from None
+        who = f"pid {holder}" if holder.isdigit() else "a process that wrote no pid"
         raise StoreUnavailable(
-            f"{path} holds presa task schema version {version}; this server reads {SCHEMA_VERSION}"
-        )
-    return db
+            f"{path} is served by another presa process ({who}); one server per file"
+        ) from None
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    return descriptor, made
 
 
 def sqlite_path(url: str) -> Path:
@@ -330,15 +438,27 @@ def sqlite_path(url: str) -> Path:
 
 
 @asynccontextmanager
-async def open_sqlite_store(url: str) -> AsyncIterator[SqliteStore]:
-    """Open (creating if needed) the file ``url`` names; close it on exit."""
+async def open_sqlite_store(
+    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
+) -> AsyncIterator[SqliteStore]:
+    """Lock and open (creating if needed) the file ``url`` names; close and unlock on exit."""
     path = sqlite_path(url)
+    if not path.parent.is_dir():
+        raise StoreUnavailable(f"cannot open {url}: no directory {path.parent}")
+    lock, made = hold_lock(path)
     try:
-        connection = await trio.to_thread.run_sync(_open, path)
-    except sqlite3.Error as error:
-        raise StoreUnavailable(f"cannot open {url}: {error}") from error
-    store = SqliteStore(connection=connection)
-    try:
-        yield store
+        try:
+            writer, reader = await trio.to_thread.run_sync(_open, path)
+        except (sqlite3.Error, StoreUnavailable) as error:
+            if made:  # a file presa refuses keeps nothing of presa's beside it
+                lock_path(path).unlink()
+            if isinstance(error, StoreUnavailable):
+                raise
+            raise StoreUnavailable(f"cannot open {url}: {error}") from error
+        store = SqliteStore(writer=Link(writer), reader=Link(reader), timeout=store_timeout)
+        try:
+            yield store
+        finally:
+            await store.aclose()
     finally:
-        await store.aclose()
+        os.close(lock)

@@ -106,7 +106,7 @@ async def test_compare_and_set_refuses_a_stale_revision_and_changes_nothing(
 async def test_a_stale_lease_generation_cannot_write(store: TaskStore) -> None:
     """presa-defined (leases with fencing): once another process claims the task,
     the first worker's writes are refused, even at the right revision."""
-    await store.create(stored(lease=Lease("p1", 1, T0 + 1000)), ROOMY, T0)
+    await store.create(stored(lease=Lease("p1", 1, T0)), ROOMY, T0)
     [claimed] = await store.claim_expired("p2", T0 + 1000, T0 + 31_000, 10)
     assert claimed.lease == Lease("p2", 2, T0 + 31_000)
     stale = model.request_input(new_task(), {"k": ASK}, T0 + 1001)
@@ -120,12 +120,12 @@ async def test_a_stale_lease_generation_cannot_write(store: TaskStore) -> None:
 async def test_renewal_keeps_a_lease_and_reports_the_ones_lost(store: TaskStore) -> None:
     """presa-defined (leases): a renewed lease is not claimable; renewing a lease
     another process claimed, or of a deleted task, reports it lost."""
-    await store.create(stored("a", lease=Lease("p1", 1, T0 + 1000)), ROOMY, T0)
-    await store.create(stored("b", lease=Lease("p1", 1, T0 + 1000)), ROOMY, T0)
-    assert await store.renew("p1", {"a": 1}, T0 + 5000) == set()
+    await store.create(stored("a", lease=Lease("p1", 1, T0)), ROOMY, T0)
+    await store.create(stored("b", lease=Lease("p1", 1, T0)), ROOMY, T0)
+    assert await store.renew("p1", {"a": 1}, T0 + 5000, T0) == set()
     claimed = await store.claim_expired("p2", T0 + 1000, T0 + 2000, 10)
     assert [s.task_id for s in claimed] == ["b"]
-    assert await store.renew("p1", {"a": 1, "b": 1, "gone": 1}, T0 + 6000) == {"b", "gone"}
+    assert await store.renew("p1", {"a": 1, "b": 1, "gone": 1}, T0 + 6000, T0) == {"b", "gone"}
     assert (await store.read("a")) == stored("a", lease=Lease("p1", 1, T0 + 6000))
 
 
@@ -133,14 +133,17 @@ async def test_only_unfinished_unexpired_tasks_with_expired_leases_are_claimed(
     store: TaskStore,
 ) -> None:
     """presa-defined (recovery, at least once): a live lease, a terminal task and an
-    expired task are never claimed; a claim bumps the generation and is bounded."""
+    expired task are never claimed; a claim bumps the generation and is bounded.
+    Each lease is created expired (its expiry is the creation's now) or live for a
+    minute: a store may judge leases on a clock of its own (PostgreSQL's), reading
+    each expiry as a length from the caller's now."""
     now = T0 + 10_000
-    await store.create(stored("live", lease=Lease("p1", 1, now + 1)), ROOMY, T0)
+    await store.create(stored("live", lease=Lease("p1", 1, now + 60_000)), ROOMY, now)
     await store.create(stored("done", lease=Lease("p1", 1, T0)), ROOMY, T0)
     await store.compare_and_set("alice", model.cancel(new_task("done"), T0), 0)
     await store.create(stored("old", ttl_ms=5000, lease=Lease("p1", 1, T0)), ROOMY, T0)
     for name in ("x1", "x2", "x3"):
-        await store.create(stored(name, lease=Lease("p1", 4, now)), ROOMY, T0)
+        await store.create(stored(name, lease=Lease("p1", 4, now)), ROOMY, now)
     first = await store.claim_expired("p2", now, now + 30_000, 2)
     rest = await store.claim_expired("p2", now, now + 30_000, 10)
     assert len(first) == 2
@@ -273,6 +276,53 @@ async def test_the_storage_round_trip_keeps_every_field(store: TaskStore, number
         expected = attrs.evolve(expected, work=None, lease=None)
     assert read == expected
     assert from_record(to_record(read)) == read
+
+
+#: Strings no store may change: U+0000 (which PostgreSQL's jsonb refuses), a
+#: lone surrogate (which no UTF-8 text holds; JSON writes it ``\\ud800``), and
+#: the six characters of an escaped U+0000, which must not read back as one.
+AWKWARD = ["a\x00b", "\x00", "lone \ud800 surrogate", "\\u0000", "\udfff\x00é"]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+async def test_every_string_round_trips_in_arguments_results_answers_and_messages(
+    store: TaskStore, text: str
+) -> None:
+    """presa-defined (the stores hold the same values): a string with U+0000 or a
+    lone surrogate, as a key and as a value, in the tool arguments, the handler
+    state, an answer, a status message and the result, reads back unchanged from
+    every store (and, on PostgreSQL, through another process's announcements:
+    test_postgresql.py)."""
+    task = awkward_task(text)
+    seed = attrs.evolve(stored(), work=attrs.evolve(WORK, **awkward_work(text)))
+    await store.create(seed, ROOMY, T0)
+    before = new_task()
+    for after in task:
+        await store.compare_and_set("alice", after, before.revision)
+        read = await store.get("alice", "t-1", T0)
+        assert read.task == after
+        # A terminal task's work may have been let go of (store rule 4).
+        assert read.work == (None if read.work is None and after.terminal else seed.work)
+        before = after
+
+
+def awkward_value(text: str) -> dict[str, Any]:
+    return {text: text, "list": [text, {"nested": text}]}
+
+
+def awkward_work(text: str) -> dict[str, Any]:
+    """Work fields holding ``text``: the tool arguments and the handler state."""
+    return {"arguments": awkward_value(text), "state": awkward_value(text)}
+
+
+def awkward_task(text: str) -> list[Task]:
+    """A task's moves holding ``text``: asked, answered, a status message, completed."""
+    asked = model.request_input(new_task(), {"k": ASK}, T0 + 1)
+    answer = {"action": "accept", "content": awkward_value(text)}
+    answered = model.fulfil(asked, {"k": answer}, T0 + 2)
+    reported = model.report(answered, text, T0 + 3)
+    result = {"content": [{"type": "text", "text": text}], "structuredContent": awkward_value(text)}
+    return [asked, answered, reported, model.complete(reported, result, T0 + 4)]
 
 
 def test_a_version_1_record_without_a_status_message_still_reads() -> None:

@@ -8,6 +8,7 @@ database's own controls to cut the listening connection.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import attrs
@@ -16,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from presa_trio.tasks import model
 from presa_trio.tasks.stores import open_store
@@ -24,14 +26,27 @@ from presa_trio.tasks.stores.base import (
     Capacity,
     CapacityExceeded,
     Changed,
+    Counts,
+    Lease,
     StoreEvent,
     StoreUnavailable,
     TaskStore,
 )
 from presa_trio.tasks.stores.postgres_io import Database, Lane
 from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
+from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
-from tests.tasks.stores.test_contract import ASK, ROOMY, T0, new_task, stored
+from tests.tasks.stores.test_contract import (
+    ASK,
+    AWKWARD,
+    ROOMY,
+    T0,
+    WORK,
+    awkward_task,
+    awkward_work,
+    new_task,
+    stored,
+)
 
 PATIENCE = 60
 
@@ -69,17 +84,14 @@ async def test_a_change_made_by_one_process_reaches_the_others_watchers(
     assert seen.events == [Changed(stored())]
 
 
-async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
-    postgres_url: str,
-) -> None:
-    """presa-defined (atomic create-if-under-limit, across processes): 40 creations
-    racing through two stores for 10 slots store exactly 10."""
-    capacity = Capacity(max_active=10)
+async def race(postgres_url: str, capacity: Capacity, scopes: int) -> tuple[int, list[str]]:
+    """40 creations over ``scopes`` scopes through two stores at once; the tasks
+    stored, and the limits that refused the rest."""
     refused: list[str] = []
 
     async def create(store: TaskStore, number: int) -> None:
         try:
-            await store.create(stored(f"t{number}", scope=f"s{number % 4}"), capacity, T0)
+            await store.create(stored(f"t{number}", scope=f"s{number % scopes}"), capacity, T0)
         except CapacityExceeded as full:
             refused.append(full.limit)
 
@@ -87,8 +99,30 @@ async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
         async with trio.open_nursery() as nursery:
             for number in range(40):
                 nursery.start_soon(create, (a, b)[number % 2], number)
-        assert (await a.counts()).active == 10
-    assert refused == ["max_active_tasks"] * 30
+        return (await a.counts()).active, refused
+
+
+async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
+    postgres_url: str,
+) -> None:
+    """presa-defined (atomic create-if-under-limit, across processes): 40 creations
+    in one scope racing through two stores for its 10 slots store exactly 10."""
+    active, refused = await race(postgres_url, Capacity(max_active_per_scope=10), 1)
+    assert active == 10
+    assert refused == ["max_active_tasks_per_scope"] * 30
+
+
+async def test_the_overall_limit_is_passed_by_at_most_the_creations_in_flight(
+    postgres_url: str,
+) -> None:
+    """presa-defined (no lock shared by every creation; postgres_schema docstring):
+    creations in different scopes take no common lock, so the overall limit is
+    checked on the counts as committed. 40 creations over 4 scopes racing through
+    two stores for 10 overall slots store at least 10, and at most as many more as
+    their request connections can have in flight (3 each)."""
+    active, refused = await race(postgres_url, Capacity(max_active=10), 4)
+    assert 10 <= active <= 10 + 2 * 3
+    assert refused == ["max_active_tasks"] * (40 - active)
 
 
 async def test_a_deleted_task_frees_its_room_before_its_ttl_would(postgres_url: str) -> None:
@@ -146,7 +180,10 @@ async def test_expiries_racing_creations_keep_the_counts_exact(postgres_url: str
             "SELECT scope, count(*) FROM presa_tasks GROUP BY scope"
             " UNION ALL SELECT '', count(*) FROM presa_tasks"
         ).fetchall()
-        counted = connection.execute("SELECT scope, stored FROM presa_counts").fetchall()
+        counted = connection.execute(
+            "SELECT scope, stored FROM presa_counts WHERE NOT overall"
+            " UNION ALL SELECT '', sum(stored) FROM presa_counts WHERE overall"
+        ).fetchall()
     # A scope whose every task was deleted keeps its row, at zero.
     assert sorted(rows) == sorted((scope, n) for scope, n in counted if n)
     assert {scope: n for scope, n in counted if scope == "s3"} == {"s3": 0}
@@ -270,3 +307,65 @@ async def test_a_call_cancelled_while_it_waits_for_a_connection_never_runs(
         release.set()
         await database.close()
     assert ran == ["first"]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+async def test_every_string_reaches_another_process_unchanged(postgres_url: str, text: str) -> None:
+    """presa-defined (the stores hold the same values): U+0000 and lone surrogates in
+    a task's work, answers, message and result reach another process's watcher
+    through NOTIFY as they were written."""
+    seed = attrs.evolve(stored(), work=attrs.evolve(WORK, **awkward_work(text)))
+    *_, reported, done = awkward_task(text)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await b.create(seed, ROOMY, T0)
+            await b.compare_and_set("alice", reported, 0)
+            await b.compare_and_set("alice", done, reported.revision)
+            await seen.until(Changed(attrs.evolve(seed, task=reported)))
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_lease_is_judged_on_the_databases_clock(postgres_url: str) -> None:
+    """presa-defined (one clock for leases; README "Tasks across processes"): a
+    process whose clock is far ahead cannot claim a live lease, and one whose
+    clock is far behind cannot keep a lease that has run its length."""
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        await a.create(stored("live", lease=Lease("p1", 1, T0 + 60_000)), ROOMY, T0)
+        await a.create(stored("short", lease=Lease("p1", 1, T0 + 300)), ROOMY, T0)
+        ahead = T0 + 3_600_000
+        assert await b.claim_expired("ahead", ahead, ahead + 60_000, 10) == []
+        await trio.sleep(0.4)
+        behind = T0 - 3_600_000
+        [claimed] = await b.claim_expired("behind", behind, behind + 60_000, 10)
+        assert (claimed.task_id, claimed.lease) == ("short", Lease("behind", 2, behind + 60_000))
+        assert await a.renew("p1", {"short": 1, "live": 1}, T0 + 60_000, T0) == {"short"}
+
+
+async def test_a_version_2_database_is_upgraded_in_place(postgres_url: str) -> None:
+    """presa-defined (versioned storage): a database the previous schema version made
+    (fixtures/postgres_schema_v2.sql) is upgraded at start; its tasks read back as they
+    were, leases included, and count against the limits."""
+    v2 = (Path(__file__).parent / "fixtures" / "postgres_schema_v2.sql").read_text()
+    kept = stored("kept")
+    record = to_record(kept)
+    del record["lease"]
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE presa_meta (key text PRIMARY KEY, value text NOT NULL)")
+        connection.execute("INSERT INTO presa_meta VALUES ('schema_version', '2')")
+        connection.execute(v2)
+        assert kept.lease is not None
+        connection.execute(
+            "INSERT INTO presa_tasks VALUES (%s, %s, 0, false, %s, %s, %s, %s, %s)",
+            (
+                "kept", "alice", kept.task.expires_ms,
+                kept.lease.owner, kept.lease.generation, kept.lease.expires_ms, Jsonb(record),
+            ),
+        )  # fmt: skip
+    async with open_store(postgres_url) as store:
+        assert await store.get("alice", "kept", T0) == kept
+        with pytest.raises(CapacityExceeded):
+            await store.create(stored("new"), Capacity(max_stored=1), T0)
+        await store.create(stored("new"), Capacity(max_stored=2), T0)
+        assert await store.counts() == Counts(active=2, stored=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -38,3 +39,36 @@ async def test_a_file_of_another_schema_version_is_refused_in_one_line(tmp_path:
     assert str(refused.value) == (
         f"{path} holds presa task schema version 99; this server reads {SCHEMA_VERSION}"
     )
+
+
+async def test_a_second_store_on_the_file_is_refused_naming_the_first(tmp_path: Path) -> None:
+    """presa-defined (one server per file; README "Tasks that outlive the process"):
+    while one store has the file open, opening it again fails with one line naming
+    the holder's pid; once the first has closed, it opens."""
+    path = tmp_path / "tasks.db"
+    async with open_store(f"sqlite:///{path}"):
+        with pytest.raises(StoreUnavailable) as refused:
+            async with open_store(f"sqlite:///{path}"):
+                pass
+    assert str(refused.value) == (
+        f"{path} is served by another presa process (pid {os.getpid()}); one server per file"
+    )
+    async with open_store(f"sqlite:///{path}"):
+        pass
+
+
+async def test_a_foreign_database_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """presa-defined (nothing written before the file is known to be presa's): a
+    SQLite file with other tables is refused in one line; it is left byte for byte
+    as it was, in its own journal mode, with no lock file beside it."""
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(f"sqlite:///{path}"):
+            pass
+    assert str(refused.value) == f"{path} is not a presa task store: it holds other tables"
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["theirs.db"]
