@@ -1,5 +1,7 @@
 """The command line: ``presa-trio serve [MODULE:ATTR]`` (Streamable HTTP),
-``presa-trio stdio [MODULE:ATTR]``, and ``presa-trio transcript FILE``.
+``presa-trio stdio [MODULE:ATTR]``, ``presa-trio transcript FILE``, and the
+client of any server: ``presa-trio discover|list|call|read|prompt|task``
+(:mod:`presa_trio.client.commands`).
 
 Both transports serve the ``Server`` that ``MODULE:ATTR`` names (or a
 factory returning one), else the built-in demo, with its tasks in the store
@@ -27,6 +29,8 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
+from presa_trio.client.commands import CLIENT_COMMANDS, add_client_commands, run_client, split_stdio
+from presa_trio.client.errors import UsageProblem
 from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
@@ -217,6 +221,7 @@ def build_parser() -> Parser:
     add_server_options(stdio)
     render = commands.add_parser("transcript", help="render a transcript file as Markdown")
     render.add_argument("file", type=Path, metavar="FILE", help="a file written by --transcript")
+    add_client_commands(commands)
     return parser
 
 
@@ -332,7 +337,13 @@ def render(path: Path) -> None:
 
 
 def run(argv: Sequence[str] | None) -> None:
-    args = parse_args(argv)
+    try:
+        words, stdio = split_stdio(sys.argv[1:] if argv is None else argv)
+    except UsageProblem as problem:
+        raise UsageError(str(problem)) from None
+    args = parse_args(words)
+    if args.command in CLIENT_COMMANDS:
+        sys.exit(run_client(args, stdio))
     if args.command == "transcript":
         render(args.file)
         return

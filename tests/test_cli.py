@@ -48,6 +48,7 @@ MISTAKES = {
     "max body": (["serve", "--max-body", "0"], "--max-body: '0' is not a positive"),
     "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),
     "grace": (["serve", "--shutdown-grace", "nan"], "--shutdown-grace: 'nan' is not"),
+    "store timeout": (["serve", "--store-timeout", "0"], "--store-timeout: '0' is not a positive"),
     "empty key": (["serve", "--state-key", ""], "--state-key #1: a requestState key must"),
     "short key": (
         ["serve", "--state-key", STATE_KEY, "--state-key", "short"],

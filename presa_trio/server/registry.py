@@ -56,8 +56,9 @@ from presa_trio.server.signatures import (
     read_signature,
 )
 from presa_trio.server.subscriptions import Change, ChangeBus, Wants
-from presa_trio.server.tool_schemas import compile_tool_schemas, header_params
+from presa_trio.server.tool_schemas import compile_tool_schemas
 from presa_trio.wire import models
+from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer

@@ -1,36 +1,12 @@
-"""A tool's schemas at registration: compiled once, and the arguments headers mirror.
+"""A tool's schemas at registration, compiled once.
 
-Spec: 2026-07-28 server/tools §Tool; basic/transports/streamable-http
-§Custom Headers from Tool Parameters (``x-mcp-header``).
+Spec: 2026-07-28 server/tools §Tool; basic/index §JSON Schema Usage.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from presa_trio.wire import models
-from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
-
-
-def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
-    """Find ``x-mcp-header`` properties: header name -> path of argument keys.
-
-    Spec: tools §x-mcp-header — reachable through chains of ``properties`` only.
-    """
-    found: dict[str, tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if isinstance(node, dict) else None
-        if not isinstance(properties, dict):
-            return
-        for key, child in properties.items():
-            if isinstance(child, dict) and isinstance(child.get("x-mcp-header"), str):
-                found[child["x-mcp-header"]] = (*path, key)
-            walk(child, (*path, key))
-
-    walk(schema, ())
-    return found
 
 
 def compile_tool_schemas(tool: models.Tool) -> tuple[CompiledSchema, CompiledSchema | None]:

@@ -20,7 +20,6 @@ through ``send``, and leaving :meth:`McpClient.stream` delivers
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -30,16 +29,11 @@ import attrs
 import trio
 
 from presa_trio.http.app import McpApp
-from presa_trio.http.mirrored import (
-    SENTINEL_PREFIX,
-    SENTINEL_SUFFIX,
-    header_form,
-    lookup,
-    plain_header_text,
-)
 from presa_trio.server import Server
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks import TASKS_EXTENSION
+from presa_trio.wire.headers import header_value as header_value
+from presa_trio.wire.headers import request_headers
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 from presa_trio.wire.models import JSONObject
 
@@ -76,19 +70,6 @@ def request(
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": full}
 
 
-def header_value(text: str) -> str:
-    """``text`` as a client must write it in ``Mcp-Name`` or ``Mcp-Param-*``.
-
-    Spec: basic/transports/streamable-http §Value Encoding — literal when it
-    is plain header text without outer whitespace and does not look like the
-    sentinel, else ``=?base64?…?=`` of its UTF-8.
-    """
-    looks_encoded = text.startswith(SENTINEL_PREFIX) and text.endswith(SENTINEL_SUFFIX)
-    if plain_header_text(text) and text == text.strip(" \t") and not looks_encoded:
-        return text
-    return SENTINEL_PREFIX + base64.b64encode(text.encode()).decode() + SENTINEL_SUFFIX
-
-
 def headers_for(
     message: Mapping[str, Any],
     name_params: Mapping[str, str] = NAME_PARAMS,
@@ -101,25 +82,7 @@ def headers_for(
 
     Spec: streamable-http §Standard Request Headers, §Client Behavior.
     """
-    headers = {
-        "host": "localhost:3000",
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": PROTOCOL_VERSION,
-    }
-    method = message.get("method")
-    if "id" in message and isinstance(method, str):
-        headers["mcp-method"] = method
-        params = message.get("params", {})
-        key = name_params.get(method)
-        value = params.get(key) if key else None
-        if isinstance(value, str):
-            headers["mcp-name"] = header_value(value)
-        for header, path in (param_headers or {}).items():
-            form = header_form(lookup(params, path))
-            if form is not None:
-                headers[f"mcp-param-{header.lower()}"] = header_value(form)
-    return headers
+    return {"host": "localhost:3000", **request_headers(message, name_params, param_headers)}
 
 
 #: Request headers: a mapping, or ``(name, value)`` pairs when a name repeats.

@@ -78,6 +78,16 @@ async def presa_serve(
     it runs. The child is killed if it is still running when the block exits.
     """
     command = [str(python), "-m", "presa_trio", "serve", "--port", "0", *arguments]
+    async with serving(command, cwd=cwd) as served:
+        yield served
+
+
+@asynccontextmanager
+async def serving(
+    command: list[str], pattern: str = SERVING.pattern, cwd: Path = REPOSITORY
+) -> AsyncIterator[ServeProcess]:
+    """Run any server ``command`` in ``cwd`` until the block ends; its URL is the first
+    group of the stderr line matching ``pattern``."""
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             partial(
@@ -91,6 +101,6 @@ async def presa_serve(
         served = ServeProcess(process)
         nursery.start_soon(served.read_stderr)
         with trio.fail_after(30):
-            served.url = (await served.wait_for_line(SERVING.pattern))[1]
+            served.url = (await served.wait_for_line(pattern))[1]
         yield served
         nursery.cancel_scope.cancel(reason="test over")
