@@ -1,5 +1,7 @@
 """The command line: ``presa-trio serve [MODULE:ATTR]`` (Streamable HTTP),
-``presa-trio stdio [MODULE:ATTR]``, and ``presa-trio transcript FILE``.
+``presa-trio stdio [MODULE:ATTR]``, ``presa-trio transcript FILE``, and the
+client of any server: ``presa-trio discover|list|call|read|prompt|task``
+(:mod:`presa_trio.client.commands`).
 
 Both transports serve the ``Server`` that ``MODULE:ATTR`` names (or a
 factory returning one), else the built-in demo, with its tasks in the store
@@ -28,11 +30,14 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
+from presa_trio.client.commands import CLIENT_COMMANDS, add_client_commands, run_client, split_stdio
+from presa_trio.client.errors import UsageProblem
 from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.transcript_render import render_lines
+from presa_trio.reload import serve_reloading, watched_root
 from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
@@ -216,6 +221,12 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
     )
     parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart when a .py file of MODULE's directory changes; for development only "
+        "(default: off)",
+    )
+    parser.add_argument(
         "--transcript",
         type=Path,
         metavar="FILE",
@@ -238,6 +249,7 @@ def build_parser() -> Parser:
     add_server_options(stdio)
     render = commands.add_parser("transcript", help="render a transcript file as Markdown")
     render.add_argument("file", type=Path, metavar="FILE", help="a file written by --transcript")
+    add_client_commands(commands)
     return parser
 
 
@@ -367,11 +379,23 @@ def render(path: Path) -> None:
 
 
 def run(argv: Sequence[str] | None) -> None:
-    args = parse_args(argv)
+    try:
+        words, stdio = split_stdio(sys.argv[1:] if argv is None else argv)
+    except UsageProblem as problem:
+        raise UsageError(str(problem)) from None
+    args = parse_args(words)
+    if args.command in CLIENT_COMMANDS:
+        sys.exit(run_client(args, stdio))
     if args.command == "transcript":
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    if args.command == "serve" and args.reload:
+        if args.target is None:
+            raise UsageError("--reload watches the files of MODULE:ATTR; name one")
+        given = list(sys.argv[1:] if argv is None else argv)
+        trio.run(serve_reloading, given, watched_root(args.target))
+        return
     server = chosen_server(args.target, state_sealer(args.state_key))
     settle_for_serving()
     if args.command == "stdio":

@@ -48,6 +48,7 @@ MISTAKES = {
     "max body": (["serve", "--max-body", "0"], "--max-body: '0' is not a positive"),
     "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),
     "grace": (["serve", "--shutdown-grace", "nan"], "--shutdown-grace: 'nan' is not"),
+    "store timeout": (["serve", "--store-timeout", "0"], "--store-timeout: '0' is not a positive"),
     "empty key": (["serve", "--state-key", ""], "--state-key #1: a requestState key must"),
     "short key": (
         ["serve", "--state-key", STATE_KEY, "--state-key", "short"],
@@ -55,7 +56,7 @@ MISTAKES = {
     ),
     "unknown module": (["serve", "no_such_module:server"], "cannot import module"),
     "unknown attribute": (["serve", "examples.hello_server:nope"], "has no attribute 'nope'"),
-    "not a server": (["serve", "examples.hello_server:NAME"], "is a dict, not a Server"),
+    "not a server": (["serve", "examples.task_tool:CONFIRM"], "is a dict, not a Server"),
     "no attribute given": (["serve", "examples.hello_server"], "is not MODULE:ATTR"),
     "stdio target": (["stdio", "no_such_module:server"], "cannot import module"),
     "unknown command": (["bogus"], "invalid choice: 'bogus'"),
@@ -65,6 +66,7 @@ MISTAKES = {
         "cannot write the transcript",
     ),
     "bad host": (["serve", "--host", "no-such-host.invalid"], "cannot listen on"),
+    "reload without a target": (["serve", "--reload"], "--reload watches the files of MODULE"),
 }
 
 

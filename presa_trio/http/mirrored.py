@@ -23,17 +23,13 @@ from typing import Any
 
 from presa_trio.http.admission import Headers
 from presa_trio.wire.errors import HeaderMismatch
-
-SENTINEL_PREFIX = "=?base64?"
-SENTINEL_SUFFIX = "?="
-
-
-def plain_header_text(value: str) -> bool:
-    """Visible ASCII, space and tab: what a header value may hold unencoded (RFC 9110 §5.5).
-
-    In ASCII, exactly space to ``~`` are printable, so two C-level scans decide it.
-    """
-    return value.isascii() and value.replace("\t", " ").isprintable()
+from presa_trio.wire.headers import (
+    SENTINEL_PREFIX,
+    SENTINEL_SUFFIX,
+    header_form,
+    lookup,
+    plain_header_text,
+)
 
 
 def decode_header_value(value: str) -> str:
@@ -94,15 +90,6 @@ def check_method_and_name(
         require_equal(headers, "mcp-name", params[key])
 
 
-def header_form(value: Any) -> str | None:
-    """How an argument value is written in an ``Mcp-Param-*`` header."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    return None
-
-
 #: A JSON number: what an ``Mcp-Param-*`` header may say for a numeric argument.
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
@@ -118,14 +105,6 @@ def values_agree(header: str, value: Any) -> bool:
     if not isinstance(value, int | float) or not JSON_NUMBER.fullmatch(header):
         return False
     return Decimal(header) == (Decimal(value) if isinstance(value, int) else Decimal(repr(value)))
-
-
-def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(arguments, dict):
-            return None
-        arguments = arguments.get(key)
-    return arguments
 
 
 def check_param_headers(

@@ -7,6 +7,10 @@ nothing that is sent. Off by default; ``presa-trio serve --transcript FILE``
 turns it on. ``presa-trio transcript FILE`` renders the file
 (:mod:`presa_trio.http.transcript_render`).
 
+The client (``presa-trio call … --transcript FILE``, :mod:`presa_trio.client`)
+writes the same records from the other end, through :class:`Exchange` and
+:class:`TranscriptFile`.
+
 One line per exchange, appended when the exchange ends::
 
     {"started": 1764495283.12, "request": {"method": "POST", "path": "/mcp",
@@ -61,8 +65,8 @@ def sse_messages(raw: bytes) -> list[Any]:
 
 
 @attrs.define(eq=False)
-class _Exchange:
-    """One exchange being recorded."""
+class Exchange:
+    """One exchange being recorded: fill it as bytes cross, then :meth:`record` it."""
 
     started: float
     request: dict[str, Any]
@@ -70,6 +74,11 @@ class _Exchange:
     response: dict[str, Any] = attrs.field(factory=dict)
     response_body: bytearray = attrs.field(factory=bytearray)
     events: list[dict[str, Any]] = attrs.field(factory=list)
+
+    def add_events(self, chunk: bytes, at: float) -> None:
+        """A chunk of an SSE body, arrived at ``at``."""
+        self.response_body += chunk
+        self.events += [{"at": at, "data": m} for m in sse_messages(chunk)]
 
     def record(self) -> dict[str, Any]:
         self.request["body"] = decode_body(bytes(self.body))
@@ -81,6 +90,25 @@ class _Exchange:
         return {"started": self.started, "request": self.request, "response": response}
 
 
+@attrs.define(eq=False)
+class TranscriptFile:
+    """A JSON-lines transcript, appended one whole record at a time."""
+
+    path: Path
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+        async with self._lock:
+            await trio.to_thread.run_sync(self._write, line)
+
+    def _write(self, line: str) -> None:
+        # A lone surrogate (a "\ud800" escape the JSON parser accepted) has no
+        # UTF-8 form; written back as that same escape, the line stays its JSON.
+        with self.path.open("a", encoding="utf-8", errors="backslashreplace") as file:
+            file.write(line)
+
+
 @attrs.define(eq=False, repr=False)
 class TranscriptRecorder:
     """ASGI middleware that appends each HTTP exchange to a JSON-lines file."""
@@ -88,7 +116,10 @@ class TranscriptRecorder:
     app: ASGIFramework
     path: Path
     clock: Callable[[], float]
-    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    file: TranscriptFile = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.file = TranscriptFile(self.path)
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
@@ -101,7 +132,7 @@ class TranscriptRecorder:
             for name, value in scope["headers"]
             if kept(name.decode("latin-1").lower())
         }
-        exchange = _Exchange(
+        exchange = Exchange(
             self.clock(),
             {"method": scope["method"], "path": scope["path"], "headers": headers},
         )
@@ -117,25 +148,11 @@ class TranscriptRecorder:
                 content_type = dict(event["headers"]).get(b"content-type", b"").decode()
                 exchange.response = {"status": event["status"], "contentType": content_type}
             elif event["type"] == "http.response.body":
-                chunk = bytes(event.get("body", b""))
-                exchange.response_body += chunk
-                at = self.clock()
-                exchange.events += [{"at": at, "data": m} for m in sse_messages(chunk)]
+                exchange.add_events(bytes(event.get("body", b"")), self.clock())
             await send(event)
 
         try:
             await self.app(scope, recording_receive, recording_send)
         finally:
             with trio.CancelScope(shield=True):
-                await self.append(exchange.record())
-
-    async def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
-        async with self._lock:
-            await trio.to_thread.run_sync(self._write, line)
-
-    def _write(self, line: str) -> None:
-        # A lone surrogate (a "\ud800" escape the JSON parser accepted) has no
-        # UTF-8 form; written back as that same escape, the line stays its JSON.
-        with self.path.open("a", encoding="utf-8", errors="backslashreplace") as file:
-            file.write(line)
+                await self.file.append(exchange.record())

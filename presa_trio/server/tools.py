@@ -25,10 +25,12 @@ import weakref
 from typing import Any
 
 from presa_trio.server import rounds
+from presa_trio.server.capabilities import require_needs
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
+from presa_trio.server.results import call_result
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.envelope import Encoded, encode
@@ -85,15 +87,14 @@ def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, arguments
 
 
-def as_call_result(output: ToolOutput) -> models.CallToolResult | InputRequired:
-    """Normalise what a tool returned into a ``CallToolResult`` (or a round)."""
-    if isinstance(output, models.CallToolResult | InputRequired):
-        return output
-    if isinstance(output, str):
-        return models.CallToolResult([models.TextContent(output)])
-    if isinstance(output, list):
-        return models.CallToolResult(output)
-    return models.CallToolResult([output])
+def as_call_result(
+    registered: RegisteredTool, output: ToolOutput
+) -> models.CallToolResult | InputRequired:
+    """Normalise what a tool returned into a valid ``CallToolResult`` (or a round), else -32603.
+
+    The rules are :func:`presa_trio.server.results.call_result`'s.
+    """
+    return call_result(registered.tool.name, registered.returns, output)
 
 
 def find_tool(server: Server, name: str) -> RegisteredTool:
@@ -229,7 +230,7 @@ async def invoke_tool(
             raise error_for(error) from None
     else:
         output = await run_handler(registered, ctx, arguments)
-    outcome = as_call_result(output)
+    outcome = as_call_result(registered, output)
     if isinstance(outcome, models.CallToolResult):
         check_structured(registered, outcome)
     return outcome
@@ -263,6 +264,7 @@ async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any])
     """Call a tool for this request, with the multi round-trip boundary around it."""
     name, arguments = read_call_params(params)
     registered = find_tool(server, name)
+    require_needs(registered.needs, ctx.capabilities)
     refused = check_arguments(registered, arguments)
     if refused is not None:
         answer: dict[str, Any] = to_wire(refused)

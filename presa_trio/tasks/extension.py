@@ -48,15 +48,16 @@ import trio
 
 from presa_trio.auth.principal import access_scope, holds, require_scopes
 from presa_trio.server import rounds
+from presa_trio.server.capabilities import require_needs
 from presa_trio.server.context import RequestContext
 from presa_trio.server.registry import (
+    AnyToolHandler,
     Extension,
     Method,
     MethodHandler,
     RegisteredTool,
     Server,
     SubscriptionPart,
-    ToolHandler,
 )
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
@@ -191,13 +192,16 @@ class TasksExtension(Extension):
         *,
         rerun: bool = False,
         **options: Any,
-    ) -> Callable[[ToolHandler], ToolHandler]:
-        """``@server.tool(...)`` plus :meth:`set_policy`, for a server this is added to."""
+    ) -> Callable[[AnyToolHandler], AnyToolHandler]:
+        """``@server.tool(...)`` plus :meth:`set_policy`, for a server this is added to.
+
+        The handler is returned unchanged, typed as it was.
+        """
         if self._server is None:
             raise RuntimeError("add the extension to a server before registering tools on it")
         server = self._server
 
-        def register(handler: ToolHandler) -> ToolHandler:
+        def register(handler: AnyToolHandler) -> AnyToolHandler:
             tool_name = name or handler.__name__
             server.tool(tool_name, **options)(handler)
             self.set_policy(tool_name, policy, rerun=rerun)
@@ -272,6 +276,7 @@ class TasksExtension(Extension):
             return await call(server, ctx, params)
         self.require_declared(ctx)
         registered = find_tool(server, name)
+        require_needs(registered.needs, ctx.capabilities)
         refused = check_arguments(registered, arguments)
         if refused is not None:
             result: dict[str, Any] = to_wire(refused)
@@ -447,7 +452,7 @@ class ToolJob:
         except Exception as error:
             outcome = tool_outcome(error)
         else:
-            outcome = as_call_result(output)
+            outcome = as_call_result(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name
             log.error("tool %s returned InputRequired inside a task; use tasks.ask", name)

@@ -118,7 +118,7 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequest, answers_for, check_answers
+from presa_trio.wire.mrtr import Answers, InputRequest, answers_for, check_answers
 
 log = logging.getLogger(__name__)
 
@@ -371,10 +371,8 @@ async def drop(message: dict[str, Any]) -> None:
     """A worker's ``send``: there is no stream to write to."""
 
 
-def ask(
-    ctx: RequestContext, requests: Mapping[str, InputRequest]
-) -> Awaitable[dict[str, JSONObject]]:
-    """Ask the client for input; await the answers by key (raw, as the client sent them, checked).
+def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
+    """Ask the client for input; await the answers by key, checked and typed (:class:`Answers`).
 
     One call serves both ways a tool may run, and the tool reads the same
     (``answers = await ask(ctx, {...})``):
@@ -407,7 +405,7 @@ def ask(
     return given(answers_for(requests, ctx.input_responses, ctx.state))
 
 
-async def given(answers: dict[str, JSONObject]) -> dict[str, JSONObject]:
+async def given(answers: Answers) -> Answers:
     """Answers already at hand, as an awaitable."""
     return answers
 
@@ -751,10 +749,8 @@ class TaskRunner:
         """A worker's status message, written by :func:`~presa_trio.tasks.model.report`."""
         await self._write(worker, lambda task, now: model.report(task, message, now))
 
-    async def wait_inputs(
-        self, worker: Worker, requests: Mapping[str, InputRequest]
-    ) -> dict[str, JSONObject]:
-        """Park ``worker`` until every key of ``requests`` is answered.
+    async def wait_inputs(self, worker: Worker, requests: Mapping[str, InputRequest]) -> Answers:
+        """Park ``worker`` until every key of ``requests`` is answered; the answers, typed.
 
         The requests are recorded in one write (SEP-2663 §Task Update
         Requests), then the worker's Trio task parks itself
@@ -786,7 +782,7 @@ class TaskRunner:
             if not (answers is not None or worker.stopped() or self._stopping):
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
                     await self._write(worker, withdrawing(keys))
-        return answers
+        return Answers(answers)
 
     # --- what the store announces ------------------------------------------------
 

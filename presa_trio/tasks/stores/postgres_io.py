@@ -64,20 +64,26 @@ database does, bounded on both sides:
 - **by the client**: :meth:`Database.run` waits at most the timeout, from
   the moment the call is queued. A database that stopped answering (frozen,
   or a network that drops packets) cancels nothing on its side, so when the
-  bound passes the call's connection is *interrupted*: its socket is shut
-  down under the thread, which gets an error at once and drops the
-  connection, and the caller gets :class:`StoreUnavailable`. Connecting is
+  bound passes the call is *abandoned*: the caller gets
+  :class:`StoreUnavailable` at once, and the call's connection is
+  *interrupted*: its socket is shut down under the thread, which gets an
+  error at once and drops the connection. Connecting is
   bounded by ``connect_timeout`` and a lost peer by TCP keepalives and
   ``tcp_user_timeout`` (each unless the URL sets its own).
 
+An abandoned call is rolled back by the server unless it had committed
+already, so a write is never left half-done, but its caller does not learn
+which; as after a crash, a task whose creation committed unseen is found by
+recovery once its lease expires.
+
 A call cancelled while it waits in its lane's queue is withdrawn. A call a
-thread has taken is interrupted the same way when its caller is cancelled
-(a shutdown, a stopped worker): the server rolls its transaction back
-unless it had committed already, so a write is never left half-done, but
-the caller does not learn which; as after a crash, a task whose creation
-committed unseen is found by recovery once its lease expires. Closing the
-store interrupts what is still running and waits for each thread at most
-the timeout, so a frozen database cannot hold a shutdown past it.
+thread has taken cannot be stopped mid-transaction without that doubt, so
+when its caller is cancelled (a shutdown, a stopped worker) the caller
+waits for the outcome, and the cancellation is delivered at its next
+checkpoint; but only until the call's deadline, when its connection is
+interrupted as above. Closing the store interrupts what is still running
+and waits for each thread at most the timeout, so a frozen database cannot
+hold a shutdown past it.
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ import os
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Generic, TypeVar
@@ -202,24 +209,32 @@ class Session:
     def abandon(self, call: Call[Any]) -> bool:
         """From the Trio thread: stop waiting for ``call``; False if its outcome is on its way.
 
-        A call still running is interrupted: its socket is shut down, so the
-        thread's wait for the server fails at once and the thread is free.
+        A call still running is interrupted (:meth:`interrupt`), so the thread is free at once.
         """
         with self.guard:
             if call.reported:
                 return False
             call.abandoned = True
-            if self.running is not call or self.connection is None:
-                return True
-            try:
-                descriptor = self.connection.pgconn.socket
-            except psycopg.OperationalError:
-                return True  # no socket any more: the call is failing already
-            # Shut down through a copy of the descriptor: the connection's own stays open
-            # (and so is never reused for another socket) until the thread closes it.
-            with socket.socket(fileno=os.dup(descriptor)) as copy, suppress(OSError):
-                copy.shutdown(socket.SHUT_RDWR)  # OSError: not connected, failing already
+            self._shut_down(call)
             return True
+
+    def interrupt(self, call: Call[Any]) -> None:
+        """From any thread: if ``call`` still runs, its wait for the server fails at once."""
+        with self.guard:
+            self._shut_down(call)
+
+    def _shut_down(self, call: Call[Any]) -> None:
+        """Shut the connection's socket down under ``call``, if it runs on it (guard held)."""
+        if self.running is not call or self.connection is None:
+            return
+        try:
+            descriptor = self.connection.pgconn.socket
+        except psycopg.OperationalError:
+            return  # no socket any more: the call is failing already
+        # Shut down through a copy of the descriptor: the connection's own stays open
+        # (and so is never reused for another socket) until the thread closes it.
+        with socket.socket(fileno=os.dup(descriptor)) as copy, suppress(OSError):
+            copy.shutdown(socket.SHUT_RDWR)  # OSError: not connected, failing already
 
 
 @attrs.define(eq=False)
@@ -319,16 +334,26 @@ class Database:
         call = Call(work, trio.lowlevel.current_task())
         await trio.lowlevel.checkpoint_if_cancelled()
         self._lanes[lane].put(call)
+        bound = trio.move_on_after(self.timeout)
+        deadline = time.monotonic() + self.timeout
 
         def stop_waiting(_: object) -> trio.lowlevel.Abort:
             if call.claim.acquire(blocking=False):
                 return trio.lowlevel.Abort.SUCCEEDED  # withdrawn before a thread took it
-            assert call.session is not None
-            if call.session.abandon(call):
-                return trio.lowlevel.Abort.SUCCEEDED
-            return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
+            session = call.session
+            assert session is not None
+            if bound.cancel_called:  # the deadline: stop waiting now
+                if session.abandon(call):
+                    return trio.lowlevel.Abort.SUCCEEDED
+                return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
+            # Cancelled from outside: the outcome is still awaited (the caller
+            # learns whether the write was made), but only until the deadline.
+            timer = threading.Timer(deadline - time.monotonic(), session.interrupt, (call,))
+            timer.daemon = True
+            timer.start()
+            return trio.lowlevel.Abort.FAILED
 
-        with trio.move_on_after(self.timeout):
+        with bound:
             try:
                 result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
             except TRANSIENT as error:

@@ -63,7 +63,7 @@ def two_questions(asked: list[str]) -> Job:
         answers: dict[str, Any] = {}
         for key in ("first", "second"):
             asked.append(key)
-            answers |= await ask(ctx, {key: ListRoots()})
+            answers[key] = (await ask(ctx, {key: ListRoots()})).raw(key)
         return {"content": [], "answers": answers}
 
     return job

@@ -1,48 +1,12 @@
-"""Test your own server in-process: a client that drives its ASGI app directly.
+"""The wire-level in-process client: drive a server's ASGI app directly.
 
-No port, no process, no HTTP library: :func:`connect` builds the app for a
-:class:`~presa_trio.server.Server`, runs its lifespan (so extensions such as
-Tasks have their nursery), and hands back an :class:`McpClient` that speaks
-the 2026-07-28 wire to it, headers and ``_meta`` included. Use it from any
-Trio test (pytest-trio, or ``trio.run``)::
-
-    from typing import Any
-
-    from presa_trio.server import RequestContext, Server
-    from presa_trio.testing import RequestFailed, connect
-    from presa_trio.wire.mrtr import Elicitation, InputRequired
-
-    server = Server("mine", "1.0.0")
-    NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
-
-    @server.tool(description="Greets whoever the user names")
-    async def greet(ctx: RequestContext, arguments: dict[str, Any]) -> str | InputRequired:
-        answer = ctx.elicitation("who")
-        if answer is None:
-            return InputRequired({"who": Elicitation("Whom shall I greet?", NAME)})
-        return f"Hello, {answer.content['name']}!"
-
-    async def test_greet() -> None:
-        async with connect(server) as client:
-            first = await client.call_tool("greet")             # round 1: a question
-            assert first["resultType"] == "input_required"
-            who = {"action": "accept", "content": {"name": "Ada"}}
-            done = await client.call_tool("greet", input_responses={"who": who})
-            assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
-            try:
-                await client.call_tool("nobody")
-            except RequestFailed as failure:
-                assert failure.code == -32602                    # unknown tool
-
-What else it does, each shown in ``tests/test_testing.py``:
-
-- :meth:`McpClient.send_request` returns a :class:`Reply`: the result and the
-  notifications (progress, logs) the server sent on the request's stream;
-- :meth:`McpClient.listen` opens a ``subscriptions/listen`` stream and reads
-  its notifications one at a time with :meth:`Stream.next_message`;
-- ``call_tool(..., capabilities=TASKS_CAPABILITIES)`` makes a task of a task
-  tool; :meth:`McpClient.get_task`, :meth:`McpClient.update_task` and
-  :meth:`McpClient.cancel_task` drive it.
+:func:`connect` builds the app for a :class:`~presa_trio.server.Server`,
+runs its lifespan (so extensions such as Tasks have their nursery), and
+hands back an :class:`McpClient` that speaks the 2026-07-28 wire to it,
+headers and ``_meta`` included, and returns results as JSON.
+:meth:`McpClient.send_request` returns a :class:`Reply` with the
+notifications sent before the result; :meth:`McpClient.listen` opens a
+``subscriptions/listen`` stream.
 
 Below that sits the ASGI driver presa's own tests use for the transport
 itself: :meth:`McpClient.stream` and :meth:`McpClient.post` send any bytes
@@ -56,7 +20,6 @@ through ``send``, and leaving :meth:`McpClient.stream` delivers
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -66,16 +29,11 @@ import attrs
 import trio
 
 from presa_trio.http.app import McpApp
-from presa_trio.http.mirrored import (
-    SENTINEL_PREFIX,
-    SENTINEL_SUFFIX,
-    header_form,
-    lookup,
-    plain_header_text,
-)
 from presa_trio.server import Server
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks import TASKS_EXTENSION
+from presa_trio.wire.headers import header_value as header_value
+from presa_trio.wire.headers import request_headers
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 from presa_trio.wire.models import JSONObject
 
@@ -112,19 +70,6 @@ def request(
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": full}
 
 
-def header_value(text: str) -> str:
-    """``text`` as a client must write it in ``Mcp-Name`` or ``Mcp-Param-*``.
-
-    Spec: basic/transports/streamable-http §Value Encoding — literal when it
-    is plain header text without outer whitespace and does not look like the
-    sentinel, else ``=?base64?…?=`` of its UTF-8.
-    """
-    looks_encoded = text.startswith(SENTINEL_PREFIX) and text.endswith(SENTINEL_SUFFIX)
-    if plain_header_text(text) and text == text.strip(" \t") and not looks_encoded:
-        return text
-    return SENTINEL_PREFIX + base64.b64encode(text.encode()).decode() + SENTINEL_SUFFIX
-
-
 def headers_for(
     message: Mapping[str, Any],
     name_params: Mapping[str, str] = NAME_PARAMS,
@@ -137,25 +82,7 @@ def headers_for(
 
     Spec: streamable-http §Standard Request Headers, §Client Behavior.
     """
-    headers = {
-        "host": "localhost:3000",
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": PROTOCOL_VERSION,
-    }
-    method = message.get("method")
-    if "id" in message and isinstance(method, str):
-        headers["mcp-method"] = method
-        params = message.get("params", {})
-        key = name_params.get(method)
-        value = params.get(key) if key else None
-        if isinstance(value, str):
-            headers["mcp-name"] = header_value(value)
-        for header, path in (param_headers or {}).items():
-            form = header_form(lookup(params, path))
-            if form is not None:
-                headers[f"mcp-param-{header.lower()}"] = header_value(form)
-    return headers
+    return {"host": "localhost:3000", **request_headers(message, name_params, param_headers)}
 
 
 #: Request headers: a mapping, or ``(name, value)`` pairs when a name repeats.

@@ -1,0 +1,25 @@
+"""A command-line client for any 2026-07-28 server, over Streamable HTTP or stdio.
+
+``presa-trio discover|list|call|read|prompt|task`` (:mod:`.commands`) speak
+the wire as the spec writes it, from the client's side, with the server's
+own pieces: the request ``_meta`` keys (:mod:`presa_trio.wire.meta`), the
+mirrored headers (:mod:`presa_trio.wire.headers`), the multi round-trip
+answer readers (:mod:`presa_trio.wire.mrtr`), the schema validator
+(:mod:`presa_trio.wire.schemas`), the task statuses
+(:mod:`presa_trio.tasks.model`) and the transcript records
+(:mod:`presa_trio.http.transcript`).
+
+==================  ==========================================================
+module              holds
+==================  ==========================================================
+``transport``       one exchange per request: HTTP POST (JSON or SSE), stdio lines
+``connection``      ids, ``_meta``, headers, pagination, telling a legacy server
+``arguments``       ``key=value`` typed from a schema, checked before sending
+``answers``         input requests answered from flags, a file, or a person
+``prompting``       the person at the terminal
+``follow``          a task's life: listen or poll, update, cancel
+``output``          results on stdout, status lines on stderr
+``commands``        the argument parser and the commands
+``errors``          one-line failures and exit statuses
+==================  ==========================================================
+"""

@@ -1,0 +1,139 @@
+"""Answering a server's input requests: from the command line, a file, or a person.
+
+A server asks through ``inputRequests`` (basic/patterns/mrtr), in an
+``input_required`` result or in a task waiting for input (SEP-2663 §Task
+Update Requests). Each request has a key; the answer goes back under it.
+:class:`Answerer` finds each answer, in this order:
+
+1. ``--answer KEY=JSON`` or the ``--answers FILE`` object, checked with the
+   server's own reader of such answers (:func:`presa_trio.wire.mrtr.check_answer`)
+   and, for an elicitation, against its ``requestedSchema``, so a malformed
+   answer is a one-line error here rather than a -32602 there;
+2. ``roots/list``: the ``--root PATH`` directories, as ``file://`` URIs
+   (none given: an empty list, which is an answer);
+3. a terminal: the person is asked (:mod:`presa_trio.client.prompting`);
+4. else a one-line error naming the key and what to pass: never a hang.
+
+Spec: client/elicitation §Form Mode, §Response Actions; client/sampling;
+client/roots; basic/patterns/mrtr §Input Responses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from presa_trio.client.arguments import check
+from presa_trio.client.errors import UsageProblem
+from presa_trio.client.transport import object_at
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.mrtr import check_answer
+
+
+class Person(Protocol):
+    """Someone at a terminal who can answer: :class:`presa_trio.client.prompting.Terminal`."""
+
+    async def elicit(self, key: str, params: JSONObject) -> JSONObject: ...
+
+    async def sample(self, key: str, params: JSONObject) -> JSONObject: ...
+
+
+def parse_answer_flags(flags: Sequence[str]) -> dict[str, JSONObject]:
+    """``--answer KEY=JSON`` flags as a mapping; a malformed one is a usage error."""
+    answers: dict[str, JSONObject] = {}
+    for flag in flags:
+        key, equals, text = flag.partition("=")
+        if not equals or not key:
+            raise UsageProblem(f"--answer {flag!r}: expected KEY=JSON")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise UsageProblem(f"--answer {key}: not JSON: {text!r}") from None
+        if not isinstance(value, dict):
+            raise UsageProblem(f"--answer {key}: the answer must be a JSON object, got {text!r}")
+        answers[key] = value
+    return answers
+
+
+def read_answers_file(path: Path | None) -> dict[str, JSONObject]:
+    """``--answers FILE``: one JSON object, key -> answer object."""
+    if path is None:
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageProblem(f"cannot read {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise UsageProblem(f"{path} is not JSON: {error}") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise UsageProblem(f"{path} must hold one object mapping each key to an answer object")
+    return value
+
+
+def roots_answer(paths: Sequence[Path]) -> JSONObject:
+    """A ``ListRootsResult`` of the given directories (client/roots §Root)."""
+    roots = [{"uri": path.resolve().as_uri(), "name": path.resolve().name} for path in paths]
+    return {"roots": roots}
+
+
+def describe(request: JSONObject) -> str:
+    params = object_at(request, "params")
+    said = params.get("message") if isinstance(params, dict) else None
+    return f"{request.get('method')}" + (f" {said!r}" if isinstance(said, str) else "")
+
+
+@attrs.define(eq=False)
+class Answerer:
+    """Answers input requests by key; knows which it answered (SEP-2663: deduplicate keys)."""
+
+    given: Mapping[str, JSONObject] = attrs.field(factory=dict)
+    roots: Sequence[Path] = ()
+    person: Person | None = None
+    answered: set[str] = attrs.field(factory=set)
+
+    async def answer_all(self, requests: Mapping[str, Any]) -> dict[str, JSONObject]:
+        """Answers to every request not answered before, by key."""
+        answers = {}
+        for key, request in requests.items():
+            if key in self.answered:
+                continue
+            if not isinstance(request, dict):
+                raise UsageProblem(f"the server's input request {key!r} is not an object")
+            answers[key] = await self.answer(key, request)
+            self.answered.add(key)
+        return answers
+
+    async def answer(self, key: str, request: JSONObject) -> JSONObject:
+        method = request.get("method")
+        params = object_at(request, "params")
+        if key in self.given:
+            return self.checked(key, request, self.given[key])
+        if method == "roots/list":
+            return roots_answer(self.roots)
+        if self.person is not None and method == "elicitation/create":
+            return self.checked(key, request, await self.person.elicit(key, params))
+        if self.person is not None and method == "sampling/createMessage":
+            return self.checked(key, request, await self.person.sample(key, params))
+        raise UsageProblem(
+            f"the server asks {key!r} ({describe(request)}) and there is no terminal to ask: "
+            f"give --answer {key}=JSON"
+        )
+
+    def checked(self, key: str, request: JSONObject, answer: JSONObject) -> JSONObject:
+        """``answer`` if it is a valid answer to ``request``, else a usage error."""
+        try:
+            check_answer(request, key, answer)
+        except InvalidParams as error:
+            raise UsageProblem(f"--answer {key}: {error.message}") from None
+        except ValueError:
+            raise UsageProblem(f"input request {key!r} has an unknown method") from None
+        params = request.get("params")
+        schema = params.get("requestedSchema") if isinstance(params, dict) else None
+        if answer.get("action") == "accept" and isinstance(schema, dict):
+            check(answer.get("content"), schema, f"--answer {key}: the content")
+        return answer

@@ -1,0 +1,446 @@
+"""The client's commands: ``discover``, ``list``, ``call``, ``read``, ``prompt``, ``task``.
+
+Each takes the endpoint first, ``URL`` for Streamable HTTP or ``--stdio``
+with the server's command line after ``--``::
+
+    presa-trio call http://127.0.0.1:3000/mcp slow_compute seconds=3 label=report
+    presa-trio list --stdio tools -- presa-trio stdio
+
+:func:`add_client_commands` adds them to ``presa-trio``'s parser
+(:mod:`presa_trio.cli` dispatches to :func:`run_client`); the exit statuses
+are those of :mod:`presa_trio.client.errors`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import trio
+
+from presa_trio.client import arguments
+from presa_trio.client.answers import Answerer, parse_answer_flags, read_answers_file
+from presa_trio.client.connection import Connection
+from presa_trio.client.errors import (
+    EXIT_CANCELLED,
+    EXIT_RESULT,
+    EXIT_TOOL_ERROR,
+    ClientError,
+    ProtocolFailure,
+    UsageProblem,
+)
+from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.output import (
+    Console,
+    discover_text,
+    listing_text,
+    pretty,
+    prompt_text,
+    read_text,
+    tool_result_text,
+)
+from presa_trio.client.prompting import Terminal
+from presa_trio.client.transport import (
+    HttpTransport,
+    environment_token,
+    object_at,
+    open_stdio,
+    transcript_file,
+)
+from presa_trio.tasks.model import Status
+from presa_trio.wire.headers import header_params
+from presa_trio.wire.models import JSONObject
+
+CLIENT_COMMANDS = ("discover", "list", "call", "read", "prompt", "task")
+TOKEN_ENV = "PRESA_TOKEN"
+#: Stands for the endpoint in the URL's place when ``--stdio`` names a command.
+STDIO_ENDPOINT = "stdio:"
+#: Multi round-trip rounds a request may take before the client gives up.
+MAX_ROUNDS = 16
+#: Tool names an error about an unknown tool lists.
+SHOWN_NAMES = 12
+LISTS = {
+    "tools": ("tools/list", "tools"),
+    "resources": ("resources/list", "resources"),
+    "templates": ("resources/templates/list", "resourceTemplates"),
+    "prompts": ("prompts/list", "prompts"),
+}
+
+
+# --- the parser ------------------------------------------------------------------
+
+
+def split_stdio(words: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """Take ``--stdio … -- COMMAND ARGS…`` apart: the words to parse, and the command.
+
+    The endpoint stands first among the positionals, so ``stdio:`` takes
+    the URL's place there.
+    """
+    words = list(words)
+    cut = words.index("--") if "--" in words else len(words)
+    if not words or words[0] not in CLIENT_COMMANDS or "--stdio" not in words[:cut]:
+        return words, None
+    command = words[cut + 1 :]
+    if not command:
+        raise UsageProblem("--stdio needs the server's command after --: --stdio -- COMMAND ARGS…")
+    parsed = [word for word in words[:cut] if word != "--stdio"]
+    parsed.insert(2 if parsed[0] == "task" else 1, STDIO_ENDPOINT)
+    return parsed, command
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def endpoint_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("url", metavar="URL", help="the MCP endpoint, or --stdio -- COMMAND ARGS…")
+    options.add_argument(
+        "--stdio",
+        action="store_true",
+        help="start COMMAND (after --) and speak MCP on its stdin/stdout",
+    )
+    options.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    options.add_argument(
+        "--token", metavar="TOKEN", help=f"send Authorization: Bearer TOKEN (default: ${TOKEN_ENV})"
+    )
+    options.add_argument(
+        "--transcript",
+        type=Path,
+        metavar="FILE",
+        help="append every exchange to FILE as JSON lines",
+    )
+    options.add_argument(
+        "--timeout",
+        type=seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait for one answer; a task is followed however long (default: %(default)s)",
+    )
+    options.add_argument(
+        "--no-tasks", action="store_true", help="do not declare the Tasks extension"
+    )
+    return options
+
+
+def answer_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="the answer to the input request KEY, e.g. "
+        'who=\'{"action":"accept","content":{"name":"Ada"}}\'; repeatable',
+    )
+    options.add_argument(
+        "--answers", type=Path, metavar="FILE", help="a JSON object of answers by key"
+    )
+    options.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PATH",
+        help="a directory to offer when the server asks for roots; repeatable",
+    )
+    options.add_argument(
+        "--no-listen", action="store_true", help="follow a task by polling tasks/get only"
+    )
+    return options
+
+
+def add_client_commands(commands: Any) -> None:
+    """Add the client's commands to ``presa-trio``'s subcommands."""
+    endpoint, answering = endpoint_options(), answer_options()
+    both = [endpoint, answering]
+    commands.add_parser(
+        "discover", parents=[endpoint], help="ask a server what it is (server/discover)"
+    )
+    listing = commands.add_parser(
+        "list", parents=[endpoint], help="list tools, resources or prompts"
+    )
+    listing.add_argument("what", nargs="?", choices=sorted(LISTS), default="tools")
+    call = commands.add_parser("call", parents=both, help="call a tool; follow it if it is a task")
+    call.add_argument("name", metavar="TOOL")
+    call.add_argument(
+        "pairs", nargs="*", metavar="KEY=VALUE", help="arguments, typed by the schema"
+    )
+    call.add_argument("--args", metavar="JSON", help="the arguments as one JSON object")
+    call.add_argument("--detach", action="store_true", help="print a task's id and exit")
+    read = commands.add_parser("read", parents=both, help="read a resource (resources/read)")
+    read.add_argument("uri", metavar="URI")
+    prompt = commands.add_parser("prompt", parents=both, help="get a prompt (prompts/get)")
+    prompt.add_argument("name", metavar="PROMPT")
+    prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
+    task = commands.add_parser("task", help="get, wait for, answer or cancel a task by id")
+    actions = task.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=type(task)
+    )
+    for action, said in (
+        ("get", "show the task as it is now"),
+        ("wait", "follow the task until it ends, answering what it asks"),
+        ("update", "answer what the task asks now"),
+        ("cancel", "cancel the task"),
+    ):
+        parser = actions.add_parser(action, parents=both, help=said)
+        parser.add_argument("task_id", metavar="TASK_ID")
+
+
+# --- running a command -------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class Run:
+    """One command's connection, answerer and console."""
+
+    args: argparse.Namespace
+    connection: Connection
+    console: Console
+    follower: TaskFollower
+
+    @property
+    def answerer(self) -> Answerer:
+        return self.follower.answerer
+
+    async def rounds(self, method: str, params: JSONObject, **options: Any) -> JSONObject:
+        """``method`` until its result is not ``input_required``, answering each round.
+
+        Spec: basic/patterns/mrtr §Client Behavior — retry the same request
+        with ``inputResponses`` and the ``requestState`` given, unchanged.
+        """
+        sent = dict(params)
+        for _ in range(MAX_ROUNDS):
+            result = await self.connection.request(
+                method, sent, on_notification=self.console.notification, **options
+            )
+            if result.get("resultType") != "input_required":
+                return result
+            requests = result.get("inputRequests") or {}
+            answers = {key: await self.answerer.answer(key, req) for key, req in requests.items()}
+            sent = {**params, "inputResponses": answers}
+            if isinstance(result.get("requestState"), str):
+                sent["requestState"] = result["requestState"]
+        raise ProtocolFailure(
+            f"{self.connection.where} still asks for input after {MAX_ROUNDS} rounds"
+        )
+
+    def finish(self, task: JSONObject) -> int:
+        """A task that ended: its result printed, its exit status returned."""
+        status, task_id = status_of(task), task.get("taskId")
+        if status is Status.COMPLETED:
+            result = object_at(task, "result")
+            self.console.result(result, tool_result_text(result))
+            return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_RESULT
+        if self.console.json:
+            self.console.result(task, "")
+        if status is Status.CANCELLED:
+            self.console.note(f"task {task_id} was cancelled")
+            return EXIT_CANCELLED
+        error = object_at(task, "error")
+        raise ProtocolFailure(f"task {task_id} failed: {error.get('code')}: {error.get('message')}")
+
+
+async def discover(run: Run) -> int:
+    result = await run.connection.request("server/discover", {})
+    run.console.result(result, discover_text(result))
+    return EXIT_RESULT
+
+
+async def list_items(run: Run) -> int:
+    method, key = LISTS[run.args.what]
+    items = await run.connection.list_all(method, key)
+    run.console.result({key: items}, listing_text(run.args.what, items))
+    return EXIT_RESULT
+
+
+async def find_tool(run: Run, name: str) -> JSONObject:
+    tools = await run.connection.list_all("tools/list", "tools")
+    for tool in tools:
+        if isinstance(tool, dict) and tool.get("name") == name:
+            return tool
+    names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
+    more = f", and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+    shown = ", ".join(names[:SHOWN_NAMES]) + more if names else "none"
+    raise UsageProblem(f"{run.connection.where} has no tool {name!r} (its tools: {shown})")
+
+
+async def call(run: Run) -> int:
+    args = run.args
+    tool = await find_tool(run, args.name)
+    schema = object_at(tool, "inputSchema")
+    what = f"the arguments of {args.name}"
+    given = arguments.json_object(args.args, "--args") if args.args is not None else {}
+    typed = arguments.parse_pairs(args.pairs, schema, what)
+    if twice := given.keys() & typed.keys():
+        raise UsageProblem(
+            f"{what}: {', '.join(sorted(twice))} given both in --args and as KEY=VALUE"
+        )
+    chosen = {**given, **typed}
+    arguments.check(chosen, schema, what)
+    mirrored = {header: ("arguments", *path) for header, path in header_params(schema).items()}
+    params = {"name": args.name, "arguments": chosen}
+    result = await run.rounds("tools/call", params, param_headers=mirrored, progress=True)
+    if result.get("resultType") == "task":
+        if args.detach:
+            run.console.result(result, str(result.get("taskId")))
+            return EXIT_RESULT
+        return run.finish(await run.follower.follow(result))
+    run.console.result(result, tool_result_text(result))
+    return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_RESULT
+
+
+async def read(run: Run) -> int:
+    result = await run.rounds("resources/read", {"uri": run.args.uri})
+    run.console.result(result, read_text(result))
+    return EXIT_RESULT
+
+
+async def prompt(run: Run) -> int:
+    # Prompt arguments are strings (server/prompts §Getting a Prompt).
+    given = arguments.parse_pairs(run.args.pairs, {}, "the prompt's arguments")
+    strings = {
+        key: value if isinstance(value, str) else pretty(value) for key, value in given.items()
+    }
+    result = await run.rounds("prompts/get", {"name": run.args.name, "arguments": strings})
+    run.console.result(result, prompt_text(result))
+    return EXIT_RESULT
+
+
+async def task(run: Run) -> int:
+    task_id, follower = run.args.task_id, run.follower
+    if run.args.action == "cancel":
+        follower.task_id = None
+        ended = await follower.cancel(task_id)
+        shown = ended if ended is not None else {"taskId": task_id, "status": "cancelling"}
+        run.console.result(shown, f"task {task_id}: {shown.get('status')}")
+        return EXIT_RESULT
+    current = await follower.get(task_id)
+    if run.args.action == "get":
+        run.console.result(current, pretty(current))
+        return EXIT_RESULT
+    if run.args.action == "wait":
+        return run.finish(await follower.follow(current))
+    if status_of(current) is not Status.INPUT_REQUIRED:
+        run.console.note(f"task {task_id} is {current.get('status')}: nothing to answer")
+        return EXIT_RESULT
+    await follower.answer(task_id, current)
+    return EXIT_RESULT
+
+
+COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
+    "discover": discover,
+    "list": list_items,
+    "call": call,
+    "read": read,
+    "prompt": prompt,
+    "task": task,
+}
+
+
+@asynccontextmanager
+async def connected(
+    args: argparse.Namespace, stdio: Sequence[str] | None
+) -> AsyncIterator[Connection]:
+    transcript = transcript_file(args.transcript)
+    tasks = not args.no_tasks
+    if stdio is not None:
+        async with open_stdio(stdio, transcript) as channel:
+            yield Connection(channel, tasks=tasks, timeout_s=args.timeout)
+        return
+    if args.url == STDIO_ENDPOINT or not args.url.startswith(("http://", "https://")):
+        raise UsageProblem(
+            f"{args.url} is not an http:// or https:// URL (or use --stdio -- COMMAND)"
+        )
+    token = environment_token(args.token, TOKEN_ENV)
+    timeout = httpx.Timeout(args.timeout, read=None)
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        yield Connection(
+            HttpTransport(args.url, http, token, transcript), tasks=tasks, timeout_s=args.timeout
+        )
+
+
+async def interruptible(run: Run) -> int:
+    """The command, unless Ctrl-C comes first: then its task is cancelled, and 130.
+
+    SIGINT is read from a signal receiver, so it cancels the command's scope
+    like any other cancellation instead of raising in the middle of it.
+    """
+    interrupted = False
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_interrupt() -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel(reason="Ctrl-C")
+                    return
+
+            nursery.start_soon(on_interrupt)
+            code = await COMMANDS[run.args.command](run)
+            nursery.cancel_scope.cancel()
+    if not interrupted:
+        return code
+    run.console.end_status()
+    task_id = run.follower.task_id
+    if task_id is not None:
+        run.console.note(f"cancelling task {task_id}…")
+        ended = await run.follower.cancel(task_id)
+        said = "still not cancelled" if ended is None else ended.get("status")
+        run.console.note(f"task {task_id}: {said}")
+    return EXIT_CANCELLED
+
+
+async def run_async(args: argparse.Namespace, stdio: Sequence[str] | None, console: Console) -> int:
+    answer_flags = getattr(args, "answer", [])
+    given = {
+        **read_answers_file(getattr(args, "answers", None)),
+        **parse_answer_flags(answer_flags),
+    }
+    terminal = Terminal()
+    person = terminal if terminal.interactive() else None
+    async with connected(args, stdio) as connection:
+        answerer = Answerer(given, getattr(args, "root", []), person)
+        listen = not getattr(args, "no_listen", False)
+        run = Run(args, connection, console, TaskFollower(connection, answerer, console, listen))
+        return await interruptible(run)
+
+
+def client_error(error: BaseException) -> BaseException | None:
+    """The :class:`ClientError` (or KeyboardInterrupt) an error, or a group of them, holds."""
+    if isinstance(error, ClientError | KeyboardInterrupt):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            if (found := client_error(inner)) is not None:
+                return found
+    return None
+
+
+def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
+    """Run one client command; its exit status. Every failure is one line on stderr."""
+    console = Console(json=args.json)
+    try:
+        return trio.run(run_async, args, stdio, console)
+    except BaseException as error:
+        found = client_error(error)
+        if found is None:
+            raise
+        console.end_status()
+        if isinstance(found, KeyboardInterrupt):
+            return EXIT_CANCELLED
+        console.note(f"presa-trio: error: {found}")
+        return found.exit_code if isinstance(found, ClientError) else EXIT_CANCELLED

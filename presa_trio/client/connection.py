@@ -1,0 +1,207 @@
+"""Requests as a 2026-07-28 client sends them: ``_meta`` on each, the mirrored headers, ids.
+
+There is no session: every request carries the protocol version, the
+client's capabilities and its name in ``params._meta`` (basic/index §_meta),
+and over HTTP the headers that mirror the body
+(:func:`presa_trio.wire.headers.request_headers`). The capabilities are the
+three a person at a terminal can answer (elicitation in form mode, sampling,
+roots) and, unless ``--no-tasks``, the Tasks extension (SEP-2663).
+
+A server of another era is told apart as the spec says (streamable-http
+§Backward Compatibility, basic/versioning §Backward Compatibility with
+Initialization-Based Versions): when the first answer is no modern JSON-RPC
+message, or an error such a server gives, an ``initialize`` probe asks
+which version it speaks, so that the one-line error can say so.
+
+Spec: 2026-07-28 basic/index §_meta, §Statelessness; basic/utilities/pagination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from presa_trio import __version__
+from presa_trio.client.errors import ProtocolFailure, RequestError
+from presa_trio.client.transport import NotModern, Replies, Transport, is_response
+from presa_trio.server.methods import CORE_METHODS, name_params
+from presa_trio.tasks import TASKS_EXTENSION
+from presa_trio.wire.errors import INVALID_REQUEST, METHOD_NOT_FOUND
+from presa_trio.wire.headers import request_headers
+from presa_trio.wire.meta import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
+)
+from presa_trio.wire.models import JSONObject
+
+CLIENT_INFO: JSONObject = {"name": "presa-trio", "version": __version__}
+#: ``Mcp-Name`` mirrors: the core's, from the server's own method table, and
+#: ``taskId`` for the three task methods (SEP-2663 §HTTP Headers).
+NAME_PARAMS: Mapping[str, str] = {
+    **name_params(CORE_METHODS),
+    **dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId"),
+}
+#: The version an ``initialize`` probe offers a server of the previous era.
+LEGACY_PROBE_VERSION = "2025-11-25"
+
+Notify = Callable[[JSONObject], None]
+
+
+def ignore(message: JSONObject) -> None:
+    """A notification nobody asked to see."""
+
+
+@attrs.define(eq=False)
+class Connection:
+    """One endpoint, and what this client declares on each request to it."""
+
+    transport: Transport
+    tasks: bool = True
+    #: Seconds a plain request may take (a task, or a listen, is not bound by it).
+    timeout_s: float = 30.0
+    _last_id: int = 0
+    _era_known: bool = False
+
+    @property
+    def where(self) -> str:
+        return self.transport.where
+
+    @property
+    def capabilities(self) -> JSONObject:
+        declared: JSONObject = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+        if self.tasks:
+            declared["extensions"] = {TASKS_EXTENSION: {}}
+        return declared
+
+    def message(
+        self, method: str, params: Mapping[str, Any], *, progress: bool = False
+    ) -> JSONObject:
+        """The JSON-RPC request, with a fresh id and the request's own ``_meta``.
+
+        With ``progress``, the id is also its ``progressToken``
+        (basic/utilities/progress), so progress finds its request on stdio too.
+        """
+        self._last_id += 1
+        meta = {"progressToken": self._last_id} if progress else {}
+        full_meta = {
+            META_PROTOCOL_VERSION: PROTOCOL_VERSION,
+            META_CLIENT_CAPABILITIES: self.capabilities,
+            META_CLIENT_INFO: CLIENT_INFO,
+            **meta,
+        }
+        body = {**params, "_meta": full_meta}
+        return {"jsonrpc": "2.0", "id": self._last_id, "method": method, "params": body}
+
+    @asynccontextmanager
+    async def open(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        param_headers: Mapping[str, tuple[str, ...]] | None = None,
+        progress: bool = False,
+    ) -> AsyncIterator[tuple[JSONObject, Replies]]:
+        """Send a request and hold its exchange open: for a stream such as a listen."""
+        message = self.message(method, params, progress=progress)
+        headers = request_headers(message, NAME_PARAMS, param_headers)
+        try:
+            async with self.transport.exchange(message, headers) as replies:
+                yield message, replies
+        except NotModern as failure:
+            raise await self.explain(failure) from None
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        param_headers: Mapping[str, tuple[str, ...]] | None = None,
+        on_notification: Notify = ignore,
+        timeout_s: float | None = None,
+        progress: bool = False,
+    ) -> JSONObject:
+        """Send ``method`` and return its result; an error raises :class:`RequestError`."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        with trio.move_on_after(limit) as waited:
+            async with self.open(
+                method, params, param_headers=param_headers, progress=progress
+            ) as (
+                message,
+                replies,
+            ):
+                while not is_response(reply := await replies.next()):
+                    on_notification(reply)
+        if waited.cancelled_caught:
+            raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
+        if "error" in reply:  # whatever its id: a refusal before the id was read has null
+            raise await self.explain(RequestError(method, reply["error"]))
+        if reply.get("id") != message["id"]:
+            raise ProtocolFailure(f"{self.where} answered {method} with another request's id")
+        self._era_known = True
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise ProtocolFailure(f"{self.where} answered {method} with a result that is no object")
+        return result
+
+    async def explain(self, failure: ProtocolFailure) -> ProtocolFailure:
+        """``failure``, or what a legacy server said it speaks if the first answer suggests one."""
+        first, self._era_known = not self._era_known, True
+        suspicious = isinstance(failure, NotModern) or (
+            isinstance(failure, RequestError)
+            and failure.code in (INVALID_REQUEST, METHOD_NOT_FOUND)
+        )
+        if not (first and suspicious):
+            return failure
+        version = await self.legacy_version()
+        if version is None:
+            return failure
+        return ProtocolFailure(
+            f"{self.where} speaks MCP {version} (the initialize handshake), "
+            f"not {PROTOCOL_VERSION}, the only version this client speaks"
+        )
+
+    async def legacy_version(self) -> str | None:
+        """The version a server of the initialize era answers with, if it is one."""
+        self._last_id += 1
+        params = {
+            "protocolVersion": LEGACY_PROBE_VERSION,
+            "capabilities": {},
+            "clientInfo": CLIENT_INFO,
+        }
+        probe = {"jsonrpc": "2.0", "id": self._last_id, "method": "initialize", "params": params}
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }
+        try:
+            with trio.move_on_after(self.timeout_s):
+                async with self.transport.exchange(probe, headers) as replies:
+                    while not is_response(reply := await replies.next()):
+                        pass
+                    result = reply.get("result")
+                    version = result.get("protocolVersion") if isinstance(result, dict) else None
+                    return version if isinstance(version, str) else None
+        except ProtocolFailure:
+            pass
+        return None
+
+    async def list_all(self, method: str, key: str) -> list[JSONObject]:
+        """Every page of a list (basic/utilities/pagination: follow ``nextCursor``)."""
+        items: list[JSONObject] = []
+        params: JSONObject = {}
+        while True:
+            result = await self.request(method, params)
+            page = result.get(key)
+            if not isinstance(page, list):
+                raise ProtocolFailure(f"{self.where} answered {method} without a list of {key}")
+            items += page
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str):
+                return items
+            params = {"cursor": cursor}

@@ -1,0 +1,163 @@
+"""A task's life from the client's side: watch it, answer it, cancel it.
+
+When ``tools/call`` answers with a task (``resultType: "task"``, SEP-2663
+§Task Creation), :meth:`TaskFollower.follow` stays with it until it ends:
+
+- **watching**: ``subscriptions/listen`` with ``notifications.taskIds``
+  when the server's acknowledgement lists the task (§Task Status
+  Notifications), after one ``tasks/get`` for the state it is already in;
+  else, or when the stream ends, ``tasks/get`` every ``pollIntervalMs``
+  (§Task Polling). Both feed one channel of snapshots, read by one loop;
+- **answering**: a snapshot that is ``input_required`` has its
+  ``inputRequests`` answered (:class:`~presa_trio.client.answers.Answerer`,
+  each key once: §Task Update Requests asks clients to deduplicate) and
+  sent with ``tasks/update``;
+- **the status line** shows each snapshot's status and ``statusMessage``.
+
+The watcher and the status ticker are children of the follower's nursery;
+the first error of either (or of the loop) cancels the others and ends the
+follow. :meth:`TaskFollower.cancel` is ``tasks/cancel`` followed by
+``tasks/get`` until the task reads ``cancelled``, for at most
+:data:`CANCEL_WAIT_S` (§Task Cancellation: cancelling may be eventual).
+
+Spec: SEP-2663 §Task Creation, §Task Polling, §Task Update Requests, §Task
+Cancellation, §Task Status Notifications.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import trio
+
+from presa_trio.client.answers import Answerer
+from presa_trio.client.connection import Connection
+from presa_trio.client.errors import ProtocolFailure, UsageProblem
+from presa_trio.client.output import Console
+from presa_trio.client.transport import is_response, object_at
+from presa_trio.tasks.model import TERMINAL, Status
+from presa_trio.wire.models import JSONObject
+
+#: Seconds to wait for ``cancelled`` after ``tasks/cancel`` was acknowledged.
+CANCEL_WAIT_S = 5.0
+#: Polling interval when the task names none, and the shortest one honoured.
+DEFAULT_POLL_MS = 1000
+SHORTEST_POLL_MS = 20
+
+
+def status_of(task: JSONObject) -> Status:
+    """The snapshot's status; a status SEP-2663 does not define is a protocol failure."""
+    try:
+        return Status(task.get("status"))
+    except ValueError:
+        raise ProtocolFailure(
+            f"task {task.get('taskId')} has no known status: {task.get('status')!r}"
+        ) from None
+
+
+def poll_seconds(task: JSONObject) -> float:
+    interval = task.get("pollIntervalMs")
+    if isinstance(interval, bool) or not isinstance(interval, int | float):
+        interval = DEFAULT_POLL_MS
+    return max(float(interval), SHORTEST_POLL_MS) / 1000
+
+
+@attrs.define(eq=False)
+class TaskFollower:
+    """Follows one task at a time on one connection."""
+
+    connection: Connection
+    answerer: Answerer
+    console: Console
+    listen: bool = True
+    #: The task being followed: what Ctrl-C cancels.
+    task_id: str | None = None
+
+    async def get(self, task_id: str) -> JSONObject:
+        return await self.connection.request("tasks/get", {"taskId": task_id})
+
+    async def follow(self, task: JSONObject) -> JSONObject:
+        """Stay with ``task`` (a ``CreateTaskResult`` or a snapshot) until it ends."""
+        task_id = task.get("taskId")
+        if not isinstance(task_id, str):
+            raise ProtocolFailure(f"{self.connection.where} created a task without a taskId")
+        self.task_id = task_id
+        started = trio.current_time()
+        send, snapshots = trio.open_memory_channel[JSONObject](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.watch, task, send)
+            nursery.start_soon(self.console.tick, started)
+            current = task
+            while True:
+                self.console.status(current, trio.current_time() - started)
+                status = status_of(current)
+                if status in TERMINAL:
+                    break
+                if status is Status.INPUT_REQUIRED:
+                    await self.answer(task_id, current)
+                current = await snapshots.receive()
+            nursery.cancel_scope.cancel()
+        self.console.end_status()
+        return current
+
+    async def answer(self, task_id: str, task: JSONObject) -> None:
+        requests = task.get("inputRequests")
+        fresh = {k: v for k, v in (requests or {}).items() if k not in self.answerer.answered}
+        if not fresh:
+            return
+        self.console.pause()
+        try:
+            answers = await self.answerer.answer_all(fresh)
+        except UsageProblem as problem:
+            where = self.connection.where
+            raise UsageProblem(
+                f"{problem}; the task waits: presa-trio task update {where} {task_id} --answer …"
+            ) from None
+        await self.connection.request(
+            "tasks/update", {"taskId": task_id, "inputResponses": answers}
+        )
+        self.console.note(f"answered {', '.join(answers)}")
+
+    async def watch(self, task: JSONObject, send: trio.MemorySendChannel[JSONObject]) -> None:
+        """Feed snapshots of the task: from notifications where offered, else by polling."""
+        task_id = str(task["taskId"])
+        if self.listen:
+            await self.listened(task_id, send)
+        while True:
+            await trio.sleep(poll_seconds(task))
+            task = await self.get(task_id)
+            send.send_nowait(task)
+
+    async def listened(self, task_id: str, send: trio.MemorySendChannel[JSONObject]) -> None:
+        """Pass on ``notifications/tasks`` for the task while the server sends them.
+
+        Returns (to polling) when the server does not list the task in its
+        acknowledgement, refuses the listen, or ends the stream.
+        """
+        params = {"notifications": {"taskIds": [task_id]}}
+        try:
+            async with self.connection.open("subscriptions/listen", params) as (_, replies):
+                ack = await replies.next()
+                agreed = object_at(object_at(ack, "params"), "notifications").get("taskIds") or []
+                if is_response(ack) or task_id not in agreed:
+                    return
+                send.send_nowait(await self.get(task_id))
+                while not is_response(message := await replies.next()):
+                    changed = object_at(message, "params")
+                    if (
+                        message.get("method") == "notifications/tasks"
+                        and changed.get("taskId") == task_id
+                    ):
+                        send.send_nowait(changed)
+        except ProtocolFailure:
+            return
+
+    async def cancel(self, task_id: str) -> JSONObject | None:
+        """``tasks/cancel``, then the task once it reads terminal (None if it did not in time)."""
+        await self.connection.request("tasks/cancel", {"taskId": task_id})
+        with trio.move_on_after(CANCEL_WAIT_S):
+            while status_of(task := await self.get(task_id)) not in TERMINAL:  # noqa: ASYNC110
+                await trio.sleep(0.05)  # the server's state: only a poll can read it
+            return task
+        return None

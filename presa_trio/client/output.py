@@ -1,0 +1,189 @@
+"""What the client prints: results on stdout, everything else on stderr.
+
+With ``--json`` stdout holds exactly one JSON document, the result as the
+server sent it (for a list, every page's items together). Without it, a
+result is shown for reading: a tool's text content as text, other content
+as one line each, ``structuredContent`` as indented JSON. Status lines,
+progress, logs and questions always go to stderr.
+
+A task's status (SEP-2663 §Task Status) is one line: on a terminal it is
+redrawn in place with a spinner and the elapsed time; elsewhere each change
+is a line of its own, so a log of the run reads in order.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+import attrs
+import trio
+
+from presa_trio.client.transport import object_at
+from presa_trio.wire.models import JSONObject
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def block_line(block: Any) -> str:
+    """One content block (server/tools §Tool Result) as text."""
+    if not isinstance(block, dict):
+        return pretty(block)
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        size = len(str(block.get("data", ""))) * 3 // 4
+        return f"[{kind} {block.get('mimeType', '')}, about {size} bytes]"
+    if kind == "resource":
+        resource = object_at(block, "resource")
+        text = resource.get("text")
+        return f"[resource {resource.get('uri', '')}]" + (f"\n{text}" if text is not None else "")
+    if kind == "resource_link":
+        return f"[link {block.get('uri', '')} {block.get('name', '')}]".rstrip("] ") + "]"
+    return pretty(block)
+
+
+def tool_result_text(result: JSONObject) -> str:
+    lines = [block_line(block) for block in result.get("content") or []]
+    if "structuredContent" in result:
+        lines.append(pretty(result["structuredContent"]))
+    return "\n".join(lines)
+
+
+def discover_text(result: JSONObject) -> str:
+    """``server/discover`` (server/discover §DiscoverResult) for reading."""
+    meta = object_at(result, "_meta")
+    info = result.get("serverInfo") or meta.get("io.modelcontextprotocol/serverInfo") or {}
+    capabilities = object_at(result, "capabilities")
+    extensions = object_at(capabilities, "extensions")
+    lines = [
+        f"server: {info.get('name', '?')} {info.get('version', '')}".rstrip(),
+        f"versions: {', '.join(map(str, result.get('supportedVersions') or []))}",
+        "capabilities: " + ", ".join(sorted(k for k in capabilities if k != "extensions")),
+        "extensions: " + (", ".join(sorted(extensions)) or "none"),
+    ]
+    if isinstance(result.get("instructions"), str):
+        lines.append(f"instructions: {result['instructions']}")
+    return "\n".join(lines)
+
+
+def listing_text(kind: str, items: list[JSONObject]) -> str:
+    """One line per tool, resource, template or prompt."""
+    lines = []
+    for item in items:
+        label = item.get("uri") or item.get("uriTemplate") or item.get("name")
+        described = item.get("description") or item.get("title") or ""
+        if kind == "tools":
+            properties = (item.get("inputSchema") or {}).get("properties") or {}
+            label = f"{label}({', '.join(properties)})"
+        elif kind == "prompts":
+            label = f"{label}({', '.join(a.get('name', '?') for a in item.get('arguments') or [])})"
+        lines.append(f"{label}  {described}".rstrip())
+    return "\n".join(lines) or f"(no {kind})"
+
+
+def read_text(result: JSONObject) -> str:
+    """``resources/read`` contents: text as text, a blob as a line."""
+    lines = []
+    for item in result.get("contents") or []:
+        if isinstance(item, dict) and "text" in item:
+            lines.append(str(item["text"]))
+        elif isinstance(item, dict):
+            size = len(str(item.get("blob", ""))) * 3 // 4
+            lines.append(
+                f"[blob {item.get('mimeType', '')} {item.get('uri', '')}, about {size} bytes]"
+            )
+    return "\n".join(lines)
+
+
+def prompt_text(result: JSONObject) -> str:
+    lines = [f"({result['description']})"] if isinstance(result.get("description"), str) else []
+    for message in result.get("messages") or []:
+        if isinstance(message, dict):
+            lines.append(f"{message.get('role')}: {block_line(message.get('content'))}")
+    return "\n".join(lines)
+
+
+def notification_line(message: JSONObject) -> str | None:
+    """A progress or log notification on a request's stream, as one stderr line."""
+    params = object_at(message, "params")
+    if message.get("method") == "notifications/progress":
+        total = f"/{params['total']}" if "total" in params else ""
+        said = f" {params['message']}" if isinstance(params.get("message"), str) else ""
+        return f"progress {params.get('progress')}{total}{said}"
+    if message.get("method") == "notifications/message":
+        return f"log {params.get('level')}: {params.get('data')}"
+    return None
+
+
+@attrs.define(eq=False)
+class Console:
+    """Where output goes, and whether stderr is a terminal to redraw on."""
+
+    json: bool = False
+    out: TextIO = sys.stdout
+    err: TextIO = sys.stderr
+    live: bool = attrs.field(default=attrs.Factory(lambda self: self.err.isatty(), takes_self=True))
+    _status: str = ""
+    _drawn: bool = False
+
+    def result(self, value: Any, text: str) -> None:
+        """The command's result: ``value`` as JSON with ``--json``, else ``text``."""
+        self.out.write((pretty(value) if self.json else text) + "\n")
+        self.out.flush()
+
+    def note(self, line: str) -> None:
+        self.clear()
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def notification(self, message: JSONObject) -> None:
+        line = notification_line(message)
+        if line is not None:
+            self.note(line)
+
+    def status(self, task: JSONObject, elapsed_s: float) -> None:
+        """The task's status line; redrawn on a terminal, a new line on change elsewhere."""
+        said = f" — {task['statusMessage']}" if isinstance(task.get("statusMessage"), str) else ""
+        status = f"task {task.get('taskId')}: {task.get('status')}{said}"
+        if self.live:
+            self._status = status
+            self.draw(elapsed_s)
+        elif status != self._status:
+            self._status = status
+            self.note(f"{status} ({elapsed_s:.1f} s)")
+
+    def draw(self, elapsed_s: float) -> None:
+        if self.live and self._status:
+            spin = SPINNER[int(elapsed_s * 10) % len(SPINNER)]
+            self.err.write(f"\r\x1b[2K{spin} {self._status} ({elapsed_s:.1f} s)")
+            self.err.flush()
+            self._drawn = True
+
+    def clear(self) -> None:
+        if self._drawn:
+            self.err.write("\r\x1b[2K")
+            self._drawn = False
+
+    async def tick(self, started: float) -> None:
+        """Redraw the status line ten times a second, until cancelled (a terminal only)."""
+        while self.live:
+            self.draw(trio.current_time() - started)
+            await trio.sleep(0.1)
+
+    def pause(self) -> None:
+        """Stop redrawing until the next status: a question is about to be asked."""
+        self.clear()
+        self._status = ""
+
+    def end_status(self) -> None:
+        if self._drawn:
+            self.err.write("\n")
+            self.err.flush()
+            self._drawn = False

@@ -1,0 +1,434 @@
+"""How the client's messages travel: one POST per request, or lines on a child's stdin.
+
+A transport opens an *exchange* for one request and hands back its
+:class:`Replies`: the messages the server sends for that request, in order,
+the response last. Over Streamable HTTP that is the response body (one JSON
+message, or an SSE stream of notifications then the response); over stdio
+it is the lines of the child's stdout that belong to the request (its
+response, and notifications tagged with its id as ``progressToken`` or
+``_meta.subscriptionId``). Leaving the exchange early cancels the request:
+the HTTP stream is closed, or ``notifications/cancelled`` is written
+(basic/patterns/cancellation §Transport-Specific Cancellation).
+
+Every exchange can be recorded in presa's transcript format
+(:mod:`presa_trio.http.transcript`), as the server records its own.
+
+Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages,
+§Backward Compatibility; basic/transports/stdio.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import attrs
+import httpx
+import trio
+
+from presa_trio.client.errors import ProtocolFailure, UsageProblem
+from presa_trio.http.transcript import Exchange, TranscriptFile, kept
+from presa_trio.wire.envelope import RequestId, dumps
+from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+from presa_trio.wire.models import JSONObject
+
+#: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
+STDIO_EXIT_GRACE_S = 5.0
+
+
+class Replies(Protocol):
+    """The messages of one exchange, one at a time; the response is the last."""
+
+    async def next(self) -> JSONObject: ...
+
+
+class Transport(Protocol):
+    """Where requests go: :class:`HttpTransport` or :class:`StdioTransport`."""
+
+    #: What the user named: the URL, or the command line.
+    where: str
+
+    def exchange(
+        self, message: JSONObject, headers: Mapping[str, str]
+    ) -> AbstractAsyncContextManager[Replies]: ...
+
+
+class NotModern(ProtocolFailure):
+    """An HTTP answer that is no JSON-RPC message: a legacy server, or no MCP at all.
+
+    Spec: streamable-http §Backward Compatibility — a 4xx whose body is not a
+    recognised modern JSON-RPC error identifies a server of another era.
+    """
+
+    def __init__(self, where: str, status: int, content_type: str, body: str) -> None:
+        self.status = status
+        shown = " ".join(body.split())[:120]
+        kind = content_type or "no content type"
+        super().__init__(f"{where} is not an MCP server: HTTP {status} ({kind}) {shown}".rstrip())
+
+
+def object_at(value: Any, key: str) -> JSONObject:
+    """``value[key]`` when both are JSON objects, else ``{}``: for reading what a server sent."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def is_response(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and "id" in message
+        and ("result" in message or "error" in message)
+    )
+
+
+def is_for_client(message: Any) -> bool:
+    """A JSON-RPC response or notification: all a 2026-07-28 server sends a client."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return False
+    return is_response(message) or ("method" in message and "id" not in message)
+
+
+# --- Streamable HTTP -------------------------------------------------------------
+
+
+def sse_blocks(buffer: str) -> tuple[list[str], str]:
+    """Complete SSE event blocks of ``buffer`` (line ends normalised), and the rest."""
+    *blocks, rest = buffer.replace("\r\n", "\n").replace("\r", "\n").split("\n\n")
+    return blocks, rest
+
+
+def sse_data(block: str) -> str | None:
+    """The ``data`` of one event block, its lines joined; None for a comment-only block."""
+    lines = [line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")]
+    return "\n".join(lines) if lines else None
+
+
+@attrs.define(eq=False)
+class _HttpReplies:
+    """The body of one POST's response, read message by message."""
+
+    where: str
+    response: httpx.Response
+    exchange: Exchange | None
+    _chunks: AsyncIterator[str] | None = None
+    _pending: list[JSONObject] = attrs.field(factory=list)
+    _buffer: str = ""
+
+    async def next(self) -> JSONObject:
+        content_type = self.response.headers.get("content-type", "").split(";")[0].strip()
+        if content_type != "text/event-stream":
+            return await self._whole_body(content_type)
+        if self._chunks is None:
+            self._chunks = self.response.aiter_text()
+        chunks = self._chunks
+        while not self._pending:
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                raise ProtocolFailure(f"{self.where} ended the stream without a response") from None
+            blocks, self._buffer = sse_blocks(self._buffer + chunk)
+            for block in blocks:
+                data = sse_data(block)
+                if self.exchange is not None:
+                    event = "\r\n".join(block.split("\n")) + "\r\n\r\n"
+                    self.exchange.add_events(event.encode(), time.time())
+                if data is not None:
+                    self._pending.append(self._message(data))
+        return self._pending.pop(0)
+
+    async def _whole_body(self, content_type: str) -> JSONObject:
+        raw = await self.response.aread()
+        if self.exchange is not None:
+            self.exchange.response_body += raw
+        text = raw.decode("utf-8", errors="replace")
+        if content_type != "application/json":
+            raise NotModern(self.where, self.response.status_code, content_type, text)
+        try:
+            message = json.loads(text)
+        except ValueError:
+            message = None
+        if not is_response(message):
+            raise NotModern(self.where, self.response.status_code, content_type, text)
+        return message  # type: ignore[no-any-return]
+
+    def _message(self, data: str) -> JSONObject:
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            raise ProtocolFailure(
+                f"{self.where} sent an SSE event that is not JSON-RPC: {data[:80]}"
+            )
+        return message
+
+
+def www_authenticate(header: str) -> dict[str, str]:
+    """The ``key="value"`` parameters of a Bearer challenge (RFC 6750 §3)."""
+    found = {}
+    for part in header.removeprefix("Bearer").split(","):
+        key, _, value = part.strip().partition("=")
+        if key:
+            found[key.strip()] = value.strip().strip('"')
+    return found
+
+
+@attrs.define(eq=False)
+class HttpTransport:
+    """POSTs to one Streamable HTTP endpoint, with a bearer token if given."""
+
+    where: str
+    http: httpx.AsyncClient
+    token: str | None = None
+    transcript: TranscriptFile | None = None
+
+    @asynccontextmanager
+    async def exchange(
+        self, message: JSONObject, headers: Mapping[str, str]
+    ) -> AsyncIterator[Replies]:
+        body = dumps(message)
+        sent = dict(headers)
+        if self.token is not None:
+            sent["authorization"] = f"Bearer {self.token}"
+        record = None
+        if self.transcript is not None:
+            kept_headers = {k: v for k, v in sent.items() if kept(k)}
+            request = {"method": "POST", "path": urlsplit(self.where).path, "headers": kept_headers}
+            record = Exchange(time.time(), request)
+            record.body += body
+        try:
+            async with self.http.stream("POST", self.where, content=body, headers=sent) as response:
+                if record is not None:
+                    content_type = response.headers.get("content-type", "")
+                    record.response = {"status": response.status_code, "contentType": content_type}
+                if response.status_code == 401:
+                    raise await self.unauthorized(response)
+                yield _HttpReplies(self.where, response, record)
+        except httpx.InvalidURL as error:
+            raise UsageProblem(f"{self.where} is not a URL: {error}") from None
+        except httpx.UnsupportedProtocol:
+            raise UsageProblem(f"{self.where} is not an http:// or https:// URL") from None
+        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+            raise ProtocolFailure(
+                f"cannot reach {self.where}: {error or 'connection failed'}"
+            ) from None
+        except httpx.TransportError as error:
+            raise ProtocolFailure(f"{self.where} broke off the exchange: {error!r}") from None
+        finally:
+            if record is not None and self.transcript is not None:
+                with trio.CancelScope(shield=True):
+                    await self.transcript.append(record.record())
+
+    async def unauthorized(self, response: httpx.Response) -> ProtocolFailure:
+        """401: say whether a token was sent and where the resource's metadata points.
+
+        Spec: basic/authorization §Protected Resource Metadata Discovery — the
+        ``resource_metadata`` parameter of ``WWW-Authenticate``.
+        """
+        challenge = www_authenticate(response.headers.get("www-authenticate", ""))
+        said = (
+            f" ({challenge['error']}: {challenge.get('error_description', '')})".replace(": )", ")")
+            if "error" in challenge
+            else ""
+        )
+        what = "refused the token" if self.token else "needs a bearer token (--token)"
+        line = f"{self.where} {what}: 401 Unauthorized{said}"
+        metadata = challenge.get("resource_metadata")
+        if metadata:
+            line += f"; its resource metadata is at {metadata}"
+            servers = await self.authorization_servers(metadata)
+            if servers:
+                line += f", naming the authorization server {', '.join(servers)}"
+        return ProtocolFailure(line)
+
+    async def authorization_servers(self, metadata_url: str) -> list[str]:
+        try:
+            document = (await self.http.get(metadata_url)).json()
+        except (httpx.HTTPError, ValueError):
+            return []
+        servers = document.get("authorization_servers") if isinstance(document, dict) else None
+        return [str(s) for s in servers] if isinstance(servers, list) else []
+
+
+# --- stdio -----------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _StdioReplies:
+    """The messages routed to one request id."""
+
+    where: str
+    receive: trio.MemoryReceiveChannel[JSONObject]
+    record: Exchange | None
+    answered: bool = False
+
+    async def next(self) -> JSONObject:
+        try:
+            message = await self.receive.receive()
+        except trio.EndOfChannel:
+            raise ProtocolFailure(f"{self.where} stopped before answering") from None
+        if self.record is not None:
+            self.record.events.append({"at": time.time(), "data": message})
+        self.answered = is_response(message)
+        return message
+
+
+@attrs.define(eq=False)
+class StdioTransport:
+    """Newline-delimited JSON-RPC with a child process the client started.
+
+    The child runs in a session of its own, so the Ctrl-C meant for the
+    client (which then cancels its task) does not reach the server first.
+    """
+
+    where: str
+    process: trio.Process
+    transcript: TranscriptFile | None = None
+    _routes: dict[RequestId, trio.MemorySendChannel[JSONObject]] = attrs.field(factory=dict)
+    _write_lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _failure: str | None = None
+
+    async def read_lines(self) -> None:
+        """Route every line of the child's stdout until it ends; then end every exchange."""
+        assert self.process.stdout is not None
+        buffer = b""
+        async for chunk in self.process.stdout:
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    self.route(line)
+        for channel in self._routes.values():
+            channel.close()
+
+    def route(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if not is_for_client(message):
+            said = line[:80].decode(errors="replace")
+            self._failure = (
+                f"{self.where} wrote a line that is no MCP response or notification: {said}"
+            )
+            for channel in self._routes.values():
+                channel.close()
+            return
+        params = object_at(message, "params")
+        meta = object_at(params, "_meta")
+        target: Any
+        if is_response(message):
+            target = message["id"]
+        elif META_SUBSCRIPTION_ID in meta:
+            target = meta[META_SUBSCRIPTION_ID]
+        elif "progressToken" in params:
+            target = params["progressToken"]
+        else:  # a notification for no request in particular: the only one open
+            target = next(iter(self._routes)) if len(self._routes) == 1 else None
+        route = self._routes.get(target) if isinstance(target, str | int) else None
+        if route is not None:
+            route.send_nowait(message)
+
+    async def write(self, message: JSONObject) -> None:
+        assert self.process.stdin is not None
+        async with self._write_lock:
+            try:
+                await self.process.stdin.send_all(dumps(message) + b"\n")
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise ProtocolFailure(f"{self.where} stopped reading its input") from None
+
+    @asynccontextmanager
+    async def exchange(
+        self, message: JSONObject, headers: Mapping[str, str]
+    ) -> AsyncIterator[Replies]:
+        if self._failure is not None:
+            raise ProtocolFailure(self._failure)
+        request_id = message["id"]
+        send, receive = trio.open_memory_channel[JSONObject](math.inf)
+        self._routes[request_id] = send
+        record = None
+        if self.transcript is not None:
+            request: JSONObject = {"method": "STDIO", "path": self.where, "headers": {}}
+            record = Exchange(time.time(), request)
+            record.body += dumps(message)
+            record.response = {"status": "stdout", "contentType": "text/event-stream"}
+        replies = _StdioReplies(self.where, receive, record)
+        try:
+            await self.write(message)
+            yield replies
+        except ProtocolFailure:
+            if self._failure is not None:
+                raise ProtocolFailure(self._failure) from None
+            raise
+        finally:
+            del self._routes[request_id]
+            with trio.CancelScope(shield=True):
+                if not replies.answered and self.process.returncode is None:
+                    cancelled = {"requestId": request_id, "reason": "the client stopped waiting"}
+                    notice = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+                    with suppress(ProtocolFailure):
+                        await self.write({**notice, "params": cancelled})
+                if record is not None and self.transcript is not None:
+                    await self.transcript.append(record.record())
+
+
+@asynccontextmanager
+async def open_stdio(
+    command: Sequence[str], transcript: TranscriptFile | None = None
+) -> AsyncIterator[StdioTransport]:
+    """Start ``command`` with pipes on stdin and stdout (stderr is the client's own).
+
+    On leaving, the child's stdin is closed and it has :data:`STDIO_EXIT_GRACE_S`
+    to exit before it is killed.
+    """
+    where = " ".join(command)
+    async with trio.open_nursery() as nursery:
+        try:
+            process: trio.Process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    list(command),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    check=False,
+                    start_new_session=True,
+                )
+            )
+        except OSError as error:
+            raise UsageProblem(f"cannot start {where}: {error.strerror or error}") from None
+        transport = StdioTransport(where, process, transcript)
+        nursery.start_soon(transport.read_lines)
+        try:
+            yield transport
+        finally:
+            assert process.stdin is not None
+            with trio.CancelScope(shield=True):
+                await process.stdin.aclose()
+                with trio.move_on_after(STDIO_EXIT_GRACE_S):
+                    await process.wait()
+            nursery.cancel_scope.cancel()
+
+
+def transcript_file(path: Path | None) -> TranscriptFile | None:
+    """The transcript to append to, checked writable now rather than after the first request."""
+    if path is None:
+        return None
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise UsageProblem(f"cannot write the transcript {path}: {error.strerror}") from None
+    return TranscriptFile(path)
+
+
+def environment_token(flag: str | None, variable: str) -> str | None:
+    """``--token``, else the environment variable, else None."""
+    return flag if flag is not None else os.environ.get(variable) or None

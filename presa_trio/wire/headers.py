@@ -1,0 +1,117 @@
+"""The mirrored headers as a client writes them: one rule for both ends of the wire.
+
+Over Streamable HTTP a request repeats parts of its body in headers so that
+proxies can route without parsing JSON: ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` and one ``Mcp-Param-<Name>`` for each tool
+argument whose schema carries ``x-mcp-header``. This module says how each is
+written; the server's check of them is :mod:`presa_trio.http.mirrored`, the
+clients are :mod:`presa_trio.client` and :mod:`presa_trio.testing`.
+
+Spec: 2026-07-28 basic/transports/streamable-http §Standard Request Headers,
+§Custom Headers from Tool Parameters, §Value Encoding; server/tools
+§x-mcp-header; SEP-2243.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from presa_trio.wire.meta import PROTOCOL_VERSION
+from presa_trio.wire.models import JSONObject
+
+SENTINEL_PREFIX = "=?base64?"
+SENTINEL_SUFFIX = "?="
+
+
+def plain_header_text(value: str) -> bool:
+    """Visible ASCII, space and tab: what a header value may hold unencoded (RFC 9110 §5.5).
+
+    In ASCII, exactly space to ``~`` are printable, so two C-level scans decide it.
+    """
+    return value.isascii() and value.replace("\t", " ").isprintable()
+
+
+def header_value(text: str) -> str:
+    """``text`` as a client must write it in ``Mcp-Name`` or ``Mcp-Param-*``.
+
+    Spec: streamable-http §Value Encoding — literal when it is plain header
+    text without outer whitespace and does not look like the sentinel, else
+    ``=?base64?…?=`` of its UTF-8.
+    """
+    looks_encoded = text.startswith(SENTINEL_PREFIX) and text.endswith(SENTINEL_SUFFIX)
+    if plain_header_text(text) and text == text.strip(" \t") and not looks_encoded:
+        return text
+    return SENTINEL_PREFIX + base64.b64encode(text.encode()).decode() + SENTINEL_SUFFIX
+
+
+def header_form(value: Any) -> str | None:
+    """How an argument value is written in an ``Mcp-Param-*`` header."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return None
+
+
+def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` (keys into nested objects), or None."""
+    for key in path:
+        if not isinstance(arguments, dict):
+            return None
+        arguments = arguments.get(key)
+    return arguments
+
+
+def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
+    """Find ``x-mcp-header`` properties: header name -> path of argument keys.
+
+    Spec: tools §x-mcp-header — reachable through chains of ``properties`` only.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        for key, child in properties.items():
+            if isinstance(child, dict) and isinstance(child.get("x-mcp-header"), str):
+                found[child["x-mcp-header"]] = (*path, key)
+            walk(child, (*path, key))
+
+    walk(schema, ())
+    return found
+
+
+def request_headers(
+    message: Mapping[str, Any],
+    name_params: Mapping[str, str],
+    param_headers: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, str]:
+    """The headers a correct client sends with ``message`` (``Host`` aside).
+
+    ``name_params`` says which params key ``Mcp-Name`` mirrors, per method;
+    ``param_headers`` (header -> path into params) adds ``Mcp-Param-*`` for
+    each value present.
+
+    Spec: streamable-http §Standard Request Headers, §Client Behavior.
+    """
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+    }
+    method = message.get("method")
+    if "id" in message and isinstance(method, str):
+        headers["mcp-method"] = method
+        params = message.get("params", {})
+        key = name_params.get(method)
+        value = params.get(key) if key else None
+        if isinstance(value, str):
+            headers["mcp-name"] = header_value(value)
+        for header, path in (param_headers or {}).items():
+            form = header_form(lookup(params, path))
+            if form is not None:
+                headers[f"mcp-param-{header.lower()}"] = header_value(form)
+    return headers

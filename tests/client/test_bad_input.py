@@ -1,0 +1,120 @@
+"""Bad input gets one line on stderr and a non-zero exit, never a traceback.
+
+A mistake the client can see (arguments against the schema, an answer that
+is no JSON or no valid answer) is exit 2 and found before the request that
+would carry it is sent; what the other end does wrong is exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.client.conftest import client
+from tests.e2e.serve_process import ServeProcess
+
+
+async def test_an_unreachable_url(closed_port_url: str) -> None:
+    ran = await client("list", closed_port_url)
+    assert ran.status == 3
+    assert ran.error().startswith(f"cannot reach {closed_port_url}")
+
+
+async def test_a_url_that_is_not_one() -> None:
+    ran = await client("list", "ftp://example.org/mcp")
+    assert ran.status == 2
+    assert "is not an http:// or https:// URL" in ran.error()
+
+
+async def test_a_server_that_is_not_mcp(not_mcp: ServeProcess) -> None:
+    ran = await client("discover", not_mcp.url)
+    assert ran.status == 3
+    assert ran.error().startswith(f"{not_mcp.url} is not an MCP server: HTTP 501 (text/html)")
+
+
+async def test_a_legacy_only_server_says_what_it_speaks(sdk_legacy: ServeProcess) -> None:
+    """streamable-http §Backward Compatibility: the first answer is no modern
+    result, and an initialize probe tells which version the server speaks."""
+    ran = await client("list", sdk_legacy.url)
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{sdk_legacy.url} speaks MCP 2025-11-25 (the initialize handshake), "
+        "not 2026-07-28, the only version this client speaks"
+    )
+
+
+async def test_an_unknown_tool(presa: ServeProcess) -> None:
+    ran = await client("call", presa.url, "no_such_tool")
+    assert ran.status == 2
+    assert ran.error().startswith(f"{presa.url} has no tool 'no_such_tool' (its tools: ")
+
+
+async def test_arguments_that_do_not_fit_the_schema(presa: ServeProcess, tmp_path: Path) -> None:
+    """Checked before sending: the transcript holds the tools/list and nothing else."""
+    record = tmp_path / "wire.jsonl"
+    mistyped = await client(
+        "call", presa.url, "slow_compute", "seconds=soon", "--transcript", str(record)
+    )
+    assert mistyped.status == 2
+    assert mistyped.error() == "the arguments of slow_compute: seconds: expected number, got 'soon'"
+    below = await client(
+        "call", presa.url, "slow_compute", "seconds=-1", "--transcript", str(record)
+    )
+    assert below.status == 2
+    assert "/seconds: -1 is less than the minimum of 0" in below.error()
+    not_pairs = await client("call", presa.url, "greet", "name", "--transcript", str(record))
+    assert not_pairs.error() == "the arguments of greet: 'name' is not key=value"
+    not_object = await client("call", presa.url, "greet", "--args", "[1]")
+    assert not_object.error() == "--args must be a JSON object, got '[1]'"
+    methods = [json.loads(line)["request"]["body"]["method"] for line in record.open()]
+    assert methods == ["tools/list"] * 3
+
+
+async def test_malformed_answers(presa: ServeProcess, tmp_path: Path) -> None:
+    tool = "test_input_required_result_elicitation"
+    not_json = await client("call", presa.url, tool, "--answer", "user_name={nope")
+    assert not_json.status == 2
+    assert not_json.error() == "--answer user_name: not JSON: '{nope'"
+    wrong_action = await client("call", presa.url, tool, "--answer", 'user_name={"action":"ok"}')
+    assert wrong_action.status == 2
+    assert "ElicitResult.action must be accept, decline or cancel" in wrong_action.error()
+    wrong_content = await client(
+        "call", presa.url, tool, "--answer", 'user_name={"action":"accept","content":{"name":1}}'
+    )
+    assert '/name: 1 is not of type "string"' in wrong_content.error()
+    file = tmp_path / "answers.json"
+    file.write_text("[]")
+    bad_file = await client("call", presa.url, tool, "--answers", str(file))
+    assert bad_file.error() == f"{file} must hold one object mapping each key to an answer object"
+
+
+async def test_a_missing_answer_without_a_terminal(presa: ServeProcess) -> None:
+    plain = await client("call", presa.url, "test_input_required_result_elicitation")
+    assert plain.status == 2
+    assert plain.error() == (
+        "the server asks 'user_name' (elicitation/create 'What is your name?') and there is "
+        "no terminal to ask: give --answer user_name=JSON"
+    )
+    in_a_task = await client("call", presa.url, "confirm_delete")
+    assert in_a_task.status == 2
+    assert "; the task waits: presa-trio task update" in in_a_task.error()
+
+
+async def test_a_protocol_error_exits_3(presa: ServeProcess) -> None:
+    ran = await client("task", "get", presa.url, "no-such-task")
+    assert ran.status == 3
+    assert ran.error().startswith("tasks/get: JSON-RPC error -32602: ")
+
+
+async def test_usage_mistakes(tmp_path: Path) -> None:
+    no_command = await client("list", "--stdio")
+    assert no_command.status == 2
+    assert "--stdio needs the server's command after --" in no_command.error()
+    missing = await client("list", "--stdio", "--", str(tmp_path / "no-such-server"))
+    assert missing.status == 2
+    assert missing.error().startswith(f"cannot start {tmp_path / 'no-such-server'}")
+    transcript = await client(
+        "list", "http://127.0.0.1:9/mcp", "--transcript", str(tmp_path / "no" / "such.jsonl")
+    )
+    assert transcript.status == 2
+    assert "cannot write the transcript" in transcript.error()

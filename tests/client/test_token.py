@@ -1,0 +1,47 @@
+"""``--token`` (or ``$PRESA_TOKEN``) against a presa that requires a bearer token,
+and the one line a 401 becomes: where the resource's metadata is
+(basic/authorization §Protected Resource Metadata Discovery)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.client.conftest import client, client_environment
+from tests.e2e.serve_process import ServeProcess, presa_serve
+
+TOKEN = "0123456789abcdef0123"
+
+
+@pytest.fixture
+async def guarded() -> AsyncIterator[ServeProcess]:
+    async with presa_serve("--auth-token", f"alice={TOKEN}") as served:
+        yield served
+
+
+async def test_a_token_from_the_flag_or_the_environment(guarded: ServeProcess) -> None:
+    flagged = await client("call", guarded.url, "greet", "name=Ada", "--token", TOKEN)
+    assert flagged.stdout == "Hello, Ada!\n", flagged.stderr
+    environment = {**client_environment(), "PRESA_TOKEN": TOKEN}
+    from_env = await client("call", guarded.url, "greet", "name=Ada", env=environment)
+    assert from_env.stdout == "Hello, Ada!\n", from_env.stderr
+
+
+async def test_a_401_says_where_the_metadata_is(guarded: ServeProcess) -> None:
+    """The line names the resource_metadata the server's WWW-Authenticate gave."""
+    async with httpx.AsyncClient() as http:
+        challenge = (await http.post(guarded.url, content=b"{}")).headers["www-authenticate"]
+    metadata = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
+    missing = await client("list", guarded.url)
+    assert missing.status == 3
+    assert missing.error() == (
+        f"{guarded.url} needs a bearer token (--token): 401 Unauthorized; "
+        f"its resource metadata is at {metadata}"
+    )
+    refused = await client("list", guarded.url, "--token", "not-the-token")
+    assert refused.status == 3
+    assert refused.error().startswith(
+        f"{guarded.url} refused the token: 401 Unauthorized (invalid_token"
+    )
