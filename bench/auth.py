@@ -29,6 +29,7 @@ from joserfc.jwk import KeySet, RSAKey
 from bench.mcp import body
 from presa_trio.auth.guard import ResourceGuard
 from presa_trio.auth.jwt_tokens import JwtVerifier
+from presa_trio.auth.keys import IssuerKeys
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 
@@ -116,13 +117,19 @@ async def cpu_us(requests: int, *steps: Callable[[], Awaitable[object]]) -> list
     return best
 
 
+def guard(verifier: JwtVerifier) -> ResourceGuard:
+    return ResourceGuard(RESOURCE, verifier, authorization_servers=[ISSUER])
+
+
 async def measure(requests: int) -> AuthReport:
     key = RSAKey.generate_key(2048, parameters={"kid": "bench"})
     token = signed_token(key)
-    verifier = JwtVerifier(ISSUER, RESOURCE, keys=KeySet([key]))
+    now = time.time()
+    keys = IssuerKeys(ISSUER + "/jwks", keys=KeySet([key]), fetched_at=now, expires_at=now + 3600)
+    verifier = JwtVerifier(ISSUER, RESOURCE, keys=keys)
     payload = body("tools/call", {"name": "test_simple_text"})
     plain = McpApp.for_server(build_server())
-    guarded = McpApp.for_server(build_server(), auth=ResourceGuard(RESOURCE, verifier))
+    guarded = McpApp.for_server(build_server(), auth=guard(verifier))
     async with trio.open_nursery() as nursery:
         for app in (plain, guarded):
             await nursery.start(app.run)
@@ -134,7 +141,7 @@ async def measure(requests: int) -> AuthReport:
             partial(one_call, plain, scope_for(None), payload),
             partial(one_call, guarded, scope_for(token), payload),
             partial(verifier.verify, token, http),
-            partial(verifier.check, token, http),
+            partial(verifier.check, token, keys, http),
         )
         nursery.cancel_scope.cancel()
     return AuthReport(requests, plain_us, with_jwt_us, verify_us, first_use_us)

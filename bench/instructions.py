@@ -161,6 +161,10 @@ async def run(requests: int) -> list[Count]:
                     for core, (name, command) in enumerate(commands.items())
                 )
             )
+    print("instructions: tools/call with the access log on ...", file=sys.stderr, flush=True)
+    counts.append(
+        await count("presa-default", servers.presa_default_command, "tools/call", requests, 0)
+    )
     return counts
 
 
@@ -178,4 +182,12 @@ def table(counts: list[Count]) -> str:
                 f"| {method} | {protocol} | {floor / 1e6:.3f} M | {presa / 1e6:.3f} M "
                 f"| {floor / presa:.3f} |"
             )
+    logged = by.get(("presa-default", "tools/call", "http/1.1"))
+    if logged is not None:
+        quiet = by[("presa", "tools/call", "http/1.1")]
+        lines.append("")
+        lines.append(
+            f"With the default access log on, a tools/call over HTTP/1.1 is {logged / 1e6:.3f} M "
+            f"instructions: {logged - quiet:+,.0f} ({logged / quiet - 1:+.1%}) for its line."
+        )
     return "\n".join(lines)

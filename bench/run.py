@@ -10,6 +10,10 @@ One run, on loopback:
    1 and 32 over HTTP/1.1 (``bench.load``) and over HTTP/2 (``bench.h2load``:
    one h2c connection, that many streams); the table reports the median of
    the rounds;
+   in the same rounds, ``presa-trio serve`` as users run it (its default
+   access log on) and the official SDK's ``MCPServer`` serving the same tool
+   as its docs run it (``bench.sdk_server``: uvicorn, its access log on)
+   take the ``tools/call`` cells over HTTP/1.1;
 3. the Tasks figures, presa only (``bench.tasks``);
 4. what checking a tool's arguments against its schema costs per
    ``tools/call``, in-process (``bench.validation``);
@@ -88,6 +92,10 @@ CELLS = [
     Cell("tools/list", None, 1, "tools", "h2"),
     Cell("tools/list", None, 32, "tools", "h2"),
 ]
+#: The cells every server takes; the floor and quiet presa take all of them.
+AS_USERS_RUN = CELLS[:2]
+#: The servers as users run them: log lines on, measured beside the floor and quiet presa.
+USER_SERVERS = ("presa-default", "sdk")
 
 
 @attrs.frozen
@@ -204,9 +212,9 @@ class LoadReport:
     def median(self, name: str, cell: Cell) -> Figures:
         return median_figures(self.rounds[name][cell])
 
-    def ratio(self, cell: Cell) -> tuple[float, float]:
-        """presa/floor for req/s and for p99: the median of the rounds' paired ratios."""
-        pairs = list(zip(self.rounds["floor"][cell], self.rounds["presa"][cell], strict=True))
+    def ratio(self, cell: Cell, over: str = "floor", name: str = "presa") -> tuple[float, float]:
+        """``name``/``over`` for req/s and for p99: the median of the rounds' paired ratios."""
+        pairs = list(zip(self.rounds[over][cell], self.rounds[name][cell], strict=True))
         return (
             statistics.median(presa.rate / floor.rate for floor, presa in pairs),
             statistics.median(presa.p99 / floor.p99 for floor, presa in pairs),
@@ -223,11 +231,17 @@ async def run_load(settings: Settings) -> LoadReport:
     """
     print("client ceiling (raw responder) ...", file=sys.stderr, flush=True)
     ceiling = await measure_server("raw", servers.raw_command, CELLS[:2], settings)
-    commands = {"floor": servers.floor_command, "presa": servers.presa_command}
+    commands = {
+        "floor": servers.floor_command,
+        "presa": servers.presa_command,
+        "presa-default": servers.presa_default_command,
+        "sdk": servers.sdk_command,
+    }
+    cells = {name: AS_USERS_RUN if name in USER_SERVERS else CELLS for name in commands}
     running: dict[str, servers.Served] = {}
     samplers: list[asyncio.Task[None]] = []
     rounds: dict[str, dict[Cell, list[Figures]]] = {
-        name: {c: [] for c in CELLS} for name in commands
+        name: {c: [] for c in cells[name]} for name in commands
     }
     try:
         for name, command in commands.items():
@@ -236,10 +250,12 @@ async def run_load(settings: Settings) -> LoadReport:
             samplers.append(asyncio.create_task(running[name].sample_rss()))
         for number in range(1, settings.rounds + 1):
             print(f"round {number}/{settings.rounds} ...", file=sys.stderr, flush=True)
-            order = ["floor", "presa"] if number % 2 else ["presa", "floor"]
+            order = list(commands) if number % 2 else list(reversed(commands))
             for cell in CELLS:
                 for name in order:
-                    rounds[name][cell].append(await measure(running[name], cell, settings))
+                    if cell in rounds[name]:
+                        figures = await measure(running[name], cell, settings)
+                        rounds[name][cell].append(figures)
         peaks = {name: served.peak_rss() for name, served in running.items()}
     finally:
         for sampler in samplers:
@@ -277,6 +293,20 @@ def load_table(report: LoadReport) -> str:
                 f"| {cell.label} | {name} | {f.rate:,.0f} | {ms(f.p50)} | {ms(f.p90)} "
                 f"| {ms(f.p99)} | {f.cpu_per_request * 1e6:.0f} "
                 f"| {report.peak_rss[name] / MIB:.1f} | {ratios[0]} | {ratios[1]} |"
+            )
+    lines.append("")
+    lines.append(
+        "| as users run them | server | req/s | p50 ms | p99 ms | CPU µs/req "
+        "| presa-default/sdk req/s |"
+    )
+    lines.append("|---|---|--:|--:|--:|--:|--:|")
+    for cell in AS_USERS_RUN:
+        for name in USER_SERVERS:
+            f = report.median(name, cell)
+            shown = f"{report.ratio(cell, 'sdk', 'presa-default')[0]:.2f}" if name != "sdk" else ""
+            lines.append(
+                f"| {cell.label} | {name} | {f.rate:,.0f} | {ms(f.p50)} | {ms(f.p99)} "
+                f"| {f.cpu_per_request * 1e6:.0f} | {shown} |"
             )
     ceiling = ", ".join(
         f"{figures.rate:,.0f} req/s at c={concurrency}"

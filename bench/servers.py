@@ -156,6 +156,22 @@ def presa_command(port: int) -> list[str]:
     ]
 
 
+def presa_default_command(port: int) -> list[str]:
+    """``presa-trio serve`` as a user runs it: the default log level, so the access log is on.
+
+    Its lines go where the bench sends every server's output: a log file.
+    """
+    return [
+        *[sys.executable, "-m", "presa_trio", "serve", "--host", "127.0.0.1"],
+        *["--port", str(port)],
+    ]
+
+
+def sdk_command(port: int) -> list[str]:
+    """The official SDK's ``MCPServer`` serving the same tool as its docs run it."""
+    return [sys.executable, "-m", "bench.sdk_server", "--port", str(port)]
+
+
 def presa_tasks_command(port: int, stats_port: int, store: str, *options: str) -> list[str]:
     """presa with room for 10,000 tasks, a stats port and ``store`` (``bench.presa_server``)."""
     return [

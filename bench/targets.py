@@ -78,6 +78,25 @@ def instruction_verdicts(counts: Sequence[Count]) -> list[Verdict]:
     return verdicts
 
 
+def access_log_verdicts(counts: Sequence[Count]) -> list[Verdict]:
+    """What the default access log adds to a ``tools/call``, by instructions: ≤ 3 %."""
+    by = {(c.server, c.method, c.protocol): c.per_request for c in counts}
+    quiet = by.get(("presa", "tools/call", "http/1.1"))
+    logged = by.get(("presa-default", "tools/call", "http/1.1"))
+    if quiet is None or logged is None:
+        return []
+    share = logged / quiet - 1
+    return [
+        at_most(
+            "access log ≤ 3 % of a tools/call by instructions",
+            share,
+            0.03,
+            INSTRUCTION_MARGIN,
+            f"{share:+.1%}",
+        )
+    ]
+
+
 def check_targets(
     report: LoadReport, tasks: TaskReport, counts: Sequence[Count] = ()
 ) -> list[Verdict]:
@@ -122,7 +141,19 @@ def check_targets(
             f"{report.peak_rss['presa'] / MIB:.1f} MiB",
         )
     )
+    for cell in report.rounds.get("sdk", {}):
+        rate_ratio = report.ratio(cell, "sdk", "presa-default")[0]
+        verdicts.append(
+            at_least(
+                f"{cell.label}: presa's default serve ≥ 1.3 × the SDK's MCPServer req/s",
+                rate_ratio,
+                1.3,
+                RATIO_MARGIN,
+                f"{rate_ratio:.2f} ×",
+            )
+        )
     verdicts += instruction_verdicts(counts)
+    verdicts += access_log_verdicts(counts)
     figures = tasks.figures
     if figures is None:
         verdicts.append(Verdict("Tasks targets", tasks.reason, "", met=True, fails_run=False))

@@ -1,5 +1,3 @@
-from typing import Any
-
 import trio
 
 from presa_trio.http import serve_http
@@ -10,8 +8,9 @@ server = Server("two-rounds", "1.0.0")
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
-@server.tool(description="Asks the user for a city, then the client's model for a fact")
-async def city_fact(ctx: RequestContext, arguments: dict[str, Any]) -> str | InputRequired:
+@server.tool(needs=["elicitation", "sampling"])
+async def city_fact(ctx: RequestContext) -> str | InputRequired:
+    """Asks the user for a city, then the client's model for a fact."""
     city = ctx.state["city"] if ctx.state else None  # verified state of an earlier round
     if city is None:
         answer = ctx.elicitation("city")  # this round's answer, if the client sent one

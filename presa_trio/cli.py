@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
+import attrs
 import trio
 
 from presa_trio import __version__, logs
@@ -38,12 +39,14 @@ from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, ServerFailed, serve_http
 from presa_trio.http.transcript_render import render_lines
+from presa_trio.reload import serve_reloading, watched_root
 from presa_trio.server import Server
 from presa_trio.stdio import serve_stdio
 from presa_trio.target import TargetError, load_server
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention
 from presa_trio.tasks.extension import TasksExtension
+from presa_trio.tasks.runner import Limits
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.wire.request_state import StateSealer
@@ -88,7 +91,8 @@ def checked(
 
 port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
 byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
-positive_count = checked(int, lambda n: n > 0, "a positive whole number")
+task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
+event_count = checked(int, lambda n: n > 0, "a positive number of events")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
 
@@ -174,7 +178,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max",
-        type=positive_count,
+        type=event_count,
         default=default.max_events,
         metavar="N",
         help="most events kept per task; older ones are dropped (default: %(default)s)",
@@ -229,6 +233,30 @@ def use_task_events(server: Server, args: argparse.Namespace) -> None:
         extension.enable_events(events)
 
 
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The task limits: what one caller, and the whole server, may hold."""
+    defaults = Limits()
+    limits = parser.add_argument_group(
+        "task limits (per caller with authorization on, where without it all callers are "
+        "one; past a limit a task-optional tool answers as a plain call and a task-required "
+        "one is refused, 429 for a caller's limit and 503 for the server's, with Retry-After)"
+    )
+    for flag, field, what in (
+        ("--task-max-active", "max_active", "unfinished tasks on this server"),
+        ("--task-max-active-per-scope", "max_active_per_scope", "unfinished tasks per caller"),
+        ("--task-max-stored", "max_stored", "stored tasks, finished ones until their TTL"),
+        ("--task-max-stored-per-scope", "max_stored_per_scope", "stored tasks per caller"),
+    ):
+        limits.add_argument(
+            flag,
+            dest=field,
+            type=task_count,
+            default=getattr(defaults, field),
+            metavar="N",
+            help=f"most {what} (default: %(default)s)",
+        )
+
+
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
@@ -270,6 +298,12 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
     )
     parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart when a .py file of MODULE's directory changes; for development only "
+        "(default: off)",
+    )
+    parser.add_argument(
         "--transcript",
         type=Path,
         metavar="FILE",
@@ -285,6 +319,7 @@ def build_parser() -> Parser:
     )
     http = commands.add_parser("serve", help="serve over Streamable HTTP")
     add_server_options(http)
+    add_limit_options(http)
     add_http_options(http)
     add_auth_arguments(http)
     add_task_event_options(http)
@@ -338,6 +373,19 @@ def chosen_server(target: str | None, sealer: StateSealer | None) -> Server:
     return server
 
 
+def use_limits(server: Server, args: argparse.Namespace) -> None:
+    """Bound the server's tasks by the ``--task-max-*`` options."""
+    for extension in server.extensions:
+        if isinstance(extension, TasksExtension):
+            extension.runner.limits = attrs.evolve(
+                extension.runner.limits,
+                max_active=args.max_active,
+                max_active_per_scope=args.max_active_per_scope,
+                max_stored=args.max_stored,
+                max_stored_per_scope=args.max_stored_per_scope,
+            )
+
+
 def use_store(server: Server, store: TaskStore, lease_ms: int) -> None:
     """Put the server's tasks in ``store``, leased for ``lease_ms``."""
     for extension in server.extensions:
@@ -370,6 +418,7 @@ def check_writable(path: Path) -> None:
 def serve(args: argparse.Namespace, server: Server) -> None:
     if args.transcript is not None:
         check_writable(args.transcript)
+    use_limits(server, args)
     auth = None
     if auth_requested(args):
         try:
@@ -420,6 +469,12 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    if args.command == "serve" and args.reload:
+        if args.target is None:
+            raise UsageError("--reload watches the files of MODULE:ATTR; name one")
+        given = list(sys.argv[1:] if argv is None else argv)
+        trio.run(serve_reloading, given, watched_root(args.target))
+        return
     server = chosen_server(args.target, state_sealer(args.state_key))
     use_task_events(server, args)
     settle_for_serving()

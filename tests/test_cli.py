@@ -56,7 +56,7 @@ MISTAKES = {
     ),
     "unknown module": (["serve", "no_such_module:server"], "cannot import module"),
     "unknown attribute": (["serve", "examples.hello_server:nope"], "has no attribute 'nope'"),
-    "not a server": (["serve", "examples.hello_server:NAME"], "is a dict, not a Server"),
+    "not a server": (["serve", "examples.task_tool:CONFIRM"], "is a dict, not a Server"),
     "no attribute given": (["serve", "examples.hello_server"], "is not MODULE:ATTR"),
     "stdio target": (["stdio", "no_such_module:server"], "cannot import module"),
     "unknown command": (["bogus"], "invalid choice: 'bogus'"),
@@ -66,11 +66,12 @@ MISTAKES = {
         "cannot write the transcript",
     ),
     "bad host": (["serve", "--host", "no-such-host.invalid"], "cannot listen on"),
+    "reload without a target": (["serve", "--reload"], "--reload watches the files of MODULE"),
     "task events without tasks": (
         ["stdio", "--task-events", "examples.hello_server:server"],
         "--task-events needs a server with the Tasks extension",
     ),
-    "no events kept": (["serve", "--task-events-max", "0"], "is not a positive whole number"),
+    "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
 }
 
 

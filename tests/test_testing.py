@@ -16,10 +16,22 @@ from trio.testing import wait_all_tasks_blocked
 
 import presa_trio.testing
 from presa_trio.server import RequestContext, Server
-from presa_trio.tasks import Policy, TasksExtension
-from presa_trio.testing import TASKS_CAPABILITIES, RequestFailed, connect, header_value, meta
+from presa_trio.tasks import Policy, TasksExtension, ask
+from presa_trio.testing import (
+    TASKS_CAPABILITIES,
+    NoAnswer,
+    RequestFailed,
+    accept,
+    connect,
+    decline,
+    header_value,
+    meta,
+    open_client,
+    roots,
+    sampled,
+)
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
-from presa_trio.wire.mrtr import Elicitation, InputRequired
+from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -47,8 +59,8 @@ def my_server() -> Server:
 
     @tasks.tool(Policy.OPTIONAL, description="Asks before deleting")
     async def delete(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        answers = await ctx.ask({"ok": Elicitation("Delete it?", CONFIRM)})
-        return "deleted" if answers["ok"]["action"] == "accept" else "kept"
+        answers = await ask(ctx, {"ok": Elicitation("Delete it?", CONFIRM)})
+        return "deleted" if answers.elicitation("ok").action == "accept" else "kept"
 
     @server.tool(description="Adds a tool to the server")
     async def grow(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -172,3 +184,86 @@ async def test_a_tool_with_mirrored_arguments_is_called_with_its_headers() -> No
     async with connect(server) as client:
         result = await client.call_tool("where", {"city": "Zürich"})
     assert result["content"] == [{"type": "text", "text": "Zürich"}]
+
+
+# --- the typed client ------------------------------------------------------------
+
+
+def typed_server() -> Server:
+    """A typed server as a user writes one: a plain tool, an asking one, a task tool."""
+    server = Server("typed", "1.0.0")
+    tasks = TasksExtension()
+    server.add_extension(tasks)
+
+    @server.tool()
+    async def add(ctx: RequestContext, a: int, b: int = 1) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    @server.tool(needs=["elicitation", "sampling", "roots"])
+    async def survey(ctx: RequestContext) -> str:
+        """Asks three kinds of question, one round each."""
+        name = await ask(ctx, {"name": Elicitation("Name?", NAME)})
+        fact = await ask(ctx, {"fact": Sampling("A fact?", max_tokens=5)})
+        where = await ask(ctx, {"where": ListRoots()})
+        content = name.elicitation("name").content or {}
+        uris = [root["uri"] for root in where.roots("where")]
+        return f"{content.get('name')}: {fact.sampling('fact').text} {uris}"
+
+    @tasks.tool(Policy.REQUIRED, needs=["elicitation"])
+    async def slow_delete(ctx: RequestContext, path: str) -> str:
+        """Reports, asks, then works."""
+        await ctx.set_status_message(f"looking at {path}")
+        answers = await ask(ctx, {"ok": Elicitation(f"Delete {path}?", CONFIRM)})
+        if answers.elicitation("ok").action != "accept":
+            return "kept"
+        await trio.sleep(3600)  # the long work, until cancelled
+        return "deleted"
+
+    return server
+
+
+async def test_the_typed_client_returns_typed_results() -> None:
+    """presa-defined (docs/api.md, testing): a ToolResult with its text and content."""
+    async with open_client(typed_server()) as client:
+        result = await client.call_tool("add", {"a": 2})
+        tools = await client.list_tools()
+    assert (result.text, result.is_error, result.structured) == ("3", False, None)
+    assert result.content == [{"type": "text", "text": "3"}]
+    assert [tool["name"] for tool in tools] == ["add", "survey", "slow_delete"]
+
+
+async def test_the_typed_client_answers_every_round_from_a_script_or_a_function() -> None:
+    """Spec-mandated (basic/patterns/mrtr §Basic Workflow): each round is answered
+    and retried with its requestState, by a scripted list or an async function."""
+    script = [accept({"name": "Ada"}), sampled("Sun."), roots("file:///w")]
+    asked: list[str] = []
+
+    async def answer(key: str, request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request["method"])
+        return script[len(asked) - 1]
+
+    async with open_client(typed_server(), answer=script) as client:
+        scripted = await client.call_tool("survey")
+        by_function = await client.call_tool("survey", answer=answer)
+        with pytest.raises(NoAnswer, match="ran out"):
+            await client.call_tool("survey", answer=script[:1])
+    assert scripted.text == by_function.text == "Ada: Sun. ['file:///w']"
+    assert asked == ["elicitation/create", "sampling/createMessage", "roots/list"]
+
+
+async def test_the_task_helpers_wait_answer_and_cancel() -> None:
+    """SEP-2663 §Task Polling, §Task Update Requests, §Task Cancellation (T-40, T-46):
+    wait for a status, answer, read the result, cancel."""
+    async with open_client(typed_server()) as client:
+        declined = await client.start_task("slow_delete", {"path": "a"}, answer=[decline()])
+        kept = await declined.result()
+        task = await client.start_task("slow_delete", {"path": "b"})
+        parked = await task.wait_for("input_required")
+        await task.respond({"ok": accept()})
+        working = await task.wait_for("working")
+        cancelled = await task.cancel()
+    assert kept.text == "kept"
+    assert (parked.status, list(parked.input_requests)) == ("input_required", ["ok"])
+    assert working.input_requests == {}
+    assert (cancelled.status, cancelled.result) == ("cancelled", None)

@@ -24,12 +24,21 @@ well-known URI for the endpoint's path and at the root form
 Requirements).
 
 The verified :class:`~presa_trio.auth.principal.Principal` goes with the
-request to its handler; the Tasks extension uses it as the access scope.
+request to its handler, with an :class:`~presa_trio.auth.principal.Access`:
+the scopes the request needed (a task keeps those of the call that made it,
+and every later request on the task needs them too) and :meth:`lapsed`,
+which a long-lived stream awaits to end when the token does.
+
+An authorization server that cannot be reached is 503 with ``Retry-After``;
+a configuration that cannot work with it is 500, logged once with the
+reason (:class:`~presa_trio.auth.verifier.Misconfigured`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -40,13 +49,24 @@ import httpx
 import trio
 
 from presa_trio.auth.jwt_tokens import looks_like_jwt
+from presa_trio.auth.keys import KeysPending
 from presa_trio.auth.principal import Principal
-from presa_trio.auth.verifier import InvalidToken, Verifier, VerifierUnavailable
+from presa_trio.auth.verifier import (
+    InvalidToken,
+    Misconfigured,
+    Verified,
+    Verifier,
+    VerifierUnavailable,
+)
 from presa_trio.wire.http_values import Headers, Rejection
+
+log = logging.getLogger(__name__)
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 #: How long presa waits for the authorization server (metadata, keys, introspection).
 HTTP_TIMEOUT_S = 10.0
+#: Least wait between two checks of a stream's token (a clock read early cannot spin).
+RECHECK_MIN_S = 0.01
 
 
 @attrs.frozen
@@ -65,13 +85,25 @@ class ScopeRules:
     every_request: frozenset[str] = frozenset()
     methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    # (method, tool) with a rule of their own, or None -> the answer: asked on
+    # every request, and bounded by the rules, whatever names clients send.
+    _answers: dict[tuple[str | None, str | None], frozenset[str]] = attrs.field(
+        factory=dict, eq=False, repr=False
+    )
 
     def required(self, method: str, params: Mapping[str, Any]) -> frozenset[str]:
         """Every scope ``method`` with ``params`` needs (all at once, never one by one)."""
-        needed = self.every_request | self.methods.get(method, frozenset())
-        name = params.get("name")
-        if method == "tools/call" and isinstance(name, str):
-            needed |= self.tools.get(name, frozenset())
+        name = params.get("name") if method == "tools/call" else None
+        key = (
+            method if method in self.methods else None,
+            name if isinstance(name, str) and name in self.tools else None,
+        )
+        needed = self._answers.get(key)
+        if needed is None:
+            needed = self.every_request | self.methods.get(method, frozenset())
+            if key[1] is not None:
+                needed |= self.tools[key[1]]
+            self._answers[key] = needed
         return needed
 
     def all(self) -> frozenset[str]:
@@ -87,25 +119,68 @@ class Verifiers:
     """Try the development tokens, then JWT or introspection, as the token's shape says.
 
     A token shaped like a JWS goes to the JWT verifier when there is one; any
-    other token goes to introspection when it is configured.
+    other token goes to introspection when it is configured. An opaque token
+    when only JWTs are checked (and no development tokens) is refused saying
+    so, and logged once: the issuer may issue opaque tokens, which needs
+    introspection (``--auth-client-id``).
     """
 
     static: Verifier | None = None
     jwt: Verifier | None = None
     introspection: Verifier | None = None
+    _told_opaque: bool = False
 
-    async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
+    def remembered(self, token: str) -> Verified | None:
+        for verifier in (self.static, self.pick(token)):
+            known = None if verifier is None else verifier.remembered(token)
+            if known is not None:
+                return known
+        return None
+
+    def pick(self, token: str) -> Verifier | None:
+        """The verifier for the token's shape: JWT or introspection."""
+        if self.jwt is not None and looks_like_jwt(token):
+            return self.jwt
+        return self.introspection
+
+    async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
         failure = InvalidToken("The access token is not recognised")
         if self.static is not None:
             try:
                 return await self.static.verify(token, http)
             except InvalidToken as exc:
                 failure = exc
-        if self.jwt is not None and looks_like_jwt(token):
-            return await self.jwt.verify(token, http)
-        if self.introspection is not None:
-            return await self.introspection.verify(token, http)
+        verifier = self.pick(token)
+        if verifier is not None:
+            return await verifier.verify(token, http)
+        if self.jwt is not None and self.static is None:
+            if not self._told_opaque:
+                self._told_opaque = True
+                log.warning(
+                    "a client sent an access token that is not a JWT, and presa checks JWTs "
+                    "only: if the issuer issues opaque tokens, configure introspection "
+                    "(--auth-client-id)"
+                )
+            raise InvalidToken("This server accepts JWT access tokens (RFC 9068) only")
         raise failure
+
+    async def prepare(self, http: httpx.AsyncClient) -> None:
+        for verifier in (self.static, self.jwt, self.introspection):
+            if verifier is not None:
+                await verifier.prepare(http)
+
+
+@attrs.define(eq=False)
+class Authenticated:
+    """A request's bearer token, the caller it was verified to stand for, and its guard."""
+
+    token: str = attrs.field(repr=False)
+    principal: Principal
+    guard: ResourceGuard = attrs.field(repr=False)
+
+    async def lapsed(self) -> None:
+        """Return once the token stops being valid (:meth:`ResourceGuard.lapsed`)."""
+        await self.guard.lapsed(self.token)
 
 
 def quoted(value: str) -> str:
@@ -120,13 +195,23 @@ class ResourceGuard:
     # The server's canonical URI (RFC 8707 §2), e.g. ``https://mcp.example.com/mcp``.
     resource: str
     verifier: Verifier
-    # Issuer identifiers of the authorization servers clients may use.
-    authorization_servers: Sequence[str] = ()
+    # Issuer identifiers of the authorization servers clients may use; at least
+    # one (authorization §Authorization Server Location: the metadata MUST name one).
+    authorization_servers: Sequence[str] = attrs.field(kw_only=True)
     scopes: ScopeRules = attrs.field(factory=ScopeRules)
     # The ``scopes_supported`` advertised; default: the scopes every request needs.
     scopes_supported: Sequence[str] | None = None
     resource_name: str | None = None
     _http: httpx.AsyncClient | None = None
+    # Misconfigurations already logged (each is logged once).
+    _told: set[str] = attrs.field(factory=set)
+
+    @authorization_servers.validator
+    def _names_a_server(self, _: object, servers: Sequence[str]) -> None:
+        if not servers:
+            raise ValueError(
+                "the Protected Resource Metadata must name at least one authorization server"
+            )
 
     # --- metadata (RFC 9728) ------------------------------------------------------
 
@@ -164,14 +249,32 @@ class ResourceGuard:
     # --- lifetime -----------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Hold the HTTP client that talks to the authorization server, for the server's life."""
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
+        """Hold the HTTP client that talks to the authorization server, for the server's life.
+
+        Beside it, :meth:`check_wiring` asks the authorization server at once
+        whether the configuration can work; requests are served meanwhile.
+        """
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http, trio.open_nursery() as checks:
             self._http = http
             try:
+                checks.start_soon(self.check_wiring, http)
                 task_status.started()
                 await trio.sleep_forever()
             finally:
                 self._http = None
+
+    async def check_wiring(self, http: httpx.AsyncClient) -> None:
+        """Fetch the issuer's metadata and keys now, and say in one line what cannot work.
+
+        It never raises: an unreachable server is asked again on first use,
+        and a misconfiguration is logged (once) and answered 500 until fixed.
+        """
+        try:
+            await self.verifier.prepare(http)
+        except VerifierUnavailable as exc:
+            log.warning("authorization server unreachable at start, asked again on use: %s", exc)
+        except Misconfigured as exc:
+            self.tell(exc)
 
     # --- the checks -----------------------------------------------------------------
 
@@ -195,12 +298,12 @@ class ResourceGuard:
         """The token of the ``Authorization: Bearer`` header, ``None`` if there is none."""
         if query_string and "access_token" in parse_qs(query_string.decode("latin-1")):
             raise self.bad_request("Access tokens must not be sent in the query string")
-        values = headers.get_all("authorization")
-        if len(values) > 1:
-            raise self.bad_request("More than one Authorization header")
-        if not values:
+        value = headers.get("authorization")
+        if value is None:
             return None
-        scheme, _, token = values[0].partition(" ")
+        if b"authorization" in headers.repeated:
+            raise self.bad_request("More than one Authorization header")
+        scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer":
             return None
         token = token.strip()
@@ -212,8 +315,8 @@ class ResourceGuard:
         header = self.challenge("invalid_request", description)
         return Rejection(400, description, [header])
 
-    async def authenticate(self, headers: Headers, query_string: bytes) -> Principal:
-        """The caller of this request, or the 401 (400, 503) that answers it."""
+    async def authenticate(self, headers: Headers, query_string: bytes) -> Authenticated:
+        """The caller of this request, or the 401 (400, 500, 503) that answers it."""
         token = self.bearer_token(headers, query_string)
         if token is None:
             header = self.challenge(scopes=self.scopes.every_request)
@@ -221,19 +324,63 @@ class ResourceGuard:
         if self._http is None:
             raise Rejection(503, "The server is not running")
         try:
-            return await self.verifier.verify(token, self._http)
+            # The common case, a token seen before, without a coroutine per verifier.
+            verified = self.verifier.remembered(token)
+            if verified is None:
+                verified = await self.verifier.verify(token, self._http)
         except InvalidToken as exc:
             header = self.challenge("invalid_token", str(exc), self.scopes.every_request)
             raise Rejection(401, str(exc), [header]) from exc
         except VerifierUnavailable as exc:
-            raise Rejection(
-                503, "The authorization server is unavailable", [(b"retry-after", b"5")]
-            ) from exc
+            if not isinstance(exc, KeysPending):
+                log.warning("cannot check an access token: %s", exc)
+            retry = (b"retry-after", b"%d" % exc.retry_after_s)
+            raise Rejection(503, "The authorization server is unavailable", [retry]) from exc
+        except Misconfigured as exc:
+            self.tell(exc)
+            raise Rejection(500, "This server's authorization is misconfigured") from exc
+        return Authenticated(token, verified.principal, self)
 
-    def authorize(self, principal: Principal, method: str, params: Mapping[str, Any]) -> None:
-        """403 ``insufficient_scope`` unless the token grants every scope the request needs."""
+    def tell(self, problem: Misconfigured) -> None:
+        """Log a misconfiguration, once per distinct reason."""
+        if str(problem) not in self._told:
+            self._told.add(str(problem))
+            log.error("authorization cannot work: %s", problem)
+
+    def authorize(
+        self, principal: Principal, method: str, params: Mapping[str, Any]
+    ) -> frozenset[str]:
+        """The scopes the request needs; 403 ``insufficient_scope`` unless the token has them."""
         needed = self.scopes.required(method, params)
         if not needed <= principal.scopes:
-            description = f"{method} requires the scopes: {' '.join(sorted(needed))}"
-            header = self.challenge("insufficient_scope", description, needed)
-            raise Rejection(403, description, [header])
+            raise self.insufficient(method, needed)
+        return needed
+
+    def insufficient(self, method: str, needed: frozenset[str]) -> Rejection:
+        """The 403 naming every scope ``method`` needs (authorization §Runtime Insufficient
+        Scope Errors)."""
+        description = f"{method} requires the scopes: {' '.join(sorted(needed))}"
+        header = self.challenge("insufficient_scope", description, needed)
+        return Rejection(403, description, [header])
+
+    async def lapsed(self, token: str) -> None:
+        """Return once ``token`` stops being valid: expired, revoked, its key withdrawn.
+
+        The token is verified again whenever its last verification runs out
+        (:attr:`Verified.until`: a JWT's ``exp`` plus the leeway, or the key
+        set's expiry; an introspection answer's cache lifetime), so a stream
+        ends within that bound. A check that cannot be made (the issuer is
+        unreachable) ends it too: authority that cannot be confirmed is not
+        assumed. A development token never lapses.
+        """
+        http = self._http
+        while http is not None:
+            try:
+                verified = await self.verifier.verify(token, http)
+            except (InvalidToken, VerifierUnavailable, Misconfigured) as exc:
+                log.info("a stream's access token lapsed: %s", exc)
+                return
+            if verified.until is None:
+                await trio.sleep_forever()
+            else:
+                await trio.sleep(max(verified.until - time.time(), RECHECK_MIN_S))

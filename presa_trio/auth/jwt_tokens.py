@@ -1,26 +1,29 @@
 """JWT access tokens (RFC 9068), checked against the issuer's published keys.
 
 presa verifies a JWT access token locally, with no call to the authorization
-server per request:
+server per request (the claims of step 3 and 4 are checked first, since they
+can only refuse, so that only a token for this issuer and resource, within
+its lifetime, can make presa look for a key it lacks):
 
 1. the JOSE header says ``typ: at+jwt`` (RFC 9068 §4) and an asymmetric
    ``alg`` (never ``none``, never a shared-secret HMAC);
 2. the signature verifies with the issuer's key of that ``kid``, from the
-   JWKS at the ``jwks_uri`` of its RFC 8414 / OpenID metadata; the key set is
-   cached, and fetched again when a token names a ``kid`` it lacks (the
-   issuer rotated its keys) — at once the first time, then at most once per
-   ``refetch_interval_s``, so tokens with made-up ``kid`` values cannot make
-   presa hammer the issuer;
+   JWKS at the ``jwks_uri`` of its RFC 8414 / OpenID metadata (or
+   ``jwks_uri=`` given), cached and refetched as :mod:`~presa_trio.auth.keys`
+   explains: a rotated key is found within ``refetch_interval_s`` whatever
+   other callers send, and a withdrawn one stops working when the cached
+   set expires;
 3. ``iss`` is the configured issuer, ``sub`` is present, ``exp`` has not
    passed and ``nbf``/``iat`` are not in the future, with ``leeway_s`` of
    clock skew either way;
 4. ``aud`` names this server's canonical URI (RFC 8707): a token minted for
    another resource is refused.
 
-A token that passed is remembered until its ``exp`` (by a hash of it), so a
-client reusing its token — the common case — costs a lookup, not a signature
-check. Fetching the key set again forgets them all: a token of a retired key
-is refused from then on.
+A token that passed is remembered (by a hash of it) until its ``exp`` plus
+the leeway, but never past the key set's expiry, and only for the key set it
+was checked against: a client reusing its token — the common case — costs a
+lookup, not a signature check, and a token of a withdrawn key is refused once
+the set is fetched again.
 
 Spec: authorization §Token Handling, security-considerations §Token
 Audience Binding and Validation, §Access Token Privilege Restriction.
@@ -30,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import time
 
 import attrs
@@ -38,27 +40,24 @@ import httpx
 import trio
 from joserfc import jws
 from joserfc.errors import JoseError
-from joserfc.jwk import Key, KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
-from presa_trio.auth.discovery import discover
+from presa_trio.auth.discovery import Discovery
+from presa_trio.auth.keys import DEFAULT_REFETCH_INTERVAL_S, IssuerKeys
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S, Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
+    Misconfigured,
     TokenCache,
-    VerifierUnavailable,
-    fetch_json,
+    Verified,
     names_resource,
     scopes_of,
 )
-
-log = logging.getLogger(__name__)
 
 #: Signature algorithms accepted: asymmetric only (RFC 9068 §4: not ``none``).
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 #: ``typ`` values of a JWT access token (RFC 9068 §2.1, §4), compared lowercased.
 ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
-DEFAULT_REFETCH_INTERVAL_S = 30.0
 
 REGISTRY = jws.JWSRegistry(algorithms=list(ALGORITHMS))
 
@@ -76,26 +75,60 @@ class JwtVerifier:
     resource: str
     leeway_s: int = DEFAULT_LEEWAY_S
     refetch_interval_s: float = DEFAULT_REFETCH_INTERVAL_S
-    # The key set and where it comes from; both filled on first use.
-    _jwks_uri: str | None = None
-    _keys: KeySet | None = None
-    # When an unknown kid last caused a fetch (trio clock), if ever.
-    _last_refetch: float | None = None
+    # Where the key set is; found in the issuer's metadata on first use if not given.
+    jwks_uri: str | None = None
+    _discovery: Discovery = attrs.field(
+        default=attrs.Factory(lambda self: Discovery(self.issuer), takes_self=True), repr=False
+    )
+    _keys: IssuerKeys | None = None
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
-    _verified: TokenCache[Principal] = attrs.field(factory=TokenCache)
+    # Token hash -> (the verified token, the fetch of the key set that checked it).
+    _verified: TokenCache[tuple[Verified, float]] = attrs.field(factory=TokenCache)
 
-    async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
-        key = hashlib.sha256(token.encode()).hexdigest()
-        now = time.time()
-        known = self._verified.get(key, now)
+    def remembered(self, token: str) -> Verified | None:
+        """The token's verification, if it holds still and was made with the current keys."""
+        known = self._verified.get(hashlib.sha256(token.encode()).digest(), time.time())
+        if known is not None and self._keys is not None and known[1] == self._keys.fetched_at:
+            return known[0]
+        return None
+
+    async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
+        known = self.remembered(token)
         if known is not None:
             return known
-        principal, expires = await self.check(token, http)
-        self._verified.put(key, principal, expires, now)
-        return principal
+        now = time.time()
+        keys = await self.key_set(http)
+        principal, expires = await self.check(token, keys, http)
+        until = min(expires + self.leeway_s, keys.expires_at)
+        verified = Verified(principal, until)
+        key = hashlib.sha256(token.encode()).digest()
+        self._verified.put(key, (verified, keys.fetched_at), until, now)
+        return verified
 
-    async def check(self, token: str, http: httpx.AsyncClient) -> tuple[Principal, float]:
-        """Steps 1–4: the principal, and when the token expires."""
+    async def prepare(self, http: httpx.AsyncClient) -> None:
+        """Find the issuer's ``jwks_uri`` and fetch its keys."""
+        await (await self.key_set(http)).prepare(http)
+
+    async def key_set(self, http: httpx.AsyncClient) -> IssuerKeys:
+        """The issuer's key set, its ``jwks_uri`` found in the issuer's metadata the first time."""
+        if self._keys is None:
+            async with self._lock:
+                if self._keys is None:
+                    if self.jwks_uri is None:
+                        metadata = await self._discovery.metadata(http)
+                        if metadata.jwks_uri is None:
+                            raise Misconfigured(
+                                f"the metadata of {self.issuer} names no jwks_uri: "
+                                "it cannot have JWT access tokens checked"
+                            )
+                        self.jwks_uri = metadata.jwks_uri
+                    self._keys = IssuerKeys(self.jwks_uri, self.refetch_interval_s)
+        return self._keys
+
+    async def check(
+        self, token: str, keys: IssuerKeys, http: httpx.AsyncClient
+    ) -> tuple[Principal, float]:
+        """Steps 1–4 (the claims before the signature): the principal, and its ``exp``."""
         try:
             signed = jws.extract_compact(token.encode("ascii"))
         except (JoseError, ValueError, UnicodeEncodeError) as exc:
@@ -105,21 +138,25 @@ class JwtVerifier:
             raise InvalidToken("The access token is not of type at+jwt")
         if header.get("alg") not in ALGORITHMS:
             raise InvalidToken("The access token's signature algorithm is not accepted")
+        try:
+            claims = json.loads(signed.payload)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidToken("The access token's claims are not JSON") from exc
+        if not isinstance(claims, dict):
+            raise InvalidToken("The access token's claims are not a JSON object")
+        # Claims that refuse the token refuse it whoever signed it: checked before
+        # the key is looked up, so only a token for this issuer and resource, in
+        # its lifetime, can make presa look for a new key.
+        principal = self.principal_of(claims)
         kid = header.get("kid")
-        key = await self.key_for(kid if isinstance(kid, str) else None, http)
+        key = await keys.key(kid if isinstance(kid, str) else None, http)
         try:
             valid = jws.validate_compact(signed, key, registry=REGISTRY)
         except JoseError as exc:
             raise InvalidToken("The access token's signature does not verify") from exc
         if not valid:
             raise InvalidToken("The access token's signature does not verify")
-        try:
-            claims = json.loads(signed.payload)
-        except ValueError as exc:
-            raise InvalidToken("The access token's claims are not JSON") from exc
-        if not isinstance(claims, dict):
-            raise InvalidToken("The access token's claims are not a JSON object")
-        return self.principal_of(claims), float(claims["exp"])
+        return principal, float(claims["exp"])
 
     def principal_of(self, claims: dict[str, object]) -> Principal:
         """Check the claims (step 3 and 4) and name the caller."""
@@ -142,49 +179,3 @@ class JwtVerifier:
             client_id=client_id if isinstance(client_id, str) else None,
             scopes=scopes_of(claims.get("scope")),
         )
-
-    async def key_for(self, kid: str | None, http: httpx.AsyncClient) -> Key:
-        """The issuer's key named ``kid``, fetching the key set when needed."""
-        keys = self._keys
-        if keys is not None:
-            try:
-                return keys.get_by_kid(kid)
-            except JoseError:
-                pass
-        async with self._lock:
-            if self._keys is not keys and self._keys is not None:
-                keys = self._keys  # another request fetched meanwhile
-            elif self.may_refetch():
-                keys = await self.fetch_keys(http)
-            if keys is not None:
-                try:
-                    return keys.get_by_kid(kid)
-                except JoseError:
-                    pass
-        raise InvalidToken("The access token is signed with an unknown key")
-
-    def may_refetch(self) -> bool:
-        """First fetch, first refetch: yes; later, once per ``refetch_interval_s``."""
-        if self._keys is None:
-            return True
-        now = trio.current_time()
-        if self._last_refetch is not None and now - self._last_refetch < self.refetch_interval_s:
-            return False
-        self._last_refetch = now
-        return True
-
-    async def fetch_keys(self, http: httpx.AsyncClient) -> KeySet:
-        if self._jwks_uri is None:
-            metadata = await discover(http, self.issuer)
-            if metadata.jwks_uri is None:
-                raise VerifierUnavailable(f"issuer {self.issuer} publishes no jwks_uri")
-            self._jwks_uri = metadata.jwks_uri
-        document = await fetch_json(http, self._jwks_uri)
-        try:
-            keys = KeySet.import_key_set(document)  # type: ignore[arg-type]
-        except (JoseError, KeyError, TypeError, ValueError) as exc:
-            raise VerifierUnavailable(f"{self._jwks_uri} is not a usable JWKS") from exc
-        log.info("fetched %d signing keys of %s", len(keys.keys), self.issuer)
-        self._keys = keys
-        self._verified.clear()
-        return keys

@@ -1,20 +1,27 @@
 """The ``--auth-*`` command-line options, and the guard they build.
 
-Authorization is off unless one of ``--auth-issuer``, ``--auth-client-id``
-or ``--auth-token`` is given:
+Authorization is off unless an ``--auth-*`` option is given; then
+``--auth-issuer`` is required, since the Protected Resource Metadata must
+name the authorization server clients get tokens from (authorization
+§Authorization Server Location), and a missing one is one line and exit 2:
 
-- ``--auth-issuer URL``: JWT access tokens (RFC 9068) of that authorization
-  server, checked against its JWKS; the issuer is advertised in the
-  Protected Resource Metadata;
+- ``--auth-issuer URL``: the authorization server, exactly as its metadata
+  names itself; it is advertised in the metadata, and by itself means JWT
+  access tokens (RFC 9068) checked against its JWKS;
 - ``--auth-client-id ID`` (with ``--auth-client-secret`` or the
-  ``PRESA_AUTH_CLIENT_SECRET`` environment variable): opaque tokens through
-  introspection (RFC 7662), at ``--auth-introspection-endpoint`` or the one
-  the issuer's metadata names;
+  ``PRESA_AUTH_CLIENT_SECRET`` environment variable, when the server wants
+  one): opaque tokens through introspection (RFC 7662), at
+  ``--auth-introspection-endpoint`` or the one the issuer's metadata names;
 - ``--auth-token NAME=SECRET`` (repeatable): development tokens, for
   discussing the spec on loopback only;
 - ``--auth-resource URL``: the canonical URI tokens must be issued for
   (default ``http://HOST:PORT/mcp``); ``--auth-scope SCOPE`` (repeatable):
-  scopes every request needs, also advertised as ``scopes_supported``.
+  scopes every request needs, also advertised as ``scopes_supported``;
+  ``--auth-tool-scope TOOL=SCOPE`` (repeatable): scopes a tool's calls need,
+  and with them every request on a task the call made;
+- ``--auth-cache-ttl``, ``--auth-key-refetch``, ``--auth-leeway``: how long
+  an introspection answer is kept (the revocation lag), how often the key
+  set may be fetched again, the clock skew allowed.
 """
 
 from __future__ import annotations
@@ -33,6 +40,10 @@ CLIENT_SECRET_ENV = "PRESA_AUTH_CLIENT_SECRET"
 #: Addresses that bind every interface: no canonical URI can be made from them.
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
 
+#: Longest an introspection answer is kept, in seconds: a revoked token works this long.
+DEFAULT_CACHE_TTL_S = 60.0
+#: Least time between two fetches of the issuer's key set, in seconds.
+DEFAULT_KEY_REFETCH_S = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +55,8 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--auth-issuer",
         metavar="URL",
-        help="accept JWT access tokens of this authorization server (keys from its metadata) "
-        "(default: none)",
+        help="the authorization server, exactly as its metadata names itself; required with "
+        "any --auth-* option; alone, JWT access tokens checked with its keys (default: none)",
     )
     group.add_argument(
         "--auth-client-id",
@@ -85,18 +96,55 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: none)",
     )
     group.add_argument(
+        "--auth-tool-scope",
+        action="append",
+        default=[],
+        metavar="TOOL=SCOPE",
+        help="a scope calls of TOOL need, and every request on a task it made; repeatable "
+        "(default: none)",
+    )
+    group.add_argument(
         "--auth-leeway",
         type=int,
         default=DEFAULT_LEEWAY_S,
         metavar="SECONDS",
         help=f"clock skew allowed on exp/nbf/iat (default: {DEFAULT_LEEWAY_S})",
     )
+    group.add_argument(
+        "--auth-cache-ttl",
+        type=float,
+        default=DEFAULT_CACHE_TTL_S,
+        metavar="SECONDS",
+        help="longest an introspection answer is kept: a revoked opaque token keeps working, "
+        "and a listen stream opened with it stays open, up to this long "
+        f"(default: {DEFAULT_CACHE_TTL_S:g})",
+    )
+    group.add_argument(
+        "--auth-key-refetch",
+        type=float,
+        default=DEFAULT_KEY_REFETCH_S,
+        metavar="SECONDS",
+        help="least time between two fetches of the issuer's key set; a token of a new key "
+        f"waits (503, Retry-After) at most this long (default: {DEFAULT_KEY_REFETCH_S:g})",
+    )
 
 
 def auth_requested(args: argparse.Namespace) -> bool:
-    """Whether any ``--auth-*`` option (other than the leeway) was given."""
+    """Whether any ``--auth-*`` option (other than those with defaults) was given."""
     names = ("issuer", "client_id", "client_secret", "introspection_endpoint", "resource")
-    return any(getattr(args, "auth_" + name) for name in (*names, "token", "scope"))
+    listed = ("token", "scope", "tool_scope")
+    return any(getattr(args, "auth_" + name) for name in (*names, *listed))
+
+
+def tool_scopes(options: list[str]) -> dict[str, frozenset[str]]:
+    """``TOOL=SCOPE`` options -> the scopes each tool needs; a malformed one is ``ValueError``."""
+    needed: dict[str, set[str]] = {}
+    for option in options:
+        tool, equals, scope = option.partition("=")
+        if not (tool and equals and scope) or " " in scope:
+            raise ValueError(f"--auth-tool-scope: expected TOOL=SCOPE, got {option!r}")
+        needed.setdefault(tool, set()).add(scope)
+    return {tool: frozenset(scopes) for tool, scopes in needed.items()}
 
 
 def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceGuard:
@@ -111,37 +159,46 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
     from presa_trio.auth.static import StaticTokens, parse_token_option
     from presa_trio.wire.http_values import is_loopback
 
-    if not (args.auth_issuer or args.auth_client_id or args.auth_token):
-        raise ValueError("authorization needs --auth-issuer, --auth-client-id or --auth-token")
+    if not args.auth_issuer:
+        raise ValueError(
+            "authorization needs --auth-issuer: the metadata must name the authorization "
+            "server that issues the tokens"
+        )
+    if not (args.auth_cache_ttl > 0 and args.auth_key_refetch > 0):
+        raise ValueError("--auth-cache-ttl and --auth-key-refetch must be positive")
     if args.auth_resource is None and host in WILDCARDS:
         raise ValueError(f"--host {host} needs --auth-resource (this server's public URI)")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
     resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
-    rules = ScopeRules(every_request=frozenset(args.auth_scope))
+    rules = ScopeRules(
+        every_request=frozenset(args.auth_scope), tools=tool_scopes(args.auth_tool_scope)
+    )
     static = None
     if args.auth_token:
         names = {secret: name for name, secret in map(parse_token_option, args.auth_token)}
         static = StaticTokens(names, scopes=rules.all())
-    jwt = None
-    if args.auth_issuer:
-        jwt = JwtVerifier(args.auth_issuer, resource, leeway_s=args.auth_leeway)
     introspection = None
     if args.auth_client_id:
-        secret = args.auth_client_secret or os.environ.get(CLIENT_SECRET_ENV)
-        if not secret:
-            raise ValueError(f"--auth-client-id needs --auth-client-secret or {CLIENT_SECRET_ENV}")
-        endpoint = args.auth_introspection_endpoint
-        if endpoint is None and not args.auth_issuer:
-            raise ValueError(
-                "--auth-client-id needs --auth-introspection-endpoint or --auth-issuer"
-            )
         introspection = IntrospectionVerifier(
-            args.auth_client_id, secret, resource, issuer=args.auth_issuer, endpoint=endpoint
+            args.auth_client_id,
+            args.auth_client_secret or os.environ.get(CLIENT_SECRET_ENV),
+            resource,
+            issuer=args.auth_issuer,
+            endpoint=args.auth_introspection_endpoint,
+            max_cache_s=args.auth_cache_ttl,
         )
+    elif args.auth_introspection_endpoint or args.auth_client_secret:
+        raise ValueError("introspection needs --auth-client-id")
+    jwt = JwtVerifier(
+        args.auth_issuer,
+        resource,
+        leeway_s=args.auth_leeway,
+        refetch_interval_s=args.auth_key_refetch,
+    )
     return ResourceGuard(
         resource=resource,
         verifier=Verifiers(static, jwt, introspection),
-        authorization_servers=[args.auth_issuer] if args.auth_issuer else [],
+        authorization_servers=[args.auth_issuer],
         scopes=rules,
     )

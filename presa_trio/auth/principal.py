@@ -9,11 +9,19 @@ Implications: "Auth binding").
 Without authorization every caller is :data:`ANONYMOUS`: one shared scope,
 where holding a task's id is the only check (which is why ids are
 unguessable).
+
+Beside the principal, the HTTP edge gives each request its :class:`Access`:
+the scopes it needed, and a way to learn when the token stops being valid.
+A task keeps the scopes of the call that created it; a later request on the
+task without them is :class:`InsufficientScope`, the same 403 a
+``tools/call`` of that tool would get (authorization §Runtime Insufficient
+Scope Errors).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 import attrs
 
@@ -50,3 +58,40 @@ class Principal:
 def access_scope(principal: Principal | None) -> str:
     """The access scope of a request made by ``principal`` (``None``: auth is off)."""
     return ANONYMOUS if principal is None else principal.access_scope
+
+
+@attrs.define
+class Access:
+    """What the HTTP edge granted one request, beside its caller."""
+
+    # The scopes the request needed: every request's, its method's, its tool's.
+    required: frozenset[str] = frozenset()
+    # Returns once the request's token stops being valid; None: it never does
+    # (no authorization, a development token).
+    lapsed: Callable[[], Awaitable[None]] | None = None
+
+
+#: The access of a request made without authorization.
+OPEN_ACCESS = Access()
+
+
+class InsufficientScope(Exception):
+    """The token lacks scopes a resource (a task) requires: HTTP 403 at the edge."""
+
+    def __init__(self, method: str, needed: frozenset[str]) -> None:
+        super().__init__(f"{method} requires the scopes: {' '.join(sorted(needed))}")
+        self.method = method
+        self.needed = needed
+
+
+def holds(principal: Principal | None, scopes: frozenset[str] | None) -> bool:
+    """Whether ``principal`` holds ``scopes`` (``None``: no such task; no principal: auth off)."""
+    return scopes is not None and (principal is None or scopes <= principal.scopes)
+
+
+def require_scopes(
+    principal: Principal | None, access: Access, method: str, scopes: frozenset[str]
+) -> None:
+    """:class:`InsufficientScope` unless ``principal`` holds ``scopes`` (none: auth is off)."""
+    if not holds(principal, scopes):
+        raise InsufficientScope(method, access.required | scopes)

@@ -8,8 +8,17 @@ or says why it cannot:
   ``error="invalid_token"`` (authorization §Token Handling: "Invalid or
   expired tokens MUST receive a HTTP 401 response").
 - :class:`VerifierUnavailable` — the authorization server could not be
-  asked (metadata, keys or introspection unreachable): HTTP 503, since the
-  token may well be good and the client should retry rather than re-authorize.
+  asked (metadata, keys or introspection unreachable), or a key set that may
+  hold the token's key cannot be fetched yet: HTTP 503 with ``Retry-After``,
+  since the token may well be good and the client should retry rather than
+  re-authorize;
+- :class:`Misconfigured` — presa's configuration cannot work with this
+  authorization server (its metadata names another issuer, no introspection
+  endpoint, …): HTTP 500, logged once with the reason; no token can help.
+
+A verified token is :class:`Verified`: the principal, and until when that
+conclusion holds. A long-lived stream verifies its token again then
+(:meth:`~presa_trio.auth.guard.ResourceGuard.lapsed`).
 
 Network calls go through the ``httpx.AsyncClient`` the guard owns for the
 server's lifetime; they are async and never block the Trio loop.
@@ -34,13 +43,13 @@ MAX_CACHED = 10_000
 class TokenCache(Generic[T]):
     """What was concluded about a token, until a given wall-clock time, by token hash."""
 
-    _entries: dict[str, tuple[T, float]] = attrs.field(factory=dict)
+    _entries: dict[bytes, tuple[T, float]] = attrs.field(factory=dict)
 
-    def get(self, token: str, now: float) -> T | None:
+    def get(self, token: bytes, now: float) -> T | None:
         entry = self._entries.get(token)
         return entry[0] if entry is not None and now < entry[1] else None
 
-    def put(self, token: str, value: T, until: float, now: float) -> None:
+    def put(self, token: bytes, value: T, until: float, now: float) -> None:
         if len(self._entries) >= MAX_CACHED:
             for stale in [k for k, (_, end) in self._entries.items() if end <= now]:
                 del self._entries[stale]
@@ -56,15 +65,45 @@ class InvalidToken(Exception):
     """The token cannot be accepted; the message is the ``error_description``."""
 
 
+#: Seconds a client is told to wait when the authorization server is unreachable.
+UNAVAILABLE_RETRY_S = 5
+
+
 class VerifierUnavailable(Exception):
-    """The authorization server needed to check the token did not answer usably."""
+    """The authorization server needed to check the token did not answer usably (yet)."""
+
+    def __init__(self, message: str, retry_after_s: int = UNAVAILABLE_RETRY_S) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class Misconfigured(Exception):
+    """presa's authorization settings cannot work; the message says why, for the operator."""
+
+
+@attrs.frozen
+class Verified:
+    """A verified token: who it stands for, and until when that holds."""
+
+    principal: Principal
+    # Wall-clock seconds after which the token must be verified again (its
+    # ``exp``, a cached answer's end, the key set's expiry); None: never.
+    until: float | None
 
 
 class Verifier(Protocol):
     """Checks one bearer token."""
 
-    async def verify(self, token: str, http: httpx.AsyncClient) -> Principal:
+    async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
         """The principal behind ``token``; raise :class:`InvalidToken` if there is none."""
+        ...
+
+    def remembered(self, token: str) -> Verified | None:
+        """What :meth:`verify` would say, if it can say it at once from what it keeps."""
+        ...
+
+    async def prepare(self, http: httpx.AsyncClient) -> None:
+        """Fetch what verifying needs (metadata, keys) now rather than on first use."""
         ...
 
 
@@ -95,15 +134,6 @@ def names_resource(audience: object, resource: str) -> bool:
 def scopes_of(value: object) -> frozenset[str]:
     """The scopes in a ``scope`` claim or introspection member (space-separated)."""
     return frozenset(value.split()) if isinstance(value, str) else frozenset()
-
-
-async def fetch_json(http: httpx.AsyncClient, url: str) -> dict[str, object]:
-    """GET ``url`` as a JSON object; any failure is :class:`VerifierUnavailable`."""
-    try:
-        response = await http.get(url, headers={"accept": "application/json"})
-    except httpx.HTTPError as exc:
-        raise VerifierUnavailable(f"GET {url} failed: {exc}") from exc
-    return json_object(response, url)
 
 
 def json_object(response: httpx.Response, url: str) -> dict[str, object]:

@@ -40,18 +40,29 @@ BARE = re.compile(r'[^\s"=]+')
 
 @attrs.define(eq=False)
 class _Exchange:
-    """What the response of one exchange looked like."""
+    """What the response of one exchange looked like; its :meth:`send` passes events on."""
 
+    # The server's own ``send``.
+    downstream: ASGISendCallable | None = None
     status: int | None = None
     content_type: bytes = b""
     sent: int = 0
     # The last body chunk: the whole JSON body, or the final event of a stream.
     last: bytes = b""
 
+    async def send(self, event: ASGISendEvent) -> None:
+        """The app's ``send``: note the event, then hand it to the server."""
+        self.observe(event)
+        assert self.downstream is not None
+        await self.downstream(event)
+
     def observe(self, event: ASGISendEvent) -> None:
         if event["type"] == "http.response.start":
             self.status = event["status"]
-            self.content_type = dict(event["headers"]).get(b"content-type", b"")
+            for name, value in event["headers"]:
+                if name == b"content-type":
+                    self.content_type = value
+                    break
         elif event["type"] == "http.response.body":
             body = event.get("body", b"")
             self.sent += len(body)
@@ -71,36 +82,68 @@ class _Exchange:
         return error if isinstance(error, dict) else {}
 
 
-def header(scope: HTTPScope, name: bytes) -> str | None:
+def mcp_headers(scope: HTTPScope) -> tuple[str | None, str | None]:
+    """``Mcp-Method`` and ``Mcp-Name`` as sent (the first of each), in one pass.
+
+    ASGI hands header names over lowercased (ASGI HTTP scope, ``headers``).
+    """
+    method = name = None
     for key, value in scope["headers"]:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
+        if key == b"mcp-method" and method is None:
+            method = value.decode("latin-1")
+        elif key == b"mcp-name" and name is None:
+            name = value.decode("latin-1")
+    return method, name
 
 
-def text_value(value: Any) -> str:
-    text = str(value)
+def text_value(text: str) -> str:
+    """A string as a text line shows it: bare if it can be, else a JSON string."""
     return text if BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
 
 
 def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
+    """Log the exchange's line; the numbers need no quoting, so only strings are checked.
+
+    One line per request is on every request's path, so it is built
+    directly, field by field, rather than through a table of fields.
+    """
     error = exchange.jsonrpc_error()
+    code = error.get("code")
     data = error.get("data")
-    fields = {
+    incident = data.get("incident") if isinstance(data, dict) else None
+    mcp_method, mcp_name = mcp_headers(scope)
+    ms = round(seconds * 1000, 1)
+    shown = f"status={exchange.status} bytes={exchange.sent} ms={ms}"
+    if mcp_method is not None:
+        shown += f" mcp-method={text_value(mcp_method)}"
+    if mcp_name is not None:
+        shown += f" mcp-name={text_value(mcp_name)}"
+    if code is not None:
+        shown += f" jsonrpc-error={text_value(str(code))}"
+    if incident is not None:
+        shown += f" incident={text_value(str(incident))}"
+    extra = {
         "status": exchange.status,
         "bytes": exchange.sent,
-        "ms": round(seconds * 1000, 1),
-        "mcp-method": header(scope, b"mcp-method"),
-        "mcp-name": header(scope, b"mcp-name"),
-        "jsonrpc-error": error.get("code"),
-        "incident": data.get("incident") if isinstance(data, dict) else None,
+        "ms": ms,
+        "mcp_method": mcp_method,
+        "mcp_name": mcp_name,
+        "jsonrpc_error": code,
+        "incident": incident,
+        "method": scope["method"],
+        "path": scope["path"],
     }
-    shown = " ".join(
-        f"{key}={text_value(value)}" for key, value in fields.items() if value is not None
+    record = access_log.makeRecord(
+        access_log.name,
+        logging.INFO,
+        "(unknown file)",
+        0,
+        "%s %s %s",
+        (scope["method"], text_value(scope["path"]), shown),
+        None,
+        extra=extra,
     )
-    extra = {key.replace("-", "_"): value for key, value in fields.items()}
-    extra |= {"method": scope["method"], "path": scope["path"]}
-    access_log.info("%s %s %s", scope["method"], text_value(scope["path"]), shown, extra=extra)
+    access_log.handle(record)  # the level was checked before the exchange began
 
 
 @attrs.define(eq=False, repr=False)
@@ -115,14 +158,9 @@ class AccessLog:
         if scope["type"] != "http" or not access_log.isEnabledFor(logging.INFO):
             await self.app(scope, receive, send)
             return
-        exchange = _Exchange()
+        exchange = _Exchange(send)
         started = trio.current_time()
-
-        async def observed_send(event: ASGISendEvent) -> None:
-            exchange.observe(event)
-            await send(event)
-
         try:
-            await self.app(scope, receive, observed_send)
+            await self.app(scope, receive, exchange.send)
         finally:
             log_exchange(scope, exchange, trio.current_time() - started)

@@ -37,21 +37,21 @@ from hypercorn.typing import (
     Scope,
 )
 
+from presa_trio.auth.principal import Access, InsufficientScope
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
-from presa_trio.http.sse import ResponseWriter, send_json, send_whole
+from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
 from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
-from presa_trio.wire.errors import McpError
+from presa_trio.wire.errors import RETRY_AFTER_S, McpError
 from presa_trio.wire.http_values import Headers, Rejection
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:
-    from presa_trio.auth.guard import ResourceGuard
-    from presa_trio.auth.principal import Principal
+    from presa_trio.auth.guard import Authenticated, ResourceGuard
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,17 @@ def one_line(error: BaseException) -> str:
         error = error.exceptions[0]
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def retry_after(status: int) -> list[tuple[bytes, bytes]] | None:
+    """``Retry-After`` for a refusal that can succeed later: HTTP 429 and 503 only.
+
+    A JSON-RPC error answers 429 or 503 only when trying again can succeed
+    (:class:`~presa_trio.wire.errors.OverCapacity`).
+    """
+    if status in (429, 503):
+        return [(b"retry-after", b"%d" % RETRY_AFTER_S)]
+    return None
 
 
 @attrs.define(eq=False, repr=False)
@@ -175,7 +186,7 @@ class McpApp:
     ) -> None:
         headers = Headers.from_asgi(scope["headers"])
         close = scope["http_version"] in ("1.0", "1.1")
-        principal: Principal | None = None
+        caller: Authenticated | None = None
         try:
             if self.lifetime is None:
                 raise Rejection(503, "The server is not running")
@@ -187,7 +198,7 @@ class McpApp:
                 raise Rejection(404, "Not found")
             self.policy.check_host_and_origin(headers)
             if self.auth is not None:
-                principal = await self.auth.authenticate(headers, scope["query_string"])
+                caller = await self.auth.authenticate(headers, scope["query_string"])
             admission.check_method(scope["method"])
             admission.check_content_type(headers)
             admission.check_accept(headers)
@@ -208,7 +219,7 @@ class McpApp:
                     return
                 exchange.body_read = True
                 if not exchange.late:  # else the body came as the watch gave up on it
-                    await self.answer(body, headers, send, exchange, principal)
+                    await self.answer(body, headers, send, exchange, caller)
         finally:
             self.watch.end(exchange)
         if exchange.late:
@@ -275,22 +286,25 @@ class McpApp:
         headers: Headers,
         send: ASGISendCallable,
         exchange: Exchange,
-        principal: Principal | None = None,
+        caller: Authenticated | None = None,
     ) -> None:
         """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch.
 
         With authorization on, the token's scopes are checked once the method
         (and tool) are known and their headers agree with the body: 403
-        ``insufficient_scope``.
+        ``insufficient_scope``. The request's :class:`Access` carries the
+        scopes it needed and when its token lapses.
         """
         admitted = admit(body)
+        access = None
         try:
             if isinstance(admitted, AdmittedRequest):
                 mirrored.check_protocol_version(headers, admitted.meta.protocol_version)
                 self.check_mirrored(headers, admitted.request)
-                if self.auth is not None and principal is not None:
+                if self.auth is not None and caller is not None:
                     request = admitted.request
-                    self.auth.authorize(principal, request.method, request.params)
+                    needed = self.auth.authorize(caller.principal, request.method, request.params)
+                    access = Access(needed, caller.lapsed)
             elif isinstance(admitted, envelope.Notification):
                 self.check_notification(headers)
         except McpError as error:
@@ -305,7 +319,7 @@ class McpApp:
         elif isinstance(admitted, envelope.Notification):
             await send_json(send, 202, b"")
         else:
-            await self.stream(admitted.request, admitted.meta, send, exchange, principal)
+            await self.stream(admitted.request, admitted.meta, send, exchange, caller, access)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
@@ -332,7 +346,8 @@ class McpApp:
         meta: RequestMeta,
         send: ASGISendCallable,
         exchange: Exchange,
-        principal: Principal | None = None,
+        caller: Authenticated | None = None,
+        access: Access | None = None,
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
@@ -342,8 +357,9 @@ class McpApp:
         helpers, apart from the Tasks runtime, and is cancelled when the
         exchange ends, so the request never waits for a child task; a
         handler that sends nothing before its result is answered with plain
-        JSON (see
-        :class:`~presa_trio.http.sse.ResponseWriter`).
+        JSON (see :class:`~presa_trio.http.sse.ResponseWriter`). A handler that
+        finds the token short of a scope its resource requires (a task's) is
+        answered with the guard's 403, as ``tools/call`` would be.
         """
         helpers = self.watch.helpers
         if self.lifetime is None or helpers is None:  # :meth:`http` answered 503 before
@@ -355,10 +371,18 @@ class McpApp:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.
             await writer.notify(envelope.dumps(message))
 
+        principal = None if caller is None else caller.principal
         try:
-            data, status = await self.dispatcher.respond(
-                request, meta, notify, principal, exchange.connection
-            )
-            await writer.finish(data, status)
+            try:
+                data, status = await self.dispatcher.respond(
+                    request, meta, notify, principal, access, exchange.connection
+                )
+            except InsufficientScope as short:
+                if self.auth is None or writer.state is not ResponseState.QUIET:
+                    raise
+                writer.close()
+                await self.reject(send, self.auth.insufficient(short.method, short.needed))
+                return
+            await writer.finish(data, status, retry_after(status))
         finally:
             writer.close()

@@ -124,11 +124,13 @@ class ResponseWriter:
             self.nursery.start_soon(self.keep_alive, self.keep_alive_scope)
         await self.write(sse_event(data), more_body=True)
 
-    async def finish(self, data: bytes, status: int = 200) -> None:
-        """Send the response; ``status`` applies only when it goes out as plain JSON."""
+    async def finish(
+        self, data: bytes, status: int = 200, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        """Send the response; ``status`` and ``headers`` apply only to plain JSON."""
         if self.state is ResponseState.QUIET:
             self.state = ResponseState.COMPLETE
-            await send_json(self.send, status, data)
+            await send_whole(self.send, status, data, b"application/json", headers or ())
         else:
             await self.write(sse_event(data), more_body=False)
 

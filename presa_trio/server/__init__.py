@@ -9,6 +9,7 @@ the method table says what each method is (:mod:`~presa_trio.server.methods`);
 
 from presa_trio.server.context import RequestContext, ServerView
 from presa_trio.server.dispatch import Dispatcher
+from presa_trio.server.hints import Field, SignatureError
 from presa_trio.server.registry import (
     CacheHints,
     Extension,
@@ -24,12 +25,14 @@ __all__ = [
     "CacheHints",
     "Dispatcher",
     "Extension",
+    "Field",
     "Method",
     "MethodHandler",
     "RequestContext",
     "SchemaError",
     "Server",
     "ServerView",
+    "SignatureError",
     "SubscriptionPart",
     "ToolError",
 ]

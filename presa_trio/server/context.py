@@ -38,12 +38,11 @@ import attrs
 import trio
 import trio.lowlevel
 
-from presa_trio.auth.principal import Principal
+from presa_trio.auth.principal import OPEN_ACCESS, Access, Principal
 from presa_trio.wire import mrtr
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
-from presa_trio.wire.models import JSONObject
 from presa_trio.wire.request_state import StateSealer
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
@@ -105,6 +104,8 @@ class RequestContext:
     state: Any = None
     # The caller, verified from its access token; ``None`` when authorization is off.
     principal: Principal | None = None
+    # The scopes the request needed, and when its token lapses (authorization).
+    access: Access = OPEN_ACCESS
     # The transport connection the request came on (the edge's key for it);
     # ``None`` when the edge names none. Only equality is asked of it.
     connection: Hashable = None
@@ -203,8 +204,8 @@ class RequestContext:
 
     # --- asking the client (mrtr; SEP-2663 §Task Update Requests) ---------------
 
-    def ask(self, requests: Mapping[str, mrtr.InputRequest]) -> Awaitable[dict[str, JSONObject]]:
-        """Ask the client for input; await the answers by key (raw, as the client sent them).
+    def ask(self, requests: Mapping[str, mrtr.InputRequest]) -> Awaitable[mrtr.Answers]:
+        """Ask the client for input; await the answers by key, checked and typed (``Answers``).
 
         One call serves both ways a tool may run, and the tool reads the
         same (``answers = await ctx.ask({...})``):
@@ -274,7 +275,7 @@ class RequestContext:
         return None if raw is None else mrtr.read_roots(raw)
 
 
-async def _given(answers: dict[str, JSONObject]) -> dict[str, JSONObject]:
+async def _given(answers: mrtr.Answers) -> mrtr.Answers:
     """Answers already at hand, as an awaitable; a checkpoint, as every await of a store is."""
     await trio.lowlevel.checkpoint()
     return answers

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import Principal
+from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.server import discover
 from presa_trio.server.context import RequestContext, Send
 from presa_trio.server.faults import report_fault
@@ -110,10 +110,11 @@ class Dispatcher:
         meta: RequestMeta,
         send: Send,
         principal: Principal | None = None,
+        access: Access | None = None,
         connection: Hashable = None,
     ) -> RequestContext:
         """The one place a request's context is built; handlers see the server as a view."""
-        return RequestContext(
+        ctx = RequestContext(
             request.id,
             request.method,
             meta,
@@ -122,6 +123,9 @@ class Dispatcher:
             principal=principal,
             connection=connection,
         )
+        if access is not None:
+            ctx.access = access
+        return ctx
 
     async def handle(
         self,
@@ -129,20 +133,23 @@ class Dispatcher:
         meta: RequestMeta,
         send: Send,
         principal: Principal | None = None,
+        access: Access | None = None,
         connection: Hashable = None,
     ) -> dict[str, Any]:
         """Answer one request with a wire result, or raise an :class:`McpError`.
 
         ``principal`` is the caller the HTTP edge verified (``None`` without
-        authorization), ``connection`` the edge's key for the transport
-        connection the request came on; handlers find both on their context.
+        authorization), ``access`` what it granted, ``connection`` the edge's
+        key for the transport connection the request came on; handlers find
+        them on their context. :class:`InsufficientScope` goes back to the
+        edge, which answers it with its 403.
         """
         require_supported_version(meta.protocol_version)
         row = self.serving(request.method)
-        ctx = self.context(request, meta, send, principal, connection)
+        ctx = self.context(request, meta, send, principal, access, connection)
         try:
             result = await row.handler(self.server, ctx, request.params)
-        except McpError:
+        except (McpError, InsufficientScope):
             raise
         except Exception as exc:
             raise report_fault(log, "handler for %s failed", request.method) from exc
@@ -156,6 +163,7 @@ class Dispatcher:
         meta: RequestMeta,
         send: Send,
         principal: Principal | None = None,
+        access: Access | None = None,
         connection: Hashable = None,
     ) -> tuple[bytes, int]:
         """The final JSON-RPC response, encoded, with the HTTP status it calls for.
@@ -164,7 +172,7 @@ class Dispatcher:
         handler's bug) becomes -32603, the detail going to the log only.
         """
         try:
-            result = await self.handle(request, meta, send, principal, connection)
+            result = await self.handle(request, meta, send, principal, access, connection)
         except McpError as error:
             return encode_error(request.id, error)
         try:

@@ -10,16 +10,25 @@ behind receives the newest change per topic
 (:mod:`presa_trio.server.subscriptions`); one that stops reading while too
 many topics change is ended with the listen result.
 
+With authorization on, a stream lasts no longer than the authority it was
+opened with: once the access token lapses (its ``exp`` passes, an
+introspection re-check finds it inactive), the subscription ends, nothing
+pending is delivered, and the stream ends with the listen result, as a new
+request with that token would be refused (authorization §Token Handling).
+
 Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2575 §subscriptions/listen RPC.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import trio
 
 from presa_trio.server.context import RequestContext
 from presa_trio.server.registry import Server
-from presa_trio.server.subscriptions import Change, Wants
+from presa_trio.server.subscriptions import Change, Subscription, Wants
 from presa_trio.wire.envelope import notification
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
@@ -74,6 +83,12 @@ def any_of(predicates: list[Wants]) -> Wants:
     return lambda change: any(wants(change) for wants in predicates)
 
 
+async def end_when_lapsed(lapsed: Callable[[], Awaitable[None]], changes: Subscription) -> None:
+    """End ``changes`` once the token of its stream stops being valid."""
+    await lapsed()
+    changes.end()
+
+
 async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Acknowledge, then forward matching changes until the stream is closed."""
     wanted = read_filter(params)
@@ -92,8 +107,15 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
                 {"_meta": tag, "notifications": subset},
             )
         )
-        async for change in changes:
-            await ctx.send(notification(change.method, {**change.params, "_meta": tag}))
-    # The subscription was ended (its reader stopped reading): end the stream with
-    # the listen result (basic/patterns/subscriptions §Graceful Closure).
+        # The watch over the token ends the subscription and never fails; the
+        # loop cancels it when the subscription ended otherwise.
+        async with trio.open_nursery() as watch:
+            if ctx.access.lapsed is not None:
+                watch.start_soon(end_when_lapsed, ctx.access.lapsed, changes)
+            async for change in changes:
+                await ctx.send(notification(change.method, {**change.params, "_meta": tag}))
+            watch.cancel_scope.cancel(reason="subscription ended")
+    # The subscription was ended (its reader stopped reading, its token lapsed,
+    # the server shuts down): end the stream with the listen result
+    # (basic/patterns/subscriptions §Graceful Closure).
     return {"_meta": tag}

@@ -53,6 +53,8 @@ async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]
     output = await registered.handler(ctx, arguments)
     if isinstance(output, InputRequired):
         return rounds.close_round(ctx, output, target)
+    if isinstance(output, str):  # a typed prompt's text: one user message
+        output = [models.PromptMessage("user", models.TextContent(output))]
     if isinstance(output, list):
         output = models.GetPromptResult(output)
     result: dict[str, Any] = to_wire(output)

@@ -35,22 +35,34 @@ Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 import trio
 
+from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
+from presa_trio.server.signatures import (
+    Defaults,
+    FillDefaults,
+    Returns,
+    SignatureError,
+    described,
+    read_prompt_signature,
+    read_signature,
+)
 from presa_trio.server.subscriptions import Change, ChangeBus, Wants
+from presa_trio.server.tool_schemas import compile_tool_schemas
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer
-from presa_trio.wire.schemas import CompiledSchema, SchemaError
+from presa_trio.wire.schemas import CompiledSchema
 
 ToolOutput = (
     str | models.ContentBlock | list[models.ContentBlock] | models.CallToolResult | InputRequired
@@ -59,11 +71,16 @@ ToolHandler = Callable[[RequestContext, JSONObject], Awaitable[ToolOutput]]
 ResourceOutput = str | bytes | list[models.ResourceContents] | InputRequired
 ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
 TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
-PromptOutput = list[models.PromptMessage] | models.GetPromptResult | InputRequired
+PromptOutput = str | list[models.PromptMessage] | models.GetPromptResult | InputRequired
 PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
 CompletionHandler = Callable[
     [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
 ]
+
+#: Any tool handler, typed or not: the decorators return it unchanged, so it keeps its type.
+AnyToolHandler = TypeVar("AnyToolHandler", bound=Callable[..., Any])
+AnyExtension = TypeVar("AnyExtension", bound="Extension")
+AnyPromptHandler = TypeVar("AnyPromptHandler", bound=Callable[..., Awaitable[Any]])
 
 EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
@@ -104,27 +121,11 @@ class RegisteredTool:
     # Whether the handler starts child tasks in ``ctx.nursery``: a plain call
     # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.run_call`).
     nursery: bool = False
-
-
-def compile_tool_schemas(tool: models.Tool) -> tuple[CompiledSchema, CompiledSchema | None]:
-    """Compile a tool's schemas once, at registration; refuse one that cannot be used.
-
-    Spec: server/tools §Tool — ``inputSchema`` is a JSON Schema object with
-    ``type: "object"`` (schema.ts ``Tool.inputSchema``); both schemas follow
-    basic/index §JSON Schema Usage (see :mod:`presa_trio.wire.schemas`).
-    A schema presa cannot validate with raises :class:`SchemaError` here,
-    so the mistake shows when the server is built, not on the first call.
-    """
-    role = f"tool {tool.name!r}: inputSchema"
-    if not isinstance(tool.input_schema, dict) or tool.input_schema.get("type") != "object":
-        raise SchemaError(f'{role} must be an object schema with "type": "object"')
-    arguments = CompiledSchema.compile(tool.input_schema, role=role)
-    if tool.output_schema is None:
-        return arguments, None
-    structured = CompiledSchema.compile(
-        tool.output_schema, role=f"tool {tool.name!r}: outputSchema"
-    )
-    return arguments, structured
+    # What the declared return type says it returns (presa_trio.server.results).
+    returns: Returns = Returns.CONTENT
+    # Client capabilities the tool may ask for, checked before it runs
+    # (presa_trio.server.capabilities).
+    needs: frozenset[str] = frozenset()
 
 
 @attrs.frozen
@@ -188,40 +189,72 @@ class Server:
         self,
         name: str | None = None,
         *,
-        description: str,
+        description: str | None = None,
         input_schema: JSONObject | None = None,
         title: str | None = None,
         output_schema: JSONObject | None = None,
         annotations: JSONObject | None = None,
         nursery: bool = False,
-    ) -> Callable[[ToolHandler], ToolHandler]:
-        """Register a tool; the handler gets the context and the arguments object.
+        needs: Iterable[str] = (),
+        thread: bool = False,
+    ) -> Callable[[AnyToolHandler], AnyToolHandler]:
+        """Register a tool, typed or taking the arguments object; return it unchanged.
 
-        Its ``tools/call`` arguments are checked against ``input_schema``
-        before the handler runs, and its ``structuredContent`` against
-        ``output_schema`` after; an unusable schema raises
-        :class:`~presa_trio.wire.schemas.SchemaError` now.
+        A typed tool (``async def greet(ctx, name: str, times: int = 1)``)
+        gets its ``inputSchema`` from its parameters, its description from
+        its docstring, an ``outputSchema`` from an attrs, TypedDict or
+        ``dict[str, …]`` return type (:mod:`presa_trio.server.signatures`).
+        The other form, ``(ctx, arguments: dict[str, Any])``, takes
+        ``input_schema`` (default: any object) and gets the arguments with
+        the schema's ``default`` values filled in.
+
+        Arguments are checked against the input schema before the handler
+        runs; what it returns becomes a valid result or -32603
+        (:mod:`presa_trio.server.results`). A hint with no schema, a
+        synchronous handler (unless ``thread=True``) or an unusable schema
+        is refused now, in one line naming the tool. ``needs``: the client
+        capabilities it may ask for (:mod:`presa_trio.server.capabilities`).
 
         With ``nursery=True`` the handler may start child tasks in
-        ``ctx.nursery`` (:attr:`RequestContext.nursery`), and every call of it
-        runs inside a nursery that waits for them. A tool without it pays for
-        no nursery on a plain call; in a task, ``ctx.nursery`` is the task's
-        own either way.
+        ``ctx.nursery`` (:attr:`RequestContext.nursery`), and every call of
+        it runs inside a nursery that waits for them; a tool without it pays
+        for no nursery on a plain call. In a task, ``ctx.nursery`` is the
+        task's own either way.
         """
 
-        def register(handler: ToolHandler) -> ToolHandler:
-            schema = input_schema if input_schema is not None else EMPTY_OBJECT_SCHEMA
+        def register(handler: AnyToolHandler) -> AnyToolHandler:
+            tool_name = name or getattr(handler, "__name__", "")
+            if not tool_name:
+                raise SignatureError("a tool needs a name: name= or a function with a __name__")
+            signature = read_signature(handler, tool_name, thread=thread)
+            if input_schema is not None and signature.input_schema is not None:
+                raise SignatureError(
+                    f"tool {tool_name!r}: input_schema= is for a handler (ctx, arguments); "
+                    "a typed tool's schema comes from its parameters"
+                )
+            schema = input_schema or signature.input_schema or EMPTY_OBJECT_SCHEMA
             tool = models.Tool(
-                name=name or handler.__name__,
-                description=description,
+                name=tool_name,
+                description=described(f"tool {tool_name!r}", description or signature.description),
                 input_schema=schema,
                 title=title,
-                output_schema=output_schema,
+                output_schema=output_schema or signature.output_schema,
                 annotations=annotations,
             )
             arguments, structured = compile_tool_schemas(tool)
+            call: ToolHandler = signature.handler
+            defaults = Defaults.of(schema) if signature.input_schema is None else None
+            if defaults is not None:
+                call = FillDefaults(call, defaults)
             self.tools[tool.name] = RegisteredTool(
-                tool, handler, header_params(schema), arguments, structured, nursery
+                tool,
+                call,
+                header_params(schema),
+                arguments,
+                structured,
+                nursery,
+                signature.returns,
+                read_needs(tool_name, needs),
             )
             return handler
 
@@ -231,16 +264,23 @@ class Server:
         self,
         uri: str,
         *,
-        name: str,
+        name: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
     ) -> Callable[[ResourceHandler], ResourceHandler]:
-        """Register a concrete resource; listed in registration order."""
+        """Register a concrete resource; listed in registration order.
+
+        ``name`` defaults to the handler's name, ``description`` to its docstring.
+        """
 
         def register(handler: ResourceHandler) -> ResourceHandler:
             resource = models.Resource(
-                uri=uri, name=name, title=title, description=description, mime_type=mime_type
+                uri=uri,
+                name=name or handler.__name__,
+                title=title,
+                description=description or inspect.getdoc(handler),
+                mime_type=mime_type,
             )
             self.resources[uri] = RegisteredResource(resource, handler)
             return handler
@@ -277,20 +317,37 @@ class Server:
         self,
         name: str | None = None,
         *,
-        description: str,
+        description: str | None = None,
         arguments: Sequence[models.PromptArgument] = (),
         title: str | None = None,
-    ) -> Callable[[PromptHandler], PromptHandler]:
-        """Register a prompt; the handler gets the context and its string arguments."""
+    ) -> Callable[[AnyPromptHandler], AnyPromptHandler]:
+        """Register a prompt; return the handler unchanged.
 
-        def register(handler: PromptHandler) -> PromptHandler:
+        A typed prompt, ``async def summarise(ctx, text: str, tone: str =
+        "plain")``, gets its arguments from its ``str`` parameters (required
+        unless defaulted) and its description from its docstring, and may
+        return a ``str``: one user message. The other form takes
+        ``(ctx, arguments: dict[str, str])`` and ``arguments=``.
+        """
+
+        def register(handler: AnyPromptHandler) -> AnyPromptHandler:
+            prompt_name = name or handler.__name__
+            signature = read_prompt_signature(handler, prompt_name)
+            if arguments and signature.arguments is not None:
+                raise SignatureError(
+                    f"prompt {prompt_name!r}: arguments= is for a handler (ctx, arguments); "
+                    "a typed prompt's arguments come from its parameters"
+                )
+            listed = list(signature.arguments or arguments)
             prompt = models.Prompt(
-                name=name or handler.__name__,
-                description=description,
+                name=prompt_name,
+                description=described(
+                    f"prompt {prompt_name!r}", description or signature.description
+                ),
                 title=title,
-                arguments=list(arguments) or None,
+                arguments=listed or None,
             )
-            self.prompts[prompt.name] = RegisteredPrompt(prompt, handler)
+            self.prompts[prompt.name] = RegisteredPrompt(prompt, signature.handler)
             return handler
 
         return register
@@ -306,8 +363,8 @@ class Server:
 
         return register
 
-    def add_extension(self, extension: Extension) -> None:
-        """Plug in an extension (SEP-2133) before serving; see :class:`Extension`.
+    def add_extension(self, extension: AnyExtension) -> AnyExtension:
+        """Plug in an extension (SEP-2133) before serving, and return it; see :class:`Extension`.
 
         Once served, the method table holds the extensions' rows and their
         lifetimes run; a later one would be advertised and never dispatched,
@@ -317,6 +374,7 @@ class Server:
             raise RuntimeError("add extensions before the server is served")
         self.extensions.append(extension)
         extension.attach(self)
+        return extension
 
     def mark_served(self) -> None:
         """Called by the dispatcher: the extensions it was built with are final."""

@@ -7,7 +7,7 @@ task, in three seams:
   (:class:`PreparedCall`); a refusal is answered before anything runs;
 - :func:`run_call` — the handler, in the call's nursery if the tool asked
   for one, and its outcome mapped by :func:`tool_outcome` (what it raised)
-  and :func:`call_result` (what it returned);
+  and :func:`map_outcome` (what it returned);
 - :func:`answer_call` — the outcome as this request's result.
 
 The plain path is the three in a row (:func:`call_tool`). The Tasks
@@ -41,10 +41,12 @@ from typing import Any
 import attrs
 
 from presa_trio.server import rounds
+from presa_trio.server.capabilities import require_needs
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
+from presa_trio.server.results import call_result
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.envelope import Encoded, encode
@@ -101,15 +103,14 @@ def read_call_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, arguments
 
 
-def as_call_result(output: ToolOutput) -> models.CallToolResult | InputRequired:
-    """Normalise what a tool returned into a ``CallToolResult`` (or a round)."""
-    if isinstance(output, models.CallToolResult | InputRequired):
-        return output
-    if isinstance(output, str):
-        return models.CallToolResult([models.TextContent(output)])
-    if isinstance(output, list):
-        return models.CallToolResult(output)
-    return models.CallToolResult([output])
+def as_call_result(
+    registered: RegisteredTool, output: ToolOutput
+) -> models.CallToolResult | InputRequired:
+    """Normalise what a tool returned into a valid ``CallToolResult`` (or a round), else -32603.
+
+    The rules are :func:`presa_trio.server.results.call_result`'s.
+    """
+    return call_result(registered.tool.name, registered.returns, output)
 
 
 def find_tool(server: Server, name: str) -> RegisteredTool:
@@ -238,6 +239,7 @@ def prepare_call(
     """
     name, arguments = read_call_params(params)
     registered = find_tool(server, name)
+    require_needs(registered.needs, ctx.capabilities)
     refused = check_arguments(registered, arguments)
     if refused is not None:
         return refused
@@ -268,10 +270,10 @@ async def run_call(
             raise error_for(error) from None
     else:
         output = await run_handler(registered, ctx, arguments)
-    return call_result(registered, output)
+    return map_outcome(registered, output)
 
 
-def call_result(
+def map_outcome(
     registered: RegisteredTool, output: ToolOutput
 ) -> models.CallToolResult | InputRequired:
     """The one mapping of what a handler gave: normalised, its ``structuredContent`` checked.
@@ -279,7 +281,7 @@ def call_result(
     ``output`` is what the handler returned, or :func:`tool_outcome` of what
     it raised; a task's worker maps its tool's outcome with this too.
     """
-    outcome = as_call_result(output)
+    outcome = as_call_result(registered, output)
     if isinstance(outcome, models.CallToolResult):
         check_structured(registered, outcome)
     return outcome

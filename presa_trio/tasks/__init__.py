@@ -20,6 +20,7 @@ from presa_trio.tasks.extension import TASKS_EXTENSION, Policy, TasksExtension
 from presa_trio.tasks.runner import Clock, Limits, TaskRunner
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.tasks.worker import ask
 
 __all__ = [
     "TASKS_EXTENSION",
@@ -32,4 +33,5 @@ __all__ = [
     "TaskRunner",
     "TaskStore",
     "TasksExtension",
+    "ask",
 ]

@@ -28,8 +28,9 @@ wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; spec-notes
 
 Order of checks on ``tasks/*`` (presa's order, spec-notes §33): the
 edge checks headers and ``_meta``, the dispatcher the method; then here,
--32021 for an undeclaring request, the params' shape (-32602), and the
-lookup, where unknown, expired and other-scope ids are -32602 alike.
+-32021 for an undeclaring request, the params' shape (-32602), the lookup
+(unknown, expired and other-scope ids are -32602 alike), then the scopes the
+task's creating call needed (a 403 as for that ``tools/call``; spec-notes §49).
 
 Spec: SEP-2663 §Capability Negotiation, §Task Polling, §Task Update Requests,
 §Task Cancellation, §Task Status Notifications, §Protocol Errors.
@@ -46,47 +47,48 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import access_scope
+from presa_trio.auth.principal import access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.registry import (
+    AnyToolHandler,
     Extension,
     Method,
     MethodHandler,
     RegisteredTool,
     Server,
     SubscriptionPart,
-    ToolHandler,
 )
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
     PreparedCall,
-    call_result,
+    map_outcome,
     prepare_call,
     read_call_params,
     tool_outcome,
 )
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
 from presa_trio.tasks.runner import TaskRunner, capacity_error
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.tasks.stream import stream_events
 from presa_trio.tasks.worker import Job, WorkerContext, detached_meta, drop
 from presa_trio.wire.convert import to_wire
-from presa_trio.wire.errors import InternalError, InvalidParams, MissingRequiredClientCapability
+from presa_trio.wire.errors import (
+    InternalError,
+    MissingRequiredClientCapability,
+    OverCapacity,
+)
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequired, parse_input_responses
+from presa_trio.wire.mrtr import InputRequired
 
 log = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
-#: Longest accepted ``taskId``, in UTF-8 bytes; presa's ids are 32 (spec-notes §37).
-MAX_TASK_ID_BYTES = 256
-#: Most task ids one listen stream may ask for (presa's bound).
-MAX_SUBSCRIBED_TASKS = 100
 TASK_NOTIFICATION = "notifications/tasks"
 
 
@@ -143,50 +145,6 @@ def store_errors() -> Iterator[None]:
         raise InternalError(f"Could not store the request: {error}", {"retryable": False}) from None
     except StoreDefect:
         raise report_fault(log, "task store failed") from None
-
-
-def valid_task_id(task_id: Any) -> bool:
-    """A task id is a non-empty string of at most 256 UTF-8 bytes (a lone surrogate: 3)."""
-    return (
-        isinstance(task_id, str)
-        and 0 < len(task_id.encode("utf-8", "surrogatepass")) <= MAX_TASK_ID_BYTES
-    )
-
-
-def read_task_id(params: dict[str, Any]) -> str:
-    """``params.taskId``, a valid task id, else -32602."""
-    task_id = params.get("taskId")
-    if not valid_task_id(task_id):
-        raise InvalidParams(
-            f"taskId must be a non-empty string of at most {MAX_TASK_ID_BYTES} bytes"
-        )
-    assert isinstance(task_id, str)
-    return task_id
-
-
-def read_subscribed_ids(wanted: Mapping[str, Any]) -> list[str]:
-    """``notifications.taskIds``: at most 100 valid task ids, else -32602."""
-    task_ids = wanted["taskIds"]
-    if not isinstance(task_ids, list) or not all(valid_task_id(t) for t in task_ids):
-        raise InvalidParams("notifications.taskIds must be a list of task ids")
-    if len(task_ids) > MAX_SUBSCRIBED_TASKS:
-        raise InvalidParams(f"notifications.taskIds lists more than {MAX_SUBSCRIBED_TASKS} ids")
-    return task_ids
-
-
-def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
-    """``tasks/update`` ``inputResponses``: required; non-empty keys; object values.
-
-    Only the shape is checked here; :meth:`TasksExtension.update_task`
-    checks each answer to an outstanding key against its request, and one
-    under a key that is not outstanding is never looked at (spec-notes §29; T-78).
-    """
-    if "inputResponses" not in params:
-        raise InvalidParams("tasks/update requires an inputResponses object")
-    answers = parse_input_responses(params)
-    if not all(answers):
-        raise InvalidParams("inputResponses keys must be non-empty")
-    return answers
 
 
 @attrs.define(eq=False, repr=False)
@@ -253,13 +211,16 @@ class TasksExtension(Extension):
         *,
         rerun: bool = False,
         **options: Any,
-    ) -> Callable[[ToolHandler], ToolHandler]:
-        """``@server.tool(...)`` plus :meth:`set_policy`, for a server this is added to."""
+    ) -> Callable[[AnyToolHandler], AnyToolHandler]:
+        """``@server.tool(...)`` plus :meth:`set_policy`, for a server this is added to.
+
+        The handler is returned unchanged, typed as it was.
+        """
         if self._server is None:
             raise RuntimeError("add the extension to a server before registering tools on it")
         server = self._server
 
-        def register(handler: ToolHandler) -> ToolHandler:
+        def register(handler: AnyToolHandler) -> AnyToolHandler:
             tool_name = name or handler.__name__
             server.tool(tool_name, **options)(handler)
             self.set_policy(tool_name, policy, rerun=rerun)
@@ -325,6 +286,9 @@ class TasksExtension(Extension):
         (:func:`~presa_trio.server.tools.prepare_call`): an unknown tool is
         -32602, and arguments that break the tool's ``inputSchema`` get the
         same ``isError`` result as a plain call, with no task created.
+
+        At a full task limit an OPTIONAL tool's call runs as a plain call;
+        a REQUIRED tool's is :class:`~presa_trio.wire.errors.OverCapacity`.
         """
         name, _ = read_call_params(params)
         policy = self.policy_for(ctx, name, params)
@@ -355,8 +319,14 @@ class TasksExtension(Extension):
             principal=principal_to_json(ctx.principal),
         )
         job = ToolJob(registered, arguments)
-        with store_errors():
-            task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
+        try:
+            with store_errors():
+                task = await self.runner.start(self.scope_of(ctx), job, ctx, work)
+        except OverCapacity as full:  # the server decides (spec-notes §31)
+            if policy is not Policy.OPTIONAL:
+                raise
+            log.info("%s: no task (%s), answered as a plain call", name, full.limit)
+            return await call(server, ctx, params)
         return {**task.to_wire(), "resultType": "task"}
 
     def revive(self, work: Work) -> tuple[Job, RequestContext] | None:
@@ -388,9 +358,14 @@ class TasksExtension(Extension):
     ) -> dict[str, Any]:
         """``tasks/get``: the DetailedTask, ``resultType: "complete"`` (T-27–T-32)."""
         self.require_declared(ctx)
-        task_id = read_task_id(params)
+        return (await self.scoped_task(ctx, self.scope_of(ctx), read_task_id(params))).detailed()
+
+    async def scoped_task(self, ctx: RequestContext, scope: str, task_id: str) -> Task:
+        """The caller's task, if its token holds the scopes the task needs (never change)."""
         with store_errors():
-            return (await self.runner.get(self.scope_of(ctx), task_id)).detailed()
+            task = await self.runner.get(scope, task_id)
+        require_scopes(ctx.principal, ctx.access, ctx.method, task.required_scopes)
+        return task
 
     async def update_task(
         self, server: Server, ctx: RequestContext, params: dict[str, Any]
@@ -414,6 +389,8 @@ class TasksExtension(Extension):
         task_id = read_task_id(params)
         answers = read_answers(params)
         scope = self.scope_of(ctx)
+        if ctx.principal is not None:
+            await self.scoped_task(ctx, scope, task_id)
         with store_errors():
             await self.runner.update(scope, task_id, answers)
         return {}
@@ -427,8 +404,11 @@ class TasksExtension(Extension):
         """
         self.require_declared(ctx)
         task_id = read_task_id(params)
+        scope = self.scope_of(ctx)
+        if ctx.principal is not None:
+            await self.scoped_task(ctx, scope, task_id)
         with store_errors():
-            await self.runner.cancel(self.scope_of(ctx), task_id)
+            await self.runner.cancel(scope, task_id)
         return {}
 
     async def stream_task(
@@ -448,7 +428,8 @@ class TasksExtension(Extension):
 
         Asking needs the declaration (-32021) and a list of at most 100 task
         ids (-32602). Unknown, expired and other-scope ids are dropped
-        silently — indistinguishable, as everywhere — and the acknowledgement
+        silently — indistinguishable, as everywhere — as are those whose
+        scopes the token lacks; the acknowledgement
         echoes the ids kept, if any. Each later stored change of a kept task
         arrives as ``notifications/tasks`` carrying the DetailedTask that
         ``tasks/get`` would return at that moment (SEP-2663 §Task Status
@@ -462,7 +443,7 @@ class TasksExtension(Extension):
             kept = [
                 t
                 for t in dict.fromkeys(read_subscribed_ids(wanted))
-                if await self.runner.knows(scope, t)
+                if holds(ctx.principal, await self.runner.scopes_of(scope, t))
             ]
         topics = {(scope, task_id) for task_id in kept}
         return SubscriptionPart(
@@ -477,7 +458,7 @@ class ToolJob:
 
     Its outcome is mapped by the plain path's own functions,
     :func:`~presa_trio.server.tools.tool_outcome` and
-    :func:`~presa_trio.server.tools.call_result`, so both paths map alike:
+    :func:`~presa_trio.server.tools.map_outcome`, so both paths map alike:
     an ``isError`` result is a result (``completed``), a raised error is an
     error (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62;
     spec-notes §25). A tool cannot ask for input by returning
@@ -499,7 +480,7 @@ class ToolJob:
             output = await self.registered.handler(ctx, self.arguments)
         except Exception as error:
             output = tool_outcome(error)
-        outcome = call_result(self.registered, output)
+        outcome = map_outcome(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name
             log.error("tool %s returned InputRequired inside a task; use ctx.ask", name)

@@ -214,6 +214,9 @@ class Task:
     revision: int = 0
     # The worker's own status message (rule 7); None: presa's text for the status.
     message: str | None = None
+    # The scopes the creating request needed (authorization): every later
+    # request on the task needs them too. Never changes; empty without auth.
+    required_scopes: frozenset[str] = NO_KEYS
 
     @property
     def issued(self) -> frozenset[str]:
@@ -284,12 +287,27 @@ class Task:
 # --- transitions ------------------------------------------------------------------
 
 
-def create(task_id: str, *, now_ms: int, ttl_ms: int | None, poll_interval_ms: int | None) -> Task:
+def create(
+    task_id: str,
+    *,
+    now_ms: int,
+    ttl_ms: int | None,
+    poll_interval_ms: int | None,
+    required_scopes: frozenset[str] = NO_KEYS,
+) -> Task:
     """A new task, ``working``: the seed a ``CreateTaskResult`` carries (T-22)."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise ValueError("ttlMs must be positive, or None for unlimited")
     now_ms = moment(now_ms)
-    return Task(task_id, Status.WORKING, now_ms, now_ms, ttl_ms, poll_interval_ms)
+    return Task(
+        task_id,
+        Status.WORKING,
+        now_ms,
+        now_ms,
+        ttl_ms,
+        poll_interval_ms,
+        required_scopes=required_scopes,
+    )
 
 
 def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:

@@ -107,6 +107,7 @@ from functools import partial
 import attrs
 import trio
 
+from presa_trio.auth.principal import ANONYMOUS
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.tools import error_for
@@ -237,7 +238,11 @@ class TaskRunner(Coordination):
             raise RuntimeError("the task runner is not running")
         now = self.clock.wall_ms()
         task = model.create(
-            new_task_id(), now_ms=now, ttl_ms=self.ttl_ms, poll_interval_ms=self.poll_interval_ms
+            new_task_id(),
+            now_ms=now,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            required_scopes=creator.access.required,
         )
         stored = StoredTask(scope, task, work, Lease(self.owner, 1, now + self.lease_ms))
         worker = Worker(task.task_id, scope, 1, task, stored=False)
@@ -247,7 +252,7 @@ class TaskRunner(Coordination):
             await self.store.create(stored, self.limits, now)
         except CapacityExceeded as full:
             del self._workers[task.task_id]
-            raise capacity_error(full.limit, retryable=True) from None
+            raise self.limits.creation_refusal(full.limit, shared=scope == ANONYMOUS) from None
         except BaseException:
             del self._workers[task.task_id]
             raise
@@ -339,13 +344,12 @@ class TaskRunner(Coordination):
         """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
         return (await self.store.get(scope, task_id, self.clock.wall_ms())).task
 
-    async def knows(self, scope: str, task_id: str) -> bool:
-        """Whether ``task_id`` names a live task in ``scope`` (another scope's: no)."""
+    async def scopes_of(self, scope: str, task_id: str) -> frozenset[str] | None:
+        """The scopes a live task of ``scope`` requires; ``None`` if there is no such task."""
         try:
-            await self.get(scope, task_id)
+            return (await self.get(scope, task_id)).required_scopes
         except TaskNotFound:
-            return False
-        return True
+            return None
 
     async def update(self, scope: str, task_id: str, answers: Mapping[str, JSONObject]) -> None:
         """Check ``answers`` and record them in the inbox; the announcement wakes the matched keys.

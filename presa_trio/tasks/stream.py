@@ -31,7 +31,7 @@ and nothing else: the task runs on (SEP-2694 §tasks/stream).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import trio
@@ -48,6 +48,7 @@ from presa_trio.tasks.events import (
     next_step,
     read_cursor,
 )
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import TaskRunner
 from presa_trio.tasks.stores.base import StoreError, TaskNotFound
 from presa_trio.wire.envelope import notification
@@ -66,6 +67,9 @@ class StreamedTasks(Protocol):
     @property
     def scope_of(self) -> Callable[[RequestContext], str]: ...
 
+    async def scoped_task(self, ctx: RequestContext, scope: str, task_id: str) -> Task:
+        """The task as ``tasks/get`` looks it up: scope first, then the scopes it needs."""
+
 
 async def stream_events(
     extension: StreamedTasks,
@@ -79,7 +83,9 @@ async def stream_events(
     The extension has checked the declaration and ``taskId``. The task is
     looked up exactly as ``tasks/get`` looks it up, so a task the caller may
     not see is answered as there (SEP-2694 §Security Implications: "the same
-    authorization checks … that they apply to tasks/get"). The task's own
+    authorization checks … that they apply to tasks/get"), the scopes the
+    task needs included; and, like a listen stream, the stream ends with
+    ``{}`` once its access token lapses (spec-notes §49). The task's own
     changes come off the server's bus: theirs is the only topic about
     ``(scope, task_id)`` (:meth:`~presa_trio.tasks.extension.TasksExtension.publish`).
     """
@@ -87,7 +93,7 @@ async def stream_events(
     assert events is not None
     after = read_cursor(params)
     scope = extension.scope_of(ctx)
-    await runner.get(scope, task_id)
+    await extension.scoped_task(ctx, scope, task_id)
     topic = (scope, task_id)
     with (
         events.admit(scope, ctx.connection, task_id),
@@ -100,6 +106,8 @@ async def stream_events(
         ended: McpError | StoreError | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wake_on_changes, events, subscription, follower)
+            if ctx.access.lapsed is not None:
+                nursery.start_soon(stop_when_lapsed, ctx.access.lapsed, follower)
             try:
                 await follow(runner, events, ctx, follower, scope, cursor, window, stamp)
             except (McpError, StoreError) as error:
@@ -110,6 +118,12 @@ async def stream_events(
         if ended is not None:
             raise ended
     return {}
+
+
+async def stop_when_lapsed(lapsed: Callable[[], Awaitable[None]], follower: Follower) -> None:
+    """End the stream normally once its access token stops being valid (spec-notes §49)."""
+    await lapsed()
+    follower.stop()
 
 
 async def wake_on_changes(events: TaskEventLog, changes: Subscription, follower: Follower) -> None:

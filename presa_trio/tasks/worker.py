@@ -36,7 +36,7 @@ from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequest
+from presa_trio.wire.mrtr import Answers, InputRequest
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class TaskWrites(Protocol):
 
     def wait_inputs(
         self, worker: Worker, requests: Mapping[str, InputRequest]
-    ) -> Awaitable[dict[str, JSONObject]]: ...
+    ) -> Awaitable[Answers]: ...
 
 
 @attrs.define(eq=False)
@@ -158,7 +158,7 @@ class WorkerContext(RequestContext):
     writes: TaskWrites = attrs.field(kw_only=True, repr=False)
     worker: Worker = attrs.field(kw_only=True)
 
-    def ask(self, requests: Mapping[str, InputRequest]) -> Awaitable[dict[str, JSONObject]]:
+    def ask(self, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
         """The requests go on the task (``input_required``); the answers once all have come.
 
         A request the creating request's capabilities do not allow is
@@ -183,6 +183,17 @@ class WorkerContext(RequestContext):
     async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Append a tool's event to the task's log, with task event streams on (SEP-2694)."""
         await self.writes.emit(self.worker, event_type, payload)
+
+
+def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
+    """``ctx.ask(requests)``, spelt as a function: ``answers = await ask(ctx, {...})``.
+
+    The request's context decides (:meth:`RequestContext.ask
+    <presa_trio.server.context.RequestContext.ask>` on a plain call,
+    :meth:`WorkerContext.ask` in a task). It returns that awaitable itself,
+    adding no frame to a parked task.
+    """
+    return ctx.ask(requests)
 
 
 #: Most distinct request declarations kept for workers to share.

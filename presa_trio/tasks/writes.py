@@ -54,8 +54,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.worker import Move, Worker, asking, failure, reporting, withdrawing
 from presa_trio.wire.errors import InternalError
-from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequest
+from presa_trio.wire.mrtr import Answers, InputRequest
 
 log = logging.getLogger(__name__)
 
@@ -190,9 +189,7 @@ class TaskWrites:
             now = self.clock.wall_ms()
             await self.events.emit(self.store, worker.task_id, event_type, payload, now)
 
-    async def wait_inputs(
-        self, worker: Worker, requests: Mapping[str, InputRequest]
-    ) -> dict[str, JSONObject]:
+    async def wait_inputs(self, worker: Worker, requests: Mapping[str, InputRequest]) -> Answers:
         """Record ``requests`` on the task, then wait on one Event per key until all are answered.
 
         The requests are recorded in one write (SEP-2663 §Task Update
@@ -227,4 +224,4 @@ class TaskWrites:
             if not (answered or worker.stopped() or self._stopping):
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
                     await self.write(worker, withdrawing(keys))
-        return worker.answers(keys)
+        return Answers(worker.answers(keys))

@@ -104,6 +104,33 @@ class InternalError(McpError):
         return self.data.get("incident") if isinstance(self.data, dict) else None
 
 
+#: Seconds a refusal that can succeed later (HTTP 429 or 503) tells the client to wait.
+RETRY_AFTER_S = 5
+
+
+class OverCapacity(InternalError):
+    """A task was refused because a limit is full; trying again later can succeed.
+
+    -32603 with ``data: {retryable: true, limit}`` like every limit
+    (spec-notes §31), but not HTTP 500: the caller's own limit is 429 (too
+    many requests of its own), the whole server's is :class:`ServerOverCapacity`
+    (503), and both go out with ``Retry-After`` (RFC 9110 §10.2.3), which
+    clients and load balancers retry on. presa's, not the spec's.
+    """
+
+    http_status = 429
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message, {"retryable": True, "limit": limit})
+        self.limit = limit
+
+
+class ServerOverCapacity(OverCapacity):
+    """A limit of the whole server is full (HTTP 503)."""
+
+    http_status = 503
+
+
 class HeaderMismatch(McpError):
     """A mirrored header is missing, malformed or differs from the body.
 

@@ -12,7 +12,7 @@ Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -225,13 +225,75 @@ def check_answers(outstanding: Mapping[str, JSONObject], answers: Mapping[str, J
         check_answer(outstanding[key], key, answers[key])
 
 
+#: What one answer reads as: the objects ``ctx.elicitation()``, ``ctx.sampling()``
+#: and ``ctx.roots()`` return.
+Answer = ElicitResult | SamplingResult | list[JSONObject]
+
+
+class Answers(Mapping[str, Answer]):
+    """The client's answers to an ``ask``, by key, read into typed objects.
+
+    ``answers.elicitation("ok").action``, ``answers.sampling("fact").text``
+    and ``answers.roots("where")`` give each kind with its own type (a
+    ``TypeError`` if the key holds another kind); ``answers["ok"]`` gives
+    the same object typed as any :data:`Answer`. Every answer was checked
+    against its request when it arrived, so each reads by its shape.
+    """
+
+    def __init__(self, raw: Mapping[str, JSONObject]) -> None:
+        self._raw = dict(raw)
+
+    def __getitem__(self, key: str) -> Answer:
+        raw = self._raw[key]
+        if "action" in raw:
+            return read_elicit_result(raw)
+        if "roots" in raw:
+            return read_roots(raw)
+        return read_sampling_result(raw)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return f"Answers({self._raw!r})"
+
+    def raw(self, key: str) -> JSONObject:
+        """The answer under ``key`` as the client sent it."""
+        return self._raw[key]
+
+    def elicitation(self, key: str) -> ElicitResult:
+        answer = self[key]
+        if isinstance(answer, ElicitResult):
+            return answer
+        raise wrong_kind(key, "an elicitation")
+
+    def sampling(self, key: str) -> SamplingResult:
+        answer = self[key]
+        if isinstance(answer, SamplingResult):
+            return answer
+        raise wrong_kind(key, "a sampling request")
+
+    def roots(self, key: str) -> list[JSONObject]:
+        answer = self[key]
+        if isinstance(answer, list):
+            return answer
+        raise wrong_kind(key, "a roots/list request")
+
+
+def wrong_kind(key: str, what: str) -> TypeError:
+    return TypeError(f"the answer under {key!r} is not the answer to {what}")
+
+
 #: The key of the ``requestState`` that :func:`answers_for` issues: the answers so far.
 ASK_STATE = "askAnswers"
 
 
 def answers_for(
     requests: Mapping[str, InputRequest], responses: Mapping[str, JSONObject], state: Any
-) -> dict[str, JSONObject]:
+) -> Answers:
     """A plain call's answers to ``requests``, each checked; else :class:`InputPending`.
 
     The answers are those of this round (``responses``) and those carried
@@ -252,4 +314,4 @@ def answers_for(
     missing = {key: request for key, request in requests.items() if key not in answers}
     if missing:
         raise InputPending(InputRequired(missing, state={ASK_STATE: given}))
-    return answers
+    return Answers(answers)

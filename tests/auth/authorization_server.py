@@ -5,8 +5,13 @@ joserfc and published as a JWKS, clients authenticate with their secrets, and
 presa talks to it over loopback HTTP exactly as it would to a production
 issuer. It serves:
 
-- ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata;
-- ``/jwks`` — the public signing keys (RFC 7517);
+- ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata (tests
+  may change or drop members with :attr:`metadata_changes`);
+- ``/jwks`` — the public signing keys (RFC 7517), with ``Cache-Control:
+  max-age`` = :attr:`jwks_max_age`;
+- ``/register`` — dynamic client registration (RFC 7591): a new client
+  with a secret, for ``client_secret_basic`` or ``_post``, or without, for
+  ``none`` (a public client, which then must use PKCE);
 - ``/authorize`` — the authorization code grant with PKCE ``S256`` (OAuth
   2.1 §4.1), for a user who is already signed in and consents: the
   ``login_hint`` names the user (default alice); the redirect carries ``iss``
@@ -15,7 +20,8 @@ issuer. It serves:
   exchange, with ``client_secret_basic`` or ``client_secret_post``; the
   ``resource`` parameter (RFC 8707) becomes the token's ``aud``; a client
   issues either RFC 9068 JWTs or opaque tokens;
-- ``/introspect`` — RFC 7662, for authenticated clients.
+- ``/introspect`` — RFC 7662, for clients authenticated as
+  :attr:`introspection_methods` allow (``none`` lets anyone ask).
 
 Each test client acts for one user (``alice-app`` for alice, ...), so a
 client credentials token names that user as its ``sub``. Tests reach past
@@ -31,7 +37,7 @@ import json
 import secrets
 import time
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, unquote, urlencode
 
 import attrs
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
@@ -43,9 +49,10 @@ from joserfc.jwk import RSAKey
 class Client:
     """A registered client: its secret, the user it acts for, how its tokens look."""
 
-    secret: str
+    secret: str | None
     subject: str
     token_format: str = "jwt"  # or "opaque"
+    redirect_uris: tuple[str, ...] = ()
 
 
 #: The clients of every test: two users, each with a JWT and an opaque client,
@@ -77,12 +84,26 @@ class AuthorizationServer:
     hits: dict[str, int] = attrs.field(factory=dict)
     # Authorization code -> (client, user, PKCE challenge, resource, scope).
     codes: dict[str, tuple[str, str, str, str, str]] = attrs.field(factory=dict)
+    # Members the metadata document sets (a value) or leaves out (None).
+    metadata_changes: dict[str, Any] = attrs.field(factory=dict)
+    # Seconds the JWKS may be cached (``Cache-Control: max-age``).
+    jwks_max_age: int = 300
+    # Keys still published though no longer signing (a rotation's overlap).
+    retired: list[RSAKey] = attrs.field(factory=list)
+    # How the introspection endpoint authenticates its callers.
+    introspection_methods: tuple[str, ...] = ("client_secret_basic",)
 
     # --- what tests do directly -------------------------------------------------
 
-    def rotate_keys(self) -> None:
-        """Sign with a new key from now on; the old one leaves the JWKS."""
+    def rotate_keys(self, *, keep_old: bool = False) -> None:
+        """Sign with a new key from now on; the old one leaves the JWKS unless ``keep_old``."""
+        if keep_old:
+            self.retired.append(self.key)
         self.key = new_key()
+
+    def withdraw_retired(self) -> None:
+        """Publish only the signing key: the retired ones are withdrawn."""
+        self.retired.clear()
 
     def mint_jwt(
         self,
@@ -136,6 +157,12 @@ class AuthorizationServer:
         }
         return token
 
+    def secret(self, client_id: str) -> str:
+        """The secret of a confidential client."""
+        secret = self.clients[client_id].secret
+        assert secret is not None, f"{client_id} is a public client"
+        return secret
+
     def revoke(self, token: str) -> None:
         self.opaque.pop(token, None)
 
@@ -143,7 +170,7 @@ class AuthorizationServer:
 
     def metadata(self) -> dict[str, Any]:
         """RFC 8414 §2."""
-        return {
+        document = {
             "issuer": self.issuer,
             "authorization_endpoint": self.issuer + "/authorize",
             "token_endpoint": self.issuer + "/token",
@@ -154,21 +181,58 @@ class AuthorizationServer:
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-            "introspection_endpoint_auth_methods_supported": ["client_secret_basic"],
+            "introspection_endpoint_auth_methods_supported": list(self.introspection_methods),
+            "registration_endpoint": self.issuer + "/register",
         }
+        document.update(self.metadata_changes)
+        return {name: value for name, value in document.items() if value is not None}
 
-    def authenticate_client(self, headers: dict[str, str], form: dict[str, str]) -> str | None:
-        """The client id of valid ``client_secret_basic`` or ``client_secret_post`` credentials."""
+    def authenticate_client(
+        self,
+        headers: dict[str, str],
+        form: dict[str, str],
+        methods: tuple[str, ...] = ("client_secret_basic", "client_secret_post", "none"),
+    ) -> str | None:
+        """The client id of valid credentials sent by one of ``methods`` (RFC 6749 §2.3.1).
+
+        A client without a secret (registered for ``none``) is known by its
+        ``client_id`` alone.
+        """
         authorization = headers.get("authorization", "")
         if authorization.lower().startswith("basic "):
             decoded = base64.b64decode(authorization[6:]).decode()
-            client_id, _, secret = decoded.partition(":")
+            client_id, _, secret = (unquote(part) for part in decoded.partition(":"))
+            method = "client_secret_basic"
+        elif "client_secret" in form:
+            client_id, secret = form.get("client_id", ""), form["client_secret"]
+            method = "client_secret_post"
         else:
-            client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
+            client_id, secret, method = form.get("client_id", ""), "", "none"
         client = self.clients.get(client_id)
-        if client is None or not secrets.compare_digest(client.secret, secret):
+        if client is None or method not in methods:
+            return None
+        if method == "none":
+            return client_id if client.secret is None else None  # a public client
+        if client.secret is None or not secrets.compare_digest(client.secret, secret):
             return None
         return client_id
+
+    def register(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """RFC 7591 §3: any client may register; it gets an id (and a secret unless public)."""
+        uris = request.get("redirect_uris")
+        if not isinstance(uris, list) or not uris:
+            return 400, {"error": "invalid_redirect_uri"}
+        method = request.get("token_endpoint_auth_method", "client_secret_basic")
+        if method not in ("client_secret_basic", "client_secret_post", "none"):
+            return 400, {"error": "invalid_client_metadata"}
+        client_id = "registered-" + secrets.token_hex(8)
+        secret = None if method == "none" else secrets.token_urlsafe(24)
+        self.clients[client_id] = Client(secret, client_id, redirect_uris=tuple(uris))
+        answer = {**request, "client_id": client_id, "token_endpoint_auth_method": method}
+        answer["client_id_issued_at"] = int(time.time())
+        if secret is not None:
+            answer["client_secret"] = secret
+        return 201, answer
 
     def authorize(self, query: dict[str, str]) -> tuple[int, dict[str, Any], str | None]:
         """The authorization request (OAuth 2.1 §4.1.1): the user consents at once.
@@ -178,8 +242,11 @@ class AuthorizationServer:
         """
         client_id = query.get("client_id", "")
         redirect_uri = query.get("redirect_uri", "")
-        if client_id not in self.clients or not redirect_uri:
+        client = self.clients.get(client_id)
+        if client is None or not redirect_uri:
             return 400, {"error": "invalid_request"}, None
+        if client.redirect_uris and redirect_uri not in client.redirect_uris:
+            return 400, {"error": "invalid_request", "error_description": "redirect_uri"}, None
         if query.get("response_type") != "code" or query.get("code_challenge_method") != "S256":
             return 400, {"error": "invalid_request"}, None
         code = secrets.token_urlsafe(24)
@@ -213,6 +280,8 @@ class AuthorizationServer:
             _, subject, _, resource, scope = issued
         elif grant != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
+        elif self.clients[client_id].secret is None:
+            return 401, {"error": "invalid_client"}  # a public client has no credentials
         if not resource:
             return 400, {"error": "invalid_target", "error_description": "resource is required"}
         if self.clients[client_id].token_format == "opaque":
@@ -227,8 +296,9 @@ class AuthorizationServer:
     def introspect(
         self, headers: dict[str, str], form: dict[str, str]
     ) -> tuple[int, dict[str, Any]]:
-        """RFC 7662 §2: only authenticated clients may ask; unknown or expired is inactive."""
-        if self.authenticate_client(headers, form) is None:
+        """RFC 7662 §2: callers authenticate as configured; unknown or expired is inactive."""
+        methods = self.introspection_methods
+        if "none" not in methods and self.authenticate_client(headers, form, methods) is None:
             return 401, {"error": "invalid_client"}
         answer = self.opaque.get(form.get("token", ""))
         if answer is None or answer["exp"] <= time.time():
@@ -260,9 +330,12 @@ class AuthorizationServer:
         if scope["method"] == "GET" and path == "/authorize":
             query = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
             status, answer, location = self.authorize(query)
+        elif scope["method"] == "POST" and path == "/register":
+            status, answer = self.register(json.loads(body or b"{}"))
         else:
             status, answer = self.route(scope["method"], path, headers, form)
-        sent = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+        caching = f"max-age={self.jwks_max_age}" if path == "/jwks" else "no-store"
+        sent = [(b"content-type", b"application/json"), (b"cache-control", caching.encode())]
         if location is not None:
             sent.append((b"location", location.encode()))
         await send(
@@ -277,7 +350,8 @@ class AuthorizationServer:
         if method == "GET" and path == "/.well-known/oauth-authorization-server":
             return 200, self.metadata()
         if method == "GET" and path == "/jwks":
-            return 200, {"keys": [self.key.as_dict(private=False)]}
+            keys = [self.key, *self.retired]
+            return 200, {"keys": [key.as_dict(private=False) for key in keys]}
         if method == "POST" and path == "/token":
             return self.token(headers, form)
         if method == "POST" and path == "/introspect":

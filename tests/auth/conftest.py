@@ -8,11 +8,13 @@ both over loopback HTTP with httpx.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -91,20 +93,28 @@ class Presa:
 
 
 async def start_presa(
-    nursery: trio.Nursery, http: httpx.AsyncClient, flags: Sequence[str]
+    nursery: trio.Nursery,
+    http: httpx.AsyncClient,
+    flags: Sequence[str],
+    log: Path | None = None,
+    port: int | None = None,
 ) -> Presa:
     """``presa-trio serve`` with ``flags`` on a free port, once it answers.
 
     The process is a child of ``nursery``: cancelling it (the test's end)
-    terminates the server.
+    terminates the server. With ``log``, its stderr (the log) goes to that file.
     """
-    port = free_port()
+    port = free_port() if port is None else port
     url = f"http://127.0.0.1:{port}/mcp"
     command = [sys.executable, "-m", "presa_trio", "serve", "--port", str(port), *flags]
-    process: trio.Process = await nursery.start(
-        partial(trio.run_process, command, stdin=subprocess.DEVNULL, check=False)
-    )
+    with contextlib.ExitStack() as files:
+        stderr = None if log is None else files.enter_context(log.open("wb"))
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, stdin=subprocess.DEVNULL, stderr=stderr, check=False)
+        )
     for _ in range(STARTUP_POLLS):
+        if process.returncode is not None:
+            break
         try:
             await http.get(f"http://127.0.0.1:{port}/")
             return Presa(url, http, process)
@@ -125,7 +135,7 @@ async def token_from_endpoint(
     if scope:
         form["scope"] = scope
     response = await http.post(
-        issuer.issuer + "/token", data=form, auth=(client, issuer.clients[client].secret)
+        issuer.issuer + "/token", data=form, auth=(client, issuer.secret(client))
     )
     assert response.status_code == 200, response.text
     token: str = response.json()["access_token"]

@@ -7,13 +7,18 @@ tests call them with their own tokens.
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import trio
+from joserfc import jws
 
-from presa_trio.testing import DEFAULT_CAPABILITIES
-from tests.auth.conftest import Presa
+from presa_trio.testing import DEFAULT_CAPABILITIES, headers_for, request
+from tests.auth.conftest import ALL_NAME_PARAMS, Presa
 
 TASKS = {**DEFAULT_CAPABILITIES, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -29,6 +34,12 @@ def challenge_params(response: httpx.Response) -> dict[str, str]:
         name, _, value = part.partition("=")
         params[name] = value.strip('"')
     return params
+
+
+def claims(token: str) -> dict[str, Any]:
+    """The claims of a JWT, unverified (the test minted it)."""
+    payload: dict[str, Any] = json.loads(jws.extract_compact(token.encode()).payload)
+    return payload
 
 
 def metadata_url(presa: Presa) -> str:
@@ -72,6 +83,23 @@ async def calls_a_tool(presa: Presa, token: str) -> None:
     response = await presa.call("tools/call", {"name": "greet", "arguments": {"name": "A"}}, token)
     assert response.status_code == 200, response.text
     assert response.json()["result"]["content"][0]["text"] == "Hello, A!"
+
+
+async def calls_a_tool_once_keys_refresh(presa: Presa, token: str, within_s: float) -> float:
+    """Call a tool with a token of a new key: 503 with ``Retry-After`` while presa may
+    not fetch the key set yet, never 401; it works within ``within_s``. Returns the wait."""
+    started = trio.current_time()
+    while True:
+        params = {"name": "greet", "arguments": {"name": "A"}}
+        response = await presa.call("tools/call", params, token)
+        if response.status_code != 503:
+            break
+        assert int(response.headers["retry-after"]) >= 1
+        await trio.sleep(0.2)
+    waited = trio.current_time() - started
+    assert response.status_code == 200, response.text
+    assert waited <= within_s, waited
+    return waited
 
 
 async def create_task(presa: Presa, token: str) -> str:
@@ -143,3 +171,24 @@ async def keeps_two_users_apart(presa: Presa, alice: str, bob: str) -> None:
     await calls_a_tool(presa, bob)
     await isolates_tasks(presa, alice, bob)
     await binds_request_state(presa, alice, bob)
+
+
+@asynccontextmanager
+async def listening(
+    presa: Presa, token: str, task_ids: list[str]
+) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    """A ``subscriptions/listen`` for ``task_ids`` (and tool list changes): its
+    messages as they arrive, the acknowledgement first, the listen result last."""
+    params = {"notifications": {"taskIds": task_ids, "toolsListChanged": True}}
+    message = request("subscriptions/listen", params, capabilities=TASKS)
+    headers = {k: v for k, v in headers_for(message, ALL_NAME_PARAMS).items() if k != "host"}
+    headers["authorization"] = f"Bearer {token}"
+    async with presa.http.stream("POST", presa.url, json=message, headers=headers) as response:
+        assert response.status_code == 200, await response.aread()
+
+        async def messages() -> AsyncIterator[dict[str, Any]]:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    yield json.loads(line[len("data: ") :])
+
+        yield messages()

@@ -11,21 +11,26 @@ import pytest
 import trio
 
 from tests.auth import scenarios
+from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.conftest import Presa, start_presa
 
 FLAGS = ["--auth-token", "alice=alice-dev-secret", "--auth-token", "bob=bob-dev-secret"]
 
 
 @pytest.fixture
-async def presa(nursery: trio.Nursery, http: httpx.AsyncClient) -> Presa:
-    return await start_presa(nursery, http, FLAGS)
+async def presa(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> Presa:
+    return await start_presa(nursery, http, ["--auth-issuer", issuer.issuer, *FLAGS])
 
 
-async def test_no_token_is_401_naming_the_metadata(presa: Presa) -> None:
-    """A-01, A-02: 401 and ``WWW-Authenticate: Bearer resource_metadata=...``; the
-    document answers at the path-inserted and root well-known URIs."""
+async def test_no_token_is_401_naming_the_metadata(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-01, A-02, A-14: 401 and ``WWW-Authenticate: Bearer resource_metadata=...``; the
+    document answers at the path-inserted and root well-known URIs, naming the issuer."""
     await scenarios.refuses_without_token(presa)
-    document = await scenarios.serves_metadata(presa, [])
+    document = await scenarios.serves_metadata(presa, [issuer.issuer])
     assert "scopes_supported" not in document
 
 

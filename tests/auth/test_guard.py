@@ -23,6 +23,7 @@ from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
 from tests.auth.authorization_server import AuthorizationServer
 
 RESOURCE = "http://localhost:3000/mcp"
+ISSUER = "https://auth.example.com"
 METADATA = "http://localhost:3000/.well-known/oauth-protected-resource/mcp"
 RULES = ScopeRules(
     every_request=frozenset({"mcp"}),
@@ -36,6 +37,7 @@ def guard(**options: Any) -> ResourceGuard:
     return ResourceGuard(
         resource=RESOURCE,
         verifier=Verifiers(static=StaticTokens(tokens, scopes=RULES.all())),
+        authorization_servers=[ISSUER],
         scopes=RULES,
         **options,
     )
@@ -108,7 +110,7 @@ async def test_metadata_document(client: McpClient) -> None:
         assert response.status == 200
         assert response.json() == {
             "resource": RESOURCE,
-            "authorization_servers": [],
+            "authorization_servers": [ISSUER],
             "bearer_methods_supported": ["header"],
             "scopes_supported": ["mcp"],
         }
@@ -140,7 +142,8 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
     503 with Retry-After, so a client keeps its token and retries."""
     gone = "http://127.0.0.1:1"
     token = AuthorizationServer(issuer=gone).mint_jwt("alice-app", RESOURCE)
-    auth = ResourceGuard(RESOURCE, Verifiers(jwt=JwtVerifier(gone, RESOURCE)))
+    verifiers = Verifiers(jwt=JwtVerifier(gone, RESOURCE))
+    auth = ResourceGuard(RESOURCE, verifiers, authorization_servers=[gone])
     async with running(McpApp.for_server(build_server(), auth=auth)) as client:
         message = request("tools/list")
         response = await client.post(message, with_token(message, f"Bearer {token}"))
@@ -153,14 +156,18 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
     [
         ["--auth-scope", "mcp"],
         ["--auth-resource", "https://mcp.example.com/mcp"],
-        ["--host", "0.0.0.0", "--auth-token", "alice=secret"],
-        ["--auth-token", "alice"],
+        ["--auth-token", "alice=secret"],
         ["--auth-client-id", "presa", "--auth-client-secret", "s"],
+        ["--auth-issuer", ISSUER, "--host", "0.0.0.0", "--auth-token", "alice=secret"],
+        ["--auth-issuer", ISSUER, "--auth-token", "alice"],
+        ["--auth-issuer", ISSUER, "--auth-introspection-endpoint", ISSUER + "/introspect"],
+        ["--auth-issuer", ISSUER, "--auth-cache-ttl", "0"],
     ],
 )
 def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
-    """A-13: an ``--auth-*`` option that cannot take effect stops the start, rather
-    than serving without authorization."""
+    """A-13, A-14: an ``--auth-*`` option that cannot take effect stops the start, rather
+    than serving without authorization; without ``--auth-issuer`` nothing starts, so
+    the metadata's ``authorization_servers`` is never empty."""
     args = parse_args(["serve", *flags])
     assert auth_requested(args)
     with pytest.raises(ValueError, match=r"--auth-|NAME=SECRET"):
@@ -169,8 +176,15 @@ def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
 
 def test_default_resource_and_metadata_url() -> None:
     """A-01: without ``--auth-resource`` the canonical URI is the served endpoint."""
-    args = parse_args(["serve", "--port", "3911", "--auth-token", "alice=secret"])
+    args = parse_args(["serve", "--port", "3911", "--auth-issuer", ISSUER, "--auth-token", "a=s"])
     built = guard_from_args(args, args.host, args.port)
     assert built.resource == "http://127.0.0.1:3911/mcp"
     assert built.metadata_url == "http://127.0.0.1:3911/.well-known/oauth-protected-resource/mcp"
     assert not auth_requested(parse_args(["serve"]))
+
+
+def test_a_guard_names_an_authorization_server() -> None:
+    """A-14: the metadata MUST name one, so a guard without one cannot be built."""
+    with pytest.raises(ValueError, match="at least one authorization server"):
+        ResourceGuard(RESOURCE, Verifiers(), authorization_servers=[])
+    assert guard().metadata()["authorization_servers"] == [ISSUER]

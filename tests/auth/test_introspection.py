@@ -20,7 +20,7 @@ async def presa(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> Presa:
     flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
-    flags += ["--auth-client-secret", issuer.clients["presa"].secret]
+    flags += ["--auth-client-secret", issuer.secret("presa")]
     return await start_presa(nursery, http, flags)
 
 

@@ -18,13 +18,16 @@ from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.conftest import Presa, start_presa, token_from_endpoint
 
 SCOPE = "mcp"
+#: ``--auth-key-refetch`` of these tests, in seconds.
+REFETCH_S = 1.0
 
 
 @pytest.fixture
 async def presa(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> Presa:
-    return await start_presa(nursery, http, ["--auth-issuer", issuer.issuer, "--auth-scope", SCOPE])
+    flags = ["--auth-issuer", issuer.issuer, "--auth-scope", SCOPE]
+    return await start_presa(nursery, http, [*flags, "--auth-key-refetch", str(REFETCH_S)])
 
 
 async def token_for(
@@ -88,21 +91,26 @@ async def test_other_issuers_and_types_are_refused(
     forged = impostor.mint_jwt("alice-app", presa.resource, scope=SCOPE)
     await scenarios.refuses_invalid_token(presa, forged)
     impostor.issuer = issuer.issuer  # the right issuer, but a key it never published
-    await scenarios.refuses_invalid_token(presa, impostor.mint_jwt("alice-app", presa.resource))
+    unknown_key = impostor.mint_jwt("alice-app", presa.resource)
+    first = await presa.call("tools/list", token=unknown_key)
+    if first.status_code == 503:  # the key set was fetched less than REFETCH_S ago
+        await trio.sleep(int(first.headers["retry-after"]))
+    await scenarios.refuses_invalid_token(presa, unknown_key)
 
 
 async def test_key_rotation_at_the_issuer(
     presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
     """A-09: keys are cached; a token with a new ``kid`` makes presa fetch the
-    JWKS again, and a token of the retired key is refused after."""
+    JWKS again (after a 503 while the refetch interval runs), and a token of the
+    withdrawn key is refused after."""
     before = await token_for(http, issuer, "alice-app", presa.resource)
     await scenarios.calls_a_tool(presa, before)
     await scenarios.calls_a_tool(presa, before)
     assert issuer.hits["/jwks"] == 1
     issuer.rotate_keys()
     after = await token_for(http, issuer, "alice-app", presa.resource)
-    await scenarios.calls_a_tool(presa, after)
+    await scenarios.calls_a_tool_once_keys_refresh(presa, after, within_s=REFETCH_S + 1)
     assert issuer.hits["/jwks"] == 2
     await scenarios.refuses_invalid_token(presa, before)
 

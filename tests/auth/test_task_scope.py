@@ -29,7 +29,11 @@ async def client() -> AsyncIterator[McpClient]:
     for extension in server.extensions:
         if isinstance(extension, TasksExtension):
             extension.runner.limits = Limits(max_active_per_scope=1)
-    guard = ResourceGuard("http://localhost:3000/mcp", Verifiers(static=StaticTokens(TOKENS)))
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens(TOKENS)),
+        authorization_servers=["https://auth.example.com"],
+    )
     async with running(McpApp.for_server(server, auth=guard)) as started:
         yield started
 
@@ -40,17 +44,15 @@ def as_user(message: dict[str, Any], user: str) -> list[tuple[str, str]]:
     return [*headers, ("authorization", f"Bearer {user}-secret")]
 
 
-async def start_task(client: McpClient, user: str) -> dict[str, Any]:
-    params = {"name": "confirm_delete", "arguments": {}}
+async def start_task(client: McpClient, user: str, tool: str = "confirm_delete") -> Any:
+    params = {"name": tool, "arguments": {}}
     message = request("tools/call", params, capabilities=TASKS)
-    response = await client.post(message, as_user(message, user))
-    answer: dict[str, Any] = response.json()
-    return answer
+    return await client.post(message, as_user(message, user))
 
 
 async def test_listen_keeps_only_the_callers_task_ids(client: McpClient) -> None:
     """A-10, T-65: bob's listen drops alice's task id as it drops an unknown one."""
-    task_id = (await start_task(client, "alice"))["result"]["taskId"]
+    task_id = (await start_task(client, "alice")).json()["result"]["taskId"]
 
     async def acknowledged(user: str) -> dict[str, Any]:
         params = {"notifications": {"taskIds": [task_id, "unknown"], "toolsListChanged": True}}
@@ -65,8 +67,15 @@ async def test_listen_keeps_only_the_callers_task_ids(client: McpClient) -> None
 
 
 async def test_the_task_limit_is_per_principal(client: McpClient) -> None:
-    """A-10: alice at her limit of active tasks leaves bob his own."""
-    assert (await start_task(client, "alice"))["result"]["resultType"] == "task"
-    refused = await start_task(client, "alice")
-    assert refused["error"]["data"]["limit"] == "max_active_tasks_per_scope"
-    assert (await start_task(client, "bob"))["result"]["resultType"] == "task"
+    """A-10, A-19: alice at her limit of active tasks leaves bob his own; her
+    task-required call is 429 with Retry-After, her task-optional one a plain call."""
+    assert (await start_task(client, "alice")).json()["result"]["resultType"] == "task"
+    refused = await start_task(client, "alice", "failing_job")
+    assert refused.status == 429
+    assert refused.headers["retry-after"] == "5"
+    error = refused.json()["error"]
+    assert error["data"] == {"retryable": True, "limit": "max_active_tasks_per_scope"}
+    assert "shares" not in error["message"]  # alice's limit is hers alone
+    plain = (await start_task(client, "alice")).json()["result"]
+    assert plain["resultType"] == "input_required"
+    assert (await start_task(client, "bob")).json()["result"]["resultType"] == "task"

@@ -17,7 +17,10 @@ TOKEN = "0123456789abcdef0123"
 
 @pytest.fixture
 async def guarded() -> AsyncIterator[ServeProcess]:
-    async with presa_serve("--auth-token", f"alice={TOKEN}") as served:
+    # The metadata must name an authorization server; development tokens need none to
+    # answer, so an unreachable one is only advertised.
+    issuer = "http://127.0.0.1:9"
+    async with presa_serve("--auth-issuer", issuer, "--auth-token", f"alice={TOKEN}") as served:
         yield served
 
 

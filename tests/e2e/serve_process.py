@@ -69,29 +69,32 @@ class ServeProcess:
 
 
 @asynccontextmanager
-async def presa_serve(*arguments: str) -> AsyncIterator[ServeProcess]:
+async def presa_serve(
+    *arguments: str, python: str | Path = sys.executable, cwd: Path = REPOSITORY
+) -> AsyncIterator[ServeProcess]:
     """Run ``python -m presa_trio serve --port 0 ARGUMENTS`` until the block ends.
 
-    The child is killed if it is still running when the block exits.
+    ``python`` and ``cwd`` choose the interpreter (another venv's) and where
+    it runs. The child is killed if it is still running when the block exits.
     """
-    command = [sys.executable, "-m", "presa_trio", "serve", "--port", "0", *arguments]
-    async with serving(command) as served:
+    command = [str(python), "-m", "presa_trio", "serve", "--port", "0", *arguments]
+    async with serving(command, cwd=cwd) as served:
         yield served
 
 
 @asynccontextmanager
 async def serving(
-    command: list[str], pattern: str = SERVING.pattern
+    command: list[str], pattern: str = SERVING.pattern, cwd: Path = REPOSITORY
 ) -> AsyncIterator[ServeProcess]:
-    """Run any server ``command`` until the block ends; its URL is the first group
-    of the stderr line matching ``pattern``."""
+    """Run any server ``command`` in ``cwd`` until the block ends; its URL is the first
+    group of the stderr line matching ``pattern``."""
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             partial(
                 trio.run_process,
                 command,
                 stderr=subprocess.PIPE,
-                cwd=REPOSITORY,
+                cwd=cwd,
                 check=False,
             )
         )

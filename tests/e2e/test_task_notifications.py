@@ -45,7 +45,7 @@ def build(gates: Gates) -> McpApp:
     async def staged(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         await gates.ask.wait()
         answers = await ctx.ask({"go": CONFIRM})
-        return f"confirmed: {answers['go']['content']['ok']}"
+        return f"confirmed: {(answers.elicitation('go').content or {})['ok']}"
 
     @tasks.tool(Policy.REQUIRED, description="Sleeps a minute.")
     async def sleeper(ctx: RequestContext, arguments: dict[str, Any]) -> str:

@@ -54,7 +54,9 @@ async def test_task_tool_parks_on_input_then_completes() -> None:
     }
     async with running(McpApp.for_server(task_tool.server)) as client:
         created = (
-            await client.call("tools/call", {"name": "delete"}, capabilities=declared)
+            await client.call(
+                "tools/call", {"name": "delete", "arguments": {"path": "a"}}, capabilities=declared
+            )
         ).json()["result"]
         task = {"taskId": created["taskId"]}
         await wait_all_tasks_blocked()
@@ -77,20 +79,32 @@ async def test_task_tool_works_unchanged_for_a_client_without_the_extension() ->
     plain: dict[str, Any] = {"elicitation": {}}
     answer = {"ok": {"action": "accept", "content": {"ok": True}}}
     async with running(McpApp.for_server(task_tool.server)) as client:
-        asked = (await client.call("tools/call", {"name": "delete"}, capabilities=plain)).json()[
-            "result"
-        ]
-        params = {"name": "delete", "inputResponses": answer, "requestState": asked["requestState"]}
+        path = {"path": "a"}
+        asked = (
+            await client.call(
+                "tools/call", {"name": "delete", "arguments": path}, capabilities=plain
+            )
+        ).json()["result"]
+        params = {
+            "name": "delete",
+            "arguments": path,
+            "inputResponses": answer,
+            "requestState": asked["requestState"],
+        }
         done = (await client.call("tools/call", params, capabilities=plain)).json()["result"]
         declined = (
             await client.call(
                 "tools/call",
-                {"name": "delete", "inputResponses": {"ok": {"action": "decline"}}},
+                {
+                    "name": "delete",
+                    "arguments": path,
+                    "inputResponses": {"ok": {"action": "decline"}},
+                },
                 capabilities=plain,
             )
         ).json()["result"]
         no_elicitation = (
-            await client.call("tools/call", {"name": "delete"}, capabilities={})
+            await client.call("tools/call", {"name": "delete", "arguments": path}, capabilities={})
         ).json()["error"]
     assert asked["resultType"] == "input_required"
     assert asked["inputRequests"]["ok"]["method"] == "elicitation/create"

@@ -79,7 +79,7 @@ def build() -> tuple[McpApp, TasksExtension]:
     async def two_asks(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         first = await ctx.ask({"a": Elicitation("First?", CONFIRM)})
         second = await ctx.ask({"b": Elicitation("Second?", CONFIRM), "c": Elicitation("?", {})})
-        actions = [first["a"]["action"], second["b"]["action"], second["c"]["action"]]
+        actions = [first.elicitation("a").action] + [second.elicitation(k).action for k in "bc"]
         return " ".join(actions)
 
     @tasks.tool(Policy.OPTIONAL, description="Asks from two child tasks at once")
@@ -88,7 +88,7 @@ def build() -> tuple[McpApp, TasksExtension]:
 
         async def one(key: str) -> None:
             answers = await ctx.ask({key: Elicitation(f"{key}?", CONFIRM)})
-            got.append(answers[key]["action"])
+            got.append(answers.elicitation(key).action)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(one, "left")

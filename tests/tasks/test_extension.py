@@ -653,17 +653,42 @@ async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
 
 
 async def test_a_full_runner_answers_a_retryable_32603() -> None:
-    """presa-defined (spec-notes §31): capacity is -32603 (HTTP 500) with
-    ``data.retryable``; an oversized input is not retryable, and its message says
-    which limit it broke."""
+    """presa-defined (spec-notes §31): a full limit is -32603 with ``data.retryable``,
+    HTTP 429 for the caller's own limit (503 for the server's) with Retry-After,
+    and a message that says what to do; an oversized input is not retryable, and
+    its message says which limit it broke."""
     harness = build(limits=Limits(max_active_per_scope=1, max_input_bytes=64))
     async with running(harness.app) as client:
         await create(client, wait=True)
-        full = error_of(await call_tool(client, "maybe", {"wait": True}), 500, INTERNAL_ERROR)
+        refused = await call_tool(client, "always", {"wait": True})
+        full = error_of(refused, 429, INTERNAL_ERROR)
         assert full["data"] == {"retryable": True, "limit": "max_active_tasks_per_scope"}
-        big = error_of(await call_tool(client, "maybe", {"label": "x" * 100}), 500, INTERNAL_ERROR)
+        assert "tasks/cancel" in full["message"]
+        assert "without authorization every caller shares" in full["message"]
+        assert refused.headers["retry-after"] == "5"
+        big = error_of(await call_tool(client, "always", {"label": "x" * 100}), 500, INTERNAL_ERROR)
         assert big["data"] == {"retryable": False, "limit": "max_input_bytes"}
         assert big["message"] == "Task input is larger than max_input_bytes (64)"
+        assert (await stored(harness)) == 1
+    harness = build(limits=Limits(max_active=1))
+    async with running(harness.app) as client:
+        await create(client, wait=True)
+        bob = meta(DECLARED, **{META_CLIENT_INFO: {"name": "bob", "version": "1"}})
+        refused = await call_tool(client, "always", {"wait": True}, _meta=bob)
+        assert error_of(refused, 503, INTERNAL_ERROR)["data"]["limit"] == "max_active_tasks"
+        assert refused.headers["retry-after"] == "5"
+
+
+async def test_an_optional_tool_at_capacity_answers_as_a_plain_call() -> None:
+    """presa-defined (SEP-2663 §Capability Negotiation: the server decides, per
+    request, whether to make a task): with the shared scope full, a task-optional
+    tool still answers, with its plain result, and stores nothing."""
+    harness = build(limits=Limits(max_active_per_scope=1))
+    async with running(harness.app) as client:
+        await create(client, wait=True)
+        answered = result_of(await call_tool(client, "maybe", {"label": "anyway"}))
+        assert answered["resultType"] == "complete"
+        assert answered["content"] == [{"type": "text", "text": "maybe done anyway"}]
         assert (await stored(harness)) == 1
 
 

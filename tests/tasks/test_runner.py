@@ -48,7 +48,8 @@ def asking(keys: list[str], record: list[str], rounds: int = 1) -> Any:
         try:
             for round_number in range(rounds):
                 names = [f"{key}-{round_number}" if rounds > 1 else key for key in keys]
-                answers |= await ctx.ask(dict.fromkeys(names, ASK))
+                given = await ctx.ask(dict.fromkeys(names, ASK))
+                answers |= {name: given.raw(name) for name in given}
                 record.append(f"answered {sorted(answers)}")
         except trio.Cancelled:
             record.append("cancelled")

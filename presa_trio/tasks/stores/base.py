@@ -71,7 +71,7 @@ import trio
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
-from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.errors import InvalidParams, OverCapacity, ServerOverCapacity
 from presa_trio.wire.models import JSONObject
 
 
@@ -248,6 +248,27 @@ class Limits:
         if total.stored >= self.max_stored:
             return "max_stored_tasks"
         return None
+
+    def creation_refusal(self, limit: str, *, shared: bool) -> OverCapacity:
+        """The answer to a creation the ``limit`` refused, saying what the caller can do.
+
+        ``shared``: the caller's scope is everyone's (authorization is off).
+        """
+        if limit == "max_active_tasks_per_scope":
+            message = (
+                f"Too many unfinished tasks for this caller ({self.max_active_per_scope}): "
+                "retry once one ends, or cancel one with tasks/cancel"
+            )
+        elif limit == "max_stored_tasks_per_scope":
+            message = (
+                f"Too many stored tasks for this caller ({self.max_stored_per_scope}; finished "
+                "ones count until their ttlMs elapses): retry later"
+            )
+        else:
+            return ServerOverCapacity("The server holds all the tasks it can: retry later", limit)
+        if shared:
+            message += "; without authorization every caller shares this limit"
+        return OverCapacity(message, limit)
 
     def input_too_large(self, value: Any) -> bool:
         """Whether ``value`` as compact UTF-8 JSON is over ``max_input_bytes``.

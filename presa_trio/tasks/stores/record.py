@@ -8,7 +8,8 @@ every status (the contract suite checks it). The format::
      "scope": "…",                                  # the access scope, opaque
      "task": {"taskId", "status", "createdMs", "updatedMs", "ttlMs",
               "pollIntervalMs", "inputRequests", "issued", "inbox",
-              "result", "error", "revision", "statusMessage"?},
+              "result", "error", "revision", "statusMessage"?,
+              "requiredScopes"?},
      "work": {"tool", "arguments", "protocolVersion", "capabilities",
               "inputResponses", "state", "rerun", "principal"} | null,
      "lease": {"owner", "generation", "expiresMs"} | null}
@@ -16,7 +17,11 @@ every status (the contract suite checks it). The format::
 Times are epoch milliseconds. ``issued`` is a sorted list. ``statusMessage``
 (the worker's own, :func:`~presa_trio.tasks.model.report`) is written only
 when set; a record without it reads as having none, so adding it needed no
-new version: every version-1 record reads the same as before. A store may keep
+new version: every version-1 record reads the same as before. So it is with
+``requiredScopes`` (sorted), the scopes the creating request needed: written
+only when there are some (authorization on), read as none when absent, and
+kept in the task, so that every store and every process enforces them on
+``tasks/get``, ``tasks/update`` and ``tasks/cancel``. A store may keep
 ``lease`` in columns of its own instead (it changes without the task
 changing); its three fields map one to one.
 
@@ -72,6 +77,8 @@ def task_to_json(task: Task) -> JSONObject:
     }
     if task.message is not None:
         data["statusMessage"] = task.message
+    if task.required_scopes:
+        data["requiredScopes"] = sorted(task.required_scopes)
     return data
 
 
@@ -90,6 +97,7 @@ def task_from_json(data: JSONObject) -> Task:
         error=data["error"],
         revision=data["revision"],
         message=data.get("statusMessage"),
+        required_scopes=frozenset(data.get("requiredScopes", ())),
     )
 
 

@@ -45,7 +45,7 @@ announcements (:meth:`watch`, :meth:`watch_events`) are in-process calls,
 made after each commit.
 
 Task event logs (rule 7) are two tables of their own, with a schema version
-of their own (:mod:`presa_trio.tasks.stores.sqlite_events`).
+of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite_events`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,7 +64,6 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from presa_trio.tasks import events as task_events
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores import sqlite_events
 from presa_trio.tasks.stores.base import (
@@ -83,7 +82,6 @@ from presa_trio.tasks.stores.base import (
     TaskNotFound,
 )
 from presa_trio.tasks.stores.local import check_read, check_write
-from presa_trio.tasks.stores.local_events import AppendBulletin
 from presa_trio.tasks.stores.record import (
     lease_columns,
     lease_from_json,
@@ -93,6 +91,7 @@ from presa_trio.tasks.stores.record import (
     work_from_json,
 )
 from presa_trio.tasks.stores.sqlite_errors import classify
+from presa_trio.tasks.stores.sqlite_events import SqliteEventLogs
 
 SCHEMA_VERSION = 1
 
@@ -150,7 +149,7 @@ class Link:
 
 
 @attrs.define(eq=False, repr=False)
-class SqliteStore(AppendBulletin):
+class SqliteStore(SqliteEventLogs):
     """The store on one SQLite file: a writer and a reader; see the module docstring."""
 
     writer: Link = attrs.field(kw_only=True)
@@ -339,30 +338,6 @@ class SqliteStore(AppendBulletin):
         deleted = await self._write(lambda db: _delete_expired(db, now_ms))
         self._announce_all(list(deleted))
         return [event.task_id for event in deleted]
-
-    # --- task events (rule 7) ------------------------------------------------------
-
-    async def append_events(
-        self,
-        task_id: str,
-        events: Sequence[task_events.NewEvent],
-        now_ms: int,
-        retention: task_events.Retention,
-        *,
-        closing: bool = False,
-    ) -> list[task_events.TaskEvent]:
-        appended = await self._write(
-            lambda db: sqlite_events.append(db, task_id, events, now_ms, retention, closing)
-        )
-        if appended:
-            self.announce_append(task_id)
-        return appended
-
-    async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
-        return await self._read(lambda db: sqlite_events.window(db, task_id, after, limit))
-
-    async def prune_events(self, now_ms: int, retention: task_events.Retention) -> None:
-        await self._write(lambda db: sqlite_events.prune(db, now_ms, retention))
 
 
 def _counts(db: sqlite3.Connection, scope: str | None) -> Counts:

@@ -9,7 +9,8 @@ and a file whose event tables are of another version is refused.
   and when the log was closed;
 - ``task_events``: the retained events, keyed ``(task_id, seq)``.
 
-Every function here runs on the store's connection, inside the caller's
+:class:`SqliteEventLogs` is the store's part that serves them. Every
+function here runs on the store's connection, inside the caller's
 transaction (the store's ``BEGIN IMMEDIATE`` for a write), so an append
 reads ``next_seq``, inserts and trims in one atomic step (rule 7 of
 :mod:`presa_trio.tasks.stores.base`).
@@ -19,9 +20,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+import attrs
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+from presa_trio.tasks.stores.local_events import AppendBulletin
+
+T = TypeVar("T")
 
 #: The event tables, version :data:`EVENTS_VERSION`.
 EVENTS_SCHEMA = """
@@ -141,3 +148,39 @@ def prune(db: sqlite3.Connection, now_ms: int, retention: Retention) -> None:
             " WHERE closed_ms IS NOT NULL AND closed_ms <= ?)",
             (now_ms - retention.terminal_ms,),
         )
+
+
+@attrs.define(eq=False, repr=False)
+class SqliteEventLogs(AppendBulletin):
+    """The SQLite store's task event methods, on the store's own connections.
+
+    Appends and pruning are writes (``BEGIN IMMEDIATE``, on the writer);
+    reads go to the reader connection, so a stream never waits for a write.
+    """
+
+    if TYPE_CHECKING:
+        # The store's: one transaction on the writer, one call on the reader.
+        async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+        async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[NewEvent],
+        now_ms: int,
+        retention: Retention,
+        *,
+        closing: bool = False,
+    ) -> list[TaskEvent]:
+        appended = await self._write(
+            lambda db: append(db, task_id, events, now_ms, retention, closing)
+        )
+        if appended:
+            self.announce_append(task_id)
+        return appended
+
+    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
+        return await self._read(lambda db: window(db, task_id, after, limit))
+
+    async def prune_events(self, now_ms: int, retention: Retention) -> None:
+        await self._write(lambda db: prune(db, now_ms, retention))

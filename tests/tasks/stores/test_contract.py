@@ -336,6 +336,24 @@ def test_a_version_1_record_without_a_status_message_still_reads() -> None:
     assert from_record(to_record(said)) == said
 
 
+async def test_a_tasks_required_scopes_outlive_its_writes(store: TaskStore) -> None:
+    """A-15: the scopes a task's creating call needed are part of its record, in
+    every store, through every write to its end; a task without any (authorization
+    off) writes none, so records written before them read as before."""
+    scopes = frozenset({"mcp", "files:delete"})
+    seed = model.create("t-1", now_ms=T0, ttl_ms=60_000, poll_interval_ms=100,
+                        required_scopes=scopes)  # fmt: skip
+    await store.create(attrs.evolve(stored(), task=seed), ROOMY, T0)
+    parked = model.request_input(seed, {"a": ASK}, T0 + 1)
+    await store.compare_and_set("alice", parked, 0)
+    await store.compare_and_set("alice", model.cancel(parked, T0 + 2), parked.revision)
+    read = await store.get("alice", "t-1", T0 + 3)
+    assert read.task.required_scopes == scopes
+    assert to_record(read)["task"]["requiredScopes"] == ["files:delete", "mcp"]
+    assert from_record(to_record(read)) == read
+    assert "requiredScopes" not in to_record(stored())["task"]
+
+
 def test_a_record_of_another_version_is_refused() -> None:
     """presa-defined (versioned storage format): a record a newer server wrote is
     not misread."""

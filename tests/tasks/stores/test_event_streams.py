@@ -330,7 +330,9 @@ async def test_another_principals_task_cannot_be_streamed(store: TaskStore) -> N
     on, bob's tasks/stream of alice's task is answered as bob's tasks/get of it: as
     an unknown task."""
     guard = ResourceGuard(
-        "http://localhost:3000/mcp", Verifiers(static=StaticTokens({"a": "alice", "b": "bob"}))
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"a": "alice", "b": "bob"})),
+        authorization_servers=["https://auth.example.com"],
     )
     gates = Gates()
     app = McpApp.for_server(events_server(store, TaskEventLog(), gates), auth=guard)

@@ -64,7 +64,7 @@ def two_questions(asked: list[str]) -> Job:
         answers: dict[str, Any] = {}
         for key in ("first", "second"):
             asked.append(key)
-            answers |= await ctx.ask({key: ListRoots()})
+            answers[key] = (await ctx.ask({key: ListRoots()})).raw(key)
         return {"content": [], "answers": answers}
 
     return job

@@ -1,48 +1,12 @@
-"""Test your own server in-process: a client that drives its ASGI app directly.
+"""The wire-level in-process client: drive a server's ASGI app directly.
 
-No port, no process, no HTTP library: :func:`connect` builds the app for a
-:class:`~presa_trio.server.Server`, runs its lifespan (so extensions such as
-Tasks have their nursery), and hands back an :class:`McpClient` that speaks
-the 2026-07-28 wire to it, headers and ``_meta`` included. Use it from any
-Trio test (pytest-trio, or ``trio.run``)::
-
-    from typing import Any
-
-    from presa_trio.server import RequestContext, Server
-    from presa_trio.testing import RequestFailed, connect
-    from presa_trio.wire.mrtr import Elicitation, InputRequired
-
-    server = Server("mine", "1.0.0")
-    NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
-
-    @server.tool(description="Greets whoever the user names")
-    async def greet(ctx: RequestContext, arguments: dict[str, Any]) -> str | InputRequired:
-        answer = ctx.elicitation("who")
-        if answer is None:
-            return InputRequired({"who": Elicitation("Whom shall I greet?", NAME)})
-        return f"Hello, {answer.content['name']}!"
-
-    async def test_greet() -> None:
-        async with connect(server) as client:
-            first = await client.call_tool("greet")             # round 1: a question
-            assert first["resultType"] == "input_required"
-            who = {"action": "accept", "content": {"name": "Ada"}}
-            done = await client.call_tool("greet", input_responses={"who": who})
-            assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
-            try:
-                await client.call_tool("nobody")
-            except RequestFailed as failure:
-                assert failure.code == -32602                    # unknown tool
-
-What else it does, each shown in ``tests/test_testing.py``:
-
-- :meth:`McpClient.send_request` returns a :class:`Reply`: the result and the
-  notifications (progress, logs) the server sent on the request's stream;
-- :meth:`McpClient.listen` opens a ``subscriptions/listen`` stream and reads
-  its notifications one at a time with :meth:`Stream.next_message`;
-- ``call_tool(..., capabilities=TASKS_CAPABILITIES)`` makes a task of a task
-  tool; :meth:`McpClient.get_task`, :meth:`McpClient.update_task` and
-  :meth:`McpClient.cancel_task` drive it.
+:func:`connect` builds the app for a :class:`~presa_trio.server.Server`,
+runs its lifespan (so extensions such as Tasks have their nursery), and
+hands back an :class:`McpClient` that speaks the 2026-07-28 wire to it,
+headers and ``_meta`` included, and returns results as JSON.
+:meth:`McpClient.send_request` returns a :class:`Reply` with the
+notifications sent before the result; :meth:`McpClient.listen` opens a
+``subscriptions/listen`` stream.
 
 Below that sits the ASGI driver presa's own tests use for the transport
 itself: :meth:`McpClient.stream` and :meth:`McpClient.post` send any bytes

@@ -1,0 +1,123 @@
+"""``presa-trio serve --reload``: restart the server when its files change, for development.
+
+The reloading process serves nothing itself. It runs ``presa-trio serve``
+with the same arguments, less ``--reload``, as a child process, and watches
+the ``.py`` files of the directory the target module lives in (the package
+directory of ``MODULE``'s top-level package, or the directory of a
+top-level module), at any depth. When one is added, removed or modified it
+stops the child (Trio's ``run_process`` sends SIGTERM, and SIGKILL if the
+child is still there five seconds later) and starts a new one. A child
+that ends on its own, say on a syntax error, is started again at the next
+change. Nothing is imported in this process: the user's code runs only in
+the child.
+
+The watch polls modification times every half second, on a worker thread
+(each poll is blocking file-system I/O): no dependency, and a development
+tree is small. Directories whose name starts with a dot, ``__pycache__``,
+``node_modules`` and virtual environments (a ``pyvenv.cfg`` inside) are
+skipped.
+
+Failure policy: the outer nursery runs the restart loop beside the signal
+watch, and a signal cancels it; the inner one runs the child beside the
+watch of the files, and a change cancels it. An error anywhere cancels the
+child and ends the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+
+import trio
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two looks at the watched files.
+POLL_S = 0.5
+SKIPPED = frozenset({"__pycache__", "node_modules"})
+
+
+def watched_root(target: str) -> Path:
+    """The directory whose ``.py`` files make up ``MODULE`` of ``MODULE:ATTR``.
+
+    Found as the import system would find it, with the current directory
+    first on the path, without importing anything.
+    """
+    top = target.partition(":")[0].split(".")[0]
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.origin is None:
+        return Path.cwd()
+    origin = Path(spec.origin).resolve()
+    return origin.parent
+
+
+def snapshot(root: Path) -> dict[Path, int]:
+    """Every ``.py`` file under ``root`` with its modification time (ns)."""
+    found: dict[Path, int] = {}
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = [
+            name
+            for name in subdirectories
+            if not name.startswith(".")
+            and name not in SKIPPED
+            and not (Path(directory) / name / "pyvenv.cfg").exists()
+        ]
+        for name in files:
+            if name.endswith(".py"):
+                path = Path(directory) / name
+                with contextlib.suppress(FileNotFoundError):  # removed since the listing
+                    found[path] = path.stat().st_mtime_ns
+    return found
+
+
+async def next_change(root: Path, before: dict[Path, int]) -> dict[Path, int]:
+    """Wait until the files under ``root`` differ from ``before``; the new snapshot."""
+    while True:
+        await trio.sleep(POLL_S)
+        now = await trio.to_thread.run_sync(snapshot, root)
+        if now != before:
+            changed = sorted(str(p) for p in before.keys() ^ now.keys())
+            changed += sorted(str(p) for p in before.keys() & now.keys() if before[p] != now[p])
+            log.info("reload: %s changed; restarting", ", ".join(changed[:3]))
+            return now
+
+
+def without_reload(argv: Sequence[str]) -> list[str]:
+    """The command line of the child: the same arguments, less ``--reload``."""
+    return [argument for argument in argv if argument != "--reload"]
+
+
+async def serve_reloading(argv: Sequence[str], root: Path) -> None:
+    """Run ``presa-trio <argv>`` as a child; start it again whenever ``root`` changes.
+
+    SIGTERM or SIGINT to this process stops the child first, then returns:
+    the child never outlives the process that started it.
+    """
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(restarting, argv, root)
+            async for received in signals:
+                log.info("reload: %s; stopping", signal.Signals(received).name)
+                nursery.cancel_scope.cancel(reason="signalled")
+                return
+
+
+async def restarting(argv: Sequence[str], root: Path) -> None:
+    """The child, started again after each change under ``root``."""
+    command = [sys.executable, "-m", "presa_trio", *without_reload(argv)]
+    log.info("reload: watching %s", root)
+    files = await trio.to_thread.run_sync(snapshot, root)
+    while True:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(trio.run_process, command, check=False))
+            files = await next_change(root, files)
+            nursery.cancel_scope.cancel(reason="a watched file changed")

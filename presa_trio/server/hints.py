@@ -1,0 +1,253 @@
+"""Type hints as JSON Schema, and JSON values back into the hinted types.
+
+:func:`schema_for` is the table of which hints presa describes and how;
+:data:`arguments_converter` structures checked JSON into those types. Both
+are used once per hint at registration (:mod:`presa_trio.server.signatures`)
+and per call only to structure.
+
+Spec: basic/index §JSON Schema Usage (schemas are 2020-12 by default).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import enum
+import json
+import types
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import attrs
+import cattrs
+
+from presa_trio.wire.models import JSONObject
+
+
+class SignatureError(TypeError):
+    """A tool whose signature presa cannot turn into a schema; raised at registration."""
+
+
+@attrs.frozen
+class Field:
+    """What ``Annotated[T, Field(...)]`` adds to the schema of a parameter or an attrs field.
+
+    Each set value becomes the JSON Schema keyword of the same meaning
+    (``ge`` is ``minimum``, ``min_length`` is ``minLength``…); a plain
+    string in ``Annotated`` is a description.
+    """
+
+    description: str | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    title: str | None = None
+
+    def keywords(self) -> JSONObject:
+        named = {
+            "description": self.description,
+            "minimum": self.ge,
+            "exclusiveMinimum": self.gt,
+            "maximum": self.le,
+            "exclusiveMaximum": self.lt,
+            "minLength": self.min_length,
+            "maxLength": self.max_length,
+            "pattern": self.pattern,
+            "minItems": self.min_items,
+            "maxItems": self.max_items,
+            "title": self.title,
+        }
+        return {key: value for key, value in named.items() if value is not None}
+
+
+JSON_TYPES: Mapping[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+    None: "null",
+}
+SEQUENCES = (list, collections.abc.Sequence, collections.abc.MutableSequence)
+MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+SUPPORTED = (
+    "str, int, float, bool, None, Any, Literal, Enum, list, tuple, dict[str, …], "
+    "unions, attrs classes, TypedDict"
+)
+
+
+def is_union(hint: Any) -> bool:
+    return get_origin(hint) in (Union, types.UnionType)
+
+
+def is_structured(hint: Any) -> bool:
+    """An attrs class, a TypedDict or a ``dict[str, …]``: a JSON object with a shape."""
+    if isinstance(hint, type) and attrs.has(hint):
+        return True
+    return typing.is_typeddict(hint) or get_origin(hint) in MAPPINGS or hint is dict
+
+
+def json_default(value: Any) -> tuple[bool, Any]:
+    """``(True, json)`` when a default has a JSON form to show in the schema."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        wire = arguments_converter.unstructure(value)
+        json.dumps(wire, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False, None
+    return True, wire
+
+
+def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject:
+    """The JSON Schema of a type hint; :class:`SignatureError` naming ``where`` if none.
+
+    ============================== =========================================
+    hint                           schema
+    ============================== =========================================
+    ``str`` ``int`` ``float``      ``{"type": "string"}``, ``integer``,
+    ``bool`` ``None``              ``number``, ``boolean``, ``null``
+    ``Any``                        ``{}`` (any JSON value)
+    ``Literal["a", 1]``            ``{"enum": ["a", 1]}``
+    an ``Enum``                    ``{"enum": [its values]}``
+    ``list[T]``, ``tuple[T, ...]`` ``{"type": "array", "items": T}``
+    ``tuple[A, B]``                ``prefixItems``, exactly that many
+    ``dict[str, T]``               ``{"type": "object", "additionalProperties": T}``
+    ``A | B``, ``Optional[A]``     ``{"anyOf": [A, B]}`` (``null`` for ``None``)
+    an attrs class, a TypedDict    an object: its fields, required unless defaulted
+    ``Annotated[T, "text"]``       T with ``description``; with :class:`Field`, its keywords
+    ============================== =========================================
+    """
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        schema = dict(schema_for(args[0], where, seen))
+        for extra in hint.__metadata__:
+            if isinstance(extra, str):
+                schema["description"] = extra
+            elif isinstance(extra, Field):
+                schema.update(extra.keywords())
+        return schema
+    if hint is Any:
+        return {}
+    if hint in JSON_TYPES:
+        return {"type": JSON_TYPES[hint]}
+    if origin is Literal:
+        if not all(type(value) in (str, int, bool, type(None)) for value in args):
+            raise SignatureError(f"{where}: Literal values must be str, int, bool or None")
+        return {"enum": list(args)}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        values = [member.value for member in hint]
+        if not all(type(value) in (str, int) for value in values):
+            raise SignatureError(f"{where}: the values of enum {hint.__name__} must be str or int")
+        return {"enum": values}
+    if is_union(hint):
+        return {"anyOf": [schema_for(arg, where, seen) for arg in args]}
+    if hint in (list, tuple) or origin in SEQUENCES:
+        items = schema_for(args[0], where, seen) if args else {}
+        return {"type": "array", "items": items}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": schema_for(args[0], where, seen)}
+        prefix = [schema_for(arg, where, seen) for arg in args]
+        return {
+            "type": "array",
+            "prefixItems": prefix,
+            "items": False,
+            "minItems": len(prefix),
+            "maxItems": len(prefix),
+        }
+    if hint is dict or origin in MAPPINGS:
+        if args and args[0] is not str:
+            raise SignatureError(f"{where}: JSON object keys are strings; use dict[str, …]")
+        inner = schema_for(args[1], where, seen) if args else {}
+        return {"type": "object", "additionalProperties": inner}
+    if isinstance(hint, type) and (attrs.has(hint) or typing.is_typeddict(hint)):
+        if hint in seen:
+            raise SignatureError(f"{where}: {hint.__name__} contains itself; recursive types")
+        return object_schema(hint, where, (*seen, hint))
+    raise SignatureError(
+        f"{where}: no JSON Schema for {describe_hint(hint)} (supported: {SUPPORTED})"
+    )
+
+
+def describe_hint(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else repr(hint)
+
+
+def object_schema(cls: type, where: str, seen: tuple[type, ...]) -> JSONObject:
+    """An attrs class or a TypedDict as an object schema, its fields in order."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    properties: JSONObject = {}
+    required: list[str] = []
+    if attrs.has(cls):
+        for field in attrs.fields(cls):
+            schema = dict(schema_for(hints.get(field.name, Any), f"{where}.{field.name}", seen))
+            if field.default is attrs.NOTHING:
+                required.append(field.name)
+            elif not isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+                shown, value = json_default(field.default)
+                if shown:
+                    schema["default"] = value
+            properties[field.name] = schema
+    else:
+        keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+        for key, hint in hints.items():
+            properties[key] = schema_for(hint, f"{where}.{key}", seen)
+        required = [key for key in hints if key in keys]
+    whole: JSONObject = {"type": "object", "properties": properties}
+    if required:
+        whole["required"] = required
+    return whole
+
+
+# --- structuring the arguments --------------------------------------------------
+
+
+def fits(value: Any, hint: Any) -> bool:
+    """Whether a checked JSON value is meant for one member of a union (first wins)."""
+    if hint in (None, type(None)):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    try:
+        arguments_converter.structure(value, hint)
+    except Exception:
+        return False
+    return True
+
+
+def make_arguments_converter() -> cattrs.Converter:
+    """The converter from checked JSON arguments to the declared types.
+
+    Separate from the wire converter (:mod:`presa_trio.wire.convert`), which
+    writes camelCase: arguments keep the names the schema gives them. A
+    union takes the first member the value fits, so ``int | str`` hands an
+    ``int`` over unchanged.
+    """
+    converter = cattrs.Converter()
+
+    def structure_union(value: Any, hint: Any) -> Any:
+        for member in get_args(hint):
+            if fits(value, member):
+                return converter.structure(value, member)
+        raise ValueError(f"{value!r} fits none of {hint!r}")
+
+    converter.register_structure_hook_func(is_union, structure_union)
+    converter.register_structure_hook(Any, lambda value, _: value)
+    converter.register_structure_hook(type(None), lambda value, _: None)
+    return converter
+
+
+arguments_converter = make_arguments_converter()

@@ -1,0 +1,411 @@
+"""Tools written as typed functions: a JSON Schema from the signature, typed arguments.
+
+A tool may take typed parameters after ``ctx`` instead of one arguments
+object::
+
+    @server.tool()
+    async def greet(
+        ctx: RequestContext, name: Annotated[str, "Whom to greet"], times: int = 1
+    ) -> str:
+        \"\"\"Greets someone by name.\"\"\"
+        return " ".join([f"Hello, {name}!"] * times)
+
+At registration, once, presa reads the hints and builds the tool's
+``inputSchema`` (JSON Schema 2020-12): each parameter is a property, one
+without a default is ``required``, a default is the property's ``default``.
+:func:`schema_for` says which hints map to what; any other hint is refused
+there with a :class:`SignatureError` naming the tool and the parameter. The
+description is the docstring. The declared return type may give an
+``outputSchema`` (:func:`return_shape`).
+
+On a call, the arguments are first checked against that schema (the tools
+boundary, as for every tool), then structured with cattrs into the declared
+types (an attrs class from its object, an ``Enum`` from its value, a tuple
+from its array) and passed by keyword; a missing optional one gets the
+signature's default.
+
+The form with one ``arguments`` object and a hand-written schema stays; its
+schema's ``default`` values are filled in before the handler sees the
+object (:class:`FillDefaults`).
+
+Spec: 2026-07-28 server/tools §Tool (``inputSchema``, ``outputSchema``);
+basic/index §JSON Schema Usage (2020-12 by default).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, get_args, get_origin
+
+import attrs
+import trio
+
+from presa_trio.server.hints import (
+    MAPPINGS,
+    SEQUENCES,
+    SignatureError,
+    arguments_converter,
+    describe_hint,
+    is_structured,
+    is_union,
+    json_default,
+    schema_for,
+)
+from presa_trio.wire import models
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.mrtr import InputRequired
+
+__all__ = ["SignatureError", "arguments_converter"]
+
+
+@attrs.frozen
+class Parameter:
+    """One typed parameter of a tool: its name, its hint, its default if any."""
+
+    name: str
+    hint: Any
+    default: Any = inspect.Parameter.empty
+
+    @property
+    def optional(self) -> bool:
+        return self.default is not inspect.Parameter.empty
+
+    def structure(self, arguments: Mapping[str, Any]) -> Any:
+        if self.name not in arguments:
+            return self.default
+        return arguments_converter.structure(arguments[self.name], self.hint)
+
+
+@attrs.frozen
+class TypedCall:
+    """The handler of a typed tool, as the tools boundary calls every tool.
+
+    It structures the checked arguments and returns the coroutine of the
+    user's function itself: no frame of its own stays on the stack of a
+    task parked on a question.
+    """
+
+    function: Callable[..., Any]
+    parameters: tuple[Parameter, ...]
+
+    def __call__(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
+        present = [
+            p
+            for p in self.parameters
+            if p.name in arguments or p.default is not inspect.Parameter.empty
+        ]
+        return self.function(ctx, **{p.name: p.structure(arguments) for p in present})
+
+
+def is_arguments_form(function: Callable[..., Any], hints: Mapping[str, Any]) -> bool:
+    """Whether ``function`` is ``(ctx, arguments)`` taking the arguments object itself.
+
+    That is the form with a hand-written schema: exactly two parameters, the
+    second named ``arguments`` and, if annotated, a ``dict``.
+    """
+    parameters = list(inspect.signature(function).parameters.values())
+    if len(parameters) != 2 or parameters[1].name != "arguments":
+        return False
+    hint = hints.get("arguments", dict)
+    return hint is dict or get_origin(hint) in MAPPINGS or hint is Any
+
+
+def tool_hints(function: Callable[..., Any], where: str) -> dict[str, Any]:
+    try:
+        hints: dict[str, Any] = typing.get_type_hints(function, include_extras=True)
+    except Exception as error:
+        raise SignatureError(f"{where}: its type hints cannot be resolved ({error})") from None
+    return hints
+
+
+def typed_parameters(
+    function: Callable[..., Any], hints: Mapping[str, Any], where: str
+) -> tuple[tuple[Parameter, ...], JSONObject]:
+    """The typed parameters after ``ctx`` and the object schema they make."""
+    signature = inspect.signature(function)
+    found = list(signature.parameters.values())
+    if not found:
+        raise SignatureError(f"{where}: the first parameter must be the request context")
+    properties: JSONObject = {}
+    required: list[str] = []
+    parameters: list[Parameter] = []
+    for parameter in found[1:]:
+        place = f"{where}, parameter {parameter.name!r}"
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise SignatureError(f"{place}: *args and **kwargs have no schema; name each one")
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise SignatureError(f"{place}: arguments are passed by name; not positional-only")
+        if parameter.name not in hints:
+            raise SignatureError(f"{place}: needs a type hint")
+        schema = dict(schema_for(hints[parameter.name], place))
+        if parameter.default is parameter.empty:
+            required.append(parameter.name)
+        else:
+            shown, value = json_default(parameter.default)
+            if shown:
+                schema["default"] = value
+        properties[parameter.name] = schema
+        parameters.append(Parameter(parameter.name, hints[parameter.name], parameter.default))
+    whole: JSONObject = {"type": "object", "properties": properties}
+    if required:
+        whole["required"] = required
+    return tuple(parameters), whole
+
+
+# --- the return type --------------------------------------------------------------
+
+
+class Returns(enum.Enum):
+    """What a tool's declared return type says about the values it returns."""
+
+    #: Content: a string, content blocks, a ``CallToolResult``, ``InputRequired``,
+    #: or a JSON object (``structuredContent``). Undeclared returns are this.
+    CONTENT = "content"
+    #: An object with an ``outputSchema``: ``structuredContent`` and its JSON as text.
+    STRUCTURED = "structured"
+    #: Another JSON value (a number, a list…): its JSON as text.
+    JSON = "json"
+    #: ``None``: an empty content list.
+    NOTHING = "nothing"
+
+
+CONTENT_TYPES: tuple[Any, ...] = (
+    str,
+    models.TextContent,
+    models.ImageContent,
+    models.AudioContent,
+    models.EmbeddedResource,
+    models.ResourceLink,
+    models.CallToolResult,
+    InputRequired,
+)
+
+
+def is_content(hint: Any) -> bool:
+    if hint in CONTENT_TYPES or hint is Any or hint is object:
+        return True
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return is_content(args[0])
+    if is_union(hint):
+        return any(is_content(arg) for arg in args) and not any(is_structured(a) for a in args)
+    return origin in SEQUENCES and bool(args) and is_content(args[0])
+
+
+def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObject | None]:
+    """The kind of values a tool returns, and the ``outputSchema`` its return type gives.
+
+    An attrs class, a TypedDict or a ``dict[str, …]`` (alone, or beside
+    ``InputRequired``) gives an ``outputSchema``; ``None`` gives empty
+    content; strings, content blocks, results and unions of them (or no
+    annotation) are content; any other type with a schema, e.g. ``int`` or
+    ``list[str]``, is sent as its JSON text. ``Report | None`` is refused:
+    a tool with an output schema must always return structured content.
+    """
+    if "return" not in hints:
+        return Returns.CONTENT, None
+    hint = hints["return"]
+    if hint in (None, type(None)):
+        return Returns.NOTHING, None
+    members = [a for a in get_args(hint) if a is not InputRequired] if is_union(hint) else [hint]
+    structured = [member for member in members if is_structured(member)]
+    if structured:
+        if len(members) != 1:
+            raise SignatureError(
+                f"{where}: a tool with an output schema must always return that object, "
+                f"not {describe_hint(hint)}; raise ToolError for a failure"
+            )
+        schema = schema_for(members[0], f"{where}, return type")
+        return Returns.STRUCTURED, schema
+    if is_content(hint):
+        return Returns.CONTENT, None
+    schema_for(hint, f"{where}, return type")  # refuse what has no JSON form
+    return Returns.JSON, None
+
+
+@attrs.frozen
+class ToolSignature:
+    """What the handler's signature gives a tool, read once at registration."""
+
+    handler: Callable[..., Any]
+    input_schema: JSONObject | None
+    output_schema: JSONObject | None
+    returns: Returns
+    description: str | None
+
+
+def read_signature(
+    function: Callable[..., Any], tool: str, *, thread: bool = False
+) -> ToolSignature:
+    """Read a tool handler: its form, schemas, return kind and docstring.
+
+    A synchronous function is refused here, since every call would fail,
+    unless ``thread`` asks for it to run on a worker thread
+    (:class:`OnThread`); an async function with ``thread`` is refused too.
+    """
+    where = f"tool {tool!r}"
+    if thread and is_async(function):
+        raise SignatureError(f"{where}: thread=True is for a plain def; this one is async")
+    if not thread and not is_async(function):
+        raise SignatureError(
+            f"{where}: the handler must be an async function (async def); "
+            "for blocking work use trio.to_thread.run_sync inside it, or register with thread=True"
+        )
+    hints = tool_hints(function, where)
+    returns, output_schema = return_shape(hints, where)
+    description = inspect.getdoc(function)
+    call: Callable[..., Any] = OnThread(function) if thread else function
+    if is_arguments_form(function, hints):
+        return ToolSignature(call, None, output_schema, returns, description)
+    parameters, schema = typed_parameters(function, hints, where)
+    return ToolSignature(TypedCall(call, parameters), schema, output_schema, returns, description)
+
+
+def described(what: str, description: str | None) -> str:
+    """A tool's or prompt's description, which its list must show (schema.ts)."""
+    if not description:
+        raise SignatureError(f"{what}: needs a description (a docstring or description=)")
+    return description
+
+
+@attrs.frozen
+class OnThread:
+    """A synchronous tool, run on a worker thread so the event loop never blocks.
+
+    The thread cannot await the context's methods; ``trio.from_thread.run``
+    can, if it must. Cancelling the call abandons nothing: Trio waits for
+    the thread (``trio.to_thread.run_sync`` is not abandonable by default).
+    """
+
+    function: Callable[..., Any]
+
+    def __call__(self, ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        return trio.to_thread.run_sync(functools.partial(self.function, ctx, *args, **kwargs))
+
+
+def is_async(function: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = getattr(function, "__call__", None)  # noqa: B004 - an object with async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+# --- JSON Schema defaults for the arguments form ------------------------------------
+
+
+@attrs.frozen
+class Defaults:
+    """The ``default`` of each property of an object schema, nested objects included."""
+
+    values: tuple[tuple[str, Any], ...]
+    nested: tuple[tuple[str, Defaults], ...]
+
+    @classmethod
+    def of(cls, schema: Any) -> Defaults | None:
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(properties, dict):
+            return None
+        values = [
+            (k, s["default"])
+            for k, s in properties.items()
+            if isinstance(s, dict) and "default" in s
+        ]
+        nested = [(k, d) for k, s in properties.items() if (d := cls.of(s)) is not None]
+        return cls(tuple(values), tuple(nested)) if values or nested else None
+
+    def fill(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``value`` with every absent defaulted key set to a copy of its default."""
+        filled = dict(value)
+        for key, default in self.values:
+            if key not in filled:
+                filled[key] = copy.deepcopy(default)
+        for key, inner in self.nested:
+            if isinstance(filled.get(key), dict):
+                filled[key] = inner.fill(filled[key])
+        return filled
+
+
+@attrs.frozen
+class FillDefaults:
+    """An arguments-form handler that receives its schema's ``default`` values filled in.
+
+    Returns the handler's own coroutine, like :class:`TypedCall`.
+    """
+
+    function: Callable[..., Any]
+    defaults: Defaults
+
+    def __call__(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
+        return self.function(ctx, self.defaults.fill(arguments))
+
+
+# --- typed prompts -------------------------------------------------------------------
+
+
+@attrs.frozen
+class PromptSignature:
+    """What a prompt handler's signature gives the prompt, read once at registration."""
+
+    handler: Callable[..., Any]
+    # The prompt's arguments; ``None`` for a handler taking the arguments dict.
+    arguments: tuple[models.PromptArgument, ...] | None
+    description: str | None
+
+
+@attrs.frozen
+class TypedPrompt:
+    """A typed prompt's handler as ``prompts/get`` calls every prompt; its own coroutine."""
+
+    function: Callable[..., Any]
+    names: tuple[str, ...]
+
+    def __call__(self, ctx: Any, arguments: Mapping[str, str]) -> Any:
+        return self.function(
+            ctx, **{name: arguments[name] for name in self.names if name in arguments}
+        )
+
+
+def prompt_argument(parameter: inspect.Parameter, hint: Any, place: str) -> models.PromptArgument:
+    """One ``str`` parameter as a prompt argument: required unless it has a default."""
+    description = None
+    if get_origin(hint) is Annotated:
+        texts = [extra for extra in hint.__metadata__ if isinstance(extra, str)]
+        description = texts[0] if texts else None
+        hint = get_args(hint)[0]
+    optional = parameter.default is not inspect.Parameter.empty
+    if hint is not str and not (optional and hint == str | None):
+        raise SignatureError(
+            f"{place}: prompt arguments are strings; use str (or str | None = None)"
+        )
+    return models.PromptArgument(parameter.name, description, None if optional else True)
+
+
+def read_prompt_signature(function: Callable[..., Any], prompt: str) -> PromptSignature:
+    """Read a prompt handler: ``(ctx, arguments: dict[str, str])``, or typed ``str`` parameters.
+
+    Spec: server/prompts §Listing Prompts (``arguments``: name, description,
+    required); prompt arguments are strings on the wire.
+    """
+    where = f"prompt {prompt!r}"
+    if not is_async(function):
+        raise SignatureError(f"{where}: the handler must be an async function (async def)")
+    hints = tool_hints(function, where)
+    description = inspect.getdoc(function)
+    if is_arguments_form(function, hints):
+        return PromptSignature(function, None, description)
+    parameters = list(inspect.signature(function).parameters.values())[1:]
+    arguments = []
+    for parameter in parameters:
+        place = f"{where}, parameter {parameter.name!r}"
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            raise SignatureError(f"{place}: arguments are passed by name, one parameter each")
+        if parameter.name not in hints:
+            raise SignatureError(f"{place}: needs a type hint")
+        arguments.append(prompt_argument(parameter, hints[parameter.name], place))
+    names = tuple(parameter.name for parameter in parameters)
+    return PromptSignature(TypedPrompt(function, names), tuple(arguments), description)

@@ -1,0 +1,30 @@
+"""A tool's schemas at registration, compiled once.
+
+Spec: 2026-07-28 server/tools §Tool; basic/index §JSON Schema Usage.
+"""
+
+from __future__ import annotations
+
+from presa_trio.wire import models
+from presa_trio.wire.schemas import CompiledSchema, SchemaError
+
+
+def compile_tool_schemas(tool: models.Tool) -> tuple[CompiledSchema, CompiledSchema | None]:
+    """Compile a tool's schemas once, at registration; refuse one that cannot be used.
+
+    Spec: server/tools §Tool — ``inputSchema`` is a JSON Schema object with
+    ``type: "object"`` (schema.ts ``Tool.inputSchema``); both schemas follow
+    basic/index §JSON Schema Usage (see :mod:`presa_trio.wire.schemas`).
+    A schema presa cannot validate with raises :class:`SchemaError` here,
+    so the mistake shows when the server is built, not on the first call.
+    """
+    role = f"tool {tool.name!r}: inputSchema"
+    if not isinstance(tool.input_schema, dict) or tool.input_schema.get("type") != "object":
+        raise SchemaError(f'{role} must be an object schema with "type": "object"')
+    arguments = CompiledSchema.compile(tool.input_schema, role=role)
+    if tool.output_schema is None:
+        return arguments, None
+    structured = CompiledSchema.compile(
+        tool.output_schema, role=f"tool {tool.name!r}: outputSchema"
+    )
+    return arguments, structured

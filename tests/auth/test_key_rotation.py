@@ -1,0 +1,93 @@
+"""Key sets that follow the issuer: rotation under a flood, withdrawal by expiry.
+
+presa runs with ``--auth-key-refetch 1``: it fetches the issuer's JWKS at
+most once a second, whatever it is sent.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import httpx
+import pytest
+import trio
+
+from tests.auth import scenarios
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.conftest import Presa, start_presa
+
+REFETCH_S = 1.0
+#: Slack on every bound: process scheduling on a loaded machine, never the design.
+SLACK_S = 1.5
+
+
+@pytest.fixture
+async def presa(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> Presa:
+    flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", str(REFETCH_S)]
+    return await start_presa(nursery, http, flags)
+
+
+async def flood(presa: Presa, issuer: AuthorizationServer, sent: list[int]) -> None:
+    """Tokens for presa, of the right issuer, each naming a key id nobody published."""
+    impostor = AuthorizationServer(issuer=issuer.issuer)
+    while True:
+        kid = {"kid": secrets.token_hex(8)}
+        token = impostor.mint_jwt("alice-app", presa.resource, header=kid)
+        response = await presa.call("tools/list", token=token)
+        assert response.status_code in (401, 503), response.text
+        sent.append(response.status_code)
+
+
+async def test_a_flood_of_unknown_key_ids_does_not_starve_a_rotation(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-09: under a flood of made-up ``kid`` values, a token of the issuer's new key
+    works within the refetch interval and is never ``invalid_token``; the issuer's
+    JWKS is fetched at most once per interval."""
+    await scenarios.calls_a_tool(presa, issuer.mint_jwt("alice-app", presa.resource))
+    sent: list[int] = []
+    async with trio.open_nursery() as flooders:
+        for _ in range(4):
+            flooders.start_soon(flood, presa, issuer, sent)
+        await trio.sleep(REFETCH_S * 1.5)  # the flood has used up a refetch
+        started, fetches = trio.current_time(), issuer.hits["/jwks"]
+        issuer.rotate_keys()
+        rotated = issuer.mint_jwt("alice-app", presa.resource)
+        await scenarios.calls_a_tool_once_keys_refresh(presa, rotated, REFETCH_S + SLACK_S)
+        elapsed = trio.current_time() - started
+        flooders.cancel_scope.cancel()
+    assert len(sent) > 20  # the flood ran
+    assert 401 in sent  # and ids known to be absent were refused
+    assert issuer.hits["/jwks"] - fetches <= elapsed / REFETCH_S + 1
+
+
+async def test_a_withdrawn_key_stops_working_when_the_key_set_expires(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-09: the JWKS says ``max-age=2``; a token of a key withdrawn from it is
+    refused once the cached set expires, with nothing else prompting a refetch."""
+    issuer.jwks_max_age = 2
+    flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", str(REFETCH_S)]
+    presa = await start_presa(nursery, http, flags)
+    old = issuer.mint_jwt("alice-app", presa.resource)
+    await scenarios.calls_a_tool(presa, old)
+    issuer.rotate_keys()  # the old key leaves the JWKS
+    with trio.fail_after(issuer.jwks_max_age + SLACK_S):
+        # Another process's cache expiring has no Trio Event to wait on.
+        while (await presa.call("tools/list", token=old)).status_code == 200:  # noqa: ASYNC110
+            await trio.sleep(0.1)
+    await scenarios.refuses_invalid_token(presa, old)
+
+
+async def test_an_overlapping_rotation_keeps_both_keys(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-09: while the issuer still publishes the old key, tokens of both work."""
+    old = issuer.mint_jwt("alice-app", presa.resource)
+    await scenarios.calls_a_tool(presa, old)
+    issuer.rotate_keys(keep_old=True)
+    new = issuer.mint_jwt("alice-app", presa.resource)
+    await scenarios.calls_a_tool_once_keys_refresh(presa, new, REFETCH_S + SLACK_S)
+    await scenarios.calls_a_tool(presa, old)

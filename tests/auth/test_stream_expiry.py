@@ -1,0 +1,78 @@
+"""A listen stream lasts no longer than the token it was opened with.
+
+A JWT's stream ends with the listen result once ``exp`` (plus the leeway,
+0 here) passes; an opaque token's ends at the first re-check after it is
+revoked, within ``--auth-cache-ttl``; and in both cases a new request with
+the token is refused from then on.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import trio
+
+from tests.auth import scenarios
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.conftest import Presa, start_presa
+
+#: Slack on every bound: process scheduling on a loaded machine, never the design.
+SLACK_S = 1.5
+
+
+async def listen_to_the_end(presa: Presa, token: str, task: str) -> list[dict[str, Any]]:
+    async with scenarios.listening(presa, token, [task]) as events:
+        return [message async for message in events]
+
+
+def ends_with_the_result(messages: list[dict[str, Any]]) -> None:
+    assert messages[0]["method"] == "notifications/subscriptions/acknowledged"
+    assert "result" in messages[-1], messages[-1]
+    assert all(m.get("method") != "notifications/tasks" for m in messages)
+
+
+async def test_a_jwt_listen_ends_at_exp(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-16: the stream ends with its result by ``exp`` (plus leeway), not later."""
+    flags = ["--auth-issuer", issuer.issuer, "--auth-leeway", "0"]
+    presa = await start_presa(nursery, http, flags)
+    long_lived = issuer.mint_jwt("alice-app", presa.resource)
+    task = await scenarios.create_task(presa, long_lived)
+    short = issuer.mint_jwt("alice-app", presa.resource, lifetime_s=2)
+    expires = float(scenarios.claims(short)["exp"])
+    with trio.fail_after(expires - time.time() + SLACK_S):
+        messages = await listen_to_the_end(presa, short, task)
+    ended = time.time()
+    ends_with_the_result(messages)
+    assert expires - 0.1 <= ended <= expires + SLACK_S, (ended, expires)
+    await scenarios.refuses_invalid_token(presa, short)
+
+
+async def test_an_introspected_listen_ends_once_revoked(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-12, A-16: revoked, the token's stream ends within ``--auth-cache-ttl``, and a
+    new request with it is refused within the same bound."""
+    ttl = 1.0
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    flags += ["--auth-client-secret", issuer.secret("presa"), "--auth-cache-ttl", str(ttl)]
+    presa = await start_presa(nursery, http, flags)
+    token = issuer.mint_opaque("alice-opaque", presa.resource)
+    task = await scenarios.create_task(presa, token)
+    async with trio.open_nursery() as both:
+        ended = trio.Event()
+
+        async def listen() -> None:
+            ends_with_the_result(await listen_to_the_end(presa, token, task))
+            ended.set()
+
+        both.start_soon(listen)
+        await trio.sleep(0.5)
+        assert not ended.is_set()
+        issuer.revoke(token)
+        with trio.fail_after(ttl + SLACK_S):
+            await ended.wait()
+    await scenarios.refuses_invalid_token(presa, token)

@@ -1,0 +1,136 @@
+"""Startup checks the wiring: a configuration that cannot work says so, in one line.
+
+presa fetches the issuer's metadata and keys at start. An issuer the
+metadata does not name exactly, or an introspection endpoint nobody names,
+is one log line at start and 500 (not 503) on use; only an authorization
+server that cannot be reached is 503. Introspection authenticates as the
+server's metadata says, with no secret where it takes none.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import trio
+
+from tests.auth import scenarios
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.conftest import start_presa, token_from_endpoint
+
+CANNOT_WORK = "authorization cannot work: "
+
+
+async def log_lines(log: Path, marker: str) -> list[str]:
+    """The lines of ``log`` holding ``marker``, once there is one (within 10 s)."""
+    with trio.fail_after(10):
+        while True:
+            text = await trio.Path(log).read_text()
+            found = [line for line in text.splitlines() if marker in line]
+            if found:
+                return found
+            await trio.sleep(0.05)
+
+
+def test_authorization_without_an_issuer_does_not_start() -> None:
+    """A-14: one line on stderr, exit status 2."""
+    flags = ["--auth-client-id", "presa", "--auth-introspection-endpoint", "http://127.0.0.1:1/i"]
+    done = subprocess.run(
+        [sys.executable, "-m", "presa_trio", "serve", "--port", "0", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "--auth-issuer" in done.stderr
+
+
+async def test_an_issuer_that_differs_is_one_line_at_start(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer, tmp_path: Path
+) -> None:
+    """A-17: the metadata names ``…/`` but presa was given the issuer without the
+    slash: one line at start saying both, and 500 (not 401, not 503) on use."""
+    issuer.metadata_changes["issuer"] = issuer.issuer + "/"
+    log = tmp_path / "presa.log"
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer], log)
+    [line] = await log_lines(log, CANNOT_WORK)
+    assert f"'{issuer.issuer}/', not '{issuer.issuer}'" in line
+    assert "exactly" in line
+    token = issuer.mint_jwt("alice-app", presa.resource)
+    for _ in range(2):
+        response = await presa.call("tools/list", token=token)
+        assert response.status_code == 500
+        assert "misconfigured" in response.text
+    assert len(await log_lines(log, CANNOT_WORK)) == 1
+
+
+async def test_no_introspection_endpoint_is_one_line_at_start(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer, tmp_path: Path
+) -> None:
+    """A-17: the metadata names no introspection endpoint and no flag does."""
+    issuer.metadata_changes["introspection_endpoint"] = None
+    log = tmp_path / "presa.log"
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    flags += ["--auth-client-secret", issuer.secret("presa")]
+    presa = await start_presa(nursery, http, flags, log)
+    [line] = await log_lines(log, CANNOT_WORK)
+    assert "names no introspection_endpoint" in line
+    assert "--auth-introspection-endpoint" in line
+    token = issuer.mint_opaque("alice-opaque", presa.resource)
+    assert (await presa.call("tools/list", token=token)).status_code == 500
+    # Named by the flag, the same endpoint works.
+    endpoint = ["--auth-introspection-endpoint", issuer.issuer + "/introspect"]
+    fixed = await start_presa(nursery, http, [*flags, *endpoint])
+    await scenarios.calls_a_tool(fixed, issuer.mint_opaque("alice-opaque", fixed.resource))
+
+
+async def test_an_unreachable_issuer_is_503_and_one_warning(
+    nursery: trio.Nursery, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """A-17: an issuer that does not answer is temporary: 503 with Retry-After."""
+    log = tmp_path / "presa.log"
+    gone = "http://127.0.0.1:1"
+    presa = await start_presa(nursery, http, ["--auth-issuer", gone], log)
+    await log_lines(log, "authorization server unreachable at start")
+    token = AuthorizationServer(issuer=gone).mint_jwt("alice-app", presa.resource)
+    response = await presa.call("tools/list", token=token)
+    assert response.status_code == 503
+    assert int(response.headers["retry-after"]) >= 1
+
+
+async def test_introspection_follows_the_servers_client_authentication(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-18: ``client_secret_post`` when that is all the server takes; ``none`` with no
+    secret at all when it takes that."""
+    issuer.introspection_methods = ("client_secret_post",)
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    posting = await start_presa(
+        nursery, http, [*flags, "--auth-client-secret", issuer.secret("presa")]
+    )
+    token = await token_from_endpoint(http, issuer, "alice-opaque", posting.resource)
+    await scenarios.calls_a_tool(posting, token)
+    issuer.introspection_methods = ("none",)
+    public = await start_presa(nursery, http, flags)
+    token = await token_from_endpoint(http, issuer, "alice-opaque", public.resource)
+    await scenarios.calls_a_tool(public, token)
+    assert issuer.hits["/introspect"] == 2
+
+
+async def test_an_opaque_token_in_jwt_mode_is_named_and_logged_once(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer, tmp_path: Path
+) -> None:
+    """A-17: the token is refused saying presa takes JWTs only; the log says, once,
+    that introspection would be needed."""
+    log = tmp_path / "presa.log"
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer], log)
+    opaque = await token_from_endpoint(http, issuer, "alice-opaque", presa.resource)
+    for _ in range(2):
+        description = await scenarios.refuses_invalid_token(presa, opaque)
+        assert "JWT" in description
+    [line] = await log_lines(log, "not a JWT")
+    assert "--auth-client-id" in line

@@ -1,0 +1,160 @@
+"""What a tool registration refuses: one line, naming the tool and the parameter."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import attrs
+import pytest
+
+from presa_trio.server import RequestContext, SchemaError, Server, SignatureError
+
+
+@attrs.frozen
+class Node:
+    value: int
+    children: list[Node]
+
+
+class Row(TypedDict):
+    id: int
+
+
+async def takes_a_datetime(ctx: RequestContext, when: datetime.datetime) -> str:
+    """Unsupported."""
+    return "never"
+
+
+async def takes_int_keys(ctx: RequestContext, table: dict[int, str]) -> str:
+    """Unsupported."""
+    return "never"
+
+
+async def takes_a_tree(ctx: RequestContext, root: Node) -> str:
+    """Recursive."""
+    return "never"
+
+
+async def takes_no_hint(ctx: RequestContext, name) -> str:  # type: ignore[no-untyped-def]
+    """No hint."""
+    return "never"
+
+
+async def takes_star_args(ctx: RequestContext, *names: str) -> str:
+    """Star args."""
+    return "never"
+
+
+async def takes_positional_only(ctx: RequestContext, name: str, /) -> str:
+    """Positional only."""
+    return "never"
+
+
+async def returns_maybe(ctx: RequestContext) -> Row | None:
+    """Maybe a row."""
+    return None
+
+
+async def returns_a_set(ctx: RequestContext) -> set[int]:
+    """A set has no JSON form."""
+    return set()
+
+
+async def undescribed(ctx: RequestContext, name: str) -> str:
+    return name
+
+
+def sync_tool(ctx: RequestContext, name: str) -> str:
+    """Plain def."""
+    return name
+
+
+async def typed(ctx: RequestContext, name: str) -> str:
+    """Typed and fine."""
+    return name
+
+
+async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+    """Arguments object."""
+    return "fine"
+
+
+@pytest.mark.parametrize(
+    ("handler", "options", "message"),
+    [
+        (
+            takes_a_datetime,
+            {},
+            "tool 'takes_a_datetime', parameter 'when': no JSON Schema for datetime (supported:",
+        ),
+        (
+            takes_int_keys,
+            {},
+            "tool 'takes_int_keys', parameter 'table': JSON object keys are strings",
+        ),
+        (
+            takes_a_tree,
+            {},
+            "tool 'takes_a_tree', parameter 'root'.children: Node contains itself",
+        ),
+        (takes_no_hint, {}, "tool 'takes_no_hint', parameter 'name': needs a type hint"),
+        (takes_star_args, {}, "tool 'takes_star_args', parameter 'names': *args and **kwargs"),
+        (
+            takes_positional_only,
+            {},
+            "tool 'takes_positional_only', parameter 'name': arguments are passed by name",
+        ),
+        (
+            returns_maybe,
+            {},
+            "tool 'returns_maybe': a tool with an output schema must always return that object",
+        ),
+        (returns_a_set, {}, "tool 'returns_a_set', return type: no JSON Schema for set[int]"),
+        (undescribed, {}, "tool 'undescribed': needs a description"),
+        (sync_tool, {}, "tool 'sync_tool': the handler must be an async function (async def)"),
+        (
+            typed,
+            {"input_schema": {"type": "object"}},
+            "tool 'typed': input_schema= is for a handler (ctx, arguments)",
+        ),
+        (arguments_form, {"needs": ["telepathy"]}, "tool 'arguments_form': needs=['telepathy']"),
+        (arguments_form, {"thread": True}, "tool 'arguments_form': thread=True is for a plain def"),
+    ],
+    ids=lambda value: value.__name__ if callable(value) else None,
+)
+def test_a_refused_tool_is_one_line_naming_tool_and_parameter(
+    handler: Callable[..., Any], options: dict[str, Any], message: str
+) -> None:
+    """presa-defined (docs/api.md, what registration refuses): the mistake shows
+    when the server is built, in one line, and the tool is not registered."""
+    server = Server("refusals", "1.0.0")
+    with pytest.raises((SignatureError, ValueError)) as refused:
+        server.tool(**options)(handler)
+    text = str(refused.value)
+    assert text.startswith(message), text
+    assert "\n" not in text
+    assert server.tools == {}
+
+
+def test_a_bad_hand_written_schema_is_one_line_naming_the_tool() -> None:
+    """Spec-mandated (E-20): an unusable schema is refused at registration."""
+    server = Server("refusals", "1.0.0")
+    schema = {"type": "object", "properties": {"n": {"type": "nope"}}}
+    with pytest.raises(SchemaError) as refused:
+        server.tool(input_schema=schema)(arguments_form)
+    assert str(refused.value).startswith("tool 'arguments_form': inputSchema is not a usable")
+    assert "\n" not in str(refused.value)
+
+
+async def test_a_plain_def_runs_on_a_thread_when_asked() -> None:
+    """presa-defined (docs/api.md): ``thread=True`` runs a plain def on a worker
+    thread, with its typed arguments."""
+    from presa_trio.testing import connect
+
+    server = Server("threads", "1.0.0")
+    server.tool(thread=True)(sync_tool)
+    async with connect(server) as client:
+        result = await client.call_tool("sync_tool", {"name": "Ada"})
+    assert result["content"] == [{"type": "text", "text": "Ada"}]

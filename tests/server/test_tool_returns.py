@@ -1,0 +1,143 @@
+"""What a tool returns: a valid ``CallToolResult`` on the wire, or -32603; never invalid wire.
+
+Every value is returned once on the plain path and once in a task, and the
+two answers are compared with what the rules of
+:mod:`presa_trio.server.results` say.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import pytest
+from trio.testing import wait_all_tasks_blocked
+
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TaskRunner, TasksExtension
+from presa_trio.testing import DEFAULT_CAPABILITIES, TASKS_CAPABILITIES, McpClient, connect
+from presa_trio.wire import models
+from presa_trio.wire.errors import INTERNAL_ERROR
+from tests.expect import error_of, incident_of
+
+
+@attrs.frozen
+class Point:
+    x: int
+    y: int
+
+
+TEXT = models.TextContent("t")
+WRONG: dict[str, Any] = {
+    "int": 42,
+    "none": None,
+    "float": 1.5,
+    "bool": True,
+    "object": object(),
+    "bytes": b"raw",
+    "set": {1, 2},
+    "list-of-ints": [42],
+    "mixed-list": [TEXT, "text"],
+    "nan-in-dict": {"x": math.nan},
+    "int-keys": {1: "one"},
+    "result-with-bad-content": models.CallToolResult([42]),  # type: ignore[list-item]
+    "result-with-list-structured": models.CallToolResult([TEXT], structured_content=[1]),
+    "result-with-unencodable-structured": models.CallToolResult([TEXT], {"s": {1, 2}}),
+    "result-with-string-is-error": models.CallToolResult([TEXT], is_error="yes"),  # type: ignore[arg-type]
+    "a-prompt-message": models.PromptMessage("user", TEXT),
+}
+RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
+    "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),
+    "block": (TEXT, {"content": [{"type": "text", "text": "t"}]}),
+    "blocks": ([TEXT, TEXT], {"content": [{"type": "text", "text": "t"}] * 2}),
+    "tuple-of-blocks": ((TEXT,), {"content": [{"type": "text", "text": "t"}]}),
+    "no-blocks": ([], {"content": []}),
+    "dict": (
+        {"a": [1, None]},
+        {
+            "content": [{"type": "text", "text": '{"a": [1, null]}'}],
+            "structuredContent": {"a": [1, None]},
+        },
+    ),
+    "attrs": (
+        Point(1, 2),
+        {
+            "content": [{"type": "text", "text": '{"x": 1, "y": 2}'}],
+            "structuredContent": {"x": 1, "y": 2},
+        },
+    ),
+}
+
+
+def build() -> Server:
+    server = Server("returns", "1.0.0")
+    tasks = TasksExtension(TaskRunner(ttl_ms=60_000))
+    server.add_extension(tasks)
+
+    @tasks.tool(Policy.OPTIONAL, description="Returns the value it is told to")
+    async def give(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        kind = arguments["kind"]
+        return WRONG[kind] if kind in WRONG else RIGHT[kind][0]
+
+    return server
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[McpClient]:
+    async with connect(build()) as opened:
+        yield opened
+
+
+async def as_task(client: McpClient, kind: str) -> dict[str, Any]:
+    created = await client.call_tool("give", {"kind": kind}, capabilities=TASKS_CAPABILITIES)
+    await wait_all_tasks_blocked()
+    return await client.get_task(created["taskId"])
+
+
+@pytest.mark.parametrize("kind", list(WRONG))
+async def test_a_wrong_return_is_an_internal_error_naming_tool_and_value(
+    client: McpClient, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Spec-mandated (server/tools §Tool Result; E-24): no invalid result reaches
+    the wire; the plain call is -32603 with an incident id, the task ends
+    ``failed`` with it, and the log names the tool and what it returned."""
+    with caplog.at_level(logging.ERROR):
+        params = {"name": "give", "arguments": {"kind": kind}}
+        plain = await client.call("tools/call", params, capabilities=DEFAULT_CAPABILITIES)
+        incident_of(error_of(plain, 500, INTERNAL_ERROR), caplog.text)
+        task = await as_task(client, kind)
+    assert task["status"] == "failed"
+    incident_of(task["error"], caplog.text)
+    assert "tool give returned " + type(WRONG[kind]).__name__ in caplog.text
+    assert "which is not a tool result" in caplog.text
+
+
+@pytest.mark.parametrize("kind", list(RIGHT))
+async def test_every_accepted_return_is_the_same_valid_result_on_both_paths(
+    client: McpClient, kind: str
+) -> None:
+    """Spec-mandated (server/tools §Tool Result, §Structured Content; E-24): a
+    JSON object or attrs instance is structuredContent with its JSON as text."""
+    plain = await client.call_tool("give", {"kind": kind})
+    task = await as_task(client, kind)
+    expected = {**RIGHT[kind][1], "resultType": "complete"}
+    assert {key: value for key, value in plain.items() if key != "_meta"} == expected
+    assert (task["status"], task["result"]) == ("completed", expected)
+
+
+async def test_a_dict_returned_by_a_tool_with_an_output_schema_is_its_structured_content() -> None:
+    """Spec-mandated (server/tools §Output Schema; E-19, E-24): a returned dict is
+    the structuredContent the schema checks."""
+    server = Server("returns", "1.0.0")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    @server.tool(description="Counts", output_schema=schema)
+    async def count(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, int]:
+        return {"n": 3}
+
+    async with connect(server) as client:
+        result = await client.call_tool("count")
+    assert result["structuredContent"] == {"n": 3}

@@ -1,0 +1,370 @@
+"""Typed tools: schemas from signatures, arguments structured into their types, defaults."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, TypedDict
+
+import attrs
+import pytest
+
+from presa_trio.server import Field, RequestContext, Server, SignatureError
+from presa_trio.testing import McpClient, connect
+from presa_trio.wire.models import JSONObject
+from tests.expect import result_of
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@attrs.frozen
+class Place:
+    city: Annotated[str, "The city's name"]
+    country: str = "FR"
+
+
+@attrs.frozen
+class Trip:
+    origin: Place
+    stops: list[Place] = attrs.field(factory=list)
+
+
+class Weather(TypedDict):
+    city: str
+    celsius: float
+
+
+@attrs.frozen
+class Report:
+    summary: str
+    score: int
+
+
+seen: list[dict[str, Any]] = []
+
+
+def build() -> Server:
+    server = Server("typed", "1.0.0")
+
+    @server.tool()
+    async def greet(ctx: RequestContext, name: str, times: int = 2) -> str:
+        """Greets someone by name.
+
+        Several times, if asked.
+        """
+        return " ".join([f"Hello, {name}!"] * times)
+
+    @server.tool(description="Takes one of every supported kind")
+    async def every(
+        ctx: RequestContext,
+        text: Annotated[str, Field(description="Some text", min_length=1, max_length=5)],
+        count: Annotated[int, Field(ge=1, lt=10)],
+        ratio: float,
+        flag: bool,
+        nothing: None,
+        mode: Literal["fast", "slow"],
+        colour: Colour,
+        names: list[str],
+        pair: tuple[int, str],
+        many: tuple[int, ...],
+        table: dict[str, int],
+        either: int | str,
+        maybe: Place | None,
+        trip: Trip,
+        anything: Any,
+        note: str | None = None,
+        colour_by_default: Colour = Colour.BLUE,
+    ) -> str:
+        seen.append(
+            {
+                "text": text,
+                "count": count,
+                "ratio": ratio,
+                "flag": flag,
+                "nothing": nothing,
+                "mode": mode,
+                "colour": colour,
+                "names": names,
+                "pair": pair,
+                "many": many,
+                "table": table,
+                "either": either,
+                "maybe": maybe,
+                "trip": trip,
+                "anything": anything,
+                "note": note,
+                "colour_by_default": colour_by_default,
+            }
+        )
+        return "ok"
+
+    @server.tool()
+    async def weather(ctx: RequestContext, city: str) -> Weather:
+        """Today's weather in a city."""
+        return {"city": city, "celsius": 21.5}
+
+    @server.tool()
+    async def review(ctx: RequestContext, text: str) -> Report:
+        """Scores a text."""
+        return Report(summary=text[:10], score=len(text))
+
+    @server.tool()
+    async def square(ctx: RequestContext, n: int) -> int:
+        """Squares a number."""
+        return n * n
+
+    @server.tool()
+    async def forget(ctx: RequestContext) -> None:
+        """Does nothing, and says nothing."""
+
+    @server.tool(
+        description="Echoes its arguments, defaults filled in",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "limit": {"type": "integer", "default": 5},
+                "given": {"type": "string", "default": "unused"},
+                "page": {
+                    "type": "object",
+                    "properties": {"size": {"type": "integer", "default": 20}},
+                },
+            },
+        },
+    )
+    async def listing(ctx: RequestContext, arguments: dict[str, Any]) -> JSONObject:
+        return arguments
+
+    return server
+
+
+@pytest.fixture
+async def typed() -> AsyncIterator[McpClient]:
+    seen.clear()
+    async with connect(build()) as client:
+        yield client
+
+
+async def listed(client: McpClient) -> dict[str, JSONObject]:
+    tools = result_of(await client.call("tools/list"))["tools"]
+    return {tool["name"]: tool for tool in tools}
+
+
+async def test_the_schema_and_description_come_from_the_signature(typed: McpClient) -> None:
+    """presa-defined (docs/api.md, typed tools): each parameter after ``ctx`` is a
+    property, required unless it has a default, which is its ``default``; the
+    docstring is the description."""
+    greet = (await listed(typed))["greet"]
+    assert greet["description"] == "Greets someone by name.\n\nSeveral times, if asked."
+    assert greet["inputSchema"] == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "times": {"type": "integer", "default": 2}},
+        "required": ["name"],
+    }
+
+
+async def test_every_supported_hint_has_its_schema(typed: McpClient) -> None:
+    """presa-defined (docs/api.md, the type table): each hint maps as the table says,
+    Annotated descriptions and Field constraints included."""
+    schema = (await listed(typed))["every"]["inputSchema"]
+    place = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city's name"},
+            "country": {"type": "string", "default": "FR"},
+        },
+        "required": ["city"],
+    }
+    assert schema["properties"] == {
+        "text": {"type": "string", "description": "Some text", "minLength": 1, "maxLength": 5},
+        "count": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10},
+        "ratio": {"type": "number"},
+        "flag": {"type": "boolean"},
+        "nothing": {"type": "null"},
+        "mode": {"enum": ["fast", "slow"]},
+        "colour": {"enum": ["red", "blue"]},
+        "names": {"type": "array", "items": {"type": "string"}},
+        "pair": {
+            "type": "array",
+            "prefixItems": [{"type": "integer"}, {"type": "string"}],
+            "items": False,
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "many": {"type": "array", "items": {"type": "integer"}},
+        "table": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "maybe": {"anyOf": [place, {"type": "null"}]},
+        "trip": {
+            "type": "object",
+            "properties": {"origin": place, "stops": {"type": "array", "items": place}},
+            "required": ["origin"],
+        },
+        "anything": {},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "colour_by_default": {"enum": ["red", "blue"], "default": "blue"},
+    }
+    assert schema["required"] == [
+        *("text", "count", "ratio", "flag", "nothing", "mode", "colour", "names", "pair"),
+        *("many", "table", "either", "maybe", "trip", "anything"),
+    ]
+
+
+EVERY = {
+    "text": "hi",
+    "count": 3,
+    "ratio": 1,
+    "flag": True,
+    "nothing": None,
+    "mode": "slow",
+    "colour": "red",
+    "names": ["a"],
+    "pair": [1, "b"],
+    "many": [1, 2],
+    "table": {"x": 1},
+    "either": 7,
+    "maybe": {"city": "Lyon"},
+    "trip": {"origin": {"city": "Paris", "country": "FR"}, "stops": [{"city": "Rome"}]},
+    "anything": {"free": ["form"]},
+}
+
+
+async def test_arguments_arrive_structured_into_their_types(typed: McpClient) -> None:
+    """presa-defined (docs/api.md, typed tools): cattrs turns the checked JSON into
+    the declared types; a missing optional parameter gets the signature's default."""
+    result = await typed.call_tool("every", EVERY)
+    assert result["content"] == [{"type": "text", "text": "ok"}]
+    (got,) = seen
+    assert got == {
+        **EVERY,
+        "ratio": 1.0,
+        "colour": Colour.RED,
+        "pair": (1, "b"),
+        "many": (1, 2),
+        "maybe": Place("Lyon"),
+        "trip": Trip(Place("Paris"), [Place("Rome", "FR")]),
+        "note": None,
+        "colour_by_default": Colour.BLUE,
+    }
+    assert type(got["ratio"]) is float
+    assert type(got["either"]) is int
+
+
+@pytest.mark.parametrize(
+    ("change", "rule"),
+    [
+        ({"text": ""}, "minLength"),
+        ({"count": 10}, "exclusiveMaximum"),
+        ({"mode": "medium"}, "enum"),
+        ({"colour": "green"}, "enum"),
+        ({"pair": [1, "b", 3]}, "items"),
+        ({"either": 1.5}, "anyOf"),
+        ({"trip": {"stops": []}}, "required"),
+    ],
+)
+async def test_arguments_that_break_the_derived_schema_never_reach_the_tool(
+    typed: McpClient, change: dict[str, Any], rule: str
+) -> None:
+    """Spec-mandated (server/tools §Error Handling; E-18): the derived schema is
+    enforced like a hand-written one, before structuring."""
+    result = await typed.call_tool("every", {**EVERY, **change})
+    assert result["isError"] is True
+    assert f"rule /properties/{next(iter(change))}" in result["content"][0]["text"]
+    assert rule in result["content"][0]["text"]
+    assert seen == []
+
+
+async def test_signature_defaults_apply(typed: McpClient) -> None:
+    """presa-defined (docs/api.md, typed tools): ``times`` defaults to 2."""
+    result = await typed.call_tool("greet", {"name": "Ada"})
+    assert result["content"] == [{"type": "text", "text": "Hello, Ada! Hello, Ada!"}]
+
+
+async def test_schema_defaults_are_filled_in_for_the_arguments_form(typed: McpClient) -> None:
+    """presa-defined (docs/api.md, the arguments form): absent properties with a
+    ``default`` get it, in nested objects too; given ones are kept."""
+    result = await typed.call_tool("listing", {"given": "mine", "page": {}})
+    assert result["structuredContent"] == {"limit": 5, "given": "mine", "page": {"size": 20}}
+    bare = await typed.call_tool("listing", {})
+    assert bare["structuredContent"] == {"limit": 5, "given": "unused"}
+
+
+async def test_a_typed_dict_return_gives_an_output_schema_and_structured_content(
+    typed: McpClient,
+) -> None:
+    """Spec-mandated (server/tools §Output Schema, §Structured Content; E-19): the
+    return type is the outputSchema; the result carries structuredContent and its
+    JSON as text."""
+    tools = await listed(typed)
+    assert tools["weather"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+        "required": ["city", "celsius"],
+    }
+    result = await typed.call_tool("weather", {"city": "Oslo"})
+    assert result["structuredContent"] == {"city": "Oslo", "celsius": 21.5}
+    assert result["content"] == [{"type": "text", "text": '{"city": "Oslo", "celsius": 21.5}'}]
+
+
+async def test_an_attrs_return_gives_an_output_schema_and_structured_content(
+    typed: McpClient,
+) -> None:
+    """Spec-mandated (server/tools §Output Schema; E-19)."""
+    tools = await listed(typed)
+    assert tools["review"]["outputSchema"]["required"] == ["summary", "score"]
+    result = await typed.call_tool("review", {"text": "a fine text indeed"})
+    assert result["structuredContent"] == {"summary": "a fine tex", "score": 18}
+
+
+async def test_other_declared_json_returns_are_their_json_text(typed: McpClient) -> None:
+    """presa-defined (docs/api.md): ``-> int`` sends the number as text, no
+    outputSchema; ``-> None`` sends empty content."""
+    tools = await listed(typed)
+    assert "outputSchema" not in tools["square"]
+    assert (await typed.call_tool("square", {"n": 7}))["content"] == [
+        {"type": "text", "text": "49"}
+    ]
+    assert (await typed.call_tool("forget", {}))["content"] == []
+
+
+async def test_a_typed_prompt_lists_its_string_parameters_and_renders_its_text() -> None:
+    """Spec-mandated (server/prompts §Listing Prompts, §Getting a Prompt): the
+    parameters are the arguments, required unless defaulted, an Annotated string
+    their description; a returned string is one user message."""
+    server = Server("prompts", "1.0.0")
+
+    @server.prompt()
+    async def summarise(
+        ctx: RequestContext, text: Annotated[str, "What to summarise"], tone: str = "plain"
+    ) -> str:
+        """Asks the model to summarise a text."""
+        return f"Summarise ({tone}): {text}"
+
+    async with connect(server) as client:
+        (listed_prompt,) = result_of(await client.call("prompts/list"))["prompts"]
+        got = result_of(
+            await client.call("prompts/get", {"name": "summarise", "arguments": {"text": "x"}})
+        )
+    assert listed_prompt["description"] == "Asks the model to summarise a text."
+    assert listed_prompt["arguments"] == [
+        {"name": "text", "description": "What to summarise", "required": True},
+        {"name": "tone"},
+    ]
+    assert got["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Summarise (plain): x"}}
+    ]
+
+
+def test_a_typed_prompt_with_a_non_string_parameter_is_refused() -> None:
+    """presa-defined (docs/api.md, what registration refuses): prompt arguments
+    are strings on the wire."""
+    server = Server("prompts", "1.0.0")
+
+    async def count(ctx: RequestContext, n: int) -> str:
+        """Counts."""
+        return str(n)
+
+    with pytest.raises(SignatureError, match=r"^prompt 'count', parameter 'n': prompt arguments"):
+        server.prompt()(count)
