@@ -7,7 +7,6 @@ Rules of this file: the server reads Trio's in-memory streams to their end
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
@@ -16,8 +15,6 @@ import trio
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from trio.testing import (
-    MemoryReceiveStream,
-    MemorySendStream,
     MockClock,
     lockstep_stream_one_way_pair,
     memory_stream_one_way_pair,
@@ -32,20 +29,7 @@ from presa_trio.wire import models
 from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.expect import incident_of
-
-
-async def serve_lines(
-    server: Server, messages: list[bytes], **options: Any
-) -> list[dict[str, Any]]:
-    """Run a stdio server over ``messages`` until end of input; its output lines."""
-    stdin = MemoryReceiveStream()
-    stdin.put_data(b"".join(messages))
-    stdin.put_eof()
-    stdout = MemorySendStream()
-    await StdioServer(Dispatcher.for_server(server), stdin, stdout, **options).serve()
-    with contextlib.suppress(trio.WouldBlock):  # when nothing was written
-        return [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
-    return []
+from tests.stdio_lines import serve_lines
 
 
 async def test_a_result_json_cannot_hold_is_an_internal_error(

@@ -18,7 +18,7 @@ import trio
 from joserfc import jws
 
 from presa_trio.testing import DEFAULT_CAPABILITIES, headers_for, request
-from tests.auth.conftest import ALL_NAME_PARAMS, Presa
+from tests.auth.harness import ALL_NAME_PARAMS, Presa
 
 TASKS = {**DEFAULT_CAPABILITIES, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 WELL_KNOWN = "/.well-known/oauth-protected-resource"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import trio
 
-from tests.auth.conftest import Presa, start_presa
+from tests.auth.harness import Presa, start_presa
 from tests.auth.scenarios import TASKS
 
 

@@ -12,7 +12,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa
+from tests.auth.harness import Presa, start_presa
 
 FLAGS = ["--auth-token", "alice=alice-dev-secret", "--auth-token", "bob=bob-dev-secret"]
 

@@ -12,7 +12,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa, token_from_endpoint
+from tests.auth.harness import Presa, start_presa, token_from_endpoint
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa
+from tests.auth.harness import Presa, start_presa
 
 REFETCH_S = 1.0
 #: Slack on every bound: process scheduling on a loaded machine, never the design.

@@ -34,7 +34,7 @@ from mcp.types import TextContent
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, free_port, start_presa
+from tests.auth.harness import Presa, free_port, start_presa
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "authorization.md"
 

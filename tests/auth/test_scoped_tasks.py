@@ -19,7 +19,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa
+from tests.auth.harness import Presa, start_presa
 from tests.auth.scenarios import TASKS
 
 WIDE = "mcp files:delete"

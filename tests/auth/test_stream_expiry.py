@@ -16,10 +16,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import Presa, start_presa
-
-#: Slack on every bound: process scheduling on a loaded machine, never the design.
-SLACK_S = 1.5
+from tests.auth.harness import SLACK_S, Presa, start_presa
 
 
 async def listen_to_the_end(presa: Presa, token: str, task: str) -> list[dict[str, Any]]:

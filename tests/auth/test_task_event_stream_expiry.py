@@ -17,8 +17,7 @@ import trio
 from presa_trio.testing import headers_for, request
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import ALL_NAME_PARAMS, start_presa
-from tests.auth.test_stream_expiry import SLACK_S
+from tests.auth.harness import ALL_NAME_PARAMS, SLACK_S, start_presa
 
 
 async def test_a_task_event_stream_ends_at_its_tokens_exp(

@@ -18,7 +18,7 @@ import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.conftest import start_presa, token_from_endpoint
+from tests.auth.harness import start_presa, token_from_endpoint
 
 CANNOT_WORK = "authorization cannot work: "
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.client.conftest import client
+from tests.client.helpers import client
 from tests.e2e.serve_process import ServeProcess
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import trio
 
 from presa_trio.http.transcript_render import render
-from tests.client.conftest import on_terminal
+from tests.client.helpers import on_terminal
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "client.md"

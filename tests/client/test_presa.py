@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from tests.client.conftest import client, client_command
+from tests.client.helpers import client, client_command
 from tests.e2e.serve_process import REPOSITORY, ServeProcess, serving
 
 ACCEPT_NAME = '{"action":"accept","content":{"name":"Ada"}}'

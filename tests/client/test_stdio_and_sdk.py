@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.client.conftest import client
+from tests.client.helpers import client
 from tests.e2e.serve_process import ServeProcess
 
 STDIO = ["--", sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]

@@ -5,7 +5,7 @@ client/sampling)."""
 
 from __future__ import annotations
 
-from tests.client.conftest import on_terminal
+from tests.client.helpers import on_terminal
 from tests.e2e.serve_process import ServeProcess
 
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.client.conftest import client, client_environment
+from tests.client.helpers import client, client_environment
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
 TOKEN = "0123456789abcdef0123"

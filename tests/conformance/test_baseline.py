@@ -27,7 +27,7 @@ from conformance.baseline import (
     parse_baseline,
     parse_catalogue,
 )
-from tests.wire.test_layering import imported_modules
+from tests.import_graph import imported_modules
 
 CATALOGUE = Catalogue(
     scored=("caching", "tools-list"),

@@ -28,7 +28,7 @@ from presa_trio.http.transcript_render import render_lines
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, request, running
-from tests.docs.test_tasks_session import (
+from tests.docs.session import (
     DOCS,
     PAGE,
     asked,
@@ -36,7 +36,7 @@ from tests.docs.test_tasks_session import (
     rendered_section,
     write_recording_and_page,
 )
-from tests.http.test_transcript import Ticks
+from tests.http.ticks import Ticks
 
 RECORDING = DOCS / "task-events-session.jsonl"
 BEGIN = (

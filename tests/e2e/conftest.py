@@ -8,77 +8,15 @@ hypercorn's trigger, so the ASGI lifespan ends as in production.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from functools import partial
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
-import attrs
 import httpx
 import pytest
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
-from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 from presa_trio.demo import build_app
 from presa_trio.http.app import McpApp
-from presa_trio.testing import headers_for, request
-
-
-@attrs.define(eq=False)
-class Tracked:
-    """ASGI middleware counting the HTTP calls in flight, to wait until all returned."""
-
-    app: McpApp
-    in_flight: int = 0
-    _returned: trio.Event = attrs.field(factory=trio.Event)
-
-    async def __call__(
-        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
-    ) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        self.in_flight += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.in_flight -= 1
-            self._returned.set()
-            self._returned = trio.Event()
-
-    async def wait_idle(self) -> None:
-        """Return once no HTTP call of the app is running."""
-        while self.in_flight:
-            await self._returned.wait()
-
-
-@attrs.frozen
-class Served:
-    """A running server: its endpoint URL, the app, and the call tracker."""
-
-    url: str
-    app: McpApp
-    tracked: Tracked
-
-    @property
-    def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
-
-
-async def start(
-    app: McpApp, nursery: trio.Nursery, **config_options: Any
-) -> tuple[Served, trio.Event]:
-    """Serve ``app`` on a free loopback port; ``config_options`` set hypercorn's Config."""
-    config = Config.from_mapping(config_options)
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    tracked = Tracked(app)
-    shutdown = trio.Event()
-    urls: list[str] = await nursery.start(
-        partial(serve, tracked, config, shutdown_trigger=shutdown.wait)
-    )
-    return Served(urls[0] + "/mcp", app, tracked), shutdown
+from tests.e2e.harness import ServeApp, Served, TaskClient, start
 
 
 @pytest.fixture
@@ -86,10 +24,6 @@ async def served(nursery: trio.Nursery) -> AsyncIterator[Served]:
     server, shutdown = await start(build_app(), nursery)
     yield server
     shutdown.set()
-
-
-#: Serves an app on a free loopback port; setting the Event shuts it down.
-ServeApp = Callable[[McpApp], Awaitable[tuple[Served, trio.Event]]]
 
 
 @pytest.fixture
@@ -107,45 +41,6 @@ async def serve_app(nursery: trio.Nursery) -> AsyncIterator[ServeApp]:
         shutdown.set()
 
 
-#: The client capabilities of a task client: the Tasks extension and elicitation.
-TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
-
-
-@attrs.define
-class TaskClient:
-    """A client of one served app's tasks, over real HTTP; it never accepts a 503."""
-
-    http: httpx.AsyncClient
-    served: Served
-
-    async def send(self, method: str, **params: Any) -> dict[str, Any]:
-        message = request(method, params, capabilities=TASKS)
-        name = params.get("taskId", params.get("name") if method == "tools/call" else None)
-        extra = {} if name is None else {"mcp-name": name}
-        response = await self.http.post(
-            self.served.url, json=message, headers=headers(message, **extra)
-        )
-        assert response.status_code in (200, 500), response.text  # never a 503
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    async def create(self, tool: str, **arguments: Any) -> str:
-        answer = await self.send("tools/call", name=tool, arguments=arguments)
-        task_id: str = answer["result"]["taskId"]
-        return task_id
-
-    async def reached(self, task_id: str, *statuses: str) -> dict[str, Any]:
-        """The task once in one of ``statuses`` (polled, as a client without a stream does)."""
-        while True:
-            result: dict[str, Any] = (await self.send("tasks/get", taskId=task_id))["result"]
-            if result["status"] in statuses:
-                return result
-            await trio.sleep(0.02)
-
-    async def settled(self, task_id: str) -> dict[str, Any]:
-        return await self.reached(task_id, "completed", "failed", "cancelled")
-
-
 @pytest.fixture
 def task_client(http: httpx.AsyncClient) -> Callable[[Served], TaskClient]:
     """Makes a :class:`TaskClient` of a served app."""
@@ -156,10 +51,3 @@ def task_client(http: httpx.AsyncClient) -> Callable[[Served], TaskClient]:
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=5) as client:
         yield client
-
-
-def headers(message: dict[str, Any], **extra: str) -> dict[str, str]:
-    """The headers a correct client sends with ``message``; ``Host`` is httpx's own."""
-    sent = {k: v for k, v in headers_for(message).items() if k != "host"}
-    sent.update(extra)
-    return sent

@@ -19,7 +19,7 @@ import h2.events
 import h11
 import trio
 
-from tests.e2e.conftest import headers
+from tests.e2e.harness import headers
 
 
 def wire_headers(message: dict[str, Any], **extra: str) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ import trio
 
 from presa_trio.testing import meta, request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
-from tests.e2e.conftest import headers
+from tests.e2e.harness import headers
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
 PAUSING = "tests.e2e.pausing_server:server"

@@ -18,7 +18,7 @@ import trio
 from presa_trio.demo import build_app, build_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import meta, request
-from tests.e2e.conftest import Served, start
+from tests.e2e.harness import Served, start
 from tests.e2e.raw_http import H11Client, h2_requests, wire_headers
 
 DISCOVER = request("server/discover")

@@ -38,7 +38,8 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
 )
 from presa_trio.wire.mrtr import Elicitation
-from tests.e2e.conftest import ServeApp, Served, TaskClient
+from tests.e2e.gates import Gates
+from tests.e2e.harness import ServeApp, Served, TaskClient
 
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {}})
 SITES = ["create", "get", "compare_and_set", "renew", "claim_expired", "release", "watch"]
@@ -153,16 +154,6 @@ class FaultyStore:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         await self.inner.watch_events(deliver, task_status=task_status)
-
-
-@attrs.define
-class Gates:
-    """Label -> the Event a ``work`` task with that label waits for."""
-
-    events: dict[str, trio.Event] = attrs.field(factory=dict)
-
-    def __getitem__(self, label: str) -> trio.Event:
-        return self.events.setdefault(label, trio.Event())
 
 
 def build(store: FaultyStore, gates: Gates) -> McpApp:

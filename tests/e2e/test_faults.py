@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import trio
 
+from tests.e2e.peers import CONFIRM, PATIENCE, Peer, serving
 from tests.e2e.serve_process import presa_serve
-from tests.e2e.test_restart import CONFIRM, PATIENCE, Peer, serving
 from tests.postgres import Postgres, temporary_postgresql
 
 #: The store timeout the servers here run with (s), and the bound a request

@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from presa_trio.testing import request
-from tests.e2e.conftest import headers
+from tests.e2e.harness import headers
 from tests.e2e.serve_process import REPOSITORY, presa_serve
 
 README = REPOSITORY / "README.md"

@@ -20,7 +20,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.testing import meta, request
 from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
-from tests.e2e.conftest import Served, headers, start
+from tests.e2e.harness import Served, headers, start
 from tests.e2e.raw_http import H11Client, wire_headers
 
 

@@ -23,7 +23,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.stores import open_store
-from tests.e2e.conftest import ServeApp, Served, TaskClient
+from tests.e2e.harness import ServeApp, Served, TaskClient
 from tests.postgres import Postgres
 
 EPISODE_S = 3.0

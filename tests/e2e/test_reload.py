@@ -14,7 +14,7 @@ import httpx
 import trio
 
 from presa_trio.testing import request
-from tests.e2e.conftest import headers
+from tests.e2e.harness import headers
 from tests.e2e.serve_process import SERVING, ServeProcess, presa_serve
 
 MODULE = '''

@@ -8,107 +8,14 @@ never gets there; nothing asserts how long anything took.
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 import trio
 
-from presa_trio.testing import request
-from tests.e2e.conftest import headers
-from tests.postgres import free_port
-
-TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
-CONFIRM = {"action": "accept", "content": {"confirm": True}}
-#: A short lease, so the restarted server claims the killed one's tasks soon.
-LEASE_SECONDS = "1"
-#: Hang guard for every wait on the server; a passing run needs a few seconds.
-PATIENCE = 60
-
-
-class Peer:
-    """A JSON-RPC client of one server process."""
-
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
-        self.http = http
-        self.url = url
-        self.next_id = 0
-
-    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The JSON-RPC response to one request: a result or an error."""
-        self.next_id += 1
-        message = request(method, params, request_id=self.next_id, capabilities=TASKS)
-        extra = {"mcp-name": params["taskId"]} if "taskId" in params else {}
-        response = await self.http.post(self.url, json=message, headers=headers(message, **extra))
-        body: dict[str, Any] = json.loads(response.content)
-        return body
-
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        body = await self.send(method, params)
-        assert "result" in body, body
-        result: dict[str, Any] = body["result"]
-        return result
-
-    async def until(self, task_id: str, status: str) -> dict[str, Any]:
-        """``tasks/get`` until the task reads ``status``; its DetailedTask then."""
-        while True:
-            task = await self.call("tasks/get", {"taskId": task_id})
-            if task["status"] == status:
-                return task
-            await trio.sleep(0.05)
-
-
-@asynccontextmanager
-async def serving(
-    store: str,
-    log: Path,
-    lease: str = LEASE_SECONDS,
-    *options: str,
-    program: Sequence[str] = ("-m", "presa_trio"),
-) -> AsyncIterator[tuple[trio.Process, Peer]]:
-    """``presa-trio serve --store STORE OPTIONS``; yields the process once it answers.
-
-    ``program`` is what Python runs: the command line, or a launcher around it.
-    """
-    port = free_port()
-    command = [
-        sys.executable,
-        *program,
-        "serve",
-        "--port",
-        str(port),
-        "--store",
-        store,
-        "--task-lease",
-        lease,
-        *options,
-    ]
-    with log.open("ab") as stderr:
-        async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(trio.run_process, command, check=False, stderr=stderr)
-            )
-            try:
-                async with httpx.AsyncClient(timeout=10) as http:
-                    peer = Peer(http, f"http://localhost:{port}/mcp")
-                    with trio.fail_after(PATIENCE):
-                        while True:
-                            try:
-                                await peer.call("server/discover", {})
-                                break
-                            except httpx.TransportError:
-                                await trio.sleep(0.05)
-                    yield process, peer
-            finally:
-                if process.returncode is None:
-                    process.kill()
+from tests.e2e.peers import CONFIRM, PATIENCE, serving
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])

@@ -15,55 +15,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import trio
 
 from presa_trio.testing import request
 from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SERVER_INFO
+from tests.e2e.peers import StdioPeer
 
 TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
-
-
-@attrs.define(eq=False)
-class StdioPeer:
-    """The client side of a stdio server: write lines, read messages."""
-
-    process: trio.Process
-    _buffer: bytes = b""
-    received: list[dict[str, Any]] = attrs.field(factory=list)
-
-    async def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send_all(json.dumps(message).encode() + b"\n")
-
-    async def next_message(self) -> dict[str, Any] | None:
-        """The next line as JSON, or ``None`` at end of output."""
-        assert self.process.stdout is not None
-        while b"\n" not in self._buffer:
-            chunk = await self.process.stdout.receive_some()
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        message: dict[str, Any] = json.loads(line)
-        self.received.append(message)
-        return message
-
-    async def response_to(self, request_id: int) -> dict[str, Any]:
-        """Read until the response with ``request_id``; other messages are kept."""
-        while True:
-            message = await self.next_message()
-            assert message is not None, "the server closed stdout"
-            if message.get("id") == request_id and "method" not in message:
-                return message
-
-    async def call(
-        self, method: str, params: dict[str, Any], request_id: int, **options: Any
-    ) -> dict[str, Any]:
-        await self.send(request(method, params, request_id=request_id, **options))
-        return await self.response_to(request_id)
 
 
 @pytest.fixture

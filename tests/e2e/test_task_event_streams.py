@@ -26,10 +26,8 @@ import trio
 
 from presa_trio.testing import request
 from presa_trio.wire.errors import INVALID_PARAMS
-from tests.e2e.conftest import headers
-from tests.e2e.test_restart import PATIENCE, TASKS, Peer, serving
-from tests.e2e.test_stdio import StdioPeer
-from tests.e2e.test_two_processes import LONG_LEASE, two_servers
+from tests.e2e.harness import headers
+from tests.e2e.peers import LONG_LEASE, PATIENCE, TASKS, Peer, StdioPeer, serving, two_servers
 
 EVENT = "notifications/tasks/event"
 STATUS = "presa_trio.task.status"

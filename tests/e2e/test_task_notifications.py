@@ -23,7 +23,7 @@ from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.mrtr import Elicitation
-from tests.e2e.conftest import Served, headers, start
+from tests.e2e.harness import Served, headers, start
 
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +20,9 @@ import httpx
 import trio
 
 from presa_trio.testing import request
-from tests.e2e.conftest import headers
-from tests.e2e.test_restart import CONFIRM, PATIENCE, TASKS, Peer, serving
+from tests.e2e.harness import headers
+from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, two_servers
 from tests.postgres import Postgres
-
-#: A lease long enough that no process claims another's live task in these tests.
-LONG_LEASE = "30"
-
-
-@asynccontextmanager
-async def two_servers(
-    url: str, tmp_path: Path, lease: str = LONG_LEASE, *options: str
-) -> AsyncIterator[tuple[tuple[trio.Process, Peer], tuple[trio.Process, Peer]]]:
-    """Servers A and B on one database; their logs are ``a.log`` and ``b.log``."""
-    async with AsyncExitStack() as stack:
-        a = await stack.enter_async_context(serving(url, tmp_path / "a.log", lease, *options))
-        b = await stack.enter_async_context(serving(url, tmp_path / "b.log", lease, *options))
-        yield a, b
 
 
 async def park(creator: Peer, watcher: Peer, filename: str) -> tuple[str, dict[str, Any]]:

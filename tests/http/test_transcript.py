@@ -15,21 +15,11 @@ from presa_trio.demo import build_app
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import McpClient, meta, request, running
+from tests.http.ticks import Ticks
 
 HERE = Path(__file__).parent
 RECORDED = HERE / "transcript_recorded.jsonl"
 GOLDEN = HERE / "transcript_golden.md"
-
-
-class Ticks:
-    """A clock that advances 5 ms per reading: deterministic timings."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        self.now += 0.005
-        return self.now
 
 
 async def exchange_both_ways(tmp_path: Path) -> tuple[list[bytes], list[bytes], Path]:

@@ -20,7 +20,7 @@ from presa_trio.tasks import TASKS_EXTENSION
 from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.expect import assert_still_serving, error_of, result_of
-from tests.test_stdio import serve_lines
+from tests.stdio_lines import serve_lines
 
 LONE = "\ud800"
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}

@@ -36,7 +36,7 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of, without_incident
-from tests.tasks.conftest import TRIO_CLOCK
+from tests.tasks.helpers import TRIO_CLOCK
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {"elicitation": {}}

@@ -16,7 +16,8 @@ import pytest
 
 from presa_trio.tasks import model
 from presa_trio.tasks.model import IllegalTransition, Status, Task
-from tests.wire.test_layering import forbidden, imported_modules
+from tests.import_graph import imported_modules
+from tests.wire.layering import forbidden
 
 T0, T1, T2, T3 = (1_793_729_045_000 + 1000 * n for n in range(4))  # 2026-11-03T18:04:0n
 ASK = {

@@ -25,7 +25,7 @@ from presa_trio.tasks.model import Status
 from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
 from tests.expect import error_of, result_of, without_incident
-from tests.tasks.conftest import TRIO_CLOCK, RecordingStore
+from tests.tasks.helpers import TRIO_CLOCK, RecordingStore
 
 DECLARED: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 UNDECLARED: dict[str, Any] = {}

@@ -34,7 +34,7 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import META_LOG_LEVEL
 from presa_trio.wire.mrtr import Elicitation, ListRoots
 from tests.expect import without_incident
-from tests.tasks.conftest import RESULT, TRIO_CLOCK, RecordingStore, creator, gated
+from tests.tasks.helpers import RESULT, TRIO_CLOCK, RecordingStore, creator, gated
 
 ASK = Elicitation("Sure?", {"type": "object", "properties": {}})
 YES = {"action": "accept", "content": {}}

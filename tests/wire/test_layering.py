@@ -7,43 +7,16 @@ never the other way round (docs/architecture.md).
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
 import presa_trio.wire
+from tests.import_graph import imported_modules
+from tests.wire.layering import forbidden
 
 WIRE_DIR = Path(presa_trio.wire.__file__).parent
 WIRE_MODULES = sorted(WIRE_DIR.glob("*.py"))
-
-#: Top-level packages that do I/O; wire must import none of them.
-IO_PACKAGES = {"trio", "hypercorn", "anyio", "asyncio", "socket", "h11", "h2"}
-#: Project packages above wire.
-UPPER_LAYERS = {"server", "http", "tasks", "stdio", "cli", "fixtures"}
-
-
-def imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, as dotted names (relative imports resolved)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = "presa_trio.wire".rsplit(".", node.level - 1)[0]
-                found.add(f"{base}.{node.module}" if node.module else base)
-            elif node.module is not None:
-                found.add(node.module)
-    return found
-
-
-def forbidden(module: str) -> bool:
-    parts = module.split(".")
-    if parts[0] in IO_PACKAGES:
-        return True
-    return parts[0] == "presa_trio" and len(parts) > 1 and parts[1] in UPPER_LAYERS
 
 
 def test_wire_package_has_modules() -> None:

@@ -24,42 +24,24 @@ from presa_trio.tasks.stores.base import (
     Lease,
     LeaseLost,
     Limits,
-    StoredTask,
     StoreEvent,
     TaskExpired,
     TaskNotFound,
     TaskStore,
-    Work,
 )
 from presa_trio.tasks.stores.record import UnknownRecordVersion, from_record, to_record
 from presa_trio.wire.errors import INVALID_PARAMS
-
-T0 = 1_800_000_000_000  # epoch ms
-ROOMY = Limits()
-ASK = {"method": "elicitation/create", "params": {"message": "Sure?"}}
-WORK = Work(
-    tool="slow_compute",
-    arguments={"seconds": 1, "label": "ünïcode"},
-    protocol_version="2026-07-28",
-    capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}},
-    input_responses={"earlier": {"action": "accept", "content": {}}},
-    state={"round": 2},
-    rerun=True,
-    principal={"issuer": "https://as.example", "subject": "alice", "clientId": None, "scopes": []},
+from tests.tasks.stores.records import (
+    ASK,
+    AWKWARD,
+    ROOMY,
+    T0,
+    WORK,
+    awkward_task,
+    awkward_work,
+    new_task,
+    stored,
 )
-
-
-def new_task(task_id: str = "t-1", ttl_ms: int | None = 60_000) -> Task:
-    return model.create(task_id, now_ms=T0, ttl_ms=ttl_ms, poll_interval_ms=100)
-
-
-def stored(
-    task_id: str = "t-1",
-    scope: str = "alice",
-    ttl_ms: int | None = 60_000,
-    lease: Lease | None = None,
-) -> StoredTask:
-    return StoredTask(scope, new_task(task_id, ttl_ms), WORK, lease or Lease("p1", 1, T0 + 30_000))
 
 
 async def test_a_created_task_is_readable_at_once(store: TaskStore) -> None:
@@ -278,12 +260,6 @@ async def test_the_storage_round_trip_keeps_every_field(store: TaskStore, number
     assert from_record(to_record(read)) == read
 
 
-#: Strings no store may change: U+0000 (which PostgreSQL's jsonb refuses), a
-#: lone surrogate (which no UTF-8 text holds; JSON writes it ``\\ud800``), and
-#: the six characters of an escaped U+0000, which must not read back as one.
-AWKWARD = ["a\x00b", "\x00", "lone \ud800 surrogate", "\\u0000", "\udfff\x00é"]
-
-
 @pytest.mark.parametrize("text", AWKWARD)
 async def test_every_string_round_trips_in_arguments_results_answers_and_messages(
     store: TaskStore, text: str
@@ -304,25 +280,6 @@ async def test_every_string_round_trips_in_arguments_results_answers_and_message
         # A terminal task's work may have been let go of (store rule 4).
         assert read.work == (None if read.work is None and after.terminal else seed.work)
         before = after
-
-
-def awkward_value(text: str) -> dict[str, Any]:
-    return {text: text, "list": [text, {"nested": text}]}
-
-
-def awkward_work(text: str) -> dict[str, Any]:
-    """Work fields holding ``text``: the tool arguments and the handler state."""
-    return {"arguments": awkward_value(text), "state": awkward_value(text)}
-
-
-def awkward_task(text: str) -> list[Task]:
-    """A task's moves holding ``text``: asked, answered, a status message, completed."""
-    asked = model.request_input(new_task(), {"k": ASK}, T0 + 1)
-    answer = {"action": "accept", "content": awkward_value(text)}
-    answered = model.fulfil(asked, {"k": answer}, T0 + 2)
-    reported = model.report(answered, text, T0 + 3)
-    result = {"content": [{"type": "text", "text": text}], "structuredContent": awkward_value(text)}
-    return [asked, answered, reported, model.complete(reported, result, T0 + 4)]
 
 
 def test_a_version_1_record_without_a_status_message_still_reads() -> None:

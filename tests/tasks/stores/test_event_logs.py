@@ -16,8 +16,7 @@ from presa_trio.tasks import model
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import TaskStore
-from tests.tasks.stores.test_contract import ROOMY, T0, stored
-from tests.tasks.stores.test_postgresql import Seen
+from tests.tasks.stores.records import ROOMY, T0, Seen, stored
 
 KEEP_ALL = Retention(max_events=10_000, max_age_ms=None)
 

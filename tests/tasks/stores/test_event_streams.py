@@ -38,7 +38,7 @@ from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, 
 from presa_trio.testing import running as serving
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from presa_trio.wire.mrtr import Elicitation
-from tests.e2e.test_failure_boundaries import Gates
+from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
 
 EVENT = "notifications/tasks/event"

@@ -35,38 +35,19 @@ from presa_trio.tasks.stores.postgres_io import Database, Lane
 from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
 from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
-from tests.tasks.stores.test_contract import (
+from tests.tasks.stores.records import (
     ASK,
     AWKWARD,
+    PATIENCE,
     ROOMY,
     T0,
     WORK,
+    Seen,
     awkward_task,
     awkward_work,
     new_task,
     stored,
 )
-
-PATIENCE = 60
-
-
-@attrs.define
-class Seen:
-    """A watcher that records what it is given and wakes whoever waits for more."""
-
-    # Store events, or (from watch_events) task ids and RESYNC.
-    events: list[object] = attrs.field(factory=list)
-    _more: trio.Event = attrs.field(factory=trio.Event)
-
-    def __call__(self, event: object) -> None:
-        self.events.append(event)
-        self._more.set()
-        self._more = trio.Event()
-
-    async def until(self, wanted: object) -> None:
-        with trio.fail_after(PATIENCE):
-            while wanted not in self.events:
-                await self._more.wait()
 
 
 async def test_a_change_made_by_one_process_reaches_the_others_watchers(

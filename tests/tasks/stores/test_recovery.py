@@ -23,7 +23,7 @@ from presa_trio.tasks.model import Status
 from presa_trio.tasks.stores.base import TaskStore, Work
 from presa_trio.tasks.worker import Job, WorkerContext
 from presa_trio.wire.mrtr import ListRoots
-from tests.tasks.conftest import RESULT, TRIO_CLOCK, creator, gated
+from tests.tasks.helpers import RESULT, TRIO_CLOCK, creator, gated
 
 ROOTS = {"roots": [{"uri": "file:///w"}]}
 WORK = Work("asker", {}, "2026-07-28", {"roots": {}}, rerun=True)

@@ -1,0 +1,159 @@
+"""Real ``presa-trio serve`` processes (over HTTP or stdio), and a peer speaking to each."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import trio
+
+from presa_trio.testing import request
+from tests.e2e.harness import headers
+from tests.postgres import free_port
+
+TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+CONFIRM = {"action": "accept", "content": {"confirm": True}}
+#: A short lease, so the restarted server claims the killed one's tasks soon.
+LEASE_SECONDS = "1"
+#: Hang guard for every wait on the server; a passing run needs a few seconds.
+PATIENCE = 60
+
+
+class Peer:
+    """A JSON-RPC client of one server process."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.next_id = 0
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The JSON-RPC response to one request: a result or an error."""
+        self.next_id += 1
+        message = request(method, params, request_id=self.next_id, capabilities=TASKS)
+        extra = {"mcp-name": params["taskId"]} if "taskId" in params else {}
+        response = await self.http.post(self.url, json=message, headers=headers(message, **extra))
+        body: dict[str, Any] = json.loads(response.content)
+        return body
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = await self.send(method, params)
+        assert "result" in body, body
+        result: dict[str, Any] = body["result"]
+        return result
+
+    async def until(self, task_id: str, status: str) -> dict[str, Any]:
+        """``tasks/get`` until the task reads ``status``; its DetailedTask then."""
+        while True:
+            task = await self.call("tasks/get", {"taskId": task_id})
+            if task["status"] == status:
+                return task
+            await trio.sleep(0.05)
+
+
+@asynccontextmanager
+async def serving(
+    store: str,
+    log: Path,
+    lease: str = LEASE_SECONDS,
+    *options: str,
+    program: Sequence[str] = ("-m", "presa_trio"),
+) -> AsyncIterator[tuple[trio.Process, Peer]]:
+    """``presa-trio serve --store STORE OPTIONS``; yields the process once it answers.
+
+    ``program`` is what Python runs: the command line, or a launcher around it.
+    """
+    port = free_port()
+    command = [
+        sys.executable,
+        *program,
+        "serve",
+        "--port",
+        str(port),
+        "--store",
+        store,
+        "--task-lease",
+        lease,
+        *options,
+    ]
+    with log.open("ab") as stderr:
+        async with trio.open_nursery() as nursery:
+            process: trio.Process = await nursery.start(
+                partial(trio.run_process, command, check=False, stderr=stderr)
+            )
+            try:
+                async with httpx.AsyncClient(timeout=10) as http:
+                    peer = Peer(http, f"http://localhost:{port}/mcp")
+                    with trio.fail_after(PATIENCE):
+                        while True:
+                            try:
+                                await peer.call("server/discover", {})
+                                break
+                            except httpx.TransportError:
+                                await trio.sleep(0.05)
+                    yield process, peer
+            finally:
+                if process.returncode is None:
+                    process.kill()
+
+
+#: A lease long enough that no process claims another's live task in these tests.
+LONG_LEASE = "30"
+
+
+@asynccontextmanager
+async def two_servers(
+    url: str, tmp_path: Path, lease: str = LONG_LEASE, *options: str
+) -> AsyncIterator[tuple[tuple[trio.Process, Peer], tuple[trio.Process, Peer]]]:
+    """Servers A and B on one database; their logs are ``a.log`` and ``b.log``."""
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(serving(url, tmp_path / "a.log", lease, *options))
+        b = await stack.enter_async_context(serving(url, tmp_path / "b.log", lease, *options))
+        yield a, b
+
+
+@attrs.define(eq=False)
+class StdioPeer:
+    """The client side of a stdio server: write lines, read messages."""
+
+    process: trio.Process
+    _buffer: bytes = b""
+    received: list[dict[str, Any]] = attrs.field(factory=list)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send_all(json.dumps(message).encode() + b"\n")
+
+    async def next_message(self) -> dict[str, Any] | None:
+        """The next line as JSON, or ``None`` at end of output."""
+        assert self.process.stdout is not None
+        while b"\n" not in self._buffer:
+            chunk = await self.process.stdout.receive_some()
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message: dict[str, Any] = json.loads(line)
+        self.received.append(message)
+        return message
+
+    async def response_to(self, request_id: int) -> dict[str, Any]:
+        """Read until the response with ``request_id``; other messages are kept."""
+        while True:
+            message = await self.next_message()
+            assert message is not None, "the server closed stdout"
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    async def call(
+        self, method: str, params: dict[str, Any], request_id: int, **options: Any
+    ) -> dict[str, Any]:
+        await self.send(request(method, params, request_id=request_id, **options))
+        return await self.response_to(request_id)
