@@ -94,12 +94,13 @@ def mcp_headers(scope: HTTPScope) -> tuple[str | None, str | None]:
     return method, name
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=128)
 def text_value(text: str) -> str:
     """A string as a text line shows it: bare if it can be, else a JSON string.
 
     The same few method names, tool names and paths come on request after
-    request, so their shown form is remembered.
+    request, so the shown form of the last 128 is remembered (a bound:
+    a request head is at most hypercorn's 16 KiB).
     """
     return text if BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
 
