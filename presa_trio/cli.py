@@ -20,7 +20,8 @@ only when that command runs: the client (and httpx) for the client's
 commands, the reloader for ``serve --reload``, the stdio edge for ``stdio``,
 the renderer for ``transcript``; the auth options and the store URLs import
 theirs the same way. A plain ``serve`` loads what serving needs and no more
-(tests/test_imports.py), which is most of its memory.
+(tests/e2e/test_serve_imports.py): the modules a server imports are most of
+its resident memory (docs/performance.md, "Where the peak RSS goes").
 """
 
 from __future__ import annotations

@@ -54,6 +54,20 @@ def loaded(modules: set[str], names: Iterable[str] = NOT_FOR_SERVING) -> list[st
     return sorted(set(names) & modules)
 
 
+def run_to_the_end(*arguments: str) -> tuple[int, set[str]]:
+    """Run ``presa-trio ARGUMENTS`` with stdin at its end: its exit status and modules."""
+    finished = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "presa_trio", *arguments],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        timeout=60,
+        check=False,
+    )
+    return finished.returncode, imported(finished.stderr.splitlines())
+
+
 async def test_serve_loads_neither_the_client_nor_unused_stores_or_auth() -> None:
     """presa-defined (command line): ``presa-trio serve`` on the memory store answers a
     tools/call having loaded hypercorn and the HTTP edge, and none of httpx, the
@@ -75,17 +89,8 @@ async def test_serve_loads_neither_the_client_nor_unused_stores_or_auth() -> Non
 def test_stdio_loads_neither_the_client_nor_unused_stores() -> None:
     """presa-defined (command line): ``presa-trio stdio`` serves until its stdin ends
     without loading httpx, the client's commands, the reloader or an unused store."""
-    finished = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "presa_trio", "stdio"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=REPOSITORY,
-        timeout=60,
-        check=False,
-    )
-    assert finished.returncode == 0, finished.stderr
-    modules = imported(finished.stderr.splitlines())
+    status, modules = run_to_the_end("stdio")
+    assert status == 0
     assert {"presa_trio.stdio", "presa_trio.server.dispatch"} <= modules
     assert loaded(modules) == []
 
@@ -94,15 +99,7 @@ def test_a_client_command_loads_the_client() -> None:
     """presa-defined (command line): the boundary is the command, not a missing
     feature: ``presa-trio list`` imports the client and httpx when it runs (here it
     finds nothing listening and says so in one line, exit 3)."""
-    finished = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "presa_trio", "list", "http://127.0.0.1:9/mcp"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=REPOSITORY,
-        timeout=60,
-        check=False,
-    )
-    assert finished.returncode == 3, finished.stderr
+    status, modules = run_to_the_end("list", "http://127.0.0.1:9/mcp")
+    assert status == 3
     client = ("httpx", "presa_trio.client.commands")
-    assert loaded(imported(finished.stderr.splitlines()), client) == sorted(client)
+    assert loaded(modules, client) == sorted(client)
