@@ -50,7 +50,7 @@ a worker's writes in :mod:`~presa_trio.tasks.writes`; the loops and the
 reactions in :mod:`~presa_trio.tasks.coordination` and
 :mod:`~presa_trio.tasks.reactions`; the store's classification of its
 errors in each store (:class:`~presa_trio.tasks.stores.base.StoreError`);
-the process exit in :mod:`presa_trio.http.app` and the CLI.
+the process exit in :mod:`presa_trio.http.app`, :mod:`presa_trio.stdio` and the CLI.
 
 A task's life
 -------------
