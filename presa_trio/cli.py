@@ -423,7 +423,7 @@ def serve(args: argparse.Namespace, server: Server) -> None:
     auth = None
     if auth_requested(args):
         try:
-            auth = guard_from_args(args, args.host, args.port)
+            auth = guard_from_args(args, args.host)
         except ValueError as error:
             raise UsageError(str(error)) from None
     try:

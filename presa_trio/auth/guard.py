@@ -12,7 +12,10 @@ request it:
    Bearer`` challenge naming the Protected Resource Metadata
    (``resource_metadata``), plus ``error="invalid_token"`` when a token was
    sent and the ``scope`` every request needs (RFC 6750 §3; authorization
-   §Error Handling, §Scope Selection Strategy);
+   §Error Handling, §Scope Selection Strategy). A token verified before is
+   answered from what the verifiers keep, by its SHA-256 and a lookup
+   (:meth:`ResourceGuard.remembered`, no coroutine); only a new one is
+   verified (:meth:`ResourceGuard.authenticate`);
 3. once the JSON-RPC method is known, checks the token's scopes against what
    this method (and, for ``tools/call``, this tool) requires: 403
    ``error="insufficient_scope"`` naming every required scope in one
@@ -27,7 +30,8 @@ The verified :class:`~presa_trio.auth.principal.Principal` goes with the
 request to its handler, with an :class:`~presa_trio.auth.principal.Access`:
 the scopes the request needed (a task keeps those of the call that made it,
 and every later request on the task needs them too) and :meth:`lapsed`,
-which a long-lived stream awaits to end when the token does.
+which a long-lived stream awaits to end when the token does. The token
+itself is kept only by the request it came with.
 
 An authorization server that cannot be reached is 503 with ``Retry-After``;
 a configuration that cannot work with it is 500, logged once with the
@@ -40,7 +44,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -50,13 +54,14 @@ import trio
 
 from presa_trio.auth.jwt_tokens import looks_like_jwt
 from presa_trio.auth.keys import KeysPending
-from presa_trio.auth.principal import Principal
+from presa_trio.auth.principal import Access, Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
     Misconfigured,
     Verified,
     Verifier,
     VerifierUnavailable,
+    token_digest,
 )
 from presa_trio.wire.http_values import Headers, Rejection
 
@@ -85,26 +90,36 @@ class ScopeRules:
     every_request: frozenset[str] = frozenset()
     methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
-    # (method, tool) with a rule of their own, or None -> the answer: asked on
-    # every request, and bounded by the rules, whatever names clients send.
-    _answers: dict[tuple[str | None, str | None], frozenset[str]] = attrs.field(
-        factory=dict, eq=False, repr=False
+    # The answers, worked out once: each method with a rule, each tool with one.
+    _by_method: dict[str, frozenset[str]] = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: {m: self.every_request | s for m, s in self.methods.items()},
+            takes_self=True,
+        ),
+    )
+    _by_tool: dict[str, frozenset[str]] = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: {
+                tool: self._by_method.get("tools/call", self.every_request) | scopes
+                for tool, scopes in self.tools.items()
+            },
+            takes_self=True,
+        ),
     )
 
     def required(self, method: str, params: Mapping[str, Any]) -> frozenset[str]:
         """Every scope ``method`` with ``params`` needs (all at once, never one by one)."""
-        name = params.get("name") if method == "tools/call" else None
-        key = (
-            method if method in self.methods else None,
-            name if isinstance(name, str) and name in self.tools else None,
-        )
-        needed = self._answers.get(key)
-        if needed is None:
-            needed = self.every_request | self.methods.get(method, frozenset())
-            if key[1] is not None:
-                needed |= self.tools[key[1]]
-            self._answers[key] = needed
-        return needed
+        if method == "tools/call" and self._by_tool:
+            name = params.get("name")
+            if isinstance(name, str) and name in self._by_tool:
+                return self._by_tool[name]
+        return self._by_method.get(method, self.every_request)
 
     def all(self) -> frozenset[str]:
         """Every scope any request may need."""
@@ -129,10 +144,20 @@ class Verifiers:
     jwt: Verifier | None = None
     introspection: Verifier | None = None
     _told_opaque: bool = False
+    # The verifiers configured, in the order :meth:`verify` tries them.
+    _chain: tuple[Verifier, ...] = attrs.field(
+        default=attrs.Factory(
+            lambda self: tuple(
+                v for v in (self.static, self.jwt, self.introspection) if v is not None
+            ),
+            takes_self=True,
+        )
+    )
 
-    def remembered(self, token: str) -> Verified | None:
-        for verifier in (self.static, self.pick(token)):
-            known = None if verifier is None else verifier.remembered(token)
+    def remembered(self, digest: bytes) -> Verified | None:
+        """What a verifier keeps of the token: each keeps only the tokens it verified."""
+        for verifier in self._chain:
+            known = verifier.remembered(digest)
             if known is not None:
                 return known
         return None
@@ -165,22 +190,12 @@ class Verifiers:
         raise failure
 
     async def prepare(self, http: httpx.AsyncClient) -> None:
-        for verifier in (self.static, self.jwt, self.introspection):
-            if verifier is not None:
-                await verifier.prepare(http)
+        for verifier in self._chain:
+            await verifier.prepare(http)
 
 
-@attrs.define(eq=False)
-class Authenticated:
-    """A request's bearer token, the caller it was verified to stand for, and its guard."""
-
-    token: str = attrs.field(repr=False)
-    principal: Principal
-    guard: ResourceGuard = attrs.field(repr=False)
-
-    async def lapsed(self) -> None:
-        """Return once the token stops being valid (:meth:`ResourceGuard.lapsed`)."""
-        await self.guard.lapsed(self.token)
+#: A request's bearer token, as sent, and the caller it was verified to stand for.
+Caller = tuple[bytes, Principal]
 
 
 def quoted(value: str) -> str:
@@ -294,40 +309,47 @@ class ResourceGuard:
             params.append(f"scope={quoted(' '.join(sorted(scopes)))}")
         return b"www-authenticate", ("Bearer " + ", ".join(params)).encode("latin-1", "replace")
 
-    def bearer_token(self, headers: Headers, query_string: bytes) -> str | None:
-        """The token of the ``Authorization: Bearer`` header, ``None`` if there is none."""
+    def bearer_token(self, headers: Headers, query_string: bytes) -> bytes:
+        """The token of the ``Authorization: Bearer`` header, as sent; else the 400 or 401.
+
+        The header's bytes are taken as they came, for :func:`token_digest`;
+        :meth:`authenticate` checks the shape of a token not remembered (one
+        that is remembered was well-formed when it was verified).
+        """
         if query_string and "access_token" in parse_qs(query_string.decode("latin-1")):
             raise self.bad_request("Access tokens must not be sent in the query string")
-        value = headers.get("authorization")
-        if value is None:
-            return None
         if b"authorization" in headers.repeated:
             raise self.bad_request("More than one Authorization header")
-        scheme, _, token = value.partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        token = token.strip()
-        if not token or not token.isascii():
-            raise self.bad_request("Malformed bearer token")
-        return token
+        value = headers.first.get(b"authorization", b"").strip()
+        if value[:7].lower() != b"bearer ":  # the scheme is case-insensitive (RFC 9110 §11.1)
+            if value.lower() == b"bearer":
+                raise self.bad_request("Malformed bearer token")
+            header = self.challenge(scopes=self.scopes.every_request)
+            raise Rejection(401, "Authorization required", [header])
+        return value[7:].lstrip()
 
     def bad_request(self, description: str) -> Rejection:
         header = self.challenge("invalid_request", description)
         return Rejection(400, description, [header])
 
-    async def authenticate(self, headers: Headers, query_string: bytes) -> Authenticated:
-        """The caller of this request, or the 401 (400, 500, 503) that answers it."""
-        token = self.bearer_token(headers, query_string)
-        if token is None:
-            header = self.challenge(scopes=self.scopes.every_request)
-            raise Rejection(401, "Authorization required", [header])
+    def remembered(self, token: bytes) -> Principal | None:
+        """The caller of a token verified before, while that holds: a lookup, no coroutine.
+
+        This is the common case (clients reuse their token), and its whole
+        cost is the token's digest and a dictionary lookup.
+        """
+        verified = self.verifier.remembered(token_digest(token))
+        return None if verified is None else verified.principal
+
+    async def authenticate(self, token: bytes) -> Principal:
+        """The caller of a token not :meth:`remembered`, or the 400 (401, 500, 503) that
+        answers it."""
+        if not token or not token.isascii():
+            raise self.bad_request("Malformed bearer token")
         if self._http is None:
             raise Rejection(503, "The server is not running")
         try:
-            # The common case, a token seen before, without a coroutine per verifier.
-            verified = self.verifier.remembered(token)
-            if verified is None:
-                verified = await self.verifier.verify(token, self._http)
+            verified = await self.verifier.verify(token.decode("ascii"), self._http)
         except InvalidToken as exc:
             header = self.challenge("invalid_token", str(exc), self.scopes.every_request)
             raise Rejection(401, str(exc), [header]) from exc
@@ -339,7 +361,7 @@ class ResourceGuard:
         except Misconfigured as exc:
             self.tell(exc)
             raise Rejection(500, "This server's authorization is misconfigured") from exc
-        return Authenticated(token, verified.principal, self)
+        return verified.principal
 
     def tell(self, problem: Misconfigured) -> None:
         """Log a misconfiguration, once per distinct reason."""
@@ -347,14 +369,16 @@ class ResourceGuard:
             self._told.add(str(problem))
             log.error("authorization cannot work: %s", problem)
 
-    def authorize(
-        self, principal: Principal, method: str, params: Mapping[str, Any]
-    ) -> frozenset[str]:
-        """The scopes the request needs; 403 ``insufficient_scope`` unless the token has them."""
+    def authorize(self, caller: Caller, method: str, params: Mapping[str, Any]) -> Access:
+        """The request's :class:`Access`: the scopes it needs, and when its token lapses.
+
+        403 ``insufficient_scope`` unless the token has those scopes.
+        """
+        token, principal = caller
         needed = self.scopes.required(method, params)
         if not needed <= principal.scopes:
             raise self.insufficient(method, needed)
-        return needed
+        return Access(needed, partial(self.lapsed, token))
 
     def insufficient(self, method: str, needed: frozenset[str]) -> Rejection:
         """The 403 naming every scope ``method`` needs (authorization §Runtime Insufficient
@@ -363,7 +387,7 @@ class ResourceGuard:
         header = self.challenge("insufficient_scope", description, needed)
         return Rejection(403, description, [header])
 
-    async def lapsed(self, token: str) -> None:
+    async def lapsed(self, token: bytes) -> None:
         """Return once ``token`` stops being valid: expired, revoked, its key withdrawn.
 
         The token is verified again whenever its last verification runs out
@@ -374,9 +398,10 @@ class ResourceGuard:
         assumed. A development token never lapses.
         """
         http = self._http
+        text = token.decode("ascii")
         while http is not None:
             try:
-                verified = await self.verifier.verify(token, http)
+                verified = await self.verifier.verify(text, http)
             except (InvalidToken, VerifierUnavailable, Misconfigured) as exc:
                 log.info("a stream's access token lapsed: %s", exc)
                 return

@@ -26,7 +26,6 @@ Spec: authorization §Token Handling (OAuth 2.1 §5.2); RFC 7662 §2.
 from __future__ import annotations
 
 import base64
-import hashlib
 import time
 from urllib.parse import quote
 
@@ -44,6 +43,7 @@ from presa_trio.auth.verifier import (
     json_object,
     names_resource,
     scopes_of,
+    token_digest,
 )
 
 #: Longest an introspection answer is kept: the revocation lag (``--auth-cache-ttl``).
@@ -104,21 +104,21 @@ class IntrospectionVerifier:
     )
     _cache: TokenCache[tuple[Answer, float]] = attrs.field(factory=TokenCache)
 
-    def remembered(self, token: str) -> Verified | None:
-        """The cached answer about ``token``, if there is one (a refusal raises)."""
-        cached = self._cache.get(hashlib.sha256(token.encode()).digest(), time.time())
-        return None if cached is None else self.conclude(*cached)
+    def remembered(self, digest: bytes) -> Verified | None:
+        """The cached answer about the token, if it is an active one."""
+        cached = self._cache.get(digest, time.time())
+        if cached is None or cached[0].principal is None:
+            return None
+        return Verified(cached[0].principal, cached[1])
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
-        known = self.remembered(token)
-        if known is not None:
-            return known
+        digest = token_digest(token.encode())
         now = time.time()
-        answer, until = self.judge(await self.introspect(token, http), now)
-        self._cache.put(hashlib.sha256(token.encode()).digest(), (answer, until), until, now)
-        return self.conclude(answer, until)
-
-    def conclude(self, answer: Answer, until: float) -> Verified:
+        cached = self._cache.get(digest, now)
+        if cached is None:
+            cached = self.judge(await self.introspect(token, http), now)
+            self._cache.put(digest, cached, cached[1], now)
+        answer, until = cached
         if answer.principal is None:
             raise InvalidToken(answer.refusal)
         return Verified(answer.principal, until)

@@ -31,7 +31,6 @@ Audience Binding and Validation, §Access Token Privilege Restriction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 
@@ -52,6 +51,7 @@ from presa_trio.auth.verifier import (
     Verified,
     names_resource,
     scopes_of,
+    token_digest,
 )
 
 #: Signature algorithms accepted: asymmetric only (RFC 9068 §4: not ``none``).
@@ -85,15 +85,16 @@ class JwtVerifier:
     # Token hash -> (the verified token, the fetch of the key set that checked it).
     _verified: TokenCache[tuple[Verified, float]] = attrs.field(factory=TokenCache)
 
-    def remembered(self, token: str) -> Verified | None:
+    def remembered(self, digest: bytes) -> Verified | None:
         """The token's verification, if it holds still and was made with the current keys."""
-        known = self._verified.get(hashlib.sha256(token.encode()).digest(), time.time())
+        known = self._verified.get(digest, time.time())
         if known is not None and self._keys is not None and known[1] == self._keys.fetched_at:
             return known[0]
         return None
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
-        known = self.remembered(token)
+        digest = token_digest(token.encode())
+        known = self.remembered(digest)
         if known is not None:
             return known
         now = time.time()
@@ -101,8 +102,7 @@ class JwtVerifier:
         principal, expires = await self.check(token, keys, http)
         until = min(expires + self.leeway_s, keys.expires_at)
         verified = Verified(principal, until)
-        key = hashlib.sha256(token.encode()).digest()
-        self._verified.put(key, (verified, keys.fetched_at), until, now)
+        self._verified.put(digest, (verified, keys.fetched_at), until, now)
         return verified
 
     async def prepare(self, http: httpx.AsyncClient) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S
@@ -147,8 +148,13 @@ def tool_scopes(options: list[str]) -> dict[str, frozenset[str]]:
     return {tool: frozenset(scopes) for tool, scopes in needed.items()}
 
 
-def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceGuard:
-    """The guard the options describe; a bad combination is ``ValueError``.
+def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], ResourceGuard]:
+    """The guard the options describe, for the port the server binds.
+
+    A bad combination is ``ValueError`` at once, before anything is bound.
+    Without ``--auth-resource`` the resource is ``http://HOST:PORT/mcp`` with
+    the port as bound: with ``--port 0``, the port the system picked, which
+    the metadata and every challenge name (and every token's ``aud`` must).
 
     The verifiers are imported here, not at the top: httpx, joserfc and
     cryptography cost a server that runs without authorization some 15 MiB.
@@ -168,9 +174,10 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
         raise ValueError("--auth-cache-ttl and --auth-key-refetch must be positive")
     if args.auth_resource is None and host in WILDCARDS:
         raise ValueError(f"--host {host} needs --auth-resource (this server's public URI)")
+    if not args.auth_client_id and (args.auth_introspection_endpoint or args.auth_client_secret):
+        raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
-    resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
     rules = ScopeRules(
         every_request=frozenset(args.auth_scope), tools=tool_scopes(args.auth_tool_scope)
     )
@@ -178,27 +185,30 @@ def guard_from_args(args: argparse.Namespace, host: str, port: int) -> ResourceG
     if args.auth_token:
         names = {secret: name for name, secret in map(parse_token_option, args.auth_token)}
         static = StaticTokens(names, scopes=rules.all())
-    introspection = None
-    if args.auth_client_id:
-        introspection = IntrospectionVerifier(
-            args.auth_client_id,
-            args.auth_client_secret or os.environ.get(CLIENT_SECRET_ENV),
+
+    def guard_at(port: int) -> ResourceGuard:
+        resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
+        introspection = None
+        if args.auth_client_id:
+            introspection = IntrospectionVerifier(
+                args.auth_client_id,
+                args.auth_client_secret or os.environ.get(CLIENT_SECRET_ENV),
+                resource,
+                issuer=args.auth_issuer,
+                endpoint=args.auth_introspection_endpoint,
+                max_cache_s=args.auth_cache_ttl,
+            )
+        jwt = JwtVerifier(
+            args.auth_issuer,
             resource,
-            issuer=args.auth_issuer,
-            endpoint=args.auth_introspection_endpoint,
-            max_cache_s=args.auth_cache_ttl,
+            leeway_s=args.auth_leeway,
+            refetch_interval_s=args.auth_key_refetch,
         )
-    elif args.auth_introspection_endpoint or args.auth_client_secret:
-        raise ValueError("introspection needs --auth-client-id")
-    jwt = JwtVerifier(
-        args.auth_issuer,
-        resource,
-        leeway_s=args.auth_leeway,
-        refetch_interval_s=args.auth_key_refetch,
-    )
-    return ResourceGuard(
-        resource=resource,
-        verifier=Verifiers(static, jwt, introspection),
-        authorization_servers=[args.auth_issuer],
-        scopes=rules,
-    )
+        return ResourceGuard(
+            resource=resource,
+            verifier=Verifiers(static, jwt, introspection),
+            authorization_servers=[args.auth_issuer],
+            scopes=rules,
+        )
+
+    return guard_at

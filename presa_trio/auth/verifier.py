@@ -26,6 +26,7 @@ server's lifetime; they are async and never block the Trio loop.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Generic, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,9 +40,19 @@ T = TypeVar("T")
 MAX_CACHED = 10_000
 
 
+def token_digest(token: bytes) -> bytes:
+    """What presa keeps of a bearer token: its SHA-256, never the token itself.
+
+    A cache keyed by the digest answers for exactly the token that was
+    checked (a collision would need a second SHA-256 preimage), and a memory
+    dump of the server holds no token anyone could present.
+    """
+    return hashlib.sha256(token).digest()
+
+
 @attrs.define(eq=False)
 class TokenCache(Generic[T]):
-    """What was concluded about a token, until a given wall-clock time, by token hash."""
+    """What was concluded about a token, until a given wall-clock time, by its digest."""
 
     _entries: dict[bytes, tuple[T, float]] = attrs.field(factory=dict)
 
@@ -98,8 +109,9 @@ class Verifier(Protocol):
         """The principal behind ``token``; raise :class:`InvalidToken` if there is none."""
         ...
 
-    def remembered(self, token: str) -> Verified | None:
-        """What :meth:`verify` would say, if it can say it at once from what it keeps."""
+    def remembered(self, digest: bytes) -> Verified | None:
+        """The verification of the token of this :func:`token_digest`, if one is kept and
+        holds still; None otherwise (then :meth:`verify` decides, and raises if it must)."""
         ...
 
     async def prepare(self, http: httpx.AsyncClient) -> None:

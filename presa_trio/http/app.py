@@ -37,7 +37,7 @@ from hypercorn.typing import (
     Scope,
 )
 
-from presa_trio.auth.principal import Access, InsufficientScope
+from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
@@ -52,7 +52,7 @@ from presa_trio.wire.http_values import Headers, Rejection
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:
-    from presa_trio.auth.guard import Authenticated, ResourceGuard
+    from presa_trio.auth.guard import Caller, ResourceGuard
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class McpApp:
     ) -> None:
         headers = Headers.from_asgi(scope["headers"])
         close = scope["http_version"] in ("1.0", "1.1")
-        caller: Authenticated | None = None
+        caller: Caller | None = None
         try:
             if self.lifetime is None:
                 raise Rejection(503, "The server is not running")
@@ -191,7 +191,9 @@ class McpApp:
                 raise Rejection(404, "Not found")
             self.policy.check_host_and_origin(headers)
             if self.auth is not None:
-                caller = await self.auth.authenticate(headers, scope["query_string"])
+                token = self.auth.bearer_token(headers, scope["query_string"])
+                # A token verified before is a lookup; only a new one takes a coroutine.
+                caller = (token, self.auth.remembered(token) or await self.auth.authenticate(token))
             admission.check_method(scope["method"])
             admission.check_content_type(headers)
             admission.check_accept(headers)
@@ -279,7 +281,7 @@ class McpApp:
         headers: Headers,
         send: ASGISendCallable,
         exchange: Exchange,
-        caller: Authenticated | None = None,
+        caller: Caller | None = None,
     ) -> None:
         """Rungs 6–8 (:func:`~presa_trio.wire.admission.admit`), the header rungs, dispatch.
 
@@ -296,8 +298,7 @@ class McpApp:
                 self.check_mirrored(headers, admitted.request)
                 if self.auth is not None and caller is not None:
                     request = admitted.request
-                    needed = self.auth.authorize(caller.principal, request.method, request.params)
-                    access = Access(needed, caller.lapsed)
+                    access = self.auth.authorize(caller, request.method, request.params)
             elif isinstance(admitted, envelope.Notification):
                 self.check_notification(headers)
         except McpError as error:
@@ -312,7 +313,8 @@ class McpApp:
         elif isinstance(admitted, envelope.Notification):
             await send_json(send, 202, b"")
         else:
-            await self.stream(admitted.request, admitted.meta, send, exchange, caller, access)
+            principal = None if caller is None else caller[1]
+            await self.stream(admitted.request, admitted.meta, send, exchange, principal, access)
 
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
@@ -339,7 +341,7 @@ class McpApp:
         meta: RequestMeta,
         send: ASGISendCallable,
         exchange: Exchange,
-        caller: Authenticated | None = None,
+        principal: Principal | None = None,
         access: Access | None = None,
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
@@ -364,7 +366,6 @@ class McpApp:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.
             await writer.notify(envelope.dumps(message))
 
-        principal = None if caller is None else caller.principal
         try:
             try:
                 data, status = await self.dispatcher.respond(

@@ -76,7 +76,7 @@ async def serve_http(
     allow_hosts: frozenset[str] = frozenset(),
     transcript: Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
-    auth: ResourceGuard | None = None,
+    auth: ResourceGuard | Callable[[int], ResourceGuard] | None = None,
     read_timeout: float = DEFAULT_READ_TIMEOUT_S,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
     shutdown_trigger: ShutdownTrigger | None = None,
@@ -91,18 +91,14 @@ async def serve_http(
     seconds is 408. Without a ``shutdown_trigger``, SIGINT and SIGTERM start
     the graceful shutdown (the caller must be in the main thread).
 
-    With ``auth`` every request needs an access token (:mod:`presa_trio.auth`);
-    without it, a bind to a non-loopback address logs a warning
-    (streamable-http §Security & Endpoint: servers SHOULD authenticate).
+    With ``auth`` every request needs an access token (:mod:`presa_trio.auth`):
+    a guard, or a function that makes the guard for the port bound, so that a
+    resource URI built from the port names the one ``port=0`` picked. Without
+    it, a bind to a non-loopback address logs a warning (streamable-http
+    §Security & Endpoint: servers SHOULD authenticate).
     """
     allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
     policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
-    mcp = McpApp.for_server(
-        server, policy=policy, max_body=max_body, read_timeout=read_timeout, auth=auth
-    )
-    app: ASGIFramework = AccessLog(mcp)
-    if transcript is not None:
-        app = TranscriptRecorder(app, transcript, time.time)
     config = Config()
     bare = host.strip("[]")
     config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
@@ -111,6 +107,17 @@ async def serve_http(
     config.graceful_timeout = shutdown_grace
     sockets = config.create_sockets()
     try:
+        bound_port = sockets.insecure_sockets[0].getsockname()[1]
+        mcp = McpApp.for_server(
+            server,
+            policy=policy,
+            max_body=max_body,
+            read_timeout=read_timeout,
+            auth=auth(bound_port) if callable(auth) else auth,
+        )
+        app: ASGIFramework = AccessLog(mcp)
+        if transcript is not None:
+            app = TranscriptRecorder(app, transcript, time.time)
         if auth is None and not is_loopback(host):
             log.warning(
                 "serving %s without authorization: anyone who can reach it may call every "

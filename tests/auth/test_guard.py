@@ -67,12 +67,17 @@ async def test_challenge_without_a_bearer_token(client: McpClient) -> None:
 
 
 async def test_malformed_credentials_are_400(client: McpClient) -> None:
-    """A-03: two Authorization headers, or a token in the query string, are 400
-    ``invalid_request`` (authorization §Access Token Usage)."""
+    """A-03: two Authorization headers, a token in the query string, a bearer scheme
+    without a token, or one that is not ASCII, are 400 ``invalid_request``
+    (authorization §Access Token Usage; RFC 6750 §2.1), even after the same
+    token was accepted."""
     message = request("tools/list")
+    assert (await client.post(message, with_token(message, "Bearer full"))).status == 200
     twice = await client.post(message, with_token(message, "Bearer full", "Bearer basic"))
     in_query = await client.post(message, with_token(message), query=b"access_token=full")
-    for response in (twice, in_query):
+    no_token = await client.post(message, with_token(message, "Bearer "))
+    not_ascii = await client.post(message, with_token(message, "Bearer full\u00e9"))
+    for response in (twice, in_query, no_token, not_ascii):
         assert response.status == 400
         assert 'error="invalid_request"' in response.headers["www-authenticate"]
 
@@ -171,13 +176,13 @@ def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
     args = parse_args(["serve", *flags])
     assert auth_requested(args)
     with pytest.raises(ValueError, match=r"--auth-|NAME=SECRET"):
-        guard_from_args(args, args.host, args.port)
+        guard_from_args(args, args.host)
 
 
 def test_default_resource_and_metadata_url() -> None:
     """A-01: without ``--auth-resource`` the canonical URI is the served endpoint."""
     args = parse_args(["serve", "--port", "3911", "--auth-issuer", ISSUER, "--auth-token", "a=s"])
-    built = guard_from_args(args, args.host, args.port)
+    built = guard_from_args(args, args.host)(args.port)
     assert built.resource == "http://127.0.0.1:3911/mcp"
     assert built.metadata_url == "http://127.0.0.1:3911/.well-known/oauth-protected-resource/mcp"
     assert not auth_requested(parse_args(["serve"]))

@@ -12,13 +12,15 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import trio
 
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
-from tests.auth.harness import start_presa, token_from_endpoint
+from tests.auth.harness import Presa, start_presa, token_from_endpoint
+from tests.e2e.serve_process import presa_serve
 
 CANNOT_WORK = "authorization cannot work: "
 
@@ -134,3 +136,26 @@ async def test_an_opaque_token_in_jwt_mode_is_named_and_logged_once(
         assert "JWT" in description
     [line] = await log_lines(log, "not a JWT")
     assert "--auth-client-id" in line
+
+
+async def test_port_0_names_the_port_bound(
+    http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-01, A-02: with ``--port 0`` and no ``--auth-resource``, the metadata's
+    ``resource``, the challenge's ``resource_metadata`` and the audience a token
+    must name carry the port the server bound, never port 0."""
+    async with presa_serve("--auth-issuer", issuer.issuer) as served:
+        presa = Presa(served.url, http, served.process)
+        port = urlsplit(served.url).port
+        assert port
+        metadata_url = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+        metadata = await http.get(metadata_url)
+        assert metadata.json()["resource"] == f"http://127.0.0.1:{port}/mcp" == served.url
+        challenged = await presa.call("tools/list")
+        assert challenged.status_code == 401
+        challenge = challenged.headers["www-authenticate"]
+        assert f'resource_metadata="{metadata_url}"' in challenge
+        answered = await presa.call("tools/list", token=issuer.mint_jwt("alice-app", served.url))
+        assert answered.status_code == 200, answered.text
+        for_port_0 = issuer.mint_jwt("alice-app", "http://127.0.0.1:0/mcp")
+        assert (await presa.call("tools/list", token=for_port_0)).status_code == 401

@@ -13,14 +13,14 @@ from tests.client.helpers import client, client_environment
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
 TOKEN = "0123456789abcdef0123"
+# The metadata must name an authorization server; development tokens need none to
+# answer, so an unreachable one is only advertised.
+ISSUER = "http://127.0.0.1:9"
 
 
 @pytest.fixture
 async def guarded() -> AsyncIterator[ServeProcess]:
-    # The metadata must name an authorization server; development tokens need none to
-    # answer, so an unreachable one is only advertised.
-    issuer = "http://127.0.0.1:9"
-    async with presa_serve("--auth-issuer", issuer, "--auth-token", f"alice={TOKEN}") as served:
+    async with presa_serve("--auth-issuer", ISSUER, "--auth-token", f"alice={TOKEN}") as served:
         yield served
 
 
@@ -33,7 +33,9 @@ async def test_a_token_from_the_flag_or_the_environment(guarded: ServeProcess) -
 
 
 async def test_a_401_says_where_the_metadata_is(guarded: ServeProcess) -> None:
-    """The line names the resource_metadata the server's WWW-Authenticate gave."""
+    """The line names the resource_metadata the server's WWW-Authenticate gave, and the
+    authorization server that metadata names (the server is on ``--port 0``: its
+    metadata URL names the port it bound)."""
     async with httpx.AsyncClient() as http:
         challenge = (await http.post(guarded.url, content=b"{}")).headers["www-authenticate"]
     metadata = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
@@ -41,7 +43,7 @@ async def test_a_401_says_where_the_metadata_is(guarded: ServeProcess) -> None:
     assert missing.status == 3
     assert missing.error() == (
         f"{guarded.url} needs a bearer token (--token): 401 Unauthorized; "
-        f"its resource metadata is at {metadata}"
+        f"its resource metadata is at {metadata}, naming the authorization server {ISSUER}"
     )
     refused = await client("list", guarded.url, "--token", "not-the-token")
     assert refused.status == 3
