@@ -45,8 +45,9 @@ from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, spli
 from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
-from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, ServerFailed, serve_http
+from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.server import Server
+from presa_trio.server.faults import ServerFailed
 from presa_trio.target import TargetError, load_server
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention
