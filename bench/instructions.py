@@ -8,6 +8,13 @@ marks the start, N requests go out one at a time (concurrency 1, so the
 work per request does not depend on how requests batch), and a second dump
 marks the end. The second dump holds exactly those N requests.
 
+One task creation is counted the same way, against the floor's ``tools/call``
+(:func:`count_creation`): a ``tools/call`` that declares the Tasks extension
+and creates a ``bench_return`` task on the memory store, which its worker
+runs and completes before the next request comes. The timed creation rate
+of bench/tasks.py runs at concurrency 32 beside whatever else the machine
+does; this count says whether a creation itself got dearer.
+
 Instructions are not seconds (a cache miss costs more than an add), but
 the same interpreter runs the same kind of work in both servers, so the
 ratio tracks the CPU ratio closely and is repeatable to about 0.1 %.
@@ -33,6 +40,8 @@ Sender = tuple[Callable[[], Awaitable[load.Response]], Callable[[], Awaitable[No
 
 WARMUP = 100
 CALL: dict[str, Any] = {"name": "test_simple_text", "arguments": {}}
+#: One task creation: ``bench_return`` (bench.presa_server) is created, run and completed.
+CREATION: dict[str, Any] = {"name": "bench_return", "arguments": {}}
 
 
 def available() -> bool:
@@ -62,7 +71,13 @@ def dumped_total(path: Path) -> tuple[str, int]:
     return trigger, total
 
 
-def sender(protocol: str, port: int, method: str, params: dict[str, Any] | None) -> Sender:
+def sender(
+    protocol: str,
+    port: int,
+    method: str,
+    params: dict[str, Any] | None,
+    capabilities: dict[str, Any] | None = None,
+) -> Sender:
     """Requests sent one at a time over ``protocol``: a send function and a close function.
 
     A connection the server closed while idle (hypercorn's keep-alive timeout
@@ -70,6 +85,8 @@ def sender(protocol: str, port: int, method: str, params: dict[str, Any] | None)
     it never read is sent again.
     """
     if protocol == "h2":
+        if capabilities is not None:
+            raise ValueError("requests over h2 are counted with the plain capabilities only")
         request = mcp.h2_request(port, method, params)
         opened: list[h2load.H2Connection] = []
 
@@ -88,7 +105,7 @@ def sender(protocol: str, port: int, method: str, params: dict[str, Any] | None)
 
         return send_h2, close_h2
     pool = load.Pool("127.0.0.1", port)
-    raw = mcp.http_request(port, method, params)
+    raw = mcp.http_request(port, method, params, capabilities=capabilities)
 
     async def send_http() -> load.Response:
         try:
@@ -106,22 +123,34 @@ async def count(
     requests: int,
     core: int,
     protocol: str = "http/1.1",
+    *,
+    params: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] | None = None,
+    answer: bytes = b'"result":',
+    pause: float = 0.0,
 ) -> Count:
-    """Instructions per ``method`` request of one server over ``protocol``, at concurrency 1."""
+    """Instructions per ``method`` request of one server over ``protocol``, at concurrency 1.
+
+    ``params`` default to :data:`CALL` for ``tools/call``; each response must contain
+    ``answer``. With ``pause``, each request waits that many seconds after the last
+    response, so whatever the server does after answering ends before the next comes.
+    """
     port = servers.free_port()
+    if params is None and method == "tools/call":
+        params = CALL
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as scratch:
         out = Path(scratch) / "callgrind.out"
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command(port)]
         served = await servers.start(name, argv, port, ready_timeout=300, core=core)
         try:
-            params = CALL if method == "tools/call" else None
-            send, close = sender(protocol, port, method, params)
+            send, close = sender(protocol, port, method, params, capabilities)
             for _ in range(WARMUP):
                 await send()
             await dump(served, "before")
             for _ in range(requests):
+                await asyncio.sleep(pause)
                 response = await send()
-                if response.status != 200 or b'"result":' not in response.body:
+                if response.status != 200 or answer not in response.body:
                     raise RuntimeError(f"{name} {method} {protocol}: {response.body[:200]!r}")
             await dump(served, "after")
             await close()
@@ -133,6 +162,48 @@ async def count(
     if not after:
         raise RuntimeError(f"{name} {method} {protocol}: no callgrind dump marked 'after'")
     return Count(name, method, protocol, after[0] / requests)
+
+
+#: Seconds each counted creation waits after the last answer: its worker's steps, even
+#: under callgrind on a loaded machine, take a few milliseconds.
+CREATION_PAUSE = 0.02
+
+
+def presa_tasks_command(port: int) -> list[str]:
+    """The Tasks bench's server (``bench.presa_server``) on the memory store, leased for an hour.
+
+    With the default 30 s lease, renewal and recovery (which reads every stored
+    task) run every 10 and 15 s, so the count would grow with however long the
+    machine's load makes the measured window; with an hour's lease they run once, at start.
+    """
+    return servers.presa_tasks_command(port, servers.free_port(), "memory:", "--task-lease", "3600")
+
+
+async def count_creation(
+    requests: int, core: int = 0, command: Callable[[int], list[str]] = presa_tasks_command
+) -> Count:
+    """Instructions per task creation: ``bench_return`` as a task, created and completed.
+
+    The request declares the Tasks extension, so each answer is a
+    ``CreateTaskResult``. The task's worker runs after the answer has gone:
+    each creation waits :data:`CREATION_PAUSE` after the last answer, so the
+    last worker has finished and the server is idle when the next request
+    comes, and every creation's whole work falls inside the dumps. How the
+    creations' Trio steps fall into turns of the run loop still depends on
+    timing, so this count moves by about 1 % between runs, ten times the
+    spread of a ``tools/call``: compare it within one run.
+    """
+    return await count(
+        "presa-tasks",
+        command,
+        "tools/call",
+        requests,
+        core,
+        params=CREATION,
+        capabilities=mcp.TASK_CAPABILITIES,
+        answer=b'"resultType":"task"',
+        pause=CREATION_PAUSE,
+    )
 
 
 def read_dumps(directory: Path) -> list[tuple[str, int]]:
@@ -162,8 +233,10 @@ async def run(requests: int) -> list[Count]:
                 )
             )
     print("instructions: tools/call with the access log on ...", file=sys.stderr, flush=True)
-    counts.append(
-        await count("presa-default", servers.presa_default_command, "tools/call", requests, 0)
+    print("instructions: one task creation on the memory store ...", file=sys.stderr, flush=True)
+    counts += await asyncio.gather(
+        count("presa-default", servers.presa_default_command, "tools/call", requests, 0),
+        count_creation(requests, 1),
     )
     return counts
 
@@ -182,6 +255,14 @@ def table(counts: list[Count]) -> str:
                 f"| {method} | {protocol} | {floor / 1e6:.3f} M | {presa / 1e6:.3f} M "
                 f"| {floor / presa:.3f} |"
             )
+    creation = by.get(("presa-tasks", "tools/call", "http/1.1"))
+    if creation is not None:
+        floor = by[("floor", "tools/call", "http/1.1")]
+        lines.append(
+            f"| task creation (bench_return as a task, memory store) against the floor's "
+            f"tools/call | http/1.1 | {floor / 1e6:.3f} M | {creation / 1e6:.3f} M "
+            f"| {floor / creation:.3f} |"
+        )
     logged = by.get(("presa-default", "tools/call", "http/1.1"))
     if logged is not None:
         quiet = by[("presa", "tools/call", "http/1.1")]

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 #: The least presa may run per instruction, as floor/presa instructions per request.
 INSTRUCTION_TARGETS = {"tools/call": 0.90, "tools/list": 0.85}
+#: The same for one task creation against the floor's ``tools/call``: what a creation
+#: cost before the supervision tree, 0.758 (docs/performance.md, 2026-12-02).
+CREATION_INSTRUCTION_TARGET = 0.75
 
 RATIO_MARGIN = 0.10
 P99_RATIO_MARGIN = 0.15
@@ -97,6 +100,25 @@ def access_log_verdicts(counts: Sequence[Count]) -> list[Verdict]:
     ]
 
 
+def creation_verdicts(counts: Sequence[Count]) -> list[Verdict]:
+    """One task creation on the memory store, by instructions, against the floor's tools/call."""
+    by = {(c.server, c.method, c.protocol): c.per_request for c in counts}
+    creation = by.get(("presa-tasks", "tools/call", "http/1.1"))
+    if creation is None:
+        return []
+    ratio = by[("floor", "tools/call", "http/1.1")] / creation
+    return [
+        at_least(
+            f"task creation: ≥ {CREATION_INSTRUCTION_TARGET} × the floor's tools/call "
+            "by instructions (no dearer than before the supervision tree)",
+            ratio,
+            CREATION_INSTRUCTION_TARGET,
+            INSTRUCTION_MARGIN,
+            f"{ratio:.3f} ×",
+        )
+    ]
+
+
 def check_targets(
     report: LoadReport, tasks: TaskReport, counts: Sequence[Count] = ()
 ) -> list[Verdict]:
@@ -154,6 +176,7 @@ def check_targets(
         )
     verdicts += instruction_verdicts(counts)
     verdicts += access_log_verdicts(counts)
+    verdicts += creation_verdicts(counts)
     figures = tasks.figures
     if figures is None:
         verdicts.append(Verdict("Tasks targets", tasks.reason, "", met=True, fails_run=False))

@@ -3,7 +3,10 @@
 presa runs as ``bench.presa_server``: the fixture served exactly as by
 ``presa-trio serve``, with the task limits raised to hold 10,000 tasks and a
 loopback statistics port (live Trio tasks, allocated blocks) beside the MCP
-endpoint; that is how "no Trio task remains after cancel" is read.
+endpoint; that is how "no Trio task remains after cancel" is read. That
+figure counts the Tasks runtime's own Trio tasks (the runner, its loops,
+the workers and their children), exact whatever connections the load
+client still has open; the count of every task in the run is shown beside.
 
 Creation is measured on ``bench_return``, a task tool of the bench server
 that returns at once (two store writes: created, completed), so the figure
@@ -36,7 +39,10 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 class Stats:
     """One reading of the server's side port, and its RSS read just after."""
 
+    # Every task in the Trio run, HTTP connections included.
     trio_tasks: int
+    # The Tasks runtime's own: the extension's lifetime task and all below it.
+    runtime_tasks: int
     allocated_blocks: int
     rss: int
 
@@ -79,8 +85,13 @@ class TaskFigures:
         return (self.after_cancel.rss - self.idle.rss) / self.parked
 
     @property
+    def runtime_tasks_per_parked(self) -> float:
+        return (self.parked_stats.runtime_tasks - self.idle.runtime_tasks) / self.parked
+
+    @property
     def trio_tasks_left(self) -> int:
-        return self.after_cancel.trio_tasks - self.idle.trio_tasks
+        """The Tasks runtime's Trio tasks after cancelling, against idle: exact."""
+        return self.after_cancel.runtime_tasks - self.idle.runtime_tasks
 
 
 @attrs.frozen
@@ -167,7 +178,7 @@ class TaskBench:
                 raise RuntimeError(f"task {task_id} ended {status}, expected {wanted}")
 
     async def stats(self) -> Stats:
-        """The side port's reading, once the idle Trio task count is stable."""
+        """The side port's reading, once the Trio task count is stable (this client's closed)."""
         await self.pool.close()
         counts: list[int] = []
         for _ in range(100):
@@ -180,7 +191,12 @@ class TaskBench:
             counts.append(reading["trioTasks"])
             if len(counts) >= 3 and len(set(counts[-3:])) == 1:
                 break
-        return Stats(reading["trioTasks"], reading["allocatedBlocks"], self.served.rss())
+        return Stats(
+            reading["trioTasks"],
+            reading["runtimeTasks"],
+            reading["allocatedBlocks"],
+            self.served.rss(),
+        )
 
     async def available(self) -> str:
         """An empty string when the Tasks extension is advertised, else why not."""
@@ -365,16 +381,17 @@ def table(report: TaskReport) -> str:
             f"{figures.parked_bytes_per_task / KIB:.2f} KiB per task",
         ),
         (
-            "Trio tasks idle → parked",
-            f"{figures.idle.trio_tasks} → {figures.parked_stats.trio_tasks} "
-            f"({(figures.parked_stats.trio_tasks - figures.idle.trio_tasks) / figures.parked:.1f}"
-            " per task)",
+            "Trio tasks of the Tasks runtime idle → parked",
+            f"{figures.idle.runtime_tasks} → {figures.parked_stats.runtime_tasks} "
+            f"({figures.runtime_tasks_per_parked:.1f} per task)",
         ),
         (
-            "after all cancelled: RSS, Trio tasks",
+            "after all cancelled: RSS; the runtime's Trio tasks; all Trio tasks",
             f"{figures.after_cancel.rss / MIB:.1f} MiB "
-            f"({figures.residual_bytes_per_task / KIB:+.2f} KiB per task vs idle), "
-            f"{figures.after_cancel.trio_tasks} Trio tasks ({figures.trio_tasks_left:+d} vs idle)",
+            f"({figures.residual_bytes_per_task / KIB:+.2f} KiB per task vs idle); "
+            f"{figures.after_cancel.runtime_tasks} ({figures.trio_tasks_left:+d} vs idle); "
+            f"{figures.after_cancel.trio_tasks} "
+            f"({figures.after_cancel.trio_tasks - figures.idle.trio_tasks:+d} vs idle)",
         ),
         (
             "Python allocated blocks idle → parked → cancelled",

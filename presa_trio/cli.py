@@ -14,6 +14,14 @@ be read, a target that names no server, a short key) ends the command with
 one line on stderr and exit status 2, never a traceback. A server that
 started and then cannot run on (its task runner failed) ends with one line
 and exit status 1, for a supervisor to restart it.
+
+The parser knows every command, but a command's own machinery is imported
+only when that command runs: the client (and httpx) for the client's
+commands, the reloader for ``serve --reload``, the stdio edge for ``stdio``,
+the renderer for ``transcript``; the auth options and the store URLs import
+theirs the same way. A plain ``serve`` loads what serving needs and no more
+(tests/e2e/test_serve_imports.py): the modules a server imports are most of
+its resident memory (docs/performance.md, "Where the peak RSS goes").
 """
 
 from __future__ import annotations
@@ -32,16 +40,14 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
-from presa_trio.client.commands import CLIENT_COMMANDS, add_client_commands, run_client, split_stdio
 from presa_trio.client.errors import UsageProblem
+from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
 from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
-from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, ServerFailed, serve_http
-from presa_trio.http.transcript_render import render_lines
-from presa_trio.reload import serve_reloading, watched_root
+from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.server import Server
-from presa_trio.stdio import serve_stdio
+from presa_trio.server.faults import ServerFailed
 from presa_trio.target import TargetError, load_server
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention
@@ -448,6 +454,8 @@ def serve(args: argparse.Namespace, server: Server) -> None:
 
 
 def render(path: Path) -> None:
+    from presa_trio.http.transcript_render import render_lines
+
     try:
         with path.open(encoding="utf-8") as lines:
             sys.stdout.write(render_lines(lines))
@@ -464,6 +472,8 @@ def run(argv: Sequence[str] | None) -> None:
         raise UsageError(str(problem)) from None
     args = parse_args(words)
     if args.command in CLIENT_COMMANDS:
+        from presa_trio.client.commands import run_client
+
         sys.exit(run_client(args, stdio))
     if args.command == "transcript":
         render(args.file)
@@ -472,6 +482,8 @@ def run(argv: Sequence[str] | None) -> None:
     if args.command == "serve" and args.reload:
         if args.target is None:
             raise UsageError("--reload watches the files of MODULE:ATTR; name one")
+        from presa_trio.reload import serve_reloading, watched_root
+
         given = list(sys.argv[1:] if argv is None else argv)
         trio.run(serve_reloading, given, watched_root(args.target))
         return
@@ -479,6 +491,8 @@ def run(argv: Sequence[str] | None) -> None:
     use_task_events(server, args)
     settle_for_serving()
     if args.command == "stdio":
+        from presa_trio.stdio import serve_stdio
+
         trio.run(on_store, args, server, serve_stdio)
         return
     serve(args, server)

@@ -24,6 +24,13 @@ regular file, a terminal) is read and written in a worker thread.
 On end of input the server stops listen streams at once, gives in-flight
 requests a short grace period, writes what they answered, then exits.
 
+If the server's lifetime fails (the task runner cannot run on), serving
+stops at once and :func:`serve_stdio` raises
+:class:`~presa_trio.server.faults.ServerFailed` with one line, as
+:func:`~presa_trio.http.serving.serve_http` does: the process exits
+non-zero and a supervisor restarts it, rather than reading requests it can
+no longer serve (docs/tasks.md, the failure policy).
+
 Spec: 2026-07-28 basic/transports/stdio; basic/patterns/cancellation
 §Transport-Specific Cancellation.
 """
@@ -41,6 +48,7 @@ import trio
 
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
+from presa_trio.server.faults import ServerFailed, one_line
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.envelope import Notification, RequestId, dumps, is_request_id
 from presa_trio.wire.errors import InvalidRequest
@@ -111,14 +119,19 @@ class StdioServer:
     # Whole encoded lines, from any task to the one writer task.
     _lines: trio.MemorySendChannel[bytes] = attrs.field(init=False)
     _to_write: trio.MemoryReceiveChannel[bytes] = attrs.field(init=False)
+    # Why the server's lifetime ended by itself, in one line; None while it runs.
+    failure: str | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._lines, self._to_write = trio.open_memory_channel[bytes](OUTPUT_BUFFER)
 
     async def serve(self) -> None:
-        """Read until end of input, answering every request concurrently."""
+        """Read until end of input, answering every request concurrently.
+
+        Raises :class:`ServerFailed` if the server's lifetime failed.
+        """
         async with trio.open_nursery() as lifetime:
-            await lifetime.start(self.dispatcher.run)
+            await lifetime.start(self.run_lifetime, lifetime.cancel_scope)
             async with trio.open_nursery() as output:
                 output.start_soon(self.write_lines, lifetime.cancel_scope)
                 async with self._lines, trio.open_nursery() as requests:
@@ -127,6 +140,33 @@ class StdioServer:
                     requests.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
                 output.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
             lifetime.cancel_scope.cancel(reason="end of input")
+        if self.failure is not None:
+            raise ServerFailed(self.failure)
+
+    async def run_lifetime(
+        self,
+        serving: trio.CancelScope,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The server's lifetime (the extensions: the task runner); its failure stops serving.
+
+        The failure is logged with its traceback and kept in one line
+        (:attr:`failure`), and ``serving`` is cancelled: requests in flight
+        and the input end with it.
+        """
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.dispatcher.run)
+                started = True
+                task_status.started()
+        except Exception as error:
+            self.failure = one_line(error)
+            log.exception("the server cannot run: %s", self.failure)
+            serving.cancel(reason="the server cannot run")
+            if not started:
+                task_status.started()
 
     async def read_lines(self, requests: trio.Nursery) -> None:
         """Admit each input line until end of input (or a broken input stream)."""

@@ -22,12 +22,15 @@ from trio.testing import (
 
 from presa_trio.demo import build_server
 from presa_trio.server import Dispatcher, RequestContext, Server
+from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import LineReader, StdioServer
+from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.testing import request
 from presa_trio.wire import models
 from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
 from tests.stdio_lines import serve_lines
 
@@ -266,3 +269,15 @@ def test_no_input_line_stops_the_server(lines: list[bytes]) -> None:
     assert all(message["jsonrpc"] == "2.0" for message in out)
     probe = [message for message in out if message.get("id") == "probe-after-fuzz"]
     assert probe[0]["result"]["resultType"] == "complete"
+
+
+async def test_a_runner_that_cannot_start_stops_stdio_in_one_line() -> None:
+    """presa-defined (docs/tasks.md, the failure policy; stdio.py): a task runner that
+    cannot start (its store cannot be watched) stops the stdio server before it reads
+    a line: ServerFailed with one line, as serve_http's startup."""
+    server = Server("unwatchable", "1.0.0")
+    server.add_extension(TasksExtension(TaskRunner(UnwatchableStore())))
+    discover = json.dumps(request("server/discover", request_id=1)).encode() + b"\n"
+    with trio.fail_after(10), pytest.raises(ServerFailed) as failed:
+        await serve_lines(server, [discover])
+    assert str(failed.value) == "StoreUnavailable: test: no announcements today"

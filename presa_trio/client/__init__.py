@@ -19,7 +19,8 @@ module              holds
 ``prompting``       the person at the terminal
 ``follow``          a task's life: listen or poll, update, cancel
 ``output``          results on stdout, status lines on stderr
-``commands``        the argument parser and the commands
+``options``         the commands' parser, importable without httpx
+``commands``        the commands
 ``errors``          one-line failures and exit statuses
 ==================  ==========================================================
 """

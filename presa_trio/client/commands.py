@@ -6,9 +6,9 @@ with the server's command line after ``--``::
     presa-trio call http://127.0.0.1:3000/mcp slow_compute seconds=3 label=report
     presa-trio list --stdio tools -- presa-trio stdio
 
-:func:`add_client_commands` adds them to ``presa-trio``'s parser
-(:mod:`presa_trio.cli` dispatches to :func:`run_client`); the exit statuses
-are those of :mod:`presa_trio.client.errors`.
+Their options are in :mod:`presa_trio.client.options`; :mod:`presa_trio.cli`
+imports this module, and httpx with it, only to dispatch to :func:`run_client`.
+The exit statuses are those of :mod:`presa_trio.client.errors`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import argparse
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -36,6 +35,7 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.options import LISTS, STDIO_ENDPOINT, TOKEN_ENV
 from presa_trio.client.output import (
     Console,
     discover_text,
@@ -57,149 +57,10 @@ from presa_trio.tasks.model import Status
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
 
-CLIENT_COMMANDS = ("discover", "list", "call", "read", "prompt", "task")
-TOKEN_ENV = "PRESA_TOKEN"
-#: Stands for the endpoint in the URL's place when ``--stdio`` names a command.
-STDIO_ENDPOINT = "stdio:"
 #: Multi round-trip rounds a request may take before the client gives up.
 MAX_ROUNDS = 16
 #: Tool names an error about an unknown tool lists.
 SHOWN_NAMES = 12
-LISTS = {
-    "tools": ("tools/list", "tools"),
-    "resources": ("resources/list", "resources"),
-    "templates": ("resources/templates/list", "resourceTemplates"),
-    "prompts": ("prompts/list", "prompts"),
-}
-
-
-# --- the parser ------------------------------------------------------------------
-
-
-def split_stdio(words: Sequence[str]) -> tuple[list[str], list[str] | None]:
-    """Take ``--stdio … -- COMMAND ARGS…`` apart: the words to parse, and the command.
-
-    The endpoint stands first among the positionals, so ``stdio:`` takes
-    the URL's place there.
-    """
-    words = list(words)
-    cut = words.index("--") if "--" in words else len(words)
-    if not words or words[0] not in CLIENT_COMMANDS or "--stdio" not in words[:cut]:
-        return words, None
-    command = words[cut + 1 :]
-    if not command:
-        raise UsageProblem("--stdio needs the server's command after --: --stdio -- COMMAND ARGS…")
-    parsed = [word for word in words[:cut] if word != "--stdio"]
-    parsed.insert(2 if parsed[0] == "task" else 1, STDIO_ENDPOINT)
-    return parsed, command
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
-
-
-def endpoint_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("url", metavar="URL", help="the MCP endpoint, or --stdio -- COMMAND ARGS…")
-    options.add_argument(
-        "--stdio",
-        action="store_true",
-        help="start COMMAND (after --) and speak MCP on its stdin/stdout",
-    )
-    options.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    options.add_argument(
-        "--token", metavar="TOKEN", help=f"send Authorization: Bearer TOKEN (default: ${TOKEN_ENV})"
-    )
-    options.add_argument(
-        "--transcript",
-        type=Path,
-        metavar="FILE",
-        help="append every exchange to FILE as JSON lines",
-    )
-    options.add_argument(
-        "--timeout",
-        type=seconds,
-        default=60.0,
-        metavar="SECONDS",
-        help="longest wait for one answer; a task is followed however long (default: %(default)s)",
-    )
-    options.add_argument(
-        "--no-tasks", action="store_true", help="do not declare the Tasks extension"
-    )
-    return options
-
-
-def answer_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument(
-        "--answer",
-        action="append",
-        default=[],
-        metavar="KEY=JSON",
-        help="the answer to the input request KEY, e.g. "
-        'who=\'{"action":"accept","content":{"name":"Ada"}}\'; repeatable',
-    )
-    options.add_argument(
-        "--answers", type=Path, metavar="FILE", help="a JSON object of answers by key"
-    )
-    options.add_argument(
-        "--root",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="PATH",
-        help="a directory to offer when the server asks for roots; repeatable",
-    )
-    options.add_argument(
-        "--no-listen", action="store_true", help="follow a task by polling tasks/get only"
-    )
-    return options
-
-
-def add_client_commands(commands: Any) -> None:
-    """Add the client's commands to ``presa-trio``'s subcommands."""
-    endpoint, answering = endpoint_options(), answer_options()
-    both = [endpoint, answering]
-    commands.add_parser(
-        "discover", parents=[endpoint], help="ask a server what it is (server/discover)"
-    )
-    listing = commands.add_parser(
-        "list", parents=[endpoint], help="list tools, resources or prompts"
-    )
-    listing.add_argument("what", nargs="?", choices=sorted(LISTS), default="tools")
-    call = commands.add_parser("call", parents=both, help="call a tool; follow it if it is a task")
-    call.add_argument("name", metavar="TOOL")
-    call.add_argument(
-        "pairs", nargs="*", metavar="KEY=VALUE", help="arguments, typed by the schema"
-    )
-    call.add_argument("--args", metavar="JSON", help="the arguments as one JSON object")
-    call.add_argument("--detach", action="store_true", help="print a task's id and exit")
-    read = commands.add_parser("read", parents=both, help="read a resource (resources/read)")
-    read.add_argument("uri", metavar="URI")
-    prompt = commands.add_parser("prompt", parents=both, help="get a prompt (prompts/get)")
-    prompt.add_argument("name", metavar="PROMPT")
-    prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
-    task = commands.add_parser("task", help="get, wait for, answer or cancel a task by id")
-    actions = task.add_subparsers(
-        dest="action", required=True, metavar="ACTION", parser_class=type(task)
-    )
-    for action, said in (
-        ("get", "show the task as it is now"),
-        ("wait", "follow the task until it ends, answering what it asks"),
-        ("update", "answer what the task asks now"),
-        ("cancel", "cancel the task"),
-    ):
-        parser = actions.add_parser(action, parents=both, help=said)
-        parser.add_argument("task_id", metavar="TASK_ID")
-
-
-# --- running a command -------------------------------------------------------------
 
 
 @attrs.define(eq=False)

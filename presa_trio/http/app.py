@@ -44,6 +44,7 @@ from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_w
 from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
+from presa_trio.server.faults import one_line
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import RETRY_AFTER_S, McpError
@@ -75,14 +76,6 @@ def connection_key(scope: HTTPScope) -> Hashable:
     """
     client = scope.get("client")
     return object() if client is None else ("http", *client)
-
-
-def one_line(error: BaseException) -> str:
-    """The first leaf of ``error`` (exception groups opened), as one line for an operator."""
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 def retry_after(status: int) -> list[tuple[bytes, bytes]] | None:

@@ -40,6 +40,7 @@ from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.server import Server
+from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
 
 if TYPE_CHECKING:
@@ -53,10 +54,6 @@ DEFAULT_SHUTDOWN_GRACE_S = 10.0
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 ShutdownTrigger = Callable[[], Awaitable[None]]
-
-
-class ServerFailed(Exception):
-    """The server could not run on (its task runner failed): one line for an operator."""
 
 
 async def first_of(*waits: Callable[[], Awaitable[None]]) -> None:

@@ -5,6 +5,11 @@ the log record of the cause (with its traceback) carries the same id, in its
 message and as the ``incident`` field, so a client's report leads an operator
 to the traceback without the traceback ever reaching the client.
 
+A fault of the server's lifetime itself (the task runner cannot run on)
+is no request's: every edge stops serving and raises :class:`ServerFailed`
+with :func:`one_line` of it, and the command line exits non-zero with
+that line, for a supervisor to restart the process.
+
 Spec: 2026-07-28 basic/index §Error Codes (-32603 Internal error).
 """
 
@@ -32,3 +37,15 @@ def report_fault(
         extra={"incident": error.incident_id},
     )
     return error
+
+
+class ServerFailed(Exception):
+    """The server could not run on (its task runner failed): one line for an operator."""
+
+
+def one_line(error: BaseException) -> str:
+    """The first leaf of ``error`` (exception groups opened), as one line for an operator."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

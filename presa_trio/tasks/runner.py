@@ -50,7 +50,7 @@ a worker's writes in :mod:`~presa_trio.tasks.writes`; the loops and the
 reactions in :mod:`~presa_trio.tasks.coordination` and
 :mod:`~presa_trio.tasks.reactions`; the store's classification of its
 errors in each store (:class:`~presa_trio.tasks.stores.base.StoreError`);
-the process exit in :mod:`presa_trio.http.app` and the CLI.
+the process exit in :mod:`presa_trio.http.app`, :mod:`presa_trio.stdio` and the CLI.
 
 A task's life
 -------------
@@ -285,9 +285,10 @@ class TaskRunner(Coordination):
         try:
             # A stop that came before this task's first step (a cancel right
             # after creation) is kept by the worker: end here, before the job
-            # has run at all; so does a shutdown that came first.
-            await trio.sleep(0)
-            if worker.stopped():
+            # has run at all; so does a shutdown that came first (it sets
+            # _stopping before it cancels the workers). No checkpoint is
+            # needed to see either: this step is a schedule point already.
+            if worker.stopped() or self._stopping:
                 return
             if self.events is not None:
                 # The task's first event, before any the job's writes append.

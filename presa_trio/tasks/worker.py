@@ -33,6 +33,7 @@ import trio
 from presa_trio.server.context import RequestContext
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
+from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
@@ -214,7 +215,11 @@ def detached_meta(meta: RequestMeta) -> RequestMeta:
     declaration cannot grow the memory.
     """
     declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
-    return _declaration(json.dumps(declared, sort_keys=True, separators=(",", ":")))
+    return _declaration(_canonical_json(declared))
+
+
+#: Compact JSON with sorted keys, the encoder built once (json.dumps builds one per call).
+_canonical_json = compact_encoder(sort_keys=True)
 
 
 @functools.lru_cache(maxsize=DECLARATIONS_KEPT)
@@ -242,13 +247,23 @@ class Move:
     apply: Callable[[Task, int], Task]
 
 
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
+#: Strict JSON (no NaN), the encoder built once; anything else is a TypeError.
+_strict_json = compact_encoder(_not_json)
+
+
 def is_json_object(value: Any) -> bool:
     """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…)."""
+    if not isinstance(value, dict):
+        return False
     try:
-        json.dumps(value, allow_nan=False)
+        _strict_json(value)
     except (TypeError, ValueError, RecursionError):
         return False
-    return isinstance(value, dict)
+    return True
 
 
 def resume_input(task: Task, requests: Mapping[str, model.Request], now_ms: int) -> Task:

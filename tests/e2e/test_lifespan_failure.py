@@ -10,20 +10,11 @@ from __future__ import annotations
 import pytest
 import trio
 
-from presa_trio.http.serving import ServerFailed, serve_http
+from presa_trio.http.serving import serve_http
 from presa_trio.server import Server
+from presa_trio.server.faults import ServerFailed
 from presa_trio.tasks import TaskRunner, TasksExtension
-from presa_trio.tasks.stores.base import Deliver, StoreUnavailable
-from presa_trio.tasks.stores.memory import MemoryStore
-
-
-class UnwatchableStore(MemoryStore):
-    """A memory store whose announcements cannot be listened to."""
-
-    async def watch(
-        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        raise StoreUnavailable("test: no announcements today")
+from tests.e2e.failing_server import UnwatchableStore
 
 
 async def test_a_runner_that_cannot_start_fails_the_startup_in_one_line() -> None:

@@ -198,3 +198,45 @@ async def test_a_client_that_does_not_read_stdout_stalls_only_the_writer(
             answered[message["id"]] = message
     assert sorted(answered) == list(range(100))
     assert len({json.dumps(answer["result"]["tools"]) for answer in answered.values()}) == 1
+
+
+async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() -> None:
+    """presa-defined (docs/tasks.md, the failure policy; stdio.py): when the
+    server-lifetime nursery (where the task runner runs) fails, ``presa-trio stdio``
+    stops at once, with stdin still open: status 1, the failure logged once, and one
+    line last on stderr for a supervisor (as ``presa-trio serve``), no uncaught
+    traceback."""
+    command = [
+        *[sys.executable, "-m", "presa_trio", "stdio", "tests.e2e.failing_server:server"],
+        *["--log-level", "ERROR"],
+    ]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, check=False, **pipes)
+        )
+        peer = StdioPeer(process)
+        with trio.fail_after(20):
+            discovered = await peer.call("server/discover", {}, 1)
+            await peer.send(request("tools/call", {"name": "doom", "arguments": {}}, request_id=2))
+            while await peer.next_message() is not None:
+                pass
+            status = await process.wait()
+            assert process.stderr is not None
+            stderr = b""
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    lines = stderr.decode().splitlines()
+    assert discovered["result"]["resultType"] == "complete"
+    assert status == 1
+    assert lines[-1] == (
+        "presa-trio: error: the server cannot run: RuntimeError: the runner lost its store for good"
+    )
+    logged = [line for line in lines if " ERROR " in line]
+    assert len(logged) == 1
+    assert logged[0].endswith(
+        "presa_trio.stdio: the server cannot run: RuntimeError: the runner lost its store for good"
+    )
+    assert not any("<frozen runpy>" in line for line in lines)

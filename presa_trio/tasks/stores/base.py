@@ -62,7 +62,6 @@ Spec: SEP-2663 §Security Implications, §Task Creation, §Protocol Errors.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -71,6 +70,7 @@ import trio
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
+from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import InvalidParams, OverCapacity, ServerOverCapacity
 from presa_trio.wire.models import JSONObject
 
@@ -275,8 +275,13 @@ class Limits:
 
         A lone surrogate (which no UTF-8 text holds) counts as its three bytes.
         """
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = _compact_json(value)
         return len(text.encode("utf-8", "surrogatepass")) > self.max_input_bytes
+
+
+#: Compact JSON as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``
+#: writes it, the encoder built once.
+_compact_json = compact_encoder(allow_nan=True)
 
 
 @attrs.frozen

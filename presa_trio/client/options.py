@@ -1,0 +1,154 @@
+"""The client commands' options: the part of ``presa-trio``'s parser they add.
+
+:func:`add_client_commands` adds ``discover``, ``list``, ``call``, ``read``,
+``prompt`` and ``task`` to the command line's subcommands, and
+:func:`split_stdio` takes ``--stdio … -- COMMAND`` apart before parsing.
+This module needs only argparse: the command line builds its whole parser
+with it, and imports what runs a command (:mod:`.commands`, httpx) only
+when a client command is given, so a serving process never loads the client.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from presa_trio.client.errors import UsageProblem
+
+CLIENT_COMMANDS = ("discover", "list", "call", "read", "prompt", "task")
+#: The environment variable ``--token`` defaults to.
+TOKEN_ENV = "PRESA_TOKEN"
+#: Stands for the endpoint in the URL's place when ``--stdio`` names a command.
+STDIO_ENDPOINT = "stdio:"
+#: What ``list`` lists: the method that lists it, and the key of its items.
+LISTS = {
+    "tools": ("tools/list", "tools"),
+    "resources": ("resources/list", "resources"),
+    "templates": ("resources/templates/list", "resourceTemplates"),
+    "prompts": ("prompts/list", "prompts"),
+}
+
+
+def split_stdio(words: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """Take ``--stdio … -- COMMAND ARGS…`` apart: the words to parse, and the command.
+
+    The endpoint stands first among the positionals, so ``stdio:`` takes
+    the URL's place there.
+    """
+    words = list(words)
+    cut = words.index("--") if "--" in words else len(words)
+    if not words or words[0] not in CLIENT_COMMANDS or "--stdio" not in words[:cut]:
+        return words, None
+    command = words[cut + 1 :]
+    if not command:
+        raise UsageProblem("--stdio needs the server's command after --: --stdio -- COMMAND ARGS…")
+    parsed = [word for word in words[:cut] if word != "--stdio"]
+    parsed.insert(2 if parsed[0] == "task" else 1, STDIO_ENDPOINT)
+    return parsed, command
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def endpoint_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("url", metavar="URL", help="the MCP endpoint, or --stdio -- COMMAND ARGS…")
+    options.add_argument(
+        "--stdio",
+        action="store_true",
+        help="start COMMAND (after --) and speak MCP on its stdin/stdout",
+    )
+    options.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    options.add_argument(
+        "--token", metavar="TOKEN", help=f"send Authorization: Bearer TOKEN (default: ${TOKEN_ENV})"
+    )
+    options.add_argument(
+        "--transcript",
+        type=Path,
+        metavar="FILE",
+        help="append every exchange to FILE as JSON lines",
+    )
+    options.add_argument(
+        "--timeout",
+        type=seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait for one answer; a task is followed however long (default: %(default)s)",
+    )
+    options.add_argument(
+        "--no-tasks", action="store_true", help="do not declare the Tasks extension"
+    )
+    return options
+
+
+def answer_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="the answer to the input request KEY, e.g. "
+        'who=\'{"action":"accept","content":{"name":"Ada"}}\'; repeatable',
+    )
+    options.add_argument(
+        "--answers", type=Path, metavar="FILE", help="a JSON object of answers by key"
+    )
+    options.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PATH",
+        help="a directory to offer when the server asks for roots; repeatable",
+    )
+    options.add_argument(
+        "--no-listen", action="store_true", help="follow a task by polling tasks/get only"
+    )
+    return options
+
+
+def add_client_commands(commands: Any) -> None:
+    """Add the client's commands to ``presa-trio``'s subcommands."""
+    endpoint, answering = endpoint_options(), answer_options()
+    both = [endpoint, answering]
+    commands.add_parser(
+        "discover", parents=[endpoint], help="ask a server what it is (server/discover)"
+    )
+    listing = commands.add_parser(
+        "list", parents=[endpoint], help="list tools, resources or prompts"
+    )
+    listing.add_argument("what", nargs="?", choices=sorted(LISTS), default="tools")
+    call = commands.add_parser("call", parents=both, help="call a tool; follow it if it is a task")
+    call.add_argument("name", metavar="TOOL")
+    call.add_argument(
+        "pairs", nargs="*", metavar="KEY=VALUE", help="arguments, typed by the schema"
+    )
+    call.add_argument("--args", metavar="JSON", help="the arguments as one JSON object")
+    call.add_argument("--detach", action="store_true", help="print a task's id and exit")
+    read = commands.add_parser("read", parents=both, help="read a resource (resources/read)")
+    read.add_argument("uri", metavar="URI")
+    prompt = commands.add_parser("prompt", parents=both, help="get a prompt (prompts/get)")
+    prompt.add_argument("name", metavar="PROMPT")
+    prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
+    task = commands.add_parser("task", help="get, wait for, answer or cancel a task by id")
+    actions = task.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=type(task)
+    )
+    for action, said in (
+        ("get", "show the task as it is now"),
+        ("wait", "follow the task until it ends, answering what it asks"),
+        ("update", "answer what the task asks now"),
+        ("cancel", "cancel the task"),
+    ):
+        parser = actions.add_parser(action, parents=both, help=said)
+        parser.add_argument("task_id", metavar="TASK_ID")
