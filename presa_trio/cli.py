@@ -35,7 +35,6 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
-import attrs
 import trio
 
 from presa_trio import __version__, logs
@@ -46,13 +45,24 @@ from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
+from presa_trio.option_values import (
+    UsageError,
+    byte_count,
+    level_name,
+    port_number,
+    positive_seconds,
+    seconds,
+)
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.target import TargetError, load_server
-from presa_trio.tasks.event_log import TaskEventLog
-from presa_trio.tasks.events import Retention
+from presa_trio.task_options import (
+    add_limit_options,
+    add_task_event_options,
+    use_limits,
+    use_task_events,
+)
 from presa_trio.tasks.extension import TasksExtension
-from presa_trio.tasks.runner import Limits
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.wire.request_state import StateSealer
@@ -63,50 +73,11 @@ EXIT_USAGE = 2
 EXIT_FAILED = 1
 
 
-class UsageError(Exception):
-    """An operator mistake: reported as one line, exit status 2."""
-
-
 class Parser(argparse.ArgumentParser):
     """argparse, but a mistake is a :class:`UsageError` (one line), not usage and exit."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
-
-
-# --- option values ---------------------------------------------------------------
-
-
-def checked(
-    convert: Callable[[str], float], accept: Callable[[float], bool], what: str
-) -> Callable[[str], float]:
-    """An argparse ``type``: ``convert`` the text, then require ``accept`` of the value."""
-
-    def parse(text: str) -> float:
-        try:
-            value = convert(text)
-        except ValueError:
-            value = None
-        if value is None or not accept(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
-        return value
-
-    parse.__name__ = what
-    return parse
-
-
-port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
-byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
-task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
-event_count = checked(int, lambda n: n > 0, "a positive number of events")
-positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
-seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
-
-
-def level_name(text: str) -> str:
-    if text.upper() not in logs.LEVELS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(logs.LEVELS)}")
-    return text.upper()
 
 
 # --- the parser ------------------------------------------------------------------
@@ -167,100 +138,6 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help="how long a running task's lease lasts unless renewed; after a crash its tasks "
         "are recovered once it expires (default: %(default)s)",
     )
-
-
-def add_task_event_options(parser: argparse.ArgumentParser) -> None:
-    """Task event streams (SEP-2694, a draft): off unless ``--task-events``.
-
-    The retention table, with these defaults, is in docs/tasks.md.
-    """
-    default = Retention()
-    assert default.max_age_ms is not None
-    events = parser.add_argument_group("task event streams (SEP-2694, a draft)")
-    events.add_argument(
-        "--task-events",
-        action="store_true",
-        help="serve tasks/stream: each task's events, replayable after a cursor (default: off)",
-    )
-    events.add_argument(
-        "--task-events-max",
-        type=event_count,
-        default=default.max_events,
-        metavar="N",
-        help="most events kept per task; older ones are dropped (default: %(default)s)",
-    )
-    events.add_argument(
-        "--task-events-max-age",
-        type=seconds,
-        default=default.max_age_ms / 1000,
-        metavar="SECONDS",
-        help="events older than this are dropped; 0 keeps them as long as the task "
-        "(default: %(default)s)",
-    )
-    events.add_argument(
-        "--task-events-terminal-retention",
-        type=seconds,
-        metavar="SECONDS",
-        help="how long a finished task's events stay, never longer than the task "
-        "(default: as long as the task)",
-    )
-    events.add_argument(
-        "--task-events-max-payload",
-        type=byte_count,
-        default=default.max_payload_bytes,
-        metavar="BYTES",
-        help="largest event payload, as compact JSON (default: %(default)s)",
-    )
-
-
-def task_event_log(args: argparse.Namespace) -> TaskEventLog | None:
-    """The event log the ``--task-events*`` options describe, or None when off."""
-    if not args.task_events:
-        return None
-    terminal = args.task_events_terminal_retention
-    retention = Retention(
-        max_events=args.task_events_max,
-        max_age_ms=round(args.task_events_max_age * 1000) or None,
-        terminal_ms=None if terminal is None else round(terminal * 1000),
-        max_payload_bytes=args.task_events_max_payload,
-    )
-    return TaskEventLog(retention)
-
-
-def use_task_events(server: Server, args: argparse.Namespace) -> None:
-    """Turn task event streams on for the server's Tasks extension, if asked."""
-    events = task_event_log(args)
-    if events is None:
-        return
-    extensions = [e for e in server.extensions if isinstance(e, TasksExtension)]
-    if not extensions:
-        raise UsageError("--task-events needs a server with the Tasks extension")
-    for extension in extensions:
-        extension.enable_events(events)
-
-
-def add_limit_options(parser: argparse.ArgumentParser) -> None:
-    """The task limits: what one caller, and the whole server, may hold."""
-    defaults = Limits()
-    limits = parser.add_argument_group(
-        "task limits (per caller with authorization on, where without it all callers are "
-        "one; past a limit a task-optional tool answers as a plain call and a task-required "
-        "one is refused, 429 for a caller's limit and 503 for the server's, with Retry-After)"
-    )
-    for flag, field, what in (
-        ("--task-max-active", "max_active", "unfinished tasks on this server"),
-        ("--task-max-active-per-scope", "max_active_per_scope", "unfinished tasks per caller"),
-        ("--task-max-stored", "max_stored", "stored tasks, finished ones until their TTL"),
-        ("--task-max-stored-per-scope", "max_stored_per_scope", "stored tasks per caller"),
-    ):
-        limits.add_argument(
-            flag,
-            dest=field,
-            type=task_count,
-            default=getattr(defaults, field),
-            metavar="N",
-            help=f"most {what} (default: %(default)s)",
-        )
 
 
 def add_http_options(parser: argparse.ArgumentParser) -> None:
@@ -377,19 +254,6 @@ def chosen_server(target: str | None, sealer: StateSealer | None) -> Server:
     if sealer is not None:
         server.sealer = sealer
     return server
-
-
-def use_limits(server: Server, args: argparse.Namespace) -> None:
-    """Bound the server's tasks by the ``--task-max-*`` options."""
-    for extension in server.extensions:
-        if isinstance(extension, TasksExtension):
-            extension.runner.limits = attrs.evolve(
-                extension.runner.limits,
-                max_active=args.max_active,
-                max_active_per_scope=args.max_active_per_scope,
-                max_stored=args.max_stored,
-                max_stored_per_scope=args.max_stored_per_scope,
-            )
 
 
 def use_store(server: Server, store: TaskStore, lease_ms: int) -> None:

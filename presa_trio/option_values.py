@@ -1,0 +1,49 @@
+"""argparse value types for the command line's options, and its one-line usage error.
+
+A value that does not parse is argparse's own error, written as one line
+by :class:`presa_trio.cli.Parser`; a combination of options that cannot
+work is a :class:`UsageError`. Both exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from presa_trio import logs
+
+
+class UsageError(Exception):
+    """An operator mistake: reported as one line, exit status 2."""
+
+
+def checked(
+    convert: Callable[[str], float], accept: Callable[[float], bool], what: str
+) -> Callable[[str], float]:
+    """An argparse ``type``: ``convert`` the text, then require ``accept`` of the value."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
+byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
+task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
+event_count = checked(int, lambda n: n > 0, "a positive number of events")
+positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
+seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
+
+
+def level_name(text: str) -> str:
+    if text.upper() not in logs.LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(logs.LEVELS)}")
+    return text.upper()
