@@ -210,13 +210,14 @@ def read_dumps(directory: Path) -> list[tuple[str, int]]:
     return [dumped_total(path) for path in directory.glob("callgrind.out*")]
 
 
+def mark(pid: int, label: str) -> None:
+    """Dump process ``pid``'s callgrind counts so far under ``label`` and start them again."""
+    command = ["callgrind_control", f"--dump={label}", str(pid)]
+    subprocess.run(command, check=True, capture_output=True)
+
+
 async def dump(served: servers.Served, label: str) -> None:
-    await asyncio.to_thread(
-        subprocess.run,
-        ["callgrind_control", f"--dump={label}", str(served.process.pid)],
-        check=True,
-        capture_output=True,
-    )
+    await asyncio.to_thread(mark, served.process.pid, label)
 
 
 async def run(requests: int) -> list[Count]:

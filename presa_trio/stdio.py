@@ -48,7 +48,7 @@ import trio
 
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
-from presa_trio.server.faults import ServerFailed, one_line
+from presa_trio.server.faults import ServerFailed, report_lifetime_failure
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.envelope import Notification, RequestId, dumps, is_request_id
 from presa_trio.wire.errors import InvalidRequest
@@ -162,8 +162,7 @@ class StdioServer:
                 started = True
                 task_status.started()
         except Exception as error:
-            self.failure = one_line(error)
-            log.exception("the server cannot run: %s", self.failure)
+            self.failure = report_lifetime_failure(log, error)
             serving.cancel(reason="the server cannot run")
             if not started:
                 task_status.started()

@@ -44,7 +44,7 @@ from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_w
 from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
-from presa_trio.server.faults import one_line
+from presa_trio.server.faults import report_lifetime_failure
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import RETRY_AFTER_S, McpError
@@ -146,8 +146,7 @@ class McpApp:
                 await receive()  # lifespan.shutdown
                 nursery.cancel_scope.cancel(reason="server shutdown")
         except Exception as error:
-            self.failure = one_line(error)
-            log.exception("the server cannot run: %s", self.failure)
+            self.failure = report_lifetime_failure(log, error)
             self.failed.set()
             if not started:
                 await send({"type": "lifespan.startup.failed", "message": self.failure})

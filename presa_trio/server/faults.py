@@ -43,6 +43,14 @@ class ServerFailed(Exception):
     """The server could not run on (its task runner failed): one line for an operator."""
 
 
+def report_lifetime_failure(logger: logging.Logger, error: BaseException) -> str:
+    """Log that the server cannot run, with ``error``'s traceback; return :func:`one_line` of
+    it, for :class:`ServerFailed`. Every edge reports the failure of its lifetime here."""
+    line = one_line(error)
+    logger.error("the server cannot run: %s", line, exc_info=error)
+    return line
+
+
 def one_line(error: BaseException) -> str:
     """The first leaf of ``error`` (exception groups opened), as one line for an operator."""
     while isinstance(error, BaseExceptionGroup):
