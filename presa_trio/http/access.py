@@ -31,6 +31,7 @@ from hypercorn.typing import (
     Scope,
 )
 
+from presa_trio import logs
 from presa_trio.http.transcript import decode_body, sse_messages
 
 access_log = logging.getLogger("presa_trio.access")
@@ -112,7 +113,9 @@ def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
     directly, field by field, rather than through a table of fields, and
     the fields, presa's own names that no record attribute has, are set on
     the record in one update rather than checked one by one as
-    ``Logger.makeRecord``'s ``extra`` does.
+    ``Logger.makeRecord``'s ``extra`` does. While the logging configuration
+    is still the one ``presa-trio serve`` made, no record is made at all:
+    the line goes straight to its stderr handler (:func:`presa_trio.logs.direct_handler`).
     """
     code, incident = exchange.jsonrpc_error()
     mcp_method, mcp_name = mcp_headers(scope)
@@ -127,22 +130,25 @@ def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
         line += f" jsonrpc-error={text_value(str(code))}"
     if incident is not None:
         line += f" incident={text_value(str(incident))}"
+    fields: dict[str, object] = {
+        "status": exchange.status,
+        "bytes": exchange.sent,
+        "ms": ms,
+        "mcp_method": mcp_method,
+        "mcp_name": mcp_name,
+        "jsonrpc_error": code,
+        "incident": incident,
+        "method": method,
+        "path": path,
+    }
+    direct = logs.direct_handler(access_log, logging.INFO)
+    if direct is not None:  # the configuration is still presa's own: the same bytes, no record
+        direct.write(logging.INFO, access_log.name, line, fields)
+        return
     record = access_log.makeRecord(
         access_log.name, logging.INFO, "(unknown file)", 0, line, (), None
     )
-    record.__dict__.update(
-        {
-            "status": exchange.status,
-            "bytes": exchange.sent,
-            "ms": ms,
-            "mcp_method": mcp_method,
-            "mcp_name": mcp_name,
-            "jsonrpc_error": code,
-            "incident": incident,
-            "method": method,
-            "path": path,
-        }
-    )
+    record.__dict__.update(fields)
     access_log.handle(record)  # the level was checked before the exchange began
 
 

@@ -3,19 +3,27 @@
 Rules: the access log is ASGI middleware around the real app; each record
 goes through the logging module's filters and handlers like any other, its
 message is the text line and its fields are attributes (``extra``), which
-the JSON-lines format writes by name.
+the JSON-lines format writes by name. While the logging configuration is
+still serve's own, the same line is written without a record; anything a
+user adds to it gets records again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, cast
 
 import pytest
+from hypercorn.typing import HTTPScope
 
-from presa_trio.http.access import AccessLog
+from presa_trio import logs
+from presa_trio.http.access import AccessLog, _Exchange, log_exchange
 from presa_trio.http.app import McpApp
 from presa_trio.logs import JsonLines, TextLines
 from presa_trio.server import RequestContext, Server
@@ -146,3 +154,175 @@ async def test_a_filter_on_the_logger_sees_every_record(logged: McpClient, kept:
     finally:
         logger.removeFilter(dropping)
     assert kept.records == []
+
+
+#: A clock reading whose milliseconds are exact in binary: both routes read ``time.time``.
+NOW = 1_764_640_000.25
+ANSWERS = {
+    "a result": (200, b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}', None),
+    "an error with an incident": (
+        200,
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error",'
+        b'"data":{"incident":"7f3a"}}}',
+        " jsonrpc-error=-32603 incident=7f3a",
+    ),
+}
+
+
+@contextlib.contextmanager
+def configured(form: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
+    """``presa-trio serve``'s logging (``logs.configure``) with stderr in memory; undone after."""
+    root, hypercorn = logging.getLogger(), logging.getLogger("hypercorn.error")
+    handlers, levels = root.handlers[:], (root.level, hypercorn.level)
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    logs.configure("INFO", form)
+    try:
+        yield stderr
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(levels[0])
+        hypercorn.setLevel(levels[1])
+
+
+def one_exchange(body: bytes) -> None:
+    """The access line of a ``tools/call greet`` answered with ``body``, after 1.25 ms."""
+    scope = cast(
+        HTTPScope,
+        {
+            "type": "http",
+            "method": "POST",
+            "path": "/mcp",
+            "headers": [(b"mcp-method", b"tools/call"), (b"mcp-name", b"greet")],
+        },
+    )
+    exchange = _Exchange(downstream=None, status=200, sent=len(body), last=body)  # type: ignore[arg-type]
+    log_exchange(scope, exchange, 0.00125)
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+@pytest.mark.parametrize("form", logs.FORMATS)
+def test_the_direct_line_is_the_records_line(
+    form: str, answer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (logs): while the logging configuration is serve's own, the line is
+    written without a record, byte for byte what the record's way through the logger
+    and its handler writes: every field, the error code and incident, the timestamp."""
+    status, body, error = ANSWERS[answer]
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    monkeypatch.setattr(time, "time_ns", lambda: int(NOW * 1e9))
+    access = logging.getLogger("presa_trio.access")
+    with configured(form, monkeypatch) as stderr:
+        assert logs.direct_handler(access, logging.INFO) is not None
+        one_exchange(body)
+        direct = stderr.getvalue()
+        stderr.seek(0)
+        stderr.truncate()
+        everything = logging.Filter()  # lets every record through, so the record is made
+        access.addFilter(everything)
+        try:
+            assert logs.direct_handler(access, logging.INFO) is None
+            one_exchange(body)
+        finally:
+            access.removeFilter(everything)
+        assert stderr.getvalue() == direct
+    line = (
+        f"POST /mcp status={status} bytes={len(body)} ms=1.3 mcp-method=tools/call mcp-name=greet"
+    )
+    line += error or ""
+    if form == "text":
+        second = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(NOW))
+        assert direct == f"{second},250 INFO presa_trio.access: {line}\n"
+    else:
+        code, incident = (-32603, "7f3a") if error else (None, None)
+        assert direct.endswith("\n")
+        assert json.loads(direct) == {
+            "time": "2025-12-02T01:46:40.250+00:00",
+            "level": "INFO",
+            "logger": "presa_trio.access",
+            "message": line,
+            "status": status,
+            "bytes": len(body),
+            "ms": 1.3,
+            "mcp_method": "tools/call",
+            "mcp_name": "greet",
+            "jsonrpc_error": code,
+            "incident": incident,
+            "method": "POST",
+            "path": "/mcp",
+        }
+
+
+def on_the_access_logger(kept: Kept) -> Callable[[], None]:
+    access = logging.getLogger("presa_trio.access")
+    access.addHandler(kept)
+    return lambda: access.removeHandler(kept)
+
+
+def on_the_root(kept: Kept) -> Callable[[], None]:
+    root = logging.getLogger()
+    root.addHandler(kept)
+    return lambda: root.removeHandler(kept)
+
+
+def through_a_filter_on_the_access_logger(kept: Kept) -> Callable[[], None]:
+    """A filter that keeps what it sees, as a user's filter that enriches records might."""
+    access = logging.getLogger("presa_trio.access")
+
+    def keep(record: logging.LogRecord) -> bool:
+        kept.records.append(record)
+        return True
+
+    access.addFilter(keep)
+    return lambda: access.removeFilter(keep)
+
+
+def through_a_filter_on_the_stderr_handler(kept: Kept) -> Callable[[], None]:
+    (handler,) = logging.getLogger().handlers
+
+    def keep(record: logging.LogRecord) -> bool:
+        kept.records.append(record)
+        return True
+
+    handler.addFilter(keep)
+    return lambda: handler.removeFilter(keep)
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        on_the_access_logger,
+        on_the_root,
+        through_a_filter_on_the_access_logger,
+        through_a_filter_on_the_stderr_handler,
+    ],
+)
+async def test_what_a_user_adds_at_run_time_gets_every_record(
+    added: Callable[[Kept], Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (logs): a handler or filter added to serve's logging while it serves
+    sees the next exchange's record with every field, and stderr still gets its line."""
+    app = McpApp.for_server(server())
+    call = request("tools/call", {"name": "greet", "arguments": {}})
+    kept = Kept()
+    with configured("text", monkeypatch) as stderr:
+        async with running(app):
+            client = McpClient(app, asgi=AccessLog(app))
+            await client.post(call)
+            assert stderr.getvalue().count(" INFO presa_trio.access: POST /mcp ") == 1
+            remove = added(kept)
+            try:
+                response = await client.post(call)
+            finally:
+                remove()
+    (record,) = kept.records
+    assert {name: getattr(record, name) for name in FIELDS if name != "ms"} == {
+        "status": 200,
+        "bytes": len(response.body),
+        "mcp_method": "tools/call",
+        "mcp_name": "greet",
+        "jsonrpc_error": None,
+        "incident": None,
+    }
+    assert stderr.getvalue().count(" INFO presa_trio.access: POST /mcp ") == 2
+    assert stderr.getvalue().splitlines()[-1].endswith(record.getMessage())
