@@ -115,7 +115,8 @@ class StderrLines(logging.StreamHandler[TextIO]):
             self.stream.write(line + self.terminator)
             self.stream.flush()
         except Exception:  # as emit does: the failure is reported, the server goes on
-            self.handleError(logging.makeLogRecord({"name": logger, "msg": message, **fields}))
+            made = {"name": logger, "levelno": level, "levelname": levelname, "msg": message}
+            self.handleError(logging.makeLogRecord(made | fields))
         finally:
             self.release()
 

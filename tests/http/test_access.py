@@ -58,6 +58,18 @@ class Kept(logging.Handler):
         self.records.append(record)
 
 
+def greet_result(size: int) -> dict[str, object]:
+    """The fields but ``ms`` of a ``tools/call greet`` answered with a result of ``size`` bytes."""
+    return {
+        "status": 200,
+        "bytes": size,
+        "mcp_method": "tools/call",
+        "mcp_name": "greet",
+        "jsonrpc_error": None,
+        "incident": None,
+    }
+
+
 @pytest.fixture
 def kept() -> Iterator[Kept]:
     handler = Kept()
@@ -93,14 +105,7 @@ async def test_a_result_is_one_record_with_its_fields(logged: McpClient, kept: K
     )
     fields = {name: getattr(record, name) for name in FIELDS}
     assert isinstance(fields.pop("ms"), float)
-    assert fields == {
-        "status": 200,
-        "bytes": len(response.body),
-        "mcp_method": "tools/call",
-        "mcp_name": "greet",
-        "jsonrpc_error": None,
-        "incident": None,
-    }
+    assert fields == greet_result(len(response.body))
     line = f"POST /mcp status=200 bytes={len(response.body)} ms={record.ms} "  # type: ignore[attr-defined]
     assert record.getMessage() == line + "mcp-method=tools/call mcp-name=greet"
     assert (
@@ -316,13 +321,7 @@ async def test_what_a_user_adds_at_run_time_gets_every_record(
             finally:
                 remove()
     (record,) = kept.records
-    assert {name: getattr(record, name) for name in FIELDS if name != "ms"} == {
-        "status": 200,
-        "bytes": len(response.body),
-        "mcp_method": "tools/call",
-        "mcp_name": "greet",
-        "jsonrpc_error": None,
-        "incident": None,
-    }
+    fields = {name: getattr(record, name) for name in FIELDS if name != "ms"}
+    assert fields == greet_result(len(response.body))
     assert stderr.getvalue().count(" INFO presa_trio.access: POST /mcp ") == 2
     assert stderr.getvalue().splitlines()[-1].endswith(record.getMessage())
