@@ -239,6 +239,8 @@ async def run(requests: int) -> list[Count]:
         count("presa-default", servers.presa_default_command, "tools/call", requests, 0),
         count_creation(requests, 1),
     )
+    print("instructions: the SDK's MCPServer, tools/call ...", file=sys.stderr, flush=True)
+    counts.append(await count("sdk", servers.sdk_command, "tools/call", requests, 0))
     return counts
 
 
@@ -271,5 +273,13 @@ def table(counts: list[Count]) -> str:
         lines.append(
             f"With the default access log on, a tools/call over HTTP/1.1 is {logged / 1e6:.3f} M "
             f"instructions: {logged - quiet:+,.0f} ({logged / quiet - 1:+.1%}) for its line."
+        )
+    sdk = by.get(("sdk", "tools/call", "http/1.1"))
+    if sdk is not None and logged is not None:
+        floor = by[("floor", "tools/call", "http/1.1")]
+        lines.append(
+            f"The SDK's MCPServer (uvicorn, its access log on) takes {sdk / 1e6:.3f} M per "
+            f"tools/call: SDK/presa-default {sdk / logged:.3f}, SDK/floor {sdk / floor:.3f} "
+            "(the most any hypercorn-Trio app can be ahead of it by doing less)."
         )
     return "\n".join(lines)

@@ -44,7 +44,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from functools import cached_property, partial
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -220,6 +220,13 @@ class ResourceGuard:
     _http: httpx.AsyncClient | None = None
     # Misconfigurations already logged (each is logged once).
     _told: set[str] = attrs.field(factory=set)
+    # Where the metadata document is, for ``resource_metadata`` (RFC 9728 §3.1), and
+    # the paths it is served at. Worked out once, as fields: a ``cached_property``
+    # would give this slotted class a ``__getattr__``, and every attribute read on
+    # the request path (``self.verifier``, ``self.scopes``) would take the slow,
+    # unspecialised lookup.
+    metadata_url: str = attrs.field(init=False)
+    metadata_paths: frozenset[str] = attrs.field(init=False)
 
     @authorization_servers.validator
     def _names_a_server(self, _: object, servers: Sequence[str]) -> None:
@@ -230,17 +237,12 @@ class ResourceGuard:
 
     # --- metadata (RFC 9728) ------------------------------------------------------
 
-    @cached_property
-    def metadata_url(self) -> str:
-        """Where the metadata document is, for ``resource_metadata`` (RFC 9728 §3.1)."""
+    def __attrs_post_init__(self) -> None:
+        # The path-inserted well-known URI (RFC 9728 §3.1), and the root form.
         parts = urlsplit(self.resource)
         path = WELL_KNOWN + parts.path.rstrip("/")
-        return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-    @cached_property
-    def metadata_paths(self) -> frozenset[str]:
-        """The path-inserted well-known path, and the root form."""
-        return frozenset({urlsplit(self.metadata_url).path, WELL_KNOWN})
+        self.metadata_url = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+        self.metadata_paths = frozenset({path, WELL_KNOWN})
 
     def metadata(self) -> dict[str, Any]:
         """The Protected Resource Metadata document (RFC 9728 §2)."""

@@ -1,0 +1,91 @@
+"""A token answered from what the verifier remembers gets the answers a new one would.
+
+Clients reuse their token, so most requests are answered from the verifier's
+cache (:meth:`~presa_trio.auth.guard.ResourceGuard.remembered`) rather than by
+checking the signature again. These tests run a real
+:class:`~presa_trio.auth.jwt_tokens.JwtVerifier` in process, its issuer's key
+set given rather than fetched, and check on the wire that a remembered token
+is still held to each request's scopes and to its ``exp``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
+
+from presa_trio.auth.guard import ResourceGuard, ScopeRules
+from presa_trio.auth.jwt_tokens import JwtVerifier
+from presa_trio.auth.keys import IssuerKeys
+from presa_trio.demo import build_server
+from presa_trio.http.app import McpApp
+from presa_trio.testing import McpClient, Response, headers_for, request, running
+
+RESOURCE = "http://localhost:3000/mcp"
+ISSUER = "https://auth.example.com"
+METADATA = "http://localhost:3000/.well-known/oauth-protected-resource/mcp"
+RULES = ScopeRules(every_request=frozenset({"mcp"}), tools={"greet": frozenset({"people"})})
+KEY = RSAKey.generate_key(2048, parameters={"kid": "k1"})
+
+
+def signed(subject: str, scope: str, lifetime_s: float = 3600) -> str:
+    now = int(time.time())
+    claims: dict[str, object] = {"iss": ISSUER, "sub": subject, "aud": RESOURCE, "scope": scope}
+    claims |= {"client_id": "app", "iat": now, "exp": int(now + lifetime_s)}
+    return jwt.encode({"alg": "RS256", "typ": "at+jwt", "kid": "k1"}, claims, KEY)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[McpClient]:
+    now = time.time()
+    keys = IssuerKeys(ISSUER + "/jwks", keys=KeySet([KEY]), fetched_at=now, expires_at=now + 3600)
+    verifier = JwtVerifier(ISSUER, RESOURCE, leeway_s=0, keys=keys)
+    guard = ResourceGuard(RESOURCE, verifier, authorization_servers=[ISSUER], scopes=RULES)
+    async with running(McpApp.for_server(build_server(), auth=guard)) as started:
+        yield started
+
+
+async def post(client: McpClient, message: dict[str, Any], token: str) -> Response:
+    headers = [*headers_for(message).items(), ("authorization", f"Bearer {token}")]
+    return await client.post(message, headers)
+
+
+async def test_a_remembered_token_is_held_to_each_tools_scopes(client: McpClient) -> None:
+    """A-04: a token accepted before, and so remembered, is still 403 on a tool whose
+    scopes it lacks, with the same body and challenge a token never seen before gets;
+    and it still works where its scopes suffice."""
+    listing = request("tools/list")
+    greeting = request("tools/call", {"name": "greet", "arguments": {}})
+    seen = signed("alice", "mcp")
+    assert (await post(client, listing, seen)).status == 200
+    remembered = await post(client, greeting, seen)
+    first_use = await post(client, greeting, signed("bob", "mcp"))
+    for refused in (remembered, first_use):
+        assert refused.status == 403
+        assert refused.headers["www-authenticate"] == (
+            f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+            'error_description="tools/call requires the scopes: mcp people", '
+            'scope="mcp people"'
+        )
+    assert remembered.body == first_use.body
+    assert (await post(client, listing, seen)).status == 200
+
+
+async def test_a_remembered_token_is_verified_again_once_it_expires(client: McpClient) -> None:
+    """A-08: a remembered token is answered from the cache only until its ``exp`` (plus
+    the leeway, 0 here): after it, the token is verified again and refused, 401
+    ``invalid_token``."""
+    listing = request("tools/list")
+    short = signed("alice", "mcp", lifetime_s=2)
+    expires = float(jwt.decode(short, KEY).claims["exp"])
+    for _ in range(2):
+        assert (await post(client, listing, short)).status == 200
+    await trio.sleep(expires - time.time() + 0.1)
+    expired = await post(client, listing, short)
+    assert expired.status == 401
+    assert 'error="invalid_token"' in expired.headers["www-authenticate"]
