@@ -44,8 +44,11 @@ def token_digest(token: bytes) -> bytes:
     """What presa keeps of a bearer token: its SHA-256, never the token itself.
 
     A cache keyed by the digest answers for exactly the token that was
-    checked (a collision would need a second SHA-256 preimage), and a memory
-    dump of the server holds no token anyone could present.
+    checked (a collision would need a second SHA-256 preimage), and what the
+    caches keep, until each token expires, is no token anyone could present.
+    (A request's own token is in the server's buffers while it is served,
+    and freed memory is not cleared: the digest keeps the tokens of clients
+    that went quiet out of memory, not the ones in flight.)
     """
     return hashlib.sha256(token).digest()
 
