@@ -13,9 +13,9 @@ request it:
    (``resource_metadata``), plus ``error="invalid_token"`` when a token was
    sent and the ``scope`` every request needs (RFC 6750 §3; authorization
    §Error Handling, §Scope Selection Strategy). A token verified before is
-   answered from what the verifiers keep, by its SHA-256 and a lookup
-   (:meth:`ResourceGuard.remembered`, no coroutine); only a new one is
-   verified (:meth:`ResourceGuard.authenticate`);
+   answered from what the guard remembers of it, by its SHA-256 and a
+   lookup (:meth:`ResourceGuard.remembered`, no coroutine); only a new one
+   is verified (:meth:`ResourceGuard.authenticate`);
 3. once the JSON-RPC method is known, checks the token's scopes against what
    this method (and, for ``tools/call``, this tool) requires: 403
    ``error="insufficient_scope"`` naming every required scope in one
@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -58,6 +58,7 @@ from presa_trio.auth.principal import Access, Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
     Misconfigured,
+    TokenCache,
     Verified,
     Verifier,
     VerifierUnavailable,
@@ -90,8 +91,10 @@ class ScopeRules:
     every_request: frozenset[str] = frozenset()
     methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
-    # The answers, worked out once: each method with a rule, each tool with one.
-    _by_method: dict[str, frozenset[str]] = attrs.field(
+    # Every scope a request needs, worked out once: by method (for the methods
+    # with a rule of their own) and, for ``tools/call``, by tool (for the tools
+    # with one). :meth:`ResourceGuard.authorize` reads them.
+    by_method: Mapping[str, frozenset[str]] = attrs.field(
         init=False,
         eq=False,
         repr=False,
@@ -100,26 +103,18 @@ class ScopeRules:
             takes_self=True,
         ),
     )
-    _by_tool: dict[str, frozenset[str]] = attrs.field(
+    by_tool: Mapping[str, frozenset[str]] = attrs.field(
         init=False,
         eq=False,
         repr=False,
         default=attrs.Factory(
             lambda self: {
-                tool: self._by_method.get("tools/call", self.every_request) | scopes
+                tool: self.by_method.get("tools/call", self.every_request) | scopes
                 for tool, scopes in self.tools.items()
             },
             takes_self=True,
         ),
     )
-
-    def required(self, method: str, params: Mapping[str, Any]) -> frozenset[str]:
-        """Every scope ``method`` with ``params`` needs (all at once, never one by one)."""
-        if method == "tools/call" and self._by_tool:
-            name = params.get("name")
-            if isinstance(name, str) and name in self._by_tool:
-                return self._by_tool[name]
-        return self._by_method.get(method, self.every_request)
 
     def all(self) -> frozenset[str]:
         """Every scope any request may need."""
@@ -153,14 +148,6 @@ class Verifiers:
             takes_self=True,
         )
     )
-
-    def remembered(self, digest: bytes) -> Verified | None:
-        """What a verifier keeps of the token: each keeps only the tokens it verified."""
-        for verifier in self._chain:
-            known = verifier.remembered(digest)
-            if known is not None:
-                return known
-        return None
 
     def pick(self, token: str) -> Verifier | None:
         """The verifier for the token's shape: JWT or introspection."""
@@ -218,6 +205,8 @@ class ResourceGuard:
     scopes_supported: Sequence[str] | None = None
     resource_name: str | None = None
     _http: httpx.AsyncClient | None = None
+    # Every verification made, by token digest, until it runs out (:meth:`remembered`).
+    _verified: TokenCache[Verified] = attrs.field(factory=TokenCache)
     # Misconfigurations already logged (each is logged once).
     _told: set[str] = attrs.field(factory=set)
     # Where the metadata document is, for ``resource_metadata`` (RFC 9728 §3.1), and
@@ -322,13 +311,14 @@ class ResourceGuard:
             raise self.bad_request("Access tokens must not be sent in the query string")
         if b"authorization" in headers.repeated:
             raise self.bad_request("More than one Authorization header")
-        value = headers.first.get(b"authorization", b"").strip()
-        if value[:7].lower() != b"bearer ":  # the scheme is case-insensitive (RFC 9110 §11.1)
-            if value.lower() == b"bearer":
-                raise self.bad_request("Malformed bearer token")
+        # RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is
+        # case-insensitive (RFC 9110 §11.1). "Bearer" alone leaves an empty
+        # token, which :meth:`authenticate` answers as malformed.
+        scheme, _, token = headers.first.get(b"authorization", b"").strip().partition(b" ")
+        if scheme != b"Bearer" and scheme.lower() != b"bearer":
             header = self.challenge(scopes=self.scopes.every_request)
             raise Rejection(401, "Authorization required", [header])
-        return value[7:].lstrip()
+        return token.lstrip()
 
     def bad_request(self, description: str) -> Rejection:
         header = self.challenge("invalid_request", description)
@@ -338,10 +328,16 @@ class ResourceGuard:
         """The caller of a token verified before, while that holds: a lookup, no coroutine.
 
         This is the common case (clients reuse their token), and its whole
-        cost is the token's digest and a dictionary lookup.
+        cost is the token's digest and a dictionary lookup. A verification
+        holds until its :attr:`~Verified.until` and while what it rests on is
+        current (a JWT's key set, until the set is fetched again).
         """
-        verified = self.verifier.remembered(token_digest(token))
-        return None if verified is None else verified.principal
+        entry = self._verified.get(token_digest(token))
+        if entry is None or time.time() >= entry[1]:
+            return None
+        verified = entry[0]
+        basis = verified.basis
+        return verified.principal if basis is None or basis.current else None
 
     async def authenticate(self, token: bytes) -> Principal:
         """The caller of a token not :meth:`remembered`, or the 400 (401, 500, 503) that
@@ -363,6 +359,8 @@ class ResourceGuard:
         except Misconfigured as exc:
             self.tell(exc)
             raise Rejection(500, "This server's authorization is misconfigured") from exc
+        until = math.inf if verified.until is None else verified.until
+        self._verified.put(token_digest(token), verified, until, time.time())
         return verified.principal
 
     def tell(self, problem: Misconfigured) -> None:
@@ -372,15 +370,23 @@ class ResourceGuard:
             log.error("authorization cannot work: %s", problem)
 
     def authorize(self, caller: Caller, method: str, params: Mapping[str, Any]) -> Access:
-        """The request's :class:`Access`: the scopes it needs, and when its token lapses.
+        """The request's :class:`Access`: the scopes it needs, and its token to watch.
 
-        403 ``insufficient_scope`` unless the token has those scopes.
+        It needs those of every request, its method's and, for ``tools/call``,
+        its tool's (:class:`ScopeRules`), all at once, never one by one: 403
+        ``insufficient_scope`` naming them all unless the token has every one.
         """
         token, principal = caller
-        needed = self.scopes.required(method, params)
+        rules = self.scopes
+        needed = None
+        if method == "tools/call" and rules.by_tool:
+            name = params.get("name")
+            needed = rules.by_tool.get(name) if isinstance(name, str) else None
+        if needed is None:
+            needed = rules.by_method.get(method, rules.every_request)
         if not needed <= principal.scopes:
             raise self.insufficient(method, needed)
-        return Access(needed, partial(self.lapsed, token))
+        return Access(needed, self, token)
 
     def insufficient(self, method: str, needed: frozenset[str]) -> Rejection:
         """The 403 naming every scope ``method`` needs (authorization §Runtime Insufficient

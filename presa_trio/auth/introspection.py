@@ -104,21 +104,16 @@ class IntrospectionVerifier:
     )
     _cache: TokenCache[tuple[Answer, float]] = attrs.field(factory=TokenCache)
 
-    def remembered(self, digest: bytes) -> Verified | None:
-        """The cached answer about the token, if it is an active one."""
-        cached = self._cache.get(digest, time.time())
-        if cached is None or cached[0].principal is None:
-            return None
-        return Verified(cached[0].principal, cached[1])
-
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
         digest = token_digest(token.encode())
         now = time.time()
-        cached = self._cache.get(digest, now)
-        if cached is None:
-            cached = self.judge(await self.introspect(token, http), now)
-            self._cache.put(digest, cached, cached[1], now)
-        answer, until = cached
+        entry = self._cache.get(digest)
+        if entry is None or now >= entry[1]:
+            judged = self.judge(await self.introspect(token, http), now)
+            self._cache.put(digest, judged, judged[1], now)
+        else:
+            judged = entry[0]
+        answer, until = judged
         if answer.principal is None:
             raise InvalidToken(answer.refusal)
         return Verified(answer.principal, until)

@@ -19,11 +19,12 @@ its lifetime, can make presa look for a key it lacks):
 4. ``aud`` names this server's canonical URI (RFC 8707): a token minted for
    another resource is refused.
 
-A token that passed is remembered (by a hash of it) until its ``exp`` plus
-the leeway, but never past the key set's expiry, and only for the key set it
-was checked against: a client reusing its token — the common case — costs a
-lookup, not a signature check, and a token of a withdrawn key is refused once
-the set is fetched again.
+A token that passed is remembered by the guard (by a hash of it) until its
+``exp`` plus the leeway, but never past the key set's expiry, and only while
+the key set it was checked against is the current one
+(:class:`~presa_trio.auth.verifier.Verified`): a client reusing its token —
+the common case — costs a lookup, not a signature check, and a token of a
+withdrawn key is refused once the set is fetched again.
 
 Spec: authorization §Token Handling, security-considerations §Token
 Audience Binding and Validation, §Access Token Privilege Restriction.
@@ -32,7 +33,6 @@ Audience Binding and Validation, §Access Token Privilege Restriction.
 from __future__ import annotations
 
 import json
-import time
 
 import attrs
 import httpx
@@ -47,11 +47,9 @@ from presa_trio.auth.principal import DEFAULT_LEEWAY_S, Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
     Misconfigured,
-    TokenCache,
     Verified,
     names_resource,
     scopes_of,
-    token_digest,
 )
 
 #: Signature algorithms accepted: asymmetric only (RFC 9068 §4: not ``none``).
@@ -82,28 +80,13 @@ class JwtVerifier:
     )
     _keys: IssuerKeys | None = None
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
-    # Token hash -> (the verified token, the fetch of the key set that checked it).
-    _verified: TokenCache[tuple[Verified, float]] = attrs.field(factory=TokenCache)
-
-    def remembered(self, digest: bytes) -> Verified | None:
-        """The token's verification, if it holds still and was made with the current keys."""
-        known = self._verified.get(digest, time.time())
-        if known is not None and self._keys is not None and known[1] == self._keys.fetched_at:
-            return known[0]
-        return None
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
-        digest = token_digest(token.encode())
-        known = self.remembered(digest)
-        if known is not None:
-            return known
-        now = time.time()
         keys = await self.key_set(http)
         principal, expires = await self.check(token, keys, http)
-        until = min(expires + self.leeway_s, keys.expires_at)
-        verified = Verified(principal, until)
-        self._verified.put(digest, (verified, keys.fetched_at), until, now)
-        return verified
+        # No await since :meth:`check` took the key from the set: the set's
+        # expiry and basis are those of the set that checked the signature.
+        return Verified(principal, min(expires + self.leeway_s, keys.expires_at), keys.basis)
 
     async def prepare(self, http: httpx.AsyncClient) -> None:
         """Find the issuer's ``jwks_uri`` and fetch its keys."""

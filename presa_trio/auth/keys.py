@@ -44,7 +44,7 @@ import trio
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
 
-from presa_trio.auth.verifier import InvalidToken, VerifierUnavailable, json_object
+from presa_trio.auth.verifier import Basis, InvalidToken, VerifierUnavailable, json_object
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,8 @@ class IssuerKeys:
     expires_at: float = 0.0
     # When a fetch last went out, whatever came of it: the refetch interval counts from it.
     attempted_at: float = 0.0
+    # What a token checked with this set rests on: superseded by the next fetch.
+    basis: Basis = attrs.field(factory=Basis)
     # ``kid`` values the current set lacks although a token named them before it was fetched.
     _absent: set[str] = attrs.field(factory=set)
     # ``kid`` values told "pending" since the last fetch: absent after it, if it lacks them.
@@ -164,6 +166,8 @@ class IssuerKeys:
         lifetime = min(max(lifetime, self.refetch_interval_s), MAX_LIFETIME_S)
         withdrawn = set() if self._keys is None else {key.kid for key in self._keys.keys}
         self._keys, self.fetched_at, self.expires_at = keys, started, started + lifetime
+        self.basis.current = False
+        self.basis = Basis()
         named = {kid for kid in self._pending | withdrawn if kid is not None}
         self._absent = {kid for kid in named if self.lookup(kid) is None}
         self._pending = set()

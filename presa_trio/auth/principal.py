@@ -21,9 +21,10 @@ Scope Errors).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import attrs
+import trio
 
 #: The access scope of a request when authorization is off.
 ANONYMOUS = "anonymous"
@@ -60,15 +61,36 @@ def access_scope(principal: Principal | None) -> str:
     return ANONYMOUS if principal is None else principal.access_scope
 
 
+class TokenWatch(Protocol):
+    """What can tell when a token stops being valid (the HTTP edge's guard)."""
+
+    async def lapsed(self, token: bytes) -> None:
+        """Return once ``token`` stops being valid."""
+        ...
+
+
 @attrs.define
 class Access:
     """What the HTTP edge granted one request, beside its caller."""
 
     # The scopes the request needed: every request's, its method's, its tool's.
     required: frozenset[str] = frozenset()
-    # Returns once the request's token stops being valid; None: it never does
-    # (no authorization, a development token).
-    lapsed: Callable[[], Awaitable[None]] | None = None
+    # What watches the request's token, and the token; None: it never lapses
+    # (no authorization).
+    _watch: TokenWatch | None = None
+    _token: bytes = b""
+
+    @property
+    def lapses(self) -> bool:
+        """Whether the request's authority can end while it is served."""
+        return self._watch is not None
+
+    async def lapsed(self) -> None:
+        """Return once the request's token stops being valid; never, if it cannot."""
+        if self._watch is None:
+            await trio.sleep_forever()
+        else:
+            await self._watch.lapsed(self._token)
 
 
 #: The access of a request made without authorization.

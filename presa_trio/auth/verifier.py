@@ -16,8 +16,11 @@ or says why it cannot:
   authorization server (its metadata names another issuer, no introspection
   endpoint, …): HTTP 500, logged once with the reason; no token can help.
 
-A verified token is :class:`Verified`: the principal, and until when that
-conclusion holds. A long-lived stream verifies its token again then
+A verified token is :class:`Verified`: the principal, until when that
+conclusion holds, and what else it rests on (the key set that checked a
+JWT's signature, while it is the issuer's current one). The guard
+remembers it that long, by the token's digest; a long-lived stream
+verifies its token again then
 (:meth:`~presa_trio.auth.guard.ResourceGuard.lapsed`).
 
 Network calls go through the ``httpx.AsyncClient`` the guard owns for the
@@ -27,7 +30,7 @@ server's lifetime; they are async and never block the Trio loop.
 from __future__ import annotations
 
 import hashlib
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -53,26 +56,24 @@ def token_digest(token: bytes) -> bytes:
     return hashlib.sha256(token).digest()
 
 
-@attrs.define(eq=False)
-class TokenCache(Generic[T]):
-    """What was concluded about a token, until a given wall-clock time, by its digest."""
+class TokenCache(dict[bytes, tuple[T, float]]):
+    """What was concluded about a token, by its digest: ``(value, until)``.
 
-    _entries: dict[bytes, tuple[T, float]] = attrs.field(factory=dict)
+    An entry holds while the wall-clock time is before ``until``; whoever
+    reads one checks that. Reading is the dictionary's own ``get`` (a
+    lookup on every request, with no call in Python); :meth:`put` keeps it
+    bounded.
+    """
 
-    def get(self, token: bytes, now: float) -> T | None:
-        entry = self._entries.get(token)
-        return entry[0] if entry is not None and now < entry[1] else None
+    __slots__ = ()
 
-    def put(self, token: bytes, value: T, until: float, now: float) -> None:
-        if len(self._entries) >= MAX_CACHED:
-            for stale in [k for k, (_, end) in self._entries.items() if end <= now]:
-                del self._entries[stale]
-        while len(self._entries) >= MAX_CACHED:
-            del self._entries[next(iter(self._entries))]
-        self._entries[token] = (value, until)
-
-    def clear(self) -> None:
-        self._entries.clear()
+    def put(self, digest: bytes, value: T, until: float, now: float) -> None:
+        if len(self) >= MAX_CACHED:
+            for stale in [k for k, (_, end) in self.items() if end <= now]:
+                del self[stale]
+        while len(self) >= MAX_CACHED:
+            del self[next(iter(self))]
+        self[digest] = (value, until)
 
 
 class InvalidToken(Exception):
@@ -95,14 +96,28 @@ class Misconfigured(Exception):
     """presa's authorization settings cannot work; the message says why, for the operator."""
 
 
+@attrs.define(eq=False)
+class Basis:
+    """Something a verification rests on besides the clock: it holds while this is current.
+
+    A JWT's verification rests on the key set that checked its signature;
+    fetching the set again supersedes it (:mod:`~presa_trio.auth.keys`), so
+    a token of a withdrawn key is not answered from memory.
+    """
+
+    current: bool = True
+
+
 @attrs.frozen
 class Verified:
-    """A verified token: who it stands for, and until when that holds."""
+    """A verified token: who it stands for, until when that holds, and on what."""
 
     principal: Principal
     # Wall-clock seconds after which the token must be verified again (its
     # ``exp``, a cached answer's end, the key set's expiry); None: never.
     until: float | None
+    # What else the verification rests on; None: only the clock.
+    basis: Basis | None = None
 
 
 class Verifier(Protocol):
@@ -110,11 +125,6 @@ class Verifier(Protocol):
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
         """The principal behind ``token``; raise :class:`InvalidToken` if there is none."""
-        ...
-
-    def remembered(self, digest: bytes) -> Verified | None:
-        """The verification of the token of this :func:`token_digest`, if one is kept and
-        holds still; None otherwise (then :meth:`verify` decides, and raises if it must)."""
         ...
 
     async def prepare(self, http: httpx.AsyncClient) -> None:

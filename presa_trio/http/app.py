@@ -182,12 +182,12 @@ class McpApp:
         try:
             if self.lifetime is None:
                 raise Rejection(503, "The server is not running")
-            if self.auth is not None and scope["path"] in self.auth.metadata_paths:
+            if scope["path"] != self.policy.path:
+                if self.auth is None or scope["path"] not in self.auth.metadata_paths:
+                    raise Rejection(404, "Not found")
                 self.policy.check_host_and_origin(headers)
                 await self.serve_metadata(self.auth, scope["method"], send)
                 return
-            if scope["path"] != self.policy.path:
-                raise Rejection(404, "Not found")
             self.policy.check_host_and_origin(headers)
             if self.auth is not None:
                 token = self.auth.bearer_token(headers, scope["query_string"])

@@ -110,7 +110,7 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
         # The watch over the token ends the subscription and never fails; the
         # loop cancels it when the subscription ended otherwise.
         async with trio.open_nursery() as watch:
-            if ctx.access.lapsed is not None:
+            if ctx.access.lapses:
                 watch.start_soon(end_when_lapsed, ctx.access.lapsed, changes)
             async for change in changes:
                 await ctx.send(notification(change.method, {**change.params, "_meta": tag}))

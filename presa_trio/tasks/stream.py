@@ -106,7 +106,7 @@ async def stream_events(
         ended: McpError | StoreError | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wake_on_changes, events, subscription, follower)
-            if ctx.access.lapsed is not None:
+            if ctx.access.lapses:
                 nursery.start_soon(stop_when_lapsed, ctx.access.lapsed, follower)
             try:
                 await follow(runner, events, ctx, follower, scope, cursor, window, stamp)

@@ -91,3 +91,19 @@ async def test_an_overlapping_rotation_keeps_both_keys(
     new = issuer.mint_jwt("alice-app", presa.resource)
     await scenarios.calls_a_tool_once_keys_refresh(presa, new, REFETCH_S + SLACK_S)
     await scenarios.calls_a_tool(presa, old)
+
+
+async def test_a_rotation_ends_the_remembered_tokens_of_a_withdrawn_key(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-09: a token answered from memory is refused as soon as a fetch of the key
+    set (here prompted by a token of the new key) finds its key withdrawn, long
+    before the set would have expired."""
+    old = issuer.mint_jwt("alice-app", presa.resource)
+    await scenarios.calls_a_tool(presa, old)
+    await scenarios.calls_a_tool(presa, old)  # remembered now
+    issuer.rotate_keys()
+    new = issuer.mint_jwt("alice-app", presa.resource)
+    await scenarios.calls_a_tool_once_keys_refresh(presa, new, REFETCH_S + SLACK_S)
+    await scenarios.refuses_invalid_token(presa, old)
+    await scenarios.calls_a_tool(presa, new)
