@@ -3,12 +3,14 @@
 Two ways of counting, both in one process with no sockets:
 
 - **instructions** (when valgrind is installed): the process runs under
-  ``valgrind --tool=callgrind``; ``callgrind_control --dump`` marks N
-  ``tools/call test_simple_text`` requests through presa's ASGI app with
-  authorization off, then N with a JWT access token (RS256, RFC 9068)
-  checked by the authorization rung, the issuer's key cached and the token
-  reused as clients do. Repeatable to about 0.1 %, whatever else runs on
-  the machine. Valgrind hides the CPU's SHA instructions, so the token's
+  ``valgrind --tool=callgrind``; ``callgrind_control --dump`` marks blocks
+  of N ``tools/call test_simple_text`` requests through presa's ASGI app
+  with authorization off, and as many with a JWT access token (RS256, RFC
+  9068) checked by the authorization rung, the issuer's key cached and the
+  token reused as clients do, the two kinds in turn. Whatever else runs on
+  the machine, the mean over the blocks repeats to about 0.1 % of a
+  request (one block alone varies by some 0.3 %: Trio shuffles its run
+  queue at random). Valgrind hides the CPU's SHA instructions, so the token's
   SHA-256 (the cache key) runs in software there and is overstated: the
   ratio is an upper bound of the CPU one.
   A third count, the token's SHA-256 alone, shows how much of the
@@ -62,8 +64,11 @@ TARGET_SHARE = 0.10
 ROUNDS, PER_ROUND = 200, 50
 #: Rounds for the JWT check alone, each of ``PER_ROUND`` calls; the best is kept.
 CHECK_ROUNDS = 7
-#: Requests counted under callgrind, after as many to warm up.
-COUNTED = 500
+#: Requests of each kind counted under callgrind, in blocks that alternate the two
+#: kinds (after a warm-up of one block each): Trio shuffles its run queue at
+#: random, so one request's count varies by about 1 k instructions; blocks in
+#: turn average that and any drift out of the difference.
+COUNTED, BLOCKS = 400, 4
 
 
 @attrs.frozen
@@ -234,45 +239,55 @@ def dump(label: str) -> None:
     instructions.mark(os.getpid(), label)
 
 
-async def count_under_callgrind(requests: int) -> None:
-    """The child's part: ``requests`` calls of each app between two dumps, after a warm-up
-    and a garbage collection (so no collection of the set-up's objects falls in one)."""
+async def count_under_callgrind(requests: int, blocks: int) -> None:
+    """The child's part: ``blocks`` blocks of ``requests`` calls of each app in turn,
+    each between two dumps, after a warm-up; a garbage collection before each block
+    (so no collection of earlier objects falls in one); then the token's SHA-256."""
 
     async def work(setup: Setup) -> None:
-        for label, step in (("plain", setup.plain), ("with-jwt", setup.with_jwt)):
+        kinds = (("plain", setup.plain), ("with-jwt", setup.with_jwt))
+        for _, step in kinds:
             for _ in range(requests):
                 await step()
-            gc.collect()
-            await trio.to_thread.run_sync(dump, f"before-{label}")
-            for _ in range(requests):
-                await step()
-            await trio.to_thread.run_sync(dump, f"after-{label}")
-        await trio.to_thread.run_sync(dump, "before-digest")
+        for block in range(blocks):
+            for label, step in kinds:
+                gc.collect()
+                await trio.to_thread.run_sync(dump, f"before-{label}-{block}")
+                for _ in range(requests):
+                    await step()
+                await trio.to_thread.run_sync(dump, f"after-{label}-{block}")
+        await trio.to_thread.run_sync(dump, "before-digest-0")
         for _ in range(requests):
             token_digest(setup.token)
-        await trio.to_thread.run_sync(dump, "after-digest")
+        await trio.to_thread.run_sync(dump, "after-digest-0")
 
     await measured(work)
 
 
-def count_instructions(requests: int) -> tuple[float, float, float]:
-    """Instructions per request (plain, with a JWT) and per token SHA-256: this module run
-    again under callgrind."""
+def count_instructions(requests: int, blocks: int) -> tuple[float, float, float]:
+    """Instructions per request (plain, with a JWT: the mean over the blocks) and per
+    token SHA-256: this module run again under callgrind."""
     with tempfile.TemporaryDirectory(prefix="bench-auth-callgrind-") as scratch:
         out = Path(scratch) / "callgrind.out"
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-        command += [sys.executable, "-m", "bench.auth", "--count", str(requests)]
+        command += [sys.executable, "-m", "bench.auth", "--count", str(requests), str(blocks)]
         env = os.environ | {"PYTHONHASHSEED": "0"}
         subprocess.run(command, check=True, capture_output=True, env=env)
         totals = dict(instructions.read_dumps(Path(scratch)))
-    per_request = {trigger.split()[-1]: total / requests for trigger, total in totals.items()}
-    return per_request["after-plain"], per_request["after-with-jwt"], per_request["after-digest"]
+    counted: dict[str, list[float]] = {}
+    for trigger, total in totals.items():
+        label = trigger.split()[-1]  # after-KIND-BLOCK
+        if label.startswith("after-"):
+            kind = label.removeprefix("after-").rsplit("-", 1)[0]
+            counted.setdefault(kind, []).append(total / requests)
+    plain, with_jwt, digest = (statistics.mean(counted[k]) for k in ("plain", "with-jwt", "digest"))
+    return plain, with_jwt, digest
 
 
 def run(quick: bool) -> AuthReport:
     report = trio.run(measure, ROUNDS // 5 if quick else ROUNDS)
     if instructions.available():
-        counted = count_instructions(100 if quick else COUNTED)
+        counted = count_instructions(100 if quick else COUNTED, 2 if quick else BLOCKS)
         report = attrs.evolve(report, instructions=counted)
     return report
 
@@ -318,6 +333,6 @@ def table(report: AuthReport) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--count"]:
-        trio.run(count_under_callgrind, int(sys.argv[2]))
+        trio.run(count_under_callgrind, int(sys.argv[2]), int(sys.argv[3]))
     else:
         print(table(run(quick="--quick" in sys.argv[1:])))
