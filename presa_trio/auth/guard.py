@@ -378,12 +378,11 @@ class ResourceGuard:
         """
         token, principal = caller
         rules = self.scopes
-        needed = None
-        if method == "tools/call" and rules.by_tool:
+        needed = rules.by_method.get(method, rules.every_request)
+        if rules.by_tool and method == "tools/call":
             name = params.get("name")
-            needed = rules.by_tool.get(name) if isinstance(name, str) else None
-        if needed is None:
-            needed = rules.by_method.get(method, rules.every_request)
+            if isinstance(name, str):
+                needed = rules.by_tool.get(name, needed)
         if not needed <= principal.scopes:
             raise self.insufficient(method, needed)
         return Access(needed, self, token)
