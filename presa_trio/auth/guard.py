@@ -400,7 +400,9 @@ class ResourceGuard:
         The token is verified again whenever its last verification runs out
         (:attr:`Verified.until`: a JWT's ``exp`` plus the leeway, or the key
         set's expiry; an introspection answer's cache lifetime), so a stream
-        ends within that bound. A check that cannot be made (the issuer is
+        ends within that bound, and as soon as what the verification rests
+        on is superseded (a JWT's key set fetched again, which may have
+        withdrawn its key). A check that cannot be made (the issuer is
         unreachable) ends it too: authority that cannot be confirmed is not
         assumed. A development token never lapses.
         """
@@ -414,5 +416,9 @@ class ResourceGuard:
                 return
             if verified.until is None:
                 await trio.sleep_forever()
-            else:
-                await trio.sleep(max(verified.until - time.time(), RECHECK_MIN_S))
+            # Again when the verification runs out, or once what it rests on is superseded.
+            with trio.move_on_after(max(verified.until - time.time(), RECHECK_MIN_S)):
+                if verified.basis is None:
+                    await trio.sleep_forever()
+                else:
+                    await verified.basis.superseded.wait()

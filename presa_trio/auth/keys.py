@@ -166,7 +166,7 @@ class IssuerKeys:
         lifetime = min(max(lifetime, self.refetch_interval_s), MAX_LIFETIME_S)
         withdrawn = set() if self._keys is None else {key.kid for key in self._keys.keys}
         self._keys, self.fetched_at, self.expires_at = keys, started, started + lifetime
-        self.basis.current = False
+        self.basis.supersede()
         self.basis = Basis()
         named = {kid for kid in self._pending | withdrawn if kid is not None}
         self._absent = {kid for kid in named if self.lookup(kid) is None}

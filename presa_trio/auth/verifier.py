@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import httpx
+import trio
 
 from presa_trio.auth.principal import Principal
 
@@ -102,10 +103,17 @@ class Basis:
 
     A JWT's verification rests on the key set that checked its signature;
     fetching the set again supersedes it (:mod:`~presa_trio.auth.keys`), so
-    a token of a withdrawn key is not answered from memory.
+    a token of a withdrawn key is not answered from memory, and a stream
+    opened with it checks it again at once.
     """
 
     current: bool = True
+    # Set when superseded, for the streams that rest on it.
+    superseded: trio.Event = attrs.field(factory=trio.Event)
+
+    def supersede(self) -> None:
+        self.current = False
+        self.superseded.set()
 
 
 @attrs.frozen

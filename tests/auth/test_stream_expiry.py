@@ -1,7 +1,8 @@
 """A listen stream lasts no longer than the token it was opened with.
 
 A JWT's stream ends with the listen result once ``exp`` (plus the leeway,
-0 here) passes; an opaque token's ends at the first re-check after it is
+0 here) passes, or once a fetch of the key set withdraws its key; an
+opaque token's ends at the first re-check after it is
 revoked, within ``--auth-cache-ttl``; and in both cases a new request with
 the token is refused from then on.
 """
@@ -73,3 +74,32 @@ async def test_an_introspected_listen_ends_once_revoked(
         with trio.fail_after(ttl + SLACK_S):
             await ended.wait()
     await scenarios.refuses_invalid_token(presa, token)
+
+
+async def test_a_jwt_listen_ends_when_a_fetch_withdraws_its_key(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-09, A-16: a stream opened with a token of a key the issuer withdrew ends with
+    its result as soon as presa fetches the key set again (here prompted by a token
+    of the new key), not at the old set's expiry an hour later."""
+    refetch_s = 1.0
+    flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", str(refetch_s)]
+    presa = await start_presa(nursery, http, flags)
+    old = issuer.mint_jwt("alice-app", presa.resource)
+    task = await scenarios.create_task(presa, old)
+    async with trio.open_nursery() as both:
+        ended = trio.Event()
+
+        async def listen() -> None:
+            ends_with_the_result(await listen_to_the_end(presa, old, task))
+            ended.set()
+
+        both.start_soon(listen)
+        await trio.sleep(0.5)
+        assert not ended.is_set()
+        issuer.rotate_keys()
+        new = issuer.mint_jwt("alice-app", presa.resource)
+        await scenarios.calls_a_tool_once_keys_refresh(presa, new, refetch_s + SLACK_S)
+        with trio.fail_after(SLACK_S):
+            await ended.wait()
+    await scenarios.refuses_invalid_token(presa, old)
