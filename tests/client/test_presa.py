@@ -259,5 +259,6 @@ async def test_ctrl_c_cancels_the_task_and_exits_130(presa: ServeProcess) -> Non
         with trio.fail_after(30):
             assert await watched.stopped() == 130
     assert f"task {task_id}: cancelled" in watched.stderr
-    got = json.loads((await client("task", "get", presa.url, task_id, "--json")).stdout)
-    assert got["status"] == "cancelled"
+    looked = await client("task", "get", presa.url, task_id, "--json")
+    assert looked.status == 0, looked.stderr
+    assert json.loads(looked.stdout)["status"] == "cancelled"
