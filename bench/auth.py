@@ -19,8 +19,9 @@ Two ways of counting, both in one process with no sockets:
   short rounds that measure both back to back (in alternating order), so
   a neighbour's load hits both alike; the share is the median over the
   rounds of the paired difference. Beside them, the guard's lookup of the
-  reused token alone (:meth:`ResourceGuard.remembered`), and the full check of a token seen for the
-  first time (signature and claims), each the best of a few rounds.
+  reused token alone (:meth:`ResourceGuard.remembered`), and the full check
+  of a token seen for the first time (signature and claims), each the best
+  of a few rounds.
 
 The target compares the added cost per request (with a JWT minus without)
 with presa's own work on a tools/call (without). That leaves out

@@ -139,15 +139,6 @@ class Verifiers:
     jwt: Verifier | None = None
     introspection: Verifier | None = None
     _told_opaque: bool = False
-    # The verifiers configured, in the order :meth:`verify` tries them.
-    _chain: tuple[Verifier, ...] = attrs.field(
-        default=attrs.Factory(
-            lambda self: tuple(
-                v for v in (self.static, self.jwt, self.introspection) if v is not None
-            ),
-            takes_self=True,
-        )
-    )
 
     def pick(self, token: str) -> Verifier | None:
         """The verifier for the token's shape: JWT or introspection."""
@@ -177,8 +168,9 @@ class Verifiers:
         raise failure
 
     async def prepare(self, http: httpx.AsyncClient) -> None:
-        for verifier in self._chain:
-            await verifier.prepare(http)
+        for verifier in (self.static, self.jwt, self.introspection):
+            if verifier is not None:
+                await verifier.prepare(http)
 
 
 #: A request's bearer token, as sent, and the caller it was verified to stand for.

@@ -107,6 +107,8 @@ class Basis:
     opened with it checks it again at once.
     """
 
+    # ``not superseded.is_set()``, kept as a plain attribute: every request with a
+    # remembered token reads it, and ``Event.is_set`` is a call in Python.
     current: bool = True
     # Set when superseded, for the streams that rest on it.
     superseded: trio.Event = attrs.field(factory=trio.Event)
