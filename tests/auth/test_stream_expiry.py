@@ -10,6 +10,8 @@ the token is refused from then on.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -29,6 +31,23 @@ def ends_with_the_result(messages: list[dict[str, Any]]) -> None:
     assert messages[0]["method"] == "notifications/subscriptions/acknowledged"
     assert "result" in messages[-1], messages[-1]
     assert all(m.get("method") != "notifications/tasks" for m in messages)
+
+
+@asynccontextmanager
+async def listening_on(presa: Presa, token: str, task: str) -> AsyncIterator[trio.Event]:
+    """A listen with ``token``, still open half a second in; the Event is set once it
+    has ended with its result. Leaving the block waits for that end."""
+    ended = trio.Event()
+
+    async def listen() -> None:
+        ends_with_the_result(await listen_to_the_end(presa, token, task))
+        ended.set()
+
+    async with trio.open_nursery() as listener:
+        listener.start_soon(listen)
+        await trio.sleep(0.5)
+        assert not ended.is_set()
+        yield ended
 
 
 async def test_a_jwt_listen_ends_at_exp(
@@ -60,16 +79,7 @@ async def test_an_introspected_listen_ends_once_revoked(
     presa = await start_presa(nursery, http, flags)
     token = issuer.mint_opaque("alice-opaque", presa.resource)
     task = await scenarios.create_task(presa, token)
-    async with trio.open_nursery() as both:
-        ended = trio.Event()
-
-        async def listen() -> None:
-            ends_with_the_result(await listen_to_the_end(presa, token, task))
-            ended.set()
-
-        both.start_soon(listen)
-        await trio.sleep(0.5)
-        assert not ended.is_set()
+    async with listening_on(presa, token, task) as ended:
         issuer.revoke(token)
         with trio.fail_after(ttl + SLACK_S):
             await ended.wait()
@@ -87,16 +97,7 @@ async def test_a_jwt_listen_ends_when_a_fetch_withdraws_its_key(
     presa = await start_presa(nursery, http, flags)
     old = issuer.mint_jwt("alice-app", presa.resource)
     task = await scenarios.create_task(presa, old)
-    async with trio.open_nursery() as both:
-        ended = trio.Event()
-
-        async def listen() -> None:
-            ends_with_the_result(await listen_to_the_end(presa, old, task))
-            ended.set()
-
-        both.start_soon(listen)
-        await trio.sleep(0.5)
-        assert not ended.is_set()
+    async with listening_on(presa, old, task) as ended:
         issuer.rotate_keys()
         new = issuer.mint_jwt("alice-app", presa.resource)
         await scenarios.calls_a_tool_once_keys_refresh(presa, new, refetch_s + SLACK_S)
