@@ -53,9 +53,9 @@ from presa_trio.client.transport import (
     open_stdio,
     transcript_file,
 )
-from presa_trio.tasks.model import Status
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import Status
 
 #: Multi round-trip rounds a request may take before the client gives up.
 MAX_ROUNDS = 16

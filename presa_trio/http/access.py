@@ -32,7 +32,7 @@ from hypercorn.typing import (
 )
 
 from presa_trio import logs
-from presa_trio.http.transcript import decode_body, sse_messages
+from presa_trio.wire.transcript import decode_body, sse_messages
 
 access_log = logging.getLogger("presa_trio.access")
 

@@ -44,13 +44,10 @@ from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
 from presa_trio.wire.request_state import StateSealer
+from presa_trio.wire.tasks import PARTIAL_CONTENT_EVENT
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-#: The event type of :meth:`RequestContext.emit_partial`: partial content
-#: blocks, as SEP-2679 shaped them, carried as a prefixed task event (SEP-2694).
-PARTIAL_CONTENT_EVENT = "presa_trio.content.partial"
 
 
 class ServerView(Protocol):

@@ -84,12 +84,9 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASK_NOTIFICATION, TASKS_EXTENSION
 
 log = logging.getLogger(__name__)
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-
-TASK_NOTIFICATION = "notifications/tasks"
 
 
 class Policy(enum.Enum):
@@ -235,13 +232,17 @@ class TasksExtension(Extension):
     # --- hooks ------------------------------------------------------------------
 
     def methods(self) -> Iterable[Method]:
-        stream = Method("tasks/stream", self.stream_task, name_param="taskId")
-        return (
-            Method("tasks/get", self.get_task, name_param="taskId"),
-            Method("tasks/update", self.update_task, name_param="taskId"),
-            Method("tasks/cancel", self.cancel_task, name_param="taskId"),
-            *((stream,) if self.events is not None else ()),
-        )
+        handlers: dict[str, MethodHandler] = {
+            "tasks/get": self.get_task,
+            "tasks/update": self.update_task,
+            "tasks/cancel": self.cancel_task,
+        }
+        if self.events is not None:
+            handlers["tasks/stream"] = self.stream_task
+        return [
+            Method(name, handler, name_param=TASK_NAME_PARAMS[name])
+            for name, handler in handlers.items()
+        ]
 
     def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
         if method != "tools/call":

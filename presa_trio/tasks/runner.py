@@ -113,7 +113,7 @@ from presa_trio.server.faults import report_fault
 from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
 from presa_trio.tasks.coordination import INTERRUPTED, Coordination
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     CapacityExceeded,
     Lease,
@@ -137,6 +137,7 @@ from presa_trio.tasks.writes import WRITE_GRACE, Clock
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
+from presa_trio.wire.tasks import Status
 
 __all__ = ["INTERRUPTED", "Clock", "Limits", "TaskRunner", "capacity_error", "new_task_id"]
 

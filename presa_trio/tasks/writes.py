@@ -32,7 +32,6 @@ Spec: SEP-2663 §Task Execution Errors, §Task Update Requests; SEP-2694.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,7 +40,7 @@ import trio
 
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks.event_log import TaskEventLog
-from presa_trio.tasks.model import Task
+from presa_trio.tasks.model import Task, epoch_ms
 from presa_trio.tasks.stores.base import (
     Conflict,
     LeaseLost,
@@ -64,10 +63,6 @@ WRITE_GRACE = 5.0
 #: many seconds, doubling up to the cap.
 STORE_RETRY_FIRST = 0.1
 STORE_RETRY_CAP = 5.0
-
-
-def epoch_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @attrs.frozen

@@ -54,7 +54,6 @@ Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -66,7 +65,7 @@ import trio
 from psycopg.types.json import Json
 
 from presa_trio.tasks import events as task_events
-from presa_trio.tasks.model import Task
+from presa_trio.tasks.model import Task, epoch_ms
 from presa_trio.tasks.stores import postgres_events
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
@@ -120,11 +119,6 @@ LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
 def as_json(value: Any) -> Json:
     """A ``json`` column's value: text that holds every string (:func:`record_text`)."""
     return Json(value, dumps=record_text)
-
-
-def epoch_ms() -> int:
-    """This process's wall clock, epoch milliseconds."""
-    return time.time_ns() // 1_000_000
 
 
 def version_of(stored: StoredTask) -> tuple[int, int]:

@@ -39,9 +39,10 @@ import json
 from typing import Any
 
 from presa_trio.auth.principal import Principal
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import Lease, StoredTask, Work
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import Status
 
 RECORD_VERSION = 1
 

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from presa_trio.tasks import model
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import (
     RESYNC,
@@ -31,6 +31,7 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.record import UnknownRecordVersion, from_record, to_record
 from presa_trio.wire.errors import INVALID_PARAMS
+from presa_trio.wire.tasks import Status
 from tests.tasks.stores.records import (
     ASK,
     AWKWARD,
