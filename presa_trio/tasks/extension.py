@@ -65,7 +65,7 @@ from presa_trio.server.tools import (
     map_outcome,
     prepare_call,
     read_call_params,
-    tool_outcome,
+    run_handler,
 )
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
@@ -457,8 +457,8 @@ class TasksExtension(Extension):
 class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
-    Its outcome is mapped by the plain path's own functions,
-    :func:`~presa_trio.server.tools.tool_outcome` and
+    It runs the handler and maps its outcome with the plain path's own
+    functions, :func:`~presa_trio.server.tools.run_handler` and
     :func:`~presa_trio.server.tools.map_outcome`, so both paths map alike:
     an ``isError`` result is a result (``completed``), a raised error is an
     error (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62;
@@ -466,21 +466,16 @@ class ToolJob:
     :class:`InputRequired` inside a task: that is a programming error,
     -32603; it must use ``ctx.ask``.
 
-    An object, not a closure, and it awaits the handler itself: a task
-    parked on a question keeps every frame between the runner and the
-    tool's ``await`` alive, so this is the only one. The call's nursery is
-    the task's own (the runner's), so the plain path's nursery wrapper
-    (:func:`~presa_trio.server.tools.run_call`) would have nothing to do.
+    The call's nursery is the task's own (the runner's), so the plain
+    path's nursery wrapper (:func:`~presa_trio.server.tools.run_call`)
+    would have nothing to do.
     """
 
     registered: RegisteredTool
     arguments: dict[str, Any]
 
     async def __call__(self, ctx: WorkerContext) -> JSONObject:
-        try:
-            output = await self.registered.handler(ctx, self.arguments)
-        except Exception as error:
-            output = tool_outcome(error)
+        output = await run_handler(self.registered, ctx, self.arguments)
         outcome = map_outcome(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name
