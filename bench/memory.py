@@ -36,7 +36,7 @@ GROUPS = (
     ("jsonschema_rs", ("jsonschema_rs",)),
     ("hypercorn, h11, h2, wsproto", ("hypercorn.config", "hypercorn.trio.run")),
     ("presa_trio.wire, server, tasks", ("presa_trio.server", "presa_trio.tasks.extension")),
-    ("presa_trio.http, demo, cli", ("presa_trio.http.serving", "presa_trio.cli")),
+    ("presa_trio.http, demo, cli", ("presa_trio.http.serving", "presa_trio.cli.main")),
 )
 IMPORTS = f"""
 import importlib, sys

@@ -39,13 +39,7 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
-from presa_trio.client.errors import UsageProblem
-from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
-from presa_trio.collector import settle_for_serving
-from presa_trio.demo import build_server
-from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
-from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
-from presa_trio.option_values import (
+from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
     level_name,
@@ -53,15 +47,21 @@ from presa_trio.option_values import (
     positive_seconds,
     seconds,
 )
-from presa_trio.server import Server
-from presa_trio.server.faults import ServerFailed
-from presa_trio.target import TargetError, load_server
-from presa_trio.task_options import (
+from presa_trio.cli.target import TargetError, load_server
+from presa_trio.cli.task_options import (
     add_limit_options,
     add_task_event_options,
     use_limits,
     use_task_events,
 )
+from presa_trio.client.errors import UsageProblem
+from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
+from presa_trio.collector import settle_for_serving
+from presa_trio.demo import build_server
+from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
+from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
+from presa_trio.server import Server
+from presa_trio.server.faults import ServerFailed
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
@@ -346,7 +346,7 @@ def run(argv: Sequence[str] | None) -> None:
     if args.command == "serve" and args.reload:
         if args.target is None:
             raise UsageError("--reload watches the files of MODULE:ATTR; name one")
-        from presa_trio.reload import serve_reloading, watched_root
+        from presa_trio.cli.reload import serve_reloading, watched_root
 
         given = list(sys.argv[1:] if argv is None else argv)
         trio.run(serve_reloading, given, watched_root(args.target))
