@@ -51,7 +51,7 @@ for name, modules in {GROUPS!r}:
         importlib.import_module(module)
     print(name, rss(), len(sys.modules), sep="\\t")
 from presa_trio.demo import build_server
-from presa_trio.collector import settle_for_serving
+from presa_trio.cli.collector import settle_for_serving
 build_server()
 settle_for_serving()
 print("the demo server built (its tool schemas compiled)", rss(), len(sys.modules), sep="\\t")

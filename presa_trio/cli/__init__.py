@@ -8,6 +8,7 @@ module              holds
 ``task_options``    the Tasks options: the task limits and task event streams
 ``target``          ``MODULE:ATTR``, loaded as the ``Server`` to serve
 ``reload``          ``serve --reload``: the server as a child, restarted on a change
+``collector``       the garbage collector, set once the server is built
 ==================  ==========================================================
 
 The client's own commands are :mod:`presa_trio.client.commands`; the parser

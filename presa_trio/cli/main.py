@@ -39,6 +39,7 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
+from presa_trio.cli.collector import settle_for_serving
 from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
@@ -56,7 +57,6 @@ from presa_trio.cli.task_options import (
 )
 from presa_trio.client.errors import UsageProblem
 from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
-from presa_trio.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
