@@ -55,7 +55,7 @@ from presa_trio.cli.task_options import (
     use_limits,
     use_task_events,
 )
-from presa_trio.client.errors import UsageProblem
+from presa_trio.client.errors import EXIT_USAGE, UsageProblem
 from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
@@ -68,7 +68,6 @@ from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailab
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
-EXIT_USAGE = 2
 #: The server started, then could not run on: a supervisor should restart it.
 EXIT_FAILED = 1
 
