@@ -20,11 +20,12 @@ import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
+from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.runner import new_task_id
 from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.tasks.worker import Worker, WorkerContext
+from presa_trio.tasks.worker import Worker
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,

@@ -18,10 +18,10 @@ import trio
 
 from presa_trio.server import RequestContext
 from presa_trio.tasks import TaskRunner
-from presa_trio.tasks.coordination import INTERRUPTED
+from presa_trio.tasks.context import Job, WorkerContext
+from presa_trio.tasks.housekeeping import INTERRUPTED
 from presa_trio.tasks.model import Status
 from presa_trio.tasks.stores.base import TaskStore, Work
-from presa_trio.tasks.worker import Job, WorkerContext
 from presa_trio.wire.mrtr import ListRoots
 from tests.tasks.helpers import RESULT, TRIO_CLOCK, creator, gated
 
