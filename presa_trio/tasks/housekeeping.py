@@ -247,19 +247,22 @@ class Housekeeping:
             await self.writer.store.expire(self.writer.clock.wall_ms())
 
     async def renew(self, *, task_status: trio.TaskStatus[None]) -> None:
-        """Every third of a lease, extend the leases of this process's workers."""
+        """Every third of a lease, extend the leases of this process's workers.
+
+        It renews first and then sleeps, so a renewal that failed is tried
+        again right after the keeper's back-off, long before the lease lapses.
+        """
         task_status.started()
         while True:
-            await trio.sleep(self.lease_ms / 3000)
             held = self.supervisor.held()
-            if not held:
-                continue
-            now = self.writer.clock.wall_ms()
-            lost = await self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
-            for task_id in lost:
-                worker = self.supervisor.get(task_id)
-                if worker is not None and worker.generation == held[task_id]:
-                    worker.stop("lease lost")
+            if held:
+                now = self.writer.clock.wall_ms()
+                lost = await self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
+                for task_id in lost:
+                    worker = self.supervisor.get(task_id)
+                    if worker is not None and worker.generation == held[task_id]:
+                        worker.stop("lease lost")
+            await trio.sleep(self.lease_ms / 3000)
 
     async def recover(self, *, task_status: trio.TaskStatus[None]) -> None:
         """On start and every half lease, claim and resume tasks whose lease expired."""
@@ -277,8 +280,13 @@ class Housekeeping:
     async def resume(self, stored: StoredTask) -> None:
         """Run a claimed task again from its work description, or fail it if it may not."""
         assert stored.lease is not None
-        if self.supervisor.get(stored.task_id) is not None:
-            return  # this process's own worker, adopted by react
+        own = self.supervisor.get(stored.task_id)
+        if own is not None:
+            # This process's own worker, too slow to renew: it runs on under
+            # the new generation (as the table's ADOPT), adopted here at once
+            # so a renewal of the old generation cannot stop it meanwhile.
+            own.generation = max(own.generation, stored.lease.generation)
+            return
         worker = Worker(stored.task_id, stored.scope, stored.lease.generation, stored.task, True)
         revived = None
         if stored.work is not None and stored.work.rerun:
