@@ -111,26 +111,26 @@ async def keep_running(
     first_start: trio.TaskStatus[None] | None = task_status
     while True:
         began = trio.current_time()
+        failed: ExceptionGroup[Exception] | None = None
         try:
             async with trio.open_nursery() as running:
                 await running.start(loop)
                 if first_start is not None:
                     first_start.started()
                     first_start = None
-        except ExceptionGroup as failed:  # the nursery's group: the loop's exception
+        except ExceptionGroup as group:  # the nursery's group: the loop's exception
             if first_start is not None:
                 raise
-            if trio.current_time() - began >= backoff.cap:
-                backoff.reset()
-            delay = backoff.delay()
-            if failed.split(StoreUnavailable)[1] is None:  # nothing but an unavailable store
-                log.warning(
-                    "%s waits for the store: %s; again in %.1f s", name, one_line(failed), delay
-                )
-            else:
-                log.exception("%s failed; it starts again in %.1f s", name, delay)
+            failed = group
+        if trio.current_time() - began >= backoff.cap:
+            backoff.reset()  # it ran a good while: the next wait starts afresh
+        delay = backoff.delay()
+        if failed is None:
+            log.warning("%s ended; it starts again in %.1f s", name, delay)
+        elif failed.split(StoreUnavailable)[1] is None:  # nothing but an unavailable store
+            log.warning("%s: %s; it starts again in %.1f s", name, one_line(failed), delay)
         else:
-            delay = backoff.delay()
+            log.error("%s failed; it starts again in %.1f s", name, delay, exc_info=failed)
         await trio.sleep(delay)
 
 

@@ -45,7 +45,7 @@ class Worker:
     Ten thousand of these may be parked on input at once, so a worker holds
     no more than it must: the task's nursery's own cancel scope is the stop
     handle (no second scope around it), and the Events exist only while
-    their keys are awaited.
+    their keys are awaited (the shields of writes, only while one is made).
     """
 
     task_id: str
@@ -60,7 +60,8 @@ class Worker:
     # False while its creation is still being stored: a lease renewal that
     # runs meanwhile must not find the task missing and call its lease lost.
     stored: bool = True
-    # Why the worker was stopped (tasks/cancel, the TTL, lease loss); None while it may run.
+    # Why the worker was stopped (tasks/cancel, the TTL, lease loss, shutdown); None while it
+    # may run.
     _stop_reason: str | None = None
     # What a stop cancels: the task's nursery's scope, then the scope of its final write.
     _cancel_scope: trio.CancelScope | None = None
@@ -80,7 +81,7 @@ class Worker:
                 waiting.pop(key).set()
 
     def stop(self, reason: str) -> None:
-        """Stop the worker: cancel its scope now, or as soon as it has one."""
+        """Stop the worker: cancel its scope now, or as soon as it has one, and its shields."""
         if self._stop_reason is None:
             self._stop_reason = reason
         if self._cancel_scope is not None:
