@@ -14,7 +14,7 @@ from presa_trio.tasks.stores.sqlite import SCHEMA_VERSION
 
 
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
-    """presa-defined (docs/tasks.md "Where tasks live"): readers never wait for the writer,
+    """presa-defined (docs/task-stores.md "Where tasks live"): readers never wait for the writer,
     and the file says which schema wrote it."""
     path = tmp_path / "tasks.db"
     async with open_store(f"sqlite:///{path}"):
