@@ -179,7 +179,9 @@ class Housekeeping:
         """React to every announced change, until cancelled; started once listening.
 
         Once listening, a resync is asked for: changes announced before
-        (while a failed watch started again) reached nobody.
+        (while a failed watch started again) reached nobody. The store's
+        watch runs in this run's nursery: its failure ends this run, which
+        the keeper starts again.
         """
         async with trio.open_nursery() as watching:
             await watching.start(self.writer.store.watch, self.react)

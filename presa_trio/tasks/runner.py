@@ -234,6 +234,12 @@ class TaskRunner:
         since the workers are shielded: it stops every worker through the
         supervisor, the loops end with the nursery, and then this process's
         leases are released, bounded by :data:`RELEASE_WITHIN`.
+
+        Failure policy of this nursery: its children do not fail (each loop
+        is kept by :func:`keep_running`, and no worker ends the workers'
+        nursery), so it ends when cancelled, or when a loop cannot start the
+        first time (the store cannot be watched): then the runner fails, and
+        the server's process exits non-zero.
         """
         writer = self._writer = StoreWriter(self.store, self.clock, self.events)
         supervisor = self._supervisor = Supervisor(writer)

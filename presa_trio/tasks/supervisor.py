@@ -101,6 +101,9 @@ class Supervisor:
         Its scope is shielded, so a shutdown reaches the runner's body
         first: it calls :meth:`stop`, which stops every worker (they write
         nothing for themselves) and only then cancels them all.
+
+        Failure policy of the workers' nursery: no worker ends it (each
+        catches what escapes its task, :meth:`_supervise`); only :meth:`stop`.
         """
         self._stopping = False
         with trio.CancelScope(shield=True) as self._shield:
