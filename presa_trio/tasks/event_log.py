@@ -277,7 +277,7 @@ class TaskEventLog:
             if not self._per_scope[scope]:
                 del self._per_scope[scope]
 
-    # --- the runner's background loops --------------------------------------------
+    # --- the runner's housekeeping loops --------------------------------------------
 
     async def follow_appends(
         self, store: TaskStore, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

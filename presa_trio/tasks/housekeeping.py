@@ -19,7 +19,7 @@ true, in loops that run beside the workers for the runner's life:
 
 Failure policy: every loop, resync included, runs under :func:`keep_running`,
 and nothing else starts one. A failure of any kind (the store unavailable,
-refusing, a defect, an exception no store classified, a bug) ends that turn
+refusing, a defect, an exception no store classified, a bug) ends that run
 of the loop only: it is logged (one line for an unavailable store, the
 traceback for anything else) and the loop starts again after the one
 :class:`~presa_trio.tasks.backoff.Backoff`. A loop never ends the runner;

@@ -43,12 +43,13 @@ What each nursery lets end it:
 
 - **the runner's nursery**: nothing its children do, since each loop is
   kept and the workers' nursery absorbs its workers' failures. It ends
-  when cancelled (shutdown; then :meth:`Supervisor.stop` stops the
+  when cancelled (shutdown; then
+  :meth:`~presa_trio.tasks.supervisor.Supervisor.stop` stops the
   workers first), or when the store watch cannot start the first time:
   the runner cannot run, and the process exits non-zero.
 - **a keeper's nursery** (one run of one loop): any failure ends that
   run only; the keeper logs it and starts the loop again, backing off.
-- **the workers' nursery**: no worker ends it; only :meth:`Supervisor.stop`.
+- **the workers' nursery**: no worker ends it; only ``Supervisor.stop``.
 - **a task's nursery**: a failure of the job or a child ends that task
   only, written ``failed``; a stop cancels it and nothing is written.
 
@@ -73,7 +74,8 @@ the runner itself               the process                     one line, non-ze
 a per-request helper            its request only                (the HTTP edge's answer)
 =============================== =============================== ==============================
 
-How each part is kept: the task's nursery in :meth:`Supervisor._supervise`;
+How each part is kept: the task's nursery in
+:meth:`~presa_trio.tasks.supervisor.Supervisor._supervise`;
 a worker's writes in :mod:`~presa_trio.tasks.writes`; the loops in
 :mod:`~presa_trio.tasks.housekeeping`, the reactions in
 :mod:`~presa_trio.tasks.reactions`; the store's classification of its
@@ -85,7 +87,9 @@ A task's life
 - **Create.** :meth:`TaskRunner.start` makes the task's
   :class:`~presa_trio.tasks.worker.Worker` (the handle a stop goes through)
   before it writes the task to the store, and launches it with
-  ``start_soon`` right after (:meth:`Supervisor.launch`): it returns once the task is stored, so the
+  ``start_soon`` right after
+  (:meth:`~presa_trio.tasks.supervisor.Supervisor.launch`): it returns
+  once the task is stored, so the
   ``CreateTaskResult`` can never name a task that ``tasks/get`` or
   ``tasks/cancel`` would not find (SEP-2663 §Task Creation; T-23). A
   cancel that arrives before the worker has taken its first step is kept
@@ -111,9 +115,10 @@ A task's life
 - **Shutdown** stops every worker without writing for it (a parked task
   keeps its input requests), then releases this process's leases, so the
   next process to start claims them at once. Nothing at shutdown waits on
-  the store for longer than :data:`RELEASE_WITHIN`: a worker's shielded
-  write ends with its stop, and the release is bounded, so a store that
-  does not answer holds no shutdown back.
+  the store for longer than :data:`RELEASE_WITHIN`: a worker's store
+  calls, its shielded write included, end with its stop, and the release
+  is bounded, so a store that does not answer (whose calls end when
+  cancelled, as every store's must) holds no shutdown back.
 
 Beyond one process: every read and write awaits the store; leases with a
 generation fence a worker whose task another process claimed; recovery
