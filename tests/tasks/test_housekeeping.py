@@ -23,6 +23,7 @@ from presa_trio.tasks.housekeeping import keep_running
 from presa_trio.tasks.model import Status
 from presa_trio.tasks.stores.base import (
     RESYNC,
+    Deliver,
     StoreDefect,
     StoredTask,
     StoreRefused,
@@ -81,11 +82,21 @@ async def test_a_loop_that_cannot_start_the_first_time_raises() -> None:
 
 @attrs.define(eq=False, repr=False)
 class FailingReadStore(MemoryStore):
-    """The memory store, whose next ``read`` raises ``failure``; it counts the reads."""
+    """The memory store, whose next ``read`` raises ``failure``; it counts the reads.
+
+    ``deliver`` is the runner's watch, to announce RESYNC to.
+    """
 
     failure: Exception | None = None
+    deliver: Deliver | None = None
     reads: int = 0
     read_again: trio.Event = attrs.field(factory=trio.Event)
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self.deliver = deliver
+        await super().watch(deliver, task_status=task_status)
 
     async def read(self, task_id: str) -> StoredTask | None:
         self.reads += 1
@@ -118,7 +129,8 @@ async def test_a_resync_that_fails_is_tried_again_and_the_runner_runs_on(
         await wait_all_tasks_blocked()
         store.reads = 0
         store.failure = failure("test: the re-read failed")
-        store.announce(RESYNC)
+        assert store.deliver is not None
+        store.deliver(RESYNC)
         await store.read_again.wait()
         await runner.update("s", task.task_id, {"k": {"action": "accept", "content": {}}})
         await wait_all_tasks_blocked()
