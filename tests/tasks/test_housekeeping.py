@@ -28,10 +28,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.wire.mrtr import Elicitation
 from tests.tasks.helpers import TRIO_CLOCK, creator, gated
-
-ASK = Elicitation("Sure?", {"type": "object", "properties": {}})
 
 #: Each class of store error, and an exception no store classified.
 FAILURES: list[Callable[[str], Exception]] = [
