@@ -33,6 +33,7 @@ import httpx
 import pytest
 import trio
 
+from presa_trio.client.transport import sse_blocks, sse_data
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TaskRunner, TasksExtension
@@ -47,7 +48,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.testing import request
 from presa_trio.wire.mrtr import Elicitation
 from tests.e2e.gates import Gates
-from tests.e2e.harness import Served, TaskClient, headers, start
+from tests.e2e.harness import TASKS, Served, TaskClient, headers, start
 
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {}})
 
@@ -198,15 +199,11 @@ async def stream(client: TaskClient, task_id: str) -> dict[str, Any]:
     async with client.http.stream("POST", client.served.url, json=message, headers=sent) as got:
         assert got.status_code in (200, 500), got.status_code  # never a 503
         body = (await got.aread()).decode()
-    if got.headers["content-type"] == "application/json":
-        last: dict[str, Any] = json.loads(body)
-        return last
-    data = [line[len("data:") :] for line in body.splitlines() if line.startswith("data:")]
-    last = json.loads(data[-1])
-    return last  # noqa: RET504 (typed)
-
-
-TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+    if got.headers["content-type"] != "application/json":
+        blocks, _ = sse_blocks(body)
+        body = [data for data in map(sse_data, blocks) if data is not None][-1]
+    last: dict[str, Any] = json.loads(body)
+    return last
 
 
 async def exercise(
