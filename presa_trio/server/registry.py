@@ -52,6 +52,7 @@ from presa_trio.server.signatures import (
     Returns,
     SignatureError,
     described,
+    read_handler,
     read_prompt_signature,
     read_signature,
 )
@@ -161,6 +162,29 @@ class RegisteredPrompt:
     handler: PromptHandler
 
 
+def refuse_uncalled(kind: str, given: object, usage: str) -> None:
+    """Refuse a decorator factory used as the decorator itself (``@server.tool``).
+
+    Without the parentheses the function arrives where a name belongs, and
+    what is returned is the inner decorator: nothing is registered, and the
+    tool is unknown only when called. presa chooses to refuse this, as the
+    SDK's ``MCPServer`` does, rather than accept both spellings: one
+    spelling, in every example.
+    """
+    if callable(given):
+        named = getattr(given, "__name__", "?")
+        raise SignatureError(
+            f"{kind} {named!r}: the decorator was used without calling it "
+            f"(did you forget to call it?); write {usage}"
+        )
+
+
+def refuse_duplicate(where: str, taken: bool) -> None:
+    """Names (and URIs) are unique: a second registration would silently replace the first."""
+    if taken:
+        raise SignatureError(f"{where}: already registered; each name is registered once")
+
+
 @attrs.define(eq=False, repr=False)
 class Server:
     """A 2026-07-28 server: what it offers, and how it is configured."""
@@ -222,10 +246,13 @@ class Server:
         task's own either way.
         """
 
+        refuse_uncalled("tool", name, "@server.tool()")
+
         def register(handler: AnyToolHandler) -> AnyToolHandler:
             tool_name = name or getattr(handler, "__name__", "")
             if not tool_name:
                 raise SignatureError("a tool needs a name: name= or a function with a __name__")
+            refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
             signature = read_signature(handler, tool_name, thread=thread)
             if input_schema is not None and signature.input_schema is not None:
                 raise SignatureError(
@@ -268,13 +295,19 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
+        thread: bool = False,
     ) -> Callable[[ResourceHandler], ResourceHandler]:
-        """Register a concrete resource; listed in registration order.
+        """Register a concrete resource, ``async def (ctx)``; listed in registration order.
 
-        ``name`` defaults to the handler's name, ``description`` to its docstring.
+        ``name`` defaults to the handler's name, ``description`` to its
+        docstring; ``thread=True`` runs a plain ``def`` on a worker thread.
         """
+        refuse_uncalled("resource", uri, '@server.resource("URI")')
 
         def register(handler: ResourceHandler) -> ResourceHandler:
+            where = f"resource {uri!r}"
+            refuse_duplicate(where, uri in self.resources)
+            call = read_handler(handler, where, takes=1, thread=thread)
             resource = models.Resource(
                 uri=uri,
                 name=name or handler.__name__,
@@ -282,7 +315,7 @@ class Server:
                 description=description or inspect.getdoc(handler),
                 mime_type=mime_type,
             )
-            self.resources[uri] = RegisteredResource(resource, handler)
+            self.resources[uri] = RegisteredResource(resource, call)
             return handler
 
         return register
@@ -295,10 +328,15 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
+        thread: bool = False,
     ) -> Callable[[TemplateHandler], TemplateHandler]:
-        """Register a resource template; the handler gets the matched variables."""
+        """Register a resource template, ``async def (ctx, variables)``: the matched variables."""
 
         def register(handler: TemplateHandler) -> TemplateHandler:
+            where = f"resource template {uri_template!r}"
+            taken = any(t.template.uri_template == uri_template for t in self.templates)
+            refuse_duplicate(where, taken)
+            call = read_handler(handler, where, takes=2, thread=thread)
             template = models.ResourceTemplate(
                 uri_template=uri_template,
                 name=name,
@@ -307,7 +345,7 @@ class Server:
                 mime_type=mime_type,
             )
             self.templates.append(
-                RegisteredTemplate(template, template_pattern(uri_template), handler)
+                RegisteredTemplate(template, template_pattern(uri_template), call)
             )
             return handler
 
@@ -320,6 +358,7 @@ class Server:
         description: str | None = None,
         arguments: Sequence[models.PromptArgument] = (),
         title: str | None = None,
+        thread: bool = False,
     ) -> Callable[[AnyPromptHandler], AnyPromptHandler]:
         """Register a prompt; return the handler unchanged.
 
@@ -328,11 +367,14 @@ class Server:
         unless defaulted) and its description from its docstring, and may
         return a ``str``: one user message. The other form takes
         ``(ctx, arguments: dict[str, str])`` and ``arguments=``.
+        ``thread=True`` runs a plain ``def`` on a worker thread.
         """
+        refuse_uncalled("prompt", name, "@server.prompt()")
 
         def register(handler: AnyPromptHandler) -> AnyPromptHandler:
             prompt_name = name or handler.__name__
-            signature = read_prompt_signature(handler, prompt_name)
+            refuse_duplicate(f"prompt {prompt_name!r}", prompt_name in self.prompts)
+            signature = read_prompt_signature(handler, prompt_name, thread=thread)
             if arguments and signature.arguments is not None:
                 raise SignatureError(
                     f"prompt {prompt_name!r}: arguments= is for a handler (ctx, arguments); "
@@ -353,12 +395,20 @@ class Server:
         return register
 
     def completion(
-        self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str
+        self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str, *, thread: bool = False
     ) -> Callable[[CompletionHandler], CompletionHandler]:
-        """Register argument completion for a prompt name or a template URI."""
+        """Register argument completion for a prompt name or a template URI.
+
+        The handler is ``async def (ctx, argument, value, context_arguments)``;
+        ``thread=True`` runs a plain ``def`` on a worker thread.
+        """
 
         def register(handler: CompletionHandler) -> CompletionHandler:
-            self.completions[(ref_type, ref)] = handler
+            where = f"completion of {ref_type} {ref!r}"
+            refuse_duplicate(where, (ref_type, ref) in self.completions)
+            self.completions[(ref_type, ref)] = read_handler(
+                handler, where, takes=4, thread=thread
+            )
             return handler
 
         return register

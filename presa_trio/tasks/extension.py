@@ -58,7 +58,9 @@ from presa_trio.server.registry import (
     RegisteredTool,
     Server,
     SubscriptionPart,
+    refuse_uncalled,
 )
+from presa_trio.server.signatures import is_async
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
     PreparedCall,
@@ -216,6 +218,8 @@ class TasksExtension(Extension):
 
         The handler is returned unchanged, typed as it was.
         """
+        if is_async(policy):  # ``@tasks.tool``: the handler came where the policy belongs
+            refuse_uncalled("tool", policy, "@tasks.tool(Policy.…)")
         if self._server is None:
             raise RuntimeError("add the extension to a server before registering tools on it")
         server = self._server
