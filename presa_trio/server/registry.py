@@ -83,6 +83,9 @@ AnyToolHandler = TypeVar("AnyToolHandler", bound=Callable[..., Any])
 AnyExtension = TypeVar("AnyExtension", bound="Extension")
 AnyPromptHandler = TypeVar("AnyPromptHandler", bound=Callable[..., Awaitable[Any]])
 
+#: How ``completion/complete`` calls a completion handler.
+COMPLETION_CALL = ("ctx", "argument", "value", "context_arguments")
+
 EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
 
@@ -307,7 +310,7 @@ class Server:
         def register(handler: ResourceHandler) -> ResourceHandler:
             where = f"resource {uri!r}"
             refuse_duplicate(where, uri in self.resources)
-            call = read_handler(handler, where, takes=1, thread=thread)
+            call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(
                 uri=uri,
                 name=name or handler.__name__,
@@ -336,7 +339,7 @@ class Server:
             where = f"resource template {uri_template!r}"
             taken = any(t.template.uri_template == uri_template for t in self.templates)
             refuse_duplicate(where, taken)
-            call = read_handler(handler, where, takes=2, thread=thread)
+            call = read_handler(handler, where, called=("ctx", "variables"), thread=thread)
             template = models.ResourceTemplate(
                 uri_template=uri_template,
                 name=name,
@@ -407,7 +410,7 @@ class Server:
             where = f"completion of {ref_type} {ref!r}"
             refuse_duplicate(where, (ref_type, ref) in self.completions)
             self.completions[(ref_type, ref)] = read_handler(
-                handler, where, takes=4, thread=thread
+                handler, where, called=COMPLETION_CALL, thread=thread
             )
             return handler
 

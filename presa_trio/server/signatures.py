@@ -168,8 +168,7 @@ def checked_default(default: Any, schema: JSONObject, place: str) -> Any:
     violations = CompiledSchema.compile(schema, role=place).violations(value)
     if violations:
         raise SignatureError(
-            f"{place}: the default {default!r} does not fit its type "
-            f"({violations[0].describe()})"
+            f"{place}: the default {default!r} does not fit its type ({violations[0].describe()})"
         )
     return value
 
@@ -306,21 +305,21 @@ def read_signature(
 
 
 def read_handler(
-    function: Callable[..., Any], where: str, *, takes: int, thread: bool = False
+    function: Callable[..., Any], where: str, *, called: tuple[str, ...], thread: bool = False
 ) -> Callable[..., Any]:
-    """Read a resource, template or completion handler, called with ``takes`` arguments.
+    """Read a resource, template or completion handler, called with the arguments ``called``.
 
     The first is the request context (:func:`check_context`); a handler
-    that cannot be called with exactly ``takes`` positional arguments is
+    that cannot be called with exactly those positional arguments is
     refused now rather than failing on its first call.
     """
     call = runner_for(function, where, thread=thread)
     check_context(function, tool_hints(function, where), where)
     try:
-        inspect.signature(function).bind(*range(takes))
+        inspect.signature(function).bind(*called)
     except TypeError:
         raise SignatureError(
-            f"{where}: the handler must take {takes} positional parameters (ctx first)"
+            f"{where}: the handler is called as ({', '.join(called)}); take exactly those"
         ) from None
     return call
 
