@@ -36,7 +36,6 @@ Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 from __future__ import annotations
 
 import inspect
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -46,10 +45,24 @@ import trio
 
 from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
+from presa_trio.server.registered import (
+    COMPLETION_CALL,
+    AnyCompletionHandler,
+    AnyPromptHandler,
+    AnyResourceHandler,
+    AnyTemplateHandler,
+    AnyToolHandler,
+    CompletionHandler,
+    RegisteredPrompt,
+    RegisteredResource,
+    RegisteredTemplate,
+    RegisteredTool,
+    ToolHandler,
+    template_pattern,
+)
 from presa_trio.server.signatures import (
     Defaults,
     FillDefaults,
-    Returns,
     SignatureError,
     described,
     read_handler,
@@ -61,30 +74,9 @@ from presa_trio.server.tool_schemas import compile_tool_schemas
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer
-from presa_trio.wire.schemas import CompiledSchema
 
-ToolOutput = (
-    str | models.ContentBlock | list[models.ContentBlock] | models.CallToolResult | InputRequired
-)
-ToolHandler = Callable[[RequestContext, JSONObject], Awaitable[ToolOutput]]
-ResourceOutput = str | bytes | list[models.ResourceContents] | InputRequired
-ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
-TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
-PromptOutput = str | list[models.PromptMessage] | models.GetPromptResult | InputRequired
-PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
-CompletionHandler = Callable[
-    [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
-]
-
-#: Any tool handler, typed or not: the decorators return it unchanged, so it keeps its type.
-AnyToolHandler = TypeVar("AnyToolHandler", bound=Callable[..., Any])
 AnyExtension = TypeVar("AnyExtension", bound="Extension")
-AnyPromptHandler = TypeVar("AnyPromptHandler", bound=Callable[..., Awaitable[Any]])
-
-#: How ``completion/complete`` calls a completion handler.
-COMPLETION_CALL = ("ctx", "argument", "value", "context_arguments")
 
 EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
@@ -111,58 +103,6 @@ class CacheHints:
 
     def to_wire(self) -> JSONObject:
         return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}
-
-
-@attrs.frozen
-class RegisteredTool:
-    tool: models.Tool
-    handler: ToolHandler
-    # Mcp-Param-<Name> header -> the argument path it mirrors.
-    header_params: dict[str, tuple[str, ...]]
-    # The compiled inputSchema, and outputSchema if the tool has one.
-    arguments: CompiledSchema
-    structured: CompiledSchema | None
-    # Whether the handler starts child tasks in ``ctx.nursery``: a plain call
-    # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.run_call`).
-    nursery: bool = False
-    # What the declared return type says it returns (presa_trio.server.results).
-    returns: Returns = Returns.CONTENT
-    # Client capabilities the tool may ask for, checked before it runs
-    # (presa_trio.server.capabilities).
-    needs: frozenset[str] = frozenset()
-
-
-@attrs.frozen
-class RegisteredResource:
-    resource: models.Resource
-    handler: ResourceHandler
-
-
-@attrs.frozen
-class RegisteredTemplate:
-    template: models.ResourceTemplate
-    pattern: re.Pattern[str]
-    handler: TemplateHandler
-
-    def match(self, uri: str) -> dict[str, str] | None:
-        found = self.pattern.fullmatch(uri)
-        return None if found is None else found.groupdict()
-
-
-def template_pattern(uri_template: str) -> re.Pattern[str]:
-    """RFC 6570 level 1: each ``{var}`` matches one non-empty path segment."""
-    parts = re.split(r"\{([A-Za-z0-9_]+)\}", uri_template)
-    regex = "".join(
-        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)"
-        for index, part in enumerate(parts)
-    )
-    return re.compile(regex)
-
-
-@attrs.frozen
-class RegisteredPrompt:
-    prompt: models.Prompt
-    handler: PromptHandler
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -237,9 +177,12 @@ class Server:
 
         Arguments are checked against the input schema before the handler
         runs; what it returns becomes a valid result or -32603
-        (:mod:`presa_trio.server.results`). A hint with no schema, a
-        synchronous handler (unless ``thread=True``) or an unusable schema
-        is refused now, in one line naming the tool. ``needs``: the client
+        (:mod:`presa_trio.server.results`). Refused now, in one line naming
+        the tool and the parameter (:class:`SignatureError`): a first
+        parameter that is not the request context, a hint with no schema,
+        a default its schema refuses, a synchronous handler (unless
+        ``thread=True``), a name already registered, an unusable schema,
+        and ``@server.tool`` without its parentheses. ``needs``: the client
         capabilities it may ask for (:mod:`presa_trio.server.capabilities`).
 
         With ``nursery=True`` the handler may start child tasks in
@@ -299,7 +242,7 @@ class Server:
         mime_type: str | None = None,
         title: str | None = None,
         thread: bool = False,
-    ) -> Callable[[ResourceHandler], ResourceHandler]:
+    ) -> Callable[[AnyResourceHandler], AnyResourceHandler]:
         """Register a concrete resource, ``async def (ctx)``; listed in registration order.
 
         ``name`` defaults to the handler's name, ``description`` to its
@@ -307,7 +250,7 @@ class Server:
         """
         refuse_uncalled("resource", uri, '@server.resource("URI")')
 
-        def register(handler: ResourceHandler) -> ResourceHandler:
+        def register(handler: AnyResourceHandler) -> AnyResourceHandler:
             where = f"resource {uri!r}"
             refuse_duplicate(where, uri in self.resources)
             call = read_handler(handler, where, called=("ctx",), thread=thread)
@@ -332,10 +275,10 @@ class Server:
         mime_type: str | None = None,
         title: str | None = None,
         thread: bool = False,
-    ) -> Callable[[TemplateHandler], TemplateHandler]:
+    ) -> Callable[[AnyTemplateHandler], AnyTemplateHandler]:
         """Register a resource template, ``async def (ctx, variables)``: the matched variables."""
 
-        def register(handler: TemplateHandler) -> TemplateHandler:
+        def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
             taken = any(t.template.uri_template == uri_template for t in self.templates)
             refuse_duplicate(where, taken)
@@ -399,14 +342,14 @@ class Server:
 
     def completion(
         self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str, *, thread: bool = False
-    ) -> Callable[[CompletionHandler], CompletionHandler]:
+    ) -> Callable[[AnyCompletionHandler], AnyCompletionHandler]:
         """Register argument completion for a prompt name or a template URI.
 
         The handler is ``async def (ctx, argument, value, context_arguments)``;
         ``thread=True`` runs a plain ``def`` on a worker thread.
         """
 
-        def register(handler: CompletionHandler) -> CompletionHandler:
+        def register(handler: AnyCompletionHandler) -> AnyCompletionHandler:
             where = f"completion of {ref_type} {ref!r}"
             refuse_duplicate(where, (ref_type, ref) in self.completions)
             self.completions[(ref_type, ref)] = read_handler(

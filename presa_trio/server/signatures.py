@@ -12,11 +12,16 @@ object::
 
 At registration, once, presa reads the hints and builds the tool's
 ``inputSchema`` (JSON Schema 2020-12): each parameter is a property, one
-without a default is ``required``, a default is the property's ``default``.
+without a default is ``required``, a default is the property's ``default``
+and must be valid against the property (:func:`checked_default`).
 :func:`schema_for` says which hints map to what; any other hint is refused
 there with a :class:`SignatureError` naming the tool and the parameter. The
 description is the docstring. The declared return type may give an
 ``outputSchema`` (:func:`return_shape`).
+
+Every kind of handler (tools, prompts, resources, templates, completions)
+takes the request context first (:func:`check_context`) and is async, or
+a plain ``def`` registered with ``thread=True`` (:func:`runner_for`).
 
 On a call, the arguments are first checked against that schema (the tools
 boundary, as for every tool), then structured with cattrs into the declared

@@ -50,12 +50,11 @@ import trio
 from presa_trio.auth.principal import access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
+from presa_trio.server.registered import AnyToolHandler, RegisteredTool
 from presa_trio.server.registry import (
-    AnyToolHandler,
     Extension,
     Method,
     MethodHandler,
-    RegisteredTool,
     Server,
     SubscriptionPart,
     refuse_uncalled,
@@ -218,7 +217,9 @@ class TasksExtension(Extension):
 
         The handler is returned unchanged, typed as it was.
         """
-        if is_async(policy):  # ``@tasks.tool``: the handler came where the policy belongs
+        if not isinstance(policy, Policy) and is_async(
+            policy
+        ):  # ``@tasks.tool``: the handler came where the policy belongs
             refuse_uncalled("tool", policy, "@tasks.tool(Policy.…)")
         if self._server is None:
             raise RuntimeError("add the extension to a server before registering tools on it")

@@ -141,7 +141,7 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "prompt 'haiku', parameter 'lines': the default 3 is not a string",
     ),
     "server.completion no context": (
-        f"{COMPLETION}\nasync def topics(argument: str, value: str, known: Any, more: Any) -> Any:\n"
+        f"{COMPLETION}\nasync def topics(argument: str, v: str, k: Any, more: Any) -> Any:\n"
         "    return None\n",
         f"completion of ref/prompt 'haiku', parameter 'argument': {NO_CONTEXT} str",
     ),

@@ -51,7 +51,7 @@ def test_a_refused_registration_registers_nothing() -> None:
     with pytest.raises(SignatureError):
 
         @server.resource("note://today")
-        def today(ctx: RequestContext) -> str:  # type: ignore[type-var]
+        def today(ctx: RequestContext) -> str:
             return "rain"
 
     assert server.resources == {}
