@@ -1,6 +1,6 @@
 """A Tasks server built on the official Python SDK, answering as its Tasks branch does.
 
-Run as ``python tests/client/sdk_tasks_server.py``: like
+Run as ``python -m tests.client.sdk_tasks_server``: like
 :mod:`tests.client.sdk_server` it binds a free loopback port, prints
 ``serving http://127.0.0.1:PORT/mcp`` on stderr and serves the SDK's
 Streamable HTTP app with uvicorn.
@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import datetime
 import secrets
-import socket
-import sys
 from typing import Any
 
-import uvicorn
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
@@ -31,6 +28,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, RequestParams
 from pydantic import BaseModel
+
+from tests.client.sdk_server import serve_on_loopback
 
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -104,15 +103,5 @@ def protocol_error_job() -> str:
     raise MCPError(-32010, "the job broke the protocol on purpose")
 
 
-def main() -> None:
-    app = server.streamable_http_app(stateless_http=True)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    print(f"serving http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run(sockets=[listener])
-
-
 if __name__ == "__main__":
-    main()
+    serve_on_loopback(server.streamable_http_app(stateless_http=True))

@@ -13,19 +13,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from tests.client.helpers import client
 from tests.e2e.serve_process import ServeProcess, serving
 
-SDK_TASKS_SERVER = str(Path(__file__).with_name("sdk_tasks_server.py"))
-
 
 @pytest.fixture
 async def sdk_tasks() -> AsyncIterator[ServeProcess]:
-    async with serving([sys.executable, SDK_TASKS_SERVER]) as served:
+    async with serving([sys.executable, "-m", "tests.client.sdk_tasks_server"]) as served:
         yield served
 
 
