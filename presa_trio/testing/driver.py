@@ -90,6 +90,32 @@ def headers_for(
 Headers = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
+def http_scope(
+    headers: Headers,
+    *,
+    method: str = "POST",
+    path: str = "/mcp",
+    query: bytes = b"",
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+) -> dict[str, Any]:
+    """The ASGI scope of one HTTP/1.1 request, as hypercorn hands it to the app."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "server": ("127.0.0.1", 3000),
+        "client": client,
+        "headers": [(k.lower().encode(), v.encode("latin-1")) for k, v in pairs],
+    }
+
+
 @attrs.define
 class Response:
     """A response as received: status, headers (lowercased) and the body chunks."""
@@ -213,25 +239,7 @@ class McpClient:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         pending = list(body_chunks) if body_chunks is not None else [raw]
         sent_headers = headers if headers is not None else self.headers_for(body)
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query,
-            "root_path": "",
-            "server": ("127.0.0.1", 3000),
-            "client": client,
-            "headers": [
-                (k.lower().encode(), v.encode("latin-1"))
-                for k, v in (
-                    sent_headers.items() if isinstance(sent_headers, Mapping) else sent_headers
-                )
-            ],
-        }
+        scope = http_scope(sent_headers, method=method, path=path, query=query, client=client)
         disconnected = trio.Event()
         started = trio.Event()
         response = Response()

@@ -19,6 +19,7 @@ from presa_trio.demo import build_server
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, headers_for, request, running
+from presa_trio.testing.driver import http_scope
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -339,14 +340,7 @@ async def test_a_body_not_complete_in_time_is_answered_408_at_the_timeout(
     ``Connection: close``, at that moment; the server keeps serving."""
     app = McpApp.for_server(build_server(), read_timeout=3.0)
     body = json.dumps(DISCOVER).encode()
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": "/mcp",
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in headers_for(DISCOVER).items()],
-    }
+    scope = http_scope(headers_for(DISCOVER))
     sent: list[dict[str, Any]] = []
     first_part = [{"type": "http.request", "body": body[:10], "more_body": True}]
 

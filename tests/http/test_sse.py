@@ -20,6 +20,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.http.sse import PING_INTERVAL_S
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, headers_for, meta, request, running
+from presa_trio.testing.driver import http_scope
 from presa_trio.wire.sse import Comment, EventStreamParser, parse_events
 from tests.expect import result_of
 
@@ -197,14 +198,7 @@ async def test_a_client_that_leaves_a_quiet_handler_cancels_it(
     async def send(event: dict[str, Any]) -> None:
         raise AssertionError(f"nothing is sent to a client that left: {event}")
 
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": "/mcp",
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in headers_for(message).items()],
-    }
+    scope = http_scope(headers_for(message))
     async with running(app):
         await trio.testing.wait_all_tasks_blocked()
         before = task_tree()
