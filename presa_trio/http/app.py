@@ -41,7 +41,7 @@ from hypercorn.typing import (
 from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
-from presa_trio.http.exchange import Exchange, open_exchange
+from presa_trio.http.exchange import Exchange
 from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
@@ -172,6 +172,24 @@ class McpApp:
     async def http(
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
+        """One request: rungs 1–5 on its head, then the exchange in a nursery of its own.
+
+        The exchange's nursery holds what runs beside its handler: the
+        disconnect watcher and an event stream's keep-alive
+        (:mod:`presa_trio.http.exchange`). Its cancel scope is the exchange's:
+        a client that leaves cancels handler and helpers together. When
+        :meth:`exchange` returns, the helpers have nothing left to do, so the
+        scope is cancelled and the nursery waits for them: nothing started
+        for a request outlives it.
+
+        Failure policy of the exchange's nursery: a helper's failure ends
+        only its request, never the server. Each helper catches its own
+        ``Exception`` (the watcher then cancels the exchange, the keep-alive
+        logs it and stops), so none reaches the nursery. An exception of the
+        exchange itself leaves through it to hypercorn, which ends that one
+        request; the server-lifetime nursery and the Tasks runtime are not
+        on this path.
+        """
         headers = Headers.from_asgi(scope["headers"])
         close = scope["http_version"] in ("1.0", "1.1")
         caller: Caller | None = None
@@ -195,20 +213,32 @@ class McpApp:
         except Rejection as rejection:
             await self.reject(send, rejection, close=close)
             return
-        # The rest of the exchange runs in its own nursery, with its helpers
-        # (:mod:`presa_trio.http.exchange`).
-        async with open_exchange(receive, connection_key(scope)) as exchange:
-            try:
-                with trio.move_on_after(self.read_timeout) as reading:
-                    body = await self.read_body(headers, receive)
-            except Rejection as rejection:
-                await self.reject(send, rejection, close=close)
-                return
-            if reading.cancelled_caught:
-                late = Rejection(408, "Request body not received in time")
-                await self.reject(send, late, close=close)
-                return
-            await self.answer(body, headers, send, exchange, caller)
+        async with trio.open_nursery() as nursery:
+            exchange = Exchange(receive, nursery, connection_key(scope))
+            await self.exchange(exchange, headers, send, caller, close=close)
+            nursery.cancel_scope.cancel(reason="exchange over")
+
+    async def exchange(
+        self,
+        exchange: Exchange,
+        headers: Headers,
+        send: ASGISendCallable,
+        caller: Caller | None,
+        *,
+        close: bool,
+    ) -> None:
+        """Rung 6 within ``read_timeout`` of the head's end, else 408; then the answer."""
+        try:
+            with trio.move_on_after(self.read_timeout) as reading:
+                body = await self.read_body(headers, exchange.receive)
+        except Rejection as rejection:
+            await self.reject(send, rejection, close=close)
+            return
+        if reading.cancelled_caught:
+            late = Rejection(408, "Request body not received in time")
+            await self.reject(send, late, close=close)
+            return
+        await self.answer(body, headers, send, exchange, caller)
 
     async def serve_metadata(
         self, auth: ResourceGuard, method: str, send: ASGISendCallable

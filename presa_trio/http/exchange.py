@@ -1,4 +1,4 @@
-"""One exchange's own concurrency: the nursery that holds its helpers, and its watcher.
+"""What runs beside an exchange's handler: the exchange, and its disconnect watcher.
 
 An exchange is one request in flight, from the end of its head to the end of
 its response. Two things can go wrong with it while its handler is busy:
@@ -8,7 +8,7 @@ its response. Two things can go wrong with it while its handler is busy:
   ``read_timeout`` after the exchange began is given up on and answered 408
   (RFC 9110 §15.5.9; rung 6 of the admission order, spec-notes §10). That is
   a ``trio.move_on_after`` around the read, in the exchange's own task
-  (:meth:`presa_trio.http.app.McpApp.http`).
+  (:meth:`presa_trio.http.app.McpApp.exchange`).
 - **The client leaves.** A client's disconnect is the cancellation of its
   request (2026-07-28 basic/patterns/cancellation; streamable-http
   §Cancellation). hypercorn never cancels an app: it reports
@@ -18,7 +18,8 @@ its response. Two things can go wrong with it while its handler is busy:
 
 That watcher, and the keep-alive of an event stream
 (:meth:`~presa_trio.http.sse.ResponseWriter.keep_alive`), run in the
-exchange's own nursery (:func:`open_exchange`), whose cancel scope is the
+exchange's own nursery, opened by :meth:`presa_trio.http.app.McpApp.http`
+(whose docstring states its failure policy). Its cancel scope is the
 exchange's: cancelling it stops the handler and its helpers together, and
 leaving it ends them. Nothing started for a request outlives it.
 """
@@ -26,8 +27,7 @@ leaving it ends them. Nothing started for a request outlives it.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Hashable
-from contextlib import asynccontextmanager
+from collections.abc import Hashable
 
 import attrs
 import trio
@@ -44,7 +44,7 @@ class Exchange:
 
     # hypercorn's ``receive`` for this request: the body reader's, then the watcher's.
     receive: ASGIReceiveCallable
-    # The exchange's nursery; its cancel scope is the exchange's (see :func:`open_exchange`).
+    # The exchange's nursery, where its helpers run; its cancel scope is the exchange's.
     nursery: trio.Nursery
     # The transport connection it came on (see :func:`presa_trio.http.app.connection_key`).
     connection: Hashable
@@ -52,30 +52,6 @@ class Exchange:
     def watch_disconnect(self, writer: ResponseWriter) -> None:
         """From now on, the client leaving before ``writer`` is complete cancels the exchange."""
         self.nursery.start_soon(watch_disconnect, self.receive, writer, self.nursery.cancel_scope)
-
-
-@asynccontextmanager
-async def open_exchange(
-    receive: ASGIReceiveCallable, connection: Hashable
-) -> AsyncIterator[Exchange]:
-    """The exchange's nursery, around the whole exchange; leaving it ends every helper.
-
-    The block is the exchange itself (read the body, answer); the helpers it
-    starts (:meth:`Exchange.watch_disconnect`, an event stream's keep-alive)
-    are the nursery's children. When the block is done they have nothing
-    more to do, so the nursery's scope is cancelled and the nursery waits for
-    them to stop: no helper outlives its request.
-
-    Failure policy: a helper's failure ends only its request, never the
-    server. Each helper catches its own ``Exception`` (the watcher then
-    cancels the exchange; the keep-alive logs it and stops), so none reaches
-    the nursery. An exception of the exchange itself leaves through the
-    nursery to hypercorn, which ends that one request; the server-lifetime
-    nursery and the Tasks runtime are not on this path.
-    """
-    async with trio.open_nursery() as nursery:
-        yield Exchange(receive, nursery, connection)
-        nursery.cancel_scope.cancel(reason="exchange over")
 
 
 async def watch_disconnect(

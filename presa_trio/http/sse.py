@@ -82,7 +82,7 @@ class ResponseWriter:
     """Writes one response as the handler produces it, from the handler's own task.
 
     The first notification opens the event stream and starts the keep-alive
-    in ``nursery``, the exchange's own (:func:`presa_trio.http.exchange.open_exchange`),
+    in ``nursery``, the exchange's own (:mod:`presa_trio.http.exchange`),
     which stops it when the exchange ends; :meth:`finish` writes the
     response, as the JSON body when nothing came before it, else as the
     stream's last event. A quiet handler therefore costs no stream and no
