@@ -50,15 +50,16 @@ import trio
 from presa_trio.auth.principal import access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
+from presa_trio.server.registered import AnyToolHandler, RegisteredTool
 from presa_trio.server.registry import (
-    AnyToolHandler,
     Extension,
     Method,
     MethodHandler,
-    RegisteredTool,
     Server,
     SubscriptionPart,
+    refuse_uncalled,
 )
+from presa_trio.server.signatures import is_async
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
     PreparedCall,
@@ -216,6 +217,10 @@ class TasksExtension(Extension):
 
         The handler is returned unchanged, typed as it was.
         """
+        if not isinstance(policy, Policy) and is_async(
+            policy
+        ):  # ``@tasks.tool``: the handler came where the policy belongs
+            refuse_uncalled("tool", policy, "@tasks.tool(Policy.…)")
         if self._server is None:
             raise RuntimeError("add the extension to a server before registering tools on it")
         server = self._server
