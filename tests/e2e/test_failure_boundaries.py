@@ -20,7 +20,6 @@ anything took.
 from __future__ import annotations
 
 import inspect
-import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -33,7 +32,6 @@ import httpx
 import pytest
 import trio
 
-from presa_trio.client.transport import sse_blocks, sse_data
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TaskRunner, TasksExtension
@@ -49,6 +47,7 @@ from presa_trio.testing import request
 from presa_trio.wire.mrtr import Elicitation
 from tests.e2e.gates import Gates
 from tests.e2e.harness import TASKS, Served, TaskClient, headers, start
+from tests.streams import sse_messages
 
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {}})
 
@@ -198,12 +197,8 @@ async def stream(client: TaskClient, task_id: str) -> dict[str, Any]:
     sent = headers(message, **{"mcp-name": task_id})
     async with client.http.stream("POST", client.served.url, json=message, headers=sent) as got:
         assert got.status_code in (200, 500), got.status_code  # never a 503
-        body = (await got.aread()).decode()
-    if got.headers["content-type"] != "application/json":
-        blocks, _ = sse_blocks(body)
-        body = [data for data in map(sse_data, blocks) if data is not None][-1]
-    last: dict[str, Any] = json.loads(body)
-    return last
+        messages = [message async for message in sse_messages(got)]
+    return messages[-1]
 
 
 async def exercise(
