@@ -1,6 +1,6 @@
 """The PostgreSQL store's hand-over of a call to a connection thread, on its own.
 
-:class:`~presa_trio.tasks.stores.postgres_io.Call` is the one use of
+:class:`~presa_trio.tasks.stores.postgres.database.Call` is the one use of
 ``trio.lowlevel`` in presa_trio/tasks/; these tests hold it to the guard
 rails trio's own primitives would give. The threads are plain threads fed
 by a queue and serving as the store's do (take, run, report, hand back);
@@ -20,7 +20,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from presa_trio.tasks.stores.postgres_io import Call, Session
+from presa_trio.tasks.stores.postgres.database import Call, Session
 
 Lane = queue.SimpleQueue[Call[Any]]
 #: What the store's threads pass each call; these calls need no connection.

@@ -31,8 +31,8 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskStore,
 )
-from presa_trio.tasks.stores.postgres_io import Database, Lane
-from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
+from presa_trio.tasks.stores.postgres.database import Database, Lane
+from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT
 from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
 from tests.tasks.stores.records import (
@@ -96,7 +96,7 @@ async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
 async def test_the_overall_limit_is_passed_by_at_most_the_creations_in_flight(
     postgres_url: str,
 ) -> None:
-    """presa-defined (no lock shared by every creation; postgres_schema docstring):
+    """presa-defined (no lock shared by every creation; postgres.schema docstring):
     creations in different scopes take no common lock, so the overall limit is
     checked on the counts as committed. 40 creations over 4 scopes racing through
     two stores for 10 overall slots store at least 10, and at most as many more as

@@ -10,7 +10,7 @@ import pytest
 
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable
-from presa_trio.tasks.stores.sqlite import SCHEMA_VERSION
+from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION
 
 
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:

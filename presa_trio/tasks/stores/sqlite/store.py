@@ -45,7 +45,7 @@ announcements (:meth:`watch`, :meth:`watch_events`) are in-process calls,
 made after each commit.
 
 Task event logs (rule 7) are two tables of their own, with a schema version
-of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite_events`).
+of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite.event_logs`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ import attrs
 import trio
 
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.stores import sqlite_events
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     PROTOCOL_ERRORS,
@@ -90,8 +89,9 @@ from presa_trio.tasks.stores.record import (
     to_record,
     work_from_json,
 )
-from presa_trio.tasks.stores.sqlite_errors import classify
-from presa_trio.tasks.stores.sqlite_events import SqliteEventLogs
+from presa_trio.tasks.stores.sqlite import event_logs
+from presa_trio.tasks.stores.sqlite.errors import classify
+from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
 
 SCHEMA_VERSION = 1
 
@@ -383,7 +383,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
                     f"{path} holds presa task schema version {version}; "
                     f"this server reads {SCHEMA_VERSION}"
                 )
-            refused = sqlite_events.check_version(db)
+            refused = event_logs.check_version(db)
             if refused is not None:
                 raise StoreUnavailable(f"{path} {refused}")
         db.execute("PRAGMA journal_mode = WAL")
@@ -399,7 +399,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
                 (str(SCHEMA_VERSION),),
             )
         # The event tables, if the file has none yet (their version was checked above).
-        sqlite_events.ensure_tables(db)
+        event_logs.ensure_tables(db)
         db.execute("COMMIT")
         reader = _connect(path)
     except BaseException:

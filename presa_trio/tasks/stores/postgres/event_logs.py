@@ -23,7 +23,7 @@ not stored, or to a closed log.
 
 **Announcements** name the task and its last ``seq``; :func:`listen_appends`
 keeps a connection listening, read on the Trio thread as
-:mod:`presa_trio.tasks.stores.postgres_listen` does for task changes, and
+:mod:`presa_trio.tasks.stores.postgres.listen` does for task changes, and
 after a reconnection delivers :data:`~presa_trio.tasks.stores.base.RESYNC`:
 every stream then reads its log again from its cursor, so an append
 announced while nobody listened is found by that read.
@@ -41,8 +41,8 @@ import trio
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.stores.base import RESYNC, DeliverAppend
-from presa_trio.tasks.stores.postgres_listen import Backoff, connect_and_listen
-from presa_trio.tasks.stores.postgres_schema import LOCKS, SCHEMA_LOCK
+from presa_trio.tasks.stores.postgres.listen import Backoff, connect_and_listen
+from presa_trio.tasks.stores.postgres.schema import LOCKS, SCHEMA_LOCK
 
 log = logging.getLogger(__name__)
 

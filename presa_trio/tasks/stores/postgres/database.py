@@ -36,7 +36,7 @@ loopback. More would add server processes to PostgreSQL (each connection
 is one) for every presa process, and threads contending for Python's
 interpreter lock with the Trio thread, which serves the requests. **One
 more connection listens**, read on the Trio thread itself (see
-:mod:`presa_trio.tasks.stores.postgres_listen`). So with the defaults one presa
+:mod:`presa_trio.tasks.stores.postgres.listen`). So with the defaults one presa
 process costs PostgreSQL seven connections and runs six threads for them.
 
 Failures
@@ -112,7 +112,7 @@ from presa_trio.tasks.stores.base import (
     PROTOCOL_ERRORS,
     StoreUnavailable,
 )
-from presa_trio.tasks.stores.postgres_errors import classify, first_line
+from presa_trio.tasks.stores.postgres.errors import classify, first_line
 
 log = logging.getLogger(__name__)
 

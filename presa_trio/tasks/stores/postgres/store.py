@@ -2,9 +2,9 @@
 
 ``--store postgresql://USER@HOST:PORT/DATABASE`` (any libpq URL). Each
 method of :class:`~presa_trio.tasks.stores.base.TaskStore` is one function run off
-the Trio thread (:mod:`presa_trio.tasks.stores.postgres_io`), against the schema of
-:mod:`presa_trio.tasks.stores.postgres_schema`; changes reach every process through
-LISTEN/NOTIFY (:mod:`presa_trio.tasks.stores.postgres_listen`).
+the Trio thread (:mod:`presa_trio.tasks.stores.postgres.database`), against the schema of
+:mod:`presa_trio.tasks.stores.postgres.schema`; changes reach every process through
+LISTEN/NOTIFY (:mod:`presa_trio.tasks.stores.postgres.listen`).
 
 How each rule of the store contract is kept:
 
@@ -19,7 +19,7 @@ How each rule of the store contract is kept:
   scope's advisory lock (``pg_advisory_xact_lock``), counts the live tasks
   of the scope and overall (from counters and a partial index, so the count
   does not grow with the tasks kept for their TTL: see
-  :mod:`~presa_trio.tasks.stores.postgres_schema`), and inserts only if under
+  :mod:`~presa_trio.tasks.stores.postgres.schema`), and inserts only if under
   every limit; the lock is held until commit, so no two creations in one
   scope, in any process, count the same free slot. Creations in different
   scopes share no lock: the overall limits are checked on the counts as
@@ -67,7 +67,6 @@ from psycopg.types.json import Json
 
 from presa_trio.tasks import events as task_events
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.stores import postgres_events
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     RESYNC,
@@ -88,9 +87,10 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.local import check_read
 from presa_trio.tasks.stores.local_events import AppendBulletin
-from presa_trio.tasks.stores.postgres_io import Database, Lane
-from presa_trio.tasks.stores.postgres_listen import Listener, listen
-from presa_trio.tasks.stores.postgres_schema import (
+from presa_trio.tasks.stores.postgres import event_logs
+from presa_trio.tasks.stores.postgres.database import Database, Lane
+from presa_trio.tasks.stores.postgres.listen import Listener, listen
+from presa_trio.tasks.stores.postgres.schema import (
     COLUMNS,
     SchemaMismatch,
     decode,
@@ -390,7 +390,7 @@ class PostgresStore(AppendBulletin):
 
         return await self.database.run(work)
 
-    # --- task events (rule 7; postgres_events) --------------------------------------
+    # --- task events (rule 7; postgres.event_logs) --------------------------------------
 
     async def append_events(
         self,
@@ -402,7 +402,7 @@ class PostgresStore(AppendBulletin):
         closing: bool = False,
     ) -> list[task_events.TaskEvent]:
         appended = await self.database.run(
-            lambda connection: postgres_events.append(
+            lambda connection: event_logs.append(
                 connection, task_id, events, now_ms, retention, closing
             ),
             Lane.BACKGROUND,
@@ -413,12 +413,12 @@ class PostgresStore(AppendBulletin):
 
     async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
         return await self.database.run(
-            lambda connection: postgres_events.window(connection, task_id, after, limit)
+            lambda connection: event_logs.window(connection, task_id, after, limit)
         )
 
     async def prune_events(self, now_ms: int, retention: task_events.Retention) -> None:
         await self.database.run(
-            lambda connection: postgres_events.prune(connection, now_ms, retention),
+            lambda connection: event_logs.prune(connection, now_ms, retention),
             Lane.BACKGROUND,
         )
 
@@ -431,7 +431,7 @@ class PostgresStore(AppendBulletin):
         """This process's appends as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
             await nursery.start(super().watch_events, deliver)
-            await postgres_events.listen_appends(
+            await event_logs.listen_appends(
                 self.database.conninfo, deliver, task_status=task_status
             )
 
@@ -461,8 +461,8 @@ async def open_postgresql_store(
     await database.open()
     try:
         await database.run(ensure_schema)
-        await database.run(postgres_events.ensure_events_schema)
-    except (SchemaMismatch, postgres_events.EventsSchemaMismatch) as error:
+        await database.run(event_logs.ensure_events_schema)
+    except (SchemaMismatch, event_logs.EventsSchemaMismatch) as error:
         await database.close()
         raise StoreUnavailable(str(error)) from error
     except BaseException:

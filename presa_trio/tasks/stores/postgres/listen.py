@@ -1,7 +1,7 @@
 """Signals between processes: PostgreSQL LISTEN/NOTIFY, read on the Trio thread.
 
 Every committed change of a task is announced on one channel by the
-schema's trigger (:mod:`presa_trio.tasks.stores.postgres_schema`), to every
+schema's trigger (:mod:`presa_trio.tasks.stores.postgres.schema`), to every
 listening connection, in commit order. :func:`listen` keeps one connection
 listening and hands each announcement to the store as a store event:
 :class:`~presa_trio.tasks.stores.base.Changed` with the task as stored, or
@@ -61,7 +61,7 @@ from presa_trio.tasks.stores.base import (
     StoreEvent,
 )
 from presa_trio.tasks.stores.local import deliver_safely
-from presa_trio.tasks.stores.postgres_schema import CHANNEL
+from presa_trio.tasks.stores.postgres.schema import CHANNEL
 from presa_trio.tasks.stores.record import from_record
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ async def listen(
 
 
 def connect_and_listen(conninfo: str, channel: str = CHANNEL) -> psycopg.Connection[Any]:
-    # ``conninfo`` carries the store's bounds (postgres_io.bounded_conninfo).
+    # ``conninfo`` carries the store's bounds (database.bounded_conninfo).
     connection = psycopg.connect(conninfo, autocommit=True)
     try:
         connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
