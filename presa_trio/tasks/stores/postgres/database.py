@@ -1,25 +1,22 @@
-"""PostgreSQL from Trio: psycopg connections, each owned by one thread of its own.
+"""PostgreSQL from Trio: psycopg's blocking calls, each run whole in a thread.
 
 Trio has no PostgreSQL driver of its own, and psycopg's async mode speaks
-asyncio only, so presa uses psycopg's blocking API off the Trio thread:
-every database call is one function, run whole, in one transaction, by a
-thread that owns one connection. Connections are in autocommit mode: a
-single statement is its own transaction and costs one round trip, and a
-function that needs several statements to be atomic opens
-``connection.transaction()`` itself.
+asyncio only, so presa uses psycopg's blocking API through
+:func:`trio.to_thread.run_sync`: every database call is one function, run
+whole, in one transaction, by a worker thread, on a connection it is lent
+for that call. Connections are in autocommit mode: a single statement is
+its own transaction and costs one round trip, and a function that needs
+several statements to be atomic opens ``connection.transaction()`` itself.
 
-Threads and connections
------------------------
-Each connection has one thread, started with the store and kept until it
-closes; the thread takes calls from its lane's queue, one at a time, and
-hands each result back to the Trio task that waits for it. That is one
-hand-over each way per call, and nothing else: no pool to take the
-connection from and give it back to, and no thread to find for each call.
-(Through ``trio.to_thread`` and ``psycopg_pool`` the same call cost about
-twice the CPU, measured: see docs/performance.md.)
-
-Calls wait in one of two lanes, each with threads of its own, so that what
-a client waits for never queues behind what the process does on its own:
+Connections and lanes
+---------------------
+The connections are kept on the Trio side, in two lanes, each a list of
+idle connections and a :class:`trio.CapacityLimiter` with one token per
+connection: a call takes a token (waiting, in arrival order, if every
+connection of its lane is busy), so an idle connection is there for it; it
+hands that connection to a thread, and puts it back when the thread is
+done. Only the Trio thread touches the lists; a thread sees one connection,
+given to it as an argument and handed back with the result, by trio.
 
 - **the request lane** (``request_connections``, default 3): reads,
   creations, and the writes of ``tasks/update`` and ``tasks/cancel``;
@@ -32,28 +29,25 @@ A burst of tasks leaves hundreds of worker writes waiting; in one queue, a
 
 A few connections serve hundreds of calls a second: a call holds its
 connection for one transaction, typically one or two round trips on
-loopback. More would add server processes to PostgreSQL (each connection
-is one) for every presa process, and threads contending for Python's
-interpreter lock with the Trio thread, which serves the requests. **One
-more connection listens**, read on the Trio thread itself (see
-:mod:`presa_trio.tasks.stores.postgres.listen`). So with the defaults one presa
-process costs PostgreSQL seven connections and runs six threads for them.
+loopback. **One more connection listens**, read on the Trio thread itself
+(:mod:`presa_trio.tasks.stores.postgres.listen`). So with the defaults one
+presa process costs PostgreSQL seven connections.
 
 Failures
 --------
 A call that cannot reach the database (the server restarting, the network
-gone, no connection within the store timeout) raises
+gone, no answer within the store timeout) raises
 :class:`~presa_trio.tasks.stores.base.StoreUnavailable`, which a request answers
 with -32603 and ``data.retryable: true``: sending the same request again
-later can succeed. The thread drops the broken connection and connects
-again for its next call. One broken connection means its siblings most
-likely broke too (a database restart ends them all), so every other thread
-tests its connection (one empty query) before its next call and replaces
-it if broken: after a database restart one call fails, not one per
-connection, and the process recovers by itself once the database is back.
+later can succeed. The broken connection is dropped, and a new one made for
+the next call that takes its place. One broken connection means its
+siblings most likely broke too (a database restart ends them all), so every
+other connection is tested (one query) before its next call and replaced if
+broken: after a database restart one call fails, not one per connection,
+and the process recovers by itself once the database is back.
 
-Deadlines
----------
+Cancellation and deadlines
+--------------------------
 Every call ends within the store timeout (``--store-timeout``), whatever the
 database does, bounded on both sides:
 
@@ -62,28 +56,29 @@ database does, bounded on both sides:
   rolled back) and ``idle_in_transaction_session_timeout`` (a transaction
   its client stopped driving releases its locks);
 - **by the client**: :meth:`Database.run` waits at most the timeout, from
-  the moment the call is queued. A database that stopped answering (frozen,
-  or a network that drops packets) cancels nothing on its side, so when the
-  bound passes the call is *abandoned*: the caller gets
-  :class:`StoreUnavailable` at once, and the call's connection is
-  *interrupted*: its socket is shut down under the thread, which gets an
-  error at once and drops the connection. Connecting is
-  bounded by ``connect_timeout`` and a lost peer by TCP keepalives and
+  the moment it is called (a :func:`trio.move_on_after`). Connecting is
+  bounded by ``connect_timeout``, and a lost peer by TCP keepalives and
   ``tcp_user_timeout`` (each unless the URL sets its own).
 
-An abandoned call is rolled back by the server unless it had committed
+A thread cannot be stopped from outside, and a statement half-sent cannot
+be taken back, so a call whose caller is cancelled (the deadline, a
+shutdown, a stopped worker) is ended the way PostgreSQL offers: psycopg's
+:meth:`~psycopg.Connection.cancel_safe`, sent from the Trio side (in a
+thread of its own: it opens a connection), asks the server to cancel the
+statement; the transaction is rolled back, the call's thread gets an error
+at once, and the caller gets :class:`trio.Cancelled` (or, at the deadline,
+:class:`StoreUnavailable`). A server that does not answer even that (frozen,
+or the network silent) gets :data:`CANCEL_WAIT_S`; then the call's thread is
+abandoned (trio's ``abandon_on_cancel``) with its connection, which is never
+lent again, and ends by itself once the socket fails. A connection that was
+sent a cancel is dropped too: a cancel that arrives late could otherwise
+hit the next call's statement.
+
+A cancelled call is rolled back by the server unless it had committed
 already, so a write is never left half-done, but its caller does not learn
 which; as after a crash, a task whose creation committed unseen is found by
-recovery once its lease expires.
-
-A call cancelled while it waits in its lane's queue is withdrawn. A call a
-thread has taken cannot be stopped mid-transaction without that doubt, so
-when its caller is cancelled (a shutdown, a stopped worker) the caller
-waits for the outcome, and the cancellation is delivered at its next
-checkpoint; but only until the call's deadline, when its connection is
-interrupted as above. Closing the store interrupts what is still running
-and waits for each thread at most the timeout, so a frozen database cannot
-hold a shutdown past it.
+recovery once its lease expires. A call cancelled while it waits for a
+connection never runs.
 """
 
 from __future__ import annotations
@@ -91,14 +86,8 @@ from __future__ import annotations
 import enum
 import logging
 import math
-import os
-import queue
-import socket
-import threading
-import time
 from collections.abc import Callable
-from contextlib import suppress
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import outcome
@@ -125,6 +114,10 @@ UNFINISHED = {TransactionStatus.INTRANS, TransactionStatus.INERROR}
 
 #: A unit of work on one (autocommit) connection.
 Work = Callable[[Connection], T]
+
+#: How long a cancelled call waits for the server to end its statement, in
+#: seconds, before its thread is abandoned (see the module docstring).
+CANCEL_WAIT_S = 1.0
 
 
 class Lane(enum.Enum):
@@ -165,251 +158,167 @@ def set_server_timeouts(connection: Connection, timeout: float) -> None:
     )
 
 
-class Abandoned(Exception):
-    """The call's caller stopped waiting: the thread ends it without running it."""
-
-
-@attrs.define(eq=False)
-class Session:
-    """One thread's connection; None while it has none (not yet, or broken)."""
-
-    connection: Connection | None = None
-    # The value of :attr:`Database._breakages` when the connection was last known good.
-    checked: int = 0
-    # The call the thread is running on the connection, if any.
-    running: Call[Any] | None = None
-    # Held while the connection or the running call changes, and while one is interrupted.
-    guard: threading.Lock = attrs.field(factory=threading.Lock)
-
-    def begin(self, call: Call[Any]) -> None:
-        """In the thread: ``call`` runs from now on, unless it was abandoned already."""
-        with self.guard:
-            if call.abandoned:
-                raise Abandoned()
-            self.running = call
-
-    def end(self) -> None:
-        with self.guard:
-            self.running = None
-
-    def replace(self, connection: Connection | None) -> None:
-        """In the thread: close the connection held, if any, and hold ``connection``."""
-        with self.guard:
-            old, self.connection = self.connection, connection
-            if old is not None:
-                old.close()
-
-    def report(self, call: Call[Any]) -> bool:
-        """In the thread: whether ``call``'s outcome is to be handed back (not abandoned)."""
-        with self.guard:
-            call.reported = not call.abandoned
-            return call.reported
-
-    def abandon(self, call: Call[Any]) -> bool:
-        """From the Trio thread: stop waiting for ``call``; False if its outcome is on its way.
-
-        A call still running is interrupted (:meth:`interrupt`), so the thread is free at once.
-        """
-        with self.guard:
-            if call.reported:
-                return False
-            call.abandoned = True
-            self._shut_down(call)
-            return True
-
-    def interrupt(self, call: Call[Any]) -> None:
-        """From any thread: if ``call`` still runs, its wait for the server fails at once."""
-        with self.guard:
-            self._shut_down(call)
-
-    def _shut_down(self, call: Call[Any]) -> None:
-        """Shut the connection's socket down under ``call``, if it runs on it (guard held)."""
-        if self.running is not call or self.connection is None:
-            return
+def transact(connection: Connection, work: Work[T]) -> T:
+    """In a thread: run ``work``, leave no transaction open, classify what it raised."""
+    try:
         try:
-            descriptor = self.connection.pgconn.socket
-        except psycopg.OperationalError:
-            return  # no socket any more: the call is failing already
-        # Shut down through a copy of the descriptor: the connection's own stays open
-        # (and so is never reused for another socket) until the thread closes it.
-        with socket.socket(fileno=os.dup(descriptor)) as copy, suppress(OSError):
-            copy.shutdown(socket.SHUT_RDWR)  # OSError: not connected, failing already
+            return work(connection)
+        finally:
+            if connection.info.transaction_status in UNFINISHED:
+                connection.rollback()  # left open by a ``work`` that raised
+    except PROTOCOL_ERRORS:
+        raise
+    except Exception as error:
+        raise classify(error) from error
 
 
-@attrs.define(eq=False)
-class Call(Generic[T]):
-    """One call handed to a connection's thread, and its outcome handed back to its Trio task.
+def writable(connection: Connection) -> bool:
+    """In a thread: whether the connection still works, and may write.
 
-    The one place in ``presa_trio/tasks/`` that uses ``trio.lowlevel``
-    (docs/tasks.md). The idiomatic primitive, ``trio.to_thread.run_sync``
-    (one hop per call, with a ``CapacityLimiter`` per lane), costs the Trio
-    thread 175 µs of CPU for a no-op call, measured, against 100 µs for this
-    hand-over to a thread that owns its connection and is fed by a queue
-    (docs/performance.md, "Where the time went"); a store call is mostly
-    that hop, and the Trio thread is the one serving every request. What
-    trio's guard rails would have given is kept here, and tested
-    (tests/tasks/stores/test_postgres_call.py):
-
-    - a call cancelled while it waits in its lane is withdrawn and never runs;
-    - a call a thread has taken is still awaited when its caller is
-      cancelled (the caller learns whether its write was made), and the
-      cancellation is delivered at the caller's next checkpoint; but only
-      until the call's deadline, when it is abandoned and its connection
-      interrupted (:meth:`Session.abandon`, :meth:`Session.interrupt`);
-    - a call is taken once, by whichever comes first of the thread and the
-      cancellation (the ``claim`` lock), and its waiter is woken once.
+    A session that began while the database was read-only stays read-only
+    after the database is switched back, so it counts as broken too.
     """
+    try:
+        return connection.execute("SHOW transaction_read_only").fetchone() == ("off",)
+    except psycopg.Error:
+        return False
 
-    work: Work[T]
-    _waiter: trio.lowlevel.Task = attrs.field(init=False, factory=trio.lowlevel.current_task)
-    _token: trio.lowlevel.TrioToken = attrs.field(
-        init=False, factory=trio.lowlevel.current_trio_token
-    )
-    # Acquired once, by whichever comes first: the thread that runs the
-    # call, or the cancellation that withdraws it.
-    _claim: threading.Lock = attrs.field(init=False, factory=threading.Lock)
-    # The session of the thread that took the call (set before the claim).
-    session: Session | None = None
-    # Set once the caller stopped waiting (the call ends at once, unreported),
-    # or once its outcome is handed back; never both.
-    abandoned: bool = False
-    reported: bool = False
 
-    async def wait(
-        self, submit: Callable[[Call[T]], None], bound: trio.CancelScope, deadline: float
-    ) -> T:
-        """``submit`` the call (unless already cancelled), then wait for its outcome.
+@attrs.define(eq=False)
+class Slot:
+    """A place for one connection in a lane; only the Trio thread reads or changes it."""
 
-        ``bound`` is the call's deadline scope and ``deadline`` the same
-        moment on :func:`time.monotonic` (for the thread that interrupts).
-        """
-        await trio.lowlevel.checkpoint_if_cancelled()
-        submit(self)
+    # None until a connection is made, and after it broke or was cancelled.
+    connection: Connection | None = None
+    # :attr:`Database._breakages` when the connection was last known good.
+    checked: int = 0
 
-        def stop_waiting(_: object) -> trio.lowlevel.Abort:
-            if self._claim.acquire(blocking=False):
-                return trio.lowlevel.Abort.SUCCEEDED  # withdrawn before a thread took it
-            session = self.session
-            assert session is not None
-            if bound.cancel_called:  # the deadline: stop waiting now
-                if session.abandon(self):
-                    return trio.lowlevel.Abort.SUCCEEDED
-                return trio.lowlevel.Abort.FAILED  # its outcome was handed back already
-            # Cancelled from outside: the outcome is still awaited (the caller
-            # learns whether the write was made), but only until the deadline.
-            timer = threading.Timer(deadline - time.monotonic(), session.interrupt, (self,))
-            timer.daemon = True
-            timer.start()
-            return trio.lowlevel.Abort.FAILED
 
-        result: T = await trio.lowlevel.wait_task_rescheduled(stop_waiting)
-        return result
+@attrs.define(eq=False)
+class Pool:
+    """One lane: its idle slots, and a limiter with one token per slot."""
 
-    def take(self, session: Session) -> bool:
-        """In a thread: whether it runs the call (False: withdrawn while it waited)."""
-        self.session = session
-        return self._claim.acquire(blocking=False)
+    idle: list[Slot]
+    limiter: trio.CapacityLimiter
 
-    def hand_back(self, result: outcome.Outcome[T]) -> bool:
-        """In a thread: wake the waiter with ``result``; False if the Trio run is over."""
-        try:
-            self._token.run_sync_soon(trio.lowlevel.reschedule, self._waiter, result)
-        except trio.RunFinishedError:
-            return False
-        return True
+    @classmethod
+    def of(cls, slots: list[Slot]) -> Pool:
+        return cls(slots, trio.CapacityLimiter(len(slots)))
 
 
 @attrs.define(eq=False, repr=False)
 class Database:
-    """Connections, each with its thread, in two lanes; see the module docstring."""
+    """Connections in two lanes, each lent to one thread at a time; see the module docstring."""
 
     conninfo: str
     request_connections: int = 3
     background_connections: int = 3
-    # The longest a call may take, queued and run, in seconds (``--store-timeout``).
+    # The longest a call may take, waiting for a connection included, in seconds.
     timeout: float = DEFAULT_STORE_TIMEOUT_S
-    _lanes: dict[Lane, queue.SimpleQueue[Call[Any] | None]] = attrs.field(init=False)
-    _threads: dict[Lane, list[threading.Thread]] = attrs.field(init=False)
-    _sessions: list[Session] = attrs.field(init=False, factory=list)
-    # How many connections were found broken so far: a thread whose session
-    # was checked before the latest breakage tests its connection first.
+    _pools: dict[Lane, Pool] = attrs.field(init=False, factory=dict)
+    # How many connections were found broken so far: a slot checked before
+    # the latest breakage tests its connection before its next call.
     _breakages: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
-        self._lanes = {lane: queue.SimpleQueue() for lane in Lane}
-        self._threads = {lane: [] for lane in Lane}
         self.conninfo = bounded_conninfo(self.conninfo, self.timeout)
 
     async def open(self) -> None:
-        """Connect every thread's connection; :class:`StoreUnavailable` if one cannot be made."""
-        sizes = {
-            Lane.REQUEST: self.request_connections,
-            Lane.BACKGROUND: self.background_connections,
-        }
-        sessions: list[tuple[Lane, Session]] = []
+        """Make every connection; :class:`StoreUnavailable` if one cannot be made."""
+        slots: list[Slot] = []
         try:
-            for lane, size in sizes.items():
-                for _ in range(size):
-                    connection = await trio.to_thread.run_sync(self._connect)
-                    sessions.append((lane, Session(connection)))
+            for _ in range(self.request_connections + self.background_connections):
+                slots.append(Slot(await trio.to_thread.run_sync(self._connect)))
         except psycopg.Error as error:
-            for _, session in sessions:
-                session.replace(None)
+            for slot in slots:
+                await self._drop(slot)
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {first_line(error)}") from error
-        for number, (lane, session) in enumerate(sessions):
-            thread = threading.Thread(
-                target=self._serve,
-                args=(self._lanes[lane], session),
-                name=f"presa-postgresql-{lane.value}-{number}",
-                daemon=True,
-            )
-            thread.start()
-            self._threads[lane].append(thread)
-            self._sessions.append(session)
+        self._pools = {
+            Lane.REQUEST: Pool.of(slots[: self.request_connections]),
+            Lane.BACKGROUND: Pool.of(slots[self.request_connections :]),
+        }
 
     async def close(self) -> None:
-        """Let every thread finish the calls queued before, close its connection, and end.
-
-        What still runs after the timeout is interrupted, and a thread that
-        has not ended even then is left to end with the process (its
-        threads are daemons): a database that stopped answering cannot hold
-        the close for longer.
-        """
-        for lane, threads in self._threads.items():
-            for _ in threads:
-                self._lanes[lane].put(None)
-        threads = [thread for lane in self._threads.values() for thread in lane]
+        """Close the idle connections, all within the timeout: a frozen database cannot hold it."""
         with trio.move_on_after(self.timeout):
-            for thread in threads:
-                await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
-        for session in self._sessions:
-            if (running := session.running) is not None:
-                session.abandon(running)
-        for thread in threads:
-            await trio.to_thread.run_sync(thread.join, self.timeout)
-            if thread.is_alive():
-                log.warning("%s did not end; it is left to the process's exit", thread.name)
-        for threads in self._threads.values():
-            threads.clear()
+            for pool in self._pools.values():
+                for slot in pool.idle:
+                    await self._drop(slot)
 
     async def run(self, work: Work[T], lane: Lane = Lane.REQUEST) -> T:
-        """Run ``work`` in one of ``lane``'s threads, on its connection, within the timeout."""
-        bound = trio.move_on_after(self.timeout)
-        deadline = time.monotonic() + self.timeout
-        with bound:
-            try:
-                return await Call(work).wait(self._lanes[lane].put, bound, deadline)
-            except PROTOCOL_ERRORS:
-                raise
-            except Exception as error:
-                raise classify(error) from error
+        """Run ``work`` on a connection of ``lane``, in a thread, within the timeout."""
+        with trio.move_on_after(self.timeout):
+            pool = self._pools[lane]
+            async with pool.limiter:  # a token: an idle slot is there
+                slot = pool.idle.pop()
+                try:
+                    try:
+                        return await self._call(slot, work)
+                    except StoreUnavailable as error:
+                        if not isinstance(error.__cause__, psycopg.errors.ReadOnlySqlTransaction):
+                            raise
+                    # The session began while the database was read-only and stays so
+                    # after it is switched back: once more, on a new one (the
+                    # transaction was rolled back, so this is safe).
+                    return await self._call(slot, work)
+                finally:
+                    pool.idle.append(slot)
         raise StoreUnavailable(
             f"postgresql: no answer within the store timeout ({self.timeout:g} s)"
         )
 
-    # --- in the threads ----------------------------------------------------------------
+    async def _call(self, slot: Slot, work: Work[T]) -> T:
+        """Run ``work`` on the slot's connection (made or tested first if need be).
+
+        The connection is lent to the call, and given back to the slot
+        unless the call was cancelled (:func:`cancel_when_cancelled` closed
+        or abandoned it) or found it broken.
+        """
+        connection = await self._usable(slot)
+        slot.connection = None
+        try:
+            result = await run_cancellably(connection, work)
+        except StoreUnavailable:
+            # Broken, or read-only: connect again for the next call, and have
+            # the other slots test theirs.
+            self._breakages += 1
+            await close(connection)
+            raise
+        except Exception:
+            slot.connection = connection  # refused data, or an answer such as a conflict
+            raise
+        slot.connection = connection
+        return result
+
+    async def _usable(self, slot: Slot) -> Connection:
+        """The slot's connection, tested first if another broke since; else a new one."""
+        breakages = self._breakages
+        if (
+            slot.connection is not None
+            and slot.checked < breakages
+            and not await trio.to_thread.run_sync(writable, slot.connection)
+        ):
+            await self._drop(slot)
+        if slot.connection is None:
+            try:
+                # Abandoned if cancelled: connecting changes nothing; the connection
+                # made meanwhile is closed when it is collected.
+                slot.connection = await trio.to_thread.run_sync(
+                    self._connect, abandon_on_cancel=True
+                )
+            except psycopg.Error as error:
+                raise classify(error) from error
+        slot.checked = breakages
+        return slot.connection
+
+    async def _drop(self, slot: Slot) -> None:
+        """Close the slot's connection, if any; the next call makes a new one."""
+        connection, slot.connection = slot.connection, None
+        if connection is not None:
+            await close(connection)
 
     def _connect(self) -> Connection:
+        """In a thread: a new connection, with the server's bounds set."""
         connection = psycopg.connect(self.conninfo, autocommit=True)
         try:
             set_server_timeouts(connection, self.timeout)
@@ -418,70 +327,65 @@ class Database:
             raise
         return connection
 
-    def _serve(self, calls: queue.SimpleQueue[Call[Any] | None], session: Session) -> None:
-        """A thread's life: run the calls of its lane until told to stop."""
-        try:
-            while (call := calls.get()) is not None:
-                if not call.take(session):
-                    continue  # withdrawn while it waited
-                result = outcome.capture(self._transact, session, call)
-                if not session.report(call):
-                    continue  # its caller stopped waiting
-                if not call.hand_back(result):
-                    return
-        finally:
-            session.replace(None)
 
-    def _transact(self, session: Session, call: Call[T]) -> T:
-        try:
-            return self._attempt(session, call)
-        except psycopg.errors.ReadOnlySqlTransaction:
-            # A session that began while the database was read-only stays so
-            # after it is switched back; the attempt dropped it: once more, on
-            # a new one (the transaction was rolled back, so this is safe).
-            return self._attempt(session, call)
+async def close(connection: Connection) -> None:
+    """Close ``connection`` in a thread, even in a cancelled scope; at most :data:`CANCEL_WAIT_S`.
 
-    def _attempt(self, session: Session, call: Call[T]) -> T:
-        session.begin(call)
-        try:
-            connection = self._usable(session, call)
+    Closing sends one message and never waits for an answer; the bound
+    only keeps a socket the kernel cannot write to from holding the caller.
+    """
+    with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_WAIT_S):
+        await trio.to_thread.run_sync(connection.close, abandon_on_cancel=True)
+
+
+async def run_cancellably(connection: Connection, work: Work[T]) -> T:
+    """Run ``work`` on ``connection`` in a thread; if cancelled, cancel it on the server.
+
+    The thread runs shielded from the caller's cancellation, while
+    :func:`cancel_when_cancelled` watches for it beside: on a cancel, it asks
+    the server to end the statement (psycopg's ``cancel_safe``), waits
+    :data:`CANCEL_WAIT_S` for the thread, and only then stops waiting for it
+    (the thread is abandoned, and the caller never lends this connection
+    again). The nursery's failure policy: the call's own outcome never
+    reaches it (captured, returned after); it ends only by the caller's
+    cancellation, which it raises once the thread ended or was abandoned.
+    """
+    finished = trio.Event()
+    async with trio.open_nursery() as nursery:
+        with trio.CancelScope(shield=True) as call:
+            nursery.start_soon(cancel_when_cancelled, connection, finished, call)
             try:
-                return call.work(connection)
+                result = await trio.to_thread.run_sync(
+                    outcome.capture, transact, connection, work, abandon_on_cancel=True
+                )
             finally:
-                if connection.info.transaction_status in UNFINISHED:
-                    connection.rollback()  # left open by a ``work`` that raised
-        except psycopg.Error as error:
-            if isinstance(classify(error), StoreUnavailable):
-                # Broken, or read-only: connect again for the next call.
-                if not call.abandoned:
-                    # Counted without a lock: a lost count only spares a sibling its test.
-                    self._breakages += 1
-                session.replace(None)
-            raise
-        finally:
-            session.end()
+                finished.set()
+    return result.unwrap()
 
-    def _usable(self, session: Session, call: Call[Any]) -> Connection:
-        """The session's connection, tested first if a sibling broke since; else a new one.
 
-        The test is one query, which also tells a session that began while
-        the database was read-only: such a session stays read-only after the
-        database is switched back, so it is replaced too.
-        """
-        breakages = self._breakages
-        connection = session.connection
-        if connection is not None and session.checked < breakages:
+async def cancel_when_cancelled(
+    connection: Connection, finished: trio.Event, call: trio.CancelScope
+) -> None:
+    """Return once the call ``finished``; if cancelled first, end the call on the server.
+
+    The connection is closed once the thread ended: a cancel that reaches
+    the server late must not meet another call's statement. A thread still
+    running after :data:`CANCEL_WAIT_S` is abandoned with its connection.
+    """
+    try:
+        await finished.wait()
+    except trio.Cancelled:
+        with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_WAIT_S):
             try:
-                writable = connection.execute("SHOW transaction_read_only").fetchone() == ("off",)
-            except psycopg.Error:
-                writable = False
-            if not writable:
-                session.replace(None)
-                connection = None
-        if connection is None:
-            connection = self._connect()
-            session.replace(connection)
-            if call.abandoned:
-                raise Abandoned()
-        session.checked = breakages
-        return connection
+                await trio.to_thread.run_sync(
+                    lambda: connection.cancel_safe(timeout=CANCEL_WAIT_S),
+                    abandon_on_cancel=True,
+                )
+            except psycopg.Error as error:
+                log.debug("could not cancel a statement: %s", first_line(error))
+            await finished.wait()
+        if finished.is_set():
+            await close(connection)
+        else:
+            call.cancel()  # still running: stop waiting for its thread
+        raise
