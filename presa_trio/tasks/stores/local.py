@@ -10,6 +10,8 @@ in this process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 import attrs
 import trio
@@ -23,6 +25,9 @@ from presa_trio.tasks.stores.base import (
     TaskExpired,
     TaskNotFound,
 )
+
+#: What a watcher is handed: a store event, or the id of a task whose log grew.
+E = TypeVar("E")
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +53,7 @@ class LocalAnnouncer:
             self._watchers.remove(deliver)
 
 
-def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
+def deliver_safely(deliver: Callable[[E], None], event: E) -> None:
     """The one failure policy for watchers, on every store: a watcher's failure is logged.
 
     It ends neither the store's call that announced the change (a write

@@ -1,21 +1,26 @@
 """Signals between processes: PostgreSQL LISTEN/NOTIFY, read on the Trio thread.
 
-Every committed change of a task is announced on one channel by the
-schema's trigger (:mod:`presa_trio.tasks.stores.postgres.schema`), to every
-listening connection, in commit order. :func:`listen` keeps one connection
-listening and hands each announcement to the store as a store event:
+Two channels carry them, each to every listening connection, in commit
+order: every committed change of a task, announced by the schema's trigger
+(:data:`~presa_trio.tasks.stores.postgres.schema.CHANNEL`), and every append
+to a task's event log (:data:`~presa_trio.tasks.stores.postgres.event_logs.EVENTS_CHANNEL`).
+:func:`listen` is the one loop that keeps a connection listening on a
+channel, for both: it hands each payload to the store's side, and after a
+reconnection awaits the store's resync first. :class:`TaskChanges` is the
+store's side for task changes (a payload becomes
 :class:`~presa_trio.tasks.stores.base.Changed` with the task as stored, or
-:class:`~presa_trio.tasks.stores.base.Deleted`.
+:class:`~presa_trio.tasks.stores.base.Deleted`); :class:`Appends` the side
+for event logs (a payload names the task whose log grew).
 
 The listening connection needs no thread: Trio's I/O loop waits until its
-socket is readable (a Trio socket on a duplicate of libpq's, peeking one
-byte: trio's public API, one more system call per wake-up), then libpq
-reads what arrived (``consume_input``, which never blocks: libpq keeps its
-sockets non-blocking) and returns the notifications it holds. Only
-connecting, which blocks, runs in a thread.
-A notification so costs no hand-over between threads, no wake-up of the
-Trio thread from outside, and no share of Python's interpreter lock
-taken from the Trio thread; cancelling :func:`listen` ends it at once.
+socket is readable (:func:`trio.lowlevel.wait_readable`, trio's primitive
+for a descriptor it does not own), then libpq reads what arrived
+(``consume_input``, which never blocks: libpq keeps its sockets
+non-blocking) and returns the notifications it holds. Only connecting,
+which blocks, runs in a thread. Cancelling :func:`listen` ends it at once.
+Every delivery goes through
+:func:`~presa_trio.tasks.stores.local.deliver_safely`: a watcher that fails
+ends neither the loop nor the other watchers' deliveries.
 
 Most notifications need no work at all: every process hears its own writes
 again (it announced them to its watchers when they committed), and a task
@@ -35,15 +40,14 @@ runner re-reads its workers' tasks). Whatever commits after the
 ``LISTEN`` is announced; whatever committed before it is found by the
 re-read; so no worker stays parked and no listen stream silent on a lost
 signal. A read that fails counts as a lost connection: listen again,
-then re-read again. Reconnections back off exponentially, up to a cap.
+then re-read again. Reconnections wait as every retry in the runtime does
+(:class:`~presa_trio.tasks.backoff.Backoff`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -52,16 +56,19 @@ import psycopg
 import trio
 from psycopg import sql
 
+from presa_trio.tasks.backoff import Backoff
 from presa_trio.tasks.stores.base import (
+    RESYNC,
     Changed,
     Deleted,
     Deliver,
+    DeliverAppend,
     StoredTask,
     StoreError,
     StoreEvent,
 )
 from presa_trio.tasks.stores.local import deliver_safely
-from presa_trio.tasks.stores.postgres.schema import CHANNEL
+from presa_trio.tasks.stores.postgres.errors import first_line
 from presa_trio.tasks.stores.record import from_record
 
 log = logging.getLogger(__name__)
@@ -74,42 +81,20 @@ Delivered = Callable[[str, tuple[int, int]], bool]
 Read = Callable[[str], Awaitable[StoredTask | None]]
 
 
-@attrs.define
-class Backoff:
-    """Delays between reconnection attempts: 0.1 s, doubling, at most 5 s."""
-
-    first: float = 0.1
-    cap: float = 5.0
-    _next: float = attrs.field(init=False, default=0.0)
-
-    def reset(self) -> None:
-        self._next = self.first
-
-    def delay(self) -> float:
-        current = self._next or self.first
-        self._next = min(current * 2, self.cap)
-        return current
-
-
-@attrs.frozen
-class Listener:
-    """What :func:`listen` reports to: the store's side of the module docstring."""
-
-    deliver: Deliver
-    delivered: Delivered
-    read: Read
-    resync: Callable[[], Awaitable[None]]
-
-
 async def listen(
     conninfo: str,
-    listener: Listener,
+    channel: str,
+    hear: Callable[[str], Awaitable[None]],
+    resync: Callable[[], Awaitable[None]],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Deliver every announced change until cancelled; started once listening.
+    """Hand every payload announced on ``channel`` to ``hear`` until cancelled.
 
-    ``listener.deliver`` runs once per event, in commit order.
+    Started once listening; after every reconnection, ``resync`` is awaited
+    before anything else is heard. ``hear`` runs once per notification,
+    in commit order; a store error it raises (a read that failed) counts as
+    a lost connection.
     """
     backoff = Backoff()
     reconnected = False
@@ -117,29 +102,30 @@ async def listen(
         try:
             # Abandoned if cancelled: a shutdown never waits for a connection to come.
             connection = await trio.to_thread.run_sync(
-                connect_and_listen, conninfo, abandon_on_cancel=True
+                connect_and_listen, conninfo, channel, abandon_on_cancel=True
             )
         except psycopg.Error as error:
-            log.warning("cannot listen for task changes: %s", error)
+            log.warning("cannot listen on %s: %s", channel, first_line(error))
         else:
             try:
                 if reconnected:
-                    await listener.resync()
+                    await resync()
                 else:
                     task_status.started()
                 reconnected = True
                 backoff.reset()
-                await pump(connection, listener)
+                await pump(connection, hear)
             except (psycopg.Error, StoreError) as error:
-                log.warning("lost the connection listening for task changes: %s", error)
+                log.warning("lost the connection listening on %s: %s", channel, first_line(error))
             finally:
                 # Nothing waits on its socket any more: closing is one
                 # message to the server, and never blocks for long.
                 connection.close()
-        await trio.sleep(backoff.delay())
+        await backoff.wait()
 
 
-def connect_and_listen(conninfo: str, channel: str = CHANNEL) -> psycopg.Connection[Any]:
+def connect_and_listen(conninfo: str, channel: str) -> psycopg.Connection[Any]:
+    """In a thread: a new connection, listening on ``channel``."""
     # ``conninfo`` carries the store's bounds (database.bounded_conninfo).
     connection = psycopg.connect(conninfo, autocommit=True)
     try:
@@ -150,37 +136,61 @@ def connect_and_listen(conninfo: str, channel: str = CHANNEL) -> psycopg.Connect
     return connection
 
 
-async def pump(connection: psycopg.Connection[Any], listener: Listener) -> None:
-    """Deliver announcements as they arrive, until cancelled or disconnected."""
+async def pump(connection: psycopg.Connection[Any], hear: Callable[[str], Awaitable[None]]) -> None:
+    """Hear announcements as they arrive, until cancelled or disconnected."""
     pgconn = connection.pgconn
     encoding = connection.info.encoding
-    with trio.socket.from_stdlib_socket(socket.socket(fileno=os.dup(pgconn.socket))) as wire:
-        while True:
-            # Returns once something arrived (b"" at the end): libpq reads it.
-            await wire.recv(1, socket.MSG_PEEK)
-            pgconn.consume_input()
-            while (notification := pgconn.notifies()) is not None:
-                event = await event_of(notification.extra.decode(encoding), listener)
-                if event is not None:
-                    deliver_safely(listener.deliver, event)
+    while True:
+        await trio.lowlevel.wait_readable(pgconn.socket)
+        pgconn.consume_input()  # raises once the connection is lost
+        while (notification := pgconn.notifies()) is not None:
+            await hear(notification.extra.decode(encoding))
 
 
-async def event_of(payload: str, listener: Listener) -> StoreEvent | None:
-    """The store event a payload announces, None if nothing new.
+@attrs.frozen
+class TaskChanges:
+    """The store's side of task changes: see the module docstring."""
 
-    A change already delivered is dropped undecoded; a record too large to
-    announce is read.
-    """
-    message = json.loads(payload)
-    if "stored" in message:
-        record = message["stored"]
-        lease = record["lease"]
-        version = (record["task"]["revision"], 0 if lease is None else lease["generation"])
-        if listener.delivered(record["task"]["taskId"], version):
-            return None
-        return Changed(from_record(record))
-    if "deleted" in message:
-        return Deleted(message["scope"], message["deleted"])
-    stored = await listener.read(message["changed"])
-    # Deleted since: its deletion is announced next.
-    return None if stored is None else Changed(stored)
+    deliver: Deliver
+    delivered: Delivered
+    read: Read
+    resync: Callable[[], Awaitable[None]]
+
+    async def hear(self, payload: str) -> None:
+        event = await self.event_of(payload)
+        if event is not None:
+            deliver_safely(self.deliver, event)
+
+    async def event_of(self, payload: str) -> StoreEvent | None:
+        """The store event a payload announces, None if nothing new.
+
+        A change already delivered is dropped undecoded; a record too large to
+        announce is read.
+        """
+        message = json.loads(payload)
+        if "stored" in message:
+            record = message["stored"]
+            lease = record["lease"]
+            version = (record["task"]["revision"], 0 if lease is None else lease["generation"])
+            if self.delivered(record["task"]["taskId"], version):
+                return None
+            return Changed(from_record(record))
+        if "deleted" in message:
+            return Deleted(message["scope"], message["deleted"])
+        stored = await self.read(message["changed"])
+        # Deleted since: its deletion is announced next.
+        return None if stored is None else Changed(stored)
+
+
+@attrs.frozen
+class Appends:
+    """The event logs' side: each payload names a task whose log grew."""
+
+    deliver: DeliverAppend
+
+    async def hear(self, payload: str) -> None:
+        deliver_safely(self.deliver, json.loads(payload)["taskId"])
+
+    async def resync(self) -> None:
+        """Appends made while no connection listened were announced to nobody."""
+        deliver_safely(self.deliver, RESYNC)

@@ -89,14 +89,15 @@ from presa_trio.tasks.stores.local import check_read
 from presa_trio.tasks.stores.local_events import AppendBulletin
 from presa_trio.tasks.stores.postgres import event_logs
 from presa_trio.tasks.stores.postgres.database import Database, Lane
-from presa_trio.tasks.stores.postgres.listen import Listener, listen
+from presa_trio.tasks.stores.postgres.listen import Appends, TaskChanges, listen
 from presa_trio.tasks.stores.postgres.schema import (
+    CHANNEL,
     COLUMNS,
     SchemaMismatch,
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.stores.record import record_text, task_to_json, work_to_json
+from presa_trio.tasks.stores.record import record_text, task_to_json, to_json
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +175,14 @@ class PostgresStore(AppendBulletin):
         """This process's writes as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
             await nursery.start(super().watch, deliver)
-            listener = Listener(self._offer, self._delivered_already, self.read, self._resync)
-            await listen(self.database.conninfo, listener, task_status=task_status)
+            changes = TaskChanges(self._offer, self._delivered_already, self.read, self._resync)
+            await listen(
+                self.database.conninfo,
+                CHANNEL,
+                changes.hear,
+                changes.resync,
+                task_status=task_status,
+            )
 
     def _delivered_already(self, task_id: str, version: tuple[int, int]) -> bool:
         """Whether :meth:`_offer` would drop this change (the listener asks before decoding)."""
@@ -223,7 +230,7 @@ class PostgresStore(AppendBulletin):
                     None if lease is None else lease.generation,
                     None if lease is None else lease.expires_ms,
                     as_json(task_to_json(stored.task)),
-                    as_json(work_to_json(stored.work)),
+                    as_json(to_json(stored.work)),
                     None if lease is None else lease.expires_ms - now_ms,
                     now_ms,
                     limits.max_active_per_scope,
@@ -431,8 +438,13 @@ class PostgresStore(AppendBulletin):
         """This process's appends as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
             await nursery.start(super().watch_events, deliver)
-            await event_logs.listen_appends(
-                self.database.conninfo, deliver, task_status=task_status
+            appends = Appends(deliver)
+            await listen(
+                self.database.conninfo,
+                event_logs.EVENTS_CHANNEL,
+                appends.hear,
+                appends.resync,
+                task_status=task_status,
             )
 
 

@@ -79,15 +79,15 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskIdCollision,
     TaskNotFound,
+    Work,
 )
 from presa_trio.tasks.stores.local import check_read, check_write
 from presa_trio.tasks.stores.record import (
+    from_json,
     lease_columns,
-    lease_from_json,
     record_text,
     task_from_json,
     to_record,
-    work_from_json,
 )
 from presa_trio.tasks.stores.sqlite import event_logs
 from presa_trio.tasks.stores.sqlite.errors import classify
@@ -130,10 +130,8 @@ def _row_to_stored(row: tuple[Any, ...]) -> StoredTask:
     record = json.loads(record_text)
     lease = None
     if owner is not None:
-        lease = lease_from_json(
-            {"owner": owner, "generation": generation, "expiresMs": lease_expires}
-        )
-    return StoredTask(scope, task_from_json(record["task"]), work_from_json(record["work"]), lease)
+        lease = Lease(owner, generation, lease_expires)
+    return StoredTask(scope, task_from_json(record["task"]), from_json(record["work"], Work), lease)
 
 
 def _task_text(stored: StoredTask, task: Task) -> str:
