@@ -85,8 +85,7 @@ from presa_trio.tasks.stores.base import (
     TaskIdCollision,
     TaskNotFound,
 )
-from presa_trio.tasks.stores.local import check_read
-from presa_trio.tasks.stores.local_events import AppendBulletin
+from presa_trio.tasks.stores.local import Announcer, check_read
 from presa_trio.tasks.stores.postgres import event_logs
 from presa_trio.tasks.stores.postgres.database import Database, Lane
 from presa_trio.tasks.stores.postgres.listen import Appends, TaskChanges, listen
@@ -139,10 +138,12 @@ def returning(alias: str) -> str:
 
 
 @attrs.define(eq=False, repr=False)
-class PostgresStore(AppendBulletin):
+class PostgresStore:
     """The task store on PostgreSQL; see the module docstring."""
 
     database: Database = attrs.field(kw_only=True)
+    # This process's watchers, told of its own writes as they commit.
+    announcer: Announcer = attrs.field(factory=Announcer)
     # task_id -> the version last delivered to the watchers (see the module
     # docstring); :data:`NEVER` for a task only read so far. Every id here is
     # re-read after the LISTEN connection is lost (:meth:`_resync`).
@@ -167,14 +168,14 @@ class PostgresStore(AppendBulletin):
             self._deleted[event.task_id] = None
             if len(self._deleted) > REMEMBERED_DELETIONS:
                 self._deleted.popitem(last=False)
-        self.announce(event)
+        self.announcer.announce(event)
 
     async def watch(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """This process's writes as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
-            await nursery.start(super().watch, deliver)
+            await nursery.start(self.announcer.watch, deliver)
             changes = TaskChanges(self._offer, self._delivered_already, self.read, self._resync)
             await listen(
                 self.database.conninfo,
@@ -208,7 +209,7 @@ class PostgresStore(AppendBulletin):
         for task_id in held:
             stored = found.get(task_id)
             self._offer(Deleted("", task_id) if stored is None else Changed(stored))
-        self.announce(RESYNC)
+        self.announcer.announce(RESYNC)
 
     # --- the protocol ---------------------------------------------------------------
 
@@ -415,7 +416,7 @@ class PostgresStore(AppendBulletin):
             Lane.BACKGROUND,
         )
         if appended:
-            self.announce_append(task_id)
+            self.announcer.announce_append(task_id)
         return appended
 
     async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
@@ -437,7 +438,7 @@ class PostgresStore(AppendBulletin):
     ) -> None:
         """This process's appends as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
-            await nursery.start(super().watch_events, deliver)
+            await nursery.start(self.announcer.watch_events, deliver)
             appends = Appends(deliver)
             await listen(
                 self.database.conninfo,
