@@ -1,7 +1,7 @@
 """``sqlite:///PATH``: tasks in one SQLite file, so they survive a restart on one host.
 
 Every statement runs off the Trio thread, on one of two connections: the
-writer for every write, the reader for ``get``, ``read`` and ``counts``
+writer for every write (and ``counts``), the reader for ``get`` and ``read``
 (:mod:`presa_trio.tasks.stores.sqlite.database`).
 
 - **One server per file.** The store holds an exclusive lock
@@ -224,7 +224,7 @@ class SqliteStore:
         return check_read(await self.read(task_id), scope, now_ms)
 
     async def counts(self, scope: str | None = None) -> Counts:
-        return await self.database.read(lambda db: _counts(db, scope))
+        return await self.database.run(lambda db: _counts(db, scope))
 
     # --- writes ------------------------------------------------------------------
 
@@ -304,13 +304,38 @@ class SqliteStore:
         return [event.task_id for event in deleted]
 
 
+#: The writer's counts of stored and active tasks per scope, kept by its own
+#: triggers: temporary (this connection's alone, which makes every write),
+#: rebuilt from the tasks when the file is opened, so the file's format
+#: does not hold them.
+COUNTERS = """
+CREATE TEMP TABLE task_counts (
+    scope TEXT PRIMARY KEY, stored INTEGER NOT NULL, active INTEGER NOT NULL
+);
+INSERT INTO temp.task_counts
+    SELECT scope, COUNT(*), COUNT(*) - TOTAL(terminal) FROM main.tasks GROUP BY scope;
+CREATE TEMP TRIGGER task_counts_insert AFTER INSERT ON main.tasks BEGIN
+    INSERT INTO task_counts VALUES (NEW.scope, 1, 1 - NEW.terminal)
+    ON CONFLICT (scope) DO UPDATE SET stored = stored + 1, active = active + 1 - NEW.terminal;
+END;
+CREATE TEMP TRIGGER task_counts_delete AFTER DELETE ON main.tasks BEGIN
+    UPDATE task_counts SET stored = stored - 1, active = active - 1 + OLD.terminal
+    WHERE scope = OLD.scope;
+END;
+CREATE TEMP TRIGGER task_counts_update AFTER UPDATE OF terminal ON main.tasks
+WHEN NEW.terminal != OLD.terminal BEGIN
+    UPDATE task_counts SET active = active + OLD.terminal - NEW.terminal
+    WHERE scope = NEW.scope;
+END
+"""
+
+
 def _counts(db: sqlite3.Connection, scope: str | None) -> Counts:
-    if scope is None:
-        row = db.execute("SELECT COUNT(*), COUNT(*) - TOTAL(terminal) FROM tasks").fetchone()
-    else:
-        row = db.execute(
-            "SELECT COUNT(*), COUNT(*) - TOTAL(terminal) FROM tasks WHERE scope = ?", (scope,)
-        ).fetchone()
+    """The counts of :data:`COUNTERS` (on the writer): no scan of the tasks."""
+    row = db.execute(
+        "SELECT TOTAL(stored), TOTAL(active) FROM task_counts WHERE ?1 IS NULL OR scope = ?1",
+        (scope,),
+    ).fetchone()
     return Counts(active=int(row[1]), stored=int(row[0]))
 
 
@@ -365,6 +390,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
         # The event tables, if the file has none yet (their version was checked above).
         event_logs.ensure_tables(db)
         db.execute("COMMIT")
+        db.executescript(COUNTERS)
         reader = _connect(path)
     except BaseException:
         db.close()
