@@ -187,9 +187,9 @@ class SqliteStore:
         def insert(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (stored.task_id,)).fetchone():
                 raise TaskIdCollision(f"task id collision: {stored.task_id}")
-            if limits.refusal(_counts(db, stored.scope), _counts(db, None)) is not None:
+            if limits.refusal(*_scope_and_overall(db, stored.scope)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
-                limit = limits.refusal(_counts(db, stored.scope), _counts(db, None))
+                limit = limits.refusal(*_scope_and_overall(db, stored.scope))
                 if limit is not None:
                     raise CapacityExceeded(limit)
             db.execute(
@@ -332,11 +332,18 @@ END
 
 def _counts(db: sqlite3.Connection, scope: str | None) -> Counts:
     """The counts of :data:`COUNTERS` (on the writer): no scan of the tasks."""
+    in_scope, overall = _scope_and_overall(db, scope)
+    return overall if scope is None else in_scope
+
+
+def _scope_and_overall(db: sqlite3.Connection, scope: str | None) -> tuple[Counts, Counts]:
+    """The counts of ``scope`` and of every scope, in one statement."""
     row = db.execute(
-        "SELECT TOTAL(stored), TOTAL(active) FROM task_counts WHERE ?1 IS NULL OR scope = ?1",
+        "SELECT TOTAL(active) FILTER (WHERE scope = ?1), TOTAL(stored) FILTER (WHERE scope = ?1),"
+        " TOTAL(active), TOTAL(stored) FROM task_counts",
         (scope,),
     ).fetchone()
-    return Counts(active=int(row[1]), stored=int(row[0]))
+    return Counts(int(row[0]), int(row[1])), Counts(int(row[2]), int(row[3]))
 
 
 def _delete_expired(db: sqlite3.Connection, now_ms: int) -> list[Deleted]:
