@@ -185,25 +185,28 @@ class SqliteStore:
         deleted: list[StoreEvent] = []
 
         def insert(db: sqlite3.Connection) -> None:
-            if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (stored.task_id,)).fetchone():
-                raise TaskIdCollision(f"task id collision: {stored.task_id}")
             if limits.refusal(*_scope_and_overall(db, stored.scope)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
                 limit = limits.refusal(*_scope_and_overall(db, stored.scope))
                 if limit is not None:
                     raise CapacityExceeded(limit)
-            db.execute(
-                "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    stored.task_id,
-                    stored.scope,
-                    stored.task.terminal,
-                    stored.task.expires_ms,
-                    stored.task.revision,
-                    *lease_columns(stored.lease),
-                    _record_text(stored),
-                ),
-            )
+            try:
+                db.execute(
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        stored.task_id,
+                        stored.scope,
+                        stored.task.terminal,
+                        stored.task.expires_ms,
+                        stored.task.revision,
+                        *lease_columns(stored.lease),
+                        _record_text(stored),
+                    ),
+                )
+            except sqlite3.IntegrityError as error:
+                if error.sqlite_errorname != "SQLITE_CONSTRAINT_PRIMARYKEY":
+                    raise
+                raise TaskIdCollision(f"task id collision: {stored.task_id}") from error
 
         try:
             await self.database.write(insert)
