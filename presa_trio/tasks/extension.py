@@ -47,7 +47,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import access_scope, holds, require_scopes
+from presa_trio.auth.principal import Principal, access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.registered import AnyToolHandler, RegisteredTool
@@ -74,7 +74,7 @@ from presa_trio.tasks.model import Task
 from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
 from presa_trio.tasks.runner import TaskRunner, capacity_error
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
-from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
+from presa_trio.tasks.stores.record import from_json, to_json
 from presa_trio.tasks.stream import stream_events
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import (
@@ -321,7 +321,7 @@ class TasksExtension(Extension):
             input_responses=ctx.input_responses,
             state=ctx.state,
             rerun=name in self.rerunnable,
-            principal=principal_to_json(ctx.principal),
+            principal=to_json(ctx.principal),
         )
         job = ToolJob(registered, arguments)
         try:
@@ -352,7 +352,7 @@ class TasksExtension(Extension):
             send=drop,
             input_responses=work.input_responses,
             state=work.state,
-            principal=principal_from_json(work.principal),
+            principal=from_json(work.principal, Principal),
         )
         return ToolJob(registered, work.arguments), creator
 
