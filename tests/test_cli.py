@@ -22,6 +22,7 @@ from presa_trio.cli.target import TargetError, load_server
 from presa_trio.server import Server
 from presa_trio.testing import request
 from tests.e2e.serve_process import REPOSITORY
+from tests.server import mistakes
 
 STATE_KEY = "k" * 16
 
@@ -93,6 +94,41 @@ async def test_an_operator_mistake_is_one_line_and_status_2() -> None:
         assert stderr.startswith("presa-trio: error: "), case
         assert says in stderr, (case, stderr)
         assert "Traceback" not in stderr, case
+
+
+async def test_a_refused_registration_or_a_syntax_error_is_one_line_and_status_2(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (command line): each module of tests/server/mistakes.py, served by
+    ``presa-trio serve MODULE:server``, ends with the registration error's one line
+    and exit status 2; so does a module with a syntax error, under ``serve`` and
+    ``stdio``. At most four processes run at once."""
+    modules = {
+        f"mistake_{index}": (mistakes.HEADER + source, f"presa-trio: error: {says}")
+        for index, (source, says) in enumerate(mistakes.MISTAKES.values())
+    }
+    modules["broken"] = ("def broken(:\n    pass\n", "broken.py, line 1: invalid syntax")
+    for module, (source, _) in modules.items():
+        (tmp_path / f"{module}.py").write_text(source)
+    runs = {module: ["serve", f"{module}:server"] for module in modules}
+    runs["broken under stdio"] = ["stdio", "broken:server"]
+    outcomes: dict[str, tuple[int, str, str]] = {}
+    limit = trio.CapacityLimiter(4)
+
+    async def run(case: str, arguments: list[str]) -> None:
+        async with limit:
+            outcomes[case] = await presa(*arguments, env={"PYTHONPATH": str(tmp_path)})
+
+    async with trio.open_nursery() as nursery:
+        for case, arguments in runs.items():
+            nursery.start_soon(run, case, arguments)
+    wrong = {}
+    for case in runs:
+        says = modules[case.removesuffix(" under stdio")][1]
+        status, _, stderr = outcomes[case]
+        if status != 2 or len(stderr.splitlines()) != 1 or says not in stderr:
+            wrong[case] = (status, stderr)
+    assert wrong == {}
 
 
 async def test_a_port_in_use_is_one_line_and_status_2() -> None:

@@ -6,8 +6,13 @@ returns one. The module is imported with the current directory first on
 ``sys.path``, so ``presa-trio serve app:server`` finds ``./app.py``.
 
 A target that does not lead to a server raises :class:`TargetError` with a
-one-line reason. An exception raised *inside* the user's module or factory
-is not caught: its traceback is what its author needs.
+one-line reason, and so does a server its author got wrong in a way presa
+can name in one line: a registration presa refuses (a
+:class:`~presa_trio.server.SignatureError` or
+:class:`~presa_trio.server.SchemaError` naming the tool and the parameter),
+or a ``SyntaxError`` in the module (its file, line and reason). Any other
+exception raised *inside* the user's module or factory is not caught: its
+traceback is what its author needs.
 """
 
 from __future__ import annotations
@@ -18,11 +23,18 @@ import os
 import sys
 from typing import Any
 
-from presa_trio.server import Server
+from presa_trio.server import SchemaError, Server, SignatureError
 
 
 class TargetError(Exception):
-    """``MODULE:ATTR`` does not name a server."""
+    """``MODULE:ATTR`` does not name a server, or the server it names is refused."""
+
+
+def one_line(error: SyntaxError | SignatureError | SchemaError) -> TargetError:
+    """A mistake in the served module as the one line that names it."""
+    if isinstance(error, SyntaxError):
+        return TargetError(f"{error.filename}, line {error.lineno}: {error.msg}")
+    return TargetError(str(error))
 
 
 def load_server(target: str) -> Server:
@@ -39,6 +51,8 @@ def load_server(target: str) -> Server:
         if module_name != missing and not module_name.startswith(missing + "."):
             raise  # a module the target imports is missing: the user's own error
         raise TargetError(f"cannot import module {module_name!r}: {error}") from None
+    except (SyntaxError, SignatureError, SchemaError) as error:
+        raise one_line(error) from None
     found: Any = module
     for part in attribute.split("."):
         if not hasattr(found, part):
@@ -54,7 +68,10 @@ def load_server(target: str) -> Server:
         raise TargetError(f"{target} is a factory that needs arguments; give it none") from None
     except ValueError:
         pass  # no signature to inspect: try the call
-    made = found()
+    try:
+        made = found()
+    except (SignatureError, SchemaError) as error:
+        raise one_line(error) from None
     if not isinstance(made, Server):
         raise TargetError(f"{target}() returned a {type(made).__name__}, not a Server")
     return made

@@ -12,7 +12,10 @@ When ``tools/call`` answers with a task (``resultType: "task"``, SEP-2663
   ``inputRequests`` answered (:class:`~presa_trio.client.answers.Answerer`,
   each key once: §Task Update Requests asks clients to deduplicate) and
   sent with ``tasks/update``;
-- **the status line** shows each snapshot's status and ``statusMessage``.
+- **the status line** shows each snapshot's status and ``statusMessage``;
+- **the outcome**: a terminal snapshot that does not carry its outcome
+  (``result`` when ``completed``, ``error`` when ``failed``) is followed by
+  one ``tasks/get``, whose DetailedTask must (:func:`carries_outcome`).
 
 The watcher and the status ticker are children of the follower's nursery;
 the first error of either (or of the loop) cancels the others and ends the
@@ -21,7 +24,7 @@ follow. :meth:`TaskFollower.cancel` is ``tasks/cancel`` followed by
 :data:`CANCEL_WAIT_S` (§Task Cancellation: cancelling may be eventual).
 
 Spec: SEP-2663 §Task Creation, §Task Polling, §Task Update Requests, §Task
-Cancellation, §Task Status Notifications.
+Cancellation, §Task Status Notifications, §Tasks (the DetailedTask shapes).
 """
 
 from __future__ import annotations
@@ -54,6 +57,22 @@ def status_of(task: JSONObject) -> Status:
         raise ProtocolFailure(
             f"task {task.get('taskId')} has no known status: {task.get('status')!r}"
         ) from None
+
+
+def carries_outcome(task: JSONObject) -> bool:
+    """Whether a terminal snapshot holds the task's outcome, or it needs a ``tasks/get``.
+
+    Only ``tasks/get`` must carry it: its DetailedTask has ``result`` when
+    ``completed`` and ``error`` when ``failed``. A ``CreateTaskResult`` has
+    neither, even for a task that is already ``completed`` when it is
+    created, and a terminal ``notifications/tasks`` MAY inline them or not.
+    A ``cancelled`` task has no outcome to carry.
+
+    Spec: SEP-2663 §Tasks (the derived shapes ``tasks/get`` answers), §Task
+    Creation, §Task Polling, §Task Status Notifications.
+    """
+    needed = {Status.COMPLETED: "result", Status.FAILED: "error"}.get(status_of(task))
+    return needed is None or isinstance(task.get(needed), dict)
 
 
 def poll_seconds(task: JSONObject) -> float:
@@ -99,7 +118,19 @@ class TaskFollower:
                 current = await snapshots.receive()
             nursery.cancel_scope.cancel()
         self.console.end_status()
-        return current
+        return await self.outcome(task_id, current)
+
+    async def outcome(self, task_id: str, ended: JSONObject) -> JSONObject:
+        """The ended task with its outcome: ``ended`` if it carries it, else ``tasks/get``'s."""
+        if carries_outcome(ended):
+            return ended
+        detailed = await self.get(task_id)
+        if status_of(detailed) not in TERMINAL or not carries_outcome(detailed):
+            raise ProtocolFailure(
+                f"task {task_id} ended {ended.get('status')}, but tasks/get answers "
+                f"{detailed.get('status')} without its outcome"
+            )
+        return detailed
 
     async def answer(self, task_id: str, task: JSONObject) -> None:
         requests = task.get("inputRequests")

@@ -15,7 +15,7 @@ import enum
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
@@ -114,8 +114,9 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
     ``str`` ``int`` ``float``      ``{"type": "string"}``, ``integer``,
     ``bool`` ``None``              ``number``, ``boolean``, ``null``
     ``Any``                        ``{}`` (any JSON value)
-    ``Literal["a", 1]``            ``{"enum": ["a", 1]}``
-    an ``Enum``                    ``{"enum": [its values]}``
+    ``Literal["a", 1]``            ``{"type": ["string", "integer"],
+                                   "enum": ["a", 1]}`` (:func:`enum_schema`)
+    an ``Enum``                    ``{"type": …, "enum": [its values]}``
     ``list[T]``, ``tuple[T, ...]`` ``{"type": "array", "items": T}``
     ``tuple[A, B]``                ``prefixItems``, exactly that many
     ``dict[str, T]``               ``{"type": "object", "additionalProperties": T}``
@@ -140,12 +141,12 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
     if origin is Literal:
         if not all(type(value) in (str, int, bool, type(None)) for value in args):
             raise SignatureError(f"{where}: Literal values must be str, int, bool or None")
-        return {"enum": list(args)}
+        return enum_schema(args)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         values = [member.value for member in hint]
         if not all(type(value) in (str, int) for value in values):
             raise SignatureError(f"{where}: the values of enum {hint.__name__} must be str or int")
-        return {"enum": values}
+        return enum_schema(values)
     if is_union(hint):
         return {"anyOf": [schema_for(arg, where, seen) for arg in args]}
     if hint in (list, tuple) or origin in SEQUENCES:
@@ -174,6 +175,17 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
     raise SignatureError(
         f"{where}: no JSON Schema for {describe_hint(hint)} (supported: {SUPPORTED})"
     )
+
+
+def enum_schema(values: Sequence[Any]) -> JSONObject:
+    """``enum`` with the ``type`` of its values, one name or a list of them.
+
+    ``type`` is redundant beside ``enum`` for a validator, but a client that
+    shows or fills in arguments reads a parameter's kind from ``type``
+    alone (a form field, a typed signature), so presa always sends it.
+    """
+    kinds = list(dict.fromkeys(JSON_TYPES[type(value)] for value in values))
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": list(values)}
 
 
 def describe_hint(hint: Any) -> str:

@@ -36,7 +36,6 @@ Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 from __future__ import annotations
 
 import inspect
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -46,12 +45,27 @@ import trio
 
 from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
+from presa_trio.server.registered import (
+    COMPLETION_CALL,
+    AnyCompletionHandler,
+    AnyPromptHandler,
+    AnyResourceHandler,
+    AnyTemplateHandler,
+    AnyToolHandler,
+    CompletionHandler,
+    RegisteredPrompt,
+    RegisteredResource,
+    RegisteredTemplate,
+    RegisteredTool,
+    ToolHandler,
+    template_pattern,
+)
 from presa_trio.server.signatures import (
     Defaults,
     FillDefaults,
-    Returns,
     SignatureError,
     described,
+    read_handler,
     read_prompt_signature,
     read_signature,
 )
@@ -60,27 +74,9 @@ from presa_trio.server.tool_schemas import compile_tool_schemas
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.request_state import StateSealer
-from presa_trio.wire.schemas import CompiledSchema
 
-ToolOutput = (
-    str | models.ContentBlock | list[models.ContentBlock] | models.CallToolResult | InputRequired
-)
-ToolHandler = Callable[[RequestContext, JSONObject], Awaitable[ToolOutput]]
-ResourceOutput = str | bytes | list[models.ResourceContents] | InputRequired
-ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
-TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
-PromptOutput = str | list[models.PromptMessage] | models.GetPromptResult | InputRequired
-PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
-CompletionHandler = Callable[
-    [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
-]
-
-#: Any tool handler, typed or not: the decorators return it unchanged, so it keeps its type.
-AnyToolHandler = TypeVar("AnyToolHandler", bound=Callable[..., Any])
 AnyExtension = TypeVar("AnyExtension", bound="Extension")
-AnyPromptHandler = TypeVar("AnyPromptHandler", bound=Callable[..., Awaitable[Any]])
 
 EMPTY_OBJECT_SCHEMA: JSONObject = {"type": "object", "properties": {}}
 
@@ -109,56 +105,27 @@ class CacheHints:
         return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}
 
 
-@attrs.frozen
-class RegisteredTool:
-    tool: models.Tool
-    handler: ToolHandler
-    # Mcp-Param-<Name> header -> the argument path it mirrors.
-    header_params: dict[str, tuple[str, ...]]
-    # The compiled inputSchema, and outputSchema if the tool has one.
-    arguments: CompiledSchema
-    structured: CompiledSchema | None
-    # Whether the handler starts child tasks in ``ctx.nursery``: a plain call
-    # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.run_call`).
-    nursery: bool = False
-    # What the declared return type says it returns (presa_trio.server.results).
-    returns: Returns = Returns.CONTENT
-    # Client capabilities the tool may ask for, checked before it runs
-    # (presa_trio.server.capabilities).
-    needs: frozenset[str] = frozenset()
+def refuse_uncalled(kind: str, given: object, usage: str) -> None:
+    """Refuse a decorator factory used as the decorator itself (``@server.tool``).
+
+    Without the parentheses the function arrives where a name belongs, and
+    what is returned is the inner decorator: nothing is registered, and the
+    tool is unknown only when called. presa chooses to refuse this, as the
+    SDK's ``MCPServer`` does, rather than accept both spellings: one
+    spelling, in every example.
+    """
+    if callable(given):
+        named = getattr(given, "__name__", "?")
+        raise SignatureError(
+            f"{kind} {named!r}: the decorator was used without calling it "
+            f"(did you forget to call it?); write {usage}"
+        )
 
 
-@attrs.frozen
-class RegisteredResource:
-    resource: models.Resource
-    handler: ResourceHandler
-
-
-@attrs.frozen
-class RegisteredTemplate:
-    template: models.ResourceTemplate
-    pattern: re.Pattern[str]
-    handler: TemplateHandler
-
-    def match(self, uri: str) -> dict[str, str] | None:
-        found = self.pattern.fullmatch(uri)
-        return None if found is None else found.groupdict()
-
-
-def template_pattern(uri_template: str) -> re.Pattern[str]:
-    """RFC 6570 level 1: each ``{var}`` matches one non-empty path segment."""
-    parts = re.split(r"\{([A-Za-z0-9_]+)\}", uri_template)
-    regex = "".join(
-        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)"
-        for index, part in enumerate(parts)
-    )
-    return re.compile(regex)
-
-
-@attrs.frozen
-class RegisteredPrompt:
-    prompt: models.Prompt
-    handler: PromptHandler
+def refuse_duplicate(where: str, taken: bool) -> None:
+    """Names (and URIs) are unique: a second registration would silently replace the first."""
+    if taken:
+        raise SignatureError(f"{where}: already registered; each name is registered once")
 
 
 @attrs.define(eq=False, repr=False)
@@ -210,9 +177,12 @@ class Server:
 
         Arguments are checked against the input schema before the handler
         runs; what it returns becomes a valid result or -32603
-        (:mod:`presa_trio.server.results`). A hint with no schema, a
-        synchronous handler (unless ``thread=True``) or an unusable schema
-        is refused now, in one line naming the tool. ``needs``: the client
+        (:mod:`presa_trio.server.results`). Refused now, in one line naming
+        the tool and the parameter (:class:`SignatureError`): a first
+        parameter that is not the request context, a hint with no schema,
+        a default its schema refuses, a synchronous handler (unless
+        ``thread=True``), a name already registered, an unusable schema,
+        and ``@server.tool`` without its parentheses. ``needs``: the client
         capabilities it may ask for (:mod:`presa_trio.server.capabilities`).
 
         With ``nursery=True`` the handler may start child tasks in
@@ -222,10 +192,13 @@ class Server:
         task's own either way.
         """
 
+        refuse_uncalled("tool", name, "@server.tool()")
+
         def register(handler: AnyToolHandler) -> AnyToolHandler:
             tool_name = name or getattr(handler, "__name__", "")
             if not tool_name:
                 raise SignatureError("a tool needs a name: name= or a function with a __name__")
+            refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
             signature = read_signature(handler, tool_name, thread=thread)
             if input_schema is not None and signature.input_schema is not None:
                 raise SignatureError(
@@ -268,13 +241,19 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
-    ) -> Callable[[ResourceHandler], ResourceHandler]:
-        """Register a concrete resource; listed in registration order.
+        thread: bool = False,
+    ) -> Callable[[AnyResourceHandler], AnyResourceHandler]:
+        """Register a concrete resource, ``async def (ctx)``; listed in registration order.
 
-        ``name`` defaults to the handler's name, ``description`` to its docstring.
+        ``name`` defaults to the handler's name, ``description`` to its
+        docstring; ``thread=True`` runs a plain ``def`` on a worker thread.
         """
+        refuse_uncalled("resource", uri, '@server.resource("URI")')
 
-        def register(handler: ResourceHandler) -> ResourceHandler:
+        def register(handler: AnyResourceHandler) -> AnyResourceHandler:
+            where = f"resource {uri!r}"
+            refuse_duplicate(where, uri in self.resources)
+            call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(
                 uri=uri,
                 name=name or handler.__name__,
@@ -282,7 +261,7 @@ class Server:
                 description=description or inspect.getdoc(handler),
                 mime_type=mime_type,
             )
-            self.resources[uri] = RegisteredResource(resource, handler)
+            self.resources[uri] = RegisteredResource(resource, call)
             return handler
 
         return register
@@ -295,10 +274,15 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
-    ) -> Callable[[TemplateHandler], TemplateHandler]:
-        """Register a resource template; the handler gets the matched variables."""
+        thread: bool = False,
+    ) -> Callable[[AnyTemplateHandler], AnyTemplateHandler]:
+        """Register a resource template, ``async def (ctx, variables)``: the matched variables."""
 
-        def register(handler: TemplateHandler) -> TemplateHandler:
+        def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
+            where = f"resource template {uri_template!r}"
+            taken = any(t.template.uri_template == uri_template for t in self.templates)
+            refuse_duplicate(where, taken)
+            call = read_handler(handler, where, called=("ctx", "variables"), thread=thread)
             template = models.ResourceTemplate(
                 uri_template=uri_template,
                 name=name,
@@ -307,7 +291,7 @@ class Server:
                 mime_type=mime_type,
             )
             self.templates.append(
-                RegisteredTemplate(template, template_pattern(uri_template), handler)
+                RegisteredTemplate(template, template_pattern(uri_template), call)
             )
             return handler
 
@@ -320,6 +304,7 @@ class Server:
         description: str | None = None,
         arguments: Sequence[models.PromptArgument] = (),
         title: str | None = None,
+        thread: bool = False,
     ) -> Callable[[AnyPromptHandler], AnyPromptHandler]:
         """Register a prompt; return the handler unchanged.
 
@@ -328,11 +313,14 @@ class Server:
         unless defaulted) and its description from its docstring, and may
         return a ``str``: one user message. The other form takes
         ``(ctx, arguments: dict[str, str])`` and ``arguments=``.
+        ``thread=True`` runs a plain ``def`` on a worker thread.
         """
+        refuse_uncalled("prompt", name, "@server.prompt()")
 
         def register(handler: AnyPromptHandler) -> AnyPromptHandler:
             prompt_name = name or handler.__name__
-            signature = read_prompt_signature(handler, prompt_name)
+            refuse_duplicate(f"prompt {prompt_name!r}", prompt_name in self.prompts)
+            signature = read_prompt_signature(handler, prompt_name, thread=thread)
             if arguments and signature.arguments is not None:
                 raise SignatureError(
                     f"prompt {prompt_name!r}: arguments= is for a handler (ctx, arguments); "
@@ -353,12 +341,20 @@ class Server:
         return register
 
     def completion(
-        self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str
-    ) -> Callable[[CompletionHandler], CompletionHandler]:
-        """Register argument completion for a prompt name or a template URI."""
+        self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str, *, thread: bool = False
+    ) -> Callable[[AnyCompletionHandler], AnyCompletionHandler]:
+        """Register argument completion for a prompt name or a template URI.
 
-        def register(handler: CompletionHandler) -> CompletionHandler:
-            self.completions[(ref_type, ref)] = handler
+        The handler is ``async def (ctx, argument, value, context_arguments)``;
+        ``thread=True`` runs a plain ``def`` on a worker thread.
+        """
+
+        def register(handler: AnyCompletionHandler) -> AnyCompletionHandler:
+            where = f"completion of {ref_type} {ref!r}"
+            refuse_duplicate(where, (ref_type, ref) in self.completions)
+            self.completions[(ref_type, ref)] = read_handler(
+                handler, where, called=COMPLETION_CALL, thread=thread
+            )
             return handler
 
         return register

@@ -12,7 +12,8 @@ from typing import Any
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.pagination import only_page
-from presa_trio.server.registry import ResourceOutput, Server
+from presa_trio.server.registered import ResourceOutput
+from presa_trio.server.registry import Server
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams

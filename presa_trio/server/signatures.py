@@ -12,11 +12,16 @@ object::
 
 At registration, once, presa reads the hints and builds the tool's
 ``inputSchema`` (JSON Schema 2020-12): each parameter is a property, one
-without a default is ``required``, a default is the property's ``default``.
+without a default is ``required``, a default is the property's ``default``
+and must be valid against the property (:func:`checked_default`).
 :func:`schema_for` says which hints map to what; any other hint is refused
 there with a :class:`SignatureError` naming the tool and the parameter. The
 description is the docstring. The declared return type may give an
 ``outputSchema`` (:func:`return_shape`).
+
+Every kind of handler (tools, prompts, resources, templates, completions)
+takes the request context first (:func:`check_context`) and is async, or
+a plain ``def`` registered with ``thread=True`` (:func:`runner_for`).
 
 On a call, the arguments are first checked against that schema (the tools
 boundary, as for every tool), then structured with cattrs into the declared
@@ -45,6 +50,7 @@ from typing import Annotated, Any, get_args, get_origin
 import attrs
 import trio
 
+from presa_trio.server.context import RequestContext
 from presa_trio.server.hints import (
     MAPPINGS,
     SEQUENCES,
@@ -59,6 +65,7 @@ from presa_trio.server.hints import (
 from presa_trio.wire import models
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.schemas import CompiledSchema
 
 __all__ = ["SignatureError", "arguments_converter"]
 
@@ -123,14 +130,60 @@ def tool_hints(function: Callable[..., Any], where: str) -> dict[str, Any]:
     return hints
 
 
+def check_context(function: Callable[..., Any], hints: Mapping[str, Any], where: str) -> None:
+    """Refuse a handler whose first parameter cannot be the request context.
+
+    Every handler is called with the :class:`RequestContext` first, so a
+    first parameter hinted as anything else (``async def t(x: int)``) would
+    receive the context as ``x``. An unhinted first parameter is taken to
+    be the context, as its position says.
+    """
+    found = list(inspect.signature(function).parameters.values())
+    if not found or found[0].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        raise SignatureError(
+            f"{where}: the first parameter must take the request context (ctx: RequestContext)"
+        )
+    first = found[0]
+    hint = hints.get(first.name, Any)
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    related = isinstance(hint, type) and (
+        issubclass(hint, RequestContext) or issubclass(RequestContext, hint)
+    )
+    if hint is not Any and not related:
+        raise SignatureError(
+            f"{where}, parameter {first.name!r}: the first parameter receives the request "
+            f"context, not {describe_hint(hint)}; put ctx: RequestContext before it"
+        )
+
+
+def checked_default(default: Any, schema: JSONObject, place: str) -> Any:
+    """A parameter's default as JSON, refused unless it is valid against the parameter's schema.
+
+    The default is what the handler gets when the argument is absent, and
+    the schema shows it as ``default``: both must be a value the schema
+    admits (``x: int = "three"`` is a mistake, as is ``x: int = None``).
+    """
+    shown, value = json_default(default)
+    if not shown:
+        raise SignatureError(f"{place}: the default {default!r} has no JSON form")
+    violations = CompiledSchema.compile(schema, role=place).violations(value)
+    if violations:
+        raise SignatureError(
+            f"{place}: the default {default!r} does not fit its type ({violations[0].describe()})"
+        )
+    return value
+
+
 def typed_parameters(
     function: Callable[..., Any], hints: Mapping[str, Any], where: str
 ) -> tuple[tuple[Parameter, ...], JSONObject]:
     """The typed parameters after ``ctx`` and the object schema they make."""
     signature = inspect.signature(function)
     found = list(signature.parameters.values())
-    if not found:
-        raise SignatureError(f"{where}: the first parameter must be the request context")
     properties: JSONObject = {}
     required: list[str] = []
     parameters: list[Parameter] = []
@@ -146,9 +199,7 @@ def typed_parameters(
         if parameter.default is parameter.empty:
             required.append(parameter.name)
         else:
-            shown, value = json_default(parameter.default)
-            if shown:
-                schema["default"] = value
+            schema["default"] = checked_default(parameter.default, schema, place)
         properties[parameter.name] = schema
         parameters.append(Parameter(parameter.name, hints[parameter.name], parameter.default))
     whole: JSONObject = {"type": "object", "properties": properties}
@@ -223,6 +274,9 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
         schema = schema_for(members[0], f"{where}, return type")
         return Returns.STRUCTURED, schema
     if is_content(hint):
+        for member in members:  # ``str | set[int]``: every member needs a JSON form
+            if not is_content(member):
+                schema_for(member, f"{where}, return type")
         return Returns.CONTENT, None
     schema_for(hint, f"{where}, return type")  # refuse what has no JSON form
     return Returns.JSON, None
@@ -242,13 +296,47 @@ class ToolSignature:
 def read_signature(
     function: Callable[..., Any], tool: str, *, thread: bool = False
 ) -> ToolSignature:
-    """Read a tool handler: its form, schemas, return kind and docstring.
-
-    A synchronous function is refused here, since every call would fail,
-    unless ``thread`` asks for it to run on a worker thread
-    (:class:`OnThread`); an async function with ``thread`` is refused too.
-    """
+    """Read a tool handler: its form, schemas, return kind and docstring."""
     where = f"tool {tool!r}"
+    call = runner_for(function, where, thread=thread)
+    hints = tool_hints(function, where)
+    check_context(function, hints, where)
+    returns, output_schema = return_shape(hints, where)
+    description = inspect.getdoc(function)
+    if is_arguments_form(function, hints):
+        return ToolSignature(call, None, output_schema, returns, description)
+    parameters, schema = typed_parameters(function, hints, where)
+    return ToolSignature(TypedCall(call, parameters), schema, output_schema, returns, description)
+
+
+def read_handler(
+    function: Callable[..., Any], where: str, *, called: tuple[str, ...], thread: bool = False
+) -> Callable[..., Any]:
+    """Read a resource, template or completion handler, called with the arguments ``called``.
+
+    The first is the request context (:func:`check_context`); a handler
+    that cannot be called with exactly those positional arguments is
+    refused now rather than failing on its first call.
+    """
+    call = runner_for(function, where, thread=thread)
+    check_context(function, tool_hints(function, where), where)
+    try:
+        inspect.signature(function).bind(*called)
+    except TypeError:
+        raise SignatureError(
+            f"{where}: the handler is called as ({', '.join(called)}); take exactly those"
+        ) from None
+    return call
+
+
+def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Callable[..., Any]:
+    """What to call for ``function``: itself if async, on a worker thread with ``thread``.
+
+    A synchronous function is refused, since every call would fail with
+    a non-awaitable result, unless ``thread`` asks for it to run on a
+    worker thread (:class:`OnThread`); an async one with ``thread`` is
+    refused too. The same rule holds for every kind of handler.
+    """
     if thread and is_async(function):
         raise SignatureError(f"{where}: thread=True is for a plain def; this one is async")
     if not thread and not is_async(function):
@@ -256,14 +344,7 @@ def read_signature(
             f"{where}: the handler must be an async function (async def); "
             "for blocking work use trio.to_thread.run_sync inside it, or register with thread=True"
         )
-    hints = tool_hints(function, where)
-    returns, output_schema = return_shape(hints, where)
-    description = inspect.getdoc(function)
-    call: Callable[..., Any] = OnThread(function) if thread else function
-    if is_arguments_form(function, hints):
-        return ToolSignature(call, None, output_schema, returns, description)
-    parameters, schema = typed_parameters(function, hints, where)
-    return ToolSignature(TypedCall(call, parameters), schema, output_schema, returns, description)
+    return OnThread(function) if thread else function
 
 
 def described(what: str, description: str | None) -> str:
@@ -382,22 +463,28 @@ def prompt_argument(parameter: inspect.Parameter, hint: Any, place: str) -> mode
         raise SignatureError(
             f"{place}: prompt arguments are strings; use str (or str | None = None)"
         )
+    if optional and not isinstance(parameter.default, str) and parameter.default is not None:
+        raise SignatureError(f"{place}: the default {parameter.default!r} is not a string")
+    if parameter.default is None and hint is str:
+        raise SignatureError(f"{place}: the default None is not a string; hint it str | None")
     return models.PromptArgument(parameter.name, description, None if optional else True)
 
 
-def read_prompt_signature(function: Callable[..., Any], prompt: str) -> PromptSignature:
+def read_prompt_signature(
+    function: Callable[..., Any], prompt: str, *, thread: bool = False
+) -> PromptSignature:
     """Read a prompt handler: ``(ctx, arguments: dict[str, str])``, or typed ``str`` parameters.
 
     Spec: server/prompts §Listing Prompts (``arguments``: name, description,
     required); prompt arguments are strings on the wire.
     """
     where = f"prompt {prompt!r}"
-    if not is_async(function):
-        raise SignatureError(f"{where}: the handler must be an async function (async def)")
+    call = runner_for(function, where, thread=thread)
     hints = tool_hints(function, where)
+    check_context(function, hints, where)
     description = inspect.getdoc(function)
     if is_arguments_form(function, hints):
-        return PromptSignature(function, None, description)
+        return PromptSignature(call, None, description)
     parameters = list(inspect.signature(function).parameters.values())[1:]
     arguments = []
     for parameter in parameters:
@@ -408,4 +495,4 @@ def read_prompt_signature(function: Callable[..., Any], prompt: str) -> PromptSi
             raise SignatureError(f"{place}: needs a type hint")
         arguments.append(prompt_argument(parameter, hints[parameter.name], place))
     names = tuple(parameter.name for parameter in parameters)
-    return PromptSignature(TypedPrompt(function, names), tuple(arguments), description)
+    return PromptSignature(TypedPrompt(call, names), tuple(arguments), description)

@@ -45,7 +45,8 @@ from presa_trio.server.capabilities import require_needs
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
-from presa_trio.server.registry import RegisteredTool, Server, ToolError, ToolOutput
+from presa_trio.server.registered import RegisteredTool, ToolOutput
+from presa_trio.server.registry import Server, ToolError
 from presa_trio.server.results import call_result
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire

@@ -47,18 +47,19 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import access_scope, holds, require_scopes
+from presa_trio.auth.principal import Principal, access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
+from presa_trio.server.registered import AnyToolHandler, RegisteredTool
 from presa_trio.server.registry import (
-    AnyToolHandler,
     Extension,
     Method,
     MethodHandler,
-    RegisteredTool,
     Server,
     SubscriptionPart,
+    refuse_uncalled,
 )
+from presa_trio.server.signatures import is_async
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
     PreparedCall,
@@ -67,14 +68,14 @@ from presa_trio.server.tools import (
     read_call_params,
     run_handler,
 )
+from presa_trio.tasks.context import Job, WorkerContext, detached_meta, drop
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
 from presa_trio.tasks.runner import TaskRunner, capacity_error
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
-from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
+from presa_trio.tasks.stores.record import from_json, to_json
 from presa_trio.tasks.stream import stream_events
-from presa_trio.tasks.worker import Job, WorkerContext, detached_meta, drop
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import (
     InternalError,
@@ -213,6 +214,10 @@ class TasksExtension(Extension):
 
         The handler is returned unchanged, typed as it was.
         """
+        if not isinstance(policy, Policy) and is_async(
+            policy
+        ):  # ``@tasks.tool``: the handler came where the policy belongs
+            refuse_uncalled("tool", policy, "@tasks.tool(Policy.…)")
         if self._server is None:
             raise RuntimeError("add the extension to a server before registering tools on it")
         server = self._server
@@ -317,7 +322,7 @@ class TasksExtension(Extension):
             input_responses=ctx.input_responses,
             state=ctx.state,
             rerun=name in self.rerunnable,
-            principal=principal_to_json(ctx.principal),
+            principal=to_json(ctx.principal),
         )
         job = ToolJob(registered, arguments)
         try:
@@ -348,7 +353,7 @@ class TasksExtension(Extension):
             send=drop,
             input_responses=work.input_responses,
             state=work.state,
-            principal=principal_from_json(work.principal),
+            principal=from_json(work.principal, Principal),
         )
         return ToolJob(registered, work.arguments), creator
 

@@ -72,8 +72,11 @@ def legacy_only(app: Any) -> Any:
 
 def main() -> None:
     app = server.streamable_http_app(stateless_http="--legacy" not in sys.argv)
-    if "--legacy" in sys.argv:
-        app = legacy_only(app)
+    serve_on_loopback(legacy_only(app) if "--legacy" in sys.argv else app)
+
+
+def serve_on_loopback(app: Any) -> None:
+    """Serve ``app`` with uvicorn on a free loopback port, after saying where."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]

@@ -18,7 +18,7 @@ from tests.http.ticks import Ticks
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RECORDING = DOCS / "tasks-session.jsonl"
-PAGE = DOCS / "tasks.md"
+PAGE = DOCS / "tasks-session.md"
 BEGIN = "<!-- begin: `presa-trio transcript docs/tasks-session.jsonl` (tested; do not edit) -->"
 END = "<!-- end of the rendered transcript -->"
 # What changes from one run to the next: times, and the ids the server draws.
@@ -55,16 +55,17 @@ def write_recording_and_page(
     record: Callable[[Path], Awaitable[None]] | None = None,
     begin: str = BEGIN,
     end: str = END,
+    page_path: Path = PAGE,
 ) -> None:
     """Record the session into docs/ and put its rendering between the page's markers."""
     recording.unlink(missing_ok=True)
     trio.run(record or record_session, recording)
-    page = PAGE.read_text()
+    page = page_path.read_text()
     head, rest = page.split(begin, 1)
     tail = rest.split(end, 1)[1]
     rendered = render_lines(recording.read_text().splitlines()).strip("\n")
-    PAGE.write_text(f"{head}{begin}\n\n{rendered}\n\n{end}{tail}")
-    print(f"wrote {recording} and its rendering into {PAGE}", file=sys.stderr)
+    page_path.write_text(f"{head}{begin}\n\n{rendered}\n\n{end}{tail}")
+    print(f"wrote {recording} and its rendering into {page_path}", file=sys.stderr)
 
 
 async def statuses_until(stream: Any, wanted: str) -> None:

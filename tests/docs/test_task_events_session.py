@@ -1,7 +1,7 @@
-"""The task event stream transcript in docs/tasks.md is a rendering of a recorded run, still true.
+"""The task event stream transcript in docs/task-events.md renders a recorded run, still true.
 
 ``docs/task-events-session.jsonl`` is what ``presa-trio serve --task-events
---transcript`` writes for the session docs/tasks.md shows: ``confirm_delete``
+--transcript`` writes for the session docs/task-events.md shows: ``confirm_delete``
 becomes a task; a ``tasks/stream`` reads its first three events and is cut
 by the client; the task is answered; a second ``tasks/stream`` with
 ``after: 2`` delivers the rest and ends with the task. The task parks on its
@@ -30,7 +30,6 @@ from presa_trio.tasks.extension import TasksExtension
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, request, running
 from tests.docs.session import (
     DOCS,
-    PAGE,
     asked,
     exchanges,
     rendered_section,
@@ -39,6 +38,7 @@ from tests.docs.session import (
 from tests.http.ticks import Ticks
 
 RECORDING = DOCS / "task-events-session.jsonl"
+PAGE = DOCS / "task-events.md"
 BEGIN = (
     "<!-- begin: `presa-trio transcript docs/task-events-session.jsonl` (tested; do not edit) -->"
 )
@@ -78,14 +78,14 @@ async def record_session(target: Path) -> None:
 
 
 def test_the_page_shows_the_rendering_of_the_recording() -> None:
-    """presa-defined (docs/tasks.md; S-11): the stream transcript is generated, never
-    hand-edited."""
+    """presa-defined (docs/task-events.md, "A stream cut, resumed with `after`"; S-11): the
+    stream transcript is generated, never hand-edited."""
     rendered = render_lines(RECORDING.read_text().splitlines())
     assert rendered_section(PAGE.read_text(), BEGIN, END) == rendered.strip("\n")
 
 
 async def test_the_recorded_session_still_gets_the_same_answers(tmp_path: Path) -> None:
-    """presa-defined (docs/tasks.md; S-03, S-11): the same requests, sent again, get the
+    """presa-defined (docs/task-events.md; S-03, S-11): the same requests, sent again, get the
     recorded answers: the cut stream's three events, the resumed stream's three and
     its result."""
     again = tmp_path / "session.jsonl"
@@ -94,17 +94,17 @@ async def test_the_recorded_session_still_gets_the_same_answers(tmp_path: Path) 
 
 
 if __name__ == "__main__":
-    write_recording_and_page(RECORDING, record_session, BEGIN, END)
+    write_recording_and_page(RECORDING, record_session, BEGIN, END, PAGE)
 
 
 def test_the_retention_table_names_each_flag_and_its_default() -> None:
     """Spec-recommended (SEP-2694 §Event Retention, "Receivers SHOULD document"; S-16):
-    docs/tasks.md has a row per retention property, each with its flag and the default
+    docs/task-events.md has a row per retention property, each with its flag and the default
     the command line uses."""
     from presa_trio.cli.main import build_parser
 
     page = PAGE.read_text()
-    table = page[page.index("### Retention") :].split("\n\n")[2]
+    table = page[page.index("## Retention") :].split("\n\n")[2]
     rows = {line.split(" | ")[1].split()[0].strip("`"): line for line in table.splitlines()[2:]}
     serve = build_parser().parse_args(["serve"])
     assert set(rows) == {

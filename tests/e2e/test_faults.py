@@ -4,7 +4,7 @@ Rules of this file: every server is a real ``presa-trio serve`` child process
 on a loopback port, on a real store: a SQLite file, or a database on a
 PostgreSQL of this module's own (tests/postgres.py), which the tests freeze
 (SIGSTOP), make read-only, cut off and restart. Each test asserts what
-docs/tasks.md "Faults" promises: nothing lost, nothing run twice, every
+docs/task-stores.md "Faults" promises: nothing lost, nothing run twice, every
 request answered (a retryable -32603 while the store cannot answer) within
 its bound, and service back without a restart. A bound is a hang guard
 (``trio.fail_after``) a few times the store timeout, never a speed figure.
@@ -84,7 +84,7 @@ def slow(seconds: float) -> dict[str, Any]:
 async def test_a_frozen_database_answers_retryably_within_the_bound_then_recovers(
     own_postgres: Postgres, tmp_path: Path
 ) -> None:
-    """presa-defined (docs/tasks.md "Faults": database frozen): while PostgreSQL is
+    """presa-defined (docs/task-stores.md "Faults": database frozen): while PostgreSQL is
     stopped (SIGSTOP) under running and parked tasks, tasks/get, tasks/update,
     tasks/cancel and creation each get a retryable -32603 within the bound; once it
     goes on, the same server serves again, every running task completes once and
@@ -125,7 +125,7 @@ async def test_a_frozen_database_answers_retryably_within_the_bound_then_recover
 async def test_shutdown_ends_within_its_grace_while_the_database_is_frozen(
     own_postgres: Postgres, tmp_path: Path
 ) -> None:
-    """presa-defined (docs/tasks.md "Faults": shutdown): SIGTERM while PostgreSQL is
+    """presa-defined (docs/task-stores.md "Faults": shutdown): SIGTERM while PostgreSQL is
     frozen and a worker's write waits for it ends the process within its shutdown
     grace plus the store timeout; the next process recovers the task (its lease
     ran out) and runs it to completion."""
@@ -149,7 +149,7 @@ async def test_shutdown_ends_within_its_grace_while_the_database_is_frozen(
 async def test_terminated_sessions_a_read_only_spell_and_a_restart_cost_retries_only(
     own_postgres: Postgres, tmp_path: Path
 ) -> None:
-    """presa-defined (docs/tasks.md "Faults": sessions terminated, read-only,
+    """presa-defined (docs/task-stores.md "Faults": sessions terminated, read-only,
     restarted): after pg_terminate_backend of every session, a few seconds of
     default_transaction_read_only, and a database restart, each request is a
     result or a retryable -32603 within the bound, the process serves again by
@@ -205,7 +205,7 @@ async def read_write_again(server: Postgres) -> None:
 async def test_a_process_with_a_clock_ahead_takes_no_live_task(
     own_postgres: Postgres, tmp_path: Path
 ) -> None:
-    """presa-defined (one clock for leases; docs/tasks.md "Faults": skewed clock):
+    """presa-defined (one clock for leases; docs/task-stores.md "Faults": skewed clock):
     with leases of 3 s, a second process whose clock is 7 s ahead claims none of
     the first one's running tasks; each runs once, on the first; the second warns
     at start that its clock is off."""
@@ -263,7 +263,7 @@ db.execute("ROLLBACK")
 
 
 async def test_a_sqlite_file_locked_by_another_program_delays_no_read(tmp_path: Path) -> None:
-    """presa-defined (docs/tasks.md "Faults": SQLite locked): while another program
+    """presa-defined (docs/task-stores.md "Faults": SQLite locked): while another program
     holds the file's write lock, reads are served, and every write (creations,
     several queued at once) gets a retryable -32603 within the bound, however many
     wait; once the lock is let go the same server creates again and the task whose
@@ -302,7 +302,7 @@ async def test_a_sqlite_file_locked_by_another_program_delays_no_read(tmp_path: 
 
 
 async def test_a_full_file_system_gives_retryable_errors_then_recovers(tmp_path: Path) -> None:
-    """presa-defined (docs/tasks.md "Faults": full disk): once the server's files may
+    """presa-defined (docs/task-stores.md "Faults": full disk): once the server's files may
     not grow (a file-size limit set on the running process, RLIMIT_FSIZE), reads are
     served and creations get a retryable -32603 within the bound; once the limit is
     lifted the same server creates again, and every task completes once."""

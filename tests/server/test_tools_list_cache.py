@@ -47,6 +47,7 @@ async def test_a_replaced_or_removed_tool_is_seen_by_the_next_listing() -> None:
     server = small_server()
     async with running(McpApp.for_server(server)) as client:
         await listed(client)
+        del server.tools["first"]  # a name is registered once: replacing is remove, add
 
         @server.tool(name="first", description="First, replaced.")
         async def replacement(ctx: RequestContext, arguments: dict[str, Any]) -> str:

@@ -183,8 +183,8 @@ async def test_every_supported_hint_has_its_schema(typed: McpClient) -> None:
         "ratio": {"type": "number"},
         "flag": {"type": "boolean"},
         "nothing": {"type": "null"},
-        "mode": {"enum": ["fast", "slow"]},
-        "colour": {"enum": ["red", "blue"]},
+        "mode": {"type": "string", "enum": ["fast", "slow"]},
+        "colour": {"type": "string", "enum": ["red", "blue"]},
         "names": {"type": "array", "items": {"type": "string"}},
         "pair": {
             "type": "array",
@@ -204,7 +204,7 @@ async def test_every_supported_hint_has_its_schema(typed: McpClient) -> None:
         },
         "anything": {},
         "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-        "colour_by_default": {"enum": ["red", "blue"], "default": "blue"},
+        "colour_by_default": {"type": "string", "enum": ["red", "blue"], "default": "blue"},
     }
     assert schema["required"] == [
         *("text", "count", "ratio", "flag", "nothing", "mode", "colour", "names", "pair"),

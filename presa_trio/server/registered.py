@@ -1,0 +1,114 @@
+"""What a registration keeps: the handler types, and one record per registered thing.
+
+:class:`~presa_trio.server.registry.Server` fills its tables with these
+records; the core methods (:mod:`~presa_trio.server.tools`,
+:mod:`~presa_trio.server.resources`, :mod:`~presa_trio.server.prompts`)
+read them. The handler types say what each kind of handler is called with
+and may return.
+
+Spec: 2026-07-28 server/tools §Tool, server/resources §Resource Templates
+(RFC 6570 URI templates), server/prompts §Prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, Concatenate, TypeVar
+
+import attrs
+
+from presa_trio.server.context import RequestContext
+from presa_trio.server.signatures import Returns
+from presa_trio.wire import models
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.schemas import CompiledSchema
+
+ToolOutput = (
+    str | models.ContentBlock | list[models.ContentBlock] | models.CallToolResult | InputRequired
+)
+ToolHandler = Callable[[RequestContext, JSONObject], Awaitable[ToolOutput]]
+ResourceOutput = str | bytes | list[models.ResourceContents] | InputRequired
+ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
+TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
+PromptOutput = str | list[models.PromptMessage] | models.GetPromptResult | InputRequired
+PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
+#: How ``completion/complete`` calls a completion handler (server/utilities/completion).
+COMPLETION_CALL = ("ctx", "argument", "value", "context_arguments")
+CompletionHandler = Callable[
+    [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
+]
+
+# The decorators return a handler unchanged, so it keeps its type. Their bounds
+# admit a plain ``def`` too, for ``thread=True``; and the request context first,
+# so a type checker sees ``async def t(x: int)`` is no handler.
+AnyToolHandler = TypeVar("AnyToolHandler", bound=Callable[Concatenate[RequestContext, ...], Any])
+AnyPromptHandler = TypeVar(
+    "AnyPromptHandler", bound=Callable[Concatenate[RequestContext, ...], Any]
+)
+AnyResourceHandler = TypeVar(
+    "AnyResourceHandler", bound=Callable[[RequestContext], Awaitable[ResourceOutput] | str | bytes]
+)
+AnyTemplateHandler = TypeVar(
+    "AnyTemplateHandler",
+    bound=Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput] | str | bytes],
+)
+AnyCompletionHandler = TypeVar(
+    "AnyCompletionHandler",
+    bound=Callable[
+        [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion] | models.Completion
+    ],
+)
+
+
+@attrs.frozen
+class RegisteredTool:
+    tool: models.Tool
+    handler: ToolHandler
+    # Mcp-Param-<Name> header -> the argument path it mirrors.
+    header_params: dict[str, tuple[str, ...]]
+    # The compiled inputSchema, and outputSchema if the tool has one.
+    arguments: CompiledSchema
+    structured: CompiledSchema | None
+    # Whether the handler starts child tasks in ``ctx.nursery``: a plain call
+    # then runs it inside a nursery of its own (see :func:`~presa_trio.server.tools.run_call`).
+    nursery: bool = False
+    # What the declared return type says it returns (presa_trio.server.results).
+    returns: Returns = Returns.CONTENT
+    # Client capabilities the tool may ask for, checked before it runs
+    # (presa_trio.server.capabilities).
+    needs: frozenset[str] = frozenset()
+
+
+@attrs.frozen
+class RegisteredResource:
+    resource: models.Resource
+    handler: ResourceHandler
+
+
+@attrs.frozen
+class RegisteredTemplate:
+    template: models.ResourceTemplate
+    pattern: re.Pattern[str]
+    handler: TemplateHandler
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        found = self.pattern.fullmatch(uri)
+        return None if found is None else found.groupdict()
+
+
+def template_pattern(uri_template: str) -> re.Pattern[str]:
+    """RFC 6570 level 1: each ``{var}`` matches one non-empty path segment."""
+    parts = re.split(r"\{([A-Za-z0-9_]+)\}", uri_template)
+    regex = "".join(
+        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)"
+        for index, part in enumerate(parts)
+    )
+    return re.compile(regex)
+
+
+@attrs.frozen
+class RegisteredPrompt:
+    prompt: models.Prompt
+    handler: PromptHandler

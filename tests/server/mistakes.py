@@ -1,0 +1,160 @@
+"""Servers with one registration mistake each, as module sources, and the line that names it.
+
+Each source follows :data:`HEADER` (a server with the Tasks extension) and
+makes one mistake on one decorator. tests/server/test_registration_mistakes.py
+runs each in-process; tests/test_cli.py serves each with ``presa-trio serve``.
+"""
+
+from __future__ import annotations
+
+HEADER = """\
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TasksExtension
+
+server = Server("mistakes", "1.0.0")
+tasks = server.add_extension(TasksExtension())
+"""
+
+#: The registration error's text starts with this when the first parameter is not ``ctx``.
+NO_CONTEXT = "the first parameter receives the request context, not"
+UNCALLED = "the decorator was used without calling it (did you forget to call it?)"
+TWICE = "already registered; each name is registered once"
+SYNC = "the handler must be an async function (async def)"
+
+
+def tool_mistakes(decorator: str, uncalled: str) -> dict[str, tuple[str, str]]:
+    """The mistakes a tool decorator refuses; ``uncalled`` is it without its parentheses."""
+    return {
+        "no context": (
+            f'{decorator}\nasync def add(x: int) -> int:\n    """Adds one."""\n    return x + 1\n',
+            f"tool 'add', parameter 'x': {NO_CONTEXT} int",
+        ),
+        "uncalled": (
+            f'{uncalled}\nasync def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            f"tool 'add': {UNCALLED}",
+        ),
+        "twice": (
+            '@server.tool(name="add")\nasync def first(ctx: RequestContext) -> int:\n'
+            '    """One."""\n    return 1\n\n\n'
+            f'{decorator}\nasync def add(ctx: RequestContext) -> int:\n    """Two."""\n'
+            "    return 2\n",
+            f"tool 'add': {TWICE}",
+        ),
+        "sync": (
+            f'{decorator}\ndef add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            f"tool 'add': {SYNC}",
+        ),
+        "default outside its type": (
+            f'{decorator}\nasync def add(ctx: RequestContext, x: int = "three") -> int:\n'
+            '    """Adds one."""\n    return x + 1\n',
+            "tool 'add', parameter 'x': the default 'three' does not fit its type",
+        ),
+        "return type without schema": (
+            f"{decorator}\nasync def add(ctx: RequestContext, x: int) -> str | set[int]:\n"
+            '    """Adds one."""\n    return str(x + 1)\n',
+            "tool 'add', return type: no JSON Schema for set[int]",
+        ),
+    }
+
+
+RESOURCE = '@server.resource("note://today")'
+TEMPLATE = '@server.resource_template("note://{day}", name="note")'
+PROMPT = "@server.prompt()"
+COMPLETION = '@server.completion("ref/prompt", "haiku")'
+
+#: Every mistake, by decorator and kind: the module's source after the header,
+#: and how the one line naming it starts.
+MISTAKES: dict[str, tuple[str, str]] = {
+    **{f"server.tool {k}": v for k, v in tool_mistakes("@server.tool()", "@server.tool").items()},
+    **{
+        f"tasks.tool {k}": v
+        for k, v in tool_mistakes("@tasks.tool(Policy.OPTIONAL)", "@tasks.tool").items()
+    },
+    "server.resource no context": (
+        f'{RESOURCE}\nasync def today(day: str) -> str:\n    return "rain"\n',
+        f"resource 'note://today', parameter 'day': {NO_CONTEXT} str",
+    ),
+    "server.resource uncalled": (
+        '@server.resource\nasync def today(ctx: RequestContext) -> str:\n    return "rain"\n',
+        f"resource 'today': {UNCALLED}",
+    ),
+    "server.resource twice": (
+        f'{RESOURCE}\nasync def today(ctx: RequestContext) -> str:\n    return "rain"\n\n\n'
+        f'{RESOURCE}\nasync def again(ctx: RequestContext) -> str:\n    return "sun"\n',
+        f"resource 'note://today': {TWICE}",
+    ),
+    "server.resource sync": (
+        f'{RESOURCE}\ndef today(ctx: RequestContext) -> str:\n    return "rain"\n',
+        f"resource 'note://today': {SYNC}",
+    ),
+    "server.resource other parameters": (
+        f"{RESOURCE}\nasync def today(ctx: RequestContext, day: str) -> str:\n    return day\n",
+        "resource 'note://today': the handler is called as (ctx); take exactly those",
+    ),
+    "server.resource_template no context": (
+        f"{TEMPLATE}\nasync def note(variables: dict[str, str]) -> str:\n"
+        '    return variables["day"]\n',
+        f"resource template 'note://{{day}}', parameter 'variables': {NO_CONTEXT} dict",
+    ),
+    "server.resource_template twice": (
+        f"{TEMPLATE}\nasync def note(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "rain"\n\n\n'
+        f"{TEMPLATE}\nasync def again(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "sun"\n',
+        f"resource template 'note://{{day}}': {TWICE}",
+    ),
+    "server.resource_template sync": (
+        f"{TEMPLATE}\ndef note(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "rain"\n',
+        f"resource template 'note://{{day}}': {SYNC}",
+    ),
+    "server.prompt no context": (
+        f'{PROMPT}\nasync def haiku(topic: str) -> str:\n    """A haiku."""\n    return topic\n',
+        f"prompt 'haiku', parameter 'topic': {NO_CONTEXT} str",
+    ),
+    "server.prompt uncalled": (
+        "@server.prompt\nasync def haiku(ctx: RequestContext, topic: str) -> str:\n"
+        '    """A haiku."""\n    return topic\n',
+        f"prompt 'haiku': {UNCALLED}",
+    ),
+    "server.prompt twice": (
+        f'{PROMPT}\nasync def haiku(ctx: RequestContext) -> str:\n    """One."""\n'
+        '    return "a"\n\n\n'
+        '@server.prompt("haiku")\nasync def again(ctx: RequestContext) -> str:\n'
+        '    """Two."""\n    return "b"\n',
+        f"prompt 'haiku': {TWICE}",
+    ),
+    "server.prompt sync": (
+        f'{PROMPT}\ndef haiku(ctx: RequestContext, topic: str) -> str:\n    """A haiku."""\n'
+        "    return topic\n",
+        f"prompt 'haiku': {SYNC}",
+    ),
+    "server.prompt default outside its type": (
+        f"{PROMPT}\nasync def haiku(ctx: RequestContext, lines: str = 3) -> str:\n"
+        '    """A haiku."""\n    return lines\n',
+        "prompt 'haiku', parameter 'lines': the default 3 is not a string",
+    ),
+    "server.completion no context": (
+        f"{COMPLETION}\nasync def topics(argument: str, v: str, k: Any, more: Any) -> Any:\n"
+        "    return None\n",
+        f"completion of ref/prompt 'haiku', parameter 'argument': {NO_CONTEXT} str",
+    ),
+    "server.completion twice": (
+        f"{COMPLETION}\nasync def topics(ctx: RequestContext, a: str, v: str, k: Any) -> Any:\n"
+        "    return None\n\n\n"
+        f"{COMPLETION}\nasync def again(ctx: RequestContext, a: str, v: str, k: Any) -> Any:\n"
+        "    return None\n",
+        f"completion of ref/prompt 'haiku': {TWICE}",
+    ),
+    "server.completion sync": (
+        f"{COMPLETION}\ndef topics(ctx: RequestContext, a: str, v: str, k: Any) -> Any:\n"
+        "    return None\n",
+        f"completion of ref/prompt 'haiku': {SYNC}",
+    ),
+}
