@@ -31,6 +31,7 @@ with :class:`~presa_trio.tasks.stores.base.StoreUnavailable` (retryable).
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 import time
 from collections.abc import Callable
@@ -147,10 +148,12 @@ class Database:
             for request, result in zip(batch, outcomes, strict=True):
                 request.result = result
         finally:
-            unfinished = outcome.Error(StoreUnavailable("sqlite: the write did not finish"))
             for request in batch:
                 if request.result is None:
-                    request.result = unfinished
+                    # An outcome of its own: an outcome is unwrapped once.
+                    request.result = outcome.Error(
+                        StoreUnavailable("sqlite: the write did not finish")
+                    )
                 request.done.set()
 
     def _commit(self, writes: list[tuple[Work[Any], float]]) -> list[outcome.Outcome[Any]]:
@@ -175,7 +178,9 @@ class Database:
                     db.execute("ROLLBACK")
                 raise
         except Exception as error:
-            return [outcome.Error(as_store_error(error))] * len(writes)
+            # Every write of the batch fails, each with an exception of its own:
+            # one exception (and one outcome) must not be raised by several tasks.
+            return [outcome.Error(as_store_error(copy.copy(error))) for _ in writes]
         return outcomes
 
     async def aclose(self) -> None:
