@@ -3,9 +3,9 @@
 A task outlives the ``tools/call`` that created it, so its job cannot use
 that request's stream: :class:`WorkerContext` keeps what the request
 declared and writes to the task instead (:meth:`WorkerContext.ask` records
-input requests, :meth:`WorkerContext.set_status_message` the status
-message), through the :class:`~presa_trio.tasks.writes.StoreWriter`, under
-the worker's lease.
+input requests, then waits on the worker's Events for their answers;
+:meth:`WorkerContext.set_status_message` the status message), through the
+:class:`~presa_trio.tasks.writes.StoreWriter`, under the worker's lease.
 
 Spec: SEP-2663 §Task Update Requests, §Task Status Notifications.
 """
@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
+import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.tasks.worker import Worker
-from presa_trio.tasks.writes import StoreWriter
+from presa_trio.tasks.worker import Worker, asking, withdrawing
+from presa_trio.tasks.writes import WRITE_GRACE, StoreWriter
 from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
@@ -48,15 +49,48 @@ class WorkerContext(RequestContext):
     worker: Worker = attrs.field(kw_only=True)
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> Answers:
-        """The requests go on the task (``input_required``); the answers once all have come.
+        """Record ``requests`` on the task, then wait on one Event per key until all are answered.
 
         A request the creating request's capabilities do not allow is
         -32021, raised before anything is recorded (T-76; spec-notes §30).
+        The requests are recorded in one write (SEP-2663 §Task Update
+        Requests), under the worker's lease; then this waits on a
+        ``trio.Event`` for each key (:meth:`Worker.expect`), and an
+        announced change of the task sets the Events of the keys it
+        answered: a partial update is a partial wake-up (T-45).
+
+        The wait is this frame's own: a parked task keeps every frame from
+        the tool's ``await`` down to the Event's, so there is no other in
+        between, and this one keeps the keys, not the requests (the task
+        holds those).
+
+        If the wait ends early by the tool's own doing (its timeout), the
+        keys still outstanding are withdrawn, so the task never shows
+        requests nobody waits for. That write is shielded, bounded, and
+        ended by a stop (:meth:`Worker.shielded`). A wait ended by the
+        task's own stop (cancel, TTL, lease loss, shutdown) writes nothing:
+        the task's state is not the worker's to change then.
         """
-        for request in requests.values():
-            if not request.allowed_by(self.capabilities):
-                raise MissingRequiredClientCapability.for_capability(request.capability)
-        return await self.writer.wait_inputs(self.worker, requests)
+        require_allowed(requests, self.capabilities)
+        worker, writer = self.worker, self.writer
+        keys = tuple(requests)
+        await writer.write(worker, asking(requests, rerun=worker.rerun))
+        del requests
+        if not worker.expect(keys):
+            await trio.sleep(0)  # every key answered already: still a checkpoint
+        answered = False
+        try:
+            for key in keys:
+                event = worker.awaited(key)
+                if event is not None:
+                    await event.wait()
+            answered = True
+        finally:
+            worker.forget(keys)
+            if not (answered or worker.stopped()):
+                with worker.shielded(WRITE_GRACE):
+                    await writer.write(worker, withdrawing(keys))
+        return Answers(worker.answers(keys))
 
     async def set_status_message(self, message: str) -> None:
         """The task's ``statusMessage`` until its status changes; the status stays.
@@ -70,6 +104,13 @@ class WorkerContext(RequestContext):
     async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Append a tool's event to the task's log, with task event streams on (SEP-2694)."""
         await self.writer.emit(self.worker, event_type, payload)
+
+
+def require_allowed(requests: Mapping[str, InputRequest], capabilities: ClientCapabilities) -> None:
+    """-32021 unless ``capabilities`` allow every one of ``requests`` (T-76; spec-notes §30)."""
+    for request in requests.values():
+        if not request.allowed_by(capabilities):
+            raise MissingRequiredClientCapability.for_capability(request.capability)
 
 
 async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Answers:

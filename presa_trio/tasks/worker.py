@@ -120,24 +120,25 @@ class Worker:
                 if not shields:
                     self._shields = None
 
-    def expect(self, keys: tuple[str, ...]) -> list[str]:
-        """Give each of ``keys`` not answered yet a ``trio.Event``; those keys.
+    def expect(self, keys: tuple[str, ...]) -> bool:
+        """Give each of ``keys`` not answered yet a ``trio.Event``; whether any was not.
 
         :meth:`see` sets a key's Event when an announced state answers it,
         and drops it. Several waits of one task (from child tasks of the
         tool) share the table, each with its own keys.
         """
         pending = [key for key in keys if key not in self.latest.inbox]
-        waiting = self._waiting = {} if self._waiting is None else self._waiting
-        for key in pending:
-            waiting[key] = trio.Event()
-        return pending
+        if pending:
+            waiting = self._waiting = {} if self._waiting is None else self._waiting
+            for key in pending:
+                waiting[key] = trio.Event()
+        return bool(pending)
 
     def awaited(self, key: str) -> trio.Event | None:
         """The Event of ``key`` while it is unanswered; None once set."""
         return None if self._waiting is None else self._waiting.get(key)
 
-    def forget(self, keys: list[str]) -> None:
+    def forget(self, keys: tuple[str, ...]) -> None:
         """Nobody waits for ``keys`` any more."""
         if self._waiting is not None:
             for key in keys:

@@ -37,7 +37,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
-import trio
 
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks.backoff import Backoff
@@ -52,9 +51,8 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.tasks.worker import Move, Worker, asking, failure, reporting, withdrawing
+from presa_trio.tasks.worker import Move, Worker, failure, reporting
 from presa_trio.wire.errors import InternalError
-from presa_trio.wire.mrtr import Answers, InputRequest
 
 log = logging.getLogger(__name__)
 
@@ -184,41 +182,3 @@ class StoreWriter:
         if self.events is not None:
             now = self.clock.wall_ms()
             await self.events.emit(self.store, worker.task_id, event_type, payload, now)
-
-    async def wait_inputs(self, worker: Worker, requests: Mapping[str, InputRequest]) -> Answers:
-        """Record ``requests`` on the task, then wait on one Event per key until all are answered.
-
-        The requests are recorded in one write (SEP-2663 §Task Update
-        Requests); then this waits on a ``trio.Event`` for each key
-        (:meth:`Worker.expect`), and an announced change of the task sets
-        the Events of the keys it answered: a partial update is a partial
-        wake-up (T-45). The wait is this frame's own: a parked task keeps
-        every frame up to the tool's ``await``, so there is no other.
-
-        If the wait ends early by the tool's own doing (its timeout), the
-        keys still outstanding are withdrawn, so the task never shows
-        requests nobody waits for. That write is shielded, bounded, and
-        ended by a stop (:meth:`Worker.shielded`). A wait ended by the
-        task's own stop (cancel, TTL, lease loss, shutdown) writes nothing:
-        the task's state is not the worker's to change then.
-        """
-        keys = tuple(requests)
-        await self.write(worker, asking(requests, rerun=worker.rerun))
-        # This frame lives as long as the wait: keep the keys, not the requests.
-        del requests
-        pending = worker.expect(keys)
-        if not pending:
-            await trio.sleep(0)  # every key answered already: still a checkpoint
-        answered = False
-        try:
-            for key in pending:
-                event = worker.awaited(key)
-                if event is not None:
-                    await event.wait()
-            answered = True
-        finally:
-            worker.forget(pending)
-            if not (answered or worker.stopped()):
-                with worker.shielded(WRITE_GRACE):
-                    await self.write(worker, withdrawing(keys))
-        return Answers(worker.answers(keys))
