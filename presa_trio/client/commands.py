@@ -46,6 +46,7 @@ from presa_trio.client.output import (
     tool_result_text,
 )
 from presa_trio.client.prompting import Terminal
+from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
     HttpTransport,
     environment_token,
@@ -123,12 +124,14 @@ async def discover(run: Run) -> int:
 async def list_items(run: Run) -> int:
     method, key = LISTS[run.args.what]
     items = await run.connection.list_all(method, key)
+    if key == "tools":
+        items = usable_tools(items, run.console.note)
     run.console.result({key: items}, listing_text(run.args.what, items))
     return EXIT_RESULT
 
 
 async def find_tool(run: Run, name: str) -> JSONObject:
-    tools = await run.connection.list_all("tools/list", "tools")
+    tools = usable_tools(await run.connection.list_all("tools/list", "tools"), run.console.note)
     for tool in tools:
         if isinstance(tool, dict) and tool.get("name") == name:
             return tool

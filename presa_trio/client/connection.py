@@ -30,7 +30,11 @@ from presa_trio.client.errors import ProtocolFailure, RequestError
 from presa_trio.client.transport import NotModern, Replies, Transport, is_response
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks import TASKS_EXTENSION
-from presa_trio.wire.errors import INVALID_REQUEST, METHOD_NOT_FOUND
+from presa_trio.wire.errors import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from presa_trio.wire.headers import request_headers
 from presa_trio.wire.meta import (
     META_CLIENT_CAPABILITIES,
@@ -126,7 +130,47 @@ class Connection:
         timeout_s: float | None = None,
         progress: bool = False,
     ) -> JSONObject:
-        """Send ``method`` and return its result; an error raises :class:`RequestError`."""
+        """Send ``method`` and return its result; an error raises :class:`RequestError`.
+
+        A server that answers ``UnsupportedProtocolVersionError`` yet lists this
+        client's version among those it supports is asked once more
+        (basic/versioning: the client retries with a mutually supported version).
+        """
+        try:
+            return await self.request_once(
+                method,
+                params,
+                param_headers=param_headers,
+                on_notification=on_notification,
+                timeout_s=timeout_s,
+                progress=progress,
+            )
+        except RequestError as error:
+            supported = error.data.get("supported") if isinstance(error.data, dict) else None
+            if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list):
+                raise
+            if PROTOCOL_VERSION not in supported:
+                raise
+        return await self.request_once(
+            method,
+            params,
+            param_headers=param_headers,
+            on_notification=on_notification,
+            timeout_s=timeout_s,
+            progress=progress,
+        )
+
+    async def request_once(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        param_headers: Mapping[str, tuple[str, ...]] | None = None,
+        on_notification: Notify = ignore,
+        timeout_s: float | None = None,
+        progress: bool = False,
+    ) -> JSONObject:
+        """One exchange of ``method``: its result, or :class:`RequestError`."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(
