@@ -9,6 +9,14 @@ then it scores what the client sent. Each scenario here is what a person
 would type: the same ``presa-trio`` commands, run in this process one after
 the other, so the runner judges the command-line client itself.
 
+The ``auth/*`` scenarios sign in on the first 401, as a person would, with
+the system browser replaced: ``$BROWSER`` names this file with
+``--follow``, which requests the authorization URL and follows its
+redirects back to the client's loopback listener, the way a browser whose
+user has already consented would. A pre-registered client comes from the
+context; the client ID metadata document URL is the one the scenarios
+expect.
+
 Exit status: 0 when every command ended as the scenario expects, else 1.
 """
 
@@ -17,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +39,7 @@ if not __package__:
 
 from presa_trio.cli import main as presa_trio
 from presa_trio.client.connection import Connection
+from presa_trio.client.tokens import CONFIG_ENV
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import HttpTransport
 from presa_trio.wire.models import JSONObject
@@ -40,6 +50,9 @@ Command = list[str]
 CONFIRM = json.dumps({"action": "accept", "content": {"confirmed": True}})
 #: A value of each type a required argument may need, for calling a tool as listed.
 SAMPLE_VALUES: dict[str, Any] = {"string": "conformance", "integer": 1, "boolean": True}
+#: The client ID metadata document URL the auth scenarios know.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+FOLLOW = "--follow"
 
 
 def run(command: Command) -> int:
@@ -141,6 +154,27 @@ def list_tools(url: str, context: JSONObject) -> list[Command]:
     return [["list", url, "tools"]]
 
 
+def signed_in(url: str, context: JSONObject) -> list[Command]:
+    """Any command to a server that asks for authorization: sign in, then list and call.
+
+    Each scenario gets a configuration directory of its own, so no token is
+    kept from one to the next.
+    """
+    signin = ["--client-metadata-url", CLIENT_METADATA_URL]
+    if isinstance(context.get("client_id"), str):
+        signin += ["--client-id", context["client_id"]]
+    if isinstance(context.get("client_secret"), str):
+        signin += ["--client-secret", context["client_secret"]]
+    tools = ["list", url, "tools", *signin]
+    return [tools, ["call", url, "test-tool", *signin]] if "step-up" in SCENARIO else [tools]
+
+
+def follow(url: str) -> int:
+    """The stand-in browser: request ``url`` and follow its redirects to the end."""
+    with httpx.Client(follow_redirects=True, timeout=30) as browser:
+        return 0 if browser.get(url).status_code < 400 else 1
+
+
 SCENARIOS: dict[str, Callable[[str, JSONObject], list[Command]]] = {
     "tools_call": tools_call,
     "request-metadata": request_metadata,
@@ -153,15 +187,25 @@ SCENARIOS: dict[str, Callable[[str, JSONObject], list[Command]]] = {
 }
 
 
+SCENARIO = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the commands of ``$MCP_CONFORMANCE_SCENARIO`` against the URL last in ``argv``."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if arguments[:1] == [FOLLOW] and len(arguments) == 2:
+        return follow(arguments[1])
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    if not arguments or scenario not in SCENARIOS:
-        print(f"conformance client: no commands for scenario {scenario!r}", file=sys.stderr)
+    commands = SCENARIOS.get(SCENARIO)
+    if commands is None and SCENARIO.startswith("auth/"):
+        commands = signed_in
+    if not arguments or commands is None:
+        print(f"conformance client: no commands for scenario {SCENARIO!r}", file=sys.stderr)
         return 1
-    statuses = [run(command) for command in SCENARIOS[scenario](arguments[-1], context)]
+    os.environ["BROWSER"] = f"{sys.executable} {Path(__file__).resolve()} {FOLLOW} %s"
+    with tempfile.TemporaryDirectory(prefix="presa-conformance-client-") as config:
+        os.environ[CONFIG_ENV] = config
+        statuses = [run(command) for command in commands(arguments[-1], context)]
     return 0 if statuses and all(status == 0 for status in statuses) else 1
 
 

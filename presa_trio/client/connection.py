@@ -18,7 +18,8 @@ Spec: 2026-07-28 basic/index §_meta, §Statelessness; basic/utilities/paginatio
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,7 +27,7 @@ import attrs
 import trio
 
 from presa_trio import __version__
-from presa_trio.client.errors import ProtocolFailure, RequestError
+from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
 from presa_trio.client.transport import NotModern, Replies, Transport, is_response
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks import TASKS_EXTENSION
@@ -55,6 +56,10 @@ NAME_PARAMS: Mapping[str, str] = {
 LEGACY_PROBE_VERSION = "2025-11-25"
 
 Notify = Callable[[JSONObject], None]
+#: What the client does on a 401: given the challenge, get a token the transport then sends.
+Authorize = Callable[[dict[str, str]], Awaitable[None]]
+#: Sign-ins (or step-ups) one request may cause before its 401 is final.
+MAX_SIGN_INS = 2
 
 
 def ignore(message: JSONObject) -> None:
@@ -69,6 +74,8 @@ class Connection:
     tasks: bool = True
     #: Seconds a plain request may take (a task, or a listen, is not bound by it).
     timeout_s: float = 30.0
+    #: Called on a 401 to sign in; None leaves the 401 final.
+    authorize: Authorize | None = None
     _last_id: int = 0
     _era_known: bool = False
 
@@ -135,30 +142,37 @@ class Connection:
         A server that answers ``UnsupportedProtocolVersionError`` yet lists this
         client's version among those it supports is asked once more
         (basic/versioning: the client retries with a mutually supported version).
+        A 401 calls :attr:`authorize` (sign-in, refresh or step-up), then asks
+        again, at most :data:`MAX_SIGN_INS` times (basic/authorization
+        §Step-Up Authorization Flow: "no more than a few times").
         """
-        try:
-            return await self.request_once(
-                method,
-                params,
-                param_headers=param_headers,
-                on_notification=on_notification,
-                timeout_s=timeout_s,
-                progress=progress,
-            )
-        except RequestError as error:
-            supported = error.data.get("supported") if isinstance(error.data, dict) else None
-            if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list):
-                raise
-            if PROTOCOL_VERSION not in supported:
-                raise
-        return await self.request_once(
-            method,
-            params,
-            param_headers=param_headers,
-            on_notification=on_notification,
-            timeout_s=timeout_s,
-            progress=progress,
-        )
+        version_retried = False
+        for sign_ins in itertools.count():
+            try:
+                return await self.request_once(
+                    method,
+                    params,
+                    param_headers=param_headers,
+                    on_notification=on_notification,
+                    timeout_s=timeout_s,
+                    progress=progress,
+                )
+            except Unauthorized as failure:
+                if self.authorize is None or sign_ins >= MAX_SIGN_INS:
+                    raise
+                await self.authorize(failure.challenge)
+            except RequestError as error:
+                data = error.data if isinstance(error.data, dict) else {}
+                supported = data.get("supported")
+                if (
+                    version_retried
+                    or error.code != UNSUPPORTED_PROTOCOL_VERSION
+                    or not isinstance(supported, list)
+                    or PROTOCOL_VERSION not in supported
+                ):
+                    raise
+                version_retried = True
+        raise AssertionError("unreachable")
 
     async def request_once(
         self,

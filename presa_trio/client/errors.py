@@ -53,3 +53,11 @@ class RequestError(ProtocolFailure):
             f" (it speaks {', '.join(map(str, supported))})" if isinstance(supported, list) else ""
         )
         super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}{said}")
+
+
+class Unauthorized(ProtocolFailure):
+    """HTTP 401: ``challenge`` holds the ``WWW-Authenticate`` Bearer parameters."""
+
+    def __init__(self, line: str, challenge: dict[str, str]) -> None:
+        super().__init__(line)
+        self.challenge = challenge

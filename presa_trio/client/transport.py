@@ -35,7 +35,7 @@ import attrs
 import httpx
 import trio
 
-from presa_trio.client.errors import ProtocolFailure, UsageProblem
+from presa_trio.client.errors import ProtocolFailure, Unauthorized, UsageProblem
 from presa_trio.http.transcript import Exchange, TranscriptFile, kept
 from presa_trio.wire.envelope import RequestId, dumps
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
@@ -240,7 +240,9 @@ class HttpTransport:
             if "error" in challenge
             else ""
         )
-        what = "refused the token" if self.token else "needs a bearer token (--token)"
+        what = (
+            "refused the token" if self.token else "needs a sign-in (presa-trio login) or --token"
+        )
         line = f"{self.where} {what}: 401 Unauthorized{said}"
         metadata = challenge.get("resource_metadata")
         if metadata:
@@ -248,7 +250,7 @@ class HttpTransport:
             servers = await self.authorization_servers(metadata)
             if servers:
                 line += f", naming the authorization server {', '.join(servers)}"
-        return ProtocolFailure(line)
+        return Unauthorized(line, challenge)
 
     async def authorization_servers(self, metadata_url: str) -> list[str]:
         try:
