@@ -155,10 +155,11 @@ def list_tools(url: str, context: JSONObject) -> list[Command]:
 
 
 def signed_in(url: str, context: JSONObject) -> list[Command]:
-    """Any command to a server that asks for authorization: sign in, then list and call.
-
-    Each scenario gets a configuration directory of its own, so no token is
-    kept from one to the next.
+    """Two commands to a server that asks for authorization: the first signs in, the
+    second uses the kept token (and signs in again when the server asks for
+    more scope, or has moved to another authorization server). Each scenario
+    gets a configuration directory of its own, so no token is kept from one
+    to the next.
     """
     signin = ["--client-metadata-url", CLIENT_METADATA_URL]
     if isinstance(context.get("client_id"), str):
@@ -166,7 +167,8 @@ def signed_in(url: str, context: JSONObject) -> list[Command]:
     if isinstance(context.get("client_secret"), str):
         signin += ["--client-secret", context["client_secret"]]
     tools = ["list", url, "tools", *signin]
-    return [tools, ["call", url, "test-tool", *signin]] if "step-up" in SCENARIO else [tools]
+    again = ["call", url, "test-tool", *signin] if "step-up" in SCENARIO else tools
+    return [tools, again]
 
 
 def follow(url: str) -> int:

@@ -219,15 +219,13 @@ async def token_request(
     """POST to the token endpoint with the client's authentication (OAuth 2.1 §2.4.1)."""
     headers = {"accept": "application/json"}
     form = {**form}
+    endpoint = str(server.get("token_endpoint"))
     if client.auth_method == "client_secret_basic" and client.client_secret:
-        headers["authorization"] = encode_client_secret_basic(client, "POST", "", headers, b"")[2][
-            "Authorization"
-        ]
+        _, headers, _ = encode_client_secret_basic(client, "POST", endpoint, headers, b"")
     else:
         form["client_id"] = client.client_id
         if client.auth_method == "client_secret_post" and client.client_secret:
             form["client_secret"] = client.client_secret
-    endpoint = str(server.get("token_endpoint"))
     try:
         response = await http.post(endpoint, data=form, headers=headers)
         answer = response.json()
@@ -285,8 +283,9 @@ async def sign_in(
     before: JSONObject | None = None,
 ) -> JSONObject:
     """The whole authorization code flow; the record :mod:`.tokens` keeps."""
-    resource = resource_of(endpoint)
     protected = await resource_metadata(http, endpoint, challenge)
+    # RFC 8707 §2 with RFC 9728 §3.3: the resource exactly as its metadata names it.
+    resource = str(protected["resource"])
     servers = protected.get("authorization_servers")
     if not isinstance(servers, list) or not servers:
         raise SignInFailed(f"the resource metadata of {endpoint} names no authorization server")

@@ -46,6 +46,8 @@ class SignIn:
     opener: oauth.Opener
     options: oauth.SignInOptions
     kept: JSONObject | None = None
+    #: The token sent was got in this run: a 401 for it calls for a new sign-in.
+    fresh: bool = False
 
     @property
     def resource(self) -> str:
@@ -70,9 +72,11 @@ class SignIn:
         return True
 
     async def authorize(self, challenge: dict[str, str]) -> None:
-        """On a 401: refresh if the token was merely refused, else sign in (a step-up too)."""
+        """On a 401: refresh a kept token, else sign in (a step-up, or an authorization server
+        that changed, too: the new sign-in discovers it and registers there anew)."""
         step_up = challenge.get("error") == "insufficient_scope"
-        if not step_up and self.transport.token is not None and await self.refresh():
+        kept_token = self.transport.token is not None and not self.fresh
+        if not step_up and kept_token and await self.refresh():
             return
         await self.sign_in(challenge)
 
@@ -84,7 +88,7 @@ class SignIn:
         await self.keep(signed)
 
     async def keep(self, signed: JSONObject) -> None:
-        self.kept = signed
+        self.kept, self.fresh = signed, True
         self.transport.token = str(signed["access_token"])
         await tokens.save(signed)
 

@@ -182,6 +182,12 @@ def www_authenticate(header: str) -> dict[str, str]:
     return found
 
 
+def insufficient_scope(response: httpx.Response) -> bool:
+    """403 with ``error="insufficient_scope"``: a step-up (basic/authorization §Error Handling)."""
+    challenge = www_authenticate(response.headers.get("www-authenticate", ""))
+    return response.status_code == 403 and challenge.get("error") == "insufficient_scope"
+
+
 @attrs.define(eq=False)
 class HttpTransport:
     """POSTs to one Streamable HTTP endpoint, with a bearer token if given."""
@@ -210,7 +216,7 @@ class HttpTransport:
                 if record is not None:
                     content_type = response.headers.get("content-type", "")
                     record.response = {"status": response.status_code, "contentType": content_type}
-                if response.status_code == 401:
+                if response.status_code == 401 or insufficient_scope(response):
                     raise await self.unauthorized(response)
                 yield _HttpReplies(self.where, response, record)
         except httpx.InvalidURL as error:
@@ -243,7 +249,8 @@ class HttpTransport:
         what = (
             "refused the token" if self.token else "needs a sign-in (presa-trio login) or --token"
         )
-        line = f"{self.where} {what}: 401 Unauthorized{said}"
+        status = f"{response.status_code} {response.reason_phrase}"
+        line = f"{self.where} {what}: {status}{said}"
         metadata = challenge.get("resource_metadata")
         if metadata:
             line += f"; its resource metadata is at {metadata}"
