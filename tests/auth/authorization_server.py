@@ -298,8 +298,9 @@ class AuthorizationServer:
             token = self.mint_jwt(client_id, resource, subject=subject, scope=scope)
         answer = {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
         if grant in ("authorization_code", "refresh_token"):
-            answer["refresh_token"] = secrets.token_urlsafe(24)
-            self.refresh_tokens[answer["refresh_token"]] = (client_id, subject, resource, scope)
+            refresh_token = secrets.token_urlsafe(24)
+            self.refresh_tokens[refresh_token] = (client_id, subject, resource, scope)
+            answer["refresh_token"] = refresh_token
         if scope:
             answer["scope"] = scope
         return 200, answer
