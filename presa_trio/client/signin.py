@@ -90,7 +90,7 @@ class SignIn:
     async def keep(self, signed: JSONObject) -> None:
         self.kept, self.fresh = signed, True
         self.transport.token = str(signed["access_token"])
-        await tokens.save(signed)
+        await tokens.save(self.resource, signed)
 
 
 async def login(signin: SignIn) -> None:

@@ -4,9 +4,9 @@ A sign-in leaves the access token, the refresh token if one came, the
 authorization server it came from and the client registration used with
 it. They live in ``$PRESA_TRIO_CONFIG`` (default
 ``$XDG_CONFIG_HOME/presa-trio``, else ``~/.config/presa-trio``), under
-``tokens/``, one JSON file per resource named by a hash of its URL; each
+``tokens/``, one JSON file per server named by a hash of its URL; each
 file is created with mode 0600 and replaced whole, never edited in place.
-``presa-trio logout URL`` removes the resource's file.
+``presa-trio logout URL`` removes the server's file.
 
 Spec: 2026-07-28 basic/authorization §Token Handling (refresh tokens kept
 confidential in storage, OAuth 2.1 §4.3.1); client-registration (credentials
@@ -36,9 +36,9 @@ def config_dir() -> Path:
     return Path(base) / "presa-trio"
 
 
-def token_path(resource: str) -> Path:
-    """The file that holds the sign-in for ``resource``."""
-    name = hashlib.sha256(resource.encode()).hexdigest()[:32]
+def token_path(endpoint: str) -> Path:
+    """The file that holds the sign-in for the MCP endpoint ``endpoint``."""
+    name = hashlib.sha256(endpoint.encode()).hexdigest()[:32]
     return config_dir() / "tokens" / f"{name}.json"
 
 
@@ -58,22 +58,27 @@ def _read(path: Path) -> Any:
         return None
 
 
-async def load(resource: str) -> JSONObject | None:
-    """The saved sign-in for ``resource``, or None."""
-    found = await trio.to_thread.run_sync(_read, token_path(resource))
-    return found if isinstance(found, dict) and found.get("resource") == resource else None
+async def load(endpoint: str) -> JSONObject | None:
+    """The saved sign-in for the MCP endpoint ``endpoint``, or None."""
+    found = await trio.to_thread.run_sync(_read, token_path(endpoint))
+    return found if isinstance(found, dict) and found.get("endpoint") == endpoint else None
 
 
-async def save(record: JSONObject) -> Path:
-    """Keep ``record`` (it names its ``resource``) in its file, mode 0600."""
-    path = token_path(str(record["resource"]))
-    await trio.to_thread.run_sync(_write, path, json.dumps(record, indent=2))
+async def save(endpoint: str, record: JSONObject) -> Path:
+    """Keep ``record`` as the sign-in for ``endpoint``, in its file, mode 0600.
+
+    The file is named by the endpoint the person gave, not by the resource
+    the metadata names (which may be a prefix of it, and the same for several).
+    """
+    path = token_path(endpoint)
+    kept = {**record, "endpoint": endpoint}
+    await trio.to_thread.run_sync(_write, path, json.dumps(kept, indent=2))
     return path
 
 
-async def forget(resource: str) -> bool:
-    """Remove the sign-in for ``resource``; whether there was one."""
-    path = token_path(resource)
+async def forget(endpoint: str) -> bool:
+    """Remove the sign-in for ``endpoint``; whether there was one."""
+    path = token_path(endpoint)
     try:
         await trio.to_thread.run_sync(path.unlink)
     except FileNotFoundError:

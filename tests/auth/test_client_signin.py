@@ -69,6 +69,7 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
     assert kept.stat().st_mode & 0o777 == 0o600
     record = json.loads(kept.read_text())
     assert record["resource"] == presa.url
+    assert record["endpoint"] == presa.url
     assert record["issuer"] == issuer.issuer
 
     listed = await client("list", presa.url, "--json", env=env)
