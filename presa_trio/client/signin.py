@@ -82,9 +82,12 @@ class SignIn:
 
     async def sign_in(self, challenge: dict[str, str]) -> None:
         endpoint = self.transport.where
-        signed = await oauth.sign_in(
-            self.http, endpoint, challenge, self.opener, self.options, self.kept
-        )
+        try:
+            signed = await oauth.sign_in(
+                self.http, endpoint, challenge, self.opener, self.options, self.kept
+            )
+        except oauth.SignInFailed as failure:
+            raise oauth.SignInFailed(f"cannot sign in to {endpoint}: {failure}") from None
         await self.keep(signed)
 
     async def keep(self, signed: JSONObject) -> None:

@@ -27,6 +27,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from functools import partial
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -249,7 +250,7 @@ class HttpTransport:
         what = (
             "refused the token" if self.token else "needs a sign-in (presa-trio login) or --token"
         )
-        status = f"{response.status_code} {response.reason_phrase}"
+        status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
         line = f"{self.where} {what}: {status}{said}"
         metadata = challenge.get("resource_metadata")
         if metadata:
