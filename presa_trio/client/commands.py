@@ -1,4 +1,5 @@
-"""The client's commands: ``discover``, ``list``, ``call``, ``read``, ``prompt``, ``task``.
+"""The client's commands: ``discover``, ``list``, ``call``, ``read``, ``prompt``, ``task``,
+``login``, ``logout``.
 
 Each takes the endpoint first, ``URL`` for Streamable HTTP or ``--stdio``
 with the server's command line after ``--``::

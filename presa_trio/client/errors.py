@@ -8,7 +8,7 @@ sent (exit 2); anything the other end did, or failed to do, is exit 3.
 0      a result
 1      a tool result with ``isError: true`` (a task ending ``failed`` too)
 2      usage: a bad option, argument, answer or file; a missing answer
-3      protocol: a JSON-RPC error, an unreachable, legacy or non-MCP server, 401
+3      protocol: a JSON-RPC error, an unreachable, legacy or non-MCP server, a 401 no sign-in cured
 130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first)
 =====  ===========================================================
 """
@@ -56,7 +56,7 @@ class RequestError(ProtocolFailure):
 
 
 class Unauthorized(ProtocolFailure):
-    """HTTP 401: ``challenge`` holds the ``WWW-Authenticate`` Bearer parameters."""
+    """HTTP 401, or 403 ``insufficient_scope``: ``challenge`` holds the Bearer parameters."""
 
     def __init__(self, line: str, challenge: dict[str, str]) -> None:
         super().__init__(line)

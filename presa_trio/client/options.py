@@ -1,7 +1,7 @@
 """The client commands' options: the part of ``presa-trio``'s parser they add.
 
 :func:`add_client_commands` adds ``discover``, ``list``, ``call``, ``read``,
-``prompt`` and ``task`` to the command line's subcommands, and
+``prompt``, ``task``, ``login`` and ``logout`` to the command line's subcommands, and
 :func:`split_stdio` takes ``--stdio … -- COMMAND`` apart before parsing.
 This module needs only argparse: the command line builds its whole parser
 with it, and imports what runs a command (:mod:`.commands`, httpx) only
