@@ -37,7 +37,7 @@ if not __package__:
     # Run as a file, so only conformance/ is on the path: add the checkout.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from presa_trio.cli import main as presa_trio
+from presa_trio.cli.main import main as presa_trio
 from presa_trio.client.connection import Connection
 from presa_trio.client.tokens import CONFIG_ENV
 from presa_trio.client.tool_headers import usable_tools
