@@ -474,9 +474,10 @@ class ToolJob:
     :class:`InputRequired` inside a task: that is a programming error,
     -32603; it must use ``ctx.ask``.
 
-    The call's nursery is the task's own (the runner's), so the plain
-    path's nursery wrapper (:func:`~presa_trio.server.tools.run_call`)
-    would have nothing to do.
+    The call's nursery is the task's own, opened by
+    :meth:`~presa_trio.tasks.supervisor.Supervisor._supervise`, so the plain
+    path's nursery wrapper (:func:`~presa_trio.server.tools.run_call`) would
+    have nothing to do.
     """
 
     registered: RegisteredTool
