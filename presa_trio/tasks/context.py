@@ -96,10 +96,10 @@ def detached_meta(meta: RequestMeta) -> RequestMeta:
     left, the protocol version, the declared capabilities and the client
     info (basic/index §_meta), is the same on nearly every request a
     client sends, so every task created with the same declaration shares
-    one copy instead of keeping its request's decoded objects, about 800
-    bytes a task. The copy is rebuilt from the canonical JSON, so no
-    request holds it, and at most 64 are kept, so a client that varies its
-    declaration cannot grow the memory.
+    one copy instead of keeping its request's decoded objects: a parked
+    task holds only what is its own. The copy is rebuilt from the canonical
+    JSON, so no request holds it, and at most :data:`DECLARATIONS_KEPT` are
+    kept, so a client that varies its declaration cannot grow the memory.
     """
     declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
     return _declaration(_canonical_json(declared))
