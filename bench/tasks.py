@@ -114,8 +114,8 @@ class TaskFigures:
 class TaskReport:
     figures: TaskFigures | None
     reason: str = ""
-    # The task store the figures were measured on: memory or sqlite.
-    store: str = "memory"
+    # What the figures were measured on: the store, and "--task-events" if on.
+    setup: str = "memory store"
 
 
 @attrs.frozen
@@ -196,7 +196,8 @@ class TaskBench:
                 for _ in remaining:
                     created = await call_on(pool, self.returning())
                     if created.get("resultType") == "task":
-                        polls += (await self.poll_until(created["taskId"], "completed", pool))[1]
+                        _, count = await self.poll_until(created["taskId"], "completed", pool)
+                        polls += count
             finally:
                 await pool.close()
 
@@ -379,13 +380,13 @@ async def run(*, quick: bool, store: str = "memory", task_events: bool = False) 
         command = servers.presa_tasks_command(port, stats_port, url, *options)
         name = f"presa-tasks-{store}" + ("-events" if task_events else "")
         served = await servers.start(name, command, port)
-        store = f"{store}, --task-events" if task_events else store
+        setup = f"{store} store" + (", --task-events" if task_events else "")
         bench = TaskBench(served, stats_port)
         try:
             reason = await bench.available()
             if reason:
-                return TaskReport(None, reason, store)
-            return TaskReport(await bench.measure(QUICK if quick else FULL), store=store)
+                return TaskReport(None, reason, setup)
+            return TaskReport(await bench.measure(QUICK if quick else FULL), setup=setup)
         finally:
             await bench.pool.close()
             served.stop()
@@ -400,7 +401,7 @@ MIB = 1024 * 1024
 def table(report: TaskReport) -> str:
     figures = report.figures
     if figures is None:
-        return f"Tasks ({report.store} store): {report.reason}."
+        return f"Tasks ({report.setup}): {report.reason}."
 
     rows = [
         (
@@ -455,7 +456,7 @@ def table(report: TaskReport) -> str:
             f"{figures.after_cancel.allocated_blocks:,}",
         ),
     ]
-    lines = [f"| tasks (presa, {report.store} store) | measured |", "|---|---|"]
+    lines = [f"| tasks (presa, {report.setup}) | measured |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in rows]
     return "\n".join(lines)
 
