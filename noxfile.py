@@ -128,8 +128,9 @@ def bench(session: nox.Session) -> None:
     Runs bench/run.py: the floor and ``presa-trio serve`` one after the other
     on loopback, pinned with taskset where it exists, three rounds of
     tools/call and tools/list at concurrency 1 and 32 over HTTP/1.1 and over
-    HTTP/2 (one h2c connection, 1 and 32 streams), then the Tasks figures,
-    then two processes on one temporary PostgreSQL (bench/postgres.py);
+    HTTP/2 (one h2c connection, 1 and 32 streams), then the Tasks figures
+    on the memory store and on SQLite side by side, then two processes on
+    one temporary PostgreSQL (bench/postgres.py);
     prints the tables and the targets. Exits 1 only when a target is missed by
     more than its noise margin (bench/targets.py). ``nox -s bench -- --quick``
     runs one short round.
