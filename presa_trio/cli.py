@@ -181,6 +181,14 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
     )
     parser.add_argument(
+        "--drain-delay",
+        type=seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGINT/SIGTERM, time to keep accepting while GET /readyz says 503, so a "
+        "load balancer takes the process out first (default: %(default)s)",
+    )
+    parser.add_argument(
         "--reload",
         action="store_true",
         help="restart when a .py file of MODULE's directory changes; for development only "
@@ -309,6 +317,7 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 max_body=args.max_body,
                 read_timeout=args.read_timeout,
                 shutdown_grace=args.shutdown_grace,
+                drain_delay=args.drain_delay,
                 auth=auth,
             ),
         )

@@ -40,6 +40,7 @@ from hypercorn.typing import (
 from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
+from presa_trio.http.health import HEALTH_PATHS, answer_health
 from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
 from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
@@ -105,6 +106,8 @@ class McpApp:
     failure: str | None = attrs.field(default=None, init=False)
     # Set when it did: the serving loop stops, and the process exits non-zero.
     failed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    # Set once a shutdown starts: ``/readyz`` answers 503 from then on.
+    draining: bool = attrs.field(default=False, init=False)
     # The exchanges in flight: a body overdue or a client leaving cancels one.
     watch: ExchangeWatch = attrs.field(
         default=attrs.Factory(lambda app: ExchangeWatch(app.read_timeout), takes_self=True),
@@ -180,6 +183,10 @@ class McpApp:
         close = scope["http_version"] in ("1.0", "1.1")
         caller: Caller | None = None
         try:
+            if scope["path"] in HEALTH_PATHS:  # outside MCP's admission rules (health.py)
+                self.policy.check_host_and_origin(headers)
+                await answer_health(self, scope["path"], scope["method"], send)
+                return
             if self.lifetime is None:
                 raise Rejection(503, "The server is not running")
             if scope["path"] != self.policy.path:

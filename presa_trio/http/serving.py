@@ -4,8 +4,11 @@
 ``OSError``), logs where it serves once it listens, logs one access line per
 request (:mod:`presa_trio.http.access`), and shuts down gracefully:
 
-1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once;
-2. the listening socket closes, so no new connection is accepted;
+1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once:
+   ``GET /readyz`` answers 503 from now on (:mod:`presa_trio.http.health`);
+2. after ``drain_delay`` seconds (time for a load balancer's health checks
+   to take the process out), the listening socket closes, so no new
+   connection is accepted;
 3. every ``subscriptions/listen`` stream ends with its result
    (subscriptions §Graceful Closure);
 4. requests in flight get ``shutdown_grace`` seconds to finish, then are
@@ -79,6 +82,7 @@ async def serve_http(
     auth: ResourceGuard | Callable[[int], ResourceGuard] | None = None,
     read_timeout: float = DEFAULT_READ_TIMEOUT_S,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
+    drain_delay: float = 0.0,
     shutdown_trigger: ShutdownTrigger | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -88,7 +92,8 @@ async def serve_http(
     ``port=0`` picks a free port. Host and Origin are checked against the
     loopback names plus ``allow_hosts`` (DNS rebinding); a body over
     ``max_body`` bytes is 413, one not received within ``read_timeout``
-    seconds is 408. Without a ``shutdown_trigger``, SIGINT and SIGTERM start
+    seconds is 408. A shutdown keeps accepting for ``drain_delay`` seconds
+    while ``/readyz`` says it is draining. Without a ``shutdown_trigger``, SIGINT and SIGTERM start
     the graceful shutdown (the caller must be in the main thread).
 
     With ``auth`` every request needs an access token (:mod:`presa_trio.auth`):
@@ -134,6 +139,9 @@ async def serve_http(
         async def serve(trigger: ShutdownTrigger) -> None:
             async def shutdown() -> None:
                 await first_of(trigger, mcp.failed.wait)
+                mcp.draining = True
+                if not mcp.failed.is_set():
+                    await trio.sleep(drain_delay)  # still accepting, /readyz says 503
                 server.changes.close()
 
             async with trio.open_nursery() as nursery:

@@ -142,6 +142,9 @@ __all__ = ["INTERRUPTED", "Clock", "Limits", "TaskRunner", "capacity_error", "ne
 
 log = logging.getLogger(__name__)
 
+#: The task id a readiness check reads: no task has it (a new id has 32 characters).
+READINESS_PROBE_ID = "readiness-probe"
+
 #: Every worker's Trio task has this name: one string for all, not one formatted per task.
 WORKER_NAME = "presa_trio.tasks.runner.TaskRunner._supervise"
 
@@ -219,6 +222,22 @@ class TaskRunner(Coordination):
                 await self.store.release(self.owner)
             except StoreError as error:
                 log.warning("leases not released at shutdown: %s", error)
+
+    async def unready(self) -> str | None:
+        """Why tasks cannot be served now: the runner stopped, or the store does not answer.
+
+        The store is asked for one task by an id no task has (a keyed read,
+        the cheapest call every store has), bounded by the store's own
+        timeout (``--store-timeout``): ``GET /readyz``, polled every second,
+        costs one indexed read (docs/deployment.md).
+        """
+        if self._root is None:
+            return "the task runner is not running"
+        try:
+            await self.store.read(READINESS_PROBE_ID)
+        except StoreError as error:
+            return f"the task store does not answer: {error}"
+        return None
 
     def resync_soon(self) -> None:
         if self._root is not None:

@@ -229,3 +229,23 @@ async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() 
     assert served.lines[-1] == (
         "presa-trio: error: the server cannot run: RuntimeError: the runner lost its store for good"
     )
+
+
+async def test_a_draining_process_reports_not_ready_while_it_still_accepts() -> None:
+    """presa-defined (docs/deployment.md, "Draining"): after SIGTERM, with
+    ``--drain-delay``, the process still accepts connections and answers
+    ``/readyz`` 503 ``draining`` (``/healthz`` 200), so a load balancer takes it
+    out before it stops accepting; a second SIGTERM ends it at once."""
+    async with presa_serve("--drain-delay", "600") as served:
+        base = served.url.removesuffix("/mcp")
+        with trio.fail_after(10):
+            async with httpx.AsyncClient(timeout=5) as http:
+                assert (await http.get(f"{base}/readyz")).status_code == 200
+                served.process.send_signal(signal.SIGTERM)
+                await served.wait_for_line("SIGTERM received")
+                ready = await http.get(f"{base}/readyz", headers={"connection": "close"})
+                live = await http.get(f"{base}/healthz", headers={"connection": "close"})
+            assert (ready.status_code, ready.text) == (503, "draining\n")
+            assert live.status_code == 200
+            served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0
