@@ -52,6 +52,7 @@ from presa_trio.option_values import (
     port_number,
     positive_seconds,
     seconds,
+    worker_count,
 )
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
@@ -179,6 +180,14 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_SHUTDOWN_GRACE_S,
         metavar="SECONDS",
         help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        metavar="N",
+        help="serve with N processes on one address, restarted if they die; 0 is one per "
+        "core; more than one needs a shared store (postgresql://…) (default: %(default)s)",
     )
     parser.add_argument(
         "--drain-delay",
@@ -352,6 +361,10 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    if args.command == "serve" and args.workers != 1:
+        from presa_trio.http.workers import serve_workers
+
+        sys.exit(trio.run(serve_workers, sys.argv[1:] if argv is None else argv, args))
     if args.command == "serve" and args.reload:
         if args.target is None:
             raise UsageError("--reload watches the files of MODULE:ATTR; name one")

@@ -42,6 +42,7 @@ from presa_trio.http.access import AccessLog
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.workers import inherited_sockets
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
@@ -110,7 +111,7 @@ async def serve_http(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     config.graceful_timeout = shutdown_grace
-    sockets = config.create_sockets()
+    sockets = inherited_sockets() or config.create_sockets()  # a worker's is given
     try:
         bound_port = sockets.insecure_sockets[0].getsockname()[1]
         mcp = McpApp.for_server(
