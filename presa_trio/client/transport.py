@@ -40,6 +40,7 @@ from presa_trio.http.transcript import Exchange, TranscriptFile, kept
 from presa_trio.wire.envelope import RequestId, dumps
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.sse import Event, EventStreamParser
 
 #: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
 STDIO_EXIT_GRACE_S = 5.0
@@ -100,18 +101,6 @@ def is_for_client(message: Any) -> bool:
 # --- Streamable HTTP -------------------------------------------------------------
 
 
-def sse_blocks(buffer: str) -> tuple[list[str], str]:
-    """Complete SSE event blocks of ``buffer`` (line ends normalised), and the rest."""
-    *blocks, rest = buffer.replace("\r\n", "\n").replace("\r", "\n").split("\n\n")
-    return blocks, rest
-
-
-def sse_data(block: str) -> str | None:
-    """The ``data`` of one event block, its lines joined; None for a comment-only block."""
-    lines = [line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")]
-    return "\n".join(lines) if lines else None
-
-
 @attrs.define(eq=False)
 class _HttpReplies:
     """The body of one POST's response, read message by message."""
@@ -119,30 +108,27 @@ class _HttpReplies:
     where: str
     response: httpx.Response
     exchange: Exchange | None
-    _chunks: AsyncIterator[str] | None = None
+    _chunks: AsyncIterator[bytes] | None = None
     _pending: list[JSONObject] = attrs.field(factory=list)
-    _buffer: str = ""
+    _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
 
     async def next(self) -> JSONObject:
         content_type = self.response.headers.get("content-type", "").split(";")[0].strip()
         if content_type != "text/event-stream":
             return await self._whole_body(content_type)
         if self._chunks is None:
-            self._chunks = self.response.aiter_text()
+            self._chunks = self.response.aiter_bytes()
         chunks = self._chunks
         while not self._pending:
             try:
                 chunk = await anext(chunks)
             except StopAsyncIteration:
                 raise ProtocolFailure(f"{self.where} ended the stream without a response") from None
-            blocks, self._buffer = sse_blocks(self._buffer + chunk)
-            for block in blocks:
-                data = sse_data(block)
-                if self.exchange is not None:
-                    event = "\r\n".join(block.split("\n")) + "\r\n\r\n"
-                    self.exchange.add_events(event.encode(), time.time())
-                if data is not None:
-                    self._pending.append(self._message(data))
+            if self.exchange is not None:
+                self.exchange.add_events(chunk, time.time())
+            for item in self._parser.feed(chunk):
+                if isinstance(item, Event):
+                    self._pending.append(self._message(item.data))
         return self._pending.pop(0)
 
     async def _whole_body(self, content_type: str) -> JSONObject:

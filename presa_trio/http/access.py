@@ -32,7 +32,8 @@ from hypercorn.typing import (
 )
 
 from presa_trio import logs
-from presa_trio.http.transcript import decode_body, sse_messages
+from presa_trio.http.transcript import decode_body
+from presa_trio.wire.sse import parse_events
 
 access_log = logging.getLogger("presa_trio.access")
 
@@ -70,8 +71,8 @@ class _Exchange:
         if b'"error"' not in self.last:  # most answers are results: no parsing for them
             return None, None
         if (b"content-type", b"text/event-stream") in self.headers:
-            messages = sse_messages(self.last)
-            final = messages[-1] if messages else None
+            events = parse_events(self.last)
+            final = decode_body(events[-1].data) if events else None
         else:
             final = decode_body(self.last)
         error = final.get("error") if isinstance(final, dict) else None

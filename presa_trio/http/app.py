@@ -14,8 +14,9 @@ the endpoint (2026-07-28 basic/authorization §Access Token Usage, §Error
 Handling).
 
 The ASGI lifespan opens the server-lifetime nursery in which extensions run
-(the Tasks extension keeps its workers there), and the watch over the
-exchanges in flight (:mod:`presa_trio.http.watch`).
+(the Tasks extension keeps its workers there). Each exchange opens a nursery
+of its own for its helpers, and leaves nothing behind
+(:mod:`presa_trio.http.exchange`).
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages, §Receiving
 Messages; basic/index §Error Codes.
@@ -40,9 +41,9 @@ from hypercorn.typing import (
 from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
+from presa_trio.http.exchange import Exchange
 from presa_trio.http.health import HEALTH_PATHS, answer_health
 from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
-from presa_trio.http.watch import Exchange, ExchangeWatch
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
@@ -108,11 +109,6 @@ class McpApp:
     failed: trio.Event = attrs.field(factory=trio.Event, init=False)
     # Set once a shutdown starts: ``/readyz`` answers 503 from then on.
     draining: bool = attrs.field(default=False, init=False)
-    # The exchanges in flight: a body overdue or a client leaving cancels one.
-    watch: ExchangeWatch = attrs.field(
-        default=attrs.Factory(lambda app: ExchangeWatch(app.read_timeout), takes_self=True),
-        init=False,
-    )
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -158,15 +154,15 @@ class McpApp:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The server-lifetime nursery: extensions, the token verifier, the exchange watch.
+        """The server-lifetime nursery: extensions and the token verifier.
 
         It runs until cancelled; requests are served only while it does.
+        Nothing of a request runs here (:mod:`presa_trio.http.exchange`).
         """
         async with trio.open_nursery() as nursery:
             await nursery.start(self.dispatcher.run)
             if self.auth is not None:
                 await nursery.start(self.auth.run)
-            await nursery.start(self.watch.run)
             self.lifetime = nursery
             try:
                 task_status.started()
@@ -179,6 +175,24 @@ class McpApp:
     async def http(
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
+        """One request: rungs 1–5 on its head, then the exchange in a nursery of its own.
+
+        The exchange's nursery holds what runs beside its handler: the
+        disconnect watcher and an event stream's keep-alive
+        (:mod:`presa_trio.http.exchange`). Its cancel scope is the exchange's:
+        a client that leaves cancels handler and helpers together. When
+        :meth:`exchange` returns, the helpers have nothing left to do, so the
+        scope is cancelled and the nursery waits for them: nothing started
+        for a request outlives it.
+
+        Failure policy of the exchange's nursery: a helper's failure ends
+        only its request, never the server. Each helper catches its own
+        ``Exception`` (the watcher then cancels the exchange, the keep-alive
+        logs it and stops), so none reaches the nursery. An exception of the
+        exchange itself leaves through it to hypercorn, which ends that one
+        request; the server-lifetime nursery and the Tasks runtime are not
+        on this path.
+        """
         headers = Headers.from_asgi(scope["headers"])
         close = scope["http_version"] in ("1.0", "1.1")
         caller: Caller | None = None
@@ -206,26 +220,32 @@ class McpApp:
         except Rejection as rejection:
             await self.reject(send, rejection, close=close)
             return
-        # One cancel scope for the rest of the exchange, which the watch
-        # cancels if the body is overdue (rung 6) or the client leaves
-        # (:mod:`presa_trio.http.watch`).
-        exchange = self.watch.begin(receive)
-        exchange.connection = connection_key(scope)
+        async with trio.open_nursery() as nursery:
+            exchange = Exchange(receive, nursery, connection_key(scope))
+            await self.exchange(exchange, headers, send, caller, close=close)
+            nursery.cancel_scope.cancel(reason="exchange over")
+
+    async def exchange(
+        self,
+        exchange: Exchange,
+        headers: Headers,
+        send: ASGISendCallable,
+        caller: Caller | None,
+        *,
+        close: bool,
+    ) -> None:
+        """Rung 6 within ``read_timeout`` of the head's end, else 408; then the answer."""
         try:
-            with exchange.scope:
-                try:
-                    body = await self.read_body(headers, receive)
-                except Rejection as rejection:
-                    await self.reject(send, rejection, close=close)
-                    return
-                exchange.body_read = True
-                if not exchange.late:  # else the body came as the watch gave up on it
-                    await self.answer(body, headers, send, exchange, caller)
-        finally:
-            self.watch.end(exchange)
-        if exchange.late:
+            with trio.move_on_after(self.read_timeout) as reading:
+                body = await self.read_body(headers, exchange.receive)
+        except Rejection as rejection:
+            await self.reject(send, rejection, close=close)
+            return
+        if reading.cancelled_caught:
             late = Rejection(408, "Request body not received in time")
             await self.reject(send, late, close=close)
+            return
+        await self.answer(body, headers, send, exchange, caller)
 
     async def serve_metadata(
         self, auth: ResourceGuard, method: str, send: ASGISendCallable
@@ -236,10 +256,10 @@ class McpApp:
         await send_json(send, 200, auth.metadata_json())
 
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
-        """Rung 6: read at most ``max_body`` bytes, unless the watch gives up on them first.
+        """Rung 6: read at most ``max_body`` bytes; :meth:`http` bounds the time it takes.
 
         More is 413, unread. A body not complete ``read_timeout`` after the
-        exchange began is cancelled here by the watch and answered 408 (RFC 9110
+        exchange began is given up on and answered 408 (RFC 9110
         §15.5.9), and the connection is closed, so a client that stalls
         mid-body cannot hold it open. (hypercorn's own ``read_timeout`` would
         not do: it also ends every response the client waits for in silence,
@@ -352,21 +372,19 @@ class McpApp:
     ) -> None:
         """Run the handler in this task, writing as it goes; a client disconnect cancels it.
 
-        ``exchange`` is the request's place in the watch (see :meth:`http`):
-        the client leaving cancels its scope (:mod:`presa_trio.http.watch`). On an
-        event stream, the keep-alive runs among the watch's per-request
-        helpers, apart from the Tasks runtime, and is cancelled when the
-        exchange ends, so the request never waits for a child task; a
-        handler that sends nothing before its result is answered with plain
-        JSON (see :class:`~presa_trio.http.sse.ResponseWriter`). A handler that
-        finds the token short of a scope its resource requires (a task's) is
+        The exchange's disconnect watcher starts here, and on an event stream
+        its keep-alive: both in the exchange's own nursery, apart from the
+        Tasks runtime, ended when the exchange ends
+        (:mod:`presa_trio.http.exchange`). A handler that sends nothing
+        before its result is answered with plain JSON (see
+        :class:`~presa_trio.http.sse.ResponseWriter`). A handler that finds
+        the token short of a scope its resource requires (a task's) is
         answered with the guard's 403, as ``tools/call`` would be.
         """
-        helpers = self.watch.helpers
-        if self.lifetime is None or helpers is None:  # :meth:`http` answered 503 before
+        if self.lifetime is None:  # :meth:`http` answered 503 before
             raise RuntimeError("the app serves requests only while its lifespan runs")
-        writer = ResponseWriter(send, helpers)
-        exchange.writer = writer
+        writer = ResponseWriter(send, exchange.nursery)
+        exchange.watch_disconnect(writer)
 
         async def notify(message: dict[str, Any]) -> None:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.

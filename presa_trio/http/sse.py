@@ -6,7 +6,8 @@ first (progress, logs, a listen stream): the notifications, then exactly one
 response, then the end. The choice is made at the first message, so a quiet
 handler costs no stream. Quiet streams get a ``: ping`` comment now and then.
 A plain JSON body is known whole, so it goes out with ``Content-Length``
-(never chunked); only an event stream has no length.
+(never chunked); only an event stream has no length. The events' bytes are
+written by :mod:`presa_trio.wire.sse`, the one place of the SSE format.
 
 Spec: 2026-07-28 basic/transports/streamable-http §Receiving Messages;
 RFC 9110 §8.6 (Content-Length).
@@ -21,6 +22,8 @@ import attrs
 import trio
 from hypercorn.typing import ASGISendCallable
 
+from presa_trio.wire.sse import encode_comment, encode_event
+
 log = logging.getLogger(__name__)
 
 #: Seconds of silence on a stream before a ``: ping`` comment is sent.
@@ -31,11 +34,8 @@ SSE_HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-
-
-def sse_event(data: bytes) -> bytes:
-    """``event: message`` with the compact JSON on a single ``data:`` line."""
-    return b"event: message\r\ndata: " + data + b"\r\n\r\n"
+#: The keep-alive comment.
+PING = encode_comment("ping")
 
 
 async def send_whole(
@@ -82,20 +82,21 @@ class ResponseWriter:
     """Writes one response as the handler produces it, from the handler's own task.
 
     The first notification opens the event stream and starts the keep-alive
-    in ``nursery``; :meth:`finish` writes the response, as the JSON body when
-    nothing came before it, else as the stream's last event. A quiet handler
-    therefore costs no stream and no keep-alive. :meth:`close` ends the
-    writer's part in the exchange, however it ended: nothing more is written
-    and the keep-alive stops.
+    in ``nursery``, the exchange's own (:mod:`presa_trio.http.exchange`),
+    which stops it when the exchange ends; :meth:`finish` writes the
+    response, as the JSON body when nothing came before it, else as the
+    stream's last event. A quiet handler therefore costs no stream and no
+    keep-alive. :meth:`close` ends the writer's part in the exchange, however
+    it ended: nothing more is written.
 
     The state turns :attr:`~ResponseState.COMPLETE` *before* the last write
     is handed to the server: from then on the exchange is over for the app,
     and a disconnect the server reports while it closes the stream is not a
-    reason to cancel anything (see :func:`presa_trio.http.watch.watch_disconnect`).
+    reason to cancel anything (see :func:`presa_trio.http.exchange.watch_disconnect`).
     """
 
     send: ASGISendCallable
-    # Where the keep-alive runs; :meth:`close` cancels it.
+    # The exchange's nursery, where the keep-alive runs until the exchange ends.
     nursery: trio.Nursery
     state: ResponseState = ResponseState.QUIET
     # Serializes stream writes, the handler's and the keep-alive's; made
@@ -103,8 +104,6 @@ class ResponseWriter:
     lock: trio.Lock | None = None
     # Trio time of the last write on the stream: the keep-alive measures silence from it.
     last_write: float = 0.0
-    # The keep-alive's scope, once the event stream is open.
-    keep_alive_scope: trio.CancelScope | None = None
 
     async def notify(self, data: bytes) -> None:
         """Send one message (compact JSON) as an event, opening the stream first if needed."""
@@ -120,9 +119,8 @@ class ResponseWriter:
                 }
             )
             self.last_write = trio.current_time()
-            self.keep_alive_scope = trio.CancelScope()
-            self.nursery.start_soon(self.keep_alive, self.keep_alive_scope)
-        await self.write(sse_event(data), more_body=True)
+            self.nursery.start_soon(self.keep_alive)
+        await self.write(encode_event(data, event="message"), more_body=True)
 
     async def finish(
         self, data: bytes, status: int = 200, headers: list[tuple[bytes, bytes]] | None = None
@@ -132,7 +130,7 @@ class ResponseWriter:
             self.state = ResponseState.COMPLETE
             await send_whole(self.send, status, data, b"application/json", headers or ())
         else:
-            await self.write(sse_event(data), more_body=False)
+            await self.write(encode_event(data, event="message"), more_body=False)
 
     async def write(self, body: bytes, *, more_body: bool) -> None:
         """One write on the open stream; the last one (``more_body=False``) completes it."""
@@ -147,23 +145,21 @@ class ResponseWriter:
             await self.send({"type": "http.response.body", "body": body, "more_body": more_body})
 
     def close(self) -> None:
-        """The exchange is over: nothing more is written, and the keep-alive stops."""
+        """The exchange is over: nothing more is written."""
         self.state = ResponseState.COMPLETE
-        if self.keep_alive_scope is not None:
-            self.keep_alive_scope.cancel(reason="exchange over")
 
-    async def keep_alive(self, scope: trio.CancelScope) -> None:
-        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, until :meth:`close`.
+    async def keep_alive(self) -> None:
+        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, while the stream is open.
 
-        A per-request helper: if a ping cannot be written, it is logged and
-        the keep-alive stops, and nothing else: the stream's own next write
-        ends its request, and no other request or task is touched.
+        A per-request helper, in the exchange's nursery, which ends it with
+        the exchange. If a ping cannot be written, it is logged and the
+        keep-alive stops, and nothing else: the stream's own next write ends
+        its request, and no other request or task is touched.
         """
-        with scope:
-            try:
-                while self.state is ResponseState.STREAMING:
-                    await trio.sleep_until(self.last_write + PING_INTERVAL_S)
-                    if trio.current_time() >= self.last_write + PING_INTERVAL_S:
-                        await self.write(b": ping\r\n\r\n", more_body=True)
-            except Exception:
-                log.exception("an event stream's keep-alive failed; it stops")
+        try:
+            while self.state is ResponseState.STREAMING:
+                await trio.sleep_until(self.last_write + PING_INTERVAL_S)
+                if trio.current_time() >= self.last_write + PING_INTERVAL_S:
+                    await self.write(PING, more_body=True)
+        except Exception:
+            log.exception("an event stream's keep-alive failed; it stops")

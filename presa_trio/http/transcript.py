@@ -37,6 +37,8 @@ from hypercorn.typing import (
     Scope,
 )
 
+from presa_trio.wire.sse import Event, EventStreamParser
+
 #: Request headers worth keeping: the content negotiation and every MCP header.
 KEPT_HEADERS = ("content-type", "accept", "origin")
 
@@ -45,23 +47,14 @@ def kept(name: str) -> bool:
     return name in KEPT_HEADERS or name.startswith("mcp-")
 
 
-def decode_body(raw: bytes) -> Any:
+def decode_body(raw: bytes | str) -> Any:
     """JSON when it parses, else the text (bad input is part of the record)."""
     if not raw:
         return None
     try:
         return json.loads(raw)
     except ValueError:
-        return raw.decode("utf-8", errors="replace")
-
-
-def sse_messages(raw: bytes) -> list[Any]:
-    """The ``data:`` payloads of a chunk of SSE events."""
-    return [
-        decode_body(line[len(b"data: ") :])
-        for line in raw.split(b"\r\n")
-        if line.startswith(b"data: ")
-    ]
+        return raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
 
 
 @attrs.define(eq=False)
@@ -74,11 +67,17 @@ class Exchange:
     response: dict[str, Any] = attrs.field(factory=dict)
     response_body: bytearray = attrs.field(factory=bytearray)
     events: list[dict[str, Any]] = attrs.field(factory=list)
+    # Reads the SSE body as it comes: an event is recorded when its chunk completes it.
+    _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
 
     def add_events(self, chunk: bytes, at: float) -> None:
         """A chunk of an SSE body, arrived at ``at``."""
         self.response_body += chunk
-        self.events += [{"at": at, "data": m} for m in sse_messages(chunk)]
+        self.events += [
+            {"at": at, "data": decode_body(item.data)}
+            for item in self._parser.feed(chunk)
+            if isinstance(item, Event)
+        ]
 
     def record(self) -> dict[str, Any]:
         self.request["body"] = decode_body(bytes(self.body))

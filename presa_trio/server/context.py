@@ -216,7 +216,7 @@ class RequestContext:
           tools boundary answers as ``input_required`` for the missing keys,
           carrying the answers already given in ``requestState``;
         - in a task, the worker's context overrides it
-          (:meth:`presa_trio.tasks.worker.WorkerContext.ask`): the requests
+          (:meth:`presa_trio.tasks.context.WorkerContext.ask`): the requests
           go on the task and the await returns once ``tasks/update`` has
           answered every key.
 

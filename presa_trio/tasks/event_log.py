@@ -21,7 +21,7 @@ object is what connects the store to the workers and to the streams:
   them, since appends may have been missed. Streams of one task at one
   cursor share their read of the log (:meth:`read`): readers cost the
   store one read per append, however many follow the task here.
-- **Retention.** :meth:`run` prunes every :attr:`prune_every` seconds what
+- **Retention.** :meth:`prune` prunes every :attr:`prune_every` seconds what
   the :class:`~presa_trio.tasks.events.Retention` no longer keeps.
 - **Bounds on streams** (SEP-2694 §tasks/stream, §Security Implications):
   :meth:`admit` refuses a second active stream of one task on one
@@ -29,10 +29,11 @@ object is what connects the store to the workers and to the streams:
   of one caller (-32603, ``data.limit``).
 
 Failure policy: the append watch (:meth:`follow_appends`) and the pruning
-loop (:meth:`prune`) are two of the runner's background loops, kept
-running by it (:meth:`~presa_trio.tasks.coordination.Coordination.keep_running`):
-a failure is logged and the loop starts again. An append the store does
-not take (unreachable, refused, a defect) is logged and dropped: the write
+loop (:meth:`prune`) are two of the runner's housekeeping loops, each kept
+running by :func:`~presa_trio.tasks.housekeeping.keep_running`: a failure
+is logged and the loop starts again. An append the store does not take
+(unreachable, refused, a defect, anything it did not classify) is logged
+and dropped: the write
 it describes has committed, and the task's status stays readable with
 ``tasks/get``; a terminal task whose closing event was lost is closed by
 the first stream that finds it (:meth:`close`), so no stream waits forever.
@@ -63,8 +64,6 @@ from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     RESYNC,
     Resync,
-    StoreDefect,
-    StoreRefused,
     StoreUnavailable,
     TaskStore,
 )
@@ -180,7 +179,7 @@ class TaskEventLog:
             )
         except StoreUnavailable as error:
             log.warning("task %s: events not appended: %s", task_id, error)
-        except (StoreRefused, StoreDefect) as error:
+        except Exception as error:  # refused, a defect, or what no store classified
             report_fault(log, "task %s: the store did not take its events: %s", task_id, error)
         return []
 
@@ -278,24 +277,31 @@ class TaskEventLog:
             if not self._per_scope[scope]:
                 del self._per_scope[scope]
 
-    # --- the runner's background loops --------------------------------------------
+    # --- the runner's housekeeping loops --------------------------------------------
 
-    async def follow_appends(self, store: TaskStore) -> None:
+    async def follow_appends(
+        self, store: TaskStore, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Wake the streams of every task whose log grows, in any process, until cancelled.
 
-        Once listening, every stream reads its log again: appends made
-        before (a watch that starts again after a failure) were announced to
-        nobody.
+        Started once listening; then every stream reads its log again:
+        appends made before (a watch that starts again after a failure)
+        were announced to nobody.
         """
         async with trio.open_nursery() as nursery:
             await nursery.start(store.watch_events, self.wake)
+            task_status.started()
             self.wake(RESYNC)
 
-    async def prune(self, store: TaskStore, wall_ms: Callable[[], int]) -> None:
+    async def prune(
+        self,
+        store: TaskStore,
+        wall_ms: Callable[[], int],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
         """Every :attr:`prune_every` seconds, apply the retention to every log."""
+        task_status.started()
         while True:
             await trio.sleep(self.prune_every)
-            try:
-                await store.prune_events(wall_ms(), self.retention)
-            except StoreUnavailable as error:
-                log.warning("task events not pruned: %s", error)
+            await store.prune_events(wall_ms(), self.retention)

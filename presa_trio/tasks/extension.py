@@ -68,6 +68,7 @@ from presa_trio.server.tools import (
     read_call_params,
     tool_outcome,
 )
+from presa_trio.tasks.context import Job, WorkerContext, detached_meta, drop
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
@@ -75,7 +76,6 @@ from presa_trio.tasks.runner import TaskRunner, capacity_error
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
 from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
 from presa_trio.tasks.stream import stream_events
-from presa_trio.tasks.worker import Job, WorkerContext, detached_meta, drop
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import (
     InternalError,

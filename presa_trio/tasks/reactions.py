@@ -6,7 +6,8 @@ announced change of a task this process runs, made here or by another
 process, is first read as one :class:`Seen` (:func:`seen`), and the table
 :data:`REACTIONS` says what that asks of the worker, as
 :data:`~presa_trio.tasks.model.TRANSITIONS` says where a task's event
-leads. Nothing else decides it; the runner only carries the actions out.
+leads. Nothing else decides it; the runner only carries the actions out
+(:meth:`~presa_trio.tasks.housekeeping.Housekeeping.react`).
 Like the task's own machine, this module imports neither Trio nor the
 store, and is tested on its own.
 

@@ -4,25 +4,54 @@ One nursery per task supervises a worker whose input waits are trio Events
 keyed by input key; ``tasks/cancel`` writes ``cancelled`` and then cancels
 the scope (:meth:`TaskRunner.cancel`).
 
+:class:`TaskRunner` is the facade the Tasks extension calls (``start``,
+``get``, ``update``, ``cancel``, ``run``). It holds the settings; while it
+runs, it holds the parts it built from them, each the one owner of its state:
+
+- :class:`~presa_trio.tasks.writes.StoreWriter` — every write of a task:
+  compare-and-set, a worker's writes under its lease and their policy;
+- :class:`~presa_trio.tasks.supervisor.Supervisor` — the workers: their
+  table, their nursery, one nursery per task, the stopping flag;
+- :class:`~presa_trio.tasks.housekeeping.Housekeeping` — the loops that keep
+  this process's view true (watch, resync, reaper, renewal, recovery),
+  each kept running by :func:`~presa_trio.tasks.housekeeping.keep_running`.
+
 The supervision tree
 --------------------
-::
+As the code nests it::
 
     the server's lifetime (the ASGI lifespan: McpApp.run)
-    └── the task runner (TaskRunner.run)
-        ├── the background loops, each kept running (Coordination.keep_running)
+    └── the runner's nursery (TaskRunner.run)
+        ├── one keeper per housekeeping loop (keep_running: a nursery per run of the loop)
         │   ├── the store watch ── announcements → the reactions table
+        │   ├── resync ─────────── re-reads this process's tasks when announcements were lost
         │   ├── the reaper ─────── deletes expired tasks
         │   ├── lease renewal ──── every third of a lease
         │   ├── recovery ───────── claims lapsed leases, runs their tasks again
         │   └── with --task-events: the append watch, the event retention (event_log)
-        └── the workers (a shielded scope: shutdown stops them first)
-            └── one nursery per task: its scope is the task's one cancel handle
-                ├── the job (the tool's handler, with ctx.nursery = this nursery)
-                └── the children the tool starts in ctx.nursery
+        └── the workers (Supervisor.run: a shielded scope only Supervisor.stop cancels)
+            └── the workers' nursery
+                └── one nursery per task (Supervisor._supervise): its scope is the task's
+                    │                                              one cancel handle
+                    ├── the job (the tool's handler, with ctx.nursery = this nursery)
+                    └── the children the tool starts in ctx.nursery
 
     per-request helpers (disconnect watchers, SSE keep-alives) live in the
     request's own nursery (presa_trio.http), never in this tree.
+
+What each nursery lets end it:
+
+- **the runner's nursery**: nothing its children do, since each loop is
+  kept and the workers' nursery absorbs its workers' failures. It ends
+  when cancelled (shutdown; then
+  :meth:`~presa_trio.tasks.supervisor.Supervisor.stop` stops the
+  workers first), or when the store watch cannot start the first time:
+  the runner cannot run, and the process exits non-zero.
+- **a keeper's nursery** (one run of one loop): any failure ends that
+  run only; the keeper logs it and starts the loop again, backing off.
+- **the workers' nursery**: no worker ends it; only ``Supervisor.stop``.
+- **a task's nursery**: a failure of the job or a child ends that task
+  only, written ``failed``; a stop cancels it and nothing is written.
 
 The failure policy
 ------------------
@@ -36,18 +65,19 @@ the store, unavailable          nothing: it waits               a worker's write
                                                                 -32603 ``retryable: true``
 the store refuses the data      the task that wrote it          ``failed``: "Could not store
                                                                 <what>: <why>"
-the store, a defect             the task that met it            ``failed``: -32603, incident
-                                                                logged with its traceback
-a background loop               that turn of the loop           logged; restarted, backing off
-a watcher of announcements      nothing                         logged (every store alike)
+the store, a defect (or an      the task that met it            ``failed``: -32603, incident
+exception no store classified)                                  logged with its traceback
+a housekeeping loop (resync     that run of the loop            logged; started again,
+included), for any reason                                       backing off
 the runner itself               the process                     one line, non-zero exit
                                                                 (never a server answering 503)
 a per-request helper            its request only                (the HTTP edge's answer)
 =============================== =============================== ==============================
 
-How each part is kept: the task's nursery in :meth:`TaskRunner._supervise`;
-a worker's writes in :mod:`~presa_trio.tasks.writes`; the loops and the
-reactions in :mod:`~presa_trio.tasks.coordination` and
+How each part is kept: the task's nursery in
+:meth:`~presa_trio.tasks.supervisor.Supervisor._supervise`;
+a worker's writes in :mod:`~presa_trio.tasks.writes`; the loops in
+:mod:`~presa_trio.tasks.housekeeping`, the reactions in
 :mod:`~presa_trio.tasks.reactions`; the store's classification of its
 errors in each store (:class:`~presa_trio.tasks.stores.base.StoreError`);
 the process exit in :mod:`presa_trio.http.app`, :mod:`presa_trio.stdio` and the CLI.
@@ -56,8 +86,10 @@ A task's life
 -------------
 - **Create.** :meth:`TaskRunner.start` makes the task's
   :class:`~presa_trio.tasks.worker.Worker` (the handle a stop goes through)
-  before it writes the task to the store, and starts the worker with
-  ``start_soon`` right after: it returns once the task is stored, so the
+  before it writes the task to the store, and launches it with
+  ``start_soon`` right after
+  (:meth:`~presa_trio.tasks.supervisor.Supervisor.launch`): it returns
+  once the task is stored, so the
   ``CreateTaskResult`` can never name a task that ``tasks/get`` or
   ``tasks/cancel`` would not find (SEP-2663 §Task Creation; T-23). A
   cancel that arrives before the worker has taken its first step is kept
@@ -77,18 +109,22 @@ A task's life
   anything else is ``failed`` with a generic -32603, the detail going to
   the log only (SEP-2663 §Task Execution Errors), mapped by
   :func:`~presa_trio.server.tools.error_for` as on the plain path.
-- **Events** (task event streams on: :attr:`~presa_trio.tasks.writes.TaskWrites.events`):
+- **Events** (task event streams on: :attr:`~presa_trio.tasks.writes.StoreWriter.events`):
   the worker's first step and every write that succeeded append the
   task's life events, and ``ctx.emit`` a tool's own (:mod:`~presa_trio.tasks.event_log`).
 - **Shutdown** stops every worker without writing for it (a parked task
   keeps its input requests), then releases this process's leases, so the
-  next process to start claims them at once.
+  next process to start claims them at once. Nothing at shutdown waits on
+  the store for longer than :data:`RELEASE_WITHIN`: a worker's store
+  calls, its shielded write included, end with its stop, and the release
+  is bounded, so a store that does not answer (whose calls end when
+  cancelled, as every store's must) holds no shutdown back.
 
 Beyond one process: every read and write awaits the store; leases with a
 generation fence a worker whose task another process claimed; recovery
 runs a re-runnable task again from its stored work description (at least
 once), and writes any other ``failed`` with
-:data:`~presa_trio.tasks.coordination.INTERRUPTED`. Time: deadlines and
+:data:`~presa_trio.tasks.housekeeping.INTERRUPTED`. Time: deadlines and
 timestamps are wall-clock epoch milliseconds (:attr:`Clock.wall_ms`), the
 same in every process; Trio's clock is only slept on.
 
@@ -100,19 +136,25 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sys
 from collections.abc import Mapping
-from functools import partial
 
 import attrs
 import trio
 
 from presa_trio.auth.principal import ANONYMOUS
 from presa_trio.server.context import RequestContext
-from presa_trio.server.faults import report_fault
-from presa_trio.server.tools import error_for
 from presa_trio.tasks import model
-from presa_trio.tasks.coordination import INTERRUPTED, Coordination
+from presa_trio.tasks.context import Job
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.housekeeping import (
+    INTERRUPTED,
+    ChangeListener,
+    Housekeeping,
+    Revive,
+    cannot_revive,
+    ignore_change,
+    keep_running,
+)
 from presa_trio.tasks.model import Status, Task
 from presa_trio.tasks.stores.base import (
     CapacityExceeded,
@@ -121,19 +163,13 @@ from presa_trio.tasks.stores.base import (
     StoredTask,
     StoreError,
     TaskNotFound,
+    TaskStore,
     Work,
 )
-from presa_trio.tasks.worker import (
-    Job,
-    Move,
-    Worker,
-    WorkerContext,
-    detached_meta,
-    drop,
-    failure,
-    outcome,
-)
-from presa_trio.tasks.writes import WRITE_GRACE, Clock
+from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.tasks.supervisor import Supervisor
+from presa_trio.tasks.worker import Worker
+from presa_trio.tasks.writes import Clock, StoreWriter
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
@@ -142,11 +178,12 @@ __all__ = ["INTERRUPTED", "Clock", "Limits", "TaskRunner", "capacity_error", "ne
 
 log = logging.getLogger(__name__)
 
+#: How long, at most, the runner waits for the store as it stops (seconds):
+#: the release of its leases. Well under the one second a shutdown may take
+#: past its grace (``--shutdown-grace``), whatever the store does.
+RELEASE_WITHIN = 0.5
 #: The task id a readiness check reads: no task has it (a new id has 32 characters).
 READINESS_PROBE_ID = "readiness-probe"
-
-#: Every worker's Trio task has this name: one string for all, not one formatted per task.
-WORKER_NAME = "presa_trio.tasks.runner.TaskRunner._supervise"
 
 
 def new_task_id() -> str:
@@ -166,62 +203,75 @@ def capacity_error(
 
 
 @attrs.define(eq=False, repr=False)
-class TaskRunner(Coordination):
-    """Creates, runs, answers and cancels tasks; see the module docstring."""
+class TaskRunner:
+    """Creates, runs, answers and cancels tasks; see the module docstring.
 
+    The settings may change until :meth:`run` starts, which builds the
+    runtime's parts from them.
+    """
+
+    store: TaskStore = attrs.field(factory=MemoryStore)
+    clock: Clock = attrs.field(factory=Clock)
+    # Task event streams (SEP-2694, ``--task-events``); None: off.
+    events: TaskEventLog | None = None
     limits: Limits = attrs.field(factory=Limits)
     # ttlMs of new tasks, counted from creation; None is unlimited (T-18).
     ttl_ms: int | None = 3_600_000
     poll_interval_ms: int | None = 500
-    # The workers' nursery, while :meth:`run` runs.
-    _root: trio.Nursery | None = None
+    # How long a lease lasts unless renewed, in ms (``--task-lease``).
+    lease_ms: int = 30_000
+    # How often the reaper deletes expired tasks, in seconds.
+    reap_every: float = 60.0
+    # Told of every stored change (status notifications); synchronous.
+    on_change: ChangeListener = ignore_change
+    # Rebuilds a recovered task's job from its work description.
+    revive: Revive = cannot_revive
+    # This process run's name on the leases it holds.
+    owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
+    # The parts, built by :meth:`run` (None until it first runs).
+    _writer: StoreWriter | None = None
+    _supervisor: Supervisor | None = None
 
     # --- the supervision tree ----------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own every worker and the background loops until cancelled.
+        """The runner's nursery: the housekeeping loops beside the workers, until cancelled.
 
-        The workers run under a shielded scope, so a shutdown reaches this
-        body first: it marks the runner stopping and stops every worker
-        (they write nothing for themselves), then cancels them all.
+        Started once workers can start and the store watch listens. A
+        shutdown (the cancellation of this call) reaches this body first,
+        since the workers are shielded: it stops every worker through the
+        supervisor, the loops end with the nursery, and then this process's
+        leases are released, bounded by :data:`RELEASE_WITHIN`.
+
+        Failure policy of this nursery: its children do not fail (each loop
+        is kept by :func:`keep_running`, and no worker ends the workers'
+        nursery), so it ends when cancelled, or when a loop cannot start the
+        first time (the store cannot be watched): then the runner fails, and
+        the server's process exits non-zero.
         """
-        self._stopping = False
-        workers = trio.CancelScope(shield=True)
-        async with trio.open_nursery() as guard:
-            await guard.start(self._own_workers, workers)
-            task_status.started()
-            try:
-                await trio.sleep_forever()
-            finally:
-                self._stopping = True
-                workers.cancel(reason="server shutdown")
-
-    async def _own_workers(
-        self,
-        workers: trio.CancelScope,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        with workers:
+        writer = self._writer = StoreWriter(self.store, self.clock, self.events)
+        supervisor = self._supervisor = Supervisor(writer)
+        housekeeping = Housekeeping(
+            writer,
+            supervisor,
+            owner=self.owner,
+            lease_ms=self.lease_ms,
+            reap_every=self.reap_every,
+            on_change=self.on_change,
+            revive=self.revive,
+        )
+        try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.watch)
-                self._root = nursery
-                nursery.start_soon(self.keep_running, "the reaper", self.reap)
-                nursery.start_soon(self.keep_running, "lease renewal", self.renew)
-                nursery.start_soon(self.keep_running, "recovery", self.recover)
-                if self.events is not None:
-                    events, store, wall_ms = self.events, self.store, self.clock.wall_ms
-                    follow = partial(events.follow_appends, store)
-                    nursery.start_soon(self.keep_running, "the task event watch", follow)
-                    prune = partial(events.prune, store, wall_ms)
-                    nursery.start_soon(self.keep_running, "task event retention", prune)
-                task_status.started()
-        self._root = None
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
-            try:
-                await self.store.release(self.owner)
-            except StoreError as error:
-                log.warning("leases not released at shutdown: %s", error)
+                await nursery.start(supervisor.run)
+                try:
+                    for name, loop in housekeeping.loops():
+                        await nursery.start(keep_running, name, loop)
+                    task_status.started()
+                    await trio.sleep_forever()
+                finally:
+                    supervisor.stop("server shutdown")
+        finally:
+            await housekeeping.release(RELEASE_WITHIN)
 
     async def unready(self) -> str | None:
         """Why tasks cannot be served now: the runner stopped, or the store does not answer.
@@ -231,17 +281,13 @@ class TaskRunner(Coordination):
         timeout (``--store-timeout``): ``GET /readyz``, polled every second,
         costs one indexed read (docs/deployment.md).
         """
-        if self._root is None:
+        if self._supervisor is None or not self._supervisor.running:
             return "the task runner is not running"
         try:
             await self.store.read(READINESS_PROBE_ID)
         except StoreError as error:
             return f"the task store does not answer: {error}"
         return None
-
-    def resync_soon(self) -> None:
-        if self._root is not None:
-            self._root.start_soon(self.resync)
 
     # --- creation -------------------------------------------------------------------
 
@@ -253,7 +299,8 @@ class TaskRunner(Coordination):
         ``work`` is what a process needs to run the task again; without it,
         the task cannot be recovered.
         """
-        if self._root is None:
+        supervisor = self._supervisor
+        if supervisor is None or not supervisor.running:
             raise RuntimeError("the task runner is not running")
         now = self.clock.wall_ms()
         task = model.create(
@@ -266,97 +313,19 @@ class TaskRunner(Coordination):
         stored = StoredTask(scope, task, work, Lease(self.owner, 1, now + self.lease_ms))
         worker = Worker(task.task_id, scope, 1, task, stored=False)
         # Registered before the store write, so no announcement can miss it.
-        self._workers[task.task_id] = worker
+        supervisor.add(worker)
         try:
             await self.store.create(stored, self.limits, now)
         except CapacityExceeded as full:
-            del self._workers[task.task_id]
+            supervisor.discard(worker)
             raise self.limits.creation_refusal(full.limit, shared=scope == ANONYMOUS) from None
         except BaseException:
-            del self._workers[task.task_id]
+            supervisor.discard(worker)
             raise
         worker.stored = True
         log.info("task %s created", task.task_id)
-        self.launch(worker, job, creator)
+        supervisor.launch(worker, job, creator)
         return task
-
-    def launch(self, worker: Worker, job: Job, creator: RequestContext) -> None:
-        """Start the worker in the workers' nursery: no checkpoint, so nothing comes between."""
-        assert self._root is not None
-        self._root.start_soon(self._supervise, worker, job, creator, name=WORKER_NAME)
-
-    async def _supervise(self, worker: Worker, job: Job, creator: RequestContext) -> None:
-        """One task's life: its nursery, then its outcome; a failure here ends this task only.
-
-        The job runs as the body of the task's nursery, in this Trio task;
-        child tasks the tool starts through ``ctx.nursery`` run beside it.
-        The nursery closes once all of them have ended, and only then is the
-        outcome written, once. A stop (``tasks/cancel``, the TTL, lease loss)
-        cancels the nursery's own scope: every child and the job get
-        ``trio.Cancelled``, the nursery absorbs it, and nothing is written.
-        Shutdown cancels the scope around every worker, to the same effect.
-
-        Whatever else escapes (a bug in this very function, say) is logged
-        as an incident and ends this Trio task: never the runner, never
-        another task. The task then keeps its lease until it lapses, and
-        recovery claims it.
-        """
-        try:
-            # A stop that came before this task's first step (a cancel right
-            # after creation) is kept by the worker: end here, before the job
-            # has run at all; so does a shutdown that came first (it sets
-            # _stopping before it cancels the workers). No checkpoint is
-            # needed to see either: this step is a schedule point already.
-            if worker.stopped() or self._stopping:
-                return
-            if self.events is not None:
-                # The task's first event, before any the job's writes append.
-                await self.events.started(self.store, worker.latest, self.clock.wall_ms())
-            move: Move
-            try:
-                async with trio.open_nursery() as nursery:
-                    worker.guard(nursery.cancel_scope)
-                    context = self._detach(creator, worker, nursery)
-                    # This frame lives as long as the task: let go of the
-                    # creating request's context (and its stream) now,
-                    # or every parked task keeps it alive.
-                    del creator
-                    result: JSONObject = await job(context)
-            except* Exception as group:
-                # The plain path's mapping: the job's own spec error, else -32603.
-                move = failure(error_for(group))
-            else:
-                if worker.stopped():
-                    return
-                move = outcome(worker.task_id, result)
-            with trio.CancelScope() as writing:
-                # A stop during the write (waiting for the store) ends it.
-                worker.guard(writing)
-                if not worker.stopped():
-                    await self.write(worker, move)
-        except Exception:
-            report_fault(log, "task %s: its worker failed", worker.task_id)
-        finally:
-            if self._workers.get(worker.task_id) is worker:
-                del self._workers[worker.task_id]
-
-    def _detach(
-        self, creator: RequestContext, worker: Worker, nursery: trio.Nursery
-    ) -> WorkerContext:
-        return WorkerContext(
-            request_id=worker.task_id,
-            # One of the dispatcher's method names: one string for every worker.
-            method=sys.intern(creator.method),
-            meta=detached_meta(creator.meta),
-            server=creator.server,
-            send=drop,
-            input_responses=creator.input_responses,
-            state=creator.state,
-            principal=creator.principal,
-            nursery=nursery,
-            writes=self,
-            worker=worker,
-        )
 
     # --- the requests on a task ----------------------------------------------------
 
@@ -384,7 +353,7 @@ class TaskRunner(Coordination):
             check_answers(task.requests_on_wire(), answers)
             return model.fulfil(task, answers, now)
 
-        await self.transition(scope, task_id, answer)
+        await self._built_writer().transition(scope, task_id, answer)
 
     async def cancel(self, scope: str, task_id: str) -> None:
         """``tasks/cancel``: write ``cancelled``, then cancel the task's scope, in that order.
@@ -394,7 +363,13 @@ class TaskRunner(Coordination):
         is left as it is. A task another process runs is stopped there by
         the announcement of this write (:mod:`~presa_trio.tasks.reactions`).
         """
-        _, after = await self.transition(scope, task_id, model.cancel)
-        worker = self._workers.get(task_id)
+        _, after = await self._built_writer().transition(scope, task_id, model.cancel)
+        assert self._supervisor is not None
+        worker = self._supervisor.get(task_id)
         if worker is not None and after.status is Status.CANCELLED:
             worker.stop("tasks/cancel")
+
+    def _built_writer(self) -> StoreWriter:
+        if self._writer is None:
+            raise RuntimeError("the task runner is not running")
+        return self._writer

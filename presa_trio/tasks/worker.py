@@ -1,49 +1,41 @@
-"""A task's worker: its stop handle, its input waits (one ``trio.Event`` per key), its context.
+"""A task's worker: its stop handle, its input waits (one ``trio.Event`` per key), its moves.
 
-The :class:`~presa_trio.tasks.runner.TaskRunner` opens one nursery per
-task and runs the task's job in it; this module holds what that job and
-its nursery are seen through:
+The :class:`~presa_trio.tasks.supervisor.Supervisor` opens one nursery per
+task and runs the task's job in it; this module holds what that nursery is
+seen through, and what the worker writes:
 
 - :class:`Worker` — the running side of one task: the task's nursery's
   cancel scope, the one handle every stop goes through, and the
   ``trio.Event`` of each input key the job waits for. An announced state
   of the task sets the Events of exactly the keys it answered
   (:meth:`Worker.see`), so a partial update is a partial wake-up (T-45).
-- :class:`WorkerContext` — the creating request's context, detached: no
-  stream, and its :meth:`~WorkerContext.ask` and
-  :meth:`~WorkerContext.set_status_message` write to the task instead.
 - :class:`Move` — a pure move of the state machine, named by what it writes,
   so a write the store refuses can say what could not be stored.
 
-Spec: SEP-2663 §Task Update Requests, §Task Execution Errors, §Task Status
-Notifications.
+The job's side, the creating request's context detached, is
+:class:`~presa_trio.tasks.context.WorkerContext`.
+
+Spec: SEP-2663 §Task Update Requests, §Task Execution Errors.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
 
 import attrs
 import trio
 
-from presa_trio.server.context import RequestContext
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
 from presa_trio.wire.envelope import compact_encoder
-from presa_trio.wire.errors import InternalError, McpError, MissingRequiredClientCapability
-from presa_trio.wire.meta import ClientCapabilities, RequestMeta
+from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import Answers, InputRequest
+from presa_trio.wire.mrtr import InputRequest
 
 log = logging.getLogger(__name__)
-
-#: What a task runs: given its detached context, the request's final result as
-#: a JSON object, or a raised error (T-12: not tied to ``tools/call``).
-Job = Callable[["WorkerContext"], Awaitable[JSONObject]]
 
 
 @attrs.define(eq=False)
@@ -53,7 +45,7 @@ class Worker:
     Ten thousand of these may be parked on input at once, so a worker holds
     no more than it must: the task's nursery's own cancel scope is the stop
     handle (no second scope around it), and the Events exist only while
-    their keys are awaited.
+    their keys are awaited (the shields of writes, only while one is made).
     """
 
     task_id: str
@@ -68,10 +60,13 @@ class Worker:
     # False while its creation is still being stored: a lease renewal that
     # runs meanwhile must not find the task missing and call its lease lost.
     stored: bool = True
-    # Why the worker was stopped (tasks/cancel, the TTL, lease loss); None while it may run.
+    # Why the worker was stopped (tasks/cancel, the TTL, lease loss, shutdown); None while it
+    # may run.
     _stop_reason: str | None = None
     # What a stop cancels: the task's nursery's scope, then the scope of its final write.
     _cancel_scope: trio.CancelScope | None = None
+    # The shielded scopes of writes in flight (:meth:`shielded`); None while there are none.
+    _shields: list[trio.CancelScope] | None = None
     # Input key -> the Event its waiter waits on, for each key not yet answered.
     _waiting: dict[str, trio.Event] | None = None
 
@@ -86,11 +81,13 @@ class Worker:
                 waiting.pop(key).set()
 
     def stop(self, reason: str) -> None:
-        """Stop the worker: cancel its scope now, or as soon as it has one."""
+        """Stop the worker: cancel its scope now, or as soon as it has one, and its shields."""
         if self._stop_reason is None:
             self._stop_reason = reason
         if self._cancel_scope is not None:
             self._cancel_scope.cancel(reason=reason)
+        for shield in self._shields or ():
+            shield.cancel(reason=reason)
 
     def stopped(self) -> bool:
         """Whether the worker was stopped: it writes nothing for its task any more."""
@@ -101,6 +98,27 @@ class Worker:
         self._cancel_scope = cancel_scope
         if self._stop_reason is not None:
             cancel_scope.cancel(reason=self._stop_reason)
+
+    @contextmanager
+    def shielded(self, seconds: float) -> Iterator[None]:
+        """A shielded scope for a write the worker makes while its own wait is cancelled.
+
+        The shield keeps the cancel that ended the wait (the tool's own
+        timeout) from ending the write too; it lasts at most ``seconds``, and
+        a stop of the worker (``tasks/cancel``, the TTL, lease loss, shutdown)
+        ends it at once: a shield never holds a stop or a shutdown back.
+        """
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + seconds) as shield:
+            if self._stop_reason is not None:
+                shield.cancel(reason=self._stop_reason)
+            shields = self._shields = self._shields or []
+            shields.append(shield)
+            try:
+                yield
+            finally:
+                shields.remove(shield)
+                if not shields:
+                    self._shields = None
 
     def expect(self, keys: tuple[str, ...]) -> list[str]:
         """Give each of ``keys`` not answered yet a ``trio.Event``; those keys.
@@ -131,105 +149,6 @@ class Worker:
         """The answers to ``keys``, all of them in the inbox."""
         inbox = self.latest.inbox
         return {key: inbox[key] for key in keys}
-
-
-class TaskWrites(Protocol):
-    """What a worker's context writes through: the runner's side of a worker."""
-
-    async def report(self, worker: Worker, message: str) -> None: ...
-
-    async def emit(self, worker: Worker, event_type: str, payload: Mapping[str, Any]) -> None: ...
-
-    def wait_inputs(
-        self, worker: Worker, requests: Mapping[str, InputRequest]
-    ) -> Awaitable[Answers]: ...
-
-
-@attrs.define(eq=False)
-class WorkerContext(RequestContext):
-    """The context a task's worker runs with: the creating request, detached.
-
-    It keeps what the request declared (version, capabilities, the verified
-    multi round-trip answers) and loses its stream: ``send`` drops every
-    message, and the progress token and log level are gone, so a task never
-    sends progress or log notifications (SEP-2663 §Task Status Notifications;
-    spec-notes §41; T-55). Its ``nursery`` is the task's own.
-    """
-
-    writes: TaskWrites = attrs.field(kw_only=True, repr=False)
-    worker: Worker = attrs.field(kw_only=True)
-
-    def ask(self, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
-        """The requests go on the task (``input_required``); the answers once all have come.
-
-        A request the creating request's capabilities do not allow is
-        -32021, raised before anything is recorded (T-76; spec-notes §30).
-        Not a coroutine of its own, as on the plain path: a parked task
-        keeps every frame up to the tool's ``await`` alive.
-        """
-        for request in requests.values():
-            if not request.allowed_by(self.capabilities):
-                raise MissingRequiredClientCapability.for_capability(request.capability)
-        return self.writes.wait_inputs(self.worker, requests)
-
-    async def set_status_message(self, message: str) -> None:
-        """The task's ``statusMessage`` until its status changes; the status stays.
-
-        A store write under the worker's lease, announced like any other, so
-        ``tasks/get`` and the listen streams see it (SEP-2663 §Tasks).
-        """
-        await super().set_status_message(message)
-        await self.writes.report(self.worker, message)
-
-    async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
-        """Append a tool's event to the task's log, with task event streams on (SEP-2694)."""
-        await self.writes.emit(self.worker, event_type, payload)
-
-
-def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
-    """``ctx.ask(requests)``, spelt as a function: ``answers = await ask(ctx, {...})``.
-
-    The request's context decides (:meth:`RequestContext.ask
-    <presa_trio.server.context.RequestContext.ask>` on a plain call,
-    :meth:`WorkerContext.ask` in a task). It returns that awaitable itself,
-    adding no frame to a parked task.
-    """
-    return ctx.ask(requests)
-
-
-#: Most distinct request declarations kept for workers to share.
-DECLARATIONS_KEPT = 64
-
-
-def detached_meta(meta: RequestMeta) -> RequestMeta:
-    """What a task keeps of its creating request's ``_meta``: the declaration, shared.
-
-    A worker has no stream, so it drops the progress token and the log
-    level (SEP-2663 §Task Status Notifications; spec-notes §41). What is
-    left, the protocol version, the declared capabilities and the client
-    info (basic/index §_meta), is the same on nearly every request a
-    client sends, so every task created with the same declaration shares
-    one copy instead of keeping its request's decoded objects, about 800
-    bytes a task. The copy is rebuilt from the canonical JSON, so no
-    request holds it, and at most 64 are kept, so a client that varies its
-    declaration cannot grow the memory.
-    """
-    declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
-    return _declaration(_canonical_json(declared))
-
-
-#: Compact JSON with sorted keys, the encoder built once (json.dumps builds one per call).
-_canonical_json = compact_encoder(sort_keys=True)
-
-
-@functools.lru_cache(maxsize=DECLARATIONS_KEPT)
-def _declaration(canonical: str) -> RequestMeta:
-    version, capabilities, client_info = json.loads(canonical)
-    return RequestMeta(version, ClientCapabilities(capabilities), client_info)
-
-
-async def drop(message: dict[str, Any]) -> None:
-    """A worker's ``send``: there is no stream to write to."""
 
 
 # --- the moves a worker writes ---------------------------------------------------------

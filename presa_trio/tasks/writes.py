@@ -1,8 +1,8 @@
 """Writing tasks to the store: compare-and-set retries, and a worker's writes under its lease.
 
 Every change of a task is a pure move of :mod:`~presa_trio.tasks.model`
-applied by compare-and-set (:meth:`TaskWrites.transition`). A worker's own
-writes (:meth:`TaskWrites.write`: its input requests, status messages and
+applied by compare-and-set (:meth:`StoreWriter.transition`). A worker's own
+writes (:meth:`StoreWriter.write`: its input requests, status messages and
 outcome) carry its lease generation, and meet the store's failures under
 one policy, by the store's classification
 (:class:`~presa_trio.tasks.stores.base.StoreError`):
@@ -10,19 +10,20 @@ one policy, by the store's classification
 ================= ========================================================
 the store says    the worker's write
 ================= ========================================================
-unavailable       waits and tries again, backing off (0.1 s doubling to 5 s)
+unavailable       waits and tries again (:class:`~presa_trio.tasks.backoff.Backoff`)
 refused data      the task is ``failed``: "Could not store <what>: <why>"
-a defect          the task is ``failed`` with -32603 and an incident id;
-                  the traceback is logged under that id
+a defect, or      the task is ``failed`` with -32603 and an incident id;
+anything else     the traceback is logged under that id
 lease lost        the worker stops, writing nothing
 task not found    the write is dropped (the task expired meanwhile)
 ================= ========================================================
 
-A failure write that itself cannot be stored stops the worker: the task
+Once such a failure is written the worker stops: its task is terminal. A
+failure write that itself cannot be stored stops the worker too: the task
 keeps its lease until it lapses, and recovery then claims it (run again,
 or ``failed`` as interrupted).
 
-With task event streams on (:attr:`TaskWrites.events`), every write that
+With task event streams on (:attr:`StoreWriter.events`), every write that
 succeeded appends the task's life events right after its compare-and-set
 (:meth:`~presa_trio.tasks.event_log.TaskEventLog.record`).
 
@@ -40,12 +41,12 @@ import attrs
 import trio
 
 from presa_trio.server.faults import report_fault
+from presa_trio.tasks.backoff import Backoff
 from presa_trio.tasks.event_log import TaskEventLog
-from presa_trio.tasks.model import Task
+from presa_trio.tasks.model import IllegalTransition, Task
 from presa_trio.tasks.stores.base import (
     Conflict,
     LeaseLost,
-    StoreDefect,
     StoreRefused,
     StoreUnavailable,
     TaskNotFound,
@@ -60,10 +61,6 @@ log = logging.getLogger(__name__)
 
 #: How long a write the worker must make while being cancelled may take (s).
 WRITE_GRACE = 5.0
-#: A worker's write that met an unreachable store tries again after this
-#: many seconds, doubling up to the cap.
-STORE_RETRY_FIRST = 0.1
-STORE_RETRY_CAP = 5.0
 
 
 def epoch_ms() -> int:
@@ -83,16 +80,14 @@ def refused(what: str, error: StoreRefused) -> InternalError:
 
 
 @attrs.define(eq=False, repr=False)
-class TaskWrites:
-    """The store-facing half of the runner: moves by compare-and-set, a worker's writes."""
+class StoreWriter:
+    """Every write of a task: moves by compare-and-set, a worker's writes under its lease."""
 
     store: TaskStore = attrs.field(factory=MemoryStore)
     clock: Clock = Clock()
     # Task event streams (SEP-2694, ``--task-events``): every write also
     # appends the task's life events there; None: off.
     events: TaskEventLog | None = None
-    # Set once shutdown began: workers stop without writing for themselves.
-    _stopping: bool = False
 
     async def transition(
         self,
@@ -142,8 +137,10 @@ class TaskWrites:
         writes mostly follow its own last one, so most take one store round
         trip (the compare-and-set) instead of two. What it wrote becomes its
         view at once, before the store's announcement of it comes back.
+        An exception no store classified is met as a defect: a store that
+        lets one escape has a bug, and the task that met it fails, not more.
         """
-        delay = STORE_RETRY_FIRST
+        backoff = Backoff()
         last_resort = False
         while True:
             try:
@@ -157,10 +154,11 @@ class TaskWrites:
                 worker.stop("lease lost")
             except StoreUnavailable as error:
                 log.warning("task %s: write waits for the store: %s", worker.task_id, error)
-                await trio.sleep(delay)
-                delay = min(delay * 2, STORE_RETRY_CAP)
+                await backoff.wait()
                 continue
-            except (StoreRefused, StoreDefect) as error:
+            except IllegalTransition:
+                raise  # the job's own mistake (a key asked twice): its task fails as the job's
+            except Exception as error:  # refused, a defect, or what no store classified
                 if last_resort:
                     report_fault(log, "task %s: its failure cannot be stored", worker.task_id)
                     worker.stop("unstorable")
@@ -177,6 +175,9 @@ class TaskWrites:
                 continue
             else:
                 worker.see(after)
+                if last_resort:
+                    # The task is failed now: its job must not run on.
+                    worker.stop("its write failed")
             return
 
     async def report(self, worker: Worker, message: str) -> None:
@@ -201,9 +202,10 @@ class TaskWrites:
 
         If the wait ends early by the tool's own doing (its timeout), the
         keys still outstanding are withdrawn, so the task never shows
-        requests nobody waits for. That write is shielded and bounded. A
-        wait ended by the task's own stop (cancel, TTL, lease loss, shutdown)
-        writes nothing: the task's state is not the worker's to change then.
+        requests nobody waits for. That write is shielded, bounded, and
+        ended by a stop (:meth:`Worker.shielded`). A wait ended by the
+        task's own stop (cancel, TTL, lease loss, shutdown) writes nothing:
+        the task's state is not the worker's to change then.
         """
         keys = tuple(requests)
         await self.write(worker, asking(requests, rerun=worker.rerun))
@@ -221,7 +223,7 @@ class TaskWrites:
             answered = True
         finally:
             worker.forget(pending)
-            if not (answered or worker.stopped() or self._stopping):
-                with trio.CancelScope(shield=True, deadline=trio.current_time() + WRITE_GRACE):
+            if not (answered or worker.stopped()):
+                with worker.shielded(WRITE_GRACE):
                     await self.write(worker, withdrawing(keys))
         return Answers(worker.answers(keys))

@@ -36,6 +36,7 @@ from presa_trio.wire.headers import header_value as header_value
 from presa_trio.wire.headers import request_headers
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.sse import Comment, Event, EventStreamParser, parse_events
 
 #: What the client declares unless told otherwise: every client capability of
 #: the core, and no extension.
@@ -89,6 +90,32 @@ def headers_for(
 Headers = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
+def http_scope(
+    headers: Headers,
+    *,
+    method: str = "POST",
+    path: str = "/mcp",
+    query: bytes = b"",
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+) -> dict[str, Any]:
+    """The ASGI scope of one HTTP/1.1 request, as hypercorn hands it to the app."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "server": ("127.0.0.1", 3000),
+        "client": client,
+        "headers": [(k.lower().encode(), v.encode("latin-1")) for k, v in pairs],
+    }
+
+
 @attrs.define
 class Response:
     """A response as received: status, headers (lowercased) and the body chunks."""
@@ -108,11 +135,7 @@ class Response:
 
     def events(self) -> list[dict[str, Any]]:
         """The JSON messages of an SSE body, in order (comments skipped)."""
-        return [
-            json.loads(line[len("data: ") :])
-            for line in self.body.decode().split("\r\n")
-            if line.startswith("data: ")
-        ]
+        return [json.loads(event.data) for event in parse_events(self.body)]
 
     def messages(self) -> list[dict[str, Any]]:
         """Every JSON-RPC message of the response, SSE or plain JSON alike."""
@@ -150,21 +173,22 @@ class Stream:
 
     response: Response
     _chunks: trio.MemoryReceiveChannel[bytes]
-    _buffer: bytes = b""
+    _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
+    # What the parser found and no one has read yet.
+    _found: list[Event | Comment] = attrs.field(factory=list)
 
-    async def next_event(self) -> str:
-        """The next SSE event block as text, comments included (``: ping``)."""
-        while b"\r\n\r\n" not in self._buffer:
-            self._buffer += await self._chunks.receive()
-        event, self._buffer = self._buffer.split(b"\r\n\r\n", 1)
-        return event.decode()
+    async def next_event(self) -> Event | Comment:
+        """The next SSE event, or comment (a keep-alive's ``: ping``)."""
+        while not self._found:
+            self._found += self._parser.feed(await self._chunks.receive())
+        return self._found.pop(0)
 
     async def next_message(self) -> dict[str, Any]:
         """The next JSON-RPC message of the stream, skipping comments."""
         while True:
-            for line in (await self.next_event()).split("\r\n"):
-                if line.startswith("data: "):
-                    return json.loads(line[len("data: ") :])  # type: ignore[no-any-return]
+            item = await self.next_event()
+            if isinstance(item, Event):
+                return json.loads(item.data)  # type: ignore[no-any-return]
 
     async def read_to_end(self) -> Response:
         """Read until the app ends the response."""
@@ -215,25 +239,7 @@ class McpClient:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         pending = list(body_chunks) if body_chunks is not None else [raw]
         sent_headers = headers if headers is not None else self.headers_for(body)
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query,
-            "root_path": "",
-            "server": ("127.0.0.1", 3000),
-            "client": client,
-            "headers": [
-                (k.lower().encode(), v.encode("latin-1"))
-                for k, v in (
-                    sent_headers.items() if isinstance(sent_headers, Mapping) else sent_headers
-                )
-            ],
-        }
+        scope = http_scope(sent_headers, method=method, path=path, query=query, client=client)
         disconnected = trio.Event()
         started = trio.Event()
         response = Response()

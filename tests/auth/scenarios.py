@@ -19,6 +19,7 @@ from joserfc import jws
 
 from presa_trio.testing import DEFAULT_CAPABILITIES, headers_for, request
 from tests.auth.harness import ALL_NAME_PARAMS, Presa
+from tests.streams import sse_messages
 
 TASKS = {**DEFAULT_CAPABILITIES, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -186,9 +187,4 @@ async def listening(
     async with presa.http.stream("POST", presa.url, json=message, headers=headers) as response:
         assert response.status_code == 200, await response.aread()
 
-        async def messages() -> AsyncIterator[dict[str, Any]]:
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
-                    yield json.loads(line[len("data: ") :])
-
-        yield messages()
+        yield sse_messages(response)

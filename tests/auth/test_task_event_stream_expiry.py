@@ -7,7 +7,6 @@ result, and the client resumes, with ``after``, under a fresh token.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -18,6 +17,7 @@ from presa_trio.testing import headers_for, request
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.harness import ALL_NAME_PARAMS, SLACK_S, start_presa
+from tests.streams import sse_messages
 
 
 async def test_a_task_event_stream_ends_at_its_tokens_exp(
@@ -37,9 +37,7 @@ async def test_a_task_event_stream_ends_at_its_tokens_exp(
     messages: list[dict[str, Any]] = []
     with trio.fail_after(expires - time.time() + SLACK_S):
         async with presa.http.stream("POST", presa.url, json=message, headers=headers) as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
-                    messages.append(json.loads(line[len("data: ") :]))
+            messages += [message async for message in sse_messages(response)]
     ended = time.time()
     assert "result" in messages[-1], messages[-1]
     assert [m["params"]["seq"] for m in messages[:-1]] == [0, 1, 2]

@@ -21,6 +21,7 @@ from presa_trio.testing import meta, request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.harness import headers
 from tests.e2e.serve_process import ServeProcess, presa_serve
+from tests.streams import sse_messages
 
 PAUSING = "tests.e2e.pausing_server:server"
 
@@ -96,10 +97,9 @@ async def open_listen(
         "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=7
     )
     async with http.stream("POST", url, json=listen, headers=headers(listen)) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                listened.append(json.loads(line[len("data: ") :]))
-                acked.set()
+        async for message in sse_messages(response):
+            listened.append(message)
+            acked.set()
 
 
 async def call_pause(
@@ -118,10 +118,9 @@ async def call_pause(
     )
     try:
         async with http.stream("POST", url, json=message, headers=headers(message)) as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
-                    events.append(json.loads(line[len("data: ") :]))
-                    running.set()
+            async for message in sse_messages(response):
+                events.append(message)
+                running.set()
     except httpx.TransportError:
         pass
 

@@ -22,16 +22,11 @@ from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.harness import Served, headers, start
 from tests.e2e.raw_http import H11Client, wire_headers
+from tests.streams import sse_messages
 
 
 async def post(http: httpx.AsyncClient, served: Served, message: Any, **extra: str) -> Any:
     return await http.post(served.url, json=message, headers=headers(message, **extra))
-
-
-async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
 
 
 async def test_discover_over_real_http(served: Served, http: httpx.AsyncClient) -> None:

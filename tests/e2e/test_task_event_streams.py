@@ -28,6 +28,7 @@ from presa_trio.testing import request
 from presa_trio.wire.errors import INVALID_PARAMS
 from tests.e2e.harness import headers
 from tests.e2e.peers import LONG_LEASE, PATIENCE, TASKS, Peer, StdioPeer, serving, two_servers
+from tests.streams import sse_messages
 
 EVENT = "notifications/tasks/event"
 STATUS = "presa_trio.task.status"
@@ -45,16 +46,7 @@ async def task_stream(
     message = request("tasks/stream", params, request_id=peer.next_id, capabilities=TASKS)
     sent = headers(message, **{"mcp-name": task_id})
     async with peer.http.stream("POST", peer.url, json=message, headers=sent) as response:
-        yield messages(response)
-
-
-async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    if response.headers["content-type"] == "application/json":
-        yield json.loads(await response.aread())
-        return
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
+        yield sse_messages(response)
 
 
 async def read_events(

@@ -8,7 +8,6 @@ exists (no sleeps, no races to win).
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,6 +23,7 @@ from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.mrtr import Elicitation
 from tests.e2e.harness import Served, headers, start
+from tests.streams import sse_messages
 
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 CONFIRM = Elicitation("Go ahead?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
@@ -91,12 +91,6 @@ def listen(served: Served, http: httpx.AsyncClient, task_ids: list[str]) -> Any:
     return http.stream("POST", served.url, json=message, headers=headers(message))
 
 
-async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
-
-
 async def until(
     incoming: AsyncIterator[dict[str, Any]], task_id: str, status: str
 ) -> list[dict[str, Any]]:
@@ -121,7 +115,7 @@ async def test_subscribed_tasks_report_their_newest_status_in_order(
         first = await create(http, served, "staged")
         second = await create(http, served, "sleeper")
         async with listen(served, http, [first, "no-such-task", second]) as stream:
-            incoming = messages(stream)
+            incoming = sse_messages(stream)
             ack = await anext(incoming)
             assert ack["method"] == "notifications/subscriptions/acknowledged"
             assert ack["params"]["notifications"] == {"taskIds": [first, second]}
@@ -161,6 +155,6 @@ async def test_a_closed_task_stream_leaves_no_subscriber_or_worker(
     with trio.fail_after(10):
         task_id = await create(http, served, "sleeper")
         async with listen(served, http, [task_id]) as stream:
-            ack = await anext(messages(stream))
+            ack = await anext(sse_messages(stream))
             assert ack["params"]["notifications"] == {"taskIds": [task_id]}
         await served.tracked.wait_idle()

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
 from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, two_servers
 from tests.postgres import Postgres
+from tests.streams import sse_messages
 
 
 async def park(creator: Peer, watcher: Peer, filename: str) -> tuple[str, dict[str, Any]]:
@@ -118,12 +117,6 @@ async def test_a_listen_stream_on_one_process_hears_changes_made_on_the_other(
     assert statuses[:-1] in ([(task_id, "working")], [])
     completed = {k: v for k, v in seen[-1]["params"].items() if k != "_meta"}
     assert completed == {k: v for k, v in final.items() if k not in ("_meta", "resultType")}
-
-
-async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
 
 
 async def test_a_task_whose_process_is_killed_is_recovered_by_the_other(

@@ -18,9 +18,10 @@ from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
 from presa_trio.http.sse import PING_INTERVAL_S
-from presa_trio.http.watch import WATCH_PERIOD_S
 from presa_trio.server import RequestContext, Server
-from presa_trio.testing import McpClient, meta, request, running
+from presa_trio.testing import McpClient, headers_for, meta, request, running
+from presa_trio.testing.driver import http_scope
+from presa_trio.wire.sse import Comment, EventStreamParser, parse_events
 from tests.expect import result_of
 
 
@@ -77,19 +78,15 @@ async def test_an_sse_stream_frames_one_compact_message_per_event(
     assert response.headers["content-type"] == "text/event-stream"
     assert response.headers["cache-control"] == "no-cache"
     assert response.headers["x-accel-buffering"] == "no"
-    blocks = response.body.decode().split("\r\n\r\n")
-    assert blocks[-1] == ""
-    events = [b for b in blocks[:-1] if not b.startswith(":")]
-    pings = [b for b in blocks[:-1] if b.startswith(":")]
-    assert pings == [": ping", ": ping"]
+    items = EventStreamParser().feed(response.body)
+    assert [item for item in items if isinstance(item, Comment)] == [Comment("ping")] * 2
+    events = parse_events(response.body)
+    assert all(event.type == "message" and event.last_event_id == "" for event in events)
     for event in events:
-        name, data = event.split("\r\n")
-        assert name == "event: message"
-        assert data.startswith("data: ")
-        assert (
-            json.dumps(json.loads(data[6:]), separators=(",", ":"), ensure_ascii=False) == data[6:]
-        )
-    methods = [json.loads(e.split("data: ")[1]).get("method") for e in events]
+        compact = json.dumps(json.loads(event.data), separators=(",", ":"), ensure_ascii=False)
+        assert event.data == compact
+    assert response.body.count(b"data:") == len(events)  # one data line per event
+    methods = [json.loads(event.data).get("method") for event in events]
     assert methods == ["notifications/progress", "notifications/progress", None]
 
 
@@ -112,33 +109,106 @@ async def test_requests_with_equal_ids_are_answered_independently(
     assert all(a["content"][0]["text"] == "done" for a in answers)
 
 
-def exchange_tasks(app: McpApp) -> list[str]:
-    """What runs for exchanges in the server-lifetime nursery: keep-alives, and watchers."""
-    assert app.lifetime is not None
-    names = []
-    for task in app.lifetime.child_tasks:
-        if task.name.endswith("ExchangeWatch.run"):
-            names += [t.name for n in task.child_nurseries for t in n.child_tasks]
-        else:
-            names.append(task.name)
-    return sorted(name.rsplit(".", 1)[-1] for name in names)
+def running_tasks() -> list[trio.lowlevel.Task]:
+    """Every trio task now running, from the root down."""
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    found, pending = [], [root]
+    while pending:
+        task = pending.pop()
+        found.append(task)
+        pending += [child for nursery in task.child_nurseries for child in nursery.child_tasks]
+    return found
+
+
+def short_name(task: trio.lowlevel.Task) -> str:
+    return task.name.rsplit(".", 1)[-1]
+
+
+def task_tree() -> list[str]:
+    """The names of the trio tasks now running, sorted."""
+    return sorted(short_name(task) for task in running_tasks())
+
+
+def request_helpers() -> tuple[trio.lowlevel.Task, list[str]]:
+    """The (one) task that serves a request, and the names of its helpers."""
+    found = []
+    for task in running_tasks():
+        children = [child for nursery in task.child_nurseries for child in nursery.child_tasks]
+        if any(short_name(child) == "watch_disconnect" for child in children):
+            found.append((task, sorted(short_name(child) for child in children)))
+    (serving,) = found
+    return serving
 
 
 async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> None:
-    """presa-defined (http/watch.py, http/sse.py): an exchange that lasts gets a
-    disconnect watcher, and an event stream a keep-alive, both in the server-lifetime
-    nursery; both end with their exchange, whether the response completed or the client
-    closed the stream halfway through it."""
+    """presa-defined (http/exchange.py, http/sse.py): an exchange's disconnect watcher,
+    and an event stream's keep-alive, run in a nursery of the task serving the request,
+    never in the server-lifetime nursery; once the exchange ends, whether the response
+    completed or the client closed the stream halfway through it, the trio tasks are
+    exactly those that ran before it."""
     app = McpApp.for_server(slow_server())
     params = {"name": "chatty", "_meta": meta(progressToken="t")}
     with trio.fail_after(3 * LONG):  # a keep-alive left behind pings forever
         async with running(app) as client:
-            await client.post(request("tools/call", params), limit_s=LONG)
             await trio.testing.wait_all_tasks_blocked()
-            assert exchange_tasks(app) == []
+            before = task_tree()
+            await client.post(request("tools/call", params), limit_s=LONG)
+            assert task_tree() == before
             async with client.stream(request("tools/call", params)) as stream:
                 assert (await stream.next_message())["method"] == "notifications/progress"
-                await trio.sleep(3 * WATCH_PERIOD_S)
-                assert exchange_tasks(app) == ["keep_alive", "watch_disconnect"]
-            await trio.testing.wait_all_tasks_blocked()
-            assert exchange_tasks(app) == []
+                assert isinstance(await stream.next_event(), Comment)  # the keep-alive runs
+                serving, helpers = request_helpers()
+                assert helpers == ["keep_alive", "watch_disconnect"]
+                assert app.lifetime is not None
+                assert serving is not app.lifetime.parent_task
+                assert serving not in app.lifetime.child_tasks
+            assert task_tree() == before
+
+
+async def test_a_client_that_leaves_a_quiet_handler_cancels_it(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Transport-Specific Cancellation: a
+    client disconnect is the cancellation of its request): a handler that has sent
+    nothing yet is cancelled the moment its client leaves, and the exchange's tasks
+    are gone when the app returns."""
+    server = Server("quiet", "1.0.0")
+    cancelled = trio.Event()
+
+    @server.tool(description="Waits until cancelled.")
+    async def wait(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    app = McpApp.for_server(server)
+    message = request("tools/call", {"name": "wait"})
+    body = json.dumps(message).encode()
+    left = trio.Event()
+    events = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if events:
+            return events.pop()
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(event: dict[str, Any]) -> None:
+        raise AssertionError(f"nothing is sent to a client that left: {event}")
+
+    scope = http_scope(headers_for(message))
+    async with running(app):
+        await trio.testing.wait_all_tasks_blocked()
+        before = task_tree()
+        with trio.fail_after(LONG):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(app, scope, receive, send)  # type: ignore[arg-type]
+                await trio.sleep(60)
+                assert not cancelled.is_set()
+                left.set()
+                await cancelled.wait()
+                at = trio.current_time()
+        assert trio.current_time() == at
+        assert task_tree() == before

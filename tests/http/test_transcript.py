@@ -12,7 +12,7 @@ from pathlib import Path
 import trio
 
 from presa_trio.demo import build_app
-from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.transcript import Exchange, TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import McpClient, meta, request, running
 from tests.http.ticks import Ticks
@@ -63,3 +63,18 @@ def test_rendering_of_a_recorded_exchange_is_stable() -> None:
     """presa-defined: the Markdown rendering of a fixed recording never drifts."""
     rendered = render_lines(RECORDED.read_text().splitlines())
     assert rendered == GOLDEN.read_text()
+
+
+def test_an_event_is_recorded_when_its_last_chunk_arrives_whatever_its_line_ends() -> None:
+    """presa-defined (http/transcript.py, read through wire/sse.py): an SSE event cut
+    across chunks is recorded once, whole, at the time of the chunk that completes it;
+    LF and CR line ends read as CRLF ones do, and comments are not events."""
+    exchange = Exchange(0.0, {"method": "POST", "path": "/mcp", "headers": {}})
+    exchange.response = {"status": 200, "contentType": "text/event-stream"}
+    exchange.add_events(b'event: message\ndata: {"a"', 1.0)
+    exchange.add_events(b":1}\n\n: ping\r\rdata: 2\r", 2.0)
+    exchange.add_events(b"\r", 3.0)
+    assert exchange.record()["response"]["events"] == [
+        {"at": 2.0, "data": {"a": 1}},
+        {"at": 3.0, "data": 2},
+    ]

@@ -24,6 +24,7 @@ from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import McpClient, Stream, meta, request, running
 from presa_trio.wire.errors import INVALID_PARAMS
 from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
+from presa_trio.wire.sse import Comment
 from tests.expect import error_of, result_of
 
 ACK = "notifications/subscriptions/acknowledged"
@@ -251,9 +252,9 @@ async def test_a_quiet_stream_is_kept_alive_with_comments(
     with trio.fail_after(3 * PING_INTERVAL_S):
         await tools_listen.next_message()
         start = trio.current_time()
-        assert await tools_listen.next_event() == ": ping"
+        assert await tools_listen.next_event() == Comment("ping")
         assert trio.current_time() - start == pytest.approx(PING_INTERVAL_S)
-        assert await tools_listen.next_event() == ": ping"
+        assert await tools_listen.next_event() == Comment("ping")
 
 
 @pytest.mark.parametrize(

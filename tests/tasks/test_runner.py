@@ -20,11 +20,12 @@ import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
+from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.model import Status, Task
-from presa_trio.tasks.runner import new_task_id
+from presa_trio.tasks.runner import RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.tasks.worker import Worker, WorkerContext
+from presa_trio.tasks.worker import Worker
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -592,3 +593,58 @@ async def test_a_renewal_during_a_creation_leaves_its_worker_running(
         assert (await runner.get("s", created[0].task_id)).status is Status.WORKING
         assert record == []
         nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False, repr=False)
+class FreezingStore(MemoryStore):
+    """The memory store, which stops answering writes once frozen: they wait until cancelled.
+
+    ``stuck`` is set once a write waits on it.
+    """
+
+    frozen: bool = False
+    stuck: trio.Event = attrs.field(factory=trio.Event)
+
+    async def wait_if_frozen(self) -> None:
+        if self.frozen:
+            self.stuck.set()
+            await trio.sleep_forever()
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+    ) -> None:
+        await self.wait_if_frozen()
+        await super().compare_and_set(scope, task, expected_revision, fence=fence)
+
+    async def release(self, owner: str) -> None:
+        await self.wait_if_frozen()
+        await super().release(owner)
+
+
+async def test_shutdown_ends_at_once_even_when_the_store_does_not_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/tasks.md, shutdown within ``--shutdown-grace`` plus one
+    second): with the store no longer answering, a worker's shielded write (the
+    withdrawal of the requests its tool stopped waiting for) ends with the worker's
+    stop, and the release of the leases is bounded, so the runner stops within
+    ``RELEASE_WITHIN`` of the shutdown, not after the write's own grace."""
+    store = FreezingStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+
+    async def job(ctx: WorkerContext) -> Any:
+        with trio.move_on_after(1):
+            await ctx.ask({"k": ASK})
+        return RESULT
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", job, creator())
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task.task_id)).status is Status.INPUT_REQUIRED
+        store.frozen = True
+        await store.stuck.wait()  # the tool gave up; its withdrawal waits on the store
+        shutdown = trio.current_time()
+        nursery.cancel_scope.cancel()
+    assert trio.current_time() - shutdown <= RELEASE_WITHIN
+    assert (await runner.get("s", task.task_id)).status is Status.INPUT_REQUIRED
