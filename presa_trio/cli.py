@@ -190,6 +190,12 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         "core; more than one needs a shared store (postgresql://…) (default: %(default)s)",
     )
     parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve Prometheus metrics at GET /metrics, summed over every worker; needs the "
+        "metrics extra (default: off)",
+    )
+    parser.add_argument(
         "--drain-delay",
         type=seconds,
         default=0.0,
@@ -327,6 +333,7 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 read_timeout=args.read_timeout,
                 shutdown_grace=args.shutdown_grace,
                 drain_delay=args.drain_delay,
+                metrics=args.metrics,
                 auth=auth,
             ),
         )

@@ -43,6 +43,7 @@ from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.workers import inherited_sockets
+from presa_trio.option_values import UsageError
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
@@ -54,6 +55,8 @@ log = logging.getLogger(__name__)
 
 #: Default seconds requests in flight may run on after a shutdown starts.
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
+#: Why ``--metrics`` cannot serve without its extra.
+METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
 #: The signals that start a graceful shutdown.
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -84,6 +87,7 @@ async def serve_http(
     read_timeout: float = DEFAULT_READ_TIMEOUT_S,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
     drain_delay: float = 0.0,
+    metrics: bool = False,
     shutdown_trigger: ShutdownTrigger | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -94,8 +98,10 @@ async def serve_http(
     loopback names plus ``allow_hosts`` (DNS rebinding); a body over
     ``max_body`` bytes is 413, one not received within ``read_timeout``
     seconds is 408. A shutdown keeps accepting for ``drain_delay`` seconds
-    while ``/readyz`` says it is draining. Without a ``shutdown_trigger``, SIGINT and SIGTERM start
-    the graceful shutdown (the caller must be in the main thread).
+    while ``/readyz`` says it is draining. With ``metrics``, ``GET /metrics``
+    serves Prometheus text (:mod:`presa_trio.http.metrics`). Without a
+    ``shutdown_trigger``, SIGINT and SIGTERM start the graceful shutdown (the
+    caller must be in the main thread).
 
     With ``auth`` every request needs an access token (:mod:`presa_trio.auth`):
     a guard, or a function that makes the guard for the port bound, so that a
@@ -121,7 +127,14 @@ async def serve_http(
             read_timeout=read_timeout,
             auth=auth(bound_port) if callable(auth) else auth,
         )
-        app: ASGIFramework = AccessLog(mcp)
+        app: ASGIFramework = mcp
+        if metrics:
+            try:  # prometheus_client, only when asked for
+                from presa_trio.http.metrics import Metered
+            except ImportError:
+                raise UsageError(METRICS_MISSING) from None
+            app = Metered(mcp)
+        app = AccessLog(app)
         if transcript is not None:
             app = TranscriptRecorder(app, transcript, time.time)
         if auth is None and not is_loopback(host):

@@ -49,7 +49,9 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 
 import attrs
@@ -69,6 +71,8 @@ RESTART_DELAY_S = 1.0
 EXIT_USAGE = 2
 #: Time beyond its own bound a draining worker gets to exit, in seconds.
 EXIT_MARGIN_S = 5.0
+#: The directory of every worker's metric samples (prometheus_client's own variable).
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: The signals the parent relays to its workers.
 RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: What each store scheme allows more than one worker to share, and if not, why.
@@ -248,7 +252,26 @@ async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
     check_store(args.store, total)
     bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
     listener = listen(args.host, args.port)
-    with listener:
+    with listener, samples_shared(args.metrics):
         where = repr_socket_addr(listener.family, listener.getsockname())
         log.info("serving http://%s/mcp with %d workers", where, total)
         return await Workers(worker_command(argv), total, listener, bound).run()
+
+
+@contextmanager
+def samples_shared(metrics: bool) -> Iterator[None]:
+    """With ``--metrics``, a directory for every worker's samples, named to the workers.
+
+    prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
+    the workers inherit ``PROMETHEUS_MULTIPROC_DIR``; one the operator set
+    is used as it is, else a new one lives as long as the parent.
+    """
+    if not metrics or MULTIPROCESS_DIR_ENV in os.environ:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
+        os.environ[MULTIPROCESS_DIR_ENV] = directory
+        try:
+            yield
+        finally:
+            del os.environ[MULTIPROCESS_DIR_ENV]

@@ -175,3 +175,38 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
     assert not [pid for pid in pids.values() if alive(pid)]
     assert served.stderr.count("SIGTERM received") == 3  # the parent's, then each worker's
     assert "Traceback" not in served.stderr
+
+
+async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): with ``--metrics``, a scrape
+    answered by either worker counts the requests both served, and the count
+    matches their access lines."""
+    options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
+    greet = {"name": "greet", "arguments": {"name": "Ada"}}
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        for busy, idle in ((1, 2), (2, 1)):
+            async with stopped(pids[idle]), peer_of(served) as peer:
+                for _ in range(busy):
+                    await peer.call("tools/call", greet)
+        scraped = []
+        for idle in (1, 2):
+            async with stopped(pids[idle]), peer_of(served) as peer:
+                text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
+            scraped.append(sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"'))
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line("GET /metrics")
+    logged = [line for line in served.lines if "POST /mcp" in line and "mcp-name=greet" in line]
+    assert scraped == [3, 3]
+    assert len(logged) == 3
+
+
+def sum_of(text: str, *labels: str) -> float:
+    """The summed ``_count`` samples of the operations histogram carrying ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("mcp_server_operation_duration_seconds_count{") and all(
+            label in line for label in labels
+        ):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

@@ -1,0 +1,149 @@
+"""``--metrics``: Prometheus text at ``GET /metrics``, through ``prometheus_client``.
+
+:class:`Metered` is ASGI middleware around the app. When an exchange ends it
+observes what the access line logs (:mod:`presa_trio.http.access`), from the
+same reading of the response, so the two agree on every count:
+
+``mcp_server_operation_duration_seconds`` (histogram; ``_count`` is the requests)
+    one per HTTP exchange, labelled ``mcp_method_name`` (``Mcp-Method``),
+    ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
+    ``ok``, the JSON-RPC error code of the answer, or ``http_<status>`` for a
+    plain HTTP rejection. The name and the first two labels are OpenTelemetry's
+    semantic conventions for MCP (``mcp.server.operation.duration``,
+    ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
+``presa_tasks_created_total`` (counter)
+    the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
+
+A label's values are bounded: a method the server does not serve is
+``other``, a tool it does not have is ``other``, so no client can grow the
+series without end. ``/metrics`` itself sits outside MCP's admission rules,
+like the health checks, and behind the same Host and Origin checks.
+
+**Across workers** (``--workers N``), every worker writes its samples to
+files in one directory (``prometheus_client``'s multiprocess mode, the
+directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes), and
+``/metrics`` on any worker sums them all: a scrape through the shared port
+sees the whole server, whichever worker answers it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import attrs
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from presa_trio.http.access import _Exchange as Exchange
+from presa_trio.http.access import mcp_headers
+from presa_trio.http.app import McpApp
+from presa_trio.http.health import NO_STORE
+from presa_trio.http.sse import send_whole
+from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
+from presa_trio.wire.http_values import Headers, Rejection
+
+METRICS_PATH = "/metrics"
+#: The answer to ``tools/call`` that created a task (compact JSON, as presa writes it).
+TASK_CREATED = b'"resultType":"task"'
+#: The label of a method or tool the server does not have.
+OTHER = "other"
+
+
+@attrs.define(eq=False)
+class Metrics:
+    """The series, and the registry a scrape reads."""
+
+    registry: CollectorRegistry
+    operations: Histogram
+    tasks_created: Counter
+
+    @classmethod
+    def create(cls) -> Metrics:
+        """The series; across workers, a registry that sums every worker's samples."""
+        shared = MULTIPROCESS_DIR_ENV in os.environ
+        registry = CollectorRegistry()
+        own = None if shared else registry
+        if shared:
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        operations = Histogram(
+            "mcp_server_operation_duration_seconds",
+            "HTTP exchanges with the MCP server, by method, tool and outcome",
+            ["mcp_method_name", "gen_ai_tool_name", "outcome"],
+            registry=own,
+        )
+        created = Counter(
+            "presa_tasks_created",
+            "tools/call answers that created a task, by tool",
+            ["gen_ai_tool_name"],
+            registry=own,
+        )
+        return cls(registry, operations, created)
+
+
+def outcome(exchange: Exchange) -> str:
+    """``ok``, the JSON-RPC error code, or ``http_<status>`` for a plain rejection."""
+    code, _ = exchange.jsonrpc_error()
+    if code is not None:
+        return str(code)
+    if exchange.status is not None and exchange.status < 400:
+        return "ok"
+    return f"http_{exchange.status}"
+
+
+@attrs.define(eq=False, repr=False)
+class Metered:
+    """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``."""
+
+    app: McpApp
+    metrics: Metrics = attrs.field(factory=Metrics.create)
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == METRICS_PATH:
+            await self.scrape(scope, send)
+            return
+        exchange = Exchange(send)
+        started = time.perf_counter()
+        try:
+            await self.app(scope, receive, exchange.send)
+        finally:
+            self.observe(scope, exchange, time.perf_counter() - started)
+
+    def observe(self, scope: HTTPScope, exchange: Exchange, seconds: float) -> None:
+        method, name = mcp_headers(scope)
+        server = self.app.dispatcher.server
+        tool = ""
+        if method is None:
+            method = ""
+        elif method not in self.app.dispatcher.table:
+            method = OTHER
+        elif method == "tools/call" and name is not None:
+            tool = name if name in server.tools else OTHER
+        labels = (method, tool, outcome(exchange))
+        self.metrics.operations.labels(*labels).observe(seconds)
+        if tool and exchange.status == 200 and TASK_CREATED in exchange.last:
+            self.metrics.tasks_created.labels(tool).inc()
+
+    async def scrape(self, scope: HTTPScope, send: ASGISendCallable) -> None:
+        """``GET /metrics``: the text exposition format, behind the Host and Origin checks."""
+        try:
+            self.app.policy.check_host_and_origin(Headers.from_asgi(scope["headers"]))
+            if scope["method"] != "GET":
+                raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+        except Rejection as rejection:
+            await self.app.reject(send, rejection)
+            return
+        body = generate_latest(self.metrics.registry)
+        await send_whole(send, 200, body, CONTENT_TYPE_LATEST.encode(), NO_STORE)
