@@ -27,6 +27,9 @@ per worker slot (:meth:`Workers.keep`):
   crash. A worker that exits with status 2 (a usage error: the target
   names no server, the store cannot be opened) stops them all: a new one
   would fail the same way;
+- every worker gets the same requestState key (one the parent makes,
+  unless the operator gave one), so a multi round-trip retry may land on
+  any worker;
 - SIGTERM or SIGINT to the parent is relayed once to every worker as
   SIGTERM: each drains (docs/deployment.md, "Draining") within
   ``--drain-delay`` and ``--shutdown-grace``; a second signal is relayed
@@ -46,11 +49,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 
@@ -73,6 +77,8 @@ EXIT_USAGE = 2
 EXIT_MARGIN_S = 5.0
 #: The directory of every worker's metric samples (prometheus_client's own variable).
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: The variable the command line reads requestState keys from (``--state-key``).
+STATE_KEY_ENV = "PRESA_STATE_KEY"
 #: The signals the parent relays to its workers.
 RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: What each store scheme allows more than one worker to share, and if not, why.
@@ -146,6 +152,8 @@ class Workers:
     listener: socket.socket
     # Seconds from the first signal to killing what still runs (:func:`stop_bound`).
     bound: float
+    # What every worker finds in its environment besides the parent's.
+    shared: Mapping[str, str] = attrs.field(factory=dict)
     # Slot -> its running process; a slot between two processes has none.
     running: dict[int, trio.Process] = attrs.field(factory=dict)
     # Set by the first signal or a worker's usage error: no more starts.
@@ -223,7 +231,7 @@ class Workers:
                     list(self.command),
                     check=False,
                     pass_fds=(fd,),
-                    env={**os.environ, LISTEN_FD_ENV: str(fd)},
+                    env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
                     start_new_session=True,
                     deliver_cancel=kill_now,
                 )
@@ -252,26 +260,37 @@ async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
     check_store(args.store, total)
     bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
     listener = listen(args.host, args.port)
-    with listener, samples_shared(args.metrics):
+    with listener, shared_samples(args.metrics) as samples:
         where = repr_socket_addr(listener.family, listener.getsockname())
         log.info("serving http://%s/mcp with %d workers", where, total)
-        return await Workers(worker_command(argv), total, listener, bound).run()
+        shared = {**samples, **shared_key(args.state_key)}
+        return await Workers(worker_command(argv), total, listener, bound, shared).run()
+
+
+def shared_key(given: Sequence[str]) -> dict[str, str]:
+    """One requestState key for every worker, unless the operator gave them theirs.
+
+    A worker without a key makes its own, valid in that process only
+    (``--state-key``): a multi round-trip retry answered by another worker
+    would be refused. So the parent makes one for all of them, passed in
+    the environment as an operator's would be (never on a command line,
+    which every user of the host can read).
+    """
+    if given or os.environ.get(STATE_KEY_ENV):
+        return {}
+    return {STATE_KEY_ENV: secrets.token_urlsafe(32)}
 
 
 @contextmanager
-def samples_shared(metrics: bool) -> Iterator[None]:
-    """With ``--metrics``, a directory for every worker's samples, named to the workers.
+def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
+    """With ``--metrics``, a directory for every worker's samples, as the workers' environment.
 
     prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
-    the workers inherit ``PROMETHEUS_MULTIPROC_DIR``; one the operator set
-    is used as it is, else a new one lives as long as the parent.
+    one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used as it is, else
+    a new one lives as long as the parent.
     """
     if not metrics or MULTIPROCESS_DIR_ENV in os.environ:
-        yield
+        yield {}
         return
     with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
-        os.environ[MULTIPROCESS_DIR_ENV] = directory
-        try:
-            yield
-        finally:
-            del os.environ[MULTIPROCESS_DIR_ENV]
+        yield {MULTIPROCESS_DIR_ENV: directory}

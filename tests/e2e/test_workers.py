@@ -131,6 +131,26 @@ async def test_every_worker_serves_one_address_and_sees_every_task(postgres_url:
                 await peer.until(created["taskId"], "cancelled")
 
 
+async def test_a_multi_round_trip_retry_may_land_on_another_worker(postgres_url: str) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Basic Workflow: the retry carries the
+    requestState back); presa-defined (docs/deployment.md, "Many processes"): the
+    workers share one key, so a state sealed by one is taken by the other."""
+    params: dict[str, Any] = {"name": "test_input_required_result_request_state"}
+    async with presa_serve("--workers", "2", "--store", postgres_url, *OPTIONS) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            first = await on_first.call("tools/call", params)
+        retry = {
+            **params,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+            "requestState": first["requestState"],
+        }
+        async with stopped(pids[1]), peer_of(served) as on_second:
+            second = await on_second.call("tools/call", retry)
+    assert first["resultType"] == "input_required"
+    assert second["resultType"] == "complete"
+
+
 async def test_a_killed_worker_is_started_again_and_its_task_recovered(
     postgres_url: str,
 ) -> None:
