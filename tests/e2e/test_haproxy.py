@@ -35,7 +35,10 @@ from tests.postgres import free_port
 RECIPE = REPOSITORY / "docs" / "haproxy.cfg"
 #: The recipe's ports: the frontend's, then the three servers'.
 RECIPE_PORTS = ("8080", "3001", "3002", "3003")
-SERVER_OPTIONS = ("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2")
+SERVER_OPTIONS = (
+    *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
+    *("--task-lease", "2"),
+)
 INSTALL_TIMEOUT = 600
 
 
@@ -213,3 +216,40 @@ async def test_a_rolling_restart_under_load_fails_no_request(
     for server in "abc":  # taken out by its readiness, never by a refused connection
         assert f"presa/{server} is DOWN, reason: Layer7 wrong status, code: 503" in checks
     assert "Layer4" not in checks
+
+
+async def test_a_process_killed_mid_task_loses_nothing(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"; docs/task-stores.md,
+    recovery): kill -9 of one process while tasks run on each; once its leases run
+    out the others recover its tasks, and every task completes exactly once."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        call = {"name": "slow_compute", "arguments": {"seconds": 3}}
+        task_ids = [(await peer.call("tools/call", call))["taskId"] for _ in range(6)]
+        killed = backends[0]
+        assert killed.process is not None
+        killed.process.kill()
+        with trio.fail_after(PATIENCE):
+            for task_id in task_ids:
+                await until_answered(peer, task_id, "completed")
+    logs = "".join(backend.log.read_text() for backend in backends)
+    for task_id in task_ids:
+        assert logs.count(f"task {task_id} completed") == 1, task_id
+    survivors = "".join(backend.log.read_text() for backend in backends[1:])
+    assert any(f"task {task_id} recovered" in survivors for task_id in task_ids)
+
+
+async def until_answered(peer: Peer, task_id: str, status: str) -> None:
+    """tasks/get until ``status``; a request the killed process took with it is sent again."""
+    while True:
+        try:
+            if (await peer.call("tasks/get", {"taskId": task_id}))["status"] == status:
+                return
+        except (httpx.HTTPError, ValueError):
+            pass  # in flight on the killed process: HAProxy answers 502, not JSON
+        await trio.sleep(0.1)
