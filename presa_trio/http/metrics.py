@@ -13,6 +13,10 @@ same reading of the response, so the two agree on every count:
     ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
 ``presa_tasks_created_total`` (counter)
     the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
+``presa_task_statuses_total`` (counter)
+    the statuses this process wrote, by the ``status`` entered: ``completed``,
+    ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
+    questions asked (a task that asks twice counts twice).
 
 A label's values are bounded: a method the server does not serve is
 ``other``, a tool it does not have is ``other``, so no client can grow the
@@ -48,6 +52,8 @@ from presa_trio.http.app import McpApp
 from presa_trio.http.health import NO_STORE
 from presa_trio.http.sse import send_whole
 from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
+from presa_trio.tasks.extension import TasksExtension
+from presa_trio.tasks.model import Task
 from presa_trio.wire.http_values import Headers, Rejection
 
 METRICS_PATH = "/metrics"
@@ -64,6 +70,7 @@ class Metrics:
     registry: CollectorRegistry
     operations: Histogram
     tasks_created: Counter
+    statuses: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -85,7 +92,17 @@ class Metrics:
             ["gen_ai_tool_name"],
             registry=own,
         )
-        return cls(registry, operations, created)
+        statuses = Counter(
+            "presa_task_statuses",
+            "task statuses written by this server, by the status entered",
+            ["status"],
+            registry=own,
+        )
+        return cls(registry, operations, created, statuses)
+
+    def status_written(self, task: Task) -> None:
+        """A status the runner wrote (:attr:`TaskRunner.on_status`)."""
+        self.statuses.labels(task.status.value).inc()
 
 
 def outcome(exchange: Exchange) -> str:
@@ -100,10 +117,18 @@ def outcome(exchange: Exchange) -> str:
 
 @attrs.define(eq=False, repr=False)
 class Metered:
-    """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``."""
+    """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``.
+
+    Made before ``app`` runs: its task runner takes the status listener as it starts.
+    """
 
     app: McpApp
     metrics: Metrics = attrs.field(factory=Metrics.create)
+
+    def __attrs_post_init__(self) -> None:
+        for extension in self.app.dispatcher.server.extensions:
+            if isinstance(extension, TasksExtension):
+                extension.runner.on_status = self.metrics.status_written
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable

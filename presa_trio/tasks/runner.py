@@ -136,7 +136,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 import trio
@@ -169,7 +169,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.supervisor import Supervisor
 from presa_trio.tasks.worker import Worker
-from presa_trio.tasks.writes import Clock, StoreWriter
+from presa_trio.tasks.writes import Clock, StoreWriter, ignore_status
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
@@ -226,6 +226,8 @@ class TaskRunner:
     on_change: ChangeListener = ignore_change
     # Rebuilds a recovered task's job from its work description.
     revive: Revive = cannot_revive
+    # Told of each status this process wrote, once stored (``--metrics``).
+    on_status: Callable[[Task], None] = ignore_status
     # This process run's name on the leases it holds.
     owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
     # The parts, built by :meth:`run` (None until it first runs).
@@ -249,7 +251,8 @@ class TaskRunner:
         first time (the store cannot be watched): then the runner fails, and
         the server's process exits non-zero.
         """
-        writer = self._writer = StoreWriter(self.store, self.clock, self.events)
+        writer = StoreWriter(self.store, self.clock, self.events, self.on_status)
+        self._writer = writer
         supervisor = self._supervisor = Supervisor(writer)
         housekeeping = Housekeeping(
             writer,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from presa_trio.http.app import McpApp
@@ -21,8 +22,9 @@ OPERATIONS = "mcp_server_operation_duration_seconds"
 
 @pytest.fixture
 async def metered(app: McpApp) -> AsyncIterator[McpClient]:
+    metered = Metered(app)  # before the app runs: its runner is told of statuses from then on
     async with running(app) as client:
-        client.asgi = Metered(app)
+        client.asgi = metered
         yield client
 
 
@@ -90,3 +92,26 @@ async def test_the_scrape_keeps_the_dns_rebinding_checks(metered: McpClient) -> 
     foreign = await metered.post(b"", {"host": "evil.example"}, method="GET", path="/metrics")
     posted = await metered.post(b"", HOST, path="/metrics")
     assert (foreign.status, posted.status) == (421, 405)
+
+
+async def test_each_status_written_is_counted(metered: McpClient) -> None:
+    """``presa_task_statuses_total`` counts the statuses this process wrote: a task
+    that completed, and one cancelled."""
+    quick = {"name": "slow_compute", "arguments": {"seconds": 0}}
+    slow = {"name": "slow_compute", "arguments": {"seconds": 600}}
+    done = await metered.send_request("tools/call", quick, capabilities=TASKS_CAPABILITIES)
+    doomed = await metered.send_request("tools/call", slow, capabilities=TASKS_CAPABILITIES)
+    await metered.send_request(
+        "tasks/cancel", {"taskId": doomed.result["taskId"]}, capabilities=TASKS_CAPABILITIES
+    )
+    with trio.fail_after(5):
+        while True:  # polled, as a client polls tasks/get
+            got = await metered.send_request(
+                "tasks/get", {"taskId": done.result["taskId"]}, capabilities=TASKS_CAPABILITIES
+            )
+            if got.result["status"] == "completed":
+                break
+            await trio.sleep(0.01)
+    seen = await samples(metered)
+    assert seen[("presa_task_statuses_total", (("status", "completed"),))] == 1
+    assert seen[("presa_task_statuses_total", (("status", "cancelled"),))] == 1
