@@ -28,9 +28,11 @@ import httpx
 import pytest
 import trio
 
-from tests.e2e.peers import CONFIRM, PATIENCE, Peer
+from presa_trio.testing import request
+from tests.e2e.harness import headers
+from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer
 from tests.e2e.serve_process import REPOSITORY
-from tests.postgres import free_port
+from tests.postgres import Postgres, free_port
 
 RECIPE = REPOSITORY / "docs" / "haproxy.cfg"
 #: The recipe's ports: the frontend's, then the three servers'.
@@ -253,3 +255,53 @@ async def until_answered(peer: Peer, task_id: str, status: str) -> None:
         except (httpx.HTTPError, ValueError):
             pass  # in flight on the killed process: HAProxy answers 502, not JSON
         await trio.sleep(0.1)
+
+
+async def test_a_database_restart_costs_retries_only(
+    haproxy: str, postgres: Postgres, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): while PostgreSQL is down
+    every process answers ``/readyz`` 503 and a request gets a retryable answer (the
+    server's -32603 ``retryable``, or HAProxy's own 503 once it has taken every
+    process out); once it is back, HAProxy sends requests again, and a task parked
+    before the restart takes its answer and completes."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
+        task_id = (await peer.call("tools/call", confirm))["taskId"]
+        with trio.fail_after(PATIENCE):
+            await peer.until(task_id, "input_required")
+        await trio.to_thread.run_sync(postgres.stop)
+        try:
+            with trio.fail_after(PATIENCE):
+                assert retryable(await get_task(http, url, task_id))
+        finally:
+            await trio.to_thread.run_sync(postgres.start)
+        with trio.fail_after(PATIENCE):
+            while True:  # polled, as a client retries
+                response = await get_task(http, url, task_id)
+                if response.status_code == 200 and "result" in response.json():
+                    break
+                assert retryable(response)
+                await trio.sleep(0.1)
+        answers = {"confirm-delete": CONFIRM}
+        await peer.call("tasks/update", {"taskId": task_id, "inputResponses": answers})
+        with trio.fail_after(PATIENCE):
+            await peer.until(task_id, "completed")
+
+
+async def get_task(http: httpx.AsyncClient, url: str, task_id: str) -> httpx.Response:
+    message = request("tasks/get", {"taskId": task_id}, capabilities=TASKS)
+    return await http.post(url, json=message, headers=headers(message, **{"mcp-name": task_id}))
+
+
+def retryable(response: httpx.Response) -> bool:
+    """A retryable answer: HAProxy's 503 (no process ready), or the server's -32603
+    with ``data.retryable``."""
+    if response.status_code == 503 and "json" not in response.headers.get("content-type", ""):
+        return True
+    error = response.json().get("error", {})
+    return bool(error.get("code") == -32603 and error.get("data", {}).get("retryable"))
