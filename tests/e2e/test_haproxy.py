@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx
@@ -33,13 +34,14 @@ from tests.e2e.harness import headers
 from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer
 from tests.e2e.serve_process import REPOSITORY
 from tests.postgres import Postgres, free_port
+from tests.streams import sse_messages
 
 RECIPE = REPOSITORY / "docs" / "haproxy.cfg"
 #: The recipe's ports: the frontend's, then the three servers'.
 RECIPE_PORTS = ("8080", "3001", "3002", "3003")
 SERVER_OPTIONS = (
     *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
-    *("--task-lease", "2"),
+    *("--task-lease", "2", "--task-events"),
 )
 INSTALL_TIMEOUT = 600
 
@@ -152,29 +154,65 @@ async def test_every_request_of_a_task_s_life_lands_on_any_process(
     haproxy: str, postgres_url: str, tmp_path: Path
 ) -> None:
     """presa-defined (docs/deployment.md, "Behind HAProxy"): with round-robin and no
-    stickiness, a task created on one process is read, answered and cancelled
-    through whichever process HAProxy picks, and every process served some of it."""
+    stickiness, tasks created on one process are read, answered, listened to,
+    streamed and cancelled through whichever process HAProxy picks, and every
+    process served some of it."""
     async with (
         behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
         httpx.AsyncClient(timeout=10) as http,
     ):
         peer = Peer(http, url)
-        parked = await peer.call(
-            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "f"}}
-        )
-        running = await peer.call(
-            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}
-        )
+        confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
+        parked = (await peer.call("tools/call", confirm))["taskId"]
         with trio.fail_after(PATIENCE):
-            await peer.until(parked["taskId"], "input_required")
-        answers = {"confirm-delete": CONFIRM}
-        await peer.call("tasks/update", {"taskId": parked["taskId"], "inputResponses": answers})
-        await peer.call("tasks/cancel", {"taskId": running["taskId"]})
+            await peer.until(parked, "input_required")
+            listened = await listen_until_completed(peer, parked)
+        assert listened[-1]["result"]["content"][0]["text"] == "Delete confirmed: true"
+
+        quick = {"name": "slow_compute", "arguments": {"seconds": 1, "label": "streamed"}}
+        streamed = (await peer.call("tools/call", quick))["taskId"]
         with trio.fail_after(PATIENCE):
-            done = await peer.until(parked["taskId"], "completed")
-            await peer.until(running["taskId"], "cancelled")
-        assert done["result"]["content"][0]["text"] == "Delete confirmed: true"
+            events = await stream_to_the_end(peer, streamed)
+        last = events[-2]["params"]  # the last event, before the stream's result
+        assert (last["type"], last["payload"]["status"]) == ("presa_trio.task.status", "completed")
+        assert "result" in events[-1]
+
+        slow = {"name": "slow_compute", "arguments": {"seconds": 60}}
+        doomed = (await peer.call("tools/call", slow))["taskId"]
+        await peer.call("tasks/cancel", {"taskId": doomed})
+        with trio.fail_after(PATIENCE):
+            await peer.until(doomed, "cancelled")
         assert all(backend.served() > 0 for backend in backends)
+
+
+async def listen_until_completed(peer: Peer, task_id: str) -> list[dict[str, Any]]:
+    """A ``subscriptions/listen`` on ``task_id`` through one connection while its answer
+    goes through another; the notifications heard, to the ``completed`` one."""
+    message = request(
+        "subscriptions/listen",
+        {"notifications": {"taskIds": [task_id]}},
+        request_id=7,
+        capabilities=TASKS,
+    )
+    async with peer.http.stream("POST", peer.url, json=message, headers=headers(message)) as s:
+        incoming = sse_messages(s)
+        await anext(incoming)  # the acknowledgement: the stream listens
+        async with httpx.AsyncClient(timeout=10) as other:
+            answers = {"confirm-delete": CONFIRM}
+            update = {"taskId": task_id, "inputResponses": answers}
+            await Peer(other, peer.url).call("tasks/update", update)
+        heard = [(await anext(incoming))["params"]]
+        while heard[-1]["status"] != "completed":
+            heard.append((await anext(incoming))["params"])
+    return heard
+
+
+async def stream_to_the_end(peer: Peer, task_id: str) -> list[dict[str, Any]]:
+    """``tasks/stream`` of ``task_id``: every message, to its result."""
+    message = request("tasks/stream", {"taskId": task_id}, request_id=8, capabilities=TASKS)
+    sent = headers(message, **{"mcp-name": task_id})
+    async with peer.http.stream("POST", peer.url, json=message, headers=sent) as response:
+        return [message async for message in sse_messages(response)]
 
 
 async def test_a_rolling_restart_under_load_fails_no_request(
