@@ -222,7 +222,13 @@ class Workers:
             await trio.sleep_until(started + RESTART_DELAY_S)
 
     async def run_worker(self, slot: int) -> int:
-        """Run one worker process to its end; its exit status."""
+        """Run one worker process to its end; its exit status.
+
+        The nursery holds the process alone: it ends when the process exits,
+        and fails only if the process cannot be started (that error ends the
+        parent, see :meth:`run`). Cancelled past the bound, it kills the
+        process (:func:`kill_now`).
+        """
         fd = self.listener.fileno()
         async with trio.open_nursery() as nursery:
             process: trio.Process = await nursery.start(
