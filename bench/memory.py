@@ -36,7 +36,7 @@ GROUPS = (
     ("jsonschema_rs", ("jsonschema_rs",)),
     ("hypercorn, h11, h2, wsproto", ("hypercorn.config", "hypercorn.trio.run")),
     ("presa_trio.wire, server, tasks", ("presa_trio.server", "presa_trio.tasks.extension")),
-    ("presa_trio.http, demo, cli", ("presa_trio.http.serving", "presa_trio.cli")),
+    ("presa_trio.http, demo, cli", ("presa_trio.http.serving", "presa_trio.cli.main")),
 )
 IMPORTS = f"""
 import importlib, sys
@@ -51,7 +51,7 @@ for name, modules in {GROUPS!r}:
         importlib.import_module(module)
     print(name, rss(), len(sys.modules), sep="\\t")
 from presa_trio.demo import build_server
-from presa_trio.collector import settle_for_serving
+from presa_trio.cli.collector import settle_for_serving
 build_server()
 settle_for_serving()
 print("the demo server built (its tool schemas compiled)", rss(), len(sys.modules), sep="\\t")

@@ -54,7 +54,7 @@ from typing import Any
 
 import trio
 
-from presa_trio.collector import settle_for_serving
+from presa_trio.cli.collector import settle_for_serving
 from presa_trio.demo import build_server
 from presa_trio.http.serving import serve_http
 from presa_trio.server import RequestContext, Server

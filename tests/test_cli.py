@@ -17,9 +17,9 @@ import pytest
 import trio
 
 from presa_trio import __version__
-from presa_trio.cli import build_parser
+from presa_trio.cli.main import build_parser
+from presa_trio.cli.target import TargetError, load_server
 from presa_trio.server import Server
-from presa_trio.target import TargetError, load_server
 from presa_trio.testing import request
 from tests.e2e.serve_process import REPOSITORY
 from tests.server import mistakes

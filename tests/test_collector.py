@@ -1,4 +1,4 @@
-"""The garbage collector's settings for a serving process (presa_trio.collector)."""
+"""The garbage collector's settings for a serving process (presa_trio.cli.collector)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from presa_trio.collector import YOUNG_THRESHOLD, settle_for_serving
+from presa_trio.cli.collector import YOUNG_THRESHOLD, settle_for_serving
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,8 +96,14 @@ def test_the_check_finds_a_cycle_made_only_of_type_checking_imports(tmp_path: Pa
 
 
 def test_no_library_module_imports_the_command_line() -> None:
-    """presa-defined: the CLI is the top of the graph; only ``__main__`` runs it."""
-    importers = {m for m, imported in module_graph().items() if "presa_trio.cli" in imported}
+    """presa-defined: the command-line package is the top of the graph; outside it,
+    only ``__main__`` imports it, to run it."""
+    cli = "presa_trio.cli"
+    importers = {
+        module
+        for module, imported in module_graph().items()
+        if area(module) != cli and any(area(other) == cli for other in imported)
+    }
     assert importers == {"presa_trio.__main__"}
 
 
@@ -104,3 +112,20 @@ def test_the_request_context_imports_nothing_of_the_server() -> None:
     context needs neither the registry nor the extensions."""
     imported = module_graph()["presa_trio.server.context"]
     assert {m for m in imported if m.startswith("presa_trio.server")} == set()
+
+
+def test_the_client_loads_no_module_of_the_server_its_edge_or_the_tasks_runtime() -> None:
+    """presa-defined (docs/client.md): the client knows only the wire; a fresh
+    interpreter that imports its commands has loaded nothing of ``server``,
+    ``http`` or ``tasks``, not even through a package's ``__init__``."""
+    probe = (
+        "import sys, presa_trio.client.commands\n"
+        "print(len([m for m in sys.modules if m.startswith('presa_trio.')]))\n"
+        "print(*sorted(m for m in sys.modules if m.startswith(('presa_trio.server',"
+        " 'presa_trio.tasks', 'presa_trio.http'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert int(loaded[0]) > 10  # the client's own modules and the wire's were loaded
+    assert loaded[1] == ""

@@ -1,13 +1,17 @@
 """A command-line client for any 2026-07-28 server, over Streamable HTTP or stdio.
 
 ``presa-trio discover|list|call|read|prompt|task`` (:mod:`.commands`) speak
-the wire as the spec writes it, from the client's side, with the server's
-own pieces: the request ``_meta`` keys (:mod:`presa_trio.wire.meta`), the
-mirrored headers (:mod:`presa_trio.wire.headers`), the multi round-trip
-answer readers (:mod:`presa_trio.wire.mrtr`), the schema validator
-(:mod:`presa_trio.wire.schemas`), the task statuses
-(:mod:`presa_trio.tasks.model`) and the transcript records
-(:mod:`presa_trio.http.transcript`).
+the wire as the spec writes it, from the client's side. It knows only the
+wire, the facts both ends share: the request ``_meta`` keys
+(:mod:`presa_trio.wire.meta`), the mirrored headers and which params they
+mirror (:mod:`presa_trio.wire.headers`), the multi round-trip answer readers
+(:mod:`presa_trio.wire.mrtr`), the schema validator
+(:mod:`presa_trio.wire.schemas`), the Tasks extension's id and statuses
+(:mod:`presa_trio.wire.tasks`), the SSE parser (:mod:`presa_trio.wire.sse`)
+and the transcript records (:mod:`presa_trio.wire.transcript`, appended
+with the server's own :mod:`presa_trio.transcript_file`). No module of the
+server, its HTTP edge or the Tasks runtime is imported
+(tests/test_import_graph.py).
 
 ==================  ==========================================================
 module              holds

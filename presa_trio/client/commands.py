@@ -6,7 +6,7 @@ with the server's command line after ``--``::
     presa-trio call http://127.0.0.1:3000/mcp slow_compute seconds=3 label=report
     presa-trio list --stdio tools -- presa-trio stdio
 
-Their options are in :mod:`presa_trio.client.options`; :mod:`presa_trio.cli`
+Their options are in :mod:`presa_trio.client.options`; :mod:`presa_trio.cli.main`
 imports this module, and httpx with it, only to dispatch to :func:`run_client`.
 The exit statuses are those of :mod:`presa_trio.client.errors`.
 """
@@ -53,9 +53,9 @@ from presa_trio.client.transport import (
     open_stdio,
     transcript_file,
 )
-from presa_trio.tasks.model import Status
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import Status
 
 #: Multi round-trip rounds a request may take before the client gives up.
 MAX_ROUNDS = 16

@@ -28,10 +28,8 @@ import trio
 from presa_trio import __version__
 from presa_trio.client.errors import ProtocolFailure, RequestError
 from presa_trio.client.transport import NotModern, Replies, Transport, is_response
-from presa_trio.server.methods import CORE_METHODS, name_params
-from presa_trio.tasks import TASKS_EXTENSION
 from presa_trio.wire.errors import INVALID_REQUEST, METHOD_NOT_FOUND
-from presa_trio.wire.headers import request_headers
+from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
 from presa_trio.wire.meta import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -39,14 +37,11 @@ from presa_trio.wire.meta import (
     PROTOCOL_VERSION,
 )
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASKS_EXTENSION
 
 CLIENT_INFO: JSONObject = {"name": "presa-trio", "version": __version__}
-#: ``Mcp-Name`` mirrors: the core's, from the server's own method table, and
-#: ``taskId`` for the three task methods (SEP-2663 §HTTP Headers).
-NAME_PARAMS: Mapping[str, str] = {
-    **name_params(CORE_METHODS),
-    **dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId"),
-}
+#: ``Mcp-Name`` mirrors: the core's and the Tasks extension's, as the server reads them.
+NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 #: The version an ``initialize`` probe offers a server of the previous era.
 LEGACY_PROBE_VERSION = "2025-11-25"
 

@@ -39,8 +39,8 @@ from presa_trio.client.connection import Connection
 from presa_trio.client.errors import ProtocolFailure, UsageProblem
 from presa_trio.client.output import Console
 from presa_trio.client.transport import is_response, object_at
-from presa_trio.tasks.model import TERMINAL, Status
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import TASK_NOTIFICATION, TERMINAL, Status
 
 #: Seconds to wait for ``cancelled`` after ``tasks/cancel`` was acknowledged.
 CANCEL_WAIT_S = 5.0
@@ -177,7 +177,7 @@ class TaskFollower:
                 while not is_response(message := await replies.next()):
                     changed = object_at(message, "params")
                     if (
-                        message.get("method") == "notifications/tasks"
+                        message.get("method") == TASK_NOTIFICATION
                         and changed.get("taskId") == task_id
                     ):
                         send.send_nowait(changed)

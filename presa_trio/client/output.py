@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from presa_trio.client.transport import object_at
+from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.models import JSONObject
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -59,7 +60,7 @@ def tool_result_text(result: JSONObject) -> str:
 def discover_text(result: JSONObject) -> str:
     """``server/discover`` (server/discover §DiscoverResult) for reading."""
     meta = object_at(result, "_meta")
-    info = result.get("serverInfo") or meta.get("io.modelcontextprotocol/serverInfo") or {}
+    info = result.get("serverInfo") or meta.get(META_SERVER_INFO) or {}
     capabilities = object_at(result, "capabilities")
     extensions = object_at(capabilities, "extensions")
     lines = [

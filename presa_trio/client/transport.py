@@ -11,7 +11,7 @@ the HTTP stream is closed, or ``notifications/cancelled`` is written
 (basic/patterns/cancellation §Transport-Specific Cancellation).
 
 Every exchange can be recorded in presa's transcript format
-(:mod:`presa_trio.http.transcript`), as the server records its own.
+(:mod:`presa_trio.wire.transcript`), as the server records its own.
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages,
 §Backward Compatibility; basic/transports/stdio.
@@ -36,11 +36,12 @@ import httpx
 import trio
 
 from presa_trio.client.errors import ProtocolFailure, UsageProblem
-from presa_trio.http.transcript import Exchange, TranscriptFile, kept
+from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.envelope import RequestId, dumps
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.sse import Event, EventStreamParser
+from presa_trio.wire.transcript import Exchange, kept
 
 #: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
 STDIO_EXIT_GRACE_S = 5.0

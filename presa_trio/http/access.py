@@ -32,8 +32,8 @@ from hypercorn.typing import (
 )
 
 from presa_trio import logs
-from presa_trio.http.transcript import decode_body
 from presa_trio.wire.sse import parse_events
+from presa_trio.wire.transcript import decode_body
 
 access_log = logging.getLogger("presa_trio.access")
 

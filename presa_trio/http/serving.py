@@ -42,8 +42,7 @@ from presa_trio.http.access import AccessLog
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
-from presa_trio.http.workers import inherited_sockets
-from presa_trio.option_values import UsageError
+from presa_trio.http.workers import ServeRefused, inherited_sockets
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
@@ -132,7 +131,7 @@ async def serve_http(
             try:  # prometheus_client, only when asked for
                 from presa_trio.http.metrics import Metered
             except ImportError:
-                raise UsageError(METRICS_MISSING) from None
+                raise ServeRefused(METRICS_MISSING) from None
             app = Metered(mcp)
         app = AccessLog(app)
         if transcript is not None:

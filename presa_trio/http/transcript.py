@@ -1,30 +1,15 @@
-"""Transcripts: every HTTP exchange as one JSON line, for settling spec discussions.
+"""The server's transcript: every HTTP exchange at the edge, as one JSON line.
 
 :class:`TranscriptRecorder` is ASGI middleware around the app. It copies
-what crosses the edge — the request line, the MCP headers and the body; the
-status, content type and body, or each SSE event with its time — and changes
-nothing that is sent. Off by default; ``presa-trio serve --transcript FILE``
-turns it on. ``presa-trio transcript FILE`` renders the file
-(:mod:`presa_trio.http.transcript_render`).
-
-The client (``presa-trio call … --transcript FILE``, :mod:`presa_trio.client`)
-writes the same records from the other end, through :class:`Exchange` and
-:class:`TranscriptFile`.
-
-One line per exchange, appended when the exchange ends::
-
-    {"started": 1764495283.12, "request": {"method": "POST", "path": "/mcp",
-     "headers": {"mcp-method": "tools/call", ...}, "body": {...}},
-     "response": {"status": 200, "contentType": "application/json",
-     "body": {...}, "events": [{"at": 1764495283.13, "data": {...}}]}}
+what crosses the edge and changes nothing that is sent. Off by default;
+``presa-trio serve --transcript FILE`` turns it on. The record format, which
+the client writes too, is :mod:`presa_trio.wire.transcript`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import attrs
 import trio
@@ -37,75 +22,8 @@ from hypercorn.typing import (
     Scope,
 )
 
-from presa_trio.wire.sse import Event, EventStreamParser
-
-#: Request headers worth keeping: the content negotiation and every MCP header.
-KEPT_HEADERS = ("content-type", "accept", "origin")
-
-
-def kept(name: str) -> bool:
-    return name in KEPT_HEADERS or name.startswith("mcp-")
-
-
-def decode_body(raw: bytes | str) -> Any:
-    """JSON when it parses, else the text (bad input is part of the record)."""
-    if not raw:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
-
-
-@attrs.define(eq=False)
-class Exchange:
-    """One exchange being recorded: fill it as bytes cross, then :meth:`record` it."""
-
-    started: float
-    request: dict[str, Any]
-    body: bytearray = attrs.field(factory=bytearray)
-    response: dict[str, Any] = attrs.field(factory=dict)
-    response_body: bytearray = attrs.field(factory=bytearray)
-    events: list[dict[str, Any]] = attrs.field(factory=list)
-    # Reads the SSE body as it comes: an event is recorded when its chunk completes it.
-    _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
-
-    def add_events(self, chunk: bytes, at: float) -> None:
-        """A chunk of an SSE body, arrived at ``at``."""
-        self.response_body += chunk
-        self.events += [
-            {"at": at, "data": decode_body(item.data)}
-            for item in self._parser.feed(chunk)
-            if isinstance(item, Event)
-        ]
-
-    def record(self) -> dict[str, Any]:
-        self.request["body"] = decode_body(bytes(self.body))
-        response = dict(self.response)
-        if response.get("contentType") == "text/event-stream":
-            response["events"] = self.events
-        else:
-            response["body"] = decode_body(bytes(self.response_body))
-        return {"started": self.started, "request": self.request, "response": response}
-
-
-@attrs.define(eq=False)
-class TranscriptFile:
-    """A JSON-lines transcript, appended one whole record at a time."""
-
-    path: Path
-    _lock: trio.Lock = attrs.field(factory=trio.Lock)
-
-    async def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
-        async with self._lock:
-            await trio.to_thread.run_sync(self._write, line)
-
-    def _write(self, line: str) -> None:
-        # A lone surrogate (a "\ud800" escape the JSON parser accepted) has no
-        # UTF-8 form; written back as that same escape, the line stays its JSON.
-        with self.path.open("a", encoding="utf-8", errors="backslashreplace") as file:
-            file.write(line)
+from presa_trio.transcript_file import TranscriptFile
+from presa_trio.wire.transcript import Exchange, kept
 
 
 @attrs.define(eq=False, repr=False)

@@ -2,7 +2,7 @@
 
 Pure: JSON-lines records in, text out. One block per exchange, numbered, with
 times relative to the first request; JSON is pretty-printed; an SSE response
-shows each event with its own time. See :mod:`presa_trio.http.transcript` for
+shows each event with its own time. See :mod:`presa_trio.wire.transcript` for
 the record format.
 """
 

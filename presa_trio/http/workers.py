@@ -63,8 +63,6 @@ import trio
 from hypercorn.config import Config, Sockets
 from hypercorn.utils import repr_socket_addr
 
-from presa_trio.option_values import UsageError
-
 log = logging.getLogger(__name__)
 
 #: The environment variable naming the listening socket a worker inherits.
@@ -90,6 +88,13 @@ UNSHARED_STORES = {
 }
 
 
+class ServeRefused(Exception):
+    """Serving cannot start as asked; the message is one line for the operator.
+
+    The command line prints it and exits with status 2.
+    """
+
+
 def worker_total(requested: int) -> int:
     """``--workers``: the number given, or one per core this process may run on for 0."""
     if requested:
@@ -103,7 +108,7 @@ def check_store(store: str, total: int) -> None:
     """Refuse, in one line, a store that ``total`` workers cannot share."""
     why = UNSHARED_STORES.get(store.partition(":")[0])
     if total > 1 and why is not None:
-        raise UsageError(f"--workers {total}: {why}; use --store postgresql://… or --workers 1")
+        raise ServeRefused(f"--workers {total}: {why}; use --store postgresql://… or --workers 1")
 
 
 def inherited_sockets() -> Sockets | None:
@@ -127,7 +132,7 @@ def listen(host: str, port: int) -> socket.socket:
         (sock,) = config.create_sockets().insecure_sockets
     except OSError as error:
         reason = error.strerror or str(error)
-        raise UsageError(f"cannot listen on {host}:{port}: {reason}") from None
+        raise ServeRefused(f"cannot listen on {host}:{port}: {reason}") from None
     sock.listen(config.backlog)
     return sock
 
@@ -261,7 +266,7 @@ async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
     Each worker runs ``argv`` again with ``--workers 1``.
     """
     if args.reload:
-        raise UsageError("--reload restarts one process: use it with --workers 1")
+        raise ServeRefused("--reload restarts one process: use it with --workers 1")
     total = worker_total(args.workers)
     check_store(args.store, total)
     bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)

@@ -44,13 +44,10 @@ from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
 from presa_trio.wire.request_state import StateSealer
+from presa_trio.wire.tasks import PARTIAL_CONTENT_EVENT
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-#: The event type of :meth:`RequestContext.emit_partial`: partial content
-#: blocks, as SEP-2679 shaped them, carried as a prefixed task event (SEP-2694).
-PARTIAL_CONTENT_EVENT = "presa_trio.content.partial"
 
 
 class ServerView(Protocol):
@@ -204,7 +201,7 @@ class RequestContext:
 
     # --- asking the client (mrtr; SEP-2663 §Task Update Requests) ---------------
 
-    def ask(self, requests: Mapping[str, mrtr.InputRequest]) -> Awaitable[mrtr.Answers]:
+    async def ask(self, requests: Mapping[str, mrtr.InputRequest]) -> mrtr.Answers:
         """Ask the client for input; await the answers by key, checked and typed (``Answers``).
 
         One call serves both ways a tool may run, and the tool reads the
@@ -227,13 +224,12 @@ class RequestContext:
         (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76;
         spec-notes §30).
 
-        A plain method that returns the awaitable, not a coroutine of its
-        own: a task parked on its question keeps every frame between its
-        runner and the tool's ``await`` alive. Its errors (-32021, -32602,
-        the pending signal) are raised when it is called, which for
-        ``await ctx.ask(...)`` is the same moment.
+        It checkpoints, as every ``await`` of the runtime does, even when
+        the answers are already at hand.
         """
-        return _given(mrtr.answers_for(requests, self.input_responses, self.state))
+        answers = mrtr.answers_for(requests, self.input_responses, self.state)
+        await trio.lowlevel.checkpoint()
+        return answers
 
     # --- task events (SEP-2694, with --task-events) ----------------------------
 
@@ -273,9 +269,3 @@ class RequestContext:
         """The roots the client listed under ``key``, if any."""
         raw = self.input_responses.get(key)
         return None if raw is None else mrtr.read_roots(raw)
-
-
-async def _given(answers: mrtr.Answers) -> mrtr.Answers:
-    """Answers already at hand, as an awaitable; a checkpoint, as every await of a store is."""
-    await trio.lowlevel.checkpoint()
-    return answers

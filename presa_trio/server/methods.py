@@ -8,7 +8,8 @@ server knows about a method, and everything else is derived from the rows:
 - ``server/discover``: the capability, advertised by the same test
   (:mod:`presa_trio.server.discover`);
 - the HTTP edge: ``Mcp-Name`` mirrors ``params[name_param]``
-  (basic/transports/streamable-http §Standard Request Headers) and, for
+  (basic/transports/streamable-http §Standard Request Headers; the rule is
+  :data:`presa_trio.wire.headers.CORE_NAME_PARAMS`, which clients read too) and, for
   ``tools/call``, ``Mcp-Param-*`` mirror the arguments the tool marks
   (§Custom Headers from Tool Parameters);
 - multi round-trip: only rows with ``may_ask`` may answer ``input_required``
@@ -30,6 +31,7 @@ from collections.abc import Iterable, Mapping
 
 from presa_trio.server import discover, listen, prompts, resources, tools
 from presa_trio.server.registry import Method
+from presa_trio.wire.headers import CORE_NAME_PARAMS
 
 CORE_METHODS: tuple[Method, ...] = (
     Method("server/discover", discover.discover),
@@ -39,13 +41,17 @@ CORE_METHODS: tuple[Method, ...] = (
         "tools/call",
         tools.call_tool,
         capability="tools",
-        name_param="name",
+        name_param=CORE_NAME_PARAMS["tools/call"],
         param_headers=tools.param_headers,
         may_ask=True,
     ),
     Method("prompts/list", prompts.list_prompts, capability="prompts"),
     Method(
-        "prompts/get", prompts.get_prompt, capability="prompts", name_param="name", may_ask=True
+        "prompts/get",
+        prompts.get_prompt,
+        capability="prompts",
+        name_param=CORE_NAME_PARAMS["prompts/get"],
+        may_ask=True,
     ),
     Method("resources/list", resources.list_resources, capability="resources"),
     Method("resources/templates/list", resources.list_templates, capability="resources"),
@@ -53,7 +59,7 @@ CORE_METHODS: tuple[Method, ...] = (
         "resources/read",
         resources.read_resource,
         capability="resources",
-        name_param="uri",
+        name_param=CORE_NAME_PARAMS["resources/read"],
         may_ask=True,
     ),
     Method("completion/complete", prompts.complete, capability="completions"),

@@ -11,9 +11,9 @@ task, in three seams:
 - :func:`answer_call` — the outcome as this request's result.
 
 The plain path is the three in a row (:func:`call_tool`). The Tasks
-extension prepares, and its worker (``ToolJob``) awaits the handler in the
-task's own nursery and maps the outcome with the same two functions, then
-makes it the task's result.
+extension prepares, and its worker (``ToolJob``) runs the handler with
+:func:`run_handler` in the task's own nursery and maps the outcome with
+:func:`map_outcome`, then makes it the task's result.
 
 The checks and mappings, in order:
 

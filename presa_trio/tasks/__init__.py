@@ -20,10 +20,11 @@ A walk-through of one task's life, request by request, is ``docs/tasks.md``.
 from presa_trio.tasks.context import ask
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention
-from presa_trio.tasks.extension import TASKS_EXTENSION, Policy, TasksExtension
+from presa_trio.tasks.extension import Policy, TasksExtension
 from presa_trio.tasks.runner import Clock, Limits, TaskRunner
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.wire.tasks import TASKS_EXTENSION
 
 __all__ = [
     "TASKS_EXTENSION",

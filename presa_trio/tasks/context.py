@@ -47,18 +47,16 @@ class WorkerContext(RequestContext):
     writer: StoreWriter = attrs.field(kw_only=True, repr=False)
     worker: Worker = attrs.field(kw_only=True)
 
-    def ask(self, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
+    async def ask(self, requests: Mapping[str, InputRequest]) -> Answers:
         """The requests go on the task (``input_required``); the answers once all have come.
 
         A request the creating request's capabilities do not allow is
         -32021, raised before anything is recorded (T-76; spec-notes §30).
-        Not a coroutine of its own, as on the plain path: a parked task
-        keeps every frame up to the tool's ``await`` alive.
         """
         for request in requests.values():
             if not request.allowed_by(self.capabilities):
                 raise MissingRequiredClientCapability.for_capability(request.capability)
-        return self.writer.wait_inputs(self.worker, requests)
+        return await self.writer.wait_inputs(self.worker, requests)
 
     async def set_status_message(self, message: str) -> None:
         """The task's ``statusMessage`` until its status changes; the status stays.
@@ -74,15 +72,14 @@ class WorkerContext(RequestContext):
         await self.writer.emit(self.worker, event_type, payload)
 
 
-def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Awaitable[Answers]:
+async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Answers:
     """``ctx.ask(requests)``, spelt as a function: ``answers = await ask(ctx, {...})``.
 
     The request's context decides (:meth:`RequestContext.ask
     <presa_trio.server.context.RequestContext.ask>` on a plain call,
-    :meth:`WorkerContext.ask` in a task). It returns that awaitable itself,
-    adding no frame to a parked task.
+    :meth:`WorkerContext.ask` in a task).
     """
-    return ctx.ask(requests)
+    return await ctx.ask(requests)
 
 
 #: Most distinct request declarations kept for workers to share.

@@ -13,7 +13,8 @@ module decides everything about the log that needs no I/O:
 - which types may be emitted (:func:`check_type`) and how large a payload
   may be (:class:`Retention`);
 - the events presa writes itself for a task's life (:func:`life_events`),
-  derived from the task before and after one stored write.
+  derived from the task before and after one stored write; their types
+  are in :mod:`presa_trio.wire.tasks`.
 
 House rules: nothing here awaits; a rule of the proposal is in one place,
 and its docstring names the section.
@@ -34,6 +35,7 @@ import attrs
 from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 
 #: The method of the notification that carries one event (SEP-2694 §notifications/tasks/event).
 EVENT_NOTIFICATION = "notifications/tasks/event"
@@ -41,15 +43,6 @@ EVENT_NOTIFICATION = "notifications/tasks/event"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: ``events_gone``'s code, from the implementation-defined server error range.
 EVENTS_GONE = -32010
-
-#: presa's own event types start with this (an implementation-controlled
-#: namespace: the package's name, which presa holds).
-PRESA_PREFIX = "presa_trio."
-STATUS_EVENT = PRESA_PREFIX + "task.status"
-INPUT_REQUESTED_EVENT = PRESA_PREFIX + "task.input_requested"
-INPUT_ANSWERED_EVENT = PRESA_PREFIX + "task.input_answered"
-#: The helper's type for partial content blocks (SEP-2694 §Relationship to SEP-2679).
-PARTIAL_CONTENT_EVENT = PRESA_PREFIX + "content.partial"
 
 #: A label of an event type: letters, digits, ``_`` and ``-``.
 _LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")
@@ -202,14 +195,6 @@ def check_type(event_type: Any) -> str:
             f"task event type {event_type!r} needs a vendor prefix, e.g. com.example.step"
         )
     return event_type
-
-
-def partial_content(content: Sequence[Mapping[str, Any]]) -> NewEvent:
-    """Partial output as content blocks: SEP-2679's shape, carried as a prefixed event.
-
-    Spec: SEP-2694 §Relationship to SEP-2679 (``{"content": [...]}``).
-    """
-    return NewEvent(PARTIAL_CONTENT_EVENT, {"content": [dict(block) for block in content]})
 
 
 # --- tasks/stream: the cursor and what to do next -------------------------------------

@@ -47,7 +47,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.auth.principal import access_scope, holds, require_scopes
+from presa_trio.auth.principal import Principal, access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.registered import AnyToolHandler, RegisteredTool
@@ -66,7 +66,7 @@ from presa_trio.server.tools import (
     map_outcome,
     prepare_call,
     read_call_params,
-    tool_outcome,
+    run_handler,
 )
 from presa_trio.tasks.context import Job, WorkerContext, detached_meta, drop
 from presa_trio.tasks.event_log import TaskEventLog
@@ -74,7 +74,7 @@ from presa_trio.tasks.model import Task
 from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
 from presa_trio.tasks.runner import TaskRunner, capacity_error
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
-from presa_trio.tasks.stores.record import principal_from_json, principal_to_json
+from presa_trio.tasks.stores.record import from_json, to_json
 from presa_trio.tasks.stream import stream_events
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import (
@@ -85,12 +85,9 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASK_NOTIFICATION, TASKS_EXTENSION
 
 log = logging.getLogger(__name__)
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-
-TASK_NOTIFICATION = "notifications/tasks"
 
 
 class Policy(enum.Enum):
@@ -240,13 +237,17 @@ class TasksExtension(Extension):
     # --- hooks ------------------------------------------------------------------
 
     def methods(self) -> Iterable[Method]:
-        stream = Method("tasks/stream", self.stream_task, name_param="taskId")
-        return (
-            Method("tasks/get", self.get_task, name_param="taskId"),
-            Method("tasks/update", self.update_task, name_param="taskId"),
-            Method("tasks/cancel", self.cancel_task, name_param="taskId"),
-            *((stream,) if self.events is not None else ()),
-        )
+        handlers: dict[str, MethodHandler] = {
+            "tasks/get": self.get_task,
+            "tasks/update": self.update_task,
+            "tasks/cancel": self.cancel_task,
+        }
+        if self.events is not None:
+            handlers["tasks/stream"] = self.stream_task
+        return [
+            Method(name, handler, name_param=TASK_NAME_PARAMS[name])
+            for name, handler in handlers.items()
+        ]
 
     def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
         if method != "tools/call":
@@ -324,7 +325,7 @@ class TasksExtension(Extension):
             input_responses=ctx.input_responses,
             state=ctx.state,
             rerun=name in self.rerunnable,
-            principal=principal_to_json(ctx.principal),
+            principal=to_json(ctx.principal),
         )
         job = ToolJob(registered, arguments)
         try:
@@ -355,7 +356,7 @@ class TasksExtension(Extension):
             send=drop,
             input_responses=work.input_responses,
             state=work.state,
-            principal=principal_from_json(work.principal),
+            principal=from_json(work.principal, Principal),
         )
         return ToolJob(registered, work.arguments), creator
 
@@ -464,8 +465,8 @@ class TasksExtension(Extension):
 class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
-    Its outcome is mapped by the plain path's own functions,
-    :func:`~presa_trio.server.tools.tool_outcome` and
+    It runs the handler and maps its outcome with the plain path's own
+    functions, :func:`~presa_trio.server.tools.run_handler` and
     :func:`~presa_trio.server.tools.map_outcome`, so both paths map alike:
     an ``isError`` result is a result (``completed``), a raised error is an
     error (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62;
@@ -473,21 +474,16 @@ class ToolJob:
     :class:`InputRequired` inside a task: that is a programming error,
     -32603; it must use ``ctx.ask``.
 
-    An object, not a closure, and it awaits the handler itself: a task
-    parked on a question keeps every frame between the runner and the
-    tool's ``await`` alive, so this is the only one. The call's nursery is
-    the task's own (the runner's), so the plain path's nursery wrapper
-    (:func:`~presa_trio.server.tools.run_call`) would have nothing to do.
+    The call's nursery is the task's own (the runner's), so the plain
+    path's nursery wrapper (:func:`~presa_trio.server.tools.run_call`)
+    would have nothing to do.
     """
 
     registered: RegisteredTool
     arguments: dict[str, Any]
 
     async def __call__(self, ctx: WorkerContext) -> JSONObject:
-        try:
-            output = await self.registered.handler(ctx, self.arguments)
-        except Exception as error:
-            output = tool_outcome(error)
+        output = await run_handler(self.registered, ctx, self.arguments)
         outcome = map_outcome(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name

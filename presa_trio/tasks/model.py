@@ -12,7 +12,8 @@ The machine is the table
 :data:`TRANSITIONS` maps a status and an :class:`Event` to the next status,
 as h11's ``_state.py`` does. A transition function names its event; the
 table decides where it leads, and an event the table does not list for the
-current status is illegal. Nothing else picks a status.
+current status is illegal. Nothing else picks a status. The statuses
+themselves, shared with the client, are :class:`presa_trio.wire.tasks.Status`.
 
 House rules
 -----------
@@ -46,9 +47,8 @@ House rules
 
 Time is passed in, never read: ``now_ms`` is wall-clock milliseconds since
 the epoch. It stamps ``createdAt``/``lastUpdatedAt`` and fixes the expiry, and
-it means the same in every process and after a restart. Tasks stamped in
-the same millisecond share one ``int`` for it (:func:`moment`), since a
-stored task keeps its stamps as long as it lives.
+it means the same in every process and after a restart; :func:`epoch_ms`
+is the one clock the runtime and the stores read it from.
 
 Spec: SEP-2663 §Tasks, §Task Status, §Task Polling (Response), §Task Update
 Requests.
@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -66,24 +67,7 @@ from typing import Any, Protocol
 import attrs
 
 from presa_trio.wire.models import JSONObject
-
-
-class Status(enum.Enum):
-    """The five task statuses, spelt as on the wire (SEP-2663 §Task Status)."""
-
-    WORKING = "working"
-    INPUT_REQUIRED = "input_required"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    # Enum hashes a member by its name, in Python; members compare by
-    # identity, so identity's hash (in C) is the same rule, made cheap for
-    # the table lookups every transition makes.
-    __hash__ = object.__hash__
-
-
-TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+from presa_trio.wire.tasks import TERMINAL, Status
 
 
 class Event(enum.Enum):
@@ -96,8 +80,6 @@ class Event(enum.Enum):
     FAIL = "fail"
     CANCEL = "cancel"
     REPORT = "report"  # the worker set its status message; the status stays
-
-    __hash__ = object.__hash__  # as for Status
 
 
 #: The machine: status -> event -> next status. Terminal statuses have no
@@ -165,24 +147,19 @@ class IllegalTransition(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def iso_stamp(epoch_ms: int) -> str:
+def iso_stamp(at_ms: int) -> str:
     """RFC 3339 UTC with milliseconds, e.g. ``2026-11-03T18:04:05.123Z``.
 
     Kept for the last few thousand moments: every ``tasks/get`` and change
     notification formats a task's two timestamps, and they rarely change.
     """
-    moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
+    moment = datetime.fromtimestamp(at_ms / 1000, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@functools.lru_cache(maxsize=64)
-def moment(epoch_ms: int) -> int:
-    """``epoch_ms`` as the one ``int`` object kept for that millisecond.
-
-    Under load, many tasks are created or changed in the same millisecond;
-    each would otherwise keep an ``int`` of its own for it until its TTL.
-    """
-    return epoch_ms
+def epoch_ms() -> int:
+    """This process's wall clock in epoch milliseconds: what every ``now_ms`` is."""
+    return time.time_ns() // 1_000_000
 
 
 @attrs.frozen
@@ -298,7 +275,6 @@ def create(
     """A new task, ``working``: the seed a ``CreateTaskResult`` carries (T-22)."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise ValueError("ttlMs must be positive, or None for unlimited")
-    now_ms = moment(now_ms)
     return Task(
         task_id,
         Status.WORKING,
@@ -322,7 +298,7 @@ def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
     if target is not task.status:
         changes.setdefault("message", None)
     return attrs.evolve(
-        task, status=target, updated_ms=moment(now_ms), revision=task.revision + 1, **changes
+        task, status=target, updated_ms=now_ms, revision=task.revision + 1, **changes
     )
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from presa_trio.tasks.model import Status
 from presa_trio.tasks.stores.base import Lease, StoredTask
+from presa_trio.wire.tasks import Status
 
 
 class Seen(enum.Enum):

@@ -155,7 +155,7 @@ from presa_trio.tasks.housekeeping import (
     ignore_change,
     keep_running,
 )
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     CapacityExceeded,
     Lease,
@@ -173,6 +173,7 @@ from presa_trio.tasks.writes import Clock, StoreWriter, ignore_status
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
+from presa_trio.wire.tasks import Status
 
 __all__ = ["INTERRUPTED", "Clock", "Limits", "TaskRunner", "capacity_error", "new_task_id"]
 

@@ -33,7 +33,6 @@ Spec: SEP-2663 §Task Execution Errors, §Task Update Requests; SEP-2694.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,7 +42,7 @@ import trio
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks.backoff import Backoff
 from presa_trio.tasks.event_log import TaskEventLog
-from presa_trio.tasks.model import IllegalTransition, Task
+from presa_trio.tasks.model import IllegalTransition, Task, epoch_ms
 from presa_trio.tasks.stores.base import (
     Conflict,
     LeaseLost,
@@ -61,10 +60,6 @@ log = logging.getLogger(__name__)
 
 #: How long a write the worker must make while being cancelled may take (s).
 WRITE_GRACE = 5.0
-
-
-def epoch_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @attrs.frozen

@@ -30,21 +30,20 @@ import trio
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import Server
-from presa_trio.server.methods import CORE_METHODS, name_params
-from presa_trio.tasks import TASKS_EXTENSION
+from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
 from presa_trio.wire.headers import header_value as header_value
-from presa_trio.wire.headers import request_headers
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.sse import Comment, Event, EventStreamParser, parse_events
+from presa_trio.wire.tasks import TASKS_EXTENSION
 
 #: What the client declares unless told otherwise: every client capability of
 #: the core, and no extension.
 DEFAULT_CAPABILITIES: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {}}
 #: The same, plus the Tasks extension: a task tool called with these becomes a task.
 TASKS_CAPABILITIES: dict[str, Any] = {**DEFAULT_CAPABILITIES, "extensions": {TASKS_EXTENSION: {}}}
-#: The core's ``Mcp-Name`` rules, read from the server's own method table.
-NAME_PARAMS = name_params(CORE_METHODS)
+#: The core's ``Mcp-Name`` rules, as the server's method table reads them.
+NAME_PARAMS = CORE_NAME_PARAMS
 
 
 def meta(capabilities: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:

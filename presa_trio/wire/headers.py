@@ -21,6 +21,15 @@ from typing import Any
 from presa_trio.wire.meta import PROTOCOL_VERSION
 from presa_trio.wire.models import JSONObject
 
+#: Which ``params`` key ``Mcp-Name`` mirrors, for the core methods that have
+#: one (§Standard Request Headers); the Tasks extension's are
+#: :data:`presa_trio.wire.tasks.TASK_NAME_PARAMS`.
+CORE_NAME_PARAMS: Mapping[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
+
 SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
 

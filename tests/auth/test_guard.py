@@ -15,7 +15,7 @@ from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
 from presa_trio.auth.jwt_tokens import JwtVerifier
 from presa_trio.auth.options import auth_requested, guard_from_args
 from presa_trio.auth.static import StaticTokens
-from presa_trio.cli import parse_args
+from presa_trio.cli.main import parse_args
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, headers_for, request, running

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from presa_trio.cli import parse_args
+from presa_trio.cli.main import parse_args
 
 UNIT = Path(__file__).parents[2] / "docs" / "presa-trio.service"
 #: Where the unit expects presa installed.

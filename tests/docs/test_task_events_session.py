@@ -101,7 +101,7 @@ def test_the_retention_table_names_each_flag_and_its_default() -> None:
     """Spec-recommended (SEP-2694 §Event Retention, "Receivers SHOULD document"; S-16):
     docs/task-events.md has a row per retention property, each with its flag and the default
     the command line uses."""
-    from presa_trio.cli import build_parser
+    from presa_trio.cli.main import build_parser
 
     page = PAGE.read_text()
     table = page[page.index("## Retention") :].split("\n\n")[2]

@@ -16,6 +16,6 @@ if __name__ == "__main__":
     true_time, true_time_ns = time.time, time.time_ns
     time.time = lambda: true_time() + offset
     time.time_ns = lambda: true_time_ns() + round(offset * 1e9)
-    from presa_trio.cli import main
+    from presa_trio.cli.main import main
 
     main(sys.argv[2:])

@@ -17,13 +17,11 @@ import httpx
 import pytest
 import trio
 
-from presa_trio.testing import meta, request
+from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
-from tests.e2e.harness import headers
+from tests.e2e.harness import PAUSING, call_pause, headers
 from tests.e2e.serve_process import ServeProcess, presa_serve
 from tests.streams import sse_messages
-
-PAUSING = "tests.e2e.pausing_server:server"
 
 
 async def post(http: httpx.AsyncClient, url: str, message: Any, **extra: str) -> httpx.Response:
@@ -100,29 +98,6 @@ async def open_listen(
         async for message in sse_messages(response):
             listened.append(message)
             acked.set()
-
-
-async def call_pause(
-    http: httpx.AsyncClient,
-    url: str,
-    seconds: float,
-    events: list[dict[str, Any]],
-    running: trio.Event,
-) -> None:
-    """``pause`` with a progress token; every event kept, ``running`` set at the first;
-    a dropped stream just ends."""
-    message = request(
-        "tools/call",
-        {"name": "pause", "arguments": {"seconds": seconds}, "_meta": meta(progressToken="p")},
-        request_id=8,
-    )
-    try:
-        async with http.stream("POST", url, json=message, headers=headers(message)) as response:
-            async for message in sse_messages(response):
-                events.append(message)
-                running.set()
-    except httpx.TransportError:
-        pass
 
 
 async def load(

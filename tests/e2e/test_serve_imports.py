@@ -1,7 +1,7 @@
 """End to end: a serving process loads what serving needs, and not the rest.
 
 The command line knows every command, but it imports a command's machinery
-only when that command runs (presa_trio.cli): the client and httpx for the
+only when that command runs (presa_trio.cli.main): the client and httpx for the
 client's commands, the reloader for ``--reload``, the stdio edge for
 ``stdio``, JOSE for JWT access tokens, sqlite3 or psycopg for their store
 URLs. A module loaded for nothing is resident memory in every server process
@@ -32,7 +32,7 @@ NOT_FOR_SERVING = (
     "httpx",
     "presa_trio.client.commands",
     "presa_trio.client.transport",
-    "presa_trio.reload",
+    "presa_trio.cli.reload",
     "joserfc",
     "cryptography",
     "presa_trio.auth.jwt_tokens",

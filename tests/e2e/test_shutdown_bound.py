@@ -9,7 +9,6 @@ room for the process to start its exit; nothing else is timed.
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,14 +20,6 @@ from tests.e2e.peers import PATIENCE, serving
 from tests.postgres import Postgres, temporary_postgresql
 
 GRACE = 3
-
-#: Until the PostgreSQL store's calls end when cancelled from Trio's side (the
-#: hand-made thread pool of ``postgres_io`` waits for each call's own deadline),
-#: no runtime can keep this bound on PostgreSQL; remove once that module is gone.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("presa_trio.tasks.stores.postgres_io") is not None,
-    reason="the PostgreSQL store's calls do not end when cancelled",
-)
 
 
 @pytest.fixture(scope="module")

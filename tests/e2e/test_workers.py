@@ -25,9 +25,9 @@ import httpx
 import pytest
 import trio
 
+from tests.e2e.harness import PAUSING, call_pause
 from tests.e2e.peers import PATIENCE, Peer
 from tests.e2e.serve_process import ServeProcess, presa_serve
-from tests.e2e.test_cli_serve import PAUSING, call_pause
 
 STARTED = r"worker (\d+) started \(pid (\d+)\)"
 OPTIONS = ("--shutdown-grace", "2", "--store-timeout", "2")

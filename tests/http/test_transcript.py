@@ -12,9 +12,10 @@ from pathlib import Path
 import trio
 
 from presa_trio.demo import build_app
-from presa_trio.http.transcript import Exchange, TranscriptRecorder
+from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import McpClient, meta, request, running
+from presa_trio.wire.transcript import Exchange
 from tests.http.ticks import Ticks
 
 HERE = Path(__file__).parent

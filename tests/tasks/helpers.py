@@ -11,10 +11,11 @@ import trio
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Clock
 from presa_trio.tasks.context import Job, WorkerContext
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.testing import meta
 from presa_trio.wire.meta import RequestMeta
+from presa_trio.wire.tasks import Status
 
 RESULT = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
 

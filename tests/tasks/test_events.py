@@ -12,10 +12,7 @@ import pytest
 from presa_trio.tasks import model
 from presa_trio.tasks.events import (
     EVENTS_GONE,
-    INPUT_ANSWERED_EVENT,
-    INPUT_REQUESTED_EVENT,
     RELATED_TASK,
-    STATUS_EVENT,
     Deliver,
     End,
     EventsGone,
@@ -31,6 +28,7 @@ from presa_trio.tasks.events import (
     status_event,
 )
 from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 
 
 def event(seq: int, task_id: str = "t") -> TaskEvent:

@@ -22,7 +22,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.stores import open_store
-from presa_trio.tasks.stores.sqlite import SqliteStore
+from presa_trio.tasks.stores.sqlite.store import SqliteStore
 from presa_trio.testing import McpClient, Response, headers_for, meta, request, running
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,

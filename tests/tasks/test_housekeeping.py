@@ -18,7 +18,6 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import TaskRunner
 from presa_trio.tasks.housekeeping import keep_running
-from presa_trio.tasks.model import Status
 from presa_trio.tasks.stores.base import (
     RESYNC,
     Deliver,
@@ -28,6 +27,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.wire.tasks import Status
 from tests.tasks.helpers import TRIO_CLOCK, creator, gated
 
 #: Each class of store error, and an exception no store classified.

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from presa_trio.tasks import model
-from presa_trio.tasks.model import IllegalTransition, Status, Task
+from presa_trio.tasks.model import IllegalTransition, Task
+from presa_trio.wire.tasks import Status
 
 KEYS = st.sets(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=3)
 NOW_MS = 1_793_729_045_000

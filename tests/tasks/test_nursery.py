@@ -21,9 +21,9 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
-from presa_trio.tasks.model import Status
 from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
+from presa_trio.wire.tasks import Status
 from tests.expect import error_of, result_of, without_incident
 from tests.tasks.helpers import TRIO_CLOCK, RecordingStore
 

@@ -21,7 +21,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
@@ -34,6 +34,7 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.meta import META_LOG_LEVEL
 from presa_trio.wire.mrtr import Elicitation, ListRoots
+from presa_trio.wire.tasks import Status
 from tests.expect import without_incident
 from tests.tasks.helpers import RESULT, TRIO_CLOCK, RecordingStore, creator, gated
 

@@ -41,7 +41,7 @@ async def open_memory_store(url: str, store_timeout: float) -> AsyncIterator[Tas
 @asynccontextmanager
 async def open_sqlite(url: str, store_timeout: float) -> AsyncIterator[TaskStore]:
     """``sqlite:///PATH``: imported only here, so a server on ``memory:`` never loads sqlite3."""
-    from presa_trio.tasks.stores.sqlite import open_sqlite_store
+    from presa_trio.tasks.stores.sqlite.store import open_sqlite_store
 
     async with open_sqlite_store(url, store_timeout) as store:
         yield store
@@ -51,7 +51,7 @@ async def open_sqlite(url: str, store_timeout: float) -> AsyncIterator[TaskStore
 async def open_postgresql(url: str, store_timeout: float) -> AsyncIterator[TaskStore]:
     """``postgresql://…``: psycopg is an optional dependency, imported only here."""
     try:
-        from presa_trio.tasks.stores.postgres import open_postgresql_store
+        from presa_trio.tasks.stores.postgres.store import open_postgresql_store
     except ImportError as error:
         raise StoreUnavailable(
             f"{url.partition(':')[0]}: URLs need psycopg: pip install 'presa-trio[postgresql]'"

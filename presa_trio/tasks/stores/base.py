@@ -112,8 +112,8 @@ class StoreError(Exception):
 
     Every store turns whatever its engine raises into exactly one of the
     three classes below, in one function of its own (``classify`` in
-    :mod:`~presa_trio.tasks.stores.sqlite_errors` and
-    :mod:`~presa_trio.tasks.stores.postgres_errors`; the memory store has no
+    :mod:`~presa_trio.tasks.stores.sqlite.errors` and
+    :mod:`~presa_trio.tasks.stores.postgres.errors`; the memory store has no
     engine to fail). Nothing unclassified escapes a store: the runner's
     failure policy (:mod:`presa_trio.tasks.runner`) is written against
     these three, and only these.

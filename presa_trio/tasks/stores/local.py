@@ -1,7 +1,8 @@
 """The in-process pieces shared by the memory and SQLite stores: announcements, rules 1 and 3.
 
-A store that only this process writes announces its changes by calling its
-watchers directly (:class:`LocalAnnouncer`); :func:`check_write` and
+A store that only this process writes announces its changes, and the
+appends to its tasks' event logs, by calling its watchers directly
+(:class:`Announcer`); :func:`check_write` and
 :func:`check_read` are the contract's rules 3 and 1 (see
 :mod:`presa_trio.tasks.stores.base`) for a store that holds its records
 in this process.
@@ -10,6 +11,8 @@ in this process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 import attrs
 import trio
@@ -17,6 +20,7 @@ import trio
 from presa_trio.tasks.stores.base import (
     Conflict,
     Deliver,
+    DeliverAppend,
     LeaseLost,
     StoredTask,
     StoreEvent,
@@ -24,31 +28,65 @@ from presa_trio.tasks.stores.base import (
     TaskNotFound,
 )
 
+#: What a watcher is handed: a store event, or the id of a task whose log grew.
+E = TypeVar("E")
+
 log = logging.getLogger(__name__)
 
 
 @attrs.define(eq=False, repr=False)
-class LocalAnnouncer:
-    """Announcements for a store that only this process writes: direct calls."""
+class Announcer:
+    """Announcements for a store that only this process writes: direct calls.
+
+    A store holds one and calls :meth:`announce` after each committed
+    change, :meth:`announce_append` after each append to a task's log; its
+    ``watch`` and ``watch_events`` are :meth:`watch` and :meth:`watch_events`.
+    The PostgreSQL store holds one too, for this process's own writes, and
+    adds LISTEN/NOTIFY for the others'.
+    """
 
     _watchers: list[Deliver] = attrs.field(factory=list)
+    _append_watchers: list[DeliverAppend] = attrs.field(factory=list)
 
     def announce(self, event: StoreEvent) -> None:
         for deliver in list(self._watchers):
             deliver_safely(deliver, event)
 
+    def announce_append(self, task_id: str) -> None:
+        for deliver in list(self._append_watchers):
+            deliver_safely(deliver, task_id)
+
     async def watch(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        self._watchers.append(deliver)
-        try:
-            task_status.started()
-            await trio.sleep_forever()
-        finally:
-            self._watchers.remove(deliver)
+        """Hand every announced change to ``deliver`` until cancelled; started at once."""
+        await watch_until_cancelled(self._watchers, deliver, task_status)
+
+    async def watch_events(
+        self,
+        deliver: DeliverAppend,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand the id of every task whose log grew to ``deliver`` until cancelled."""
+        await watch_until_cancelled(self._append_watchers, deliver, task_status)
 
 
-def deliver_safely(deliver: Deliver, event: StoreEvent) -> None:
+async def watch_until_cancelled(
+    watchers: list[Callable[[E], None]],
+    deliver: Callable[[E], None],
+    task_status: trio.TaskStatus[None],
+) -> None:
+    """Keep ``deliver`` among ``watchers`` until cancelled."""
+    watchers.append(deliver)
+    try:
+        task_status.started()
+        await trio.sleep_forever()
+    finally:
+        watchers.remove(deliver)
+
+
+def deliver_safely(deliver: Callable[[E], None], event: E) -> None:
     """The one failure policy for watchers, on every store: a watcher's failure is logged.
 
     It ends neither the store's call that announced the change (a write

@@ -1,56 +1,24 @@
-"""Task event logs held in this process: the memory store's, and the in-process announcements.
+"""The memory store's task event logs (rule 7 of :mod:`presa_trio.tasks.stores.base`).
 
-:class:`AppendBulletin` tells this process's streams that a task's log grew
-(rule 7 of :mod:`presa_trio.tasks.stores.base`): a direct call after the
-append, as :class:`~presa_trio.tasks.stores.local.LocalAnnouncer`, which it
-extends, does for task changes. The memory and SQLite stores need nothing
-more (one process writes them); the PostgreSQL store adds LISTEN/NOTIFY.
-:class:`MemoryEventLogs` is the memory store's log: a deque per task, trimmed
-as it grows. The memory store is one Trio thread's: like every memory
-store method, an append checkpoints first and then runs with no checkpoint
-between reading ``next_seq`` and storing the events, so it is atomic by
-construction.
+:class:`MemoryEventLogs` keeps a deque per task, trimmed as it grows, and
+tells this process's streams of each append through the store's
+:class:`~presa_trio.tasks.stores.local.Announcer`. The memory store is one
+Trio thread's: like every memory store method, an append checkpoints first
+and then runs with no checkpoint between reading ``next_seq`` and storing
+the events, so it is atomic by construction.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
-from presa_trio.tasks.stores.base import DeliverAppend
-from presa_trio.tasks.stores.local import LocalAnnouncer
-
-if TYPE_CHECKING:
-    from presa_trio.tasks.stores.base import StoredTask
-
-
-@attrs.define(eq=False, repr=False)
-class AppendBulletin(LocalAnnouncer):
-    """A local announcer that also tells, in this process, when a log grows."""
-
-    _append_watchers: list[DeliverAppend] = attrs.field(factory=list)
-
-    def announce_append(self, task_id: str) -> None:
-        for deliver in list(self._append_watchers):
-            deliver(task_id)
-
-    async def watch_events(
-        self,
-        deliver: DeliverAppend,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        self._append_watchers.append(deliver)
-        try:
-            task_status.started()
-            await trio.sleep_forever()
-        finally:
-            self._append_watchers.remove(deliver)
+from presa_trio.tasks.stores.base import StoredTask
+from presa_trio.tasks.stores.local import Announcer
 
 
 @attrs.define(eq=False)
@@ -80,14 +48,13 @@ class Log:
 
 
 @attrs.define(eq=False, repr=False)
-class MemoryEventLogs(AppendBulletin):
+class MemoryEventLogs:
     """The memory store's task event logs (rule 7), by task id."""
 
+    # The store's own tasks (the same dict): a log is kept only for a stored task.
+    entries: dict[str, StoredTask]
+    announcer: Announcer
     _logs: dict[str, Log] = attrs.field(factory=dict)
-
-    if TYPE_CHECKING:
-        # The memory store's tasks, which this mixin's store class holds.
-        entries: dict[str, StoredTask]
 
     async def append_events(
         self,
@@ -113,7 +80,7 @@ class MemoryEventLogs(AppendBulletin):
         if closing:
             log.closed_ms = now_ms
         log.trim(now_ms, retention)
-        self.announce_append(task_id)
+        self.announcer.announce_append(task_id)
         return appended
 
     async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:

@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 import trio
 
+from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     CapacityExceeded,
     Changed,
     Counts,
     Deleted,
+    Deliver,
+    DeliverAppend,
     Lease,
     Limits,
     StoredTask,
     TaskIdCollision,
     TaskNotFound,
 )
-from presa_trio.tasks.stores.local import check_read, check_write
+from presa_trio.tasks.stores.local import Announcer, check_read, check_write
 from presa_trio.tasks.stores.local_events import MemoryEventLogs
 
 
 @attrs.define(eq=False, repr=False)
-class MemoryStore(MemoryEventLogs):
+class MemoryStore:
     """The default store: a dict in this process. Lost on restart, by design.
 
     Every method checkpoints first (``await trio.sleep(0)``), as a store
@@ -33,8 +36,9 @@ class MemoryStore(MemoryEventLogs):
     and the same code behaves alike on every store. It has no engine, so
     nothing it does can fail as a store (:class:`~presa_trio.tasks.stores.base.StoreError`).
 
-    Its announcer and task event logs (rule 7) are
-    :class:`~presa_trio.tasks.stores.local_events.MemoryEventLogs`.
+    It holds its announcer (:class:`~presa_trio.tasks.stores.local.Announcer`)
+    and its task event logs (rule 7,
+    :class:`~presa_trio.tasks.stores.local_events.MemoryEventLogs`).
 
     A task that ends is kept without its work description and lease (rule
     4): it stays until its TTL elapses, thousands of them in memory at once,
@@ -52,6 +56,43 @@ class MemoryStore(MemoryEventLogs):
     # change, so the capacity check on every creation costs O(1), not a scan.
     _stored: Counter[str] = attrs.field(factory=Counter)
     _active: Counter[str] = attrs.field(factory=Counter)
+    announcer: Announcer = attrs.field(factory=Announcer)
+    event_logs: MemoryEventLogs = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.event_logs = MemoryEventLogs(self.entries, self.announcer)
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        await self.announcer.watch(deliver, task_status=task_status)
+
+    async def watch_events(
+        self,
+        deliver: DeliverAppend,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        await self.announcer.watch_events(deliver, task_status=task_status)
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[NewEvent],
+        now_ms: int,
+        retention: Retention,
+        *,
+        closing: bool = False,
+    ) -> list[TaskEvent]:
+        return await self.event_logs.append_events(
+            task_id, events, now_ms, retention, closing=closing
+        )
+
+    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
+        return await self.event_logs.read_events(task_id, after, limit)
+
+    async def prune_events(self, now_ms: int, retention: Retention) -> None:
+        await self.event_logs.prune_events(now_ms, retention)
 
     def _count(self, stored: StoredTask, delta: int) -> None:
         self._stored[stored.scope] += delta
@@ -65,7 +106,7 @@ class MemoryStore(MemoryEventLogs):
 
     def _put(self, stored: StoredTask) -> None:
         self.entries[stored.task_id] = stored
-        self.announce(Changed(stored))
+        self.announcer.announce(Changed(stored))
 
     async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         await trio.sleep(0)
@@ -159,7 +200,7 @@ class MemoryStore(MemoryEventLogs):
         for task_id in gone:
             stored = self.entries.pop(task_id)
             self._count(stored, -1)
-            self.announce(Deleted(stored.scope, task_id))
+            self.announcer.announce(Deleted(stored.scope, task_id))
         return gone
 
     async def expire(self, now_ms: int) -> list[str]:

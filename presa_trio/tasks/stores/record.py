@@ -25,6 +25,12 @@ kept in the task, so that every store and every process enforces them on
 ``lease`` in columns of its own instead (it changes without the task
 changing); its three fields map one to one.
 
+``work``, ``lease`` and a work's ``principal`` go through :data:`converter`,
+the attrs classes' fields under the wire's camelCase names
+(:func:`~presa_trio.wire.convert.wire_name`); the task is written by hand,
+because its record is not its fields (the requests as on the wire, the
+withdrawn ids as what was ``issued``).
+
 A record of an unknown ``version`` is refused: a newer server wrote it.
 
 As text (:func:`record_text`), a record holds every string a Python JSON
@@ -36,14 +42,52 @@ what the memory store keeps: UTF-8 where the text can be UTF-8, and
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from presa_trio.auth.principal import Principal
-from presa_trio.tasks.model import Status, Task
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import Lease, StoredTask, Work
+from presa_trio.wire.convert import wire_name
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import Status
 
 RECORD_VERSION = 1
+
+T = TypeVar("T")
+
+
+def _make_converter() -> cattrs.Converter:
+    """Every field written, under its wire name; sets as sorted lists."""
+    conv = cattrs.Converter()
+    conv.register_unstructure_hook(frozenset, sorted)
+
+    def renamed(cls: type) -> dict[str, Any]:
+        return {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
+
+    conv.register_unstructure_hook_factory(
+        attrs.has, lambda cls: make_dict_unstructure_fn(cls, conv, **renamed(cls))
+    )
+    conv.register_structure_hook_factory(
+        attrs.has, lambda cls: make_dict_structure_fn(cls, conv, **renamed(cls))
+    )
+    return conv
+
+
+#: Work, Lease and Principal to and from their record JSON.
+converter = _make_converter()
+
+
+def to_json(value: Any) -> Any:
+    """A work, lease or principal as record JSON; None stays None."""
+    return converter.unstructure(value)
+
+
+def from_json(data: JSONObject | None, cls: type[T]) -> T | None:
+    """A ``cls`` (work, lease or principal) read from its record JSON; None stays None."""
+    return None if data is None else converter.structure(data, cls)
 
 
 def record_text(value: Any) -> str:
@@ -101,66 +145,6 @@ def task_from_json(data: JSONObject) -> Task:
     )
 
 
-def work_to_json(work: Work | None) -> JSONObject | None:
-    if work is None:
-        return None
-    return {
-        "tool": work.tool,
-        "arguments": work.arguments,
-        "protocolVersion": work.protocol_version,
-        "capabilities": work.capabilities,
-        "inputResponses": work.input_responses,
-        "state": work.state,
-        "rerun": work.rerun,
-        "principal": work.principal,
-    }
-
-
-def work_from_json(data: JSONObject | None) -> Work | None:
-    if data is None:
-        return None
-    return Work(
-        tool=data["tool"],
-        arguments=data["arguments"],
-        protocol_version=data["protocolVersion"],
-        capabilities=data["capabilities"],
-        input_responses=data["inputResponses"],
-        state=data["state"],
-        rerun=data["rerun"],
-        principal=data["principal"],
-    )
-
-
-def principal_to_json(principal: Principal | None) -> JSONObject | None:
-    """The verified caller a recovered task runs for again."""
-    if principal is None:
-        return None
-    return {
-        "issuer": principal.issuer,
-        "subject": principal.subject,
-        "clientId": principal.client_id,
-        "scopes": sorted(principal.scopes),
-    }
-
-
-def principal_from_json(data: JSONObject | None) -> Principal | None:
-    if data is None:
-        return None
-    return Principal(data["issuer"], data["subject"], data["clientId"], frozenset(data["scopes"]))
-
-
-def lease_to_json(lease: Lease | None) -> JSONObject | None:
-    if lease is None:
-        return None
-    return {"owner": lease.owner, "generation": lease.generation, "expiresMs": lease.expires_ms}
-
-
-def lease_from_json(data: JSONObject | None) -> Lease | None:
-    if data is None:
-        return None
-    return Lease(data["owner"], data["generation"], data["expiresMs"])
-
-
 def lease_columns(lease: Lease | None) -> tuple[str | None, int | None, int | None]:
     """The lease as a SQL store keeps it: owner, generation and expiry columns."""
     if lease is None:
@@ -174,8 +158,8 @@ def to_record(stored: StoredTask) -> JSONObject:
         "version": RECORD_VERSION,
         "scope": stored.scope,
         "task": task_to_json(stored.task),
-        "work": work_to_json(stored.work),
-        "lease": lease_to_json(stored.lease),
+        "work": to_json(stored.work),
+        "lease": to_json(stored.lease),
     }
 
 
@@ -187,6 +171,6 @@ def from_record(record: dict[str, Any]) -> StoredTask:
     return StoredTask(
         scope=record["scope"],
         task=task_from_json(record["task"]),
-        work=work_from_json(record["work"]),
-        lease=lease_from_json(record["lease"]),
+        work=from_json(record["work"], Work),
+        lease=from_json(record["lease"], Lease),
     )

@@ -15,8 +15,9 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from presa_trio.tasks.stores import postgres_errors, sqlite_errors
 from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable
+from presa_trio.tasks.stores.postgres import errors as postgres_errors
+from presa_trio.tasks.stores.sqlite import errors as sqlite_errors
 
 
 def sqlite_error(path: Path, statement: str, *args: object) -> Exception:

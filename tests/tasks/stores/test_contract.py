@@ -13,13 +13,14 @@ import pytest
 import trio
 
 from presa_trio.tasks import model
-from presa_trio.tasks.model import Status, Task
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import (
     RESYNC,
     CapacityExceeded,
     Changed,
     Conflict,
+    Counts,
     Deleted,
     Lease,
     LeaseLost,
@@ -31,6 +32,7 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.record import UnknownRecordVersion, from_record, to_record
 from presa_trio.wire.errors import INVALID_PARAMS
+from presa_trio.wire.tasks import Status
 from tests.tasks.stores.records import (
     ASK,
     AWKWARD,
@@ -349,3 +351,17 @@ async def test_tasks_survive_reopening_the_store(store_url: str, durable: None) 
         await first.compare_and_set("alice", parked, 0)
     async with open_store(store_url) as second:
         assert await second.get("alice", "t-1", T0) == attrs.evolve(stored(), task=parked)
+
+
+async def test_the_counts_survive_reopening_the_store(store_url: str, durable: None) -> None:
+    """presa-defined (rule 2 across restarts): the next opening counts what the last
+    one stored, active and finished, per scope and overall, as the limits see it."""
+    done = model.cancel(new_task("t-2"), T0 + 1)
+    async with open_store(store_url) as first:
+        await first.create(stored(), ROOMY, T0)
+        await first.create(stored("t-2"), ROOMY, T0)
+        await first.compare_and_set("alice", done, 0)
+        before = (await first.counts("alice"), await first.counts(), await first.counts("bob"))
+    async with open_store(store_url) as second:
+        after = (await second.counts("alice"), await second.counts(), await second.counts("bob"))
+    assert before == after == (Counts(1, 2), Counts(1, 2), Counts(0, 0))

@@ -26,10 +26,7 @@ from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
     EVENTS_GONE,
-    INPUT_ANSWERED_EVENT,
-    INPUT_REQUESTED_EVENT,
     RELATED_TASK,
-    STATUS_EVENT,
     NewEvent,
     Retention,
 )
@@ -38,6 +35,7 @@ from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, 
 from presa_trio.testing import running as serving
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from presa_trio.wire.mrtr import Elicitation
+from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
 

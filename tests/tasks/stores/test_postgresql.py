@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -31,8 +32,8 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskStore,
 )
-from presa_trio.tasks.stores.postgres_io import Database, Lane
-from presa_trio.tasks.stores.postgres_schema import CHANNEL, NOTIFY_LIMIT
+from presa_trio.tasks.stores.postgres.database import Database, Lane
+from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT
 from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
 from tests.tasks.stores.records import (
@@ -96,7 +97,7 @@ async def test_creations_racing_from_two_processes_never_overshoot_a_limit(
 async def test_the_overall_limit_is_passed_by_at_most_the_creations_in_flight(
     postgres_url: str,
 ) -> None:
-    """presa-defined (no lock shared by every creation; postgres_schema docstring):
+    """presa-defined (no lock shared by every creation; postgres.schema docstring):
     creations in different scopes take no common lock, so the overall limit is
     checked on the counts as committed. 40 creations over 4 scopes racing through
     two stores for 10 overall slots store at least 10, and at most as many more as
@@ -288,6 +289,69 @@ async def test_a_call_cancelled_while_it_waits_for_a_connection_never_runs(
         release.set()
         await database.close()
     assert ran == ["first"]
+
+
+#: An advisory lock key the tests below hold, so that a call waits on it.
+HELD_LOCK = 4242
+
+
+async def waiting_on_the_lock(connection: psycopg.Connection[Any]) -> int:
+    """How many sessions wait for :data:`HELD_LOCK` (read from the holder's connection)."""
+    row = await trio.to_thread.run_sync(
+        lambda: connection.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ).fetchone()
+    )
+    assert row is not None
+    return int(row[0])
+
+
+async def until_one_waits(connection: psycopg.Connection[Any]) -> None:
+    """Return once a call waits for :data:`HELD_LOCK` (a bound, not a check)."""
+    with trio.fail_after(PATIENCE):
+        # The database offers no event for a session starting to wait: poll.
+        while await waiting_on_the_lock(connection) == 0:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+
+
+@pytest.mark.parametrize("how", ["cancelled", "deadline"])
+async def test_a_call_stopped_from_trio_is_cancelled_on_the_server(
+    postgres_url: str, how: str
+) -> None:
+    """presa-defined (postgres.database, cancellation and deadlines): a call whose
+    caller is cancelled, or whose store timeout passes, while its statement
+    waits on the server ends at once: the caller gets Cancelled (or
+    StoreUnavailable at the deadline), the server no longer runs the
+    statement (psycopg's cancel), and the next call works."""
+    timeout = 3.0 if how == "deadline" else 60.0
+    database = Database(
+        postgres_url, request_connections=1, background_connections=1, timeout=timeout
+    )
+    await database.open()
+    holder = await trio.to_thread.run_sync(lambda: psycopg.connect(postgres_url, autocommit=True))
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (HELD_LOCK,))
+        outcomes: list[str] = []
+
+        async def wait_for_the_lock() -> None:
+            try:
+                await database.run(lambda c: c.execute("SELECT pg_advisory_lock(%s)", (HELD_LOCK,)))
+            except StoreUnavailable:
+                outcomes.append("unavailable")
+
+        with trio.CancelScope() as caller:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait_for_the_lock)
+                await until_one_waits(holder)
+                if how == "cancelled":
+                    caller.cancel()
+        assert outcomes == (["unavailable"] if how == "deadline" else [])
+        assert caller.cancelled_caught == (how == "cancelled")
+        assert await waiting_on_the_lock(holder) == 0
+        assert await database.run(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+    finally:
+        await trio.to_thread.run_sync(holder.close)
+        await database.close()
 
 
 @pytest.mark.parametrize("text", AWKWARD)

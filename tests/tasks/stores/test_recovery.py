@@ -20,9 +20,9 @@ from presa_trio.server import RequestContext
 from presa_trio.tasks import TaskRunner
 from presa_trio.tasks.context import Job, WorkerContext
 from presa_trio.tasks.housekeeping import INTERRUPTED
-from presa_trio.tasks.model import Status
 from presa_trio.tasks.stores.base import StoredTask, TaskStore, Work
 from presa_trio.wire.mrtr import ListRoots
+from presa_trio.wire.tasks import Status
 from tests.tasks.helpers import RESULT, TRIO_CLOCK, creator, gated
 
 ROOTS = {"roots": [{"uri": "file:///w"}]}

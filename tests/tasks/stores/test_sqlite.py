@@ -1,4 +1,4 @@
-"""What only the SQLite store promises: its file's journal mode and schema version."""
+"""What only the SQLite store promises: its journal mode, its schema version, its write batches."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 
 from presa_trio.tasks.stores import open_store
-from presa_trio.tasks.stores.base import StoreUnavailable
-from presa_trio.tasks.stores.sqlite import SCHEMA_VERSION
+from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
+from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION
+from tests.tasks.stores.records import PATIENCE, ROOMY, T0, stored
 
 
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
@@ -72,3 +75,36 @@ async def test_a_foreign_database_is_refused_before_anything_is_written(tmp_path
     assert str(refused.value) == f"{path} is not a presa task store: it holds other tables"
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["theirs.db"]
+
+
+async def test_writes_that_wait_together_commit_together_and_fail_alone(tmp_path: Path) -> None:
+    """presa-defined (sqlite.database: the writes pending when the writer is free run
+    as one batch, each in a savepoint of its own): while another program holds the
+    file's write lock, three creations wait; once it lets go they run together, and
+    the one that collides is refused alone while the other two are stored."""
+    path = tmp_path / "tasks.db"
+    outcomes: dict[str, str] = {}
+    async with open_store(f"sqlite:///{path}") as store:
+        await store.create(stored("t-1"), ROOMY, T0)
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+
+        async def create(task_id: str) -> None:
+            try:
+                await store.create(stored(task_id), ROOMY, T0)
+                outcomes[task_id] = "stored"
+            except TaskIdCollision:
+                outcomes[task_id] = "collision"
+
+        with trio.fail_after(PATIENCE):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(create, "t-2")  # waits for the lock in the writer
+                await trio.testing.wait_all_tasks_blocked()
+                for task_id in ["t-3", "t-1", "t-4"]:
+                    nursery.start_soon(create, task_id)
+                await trio.testing.wait_all_tasks_blocked()
+                other.execute("ROLLBACK")
+        other.close()
+        read = [await store.read(task_id) for task_id in ["t-2", "t-3", "t-4"]]
+    assert outcomes == {"t-1": "collision", "t-2": "stored", "t-3": "stored", "t-4": "stored"}
+    assert [task.task_id if task else None for task in read] == ["t-2", "t-3", "t-4"]

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Sequence
 
 import attrs
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
-from presa_trio.tasks.stores.local_events import AppendBulletin
-
-T = TypeVar("T")
+from presa_trio.tasks.stores.local import Announcer
+from presa_trio.tasks.stores.sqlite.database import Database
 
 #: The event tables, version :data:`EVENTS_VERSION`.
 EVENTS_SCHEMA = """
@@ -151,17 +149,15 @@ def prune(db: sqlite3.Connection, now_ms: int, retention: Retention) -> None:
 
 
 @attrs.define(eq=False, repr=False)
-class SqliteEventLogs(AppendBulletin):
+class SqliteEventLogs:
     """The SQLite store's task event methods, on the store's own connections.
 
     Appends and pruning are writes (``BEGIN IMMEDIATE``, on the writer);
     reads go to the reader connection, so a stream never waits for a write.
     """
 
-    if TYPE_CHECKING:
-        # The store's: one transaction on the writer, one call on the reader.
-        async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
-        async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+    database: Database
+    announcer: Announcer
 
     async def append_events(
         self,
@@ -172,15 +168,15 @@ class SqliteEventLogs(AppendBulletin):
         *,
         closing: bool = False,
     ) -> list[TaskEvent]:
-        appended = await self._write(
+        appended = await self.database.write(
             lambda db: append(db, task_id, events, now_ms, retention, closing)
         )
         if appended:
-            self.announce_append(task_id)
+            self.announcer.announce_append(task_id)
         return appended
 
     async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
-        return await self._read(lambda db: window(db, task_id, after, limit))
+        return await self.database.read(lambda db: window(db, task_id, after, limit))
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
-        await self._write(lambda db: prune(db, now_ms, retention))
+        await self.database.write(lambda db: prune(db, now_ms, retention))

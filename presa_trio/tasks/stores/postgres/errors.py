@@ -3,7 +3,7 @@
 Every failure of a call becomes one of the store's three classes
 (:class:`~presa_trio.tasks.stores.base.StoreError`): unavailable, refused
 data, or a defect; the runner's failure policy is written against those
-(docs/tasks.md). :mod:`presa_trio.tasks.stores.postgres_io` calls it for
+(docs/tasks.md). :mod:`presa_trio.tasks.stores.postgres.database` calls it for
 every call, and to tell a connection that must be made again.
 """
 

@@ -21,12 +21,12 @@ first's ``next_seq``: no duplicate, no hole (rule 7 of
 :mod:`presa_trio.tasks.stores.base`). Nothing is appended to a task that is
 not stored, or to a closed log.
 
-**Announcements** name the task and its last ``seq``; :func:`listen_appends`
-keeps a connection listening, read on the Trio thread as
-:mod:`presa_trio.tasks.stores.postgres_listen` does for task changes, and
-after a reconnection delivers :data:`~presa_trio.tasks.stores.base.RESYNC`:
-every stream then reads its log again from its cursor, so an append
-announced while nobody listened is found by that read.
+**Announcements** name the task and its last ``seq``; the store listens
+on :data:`EVENTS_CHANNEL` through the same loop as for task changes
+(:mod:`presa_trio.tasks.stores.postgres.listen`), and after a reconnection
+delivers :data:`~presa_trio.tasks.stores.base.RESYNC`: every stream then
+reads its log again from its cursor, so an append announced while nobody
+listened is found by that read.
 """
 
 from __future__ import annotations
@@ -37,12 +37,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-import trio
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
-from presa_trio.tasks.stores.base import RESYNC, DeliverAppend
-from presa_trio.tasks.stores.postgres_listen import Backoff, connect_and_listen
-from presa_trio.tasks.stores.postgres_schema import LOCKS, SCHEMA_LOCK
+from presa_trio.tasks.stores.postgres.schema import LOCKS, SCHEMA_LOCK
 
 log = logging.getLogger(__name__)
 
@@ -201,47 +198,3 @@ def prune(connection: Connection, now_ms: int, retention: Retention) -> None:
                 " FROM presa_task_event_logs WHERE closed_ms <= %s)",
                 (now_ms - retention.terminal_ms,),
             )
-
-
-async def listen_appends(
-    conninfo: str,
-    deliver: DeliverAppend,
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Deliver the task id of every announced append until cancelled; started once listening.
-
-    After a reconnection, :data:`RESYNC` first: appends made while no
-    connection listened were announced to nobody.
-    """
-    backoff = Backoff()
-    reconnected = False
-    while True:
-        try:
-            connection = await trio.to_thread.run_sync(connect_and_listen, conninfo, EVENTS_CHANNEL)
-        except psycopg.OperationalError as error:
-            log.warning("cannot listen for task events: %s", error)
-        else:
-            try:
-                if reconnected:
-                    deliver(RESYNC)
-                else:
-                    task_status.started()
-                reconnected = True
-                backoff.reset()
-                await pump(connection, deliver)
-            except psycopg.OperationalError as error:
-                log.warning("lost the connection listening for task events: %s", error)
-            finally:
-                connection.close()
-        await trio.sleep(backoff.delay())
-
-
-async def pump(connection: Connection, deliver: DeliverAppend) -> None:
-    pgconn = connection.pgconn
-    encoding = connection.info.encoding
-    while True:
-        await trio.lowlevel.wait_readable(pgconn.socket)
-        pgconn.consume_input()
-        while (notification := pgconn.notifies()) is not None:
-            deliver(json.loads(notification.extra.decode(encoding))["taskId"])

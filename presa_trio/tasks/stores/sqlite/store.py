@@ -1,14 +1,8 @@
 """``sqlite:///PATH``: tasks in one SQLite file, so they survive a restart on one host.
 
-The standard library's :mod:`sqlite3` blocks, so every statement runs off
-the Trio thread through :func:`trio.to_thread.run_sync`. The store has two
-connections, each behind a :class:`trio.CapacityLimiter` of one (used by one
-thread at a time, in call order): **the writer**, for every write, and
-**the reader**, for ``get``, ``read`` and ``counts``, so that in WAL mode a
-read never waits behind a write, this process's or another program's. A
-call is not abandoned when its caller is cancelled, so a transaction always
-finishes (committed or rolled back); the caller sees the cancellation once
-it has.
+Every statement runs off the Trio thread, on one of two connections: the
+writer for every write (and ``counts``), the reader for ``get`` and ``read``
+(:mod:`presa_trio.tasks.stores.sqlite.database`).
 
 - **One server per file.** The store holds an exclusive lock
   (:func:`fcntl.flock`) on ``PATH.lock`` beside the file, with its pid in
@@ -21,12 +15,7 @@ it has.
   another schema version, is refused before anything (WAL mode included)
   is written to it.
 - **Deadlines.** Every call ends within the store timeout of being made
-  (``--store-timeout``), queueing for its connection included: a call that
-  gets its connection with time left waits for SQLite's locks (another
-  program holding the file) only for what is left (``busy_timeout``), so
-  the wait does not grow with the number of calls queued behind one lock.
-  A call past its deadline fails with
-  :class:`~presa_trio.tasks.stores.base.StoreUnavailable` (retryable).
+  (``--store-timeout``); see :mod:`presa_trio.tasks.stores.sqlite.database`.
 - **WAL**, so readers never wait for the writer, with ``synchronous=NORMAL``:
   a commit survives the process being killed (SIGKILL included), though
   not a power cut (a checkpoint, not every commit, is fsynced).
@@ -45,7 +34,7 @@ announcements (:meth:`watch`, :meth:`watch_events`) are in-process calls,
 made after each commit.
 
 Task event logs (rule 7) are two tables of their own, with a schema version
-of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite_events`).
+of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite.event_logs`).
 """
 
 from __future__ import annotations
@@ -55,8 +44,7 @@ import fcntl
 import json
 import os
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,15 +52,16 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.stores import sqlite_events
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
-    PROTOCOL_ERRORS,
     CapacityExceeded,
     Changed,
     Counts,
     Deleted,
+    Deliver,
+    DeliverAppend,
     Lease,
     Limits,
     StoredTask,
@@ -80,18 +69,19 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskIdCollision,
     TaskNotFound,
+    Work,
 )
-from presa_trio.tasks.stores.local import check_read, check_write
+from presa_trio.tasks.stores.local import Announcer, check_read, check_write
 from presa_trio.tasks.stores.record import (
+    from_json,
     lease_columns,
-    lease_from_json,
     record_text,
     task_from_json,
     to_record,
-    work_from_json,
 )
-from presa_trio.tasks.stores.sqlite_errors import classify
-from presa_trio.tasks.stores.sqlite_events import SqliteEventLogs
+from presa_trio.tasks.stores.sqlite import event_logs
+from presa_trio.tasks.stores.sqlite.database import Database, Link
+from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
 
 SCHEMA_VERSION = 1
 
@@ -130,90 +120,64 @@ def _row_to_stored(row: tuple[Any, ...]) -> StoredTask:
     record = json.loads(record_text)
     lease = None
     if owner is not None:
-        lease = lease_from_json(
-            {"owner": owner, "generation": generation, "expiresMs": lease_expires}
-        )
-    return StoredTask(scope, task_from_json(record["task"]), work_from_json(record["work"]), lease)
+        lease = Lease(owner, generation, lease_expires)
+    return StoredTask(scope, task_from_json(record["task"]), from_json(record["work"], Work), lease)
 
 
 def _task_text(stored: StoredTask, task: Task) -> str:
     return _record_text(attrs.evolve(stored, task=task))
 
 
-@attrs.define(eq=False)
-class Link:
-    """One connection and the limiter that lets one thread at a time use it."""
-
-    connection: sqlite3.Connection
-    limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
-
-
 @attrs.define(eq=False, repr=False)
-class SqliteStore(SqliteEventLogs):
-    """The store on one SQLite file: a writer and a reader; see the module docstring."""
+class SqliteStore:
+    """The store on one SQLite file; see the module docstring."""
 
-    writer: Link = attrs.field(kw_only=True)
-    reader: Link = attrs.field(kw_only=True)
-    # The longest a call may take, queueing included, in seconds.
-    timeout: float = attrs.field(kw_only=True, default=DEFAULT_STORE_TIMEOUT_S)
-    # Set by :meth:`aclose`: a call after it is unavailable (another process may serve).
-    _closed: bool = False
+    database: Database
+    announcer: Announcer = attrs.field(factory=Announcer)
+    event_logs: SqliteEventLogs = attrs.field(init=False)
 
-    async def _run(self, work: Callable[[sqlite3.Connection], T], link: Link | None = None) -> T:
-        """Run ``work`` on a connection (the writer unless told), off the Trio thread, in turn."""
-        link = self.writer if link is None else link
-        deadline = time.monotonic() + self.timeout
-
-        def call() -> T:
-            if self._closed:
-                raise StoreUnavailable("sqlite: cannot use a closed database")
-            left_ms = round((deadline - time.monotonic()) * 1000)
-            if left_ms <= 0:
-                raise StoreUnavailable("sqlite: no time left to wait for the file")
-            try:
-                # Waits for another program's lock end at this call's deadline.
-                link.connection.execute(f"PRAGMA busy_timeout = {left_ms}")
-                return work(link.connection)
-            except PROTOCOL_ERRORS:
-                raise
-            except Exception as error:
-                raise classify(error) from error
-
-        with trio.move_on_after(self.timeout):
-            return await trio.to_thread.run_sync(call, limiter=link.limiter)
-        raise StoreUnavailable(f"sqlite: no answer within the store timeout ({self.timeout:g} s)")
-
-    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` on the reader: it never waits for a write."""
-        return await self._run(work, self.reader)
-
-    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction: all of it or nothing."""
-
-        def transaction(db: sqlite3.Connection) -> T:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            return result
-
-        return await self._run(transaction)
+    def __attrs_post_init__(self) -> None:
+        self.event_logs = SqliteEventLogs(self.database, self.announcer)
 
     async def aclose(self) -> None:
-        """Close both connections, each after its call in progress; later calls fail."""
-        if self._closed:
-            return
-        with trio.CancelScope(shield=True):
-            for link in (self.reader, self.writer):
-                await trio.to_thread.run_sync(link.connection.close, limiter=link.limiter)
-            self._closed = True
+        """Close the file; later calls fail (another process may serve it)."""
+        await self.database.aclose()
+
+    async def watch(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        await self.announcer.watch(deliver, task_status=task_status)
+
+    async def watch_events(
+        self,
+        deliver: DeliverAppend,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        await self.announcer.watch_events(deliver, task_status=task_status)
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[NewEvent],
+        now_ms: int,
+        retention: Retention,
+        *,
+        closing: bool = False,
+    ) -> list[TaskEvent]:
+        return await self.event_logs.append_events(
+            task_id, events, now_ms, retention, closing=closing
+        )
+
+    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
+        return await self.event_logs.read_events(task_id, after, limit)
+
+    async def prune_events(self, now_ms: int, retention: Retention) -> None:
+        await self.event_logs.prune_events(now_ms, retention)
 
     def _announce_all(self, events: list[StoreEvent]) -> None:
         for event in events:
-            self.announce(event)
+            self.announcer.announce(event)
 
     # --- creation and reads ------------------------------------------------------
 
@@ -221,31 +185,34 @@ class SqliteStore(SqliteEventLogs):
         deleted: list[StoreEvent] = []
 
         def insert(db: sqlite3.Connection) -> None:
-            if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (stored.task_id,)).fetchone():
-                raise TaskIdCollision(f"task id collision: {stored.task_id}")
-            if limits.refusal(_counts(db, stored.scope), _counts(db, None)) is not None:
+            if limits.refusal(*_scope_and_overall(db, stored.scope)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
-                limit = limits.refusal(_counts(db, stored.scope), _counts(db, None))
+                limit = limits.refusal(*_scope_and_overall(db, stored.scope))
                 if limit is not None:
                     raise CapacityExceeded(limit)
-            db.execute(
-                "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    stored.task_id,
-                    stored.scope,
-                    stored.task.terminal,
-                    stored.task.expires_ms,
-                    stored.task.revision,
-                    *lease_columns(stored.lease),
-                    _record_text(stored),
-                ),
-            )
+            try:
+                db.execute(
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        stored.task_id,
+                        stored.scope,
+                        stored.task.terminal,
+                        stored.task.expires_ms,
+                        stored.task.revision,
+                        *lease_columns(stored.lease),
+                        _record_text(stored),
+                    ),
+                )
+            except sqlite3.IntegrityError as error:
+                if error.sqlite_errorname != "SQLITE_CONSTRAINT_PRIMARYKEY":
+                    raise
+                raise TaskIdCollision(f"task id collision: {stored.task_id}") from error
 
         try:
-            await self._write(insert)
+            await self.database.write(insert)
         finally:
             self._announce_all(deleted)
-        self.announce(Changed(stored))
+        self.announcer.announce(Changed(stored))
 
     async def read(self, task_id: str) -> StoredTask | None:
         def select(db: sqlite3.Connection) -> StoredTask | None:
@@ -254,13 +221,13 @@ class SqliteStore(SqliteEventLogs):
             ).fetchone()
             return None if row is None else _row_to_stored(row)
 
-        return await self._read(select)
+        return await self.database.read(select)
 
     async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
         return check_read(await self.read(task_id), scope, now_ms)
 
     async def counts(self, scope: str | None = None) -> Counts:
-        return await self._read(lambda db: _counts(db, scope))
+        return await self.database.run(lambda db: _counts(db, scope))
 
     # --- writes ------------------------------------------------------------------
 
@@ -281,7 +248,7 @@ class SqliteStore(SqliteEventLogs):
             )
             return attrs.evolve(stored, task=task)
 
-        self.announce(Changed(await self._write(update)))
+        self.announcer.announce(Changed(await self.database.write(update)))
 
     async def renew(
         self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
@@ -298,7 +265,7 @@ class SqliteStore(SqliteEventLogs):
                     lost.add(task_id)
             return lost
 
-        return await self._write(extend)
+        return await self.database.write(extend)
 
     async def claim_expired(
         self, owner: str, now_ms: int, expires_ms: int, limit: int
@@ -323,31 +290,63 @@ class SqliteStore(SqliteEventLogs):
                 claimed.append(stored)
             return claimed
 
-        claimed = await self._write(claim)
+        claimed = await self.database.write(claim)
         self._announce_all([Changed(stored) for stored in claimed])
         return claimed
 
     async def release(self, owner: str) -> None:
-        await self._write(
+        await self.database.write(
             lambda db: db.execute(
                 "UPDATE tasks SET lease_expires_ms = 0 WHERE lease_owner = ?", (owner,)
             )
         )
 
     async def expire(self, now_ms: int) -> list[str]:
-        deleted = await self._write(lambda db: _delete_expired(db, now_ms))
+        deleted = await self.database.write(lambda db: _delete_expired(db, now_ms))
         self._announce_all(list(deleted))
         return [event.task_id for event in deleted]
 
 
+#: The writer's counts of stored and active tasks per scope, kept by its own
+#: triggers: temporary (this connection's alone, which makes every write),
+#: rebuilt from the tasks when the file is opened, so the file's format
+#: does not hold them.
+COUNTERS = """
+CREATE TEMP TABLE task_counts (
+    scope TEXT PRIMARY KEY, stored INTEGER NOT NULL, active INTEGER NOT NULL
+);
+INSERT INTO temp.task_counts
+    SELECT scope, COUNT(*), COUNT(*) - TOTAL(terminal) FROM main.tasks GROUP BY scope;
+CREATE TEMP TRIGGER task_counts_insert AFTER INSERT ON main.tasks BEGIN
+    INSERT INTO task_counts VALUES (NEW.scope, 1, 1 - NEW.terminal)
+    ON CONFLICT (scope) DO UPDATE SET stored = stored + 1, active = active + 1 - NEW.terminal;
+END;
+CREATE TEMP TRIGGER task_counts_delete AFTER DELETE ON main.tasks BEGIN
+    UPDATE task_counts SET stored = stored - 1, active = active - 1 + OLD.terminal
+    WHERE scope = OLD.scope;
+END;
+CREATE TEMP TRIGGER task_counts_update AFTER UPDATE OF terminal ON main.tasks
+WHEN NEW.terminal != OLD.terminal BEGIN
+    UPDATE task_counts SET active = active + OLD.terminal - NEW.terminal
+    WHERE scope = NEW.scope;
+END
+"""
+
+
 def _counts(db: sqlite3.Connection, scope: str | None) -> Counts:
-    if scope is None:
-        row = db.execute("SELECT COUNT(*), COUNT(*) - TOTAL(terminal) FROM tasks").fetchone()
-    else:
-        row = db.execute(
-            "SELECT COUNT(*), COUNT(*) - TOTAL(terminal) FROM tasks WHERE scope = ?", (scope,)
-        ).fetchone()
-    return Counts(active=int(row[1]), stored=int(row[0]))
+    """The counts of :data:`COUNTERS` (on the writer): no scan of the tasks."""
+    in_scope, overall = _scope_and_overall(db, scope)
+    return overall if scope is None else in_scope
+
+
+def _scope_and_overall(db: sqlite3.Connection, scope: str | None) -> tuple[Counts, Counts]:
+    """The counts of ``scope`` and of every scope, in one statement."""
+    row = db.execute(
+        "SELECT TOTAL(active) FILTER (WHERE scope = ?1), TOTAL(stored) FILTER (WHERE scope = ?1),"
+        " TOTAL(active), TOTAL(stored) FROM task_counts",
+        (scope,),
+    ).fetchone()
+    return Counts(int(row[0]), int(row[1])), Counts(int(row[2]), int(row[3]))
 
 
 def _delete_expired(db: sqlite3.Connection, now_ms: int) -> list[Deleted]:
@@ -383,7 +382,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
                     f"{path} holds presa task schema version {version}; "
                     f"this server reads {SCHEMA_VERSION}"
                 )
-            refused = sqlite_events.check_version(db)
+            refused = event_logs.check_version(db)
             if refused is not None:
                 raise StoreUnavailable(f"{path} {refused}")
         db.execute("PRAGMA journal_mode = WAL")
@@ -399,8 +398,9 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
                 (str(SCHEMA_VERSION),),
             )
         # The event tables, if the file has none yet (their version was checked above).
-        sqlite_events.ensure_tables(db)
+        event_logs.ensure_tables(db)
         db.execute("COMMIT")
+        db.executescript(COUNTERS)
         reader = _connect(path)
     except BaseException:
         db.close()
@@ -475,7 +475,9 @@ async def open_sqlite_store(
             if isinstance(error, StoreUnavailable):
                 raise
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
-        store = SqliteStore(writer=Link(writer), reader=Link(reader), timeout=store_timeout)
+        store = SqliteStore(
+            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout)
+        )
         try:
             yield store
         finally:

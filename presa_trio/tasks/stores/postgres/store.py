@@ -2,9 +2,9 @@
 
 ``--store postgresql://USER@HOST:PORT/DATABASE`` (any libpq URL). Each
 method of :class:`~presa_trio.tasks.stores.base.TaskStore` is one function run off
-the Trio thread (:mod:`presa_trio.tasks.stores.postgres_io`), against the schema of
-:mod:`presa_trio.tasks.stores.postgres_schema`; changes reach every process through
-LISTEN/NOTIFY (:mod:`presa_trio.tasks.stores.postgres_listen`).
+the Trio thread (:mod:`presa_trio.tasks.stores.postgres.database`), against the schema of
+:mod:`presa_trio.tasks.stores.postgres.schema`; changes reach every process through
+LISTEN/NOTIFY (:mod:`presa_trio.tasks.stores.postgres.listen`).
 
 How each rule of the store contract is kept:
 
@@ -19,7 +19,7 @@ How each rule of the store contract is kept:
   scope's advisory lock (``pg_advisory_xact_lock``), counts the live tasks
   of the scope and overall (from counters and a partial index, so the count
   does not grow with the tasks kept for their TTL: see
-  :mod:`~presa_trio.tasks.stores.postgres_schema`), and inserts only if under
+  :mod:`~presa_trio.tasks.stores.postgres.schema`), and inserts only if under
   every limit; the lock is held until commit, so no two creations in one
   scope, in any process, count the same free slot. Creations in different
   scopes share no lock: the overall limits are checked on the counts as
@@ -54,7 +54,6 @@ Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -66,8 +65,7 @@ import trio
 from psycopg.types.json import Json
 
 from presa_trio.tasks import events as task_events
-from presa_trio.tasks.model import Task
-from presa_trio.tasks.stores import postgres_events
+from presa_trio.tasks.model import Task, epoch_ms
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     RESYNC,
@@ -86,17 +84,18 @@ from presa_trio.tasks.stores.base import (
     TaskIdCollision,
     TaskNotFound,
 )
-from presa_trio.tasks.stores.local import check_read
-from presa_trio.tasks.stores.local_events import AppendBulletin
-from presa_trio.tasks.stores.postgres_io import Database, Lane
-from presa_trio.tasks.stores.postgres_listen import Listener, listen
-from presa_trio.tasks.stores.postgres_schema import (
+from presa_trio.tasks.stores.local import Announcer, check_read
+from presa_trio.tasks.stores.postgres import event_logs
+from presa_trio.tasks.stores.postgres.database import Database, Lane
+from presa_trio.tasks.stores.postgres.listen import Appends, TaskChanges, listen
+from presa_trio.tasks.stores.postgres.schema import (
+    CHANNEL,
     COLUMNS,
     SchemaMismatch,
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.stores.record import record_text, task_to_json, work_to_json
+from presa_trio.tasks.stores.record import record_text, task_to_json, to_json
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +121,6 @@ def as_json(value: Any) -> Json:
     return Json(value, dumps=record_text)
 
 
-def epoch_ms() -> int:
-    """This process's wall clock, epoch milliseconds."""
-    return time.time_ns() // 1_000_000
-
-
 def version_of(stored: StoredTask) -> tuple[int, int]:
     """What orders a task's announcements: both parts only ever grow."""
     return stored.task.revision, 0 if stored.lease is None else stored.lease.generation
@@ -138,10 +132,12 @@ def returning(alias: str) -> str:
 
 
 @attrs.define(eq=False, repr=False)
-class PostgresStore(AppendBulletin):
+class PostgresStore:
     """The task store on PostgreSQL; see the module docstring."""
 
     database: Database = attrs.field(kw_only=True)
+    # This process's watchers, told of its own writes as they commit.
+    announcer: Announcer = attrs.field(factory=Announcer)
     # task_id -> the version last delivered to the watchers (see the module
     # docstring); :data:`NEVER` for a task only read so far. Every id here is
     # re-read after the LISTEN connection is lost (:meth:`_resync`).
@@ -166,16 +162,22 @@ class PostgresStore(AppendBulletin):
             self._deleted[event.task_id] = None
             if len(self._deleted) > REMEMBERED_DELETIONS:
                 self._deleted.popitem(last=False)
-        self.announce(event)
+        self.announcer.announce(event)
 
     async def watch(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """This process's writes as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
-            await nursery.start(super().watch, deliver)
-            listener = Listener(self._offer, self._delivered_already, self.read, self._resync)
-            await listen(self.database.conninfo, listener, task_status=task_status)
+            await nursery.start(self.announcer.watch, deliver)
+            changes = TaskChanges(self._offer, self._delivered_already, self.read, self._resync)
+            await listen(
+                self.database.conninfo,
+                CHANNEL,
+                changes.hear,
+                changes.resync,
+                task_status=task_status,
+            )
 
     def _delivered_already(self, task_id: str, version: tuple[int, int]) -> bool:
         """Whether :meth:`_offer` would drop this change (the listener asks before decoding)."""
@@ -201,7 +203,7 @@ class PostgresStore(AppendBulletin):
         for task_id in held:
             stored = found.get(task_id)
             self._offer(Deleted("", task_id) if stored is None else Changed(stored))
-        self.announce(RESYNC)
+        self.announcer.announce(RESYNC)
 
     # --- the protocol ---------------------------------------------------------------
 
@@ -223,7 +225,7 @@ class PostgresStore(AppendBulletin):
                     None if lease is None else lease.generation,
                     None if lease is None else lease.expires_ms,
                     as_json(task_to_json(stored.task)),
-                    as_json(work_to_json(stored.work)),
+                    as_json(to_json(stored.work)),
                     None if lease is None else lease.expires_ms - now_ms,
                     now_ms,
                     limits.max_active_per_scope,
@@ -390,7 +392,7 @@ class PostgresStore(AppendBulletin):
 
         return await self.database.run(work)
 
-    # --- task events (rule 7; postgres_events) --------------------------------------
+    # --- task events (rule 7; postgres.event_logs) --------------------------------------
 
     async def append_events(
         self,
@@ -402,23 +404,23 @@ class PostgresStore(AppendBulletin):
         closing: bool = False,
     ) -> list[task_events.TaskEvent]:
         appended = await self.database.run(
-            lambda connection: postgres_events.append(
+            lambda connection: event_logs.append(
                 connection, task_id, events, now_ms, retention, closing
             ),
             Lane.BACKGROUND,
         )
         if appended:
-            self.announce_append(task_id)
+            self.announcer.announce_append(task_id)
         return appended
 
     async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
         return await self.database.run(
-            lambda connection: postgres_events.window(connection, task_id, after, limit)
+            lambda connection: event_logs.window(connection, task_id, after, limit)
         )
 
     async def prune_events(self, now_ms: int, retention: task_events.Retention) -> None:
         await self.database.run(
-            lambda connection: postgres_events.prune(connection, now_ms, retention),
+            lambda connection: event_logs.prune(connection, now_ms, retention),
             Lane.BACKGROUND,
         )
 
@@ -430,9 +432,14 @@ class PostgresStore(AppendBulletin):
     ) -> None:
         """This process's appends as they commit, and every process's through LISTEN."""
         async with trio.open_nursery() as nursery:
-            await nursery.start(super().watch_events, deliver)
-            await postgres_events.listen_appends(
-                self.database.conninfo, deliver, task_status=task_status
+            await nursery.start(self.announcer.watch_events, deliver)
+            appends = Appends(deliver)
+            await listen(
+                self.database.conninfo,
+                event_logs.EVENTS_CHANNEL,
+                appends.hear,
+                appends.resync,
+                task_status=task_status,
             )
 
 
@@ -461,8 +468,8 @@ async def open_postgresql_store(
     await database.open()
     try:
         await database.run(ensure_schema)
-        await database.run(postgres_events.ensure_events_schema)
-    except (SchemaMismatch, postgres_events.EventsSchemaMismatch) as error:
+        await database.run(event_logs.ensure_events_schema)
+    except (SchemaMismatch, event_logs.EventsSchemaMismatch) as error:
         await database.close()
         raise StoreUnavailable(str(error)) from error
     except BaseException:

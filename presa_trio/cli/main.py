@@ -39,13 +39,8 @@ import trio
 
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
-from presa_trio.client.errors import UsageProblem
-from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
-from presa_trio.collector import settle_for_serving
-from presa_trio.demo import build_server
-from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
-from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
-from presa_trio.option_values import (
+from presa_trio.cli.collector import settle_for_serving
+from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
     level_name,
@@ -54,22 +49,27 @@ from presa_trio.option_values import (
     seconds,
     worker_count,
 )
-from presa_trio.server import Server
-from presa_trio.server.faults import ServerFailed
-from presa_trio.target import TargetError, load_server
-from presa_trio.task_options import (
+from presa_trio.cli.target import TargetError, load_server
+from presa_trio.cli.task_options import (
     add_limit_options,
     add_task_event_options,
     use_limits,
     use_task_events,
 )
+from presa_trio.client.errors import EXIT_USAGE, UsageProblem
+from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
+from presa_trio.demo import build_server
+from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
+from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
+from presa_trio.http.workers import ServeRefused, serve_workers
+from presa_trio.server import Server
+from presa_trio.server.faults import ServerFailed
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
-EXIT_USAGE = 2
 #: The server started, then could not run on: a supervisor should restart it.
 EXIT_FAILED = 1
 
@@ -337,6 +337,8 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 auth=auth,
             ),
         )
+    except ServeRefused as refused:
+        raise UsageError(str(refused)) from None
     except OSError as error:  # only binding raises it bare; later faults come grouped
         reason = error.strerror or str(error)
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
@@ -369,13 +371,14 @@ def run(argv: Sequence[str] | None) -> None:
         return
     logs.configure(args.log_level, args.log_format)
     if args.command == "serve" and args.workers != 1:
-        from presa_trio.http.workers import serve_workers
-
-        sys.exit(trio.run(serve_workers, sys.argv[1:] if argv is None else argv, args))
+        try:
+            sys.exit(trio.run(serve_workers, sys.argv[1:] if argv is None else argv, args))
+        except ServeRefused as refused:
+            raise UsageError(str(refused)) from None
     if args.command == "serve" and args.reload:
         if args.target is None:
             raise UsageError("--reload watches the files of MODULE:ATTR; name one")
-        from presa_trio.reload import serve_reloading, watched_root
+        from presa_trio.cli.reload import serve_reloading, watched_root
 
         given = list(sys.argv[1:] if argv is None else argv)
         trio.run(serve_reloading, given, watched_root(args.target))

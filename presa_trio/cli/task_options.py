@@ -2,7 +2,7 @@
 
 Each option group's flags and defaults are here beside the function that
 applies them to a server's Tasks extension (:class:`~presa_trio.tasks.runner.Limits`,
-:class:`~presa_trio.tasks.event_log.TaskEventLog`); :mod:`presa_trio.cli`
+:class:`~presa_trio.tasks.event_log.TaskEventLog`); :mod:`presa_trio.cli.main`
 adds them to its parser. The retention table is in docs/tasks.md.
 """
 
@@ -12,7 +12,7 @@ import argparse
 
 import attrs
 
-from presa_trio.option_values import UsageError, byte_count, event_count, seconds, task_count
+from presa_trio.cli.option_values import UsageError, byte_count, event_count, seconds, task_count
 from presa_trio.server import Server
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention

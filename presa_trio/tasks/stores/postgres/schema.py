@@ -65,8 +65,8 @@ from typing import Any
 
 import psycopg
 
-from presa_trio.tasks.stores.base import Lease, StoredTask
-from presa_trio.tasks.stores.record import task_from_json, work_from_json
+from presa_trio.tasks.stores.base import Lease, StoredTask, Work
+from presa_trio.tasks.stores.record import from_json, task_from_json
 
 log = logging.getLogger(__name__)
 
@@ -290,4 +290,4 @@ def decode(row: tuple[Any, ...]) -> StoredTask:
     """A row of :data:`COLUMNS` as the stored task it holds."""
     scope, task, work, owner, generation, expires_ms = row
     lease = None if owner is None else Lease(owner, generation, expires_ms)
-    return StoredTask(scope, task_from_json(task), work_from_json(work), lease)
+    return StoredTask(scope, task_from_json(task), from_json(work, Work), lease)

@@ -1,7 +1,7 @@
 """argparse value types for the command line's options, and its one-line usage error.
 
 A value that does not parse is argparse's own error, written as one line
-by :class:`presa_trio.cli.Parser`; a combination of options that cannot
+by :class:`presa_trio.cli.main.Parser`; a combination of options that cannot
 work is a :class:`UsageError`. Both exit with status 2.
 """
 

@@ -1,0 +1,34 @@
+"""A transcript file, appended one whole record at a time, from a Trio program.
+
+The server's recorder (:mod:`presa_trio.http.transcript`) and the client
+(:mod:`presa_trio.client.transport`) both append to one; the format of a
+record and its line is :mod:`presa_trio.wire.transcript`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from presa_trio.wire.transcript import record_line
+
+
+@attrs.define(eq=False)
+class TranscriptFile:
+    """A JSON-lines transcript: exchanges that end together are written one after the other."""
+
+    path: Path
+    # Held while a line is written, so two lines never interleave in the file.
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def append(self, record: dict[str, Any]) -> None:
+        line = record_line(record)
+        async with self._lock:
+            await trio.to_thread.run_sync(self._write, line)
+
+    def _write(self, line: bytes) -> None:
+        with self.path.open("ab") as file:
+            file.write(line)

@@ -1,0 +1,53 @@
+"""What both ends of the wire know of the Tasks extension: its id, the statuses, the names.
+
+A client that follows a task and the server that runs it read the same
+facts: the extension's identifier in ``capabilities.extensions``, the five
+statuses as they are spelt on the wire and which of them end a task, which
+``params`` key ``Mcp-Name`` mirrors on the task methods, and the event
+types presa writes to a task's event stream. They live here, apart from the
+runtime (:mod:`presa_trio.tasks`), so that :mod:`presa_trio.client` needs
+no part of the server to speak to one.
+
+Spec: SEP-2663 §Tasks, §Task Status, §HTTP Headers; SEP-2694 (draft) §Event Types.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+#: The extension's identifier, a key of ``capabilities.extensions`` (SEP-2663).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+class Status(enum.Enum):
+    """The five task statuses, spelt as on the wire (SEP-2663 §Task Status)."""
+
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+#: The statuses a task never leaves (SEP-2663 §Task Status).
+TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+#: ``Mcp-Name`` on the task methods mirrors ``params.taskId`` (SEP-2663 §HTTP
+#: Headers); ``tasks/stream`` follows them (SEP-2694, a draft).
+TASK_NAME_PARAMS: Mapping[str, str] = dict.fromkeys(
+    ("tasks/get", "tasks/update", "tasks/cancel", "tasks/stream"), "taskId"
+)
+
+#: The notification that carries a task's newest ``DetailedTask`` to a listen
+#: stream that asked for it (SEP-2663 §Task Status Notifications).
+TASK_NOTIFICATION = "notifications/tasks"
+
+#: presa's own task event types start with this (an implementation-controlled
+#: namespace: the package's name, which presa holds; SEP-2694 §Event Types).
+PRESA_PREFIX = "presa_trio."
+STATUS_EVENT = PRESA_PREFIX + "task.status"
+INPUT_REQUESTED_EVENT = PRESA_PREFIX + "task.input_requested"
+INPUT_ANSWERED_EVENT = PRESA_PREFIX + "task.input_answered"
+#: Partial content blocks, as SEP-2679 shaped them (SEP-2694 §Relationship to SEP-2679).
+PARTIAL_CONTENT_EVENT = PRESA_PREFIX + "content.partial"

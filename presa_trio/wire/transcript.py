@@ -1,0 +1,89 @@
+"""The transcript format: every HTTP exchange as one JSON line, written by both ends.
+
+A transcript settles spec discussions with what crossed the wire: the
+request line, the MCP headers and the body; the status, content type and
+body, or each SSE event with its time. The server writes it from its edge
+(``presa-trio serve --transcript FILE``, :mod:`presa_trio.http.transcript`),
+the client from the other end (``presa-trio call … --transcript FILE``,
+:mod:`presa_trio.client.transport`), and ``presa-trio transcript FILE``
+renders either (:mod:`presa_trio.http.transcript_render`).
+
+One line per exchange, appended when the exchange ends::
+
+    {"started": 1764495283.12, "request": {"method": "POST", "path": "/mcp",
+     "headers": {"mcp-method": "tools/call", ...}, "body": {...}},
+     "response": {"status": 200, "contentType": "application/json",
+     "body": {...}, "events": [{"at": 1764495283.13, "data": {...}}]}}
+
+This module is the format: which headers are kept, how a body is read, how
+one exchange becomes a record and a record its line. Appending the line to
+a file is :class:`presa_trio.transcript_file.TranscriptFile`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from presa_trio.wire.sse import Event, EventStreamParser
+
+#: Request headers worth keeping: the content negotiation and every MCP header.
+KEPT_HEADERS = ("content-type", "accept", "origin")
+
+
+def kept(name: str) -> bool:
+    return name in KEPT_HEADERS or name.startswith("mcp-")
+
+
+def decode_body(raw: bytes | str) -> Any:
+    """JSON when it parses, else the text (bad input is part of the record)."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
+
+
+@attrs.define(eq=False)
+class Exchange:
+    """One exchange being recorded: fill it as bytes cross, then :meth:`record` it."""
+
+    started: float
+    request: dict[str, Any]
+    body: bytearray = attrs.field(factory=bytearray)
+    response: dict[str, Any] = attrs.field(factory=dict)
+    response_body: bytearray = attrs.field(factory=bytearray)
+    events: list[dict[str, Any]] = attrs.field(factory=list)
+    # Reads the SSE body as it comes: an event is recorded when its chunk completes it.
+    _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
+
+    def add_events(self, chunk: bytes, at: float) -> None:
+        """A chunk of an SSE body, arrived at ``at``."""
+        self.response_body += chunk
+        self.events += [
+            {"at": at, "data": decode_body(item.data)}
+            for item in self._parser.feed(chunk)
+            if isinstance(item, Event)
+        ]
+
+    def record(self) -> dict[str, Any]:
+        self.request["body"] = decode_body(bytes(self.body))
+        response = dict(self.response)
+        if response.get("contentType") == "text/event-stream":
+            response["events"] = self.events
+        else:
+            response["body"] = decode_body(bytes(self.response_body))
+        return {"started": self.started, "request": self.request, "response": response}
+
+
+def record_line(record: dict[str, Any]) -> bytes:
+    """One record as its line of the file: compact JSON, UTF-8, a newline.
+
+    A lone surrogate (a ``"\\ud800"`` escape the JSON parser accepted) has no
+    UTF-8 form; written back as that same escape, the line stays its JSON.
+    """
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return text.encode("utf-8", errors="backslashreplace")
