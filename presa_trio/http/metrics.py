@@ -13,6 +13,9 @@ same reading of the response, so the two agree on every count:
     ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
 ``presa_tasks_created_total`` (counter)
     the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
+``mcp_server_requests_in_flight`` (gauge)
+    the exchanges under way, by ``mcp_method_name``: a ``subscriptions/listen``
+    or a ``tasks/stream`` is one for as long as its stream is open.
 ``presa_task_statuses_total`` (counter)
     the statuses this process wrote, by the ``status`` entered: ``completed``,
     ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
@@ -41,6 +44,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -71,6 +75,7 @@ class Metrics:
     operations: Histogram
     tasks_created: Counter
     statuses: Counter
+    in_flight: Gauge
 
     @classmethod
     def create(cls) -> Metrics:
@@ -98,7 +103,14 @@ class Metrics:
             ["status"],
             registry=own,
         )
-        return cls(registry, operations, created, statuses)
+        in_flight = Gauge(
+            "mcp_server_requests_in_flight",
+            "HTTP exchanges under way, by method: the listen and event streams open among them",
+            ["mcp_method_name"],
+            registry=own,
+            multiprocess_mode="livesum",
+        )
+        return cls(registry, operations, created, statuses, in_flight)
 
     def status_written(self, task: Task) -> None:
         """A status the runner wrote (:attr:`TaskRunner.on_status`)."""
@@ -139,25 +151,30 @@ class Metered:
         if scope["path"] == METRICS_PATH:
             await self.scrape(scope, send)
             return
+        method, tool = self.labels(scope)
+        in_flight = self.metrics.in_flight.labels(method)
+        in_flight.inc()
         exchange = Exchange(send)
         started = time.perf_counter()
         try:
             await self.app(scope, receive, exchange.send)
         finally:
-            self.observe(scope, exchange, time.perf_counter() - started)
+            in_flight.dec()
+            self.observe(method, tool, exchange, time.perf_counter() - started)
 
-    def observe(self, scope: HTTPScope, exchange: Exchange, seconds: float) -> None:
+    def labels(self, scope: HTTPScope) -> tuple[str, str]:
+        """The method and tool labels of a request: what it names, if the server has it."""
         method, name = mcp_headers(scope)
-        server = self.app.dispatcher.server
-        tool = ""
         if method is None:
-            method = ""
-        elif method not in self.app.dispatcher.table:
-            method = OTHER
-        elif method == "tools/call" and name is not None:
-            tool = name if name in server.tools else OTHER
-        labels = (method, tool, outcome(exchange))
-        self.metrics.operations.labels(*labels).observe(seconds)
+            return "", ""
+        if method not in self.app.dispatcher.table:
+            return OTHER, ""
+        if method == "tools/call" and name is not None:
+            return method, name if name in self.app.dispatcher.server.tools else OTHER
+        return method, ""
+
+    def observe(self, method: str, tool: str, exchange: Exchange, seconds: float) -> None:
+        self.metrics.operations.labels(method, tool, outcome(exchange)).observe(seconds)
         if tool and exchange.status == 200 and TASK_CREATED in exchange.last:
             self.metrics.tasks_created.labels(tool).inc()
 

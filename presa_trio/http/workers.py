@@ -252,6 +252,10 @@ class Workers:
             if self.stopping.is_set():  # a signal came while it was starting
                 process.send_signal(signal.SIGTERM)
         del self.running[slot]
+        if MULTIPROCESS_DIR_ENV in self.shared:  # its gauges of things under way are gone
+            from prometheus_client.multiprocess import mark_process_dead
+
+            mark_process_dead(process.pid, self.shared[MULTIPROCESS_DIR_ENV])  # type: ignore[no-untyped-call]
         return process.returncode or 0
 
 

@@ -115,3 +115,18 @@ async def test_each_status_written_is_counted(metered: McpClient) -> None:
     seen = await samples(metered)
     assert seen[("presa_task_statuses_total", (("status", "completed"),))] == 1
     assert seen[("presa_task_statuses_total", (("status", "cancelled"),))] == 1
+
+
+async def test_a_listen_stream_is_in_flight_while_it_is_open(metered: McpClient) -> None:
+    """``mcp_server_requests_in_flight`` counts a ``subscriptions/listen`` for as long
+    as its stream is open, and no longer."""
+    listen = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    key = ("mcp_server_requests_in_flight", (("mcp_method_name", "subscriptions/listen"),))
+    async with metered.stream(listen) as stream:
+        await stream.next_message()  # the acknowledgement: the stream is open
+        assert (await samples(metered))[key] == 1
+    with trio.fail_after(5):
+        while True:  # until the app has seen the client leave
+            if (await samples(metered))[key] == 0:
+                break
+            await trio.sleep(0.01)
