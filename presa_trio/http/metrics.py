@@ -16,6 +16,11 @@ same reading of the response, so the two agree on every count:
 ``mcp_server_requests_in_flight`` (gauge)
     the exchanges under way, by ``mcp_method_name``: a ``subscriptions/listen``
     or a ``tasks/stream`` is one for as long as its stream is open.
+``presa_store_call_duration_seconds`` (histogram)
+    each call of the task store, by ``call`` (``create``, ``get``,
+    ``compare_and_set``…) and ``outcome``: ``ok``, ``cancelled``, or the
+    class of the store's failure (``StoreUnavailable``, ``StoreRefused``,
+    ``StoreDefect``); its ``_count`` by outcome is the errors by class.
 ``presa_task_statuses_total`` (counter)
     the statuses this process wrote, by the ``status`` entered: ``completed``,
     ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
@@ -58,6 +63,7 @@ from presa_trio.http.sse import send_whole
 from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.stores.metered import MeteredStore
 from presa_trio.wire.http_values import Headers, Rejection
 
 METRICS_PATH = "/metrics"
@@ -76,6 +82,7 @@ class Metrics:
     tasks_created: Counter
     statuses: Counter
     in_flight: Gauge
+    store_calls: Histogram
 
     @classmethod
     def create(cls) -> Metrics:
@@ -110,7 +117,17 @@ class Metrics:
             registry=own,
             multiprocess_mode="livesum",
         )
-        return cls(registry, operations, created, statuses, in_flight)
+        store_calls = Histogram(
+            "presa_store_call_duration_seconds",
+            "calls of the task store, by call and outcome (ok, or the failure's class)",
+            ["call", "outcome"],
+            registry=own,
+        )
+        return cls(registry, operations, created, statuses, in_flight, store_calls)
+
+    def store_call(self, call: str, seconds: float, ended: str) -> None:
+        """A call of the task store (:class:`~presa_trio.tasks.stores.metered.MeteredStore`)."""
+        self.store_calls.labels(call, ended).observe(seconds)
 
     def status_written(self, task: Task) -> None:
         """A status the runner wrote (:attr:`TaskRunner.on_status`)."""
@@ -131,7 +148,8 @@ def outcome(exchange: Exchange) -> str:
 class Metered:
     """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``.
 
-    Made before ``app`` runs: its task runner takes the status listener as it starts.
+    Made before ``app`` runs: its task runner takes the status listener, and
+    the store wrapped to time its calls, as it starts.
     """
 
     app: McpApp
@@ -140,7 +158,9 @@ class Metered:
     def __attrs_post_init__(self) -> None:
         for extension in self.app.dispatcher.server.extensions:
             if isinstance(extension, TasksExtension):
-                extension.runner.on_status = self.metrics.status_written
+                runner = extension.runner
+                runner.on_status = self.metrics.status_written
+                runner.store = MeteredStore(runner.store, self.metrics.store_call)
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable

@@ -130,3 +130,20 @@ async def test_a_listen_stream_is_in_flight_while_it_is_open(metered: McpClient)
             if (await samples(metered))[key] == 0:
                 break
             await trio.sleep(0.01)
+
+
+async def test_each_store_call_is_timed_by_call_and_outcome(metered: McpClient) -> None:
+    """``presa_store_call_duration_seconds`` times the task store's calls: a creation,
+    and a read of an unknown task, which is the store answering (``ok``), not a
+    failure."""
+    call = {"name": "slow_compute", "arguments": {"seconds": 0}}
+    await metered.send_request("tools/call", call, capabilities=TASKS_CAPABILITIES)
+    unknown = await metered.call(
+        "tasks/get", {"taskId": "no-such-task"}, capabilities=TASKS_CAPABILITIES
+    )
+    assert "error" in unknown.json()
+    seen = await samples(metered)
+    name = "presa_store_call_duration_seconds_count"
+    assert seen[(name, (("call", "create"), ("outcome", "ok")))] == 1
+    assert seen[(name, (("call", "get"), ("outcome", "ok")))] >= 1
+    assert not [key for key in seen if key[0] == name and ("outcome", "ok") not in key[1]]
