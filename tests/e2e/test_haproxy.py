@@ -162,10 +162,8 @@ async def test_every_request_of_a_task_s_life_lands_on_any_process(
         httpx.AsyncClient(timeout=10) as http,
     ):
         peer = Peer(http, url)
-        confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
-        parked = (await peer.call("tools/call", confirm))["taskId"]
+        parked = await park(peer)
         with trio.fail_after(PATIENCE):
-            await peer.until(parked, "input_required")
             listened = await listen_until_completed(peer, parked)
         assert listened[-1]["result"]["content"][0]["text"] == "Delete confirmed: true"
 
@@ -183,6 +181,15 @@ async def test_every_request_of_a_task_s_life_lands_on_any_process(
         with trio.fail_after(PATIENCE):
             await peer.until(doomed, "cancelled")
         assert all(backend.served() > 0 for backend in backends)
+
+
+async def park(peer: Peer) -> str:
+    """A ``confirm_delete`` task, once it asks for its input; its id."""
+    confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
+    task_id: str = (await peer.call("tools/call", confirm))["taskId"]
+    with trio.fail_after(PATIENCE):
+        await peer.until(task_id, "input_required")
+    return task_id
 
 
 async def listen_until_completed(peer: Peer, task_id: str) -> list[dict[str, Any]]:
@@ -308,10 +315,7 @@ async def test_a_database_restart_costs_retries_only(
         httpx.AsyncClient(timeout=10) as http,
     ):
         peer = Peer(http, url)
-        confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
-        task_id = (await peer.call("tools/call", confirm))["taskId"]
-        with trio.fail_after(PATIENCE):
-            await peer.until(task_id, "input_required")
+        task_id = await park(peer)
         await trio.to_thread.run_sync(postgres.stop)
         try:
             with trio.fail_after(PATIENCE):
