@@ -97,7 +97,12 @@ def conformance(session: nox.Session) -> None:
     With no arguments it runs three times: tasks in memory, in a fresh SQLite
     file (``--store sqlite``), and in a temporary PostgreSQL (``--store
     postgresql``, from the test extra's pgserver), so every store is held to
-    the same scenarios. Arguments replace the passes with one run.
+    the same scenarios. Then the client leg (conformance/run_client.py): the
+    runner's client scenarios of the same requirement set, run in parallel
+    against ``conformance/client.py`` (presa's client), judged by the same
+    file's ``client:`` section. Arguments replace the passes with one server
+    run; ``nox -s conformance -- …`` never runs the client leg, run
+    ``python conformance/run_client.py`` for it alone.
     Example: ``nox -s conformance -- --scenario caching --keep-output out``,
     ``nox -s conformance -- --store sqlite``.
     """
@@ -112,6 +117,8 @@ def conformance(session: nox.Session) -> None:
     )
     for arguments in passes:
         session.run("python", "conformance/run.py", *arguments)
+    if not session.posargs:
+        session.run("python", "conformance/run_client.py")
 
 
 @nox.session

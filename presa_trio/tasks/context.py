@@ -29,7 +29,8 @@ from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import Answers, InputRequest
 
 #: What a task runs: given its detached context, the request's final result as
-#: a JSON object, or a raised error (T-12: not tied to ``tools/call``).
+#: a JSON object, or a raised error; nothing in it is tied to ``tools/call``
+#: (SEP-2663 §Task Creation).
 Job = Callable[["WorkerContext"], Awaitable[JSONObject]]
 
 
@@ -41,7 +42,7 @@ class WorkerContext(RequestContext):
     multi round-trip answers) and loses its stream: ``send`` drops every
     message, and the progress token and log level are gone, so a task never
     sends progress or log notifications (SEP-2663 §Task Status Notifications;
-    spec-notes §41; T-55). Its ``nursery`` is the task's own.
+    spec-notes §41). Its ``nursery`` is the task's own.
     """
 
     writer: StoreWriter = attrs.field(kw_only=True, repr=False)
@@ -51,7 +52,8 @@ class WorkerContext(RequestContext):
         """The requests go on the task (``input_required``); the answers once all have come.
 
         A request the creating request's capabilities do not allow is
-        -32021, raised before anything is recorded (T-76; spec-notes §30).
+        -32021, raised before anything is recorded (mrtr §Server Requirements;
+        spec-notes §30).
         """
         for request in requests.values():
             if not request.allowed_by(self.capabilities):
@@ -94,10 +96,10 @@ def detached_meta(meta: RequestMeta) -> RequestMeta:
     left, the protocol version, the declared capabilities and the client
     info (basic/index §_meta), is the same on nearly every request a
     client sends, so every task created with the same declaration shares
-    one copy instead of keeping its request's decoded objects, about 800
-    bytes a task. The copy is rebuilt from the canonical JSON, so no
-    request holds it, and at most 64 are kept, so a client that varies its
-    declaration cannot grow the memory.
+    one copy instead of keeping its request's decoded objects: a parked
+    task holds only what is its own. The copy is rebuilt from the canonical
+    JSON, so no request holds it, and at most :data:`DECLARATIONS_KEPT` are
+    kept, so a client that varies its declaration cannot grow the memory.
     """
     declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
     return _declaration(_canonical_json(declared))

@@ -199,7 +199,7 @@ class StoreWriter:
         Requests); then this waits on a ``trio.Event`` for each key
         (:meth:`Worker.expect`), and an announced change of the task sets
         the Events of the keys it answered: a partial update is a partial
-        wake-up (T-45). The wait is this frame's own: a parked task keeps
+        wake-up. The wait is this frame's own: a parked task keeps
         every frame up to the tool's ``await``, so there is no other.
 
         If the wait ends early by the tool's own doing (its timeout), the
