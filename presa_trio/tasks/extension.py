@@ -266,6 +266,9 @@ class TasksExtension(Extension):
         """The runner's server-lifetime nursery and reaper, inside the server's."""
         await self.runner.run(task_status=task_status)
 
+    async def unready(self) -> str | None:
+        return await self.runner.unready()
+
     def require_declared(self, ctx: RequestContext) -> None:
         """-32021 unless this very request declares the extension.
 

@@ -138,7 +138,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 import trio
@@ -163,6 +163,7 @@ from presa_trio.tasks.stores.base import (
     Lease,
     Limits,
     StoredTask,
+    StoreError,
     TaskNotFound,
     TaskStore,
     Work,
@@ -170,7 +171,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.supervisor import Supervisor
 from presa_trio.tasks.worker import Worker
-from presa_trio.tasks.writes import Clock, StoreWriter
+from presa_trio.tasks.writes import Clock, StoreWriter, ignore_status
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
@@ -184,6 +185,8 @@ log = logging.getLogger(__name__)
 #: the release of its leases. Well under the one second a shutdown may take
 #: past its grace (``--shutdown-grace``), whatever the store does.
 RELEASE_WITHIN = 0.5
+#: The task id a readiness check reads: no task has it (a new id has 32 characters).
+READINESS_PROBE_ID = "readiness-probe"
 
 
 def new_task_id() -> str:
@@ -226,6 +229,8 @@ class TaskRunner:
     on_change: ChangeListener = ignore_change
     # Rebuilds a recovered task's job from its work description.
     revive: Revive = cannot_revive
+    # Told of each status this process wrote, once stored (``--metrics``).
+    on_status: Callable[[Task], None] = ignore_status
     # This process run's name on the leases it holds.
     owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
     # The parts, built by :meth:`run` (None until it first runs).
@@ -249,7 +254,8 @@ class TaskRunner:
         first time (the store cannot be watched): then the runner fails, and
         the server's process exits non-zero.
         """
-        writer = self._writer = StoreWriter(self.store, self.clock, self.events)
+        writer = StoreWriter(self.store, self.clock, self.events, self.on_status)
+        self._writer = writer
         supervisor = self._supervisor = Supervisor(writer)
         housekeeping = Housekeeping(
             writer,
@@ -272,6 +278,22 @@ class TaskRunner:
                     supervisor.stop("server shutdown")
         finally:
             await housekeeping.release(RELEASE_WITHIN)
+
+    async def unready(self) -> str | None:
+        """Why tasks cannot be served now: the runner stopped, or the store does not answer.
+
+        The store is asked for one task by an id no task has (a keyed read,
+        the cheapest call every store has), bounded by the store's own
+        timeout (``--store-timeout``): ``GET /readyz``, polled every second,
+        costs one indexed read (docs/deployment.md).
+        """
+        if self._supervisor is None or not self._supervisor.running:
+            return "the task runner is not running"
+        try:
+            await self.store.read(READINESS_PROBE_ID)
+        except StoreError as error:
+            return f"the task store does not answer: {error}"
+        return None
 
     # --- creation -------------------------------------------------------------------
 
