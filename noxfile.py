@@ -97,7 +97,12 @@ def conformance(session: nox.Session) -> None:
     With no arguments it runs three times: tasks in memory, in a fresh SQLite
     file (``--store sqlite``), and in a temporary PostgreSQL (``--store
     postgresql``, from the test extra's pgserver), so every store is held to
-    the same scenarios. Arguments replace the passes with one run.
+    the same scenarios. Then the client leg (conformance/run_client.py): the
+    runner's client scenarios of the same requirement set, run in parallel
+    against ``conformance/client.py`` (presa's client), judged by the same
+    file's ``client:`` section. Arguments replace the passes with one server
+    run; ``nox -s conformance -- …`` never runs the client leg, run
+    ``python conformance/run_client.py`` for it alone.
     Example: ``nox -s conformance -- --scenario caching --keep-output out``,
     ``nox -s conformance -- --store sqlite``.
     """
@@ -112,6 +117,8 @@ def conformance(session: nox.Session) -> None:
     )
     for arguments in passes:
         session.run("python", "conformance/run.py", *arguments)
+    if not session.posargs:
+        session.run("python", "conformance/run_client.py")
 
 
 @nox.session
@@ -121,8 +128,9 @@ def bench(session: nox.Session) -> None:
     Runs bench/run.py: the floor and ``presa-trio serve`` one after the other
     on loopback, pinned with taskset where it exists, three rounds of
     tools/call and tools/list at concurrency 1 and 32 over HTTP/1.1 and over
-    HTTP/2 (one h2c connection, 1 and 32 streams), then the Tasks figures,
-    then two processes on one temporary PostgreSQL (bench/postgres.py);
+    HTTP/2 (one h2c connection, 1 and 32 streams), then the Tasks figures
+    on the memory store and on SQLite side by side, then two processes on
+    one temporary PostgreSQL (bench/postgres.py);
     prints the tables and the targets. Exits 1 only when a target is missed by
     more than its noise margin (bench/targets.py). ``nox -s bench -- --quick``
     runs one short round.

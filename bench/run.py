@@ -14,7 +14,8 @@ One run, on loopback:
    access log on) and the official SDK's ``MCPServer`` serving the same tool
    as its docs run it (``bench.sdk_server``: uvicorn, its access log on)
    take the ``tools/call`` cells over HTTP/1.1;
-3. the Tasks figures, presa only (``bench.tasks``);
+3. the Tasks figures, presa only (``bench.tasks``), on the memory store and
+   then at once on SQLite, and the two side by side;
 4. what checking a tool's arguments against its schema costs per
    ``tools/call``, in-process (``bench.validation``);
 5. what a JWT access-token check adds to a tools/call, in process (``bench.auth``);
@@ -396,6 +397,12 @@ async def main_async(settings: Settings) -> int:
     task_report = await tasks.run(quick=settings.quick)
     print()
     print(tasks.table(task_report), flush=True)
+    print("tasks (presa, sqlite store) ...", file=sys.stderr, flush=True)
+    sqlite_report = await tasks.run(quick=settings.quick, store="sqlite")
+    print()
+    print(tasks.table(sqlite_report))
+    print()
+    print(tasks.side_by_side(task_report, sqlite_report), flush=True)
     print("argument checks (in-process) ...", file=sys.stderr, flush=True)
     # A Trio run of its own, in a thread: this process's loop is asyncio's.
     checks = await asyncio.to_thread(validation.run, settings.quick)
@@ -405,11 +412,6 @@ async def main_async(settings: Settings) -> int:
     auth_report = await asyncio.to_thread(auth.run, settings.quick)
     print()
     print(auth.table(auth_report), flush=True)
-    print("tasks (presa, sqlite store) ...", file=sys.stderr, flush=True)
-    sqlite_report = await tasks.run(quick=settings.quick, store="sqlite")
-    print()
-    print(tasks.table(sqlite_report))
-    print("\nThe targets above apply to the memory store; the SQLite figures are reported.")
     print("tasks across two processes on PostgreSQL ...", file=sys.stderr, flush=True)
     cross_report = await postgres.run(quick=settings.quick)
     print()
@@ -431,7 +433,8 @@ async def main_async(settings: Settings) -> int:
             print(instructions.table(counts))
         else:
             print("--instructions: valgrind is not installed; skipped", file=sys.stderr)
-    verdicts = check_targets(report, task_report, counts) + check_cross_process(cross_report)
+    verdicts = check_targets(report, task_report, sqlite_report, counts)
+    verdicts += check_cross_process(cross_report)
     print()
     print(verdict_table(verdicts))
     failed = [v for v in verdicts if v.fails_run]

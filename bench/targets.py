@@ -4,8 +4,12 @@ The margins are the run-to-run noise seen on shared two-core machines:
 ratios against a floor measured in the same run move by up to about 10 %
 (p99 ratios by up to about 15 %), absolute rates and latencies by 15–25 %,
 memory figures by a few percent. A target missed by less than its margin is
-reported as "missed within noise" and does not fail the run; docs/performance.md
-records every miss, whichever side of the margin it falls.
+reported as "missed within noise" and does not fail the run; the verdict
+table lists every miss, whichever side of the margin it falls.
+
+Where a target compares two stores (SQLite against memory), both are
+measured in the same run by the same client, so the machine's mood cancels
+out of the ratio as it does against the floor.
 """
 
 from __future__ import annotations
@@ -21,11 +25,15 @@ if TYPE_CHECKING:
     from bench.run import LoadReport
     from bench.tasks import TaskReport
 
-#: The least presa may run per instruction, as floor/presa instructions per request.
-INSTRUCTION_TARGETS = {"tools/call": 0.90, "tools/list": 0.85}
-#: The same for one task creation against the floor's ``tools/call``: what a creation
-#: cost before the supervision tree, 0.758 (docs/performance.md, 2026-12-02).
+#: The least presa may run per instruction, as floor/presa instructions per request:
+#: what the floor does, plus presa's idioms (per-request nurseries among them).
+INSTRUCTION_TARGETS = {"tools/call": 0.88, "tools/list": 0.85}
+#: The same for one task creation against the floor's ``tools/call``: the ratio a
+#: creation had before the Tasks runtime became a supervision tree.
 CREATION_INSTRUCTION_TARGET = 0.75
+#: The least the SQLite store may reach of the memory store's rate, in the same run:
+#: creations alone, and creations with clients polling ``tasks/get`` to completion.
+SQLITE_RATE_TARGET = 0.5
 
 RATIO_MARGIN = 0.10
 P99_RATIO_MARGIN = 0.15
@@ -119,8 +127,35 @@ def creation_verdicts(counts: Sequence[Count]) -> list[Verdict]:
     ]
 
 
+def sqlite_verdicts(memory: TaskReport, sqlite: TaskReport) -> list[Verdict]:
+    """The SQLite store's creation rates, alone and with polling, against the memory store's."""
+    if memory.figures is None or sqlite.figures is None:
+        reason = sqlite.reason or memory.reason
+        return [Verdict("SQLite against memory", reason, "", met=True, fails_run=False)]
+    verdicts = []
+    for label, on_memory, on_sqlite in (
+        ("task creations", memory.figures.creation_rate, sqlite.figures.creation_rate),
+        (
+            "task creations with clients polling tasks/get",
+            memory.figures.polled_rate,
+            sqlite.figures.polled_rate,
+        ),
+    ):
+        ratio = on_sqlite / on_memory
+        verdicts.append(
+            at_least(
+                f"{label}, SQLite ≥ {SQLITE_RATE_TARGET} × memory (same run)",
+                ratio,
+                SQLITE_RATE_TARGET,
+                RATIO_MARGIN,
+                f"{ratio:.2f} × ({on_sqlite:,.0f} vs {on_memory:,.0f}/s)",
+            )
+        )
+    return verdicts
+
+
 def check_targets(
-    report: LoadReport, tasks: TaskReport, counts: Sequence[Count] = ()
+    report: LoadReport, tasks: TaskReport, sqlite: TaskReport, counts: Sequence[Count] = ()
 ) -> list[Verdict]:
     verdicts: list[Verdict] = []
     for cell in report.rounds["presa"]:
@@ -177,6 +212,7 @@ def check_targets(
     verdicts += instruction_verdicts(counts)
     verdicts += access_log_verdicts(counts)
     verdicts += creation_verdicts(counts)
+    verdicts += sqlite_verdicts(tasks, sqlite)
     figures = tasks.figures
     if figures is None:
         verdicts.append(Verdict("Tasks targets", tasks.reason, "", met=True, fails_run=False))

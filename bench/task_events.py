@@ -237,7 +237,8 @@ async def stalled_reader(
         else:
             await trio.sleep_forever()
 
-    target: Any = client.app  # an ASGI app, called with plain dicts as testing.py does
+    # An ASGI app, called with plain dicts as presa_trio.testing.driver does.
+    target: Any = client.app
     await target(scope, receive, send)
 
 

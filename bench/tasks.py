@@ -13,6 +13,13 @@ that returns at once (two store writes: created, completed), so the figure
 is what creating a task costs; ``slow_compute`` with 0 seconds, which also
 writes five status messages, is measured the same way and reported beside.
 
+Creation with polling is what a client of the Tasks extension does: at
+concurrency 16, each client creates a ``bench_return`` task and polls
+``tasks/get`` until it reads ``completed``, then creates the next. The rate
+counts tasks seen completed, so each creation's polls are part of its
+cost; run on the memory store and on SQLite, the two rates side by side say
+what a store's reads cost a polling client.
+
 Pollers poll back to back, without honouring ``pollIntervalMs``: the figures
 are the server's own delay, and a client that waits between polls adds up to
 one interval to them.
@@ -57,6 +64,11 @@ class TaskFigures:
     # The same for slow_compute (0 s), which writes five status messages too.
     reporting_creations: int
     reporting_seconds: float
+    # bench_return tasks created by POLLING_CONCURRENCY clients, each polling
+    # tasks/get until completed before it creates the next; and their polls.
+    polled_creations: int
+    polled_seconds: float
+    polls_per_polled_creation: float
     # Seconds from sending tools/call to the first tasks/get that reads completed.
     to_completed: Sequence[float]
     polls_to_completed: float
@@ -75,6 +87,10 @@ class TaskFigures:
     @property
     def reporting_rate(self) -> float:
         return self.reporting_creations / self.reporting_seconds
+
+    @property
+    def polled_rate(self) -> float:
+        return self.polled_creations / self.polled_seconds
 
     @property
     def parked_bytes_per_task(self) -> float:
@@ -98,8 +114,8 @@ class TaskFigures:
 class TaskReport:
     figures: TaskFigures | None
     reason: str = ""
-    # The task store the figures were measured on: memory or sqlite.
-    store: str = "memory"
+    # What the figures were measured on: the store, and "--task-events" if on.
+    setup: str = "memory store"
 
 
 @attrs.frozen
@@ -113,6 +129,16 @@ class Sizes:
 FULL = Sizes(creations=3000, completions=300, cancels=300, parked=10_000)
 QUICK = Sizes(creations=500, completions=50, cancels=50, parked=2_000)
 CONCURRENCY = 32
+#: Clients that each create a task and poll it to completion, one task at a time.
+POLLING_CONCURRENCY = 16
+
+
+async def call_on(pool: load.Pool, request: bytes) -> dict[str, Any]:
+    """Send ``request`` on one of ``pool``'s connections; its JSON-RPC result."""
+    response = await pool.roundtrip(request)
+    if response.status != 200:
+        raise RuntimeError(f"HTTP {response.status}: {response.body[:300]!r}")
+    return mcp.result_of(response.body)
 
 
 class TaskBench:
@@ -138,10 +164,7 @@ class TaskBench:
         )
 
     async def call(self, request: bytes) -> dict[str, Any]:
-        response = await self.pool.roundtrip(request)
-        if response.status != 200:
-            raise RuntimeError(f"HTTP {response.status}: {response.body[:300]!r}")
-        return mcp.result_of(response.body)
+        return await call_on(self.pool, request)
 
     async def fan_out(self, requests: Sequence[bytes]) -> list[dict[str, Any]]:
         """Send ``requests`` over ``CONCURRENCY`` connections; results in order."""
@@ -152,25 +175,48 @@ class TaskBench:
             pool = load.Pool("127.0.0.1", self.port)
             try:
                 for index in cursor:
-                    response = await pool.roundtrip(requests[index])
-                    if response.status != 200:
-                        raise RuntimeError(f"HTTP {response.status}: {response.body[:300]!r}")
-                    results[index] = mcp.result_of(response.body)
+                    results[index] = await call_on(pool, requests[index])
             finally:
                 await pool.close()
 
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
         return results
 
+    async def create_and_poll(self, creations: int) -> tuple[float, int]:
+        """``creations`` tasks by ``POLLING_CONCURRENCY`` clients, each polled to
+        ``completed`` before its client creates the next; (seconds, polls)."""
+        loop = asyncio.get_running_loop()
+        remaining = iter(range(creations))
+        polls = 0
+
+        async def client() -> None:
+            nonlocal polls
+            pool = load.Pool("127.0.0.1", self.port)
+            try:
+                for _ in remaining:
+                    created = await call_on(pool, self.returning())
+                    if created.get("resultType") == "task":
+                        _, count = await self.poll_until(created["taskId"], "completed", pool)
+                        polls += count
+            finally:
+                await pool.close()
+
+        started = loop.time()
+        await asyncio.gather(*(client() for _ in range(POLLING_CONCURRENCY)))
+        return loop.time() - started, polls
+
     def get(self, task_id: str) -> bytes:
         return self.request("tasks/get", {"taskId": task_id})
 
-    async def poll_until(self, task_id: str, wanted: str) -> tuple[float, int]:
-        """Poll ``tasks/get`` back to back until ``wanted``; (when seen, polls)."""
+    async def poll_until(
+        self, task_id: str, wanted: str, pool: load.Pool | None = None
+    ) -> tuple[float, int]:
+        """Poll ``tasks/get`` back to back (on ``pool``, else this bench's own)
+        until ``wanted``; (when seen, polls)."""
         loop = asyncio.get_running_loop()
         polls = 0
         while True:
-            status = (await self.call(self.get(task_id)))["status"]
+            status = (await call_on(pool or self.pool, self.get(task_id)))["status"]
             polls += 1
             if status == wanted:
                 return loop.time(), polls
@@ -237,6 +283,8 @@ class TaskBench:
         shortcuts = sum(
             1 for result in [*created, *reporting] if result.get("resultType") != "task"
         )
+        # Creation as a polling client sees it, at concurrency 16.
+        polled_seconds, polled_polls = await self.create_and_poll(sizes.creations)
 
         # Create to completed, one task at a time.
         to_completed: list[float] = []
@@ -308,6 +356,9 @@ class TaskBench:
             shortcuts,
             len(reporting),
             reporting_seconds,
+            sizes.creations,
+            polled_seconds,
+            polled_polls / sizes.creations,
             sorted(to_completed),
             polls / max(1, polled),
             sorted(cancel_ack),
@@ -329,13 +380,13 @@ async def run(*, quick: bool, store: str = "memory", task_events: bool = False) 
         command = servers.presa_tasks_command(port, stats_port, url, *options)
         name = f"presa-tasks-{store}" + ("-events" if task_events else "")
         served = await servers.start(name, command, port)
-        store = f"{store}, --task-events" if task_events else store
+        setup = f"{store} store" + (", --task-events" if task_events else "")
         bench = TaskBench(served, stats_port)
         try:
             reason = await bench.available()
             if reason:
-                return TaskReport(None, reason, store)
-            return TaskReport(await bench.measure(QUICK if quick else FULL), store=store)
+                return TaskReport(None, reason, setup)
+            return TaskReport(await bench.measure(QUICK if quick else FULL), setup=setup)
         finally:
             await bench.pool.close()
             served.stop()
@@ -350,17 +401,23 @@ MIB = 1024 * 1024
 def table(report: TaskReport) -> str:
     figures = report.figures
     if figures is None:
-        return f"Tasks ({report.store} store): {report.reason}."
+        return f"Tasks ({report.setup}): {report.reason}."
 
     rows = [
         (
-            "task creation (bench_return: created and completed, c=32)",
+            f"task creation (bench_return: created and completed, c={CONCURRENCY})",
             f"{figures.creation_rate:,.0f} tasks/s over {figures.creations:,}"
             + (f" ({figures.shortcuts} answered without a task)" if figures.shortcuts else ""),
         ),
         (
-            "task creation (slow_compute seconds 0: five status messages too, c=32)",
+            f"task creation (slow_compute seconds 0: five status messages too, c={CONCURRENCY})",
             f"{figures.reporting_rate:,.0f} tasks/s over {figures.reporting_creations:,}",
+        ),
+        (
+            f"task creation with polling (bench_return; each of {POLLING_CONCURRENCY} clients "
+            "polls tasks/get to `completed` before creating the next)",
+            f"{figures.polled_rate:,.0f} tasks/s over {figures.polled_creations:,} "
+            f"({figures.polls_per_polled_creation:.1f} polls each)",
         ),
         (
             "create → `completed` seen by a poller, p50 / p99",
@@ -399,6 +456,30 @@ def table(report: TaskReport) -> str:
             f"{figures.after_cancel.allocated_blocks:,}",
         ),
     ]
-    lines = [f"| tasks (presa, {report.store} store) | measured |", "|---|---|"]
+    lines = [f"| tasks (presa, {report.setup}) | measured |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def side_by_side(memory: TaskReport, sqlite: TaskReport) -> str:
+    """The creation rates on both stores, measured one after the other in this run."""
+    if memory.figures is None or sqlite.figures is None:
+        return f"Tasks, memory against SQLite: {sqlite.reason or memory.reason}."
+    rows = [
+        (
+            f"task creation (bench_return, c={CONCURRENCY})",
+            memory.figures.creation_rate,
+            sqlite.figures.creation_rate,
+        ),
+        (
+            f"task creation with polling (c={POLLING_CONCURRENCY}, tasks/get to `completed`)",
+            memory.figures.polled_rate,
+            sqlite.figures.polled_rate,
+        ),
+    ]
+    lines = ["| tasks/s | memory | SQLite | SQLite/memory |", "|---|--:|--:|--:|"]
+    for name, on_memory, on_sqlite in rows:
+        lines.append(
+            f"| {name} | {on_memory:,.0f} | {on_sqlite:,.0f} | {on_sqlite / on_memory:.2f} |"
+        )
     return "\n".join(lines)

@@ -3,13 +3,16 @@
 Pure: no Trio, no subprocesses, only text and files in, values out. Three
 parts, in the order run.py uses them:
 
-* the *catalogue*: the server scenarios of a requirement set, parsed from the
-  runner's ``list --requirements`` output, scored and unscored;
+* the *catalogue*: the scenarios of one leg (``server`` or ``client``) of a
+  requirement set, parsed from the runner's ``list --requirements`` output,
+  scored and unscored;
 * the *baseline*: ``expected-failures.yml``, in the subset of YAML the runner
   documents for its ``--expected-failures`` option (``server:`` and
-  ``  - scenario`` or ``  - scenario:check-id`` items);
+  ``client:``, each with ``  - scenario`` or ``  - scenario:check-id`` items);
 * the *results* (every ``server-<scenario>-<timestamp>/checks.json`` in the
-  runner's output directory) and their *judgement*.
+  runner's output directory, ``<scenario>-<timestamp>/checks.json`` for the
+  client leg, where ``auth/…`` scenarios nest a folder deeper) and their
+  *judgement*.
 
 presa applies the baseline itself instead of passing it to the runner with
 ``--expected-failures``: the runner's verdict scores only the 37 required
@@ -43,7 +46,9 @@ import attrs
 # status this harness does not know) has to be listed in the baseline.
 HARMLESS = frozenset({"SUCCESS", "SKIPPED", "INFO"})
 
-RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
+#: The legs of a requirement set, and the prefix of each one's result directories.
+RESULT_PREFIX = {"server": "server-", "client": ""}
+TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z"
 # The runner colours its output.
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -78,12 +83,12 @@ class Catalogue:
         return "scored" if scenario in self.scored else self.unscored.get(scenario, "?")
 
 
-def parse_catalogue(listing: str) -> Catalogue:
-    """Parse the output of ``conformance list --requirements REVISION``.
+def parse_catalogue(listing: str, leg: str = "server") -> Catalogue:
+    """Parse the output of ``conformance list --requirements REVISION`` for one leg.
 
-    The listing has a ``Server scenarios`` block of ``  - name`` lines and a
-    ``Run and reported, but never scored:`` block of ``  reason (n):`` headings
-    followed by ``    - name [leg]`` lines; only the server leg matters here.
+    The listing has ``Server scenarios`` and ``Client scenarios`` blocks of
+    ``  - name`` lines and a ``Run and reported, but never scored:`` block of
+    ``  reason (n):`` headings followed by ``    - name [leg]`` lines.
     """
     scored: list[str] = []
     unscored: dict[str, str] = {}
@@ -93,25 +98,25 @@ def parse_catalogue(listing: str) -> Catalogue:
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped:
-            if block == "server":
+            if block == leg:
                 block = ""
             continue
         if not line.startswith(" "):
-            if stripped.startswith("Server scenarios"):
-                block = "server"
+            if stripped.startswith(f"{leg.capitalize()} scenarios"):
+                block = leg
             elif stripped.startswith("Run and reported, but never scored"):
                 block = "unscored"
             else:
                 block = ""
             continue
-        if block == "server" and stripped.startswith("- "):
+        if block == leg and stripped.startswith("- "):
             scored.append(stripped[2:].strip())
         elif block == "unscored":
             heading = re.fullmatch(r"(\S+) \(\d+\):", stripped)
             entry = re.fullmatch(r"- (\S+) \[(\w+)\]", stripped)
             if heading:
                 reason = heading.group(1)
-            elif entry and entry.group(2) == "server":
+            elif entry and entry.group(2) == leg:
                 unscored[entry.group(1)] = reason
     if not scored:
         raise HarnessError(f"could not read the scenario list from the runner:\n{listing}")
@@ -136,15 +141,15 @@ class BaselineEntry:
         return self.scenario if self.check_id is None else f"{self.scenario}:{self.check_id}"
 
 
-def parse_baseline(text: str, source: str = "baseline") -> list[BaselineEntry]:
-    """Parse the expected-failures file.
+def parse_baseline(text: str, source: str = "baseline", leg: str = "server") -> list[BaselineEntry]:
+    """Parse the expected-failures file: the entries of one leg's section.
 
-    Only the subset the runner documents is accepted: a ``server:`` key (or
-    ``server: []``) followed by ``  - name`` or ``  - name:check-id`` items,
-    with ``#`` comments and blank lines anywhere. A ``client:`` section is
-    tolerated and ignored. Entries are checked the way the runner checks them:
-    no space after the colon, no duplicates, and no check entries for a
-    scenario that is listed whole.
+    Only the subset the runner documents is accepted: ``server:`` and
+    ``client:`` keys (or ``server: []``) each followed by ``  - name`` or
+    ``  - name:check-id`` items, with ``#`` comments and blank lines
+    anywhere; the other leg's section is read past. Entries are checked the
+    way the runner checks them: no space after the colon, no duplicates, and
+    no check entries for a scenario that is listed whole.
     """
     entries: list[BaselineEntry] = []
     section: str | None = None
@@ -157,12 +162,12 @@ def parse_baseline(text: str, source: str = "baseline") -> list[BaselineEntry]:
         if key:
             section = key.group(1)
             if section not in ("server", "client"):
-                raise HarnessError(f"{where}: unknown key {section!r} (expected server)")
+                raise HarnessError(f"{where}: unknown key {section!r} (expected server or client)")
             continue
         item = re.fullmatch(r"\s+-\s+(.*)", line)
         if not item or section is None:
             raise HarnessError(f"{where}: expected 'server:' or '  - <scenario>[:<check-id>]'")
-        if section != "server":
+        if section != leg:
             continue
         value = item.group(1).strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -233,16 +238,19 @@ def read_checks(path: Path) -> list[Check]:
     return checks
 
 
-def collect_results(outdir: Path, expected: Sequence[str]) -> dict[str, ScenarioResult]:
-    """Map every scenario to the ``checks.json`` the runner wrote for it.
+def collect_results(
+    outdir: Path, expected: Sequence[str], leg: str = "server"
+) -> dict[str, ScenarioResult]:
+    """Map every scenario of ``leg`` to the ``checks.json`` the runner wrote for it.
 
     Scenarios in ``expected`` without a result directory or without a readable
     ``checks.json`` get ``checks=None`` and a ``problem`` saying why. Result
     directories for other scenarios are reported too.
     """
+    pattern = re.compile(rf"^{RESULT_PREFIX[leg]}(?P<scenario>.+)-{TIMESTAMP}$")
     found: dict[str, list[Path]] = {}
-    for child in sorted(outdir.iterdir()) if outdir.is_dir() else []:
-        match = RESULT_DIR.match(child.name)
+    for child in sorted(outdir.rglob("*")) if outdir.is_dir() else []:
+        match = pattern.match(child.relative_to(outdir).as_posix())
         if child.is_dir() and match:
             found.setdefault(match.group("scenario"), []).append(child)
     results: dict[str, ScenarioResult] = {}

@@ -18,7 +18,11 @@ from typing import TextIO
 
 from conformance.baseline import ANSI, BaselineEntry, Verdict
 
-RUNNING_LINE = re.compile(r"^=== Running scenario: (?P<scenario>\S+) ===$")
+# The server leg announces each scenario with ``=== Running scenario: NAME ===``,
+# the client leg (which runs them in parallel) with ``Starting scenario: NAME``.
+RUNNING_LINE = re.compile(
+    r"^(?:=== Running scenario: (?P<scenario>\S+) ===|Starting scenario: (?P<started>\S+))$"
+)
 # Runner lines that say nothing about why a scenario went wrong.
 ROUTINE = ("Running client scenario", "Results saved")
 
@@ -35,7 +39,7 @@ def runner_excerpt(log_text: str, scenario: str, limit: int = 12) -> list[str]:
         line = raw.rstrip()
         announced = RUNNING_LINE.match(line.strip())
         if announced:
-            current = announced.group("scenario")
+            current = announced.group("scenario") or announced.group("started")
         elif line.startswith("$ "):
             words = line.split()
             current = words[words.index("--scenario") + 1] if "--scenario" in words else None

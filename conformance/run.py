@@ -52,7 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TextIO, cast
@@ -167,8 +167,8 @@ async def find_node(node: str | None) -> str:
     return binary
 
 
-async def load_catalogue(node: str) -> Catalogue:
-    """Ask the runner which server scenarios the requirement set holds."""
+async def load_catalogue(node: str, leg: str = "server") -> Catalogue:
+    """Ask the runner which scenarios of ``leg`` the requirement set holds."""
     done = await trio.run_process(
         [node, str(RUNNER_JS), "list", "--requirements", REVISION],
         capture_stdout=True,
@@ -177,7 +177,7 @@ async def load_catalogue(node: str) -> Catalogue:
     )
     if done.returncode != 0:
         raise HarnessError(f"`list` failed:\n{done.stderr.decode(errors='replace')}")
-    return parse_catalogue(done.stdout.decode(errors="replace"))
+    return parse_catalogue(done.stdout.decode(errors="replace"), leg)
 
 
 def runner_command(
@@ -244,7 +244,7 @@ async def run_runner(command: list[str], log: TextIO, *, verbose: bool) -> int:
             else:
                 match = RUNNING_LINE.match(ANSI.sub("", text).strip())
                 if match:
-                    print(f"  … {match.group('scenario')}", flush=True)
+                    print(f"  … {match.group('scenario') or match.group('started')}", flush=True)
 
         async for chunk in process.stdout:
             pending += chunk
@@ -425,21 +425,31 @@ async def run_on(options: Options, outdir: Path, app_options: dict[str, object])
     return 0 if all_ok else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: prepare the output directory and run under Trio."""
-    options = parse_options(sys.argv[1:] if argv is None else argv)
+def in_output_dir(keep_output: Path | None, prefix: str, body: Callable[[Path], int]) -> int:
+    """``body`` in ``--keep-output DIR`` (new or empty), else in a temporary directory.
+
+    A :class:`HarnessError` is printed and becomes exit status 2.
+    """
     try:
-        if options.keep_output is not None:
-            outdir = options.keep_output.resolve()
+        if keep_output is not None:
+            outdir = keep_output.resolve()
             outdir.mkdir(parents=True, exist_ok=True)
             if any(outdir.iterdir()):
                 raise HarnessError(f"--keep-output {outdir} is not empty")
-            return trio.run(run, options, outdir)
-        with tempfile.TemporaryDirectory(prefix="presa-conformance-") as temporary:
-            return trio.run(run, options, Path(temporary))
+            return body(outdir)
+        with tempfile.TemporaryDirectory(prefix=prefix) as temporary:
+            return body(Path(temporary))
     except HarnessError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: prepare the output directory and run under Trio."""
+    options = parse_options(sys.argv[1:] if argv is None else argv)
+    return in_output_dir(
+        options.keep_output, "presa-conformance-", lambda outdir: trio.run(run, options, outdir)
+    )
 
 
 if __name__ == "__main__":

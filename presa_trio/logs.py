@@ -61,8 +61,8 @@ class TextLines(logging.Formatter):
     """``TEXT_FORMAT``, its timestamp written once per second and reused within it.
 
     ``logging.Formatter.formatTime`` converts and formats the time of every
-    record; an access line per request made that a visible share of a
-    request's cost. The milliseconds are still each record's own.
+    record, and the access log writes a record per request; within one
+    second the text is the same. The milliseconds are still each record's own.
     """
 
     def __init__(self) -> None:

@@ -314,8 +314,9 @@ def is_stderr(opened: os.stat_result) -> bool:
 async def serve_stdio(server: Server, *, max_line: int = DEFAULT_MAX_LINE) -> None:
     """Serve ``server`` on this process's stdin and stdout until end of input.
 
-    Run it with ``trio.run(serve_stdio, server)``, as :func:`serve_http`
-    for HTTP. Input lines longer than ``max_line`` bytes are refused.
+    Run it with ``trio.run(serve_stdio, server)``, as
+    :func:`~presa_trio.http.serving.serve_http` for HTTP. Input lines
+    longer than ``max_line`` bytes are refused.
     """
     async with open_fd(sys.stdin.fileno()) as stdin, open_fd(sys.stdout.fileno()) as stdout:
         log.info("serving %s %s on stdin/stdout", server.name, server.version)

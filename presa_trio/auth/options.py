@@ -156,8 +156,8 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
     the port as bound: with ``--port 0``, the port the system picked, which
     the metadata and every challenge name (and every token's ``aud`` must).
 
-    The verifiers are imported here, not at the top: httpx, joserfc and
-    cryptography cost a server that runs without authorization some 15 MiB.
+    The verifiers are imported here, not at the top: a server that runs
+    without authorization never loads httpx, joserfc and cryptography.
     """
     from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
     from presa_trio.auth.introspection import IntrospectionVerifier

@@ -47,6 +47,7 @@ from presa_trio.cli.option_values import (
     port_number,
     positive_seconds,
     seconds,
+    worker_count,
 )
 from presa_trio.cli.target import TargetError, load_server
 from presa_trio.cli.task_options import (
@@ -60,6 +61,7 @@ from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, spli
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
+from presa_trio.http.workers import ServeRefused, serve_workers
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.tasks.extension import TasksExtension
@@ -178,6 +180,28 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_SHUTDOWN_GRACE_S,
         metavar="SECONDS",
         help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        metavar="N",
+        help="serve with N processes on one address, restarted if they die; 0 is one per "
+        "core; more than one needs a shared store (postgresql://…) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve Prometheus metrics at GET /metrics, summed over every worker; needs the "
+        "metrics extra (default: off)",
+    )
+    parser.add_argument(
+        "--drain-delay",
+        type=seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGINT/SIGTERM, time to keep accepting while GET /readyz says 503, so a "
+        "load balancer takes the process out first (default: %(default)s)",
     )
     parser.add_argument(
         "--reload",
@@ -308,9 +332,13 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 max_body=args.max_body,
                 read_timeout=args.read_timeout,
                 shutdown_grace=args.shutdown_grace,
+                drain_delay=args.drain_delay,
+                metrics=args.metrics,
                 auth=auth,
             ),
         )
+    except ServeRefused as refused:
+        raise UsageError(str(refused)) from None
     except OSError as error:  # only binding raises it bare; later faults come grouped
         reason = error.strerror or str(error)
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
@@ -342,6 +370,11 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    if args.command == "serve" and args.workers != 1:
+        try:
+            sys.exit(trio.run(serve_workers, sys.argv[1:] if argv is None else argv, args))
+        except ServeRefused as refused:
+            raise UsageError(str(refused)) from None
     if args.command == "serve" and args.reload:
         if args.target is None:
             raise UsageError("--reload watches the files of MODULE:ATTR; name one")

@@ -38,6 +38,7 @@ def checked(
 port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
 byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
 task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
+worker_count = checked(int, lambda n: n >= 0, "a number of workers (0: one per core)")
 event_count = checked(int, lambda n: n > 0, "a positive number of events")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")

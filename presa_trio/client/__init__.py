@@ -1,8 +1,8 @@
 """A command-line client for any 2026-07-28 server, over Streamable HTTP or stdio.
 
-``presa-trio discover|list|call|read|prompt|task`` (:mod:`.commands`) speak
-the wire as the spec writes it, from the client's side. It knows only the
-wire, the facts both ends share: the request ``_meta`` keys
+``presa-trio discover|list|call|read|prompt|task|login|logout``
+(:mod:`.commands`) speak the wire as the spec writes it, from the client's
+side. It knows only the wire, the facts both ends share: the request ``_meta`` keys
 (:mod:`presa_trio.wire.meta`), the mirrored headers and which params they
 mirror (:mod:`presa_trio.wire.headers`), the multi round-trip answer readers
 (:mod:`presa_trio.wire.mrtr`), the schema validator
@@ -22,6 +22,10 @@ module              holds
 ``answers``         input requests answered from flags, a file, or a person
 ``prompting``       the person at the terminal
 ``follow``          a task's life: listen or poll, update, cancel
+``tool_headers``    tools whose ``x-mcp-header`` is invalid, left out
+``oauth``           sign-in: discovery, registration, code with PKCE, refresh
+``signin``          the kept token sent, refreshed, or a sign-in on a 401
+``tokens``          sign-ins kept per server, files of mode 0600
 ``output``          results on stdout, status lines on stderr
 ``options``         the commands' parser, importable without httpx
 ``commands``        the commands

@@ -1,4 +1,5 @@
-"""The client's commands: ``discover``, ``list``, ``call``, ``read``, ``prompt``, ``task``.
+"""The client's commands: ``discover``, ``list``, ``call``, ``read``, ``prompt``, ``task``,
+``login``, ``logout``.
 
 Each takes the endpoint first, ``URL`` for Streamable HTTP or ``--stdio``
 with the server's command line after ``--``::
@@ -23,7 +24,7 @@ import attrs
 import httpx
 import trio
 
-from presa_trio.client import arguments
+from presa_trio.client import arguments, tokens
 from presa_trio.client.answers import Answerer, parse_answer_flags, read_answers_file
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import (
@@ -35,6 +36,7 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.oauth import SignInOptions, resource_of
 from presa_trio.client.options import LISTS, STDIO_ENDPOINT, TOKEN_ENV
 from presa_trio.client.output import (
     Console,
@@ -46,6 +48,9 @@ from presa_trio.client.output import (
     tool_result_text,
 )
 from presa_trio.client.prompting import Terminal
+from presa_trio.client.signin import SignIn, open_browser, print_url
+from presa_trio.client.signin import login as signin_now
+from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
     HttpTransport,
     environment_token,
@@ -71,6 +76,8 @@ class Run:
     connection: Connection
     console: Console
     follower: TaskFollower
+    #: The sign-in over HTTP without --token; None over stdio or with a token.
+    signin: SignIn | None = None
 
     @property
     def answerer(self) -> Answerer:
@@ -123,12 +130,14 @@ async def discover(run: Run) -> int:
 async def list_items(run: Run) -> int:
     method, key = LISTS[run.args.what]
     items = await run.connection.list_all(method, key)
+    if key == "tools":
+        items = usable_tools(items, run.console.note)
     run.console.result({key: items}, listing_text(run.args.what, items))
     return EXIT_RESULT
 
 
 async def find_tool(run: Run, name: str) -> JSONObject:
-    tools = await run.connection.list_all("tools/list", "tools")
+    tools = usable_tools(await run.connection.list_all("tools/list", "tools"), run.console.note)
     for tool in tools:
         if isinstance(tool, dict) and tool.get("name") == name:
             return tool
@@ -201,7 +210,26 @@ async def task(run: Run) -> int:
     return EXIT_RESULT
 
 
+async def login(run: Run) -> int:
+    """Sign in now (basic/authorization §Authorization Flow Steps) and keep the token."""
+    if run.signin is None:
+        raise UsageProblem("login is for an http(s) URL without --token")
+    await signin_now(run.signin)
+    run.console.note(f"signed in to {run.signin.resource}; the token is kept for it")
+    return EXIT_RESULT
+
+
+async def logout(run: Run) -> int:
+    """Forget the token kept for the URL."""
+    resource = resource_of(run.args.url)
+    said = "signed out of" if await tokens.forget(resource) else "no sign-in was kept for"
+    run.console.note(f"{said} {resource}")
+    return EXIT_RESULT
+
+
 COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
+    "login": login,
+    "logout": logout,
     "discover": discover,
     "list": list_items,
     "call": call,
@@ -214,12 +242,12 @@ COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
 @asynccontextmanager
 async def connected(
     args: argparse.Namespace, stdio: Sequence[str] | None
-) -> AsyncIterator[Connection]:
+) -> AsyncIterator[tuple[Connection, SignIn | None]]:
     transcript = transcript_file(args.transcript)
     tasks = not args.no_tasks
     if stdio is not None:
         async with open_stdio(stdio, transcript) as channel:
-            yield Connection(channel, tasks=tasks, timeout_s=args.timeout)
+            yield Connection(channel, tasks=tasks, timeout_s=args.timeout), None
         return
     if args.url == STDIO_ENDPOINT or not args.url.startswith(("http://", "https://")):
         raise UsageProblem(
@@ -228,9 +256,17 @@ async def connected(
     token = environment_token(args.token, TOKEN_ENV)
     timeout = httpx.Timeout(args.timeout, read=None)
     async with httpx.AsyncClient(timeout=timeout) as http:
-        yield Connection(
-            HttpTransport(args.url, http, token, transcript), tasks=tasks, timeout_s=args.timeout
-        )
+        transport = HttpTransport(args.url, http, token, transcript)
+        connection = Connection(transport, tasks=tasks, timeout_s=args.timeout)
+        if token is None:  # --token is the person's own choice: no sign-in around it
+            options = SignInOptions(args.client_id, args.client_secret, args.client_metadata_url)
+            opener = print_url if args.no_browser else open_browser
+            signin = SignIn(http, transport, opener, options)
+            await signin.use_kept()
+            connection.authorize = signin.authorize
+            yield connection, signin
+            return
+        yield connection, None
 
 
 async def interruptible(run: Run) -> int:
@@ -273,10 +309,11 @@ async def run_async(args: argparse.Namespace, stdio: Sequence[str] | None, conso
     }
     terminal = Terminal()
     person = terminal if terminal.interactive() else None
-    async with connected(args, stdio) as connection:
+    async with connected(args, stdio) as (connection, signin):
         answerer = Answerer(given, getattr(args, "root", []), person)
         listen = not getattr(args, "no_listen", False)
-        run = Run(args, connection, console, TaskFollower(connection, answerer, console, listen))
+        follower = TaskFollower(connection, answerer, console, listen)
+        run = Run(args, connection, console, follower, signin)
         return await interruptible(run)
 
 

@@ -18,7 +18,8 @@ Spec: 2026-07-28 basic/index §_meta, §Statelessness; basic/utilities/paginatio
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,9 +27,13 @@ import attrs
 import trio
 
 from presa_trio import __version__
-from presa_trio.client.errors import ProtocolFailure, RequestError
+from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
 from presa_trio.client.transport import NotModern, Replies, Transport, is_response
-from presa_trio.wire.errors import INVALID_REQUEST, METHOD_NOT_FOUND
+from presa_trio.wire.errors import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
 from presa_trio.wire.meta import (
     META_CLIENT_CAPABILITIES,
@@ -46,6 +51,10 @@ NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 LEGACY_PROBE_VERSION = "2025-11-25"
 
 Notify = Callable[[JSONObject], None]
+#: What the client does on a 401: given the challenge, get a token the transport then sends.
+Authorize = Callable[[dict[str, str]], Awaitable[None]]
+#: Sign-ins (or step-ups) one request may cause before its 401 is final.
+MAX_SIGN_INS = 2
 
 
 def ignore(message: JSONObject) -> None:
@@ -60,6 +69,8 @@ class Connection:
     tasks: bool = True
     #: Seconds a plain request may take (a task, or a listen, is not bound by it).
     timeout_s: float = 30.0
+    #: Called on a 401 to sign in; None leaves the 401 final.
+    authorize: Authorize | None = None
     _last_id: int = 0
     _era_known: bool = False
 
@@ -121,7 +132,54 @@ class Connection:
         timeout_s: float | None = None,
         progress: bool = False,
     ) -> JSONObject:
-        """Send ``method`` and return its result; an error raises :class:`RequestError`."""
+        """Send ``method`` and return its result; an error raises :class:`RequestError`.
+
+        A server that answers ``UnsupportedProtocolVersionError`` yet lists this
+        client's version among those it supports is asked once more
+        (basic/versioning: the client retries with a mutually supported version).
+        A 401 calls :attr:`authorize` (sign-in, refresh or step-up), then asks
+        again, at most :data:`MAX_SIGN_INS` times (basic/authorization
+        §Step-Up Authorization Flow: "no more than a few times").
+        """
+        version_retried = False
+        for sign_ins in itertools.count():
+            try:
+                return await self.request_once(
+                    method,
+                    params,
+                    param_headers=param_headers,
+                    on_notification=on_notification,
+                    timeout_s=timeout_s,
+                    progress=progress,
+                )
+            except Unauthorized as failure:
+                if self.authorize is None or sign_ins >= MAX_SIGN_INS:
+                    raise
+                await self.authorize(failure.challenge)
+            except RequestError as error:
+                data = error.data if isinstance(error.data, dict) else {}
+                supported = data.get("supported")
+                if (
+                    version_retried
+                    or error.code != UNSUPPORTED_PROTOCOL_VERSION
+                    or not isinstance(supported, list)
+                    or PROTOCOL_VERSION not in supported
+                ):
+                    raise
+                version_retried = True
+        raise AssertionError("unreachable")
+
+    async def request_once(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        param_headers: Mapping[str, tuple[str, ...]] | None = None,
+        on_notification: Notify = ignore,
+        timeout_s: float | None = None,
+        progress: bool = False,
+    ) -> JSONObject:
+        """One exchange of ``method``: its result, or :class:`RequestError`."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(

@@ -8,7 +8,7 @@ sent (exit 2); anything the other end did, or failed to do, is exit 3.
 0      a result
 1      a tool result with ``isError: true`` (a task ending ``failed`` too)
 2      usage: a bad option, argument, answer or file; a missing answer
-3      protocol: a JSON-RPC error, an unreachable, legacy or non-MCP server, 401
+3      protocol: a JSON-RPC error, an unreachable, legacy or non-MCP server, a 401 no sign-in cured
 130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first)
 =====  ===========================================================
 """
@@ -53,3 +53,11 @@ class RequestError(ProtocolFailure):
             f" (it speaks {', '.join(map(str, supported))})" if isinstance(supported, list) else ""
         )
         super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}{said}")
+
+
+class Unauthorized(ProtocolFailure):
+    """HTTP 401, or 403 ``insufficient_scope``: ``challenge`` holds the Bearer parameters."""
+
+    def __init__(self, line: str, challenge: dict[str, str]) -> None:
+        super().__init__(line)
+        self.challenge = challenge

@@ -1,7 +1,7 @@
 """The client commands' options: the part of ``presa-trio``'s parser they add.
 
 :func:`add_client_commands` adds ``discover``, ``list``, ``call``, ``read``,
-``prompt`` and ``task`` to the command line's subcommands, and
+``prompt``, ``task``, ``login`` and ``logout`` to the command line's subcommands, and
 :func:`split_stdio` takes ``--stdio … -- COMMAND`` apart before parsing.
 This module needs only argparse: the command line builds its whole parser
 with it, and imports what runs a command (:mod:`.commands`, httpx) only
@@ -17,7 +17,7 @@ from typing import Any
 
 from presa_trio.client.errors import UsageProblem
 
-CLIENT_COMMANDS = ("discover", "list", "call", "read", "prompt", "task")
+CLIENT_COMMANDS = ("discover", "list", "call", "read", "prompt", "task", "login", "logout")
 #: The environment variable ``--token`` defaults to.
 TOKEN_ENV = "PRESA_TOKEN"
 #: Stands for the endpoint in the URL's place when ``--stdio`` names a command.
@@ -87,7 +87,24 @@ def endpoint_options() -> argparse.ArgumentParser:
     options.add_argument(
         "--no-tasks", action="store_true", help="do not declare the Tasks extension"
     )
+    add_signin_options(options)
     return options
+
+
+def add_signin_options(options: argparse.ArgumentParser) -> None:
+    """How to sign in when the server asks (a 401), or on ``login``."""
+    options.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="print the sign-in URL instead of opening the browser",
+    )
+    options.add_argument("--client-id", metavar="ID", help="a client registered in advance")
+    options.add_argument("--client-secret", metavar="SECRET", help="that client's secret")
+    options.add_argument(
+        "--client-metadata-url",
+        metavar="URL",
+        help="this client's ID metadata document, for servers that support them",
+    )
 
 
 def answer_options() -> argparse.ArgumentParser:
@@ -140,6 +157,10 @@ def add_client_commands(commands: Any) -> None:
     prompt = commands.add_parser("prompt", parents=both, help="get a prompt (prompts/get)")
     prompt.add_argument("name", metavar="PROMPT")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
+    commands.add_parser(
+        "login", parents=[endpoint], help="sign in to a server now and keep the token"
+    )
+    commands.add_parser("logout", parents=[endpoint], help="forget the token kept for a server")
     task = commands.add_parser("task", help="get, wait for, answer or cancel a task by id")
     actions = task.add_subparsers(
         dest="action", required=True, metavar="ACTION", parser_class=type(task)

@@ -27,6 +27,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from functools import partial
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -35,7 +36,7 @@ import attrs
 import httpx
 import trio
 
-from presa_trio.client.errors import ProtocolFailure, UsageProblem
+from presa_trio.client.errors import ProtocolFailure, Unauthorized, UsageProblem
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.envelope import RequestId, dumps
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
@@ -169,6 +170,12 @@ def www_authenticate(header: str) -> dict[str, str]:
     return found
 
 
+def insufficient_scope(response: httpx.Response) -> bool:
+    """403 with ``error="insufficient_scope"``: a step-up (basic/authorization §Error Handling)."""
+    challenge = www_authenticate(response.headers.get("www-authenticate", ""))
+    return response.status_code == 403 and challenge.get("error") == "insufficient_scope"
+
+
 @attrs.define(eq=False)
 class HttpTransport:
     """POSTs to one Streamable HTTP endpoint, with a bearer token if given."""
@@ -197,7 +204,7 @@ class HttpTransport:
                 if record is not None:
                     content_type = response.headers.get("content-type", "")
                     record.response = {"status": response.status_code, "contentType": content_type}
-                if response.status_code == 401:
+                if response.status_code == 401 or insufficient_scope(response):
                     raise await self.unauthorized(response)
                 yield _HttpReplies(self.where, response, record)
         except httpx.InvalidURL as error:
@@ -227,15 +234,18 @@ class HttpTransport:
             if "error" in challenge
             else ""
         )
-        what = "refused the token" if self.token else "needs a bearer token (--token)"
-        line = f"{self.where} {what}: 401 Unauthorized{said}"
+        what = (
+            "refused the token" if self.token else "needs a sign-in (presa-trio login) or --token"
+        )
+        status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
+        line = f"{self.where} {what}: {status}{said}"
         metadata = challenge.get("resource_metadata")
         if metadata:
             line += f"; its resource metadata is at {metadata}"
             servers = await self.authorization_servers(metadata)
             if servers:
                 line += f", naming the authorization server {', '.join(servers)}"
-        return ProtocolFailure(line)
+        return Unauthorized(line, challenge)
 
     async def authorization_servers(self, metadata_url: str) -> list[str]:
         try:

@@ -42,6 +42,7 @@ from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
+from presa_trio.http.health import HEALTH_PATHS, answer_health
 from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
 from presa_trio.server import Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
@@ -106,6 +107,8 @@ class McpApp:
     failure: str | None = attrs.field(default=None, init=False)
     # Set when it did: the serving loop stops, and the process exits non-zero.
     failed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    # Set once a shutdown starts: ``/readyz`` answers 503 from then on.
+    draining: bool = attrs.field(default=False, init=False)
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
@@ -194,6 +197,10 @@ class McpApp:
         close = scope["http_version"] in ("1.0", "1.1")
         caller: Caller | None = None
         try:
+            if scope["path"] in HEALTH_PATHS:  # outside MCP's admission rules (health.py)
+                self.policy.check_host_and_origin(headers)
+                await answer_health(self, scope["path"], scope["method"], send)
+                return
             if self.lifetime is None:
                 raise Rejection(503, "The server is not running")
             if scope["path"] != self.policy.path:

@@ -4,8 +4,11 @@
 ``OSError``), logs where it serves once it listens, logs one access line per
 request (:mod:`presa_trio.http.access`), and shuts down gracefully:
 
-1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once;
-2. the listening socket closes, so no new connection is accepted;
+1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once:
+   ``GET /readyz`` answers 503 from now on (:mod:`presa_trio.http.health`);
+2. after ``drain_delay`` seconds (time for a load balancer's health checks
+   to take the process out), the listening socket closes, so no new
+   connection is accepted;
 3. every ``subscriptions/listen`` stream ends with its result
    (subscriptions §Graceful Closure);
 4. requests in flight get ``shutdown_grace`` seconds to finish, then are
@@ -39,6 +42,7 @@ from presa_trio.http.access import AccessLog
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.workers import ServeRefused, inherited_sockets
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
@@ -50,6 +54,8 @@ log = logging.getLogger(__name__)
 
 #: Default seconds requests in flight may run on after a shutdown starts.
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
+#: Why ``--metrics`` cannot serve without its extra.
+METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
 #: The signals that start a graceful shutdown.
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -79,6 +85,8 @@ async def serve_http(
     auth: ResourceGuard | Callable[[int], ResourceGuard] | None = None,
     read_timeout: float = DEFAULT_READ_TIMEOUT_S,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
+    drain_delay: float = 0.0,
+    metrics: bool = False,
     shutdown_trigger: ShutdownTrigger | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -88,8 +96,11 @@ async def serve_http(
     ``port=0`` picks a free port. Host and Origin are checked against the
     loopback names plus ``allow_hosts`` (DNS rebinding); a body over
     ``max_body`` bytes is 413, one not received within ``read_timeout``
-    seconds is 408. Without a ``shutdown_trigger``, SIGINT and SIGTERM start
-    the graceful shutdown (the caller must be in the main thread).
+    seconds is 408. A shutdown keeps accepting for ``drain_delay`` seconds
+    while ``/readyz`` says it is draining. With ``metrics``, ``GET /metrics``
+    serves Prometheus text (:mod:`presa_trio.http.metrics`). Without a
+    ``shutdown_trigger``, SIGINT and SIGTERM start the graceful shutdown (the
+    caller must be in the main thread).
 
     With ``auth`` every request needs an access token (:mod:`presa_trio.auth`):
     a guard, or a function that makes the guard for the port bound, so that a
@@ -105,7 +116,7 @@ async def serve_http(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     config.graceful_timeout = shutdown_grace
-    sockets = config.create_sockets()
+    sockets = inherited_sockets() or config.create_sockets()  # a worker's is given
     try:
         bound_port = sockets.insecure_sockets[0].getsockname()[1]
         mcp = McpApp.for_server(
@@ -115,7 +126,14 @@ async def serve_http(
             read_timeout=read_timeout,
             auth=auth(bound_port) if callable(auth) else auth,
         )
-        app: ASGIFramework = AccessLog(mcp)
+        app: ASGIFramework = mcp
+        if metrics:
+            try:  # prometheus_client, only when asked for
+                from presa_trio.http.metrics import Metered
+            except ImportError:
+                raise ServeRefused(METRICS_MISSING) from None
+            app = Metered(mcp)
+        app = AccessLog(app)
         if transcript is not None:
             app = TranscriptRecorder(app, transcript, time.time)
         if auth is None and not is_loopback(host):
@@ -134,6 +152,9 @@ async def serve_http(
         async def serve(trigger: ShutdownTrigger) -> None:
             async def shutdown() -> None:
                 await first_of(trigger, mcp.failed.wait)
+                mcp.draining = True
+                if not mcp.failed.is_set():
+                    await trio.sleep(drain_delay)  # still accepting, /readyz says 503
                 server.changes.close()
 
             async with trio.open_nursery() as nursery:

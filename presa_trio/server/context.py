@@ -221,7 +221,7 @@ class RequestContext:
         it is not, say, a valid ``ElicitResult``). A request the creating
         request's capabilities do not allow is -32021 on both paths: here
         where the round closes, in a task before anything is recorded
-        (2026-07-28 basic/patterns/mrtr §Server Requirements; T-76;
+        (2026-07-28 basic/patterns/mrtr §Server Requirements;
         spec-notes §30).
 
         It checkpoints, as every ``await`` of the runtime does, even when

@@ -491,3 +491,10 @@ class Extension:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run for the server's lifetime inside its nursery; the default does nothing."""
         task_status.started()
+
+    async def unready(self) -> str | None:
+        """Why it cannot serve now, in one line, within a bounded time; ``None`` if it can.
+
+        Asked by ``GET /readyz`` (docs/deployment.md) while the server runs.
+        """
+        return None

@@ -30,7 +30,8 @@ from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import Answers, InputRequest
 
 #: What a task runs: given its detached context, the request's final result as
-#: a JSON object, or a raised error (T-12: not tied to ``tools/call``).
+#: a JSON object, or a raised error; nothing in it is tied to ``tools/call``
+#: (SEP-2663 §Task Creation).
 Job = Callable[["WorkerContext"], Awaitable[JSONObject]]
 
 
@@ -42,7 +43,7 @@ class WorkerContext(RequestContext):
     multi round-trip answers) and loses its stream: ``send`` drops every
     message, and the progress token and log level are gone, so a task never
     sends progress or log notifications (SEP-2663 §Task Status Notifications;
-    spec-notes §41; T-55). Its ``nursery`` is the task's own.
+    spec-notes §41). Its ``nursery`` is the task's own.
     """
 
     writer: StoreWriter = attrs.field(kw_only=True, repr=False)
@@ -52,12 +53,13 @@ class WorkerContext(RequestContext):
         """Record ``requests`` on the task, then wait on one Event per key until all are answered.
 
         A request the creating request's capabilities do not allow is
-        -32021, raised before anything is recorded (T-76; spec-notes §30).
-        The requests are recorded in one write (SEP-2663 §Task Update
-        Requests), under the worker's lease; then this waits on a
-        ``trio.Event`` for each key (:meth:`Worker.expect`), and an
-        announced change of the task sets the Events of the keys it
-        answered: a partial update is a partial wake-up (T-45).
+        -32021, raised before anything is recorded (mrtr §Server
+        Requirements; spec-notes §30). The requests are recorded in one
+        write (SEP-2663 §Task Update Requests), under the worker's lease;
+        then this waits on a ``trio.Event`` for each key
+        (:meth:`Worker.expect`), and an announced change of the task sets
+        the Events of the keys it answered: a partial update is a partial
+        wake-up.
 
         The wait is this frame's own: a parked task keeps every frame from
         the tool's ``await`` down to the Event's, so there is no other in
@@ -107,7 +109,7 @@ class WorkerContext(RequestContext):
 
 
 def require_allowed(requests: Mapping[str, InputRequest], capabilities: ClientCapabilities) -> None:
-    """-32021 unless ``capabilities`` allow every one of ``requests`` (T-76; spec-notes §30)."""
+    """-32021 unless ``capabilities`` allow all of ``requests`` (mrtr §Server Requirements)."""
     for request in requests.values():
         if not request.allowed_by(capabilities):
             raise MissingRequiredClientCapability.for_capability(request.capability)
@@ -135,10 +137,10 @@ def detached_meta(meta: RequestMeta) -> RequestMeta:
     left, the protocol version, the declared capabilities and the client
     info (basic/index §_meta), is the same on nearly every request a
     client sends, so every task created with the same declaration shares
-    one copy instead of keeping its request's decoded objects, about 800
-    bytes a task. The copy is rebuilt from the canonical JSON, so no
-    request holds it, and at most 64 are kept, so a client that varies its
-    declaration cannot grow the memory.
+    one copy instead of keeping its request's decoded objects: a parked
+    task holds only what is its own. The copy is rebuilt from the canonical
+    JSON, so no request holds it, and at most :data:`DECLARATIONS_KEPT` are
+    kept, so a client that varies its declaration cannot grow the memory.
     """
     declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
     return _declaration(_canonical_json(declared))

@@ -12,12 +12,14 @@ What it adds to a :class:`~presa_trio.server.Server`, all through
 :class:`~presa_trio.server.Extension`:
 
 - ``capabilities.extensions["io.modelcontextprotocol/tasks"] = {}`` in
-  ``server/discover`` (T-01), and no legacy ``capabilities.tasks`` (T-02);
+  ``server/discover``, and no legacy ``capabilities.tasks`` (SEP-2663
+  §Capability Negotiation);
 - three rows of the method table, ``tasks/get``, ``tasks/update`` and
   ``tasks/cancel``, and nothing else under ``tasks/``, so ``tasks/result`` and
-  ``tasks/list`` are -32601 (T-15, T-16); each row says ``Mcp-Name`` =
-  ``params.taskId`` (SEP-2663 §Streamable HTTP: Routing Headers; T-56), which
-  the HTTP edge checks before any handler runs;
+  ``tasks/list`` are -32601 (SEP-2663 §Backward Compatibility; spec-notes
+  §34); each row says ``Mcp-Name`` = ``params.taskId`` (SEP-2663
+  §Streamable HTTP: Routing Headers), which the HTTP edge checks before any
+  handler runs;
 - a wrapper around ``tools/call`` that applies each tool's :class:`Policy`;
 - ``notifications.taskIds`` on ``subscriptions/listen``: every stored change
   of a subscribed task goes out as ``notifications/tasks`` on that stream;
@@ -118,7 +120,7 @@ def caller_scope(ctx: RequestContext) -> str:
     own scope: another caller's task is an unknown task (SEP-2663 §Security
     Implications, "Auth binding"). With it off every caller shares one scope,
     where holding a task's id is the only check, which is why ids are
-    unguessable (T-63).
+    unguessable (spec-notes §37).
     """
     return access_scope(ctx.principal)
 
@@ -264,13 +266,16 @@ class TasksExtension(Extension):
         """The runner's server-lifetime nursery and reaper, inside the server's."""
         await self.runner.run(task_status=task_status)
 
-    def require_declared(self, ctx: RequestContext) -> None:
-        """-32021 unless this very request declares the extension (T-03, T-07, T-59).
+    async def unready(self) -> str | None:
+        return await self.runner.unready()
 
-        Any JSON object under the key is a declaration; its settings are
-        ignored, since the extension defines none (spec-notes §16). A legacy
-        ``capabilities.tasks`` is not a declaration (SEP-2663 §Backward
-        Compatibility).
+    def require_declared(self, ctx: RequestContext) -> None:
+        """-32021 unless this very request declares the extension.
+
+        Spec: SEP-2663 §Capability Negotiation. Any JSON object under the key
+        is a declaration; its settings are ignored, since the extension
+        defines none (spec-notes §16). A legacy ``capabilities.tasks`` is not
+        a declaration (SEP-2663 §Backward Compatibility).
         """
         if not ctx.capabilities.has_extension(TASKS_EXTENSION):
             raise MissingRequiredClientCapability.for_extension(TASKS_EXTENSION)
@@ -284,9 +289,9 @@ class TasksExtension(Extension):
 
         A declaring request to a task tool gets a ``CreateTaskResult``: flat,
         ``resultType: "task"``, the ``working`` seed (SEP-2663 §Task Creation,
-        §Polymorphic Results; T-13, T-21). Any multi round-trip rounds happen
-        before, synchronously, and the worker sees their verified answers
-        (T-25). A legacy ``params.task`` is never read (T-08).
+        §Polymorphic Results). Any multi round-trip rounds happen before,
+        synchronously, and the worker sees their verified answers. A legacy
+        ``params.task`` is never read (SEP-2663 §Backward Compatibility).
 
         Before any task exists, the call is prepared as a plain one
         (:func:`~presa_trio.server.tools.prepare_call`): an unknown tool is
@@ -362,7 +367,7 @@ class TasksExtension(Extension):
     async def get_task(
         self, server: Server, ctx: RequestContext, params: dict[str, Any]
     ) -> dict[str, Any]:
-        """``tasks/get``: the DetailedTask, ``resultType: "complete"`` (T-27–T-32)."""
+        """``tasks/get``: the DetailedTask, ``resultType: "complete"`` (SEP-2663 §Task Polling)."""
         self.require_declared(ctx)
         return (await self.scoped_task(ctx, self.scope_of(ctx), read_task_id(params))).detailed()
 
@@ -376,17 +381,18 @@ class TasksExtension(Extension):
     async def update_task(
         self, server: Server, ctx: RequestContext, params: dict[str, Any]
     ) -> dict[str, Any]:
-        """``tasks/update``: check and apply the answers, then an empty ack (T-40–T-45).
+        """``tasks/update``: check and apply the answers, then an empty ack.
 
-        An answer to an outstanding key must be a valid result for the kind
-        of request issued under it (an ``ElicitResult`` for an elicitation,
-        …); if one is not, the whole update is -32602, nothing is recorded,
-        and every key stays outstanding, so the client can correct it, as on
-        the plain multi round-trip path (basic/patterns/mrtr §Error
-        Handling). The check is part of the write (:meth:`TaskRunner.update`):
-        it reads the outstanding requests from the very task the
-        compare-and-set replaces, so the task is read once. Answers to keys
-        that are not outstanding are ignored, unread (spec-notes §29; T-78).
+        Spec: SEP-2663 §Task Update Requests. An answer to an outstanding key
+        must be a valid result for the kind of request issued under it (an
+        ``ElicitResult`` for an elicitation, …); if one is not, the whole
+        update is -32602, nothing is recorded, and every key stays
+        outstanding, so the client can correct it, as on the plain multi
+        round-trip path (basic/patterns/mrtr §Error Handling). The check is
+        part of the write (:meth:`TaskRunner.update`): it reads the
+        outstanding requests from the very task the compare-and-set replaces,
+        so the task is read once. Answers to keys
+        that are not outstanding are ignored, unread (spec-notes §29).
 
         presa chooses read-your-writes: the next ``tasks/get`` already shows
         the answered keys gone, though the SEP allows the ack to run ahead.
@@ -406,7 +412,7 @@ class TasksExtension(Extension):
     ) -> dict[str, Any]:
         """``tasks/cancel``: ``cancelled`` at once (if not terminal), then an empty ack.
 
-        Stronger than the SEP's eventual cancellation (T-46–T-49; spec-notes §28).
+        Stronger than the SEP's eventual cancellation (SEP-2663 §Task Cancellation; spec-notes §28).
         """
         self.require_declared(ctx)
         task_id = read_task_id(params)
@@ -439,7 +445,7 @@ class TasksExtension(Extension):
         echoes the ids kept, if any. Each later stored change of a kept task
         arrives as ``notifications/tasks`` carrying the DetailedTask that
         ``tasks/get`` would return at that moment (SEP-2663 §Task Status
-        Notifications; T-51–T-54).
+        Notifications).
         """
         if "taskIds" not in wanted:
             return None
@@ -466,14 +472,15 @@ class ToolJob:
     functions, :func:`~presa_trio.server.tools.run_handler` and
     :func:`~presa_trio.server.tools.map_outcome`, so both paths map alike:
     an ``isError`` result is a result (``completed``), a raised error is an
-    error (``failed``) (SEP-2663 §Task Execution Errors; T-61, T-62;
+    error (``failed``) (SEP-2663 §Task Execution Errors;
     spec-notes §25). A tool cannot ask for input by returning
     :class:`InputRequired` inside a task: that is a programming error,
     -32603; it must use ``ctx.ask``.
 
-    The call's nursery is the task's own (the runner's), so the plain
-    path's nursery wrapper (:func:`~presa_trio.server.tools.run_call`)
-    would have nothing to do.
+    The call's nursery is the task's own, opened by
+    :meth:`~presa_trio.tasks.supervisor.Supervisor._supervise`, so the plain
+    path's nursery wrapper (:func:`~presa_trio.server.tools.run_call`) would
+    have nothing to do.
     """
 
     registered: RegisteredTool

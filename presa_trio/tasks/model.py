@@ -22,14 +22,15 @@ House rules
 2. Terminal statuses absorb. Any transition on a ``completed``, ``failed``
    or ``cancelled`` task returns *the same object*: a late worker result, a
    second cancel or an answer to an old input request changes nothing
-   (SEP-2663 §Task Status; T-66).
+   (SEP-2663 §Task Status; tasks overview).
 3. Every other illegal move raises :class:`IllegalTransition` and, the task
    being immutable, changes nothing. A malformed argument (an empty key, a
    result that is not an object) is illegal whatever the status.
 4. ``status`` is ``input_required`` exactly when ``input_requests`` (the
    outstanding requests) is non-empty (SEP-2663 §Task Update Requests).
 5. An input key is issued once per task, ever: ``issued`` is every key,
-   answered or not, and a request for any of them is illegal (T-37–T-39).
+   answered or not, and a request for any of them is illegal (SEP-2663 §Task Update
+   Requests; spec-notes §15).
    A key is outstanding (``input_requests``), answered (``inbox``) or
    withdrawn (``withdrawn``), and ``issued`` is their union, so a parked
    task does not keep a set of the keys it already holds twice.
@@ -226,7 +227,7 @@ class Task:
         """The ``Task`` shape: the body of a ``CreateTaskResult`` (SEP-2663 §Task Creation).
 
         ``ttlMs`` is always present, ``null`` when unlimited; there is no
-        ``result``, ``error`` or ``inputRequests`` here (T-17, T-21).
+        ``result``, ``error`` or ``inputRequests`` here (spec-notes §22).
         """
         wire: JSONObject = {
             "taskId": self.task_id,
@@ -249,7 +250,7 @@ class Task:
     def detailed(self) -> JSONObject:
         """The ``DetailedTask`` shape a ``tasks/get`` returns: the payload of its status.
 
-        Spec: SEP-2663 §Task Polling (Response) items 1–5; T-27–T-31.
+        Spec: SEP-2663 §Task Polling (Response) items 1–5.
         """
         wire = self.to_wire()
         if self.status is Status.INPUT_REQUIRED:
@@ -272,7 +273,7 @@ def create(
     poll_interval_ms: int | None,
     required_scopes: frozenset[str] = NO_KEYS,
 ) -> Task:
-    """A new task, ``working``: the seed a ``CreateTaskResult`` carries (T-22)."""
+    """A new task, ``working``: the seed a ``CreateTaskResult`` carries (spec-notes §22)."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise ValueError("ttlMs must be positive, or None for unlimited")
     return Task(
@@ -347,8 +348,8 @@ def fulfil(task: Task, answers: Mapping[str, JSONObject], now_ms: int) -> Task:
 
     Keys never issued, already answered or withdrawn are ignored, and an
     update that matches nothing returns the task unchanged (SEP-2663 §Task
-    Update Requests (Response); T-44). A strict subset is a partial
-    fulfilment: the rest stay outstanding (T-45). The matched answers go to
+    Update Requests (Response)). A strict subset is a partial fulfilment:
+    the rest stay outstanding (SEP-2663 §Task Update Requests). The matched answers go to
     the inbox, where the worker reads them.
     """
     return _drop_inputs(task, answers.keys(), answers, now_ms)

@@ -56,7 +56,7 @@ def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
     Only the shape is checked here;
     :meth:`~presa_trio.tasks.extension.TasksExtension.update_task`
     checks each answer to an outstanding key against its request, and one
-    under a key that is not outstanding is never looked at (spec-notes §29; T-78).
+    under a key that is not outstanding is never looked at (spec-notes §29).
     """
     if "inputResponses" not in params:
         raise InvalidParams("tasks/update requires an inputResponses object")

@@ -91,18 +91,20 @@ A task's life
   (:meth:`~presa_trio.tasks.supervisor.Supervisor.launch`): it returns
   once the task is stored, so the
   ``CreateTaskResult`` can never name a task that ``tasks/get`` or
-  ``tasks/cancel`` would not find (SEP-2663 §Task Creation; T-23). A
+  ``tasks/cancel`` would not find (SEP-2663 §Task Creation). A
   cancel that arrives before the worker has taken its first step is kept
   by the worker, which ends at that step, before the job runs.
 - **Input.** ``ctx.ask`` records the requests on the task in one
   transition (``input_required``); the worker waits on one ``trio.Event``
   per key. ``tasks/update`` moves each *matched* answer into the inbox
   (:func:`~presa_trio.tasks.model.fulfil`), and its announcement sets the
-  Events of exactly those keys: a partial update is a partial wake-up (T-45).
+  Events of exactly those keys: a partial update is a partial wake-up
+  (SEP-2663 §Task Update Requests).
 - **Cancel.** ``tasks/cancel`` writes ``cancelled`` first, then cancels the
   task's scope; a cancel made in another process arrives as an
   announcement, which cancels the scope here. Whatever the worker was
-  about to write meets a terminal task and is dropped (T-49, T-66).
+  about to write meets a terminal task and is dropped (SEP-2663 §Task
+  Cancellation; spec-notes §28).
 - **Finish.** The outcome is written once, after the task's nursery has
   closed: a JSON object result is ``completed``; a raised
   :class:`~presa_trio.wire.errors.McpError` is ``failed`` with that error;
@@ -136,7 +138,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 import trio
@@ -161,6 +163,7 @@ from presa_trio.tasks.stores.base import (
     Lease,
     Limits,
     StoredTask,
+    StoreError,
     TaskNotFound,
     TaskStore,
     Work,
@@ -168,7 +171,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.supervisor import Supervisor
 from presa_trio.tasks.worker import Worker
-from presa_trio.tasks.writes import Clock, StoreWriter
+from presa_trio.tasks.writes import Clock, StoreWriter, ignore_status
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
@@ -182,10 +185,12 @@ log = logging.getLogger(__name__)
 #: the release of its leases. Well under the one second a shutdown may take
 #: past its grace (``--shutdown-grace``), whatever the store does.
 RELEASE_WITHIN = 0.5
+#: The task id a readiness check reads: no task has it (a new id has 32 characters).
+READINESS_PROBE_ID = "readiness-probe"
 
 
 def new_task_id() -> str:
-    """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (T-64; spec-notes §37)."""
+    """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (spec-notes §37)."""
     return secrets.token_urlsafe(24)
 
 
@@ -213,7 +218,7 @@ class TaskRunner:
     # Task event streams (SEP-2694, ``--task-events``); None: off.
     events: TaskEventLog | None = None
     limits: Limits = attrs.field(factory=Limits)
-    # ttlMs of new tasks, counted from creation; None is unlimited (T-18).
+    # ttlMs of new tasks, counted from creation; None is unlimited (SEP-2663 §Tasks).
     ttl_ms: int | None = 3_600_000
     poll_interval_ms: int | None = 500
     # How long a lease lasts unless renewed, in ms (``--task-lease``).
@@ -224,6 +229,8 @@ class TaskRunner:
     on_change: ChangeListener = ignore_change
     # Rebuilds a recovered task's job from its work description.
     revive: Revive = cannot_revive
+    # Told of each status this process wrote, once stored (``--metrics``).
+    on_status: Callable[[Task], None] = ignore_status
     # This process run's name on the leases it holds.
     owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
     # The parts, built by :meth:`run` (None until it first runs).
@@ -247,7 +254,8 @@ class TaskRunner:
         first time (the store cannot be watched): then the runner fails, and
         the server's process exits non-zero.
         """
-        writer = self._writer = StoreWriter(self.store, self.clock, self.events)
+        writer = StoreWriter(self.store, self.clock, self.events, self.on_status)
+        self._writer = writer
         supervisor = self._supervisor = Supervisor(writer)
         housekeeping = Housekeeping(
             writer,
@@ -270,6 +278,22 @@ class TaskRunner:
                     supervisor.stop("server shutdown")
         finally:
             await housekeeping.release(RELEASE_WITHIN)
+
+    async def unready(self) -> str | None:
+        """Why tasks cannot be served now: the runner stopped, or the store does not answer.
+
+        The store is asked for one task by an id no task has (a keyed read,
+        the cheapest call every store has), bounded by the store's own
+        timeout (``--store-timeout``): ``GET /readyz``, polled every second,
+        costs one indexed read (docs/deployment.md).
+        """
+        if self._supervisor is None or not self._supervisor.running:
+            return "the task runner is not running"
+        try:
+            await self.store.read(READINESS_PROBE_ID)
+        except StoreError as error:
+            return f"the task store does not answer: {error}"
+        return None
 
     # --- creation -------------------------------------------------------------------
 
@@ -312,7 +336,7 @@ class TaskRunner:
     # --- the requests on a task ----------------------------------------------------
 
     async def get(self, scope: str, task_id: str) -> Task:
-        """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads; T-36)."""
+        """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads)."""
         return (await self.store.get(scope, task_id, self.clock.wall_ms())).task
 
     async def scopes_of(self, scope: str, task_id: str) -> frozenset[str] | None:
@@ -341,7 +365,7 @@ class TaskRunner:
         """``tasks/cancel``: write ``cancelled``, then cancel the task's scope, in that order.
 
         The write comes first, so whatever the worker was about to write
-        meets a terminal task and is dropped (T-49, T-66); a terminal task
+        meets a terminal task and is dropped (spec-notes §28); a terminal task
         is left as it is. A task another process runs is stopped there by
         the announcement of this write (:mod:`~presa_trio.tasks.reactions`).
         """

@@ -8,7 +8,8 @@ seen through, and what the worker writes:
   cancel scope, the one handle every stop goes through, and the
   ``trio.Event`` of each input key the job waits for. An announced state
   of the task sets the Events of exactly the keys it answered
-  (:meth:`Worker.see`), so a partial update is a partial wake-up (T-45).
+  (:meth:`Worker.see`), so a partial update is a partial wake-up
+  (SEP-2663 §Task Update Requests).
 - :class:`Move` — a pure move of the state machine, named by what it writes,
   so a write the store refuses can say what could not be stored.
 

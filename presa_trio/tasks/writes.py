@@ -67,6 +67,10 @@ class Clock:
     wall_ms: Callable[[], int] = epoch_ms
 
 
+def ignore_status(task: Task) -> None:
+    """The default: nobody counts the statuses written."""
+
+
 def refused(what: str, error: StoreRefused) -> InternalError:
     """The error of a task whose write the store refused: what, and why (not retryable)."""
     return InternalError(f"Could not store {what}: {error}", {"retryable": False})
@@ -81,6 +85,8 @@ class StoreWriter:
     # Task event streams (SEP-2694, ``--task-events``): every write also
     # appends the task's life events there; None: off.
     events: TaskEventLog | None = None
+    # Told of each status this process wrote, once stored (``--metrics``); synchronous.
+    on_status: Callable[[Task], None] = ignore_status
 
     async def transition(
         self,
@@ -119,6 +125,7 @@ class StoreWriter:
                 continue
             if after.status is not before.status:
                 log.info("task %s %s", task_id, after.status.value)
+                self.on_status(after)
             if self.events is not None:
                 await self.events.record(self.store, before, after, now)
             return before, after

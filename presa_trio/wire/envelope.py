@@ -46,10 +46,9 @@ class Encoded:
 
     For a large part of a response that seldom changes, such as the tool
     list: it is encoded once, and :func:`dumps` copies its bytes into each
-    response instead of encoding the value again (on a ``tools/list`` of
-    5 KB, that is most of the cost of writing the response). The bytes are
-    the ones :func:`dumps` writes for the value in place, so a response reads
-    the same byte for byte.
+    response instead of encoding the value again. The bytes are the ones
+    :func:`dumps` writes for the value in place, so a response reads the
+    same byte for byte.
     """
 
     data: bytes
@@ -142,14 +141,13 @@ def compact_encoder(
 ) -> Callable[[Any], str]:
     """Compact JSON text of a value, as ``json.JSONEncoder(...).encode`` writes it.
 
-    No circular-reference bookkeeping (a quarter of the time of a large
-    result): a cyclic value still fails, as RecursionError instead of
-    ValueError. ``JSONEncoder.encode`` builds its C encoder (``_json``) anew on
-    every call, in Python, because it may carry a call's circular-reference
-    markers; without them it carries no state, so here it is built once and
-    called directly, which on a small response is most of the cost of
-    writing it. It is the same C encoder with the same options, so the bytes
-    are the same. Without the C accelerator the encoder object does the work.
+    No circular-reference bookkeeping: a cyclic value still fails, as
+    RecursionError instead of ValueError. ``JSONEncoder.encode`` builds its C
+    encoder (``_json``) anew on every call, in Python, because it may carry a
+    call's circular-reference markers; without them it carries no state, so
+    here it is built once and called directly. It is the same C encoder with
+    the same options, so the bytes are the same. Without the C accelerator
+    the encoder object does the work.
     """
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:

@@ -16,8 +16,9 @@ issuer. It serves:
   2.1 §4.1), for a user who is already signed in and consents: the
   ``login_hint`` names the user (default alice); the redirect carries ``iss``
   (RFC 9207);
-- ``/token`` — the client credentials grant (OAuth 2.1 §4.2) and the code
-  exchange, with ``client_secret_basic`` or ``client_secret_post``; the
+- ``/token`` — the client credentials grant (OAuth 2.1 §4.2), the code
+  exchange (which also issues a refresh token) and the refresh token grant
+  (§4.3, the refresh token rotated), with ``client_secret_basic`` or ``client_secret_post``; the
   ``resource`` parameter (RFC 8707) becomes the token's ``aud``; a client
   issues either RFC 9068 JWTs or opaque tokens;
 - ``/introspect`` — RFC 7662, for clients authenticated as
@@ -84,6 +85,8 @@ class AuthorizationServer:
     hits: dict[str, int] = attrs.field(factory=dict)
     # Authorization code -> (client, user, PKCE challenge, resource, scope).
     codes: dict[str, tuple[str, str, str, str, str]] = attrs.field(factory=dict)
+    # Refresh token -> (client, user, resource, scope): issued with each code exchange.
+    refresh_tokens: dict[str, tuple[str, str, str, str]] = attrs.field(factory=dict)
     # Members the metadata document sets (a value) or leaves out (None).
     metadata_changes: dict[str, Any] = attrs.field(factory=dict)
     # Seconds the JWKS may be cached (``Cache-Control: max-age``).
@@ -176,7 +179,7 @@ class AuthorizationServer:
             "token_endpoint": self.issuer + "/token",
             "jwks_uri": self.issuer + "/jwks",
             "introspection_endpoint": self.issuer + "/introspect",
-            "grant_types_supported": ["authorization_code", "client_credentials"],
+            "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
             "response_types_supported": ["code"],
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,
@@ -278,6 +281,11 @@ class AuthorizationServer:
             if issued is None or issued[0] != client_id or issued[2] != challenge.decode():
                 return 400, {"error": "invalid_grant"}
             _, subject, _, resource, scope = issued
+        elif grant == "refresh_token":
+            held = self.refresh_tokens.pop(form.get("refresh_token", ""), None)
+            if held is None or held[0] != client_id:
+                return 400, {"error": "invalid_grant"}
+            _, subject, resource, scope = held
         elif grant != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
         elif self.clients[client_id].secret is None:
@@ -289,6 +297,10 @@ class AuthorizationServer:
         else:
             token = self.mint_jwt(client_id, resource, subject=subject, scope=scope)
         answer = {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
+        if grant in ("authorization_code", "refresh_token"):
+            refresh_token = secrets.token_urlsafe(24)
+            self.refresh_tokens[refresh_token] = (client_id, subject, resource, scope)
+            answer["refresh_token"] = refresh_token
         if scope:
             answer["scope"] = scope
         return 200, answer

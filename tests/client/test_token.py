@@ -33,20 +33,24 @@ async def test_a_token_from_the_flag_or_the_environment(guarded: ServeProcess) -
 
 
 async def test_a_401_says_where_the_metadata_is(guarded: ServeProcess) -> None:
-    """The line names the resource_metadata the server's WWW-Authenticate gave, and the
-    authorization server that metadata names (the server is on ``--port 0``: its
-    metadata URL names the port it bound)."""
+    """Without a token the 401 starts a sign-in, which fails at the authorization
+    server (nothing listens there) and says so; with a refused token the line
+    names the resource_metadata the server's WWW-Authenticate gave, and the
+    authorization server that metadata names (the server is on ``--port 0``:
+    its metadata URL names the port it bound)."""
     async with httpx.AsyncClient() as http:
         challenge = (await http.post(guarded.url, content=b"{}")).headers["www-authenticate"]
     metadata = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
     missing = await client("list", guarded.url)
     assert missing.status == 3
     assert missing.error() == (
-        f"{guarded.url} needs a bearer token (--token): 401 Unauthorized; "
-        f"its resource metadata is at {metadata}, naming the authorization server {ISSUER}"
+        f"cannot sign in to {guarded.url}: {ISSUER} publishes no authorization server metadata"
     )
     refused = await client("list", guarded.url, "--token", "not-the-token")
     assert refused.status == 3
     assert refused.error().startswith(
         f"{guarded.url} refused the token: 401 Unauthorized (invalid_token"
+    )
+    assert refused.error().endswith(
+        f"; its resource metadata is at {metadata}, naming the authorization server {ISSUER}"
     )

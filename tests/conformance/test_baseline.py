@@ -150,7 +150,7 @@ def test_a_client_section_is_tolerated_and_ignored() -> None:
         ),
         pytest.param(
             "servers:\n  - caching\n",
-            "expected-failures.yml:1: unknown key 'servers' (expected server)",
+            "expected-failures.yml:1: unknown key 'servers' (expected server or client)",
             id="unknown key",
         ),
         pytest.param(
@@ -456,3 +456,24 @@ def test_results_of_scenarios_not_asked_for_come_after_the_expected_ones(
     results = collect_results(tmp_path, ["tools-list", "caching"])
     assert list(results) == ["tools-list", "caching", "aa-extra", "zz-extra"]
     assert [r.checks for r in results.values()] == [None, [], [], []]
+
+
+def test_the_client_leg_reads_its_own_listing_section_and_nested_results(tmp_path: Path) -> None:
+    """presa-defined: for the client leg the listing's client block and the
+    client entries of the unscored block are read, the baseline's ``client:``
+    section alone counts, and results are ``<scenario>-<timestamp>`` folders,
+    ``auth/…`` ones a folder deeper."""
+    catalogue = parse_catalogue(LISTING, "client")
+    assert catalogue.names == ("tools_call", "auth/dpop")
+    assert catalogue.kind("auth/dpop") == "extension"
+    text = "server:\n  - caching\nclient:\n  - auth/dpop\n"
+    assert [str(e) for e in parse_baseline(text, leg="client")] == ["auth/dpop"]
+    for scenario in ("tools_call", "auth/dpop"):
+        directory = tmp_path / f"{scenario}-{STAMP}"
+        directory.mkdir(parents=True)
+        (directory / "checks.json").write_text("[]", encoding="utf-8")
+    results = collect_results(tmp_path, ["tools_call", "auth/dpop"], "client")
+    assert {name: result.checks for name, result in results.items()} == {
+        "tools_call": [],
+        "auth/dpop": [],
+    }

@@ -14,7 +14,8 @@ from hypercorn.trio import serve
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 from presa_trio.http.app import McpApp
-from presa_trio.testing import headers_for, request
+from presa_trio.testing import headers_for, meta, request
+from tests.streams import sse_messages
 
 
 @attrs.define(eq=False)
@@ -121,3 +122,30 @@ def headers(message: dict[str, Any], **extra: str) -> dict[str, str]:
     sent = {k: v for k, v in headers_for(message).items() if k != "host"}
     sent.update(extra)
     return sent
+
+
+#: The server of tests/e2e/pausing_server.py: a ``pause`` tool in flight as long as asked.
+PAUSING = "tests.e2e.pausing_server:server"
+
+
+async def call_pause(
+    http: httpx.AsyncClient,
+    url: str,
+    seconds: float,
+    events: list[dict[str, Any]],
+    running: trio.Event,
+) -> None:
+    """``pause`` with a progress token; every event kept, ``running`` set at the first;
+    a dropped stream just ends."""
+    message = request(
+        "tools/call",
+        {"name": "pause", "arguments": {"seconds": seconds}, "_meta": meta(progressToken="p")},
+        request_id=8,
+    )
+    try:
+        async with http.stream("POST", url, json=message, headers=headers(message)) as response:
+            async for message in sse_messages(response):
+                events.append(message)
+                running.set()
+    except httpx.TransportError:
+        pass

@@ -17,13 +17,11 @@ import httpx
 import pytest
 import trio
 
-from presa_trio.testing import meta, request
+from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
-from tests.e2e.harness import headers
+from tests.e2e.harness import PAUSING, call_pause, headers
 from tests.e2e.serve_process import ServeProcess, presa_serve
 from tests.streams import sse_messages
-
-PAUSING = "tests.e2e.pausing_server:server"
 
 
 async def post(http: httpx.AsyncClient, url: str, message: Any, **extra: str) -> httpx.Response:
@@ -100,29 +98,6 @@ async def open_listen(
         async for message in sse_messages(response):
             listened.append(message)
             acked.set()
-
-
-async def call_pause(
-    http: httpx.AsyncClient,
-    url: str,
-    seconds: float,
-    events: list[dict[str, Any]],
-    running: trio.Event,
-) -> None:
-    """``pause`` with a progress token; every event kept, ``running`` set at the first;
-    a dropped stream just ends."""
-    message = request(
-        "tools/call",
-        {"name": "pause", "arguments": {"seconds": seconds}, "_meta": meta(progressToken="p")},
-        request_id=8,
-    )
-    try:
-        async with http.stream("POST", url, json=message, headers=headers(message)) as response:
-            async for message in sse_messages(response):
-                events.append(message)
-                running.set()
-    except httpx.TransportError:
-        pass
 
 
 async def load(
@@ -228,3 +203,23 @@ async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() 
     assert served.lines[-1] == (
         "presa-trio: error: the server cannot run: RuntimeError: the runner lost its store for good"
     )
+
+
+async def test_a_draining_process_reports_not_ready_while_it_still_accepts() -> None:
+    """presa-defined (docs/deployment.md, "Draining"): after SIGTERM, with
+    ``--drain-delay``, the process still accepts connections and answers
+    ``/readyz`` 503 ``draining`` (``/healthz`` 200), so a load balancer takes it
+    out before it stops accepting; a second SIGTERM ends it at once."""
+    async with presa_serve("--drain-delay", "600") as served:
+        base = served.url.removesuffix("/mcp")
+        with trio.fail_after(10):
+            async with httpx.AsyncClient(timeout=5) as http:
+                assert (await http.get(f"{base}/readyz")).status_code == 200
+                served.process.send_signal(signal.SIGTERM)
+                await served.wait_for_line("SIGTERM received")
+                ready = await http.get(f"{base}/readyz", headers={"connection": "close"})
+                live = await http.get(f"{base}/healthz", headers={"connection": "close"})
+            assert (ready.status_code, ready.text) == (503, "draining\n")
+            assert live.status_code == 200
+            served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0

@@ -122,6 +122,34 @@ async def test_a_frozen_database_answers_retryably_within_the_bound_then_recover
     ran_once(log, [*running, parked])
 
 
+async def test_readiness_fails_while_the_database_is_frozen_and_returns_after(
+    own_postgres: Postgres, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Health checks"): while PostgreSQL is frozen,
+    ``GET /readyz`` answers 503 naming the store within the bound, and ``/healthz``
+    stays 200 (the process serves); once it goes on, ``/readyz`` is 200 again."""
+    async with serving(own_postgres.new_database(), tmp_path / "server.log", "30", *OPTIONS) as (
+        _,
+        peer,
+    ):
+        base = peer.url.removesuffix("/mcp")
+        assert (await peer.http.get(f"{base}/readyz")).status_code == 200
+        own_postgres.freeze()
+        try:
+            with trio.fail_after(BOUND):
+                ready = await peer.http.get(f"{base}/readyz")
+            assert ready.status_code == 503
+            assert ready.text.startswith("the task store does not answer"), ready.text
+            assert (await peer.http.get(f"{base}/healthz")).status_code == 200
+        finally:
+            own_postgres.thaw()
+        with trio.fail_after(PATIENCE):
+            while True:  # polled, as a load balancer polls it
+                if (await peer.http.get(f"{base}/readyz")).status_code == 200:
+                    break
+                await trio.sleep(0.1)
+
+
 async def test_shutdown_ends_within_its_grace_while_the_database_is_frozen(
     own_postgres: Postgres, tmp_path: Path
 ) -> None:

@@ -1,7 +1,7 @@
 """Where the extension stops, on the wire: which answers may be tasks, and what a task never does.
 
 Every test drives the conformance fixture (or a server without Tasks)
-in-process through the ASGI app (presa_trio/testing.py). A task's status moves
+in-process through the ASGI app (presa_trio/testing/). A task's status moves
 only when the test answers or cancels it, and the test waits for the worker
 to settle (``wait_all_tasks_blocked``) before it looks.
 """

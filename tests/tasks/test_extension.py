@@ -1,6 +1,6 @@
 """The extension on the wire: negotiation, policies, the three methods, errors, headers.
 
-Every test drives the ASGI app in-process (presa_trio/testing.py) against a
+Every test drives the ASGI app in-process (presa_trio/testing/) against a
 small server whose tools wait on an Event the test sets, so a task's status
 is always the one the test chose. Errors are compared by code constant.
 """

@@ -15,12 +15,12 @@ each on every store):
 1. **Access is scoped.** A read or write names the access scope of the
    caller (an opaque string: a principal, or one anonymous scope). Another
    scope's task is indistinguishable from an unknown one: same exception,
-   same message (SEP-2663 §Security Implications; T-65).
+   same message (SEP-2663 §Security Implications).
 2. **Creation is atomic and bounded.** :meth:`TaskStore.create` counts and
    inserts in one step: a task is stored only if its scope and the store
    are under every :class:`Limits` count, so concurrent creations can
    never overshoot. Once it returns, ``get`` finds the task in any process
-   (SEP-2663 §Task Creation; T-23).
+   (SEP-2663 §Task Creation).
 3. **Writes are compare-and-set.** :meth:`TaskStore.compare_and_set`
    replaces the task only if the stored revision is the one the writer
    read, else :class:`Conflict` and nothing changes. A worker's write also
@@ -82,7 +82,7 @@ class TaskNotFound(InvalidParams):
 
 
 class TaskExpired(TaskNotFound):
-    """The task's TTL has elapsed; only its own scope is told so (-32602, T-60)."""
+    """The task's TTL has elapsed; only its own scope is told so (-32602, spec-notes §18)."""
 
     default_message = "The task has expired: its ttlMs elapsed"
 

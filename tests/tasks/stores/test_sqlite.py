@@ -12,7 +12,7 @@ import trio.testing
 
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
-from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION
+from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION, SqliteStore
 from tests.tasks.stores.records import PATIENCE, ROOMY, T0, stored
 
 
@@ -108,3 +108,31 @@ async def test_writes_that_wait_together_commit_together_and_fail_alone(tmp_path
         read = [await store.read(task_id) for task_id in ["t-2", "t-3", "t-4"]]
     assert outcomes == {"t-1": "collision", "t-2": "stored", "t-3": "stored", "t-4": "stored"}
     assert [task.task_id if task else None for task in read] == ["t-2", "t-3", "t-4"]
+
+
+async def test_a_batch_runs_to_its_end_though_the_caller_running_it_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (sqlite.database: a batch carries other callers' writes, so it is
+    shielded): two creations share a batch that waits for the writer; the caller
+    running it is cancelled meanwhile, and the other creation is stored all the same."""
+    async with open_store(f"sqlite:///{tmp_path / 'tasks.db'}") as store:
+        assert isinstance(store, SqliteStore)
+        stored_ids: list[str] = []
+        first = trio.CancelScope()
+
+        async def create(task_id: str, scope: trio.CancelScope) -> None:
+            with scope:
+                await store.create(stored(task_id), ROOMY, T0)
+                stored_ids.append(task_id)
+
+        with trio.fail_after(PATIENCE):
+            # The writer is busy (its limiter held here) while the two creations queue.
+            async with trio.open_nursery() as nursery, store.database.writer.limiter:
+                nursery.start_soon(create, "t-1", first)
+                nursery.start_soon(create, "t-2", trio.CancelScope())
+                await trio.testing.wait_all_tasks_blocked()
+                first.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+        assert "t-2" in stored_ids
+        assert await store.read("t-2") is not None

@@ -1,6 +1,7 @@
 """``postgresql://…``: the task store many presa processes share, one module per topic.
 
-- :mod:`~presa_trio.tasks.stores.postgres.store`: :class:`PostgresStore`, each
+- :mod:`~presa_trio.tasks.stores.postgres.store`:
+  :class:`~presa_trio.tasks.stores.postgres.store.PostgresStore`, each
   protocol method as one unit of work, and how the store contract is kept;
 - :mod:`~presa_trio.tasks.stores.postgres.database`: the connections, and
   running a unit of work on one off the Trio thread;

@@ -1,6 +1,7 @@
 """``sqlite:///PATH``: the task store in one SQLite file, one module per topic.
 
-- :mod:`~presa_trio.tasks.stores.sqlite.store`: :class:`SqliteStore`, its two
+- :mod:`~presa_trio.tasks.stores.sqlite.store`:
+  :class:`~presa_trio.tasks.stores.sqlite.store.SqliteStore`, its two
   connections, opening and locking the file, and each protocol method;
 - :mod:`~presa_trio.tasks.stores.sqlite.event_logs`: the task event logs'
   tables and statements;

@@ -114,7 +114,9 @@ class Database:
         the others find their outcome when the lock comes to them. A write
         not yet in a batch is withdrawn if its caller is cancelled; one in
         a batch runs whoever waits, so its caller waits for its outcome and
-        sees the cancellation at its next checkpoint.
+        sees the cancellation at its next checkpoint. The batch itself is
+        shielded: the caller running it may be cancelled, the others' writes
+        still run.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         request = Write(work, time.monotonic() + self.timeout)
@@ -123,7 +125,11 @@ class Database:
             try:
                 async with self._batching:
                     if not request.taken:
-                        await self._run_batch()
+                        # The batch carries other callers' writes too: it runs to
+                        # its end though this caller be cancelled meanwhile (the
+                        # writes' own deadlines bound it, through busy_timeout).
+                        with trio.CancelScope(shield=True):
+                            await self._run_batch()
             except trio.Cancelled:
                 if not request.taken:
                     self._pending.remove(request)

@@ -1,0 +1,386 @@
+"""Sign-in to an MCP server: discovery, registration, authorization code with PKCE, refresh.
+
+What the client does when a server answers 401, in the spec's order:
+
+1. the protected resource metadata (RFC 9728): the ``resource_metadata`` of
+   the ``WWW-Authenticate`` challenge, else the well-known URI at the
+   endpoint's path, else at the root; its ``resource`` must be this server;
+2. the authorization server's metadata: RFC 8414 then OpenID discovery,
+   path-inserted before path-appended, and its ``issuer`` must be the one
+   the URL was built from;
+3. a client: the pre-registered ``--client-id``, else a client ID metadata
+   document URL when the server supports them, else dynamic registration
+   (RFC 7591) as a native public client on a loopback redirect;
+4. the scope: the challenge's, else the resource's ``scopes_supported``,
+   else none; on a step-up the union with what was asked before; plus
+   ``offline_access`` when the authorization server lists it;
+5. the authorization code grant with PKCE S256 in a browser, the answer
+   coming back to a loopback listener (RFC 8252 §7.3), its ``state`` and
+   ``iss`` checked (RFC 9207) before the code is used; ``resource`` (RFC
+   8707) on the authorization and the token request.
+
+The OAuth messages are built and read with authlib (PKCE, the grant URI,
+client authentication); httpx carries them.
+
+Spec: 2026-07-28 basic/authorization (index, authorization-server-discovery,
+client-registration).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+import attrs
+import httpx
+import trio
+from authlib.common.security import generate_token
+from authlib.oauth2.auth import encode_client_secret_basic
+from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
+from presa_trio.client.errors import ProtocolFailure
+from presa_trio.wire.models import JSONObject
+
+#: Opens the authorization URL for the person: a browser, or a printed line.
+Opener = Callable[[str], Awaitable[None]]
+CLIENT_NAME = "presa-trio"
+#: Seconds to wait for the browser to come back to the loopback redirect.
+CALLBACK_WAIT_S = 300.0
+OFFLINE_ACCESS = "offline_access"
+
+
+class SignInFailed(ProtocolFailure):
+    """Sign-in could not complete; the message says at which step."""
+
+
+@attrs.define
+class Registration:
+    """What the client is known as at one authorization server."""
+
+    client_id: str
+    client_secret: str | None = None
+    #: ``none``, ``client_secret_basic`` or ``client_secret_post``.
+    auth_method: str = "none"
+
+
+@attrs.define
+class SignInOptions:
+    """What the person chose: a pre-registered client, a metadata document URL."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+
+
+def resource_of(url: str) -> str:
+    """The canonical URI of the MCP server (RFC 8707 §2): no fragment, lower-case host."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
+
+
+def well_known(base: str, suffix: str) -> list[str]:
+    """RFC 8414 §3 / RFC 9728 §3: the suffix inserted before the path, then at the root."""
+    parts = urlsplit(base)
+    path = parts.path.rstrip("/")
+    root = f"{parts.scheme}://{parts.netloc}/.well-known/{suffix}"
+    return [root + path, root] if path else [root]
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Authorization server metadata URLs in the spec's order (authorization-server-discovery)."""
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
+    """The JSON object at ``url``, or None for anything else."""
+    try:
+        response = await http.get(url, headers={"accept": "application/json"})
+        document = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+async def resource_metadata(
+    http: httpx.AsyncClient, endpoint: str, challenge: dict[str, str]
+) -> JSONObject:
+    """RFC 9728 metadata: the challenge's URL, else the well-known ones; checked to be ours."""
+    given = challenge.get("resource_metadata")
+    urls = [given] if given else well_known(endpoint, "oauth-protected-resource")
+    for url in urls:
+        document = await get_json(http, url)
+        if document is None:
+            continue
+        named = document.get("resource")
+        resource = resource_of(endpoint)
+        if not isinstance(named, str) or not resource.startswith(resource_of(named)):
+            raise SignInFailed(
+                f"the resource metadata at {url} is for {named!r}, not {resource}: refused"
+            )
+        return document
+    raise SignInFailed(f"{endpoint} publishes no protected resource metadata (RFC 9728)")
+
+
+async def server_metadata(http: httpx.AsyncClient, issuer: str) -> JSONObject:
+    """RFC 8414 / OpenID metadata of ``issuer``, whose ``issuer`` must be identical."""
+    for url in metadata_urls(issuer):
+        document = await get_json(http, url)
+        if document is None:
+            continue
+        if document.get("issuer") != issuer:
+            raise SignInFailed(
+                f"the metadata at {url} names the issuer {document.get('issuer')!r}, "
+                f"not {issuer!r}: refused"
+            )
+        return document
+    raise SignInFailed(f"{issuer} publishes no authorization server metadata")
+
+
+def chosen_scope(
+    challenge: dict[str, str], resource: JSONObject, server: JSONObject, before: str | None
+) -> str | None:
+    """basic/authorization §Scope Selection Strategy and §Step-Up Authorization Flow."""
+    scopes: list[str] = []
+    if challenge.get("scope"):
+        scopes = challenge["scope"].split()
+    elif isinstance(resource.get("scopes_supported"), list):
+        scopes = [str(s) for s in resource["scopes_supported"]]
+    for scope in (before or "").split():
+        if scope not in scopes:
+            scopes.append(scope)
+    supported = server.get("scopes_supported")
+    offered = isinstance(supported, list) and OFFLINE_ACCESS in supported
+    if offered and scopes and OFFLINE_ACCESS not in scopes:
+        scopes.append(OFFLINE_ACCESS)
+    return " ".join(scopes) or None
+
+
+async def register(
+    http: httpx.AsyncClient, server: JSONObject, options: SignInOptions, redirect_uri: str
+) -> Registration:
+    """client-registration §priority: pre-registered, metadata document, dynamic registration."""
+    if options.client_id:
+        method = "client_secret_basic" if options.client_secret else "none"
+        supported = server.get("token_endpoint_auth_methods_supported")
+        if options.client_secret and isinstance(supported, list) and method not in supported:
+            method = "client_secret_post"
+        return Registration(options.client_id, options.client_secret, method)
+    if options.client_metadata_url and server.get("client_id_metadata_document_supported"):
+        return Registration(options.client_metadata_url)
+    endpoint = server.get("registration_endpoint")
+    if not isinstance(endpoint, str):
+        raise SignInFailed(
+            "the authorization server offers no registration: "
+            "give --client-id (and --client-secret)"
+        )
+    supported = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    preferred = ["none", "client_secret_basic", "client_secret_post"]
+    method = next((m for m in preferred if m in supported), "client_secret_basic")
+    request = {
+        "client_name": CLIENT_NAME,
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": method,
+        "application_type": "native",
+    }
+    try:
+        answer = (await http.post(endpoint, json=request)).json()
+    except (httpx.HTTPError, ValueError) as error:
+        raise SignInFailed(f"registration at {endpoint} failed: {error}") from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
+        raise SignInFailed(f"registration at {endpoint} was refused: {answer}")
+    return Registration(
+        answer["client_id"],
+        answer.get("client_secret"),
+        str(answer.get("token_endpoint_auth_method", method)),
+    )
+
+
+async def token_request(
+    http: httpx.AsyncClient, server: JSONObject, client: Registration, form: dict[str, str]
+) -> JSONObject:
+    """POST to the token endpoint with the client's authentication (OAuth 2.1 §2.4.1)."""
+    headers = {"accept": "application/json"}
+    form = {**form}
+    endpoint = str(server.get("token_endpoint"))
+    if client.auth_method == "client_secret_basic" and client.client_secret:
+        _, headers, _ = encode_client_secret_basic(client, "POST", endpoint, headers, b"")
+    else:
+        form["client_id"] = client.client_id
+        if client.auth_method == "client_secret_post" and client.client_secret:
+            form["client_secret"] = client.client_secret
+    try:
+        response = await http.post(endpoint, data=form, headers=headers)
+        answer = response.json()
+    except (httpx.HTTPError, ValueError) as error:
+        raise SignInFailed(f"the token endpoint {endpoint} failed: {error}") from None
+    if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
+        raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
+    return answer
+
+
+async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
+    """The query of the first request to the loopback redirect (RFC 8252 §7.3)."""
+    while True:
+        stream = await listener.accept()
+        async with stream:
+            received = b""
+            while b"\r\n\r\n" not in received and len(received) < 65536:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    break
+                received += chunk
+            target = received.split(b"\r\n", 1)[0].split(b" ")
+            query = urlsplit(target[1].decode() if len(target) > 1 else "").query
+            page = b"<!doctype html><p>presa-trio: you may close this window.</p>\n"
+            head = "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n"
+            head += f"content-length: {len(page)}\r\nconnection: close\r\n\r\n"
+            await stream.send_all(head.encode() + page)
+            if query:
+                return {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+
+
+def check_response(answer: dict[str, str], state: str, server: JSONObject) -> str:
+    """The code, once ``state`` and ``iss`` are as they must be (RFC 9207 §2.4)."""
+    if answer.get("state") != state:
+        raise SignInFailed("the authorization response has the wrong state: refused")
+    advertised = server.get("authorization_response_iss_parameter_supported") is True
+    if "iss" in answer and answer["iss"] != server.get("issuer"):
+        raise SignInFailed("the authorization response names another issuer: refused")
+    if advertised and "iss" not in answer:
+        raise SignInFailed("the authorization response lacks the iss it must carry: refused")
+    if "error" in answer:
+        said = answer.get("error_description", "")
+        raise SignInFailed(f"authorization refused: {answer['error']} {said}".rstrip())
+    if not answer.get("code"):
+        raise SignInFailed("the authorization response has no code")
+    return answer["code"]
+
+
+async def sign_in(
+    http: httpx.AsyncClient,
+    endpoint: str,
+    challenge: dict[str, str],
+    opener: Opener,
+    options: SignInOptions,
+    before: JSONObject | None = None,
+) -> JSONObject:
+    """The whole authorization code flow; the record :mod:`.tokens` keeps."""
+    protected = await resource_metadata(http, endpoint, challenge)
+    # RFC 8707 §2 with RFC 9728 §3.3: the resource exactly as its metadata names it.
+    resource = str(protected["resource"])
+    servers = protected.get("authorization_servers")
+    if not isinstance(servers, list) or not servers:
+        raise SignInFailed(f"the resource metadata of {endpoint} names no authorization server")
+    issuer = str(servers[0])
+    server = await server_metadata(http, issuer)
+    scope = chosen_scope(challenge, protected, server, (before or {}).get("scope"))
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    try:
+        port = listeners[0].socket.getsockname()[1]
+        redirect_uri = f"http://127.0.0.1:{port}/callback"
+        old = (before or {}).get("client")
+        client = (
+            Registration(**old)
+            if isinstance(old, dict)
+            and (before or {}).get("issuer") == issuer
+            and not options.client_id
+            else await register(http, server, options, redirect_uri)
+        )
+        verifier, state = generate_token(64), generate_token(32)
+        extra: dict[str, Any] = {
+            "code_challenge": create_s256_code_challenge(verifier),
+            "code_challenge_method": "S256",
+            "resource": resource,
+        }
+        url = prepare_grant_uri(
+            str(server.get("authorization_endpoint")),
+            client.client_id,
+            "code",
+            redirect_uri=redirect_uri,
+            scope=scope,
+            state=state,
+            **extra,
+        )
+        with trio.fail_after(CALLBACK_WAIT_S):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(opener, url)
+                answer = await await_callback(listeners[0])
+                nursery.cancel_scope.cancel()
+    except trio.TooSlowError:
+        raise SignInFailed(
+            f"no answer came back to the browser within {CALLBACK_WAIT_S:g} s"
+        ) from None
+    finally:
+        for listener in listeners:
+            await listener.aclose()
+    code = check_response(answer, state, server)
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": redirect_uri,
+        "code_verifier": verifier,
+        "resource": resource,
+    }
+    tokens = await token_request(http, server, client, form)
+    return record(resource, issuer, server, client, tokens, scope)
+
+
+def record(
+    resource: str,
+    issuer: str,
+    server: JSONObject,
+    client: Registration,
+    tokens: JSONObject,
+    scope: str | None,
+) -> JSONObject:
+    """What is kept of a sign-in (or a refresh)."""
+    expires_in = tokens.get("expires_in")
+    return {
+        "resource": resource,
+        "issuer": issuer,
+        "token_endpoint": server.get("token_endpoint"),
+        "client": attrs.asdict(client),
+        "access_token": tokens["access_token"],
+        "refresh_token": tokens.get("refresh_token"),
+        "scope": tokens.get("scope", scope),
+        "expires_at": time.time() + expires_in if isinstance(expires_in, int | float) else None,
+    }
+
+
+async def refresh(http: httpx.AsyncClient, kept: JSONObject) -> JSONObject | None:
+    """A new access token from the kept refresh token, or None when there is none or it fails."""
+    if not kept.get("refresh_token") or not isinstance(kept.get("client"), dict):
+        return None
+    client = Registration(**kept["client"])
+    server = {"token_endpoint": kept.get("token_endpoint")}
+    form = {
+        "grant_type": "refresh_token",
+        "refresh_token": str(kept["refresh_token"]),
+        "resource": str(kept["resource"]),
+    }
+    try:
+        tokens = await token_request(http, server, client, form)
+    except SignInFailed:
+        return None
+    tokens.setdefault("refresh_token", kept["refresh_token"])
+    return record(
+        str(kept["resource"]), str(kept["issuer"]), server, client, tokens, kept.get("scope")
+    )

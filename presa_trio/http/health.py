@@ -1,0 +1,83 @@
+"""``GET /healthz`` and ``GET /readyz``: what a load balancer or an orchestrator polls.
+
+- ``/healthz`` (liveness): the process serves; 200 while the server-lifetime
+  nursery runs. Restart the process when it fails.
+- ``/readyz`` (readiness): the process can serve tasks now; 200 unless it is
+  draining (a shutdown has started), or an extension says it cannot serve
+  (the Tasks extension: its runner stopped, or its store does not answer
+  within ``--store-timeout``). Send it no new requests while it fails.
+
+A failing check is 503 with its reason in one line of plain text. Both
+paths sit outside MCP's admission rules (no JSON-RPC, no Accept or
+Content-Type required, no bearer token: a health checker holds none), but
+behind the same Host and Origin checks as the endpoint (DNS rebinding), so a
+checker sends an allowed ``Host``. Only GET is served (405 otherwise). A
+check reads no request body and costs at most one keyed store read, so it can
+be polled every second.
+
+A draining process answers ``/readyz`` with 503 from the moment the shutdown
+starts, for as long as it still accepts (``--drain-delay``), so a load
+balancer takes it out before it stops accepting (docs/deployment.md).
+
+presa chooses these paths and plain-text bodies after Kubernetes' own
+``/healthz`` and ``/readyz`` (kubernetes.io, "Kubernetes API health endpoints").
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import trio
+from hypercorn.typing import ASGISendCallable
+
+from presa_trio.http.sse import send_whole
+from presa_trio.server import Dispatcher
+from presa_trio.wire.http_values import Rejection
+
+LIVENESS_PATH = "/healthz"
+READINESS_PATH = "/readyz"
+#: The paths this module answers, whatever the MCP endpoint's path.
+HEALTH_PATHS = frozenset({LIVENESS_PATH, READINESS_PATH})
+
+#: A check's answer is never cached: the next poll must ask again.
+NO_STORE = [(b"cache-control", b"no-store")]
+
+
+class Checked(Protocol):
+    """What the checks read of the application (:class:`~presa_trio.http.app.McpApp`)."""
+
+    @property
+    def draining(self) -> bool: ...
+    @property
+    def lifetime(self) -> trio.Nursery | None: ...
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+
+async def unready(app: Checked) -> str | None:
+    """Why ``app`` cannot serve tasks now, in one line; ``None`` when it can.
+
+    Draining and a stopped server answer without asking anything else; then
+    each extension is asked in turn, and the first reason wins.
+    """
+    if app.draining:
+        return "draining"
+    if app.lifetime is None:
+        return "the server is not running"
+    for extension in app.dispatcher.server.extensions:
+        reason = await extension.unready()
+        if reason is not None:
+            return reason
+    return None
+
+
+async def answer_health(app: Checked, path: str, method: str, send: ASGISendCallable) -> None:
+    """Answer ``/healthz`` or ``/readyz`` (``path``, one of :data:`HEALTH_PATHS`)."""
+    if method != "GET":
+        raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+    if path == LIVENESS_PATH:
+        reason = None if app.lifetime is not None else "the server is not running"
+    else:
+        reason = await unready(app)
+    status, body = (200, b"ok\n") if reason is None else (503, f"{reason}\n".encode())
+    await send_whole(send, status, body, b"text/plain; charset=utf-8", NO_STORE)

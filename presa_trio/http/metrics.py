@@ -1,0 +1,211 @@
+"""``--metrics``: Prometheus text at ``GET /metrics``, through ``prometheus_client``.
+
+:class:`Metered` is ASGI middleware around the app. When an exchange ends it
+observes what the access line logs (:mod:`presa_trio.http.access`), from the
+same reading of the response, so the two agree on every count:
+
+``mcp_server_operation_duration_seconds`` (histogram; ``_count`` is the requests)
+    one per HTTP exchange, labelled ``mcp_method_name`` (``Mcp-Method``),
+    ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
+    ``ok``, the JSON-RPC error code of the answer, or ``http_<status>`` for a
+    plain HTTP rejection. The name and the first two labels are OpenTelemetry's
+    semantic conventions for MCP (``mcp.server.operation.duration``,
+    ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
+``presa_tasks_created_total`` (counter)
+    the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
+``mcp_server_requests_in_flight`` (gauge)
+    the exchanges under way, by ``mcp_method_name``: a ``subscriptions/listen``
+    or a ``tasks/stream`` is one for as long as its stream is open.
+``presa_store_call_duration_seconds`` (histogram)
+    each call of the task store, by ``call`` (``create``, ``get``,
+    ``compare_and_set``…) and ``outcome``: ``ok``, ``cancelled``, or the
+    class of the store's failure (``StoreUnavailable``, ``StoreRefused``,
+    ``StoreDefect``); its ``_count`` by outcome is the errors by class.
+``presa_task_statuses_total`` (counter)
+    the statuses this process wrote, by the ``status`` entered: ``completed``,
+    ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
+    questions asked (a task that asks twice counts twice).
+
+A label's values are bounded: a method the server does not serve is
+``other``, a tool it does not have is ``other``, so no client can grow the
+series without end. ``/metrics`` itself sits outside MCP's admission rules,
+like the health checks, and behind the same Host and Origin checks.
+
+**Across workers** (``--workers N``), every worker writes its samples to
+files in one directory (``prometheus_client``'s multiprocess mode, the
+directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes), and
+``/metrics`` on any worker sums them all: a scrape through the shared port
+sees the whole server, whichever worker answers it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import attrs
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from presa_trio.http.access import _Exchange as Exchange
+from presa_trio.http.access import mcp_headers
+from presa_trio.http.app import McpApp
+from presa_trio.http.health import NO_STORE
+from presa_trio.http.sse import send_whole
+from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
+from presa_trio.tasks.extension import TasksExtension
+from presa_trio.tasks.model import Task
+from presa_trio.tasks.stores.metered import MeteredStore
+from presa_trio.wire.http_values import Headers, Rejection
+
+METRICS_PATH = "/metrics"
+#: The answer to ``tools/call`` that created a task (compact JSON, as presa writes it).
+TASK_CREATED = b'"resultType":"task"'
+#: The label of a method or tool the server does not have.
+OTHER = "other"
+
+
+@attrs.define(eq=False)
+class Metrics:
+    """The series, and the registry a scrape reads."""
+
+    registry: CollectorRegistry
+    operations: Histogram
+    tasks_created: Counter
+    statuses: Counter
+    in_flight: Gauge
+    store_calls: Histogram
+
+    @classmethod
+    def create(cls) -> Metrics:
+        """The series; across workers, a registry that sums every worker's samples."""
+        shared = MULTIPROCESS_DIR_ENV in os.environ
+        registry = CollectorRegistry()
+        own = None if shared else registry
+        if shared:
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        operations = Histogram(
+            "mcp_server_operation_duration_seconds",
+            "HTTP exchanges with the MCP server, by method, tool and outcome",
+            ["mcp_method_name", "gen_ai_tool_name", "outcome"],
+            registry=own,
+        )
+        created = Counter(
+            "presa_tasks_created",
+            "tools/call answers that created a task, by tool",
+            ["gen_ai_tool_name"],
+            registry=own,
+        )
+        statuses = Counter(
+            "presa_task_statuses",
+            "task statuses written by this server, by the status entered",
+            ["status"],
+            registry=own,
+        )
+        in_flight = Gauge(
+            "mcp_server_requests_in_flight",
+            "HTTP exchanges under way, by method: the listen and event streams open among them",
+            ["mcp_method_name"],
+            registry=own,
+            multiprocess_mode="livesum",
+        )
+        store_calls = Histogram(
+            "presa_store_call_duration_seconds",
+            "calls of the task store, by call and outcome (ok, or the failure's class)",
+            ["call", "outcome"],
+            registry=own,
+        )
+        return cls(registry, operations, created, statuses, in_flight, store_calls)
+
+    def store_call(self, call: str, seconds: float, ended: str) -> None:
+        """A call of the task store (:class:`~presa_trio.tasks.stores.metered.MeteredStore`)."""
+        self.store_calls.labels(call, ended).observe(seconds)
+
+    def status_written(self, task: Task) -> None:
+        """A status the runner wrote (:attr:`TaskRunner.on_status`)."""
+        self.statuses.labels(task.status.value).inc()
+
+
+def outcome(exchange: Exchange) -> str:
+    """``ok``, the JSON-RPC error code, or ``http_<status>`` for a plain rejection."""
+    code, _ = exchange.jsonrpc_error()
+    if code is not None:
+        return str(code)
+    if exchange.status is not None and exchange.status < 400:
+        return "ok"
+    return f"http_{exchange.status}"
+
+
+@attrs.define(eq=False, repr=False)
+class Metered:
+    """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``.
+
+    Made before ``app`` runs: its task runner takes the status listener, and
+    the store wrapped to time its calls, as it starts.
+    """
+
+    app: McpApp
+    metrics: Metrics = attrs.field(factory=Metrics.create)
+
+    def __attrs_post_init__(self) -> None:
+        for extension in self.app.dispatcher.server.extensions:
+            if isinstance(extension, TasksExtension):
+                runner = extension.runner
+                runner.on_status = self.metrics.status_written
+                runner.store = MeteredStore(runner.store, self.metrics.store_call)
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == METRICS_PATH:
+            await self.scrape(scope, send)
+            return
+        method, tool = self.labels(scope)
+        in_flight = self.metrics.in_flight.labels(method)
+        in_flight.inc()
+        exchange = Exchange(send)
+        started = time.perf_counter()
+        try:
+            await self.app(scope, receive, exchange.send)
+        finally:
+            in_flight.dec()
+            self.observe(method, tool, exchange, time.perf_counter() - started)
+
+    def labels(self, scope: HTTPScope) -> tuple[str, str]:
+        """The method and tool labels of a request: what it names, if the server has it."""
+        method, name = mcp_headers(scope)
+        if method is None:
+            return "", ""
+        if method not in self.app.dispatcher.table:
+            return OTHER, ""
+        if method == "tools/call" and name is not None:
+            return method, name if name in self.app.dispatcher.server.tools else OTHER
+        return method, ""
+
+    def observe(self, method: str, tool: str, exchange: Exchange, seconds: float) -> None:
+        self.metrics.operations.labels(method, tool, outcome(exchange)).observe(seconds)
+        if tool and exchange.status == 200 and TASK_CREATED in exchange.last:
+            self.metrics.tasks_created.labels(tool).inc()
+
+    async def scrape(self, scope: HTTPScope, send: ASGISendCallable) -> None:
+        """``GET /metrics``: the text exposition format, behind the Host and Origin checks."""
+        try:
+            self.app.policy.check_host_and_origin(Headers.from_asgi(scope["headers"]))
+            if scope["method"] != "GET":
+                raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+        except Rejection as rejection:
+            await self.app.reject(send, rejection)
+            return
+        body = generate_latest(self.metrics.registry)
+        await send_whole(send, 200, body, CONTENT_TYPE_LATEST.encode(), NO_STORE)

@@ -1,0 +1,311 @@
+"""``presa-trio serve --workers N``: N processes serving one address, supervised.
+
+**One listening socket, shared.** The parent binds and listens once, then
+starts N children (``python -m presa_trio serve … --workers 1``), each
+inheriting the socket's file descriptor (named by ``PRESA_TRIO_LISTEN_FD``)
+and accepting on it with its own hypercorn, its own server-lifetime nursery
+and its own task runner, sharing the task store. presa chooses a shared
+socket, as hypercorn's own ``--workers`` does (``hypercorn/run.py``), over
+one ``SO_REUSEPORT`` socket per child: the socket outlives every child, so a
+connection that arrives while one worker drains, restarts or was killed
+waits in the queue for another, where a closing ``SO_REUSEPORT`` socket
+resets the connections queued on it; and ``--port 0`` names one port for
+all.
+
+**Which stores.** Every worker must see every task: ``postgresql://`` does
+(each change is announced to every process, docs/task-stores.md). ``memory:``
+keeps tasks inside one process and ``sqlite:`` serves one process per file
+(it locks the file, and announces changes only within the process), so both
+are refused for more than one worker, in one line.
+
+**Supervision.** The parent runs the children in a Trio nursery, one task
+per worker slot (:meth:`Workers.keep`):
+
+- a worker that exits by itself is logged and started again (after
+  :data:`RESTART_DELAY_S` since it started, so a worker that cannot start
+  does not spin); its running tasks are recovered by lease, as after any
+  crash. A worker that exits with status 2 (a usage error: the target
+  names no server, the store cannot be opened) stops them all: a new one
+  would fail the same way;
+- every worker gets the same requestState key (one the parent makes,
+  unless the operator gave one), so a multi round-trip retry may land on
+  any worker;
+- SIGTERM or SIGINT to the parent is relayed once to every worker as
+  SIGTERM: each drains (docs/deployment.md, "Draining") within
+  ``--drain-delay`` and ``--shutdown-grace``; a second signal is relayed
+  too, and each worker stops at once; a worker still running
+  :func:`stop_bound` seconds after the first signal is killed.
+
+The children run in a session of their own, so a terminal's Ctrl-C reaches
+the parent alone, and each worker gets exactly one signal per signal the
+parent got. The parent returns only once every child has exited: no
+child outlives an orderly exit. (A parent killed with SIGKILL cannot wait
+for them: run it under a supervisor that stops the whole group, as
+systemd's ``KillMode=control-group`` does.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
+
+import attrs
+import trio
+from hypercorn.config import Config, Sockets
+from hypercorn.utils import repr_socket_addr
+
+log = logging.getLogger(__name__)
+
+#: The environment variable naming the listening socket a worker inherits.
+LISTEN_FD_ENV = "PRESA_TRIO_LISTEN_FD"
+#: The shortest time between two starts of one worker slot, in seconds.
+RESTART_DELAY_S = 1.0
+#: A worker's exit status that no restart can mend: a usage error.
+EXIT_USAGE = 2
+#: Time beyond its own bound a draining worker gets to exit, in seconds.
+EXIT_MARGIN_S = 5.0
+#: The directory of every worker's metric samples (prometheus_client's own variable).
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: The variable the command line reads requestState keys from (``--state-key``).
+STATE_KEY_ENV = "PRESA_STATE_KEY"
+#: The signals the parent relays to its workers.
+RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: What each store scheme allows more than one worker to share, and if not, why.
+UNSHARED_STORES = {
+    "memory": "memory: keeps tasks inside each process, so a task created on one "
+    "worker would not be found on another",
+    "sqlite": "a sqlite: store serves one process per file (each locks it, and "
+    "announces its changes only within itself)",
+}
+
+
+class ServeRefused(Exception):
+    """Serving cannot start as asked; the message is one line for the operator.
+
+    The command line prints it and exits with status 2.
+    """
+
+
+def worker_total(requested: int) -> int:
+    """``--workers``: the number given, or one per core this process may run on for 0."""
+    if requested:
+        return requested
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def check_store(store: str, total: int) -> None:
+    """Refuse, in one line, a store that ``total`` workers cannot share."""
+    why = UNSHARED_STORES.get(store.partition(":")[0])
+    if total > 1 and why is not None:
+        raise ServeRefused(f"--workers {total}: {why}; use --store postgresql://… or --workers 1")
+
+
+def inherited_sockets() -> Sockets | None:
+    """The listening socket a worker was given by its parent; ``None`` in any other process.
+
+    The variable is removed once read, so a process the worker starts in
+    turn does not take itself for a worker.
+    """
+    fd = os.environ.pop(LISTEN_FD_ENV, None)
+    if fd is None:
+        return None
+    return Sockets([], [socket.socket(fileno=int(fd))], [])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind and listen on ``host:port`` as a single server would; a failure is one line."""
+    config = Config()
+    bare = host.strip("[]")
+    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
+    try:
+        (sock,) = config.create_sockets().insecure_sockets
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ServeRefused(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.listen(config.backlog)
+    return sock
+
+
+def stop_bound(drain_delay: float, shutdown_grace: float, store_timeout: float) -> float:
+    """Seconds after SIGTERM by which every worker has exited, or is killed."""
+    return drain_delay + shutdown_grace + store_timeout + EXIT_MARGIN_S
+
+
+async def kill_now(process: trio.Process) -> None:
+    """How a cancelled worker ends: it was told to drain already; past the bound, SIGKILL."""
+    process.kill()
+
+
+@attrs.define(eq=False)
+class Workers:
+    """The parent of ``total`` workers serving ``listener``; see the module docstring."""
+
+    # The command line each worker runs (it inherits the listener).
+    command: Sequence[str]
+    total: int
+    listener: socket.socket
+    # Seconds from the first signal to killing what still runs (:func:`stop_bound`).
+    bound: float
+    # What every worker finds in its environment besides the parent's.
+    shared: Mapping[str, str] = attrs.field(factory=dict)
+    # Slot -> its running process; a slot between two processes has none.
+    running: dict[int, trio.Process] = attrs.field(factory=dict)
+    # Set by the first signal or a worker's usage error: no more starts.
+    stopping: trio.Event = attrs.field(factory=trio.Event)
+    # The parent's exit status.
+    status: int = 0
+    # The slots' scope, whose deadline is set once stopping.
+    slots: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+    async def run(self) -> int:
+        """Keep ``total`` workers running until a signal, then drain them; the exit status.
+
+        The parent nursery's failure policy: a worker's exit ends nothing
+        but its own process (:meth:`keep` starts another); an error of the
+        parent itself (it cannot start a process) propagates and cancels
+        every slot, whose workers are then killed: the parent never leaves a
+        child behind.
+        """
+        with trio.open_signal_receiver(*RELAYED_SIGNALS) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.relay, signals)
+                with self.slots:
+                    async with trio.open_nursery() as slots:
+                        for slot in range(1, self.total + 1):
+                            slots.start_soon(self.keep, slot)
+                nursery.cancel_scope.cancel(reason="every worker exited")
+        if self.slots.cancelled_caught:
+            log.warning("workers still running %.1f s after the signal were killed", self.bound)
+            self.status = self.status or 1
+        return self.status
+
+    async def relay(self, signals: AsyncIterator[int]) -> None:
+        """Relay each SIGINT or SIGTERM to every worker as SIGTERM."""
+        async for signum in signals:
+            name = signal.Signals(signum).name
+            if self.stopping.is_set():
+                log.warning("%s received again: the workers stop now", name)
+            else:
+                log.info("%s received: draining %d workers", name, len(self.running))
+                self.stop()
+            self.terminate_all()
+
+    def stop(self) -> None:
+        """Start no worker again; kill what still runs after :attr:`bound` seconds."""
+        self.stopping.set()
+        self.slots.deadline = trio.current_time() + self.bound
+
+    def terminate_all(self) -> None:
+        for process in self.running.values():
+            process.send_signal(signal.SIGTERM)
+
+    async def keep(self, slot: int) -> None:
+        """Run worker ``slot``, and again each time it exits, until stopping."""
+        while not self.stopping.is_set():
+            started = trio.current_time()
+            status = await self.run_worker(slot)
+            if self.stopping.is_set():
+                return
+            if status == EXIT_USAGE:
+                log.error("worker %d cannot start (status %d): stopping every worker", slot, status)
+                self.status = EXIT_USAGE
+                self.stop()
+                self.terminate_all()
+                return
+            log.warning("worker %d exited with status %d: starting it again", slot, status)
+            await trio.sleep_until(started + RESTART_DELAY_S)
+
+    async def run_worker(self, slot: int) -> int:
+        """Run one worker process to its end; its exit status.
+
+        The nursery holds the process alone: it ends when the process exits,
+        and fails only if the process cannot be started (that error ends the
+        parent, see :meth:`run`). Cancelled past the bound, it kills the
+        process (:func:`kill_now`).
+        """
+        fd = self.listener.fileno()
+        async with trio.open_nursery() as nursery:
+            process: trio.Process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    list(self.command),
+                    check=False,
+                    pass_fds=(fd,),
+                    env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
+                    start_new_session=True,
+                    deliver_cancel=kill_now,
+                )
+            )
+            self.running[slot] = process
+            log.info("worker %d started (pid %d)", slot, process.pid)
+            if self.stopping.is_set():  # a signal came while it was starting
+                process.send_signal(signal.SIGTERM)
+        del self.running[slot]
+        if MULTIPROCESS_DIR_ENV in self.shared:  # its gauges of things under way are gone
+            from prometheus_client.multiprocess import mark_process_dead
+
+            mark_process_dead(process.pid, self.shared[MULTIPROCESS_DIR_ENV])  # type: ignore[no-untyped-call]
+        return process.returncode or 0
+
+
+def worker_command(argv: Sequence[str]) -> list[str]:
+    """The command line of one worker: this one, serving alone on the inherited socket."""
+    return [sys.executable, "-m", "presa_trio", *argv, "--workers", "1"]
+
+
+async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
+    """``serve --workers N`` (``args``, parsed from ``argv``); the exit status.
+
+    Each worker runs ``argv`` again with ``--workers 1``.
+    """
+    if args.reload:
+        raise ServeRefused("--reload restarts one process: use it with --workers 1")
+    total = worker_total(args.workers)
+    check_store(args.store, total)
+    bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
+    listener = listen(args.host, args.port)
+    with listener, shared_samples(args.metrics) as samples:
+        where = repr_socket_addr(listener.family, listener.getsockname())
+        log.info("serving http://%s/mcp with %d workers", where, total)
+        shared = {**samples, **shared_key(args.state_key)}
+        return await Workers(worker_command(argv), total, listener, bound, shared).run()
+
+
+def shared_key(given: Sequence[str]) -> dict[str, str]:
+    """One requestState key for every worker, unless the operator gave them theirs.
+
+    A worker without a key makes its own, valid in that process only
+    (``--state-key``): a multi round-trip retry answered by another worker
+    would be refused. So the parent makes one for all of them, passed in
+    the environment as an operator's would be (never on a command line,
+    which every user of the host can read).
+    """
+    if given or os.environ.get(STATE_KEY_ENV):
+        return {}
+    return {STATE_KEY_ENV: secrets.token_urlsafe(32)}
+
+
+@contextmanager
+def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
+    """With ``--metrics``, a directory for every worker's samples, as the workers' environment.
+
+    prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
+    one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used as it is, else
+    a new one lives as long as the parent.
+    """
+    if not metrics or MULTIPROCESS_DIR_ENV in os.environ:
+        yield {}
+        return
+    with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
+        yield {MULTIPROCESS_DIR_ENV: directory}

@@ -1,0 +1,349 @@
+"""End to end: HAProxy, round-robin without stickiness, in front of three ``presa-trio
+serve`` processes on one PostgreSQL, with the recipe docs/haproxy.cfg as it ships.
+
+Rules of this file: HAProxy is the distribution's package, installed by the
+module (``apt-get``) when missing and possible, else the module is skipped
+with the reason; it runs in the foreground, a child of the test, with the
+recipe's ports replaced by free ones. The three servers are real child
+processes on one fresh database of the run's PostgreSQL. Every request goes
+through HAProxy; which process served it is read from the processes' access
+logs. Every wait is bounded by ``trio.fail_after``; nothing asserts how long
+anything took.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+from presa_trio.testing import request
+from tests.e2e.harness import headers
+from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer
+from tests.e2e.serve_process import REPOSITORY
+from tests.postgres import Postgres, free_port
+from tests.streams import sse_messages
+
+RECIPE = REPOSITORY / "docs" / "haproxy.cfg"
+#: The recipe's ports: the frontend's, then the three servers'.
+RECIPE_PORTS = ("8080", "3001", "3002", "3003")
+SERVER_OPTIONS = (
+    *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
+    *("--task-lease", "2", "--task-events"),
+)
+INSTALL_TIMEOUT = 600
+
+
+def installed_haproxy() -> str:
+    """The ``haproxy`` binary, installed with apt-get if missing and possible; else a skip."""
+    if shutil.which("haproxy") is None:
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            pytest.skip("haproxy is not installed, and apt-get cannot install it here (not root)")
+        install = ["apt-get", "install", "-y", "-q", "haproxy"]
+        if apt_get(install).returncode != 0:  # the package lists may be missing or stale
+            apt_get(["apt-get", "update", "-q"])
+            done = apt_get(install)
+            if done.returncode != 0:
+                pytest.skip(f"apt-get install haproxy failed: {done.stderr.decode()[-300:]}")
+    found = shutil.which("haproxy")
+    if found is None:
+        pytest.skip("apt-get installed haproxy, but it is not on PATH")
+    return found
+
+
+def apt_get(command: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(command, capture_output=True, timeout=INSTALL_TIMEOUT, check=False)
+
+
+@pytest.fixture(scope="module")
+def haproxy() -> str:
+    return installed_haproxy()
+
+
+@attrs.define(eq=False)
+class Backend:
+    """One ``presa-trio serve`` process on a fixed port, which can be stopped and started."""
+
+    port: int
+    store: str
+    log: Path
+    process: trio.Process | None = None
+
+    def served(self) -> int:
+        """How many MCP requests this port's processes have logged so far."""
+        return self.log.read_text().count("POST /mcp")
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[trio.Process] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        command = [
+            *(sys.executable, "-m", "presa_trio", "serve", "--port", str(self.port)),
+            *("--store", self.store, *SERVER_OPTIONS),
+        ]
+        with self.log.open("ab") as stderr:
+            await trio.run_process(command, check=False, stderr=stderr, task_status=task_status)
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Start the process and return once it answers ``/readyz`` directly."""
+        self.process = await nursery.start(self.run)
+        async with httpx.AsyncClient(timeout=5) as http:
+            with trio.fail_after(PATIENCE):
+                while True:  # polled, as HAProxy polls it
+                    try:
+                        ready = await http.get(f"http://localhost:{self.port}/readyz")
+                        if ready.status_code == 200:
+                            return
+                    except httpx.TransportError:
+                        pass
+                    await trio.sleep(0.05)
+
+    async def stop(self) -> int:
+        """SIGTERM, as an orchestrator stops it; its exit status."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(PATIENCE):
+            return await self.process.wait()
+
+
+@asynccontextmanager
+async def behind_haproxy(
+    haproxy: str, store: str, tmp_path: Path
+) -> AsyncIterator[tuple[str, list[Backend]]]:
+    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL."""
+    ports = [free_port() for _ in RECIPE_PORTS]
+    config = RECIPE.read_text()
+    for recipe_port, port in zip(RECIPE_PORTS, ports, strict=True):
+        config = config.replace(f"127.0.0.1:{recipe_port}", f"127.0.0.1:{port}")
+    (tmp_path / "haproxy.cfg").write_text(config)
+    backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports[1:]]
+    async with AsyncExitStack() as stack:
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        stack.callback(nursery.cancel_scope.cancel)
+        for backend in backends:
+            await backend.start(nursery)
+        command = [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")]
+        with (tmp_path / "haproxy.log").open("ab") as log:
+            await nursery.start(
+                partial(trio.run_process, command, check=False, stdout=log, stderr=log)
+            )
+        url = f"http://127.0.0.1:{ports[0]}/mcp"
+        async with httpx.AsyncClient(timeout=10) as http:
+            with trio.fail_after(PATIENCE):
+                while True:  # until HAProxy listens
+                    try:
+                        await http.get(url.replace("/mcp", "/healthz"))
+                        break
+                    except httpx.TransportError:
+                        await trio.sleep(0.05)
+        yield url, backends
+
+
+async def test_every_request_of_a_task_s_life_lands_on_any_process(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): with round-robin and no
+    stickiness, tasks created on one process are read, answered, listened to,
+    streamed and cancelled through whichever process HAProxy picks, and every
+    process served some of it."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        parked = await park(peer)
+        with trio.fail_after(PATIENCE):
+            listened = await listen_until_completed(peer, parked)
+        assert listened[-1]["result"]["content"][0]["text"] == "Delete confirmed: true"
+
+        quick = {"name": "slow_compute", "arguments": {"seconds": 1, "label": "streamed"}}
+        streamed = (await peer.call("tools/call", quick))["taskId"]
+        with trio.fail_after(PATIENCE):
+            events = await stream_to_the_end(peer, streamed)
+        last = events[-2]["params"]  # the last event, before the stream's result
+        assert (last["type"], last["payload"]["status"]) == ("presa_trio.task.status", "completed")
+        assert "result" in events[-1]
+
+        slow = {"name": "slow_compute", "arguments": {"seconds": 60}}
+        doomed = (await peer.call("tools/call", slow))["taskId"]
+        await peer.call("tasks/cancel", {"taskId": doomed})
+        with trio.fail_after(PATIENCE):
+            await peer.until(doomed, "cancelled")
+        assert all(backend.served() > 0 for backend in backends)
+
+
+async def park(peer: Peer) -> str:
+    """A ``confirm_delete`` task, once it asks for its input; its id."""
+    confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
+    task_id: str = (await peer.call("tools/call", confirm))["taskId"]
+    with trio.fail_after(PATIENCE):
+        await peer.until(task_id, "input_required")
+    return task_id
+
+
+async def listen_until_completed(peer: Peer, task_id: str) -> list[dict[str, Any]]:
+    """A ``subscriptions/listen`` on ``task_id`` through one connection while its answer
+    goes through another; the notifications heard, to the ``completed`` one."""
+    message = request(
+        "subscriptions/listen",
+        {"notifications": {"taskIds": [task_id]}},
+        request_id=7,
+        capabilities=TASKS,
+    )
+    async with peer.http.stream("POST", peer.url, json=message, headers=headers(message)) as s:
+        incoming = sse_messages(s)
+        await anext(incoming)  # the acknowledgement: the stream listens
+        async with httpx.AsyncClient(timeout=10) as other:
+            answers = {"confirm-delete": CONFIRM}
+            update = {"taskId": task_id, "inputResponses": answers}
+            await Peer(other, peer.url).call("tasks/update", update)
+        heard = [(await anext(incoming))["params"]]
+        while heard[-1]["status"] != "completed":
+            heard.append((await anext(incoming))["params"])
+    return heard
+
+
+async def stream_to_the_end(peer: Peer, task_id: str) -> list[dict[str, Any]]:
+    """``tasks/stream`` of ``task_id``: every message, to its result."""
+    message = request("tasks/stream", {"taskId": task_id}, request_id=8, capabilities=TASKS)
+    sent = headers(message, **{"mcp-name": task_id})
+    async with peer.http.stream("POST", peer.url, json=message, headers=sent) as response:
+        return [message async for message in sse_messages(response)]
+
+
+async def test_a_rolling_restart_under_load_fails_no_request(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): the three processes are
+    stopped (SIGTERM) and started again one by one while a client keeps calling
+    through HAProxy; the health checks take each draining process out before it
+    stops accepting, and every request gets its answer."""
+    answered: list[str] = []
+    failures: list[str] = []
+    async with behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends):
+        async with httpx.AsyncClient(timeout=10) as http, trio.open_nursery() as nursery:
+            peer = Peer(http, url)
+
+            async def load() -> None:
+                greet = {"name": "greet", "arguments": {"name": "Ada"}}
+                while True:
+                    try:
+                        body = await peer.send("tools/call", greet)
+                    except httpx.HTTPError as error:
+                        failures.append(repr(error))
+                    else:
+                        (answered if "result" in body else failures).append(repr(body))
+                    await trio.lowlevel.checkpoint()
+
+            nursery.start_soon(load)
+            for backend in backends:
+                assert await backend.stop() == 0
+                before = backend.served()
+                await backend.start(nursery)
+                with trio.fail_after(PATIENCE):
+                    while True:  # until HAProxy sends it requests again
+                        if backend.served() > before:
+                            break
+                        await trio.sleep(0.05)
+            nursery.cancel_scope.cancel(reason="every process restarted")
+        checks = (tmp_path / "haproxy.log").read_text()
+    assert failures == []
+    assert len(answered) > 0
+    for server in "abc":  # taken out by its readiness, never by a refused connection
+        assert f"presa/{server} is DOWN, reason: Layer7 wrong status, code: 503" in checks
+    assert "Layer4" not in checks
+
+
+async def test_a_process_killed_mid_task_loses_nothing(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"; docs/task-stores.md,
+    recovery): kill -9 of one process while tasks run on each; once its leases run
+    out the others recover its tasks, and every task completes exactly once."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        call = {"name": "slow_compute", "arguments": {"seconds": 3}}
+        task_ids = [(await peer.call("tools/call", call))["taskId"] for _ in range(6)]
+        killed = backends[0]
+        assert killed.process is not None
+        killed.process.kill()
+        with trio.fail_after(PATIENCE):
+            for task_id in task_ids:
+                await until_answered(peer, task_id, "completed")
+    logs = "".join(backend.log.read_text() for backend in backends)
+    for task_id in task_ids:
+        assert logs.count(f"task {task_id} completed") == 1, task_id
+    survivors = "".join(backend.log.read_text() for backend in backends[1:])
+    assert any(f"task {task_id} recovered" in survivors for task_id in task_ids)
+
+
+async def until_answered(peer: Peer, task_id: str, status: str) -> None:
+    """tasks/get until ``status``; a request the killed process took with it is sent again."""
+    while True:
+        try:
+            if (await peer.call("tasks/get", {"taskId": task_id}))["status"] == status:
+                return
+        except (httpx.HTTPError, ValueError):
+            pass  # in flight on the killed process: HAProxy answers 502, not JSON
+        await trio.sleep(0.1)
+
+
+async def test_a_database_restart_costs_retries_only(
+    haproxy: str, postgres: Postgres, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): while PostgreSQL is down
+    every process answers ``/readyz`` 503 and a request gets a retryable answer (the
+    server's -32603 ``retryable``, or HAProxy's own 503 once it has taken every
+    process out); once it is back, HAProxy sends requests again, and a task parked
+    before the restart takes its answer and completes."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        task_id = await park(peer)
+        await trio.to_thread.run_sync(postgres.stop)
+        try:
+            with trio.fail_after(PATIENCE):
+                assert retryable(await get_task(http, url, task_id))
+        finally:
+            await trio.to_thread.run_sync(postgres.start)
+        with trio.fail_after(PATIENCE):
+            while True:  # polled, as a client retries
+                response = await get_task(http, url, task_id)
+                if response.status_code == 200 and "result" in response.json():
+                    break
+                assert retryable(response)
+                await trio.sleep(0.1)
+        answers = {"confirm-delete": CONFIRM}
+        await peer.call("tasks/update", {"taskId": task_id, "inputResponses": answers})
+        with trio.fail_after(PATIENCE):
+            await peer.until(task_id, "completed")
+
+
+async def get_task(http: httpx.AsyncClient, url: str, task_id: str) -> httpx.Response:
+    message = request("tasks/get", {"taskId": task_id}, capabilities=TASKS)
+    return await http.post(url, json=message, headers=headers(message, **{"mcp-name": task_id}))
+
+
+def retryable(response: httpx.Response) -> bool:
+    """A retryable answer: HAProxy's 503 (no process ready), or the server's -32603
+    with ``data.retryable``."""
+    if response.status_code == 503 and "json" not in response.headers.get("content-type", ""):
+        return True
+    error = response.json().get("error", {})
+    return bool(error.get("code") == -32603 and error.get("data", {}).get("retryable"))

@@ -1,0 +1,232 @@
+"""End to end: ``presa-trio serve --workers N``, real processes on one address.
+
+Rules of this file: the parent is a real child process of the test on a free
+loopback port (``--port 0``; its "serving" line names the port), its workers
+real processes it starts, on a fresh database of the run's PostgreSQL. Which
+worker serves a request is made certain, not hoped for: the other is stopped
+(SIGSTOP) while a fresh connection is served, since a stopped process cannot
+accept. Every wait is bounded by ``trio.fail_after``; nothing asserts how
+long anything took. The parent is ended by SIGTERM (the harness's way), which
+drains its workers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from tests.e2e.harness import PAUSING, call_pause
+from tests.e2e.peers import PATIENCE, Peer
+from tests.e2e.serve_process import ServeProcess, presa_serve
+
+STARTED = r"worker (\d+) started \(pid (\d+)\)"
+OPTIONS = ("--shutdown-grace", "2", "--store-timeout", "2")
+
+
+@asynccontextmanager
+async def peer_of(served: ServeProcess) -> AsyncIterator[Peer]:
+    """A client on connections of its own: each opened after the block begins."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        yield Peer(http, served.url)
+
+
+async def worker_pids(served: ServeProcess, total: int) -> dict[int, int]:
+    """Worker slot -> pid, once ``total`` workers have started and each says it serves."""
+    with trio.fail_after(PATIENCE):
+        while True:  # the stderr lines so far, read again as more come
+            pids = {int(m[1]): int(m[2]) for m in re.finditer(STARTED, served.stderr)}
+            serving = served.stderr.count("presa_trio.http.serving: serving")
+            if len(pids) >= total and serving >= total:
+                return pids
+            await trio.sleep(0.05)
+
+
+@asynccontextmanager
+async def stopped(pid: int) -> AsyncIterator[None]:
+    """Worker ``pid`` stopped (SIGSTOP) for the block: it accepts nothing meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("store", ["memory:", "sqlite:///tasks.db"], ids=["memory", "sqlite"])
+async def test_more_than_one_worker_is_refused_a_store_they_cannot_share(
+    store: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "What each store allows"): ``--workers 2`` on
+    a store that keeps tasks to one process ends at once with one line saying why,
+    and exit status 2, before anything listens."""
+    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", "--store", store]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith("presa-trio: error: --workers 2: ")
+    assert "postgresql://" in line
+
+
+async def test_reload_is_refused_with_more_than_one_worker(tmp_path: Path) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): ``--reload`` restarts one
+    process; with ``--workers 2`` it is one line and exit status 2."""
+    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", "--reload"]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "presa-trio: error: --reload restarts one process: use it with --workers 1"
+    ]
+
+
+async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a worker that exits with a
+    usage error (here a target naming no module) is not started again: the parent
+    stops every worker and exits 2."""
+    command = [
+        *("-m", "presa_trio", "serve", "no_such_module:server", "--port", "0"),
+        *("--workers", "2", "--store", postgres_url),
+    ]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process([sys.executable, *command], check=False, capture_stderr=True)
+    assert done.returncode == 2
+    assert "cannot start (status 2): stopping every worker" in done.stderr.decode()
+    assert "starting it again" not in done.stderr.decode()
+
+
+async def test_every_worker_serves_one_address_and_sees_every_task(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): two workers accept on the
+    one port the parent bound; a task created on one is read and cancelled on the
+    other."""
+    async with presa_serve("--workers", "2", "--store", postgres_url, *OPTIONS) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[1]), peer_of(served) as on_second:
+            created = await on_second.call(
+                "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}
+            )
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            task = await on_first.call("tasks/get", {"taskId": created["taskId"]})
+            await on_first.call("tasks/cancel", {"taskId": created["taskId"]})
+        assert task["status"] == "working"
+        async with peer_of(served) as peer:
+            with trio.fail_after(PATIENCE):
+                await peer.until(created["taskId"], "cancelled")
+
+
+async def test_a_multi_round_trip_retry_may_land_on_another_worker(postgres_url: str) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Basic Workflow: the retry carries the
+    requestState back); presa-defined (docs/deployment.md, "Many processes"): the
+    workers share one key, so a state sealed by one is taken by the other."""
+    params: dict[str, Any] = {"name": "test_input_required_result_request_state"}
+    async with presa_serve("--workers", "2", "--store", postgres_url, *OPTIONS) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            first = await on_first.call("tools/call", params)
+        retry = {
+            **params,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+            "requestState": first["requestState"],
+        }
+        async with stopped(pids[1]), peer_of(served) as on_second:
+            second = await on_second.call("tools/call", retry)
+    assert first["resultType"] == "input_required"
+    assert second["resultType"] == "complete"
+
+
+async def test_a_killed_worker_is_started_again_and_its_task_recovered(
+    postgres_url: str,
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): kill -9 of the worker
+    running a task is logged, the worker is started again, and the task, whose lease
+    runs out, is recovered and completes."""
+    options = ("--task-lease", "1", *OPTIONS)
+    async with presa_serve("--workers", "2", "--store", postgres_url, *options) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            created = await on_first.call(
+                "tools/call", {"name": "slow_compute", "arguments": {"seconds": 2, "label": "x"}}
+            )
+        os.kill(pids[1], signal.SIGKILL)
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(r"worker 1 exited with status -9: starting it again")
+            again = await served.wait_for_line(rf"worker 1 started \(pid (?!{pids[1]}\))(\d+)\)")
+        async with peer_of(served) as peer:
+            with trio.fail_after(PATIENCE):
+                done = await peer.until(created["taskId"], "completed")
+        assert done["result"]["content"][0]["text"] == "Completed x"
+        assert f"task {created['taskId']} recovered" in served.stderr
+        assert alive(int(again[1]))
+
+
+async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Draining"): SIGTERM to the parent reaches
+    every worker once; a call in flight is answered, every worker exits, and the
+    parent exits 0 with no worker left behind."""
+    paused: list[dict[str, Any]] = []
+    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
+    async with presa_serve(PAUSING, *options) as served:
+        pids = await worker_pids(served, 2)
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=30) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+                await running.wait()
+                served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    assert not [pid for pid in pids.values() if alive(pid)]
+    assert served.stderr.count("SIGTERM received") == 3  # the parent's, then each worker's
+    assert "Traceback" not in served.stderr
+
+
+async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): with ``--metrics``, a scrape
+    answered by either worker counts the requests both served, and the count
+    matches their access lines."""
+    options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
+    greet = {"name": "greet", "arguments": {"name": "Ada"}}
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        for busy, idle in ((1, 2), (2, 1)):
+            async with stopped(pids[idle]), peer_of(served) as peer:
+                for _ in range(busy):
+                    await peer.call("tools/call", greet)
+        scraped = []
+        for idle in (1, 2):
+            async with stopped(pids[idle]), peer_of(served) as peer:
+                text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
+            scraped.append(sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"'))
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line("GET /metrics")
+    logged = [line for line in served.lines if "POST /mcp" in line and "mcp-name=greet" in line]
+    assert scraped == [3, 3]
+    assert len(logged) == 3
+
+
+def sum_of(text: str, *labels: str) -> float:
+    """The summed ``_count`` samples of the operations histogram carrying ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("mcp_server_operation_duration_seconds_count{") and all(
+            label in line for label in labels
+        ):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

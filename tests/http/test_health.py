@@ -1,0 +1,92 @@
+"""``GET /healthz`` and ``GET /readyz``, in-process: outside MCP's admission rules,
+behind its Host and Origin checks.
+
+presa-defined (docs/deployment.md, "Health checks"): the spec defines no health
+endpoint; the Host and Origin checks are streamable-http §Security & Endpoint's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from presa_trio.auth.guard import ResourceGuard, Verifiers
+from presa_trio.auth.static import StaticTokens
+from presa_trio.demo import build_server
+from presa_trio.http.app import McpApp
+from presa_trio.testing import McpClient, running
+from presa_trio.testing.driver import Response
+
+HOST = {"host": "localhost:3000"}
+
+
+async def get(client: McpClient, path: str, headers: dict[str, str] = HOST) -> Response:
+    return await client.post(b"", headers, method="GET", path=path)
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+async def test_a_serving_process_is_live_and_ready_to_a_bare_get(
+    client: McpClient, path: str
+) -> None:
+    """A GET with nothing but a Host header (no Accept, no JSON-RPC) is 200 ``ok``,
+    never cached."""
+    response = await get(client, path)
+    assert (response.status, response.body) == (200, b"ok\n")
+    assert response.headers["content-type"] == "text/plain; charset=utf-8"
+    assert response.headers["cache-control"] == "no-store"
+
+
+async def test_a_draining_process_is_live_but_not_ready(app: McpApp, client: McpClient) -> None:
+    """Once a shutdown starts, ``/readyz`` is 503 with the reason; ``/healthz`` stays 200."""
+    app.draining = True
+    ready, live = await get(client, "/readyz"), await get(client, "/healthz")
+    assert (ready.status, ready.body) == (503, b"draining\n")
+    assert live.status == 200
+
+
+async def test_a_server_whose_lifetime_is_not_running_is_neither(app: McpApp) -> None:
+    """Before the lifespan starts (or after it ended), both checks are 503, with the reason."""
+    client = McpClient(app)
+    for path in ("/healthz", "/readyz"):
+        response = await get(client, path)
+        assert (response.status, response.body) == (503, b"the server is not running\n")
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"host": "evil.example"}, 421),
+        ({**HOST, "origin": "http://evil.example"}, 403),
+        ({}, 421),
+    ],
+    ids=["foreign-host", "foreign-origin", "no-host"],
+)
+async def test_health_checks_keep_the_dns_rebinding_checks(
+    client: McpClient, headers: dict[str, str], status: int
+) -> None:
+    """Spec-mandated (streamable-http §Security & Endpoint): a foreign Host is 421 and a
+    foreign Origin 403 on the health paths too."""
+    for path in ("/healthz", "/readyz"):
+        assert (await get(client, path, headers)).status == status
+
+
+async def test_only_get_is_served(client: McpClient) -> None:
+    """A POST to a health path is 405 naming GET, never an MCP answer."""
+    json_headers = {**HOST, "content-type": "application/json"}
+    response = await client.post(b"{}", json_headers, path="/readyz")
+    assert response.status == 405
+    assert response.headers["allow"] == "GET"
+
+
+async def test_health_checks_need_no_access_token() -> None:
+    """With authorization on, a checker holding no token is still answered 200: it
+    is no MCP client, and the checks reveal nothing but ``ok``."""
+    tokens = StaticTokens({"secret": "alice"}, scopes=frozenset({"mcp"}))
+    guard = ResourceGuard(
+        resource="http://localhost:3000/mcp",
+        verifier=Verifiers(static=tokens),
+        authorization_servers=["https://auth.example.com"],
+    )
+    async with running(McpApp.for_server(build_server(), auth=guard)) as client:
+        for path in ("/healthz", "/readyz"):
+            assert (await get(client, path)).status == 200
+        assert (await client.post(b"", HOST, method="GET")).status == 401

@@ -1,0 +1,149 @@
+"""``--metrics``, in-process: what each exchange adds to the series, and the scrape.
+
+presa-defined (docs/deployment.md, "Metrics"): the spec defines no metrics; the
+series' names follow OpenTelemetry's semantic conventions for MCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+from presa_trio.http.app import McpApp
+from presa_trio.http.metrics import Metered
+from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, request, running
+
+HOST = {"host": "localhost:3000"}
+OPERATIONS = "mcp_server_operation_duration_seconds"
+
+
+@pytest.fixture
+async def metered(app: McpApp) -> AsyncIterator[McpClient]:
+    metered = Metered(app)  # before the app runs: its runner is told of statuses from then on
+    async with running(app) as client:
+        client.asgi = metered
+        yield client
+
+
+async def samples(client: McpClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a scrape, by name and sorted labels (buckets left out)."""
+    response = await client.post(b"", HOST, method="GET", path="/metrics")
+    assert response.status == 200
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.body.decode())
+        for sample in family.samples
+        if "le" not in sample.labels
+    }
+
+
+def count(method: str, tool: str, outcome: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    labels = {"mcp_method_name": method, "gen_ai_tool_name": tool, "outcome": outcome}
+    return f"{OPERATIONS}_count", tuple(sorted(labels.items()))
+
+
+async def test_each_exchange_is_counted_by_method_tool_and_outcome(metered: McpClient) -> None:
+    """A result is ``ok``, a JSON-RPC error its code, a plain rejection ``http_<status>``;
+    the tool is named only for ``tools/call``."""
+    greet = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    await metered.post(greet)
+    await metered.post(greet)
+    await metered.call("tools/list")
+    bad = request("tools/call", {"name": "greet", "arguments": "Ada"}, request_id=2)
+    await metered.post(bad)
+    await metered.post(greet, {**headers_for(greet), "origin": "http://evil.example"})
+    seen = await samples(metered)
+    assert seen[count("tools/call", "greet", "ok")] == 2
+    assert seen[count("tools/list", "", "ok")] == 1
+    assert seen[count("tools/call", "greet", "-32602")] == 1
+    assert seen[count("tools/call", "greet", "http_403")] == 1
+
+
+async def test_names_the_server_does_not_have_are_one_label(metered: McpClient) -> None:
+    """A method or tool the server does not have is ``other``: a client cannot grow
+    the number of series."""
+    for name in ("nobody", "nobody-else"):
+        message = request("tools/call", {"name": name, "arguments": {}})
+        await metered.post(message)
+    made_up = request("made/up")
+    await metered.post(made_up, {**headers_for(made_up), "mcp-method": "made/up"})
+    seen = await samples(metered)
+    assert seen[count("tools/call", "other", "-32602")] == 2
+    assert seen[count("other", "", "-32601")] == 1
+
+
+async def test_a_tools_call_that_created_a_task_is_counted_by_tool(metered: McpClient) -> None:
+    """``presa_tasks_created_total`` counts the ``CreateTaskResult`` answers."""
+    call = {"name": "slow_compute", "arguments": {"seconds": 0}}
+    created = await metered.send_request("tools/call", call, capabilities=TASKS_CAPABILITIES)
+    assert created.result["resultType"] == "task"
+    await metered.send_request("tools/call", call)  # answered without a task
+    seen = await samples(metered)
+    assert seen[("presa_tasks_created_total", (("gen_ai_tool_name", "slow_compute"),))] == 1
+
+
+async def test_the_scrape_keeps_the_dns_rebinding_checks(metered: McpClient) -> None:
+    """Spec-mandated (streamable-http §Security & Endpoint): a foreign Host is 421 at
+    ``/metrics`` too; only GET is served."""
+    foreign = await metered.post(b"", {"host": "evil.example"}, method="GET", path="/metrics")
+    posted = await metered.post(b"", HOST, path="/metrics")
+    assert (foreign.status, posted.status) == (421, 405)
+
+
+async def test_each_status_written_is_counted(metered: McpClient) -> None:
+    """``presa_task_statuses_total`` counts the statuses this process wrote: a task
+    that completed, and one cancelled."""
+    quick = {"name": "slow_compute", "arguments": {"seconds": 0}}
+    slow = {"name": "slow_compute", "arguments": {"seconds": 600}}
+    done = await metered.send_request("tools/call", quick, capabilities=TASKS_CAPABILITIES)
+    doomed = await metered.send_request("tools/call", slow, capabilities=TASKS_CAPABILITIES)
+    await metered.send_request(
+        "tasks/cancel", {"taskId": doomed.result["taskId"]}, capabilities=TASKS_CAPABILITIES
+    )
+    with trio.fail_after(5):
+        while True:  # polled, as a client polls tasks/get
+            got = await metered.send_request(
+                "tasks/get", {"taskId": done.result["taskId"]}, capabilities=TASKS_CAPABILITIES
+            )
+            if got.result["status"] == "completed":
+                break
+            await trio.sleep(0.01)
+    seen = await samples(metered)
+    assert seen[("presa_task_statuses_total", (("status", "completed"),))] == 1
+    assert seen[("presa_task_statuses_total", (("status", "cancelled"),))] == 1
+
+
+async def test_a_listen_stream_is_in_flight_while_it_is_open(metered: McpClient) -> None:
+    """``mcp_server_requests_in_flight`` counts a ``subscriptions/listen`` for as long
+    as its stream is open, and no longer."""
+    listen = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    key = ("mcp_server_requests_in_flight", (("mcp_method_name", "subscriptions/listen"),))
+    async with metered.stream(listen) as stream:
+        await stream.next_message()  # the acknowledgement: the stream is open
+        assert (await samples(metered))[key] == 1
+    with trio.fail_after(5):
+        while True:  # until the app has seen the client leave
+            if (await samples(metered))[key] == 0:
+                break
+            await trio.sleep(0.01)
+
+
+async def test_each_store_call_is_timed_by_call_and_outcome(metered: McpClient) -> None:
+    """``presa_store_call_duration_seconds`` times the task store's calls: a creation,
+    and a read of an unknown task, which is the store answering (``ok``), not a
+    failure."""
+    call = {"name": "slow_compute", "arguments": {"seconds": 0}}
+    await metered.send_request("tools/call", call, capabilities=TASKS_CAPABILITIES)
+    unknown = await metered.call(
+        "tasks/get", {"taskId": "no-such-task"}, capabilities=TASKS_CAPABILITIES
+    )
+    assert "error" in unknown.json()
+    seen = await samples(metered)
+    name = "presa_store_call_duration_seconds_count"
+    assert seen[(name, (("call", "create"), ("outcome", "ok")))] == 1
+    assert seen[(name, (("call", "get"), ("outcome", "ok")))] >= 1
+    assert not [key for key in seen if key[0] == name and ("outcome", "ok") not in key[1]]
