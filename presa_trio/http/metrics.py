@@ -130,7 +130,7 @@ class Metrics:
         self.store_calls.labels(call, ended).observe(seconds)
 
     def status_written(self, task: Task) -> None:
-        """A status the runner wrote (:attr:`TaskRunner.on_status`)."""
+        """A status the runner wrote (:attr:`~presa_trio.tasks.runner.TaskRunner.on_status`)."""
         self.statuses.labels(task.status.value).inc()
 
 
