@@ -11,7 +11,8 @@ the HTTP stream is closed, or ``notifications/cancelled`` is written
 (basic/patterns/cancellation §Transport-Specific Cancellation).
 
 Every exchange can be recorded in presa's transcript format
-(:mod:`presa_trio.wire.transcript`), as the server records its own.
+(:mod:`presa_trio.wire.transcript`), as the server records its own: in a
+file, or on stdout for ``--transcript -`` (the usual name for it).
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages,
 §Backward Compatibility; basic/transports/stdio.
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -42,16 +44,43 @@ from presa_trio.wire.envelope import RequestId, dumps
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.sse import Event, EventStreamParser
-from presa_trio.wire.transcript import Exchange, kept
+from presa_trio.wire.transcript import Exchange, kept, record_line
 
 #: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
 STDIO_EXIT_GRACE_S = 5.0
+#: ``--transcript -``: the transcript on stdout.
+STDOUT_NAME = "-"
 
 
 class Replies(Protocol):
     """The messages of one exchange, one at a time; the response is the last."""
 
     async def next(self) -> JSONObject: ...
+
+
+class Transcript(Protocol):
+    """Where exchanges are recorded: a :class:`TranscriptFile`, or :class:`TranscriptOnStdout`."""
+
+    async def append(self, record: dict[str, Any]) -> None: ...
+
+
+@attrs.define(eq=False)
+class TranscriptOnStdout:
+    """``--transcript -``: each record a line on stdout, written whole, as a file's are."""
+
+    # Held while a line is written, so two lines never interleave.
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def append(self, record: dict[str, Any]) -> None:
+        line = record_line(record)
+        async with self._lock:
+            await trio.to_thread.run_sync(self._write, line)
+
+    @staticmethod
+    def _write(line: bytes) -> None:
+        sys.stdout.flush()  # what the console printed before stays before
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
 
 
 class Transport(Protocol):
@@ -183,7 +212,7 @@ class HttpTransport:
     where: str
     http: httpx.AsyncClient
     token: str | None = None
-    transcript: TranscriptFile | None = None
+    transcript: Transcript | None = None
 
     @asynccontextmanager
     async def exchange(
@@ -289,7 +318,7 @@ class StdioTransport:
 
     where: str
     process: trio.Process
-    transcript: TranscriptFile | None = None
+    transcript: Transcript | None = None
     _routes: dict[RequestId, trio.MemorySendChannel[JSONObject]] = attrs.field(factory=dict)
     _write_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _failure: str | None = None
@@ -379,7 +408,7 @@ class StdioTransport:
 
 @asynccontextmanager
 async def open_stdio(
-    command: Sequence[str], transcript: TranscriptFile | None = None
+    command: Sequence[str], transcript: Transcript | None = None
 ) -> AsyncIterator[StdioTransport]:
     """Start ``command`` with pipes on stdin and stdout (stderr is the client's own).
 
@@ -414,10 +443,12 @@ async def open_stdio(
             nursery.cancel_scope.cancel()
 
 
-def transcript_file(path: Path | None) -> TranscriptFile | None:
+def transcript_file(path: Path | None) -> Transcript | None:
     """The transcript to append to, checked writable now rather than after the first request."""
     if path is None:
         return None
+    if str(path) == STDOUT_NAME:
+        return TranscriptOnStdout()
     try:
         with path.open("a", encoding="utf-8"):
             pass
