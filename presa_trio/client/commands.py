@@ -267,8 +267,10 @@ async def run_async(args: argparse.Namespace, stdio: Sequence[str] | None, conso
         code = await interruptible(run)
     if unasked := answerer.unasked():
         asked = ", ".join(answerer.asked) or "nothing"
-        console.note(f"presa-trio: warning: --answer {', '.join(unasked)} was not asked for "
-                     f"(the server asked for {asked})")
+        console.note(
+            f"presa-trio: warning: --answer {', '.join(unasked)} was not asked for "
+            f"(the server asked for {asked})"
+        )
     return code
 
 

@@ -36,7 +36,9 @@ async def reference(run: Run, kind: str, ref: str, argument: str) -> JSONObject:
         await find_template(run, ref)
         return {"type": "ref/resource", "uri": ref}
     listed = (await find_prompt(run, ref)).get("arguments")
-    names = [a.get("name") for a in (listed if isinstance(listed, list) else []) if isinstance(a, dict)]
+    names = [
+        a.get("name") for a in (listed if isinstance(listed, list) else []) if isinstance(a, dict)
+    ]
     if argument not in names:
         shown = ", ".join(map(str, names)) or "none"
         raise UsageProblem(f"prompt {ref!r} has no argument {argument!r} (its arguments: {shown})")

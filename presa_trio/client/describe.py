@@ -12,7 +12,7 @@ Spec: server/tools §Tool, §Tool Annotations, §Output Schema.
 from __future__ import annotations
 
 from presa_trio.client.errors import EXIT_RESULT
-from presa_trio.client.output import pretty
+from presa_trio.client.output import compact, pretty
 from presa_trio.client.run import Run, find_tool
 from presa_trio.client.signatures import tool_signature
 from presa_trio.client.transport import object_at
@@ -21,7 +21,7 @@ from presa_trio.wire.models import JSONObject
 
 def annotation_text(annotations: JSONObject) -> str:
     """``readOnlyHint: true, title: "Greeter"``: each hint as the server sent it."""
-    return ", ".join(f"{key}: {pretty(value)}" for key, value in annotations.items())
+    return ", ".join(f"{key}: {compact(value)}" for key, value in annotations.items())
 
 
 def describe_text(tool: JSONObject) -> str:

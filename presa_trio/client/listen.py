@@ -79,7 +79,9 @@ def notification_text(message: JSONObject) -> str:
     if method == "notifications/resources/updated":
         return f"resource updated: {params.get('uri')}"
     if method == TASK_NOTIFICATION:
-        said = f" — {params['statusMessage']}" if isinstance(params.get("statusMessage"), str) else ""
+        said = (
+            f" — {params['statusMessage']}" if isinstance(params.get("statusMessage"), str) else ""
+        )
         return f"task {params.get('taskId')}: {params.get('status')}{said}"
     shown = {k: v for k, v in params.items() if k != "_meta"}
     return f"{method} {compact(shown)}"

@@ -40,7 +40,7 @@ def type_text(schema: Any) -> str:
     if not isinstance(schema, dict):
         return "any"
     if isinstance(schema.get("$ref"), str):
-        return schema["$ref"].rsplit("/", 1)[-1]
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
     if "const" in schema:
         return json.dumps(schema["const"], ensure_ascii=False)
     if isinstance(schema.get("enum"), list):

@@ -61,9 +61,9 @@ async def test_prompt_takes_args_as_json_or_pairs_and_checks_them_first(
         "prompt",
         typed.url,
         "review",
+        "framework:=7",
         "--args",
         '{"language": "perl"}',
-        "framework:=7",
         "--transcript",
         str(record),
     )
@@ -101,4 +101,6 @@ async def test_complete_a_prompt_argument_with_the_arguments_chosen(typed: Serve
     )
     no_template = await client("complete", typed.url, "template", "note://{day}", "day=m")
     assert no_template.status == 2
-    assert no_template.error() == f"{typed.url} has no template 'note://{{day}}' (its templates: none)"
+    assert (
+        no_template.error() == f"{typed.url} has no template 'note://{{day}}' (its templates: none)"
+    )

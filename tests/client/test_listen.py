@@ -34,7 +34,8 @@ async def listening(arguments: Sequence[str], then: Callable[[], Awaitable[objec
                 env=client_environment(),
             )
         )
-        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
         err = b""
         with trio.fail_after(60):
             async for chunk in process.stderr:
@@ -53,7 +54,9 @@ async def test_listen_prints_a_resource_update_and_a_list_change(typed: ServePro
     """Spec-mandated (basic/patterns/subscriptions §Notification Filter, §Receiving
     Notifications): what the flags ask for arrives, one line each; ``--count`` ends it."""
     touch = partial(client, "call", typed.url, "touch", "uri=note://today")
-    ran = await listening([typed.url, "--tools", "--resource", "note://today", "--count", "2"], touch)
+    ran = await listening(
+        [typed.url, "--tools", "--resource", "note://today", "--count", "2"], touch
+    )
     assert ran.status == 0, ran.stderr
     assert ran.stdout == "resource updated: note://today\ntools list changed\n"
     assert "listening for resourceSubscriptions, toolsListChanged" in ran.stderr

@@ -52,5 +52,8 @@ def test_a_tool_signature_has_types_defaults_and_optional_marks() -> None:
 
 def test_a_prompt_signature_marks_its_optional_arguments() -> None:
     """presa-defined: prompt arguments are strings; only their names are shown."""
-    prompt = {"name": "review", "arguments": [{"name": "language", "required": True}, {"name": "framework"}]}
+    prompt = {
+        "name": "review",
+        "arguments": [{"name": "language", "required": True}, {"name": "framework"}],
+    }
     assert prompt_signature(prompt) == "review(language, framework?)"

@@ -37,13 +37,15 @@ async def on_terminal_stderr(*arguments: str, env: dict[str, str]) -> str:
             try:
                 while chunk := await terminal.receive_some():
                     shown += chunk
-            except OSError:  # EIO: the terminal's last writer is gone
+            except trio.BrokenResourceError:  # EIO: the terminal's last writer is gone
                 pass
             await terminal.aclose()
     return shown.decode()
 
 
-async def test_log_level_asks_each_request_for_its_logs(typed: ServeProcess, tmp_path: Path) -> None:
+async def test_log_level_asks_each_request_for_its_logs(
+    typed: ServeProcess, tmp_path: Path
+) -> None:
     """Spec-mandated (server/utilities/logging §Per-request log level): ``logLevel`` in the
     request's ``_meta``, and the logs at or above it on stderr; none asked, none sent."""
     record = tmp_path / "wire.jsonl"
