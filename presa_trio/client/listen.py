@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 
 from presa_trio.client.errors import EXIT_RESULT, ProtocolFailure, RequestError
-from presa_trio.client.output import compact
+from presa_trio.client.output import compact, task_line
 from presa_trio.client.run import Run
 from presa_trio.client.transport import is_response, object_at
 from presa_trio.wire.models import JSONObject
@@ -79,10 +79,7 @@ def notification_text(message: JSONObject) -> str:
     if method == "notifications/resources/updated":
         return f"resource updated: {params.get('uri')}"
     if method == TASK_NOTIFICATION:
-        said = (
-            f" — {params['statusMessage']}" if isinstance(params.get("statusMessage"), str) else ""
-        )
-        return f"task {params.get('taskId')}: {params.get('status')}{said}"
+        return task_line(params)
     shown = {k: v for k, v in params.items() if k != "_meta"}
     return f"{method} {compact(shown)}"
 

@@ -144,6 +144,12 @@ def notification_line(message: JSONObject) -> str | None:
     return None
 
 
+def task_line(task: JSONObject) -> str:
+    """``task ID: STATUS — MESSAGE``: a task's status (SEP-2663 §Task Status) in a line."""
+    said = f" — {task['statusMessage']}" if isinstance(task.get("statusMessage"), str) else ""
+    return f"task {task.get('taskId')}: {task.get('status')}{said}"
+
+
 def compact(message: Any) -> str:
     """A message on one line, as ``-v`` shows it."""
     return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
@@ -220,8 +226,7 @@ class Console:
 
     def status(self, task: JSONObject, elapsed_s: float) -> None:
         """The task's status line; redrawn on a terminal, a new line on change elsewhere."""
-        said = f" — {task['statusMessage']}" if isinstance(task.get("statusMessage"), str) else ""
-        status = f"task {task.get('taskId')}: {task.get('status')}{said}"
+        status = task_line(task)
         if self.live:
             self._status = status
             self.draw(elapsed_s)
