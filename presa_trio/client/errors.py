@@ -10,12 +10,14 @@ server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 =====  ===========================================================
 0      a result (and a ``listen`` the server closed gracefully)
 1      a tool result with ``isError: true``, from a plain call or a task
-2      usage: a bad option, argument, answer or file; a tool or prompt the
-       server does not list; an ``--answer`` key the server does not ask;
-       an answer missing with no terminal to ask
+2      usage: a bad option, argument, answer or file; a tool, prompt or
+       resource template the server does not list (or a prompt argument it
+       does not take); an ``--answer`` key the server does not ask; an
+       answer missing with no terminal to ask
 3      protocol: any JSON-RPC error the server answers (an unknown resource
-       or task among them); a task that ended ``failed``; an unreachable,
-       legacy or non-MCP server; a 401 no sign-in cured
+       or task among them); a task that ended ``failed``; a ``listen`` the
+       server agreed to none of; an unreachable, legacy or non-MCP server;
+       a 401 no sign-in cured
 130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first), or a task
        that ended ``cancelled``
 =====  ===========================================================
