@@ -9,8 +9,6 @@ the method table says what each method is (:mod:`~presa_trio.server.methods`);
 
 from presa_trio.server.context import RequestContext, ServerView
 from presa_trio.server.dispatch import Dispatcher
-from presa_trio.wire.elicitation import Accepted, Cancelled, Declined, Elicited
-from presa_trio.wire.hints import Field, SignatureError
 from presa_trio.server.registry import (
     CacheHints,
     Extension,
@@ -20,6 +18,8 @@ from presa_trio.server.registry import (
     SubscriptionPart,
     ToolError,
 )
+from presa_trio.wire.elicitation import Accepted, Cancelled, Declined, Elicited
+from presa_trio.wire.hints import Field, SignatureError
 from presa_trio.wire.schemas import SchemaError
 
 __all__ = [

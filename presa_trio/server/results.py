@@ -9,8 +9,9 @@ Accepted, on the plain path and in a task alike:
 - :class:`~presa_trio.wire.mrtr.InputRequired` (a multi round-trip question);
 - a JSON object (a ``dict`` with string keys), an attrs instance or a
   dataclass instance: ``structuredContent`` (``datetime``, ``UUID``,
-  ``Decimal``, ``Path`` fields written as strings, :mod:`presa_trio.wire.hints`), with its JSON as a text block for clients that
-  read only content (server/tools §Structured Content);
+  ``Decimal``, ``Path`` fields written as strings, :mod:`presa_trio.wire.hints`),
+  with its JSON as a text block for clients that read only content
+  (server/tools §Structured Content);
 - ``None``, only from a tool declared ``-> None``: empty content;
 - a number, a list or another JSON value, only from a tool whose declared
   return type says so (``-> int``, ``-> list[str]``): its JSON as text.

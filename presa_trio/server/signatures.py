@@ -53,6 +53,7 @@ import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
+from presa_trio.wire import models
 from presa_trio.wire.hints import (
     MAPPINGS,
     SEQUENCES,
@@ -65,7 +66,6 @@ from presa_trio.wire.hints import (
     schema_for,
     structuring_problems,
 )
-from presa_trio.wire import models
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.schemas import CompiledSchema

@@ -138,12 +138,13 @@ def field_problem(field: Any) -> str | None:
 
 
 def describe_kind(field: Any) -> str:
-    if not isinstance(field, dict):
-        return repr(field)
-    if "anyOf" in field:
+    """How a field that is no primitive reads in a refusal: "an object", "a union"…"""
+    if isinstance(field, dict) and "anyOf" in field:
         return "a union"
-    kind = field.get("type")
-    return "an object" if kind == "object" else f"type {kind!r}" if kind else "a free value"
+    kind = field.get("type") if isinstance(field, dict) else None
+    if kind == "object":
+        return "an object"
+    return f"type {kind!r}" if kind else "a free value"
 
 
 def check_form(schema: Any, where: str) -> None:
@@ -151,9 +152,11 @@ def check_form(schema: Any, where: str) -> None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise SignatureError(f'{where}: a form is an object schema, "type": "object"')
     extra = sorted(set(schema) - FORM_KEYWORDS)
+    if extra:
+        raise SignatureError(f"{where}: {', '.join(extra)} is not allowed on a form")
     properties = schema.get("properties")
-    if extra or not isinstance(properties, dict):
-        raise SignatureError(f"{where}: a form has properties and required only; not {extra}")
+    if not isinstance(properties, dict):
+        raise SignatureError(f"{where}: a form needs its properties, an object")
     for name, field in properties.items():
         problem = field_problem(field)
         if problem is not None:
@@ -170,9 +173,12 @@ def leave_out_none(field: JSONObject) -> JSONObject:
     return {**kept, **outer}
 
 
-@functools.lru_cache(maxsize=256)
 def class_schema(cls: type) -> tuple[JSONObject, CompiledSchema]:
-    """The form of an attrs class or a dataclass, checked and compiled once per class."""
+    """The form of an attrs class or a dataclass, checked and compiled.
+
+    Built on each ask, not kept: an elicitation waits for a person, and a
+    form built again costs nothing beside that wait.
+    """
     where = f"elicitation form {describe_hint(cls)}"
     if not is_record(cls):
         raise SignatureError(f"{where}: a typed form is an attrs class or a dataclass")
@@ -195,7 +201,7 @@ class Form(Generic[T]):
     read: Callable[[JSONObject], T]
 
     def answer(self, key: str, result: ElicitResult) -> Elicited[T]:
-        """The outcome of the elicitation issued under ``key``; -32602 for content that does not fit.
+        """The outcome of the elicitation under ``key``; -32602 for content that does not fit.
 
         Spec: client/elicitation §Response Actions — ``accept`` carries the
         content, ``decline`` and ``cancel`` none; mrtr §Error Handling — an

@@ -126,7 +126,7 @@ def is_record(hint: Any) -> bool:
 
 
 def is_structured(hint: Any) -> bool:
-    """An attrs class, a dataclass, a TypedDict or a ``dict[str, …]``: a JSON object with a shape."""
+    """An attrs class, a dataclass, a TypedDict or a ``dict[str, …]``: an object with a shape."""
     if is_record(hint):
         return True
     return typing.is_typeddict(hint) or get_origin(hint) in MAPPINGS or hint is dict
@@ -306,8 +306,9 @@ def string_reader(read: Callable[[str], Any], what: str) -> Callable[[Any, Any],
     """A structure hook reading a JSON string with ``read``; a ``ValueError`` saying ``what``."""
 
     def structure(value: Any, _: Any) -> Any:
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string holding {what}, got {type(value).__name__}")
+        if not isinstance(value, str):  # a wrong JSON value is the caller's, as a bad string
+            wrong = type(value).__name__
+            raise ValueError(f"expected a string holding {what}, got {wrong}")  # noqa: TRY004
         try:
             return read(value)
         except (ValueError, ArithmeticError):
@@ -361,6 +362,9 @@ def make_arguments_converter() -> cattrs.Converter:
         for member in get_args(hint):
             if fits(value, member):
                 return converter.structure(value, member)
+        others = [member for member in get_args(hint) if member is not type(None)]
+        if len(others) == 1:  # ``X | None``: X's own words say what is wrong
+            return converter.structure(value, others[0])
         raise ValueError(f"{value!r} fits none of {hint!r}")
 
     converter.register_structure_hook_func(is_union, structure_union)

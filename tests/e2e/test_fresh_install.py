@@ -57,7 +57,9 @@ def readme_install() -> list[list[str]]:
     part that serves the demo is left out, since it runs until stopped.
     """
     line = next(
-        line for line in README.read_text().splitlines() if line.startswith("python3 -m venv .venv ")
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith("python3 -m venv .venv ")
     )
     parts = [shlex.split(part) for part in line.split(" && ")]
     return [part for part in parts if "serve" not in part]

@@ -122,7 +122,9 @@ async def test_typed_server_books_once_the_user_confirms() -> None:
     params: dict[str, Any] = {"name": "book", "arguments": {"booking": booking, "nights": 2}}
     async with running(McpApp.for_server(typed_server.server)) as client:
         asked = (await client.call("tools/call", params)).json()["result"]
-        confirmed = {"inputResponses": {"elicit-1": {"action": "accept", "content": {"sure": True}}}}
+        confirmed = {
+            "inputResponses": {"elicit-1": {"action": "accept", "content": {"sure": True}}}
+        }
         done = (await client.call("tools/call", {**params, **confirmed})).json()["result"]
         declined = {"inputResponses": {"elicit-1": {"action": "decline"}}}
         refused = (await client.call("tools/call", {**params, **declined})).json()["result"]

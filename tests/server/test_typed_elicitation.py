@@ -72,7 +72,9 @@ def build() -> Server:
     @server.tool(needs=["elicitation"])
     async def raw(ctx: RequestContext) -> str:
         """Asks with a hand-written schema."""
-        answer = await ctx.elicit("Name?", {"type": "object", "properties": {"n": {"type": "string"}}})
+        answer = await ctx.elicit(
+            "Name?", {"type": "object", "properties": {"n": {"type": "string"}}}
+        )
         return repr(answer.data)
 
     @server.tool(needs=["elicitation"])
@@ -106,7 +108,11 @@ async def test_the_plain_path_asks_round_by_round_and_answers_instances(
     assert first["inputRequests"] == {
         "elicit-1": {
             "method": "elicitation/create",
-            "params": {"mode": "form", "message": "Delete a.txt?", "requestedSchema": CONFIRM_SCHEMA},
+            "params": {
+                "mode": "form",
+                "message": "Delete a.txt?",
+                "requestedSchema": CONFIRM_SCHEMA,
+            },
         }
     }
     second = await client.call_tool(
