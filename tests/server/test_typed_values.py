@@ -26,7 +26,7 @@ from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension
 from presa_trio.testing import McpClient, connect
 from presa_trio.wire.errors import INTERNAL_ERROR
-from tests.expect import error_of, result_of
+from tests.expect import error_of, tools_by_name
 
 DECLARED: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 WHEN = datetime.datetime(2026, 7, 28, 9, 30, tzinfo=datetime.UTC)
@@ -134,17 +134,12 @@ async def client() -> AsyncIterator[McpClient]:
         yield opened
 
 
-async def listed(client: McpClient) -> dict[str, Any]:
-    tools = result_of(await client.call("tools/list"))["tools"]
-    return {tool["name"]: tool for tool in tools}
-
-
 async def test_each_type_has_its_string_schema_in_and_out(client: McpClient) -> None:
     """Spec-mandated (server/tools §Tool, §Output Schema; basic/index §JSON Schema
     Usage; JSON Schema 2020-12 Validation §7.3 formats): a dataclass is an object;
     ``datetime``, ``date``, ``time``, ``UUID`` are strings with their ``format``; a
     ``Decimal`` a string of digits, a ``Path`` a string; the same in the output schema."""
-    tools = await listed(client)
+    tools = await tools_by_name(client)
     assert tools["book"]["inputSchema"] == {
         "type": "object",
         "properties": {"booking": BOOKING_SCHEMA, "paid": BOOKING_SCHEMA["properties"]["price"]},
