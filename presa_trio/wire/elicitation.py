@@ -80,13 +80,13 @@ class Cancelled:
 Elicited: TypeAlias = Accepted[T] | Declined | Cancelled
 
 #: The keywords each kind of field may carry (schema.ts ``PrimitiveSchemaDefinition``).
-TEXT = frozenset({"type", "title", "description", "default"})
+EVERY_FIELD = frozenset({"type", "title", "description", "default"})
 KEYWORDS: Mapping[str, frozenset[str]] = {
-    "string": TEXT | {"minLength", "maxLength", "format", "enum", "oneOf", "enumNames"},
-    "number": TEXT | {"minimum", "maximum"},
-    "integer": TEXT | {"minimum", "maximum"},
-    "boolean": TEXT,
-    "array": TEXT | {"minItems", "maxItems", "items"},
+    "string": EVERY_FIELD | {"minLength", "maxLength", "format", "enum", "oneOf", "enumNames"},
+    "number": EVERY_FIELD | {"minimum", "maximum"},
+    "integer": EVERY_FIELD | {"minimum", "maximum"},
+    "boolean": EVERY_FIELD,
+    "array": EVERY_FIELD | {"minItems", "maxItems", "items"},
 }
 #: The string formats a form may ask for (schema.ts ``StringSchema.format``).
 STRING_FORMATS = ("email", "uri", "date", "date-time")

@@ -41,7 +41,10 @@ from presa_trio.wire.models import JSONObject
 
 
 class SignatureError(TypeError):
-    """A tool whose signature presa cannot turn into a schema; raised at registration."""
+    """A handler's signature, or an elicitation form, that presa cannot turn into a schema.
+
+    Raised at registration for a handler, when the tool asks for a form.
+    """
 
 
 @attrs.frozen
