@@ -35,7 +35,7 @@ from presa_trio.client.errors import (
     ProtocolFailure,
     UsageProblem,
 )
-from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.follow import TaskFollower, ended_status, status_of
 from presa_trio.client.oauth import SignInOptions, resource_of
 from presa_trio.client.options import LISTS, STDIO_ENDPOINT, TOKEN_ENV
 from presa_trio.client.output import (
@@ -50,6 +50,7 @@ from presa_trio.client.output import (
 from presa_trio.client.prompting import Terminal
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
+from presa_trio.client.task_stream import stream_task
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
     HttpTransport,
@@ -107,18 +108,12 @@ class Run:
 
     def finish(self, task: JSONObject) -> int:
         """A task that ended: its result printed, its exit status returned."""
-        status, task_id = status_of(task), task.get("taskId")
-        if status is Status.COMPLETED:
+        if status_of(task) is Status.COMPLETED:
             result = object_at(task, "result")
             self.console.result(result, tool_result_text(result))
-            return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_RESULT
-        if self.console.json:
+        elif self.console.json:
             self.console.result(task, "")
-        if status is Status.CANCELLED:
-            self.console.note(f"task {task_id} was cancelled")
-            return EXIT_CANCELLED
-        error = object_at(task, "error")
-        raise ProtocolFailure(f"task {task_id} failed: {error.get('code')}: {error.get('message')}")
+        return ended_status(task, self.console)
 
 
 async def discover(run: Run) -> int:
@@ -203,6 +198,8 @@ async def task(run: Run) -> int:
         return EXIT_RESULT
     if run.args.action == "wait":
         return run.finish(await follower.follow(current))
+    if run.args.action == "stream":
+        return await stream_task(follower, current, run.args.after)
     if status_of(current) is not Status.INPUT_REQUIRED:
         run.console.note(f"task {task_id} is {current.get('status')}: nothing to answer")
         return EXIT_RESULT

@@ -4,7 +4,9 @@ With ``--json`` stdout holds exactly one JSON document, the result as the
 server sent it (for a list, every page's items together). Without it, a
 result is shown for reading: a tool's text content as text, other content
 as one line each, ``structuredContent`` as indented JSON. Status lines,
-progress, logs and questions always go to stderr.
+progress, logs and questions always go to stderr. A stream of items
+(``task stream``'s events) is printed item by item instead, with
+``--json`` as one compact JSON document per line (JSON Lines).
 
 A task's status (SEP-2663 §Task Status) is one line: on a terminal it is
 redrawn in place with a spinner and the elapsed time; elsewhere each change
@@ -29,6 +31,11 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def compact(value: Any) -> str:
+    """``value`` as JSON on one line."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def block_line(block: Any) -> str:
@@ -137,6 +144,12 @@ class Console:
     def result(self, value: Any, text: str) -> None:
         """The command's result: ``value`` as JSON with ``--json``, else ``text``."""
         self.out.write((pretty(value) if self.json else text) + "\n")
+        self.out.flush()
+
+    def line(self, value: Any, text: str) -> None:
+        """One item of a stream as it comes: ``value`` as one line of compact JSON with
+        ``--json`` (JSON Lines), else ``text``."""
+        self.out.write((compact(value) if self.json else text) + "\n")
         self.out.flush()
 
     def note(self, line: str) -> None:
