@@ -248,10 +248,11 @@ class TaskFollower:
     async def streamed(self, task: JSONObject, send: trio.MemorySendChannel[JSONObject]) -> None:
         """Pass on the task's status from its event stream, and its end once the log closes.
 
-        Returns (to polling) when the server refuses the stream. The events
-        are read by :class:`~presa_trio.client.events.TaskEvents` and turned
-        into snapshots by :meth:`snapshots_from`, both in one nursery: an
-        error of either ends both and the follow with it, except a refusal.
+        The events are read by :class:`~presa_trio.client.events.TaskEvents`
+        and turned into snapshots by :meth:`snapshots_from`, both in one
+        nursery: an error of either ends both, and the follow with it; but a
+        JSON-RPC error (a refused stream, -32601 or a limit) returns to the
+        caller, which polls, and meets any lasting error there again.
         """
         task_id = str(task["taskId"])
         events = TaskEvents(self.connection, task_id, retry_s=poll_seconds(task))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -31,6 +30,8 @@ from tests.postgres import free_port
 
 CONFIRM = '{"action":"accept","content":{"confirm":true}}'
 STATUS = "presa_trio.task.status"
+#: ``confirm_delete``, its question answered by a flag.
+ANSWERED = ("confirm_delete", "filename=notes.txt", "--answer", f"confirm-delete={CONFIRM}")
 
 
 @pytest.fixture
@@ -265,18 +266,8 @@ async def test_call_follows_a_task_by_its_events_when_the_server_offers_them(
     status comes from the task's events, tasks/get only for the question and the
     outcome; the output and the exit status are those of a polled task."""
     record = tmp_path / "wire.jsonl"
-    ran = await client(
-        "call",
-        streaming.url,
-        "confirm_delete",
-        "filename=notes.txt",
-        "--answer",
-        f"confirm-delete={CONFIRM}",
-        "--transcript",
-        str(record),
-    )
-    assert ran.status == 0, ran.stderr
-    assert ran.stdout == "Delete confirmed: true\n"
+    ran = await client("call", streaming.url, *ANSWERED, "--transcript", str(record))
+    assert (ran.status, ran.stdout) == (0, "Delete confirmed: true\n"), ran.stderr
     assert ": input_required — The task is waiting for input" in ran.stderr
     assert "answered confirm-delete" in ran.stderr
     sent = methods(record)
@@ -319,19 +310,7 @@ async def test_over_stdio_the_events_of_a_stream_find_it_among_other_requests(
     goes to the open tasks/stream of its task while tasks/get and tasks/update are
     in flight beside it."""
     record = tmp_path / "stdio.jsonl"
-    server = [sys.executable, "-m", "presa_trio", "stdio", "--task-events"]
-    ran = await client(
-        "call",
-        "--stdio",
-        "confirm_delete",
-        "--answer",
-        f"confirm-delete={CONFIRM}",
-        "--transcript",
-        str(record),
-        "--",
-        *server,
-        "--log-level",
-        "WARNING",
-    )
+    server = client_command("stdio", "--task-events", "--log-level", "WARNING")
+    ran = await client("call", "--stdio", *ANSWERED, "--transcript", str(record), "--", *server)
     assert (ran.status, ran.stdout) == (0, "Delete confirmed: true\n"), ran.stderr
     assert "tasks/stream" in methods(record)
