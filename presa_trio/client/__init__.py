@@ -21,7 +21,7 @@ module              holds
 ``arguments``       ``key=value`` typed from a schema, checked before sending
 ``answers``         input requests answered from flags, a file, or a person
 ``prompting``       the person at the terminal
-``follow``          a task's life: listen or poll, update, cancel
+``follow``          a task's life: its events, listen or poll, update, cancel
 ``events``          a task's event stream, resumed after every cut (SEP-2694)
 ``task_stream``     ``task stream``: the events printed as they come
 ``tool_headers``    tools whose ``x-mcp-header`` is invalid, left out
