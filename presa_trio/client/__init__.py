@@ -23,7 +23,9 @@ module              holds
 ``signatures``      a tool's or prompt's call as one typed line
 ``answers``         input requests answered from flags, a file, or a person
 ``prompting``       the person at the terminal
-``follow``          a task's life: listen or poll, update, cancel
+``follow``          a task's life: its events, listen or poll, update, cancel
+``events``          a task's event stream, resumed after every cut (SEP-2694)
+``task_stream``     ``task stream``: the events printed as they come
 ``tool_headers``    tools whose ``x-mcp-header`` is invalid, left out
 ``oauth``           sign-in: discovery, registration, code with PKCE, refresh
 ``signin``          the kept token sent, refreshed, or a sign-in on a 401

@@ -54,6 +54,7 @@ from presa_trio.client.raw import request
 from presa_trio.client.run import Run, find_prompt, find_tool
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
+from presa_trio.client.task_stream import stream_task
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
     HttpTransport,
@@ -137,6 +138,8 @@ async def task(run: Run) -> int:
         return EXIT_RESULT
     if run.args.action == "wait":
         return run.finish(await follower.follow(current))
+    if run.args.action == "stream":
+        return await stream_task(follower, current, run.args.after)
     if status_of(current) is not Status.INPUT_REQUIRED:
         run.console.note(f"task {task_id} is {current.get('status')}: nothing to answer")
         return EXIT_RESULT

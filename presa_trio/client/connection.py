@@ -167,6 +167,7 @@ class Connection:
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
         timeout_s: float | None = None,
         progress: bool = False,
+        on_notification: Notify | None = None,
     ) -> JSONObject:
         """Send ``method`` and return its result; an error raises :class:`RequestError`.
 
@@ -186,6 +187,7 @@ class Connection:
                     param_headers=param_headers,
                     timeout_s=timeout_s,
                     progress=progress,
+                    on_notification=on_notification,
                 )
             except Unauthorized as failure:
                 if self.authorize is None or sign_ins >= MAX_SIGN_INS:
@@ -212,11 +214,14 @@ class Connection:
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
         timeout_s: float | None = None,
         progress: bool = False,
+        on_notification: Notify | None = None,
     ) -> JSONObject:
         """One exchange of ``method``: its result, or :class:`RequestError`.
 
-        The notifications on its stream go to :attr:`notify`.
+        The notifications on its stream go to ``on_notification`` when given
+        (a ``tasks/stream``'s events), else to :attr:`notify`.
         """
+        notify = self.notify if on_notification is None else on_notification
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(
@@ -226,7 +231,7 @@ class Connection:
                 replies,
             ):
                 while not is_response(reply := await replies.next()):
-                    self.notify(reply)
+                    notify(reply)
         if waited.cancelled_caught:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # whatever its id: a refusal before the id was read has null

@@ -61,6 +61,14 @@ class ProtocolFailure(ClientError):
     """The server could not be reached, or did not answer as an MCP server does."""
 
 
+class Unreachable(ProtocolFailure):
+    """The server could not be reached: no connection, so nothing was sent."""
+
+
+class BrokenOff(ProtocolFailure):
+    """The server was reached, but the exchange ended before its response came."""
+
+
 class RequestError(ProtocolFailure):
     """The server answered a request with a JSON-RPC error."""
 

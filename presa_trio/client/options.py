@@ -89,6 +89,13 @@ def log_level(text: str) -> str:
     return text.lower()
 
 
+def sequence_number(text: str) -> int:
+    """A task event's ``seq``: a non-negative integer (SEP-2694 §Resume and Replay Semantics)."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an event's seq (0, 1, 2…)")
+    return int(text)
+
+
 def endpoint_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("url", metavar="URL", help="the MCP endpoint, or --stdio -- COMMAND ARGS…")
@@ -231,6 +238,18 @@ def add_client_commands(commands: Any) -> None:
     ):
         parser = actions.add_parser(action, parents=both, help=said)
         parser.add_argument("task_id", metavar="TASK_ID")
+    stream = actions.add_parser(
+        "stream",
+        parents=[endpoint],
+        help="print the task's events as they come, until it ends (tasks/stream, SEP-2694)",
+    )
+    stream.add_argument("task_id", metavar="TASK_ID")
+    stream.add_argument(
+        "--after",
+        type=sequence_number,
+        metavar="N",
+        help="start after event N (default: at the earliest event the server keeps)",
+    )
 
 
 def add_complete_command(commands: Any, endpoint: argparse.ArgumentParser) -> None:

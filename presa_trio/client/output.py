@@ -3,7 +3,8 @@
 With ``--json`` stdout holds exactly one JSON document: the result as the
 server sent it (for a list, every page's items together), or, when the
 command fails, the failure (:meth:`~presa_trio.client.errors.ClientError.document`);
-``listen`` alone writes one per notification, a line each. Without it, a
+``listen`` and ``task stream`` write one per notification or event, a line each
+(JSON Lines). Without it, a
 result is shown for reading: a tool's text content as text, other content
 as one line each, ``structuredContent`` as indented JSON. Status lines,
 progress, logs, the wire under ``-v`` and questions always go to stderr;
@@ -48,6 +49,11 @@ SENT, RECEIVED = "→", "←"
 
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def compact(value: Any) -> str:
+    """``value`` as JSON on one line: a stream's item under ``--json``, a message under ``-v``."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def block_line(block: Any) -> str:
@@ -150,11 +156,6 @@ def task_line(task: JSONObject) -> str:
     return f"task {task.get('taskId')}: {task.get('status')}{said}"
 
 
-def compact(message: Any) -> str:
-    """A message on one line, as ``-v`` shows it."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-
-
 def colour_wanted(err: TextIO) -> bool:
     """Colours on a terminal, unless ``NO_COLOR`` is set (no-color.org)."""
     return err.isatty() and not os.environ.get("NO_COLOR")
@@ -185,7 +186,7 @@ class Console:
         self._printed = True
 
     def line(self, value: Any, text: str) -> None:
-        """One item of a stream of results (``listen``): one JSON line with ``--json``."""
+        """One item of a stream (``listen``, ``task stream``): a JSON line with ``--json``."""
         self.out.write((compact(value) if self.json else text) + "\n")
         self.out.flush()
         self._printed = True

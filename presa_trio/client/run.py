@@ -29,14 +29,10 @@ import attrs
 from presa_trio.client.answers import Answerer
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import (
-    EXIT_CANCELLED,
-    EXIT_RESULT,
-    EXIT_TOOL_ERROR,
     ProtocolFailure,
-    TaskFailed,
     UsageProblem,
 )
-from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.follow import TaskFollower, ended_status, status_of
 from presa_trio.client.output import Console, tool_result_text
 from presa_trio.client.signin import SignIn
 from presa_trio.client.tool_headers import usable_tools
@@ -87,17 +83,13 @@ class Run:
 
     def finish(self, task: JSONObject) -> int:
         """A task that ended: its result printed, its exit status returned."""
-        status, task_id = status_of(task), task.get("taskId")
+        status = status_of(task)
         if status is Status.COMPLETED:
             result = object_at(task, "result")
             self.console.result(result, tool_result_text(result))
-            return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_RESULT
-        if status is Status.CANCELLED:
-            if self.console.json:
-                self.console.result(task, "")
-            self.console.note(f"task {task_id} was cancelled")
-            return EXIT_CANCELLED
-        raise TaskFailed(task)
+        elif status is Status.CANCELLED and self.console.json:
+            self.console.result(task, "")
+        return ended_status(task, self.console)
 
 
 def named(

@@ -206,7 +206,7 @@ async def test_a_task_that_asks_is_followed_and_answered(
         if listens:
             (opened,) = listen
             assert sent(opened)[1]["params"]["notifications"]["taskIds"] == [
-                sent(exchanges(record)[2])[1]["params"]["taskId"]
+                exchanges(record)[1]["response"]["body"]["result"]["taskId"]
             ]
             kinds = {event["data"]["method"] for event in opened["response"]["events"]}
             assert kinds == {"notifications/subscriptions/acknowledged", "notifications/tasks"}
