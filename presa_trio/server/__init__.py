@@ -7,7 +7,7 @@ the method table says what each method is (:mod:`~presa_trio.server.methods`);
 :mod:`presa_trio.stdio`) only admit requests and write answers.
 """
 
-from presa_trio.server.context import RequestContext, ServerView
+from presa_trio.server.context import Connection, EmitFailed, RequestContext, ServerView
 from presa_trio.server.dispatch import Dispatcher
 from presa_trio.server.hints import Field, SignatureError
 from presa_trio.server.registry import (
@@ -23,7 +23,9 @@ from presa_trio.wire.schemas import SchemaError
 
 __all__ = [
     "CacheHints",
+    "Connection",
     "Dispatcher",
+    "EmitFailed",
     "Extension",
     "Field",
     "Method",

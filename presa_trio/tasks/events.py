@@ -43,6 +43,9 @@ EVENT_NOTIFICATION = "notifications/tasks/event"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: ``events_gone``'s code, from the implementation-defined server error range.
 EVENTS_GONE = -32010
+#: ``data.reason`` of a ``tasks/stream`` refused by a limit on open streams:
+#: presa's, a name the proposal could adopt beside ``events_gone`` (spec-notes §50).
+TOO_MANY_STREAMS = "too_many_streams"
 
 #: A label of an event type: letters, digits, ``_`` and ``-``.
 _LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")

@@ -5,13 +5,15 @@ each kind (memory, a SQLite file, a PostgreSQL database); a task tool here
 emits what the test asks and waits on gates the test opens, so "live"
 means an event appended after the stream was opened; every wait is on a
 message, never on time, under ``trio.fail_after``; requests with another
-``client`` address came on another connection.
+``client`` port came on another connection, with another address from
+another client.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
 from typing import Any
 
 import attrs
@@ -33,7 +35,12 @@ from presa_trio.tasks.events import (
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, meta, request
 from presa_trio.testing import running as serving
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from presa_trio.wire.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+)
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 from tests.e2e.gates import Gates
@@ -42,6 +49,8 @@ from tests.expect import error_of, final_message, result_of
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
 ELSEWHERE = ("127.0.0.1", 50001)
+#: Another client: a connection from another address.
+ANOTHER_CLIENT = ("127.0.0.2", 50000)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -94,11 +103,13 @@ class Harness:
         )
         return self.client.stream(message, client=client)
 
-    async def post_stream(self, task_id: str, **params: Any) -> Response:
+    async def post_stream(
+        self, task_id: str, *, client: tuple[str, int] = ("127.0.0.1", 50000), **params: Any
+    ) -> Response:
         message = request(
             "tasks/stream", {"taskId": task_id, **params}, capabilities=TASKS_CAPABILITIES
         )
-        return await self.client.post(message, limit_s=20)
+        return await self.client.post(message, limit_s=20, client=client)
 
     async def until_ended(self, task_id: str) -> Response:
         """A whole stream of the task, read to its end: its log is closed by then.
@@ -134,9 +145,8 @@ def retention() -> Retention:
 @pytest.fixture
 async def harness(store: TaskStore, retention: Retention) -> AsyncIterator[Harness]:
     gates = Gates()
-    app = McpApp.for_server(
-        events_server(store, TaskEventLog(retention, max_streams_per_scope=3), gates)
-    )
+    log = TaskEventLog(retention, max_streams_per_client=3, max_streams=5)
+    app = McpApp.for_server(events_server(store, log, gates))
     async with serving(app) as client:
         yield Harness(client, gates, app)
 
@@ -355,20 +365,112 @@ async def test_another_principals_task_cannot_be_streamed(store: TaskStore) -> N
         assert events_in(own)[0]["seq"] == 0
 
 
-async def test_concurrent_streams_of_one_caller_are_bounded(harness: Harness) -> None:
+async def test_one_client_holding_its_streams_leaves_other_clients_theirs(
+    harness: Harness,
+) -> None:
     """Spec-recommended (SEP-2694 §Security Implications, concurrent streams per client;
-    S-21): beyond max_streams_per_scope (3 here) a stream is -32603 naming the limit."""
+    S-21): without authorization, streams count per client address: past
+    max_streams_per_client (3 here) one more is 429 with Retry-After and a retryable
+    -32603 naming the limit, while a client at another address streams."""
     tasks = [await harness.start(label="bound") for _ in range(4)]
-    async with (
-        harness.stream(tasks[0]) as a,
-        harness.stream(tasks[1]) as b,
-        harness.stream(tasks[2]) as c,
-    ):
-        for opened in (a, b, c):
-            await next_event(opened)
-        refused = error_of(await harness.post_stream(tasks[3]), 500, INTERNAL_ERROR)
-        assert refused["data"] == {"retryable": True, "limit": "max_streams_per_scope"}
+    async with AsyncExitStack() as held:
+        for task_id in tasks[:3]:
+            await next_event(await held.enter_async_context(harness.stream(task_id)))
+        refused = await harness.post_stream(tasks[3], client=("127.0.0.1", 50001))
+        assert refused.headers["retry-after"] == "5"
+        assert error_of(refused, 429, INTERNAL_ERROR)["data"] == {
+            "retryable": True,
+            "limit": "max_streams_per_client",
+            "reason": "too_many_streams",
+        }
+        async with harness.stream(tasks[3], client=ANOTHER_CLIENT) as other:
+            assert (await next_event(other))["seq"] == 0
     harness.gates["bound"].set()
+
+
+async def test_past_the_servers_cap_a_stream_is_503_with_retry_after(harness: Harness) -> None:
+    """presa-defined (SEP-2694 §Security Implications; S-21): past max_streams (5 here)
+    in the process, a client under its own limit gets 503 with Retry-After and a
+    retryable -32603 naming the server's limit; once a stream ends it streams."""
+    task_id = await harness.start(label="cap")
+    five = [("127.0.0.1", 50020), ("127.0.0.1", 50021), ("127.0.0.1", 50022)]
+    five += [("127.0.0.2", 50023), ("127.0.0.2", 50024)]
+    async with AsyncExitStack() as held:
+        for client in five:
+            await next_event(await held.enter_async_context(harness.stream(task_id, client=client)))
+        refused = await harness.post_stream(task_id, client=("127.0.0.3", 50030))
+        assert refused.headers["retry-after"] == "5"
+        assert error_of(refused, 503, INTERNAL_ERROR)["data"] == {
+            "retryable": True,
+            "limit": "max_streams",
+            "reason": "too_many_streams",
+        }
+    async with harness.stream(task_id, client=("127.0.0.3", 50030)) as later:
+        assert (await next_event(later))["seq"] == 0
+    harness.gates["cap"].set()
+
+
+async def test_with_authorization_streams_count_per_principal_at_any_address(
+    store: TaskStore,
+) -> None:
+    """Spec-recommended (SEP-2694 §Security Implications; S-21): with authorization the
+    limit counts the caller's principal: alice's second stream is 429 from another
+    address too, and bob, at alice's address, streams."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"a": "alice", "b": "bob"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    gates = Gates()
+    log = TaskEventLog(max_streams_per_client=1)
+    app = McpApp.for_server(events_server(store, log, gates), auth=guard)
+    async with serving(app) as client:
+
+        def as_user(method: str, params: Mapping[str, Any], token: str) -> tuple[Any, Any]:
+            message = request(method, params, capabilities=TASKS_CAPABILITIES)
+            headers = [*client.headers_for(message).items(), ("authorization", f"Bearer {token}")]
+            return message, headers
+
+        tasks = {}
+        for token in ("a", "b"):
+            call = as_user("tools/call", {"name": "emitter", "arguments": {}}, token)
+            tasks[token] = result_of(await client.post(*call))["taskId"]
+        async with client.stream(*as_user("tasks/stream", {"taskId": tasks["a"]}, "a")) as own:
+            await next_event(own)
+            again = as_user("tasks/stream", {"taskId": tasks["a"]}, "a")
+            refused = await client.post(*again, client=ANOTHER_CLIENT)
+            assert error_of(refused, 429, INTERNAL_ERROR)["data"]["limit"] == (
+                "max_streams_per_client"
+            )
+            by_bob = as_user("tasks/stream", {"taskId": tasks["b"]}, "b")
+            async with client.stream(*by_bob, client=("127.0.0.1", 50001)) as bobs:
+                assert (await next_event(bobs))["seq"] == 0
+        gates[""].set()
+
+
+async def test_mcp_name_on_tasks_stream_is_checked_only_when_sent(harness: Harness) -> None:
+    """presa-defined (spec-notes §50; S-29; SEP-2694 names no header, SEP-2663
+    §Streamable HTTP: Routing Headers names Mcp-Name for the other task methods): a tasks/stream
+    without Mcp-Name streams, where tasks/get is 400 -32020; one whose Mcp-Name
+    differs from taskId gets exactly what tasks/get gets with it."""
+    task_id = await harness.start()
+    harness.gates[""].set()
+    await harness.until_ended(task_id)
+    unnamed: dict[str, Response] = {}
+    wrong: dict[str, tuple[int, Any]] = {}
+    for method in ("tasks/stream", "tasks/get"):
+        message = request(method, {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+        headers = harness.client.headers_for(message)
+        assert headers.pop("mcp-name") == task_id
+        unnamed[method] = await harness.client.post(message, headers, limit_s=20)
+        answer = await harness.client.post(message, {**headers, "mcp-name": "another-task"})
+        wrong[method] = (answer.status, answer.json()["error"])
+    assert "result" in final_message(unnamed["tasks/stream"])
+    assert events_in(unnamed["tasks/stream"])[0]["seq"] == 0
+    error_of(unnamed["tasks/get"], 400, HEADER_MISMATCH)
+    assert wrong["tasks/stream"] == wrong["tasks/get"]
+    assert wrong["tasks/get"][0] == 400
+    assert wrong["tasks/get"][1]["code"] == HEADER_MISMATCH
 
 
 async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
