@@ -73,7 +73,7 @@ class EmitFailed(Exception):
 
     Raised to the tool, which may catch it and decide: emit again (the
     event may then be in the log twice, under two ``seq``), go on without
-    it, or let it fail the task. :attr:`maybe_stored` says which way it
+    it, or let it fail the task. ``maybe_stored`` says which way it
     failed: the store was unavailable past the store timeout, so its answer
     was lost and the event may be in the log or land once the store is
     back (True); or the store refused the event or failed otherwise, and

@@ -55,8 +55,8 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.server.faults import report_fault
 from presa_trio.server.context import Connection
+from presa_trio.server.faults import report_fault
 from presa_trio.tasks.events import (
     TOO_MANY_STREAMS,
     EventWindow,

@@ -35,7 +35,7 @@ the store says    the tool's emit
 unavailable       waits and tries again, the same way, until the store
                   timeout has passed since it began; then
                   :class:`~presa_trio.server.context.EmitFailed`
-                  (``maybe_stored``: the answer was lost, not the event)
+                  (``maybe_stored``: its answer was lost, so it may be in the log)
 refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
 defect, or        a defect's traceback is logged under an incident id
 anything else

@@ -123,8 +123,7 @@ async def test_events_emitted_while_sessions_are_terminated_are_stored_or_the_to
         for _ in range(5):
             await trio.sleep(0.3)
             own_postgres.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                f" WHERE datname = '{name}'"
+                f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
             )
         failed = await told(peer, task_id)
         events = await logged(peer, task_id)

@@ -53,6 +53,7 @@ async def hold_stream(
     )
     assert response.status_code == 200, await response.aread()
     messages = sse_messages(response)
+    stack.push_async_callback(messages.aclose)  # held, so it is not collected (and closed)
     with trio.fail_after(PATIENCE):
         first = await anext(messages)
     assert first["method"] == "notifications/tasks/event", first
@@ -103,6 +104,8 @@ async def test_a_client_holding_its_streams_leaves_another_client_its_own(
 
 async def parked_task(peer: Peer) -> str:
     """A task that waits for input for as long as the test runs; its id."""
-    created = await peer.call("tools/call", {"name": "confirm_delete", "arguments": {"filename": "f"}})
+    created = await peer.call(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": "f"}}
+    )
     task_id: str = created["taskId"]
     return task_id

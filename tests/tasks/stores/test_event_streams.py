@@ -11,6 +11,7 @@ another client.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
@@ -23,7 +24,7 @@ import trio
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server
+from presa_trio.server import EmitFailed, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
@@ -76,7 +77,11 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
             await ctx.emit(STEP, {"n": n})
         await gates[arguments.get("label", "")].wait()
         for n in range(arguments.get("after", 0)):
-            await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+            try:
+                await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+            except EmitFailed as failed:
+                refused.append(f"EmitFailed(maybe_stored={failed.maybe_stored})")
+                gates["told"].set()
         return " ".join(refused) or "done"
 
     return server
@@ -89,6 +94,7 @@ class Harness:
     client: McpClient
     gates: Gates
     app: McpApp
+    log: TaskEventLog
 
     async def start(self, **arguments: Any) -> str:
         result = await self.client.call_tool("emitter", arguments, capabilities=TASKS_CAPABILITIES)
@@ -148,7 +154,7 @@ async def harness(store: TaskStore, retention: Retention) -> AsyncIterator[Harne
     log = TaskEventLog(retention, max_streams_per_client=3, max_streams=5)
     app = McpApp.for_server(events_server(store, log, gates))
     async with serving(app) as client:
-        yield Harness(client, gates, app)
+        yield Harness(client, gates, app, log)
 
 
 def events_in(response: Response) -> list[dict[str, Any]]:
@@ -471,6 +477,39 @@ async def test_mcp_name_on_tasks_stream_is_checked_only_when_sent(harness: Harne
     assert wrong["tasks/stream"] == wrong["tasks/get"]
     assert wrong["tasks/get"][0] == 400
     assert wrong["tasks/get"][1]["code"] == HEADER_MISMATCH
+
+
+async def test_an_event_the_store_cannot_take_in_time_raises_in_the_tool(
+    harness: Harness, store_kind: str, store_url: str
+) -> None:
+    """presa-defined (docs/task-events.md "An event is stored or the tool is told";
+    S-28): while another program holds the SQLite file's write lock past the store
+    timeout, the tool's emit raises EmitFailed, maybe stored since the store did not
+    answer; the log holds no event for it and no gap, and the task ends once the
+    lock is let go."""
+    if store_kind != "sqlite":
+        pytest.skip("a write lock held by another program is SQLite's")
+    harness.log.emit_wait = 0.5
+    task_id = await harness.start(after=1, label="locked")
+    async with harness.stream(task_id) as stream:
+        await next_event(stream)  # the run has begun: nothing but the tool's emit is due
+    holder = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        harness.gates["locked"].set()
+        with trio.fail_after(20):
+            await harness.gates["told"].wait()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    await harness.until_ended(task_id)
+    done = await harness.client.get_task(task_id)
+    assert done["result"]["content"][0]["text"] == "EmitFailed(maybe_stored=True)"
+    events = events_in(await harness.post_stream(task_id))
+    assert [(e["seq"], e["payload"]["status"]) for e in events] == [
+        (0, "working"),
+        (1, "completed"),
+    ]
 
 
 async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
