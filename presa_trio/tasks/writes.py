@@ -214,6 +214,13 @@ class StoreWriter:
         never cut short (its answer could be lost while the event commits),
         only the wait before the next. Then, or at once for any other
         failure, the tool gets :class:`EmitFailed`.
+
+        A try the store left unanswered lasts the store timeout itself, so
+        it ends past the deadline and is never tried again (the event may
+        still commit: ``maybe_stored``); what is tried again is a failure
+        the store reported sooner (a broken connection, a read-only
+        database), where nothing was written unless a connection broke
+        between a commit and its answer.
         """
         events = self.events
         if events is None:
