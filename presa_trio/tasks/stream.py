@@ -124,7 +124,7 @@ def stream_client(ctx: RequestContext, scope: str) -> Hashable:
     """Whom a stream counts against: the caller's scope with authorization, else its address.
 
     Without authorization every caller shares one scope (spec-notes §37), so
-    counting streams by scope let one client's streams lock every other
+    counting streams by scope would let one client's streams lock every other
     client out; the connection's peer (over HTTP the client's IP address)
     tells clients apart as far as the transport can. Clients behind one
     proxy share its address, and so its limit (docs/task-events.md).
