@@ -25,18 +25,23 @@ object is what connects the store to the workers and to the streams:
   the :class:`~presa_trio.tasks.events.Retention` no longer keeps.
 - **Bounds on streams** (SEP-2694 §tasks/stream, §Security Implications):
   :meth:`admit` refuses a second active stream of one task on one
-  connection (-32602) and more than :attr:`max_streams_per_scope` streams
-  of one caller (-32603, ``data.limit``).
+  connection (-32602), more than :attr:`max_streams_per_client` streams of
+  one client (HTTP 429) and more than :attr:`max_streams` in this process
+  (HTTP 503), both -32603 with ``data.reason: "too_many_streams"`` and
+  ``Retry-After``, so one client never locks the others out.
 
 Failure policy: the append watch (:meth:`follow_appends`) and the pruning
 loop (:meth:`prune`) are two of the runner's housekeeping loops, each kept
 running by :func:`~presa_trio.tasks.housekeeping.keep_running`: a failure
-is logged and the loop starts again. An append the store does not take
-(unreachable, refused, a defect, anything it did not classify) is logged
-and dropped: the write
-it describes has committed, and the task's status stays readable with
-``tasks/get``; a terminal task whose closing event was lost is closed by
-the first stream that finds it (:meth:`close`), so no stream waits forever.
+is logged and the loop starts again. An append of presa's own events the
+store does not take (unreachable, refused, a defect, anything it did not
+classify) is logged and dropped: the write it describes has committed,
+and the task's status stays readable with ``tasks/get``; a terminal task
+whose closing event was lost is closed by the first stream that finds it
+(:meth:`close`), so no stream waits forever. A tool's own event
+(:meth:`emit`) is never dropped unseen: the store's failure goes back to
+its writer, which waits out an unavailable store and then tells the tool
+(:meth:`~presa_trio.tasks.writes.StoreWriter.emit`).
 """
 
 from __future__ import annotations
@@ -50,8 +55,10 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.server.context import Connection
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks.events import (
+    TOO_MANY_STREAMS,
     EventWindow,
     NewEvent,
     Retention,
@@ -62,12 +69,13 @@ from presa_trio.tasks.events import (
 from presa_trio.tasks.events import status_event as status_event_of
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
+    DEFAULT_STORE_TIMEOUT_S,
     RESYNC,
     Resync,
     StoreUnavailable,
     TaskStore,
 )
-from presa_trio.wire.errors import InternalError, InvalidParams
+from presa_trio.wire.errors import InvalidParams, OverCapacity, ServerOverCapacity
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +116,14 @@ class TaskEventLog:
     retention: Retention = attrs.field(factory=Retention)
     # Most events one read of the log brings, so the most one stream holds at once.
     page: int = 100
-    # Most active ``tasks/stream`` requests of one access scope in this process.
-    max_streams_per_scope: int = 16
+    # Most active ``tasks/stream`` requests of one client in this process
+    # (``--task-events-max-streams-per-client``; see :meth:`admit`).
+    max_streams_per_client: int = 16
+    # Most active ``tasks/stream`` requests in this process (``--task-events-max-streams``).
+    max_streams: int = 256
+    # How long a tool's emit waits out an unavailable store before it fails,
+    # in seconds: the store timeout (``--store-timeout``).
+    emit_wait: float = DEFAULT_STORE_TIMEOUT_S
     # How often retention is applied to every log, in seconds.
     prune_every: float = 60.0
     # task_id -> the followers of its streams in this process, and how many
@@ -118,9 +132,9 @@ class TaskEventLog:
     _announced: Counter[str] = attrs.field(factory=Counter)
     # (task_id, cursor) -> the read of the log in flight from there.
     _reads: dict[tuple[str, int], SharedRead] = attrs.field(factory=dict)
-    # (connection, task_id) of every active stream; streams per scope.
+    # (connection, task_id) of every active stream; streams per client.
     _active: set[tuple[Hashable, str]] = attrs.field(factory=set)
-    _per_scope: Counter[str] = attrs.field(factory=Counter)
+    _per_client: Counter[Hashable] = attrs.field(factory=Counter)
 
     # --- appending ------------------------------------------------------------------
 
@@ -152,22 +166,24 @@ class TaskEventLog:
         """
         await self._append(store, task.task_id, [status_event_of(task)], now_ms, closing=True)
 
-    async def emit(
-        self,
-        store: TaskStore,
-        task_id: str,
-        event_type: str,
-        payload: Mapping[str, Any],
-        now_ms: int,
-    ) -> TaskEvent | None:
-        """A tool's own event: checked, then appended; None once the task's log is closed.
+    def tool_event(self, event_type: str, payload: Mapping[str, Any]) -> NewEvent:
+        """A tool's own event, checked before anything is stored.
 
         A type without a vendor prefix is a ``ValueError`` for the tool, a
         payload that is not a JSON object a ``TypeError``, one over the size
         limit a ``ValueError`` (SEP-2694 §Task Event, §Event Types).
         """
-        new = NewEvent(check_type(event_type), dict(self.retention.check_payload(payload)))
-        appended = await self._append(store, task_id, [new], now_ms, closing=False)
+        return NewEvent(check_type(event_type), dict(self.retention.check_payload(payload)))
+
+    async def emit(
+        self, store: TaskStore, task_id: str, event: NewEvent, now_ms: int
+    ) -> TaskEvent | None:
+        """Append a tool's own event (:meth:`tool_event`); None once the task's log is closed.
+
+        Unlike presa's own events, a store failure is raised to the caller,
+        never dropped (see the module docstring).
+        """
+        appended = await store.append_events(task_id, [event], now_ms, self.retention)
         return appended[0] if appended else None
 
     async def _append(
@@ -251,8 +267,17 @@ class TaskEventLog:
     # --- bounds on streams ------------------------------------------------------------
 
     @contextmanager
-    def admit(self, scope: str, connection: Hashable, task_id: str) -> Iterator[None]:
-        """Hold a stream's place: one per task per connection, a bounded number per scope.
+    def admit(
+        self, client: Hashable, connection: Connection | None, task_id: str
+    ) -> Iterator[None]:
+        """Hold a stream's place: one per task per connection, a bounded number per client.
+
+        ``client`` is whom the stream counts against: with authorization the
+        caller's principal, without it the connection's peer (the client's
+        address), so one client holding its streams leaves the others
+        theirs (:func:`~presa_trio.tasks.stream.stream_client`). Its own
+        limit is checked first (HTTP 429), then this process's (503); both
+        are retryable, go out with ``Retry-After``, and name the limit.
 
         Spec: SEP-2694 §tasks/stream ("A receiver MUST allow at most one
         active tasks/stream request per task per connection … MUST return
@@ -262,20 +287,29 @@ class TaskEventLog:
         key = (object() if connection is None else connection, task_id)
         if key in self._active:
             raise InvalidParams("a tasks/stream for this task is already active on this connection")
-        if self._per_scope[scope] >= self.max_streams_per_scope:
-            raise InternalError(
-                "Too many task event streams",
-                {"retryable": True, "limit": "max_streams_per_scope"},
+        if self._per_client[client] >= self.max_streams_per_client:
+            raise OverCapacity(
+                f"Too many task event streams open for this client "
+                f"({self.max_streams_per_client}): end one, or retry later",
+                "max_streams_per_client",
+                reason=TOO_MANY_STREAMS,
+            )
+        if len(self._active) >= self.max_streams:
+            raise ServerOverCapacity(
+                f"The server holds all the task event streams it can ({self.max_streams}): "
+                "retry later",
+                "max_streams",
+                reason=TOO_MANY_STREAMS,
             )
         self._active.add(key)
-        self._per_scope[scope] += 1
+        self._per_client[client] += 1
         try:
             yield
         finally:
             self._active.discard(key)
-            self._per_scope[scope] -= 1
-            if not self._per_scope[scope]:
-                del self._per_scope[scope]
+            self._per_client[client] -= 1
+            if not self._per_client[client]:
+                del self._per_client[client]
 
     # --- the runner's housekeeping loops --------------------------------------------
 

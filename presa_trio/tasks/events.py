@@ -44,6 +44,9 @@ from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, S
 
 #: The ``_meta`` key every task event carries (SEP-2694 §Task Event).
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: ``data.reason`` of a ``tasks/stream`` refused by a limit on open streams:
+#: presa's, a name the proposal could adopt beside ``events_gone`` (spec-notes §50).
+TOO_MANY_STREAMS = "too_many_streams"
 
 #: A label of an event type: letters, digits, ``_`` and ``-``.
 _LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")

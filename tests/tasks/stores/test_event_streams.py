@@ -5,13 +5,16 @@ each kind (memory, a SQLite file, a PostgreSQL database); a task tool here
 emits what the test asks and waits on gates the test opens, so "live"
 means an event appended after the stream was opened; every wait is on a
 message, never on time, under ``trio.fail_after``; requests with another
-``client`` address came on another connection.
+``client`` port came on another connection, with another address from
+another client.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
 from typing import Any
 
 import attrs
@@ -21,7 +24,7 @@ import trio
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server
+from presa_trio.server import EmitFailed, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
@@ -33,7 +36,12 @@ from presa_trio.tasks.events import (
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, meta, request
 from presa_trio.testing import running as serving
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from presa_trio.wire.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+)
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 from tests.e2e.gates import Gates
@@ -42,6 +50,8 @@ from tests.expect import error_of, final_message, result_of
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
 ELSEWHERE = ("127.0.0.1", 50001)
+#: Another client: a connection from another address.
+ANOTHER_CLIENT = ("127.0.0.2", 50000)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -67,7 +77,11 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
             await ctx.emit(STEP, {"n": n})
         await gates[arguments.get("label", "")].wait()
         for n in range(arguments.get("after", 0)):
-            await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+            try:
+                await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+            except EmitFailed as failed:
+                refused.append(f"EmitFailed(maybe_stored={failed.maybe_stored})")
+                gates["told"].set()
         return " ".join(refused) or "done"
 
     return server
@@ -80,6 +94,7 @@ class Harness:
     client: McpClient
     gates: Gates
     app: McpApp
+    log: TaskEventLog
 
     async def start(self, **arguments: Any) -> str:
         result = await self.client.call_tool("emitter", arguments, capabilities=TASKS_CAPABILITIES)
@@ -94,11 +109,13 @@ class Harness:
         )
         return self.client.stream(message, client=client)
 
-    async def post_stream(self, task_id: str, **params: Any) -> Response:
+    async def post_stream(
+        self, task_id: str, *, client: tuple[str, int] = ("127.0.0.1", 50000), **params: Any
+    ) -> Response:
         message = request(
             "tasks/stream", {"taskId": task_id, **params}, capabilities=TASKS_CAPABILITIES
         )
-        return await self.client.post(message, limit_s=20)
+        return await self.client.post(message, limit_s=20, client=client)
 
     async def until_ended(self, task_id: str) -> Response:
         """A whole stream of the task, read to its end: its log is closed by then.
@@ -134,11 +151,10 @@ def retention() -> Retention:
 @pytest.fixture
 async def harness(store: TaskStore, retention: Retention) -> AsyncIterator[Harness]:
     gates = Gates()
-    app = McpApp.for_server(
-        events_server(store, TaskEventLog(retention, max_streams_per_scope=3), gates)
-    )
+    log = TaskEventLog(retention, max_streams_per_client=3, max_streams=5)
+    app = McpApp.for_server(events_server(store, log, gates))
     async with serving(app) as client:
-        yield Harness(client, gates, app)
+        yield Harness(client, gates, app, log)
 
 
 def events_in(response: Response) -> list[dict[str, Any]]:
@@ -355,20 +371,145 @@ async def test_another_principals_task_cannot_be_streamed(store: TaskStore) -> N
         assert events_in(own)[0]["seq"] == 0
 
 
-async def test_concurrent_streams_of_one_caller_are_bounded(harness: Harness) -> None:
+async def test_one_client_holding_its_streams_leaves_other_clients_theirs(
+    harness: Harness,
+) -> None:
     """Spec-recommended (SEP-2694 §Security Implications, concurrent streams per client;
-    S-21): beyond max_streams_per_scope (3 here) a stream is -32603 naming the limit."""
+    S-21): without authorization, streams count per client address: past
+    max_streams_per_client (3 here) one more is 429 with Retry-After and a retryable
+    -32603 naming the limit, while a client at another address streams."""
     tasks = [await harness.start(label="bound") for _ in range(4)]
-    async with (
-        harness.stream(tasks[0]) as a,
-        harness.stream(tasks[1]) as b,
-        harness.stream(tasks[2]) as c,
-    ):
-        for opened in (a, b, c):
-            await next_event(opened)
-        refused = error_of(await harness.post_stream(tasks[3]), 500, INTERNAL_ERROR)
-        assert refused["data"] == {"retryable": True, "limit": "max_streams_per_scope"}
+    async with AsyncExitStack() as held:
+        for task_id in tasks[:3]:
+            await next_event(await held.enter_async_context(harness.stream(task_id)))
+        refused = await harness.post_stream(tasks[3], client=("127.0.0.1", 50001))
+        assert refused.headers["retry-after"] == "5"
+        assert error_of(refused, 429, INTERNAL_ERROR)["data"] == {
+            "retryable": True,
+            "limit": "max_streams_per_client",
+            "reason": "too_many_streams",
+        }
+        async with harness.stream(tasks[3], client=ANOTHER_CLIENT) as other:
+            assert (await next_event(other))["seq"] == 0
     harness.gates["bound"].set()
+
+
+async def test_past_the_servers_cap_a_stream_is_503_with_retry_after(harness: Harness) -> None:
+    """presa-defined (SEP-2694 §Security Implications; S-21): past max_streams (5 here)
+    in the process, a client under its own limit gets 503 with Retry-After and a
+    retryable -32603 naming the server's limit; once a stream ends it streams."""
+    task_id = await harness.start(label="cap")
+    five = [("127.0.0.1", 50020), ("127.0.0.1", 50021), ("127.0.0.1", 50022)]
+    five += [("127.0.0.2", 50023), ("127.0.0.2", 50024)]
+    async with AsyncExitStack() as held:
+        for client in five:
+            await next_event(await held.enter_async_context(harness.stream(task_id, client=client)))
+        refused = await harness.post_stream(task_id, client=("127.0.0.3", 50030))
+        assert refused.headers["retry-after"] == "5"
+        assert error_of(refused, 503, INTERNAL_ERROR)["data"] == {
+            "retryable": True,
+            "limit": "max_streams",
+            "reason": "too_many_streams",
+        }
+    async with harness.stream(task_id, client=("127.0.0.3", 50030)) as later:
+        assert (await next_event(later))["seq"] == 0
+    harness.gates["cap"].set()
+
+
+async def test_with_authorization_streams_count_per_principal_at_any_address(
+    store: TaskStore,
+) -> None:
+    """Spec-recommended (SEP-2694 §Security Implications; S-21): with authorization the
+    limit counts the caller's principal: alice's second stream is 429 from another
+    address too, and bob, at alice's address, streams."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"a": "alice", "b": "bob"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    gates = Gates()
+    log = TaskEventLog(max_streams_per_client=1)
+    app = McpApp.for_server(events_server(store, log, gates), auth=guard)
+    async with serving(app) as client:
+
+        def as_user(method: str, params: Mapping[str, Any], token: str) -> tuple[Any, Any]:
+            message = request(method, params, capabilities=TASKS_CAPABILITIES)
+            headers = [*client.headers_for(message).items(), ("authorization", f"Bearer {token}")]
+            return message, headers
+
+        tasks = {}
+        for token in ("a", "b"):
+            call = as_user("tools/call", {"name": "emitter", "arguments": {}}, token)
+            tasks[token] = result_of(await client.post(*call))["taskId"]
+        async with client.stream(*as_user("tasks/stream", {"taskId": tasks["a"]}, "a")) as own:
+            await next_event(own)
+            again = as_user("tasks/stream", {"taskId": tasks["a"]}, "a")
+            refused = await client.post(*again, client=ANOTHER_CLIENT)
+            assert error_of(refused, 429, INTERNAL_ERROR)["data"]["limit"] == (
+                "max_streams_per_client"
+            )
+            by_bob = as_user("tasks/stream", {"taskId": tasks["b"]}, "b")
+            async with client.stream(*by_bob, client=("127.0.0.1", 50001)) as bobs:
+                assert (await next_event(bobs))["seq"] == 0
+        gates[""].set()
+
+
+async def test_mcp_name_on_tasks_stream_is_checked_only_when_sent(harness: Harness) -> None:
+    """presa-defined (spec-notes §50; S-29; SEP-2694 names no header, SEP-2663
+    §Streamable HTTP: Routing Headers names Mcp-Name for the other task methods): a tasks/stream
+    without Mcp-Name streams, where tasks/get is 400 -32020; one whose Mcp-Name
+    differs from taskId gets exactly what tasks/get gets with it."""
+    task_id = await harness.start()
+    harness.gates[""].set()
+    await harness.until_ended(task_id)
+    unnamed: dict[str, Response] = {}
+    wrong: dict[str, tuple[int, Any]] = {}
+    for method in ("tasks/stream", "tasks/get"):
+        message = request(method, {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+        headers = harness.client.headers_for(message)
+        assert headers.pop("mcp-name") == task_id
+        unnamed[method] = await harness.client.post(message, headers, limit_s=20)
+        answer = await harness.client.post(message, {**headers, "mcp-name": "another-task"})
+        wrong[method] = (answer.status, answer.json()["error"])
+    assert "result" in final_message(unnamed["tasks/stream"])
+    assert events_in(unnamed["tasks/stream"])[0]["seq"] == 0
+    error_of(unnamed["tasks/get"], 400, HEADER_MISMATCH)
+    assert wrong["tasks/stream"] == wrong["tasks/get"]
+    assert wrong["tasks/get"][0] == 400
+    assert wrong["tasks/get"][1]["code"] == HEADER_MISMATCH
+
+
+async def test_an_event_the_store_cannot_take_in_time_raises_in_the_tool(
+    harness: Harness, store_kind: str, store_url: str
+) -> None:
+    """presa-defined (docs/task-events.md "An event is stored or the tool is told";
+    S-28): while another program holds the SQLite file's write lock past the store
+    timeout, the tool's emit raises EmitFailed, maybe stored since the store did not
+    answer; the log holds no event for it and no gap, and the task ends once the
+    lock is let go."""
+    if store_kind != "sqlite":
+        pytest.skip("a write lock held by another program is SQLite's")
+    harness.log.emit_wait = 0.5
+    task_id = await harness.start(after=1, label="locked")
+    async with harness.stream(task_id) as stream:
+        await next_event(stream)  # the run has begun: nothing but the tool's emit is due
+    holder = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        harness.gates["locked"].set()
+        with trio.fail_after(20):
+            await harness.gates["told"].wait()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    await harness.until_ended(task_id)
+    done = await harness.client.get_task(task_id)
+    assert done["result"]["content"][0]["text"] == "EmitFailed(maybe_stored=True)"
+    events = events_in(await harness.post_stream(task_id))
+    assert [(e["seq"], e["payload"]["status"]) for e in events] == [
+        (0, "working"),
+        (1, "completed"),
+    ]
 
 
 async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
