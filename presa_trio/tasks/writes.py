@@ -23,9 +23,12 @@ failure write that itself cannot be stored stops the worker too: the task
 keeps its lease until it lapses, and recovery then claims it (run again,
 or ``failed`` as interrupted).
 
-With task event streams on (:attr:`StoreWriter.events`), every write that
-succeeded appends the task's life events right after its compare-and-set
-(:meth:`~presa_trio.tasks.event_log.TaskEventLog.record`).
+With task event streams on (:attr:`StoreWriter.events`), every write
+carries the task's life events into its compare-and-set, which appends
+them in the same transaction
+(:meth:`~presa_trio.tasks.event_log.TaskEventLog.of_write`), and a
+worker's own events carry its lease generation, so the store refuses them
+once the task is terminal or run by another generation.
 
 Spec: SEP-2663 §Task Execution Errors, §Task Update Requests; SEP-2694.
 """
@@ -118,16 +121,17 @@ class StoreWriter:
                     return before, after
                 before = None
                 continue
+            events = None if self.events is None else self.events.of_write(before, after, now)
             try:
-                await self.store.compare_and_set(scope, after, before.revision, fence=fence)
+                await self.store.compare_and_set(
+                    scope, after, before.revision, fence=fence, events=events
+                )
             except Conflict:
                 before = None
                 continue
             if after.status is not before.status:
                 log.info("task %s %s", task_id, after.status.value)
                 self.on_status(after)
-            if self.events is not None:
-                await self.events.record(self.store, before, after, now)
             return before, after
 
     async def write(self, worker: Worker, move: Move) -> None:
@@ -188,4 +192,6 @@ class StoreWriter:
         """A tool's event, appended to its task's log when task event streams are on."""
         if self.events is not None:
             now = self.clock.wall_ms()
-            await self.events.emit(self.store, worker.task_id, event_type, payload, now)
+            await self.events.emit(
+                self.store, worker.task_id, event_type, payload, now, fence=worker.generation
+            )

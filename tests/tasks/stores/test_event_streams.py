@@ -41,6 +41,9 @@ from tests.expect import error_of, final_message, result_of
 
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
+LATE = "com.example.after_cancel"
+#: Cancel-vs-emit races run per store, in process.
+RACES = 20
 ELSEWHERE = ("127.0.0.1", 50001)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
@@ -70,6 +73,18 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
             await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
         return " ".join(refused) or "done"
 
+    @tasks.tool(Policy.REQUIRED, description="Emits steps until cancelled, then once more")
+    async def chatter(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        n = 0
+        try:
+            while True:
+                await ctx.emit(STEP, {"n": n})
+                n += 1
+        finally:
+            # The worker has seen its cancellation: this event must never land.
+            with trio.CancelScope(shield=True):
+                await ctx.emit(LATE, {"n": n})
+
     return server
 
 
@@ -81,8 +96,8 @@ class Harness:
     gates: Gates
     app: McpApp
 
-    async def start(self, **arguments: Any) -> str:
-        result = await self.client.call_tool("emitter", arguments, capabilities=TASKS_CAPABILITIES)
+    async def start(self, tool: str = "emitter", **arguments: Any) -> str:
+        result = await self.client.call_tool(tool, arguments, capabilities=TASKS_CAPABILITIES)
         task_id: str = result["taskId"]
         return task_id
 
@@ -103,11 +118,9 @@ class Harness:
     async def until_ended(self, task_id: str) -> Response:
         """A whole stream of the task, read to its end: its log is closed by then.
 
-        The terminal status event is appended right after the write that
-        ended the task, so ``tasks/get`` may read ``completed`` a moment
-        before the log holds it; a stream waits for it. A stream that a
-        small retention overtook (events_gone) is opened again: once the
-        task has ended nothing more is appended, and one reaches the end.
+        A stream that a small retention overtook (events_gone) is opened
+        again: once the task has ended nothing more is appended, and one
+        reaches the end.
         """
         with trio.fail_after(20):
             while "result" not in final_message(response := await self.post_stream(task_id)):
@@ -240,11 +253,12 @@ async def test_resuming_after_a_cursor_delivers_only_what_follows(harness: Harne
     assert result_of(caught_up)["resultType"] == "complete"
 
 
-@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None])
+@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None, 2**63, 2**64])
 async def test_a_cursor_that_is_not_a_non_negative_integer_is_invalid_params(
     harness: Harness, after: Any
 ) -> None:
-    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400."""
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400,
+    on every store alike, a cursor past what a store can hold (2^63) included."""
     task_id = await harness.start()
     error_of(await harness.post_stream(task_id, after=after), 400, INVALID_PARAMS)
     harness.gates[""].set()
@@ -407,6 +421,31 @@ async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness:
     assert (last["type"], last["payload"]["status"]) == (STATUS_EVENT, "cancelled")
     assert final["result"]["resultType"] == "complete"
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("retention", [Retention(max_events=1_000_000)])
+async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event, nothing after the terminal status event;
+    presa's fenced appends, rule 7): RACES times, a tool emitting as fast as it can is
+    cancelled; its log is its status, its steps in order, then `cancelled`, last; the
+    event it tries once it has seen its cancellation never lands."""
+    for _ in range(RACES):
+        task_id = await harness.start("chatter")
+        async with harness.stream(task_id) as stream:
+            await next_event(stream)
+            await next_event(stream)
+        await harness.client.cancel_task(task_id)
+        events = events_in(await harness.until_ended(task_id))
+        kinds = [e["type"] for e in events]
+        assert LATE not in kinds
+        assert (kinds[0], kinds[-1], events[-1]["payload"]["status"]) == (
+            STATUS_EVENT,
+            STATUS_EVENT,
+            "cancelled",
+        )
+        assert set(kinds[1:-1]) == {STEP}
+        assert [e["payload"]["n"] for e in events[1:-1]] == list(range(len(events) - 2))
+        assert [e["seq"] for e in events] == list(range(len(events)))
 
 
 async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
