@@ -4,16 +4,20 @@ Rules of this file: as ``test_task_event_streams.py``: real ``presa-trio
 serve --task-events`` child processes (``tests.e2e.events_server``), real
 HTTP, every wait bounded by ``trio.fail_after``, nothing asserting how long
 anything took. Process B of the clock test runs with its wall clock
-:data:`SKEW_S` seconds ahead of A's (``tests/e2e/skewed_clock.py``, which
-moves ``time.time``/``time.time_ns``, the clock presa reads its epoch
-milliseconds from).
+:data:`SKEW_S` seconds ahead of A's: libfaketime (PyPI ``libfaketime``,
+which ships the library) is preloaded into it, so every reading of the
+wall clock in that process, by Python, libpq or anything else, is ahead,
+while its monotonic clock is left alone, as a host's wrong wall clock
+leaves it.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+import libfaketime
 import trio
 
 from presa_trio.tasks.events import EVENTS_GONE
@@ -26,11 +30,17 @@ LATE = "com.example.after_cancel"
 ANSWER = {"action": "accept", "content": {"ok": True}}
 #: How far B's wall clock is ahead of A's, in seconds.
 SKEW_S = 100
-AHEAD = (str(Path(__file__).with_name("skewed_clock.py")), str(SKEW_S))
 #: The maximum event age both processes run with, in seconds.
 MAX_AGE_S = 2
-#: Cancel-vs-emit races across the two processes.
+#: Cancel-vs-emit races across the two processes, and how many run at once.
 RACES = 200
+RACERS = 4
+
+
+def clock_ahead(seconds: int) -> dict[str, str]:
+    """The environment of a process whose wall clock is ``seconds`` ahead (libfaketime)."""
+    _, preload = libfaketime.get_reload_information()
+    return {**os.environ, **preload, "FAKETIME": f"+{seconds}s"}
 
 
 async def stream_once(
@@ -96,7 +106,9 @@ async def test_with_clocks_100_s_apart_every_reader_sees_one_run_and_every_strea
     options = ("--task-events", "--task-events-max-age", str(MAX_AGE_S), SERVER)
     async with (
         serving(postgres_url, tmp_path / "a.log", LONG_LEASE, *options) as (_, a),
-        serving(postgres_url, tmp_path / "b.log", LONG_LEASE, *options, program=AHEAD) as (_, b),
+        serving(
+            postgres_url, tmp_path / "b.log", LONG_LEASE, *options, env=clock_ahead(SKEW_S)
+        ) as (_, b),
     ):
         created = await a.call(
             "tools/call", {"name": "rounds", "arguments": {"rounds": 4, "steps": 3}}
@@ -137,31 +149,43 @@ async def test_with_clocks_100_s_apart_every_reader_sees_one_run_and_every_strea
     )
 
 
+async def cancel_while_it_emits(a: Peer, b: Peer) -> None:
+    """One race: a chatter on A, cancelled from B once it emits; then its whole log."""
+    task_id = (await a.call("tools/call", {"name": "chatter", "arguments": {}}))["taskId"]
+    with trio.fail_after(PATIENCE):
+        async with task_stream(b, task_id) as stream:
+            await read_events(stream, [], 2)
+    await b.call("tasks/cancel", {"taskId": task_id})
+    events, response = await stream_once(a, task_id)
+    kinds = [e["type"] for e in events]
+    assert "result" in response
+    assert LATE not in kinds
+    assert (kinds[0], kinds[-1], events[-1]["payload"]["status"]) == (
+        STATUS,
+        STATUS,
+        "cancelled",
+    )
+    assert set(kinds[1:-1]) == {STEP}
+    assert [e["payload"]["n"] for e in events[1:-1]] == list(range(len(events) - 2))
+    assert [e["seq"] for e in events] == list(range(len(events)))
+
+
 async def test_no_event_lands_after_a_cancel_from_another_process(
     postgres_url: str, tmp_path: Path
 ) -> None:
     """Spec-mandated (SEP-2694 §Task Event, nothing after the terminal status event)
-    with presa's fenced appends (rule 7): RACES times, a tool on A emits as fast as
-    the database takes it and B cancels its task; the log is the run's status, its
-    steps in order, then `cancelled`, last; the event the tool tries once it has seen
-    its cancellation (A hears B's cancel through the database) never lands."""
+    with presa's fenced appends (rule 7): RACES times, RACERS at a time, a tool on A
+    emits as fast as the database takes it and B cancels its task; the log is the
+    run's status, its steps in order, then `cancelled`, last; the event the tool
+    tries once it has seen its cancellation (A hears B's cancel through the
+    database) never lands."""
     options = ("--task-events", "--task-events-max", "1000000", SERVER)
     async with two_servers(postgres_url, tmp_path, LONG_LEASE, *options) as ((_, a), (_, b)):
-        for _ in range(RACES):
-            task_id = (await a.call("tools/call", {"name": "chatter", "arguments": {}}))["taskId"]
-            with trio.fail_after(PATIENCE):
-                async with task_stream(b, task_id) as stream:
-                    await read_events(stream, [], 2)
-            await b.call("tasks/cancel", {"taskId": task_id})
-            events, response = await stream_once(a, task_id)
-            kinds = [e["type"] for e in events]
-            assert "result" in response
-            assert LATE not in kinds
-            assert (kinds[0], kinds[-1], events[-1]["payload"]["status"]) == (
-                STATUS,
-                STATUS,
-                "cancelled",
-            )
-            assert set(kinds[1:-1]) == {STEP}
-            assert [e["payload"]["n"] for e in events[1:-1]] == list(range(len(events) - 2))
-            assert [e["seq"] for e in events] == list(range(len(events)))
+
+        async def racer() -> None:
+            for _ in range(RACES // RACERS):
+                await cancel_while_it_emits(a, b)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(RACERS):
+                nursery.start_soon(racer)
