@@ -98,11 +98,12 @@ async def test_with_clocks_100_s_apart_every_reader_sees_one_run_and_every_strea
 ) -> None:
     """Spec-mandated (SEP-2694 §Resume and Replay Semantics: no gap without
     events_gone, an exact earliestSeq, a terminal task's stream ends; §Event Retention)
-    with presa's one clock (rule 7): A runs a task that asks four times, B, its clock
-    100 s ahead, answers, so both write its log, and both age it (maximum age 2 s).
-    Streams on both, live and after the end, see one run of seqs or events_gone past
-    what they had; once the events have aged, a stream from the start ends at once,
-    one from seq 0 is events_gone naming the next seq, and one from the last ends."""
+    with presa's one clock (rule 7; S-13, S-14, S-28): A runs a task that asks four
+    times, B, its clock 100 s ahead, answers, so both write its log, and both age it
+    (maximum age 2 s). Streams on both, live and after the end, see one run of seqs or
+    events_gone past what they had; once the events have aged, a stream from the start
+    ends at once, one from seq 0 is events_gone naming the next seq, and one from the
+    last ends."""
     options = ("--task-events", "--task-events-max-age", str(MAX_AGE_S), SERVER)
     async with (
         serving(postgres_url, tmp_path / "a.log", LONG_LEASE, *options) as (_, a),
@@ -174,7 +175,7 @@ async def test_no_event_lands_after_a_cancel_from_another_process(
     postgres_url: str, tmp_path: Path
 ) -> None:
     """Spec-mandated (SEP-2694 §Task Event, nothing after the terminal status event)
-    with presa's fenced appends (rule 7): RACES times, RACERS at a time, a tool on A
+    with presa's fenced appends (rule 7; S-29): RACES times, RACERS at a time, a tool on A
     emits as fast as the database takes it and B cancels its task; the log is the
     run's status, its steps in order, then `cancelled`, last; the event the tool
     tries once it has seen its cancellation (A hears B's cancel through the

@@ -133,7 +133,7 @@ async def test_events_older_than_the_maximum_age_are_dropped(
 async def test_a_read_leaves_out_what_the_maximum_age_drops_before_any_pruning(
     store: TaskStore, callers_clock: None
 ) -> None:
-    """Spec-mandated (SEP-2694 §Event Retention, maximum event age; S-14): an age limit
+    """Spec-mandated (SEP-2694 §Event Retention, maximum event age; S-14, S-28): an age limit
     takes effect at its time: a read at a later now leaves the aged events out, with
     earliest_seq past them, though nothing has pruned them yet."""
     await store.create(stored(), ROOMY, T0)
@@ -150,7 +150,7 @@ async def test_a_log_whose_clock_went_back_is_still_cut_at_one_seq(
     store: TaskStore, callers_clock: None
 ) -> None:
     """presa-defined (rule 7, retention drops a prefix; SEP-2694 §Resume and Replay
-    Semantics, no gap without events_gone): the second event is appended at an earlier
+    Semantics, no gap without events_gone; S-13, S-28): the second event is appended at an earlier
     now than the first (a clock stepped back); it is stamped no earlier than the first,
     so the age drops both or neither, never a hole between."""
     await store.create(stored(), ROOMY, T0)
@@ -169,8 +169,8 @@ async def test_a_log_whose_clock_went_back_is_still_cut_at_one_seq(
 async def test_a_finished_tasks_events_go_after_its_terminal_retention(
     store: TaskStore, callers_clock: None
 ) -> None:
-    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15): a closed
-    log keeps its events for terminal_ms, then keeps only its bounds: a read at that
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15, S-28): a
+    closed log keeps its events for terminal_ms, then keeps only its bounds: a read at that
     time finds them gone before any pruning, and pruning then frees them."""
     await store.create(stored(), ROOMY, T0)
     kept = Retention(max_age_ms=None, terminal_ms=500)
@@ -187,7 +187,7 @@ async def test_a_finished_tasks_events_go_after_its_terminal_retention(
 async def test_a_log_past_its_terminal_retention_reads_as_its_bounds_on_every_store(
     store: TaskStore,
 ) -> None:
-    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15): with a
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15, S-28): with a
     terminal retention of 0 a closed log reads as gone at once, on each store's own
     clock (the caller's, or PostgreSQL's), while an open log keeps its events."""
     await store.create(stored(), ROOMY, T0)
@@ -273,7 +273,7 @@ async def test_a_workers_events_are_fenced_by_its_lease_and_the_tasks_end(
     store: TaskStore,
 ) -> None:
     """presa-defined (rule 7, fenced appends; SEP-2694 §Task Event, nothing after the
-    terminal status event): a worker's events (fence: its lease generation) are taken
+    terminal status event; S-29): a worker's events (fence: its lease generation) are taken
     while its generation holds the lease; once another process claimed the task they
     are refused, and once the task is terminal so are the new holder's, even before
     any closing event; presa's own unfenced events are not."""
@@ -295,7 +295,7 @@ async def test_a_workers_events_are_fenced_by_its_lease_and_the_tasks_end(
 
 
 async def test_a_writes_own_events_are_appended_by_its_compare_and_set(store: TaskStore) -> None:
-    """presa-defined (rule 7: a write's events commit with it): a compare-and-set with
+    """presa-defined (rule 7: a write's events commit with it; S-29): a compare-and-set with
     events appends them in its transaction and announces them; one that loses its
     race appends nothing; a terminal one closes the log, refusing what follows."""
     heard = Seen()

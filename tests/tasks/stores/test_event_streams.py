@@ -426,7 +426,7 @@ async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness:
 @pytest.mark.parametrize("retention", [Retention(max_events=1_000_000)])
 async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harness) -> None:
     """Spec-mandated (SEP-2694 §Task Event, nothing after the terminal status event;
-    presa's fenced appends, rule 7): RACES times, a tool emitting as fast as it can is
+    presa's fenced appends, rule 7; S-29): RACES times, a tool emitting as fast as it can is
     cancelled; its log is its status, its steps in order, then `cancelled`, last; the
     event it tries once it has seen its cancellation never lands."""
     for _ in range(RACES):

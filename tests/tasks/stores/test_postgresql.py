@@ -422,7 +422,7 @@ async def test_a_version_2_database_is_upgraded_in_place(postgres_url: str) -> N
 async def test_task_events_are_stamped_and_aged_on_the_databases_clock(
     postgres_url: str,
 ) -> None:
-    """presa-defined (rule 7, one clock; SEP-2694 §Event Retention): two processes
+    """presa-defined (rule 7, one clock; SEP-2694 §Event Retention; S-28): two processes
     whose clocks are 100 s apart, one each way, append to one log with a 300 ms
     maximum age: every event is kept, in one run of seqs, whatever their nows or the
     pruner's say; once 300 ms have passed on the database's clock, a read finds them
