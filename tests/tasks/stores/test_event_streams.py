@@ -36,12 +36,12 @@ from presa_trio.testing import running as serving
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
+from tests.e2e.events_server import add_tools, assert_cancelled_log
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
 
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
-LATE = "com.example.after_cancel"
 #: Cancel-vs-emit races run per store, in process.
 RACES = 20
 ELSEWHERE = ("127.0.0.1", 50001)
@@ -73,17 +73,7 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
             await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
         return " ".join(refused) or "done"
 
-    @tasks.tool(Policy.REQUIRED, description="Emits steps until cancelled, then once more")
-    async def chatter(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        n = 0
-        try:
-            while True:
-                await ctx.emit(STEP, {"n": n})
-                n += 1
-        finally:
-            # The worker has seen its cancellation: this event must never land.
-            with trio.CancelScope(shield=True):
-                await ctx.emit(LATE, {"n": n})
+    add_tools(tasks)
 
     return server
 
@@ -435,17 +425,7 @@ async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harn
             await next_event(stream)
             await next_event(stream)
         await harness.client.cancel_task(task_id)
-        events = events_in(await harness.until_ended(task_id))
-        kinds = [e["type"] for e in events]
-        assert LATE not in kinds
-        assert (kinds[0], kinds[-1], events[-1]["payload"]["status"]) == (
-            STATUS_EVENT,
-            STATUS_EVENT,
-            "cancelled",
-        )
-        assert set(kinds[1:-1]) == {STEP}
-        assert [e["payload"]["n"] for e in events[1:-1]] == list(range(len(events) - 2))
-        assert [e["seq"] for e in events] == list(range(len(events)))
+        assert_cancelled_log(events_in(await harness.until_ended(task_id)))
 
 
 async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
