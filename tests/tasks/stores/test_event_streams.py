@@ -278,6 +278,25 @@ async def test_a_cursor_before_what_is_retained_is_events_gone(harness: Harness)
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id, after=6))] == [7, 8, 9]
 
 
+@pytest.mark.parametrize("retention", [Retention(terminal_ms=0)])
+async def test_past_its_terminal_retention_a_finished_tasks_stream_ends_at_once(
+    harness: Harness,
+) -> None:
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; §Resume and Replay
+    Semantics; S-15, S-28): with a terminal retention of 0, the log of a finished task
+    is gone for every read at once, before any pruning pass: a stream from the start
+    answers `{}` with no event, one from seq 0 is events_gone naming the next seq, one
+    from the last seq `{}`."""
+    task_id = await harness.start()
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    ended = await harness.post_stream(task_id)
+    assert (events_in(ended), result_of(ended)["resultType"]) == ([], "complete")
+    gone = error_of(await harness.post_stream(task_id, after=0), 410, EVENTS_GONE)
+    assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 2}
+    assert result_of(await harness.post_stream(task_id, after=1))["resultType"] == "complete"
+
+
 async def test_one_active_stream_per_task_per_connection(harness: Harness) -> None:
     """Spec-mandated (SEP-2694 §tasks/stream; S-07): a second tasks/stream for the task
     on the same connection is -32602; on another connection it streams; once the first
