@@ -115,7 +115,7 @@ class LogAppend:
     """
 
     events: Sequence[NewEvent]
-    # The writer's now, epoch ms (a store on a clock of its own stamps with that).
+    # The writer's now, epoch ms (a store on a clock of its own reads that instead).
     now_ms: int
     retention: Retention
     # The write is terminal: its status event, last, closes the log.
@@ -169,7 +169,7 @@ class EventWindow:
     def from_rows(
         cls,
         task_id: str,
-        rows: Sequence[tuple[int, int | None, int | None, int | None, str, JSONObject, int]],
+        rows: Sequence[tuple[Any, ...]],
         now_ms: int,
         retention: Retention,
     ) -> EventWindow:
