@@ -208,15 +208,18 @@ def window(
     """The events after ``after`` and the log's bounds, in one statement (one snapshot),
     without the events past the maximum age, pruned or not, with the database's now,
     which ages and terminal retention are judged by."""
-    kept = "(%(age)s::bigint IS NULL OR created_ms > c.now - %(age)s)"
+    kept = "(c.cutoff IS NULL OR created_ms > c.cutoff)"
     rows = connection.execute(
-        "SELECT l.next_seq, l.closed_ms,"
-        f" (SELECT min(seq) FROM presa_task_events WHERE task_id = l.task_id AND {kept}),"
-        " c.now, e.seq, e.type, e.payload, e.created_ms"
-        " FROM (SELECT presa_now_ms() AS now) AS c"
-        " JOIN presa_task_event_logs AS l ON l.task_id = %(id)s LEFT JOIN LATERAL"
-        " (SELECT seq, type, payload, created_ms FROM presa_task_events"
-        f"   WHERE task_id = l.task_id AND seq > %(after)s AND {kept}"
+        "WITH c AS MATERIALIZED (SELECT now_ms, now_ms - %(age)s::bigint AS cutoff"
+        "   FROM (SELECT presa_now_ms() AS now_ms) AS n),"
+        " b AS MATERIALIZED (SELECT l.next_seq, l.closed_ms, c.now_ms,"
+        f"  (SELECT seq FROM presa_task_events WHERE task_id = %(id)s AND {kept}"
+        "    ORDER BY seq LIMIT 1) AS earliest"
+        "  FROM presa_task_event_logs AS l, c WHERE l.task_id = %(id)s)"
+        " SELECT b.next_seq, b.closed_ms, b.earliest, b.now_ms, e.seq, e.type, e.payload,"
+        "  e.created_ms"
+        " FROM b CROSS JOIN c LEFT JOIN LATERAL (SELECT seq, type, payload, created_ms"
+        f"   FROM presa_task_events WHERE task_id = %(id)s AND seq > %(after)s AND {kept}"
         "   ORDER BY seq LIMIT %(limit)s) AS e ON true"
         " ORDER BY e.seq",
         {"id": task_id, "after": after, "limit": limit, "age": retention.max_age_ms},

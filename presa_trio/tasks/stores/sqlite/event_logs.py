@@ -138,13 +138,13 @@ def window(
     without the events past the maximum age, pruned or not."""
     kept = "(:cutoff IS NULL OR created_ms > :cutoff)"
     rows = db.execute(
-        "SELECT l.next_seq, l.closed_ms,"
-        f" (SELECT min(seq) FROM task_events WHERE task_id = l.task_id AND {kept}),"
-        " e.seq, e.type, e.payload, e.created_ms"
-        " FROM task_event_logs AS l LEFT JOIN"
-        " (SELECT * FROM task_events"
+        "WITH b AS MATERIALIZED (SELECT next_seq, closed_ms,"
+        f"  (SELECT seq FROM task_events WHERE task_id = :id AND {kept} ORDER BY seq LIMIT 1)"
+        "   AS earliest FROM task_event_logs WHERE task_id = :id)"
+        " SELECT b.next_seq, b.closed_ms, b.earliest, e.seq, e.type, e.payload, e.created_ms"
+        " FROM b LEFT JOIN (SELECT * FROM task_events"
         f"   WHERE task_id = :id AND seq > :after AND {kept} ORDER BY seq LIMIT :limit) AS e ON 1"
-        " WHERE l.task_id = :id ORDER BY e.seq",
+        " ORDER BY e.seq",
         {"id": task_id, "after": after, "limit": limit, "cutoff": retention.age_cutoff(now_ms)},
     ).fetchall()
     decoded = [(*row[:5], None if row[5] is None else json.loads(row[5]), row[6]) for row in rows]
