@@ -6,12 +6,16 @@ in the store (rule 7 of :mod:`presa_trio.tasks.stores.base`), and this
 object is what connects the store to the workers and to the streams:
 
 - **Appending.** :meth:`started` appends a task's status as its worker's
-  run begins (before anything the job writes), and :meth:`record` presa's
-  own events for each later stored write of the task
-  (:func:`~presa_trio.tasks.events.life_events`), right after the
-  compare-and-set succeeded, from whichever process wrote; a terminal
-  write's status event closes the log. :meth:`emit` is a
-  tool's own event (``ctx.emit``). The worker never waits for a reader: an
+  run begins (before anything the job writes), and every later stored
+  write of the task carries presa's own events for it
+  (:meth:`of_write`, :func:`~presa_trio.tasks.events.life_events`) into
+  its compare-and-set, whichever process writes: the log's order is the
+  order of the writes, and a terminal write's status event closes the log
+  in the same transaction. :meth:`emit` is a tool's own event
+  (``ctx.emit``). A worker's appends are fenced by its lease generation
+  (rule 7 of :mod:`presa_trio.tasks.stores.base`): once its task is
+  terminal, or run by another generation, they are refused, so nothing
+  lands after ``cancelled``. The worker never waits for a reader: an
   append is one store write, and readers read the store at their own pace.
 - **Waking.** A stream that has read everything waits on its
   :class:`Follower`, one per stream, keyed by task id in :attr:`_followers`;
@@ -21,8 +25,10 @@ object is what connects the store to the workers and to the streams:
   them, since appends may have been missed. Streams of one task at one
   cursor share their read of the log (:meth:`read`): readers cost the
   store one read per append, however many follow the task here.
-- **Retention.** :meth:`prune` prunes every :attr:`prune_every` seconds what
-  the :class:`~presa_trio.tasks.events.Retention` no longer keeps.
+- **Retention.** Every read sees the log as the
+  :class:`~presa_trio.tasks.events.Retention` keeps it at that moment, on
+  the store's clock; :meth:`prune` frees, every :attr:`prune_every`
+  seconds, the space of what it no longer keeps.
 - **Bounds on streams** (SEP-2694 §tasks/stream, §Security Implications):
   :meth:`admit` refuses a second active stream of one task on one
   connection (-32602), more than :attr:`max_streams_per_client` streams of
@@ -33,11 +39,13 @@ object is what connects the store to the workers and to the streams:
 Failure policy: the append watch (:meth:`follow_appends`) and the pruning
 loop (:meth:`prune`) are two of the runner's housekeeping loops, each kept
 running by :func:`~presa_trio.tasks.housekeeping.keep_running`: a failure
-is logged and the loop starts again. An append of presa's own events the
-store does not take (unreachable, refused, a defect, anything it did not
-classify) is logged and dropped: the write it describes has committed,
-and the task's status stays readable with ``tasks/get``; a terminal task
-whose closing event was lost is closed by the first stream that finds it
+is logged and the loop starts again. A write's own events are never lost
+apart from it: they commit with it, in the compare-and-set's transaction.
+A run's first status event or a closing event the store does not take
+(unreachable, refused, a defect, anything it did not classify) is logged
+and dropped: the task's status stays readable with ``tasks/get``, and a
+terminal task whose log is still open (ended by a process without task
+event streams) is closed by the first stream that finds it
 (:meth:`close`), so no stream waits forever. A tool's own event
 (:meth:`emit`) is never dropped unseen: the store's failure goes back to
 its writer, which waits out an unavailable store and then tells the tool
@@ -60,6 +68,7 @@ from presa_trio.server.faults import report_fault
 from presa_trio.tasks.events import (
     TOO_MANY_STREAMS,
     EventWindow,
+    LogAppend,
     NewEvent,
     Retention,
     TaskEvent,
@@ -138,31 +147,37 @@ class TaskEventLog:
 
     # --- appending ------------------------------------------------------------------
 
-    async def record(self, store: TaskStore, before: Task, after: Task, now_ms: int) -> None:
-        """Append presa's events for the write ``before`` -> ``after``; a terminal one closes.
+    def of_write(self, before: Task, after: Task, now_ms: int) -> LogAppend | None:
+        """presa's events for the write ``before`` -> ``after``, to append with it; None: none.
 
+        The compare-and-set appends them in its own transaction, so they
+        are in the log exactly when the write is stored, in the order of
+        the writes; a terminal write's status event closes the log.
         Spec: SEP-2694 §Relationship to Task Status Notifications (status
         events consistent with ``tasks/get``), §Event Types (prefixed only).
         """
         events = life_events(before, after)
-        if events:
-            await self._append(store, after.task_id, events, now_ms, closing=after.terminal)
+        if not events:
+            return None
+        return LogAppend(events, now_ms, self.retention, closing=after.terminal)
 
-    async def started(self, store: TaskStore, task: Task, now_ms: int) -> None:
+    async def started(self, store: TaskStore, task: Task, now_ms: int, *, fence: int) -> None:
         """A worker's first step: the task's status as its run begins.
 
-        Appended by the worker itself, so it comes before every event the
-        job's own writes append; a recovered task's new run appends one too.
+        Appended by the worker itself, under its lease generation, so it
+        comes before every event the job's own writes append; a recovered
+        task's new run appends one too.
         """
-        await self._append(store, task.task_id, [status_event_of(task)], now_ms, closing=False)
+        events = [status_event_of(task)]
+        await self._append(store, task.task_id, events, now_ms, closing=False, fence=fence)
 
     async def close(self, store: TaskStore, task: Task, now_ms: int) -> None:
         """Close the log of terminal ``task`` with its status event, unless it is closed already.
 
-        Whoever wrote the terminal status closes the log right after
-        (:meth:`record`); this is for a writer that stopped in between. The
-        status of a terminal task never changes, so whoever closes writes
-        the same event, and a closed log refuses the second.
+        The terminal write closes the log itself (:meth:`of_write`); this is
+        for a task that ended without one (on a process without task event
+        streams). The status of a terminal task never changes, so whoever
+        closes writes the same event, and a closed log refuses the second.
         """
         await self._append(store, task.task_id, [status_event_of(task)], now_ms, closing=True)
 
@@ -176,22 +191,32 @@ class TaskEventLog:
         return NewEvent(check_type(event_type), dict(self.retention.check_payload(payload)))
 
     async def emit(
-        self, store: TaskStore, task_id: str, event: NewEvent, now_ms: int
+        self, store: TaskStore, task_id: str, event: NewEvent, now_ms: int, *, fence: int
     ) -> TaskEvent | None:
-        """Append a tool's own event (:meth:`tool_event`); None once the task's log is closed.
+        """Append a tool's own event (:meth:`tool_event`); None once the task is terminal.
 
-        Unlike presa's own events, a store failure is raised to the caller,
-        never dropped (see the module docstring).
+        ``fence`` is the worker's lease generation: the store refuses the
+        event once the task is terminal or run by another generation, so
+        nothing lands between ``cancelled`` and the closing event. Unlike
+        presa's own events, a store failure is raised to the caller, never
+        dropped (see the module docstring).
         """
-        appended = await store.append_events(task_id, [event], now_ms, self.retention)
+        appended = await store.append_events(task_id, [event], now_ms, self.retention, fence=fence)
         return appended[0] if appended else None
 
     async def _append(
-        self, store: TaskStore, task_id: str, events: list[NewEvent], now_ms: int, *, closing: bool
+        self,
+        store: TaskStore,
+        task_id: str,
+        events: list[NewEvent],
+        now_ms: int,
+        *,
+        closing: bool,
+        fence: int | None = None,
     ) -> list[TaskEvent]:
         try:
             return await store.append_events(
-                task_id, events, now_ms, self.retention, closing=closing
+                task_id, events, now_ms, self.retention, closing=closing, fence=fence
             )
         except StoreUnavailable as error:
             log.warning("task %s: events not appended: %s", task_id, error)
@@ -230,8 +255,11 @@ class TaskEventLog:
                 del self._followers[task_id]
                 self._announced.pop(task_id, None)
 
-    async def read(self, store: TaskStore, task_id: str, after: int) -> tuple[EventWindow, int]:
-        """The log after ``after``, and the announcement count it is current for.
+    async def read(
+        self, store: TaskStore, task_id: str, after: int, now_ms: int
+    ) -> tuple[EventWindow, int]:
+        """The log after ``after`` as retention keeps it now, and the announcement count it
+        is current for.
 
         Streams of one task at one cursor share a read: ten live readers of
         a task cost one read per append, not ten. A stream joins a read in
@@ -247,7 +275,9 @@ class TaskEventLog:
                 return shared.window, shared.stamp
         shared = self._reads[key] = SharedRead(stamp)
         try:
-            shared.window = await store.read_events(task_id, after, self.page)
+            shared.window = await store.read_events(
+                task_id, after, self.page, now_ms, self.retention
+            )
         finally:
             if self._reads.get(key) is shared:
                 del self._reads[key]

@@ -101,7 +101,7 @@ async def stream_events(
         changes.subscribe(lambda change: change.about == topic) as subscription,
     ):
         start = -1 if after is None else after
-        window, stamp = await events.read(runner.store, task_id, start)
+        window, stamp = await events.read(runner.store, task_id, start, runner.clock.wall_ms())
         cursor = first_cursor(task_id, after, window)
         ended: McpError | StoreError | None = None
         async with trio.open_nursery() as nursery:
@@ -183,4 +183,4 @@ async def follow(
                 await events.wait(follower, stamp)
         if follower.stopping:
             return
-        window, stamp = await events.read(runner.store, task_id, cursor)
+        window, stamp = await events.read(runner.store, task_id, cursor, runner.clock.wall_ms())

@@ -23,9 +23,27 @@ failure write that itself cannot be stored stops the worker too: the task
 keeps its lease until it lapses, and recovery then claims it (run again,
 or ``failed`` as interrupted).
 
-With task event streams on (:attr:`StoreWriter.events`), every write that
-succeeded appends the task's life events right after its compare-and-set
-(:meth:`~presa_trio.tasks.event_log.TaskEventLog.record`). A tool's own
+the store says    the tool's emit
+================= ========================================================
+unavailable       waits and tries again, the same way, until the store
+                  timeout has passed since it began; then
+                  :class:`~presa_trio.server.context.EmitFailed`
+                  (``maybe_stored``: its answer was lost, so it may be in the log)
+refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
+defect, or        a defect's traceback is logged under an incident id
+anything else
+the log is closed the emit returns: the task has ended, its worker stops
+================= ========================================================
+
+The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
+any exception of the job.
+=======
+With task event streams on (:attr:`StoreWriter.events`), every write
+carries the task's life events into its compare-and-set, which appends
+them in the same transaction
+(:meth:`~presa_trio.tasks.event_log.TaskEventLog.of_write`), and a
+worker's own events carry its lease generation, so the store refuses them
+once the task is terminal or run by another generation. A tool's own
 event (``ctx.emit``, :meth:`StoreWriter.emit`) is stored or the tool is
 told, never dropped unseen:
 
@@ -39,7 +57,9 @@ unavailable       waits and tries again, the same way, until the store
 refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
 defect, or        a defect's traceback is logged under an incident id
 anything else
-the log is closed the emit returns: the task has ended, its worker stops
+the task is       the emit returns: the task has ended (or another run
+terminal, or the  holds it), its worker stops
+lease is another's
 ================= ========================================================
 
 The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
@@ -138,16 +158,17 @@ class StoreWriter:
                     return before, after
                 before = None
                 continue
+            events = None if self.events is None else self.events.of_write(before, after, now)
             try:
-                await self.store.compare_and_set(scope, after, before.revision, fence=fence)
+                await self.store.compare_and_set(
+                    scope, after, before.revision, fence=fence, events=events
+                )
             except Conflict:
                 before = None
                 continue
             if after.status is not before.status:
                 log.info("task %s %s", task_id, after.status.value)
                 self.on_status(after)
-            if self.events is not None:
-                await self.events.record(self.store, before, after, now)
             return before, after
 
     async def write(self, worker: Worker, move: Move) -> None:
@@ -231,7 +252,7 @@ class StoreWriter:
         while True:
             try:
                 now = self.clock.wall_ms()
-                await events.emit(self.store, worker.task_id, event, now)
+                await events.emit(self.store, worker.task_id, event, now, fence=worker.generation)
             except StoreUnavailable as error:
                 if trio.current_time() >= give_up:
                     log.warning("task %s: an event was not stored: %s", worker.task_id, error)

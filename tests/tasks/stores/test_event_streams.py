@@ -44,11 +44,14 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
+from tests.e2e.events_server import add_tools, assert_cancelled_log
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
 
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
+#: Cancel-vs-emit races run per store, in process.
+RACES = 20
 ELSEWHERE = ("127.0.0.1", 50001)
 #: Another client: a connection from another address.
 ANOTHER_CLIENT = ("127.0.0.2", 50000)
@@ -84,6 +87,8 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
                 gates["told"].set()
         return " ".join(refused) or "done"
 
+    add_tools(tasks)
+
     return server
 
 
@@ -96,8 +101,8 @@ class Harness:
     app: McpApp
     log: TaskEventLog
 
-    async def start(self, **arguments: Any) -> str:
-        result = await self.client.call_tool("emitter", arguments, capabilities=TASKS_CAPABILITIES)
+    async def start(self, tool: str = "emitter", **arguments: Any) -> str:
+        result = await self.client.call_tool(tool, arguments, capabilities=TASKS_CAPABILITIES)
         task_id: str = result["taskId"]
         return task_id
 
@@ -120,11 +125,9 @@ class Harness:
     async def until_ended(self, task_id: str) -> Response:
         """A whole stream of the task, read to its end: its log is closed by then.
 
-        The terminal status event is appended right after the write that
-        ended the task, so ``tasks/get`` may read ``completed`` a moment
-        before the log holds it; a stream waits for it. A stream that a
-        small retention overtook (events_gone) is opened again: once the
-        task has ended nothing more is appended, and one reaches the end.
+        A stream that a small retention overtook (events_gone) is opened
+        again: once the task has ended nothing more is appended, and one
+        reaches the end.
         """
         with trio.fail_after(20):
             while "result" not in final_message(response := await self.post_stream(task_id)):
@@ -256,11 +259,12 @@ async def test_resuming_after_a_cursor_delivers_only_what_follows(harness: Harne
     assert result_of(caught_up)["resultType"] == "complete"
 
 
-@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None])
+@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None, 2**63, 2**64])
 async def test_a_cursor_that_is_not_a_non_negative_integer_is_invalid_params(
     harness: Harness, after: Any
 ) -> None:
-    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400."""
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400,
+    on every store alike, a cursor past what a store can hold (2^63) included."""
     task_id = await harness.start()
     error_of(await harness.post_stream(task_id, after=after), 400, INVALID_PARAMS)
     harness.gates[""].set()
@@ -288,6 +292,25 @@ async def test_a_cursor_before_what_is_retained_is_events_gone(harness: Harness)
     assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 7}
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [7, 8, 9]
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id, after=6))] == [7, 8, 9]
+
+
+@pytest.mark.parametrize("retention", [Retention(terminal_ms=0)])
+async def test_past_its_terminal_retention_a_finished_tasks_stream_ends_at_once(
+    harness: Harness,
+) -> None:
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; §Resume and Replay
+    Semantics; S-15, S-30): with a terminal retention of 0, the log of a finished task
+    is gone for every read at once, before any pruning pass: a stream from the start
+    answers `{}` with no event, one from seq 0 is events_gone naming the next seq, one
+    from the last seq `{}`."""
+    task_id = await harness.start()
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    ended = await harness.post_stream(task_id)
+    assert (events_in(ended), result_of(ended)["resultType"]) == ([], "complete")
+    gone = error_of(await harness.post_stream(task_id, after=0), 410, EVENTS_GONE)
+    assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 2}
+    assert result_of(await harness.post_stream(task_id, after=1))["resultType"] == "complete"
 
 
 async def test_one_active_stream_per_task_per_connection(harness: Harness) -> None:
@@ -548,6 +571,21 @@ async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness:
     assert (last["type"], last["payload"]["status"]) == (STATUS_EVENT, "cancelled")
     assert final["result"]["resultType"] == "complete"
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("retention", [Retention(max_events=1_000_000)])
+async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event, nothing after the terminal status event;
+    presa's fenced appends, rule 7; S-31): RACES times, a tool emitting as fast as it can is
+    cancelled; its log is its status, its steps in order, then `cancelled`, last; the
+    event it tries once it has seen its cancellation never lands."""
+    for _ in range(RACES):
+        task_id = await harness.start("chatter")
+        async with harness.stream(task_id) as stream:
+            await next_event(stream)
+            await next_event(stream)
+        await harness.client.cancel_task(task_id)
+        assert_cancelled_log(events_in(await harness.until_ended(task_id)))
 
 
 async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
