@@ -1,6 +1,7 @@
 """The memory store's task event logs (rule 7 of :mod:`presa_trio.tasks.stores.base`).
 
-:class:`MemoryEventLogs` keeps a deque per task, trimmed as it grows, and
+:class:`MemoryEventLogs` keeps a list per task, its prefix cut as it grows
+(most logs hold a few events, where a list is far smaller than a deque), and
 tells this process's streams of each append through the store's
 :class:`~presa_trio.tasks.stores.local.Announcer`. The memory store is one
 Trio thread's: like every memory store method, an append checkpoints first
@@ -11,7 +12,6 @@ the events, so it is atomic by construction; a write's own events
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
 import attrs
@@ -27,22 +27,18 @@ class Log:
     """One task's log in memory: the retained events, the next seq, whether it closed."""
 
     # Consecutive seqs, their stamps never going back (rule 7).
-    events: deque[TaskEvent] = attrs.field(factory=deque)
+    events: list[TaskEvent] = attrs.field(factory=list)
     next_seq: int = 0
     # Epoch ms of the closing append; None while the task may still add events.
     closed_ms: int | None = None
 
     def window(self, after: int, limit: int, now_ms: int, retention: Retention) -> EventWindow:
         """The events after ``after`` that ``retention`` keeps at ``now_ms``, pruned or not."""
-        cutoff = retention.age_cutoff(now_ms)
-        aged = 0  # how many of the oldest events are past the maximum age: a prefix
-        if cutoff is not None:
-            while aged < len(self.events) and self.events[aged].created_ms <= cutoff:
-                aged += 1
+        aged = self.first_kept(now_ms, retention)
         earliest = self.events[aged].seq if aged < len(self.events) else self.next_seq
         # Seqs are consecutive: the first kept after the cursor is at this index.
         start = aged + max(0, after + 1 - earliest)
-        picked = [self.events[i] for i in range(start, min(len(self.events), start + limit))]
+        picked = self.events[start : start + limit]
         return EventWindow.of_log(
             picked, earliest, self.next_seq, self.closed_ms, now_ms, retention
         )
@@ -68,14 +64,22 @@ class Log:
         self.trim(stamp, retention)
         return appended
 
-    def trim(self, now_ms: int, retention: Retention) -> None:
-        """Drop what the count and the age allow no more: a prefix, from the left (rule 7)."""
-        while len(self.events) > retention.max_events:
-            self.events.popleft()
+    def first_kept(self, now_ms: int, retention: Retention) -> int:
+        """The index of the oldest event ``retention`` keeps at ``now_ms``: before it, a prefix.
+
+        The count keeps the last ``max_events``; the age drops the oldest,
+        whose stamps never go back, so both cut the log at one index (rule 7).
+        """
+        first = max(0, len(self.events) - retention.max_events)
         cutoff = retention.age_cutoff(now_ms)
         if cutoff is not None:
-            while self.events and self.events[0].created_ms <= cutoff:
-                self.events.popleft()
+            while first < len(self.events) and self.events[first].created_ms <= cutoff:
+                first += 1
+        return first
+
+    def trim(self, now_ms: int, retention: Retention) -> None:
+        """Drop what the count and the age allow no more: a prefix (rule 7)."""
+        del self.events[: self.first_kept(now_ms, retention)]
 
 
 @attrs.define(eq=False, repr=False)
