@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "api.md"
 COMPARISON = ROOT / "docs" / "comparison"
 #: The versions of FastMCP and of its tasks package the table speaks of.
-FASTMCP = ("fastmcp==4.1.6", "fastmcp-tasks==4.1.4")
+FASTMCP = ("fastmcp==4.1.4", "fastmcp-tasks==4.1.4")
 INSTALL_TIMEOUT = 600
 #: What every version answers: each part called as the tests call it.
 ANSWERS = {
