@@ -1,14 +1,17 @@
 """FastMCP's version of the comparison server under FastMCP's own client: what it did, as JSON.
 
-tests/docs/test_comparison.py runs this in a venv of its own holding
-FastMCP and fastmcp-tasks, from this directory, and builds docs/api.md's
-table from what it prints: the versions, the protocol revision the client
-settled on, whether ``delete`` ran as a task, and each part's answer.
+``python fastmcp_run.py FILE``, from this directory, writes the facts to
+FILE. tests/docs/test_comparison.py runs it in a venv of its own holding
+FastMCP and fastmcp-tasks, and builds docs/api.md's table from them: the
+versions, the protocol revision the client settled on, whether ``delete``
+ran as a task, and each part's answer.
 """
 
 import asyncio
 import json
+import sys
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
@@ -21,7 +24,7 @@ async def accept(message: str, response_type: Any, params: Any, context: Any) ->
     return {"ok": True}
 
 
-async def main() -> None:
+async def main() -> dict[str, Any]:
     async with Client(mcp, elicitation_handler=accept) as client:
         greeting = await client.call_tool("greet", {"name": "Ada", "times": 2})
         weather = await client.call_tool("weather", {"city": "Oslo"})
@@ -30,7 +33,7 @@ async def main() -> None:
         task = await call_tool_task(client, "delete", {"path": "a"})
         deleted = await task.result()
         revision = client.protocol_version
-    facts = {
+    return {
         "fastmcp": version("fastmcp"),
         "fastmcp_tasks": version("fastmcp-tasks"),
         "revision": revision,
@@ -44,7 +47,6 @@ async def main() -> None:
             "delete": deleted.content[0].text,
         },
     }
-    print(json.dumps(facts))
 
 
-asyncio.run(main())
+Path(sys.argv[1]).write_text(json.dumps(asyncio.run(main())))

@@ -19,7 +19,6 @@ about a minute with a warm pip cache, is marked ``builds_venv``.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Mapping
 from importlib.metadata import version
@@ -35,13 +34,13 @@ from mcp.types import ElicitRequestParams, ElicitResult, TextContent, TextResour
 from examples.comparison import presa_server, sdk_mcpserver
 from presa_trio.testing import accept, open_client
 from presa_trio.wire.meta import PROTOCOL_VERSION
+from tests.installs import run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "api.md"
 COMPARISON = ROOT / "docs" / "comparison"
 #: The versions of FastMCP and of its tasks package the table speaks of.
 FASTMCP = ("fastmcp==4.1.4", "fastmcp-tasks==4.1.4")
-INSTALL_TIMEOUT = 600
 #: What every version answers: each part called as the tests call it.
 ANSWERS = {
     "greet": "Hello, Ada! Hello, Ada!",
@@ -133,20 +132,6 @@ async def sdk_run() -> Run:
     return Run("examples/comparison/sdk_mcpserver.py", library, revision, False, answers)
 
 
-def run(*command: str | Path, cwd: Path) -> str:
-    """Run a command to completion; its output, or a failure showing it."""
-    done = subprocess.run(
-        [str(part) for part in command],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def fastmcp_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """FastMCP's version under FastMCP's client, in a venv of its own."""
@@ -154,7 +139,9 @@ def fastmcp_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     run(sys.executable, "-m", "venv", root / "venv", cwd=root)
     python = root / "venv" / "bin" / "python"
     run(python, "-m", "pip", "install", "-q", *FASTMCP, cwd=root)
-    facts = json.loads(run(python, COMPARISON / "fastmcp_run.py", cwd=COMPARISON))
+    facts_file = root / "facts.json"
+    run(python, COMPARISON / "fastmcp_run.py", facts_file, cwd=COMPARISON)
+    facts = json.loads(facts_file.read_text())
     library = f"FastMCP {facts['fastmcp']} (with fastmcp-tasks {facts['fastmcp_tasks']})"
     return Run(
         "docs/comparison/fastmcp_server.py",
