@@ -25,14 +25,16 @@ A handler sees the server through :class:`ServerView`: what it may use
 ``subscriptions/listen`` streams), not the registration API.
 :class:`~presa_trio.server.Server` has all of it, so it is its own view.
 This module imports nothing else of ``presa_trio.server``: the context is the
-bottom of its import graph, and no import cycle runs through it.
+bottom of its import graph, and no import cycle runs through it (typed
+elicitation, :meth:`RequestContext.elicit`, is pure and lives in
+:mod:`presa_trio.wire.elicitation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 
 import attrs
 import trio
@@ -41,6 +43,7 @@ import trio.lowlevel
 from presa_trio.auth.principal import OPEN_ACCESS, Access, Principal
 from presa_trio.wire import mrtr
 from presa_trio.wire.convert import to_wire
+from presa_trio.wire.elicitation import Elicited, Form, class_form, schema_form
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
@@ -50,6 +53,7 @@ from presa_trio.wire.tasks import PARTIAL_CONTENT_EVENT
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+T = TypeVar("T")
 
 
 class ServerView(Protocol):
@@ -112,6 +116,8 @@ class RequestContext:
     _last_progress: float | None = None
     # Where the call's child tasks run, while a tool runs (see :attr:`nursery`).
     _nursery: trio.Nursery | None = attrs.field(default=None, repr=False)
+    # How many ``elicit`` calls this run of the handler made: the next key's number.
+    _elicited: int = attrs.field(default=0, repr=False)
 
     @property
     def capabilities(self) -> ClientCapabilities:
@@ -230,6 +236,49 @@ class RequestContext:
         answers = mrtr.answers_for(requests, self.input_responses, self.state)
         await trio.lowlevel.checkpoint()
         return answers
+
+    @overload
+    async def elicit(
+        self, message: str, form: type[T], *, key: str | None = None
+    ) -> Elicited[T]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, form: dict[str, Any], *, key: str | None = None
+    ) -> Elicited[dict[str, Any]]: ...
+
+    async def elicit(
+        self, message: str, form: type[Any] | dict[str, Any], *, key: str | None = None
+    ) -> Elicited[Any]:
+        """Ask the user to fill in ``form``; the answer typed, or declined, or cancelled.
+
+        ``form`` is an attrs class or a dataclass (the answer's ``data`` is
+        an instance of it), or a JSON Schema dict (``data`` is the content).
+        Either must be a form the spec allows: one outside it is refused
+        here, a :class:`~presa_trio.wire.hints.SignatureError` naming the
+        field (:mod:`presa_trio.wire.elicitation`)::
+
+            answer = await ctx.elicit(f"Delete {path}?", Confirm)
+            if answer.action != "accept" or not answer.data.sure:
+                return "kept"
+
+        It is an :meth:`ask` of one form-mode ``elicitation/create``, so it
+        works on a plain call (multi round-trip) and in a task alike. The
+        input key is ``key``, else ``elicit-1``, ``elicit-2``… by the order
+        of the calls in this run of the handler: a plain call runs the
+        handler again from the top on each round, so the same question
+        gets the same key as long as the tool asks in the same order. Child
+        tasks asking at once have no order: give each its own ``key``.
+
+        Spec: client/elicitation §Form Mode Elicitation Requests, §Response
+        Actions; basic/patterns/mrtr §InputRequests.
+        """
+        asked: Form[Any] = schema_form(form) if isinstance(form, dict) else class_form(form)
+        if key is None:
+            self._elicited += 1
+            key = f"elicit-{self._elicited}"
+        answers = await self.ask({key: mrtr.Elicitation(message, asked.schema)})
+        return asked.answer(key, answers.elicitation(key))
 
     # --- task events (SEP-2694, with --task-events) ----------------------------
 

@@ -35,14 +35,15 @@ import attrs
 from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.models import JSONObject
+
+# The notification and events_gone's code are wire facts the client reads too
+# (presa_trio.wire.tasks); the runtime keeps importing them from here.
+from presa_trio.wire.tasks import EVENT_NOTIFICATION as EVENT_NOTIFICATION
+from presa_trio.wire.tasks import EVENTS_GONE as EVENTS_GONE
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 
-#: The method of the notification that carries one event (SEP-2694 §notifications/tasks/event).
-EVENT_NOTIFICATION = "notifications/tasks/event"
 #: The ``_meta`` key every task event carries (SEP-2694 §Task Event).
 RELATED_TASK = "io.modelcontextprotocol/related-task"
-#: ``events_gone``'s code, from the implementation-defined server error range.
-EVENTS_GONE = -32010
 
 #: A label of an event type: letters, digits, ``_`` and ``-``.
 _LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")

@@ -87,7 +87,12 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
-from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASK_NOTIFICATION, TASKS_EXTENSION
+from presa_trio.wire.tasks import (
+    EVENT_STREAMS,
+    TASK_NAME_PARAMS,
+    TASK_NOTIFICATION,
+    TASKS_EXTENSION,
+)
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +181,7 @@ class TasksExtension(Extension):
     def enable_events(self, events: TaskEventLog) -> None:
         """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving."""
         self.events = self.runner.events = events
-        self.settings = {"eventStreams": {}}
+        self.settings = {EVENT_STREAMS: {}}
 
     def publish(self, scope: str, task: Task) -> None:
         """Offer a stored change to the listen streams (they pick by scope and id).

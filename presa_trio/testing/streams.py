@@ -27,7 +27,7 @@ import trio
 from presa_trio.testing.driver import McpClient, RequestFailed, Stream, request
 from presa_trio.wire.convert import from_wire
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import StreamedTaskEvent
+from presa_trio.wire.tasks import EVENT_NOTIFICATION, StreamedTaskEvent
 
 T = TypeVar("T")
 
@@ -35,8 +35,6 @@ T = TypeVar("T")
 WAIT = 10.0
 #: The notification a listen stream opens with.
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
-#: The notification that carries one task event (SEP-2694).
-TASK_EVENT = "notifications/tasks/event"
 
 
 @attrs.frozen
@@ -105,7 +103,7 @@ async def open_notification_stream(
 
 def read_task_event(message: JSONObject) -> StreamedTaskEvent:
     """One ``notifications/tasks/event``, typed; any other notification fails the test."""
-    if message.get("method") != TASK_EVENT:
+    if message.get("method") != EVENT_NOTIFICATION:
         raise AssertionError(f"a task's stream carried {message.get('method')}")
     return from_wire(message["params"], StreamedTaskEvent)
 

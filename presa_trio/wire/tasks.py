@@ -4,12 +4,14 @@ A client that follows a task and the server that runs it read the same
 facts: the extension's identifier in ``capabilities.extensions``, the five
 statuses as they are spelt on the wire and which of them end a task, which
 ``params`` key ``Mcp-Name`` mirrors on the task methods, and the event
-types presa writes to a task's event stream, and the shape of one streamed
-event. They live here, apart from the
+types presa writes to a task's event stream, how that stream is
+advertised, delivered and refused, and the shape of one streamed event.
+They live here, apart from the
 runtime (:mod:`presa_trio.tasks`), so that :mod:`presa_trio.client` needs
 no part of the server to speak to one.
 
-Spec: SEP-2663 §Tasks, §Task Status, §HTTP Headers; SEP-2694 (draft) §Event Types.
+Spec: SEP-2663 §Tasks, §Task Status, §HTTP Headers; SEP-2694 (draft) §Specification,
+§notifications/tasks/event, §events_gone error, §Event Types.
 """
 
 from __future__ import annotations
@@ -56,6 +58,18 @@ INPUT_REQUESTED_EVENT = PRESA_PREFIX + "task.input_requested"
 INPUT_ANSWERED_EVENT = PRESA_PREFIX + "task.input_answered"
 #: Partial content blocks, as SEP-2679 shaped them (SEP-2694 §Relationship to SEP-2679).
 PARTIAL_CONTENT_EVENT = PRESA_PREFIX + "content.partial"
+
+#: The key of the Tasks extension's settings in ``server/discover`` that says
+#: ``tasks/stream`` is served (SEP-2694 §Specification: "MAY advertise this
+#: support as an eventStreams sub-capability of Tasks").
+EVENT_STREAMS = "eventStreams"
+#: The request that streams a task's events (SEP-2694 §tasks/stream).
+TASK_STREAM = "tasks/stream"
+#: The method of the notification that carries one event (SEP-2694 §notifications/tasks/event).
+EVENT_NOTIFICATION = "notifications/tasks/event"
+#: ``events_gone``'s code, from the implementation-defined server error range
+#: (SEP-2694 §events_gone error); its ``data.earliestSeq`` is the oldest event kept.
+EVENTS_GONE = -32010
 
 
 @attrs.frozen
