@@ -95,10 +95,12 @@ class Client:
     ) -> Reply:
         """Any request, with this client's ``_meta``, each ``input_required`` round answered.
 
-        A JSON-RPC error raises :class:`~presa_trio.testing.RequestFailed`.
+        ``params`` may bring its own ``_meta`` (build one with
+        :meth:`meta`). A JSON-RPC error raises
+        :class:`~presa_trio.testing.RequestFailed`.
         """
         answering = self.answer if answer is None else answer_function(answer)
-        full = {**(params or {}), "_meta": self.meta()}
+        full = {"_meta": self.meta(), **(params or {})}
         return await send_answering(self.raw, method, full, answering)
 
     async def list_tools(self) -> list[Tool]:

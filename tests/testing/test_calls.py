@@ -49,6 +49,7 @@ def notes_server(*, task_events: bool = False) -> Server:
         await ctx.log("debug", {"times": times})
         await ctx.log("info", "tidying", logger="notes")
         await ctx.log("warning", "nothing to tidy")
+        await ctx.report_progress(1, total=1)
         return "tidy"
 
     @server.tool()
@@ -155,6 +156,19 @@ async def test_a_tool_result_is_typed_content_with_the_log_messages_sent_before_
     assert silent.logs == []
     assert picture.content == [TextContent("a dot"), ImageContent("iVBORw0KGgo=", "image/png")]
     assert picture.text == "a dot"
+
+
+async def test_any_request_goes_through_send_request_with_its_own_meta() -> None:
+    """Spec-mandated (basic/patterns/progress §Progress Flow: progress only with a
+    ``progressToken``): a ``_meta`` the caller builds is the one sent, and the reply
+    keeps what the server sent before the result."""
+    async with open_client(notes_server()) as client:
+        plain = await client.send_request("tools/call", {"name": "tidy"})
+        params = {"name": "tidy", "_meta": {**client.meta(), "progressToken": "p"}}
+        with_token = await client.send_request("tools/call", params)
+    progress = [n for n in with_token.notifications if n["method"] == "notifications/progress"]
+    assert [n["params"]["progressToken"] for n in progress] == ["p"]
+    assert all(n["method"] != "notifications/progress" for n in plain.notifications)
 
 
 async def test_resources_read_as_text_blobs_and_template_matches() -> None:
