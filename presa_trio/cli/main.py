@@ -135,7 +135,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_STORE_TIMEOUT_S,
         metavar="SECONDS",
         help="longest a call to the store may take, waiting included; slower is a "
-        "retryable -32603 (default: %(default)s)",
+        "retryable -32603; also how long a tool's ctx.emit waits out an unavailable store "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--task-lease",

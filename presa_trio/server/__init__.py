@@ -7,7 +7,7 @@ the method table says what each method is (:mod:`~presa_trio.server.methods`);
 :mod:`presa_trio.stdio`) only admit requests and write answers.
 """
 
-from presa_trio.server.context import RequestContext, ServerView
+from presa_trio.server.context import Connection, EmitFailed, RequestContext, ServerView
 from presa_trio.server.dispatch import Dispatcher
 from presa_trio.server.registry import (
     CacheHints,
@@ -26,9 +26,11 @@ __all__ = [
     "Accepted",
     "CacheHints",
     "Cancelled",
+    "Connection",
     "Declined",
     "Dispatcher",
     "Elicited",
+    "EmitFailed",
     "Extension",
     "Field",
     "Method",

@@ -56,6 +56,42 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 T = TypeVar("T")
 
 
+@attrs.frozen
+class Connection:
+    """The transport connection a request came on, as its edge names it.
+
+    Two requests came on one connection exactly when their ``Connection``
+    values are equal. :attr:`peer` is the other end as far as the transport
+    can tell: over HTTP the client's IP address (a client that opens more
+    connections keeps it; clients behind one proxy share the proxy's), over
+    stdio the pipe. Without authorization, limits per client count by it
+    (``tasks/stream``: SEP-2694 §Security Implications; spec-notes §50).
+    """
+
+    # Who is at the other end: ``("http", address)``, or the stdio edge itself.
+    peer: Hashable
+    # Which of the peer's connections: the client's port over HTTP; None over stdio.
+    port: int | None = None
+
+
+class EmitFailed(Exception):
+    """``ctx.emit`` could not confirm that the task's log holds the event.
+
+    Raised to the tool, which may catch it and decide: emit again (the
+    event may then be in the log twice, under two ``seq``), go on without
+    it, or let it fail the task. ``maybe_stored`` says which way it
+    failed: the store was unavailable past the store timeout, so its answer
+    was lost and the event may be in the log or land once the store is
+    back (True); or the store refused the event or failed otherwise, and
+    it is not in the log (False). Never raised for a task that has ended:
+    its log is closed, and the emit does nothing (spec-notes §50).
+    """
+
+    def __init__(self, message: str, *, maybe_stored: bool) -> None:
+        super().__init__(message)
+        self.maybe_stored = maybe_stored
+
+
 class ServerView(Protocol):
     """What a handler may use of the server that serves its request."""
 
@@ -109,9 +145,9 @@ class RequestContext:
     principal: Principal | None = None
     # The scopes the request needed, and when its token lapses (authorization).
     access: Access = OPEN_ACCESS
-    # The transport connection the request came on (the edge's key for it);
-    # ``None`` when the edge names none. Only equality is asked of it.
-    connection: Hashable = None
+    # The transport connection the request came on; ``None`` when the edge names
+    # none (then the request is a connection, and a peer, of its own).
+    connection: Connection | None = None
     # The last progress value sent: progress must increase (progress §Behavior Requirements).
     _last_progress: float | None = None
     # Where the call's child tasks run, while a tool runs (see :attr:`nursery`).
@@ -292,6 +328,12 @@ class RequestContext:
         its payload must be a JSON object (else ``TypeError``) within the
         size limit (:mod:`presa_trio.tasks.events`). A plain call has no
         task to stream, and there, as with the option off, it does nothing.
+
+        An event is stored or the tool is told: a store that is unavailable
+        is waited for, within the store timeout (``--store-timeout``), and
+        then, as for an event the store refuses, :class:`EmitFailed` is
+        raised here. Once the task has ended its log is closed, and an emit
+        does nothing.
         """
 
     async def emit_partial(self, content: Iterable[Mapping[str, Any]]) -> None:

@@ -40,11 +40,16 @@ class Status(enum.Enum):
 #: The statuses a task never leaves (SEP-2663 §Task Status).
 TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
-#: ``Mcp-Name`` on the task methods mirrors ``params.taskId`` (SEP-2663 §HTTP
-#: Headers); ``tasks/stream`` follows them (SEP-2694, a draft).
+#: ``Mcp-Name`` on the task methods mirrors ``params.taskId`` (SEP-2663
+#: §Streamable HTTP: Routing Headers); a client sends it on ``tasks/stream``
+#: too (SEP-2694, a draft), for the same routing.
 TASK_NAME_PARAMS: Mapping[str, str] = dict.fromkeys(
     ("tasks/get", "tasks/update", "tasks/cancel", "tasks/stream"), "taskId"
 )
+#: The task methods whose ``Mcp-Name`` a server checks only when it is sent:
+#: SEP-2694 asks for none on ``tasks/stream``, so a client written from it
+#: alone leaves it out (spec-notes §50).
+NAME_CHECKED_WHEN_SENT: frozenset[str] = frozenset({"tasks/stream"})
 
 #: The notification that carries a task's newest ``DetailedTask`` to a listen
 #: stream that asked for it (SEP-2663 §Task Status Notifications).
