@@ -7,11 +7,14 @@ name ``A.b`` is the attribute ``b`` of ``A`` (a method, or an attrs field).
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from pathlib import Path
 
 import attrs
 import pytest
+
+from presa_trio.testing import Client, TaskHandle
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 HEADER = "| name | import from | what it is |"
@@ -56,3 +59,17 @@ def test_the_page_lists_the_api() -> None:
 def test_every_listed_name_imports_from_its_module(module_name: str, name: str) -> None:
     """presa-defined (docs/api.md): each name is importable from the module the page gives."""
     assert resolve(module_name, name) is not None
+
+
+@pytest.mark.parametrize("owner", [Client, TaskHandle], ids=lambda owner: owner.__name__)
+def test_the_testing_table_lists_every_public_call_of_the_typed_client(owner: type) -> None:
+    """presa-defined (docs/api.md, Testing): each public method of the typed client
+    and of a task handle has its row, so the table cannot fall behind."""
+    public = {
+        name
+        for name, value in vars(owner).items()
+        if not name.startswith("_") and inspect.isfunction(value)
+    }
+    rows = {name for module, name in listed() if module == "presa_trio.testing"}
+    missing = {f"{owner.__name__}.{name}" for name in public} - rows
+    assert missing == set()

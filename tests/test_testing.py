@@ -31,6 +31,7 @@ from presa_trio.testing import (
     sampled,
 )
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from presa_trio.wire.models import TextContent
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
@@ -229,8 +230,8 @@ async def test_the_typed_client_returns_typed_results() -> None:
         result = await client.call_tool("add", {"a": 2})
         tools = await client.list_tools()
     assert (result.text, result.is_error, result.structured) == ("3", False, None)
-    assert result.content == [{"type": "text", "text": "3"}]
-    assert [tool["name"] for tool in tools] == ["add", "survey", "slow_delete"]
+    assert result.content == [TextContent("3")]
+    assert [tool.name for tool in tools] == ["add", "survey", "slow_delete"]
 
 
 async def test_the_typed_client_answers_every_round_from_a_script_or_a_function() -> None:

@@ -1,8 +1,12 @@
 from dataclasses import dataclass
 
 from fastmcp import Context, FastMCP
+from fastmcp_tasks import TasksExtension
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
 mcp = FastMCP("compare")
+mcp.add_extension(TasksExtension())
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
 @dataclass
@@ -36,11 +40,14 @@ async def summarise(text: str) -> str:
 
 
 @mcp.tool(task=True)
-async def delete(path: str, ctx: Context) -> str:
+async def delete(path: str, ctx: Context) -> str | InputRequiredResult:
     """Asks before deleting a file."""
-    await ctx.report_progress(1, 2, f"looking at {path}")
-    answer = await ctx.elicit(f"Delete {path}?", response_type=bool)
-    if answer.action != "accept" or not answer.data:
+    answer = (ctx.input_responses or {}).get("ok")
+    if answer is None:
+        await ctx.report_progress(1, 2, f"looking at {path}")
+        ask = ElicitRequestFormParams(message=f"Delete {path}?", requested_schema=CONFIRM)
+        return InputRequiredResult(input_requests={"ok": ElicitRequest(params=ask)})
+    if not isinstance(answer, ElicitResult) or answer.action != "accept":
         return "kept"
     await ctx.report_progress(2, 2, f"deleting {path}")
     return "deleted"

@@ -42,10 +42,12 @@ import trio.lowlevel
 
 from presa_trio.auth.principal import OPEN_ACCESS, Access, Principal
 from presa_trio.wire import mrtr
+from presa_trio.wire.convert import to_wire
 from presa_trio.wire.elicitation import Elicited, Form, class_form, schema_form
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
+from presa_trio.wire.models import LogMessage
 from presa_trio.wire.request_state import StateSealer
 from presa_trio.wire.tasks import PARTIAL_CONTENT_EVENT
 
@@ -192,10 +194,8 @@ class RequestContext:
             raise ValueError(f"unknown log level {level!r}")
         if not self.meta.logs_at(level):
             return
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        await self.send(notification("notifications/message", params))
+        message = LogMessage(level, data, logger)
+        await self.send(notification("notifications/message", to_wire(message)))
 
     # --- child tasks and status --------------------------------------------------
 

@@ -29,9 +29,18 @@ for you; use it from any Trio test (pytest-trio, or ``trio.run``)::
 
 What else it does, each shown in ``tests/test_testing.py``:
 
-- :class:`~presa_trio.testing.client.TaskHandle` waits for a status
-  (``await task.wait_for("input_required")``), answers (``respond``) and
-  cancels (``cancel``);
+- every client call of the protocol, typed with the wire's models:
+  ``list_tools``, ``call_tool`` (a :class:`ToolResult` that keeps the log
+  messages the tool sent), ``list_resources``,
+  ``list_resource_templates``, ``read_resource``, ``list_prompts``,
+  ``get_prompt``, ``complete``, and ``listen`` for list changes, resource
+  updates (``resource_subscriptions=[uri]``) and tasks;
+- :class:`~presa_trio.testing.tasks.TaskHandle` waits for a status
+  (``await task.wait_for("input_required")``), answers (``respond``),
+  cancels (``cancel``) and streams the task's events (``stream``, where
+  task event streams are on);
+- a failed ``assert`` inside ``open_client`` comes out as itself, for
+  ``pytest.raises`` to match (:mod:`presa_trio.testing.background`);
 - :func:`connect` gives the wire-level :class:`McpClient` (results as
   JSON): ``send_request`` returns the result with the notifications sent
   before it, ``listen`` opens a ``subscriptions/listen`` stream, and
@@ -39,19 +48,15 @@ What else it does, each shown in ``tests/test_testing.py``:
   (:mod:`presa_trio.testing.driver`).
 """
 
-from presa_trio.testing.client import (
+from presa_trio.testing.answers import (
     Answerer,
-    Client,
     NoAnswer,
-    TaskHandle,
-    TaskState,
-    ToolResult,
     accept,
     decline,
-    open_client,
     roots,
     sampled,
 )
+from presa_trio.testing.client import Client, open_client
 from presa_trio.testing.driver import (
     DEFAULT_CAPABILITIES,
     NAME_PARAMS,
@@ -69,6 +74,9 @@ from presa_trio.testing.driver import (
     request,
     running,
 )
+from presa_trio.testing.results import ToolResult
+from presa_trio.testing.streams import Listener, Notification, NotificationStream
+from presa_trio.testing.tasks import TaskHandle, TaskState
 
 __all__ = [
     "DEFAULT_CAPABILITIES",
@@ -77,8 +85,11 @@ __all__ = [
     "Answerer",
     "Client",
     "Headers",
+    "Listener",
     "McpClient",
     "NoAnswer",
+    "Notification",
+    "NotificationStream",
     "Reply",
     "RequestFailed",
     "Response",

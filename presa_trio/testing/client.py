@@ -1,198 +1,71 @@
-"""The typed in-process client: tool results as objects, questions answered for you.
+"""The typed in-process client: every client call of the protocol, results as wire models.
 
 :func:`open_client` serves a :class:`~presa_trio.server.Server` in-process
 (as :func:`~presa_trio.testing.connect` does) and hands back a
-:class:`Client`. Its :meth:`Client.call_tool` returns a :class:`ToolResult`
-and answers every input request the tool makes on the way, through one
-:data:`Answerer`: a function of the request (sync or async), or a list of
-scripted answers taken in order. Multi round-trip retries (mrtr) and task
-questions (``tasks/update``) are then handled alike, with no retry written
-by hand. :meth:`Client.start_task` makes a task of a task tool and returns a
-:class:`TaskHandle` to wait for a status, answer, cancel or read its result.
+:class:`Client` with one method per request a client sends:
 
-Answers are built with :func:`accept`, :func:`decline`, :func:`sampled` and
-:func:`roots`.
+- tools: :meth:`Client.list_tools`, :meth:`Client.call_tool` (a
+  :class:`~presa_trio.testing.results.ToolResult`, with the log messages
+  the tool sent);
+- resources: :meth:`Client.list_resources`,
+  :meth:`Client.list_resource_templates`, :meth:`Client.read_resource`
+  (a concrete resource or a template's match), and subscriptions through
+  :meth:`Client.listen` (``resource_subscriptions=[uri]``, list changes,
+  tasks);
+- prompts: :meth:`Client.list_prompts`, :meth:`Client.get_prompt`;
+  completion: :meth:`Client.complete`;
+- tasks: :meth:`Client.start_task`, then the
+  :class:`~presa_trio.testing.tasks.TaskHandle` to wait, answer, cancel and
+  stream;
+- anything else: :meth:`Client.send_request`, the raw result.
 
-Spec: 2026-07-28 basic/patterns/mrtr; server/tools §Tool Result; SEP-2663
-§Task Polling, §Task Update Requests, §Task Cancellation.
+Results are the wire's own attrs models (:mod:`presa_trio.wire.models`),
+read with :func:`~presa_trio.wire.convert.from_wire`. Every request carries
+the client's capabilities and, unless ``log_level=None``, asks for log
+messages at ``debug`` and up. Every input request a tool, resource or
+prompt makes on the way is answered through one
+:data:`~presa_trio.testing.answers.Answerer`, and the request retried, as
+multi round-trip requests ask (:func:`~presa_trio.testing.answers.send_answering`).
+presa's lists are always one page, so the list calls send no cursor.
+
+Spec: 2026-07-28 server/tools, server/resources, server/prompts,
+server/utilities/completion, server/utilities/logging,
+basic/patterns/subscriptions, basic/patterns/mrtr; SEP-2663.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
-import trio
 
 from presa_trio.server import Server
+from presa_trio.testing.answers import Answerer, AnswerFunction, answer_function, send_answering
 from presa_trio.testing.driver import (
     DEFAULT_CAPABILITIES,
     TASKS_CAPABILITIES,
     McpClient,
+    Reply,
     connect,
+    meta,
 )
-from presa_trio.wire.models import JSONObject
-
-#: Answers one input request: ``(key, request)`` in, the response out. The
-#: request is its wire form: ``{"method": "elicitation/create", "params": …}``.
-AnswerFunction = Callable[[str, JSONObject], JSONObject | Awaitable[JSONObject]]
-#: A function, or scripted answers used in order.
-Answerer = AnswerFunction | Iterable[JSONObject]
-#: How long a task helper waits before it fails the test, in seconds.
-TASK_WAIT = 10.0
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-
-
-def accept(content: JSONObject | None = None) -> JSONObject:
-    """An accepted elicitation carrying ``content``."""
-    return {"action": "accept", "content": dict(content or {})}
-
-
-def decline() -> JSONObject:
-    """A declined elicitation."""
-    return {"action": "decline"}
-
-
-def sampled(text: str, model: str = "test-model") -> JSONObject:
-    """The client's model answering a sampling request with ``text``."""
-    return {"role": "assistant", "model": model, "content": {"type": "text", "text": text}}
-
-
-def roots(*uris: str) -> JSONObject:
-    """The client's roots, by URI."""
-    return {"roots": [{"uri": uri} for uri in uris]}
-
-
-class NoAnswer(AssertionError):
-    """The tool asked something the test gave no answer for."""
-
-
-def answer_function(answerer: Answerer | None) -> AnswerFunction:
-    """One function for every form of :data:`Answerer`."""
-    if answerer is None:
-
-        def unanswered(key: str, request: JSONObject) -> JSONObject:
-            raise NoAnswer(f"the tool asked {key!r} ({request.get('method')}); pass answer=")
-
-        return unanswered
-    if callable(answerer):
-        return answerer
-    script = iter(list(answerer))
-
-    def scripted(key: str, request: JSONObject) -> JSONObject:
-        try:
-            return next(script)
-        except StopIteration:
-            raise NoAnswer(f"the tool asked {key!r} after the scripted answers ran out") from None
-
-    return scripted
-
-
-async def answer_all(answer: AnswerFunction, requests: Mapping[str, JSONObject]) -> JSONObject:
-    """Every request answered, by key, in the order the server listed them."""
-    responses: JSONObject = {}
-    for key, request in requests.items():
-        given = answer(key, request)
-        responses[key] = await given if inspect.isawaitable(given) else given
-    return responses
-
-
-@attrs.frozen
-class ToolResult:
-    """A complete ``CallToolResult``, read."""
-
-    content: list[JSONObject]
-    structured: JSONObject | None
-    is_error: bool
-    # The result as received, ``_meta`` and all.
-    raw: JSONObject
-
-    @classmethod
-    def read(cls, result: JSONObject) -> ToolResult:
-        return cls(
-            result["content"], result.get("structuredContent"), result.get("isError", False), result
-        )
-
-    @property
-    def text(self) -> str:
-        """The text of the text blocks, one per line."""
-        return "\n".join(block["text"] for block in self.content if block.get("type") == "text")
-
-
-@attrs.frozen
-class TaskState:
-    """A task as ``tasks/get`` shows it."""
-
-    task_id: str
-    status: str
-    status_message: str | None
-    input_requests: JSONObject
-    result: ToolResult | None
-    error: JSONObject | None
-
-    @classmethod
-    def read(cls, task: JSONObject) -> TaskState:
-        result = task.get("result")
-        return cls(
-            task["taskId"],
-            task["status"],
-            task.get("statusMessage"),
-            task.get("inputRequests") or {},
-            None if result is None else ToolResult.read(result),
-            task.get("error"),
-        )
-
-
-@attrs.define(eq=False)
-class TaskHandle:
-    """One task, driven: read it, wait for it, answer it, cancel it."""
-
-    client: McpClient
-    task_id: str
-    answer: AnswerFunction
-
-    async def state(self) -> TaskState:
-        return TaskState.read(await self.client.get_task(self.task_id))
-
-    async def wait_for(self, *statuses: str) -> TaskState:
-        """The task once it is in one of ``statuses``; fail the test after 10 s.
-
-        It watches the task on a ``subscriptions/listen`` stream and reads it
-        once the stream is acknowledged, so no change is missed and nothing
-        polls (SEP-2663 §Task Status Notifications).
-        """
-        watch = {"taskIds": [self.task_id]}
-        with trio.fail_after(TASK_WAIT):
-            async with self.client.listen(watch, capabilities=TASKS_CAPABILITIES) as stream:
-                await stream.next_message()  # the acknowledgement
-                state = await self.state()
-                while state.status not in statuses:
-                    message = await stream.next_message()
-                    state = TaskState.read(message["params"])
-        return state
-
-    async def respond(self, responses: Mapping[str, JSONObject]) -> None:
-        """``tasks/update`` with these answers."""
-        await self.client.update_task(self.task_id, responses)
-
-    async def cancel(self) -> TaskState:
-        """``tasks/cancel``; the task as it is then (``cancelled`` unless it had ended)."""
-        await self.client.cancel_task(self.task_id)
-        return await self.state()
-
-    async def result(self) -> ToolResult:
-        """Answer each question the task asks, until it ends; its result.
-
-        A task that ends ``failed`` or ``cancelled`` fails the test.
-        """
-        while (state := await self.wait_for("input_required", *TERMINAL)).status not in TERMINAL:
-            await self.respond(await answer_all(self.answer, state.input_requests))
-        if state.result is None:
-            raise AssertionError(f"task {self.task_id} ended {state.status}: {state.error}")
-        return state.result
+from presa_trio.testing.results import ToolResult
+from presa_trio.testing.streams import Listener, open_listener
+from presa_trio.testing.tasks import TaskHandle
+from presa_trio.wire.convert import from_wire
+from presa_trio.wire.meta import META_LOG_LEVEL
+from presa_trio.wire.models import (
+    Completion,
+    GetPromptResult,
+    JSONObject,
+    Prompt,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    Tool,
+)
 
 
 @attrs.define(eq=False)
@@ -202,11 +75,37 @@ class Client:
     raw: McpClient
     answer: AnswerFunction
     capabilities: Mapping[str, Any]
+    # The level asked for in each request's ``_meta``; ``None`` asks for no log messages.
+    log_level: str | None = "debug"
 
-    async def list_tools(self) -> list[JSONObject]:
-        reply = await self.raw.send_request("tools/list", {}, capabilities=self.capabilities)
-        tools: list[JSONObject] = reply.result["tools"]
-        return tools
+    def meta(self, *, tasks: bool = False) -> JSONObject:
+        """Each request's ``_meta``: version, capabilities (Tasks too if ``tasks``), log level."""
+        capabilities = dict(self.capabilities)
+        if tasks:
+            capabilities["extensions"] = TASKS_CAPABILITIES["extensions"]
+        level = {} if self.log_level is None else {META_LOG_LEVEL: self.log_level}
+        return meta(capabilities, **level)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        answer: Answerer | None = None,
+    ) -> Reply:
+        """Any request, with this client's ``_meta``, each ``input_required`` round answered.
+
+        ``params`` may bring its own ``_meta`` (build one with
+        :meth:`meta`). A JSON-RPC error raises
+        :class:`~presa_trio.testing.RequestFailed`.
+        """
+        answering = self.answer if answer is None else answer_function(answer)
+        full = {"_meta": self.meta(), **(params or {})}
+        return await send_answering(self.raw, method, full, answering)
+
+    async def list_tools(self) -> list[Tool]:
+        """``tools/list``."""
+        return from_wire((await self.send_request("tools/list")).result["tools"], list[Tool])
 
     async def call_tool(
         self,
@@ -218,23 +117,12 @@ class Client:
         """Call a tool without the Tasks extension, answering each round it asks.
 
         Each ``input_required`` is answered by ``answer`` (else the client's
-        own) and retried with its ``requestState``, as a client must.
+        own) and retried with its ``requestState``, as a client must. The
+        result keeps the log messages the tool sent before it.
         """
-        answering = self.answer if answer is None else answer_function(answer)
-        responses: JSONObject | None = None
-        state: str | None = None
-        while True:
-            result = await self.raw.call_tool(
-                name,
-                arguments,
-                input_responses=responses,
-                request_state=state,
-                capabilities=self.capabilities,
-            )
-            if result.get("resultType") != "input_required":
-                return ToolResult.read(result)
-            responses = await answer_all(answering, result.get("inputRequests") or {})
-            state = result.get("requestState")
+        params = {"name": name, "arguments": dict(arguments or {})}
+        reply = await self.send_request("tools/call", params, answer=answer)
+        return ToolResult.read(reply.result, reply.notifications)
 
     async def start_task(
         self,
@@ -243,13 +131,114 @@ class Client:
         *,
         answer: Answerer | None = None,
     ) -> TaskHandle:
-        """Call a task tool with the Tasks extension declared; its task."""
-        declared = {**self.capabilities, "extensions": TASKS_CAPABILITIES["extensions"]}
-        created = await self.raw.call_tool(name, arguments, capabilities=declared)
+        """Call a task tool with the Tasks extension declared; its task.
+
+        Spec: SEP-2663 §Task Creation — a call that declares the extension
+        may be answered with a task (``resultType: "task"``).
+        """
+        params = {"name": name, "arguments": dict(arguments or {}), "_meta": self.meta(tasks=True)}
+        created = (await self.raw.send_request("tools/call", params)).result
         if created.get("resultType") != "task":
             raise AssertionError(f"{name} answered {created.get('resultType')}, not a task")
         answering = self.answer if answer is None else answer_function(answer)
         return TaskHandle(self.raw, created["taskId"], answering)
+
+    async def list_resources(self) -> list[Resource]:
+        """``resources/list``: the concrete resources."""
+        resources = (await self.send_request("resources/list")).result["resources"]
+        return from_wire(resources, list[Resource])
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        """``resources/templates/list``: the URI templates."""
+        templates = (await self.send_request("resources/templates/list")).result
+        return from_wire(templates["resourceTemplates"], list[ResourceTemplate])
+
+    async def read_resource(
+        self, uri: str, *, answer: Answerer | None = None
+    ) -> list[ResourceContents]:
+        """``resources/read`` of a resource, or of a URI a template matches: its contents.
+
+        An unknown URI raises :class:`~presa_trio.testing.RequestFailed`
+        with -32602 (SEP-2164).
+        """
+        reply = await self.send_request("resources/read", {"uri": uri}, answer=answer)
+        return from_wire(reply.result["contents"], list[ResourceContents])
+
+    async def list_prompts(self) -> list[Prompt]:
+        """``prompts/list``."""
+        return from_wire((await self.send_request("prompts/list")).result["prompts"], list[Prompt])
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        answer: Answerer | None = None,
+    ) -> GetPromptResult:
+        """``prompts/get``: the prompt's messages for these arguments."""
+        params = {"name": name, "arguments": dict(arguments or {})}
+        reply = await self.send_request("prompts/get", params, answer=answer)
+        return from_wire(reply.result, GetPromptResult)
+
+    async def complete(
+        self,
+        kind: str,
+        ref: str,
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+    ) -> Completion:
+        """``completion/complete``: values for ``argument`` of a prompt or a template.
+
+        ``kind`` and ``ref`` as ``@server.completion`` takes them:
+        ``("ref/prompt", name)`` or ``("ref/resource", uri_template)``;
+        ``context`` the arguments already chosen.
+
+        Spec: server/utilities/completion §Requesting Completions, §Reference Types.
+        """
+        key = "name" if kind == "ref/prompt" else "uri"
+        params: JSONObject = {
+            "ref": {"type": kind, key: ref},
+            "argument": {"name": argument, "value": value},
+        }
+        if context is not None:
+            params["context"] = {"arguments": dict(context)}
+        reply = await self.send_request("completion/complete", params)
+        return from_wire(reply.result["completion"], Completion)
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_subscriptions: Iterable[str] = (),
+        task_ids: Iterable[str] = (),
+    ) -> AsyncIterator[Listener]:
+        """Open ``subscriptions/listen`` for these changes; acknowledged when the block starts.
+
+        ``resource_subscriptions`` subscribes to resources by URI
+        (``notifications/resources/updated``); ``task_ids`` watches tasks
+        (``notifications/tasks``, the Tasks extension declared). Leaving the
+        block closes the stream.
+
+        Spec: basic/patterns/subscriptions §Notification Filter; resources
+        §Subscriptions; SEP-2663 §Task Status Notifications.
+        """
+        flags = {
+            "toolsListChanged": tools_list_changed,
+            "promptsListChanged": prompts_list_changed,
+            "resourcesListChanged": resources_list_changed,
+        }
+        wanted: JSONObject = {key: True for key, on in flags.items() if on}
+        if uris := list(resource_subscriptions):
+            wanted["resourceSubscriptions"] = uris
+        if ids := list(task_ids):
+            wanted["taskIds"] = ids
+        async with open_listener(self.raw, wanted, self.meta(tasks=bool(ids))) as listener:
+            yield listener
 
 
 @asynccontextmanager
@@ -258,12 +247,21 @@ async def open_client(
     *,
     answer: Answerer | None = None,
     capabilities: Mapping[str, Any] = DEFAULT_CAPABILITIES,
+    log_level: str | None = "debug",
 ) -> AsyncIterator[Client]:
     """A :class:`Client` of ``server``, served in-process for the block.
 
     ``answer`` answers the input requests of every call that passes none;
     ``capabilities`` are what each request declares (default: elicitation,
-    sampling and roots).
+    sampling and roots); ``log_level`` the level of log messages each
+    request asks for (``None``: none).
+
+    Failure policy: the server runs in a nursery behind the block. An
+    exception the block raises alone comes out as itself, so
+    ``pytest.raises`` around this block matches a failed ``assert`` in it;
+    a failure of the server ends the block and comes out as an
+    ``ExceptionGroup`` (with the block's own, if both failed), never
+    unwrapped (:mod:`presa_trio.testing.background`).
     """
     async with connect(server) as raw:
-        yield Client(raw, answer_function(answer), capabilities)
+        yield Client(raw, answer_function(answer), capabilities, log_level)

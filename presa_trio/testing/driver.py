@@ -30,6 +30,7 @@ import trio
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import Server
+from presa_trio.testing.background import open_nursery_behind_block
 from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
 from presa_trio.wire.headers import header_value as header_value
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSION
@@ -136,11 +137,14 @@ class Response:
         """The JSON messages of an SSE body, in order (comments skipped)."""
         return [json.loads(event.data) for event in parse_events(self.body)]
 
+    @property
+    def is_event_stream(self) -> bool:
+        """Whether the body is an SSE stream (else one JSON message)."""
+        return self.headers.get("content-type", "").startswith("text/event-stream")
+
     def messages(self) -> list[dict[str, Any]]:
         """Every JSON-RPC message of the response, SSE or plain JSON alike."""
-        if self.headers.get("content-type", "").startswith("text/event-stream"):
-            return self.events()
-        return [self.json()]
+        return self.events() if self.is_event_stream else [self.json()]
 
 
 class RequestFailed(Exception):
@@ -175,6 +179,8 @@ class Stream:
     _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
     # What the parser found and no one has read yet.
     _found: list[Event | Comment] = attrs.field(factory=list)
+    # A plain JSON body is one message; set once it was read.
+    _body_read: bool = False
 
     async def next_event(self) -> Event | Comment:
         """The next SSE event, or comment (a keep-alive's ``: ping``)."""
@@ -183,7 +189,15 @@ class Stream:
         return self._found.pop(0)
 
     async def next_message(self) -> dict[str, Any]:
-        """The next JSON-RPC message of the stream, skipping comments."""
+        """The next JSON-RPC message: of an SSE stream, skipping comments, or a JSON body's one.
+
+        Past the last message, ``trio.EndOfChannel``.
+        """
+        if not self.response.is_event_stream:
+            if self._body_read:
+                raise trio.EndOfChannel
+            self._body_read = True
+            return (await self.read_to_end()).json()  # type: ignore[no-any-return]
         while True:
             item = await self.next_event()
             if isinstance(item, Event):
@@ -230,6 +244,10 @@ class McpClient:
     ) -> AsyncIterator[Stream]:
         """Open a request; on exit the client disconnects and the app must finish.
 
+        The app answers in a nursery behind the block: its failure ends the
+        block as an ``ExceptionGroup``, an exception of the block alone
+        comes out as itself (:mod:`presa_trio.testing.background`).
+
         ``body_chunks``, when given, is sent instead of ``body``, one
         ``http.request`` event per chunk, as a chunked upload arrives.
         ``client`` is the address and port the request comes from: requests
@@ -263,7 +281,7 @@ class McpClient:
                 if not event.get("more_body", False):
                     chunk_send.close()
 
-        async with trio.open_nursery() as nursery:
+        async with open_nursery_behind_block() as nursery:
             target: Any = self.asgi or self.app
             nursery.start_soon(target, scope, receive, send)
             await started.wait()
@@ -376,8 +394,13 @@ class McpClient:
 
 @asynccontextmanager
 async def running(app: McpApp) -> AsyncIterator[McpClient]:
-    """Run the app's lifespan (its server-lifetime nursery) around a client."""
-    async with trio.open_nursery() as nursery:
+    """Run the app's lifespan (its server-lifetime nursery) around a client.
+
+    The lifespan runs in a nursery behind the block: its failure ends the
+    block as an ``ExceptionGroup``, an exception of the block alone comes
+    out as itself (:mod:`presa_trio.testing.background`).
+    """
+    async with open_nursery_behind_block() as nursery:
         await nursery.start(app.run)
         yield McpClient(app)
         nursery.cancel_scope.cancel()

@@ -5,7 +5,7 @@ snake_case attributes; :mod:`presa_trio.wire.convert` renames them. Optional
 keys default to ``None`` and are then left off the wire.
 
 Spec: schema.ts; server/tools, server/resources, server/prompts,
-server/utilities/completion.
+server/utilities/completion, server/utilities/logging.
 """
 
 from __future__ import annotations
@@ -188,3 +188,20 @@ class Completion:
     values: list[str]
     total: int | None = None
     has_more: bool | None = None
+
+
+# --- notifications -------------------------------------------------------------
+
+
+@attrs.frozen
+class LogMessage:
+    """The params of ``notifications/message``: one log message sent on a request's stream.
+
+    Spec: server/utilities/logging §Log Message Notifications.
+    """
+
+    # One of ``presa_trio.wire.meta.LOG_LEVELS``.
+    level: str
+    # Any JSON value.
+    data: Any
+    logger: str | None = None

@@ -4,8 +4,9 @@ A client that follows a task and the server that runs it read the same
 facts: the extension's identifier in ``capabilities.extensions``, the five
 statuses as they are spelt on the wire and which of them end a task, which
 ``params`` key ``Mcp-Name`` mirrors on the task methods, and the event
-types presa writes to a task's event stream, and how that stream is
-advertised, delivered and refused. They live here, apart from the
+types presa writes to a task's event stream, how that stream is
+advertised, delivered and refused, and the shape of one streamed event.
+They live here, apart from the
 runtime (:mod:`presa_trio.tasks`), so that :mod:`presa_trio.client` needs
 no part of the server to speak to one.
 
@@ -17,6 +18,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+
+import attrs
+
+from presa_trio.wire.models import JSONObject
 
 #: The extension's identifier, a key of ``capabilities.extensions`` (SEP-2663).
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -70,3 +75,23 @@ EVENT_NOTIFICATION = "notifications/tasks/event"
 #: ``events_gone``'s code, from the implementation-defined server error range
 #: (SEP-2694 §events_gone error); its ``data.earliestSeq`` is the oldest event kept.
 EVENTS_GONE = -32010
+
+
+@attrs.frozen
+class StreamedTaskEvent:
+    """One event of a task's stream, as ``notifications/tasks/event`` carries it.
+
+    The proposal's ``TaskEvent``; the server's stored record of it, with the
+    time it was appended, is :class:`presa_trio.tasks.events.TaskEvent`.
+
+    Spec: SEP-2694 (draft) §Task Event, §notifications/tasks/event.
+    """
+
+    # 0 for the task's first event, then exactly one more for each.
+    seq: int
+    task_id: str
+    # A prefixed type: ``com.example.step``, presa's ``presa_trio.task.status``.
+    type: str
+    payload: JSONObject
+    # Carries ``io.modelcontextprotocol/related-task`` naming the same task.
+    meta: JSONObject | None = None

@@ -35,11 +35,11 @@ import trio
 from presa_trio.testing import request
 from tests.e2e.harness import headers
 from tests.e2e.serve_process import REPOSITORY, presa_serve
+from tests.installs import run
 
 README = REPOSITORY / "README.md"
 #: The mypy a user type-checks with; the same as the typecheck session's.
 MYPY = "mypy==2.4.1"
-INSTALL_TIMEOUT = 600
 
 
 def readme_block(after: str, language: str = "python") -> str:
@@ -80,22 +80,6 @@ def checkout_copy(into: Path) -> Path:
             (into / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, into / name)
     return into
-
-
-def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
-    """Run a command to completion; its output, or a failure showing it."""
-    done = subprocess.run(
-        [str(part) for part in command],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    return output
 
 
 @attrs.frozen

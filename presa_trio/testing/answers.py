@@ -1,0 +1,107 @@
+"""How the testing client answers what a server asks: the answerers, and the retry of each round.
+
+A tool, a resource or a prompt may ask the client something (elicitation,
+sampling, roots) mid-request. On the plain path the server answers
+``input_required`` and the client calls again with the answers and the
+round's ``requestState`` (:func:`send_answering`); in a task the client
+answers with ``tasks/update`` (:class:`~presa_trio.testing.tasks.TaskHandle`).
+Both take their answers from one :data:`Answerer`: a function of the
+request (sync or async), or a list of scripted answers taken in order.
+Answers are built with :func:`accept`, :func:`decline`, :func:`sampled`
+and :func:`roots`.
+
+Spec: 2026-07-28 basic/patterns/mrtr §Basic Workflow, §Client Requirements
+(Basic Workflow); SEP-2663 §Task Update Requests.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from presa_trio.testing.driver import McpClient, Reply
+from presa_trio.wire.models import JSONObject
+
+#: Answers one input request: ``(key, request)`` in, the response out. The
+#: request is its wire form: ``{"method": "elicitation/create", "params": …}``.
+AnswerFunction = Callable[[str, JSONObject], JSONObject | Awaitable[JSONObject]]
+#: A function, or scripted answers used in order.
+Answerer = AnswerFunction | Iterable[JSONObject]
+
+
+def accept(content: JSONObject | None = None) -> JSONObject:
+    """An accepted elicitation carrying ``content``."""
+    return {"action": "accept", "content": dict(content or {})}
+
+
+def decline() -> JSONObject:
+    """A declined elicitation."""
+    return {"action": "decline"}
+
+
+def sampled(text: str, model: str = "test-model") -> JSONObject:
+    """The client's model answering a sampling request with ``text``."""
+    return {"role": "assistant", "model": model, "content": {"type": "text", "text": text}}
+
+
+def roots(*uris: str) -> JSONObject:
+    """The client's roots, by URI."""
+    return {"roots": [{"uri": uri} for uri in uris]}
+
+
+class NoAnswer(AssertionError):
+    """The tool asked something the test gave no answer for."""
+
+
+def answer_function(answerer: Answerer | None) -> AnswerFunction:
+    """One function for every form of :data:`Answerer`."""
+    if answerer is None:
+
+        def unanswered(key: str, request: JSONObject) -> JSONObject:
+            raise NoAnswer(f"the tool asked {key!r} ({request.get('method')}); pass answer=")
+
+        return unanswered
+    if callable(answerer):
+        return answerer
+    script = iter(list(answerer))
+
+    def scripted(key: str, request: JSONObject) -> JSONObject:
+        try:
+            return next(script)
+        except StopIteration:
+            raise NoAnswer(f"the tool asked {key!r} after the scripted answers ran out") from None
+
+    return scripted
+
+
+async def answer_all(answer: AnswerFunction, requests: Mapping[str, JSONObject]) -> JSONObject:
+    """Every request answered, by key, in the order the server listed them."""
+    responses: JSONObject = {}
+    for key, request in requests.items():
+        given = answer(key, request)
+        responses[key] = await given if inspect.isawaitable(given) else given
+    return responses
+
+
+async def send_answering(
+    raw: McpClient, method: str, params: Mapping[str, Any], answer: AnswerFunction
+) -> Reply:
+    """Send a request, answering each ``input_required`` round, until its final result.
+
+    Each retry is the original request plus ``inputResponses`` (this
+    round's answers only) and the round's ``requestState``, unchanged, as
+    a client must send them; ``params`` carries its own ``_meta``. A
+    JSON-RPC error raises :class:`~presa_trio.testing.RequestFailed`.
+
+    Spec: basic/patterns/mrtr §Basic Workflow, §Client Requirements (Basic Workflow).
+    """
+    retry: JSONObject = {}
+    while True:
+        reply = await raw.send_request(method, {**params, **retry})
+        if reply.result.get("resultType") != "input_required":
+            return reply
+        requests = reply.result.get("inputRequests") or {}
+        retry = {"inputResponses": await answer_all(answer, requests)}
+        if "requestState" in reply.result:
+            retry["requestState"] = reply.result["requestState"]

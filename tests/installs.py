@@ -1,0 +1,31 @@
+"""Commands that build and install: run to completion within a timeout, or fail with their output.
+
+The tests that make a venv of their own (a fresh install of presa, the
+comparison's FastMCP) run pip, build and what they installed through
+:func:`run`, so a command that hangs on the registries fails the test
+instead of holding the run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+#: Longest a build or an install may take, in seconds.
+INSTALL_TIMEOUT = 600
+
+
+def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run a command to completion; its output, or a failure showing it."""
+    done = subprocess.run(
+        [str(part) for part in command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    return output
