@@ -13,22 +13,25 @@ with the server's own :mod:`presa_trio.transcript_file`). No module of the
 server, its HTTP edge or the Tasks runtime is imported
 (tests/test_import_graph.py).
 
-==================  ==========================================================
-module              holds
-==================  ==========================================================
-``transport``       one exchange per request: HTTP POST (JSON or SSE), stdio lines
-``connection``      ids, ``_meta``, headers, pagination, telling a legacy server
-``arguments``       ``key=value`` typed from a schema, checked before sending
-``answers``         input requests answered from flags, a file, or a person
-``prompting``       the person at the terminal
-``follow``          a task's life: listen or poll, update, cancel
-``tool_headers``    tools whose ``x-mcp-header`` is invalid, left out
-``oauth``           sign-in: discovery, registration, code with PKCE, refresh
-``signin``          the kept token sent, refreshed, or a sign-in on a 401
-``tokens``          sign-ins kept per server, files of mode 0600
-``output``          results on stdout, status lines on stderr
-``options``         the commands' parser, importable without httpx
-``commands``        the commands
-``errors``          one-line failures and exit statuses
-==================  ==========================================================
+======================  ==========================================================
+module                  holds
+======================  ==========================================================
+``transport``           one exchange per request: HTTP POST (JSON or SSE), stdio lines
+``connection``          ids, ``_meta``, headers, pagination, telling a legacy server
+``arguments``           ``key=value`` typed from a schema, checked before sending
+``answers``             input requests answered from flags, a file, or a person
+``prompting``           the person at the terminal
+``follow``              a task's life: listen or poll, update, cancel
+``tool_headers``        tools whose ``x-mcp-header`` is invalid, left out
+``oauth``               sign-in: discovery, registration, code with PKCE, client
+                        credentials, refresh
+``assertion``           ``private_key_jwt``: a JWT signed with the client's key
+``signin``              the kept token sent, refreshed, or a sign-in on a 401
+``signin_transcript``   the sign-in's exchanges in the transcript, credentials left out
+``tokens``              sign-ins kept per server, files of mode 0600
+``output``              results on stdout, status lines on stderr
+``options``             the commands' parser, importable without httpx
+``commands``            the commands
+``errors``              one-line failures and exit statuses
+======================  ==========================================================
 """

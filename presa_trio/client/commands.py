@@ -50,6 +50,7 @@ from presa_trio.client.output import (
 from presa_trio.client.prompting import Terminal
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
+from presa_trio.client.signin_transcript import recording_hooks
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
     HttpTransport,
@@ -258,15 +259,25 @@ async def connected(
     async with httpx.AsyncClient(timeout=timeout) as http:
         transport = HttpTransport(args.url, http, token, transcript)
         connection = Connection(transport, tasks=tasks, timeout_s=args.timeout)
-        if token is None:  # --token is the person's own choice: no sign-in around it
-            options = SignInOptions(args.client_id, args.client_secret, args.client_metadata_url)
-            opener = print_url if args.no_browser else open_browser
-            signin = SignIn(http, transport, opener, options)
+        if token is not None:  # the person's own choice: no sign-in around it
+            yield connection, None
+            return
+        options = SignInOptions(
+            args.client_id,
+            args.client_secret,
+            args.client_metadata_url,
+            args.client_key,
+            args.client_credentials,
+        )
+        if (problem := options.problem()) is not None:
+            raise UsageProblem(problem)
+        opener = print_url if args.no_browser else open_browser
+        hooks = recording_hooks(transcript)
+        async with httpx.AsyncClient(timeout=timeout, event_hooks=hooks) as signin_http:
+            signin = SignIn(signin_http, transport, opener, options)
             await signin.use_kept()
             connection.authorize = signin.authorize
             yield connection, signin
-            return
-        yield connection, None
 
 
 async def interruptible(run: Run) -> int:

@@ -105,6 +105,16 @@ def add_signin_options(options: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="this client's ID metadata document, for servers that support them",
     )
+    options.add_argument(
+        "--client-key",
+        metavar="PEM",
+        help="that client's private key: it authenticates with a signed JWT (private_key_jwt)",
+    )
+    options.add_argument(
+        "--client-credentials",
+        action="store_true",
+        help="sign in as that client itself (client credentials grant): no person, no browser",
+    )
 
 
 def answer_options() -> argparse.ArgumentParser:
