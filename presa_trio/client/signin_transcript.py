@@ -12,9 +12,10 @@ differences that make it readable where it will be pasted:
 - the request target is the absolute URL (RFC 9112 §3.2.2 allows it): the
   exchanges go to more than one server;
 - a form body is shown as an object of its fields;
-- each credential (codes, verifiers, secrets, tokens, assertions) is
-  replaced by ``[redacted]``, and the ``www-authenticate`` of a response is
-  kept with it, since a challenge is what a sign-in acts on.
+- each credential (codes, verifiers, secrets, tokens, assertions, and
+  what follows the scheme of an ``authorization`` header) is replaced by
+  ``[redacted]``; the ``www-authenticate`` of a response is kept with it,
+  since a challenge is what a sign-in acts on.
 
 Spec: 2026-07-28 basic/authorization (the flow these exchanges are).
 """
@@ -68,6 +69,9 @@ def exchange_record(response: httpx.Response) -> dict[str, Any]:
     """One sign-in exchange, its response read, as a transcript record."""
     request = response.request
     sent = {k: v for k, v in request.headers.items() if kept(k)}
+    if "authorization" in request.headers:  # the scheme says how the client authenticated
+        scheme = request.headers["authorization"].split(" ", 1)[0]
+        sent["authorization"] = f"{scheme} {REDACTED}"
     answer: dict[str, Any] = {
         "status": response.status_code,
         "contentType": response.headers.get("content-type", ""),

@@ -46,6 +46,7 @@ def assert_recorded_without_credentials(
     assert ("POST", issuer.issuer + "/register", 201) in seen
     assert seen[-1] == ("POST", issuer.issuer + "/token", 200)
     assert exchanges[-1]["request"]["body"]["code_verifier"] == "[redacted]"
+    assert exchanges[-1]["request"]["headers"]["authorization"] == "Basic [redacted]"
     for secret in ("access_token", "refresh_token"):
         assert record[secret] not in text
     assert record["client"]["client_secret"] not in text
