@@ -247,9 +247,11 @@ class AuthorizationServer:
             if key is None:
                 return None
             token = jwt.decode(assertion, key, algorithms=["ES256", "RS256", "EdDSA"])
-            claims = {name: {"essential": True, "value": client_id} for name in ("iss", "sub")}
             jwt.JWTClaimsRegistry(
-                aud={"essential": True, "value": self.issuer}, exp={"essential": True}, **claims
+                iss={"essential": True, "value": client_id},
+                sub={"essential": True, "value": client_id},
+                aud={"essential": True, "value": self.issuer},
+                exp={"essential": True},
             ).validate(token.claims)
         except (IndexError, KeyError, ValueError, JoseError):
             return None
