@@ -64,6 +64,9 @@ def kept_sign_ins(config: Path) -> dict[str, dict[str, object]]:
 async def test_login_then_list_at_the_examples_resource_server(
     example: Example, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
+    """Interop: signed in through the example's login form, the client lists and calls
+    the example's tool with the kept token; the example grants its scope ``user``
+    and no refresh token."""
     env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
     status, said = await login(example.mcp_url, http, env, submit_forms)
     assert status == 0, said
@@ -85,9 +88,10 @@ async def test_login_then_list_at_the_examples_resource_server(
 async def test_login_then_list_at_presa_with_the_example_as_its_authorization_server(
     nursery: trio.Nursery, example: Example, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    """presa introspects the example's opaque tokens at its endpoint, which asks for no
-    client authentication: presa authenticates as RFC 8414's default (client_secret_basic)
-    with a secret the example ignores."""
+    """Interop: presa introspects the example's opaque tokens at its endpoint, which asks
+    no client authentication (presa authenticates as RFC 8414's default,
+    client_secret_basic, with a secret the example ignores). A sign-in at presa and one
+    at the example are kept in two files; signing out of one leaves the other."""
     flags = [
         *("--auth-issuer", example.issuer, "--auth-scope", "user"),
         *("--auth-client-id", "presa", "--auth-client-secret", "unused"),
