@@ -37,7 +37,7 @@ from presa_trio.client.errors import (
 )
 from presa_trio.client.follow import TaskFollower, status_of
 from presa_trio.client.oauth import SignInOptions, resource_of
-from presa_trio.client.options import LISTS, STDIO_ENDPOINT, TOKEN_ENV
+from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, STDIO_ENDPOINT, TOKEN_ENV
 from presa_trio.client.output import (
     Console,
     discover_text,
@@ -262,9 +262,12 @@ async def connected(
         if token is not None:  # the person's own choice: no sign-in around it
             yield connection, None
             return
+        secret = args.client_secret
+        if args.client_id and not args.client_key:  # where a secret may stand
+            secret = environment_token(secret, CLIENT_SECRET_ENV)
         options = SignInOptions(
             args.client_id,
-            args.client_secret,
+            secret,
             args.client_metadata_url,
             args.client_key,
             args.client_credentials,

@@ -24,6 +24,7 @@ import httpx
 import trio
 from joserfc.jwk import ECKey
 
+from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.harness import start_presa
@@ -96,12 +97,12 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     """Extension io.modelcontextprotocol/oauth-client-credentials (OAuth 2.1 §4.2): a
-    client signed in as itself; once its token expires, the kept credentials get the
-    next one, with no flag given again."""
+    client signed in as itself, its secret from ``$PRESA_CLIENT_SECRET``; once its
+    token expires, the kept credentials get the next one, with no flag given again."""
     presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
-    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
     secret = issuer.secret("alice-app")
-    flags = ["--client-credentials", "--client-id", "alice-app", "--client-secret", secret]
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path), CLIENT_SECRET_ENV: secret}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
 
     listed = await client("list", presa.url, "--json", *flags, env=env)
     assert listed.status == 0, listed.stderr
