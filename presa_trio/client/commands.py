@@ -269,7 +269,8 @@ async def connected(
             args.client_id,
             secret,
             args.client_metadata_url,
-            args.client_key,
+            # Kept with the sign-in, for later commands run from anywhere.
+            str(await trio.Path(args.client_key).absolute()) if args.client_key else None,
             args.client_credentials,
         )
         if (problem := options.problem()) is not None:
