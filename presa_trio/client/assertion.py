@@ -8,9 +8,10 @@ MCP client credentials extension, SEP-1046, asks), with a ``jti`` and a
 short ``exp``. The key is a PEM file the person names (``--client-key``),
 read for each request and never copied into the token file; its type
 chooses the algorithm (RSA: RS256; EC P-256, P-384, P-521: ES256, ES384,
-ES512; Ed25519: EdDSA). authlib builds and signs the JWT (with joserfc);
-cryptography only tells the key's type, so a PEM that is no private key is
-refused rather than taken for an HMAC secret.
+ES512; Ed25519: Ed25519, RFC 9864's name for what was EdDSA). authlib
+builds and signs the JWT (with joserfc); cryptography only tells the key's
+type, so a PEM that is no private key is refused rather than taken for an
+HMAC secret.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def signing_key(pem: bytes) -> tuple[RSAKey | ECKey | OKPKey, str]:
     if isinstance(private, ec.EllipticCurvePrivateKey) and private.curve.name in CURVES:
         return ECKey.import_key(pem), CURVES[private.curve.name]
     if isinstance(private, ed25519.Ed25519PrivateKey):
-        return OKPKey.import_key(pem), "EdDSA"
+        return OKPKey.import_key(pem), "Ed25519"
     raise ValueError("a key of a kind presa-trio cannot sign with (RSA, EC P-256/384/521, Ed25519)")
 
 

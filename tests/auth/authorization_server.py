@@ -246,7 +246,7 @@ class AuthorizationServer:
             key = self.clients[client_id].public_key
             if key is None:
                 return None
-            token = jwt.decode(assertion, key, algorithms=["ES256", "RS256", "EdDSA"])
+            token = jwt.decode(assertion, key, algorithms=["ES256", "RS256", "Ed25519"])
             jwt.JWTClaimsRegistry(
                 iss={"essential": True, "value": client_id},
                 sub={"essential": True, "value": client_id},
