@@ -56,7 +56,13 @@ def assert_recorded_without_credentials(
 async def test_login_then_list_then_a_refresh_without_signing_in_again(
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    """Spec-mandated (basic/authorization §Token Handling): the kept token is used
+    without asking anyone; it is refreshed when it has expired, and when the server
+    refuses it (its key withdrawn: 401), and only then is it sent again."""
+    # The key set is fetched again for each request: a withdrawn key is 401 at once.
+    issuer.jwks_max_age = 0
+    flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", "0.01"]
+    presa = await start_presa(nursery, http, flags)
     env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
 
     transcript = tmp_path / "signin.jsonl"
@@ -87,6 +93,13 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
     assert renewed["refresh_token"] != record["refresh_token"]
     assert issuer.hits["/authorize"] == 1  # the person was not asked again
     assert kept.stat().st_mode & 0o777 == 0o600
+
+    issuer.rotate_keys()  # presa refuses the unexpired kept token from now on
+    refused = await client("list", presa.url, "--json", env=env)
+    assert refused.status == 0, refused.stderr
+    assert "Open this URL" not in refused.stderr
+    assert json.loads(kept.read_text())["access_token"] != renewed["access_token"]
+    assert issuer.hits["/authorize"] == 1
 
     out = await client("logout", presa.url, env=env)
     assert out.status == 0
