@@ -280,7 +280,7 @@ async def cross_process(url: str, count: int) -> tuple[float, float]:
                 )
                 while True:
                     await heard.wait()
-                    window = await two.read_events(task_id, cursor, 10)
+                    window = await two.read_events(task_id, cursor, 10, 0, RETAIN_ALL)
                     if window.events:
                         cursor = window.events[-1].seq
                         break

@@ -46,7 +46,7 @@ from typing import Any
 import attrs
 import trio
 
-from presa_trio.server import Dispatcher, Server
+from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import ServerFailed, report_lifetime_failure
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
@@ -214,7 +214,7 @@ class StdioServer:
             try:
                 # The pipe is the one connection (SEP-2694 "per connection").
                 line, _ = await self.dispatcher.respond(
-                    request, admitted.meta, self.send, connection=self
+                    request, admitted.meta, self.send, connection=Connection(self)
                 )
                 await self.write(line)
             finally:

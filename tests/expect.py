@@ -50,6 +50,12 @@ def rejection_of(response: Response, status: int) -> None:
     assert response.headers.get("content-type") != "application/json"
 
 
+async def tools_by_name(client: McpClient) -> dict[str, dict[str, Any]]:
+    """The server's ``tools/list``, each tool by its name."""
+    tools = result_of(await client.call("tools/list"))["tools"]
+    return {tool["name"]: tool for tool in tools}
+
+
 async def assert_still_serving(client: McpClient) -> None:
     """The server answers a well-formed request after whatever came before."""
     result = result_of(await client.call("server/discover"))

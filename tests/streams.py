@@ -8,7 +8,7 @@ plain JSON answer is its one message.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -16,7 +16,7 @@ import httpx
 from presa_trio.wire.sse import Event, EventStreamParser
 
 
-async def sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def sse_messages(response: httpx.Response) -> AsyncGenerator[dict[str, Any]]:
     """Each message of ``response``: its SSE events' data, or its JSON body."""
     if response.headers.get("content-type", "").startswith("application/json"):
         yield json.loads(await response.aread())

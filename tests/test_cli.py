@@ -73,6 +73,10 @@ MISTAKES = {
         "--task-events needs a server with the Tasks extension",
     ),
     "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
+    "no streams": (
+        ["serve", "--task-events-max-streams-per-client", "0"],
+        "is not a positive number of streams",
+    ),
 }
 
 

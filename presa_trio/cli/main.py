@@ -1,7 +1,7 @@
 """The command line: ``presa-trio serve [MODULE:ATTR]`` (Streamable HTTP),
 ``presa-trio stdio [MODULE:ATTR]``, ``presa-trio transcript FILE``, and the
-client of any server: ``presa-trio discover|list|call|read|prompt|task``
-(:mod:`presa_trio.client.commands`).
+client of any server: ``presa-trio discover``, ``list``, ``call``, ``task`` and the
+rest (:mod:`presa_trio.client.commands`).
 
 Both transports serve the ``Server`` that ``MODULE:ATTR`` names (or a
 factory returning one), else the built-in demo, with its tasks in the store
@@ -27,6 +27,7 @@ its resident memory (docs/performance.md, "Where the peak RSS goes").
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -56,8 +57,13 @@ from presa_trio.cli.task_options import (
     use_limits,
     use_task_events,
 )
-from presa_trio.client.errors import EXIT_USAGE, UsageProblem
-from presa_trio.client.options import CLIENT_COMMANDS, add_client_commands, split_stdio
+from presa_trio.client.errors import EXIT_USAGE, UsageProblem, error_document
+from presa_trio.client.options import (
+    CLIENT_COMMANDS,
+    add_client_commands,
+    json_asked,
+    split_stdio,
+)
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
@@ -129,7 +135,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_STORE_TIMEOUT_S,
         metavar="SECONDS",
         help="longest a call to the store may take, waiting included; slower is a "
-        "retryable -32603 (default: %(default)s)",
+        "retryable -32603; also how long a tool's ctx.emit waits out an unavailable store "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--task-lease",
@@ -399,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         run(argv)
     except UsageError as error:
         print(f"presa-trio: error: {error}", file=sys.stderr)
+        if json_asked(sys.argv[1:] if argv is None else argv):
+            print(json.dumps(error_document(str(error), EXIT_USAGE), indent=2))
         sys.exit(EXIT_USAGE)
     except ServerFailed as error:
         print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)

@@ -40,6 +40,7 @@ byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
 task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
 worker_count = checked(int, lambda n: n >= 0, "a number of workers (0: one per core)")
 event_count = checked(int, lambda n: n > 0, "a positive number of events")
+stream_count = checked(int, lambda n: n > 0, "a positive number of streams")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
 

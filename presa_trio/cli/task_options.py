@@ -3,7 +3,7 @@
 Each option group's flags and defaults are here beside the function that
 applies them to a server's Tasks extension (:class:`~presa_trio.tasks.runner.Limits`,
 :class:`~presa_trio.tasks.event_log.TaskEventLog`); :mod:`presa_trio.cli.main`
-adds them to its parser. The retention table is in docs/tasks.md.
+adds them to its parser. The retention table is in docs/task-events.md.
 """
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ import argparse
 
 import attrs
 
-from presa_trio.cli.option_values import UsageError, byte_count, event_count, seconds, task_count
+from presa_trio.cli.option_values import (
+    UsageError,
+    byte_count,
+    event_count,
+    seconds,
+    stream_count,
+    task_count,
+)
 from presa_trio.server import Server
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention
@@ -23,7 +30,8 @@ from presa_trio.tasks.runner import Limits
 def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     """Task event streams (SEP-2694, a draft): off unless ``--task-events``.
 
-    The retention table, with these defaults, is in docs/tasks.md.
+    The retention table and the stream limits, with these defaults, are in
+    docs/task-events.md.
     """
     default = Retention()
     assert default.max_age_ms is not None
@@ -62,6 +70,24 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="largest event payload, as compact JSON (default: %(default)s)",
     )
+    log = TaskEventLog()
+    events.add_argument(
+        "--task-events-max-streams-per-client",
+        type=stream_count,
+        default=log.max_streams_per_client,
+        metavar="N",
+        help="most open tasks/stream requests of one client on this process: its principal "
+        "with authorization, else its IP address; one more is 429 with Retry-After "
+        "(default: %(default)s)",
+    )
+    events.add_argument(
+        "--task-events-max-streams",
+        type=stream_count,
+        default=log.max_streams,
+        metavar="N",
+        help="most open tasks/stream requests on this process; one more is 503 with "
+        "Retry-After (default: %(default)s)",
+    )
 
 
 def task_event_log(args: argparse.Namespace) -> TaskEventLog | None:
@@ -75,7 +101,12 @@ def task_event_log(args: argparse.Namespace) -> TaskEventLog | None:
         terminal_ms=None if terminal is None else round(terminal * 1000),
         max_payload_bytes=args.task_events_max_payload,
     )
-    return TaskEventLog(retention)
+    return TaskEventLog(
+        retention,
+        max_streams_per_client=args.task_events_max_streams_per_client,
+        max_streams=args.task_events_max_streams,
+        emit_wait=args.store_timeout,
+    )
 
 
 def use_task_events(server: Server, args: argparse.Namespace) -> None:

@@ -1,6 +1,7 @@
 """A command-line client for any 2026-07-28 server, over Streamable HTTP or stdio.
 
-``presa-trio discover|list|call|read|prompt|task|login|logout``
+``presa-trio discover``, ``list``, ``describe``, ``call``, ``read``, ``prompt``,
+``complete``, ``listen``, ``request``, ``task``, ``login`` and ``logout``
 (:mod:`.commands`) speak the wire as the spec writes it, from the client's
 side. It knows only the wire, the facts both ends share: the request ``_meta`` keys
 (:mod:`presa_trio.wire.meta`), the mirrored headers and which params they
@@ -19,9 +20,12 @@ module                  holds
 ``transport``           one exchange per request: HTTP POST (JSON or SSE), stdio lines
 ``connection``          ids, ``_meta``, headers, pagination, telling a legacy server
 ``arguments``           ``key=value`` typed from a schema, checked before sending
+``signatures``          a tool's or prompt's call as one typed line
 ``answers``             input requests answered from flags, a file, or a person
 ``prompting``           the person at the terminal
-``follow``              a task's life: listen or poll, update, cancel
+``follow``              a task's life: its events, listen or poll, update, cancel
+``events``              a task's event stream, resumed after every cut (SEP-2694)
+``task_stream``         ``task stream``: the events printed as they come
 ``tool_headers``        tools whose ``x-mcp-header`` is invalid, left out
 ``oauth``               sign-in: discovery, registration, code with PKCE, client
                         credentials, refresh
@@ -29,9 +33,14 @@ module                  holds
 ``signin``              the kept token sent, refreshed, or a sign-in on a 401
 ``signin_transcript``   the sign-in's exchanges in the transcript, credentials left out
 ``tokens``              sign-ins kept per server, files of mode 0600
-``output``              results on stdout, status lines on stderr
+``output``              results on stdout; status, logs and ``-v`` on stderr
 ``options``             the commands' parser, importable without httpx
-``commands``            the commands
-``errors``              one-line failures and exit statuses
+``run``                 one command's connection, console and follower; finding a tool
+``commands``            the commands, and the table of them all
+``describe``            ``describe TOOL``
+``complete``            ``complete``: completion/complete
+``listen``              ``listen``: subscriptions/listen
+``raw``                 ``request METHOD JSON``: anything else, as it is
+``errors``              one-line failures, their JSON documents, the exit statuses
 ======================  ==========================================================
 """

@@ -14,6 +14,13 @@ Update Requests). Each request has a key; the answer goes back under it.
 3. a terminal: the person is asked (:mod:`presa_trio.client.prompting`);
 4. else a one-line error naming the key and what to pass: never a hang.
 
+A flag answers a key the server asks; a misspelt one must not be passed
+over in silence while the person is asked instead. So a question that no
+flag answers, while a flag's key has not been asked yet, is an error that
+names the flags' keys and the keys asked (:meth:`Answerer.refuse_unasked`);
+a flag still unasked when the command ends is named on stderr
+(:meth:`Answerer.unasked`).
+
 Spec: client/elicitation §Form Mode, §Response Actions; client/sampling;
 client/roots; basic/patterns/mrtr §Input Responses.
 """
@@ -95,6 +102,8 @@ class Answerer:
     roots: Sequence[Path] = ()
     person: Person | None = None
     answered: set[str] = attrs.field(factory=set)
+    #: Every key the server asked for, in the order asked.
+    asked: list[str] = attrs.field(factory=list)
 
     async def answer_all(self, requests: Mapping[str, Any]) -> dict[str, JSONObject]:
         """Answers to every request not answered before, by key."""
@@ -111,10 +120,13 @@ class Answerer:
     async def answer(self, key: str, request: JSONObject) -> JSONObject:
         method = request.get("method")
         params = object_at(request, "params")
+        if key not in self.asked:
+            self.asked.append(key)
         if key in self.given:
             return self.checked(key, request, self.given[key])
         if method == "roots/list":
             return roots_answer(self.roots)
+        self.refuse_unasked()
         if self.person is not None and method == "elicitation/create":
             return self.checked(key, request, await self.person.elicit(key, params))
         if self.person is not None and method == "sampling/createMessage":
@@ -123,6 +135,18 @@ class Answerer:
             f"the server asks {key!r} ({describe(request)}) and there is no terminal to ask: "
             f"give --answer {key}=JSON"
         )
+
+    def unasked(self) -> list[str]:
+        """The keys of ``--answer``/``--answers`` the server has not asked for."""
+        return sorted(self.given.keys() - set(self.asked))
+
+    def refuse_unasked(self) -> None:
+        """A usage error when a flag's key was never asked: it names the keys asked."""
+        if unasked := self.unasked():
+            raise UsageProblem(
+                f"--answer {', '.join(unasked)}: the server asks for "
+                f"{', '.join(self.asked)}, not {' or '.join(unasked)}"
+            )
 
     def checked(self, key: str, request: JSONObject, answer: JSONObject) -> JSONObject:
         """``answer`` if it is a valid answer to ``request``, else a usage error."""

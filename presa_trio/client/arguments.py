@@ -15,7 +15,8 @@ tool's ``inputSchema`` says both are numbers, and ``{"a": "2"}`` when it says
 arguments object is then checked against the schema with the server's own
 validator (:class:`presa_trio.wire.schemas.CompiledSchema`), so a call that
 does not fit never leaves the terminal. The same reading types an answer
-typed into an elicitation form.
+typed into an elicitation form, and a prompt's arguments, which are strings
+(:func:`prompt_schema`; a JSON value is sent as its text, :func:`as_strings`).
 
 Spec: server/tools §Tool (``inputSchema``); client/elicitation §Requested Schema.
 """
@@ -103,6 +104,40 @@ def parse_pairs(words: Sequence[str], schema: JSONObject, what: str) -> JSONObje
             raise UsageProblem(f"{what}: {key} is given twice")
         arguments[key] = value
     return arguments
+
+
+def prompt_schema(prompt: JSONObject) -> JSONObject:
+    """A prompt's ``arguments`` as a schema: an object of strings, the required ones
+    required, no others (server/prompts §Prompt: arguments are named strings)."""
+    listed = prompt.get("arguments")
+    arguments = [a for a in (listed if isinstance(listed, list) else []) if isinstance(a, dict)]
+    return {
+        "type": "object",
+        "properties": {str(a.get("name")): {"type": "string"} for a in arguments},
+        "required": [str(a.get("name")) for a in arguments if a.get("required") is True],
+        "additionalProperties": False,
+    }
+
+
+def given_arguments(
+    text: str | None, words: Sequence[str], schema: JSONObject, what: str
+) -> JSONObject:
+    """``--args JSON`` and ``key=value`` words together; a key given in both is an error."""
+    given = json_object(text, "--args") if text is not None else {}
+    typed = parse_pairs(words, schema, what)
+    if twice := given.keys() & typed.keys():
+        raise UsageProblem(
+            f"{what}: {', '.join(sorted(twice))} given both in --args and as KEY=VALUE"
+        )
+    return {**given, **typed}
+
+
+def as_strings(arguments: JSONObject) -> dict[str, str]:
+    """Arguments that must be strings (a prompt's, a completion's context): JSON as its text."""
+    return {
+        key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        for key, value in arguments.items()
+    }
 
 
 def json_object(text: str, what: str) -> JSONObject:

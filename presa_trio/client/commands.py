@@ -1,5 +1,6 @@
 """The client's commands: ``discover``, ``list``, ``call``, ``read``, ``prompt``, ``task``,
-``login``, ``logout``.
+``login``, ``logout`` here; ``describe``, ``complete``, ``listen`` and ``request``
+in modules of their own, by topic; all in one table, :data:`COMMANDS`.
 
 Each takes the endpoint first, ``URL`` for Streamable HTTP or ``--stdio``
 with the server's command line after ``--``::
@@ -18,24 +19,25 @@ import argparse
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
 
-import attrs
 import httpx
 import trio
 
 from presa_trio.client import arguments, tokens
 from presa_trio.client.answers import Answerer, parse_answer_flags, read_answers_file
+from presa_trio.client.complete import complete
 from presa_trio.client.connection import Connection
+from presa_trio.client.describe import describe
 from presa_trio.client.errors import (
     EXIT_CANCELLED,
     EXIT_RESULT,
     EXIT_TOOL_ERROR,
     ClientError,
-    ProtocolFailure,
     UsageProblem,
+    error_document,
 )
 from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.listen import listen
 from presa_trio.client.oauth import SignInOptions, resource_of
 from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, STDIO_ENDPOINT, TOKEN_ENV
 from presa_trio.client.output import (
@@ -48,78 +50,23 @@ from presa_trio.client.output import (
     tool_result_text,
 )
 from presa_trio.client.prompting import Terminal
+from presa_trio.client.raw import request
+from presa_trio.client.run import Run, find_prompt, find_tool
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
 from presa_trio.client.signin_transcript import recording_hooks
+from presa_trio.client.task_stream import stream_task
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
     HttpTransport,
+    Transport,
     environment_token,
     object_at,
     open_stdio,
     transcript_file,
 )
 from presa_trio.wire.headers import header_params
-from presa_trio.wire.models import JSONObject
 from presa_trio.wire.tasks import Status
-
-#: Multi round-trip rounds a request may take before the client gives up.
-MAX_ROUNDS = 16
-#: Tool names an error about an unknown tool lists.
-SHOWN_NAMES = 12
-
-
-@attrs.define(eq=False)
-class Run:
-    """One command's connection, answerer and console."""
-
-    args: argparse.Namespace
-    connection: Connection
-    console: Console
-    follower: TaskFollower
-    #: The sign-in over HTTP without --token; None over stdio or with a token.
-    signin: SignIn | None = None
-
-    @property
-    def answerer(self) -> Answerer:
-        return self.follower.answerer
-
-    async def rounds(self, method: str, params: JSONObject, **options: Any) -> JSONObject:
-        """``method`` until its result is not ``input_required``, answering each round.
-
-        Spec: basic/patterns/mrtr §Client Behavior — retry the same request
-        with ``inputResponses`` and the ``requestState`` given, unchanged.
-        """
-        sent = dict(params)
-        for _ in range(MAX_ROUNDS):
-            result = await self.connection.request(
-                method, sent, on_notification=self.console.notification, **options
-            )
-            if result.get("resultType") != "input_required":
-                return result
-            requests = result.get("inputRequests") or {}
-            answers = {key: await self.answerer.answer(key, req) for key, req in requests.items()}
-            sent = {**params, "inputResponses": answers}
-            if isinstance(result.get("requestState"), str):
-                sent["requestState"] = result["requestState"]
-        raise ProtocolFailure(
-            f"{self.connection.where} still asks for input after {MAX_ROUNDS} rounds"
-        )
-
-    def finish(self, task: JSONObject) -> int:
-        """A task that ended: its result printed, its exit status returned."""
-        status, task_id = status_of(task), task.get("taskId")
-        if status is Status.COMPLETED:
-            result = object_at(task, "result")
-            self.console.result(result, tool_result_text(result))
-            return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_RESULT
-        if self.console.json:
-            self.console.result(task, "")
-        if status is Status.CANCELLED:
-            self.console.note(f"task {task_id} was cancelled")
-            return EXIT_CANCELLED
-        error = object_at(task, "error")
-        raise ProtocolFailure(f"task {task_id} failed: {error.get('code')}: {error.get('message')}")
 
 
 async def discover(run: Run) -> int:
@@ -137,29 +84,12 @@ async def list_items(run: Run) -> int:
     return EXIT_RESULT
 
 
-async def find_tool(run: Run, name: str) -> JSONObject:
-    tools = usable_tools(await run.connection.list_all("tools/list", "tools"), run.console.note)
-    for tool in tools:
-        if isinstance(tool, dict) and tool.get("name") == name:
-            return tool
-    names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
-    more = f", and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
-    shown = ", ".join(names[:SHOWN_NAMES]) + more if names else "none"
-    raise UsageProblem(f"{run.connection.where} has no tool {name!r} (its tools: {shown})")
-
-
 async def call(run: Run) -> int:
     args = run.args
     tool = await find_tool(run, args.name)
     schema = object_at(tool, "inputSchema")
     what = f"the arguments of {args.name}"
-    given = arguments.json_object(args.args, "--args") if args.args is not None else {}
-    typed = arguments.parse_pairs(args.pairs, schema, what)
-    if twice := given.keys() & typed.keys():
-        raise UsageProblem(
-            f"{what}: {', '.join(sorted(twice))} given both in --args and as KEY=VALUE"
-        )
-    chosen = {**given, **typed}
+    chosen = arguments.given_arguments(args.args, args.pairs, schema, what)
     arguments.check(chosen, schema, what)
     mirrored = {header: ("arguments", *path) for header, path in header_params(schema).items()}
     params = {"name": args.name, "arguments": chosen}
@@ -180,12 +110,17 @@ async def read(run: Run) -> int:
 
 
 async def prompt(run: Run) -> int:
-    # Prompt arguments are strings (server/prompts §Getting a Prompt).
-    given = arguments.parse_pairs(run.args.pairs, {}, "the prompt's arguments")
-    strings = {
-        key: value if isinstance(value, str) else pretty(value) for key, value in given.items()
-    }
-    result = await run.rounds("prompts/get", {"name": run.args.name, "arguments": strings})
+    """``prompts/get``, its arguments checked against what ``prompts/list`` says first.
+
+    Spec: server/prompts §Getting a Prompt — the arguments are strings, so a
+    JSON value (``key:=JSON``, ``--args``) is sent as its text.
+    """
+    args = run.args
+    schema = arguments.prompt_schema(await find_prompt(run, args.name))
+    what = f"the arguments of {args.name}"
+    strings = arguments.as_strings(arguments.given_arguments(args.args, args.pairs, schema, what))
+    arguments.check(strings, schema, what)
+    result = await run.rounds("prompts/get", {"name": args.name, "arguments": strings})
     run.console.result(result, prompt_text(result))
     return EXIT_RESULT
 
@@ -204,6 +139,8 @@ async def task(run: Run) -> int:
         return EXIT_RESULT
     if run.args.action == "wait":
         return run.finish(await follower.follow(current))
+    if run.args.action == "stream":
+        return await stream_task(follower, current, run.args.after)
     if status_of(current) is not Status.INPUT_REQUIRED:
         run.console.note(f"task {task_id} is {current.get('status')}: nothing to answer")
         return EXIT_RESULT
@@ -233,22 +170,36 @@ COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
     "logout": logout,
     "discover": discover,
     "list": list_items,
+    "describe": describe,
     "call": call,
     "read": read,
     "prompt": prompt,
+    "complete": complete,
+    "listen": listen,
+    "request": request,
     "task": task,
 }
 
 
 @asynccontextmanager
 async def connected(
-    args: argparse.Namespace, stdio: Sequence[str] | None
+    args: argparse.Namespace, stdio: Sequence[str] | None, console: Console
 ) -> AsyncIterator[tuple[Connection, SignIn | None]]:
     transcript = transcript_file(args.transcript)
-    tasks = not args.no_tasks
+
+    def connection_on(transport: Transport) -> Connection:
+        return Connection(
+            transport,
+            tasks=not args.no_tasks,
+            timeout_s=args.timeout,
+            log_level=args.log_level,
+            notify=console.notification,
+            watch=console.wire,
+        )
+
     if stdio is not None:
         async with open_stdio(stdio, transcript) as channel:
-            yield Connection(channel, tasks=tasks, timeout_s=args.timeout), None
+            yield connection_on(channel), None
         return
     if args.url == STDIO_ENDPOINT or not args.url.startswith(("http://", "https://")):
         raise UsageProblem(
@@ -258,7 +209,7 @@ async def connected(
     timeout = httpx.Timeout(args.timeout, read=None)
     async with httpx.AsyncClient(timeout=timeout) as http:
         transport = HttpTransport(args.url, http, token, transcript)
-        connection = Connection(transport, tasks=tasks, timeout_s=args.timeout)
+        connection = connection_on(transport)
         if token is not None:  # the person's own choice: no sign-in around it
             yield connection, None
             return
@@ -307,12 +258,14 @@ async def interruptible(run: Run) -> int:
     if not interrupted:
         return code
     run.console.end_status()
-    task_id = run.follower.task_id
+    task_id, ended = run.follower.task_id, None
     if task_id is not None:
         run.console.note(f"cancelling task {task_id}…")
         ended = await run.follower.cancel(task_id)
         said = "still not cancelled" if ended is None else ended.get("status")
         run.console.note(f"task {task_id}: {said}")
+    more = {} if ended is None else {"task": ended}
+    run.console.last_document(error_document("interrupted (Ctrl-C)", EXIT_CANCELLED, **more))
     return EXIT_CANCELLED
 
 
@@ -324,12 +277,19 @@ async def run_async(args: argparse.Namespace, stdio: Sequence[str] | None, conso
     }
     terminal = Terminal()
     person = terminal if terminal.interactive() else None
-    async with connected(args, stdio) as (connection, signin):
+    async with connected(args, stdio, console) as (connection, signin):
         answerer = Answerer(given, getattr(args, "root", []), person)
         listen = not getattr(args, "no_listen", False)
         follower = TaskFollower(connection, answerer, console, listen)
         run = Run(args, connection, console, follower, signin)
-        return await interruptible(run)
+        code = await interruptible(run)
+    if unasked := answerer.unasked():
+        asked = ", ".join(answerer.asked) or "nothing"
+        console.note(
+            f"presa-trio: warning: --answer {', '.join(unasked)} was not asked for "
+            f"(the server asked for {asked})"
+        )
+    return code
 
 
 def client_error(error: BaseException) -> BaseException | None:
@@ -344,8 +304,9 @@ def client_error(error: BaseException) -> BaseException | None:
 
 
 def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
-    """Run one client command; its exit status. Every failure is one line on stderr."""
-    console = Console(json=args.json)
+    """Run one client command; its exit status. Every failure is one line on stderr,
+    and under ``--json`` one document on stdout."""
+    console = Console(json=args.json, verbose=args.verbose)
     try:
         return trio.run(run_async, args, stdio, console)
     except BaseException as error:
@@ -354,6 +315,8 @@ def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
             raise
         console.end_status()
         if isinstance(found, KeyboardInterrupt):
+            console.last_document(error_document("interrupted (Ctrl-C)", EXIT_CANCELLED))
             return EXIT_CANCELLED
-        console.note(f"presa-trio: error: {found}")
-        return found.exit_code if isinstance(found, ClientError) else EXIT_CANCELLED
+        assert isinstance(found, ClientError)
+        console.failure(found)
+        return found.exit_code

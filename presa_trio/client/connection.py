@@ -5,7 +5,12 @@ client's capabilities and its name in ``params._meta`` (basic/index §_meta),
 and over HTTP the headers that mirror the body
 (:func:`presa_trio.wire.headers.request_headers`). The capabilities are the
 three a person at a terminal can answer (elicitation in form mode, sampling,
-roots) and, unless ``--no-tasks``, the Tasks extension (SEP-2663).
+roots) and, unless ``--no-tasks``, the Tasks extension (SEP-2663). With
+``--log-level``, each request also carries ``logLevel``: 2026-07-28 has no
+``logging/setLevel``, a request asks for its own logs (server/utilities/logging
+§Per-request log level). Every notification a request's stream brings is
+passed to :attr:`Connection.notify`, and every message sent or received to
+:attr:`Connection.watch` (``-v``).
 
 A server of another era is told apart as the spec says (streamable-http
 §Backward Compatibility, basic/versioning §Backward Compatibility with
@@ -38,6 +43,7 @@ from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
 from presa_trio.wire.meta import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
+    META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
 )
@@ -51,6 +57,8 @@ NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 LEGACY_PROBE_VERSION = "2025-11-25"
 
 Notify = Callable[[JSONObject], None]
+#: Told of each message as it is sent (True) or received (False).
+Watch = Callable[[bool, JSONObject], None]
 #: What the client does on a 401: given the challenge, get a token the transport then sends.
 Authorize = Callable[[dict[str, str]], Awaitable[None]]
 #: Sign-ins (or step-ups) one request may cause before its 401 is final.
@@ -59,6 +67,23 @@ MAX_SIGN_INS = 2
 
 def ignore(message: JSONObject) -> None:
     """A notification nobody asked to see."""
+
+
+def unwatched(sent: bool, message: JSONObject) -> None:
+    """Messages nobody watches (no ``-v``)."""
+
+
+@attrs.define(eq=False)
+class _WatchedReplies:
+    """An exchange's replies, each shown to the watcher as it is read."""
+
+    replies: Replies
+    watch: Watch
+
+    async def next(self) -> JSONObject:
+        message = await self.replies.next()
+        self.watch(False, message)
+        return message
 
 
 @attrs.define(eq=False)
@@ -71,6 +96,12 @@ class Connection:
     timeout_s: float = 30.0
     #: Called on a 401 to sign in; None leaves the 401 final.
     authorize: Authorize | None = None
+    #: The ``logLevel`` each request asks for (``--log-level``); None asks for no logs.
+    log_level: str | None = None
+    #: Where a request's notifications go when its caller does not take them.
+    notify: Notify = ignore
+    #: Shown every message sent and received (``-v``).
+    watch: Watch = unwatched
     _last_id: int = 0
     _era_known: bool = False
 
@@ -92,16 +123,21 @@ class Connection:
 
         With ``progress``, the id is also its ``progressToken``
         (basic/utilities/progress), so progress finds its request on stdio too.
+        A ``_meta`` in ``params`` (``request METHOD JSON``) is kept, its keys
+        over the client's own.
         """
         self._last_id += 1
-        meta = {"progressToken": self._last_id} if progress else {}
-        full_meta = {
+        meta: JSONObject = {
             META_PROTOCOL_VERSION: PROTOCOL_VERSION,
             META_CLIENT_CAPABILITIES: self.capabilities,
             META_CLIENT_INFO: CLIENT_INFO,
-            **meta,
         }
-        body = {**params, "_meta": full_meta}
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        if progress:
+            meta["progressToken"] = self._last_id
+        given = params.get("_meta")
+        body = {**params, "_meta": {**meta, **(given if isinstance(given, dict) else {})}}
         return {"jsonrpc": "2.0", "id": self._last_id, "method": method, "params": body}
 
     @asynccontextmanager
@@ -116,9 +152,10 @@ class Connection:
         """Send a request and hold its exchange open: for a stream such as a listen."""
         message = self.message(method, params, progress=progress)
         headers = request_headers(message, NAME_PARAMS, param_headers)
+        self.watch(True, message)
         try:
             async with self.transport.exchange(message, headers) as replies:
-                yield message, replies
+                yield message, _WatchedReplies(replies, self.watch)
         except NotModern as failure:
             raise await self.explain(failure) from None
 
@@ -128,9 +165,9 @@ class Connection:
         params: Mapping[str, Any],
         *,
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
-        on_notification: Notify = ignore,
         timeout_s: float | None = None,
         progress: bool = False,
+        on_notification: Notify | None = None,
     ) -> JSONObject:
         """Send ``method`` and return its result; an error raises :class:`RequestError`.
 
@@ -148,9 +185,9 @@ class Connection:
                     method,
                     params,
                     param_headers=param_headers,
-                    on_notification=on_notification,
                     timeout_s=timeout_s,
                     progress=progress,
+                    on_notification=on_notification,
                 )
             except Unauthorized as failure:
                 if self.authorize is None or sign_ins >= MAX_SIGN_INS:
@@ -175,11 +212,16 @@ class Connection:
         params: Mapping[str, Any],
         *,
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
-        on_notification: Notify = ignore,
         timeout_s: float | None = None,
         progress: bool = False,
+        on_notification: Notify | None = None,
     ) -> JSONObject:
-        """One exchange of ``method``: its result, or :class:`RequestError`."""
+        """One exchange of ``method``: its result, or :class:`RequestError`.
+
+        The notifications on its stream go to ``on_notification`` when given
+        (a ``tasks/stream``'s events), else to :attr:`notify`.
+        """
+        notify = self.notify if on_notification is None else on_notification
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(
@@ -189,7 +231,7 @@ class Connection:
                 replies,
             ):
                 while not is_response(reply := await replies.next()):
-                    on_notification(reply)
+                    notify(reply)
         if waited.cancelled_caught:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # whatever its id: a refusal before the id was read has null
@@ -232,9 +274,11 @@ class Connection:
             "content-type": "application/json",
             "accept": "application/json, text/event-stream",
         }
+        self.watch(True, probe)
         try:
             with trio.move_on_after(self.timeout_s):
-                async with self.transport.exchange(probe, headers) as replies:
+                async with self.transport.exchange(probe, headers) as sent:
+                    replies = _WatchedReplies(sent, self.watch)
                     while not is_response(reply := await replies.next()):
                         pass
                     result = reply.get("result")

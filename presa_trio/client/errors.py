@@ -1,21 +1,33 @@
 """What can go wrong for the client, and the exit status each ends with.
 
-Every failure is one line on stderr and a non-zero exit, never a traceback:
-a mistake in the command line or an answer is found before anything is
-sent (exit 2); anything the other end did, or failed to do, is exit 3.
+Every failure is one line on stderr and a non-zero exit, never a traceback;
+under ``--json``, stdout holds one document for it too
+(:meth:`ClientError.document`). The statuses are the same for every
+command, and the rule that sorts them is *who found the mistake*: what the
+client can see before it sends (the command line, an answer, a name the
+server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 
 =====  ===========================================================
-0      a result
-1      a tool result with ``isError: true`` (a task ending ``failed`` too)
-2      usage: a bad option, argument, answer or file; a missing answer
-3      protocol: a JSON-RPC error, an unreachable, legacy or non-MCP server, a 401 no sign-in cured
-130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first)
+0      a result (and a ``listen`` the server closed gracefully)
+1      a tool result with ``isError: true``, from a plain call or a task
+2      usage: a bad option, argument, answer or file; a tool, prompt or
+       resource template the server does not list (or a prompt argument it
+       does not take); an ``--answer`` key the server does not ask; an
+       answer missing with no terminal to ask
+3      protocol: any JSON-RPC error the server answers (an unknown resource
+       or task among them); a task that ended ``failed``; a ``listen`` the
+       server agreed to none of; an unreachable, legacy or non-MCP server;
+       a 401 no sign-in cured
+130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first), or a task
+       that ended ``cancelled``
 =====  ===========================================================
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from presa_trio.wire.models import JSONObject
 
 EXIT_RESULT = 0
 EXIT_TOOL_ERROR = 1
@@ -24,10 +36,19 @@ EXIT_PROTOCOL = 3
 EXIT_CANCELLED = 130
 
 
+def error_document(line: str, exit_code: int, **more: Any) -> JSONObject:
+    """What ``--json`` prints for a failure: ``{"error": {"message", "exitCode", …}}``."""
+    return {"error": {"message": line, "exitCode": exit_code, **more}}
+
+
 class ClientError(Exception):
     """A failure reported as one line; ``exit_code`` is the process's exit status."""
 
     exit_code = EXIT_PROTOCOL
+
+    def document(self) -> JSONObject:
+        """This failure as ``--json`` prints it."""
+        return error_document(str(self), self.exit_code)
 
 
 class UsageProblem(ClientError):
@@ -38,6 +59,14 @@ class UsageProblem(ClientError):
 
 class ProtocolFailure(ClientError):
     """The server could not be reached, or did not answer as an MCP server does."""
+
+
+class Unreachable(ProtocolFailure):
+    """The server could not be reached: no connection, so nothing was sent."""
+
+
+class BrokenOff(ProtocolFailure):
+    """The server was reached, but the exchange ended before its response came."""
 
 
 class RequestError(ProtocolFailure):
@@ -53,6 +82,28 @@ class RequestError(ProtocolFailure):
             f" (it speaks {', '.join(map(str, supported))})" if isinstance(supported, list) else ""
         )
         super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}{said}")
+
+    def document(self) -> JSONObject:
+        """With the JSON-RPC error as the server sent it, under ``"jsonrpc"``."""
+        sent = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            sent["data"] = self.data
+        return error_document(str(self), self.exit_code, jsonrpc=sent)
+
+
+class TaskFailed(ProtocolFailure):
+    """A task that ended ``failed``: its JSON-RPC error (SEP-2663 §Task Execution Errors)."""
+
+    def __init__(self, task: JSONObject) -> None:
+        self.task = task
+        error = task.get("error")
+        error = error if isinstance(error, dict) else {}
+        said = f"{error.get('code')}: {error.get('message')}"
+        super().__init__(f"task {task.get('taskId')} failed: {said}")
+
+    def document(self) -> JSONObject:
+        """With the task as ``tasks/get`` answered it, its ``error`` inside."""
+        return error_document(str(self), self.exit_code, task=self.task)
 
 
 class Unauthorized(ProtocolFailure):

@@ -3,15 +3,20 @@
 When ``tools/call`` answers with a task (``resultType: "task"``, SEP-2663
 §Task Creation), :meth:`TaskFollower.follow` stays with it until it ends:
 
-- **watching**: ``subscriptions/listen`` with ``notifications.taskIds``
-  when the server's acknowledgement lists the task (§Task Status
-  Notifications), after one ``tasks/get`` for the state it is already in;
-  else, or when the stream ends, ``tasks/get`` every ``pollIntervalMs``
-  (§Task Polling). Both feed one channel of snapshots, read by one loop;
+- **watching**: the task's event stream when ``server/discover`` lists
+  ``eventStreams`` in the Tasks extension's settings (SEP-2694, a draft:
+  :class:`~presa_trio.client.events.TaskEvents`), its status read from
+  presa's status events; else ``subscriptions/listen`` with
+  ``notifications.taskIds`` when the server's acknowledgement lists the
+  task (§Task Status Notifications), after one ``tasks/get`` for the state
+  it is already in; else, or when the stream ends or is refused,
+  ``tasks/get`` every ``pollIntervalMs`` (§Task Polling). Each feeds one
+  channel of snapshots, read by one loop;
 - **answering**: a snapshot that is ``input_required`` has its
   ``inputRequests`` answered (:class:`~presa_trio.client.answers.Answerer`,
   each key once: §Task Update Requests asks clients to deduplicate) and
-  sent with ``tasks/update``;
+  sent with ``tasks/update``; a status event names no requests, so its
+  snapshot is completed by ``tasks/get`` first;
 - **the status line** shows each snapshot's status and ``statusMessage``;
 - **the outcome**: a terminal snapshot that does not carry its outcome
   (``result`` when ``completed``, ``error`` when ``failed``) is followed by
@@ -24,7 +29,8 @@ follow. :meth:`TaskFollower.cancel` is ``tasks/cancel`` followed by
 :data:`CANCEL_WAIT_S` (§Task Cancellation: cancelling may be eventual).
 
 Spec: SEP-2663 §Task Creation, §Task Polling, §Task Update Requests, §Task
-Cancellation, §Task Status Notifications, §Tasks (the DetailedTask shapes).
+Cancellation, §Task Status Notifications, §Tasks (the DetailedTask shapes);
+SEP-2694 (draft) §Specification (the ``eventStreams`` sub-capability).
 """
 
 from __future__ import annotations
@@ -36,11 +42,26 @@ import trio
 
 from presa_trio.client.answers import Answerer
 from presa_trio.client.connection import Connection
-from presa_trio.client.errors import ProtocolFailure, UsageProblem
+from presa_trio.client.errors import (
+    EXIT_CANCELLED,
+    EXIT_RESULT,
+    EXIT_TOOL_ERROR,
+    ProtocolFailure,
+    RequestError,
+    TaskFailed,
+    UsageProblem,
+)
+from presa_trio.client.events import Lost, TaskEvents, status_snapshot
 from presa_trio.client.output import Console
 from presa_trio.client.transport import is_response, object_at
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import TASK_NOTIFICATION, TERMINAL, Status
+from presa_trio.wire.tasks import (
+    EVENT_STREAMS,
+    TASK_NOTIFICATION,
+    TASKS_EXTENSION,
+    TERMINAL,
+    Status,
+)
 
 #: Seconds to wait for ``cancelled`` after ``tasks/cancel`` was acknowledged.
 CANCEL_WAIT_S = 5.0
@@ -75,6 +96,22 @@ def carries_outcome(task: JSONObject) -> bool:
     return needed is None or isinstance(task.get(needed), dict)
 
 
+def ended_status(task: JSONObject, console: Console) -> int:
+    """The exit status of a task that ended, carrying its outcome (:func:`carries_outcome`).
+
+    ``completed`` is its result's: 1 for ``isError: true``, else 0; a
+    ``cancelled`` task is 130, said on stderr; a ``failed`` one raises
+    :class:`~presa_trio.client.errors.TaskFailed` with its JSON-RPC error (3).
+    """
+    status, task_id = status_of(task), task.get("taskId")
+    if status is Status.COMPLETED:
+        return EXIT_TOOL_ERROR if object_at(task, "result").get("isError") is True else EXIT_RESULT
+    if status is Status.CANCELLED:
+        console.note(f"task {task_id} was cancelled")
+        return EXIT_CANCELLED
+    raise TaskFailed(task)
+
+
 def poll_seconds(task: JSONObject) -> float:
     interval = task.get("pollIntervalMs")
     if isinstance(interval, bool) or not isinstance(interval, int | float):
@@ -92,6 +129,8 @@ class TaskFollower:
     listen: bool = True
     #: The task being followed: what Ctrl-C cancels.
     task_id: str | None = None
+    #: Whether the server serves ``tasks/stream``; None until ``server/discover`` said.
+    streams: bool | None = None
 
     async def get(self, task_id: str) -> JSONObject:
         return await self.connection.request("tasks/get", {"taskId": task_id})
@@ -114,6 +153,8 @@ class TaskFollower:
                 if status in TERMINAL:
                     break
                 if status is Status.INPUT_REQUIRED:
+                    if not isinstance(current.get("inputRequests"), dict):
+                        current = await self.get(task_id)  # a status event's snapshot
                     await self.answer(task_id, current)
                 current = await snapshots.receive()
             nursery.cancel_scope.cancel()
@@ -151,9 +192,12 @@ class TaskFollower:
         self.console.note(f"answered {', '.join(answers)}")
 
     async def watch(self, task: JSONObject, send: trio.MemorySendChannel[JSONObject]) -> None:
-        """Feed snapshots of the task: from notifications where offered, else by polling."""
+        """Feed snapshots of the task: from its events or notifications where offered, else
+        by polling."""
         task_id = str(task["taskId"])
-        if self.listen:
+        if self.listen and await self.offers_streams():
+            await self.streamed(task, send)
+        elif self.listen:
             await self.listened(task_id, send)
         while True:
             await trio.sleep(poll_seconds(task))
@@ -183,6 +227,59 @@ class TaskFollower:
                         send.send_nowait(changed)
         except ProtocolFailure:
             return
+
+    async def offers_streams(self) -> bool:
+        """Whether ``server/discover`` lists ``eventStreams`` in the Tasks extension's settings.
+
+        Spec: SEP-2694 §Specification ("implementations MAY advertise this
+        support as an eventStreams sub-capability of Tasks").
+        """
+        if self.streams is None:
+            try:
+                discovered = await self.connection.request("server/discover", {})
+            except RequestError:
+                discovered = {}
+            extensions = object_at(object_at(discovered, "capabilities"), "extensions")
+            self.streams = isinstance(
+                object_at(extensions, TASKS_EXTENSION).get(EVENT_STREAMS), dict
+            )
+        return self.streams
+
+    async def streamed(self, task: JSONObject, send: trio.MemorySendChannel[JSONObject]) -> None:
+        """Pass on the task's status from its event stream, and its end once the log closes.
+
+        The events are read by :class:`~presa_trio.client.events.TaskEvents`
+        and turned into snapshots by :meth:`snapshots_from`, both in one
+        nursery: an error of either ends both, and the follow with it; but a
+        JSON-RPC error (a refused stream, -32601 or a limit) returns to the
+        caller, which polls, and meets any lasting error there again.
+        """
+        task_id = str(task["taskId"])
+        events = TaskEvents(self.connection, task_id, retry_s=poll_seconds(task))
+        found, items = trio.open_memory_channel[JSONObject | Lost](math.inf)
+        ended: JSONObject | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.snapshots_from, task_id, items, send)
+                with found:
+                    ended = await events.follow(found.send_nowait)
+        except* RequestError:
+            pass  # the stream refused: the caller polls
+        if ended is not None:
+            send.send_nowait(ended)
+
+    async def snapshots_from(
+        self,
+        task_id: str,
+        items: trio.MemoryReceiveChannel[JSONObject | Lost],
+        send: trio.MemorySendChannel[JSONObject],
+    ) -> None:
+        """A snapshot for each status event; after a loss, ``tasks/get``'s (it may have asked)."""
+        async for item in items:
+            if isinstance(item, Lost):
+                send.send_nowait(await self.get(task_id))
+            elif (snapshot := status_snapshot(item)) is not None:
+                send.send_nowait(snapshot)
 
     async def cancel(self, task_id: str) -> JSONObject | None:
         """``tasks/cancel``, then the task once it reads terminal (None if it did not in time)."""

@@ -1,7 +1,8 @@
 """The client commands' options: the part of ``presa-trio``'s parser they add.
 
-:func:`add_client_commands` adds ``discover``, ``list``, ``call``, ``read``,
-``prompt``, ``task``, ``login`` and ``logout`` to the command line's subcommands, and
+:func:`add_client_commands` adds ``discover``, ``list``, ``describe``, ``call``,
+``read``, ``prompt``, ``complete``, ``listen``, ``request``, ``task``, ``login`` and
+``logout`` to the command line's subcommands, and
 :func:`split_stdio` takes ``--stdio … -- COMMAND`` apart before parsing.
 This module needs only argparse: the command line builds its whole parser
 with it, and imports what runs a command (:mod:`.commands`, httpx) only
@@ -16,8 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from presa_trio.client.errors import UsageProblem
+from presa_trio.wire.meta import LOG_LEVELS
 
-CLIENT_COMMANDS = ("discover", "list", "call", "read", "prompt", "task", "login", "logout")
+CLIENT_COMMANDS = (
+    "discover",
+    "list",
+    "describe",
+    "call",
+    "read",
+    "prompt",
+    "complete",
+    "listen",
+    "request",
+    "task",
+    "login",
+    "logout",
+)
 #: The environment variable ``--token`` defaults to.
 TOKEN_ENV = "PRESA_TOKEN"
 #: The environment variable ``--client-secret`` defaults to (with ``--client-id``):
@@ -52,6 +67,14 @@ def split_stdio(words: Sequence[str]) -> tuple[list[str], list[str] | None]:
     return parsed, command
 
 
+def json_asked(words: Sequence[str]) -> bool:
+    """Whether a client command's words ask for ``--json``: then even a mistake in them
+    is answered with a JSON document (:func:`presa_trio.client.errors.error_document`)."""
+    words = list(words)
+    cut = words.index("--") if "--" in words else len(words)
+    return bool(words) and words[0] in CLIENT_COMMANDS and "--json" in words[:cut]
+
+
 def seconds(text: str) -> float:
     try:
         value = float(text)
@@ -62,6 +85,20 @@ def seconds(text: str) -> float:
     return value
 
 
+def log_level(text: str) -> str:
+    """``--log-level``: one of the spec's levels (logging §Log Levels), in any case."""
+    if text.lower() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(LOG_LEVELS)}")
+    return text.lower()
+
+
+def sequence_number(text: str) -> int:
+    """A task event's ``seq``: a non-negative integer (SEP-2694 §Resume and Replay Semantics)."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an event's seq (0, 1, 2…)")
+    return int(text)
+
+
 def endpoint_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("url", metavar="URL", help="the MCP endpoint, or --stdio -- COMMAND ARGS…")
@@ -70,7 +107,23 @@ def endpoint_options() -> argparse.ArgumentParser:
         action="store_true",
         help="start COMMAND (after --) and speak MCP on its stdin/stdout",
     )
-    options.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    options.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result (or the failure) as one JSON document on stdout",
+    )
+    options.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show each message sent and received on stderr, as it goes",
+    )
+    options.add_argument(
+        "--log-level",
+        type=log_level,
+        metavar="LEVEL",
+        help=f"ask for the server's logs from LEVEL up, on stderr ({', '.join(LOG_LEVELS)})",
+    )
     options.add_argument(
         "--token", metavar="TOKEN", help=f"send Authorization: Bearer TOKEN (default: ${TOKEN_ENV})"
     )
@@ -78,7 +131,7 @@ def endpoint_options() -> argparse.ArgumentParser:
         "--transcript",
         type=Path,
         metavar="FILE",
-        help="append every exchange to FILE as JSON lines",
+        help="append every exchange to FILE as JSON lines (- for stdout)",
     )
     options.add_argument(
         "--timeout",
@@ -162,6 +215,10 @@ def add_client_commands(commands: Any) -> None:
         "list", parents=[endpoint], help="list tools, resources or prompts"
     )
     listing.add_argument("what", nargs="?", choices=sorted(LISTS), default="tools")
+    described = commands.add_parser(
+        "describe", parents=[endpoint], help="show a tool: its signature, annotations, schemas"
+    )
+    described.add_argument("name", metavar="TOOL")
     call = commands.add_parser("call", parents=both, help="call a tool; follow it if it is a task")
     call.add_argument("name", metavar="TOOL")
     call.add_argument(
@@ -174,6 +231,14 @@ def add_client_commands(commands: Any) -> None:
     prompt = commands.add_parser("prompt", parents=both, help="get a prompt (prompts/get)")
     prompt.add_argument("name", metavar="PROMPT")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
+    prompt.add_argument("--args", metavar="JSON", help="the arguments as one JSON object")
+    add_complete_command(commands, endpoint)
+    add_listen_command(commands, endpoint)
+    raw = commands.add_parser(
+        "request", parents=[endpoint], help="send any request as it is, print its result"
+    )
+    raw.add_argument("method", metavar="METHOD")
+    raw.add_argument("params", nargs="?", default="{}", metavar="JSON", help="its params object")
     commands.add_parser(
         "login", parents=[endpoint], help="sign in to a server now and keep the token"
     )
@@ -190,3 +255,74 @@ def add_client_commands(commands: Any) -> None:
     ):
         parser = actions.add_parser(action, parents=both, help=said)
         parser.add_argument("task_id", metavar="TASK_ID")
+    stream = actions.add_parser(
+        "stream",
+        parents=[endpoint],
+        help="print the task's events as they come, until it ends (tasks/stream, SEP-2694)",
+    )
+    stream.add_argument("task_id", metavar="TASK_ID")
+    stream.add_argument(
+        "--after",
+        type=sequence_number,
+        metavar="N",
+        help="start after event N (default: at the earliest event the server keeps)",
+    )
+
+
+def add_complete_command(commands: Any, endpoint: argparse.ArgumentParser) -> None:
+    """``complete URL prompt|template REF ARG=VALUE [KEY=VALUE…]`` (server/utilities/completion)."""
+    complete = commands.add_parser(
+        "complete",
+        parents=[endpoint],
+        help="ask for completions of a prompt's or a resource template's argument",
+    )
+    complete.add_argument("kind", choices=("prompt", "template"), help="what REF names")
+    complete.add_argument("ref", metavar="REF", help="the prompt's name, or the template's URI")
+    complete.add_argument(
+        "argument", metavar="ARG=VALUE", help="the argument to complete, and what is typed so far"
+    )
+    complete.add_argument(
+        "context", nargs="*", metavar="KEY=VALUE", help="arguments already chosen"
+    )
+
+
+def add_listen_command(commands: Any, endpoint: argparse.ArgumentParser) -> None:
+    """``listen URL [--tools] [--prompts] [--resources] [--resource URI…] [--task ID…]``."""
+    listen = commands.add_parser(
+        "listen",
+        parents=[endpoint],
+        help="print list changes, resource updates and task statuses (subscriptions/listen)",
+    )
+    for flag, said in (
+        ("--tools", "the tool list changed"),
+        ("--prompts", "the prompt list changed"),
+        ("--resources", "the resource list changed"),
+    ):
+        listen.add_argument(flag, action="store_true", help=f"{said} (all three by default)")
+    listen.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="this resource was updated; repeatable",
+    )
+    listen.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="TASK_ID",
+        help="this task's status changed (the Tasks extension); repeatable",
+    )
+    listen.add_argument(
+        "--count", type=count, metavar="N", help="stop after N notifications (default: never)"
+    )
+
+
+def count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value

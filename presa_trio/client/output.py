@@ -1,10 +1,15 @@
 """What the client prints: results on stdout, everything else on stderr.
 
-With ``--json`` stdout holds exactly one JSON document, the result as the
-server sent it (for a list, every page's items together). Without it, a
+With ``--json`` stdout holds exactly one JSON document: the result as the
+server sent it (for a list, every page's items together), or, when the
+command fails, the failure (:meth:`~presa_trio.client.errors.ClientError.document`);
+``listen`` and ``task stream`` write one per notification or event, a line each
+(JSON Lines). Without it, a
 result is shown for reading: a tool's text content as text, other content
 as one line each, ``structuredContent`` as indented JSON. Status lines,
-progress, logs and questions always go to stderr.
+progress, logs, the wire under ``-v`` and questions always go to stderr;
+on a terminal, log lines are coloured by severity (unless ``NO_COLOR`` is
+set, as no-color.org asks).
 
 A task's status (SEP-2663 §Task Status) is one line: on a terminal it is
 redrawn in place with a spinner and the elapsed time; elsewhere each change
@@ -14,21 +19,41 @@ is a line of its own, so a log of the run reads in order.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, TextIO
 
 import attrs
 import trio
 
+from presa_trio.client.errors import ClientError
+from presa_trio.client.signatures import prompt_signature, tool_signature
 from presa_trio.client.transport import object_at
 from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.models import JSONObject
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: The ANSI colour of a log line, by level (logging §Log Levels); the rest are plain.
+LEVEL_COLOURS = {
+    "debug": "2",
+    "notice": "36",
+    "warning": "33",
+    "error": "31",
+    "critical": "1;31",
+    "alert": "1;31",
+    "emergency": "1;31",
+}
+#: How ``-v`` marks a message the client sent, and one it received.
+SENT, RECEIVED = "→", "←"
 
 
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def compact(value: Any) -> str:
+    """``value`` as JSON on one line: a stream's item under ``--json``, a message under ``-v``."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def block_line(block: Any) -> str:
@@ -81,10 +106,9 @@ def listing_text(kind: str, items: list[JSONObject]) -> str:
         label = item.get("uri") or item.get("uriTemplate") or item.get("name")
         described = item.get("description") or item.get("title") or ""
         if kind == "tools":
-            properties = (item.get("inputSchema") or {}).get("properties") or {}
-            label = f"{label}({', '.join(properties)})"
+            label = tool_signature(item)
         elif kind == "prompts":
-            label = f"{label}({', '.join(a.get('name', '?') for a in item.get('arguments') or [])})"
+            label = prompt_signature(item)
         lines.append(f"{label}  {described}".rstrip())
     return "\n".join(lines) or f"(no {kind})"
 
@@ -119,8 +143,22 @@ def notification_line(message: JSONObject) -> str | None:
         said = f" {params['message']}" if isinstance(params.get("message"), str) else ""
         return f"progress {params.get('progress')}{total}{said}"
     if message.get("method") == "notifications/message":
-        return f"log {params.get('level')}: {params.get('data')}"
+        data = params.get("data")
+        said = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        logger = f" {params['logger']}" if isinstance(params.get("logger"), str) else ""
+        return f"log {params.get('level')}{logger}: {said}"
     return None
+
+
+def task_line(task: JSONObject) -> str:
+    """``task ID: STATUS — MESSAGE``: a task's status (SEP-2663 §Task Status) in a line."""
+    said = f" — {task['statusMessage']}" if isinstance(task.get("statusMessage"), str) else ""
+    return f"task {task.get('taskId')}: {task.get('status')}{said}"
+
+
+def colour_wanted(err: TextIO) -> bool:
+    """Colours on a terminal, unless ``NO_COLOR`` is set (no-color.org)."""
+    return err.isatty() and not os.environ.get("NO_COLOR")
 
 
 @attrs.define(eq=False)
@@ -131,13 +169,42 @@ class Console:
     out: TextIO = sys.stdout
     err: TextIO = sys.stderr
     live: bool = attrs.field(default=attrs.Factory(lambda self: self.err.isatty(), takes_self=True))
+    colour: bool = attrs.field(
+        default=attrs.Factory(lambda self: colour_wanted(self.err), takes_self=True)
+    )
+    #: ``-v``: every message sent and received, on stderr as it goes.
+    verbose: bool = False
     _status: str = ""
     _drawn: bool = False
+    #: Whether stdout holds the command's document yet (``--json``: one, never two).
+    _printed: bool = False
 
     def result(self, value: Any, text: str) -> None:
         """The command's result: ``value`` as JSON with ``--json``, else ``text``."""
         self.out.write((pretty(value) if self.json else text) + "\n")
         self.out.flush()
+        self._printed = True
+
+    def line(self, value: Any, text: str) -> None:
+        """One item of a stream (``listen``, ``task stream``): a JSON line with ``--json``."""
+        self.out.write((compact(value) if self.json else text) + "\n")
+        self.out.flush()
+        self._printed = True
+
+    def failure(self, error: ClientError) -> None:
+        """The one line on stderr; with ``--json`` also its document, unless one was printed."""
+        self.end_status()
+        self.note(f"presa-trio: error: {error}")
+        self.last_document(error.document())
+
+    def last_document(self, document: JSONObject) -> None:
+        """With ``--json``, ``document`` on stdout if the command printed none."""
+        if self.json and not self._printed:
+            self.result(document, "")
+
+    def paint(self, text: str, colour: str | None) -> str:
+        """``text`` in an ANSI colour, when colours are wanted."""
+        return f"\x1b[{colour}m{text}\x1b[0m" if colour and self.colour else text
 
     def note(self, line: str) -> None:
         self.clear()
@@ -146,13 +213,21 @@ class Console:
 
     def notification(self, message: JSONObject) -> None:
         line = notification_line(message)
-        if line is not None:
-            self.note(line)
+        if line is None:
+            return
+        level = object_at(message, "params").get("level")
+        is_log = message.get("method") == "notifications/message"
+        self.note(self.paint(line, LEVEL_COLOURS.get(str(level)) if is_log else None))
+
+    def wire(self, sent: bool, message: JSONObject) -> None:
+        """``-v``: one message, as it is sent (``→``) or received (``←``)."""
+        if self.verbose:
+            arrow = self.paint(SENT, "36") if sent else self.paint(RECEIVED, "32")
+            self.note(f"{arrow} {compact(message)}")
 
     def status(self, task: JSONObject, elapsed_s: float) -> None:
         """The task's status line; redrawn on a terminal, a new line on change elsewhere."""
-        said = f" — {task['statusMessage']}" if isinstance(task.get("statusMessage"), str) else ""
-        status = f"task {task.get('taskId')}: {task.get('status')}{said}"
+        status = task_line(task)
         if self.live:
             self._status = status
             self.draw(elapsed_s)

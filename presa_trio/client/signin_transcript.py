@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from presa_trio.transcript_file import TranscriptFile
+from presa_trio.client.transport import Transcript
 from presa_trio.wire.transcript import decode_body, kept
 
 #: Fields whose values are credentials: never written to a transcript.
@@ -92,7 +92,7 @@ def exchange_record(response: httpx.Response) -> dict[str, Any]:
 
 
 def recording_hooks(
-    transcript: TranscriptFile | None,
+    transcript: Transcript | None,
 ) -> dict[str, list[Callable[[httpx.Response], Awaitable[None]]]]:
     """The ``event_hooks`` of the sign-in's client: none without a transcript."""
     if transcript is None:

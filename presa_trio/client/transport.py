@@ -5,13 +5,15 @@ A transport opens an *exchange* for one request and hands back its
 the response last. Over Streamable HTTP that is the response body (one JSON
 message, or an SSE stream of notifications then the response); over stdio
 it is the lines of the child's stdout that belong to the request (its
-response, and notifications tagged with its id as ``progressToken`` or
-``_meta.subscriptionId``). Leaving the exchange early cancels the request:
-the HTTP stream is closed, or ``notifications/cancelled`` is written
+response, notifications tagged with its id as ``progressToken`` or
+``_meta.subscriptionId``, and for a ``tasks/stream`` the events of its
+task). Leaving the exchange early cancels the request: the HTTP stream is
+closed, or ``notifications/cancelled`` is written
 (basic/patterns/cancellation §Transport-Specific Cancellation).
 
 Every exchange can be recorded in presa's transcript format
-(:mod:`presa_trio.wire.transcript`), as the server records its own.
+(:mod:`presa_trio.wire.transcript`), as the server records its own: in a
+file, or on stdout for ``--transcript -`` (the usual name for it).
 
 Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages,
 §Backward Compatibility; basic/transports/stdio.
@@ -23,6 +25,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -36,22 +39,56 @@ import attrs
 import httpx
 import trio
 
-from presa_trio.client.errors import ProtocolFailure, Unauthorized, UsageProblem
+from presa_trio.client.errors import (
+    BrokenOff,
+    ProtocolFailure,
+    Unauthorized,
+    Unreachable,
+    UsageProblem,
+)
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.envelope import RequestId, dumps
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.sse import Event, EventStreamParser
-from presa_trio.wire.transcript import Exchange, kept
+from presa_trio.wire.tasks import EVENT_NOTIFICATION, TASK_STREAM
+from presa_trio.wire.transcript import Exchange, kept, record_line
 
 #: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
 STDIO_EXIT_GRACE_S = 5.0
+#: ``--transcript -``: the transcript on stdout.
+STDOUT_NAME = "-"
 
 
 class Replies(Protocol):
     """The messages of one exchange, one at a time; the response is the last."""
 
     async def next(self) -> JSONObject: ...
+
+
+class Transcript(Protocol):
+    """Where exchanges are recorded: a :class:`TranscriptFile`, or :class:`TranscriptOnStdout`."""
+
+    async def append(self, record: dict[str, Any]) -> None: ...
+
+
+@attrs.define(eq=False)
+class TranscriptOnStdout:
+    """``--transcript -``: each record a line on stdout, written whole, as a file's are."""
+
+    # Held while a line is written, so two lines never interleave.
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def append(self, record: dict[str, Any]) -> None:
+        line = record_line(record)
+        async with self._lock:
+            await trio.to_thread.run_sync(self._write, line)
+
+    @staticmethod
+    def _write(line: bytes) -> None:
+        sys.stdout.flush()  # what the console printed before stays before
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
 
 
 class Transport(Protocol):
@@ -125,7 +162,7 @@ class _HttpReplies:
             try:
                 chunk = await anext(chunks)
             except StopAsyncIteration:
-                raise ProtocolFailure(f"{self.where} ended the stream without a response") from None
+                raise BrokenOff(f"{self.where} ended the stream without a response") from None
             if self.exchange is not None:
                 self.exchange.add_events(chunk, time.time())
             for item in self._parser.feed(chunk):
@@ -183,7 +220,7 @@ class HttpTransport:
     where: str
     http: httpx.AsyncClient
     token: str | None = None
-    transcript: TranscriptFile | None = None
+    transcript: Transcript | None = None
 
     @asynccontextmanager
     async def exchange(
@@ -215,11 +252,11 @@ class HttpTransport:
         except httpx.UnsupportedProtocol:
             raise UsageProblem(f"{self.where} is not an http:// or https:// URL") from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-            raise ProtocolFailure(
+            raise Unreachable(
                 f"cannot reach {self.where}: {error or 'connection failed'}"
             ) from None
         except httpx.TransportError as error:
-            raise ProtocolFailure(f"{self.where} broke off the exchange: {error!r}") from None
+            raise BrokenOff(f"{self.where} broke off the exchange: {error!r}") from None
         finally:
             if record is not None and self.transcript is not None:
                 with trio.CancelScope(shield=True):
@@ -292,8 +329,10 @@ class StdioTransport:
 
     where: str
     process: trio.Process
-    transcript: TranscriptFile | None = None
+    transcript: Transcript | None = None
     _routes: dict[RequestId, trio.MemorySendChannel[JSONObject]] = attrs.field(factory=dict)
+    # Task id -> the id of the open ``tasks/stream`` its events belong to (they carry no other).
+    _task_streams: dict[Any, RequestId] = attrs.field(factory=dict)
     _write_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _failure: str | None = None
 
@@ -327,6 +366,8 @@ class StdioTransport:
         target: Any
         if is_response(message):
             target = message["id"]
+        elif message.get("method") == EVENT_NOTIFICATION:
+            target = self._task_streams.get(params.get("taskId"))
         elif META_SUBSCRIPTION_ID in meta:
             target = meta[META_SUBSCRIPTION_ID]
         elif "progressToken" in params:
@@ -354,6 +395,9 @@ class StdioTransport:
         request_id = message["id"]
         send, receive = trio.open_memory_channel[JSONObject](math.inf)
         self._routes[request_id] = send
+        streamed = object_at(message, "params").get("taskId")
+        if message.get("method") == TASK_STREAM:
+            self._task_streams[streamed] = request_id
         record = None
         if self.transcript is not None:
             request: JSONObject = {"method": "STDIO", "path": self.where, "headers": {}}
@@ -370,6 +414,8 @@ class StdioTransport:
             raise
         finally:
             del self._routes[request_id]
+            if self._task_streams.get(streamed) == request_id:
+                del self._task_streams[streamed]
             with trio.CancelScope(shield=True):
                 if not replies.answered and self.process.returncode is None:
                     cancelled = {"requestId": request_id, "reason": "the client stopped waiting"}
@@ -382,7 +428,7 @@ class StdioTransport:
 
 @asynccontextmanager
 async def open_stdio(
-    command: Sequence[str], transcript: TranscriptFile | None = None
+    command: Sequence[str], transcript: Transcript | None = None
 ) -> AsyncIterator[StdioTransport]:
     """Start ``command`` with pipes on stdin and stdout (stderr is the client's own).
 
@@ -417,10 +463,12 @@ async def open_stdio(
             nursery.cancel_scope.cancel()
 
 
-def transcript_file(path: Path | None) -> TranscriptFile | None:
+def transcript_file(path: Path | None) -> Transcript | None:
     """The transcript to append to, checked writable now rather than after the first request."""
     if path is None:
         return None
+    if str(path) == STDOUT_NAME:
+        return TranscriptOnStdout()
     try:
         with path.open("a", encoding="utf-8"):
             pass

@@ -25,7 +25,6 @@ Messages; basic/index §Error Codes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -44,7 +43,7 @@ from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
 from presa_trio.http.health import HEALTH_PATHS, answer_health
 from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
-from presa_trio.server import Dispatcher, Server
+from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
 from presa_trio.wire import envelope
@@ -64,20 +63,24 @@ DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_READ_TIMEOUT_S = 30.0
 
 
-def connection_key(scope: HTTPScope) -> Hashable:
-    """The transport connection a request came on: the client's address and port.
+def connection_of(scope: HTTPScope) -> Connection:
+    """The transport connection a request came on: the client's address, and its port.
 
     hypercorn gives every request of one TCP connection the same ``client``
     (address, port) in its ASGI scope: the many streams of an HTTP/2
     connection, and the requests an HTTP/1.1 connection carries one after
     another. Two connections never share it while both are open. A scope
     without ``client`` (a Unix socket) names no connection: each request is
-    its own. presa chooses this over the principal (one client may hold many
-    connections) for SEP-2694's "one active tasks/stream per task per
-    connection" (spec-notes §50).
+    its own, from a peer of its own. presa chooses this over the principal
+    (one client may hold many connections) for SEP-2694's "one active
+    tasks/stream per task per connection", and the address for its limits
+    per client without authorization (spec-notes §50).
     """
     client = scope.get("client")
-    return object() if client is None else ("http", *client)
+    if client is None:
+        return Connection(object())
+    address, port = client
+    return Connection(("http", address), port)
 
 
 def retry_after(status: int) -> list[tuple[bytes, bytes]] | None:
@@ -221,7 +224,7 @@ class McpApp:
             await self.reject(send, rejection, close=close)
             return
         async with trio.open_nursery() as nursery:
-            exchange = Exchange(receive, nursery, connection_key(scope))
+            exchange = Exchange(receive, nursery, connection_of(scope))
             await self.exchange(exchange, headers, send, caller, close=close)
             nursery.cancel_scope.cancel(reason="exchange over")
 
@@ -355,7 +358,11 @@ class McpApp:
     def check_mirrored(self, headers: Headers, request: envelope.Request) -> None:
         """Rungs 9–10: ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``, as the method's row says."""
         mirrored.check_method_and_name(
-            headers, request.method, request.params, self.dispatcher.name_params
+            headers,
+            request.method,
+            request.params,
+            self.dispatcher.name_params,
+            name_required=self.dispatcher.name_required(request.method),
         )
         mirrored.check_param_headers(
             headers, request.params, self.dispatcher.param_headers(request.method, request.params)

@@ -27,13 +27,13 @@ leaving it ends them. Nothing started for a request outlives it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
 
 import attrs
 import trio
 from hypercorn.typing import ASGIReceiveCallable
 
 from presa_trio.http.sse import ResponseState, ResponseWriter
+from presa_trio.server.context import Connection
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ class Exchange:
     receive: ASGIReceiveCallable
     # The exchange's nursery, where its helpers run; its cancel scope is the exchange's.
     nursery: trio.Nursery
-    # The transport connection it came on (see :func:`presa_trio.http.app.connection_key`).
-    connection: Hashable
+    # The transport connection it came on (see :func:`presa_trio.http.app.connection_of`).
+    connection: Connection
 
     def watch_disconnect(self, writer: ResponseWriter) -> None:
         """From now on, the client leaving before ``writer`` is complete cancels the exchange."""

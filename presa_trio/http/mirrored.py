@@ -77,16 +77,25 @@ def check_protocol_version(headers: Headers, meta_version: str) -> None:
 
 
 def check_method_and_name(
-    headers: Headers, method: str, params: Mapping[str, Any], name_params: Mapping[str, str]
+    headers: Headers,
+    method: str,
+    params: Mapping[str, Any],
+    name_params: Mapping[str, str],
+    *,
+    name_required: bool = True,
 ) -> None:
     """``Mcp-Method`` always; ``Mcp-Name`` for methods that name a target.
 
     presa chooses: when the body lacks the named value, the header is not
     checked and the handler answers -32602 for the body (spec-notes §12).
+    Without ``name_required`` a missing ``Mcp-Name`` passes and a present
+    one must agree (``tasks/stream``, whose draft asks for none; spec-notes §50).
     """
     require_equal(headers, "mcp-method", method)
     key = name_params.get(method)
-    if key is not None and isinstance(params.get(key), str):
+    if key is None or not isinstance(params.get(key), str):
+        return
+    if name_required or single(headers, "mcp-name") is not None:
         require_equal(headers, "mcp-name", params[key])
 
 

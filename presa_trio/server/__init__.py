@@ -7,9 +7,8 @@ the method table says what each method is (:mod:`~presa_trio.server.methods`);
 :mod:`presa_trio.stdio`) only admit requests and write answers.
 """
 
-from presa_trio.server.context import RequestContext, ServerView
+from presa_trio.server.context import Connection, EmitFailed, RequestContext, ServerView
 from presa_trio.server.dispatch import Dispatcher
-from presa_trio.server.hints import Field, SignatureError
 from presa_trio.server.registry import (
     CacheHints,
     Extension,
@@ -19,11 +18,19 @@ from presa_trio.server.registry import (
     SubscriptionPart,
     ToolError,
 )
+from presa_trio.wire.elicitation import Accepted, Cancelled, Declined, Elicited
+from presa_trio.wire.hints import Field, SignatureError
 from presa_trio.wire.schemas import SchemaError
 
 __all__ = [
+    "Accepted",
     "CacheHints",
+    "Cancelled",
+    "Connection",
+    "Declined",
     "Dispatcher",
+    "Elicited",
+    "EmitFailed",
     "Extension",
     "Field",
     "Method",

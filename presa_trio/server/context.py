@@ -25,14 +25,16 @@ A handler sees the server through :class:`ServerView`: what it may use
 ``subscriptions/listen`` streams), not the registration API.
 :class:`~presa_trio.server.Server` has all of it, so it is its own view.
 This module imports nothing else of ``presa_trio.server``: the context is the
-bottom of its import graph, and no import cycle runs through it.
+bottom of its import graph, and no import cycle runs through it (typed
+elicitation, :meth:`RequestContext.elicit`, is pure and lives in
+:mod:`presa_trio.wire.elicitation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 
 import attrs
 import trio
@@ -40,6 +42,7 @@ import trio.lowlevel
 
 from presa_trio.auth.principal import OPEN_ACCESS, Access, Principal
 from presa_trio.wire import mrtr
+from presa_trio.wire.elicitation import Elicited, Form, class_form, schema_form
 from presa_trio.wire.envelope import RequestId, notification
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
@@ -48,6 +51,43 @@ from presa_trio.wire.tasks import PARTIAL_CONTENT_EVENT
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+T = TypeVar("T")
+
+
+@attrs.frozen
+class Connection:
+    """The transport connection a request came on, as its edge names it.
+
+    Two requests came on one connection exactly when their ``Connection``
+    values are equal. :attr:`peer` is the other end as far as the transport
+    can tell: over HTTP the client's IP address (a client that opens more
+    connections keeps it; clients behind one proxy share the proxy's), over
+    stdio the pipe. Without authorization, limits per client count by it
+    (``tasks/stream``: SEP-2694 §Security Implications; spec-notes §50).
+    """
+
+    # Who is at the other end: ``("http", address)``, or the stdio edge itself.
+    peer: Hashable
+    # Which of the peer's connections: the client's port over HTTP; None over stdio.
+    port: int | None = None
+
+
+class EmitFailed(Exception):
+    """``ctx.emit`` could not confirm that the task's log holds the event.
+
+    Raised to the tool, which may catch it and decide: emit again (the
+    event may then be in the log twice, under two ``seq``), go on without
+    it, or let it fail the task. ``maybe_stored`` says which way it
+    failed: the store was unavailable past the store timeout, so its answer
+    was lost and the event may be in the log or land once the store is
+    back (True); or the store refused the event or failed otherwise, and
+    it is not in the log (False). Never raised for a task that has ended:
+    its log is closed, and the emit does nothing (spec-notes §50).
+    """
+
+    def __init__(self, message: str, *, maybe_stored: bool) -> None:
+        super().__init__(message)
+        self.maybe_stored = maybe_stored
 
 
 class ServerView(Protocol):
@@ -103,13 +143,15 @@ class RequestContext:
     principal: Principal | None = None
     # The scopes the request needed, and when its token lapses (authorization).
     access: Access = OPEN_ACCESS
-    # The transport connection the request came on (the edge's key for it);
-    # ``None`` when the edge names none. Only equality is asked of it.
-    connection: Hashable = None
+    # The transport connection the request came on; ``None`` when the edge names
+    # none (then the request is a connection, and a peer, of its own).
+    connection: Connection | None = None
     # The last progress value sent: progress must increase (progress §Behavior Requirements).
     _last_progress: float | None = None
     # Where the call's child tasks run, while a tool runs (see :attr:`nursery`).
     _nursery: trio.Nursery | None = attrs.field(default=None, repr=False)
+    # How many ``elicit`` calls this run of the handler made: the next key's number.
+    _elicited: int = attrs.field(default=0, repr=False)
 
     @property
     def capabilities(self) -> ClientCapabilities:
@@ -231,6 +273,49 @@ class RequestContext:
         await trio.lowlevel.checkpoint()
         return answers
 
+    @overload
+    async def elicit(
+        self, message: str, form: type[T], *, key: str | None = None
+    ) -> Elicited[T]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, form: dict[str, Any], *, key: str | None = None
+    ) -> Elicited[dict[str, Any]]: ...
+
+    async def elicit(
+        self, message: str, form: type[Any] | dict[str, Any], *, key: str | None = None
+    ) -> Elicited[Any]:
+        """Ask the user to fill in ``form``; the answer typed, or declined, or cancelled.
+
+        ``form`` is an attrs class or a dataclass (the answer's ``data`` is
+        an instance of it), or a JSON Schema dict (``data`` is the content).
+        Either must be a form the spec allows: one outside it is refused
+        here, a :class:`~presa_trio.wire.hints.SignatureError` naming the
+        field (:mod:`presa_trio.wire.elicitation`)::
+
+            answer = await ctx.elicit(f"Delete {path}?", Confirm)
+            if answer.action != "accept" or not answer.data.sure:
+                return "kept"
+
+        It is an :meth:`ask` of one form-mode ``elicitation/create``, so it
+        works on a plain call (multi round-trip) and in a task alike. The
+        input key is ``key``, else ``elicit-1``, ``elicit-2``… by the order
+        of the calls in this run of the handler: a plain call runs the
+        handler again from the top on each round, so the same question
+        gets the same key as long as the tool asks in the same order. Child
+        tasks asking at once have no order: give each its own ``key``.
+
+        Spec: client/elicitation §Form Mode Elicitation Requests, §Response
+        Actions; basic/patterns/mrtr §InputRequests.
+        """
+        asked: Form[Any] = schema_form(form) if isinstance(form, dict) else class_form(form)
+        if key is None:
+            self._elicited += 1
+            key = f"elicit-{self._elicited}"
+        answers = await self.ask({key: mrtr.Elicitation(message, asked.schema)})
+        return asked.answer(key, answers.elicitation(key))
+
     # --- task events (SEP-2694, with --task-events) ----------------------------
 
     async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
@@ -243,6 +328,12 @@ class RequestContext:
         its payload must be a JSON object (else ``TypeError``) within the
         size limit (:mod:`presa_trio.tasks.events`). A plain call has no
         task to stream, and there, as with the option off, it does nothing.
+
+        An event is stored or the tool is told: a store that is unavailable
+        is waited for, within the store timeout (``--store-timeout``), and
+        then, as for an event the store refuses, :class:`EmitFailed` is
+        raised here. Once the task has ended its log is closed, and an emit
+        does nothing.
         """
 
     async def emit_partial(self, content: Iterable[Mapping[str, Any]]) -> None:

@@ -20,7 +20,7 @@ methods know nothing of extensions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -28,7 +28,7 @@ import trio
 
 from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.server import discover
-from presa_trio.server.context import RequestContext, Send
+from presa_trio.server.context import Connection, RequestContext, Send
 from presa_trio.server.faults import report_fault
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.server.registry import Method, Server
@@ -92,6 +92,11 @@ class Dispatcher:
             raise MethodNotFound(f"Method not found: {method}")
         return row
 
+    def name_required(self, method: str) -> bool:
+        """Whether a request of ``method`` must carry its ``Mcp-Name`` (its row says)."""
+        row = self.table.get(method)
+        return row is None or row.name_required
+
     def param_headers(self, method: str, params: dict[str, Any]) -> Mapping[str, tuple[str, ...]]:
         """The ``Mcp-Param-*`` headers a request must carry: header -> path into params."""
         row = self.table.get(method)
@@ -111,7 +116,7 @@ class Dispatcher:
         send: Send,
         principal: Principal | None = None,
         access: Access | None = None,
-        connection: Hashable = None,
+        connection: Connection | None = None,
     ) -> RequestContext:
         """The one place a request's context is built; handlers see the server as a view."""
         ctx = RequestContext(
@@ -134,15 +139,15 @@ class Dispatcher:
         send: Send,
         principal: Principal | None = None,
         access: Access | None = None,
-        connection: Hashable = None,
+        connection: Connection | None = None,
     ) -> dict[str, Any]:
         """Answer one request with a wire result, or raise an :class:`McpError`.
 
         ``principal`` is the caller the HTTP edge verified (``None`` without
-        authorization), ``access`` what it granted, ``connection`` the edge's
-        key for the transport connection the request came on; handlers find
-        them on their context. :class:`InsufficientScope` goes back to the
-        edge, which answers it with its 403.
+        authorization), ``access`` what it granted, ``connection`` the
+        transport connection the request came on; handlers find them on
+        their context. :class:`InsufficientScope` goes back to the edge,
+        which answers it with its 403.
         """
         require_supported_version(meta.protocol_version)
         row = self.serving(request.method)
@@ -164,7 +169,7 @@ class Dispatcher:
         send: Send,
         principal: Principal | None = None,
         access: Access | None = None,
-        connection: Hashable = None,
+        connection: Connection | None = None,
     ) -> tuple[bytes, int]:
         """The final JSON-RPC response, encoded, with the HTTP status it calls for.
 

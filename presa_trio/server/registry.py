@@ -445,6 +445,9 @@ class Method:
     # ``Mcp-Name`` mirrors ``params[name_param]`` (basic/transports/streamable-http
     # §Standard Request Headers); ``None``: the method has no ``Mcp-Name``.
     name_param: str | None = None
+    # Whether a request without ``Mcp-Name`` is refused (-32020); False: the
+    # header is checked only when sent (``tasks/stream``, spec-notes §50).
+    name_required: bool = True
     # ``Mcp-Param-<Name>`` headers this request must carry (the same page,
     # §Custom Headers from Tool Parameters).
     param_headers: ParamHeaders = no_param_headers

@@ -7,9 +7,11 @@ Accepted, on the plain path and in a task alike:
 - a :class:`~presa_trio.wire.models.CallToolResult` whose content is a list
   of content blocks and whose ``structured_content`` is an object or absent;
 - :class:`~presa_trio.wire.mrtr.InputRequired` (a multi round-trip question);
-- a JSON object (a ``dict`` with string keys) or an attrs instance:
-  ``structuredContent``, with its JSON as a text block for clients that
-  read only content (server/tools §Structured Content);
+- a JSON object (a ``dict`` with string keys), an attrs instance or a
+  dataclass instance: ``structuredContent`` (``datetime``, ``UUID``,
+  ``Decimal``, ``Path`` fields written as strings, :mod:`presa_trio.wire.hints`),
+  with its JSON as a text block for clients that read only content
+  (server/tools §Structured Content);
 - ``None``, only from a tool declared ``-> None``: empty content;
 - a number, a list or another JSON value, only from a tool whose declared
   return type says so (``-> int``, ``-> list[str]``): its JSON as text.
@@ -27,11 +29,10 @@ import logging
 import math
 from typing import Any
 
-import attrs
-
 from presa_trio.server.faults import report_fault
 from presa_trio.server.signatures import Returns, arguments_converter
 from presa_trio.wire import models
+from presa_trio.wire.hints import is_record
 from presa_trio.wire.mrtr import InputRequired
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def normalised(returns: Returns, output: Any) -> models.CallToolResult | InputRe
     if returns is Returns.JSON:
         text = as_json(arguments_converter.unstructure(output))
         return None if text is None else models.CallToolResult([models.TextContent(text)])
-    if isinstance(output, dict) or (attrs.has(type(output)) and not is_wire_model(output)):
+    if isinstance(output, dict) or (is_record(type(output)) and not is_wire_model(output)):
         return structured(output)
     return None
 

@@ -25,9 +25,11 @@ a plain ``def`` registered with ``thread=True`` (:func:`runner_for`).
 
 On a call, the arguments are first checked against that schema (the tools
 boundary, as for every tool), then structured with cattrs into the declared
-types (an attrs class from its object, an ``Enum`` from its value, a tuple
-from its array) and passed by keyword; a missing optional one gets the
-signature's default.
+types (an attrs class or a dataclass from its object, an ``Enum`` from its
+value, a tuple from its array, a ``datetime`` from its string) and passed
+by keyword; a missing optional one gets the signature's default. A value
+the schema admits but its type refuses is answered like a schema
+violation, naming the parameter (:class:`TypedCall`).
 
 The form with one ``arguments`` object and a hand-written schema stays; its
 schema's ``default`` values are filled in before the handler sees the
@@ -44,14 +46,15 @@ import enum
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
 import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.server.hints import (
+from presa_trio.wire import models
+from presa_trio.wire.hints import (
     MAPPINGS,
     SEQUENCES,
     SignatureError,
@@ -61,8 +64,8 @@ from presa_trio.server.hints import (
     is_union,
     json_default,
     schema_for,
+    structuring_problems,
 )
-from presa_trio.wire import models
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.schemas import CompiledSchema
@@ -82,11 +85,6 @@ class Parameter:
     def optional(self) -> bool:
         return self.default is not inspect.Parameter.empty
 
-    def structure(self, arguments: Mapping[str, Any]) -> Any:
-        if self.name not in arguments:
-            return self.default
-        return arguments_converter.structure(arguments[self.name], self.hint)
-
 
 @attrs.frozen
 class TypedCall:
@@ -94,19 +92,50 @@ class TypedCall:
 
     It structures the checked arguments and returns the coroutine of the
     user's function itself: no frame of its own stays on the stack of a
-    task parked on a question.
+    task parked on a question. An argument the schema admits but its type
+    refuses (a string that is no date, a value an attrs validator rejects)
+    never reaches the function: the call answers the ``isError`` result
+    naming it, as for a schema violation (:func:`invalid_arguments`).
     """
 
+    tool: str
     function: Callable[..., Any]
     parameters: tuple[Parameter, ...]
 
     def __call__(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
-        present = [
-            p
-            for p in self.parameters
-            if p.name in arguments or p.default is not inspect.Parameter.empty
-        ]
-        return self.function(ctx, **{p.name: p.structure(arguments) for p in present})
+        values: dict[str, Any] = {}
+        problems: list[str] = []
+        for parameter in self.parameters:
+            if parameter.name not in arguments:
+                if parameter.optional:
+                    values[parameter.name] = parameter.default
+                continue
+            try:
+                values[parameter.name] = arguments_converter.structure(
+                    arguments[parameter.name], parameter.hint
+                )
+            except Exception as error:
+                problems += structuring_problems(error, parameter.name)
+        if problems:
+            return answered(invalid_arguments(self.tool, problems))
+        return self.function(ctx, **values)
+
+
+def invalid_arguments(tool: str, problems: Iterable[str]) -> models.CallToolResult:
+    """The ``isError`` result refusing a tool's arguments, one line per problem.
+
+    Spec: server/tools §Error Handling — input validation errors (a date in
+    the wrong format, a value out of range) are tool execution errors,
+    reported in the result with ``isError: true`` so the model can correct
+    itself and call again.
+    """
+    lines = [f"Invalid arguments for tool {tool!r}:", *(f"- {problem}" for problem in problems)]
+    return models.CallToolResult([models.TextContent("\n".join(lines))], is_error=True)
+
+
+async def answered(result: models.CallToolResult) -> models.CallToolResult:
+    """A handler's coroutine that answers ``result`` at once, without the tool."""
+    return result
 
 
 def is_arguments_form(function: Callable[..., Any], hints: Mapping[str, Any]) -> bool:
@@ -251,7 +280,7 @@ def is_content(hint: Any) -> bool:
 def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObject | None]:
     """The kind of values a tool returns, and the ``outputSchema`` its return type gives.
 
-    An attrs class, a TypedDict or a ``dict[str, …]`` (alone, or beside
+    An attrs class, a dataclass, a TypedDict or a ``dict[str, …]`` (alone, or beside
     ``InputRequired``) gives an ``outputSchema``; ``None`` gives empty
     content; strings, content blocks, results and unions of them (or no
     annotation) are content; any other type with a schema, e.g. ``int`` or
@@ -306,7 +335,8 @@ def read_signature(
     if is_arguments_form(function, hints):
         return ToolSignature(call, None, output_schema, returns, description)
     parameters, schema = typed_parameters(function, hints, where)
-    return ToolSignature(TypedCall(call, parameters), schema, output_schema, returns, description)
+    typed = TypedCall(tool, call, parameters)
+    return ToolSignature(typed, schema, output_schema, returns, description)
 
 
 def read_handler(

@@ -48,6 +48,7 @@ from presa_trio.server.pagination import only_page
 from presa_trio.server.registered import RegisteredTool, ToolOutput
 from presa_trio.server.registry import Server, ToolError
 from presa_trio.server.results import call_result
+from presa_trio.server.signatures import invalid_arguments
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.envelope import Encoded, encode
@@ -135,9 +136,7 @@ def check_arguments(
     violations = registered.arguments.violations(arguments)
     if not violations:
         return None
-    lines = [f"Invalid arguments for tool {registered.tool.name!r}:"]
-    lines += [f"- {violation.describe()}" for violation in violations]
-    return models.CallToolResult([models.TextContent("\n".join(lines))], is_error=True)
+    return invalid_arguments(registered.tool.name, (v.describe() for v in violations))
 
 
 def check_structured(registered: RegisteredTool, result: models.CallToolResult) -> None:

@@ -104,7 +104,12 @@ class WorkerContext(RequestContext):
         await self.writer.report(self.worker, message)
 
     async def emit(self, event_type: str, payload: Mapping[str, Any]) -> None:
-        """Append a tool's event to the task's log, with task event streams on (SEP-2694)."""
+        """Append a tool's event to the task's log, with task event streams on (SEP-2694).
+
+        Stored, or :class:`~presa_trio.server.context.EmitFailed` once the
+        store has been unavailable for the store timeout, or refused it
+        (:meth:`~presa_trio.tasks.writes.StoreWriter.emit`).
+        """
         await self.writer.emit(self.worker, event_type, payload)
 
 

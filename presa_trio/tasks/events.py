@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -35,14 +35,21 @@ import attrs
 from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.models import JSONObject
+
+# The notification and events_gone's code are wire facts the client reads too
+# (presa_trio.wire.tasks); the runtime keeps importing them from here.
+from presa_trio.wire.tasks import EVENT_NOTIFICATION as EVENT_NOTIFICATION
+from presa_trio.wire.tasks import EVENTS_GONE as EVENTS_GONE
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
 
-#: The method of the notification that carries one event (SEP-2694 §notifications/tasks/event).
-EVENT_NOTIFICATION = "notifications/tasks/event"
 #: The ``_meta`` key every task event carries (SEP-2694 §Task Event).
 RELATED_TASK = "io.modelcontextprotocol/related-task"
-#: ``events_gone``'s code, from the implementation-defined server error range.
-EVENTS_GONE = -32010
+#: ``data.reason`` of a ``tasks/stream`` refused by a limit on open streams:
+#: presa's, a name the proposal could adopt beside ``events_gone`` (spec-notes §50).
+TOO_MANY_STREAMS = "too_many_streams"
+#: The largest ``seq`` a store can hold: a signed 64-bit integer, as SQLite and
+#: PostgreSQL keep it. A cursor past it names no event any store can have.
+MAX_SEQ = 2**63 - 1
 
 #: A label of an event type: letters, digits, ``_`` and ``-``.
 _LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")
@@ -103,12 +110,31 @@ class NewEvent:
 
 
 @attrs.frozen
+class LogAppend:
+    """Events a write of a task appends to its log in the same transaction as the write.
+
+    A write's own events (:func:`life_events`) are committed with it or not
+    at all, so the log's order is the order of the task's writes, and a
+    terminal write's status event, which closes the log, is that very write.
+    """
+
+    events: Sequence[NewEvent]
+    # The writer's now, epoch ms (a store on a clock of its own reads that instead).
+    now_ms: int
+    retention: Retention
+    # The write is terminal: its status event, last, closes the log.
+    closing: bool
+
+
+@attrs.frozen
 class EventWindow:
     """What one read of a task's log found: events after a cursor, and the log's bounds.
 
     ``earliest_seq`` is the oldest event still retained (``next_seq`` when
     none is), ``next_seq`` the one the next append gets, and ``closed`` says
     the task's terminal status event was appended, so nothing will follow it.
+    Retention drops only a prefix of a log (:class:`Retention`), so the
+    retained events are exactly ``earliest_seq`` to ``next_seq - 1``.
     """
 
     events: Sequence[TaskEvent]
@@ -122,25 +148,70 @@ class EventWindow:
         return cls((), 0, 0, False)
 
     @classmethod
+    def of_log(
+        cls,
+        events: Sequence[TaskEvent],
+        earliest_seq: int,
+        next_seq: int,
+        closed_ms: int | None,
+        now_ms: int,
+        retention: Retention,
+    ) -> EventWindow:
+        """A read of a log as ``retention`` keeps it at ``now_ms``, on the store's clock.
+
+        ``events`` and ``earliest_seq`` are read without the events past
+        the maximum age at ``now_ms`` (each store's read leaves them out);
+        a log closed longer ago than the terminal retention reads as its
+        bounds alone. Either takes effect at its time, whether or not the
+        pruning pass has dropped the events yet.
+        """
+        if not retention.keeps_closed(closed_ms, now_ms):
+            return cls([], next_seq, next_seq, True)
+        return cls(events, earliest_seq, next_seq, closed_ms is not None)
+
+    @classmethod
     def from_rows(
         cls,
         task_id: str,
-        rows: Iterable[tuple[int, str, JSONObject, int]],
-        bounds: tuple[int, int | None, int | None] | None,
+        rows: Sequence[tuple[Any, ...]],
+        now_ms: int,
+        retention: Retention,
     ) -> EventWindow:
-        """A window from a SQL store's rows: events ``(seq, type, payload, created_ms)``
-        and the log's ``(next_seq, closed_ms, lowest retained seq)``, None without a log."""
-        if bounds is None:
+        """A window from a SQL store's one read: a row per event, each with the log's bounds.
+
+        Each row is ``(next_seq, closed_ms, lowest retained seq, seq, type,
+        payload, created_ms)``, the event's part ``None`` in the one row of a
+        read that found no event; no row at all: the task has no log.
+        """
+        if not rows:
             return cls.empty()
-        next_seq, closed_ms, earliest = bounds
-        events = [TaskEvent(seq, task_id, kind, body, made) for seq, kind, body, made in rows]
+        next_seq, closed_ms, earliest = rows[0][:3]
+        events = [
+            TaskEvent(seq, task_id, kind, body, made)
+            for *_, seq, kind, body, made in rows
+            if seq is not None
+        ]
         retained = next_seq if earliest is None else earliest
-        return cls(events, retained, next_seq, closed_ms is not None)
+        return cls.of_log(events, retained, next_seq, closed_ms, now_ms, retention)
 
 
 @attrs.frozen
 class Retention:
     """How long and how much of a task's log is kept; every store applies it the same.
+
+    Every limit drops a prefix of a log, never an event from its middle, so
+    what is retained is contiguous and ``earliestSeq`` is exact (SEP-2694
+    §Resume and Replay Semantics forbids a gap without ``events_gone``):
+
+    - the count keeps the last :attr:`max_events` seqs;
+    - the age compares each event's stamp with the store's now, and a log's
+      stamps never go back (a store stamps each event with the later of its
+      now and the previous event's stamp), so "older than" cuts a log at
+      one seq. Stamps and now are the store's one clock for every process:
+      the caller's on memory and SQLite (one process), the database's on
+      PostgreSQL (spec-notes §50);
+    - the terminal retention drops a whole closed log, events only: its
+      bounds stay, so a stream still answers ``events_gone`` or ``{}``.
 
     Defaults, flags and the table: docs/tasks.md "Task event streams".
     SEP-2694 §Event Retention asks a server to document each.
@@ -159,6 +230,16 @@ class Retention:
     def __attrs_post_init__(self) -> None:
         if self.max_events < 1 or self.max_payload_bytes < 2:
             raise ValueError("a log keeps at least one event and a payload of at least {}")
+
+    def age_cutoff(self, now_ms: int) -> int | None:
+        """Stamps at or before this are past the maximum age at ``now_ms``; None: no limit."""
+        return None if self.max_age_ms is None else now_ms - self.max_age_ms
+
+    def keeps_closed(self, closed_ms: int | None, now_ms: int) -> bool:
+        """Whether a log closed at ``closed_ms`` (None: open) keeps its events at ``now_ms``."""
+        return (
+            closed_ms is None or self.terminal_ms is None or closed_ms > now_ms - self.terminal_ms
+        )
 
     def check_payload(self, payload: Any) -> JSONObject:
         """A payload is a JSON object no larger than :attr:`max_payload_bytes`, else ValueError.
@@ -201,18 +282,20 @@ def check_type(event_type: Any) -> str:
 
 
 def read_cursor(params: Mapping[str, Any]) -> int | None:
-    """``params.after``: absent, or a non-negative integer; anything else is -32602.
+    """``params.after``: absent, or a non-negative integer a store can hold; else -32602.
 
     ``true`` and ``1.0`` are not integers here: JSON has one number type,
     but a cursor that is not written as an integer is not "a valid sequence
-    number value". Spec: SEP-2694 §Resume and Replay Semantics ("The after
-    parameter MUST be a non-negative integer. Receivers MUST return -32602").
+    number value"; nor is one above :data:`MAX_SEQ`, which no log can reach,
+    checked here so that every store answers it alike. Spec: SEP-2694
+    §Resume and Replay Semantics ("The after parameter MUST be a non-negative
+    integer. Receivers MUST return -32602").
     """
     if "after" not in params:
         return None
     after = params["after"]
-    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-        raise InvalidParams("after must be a non-negative integer")
+    if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_SEQ:
+        raise InvalidParams(f"after must be an integer from 0 to {MAX_SEQ}")
     return after
 
 

@@ -23,7 +23,9 @@ What it adds to a :class:`~presa_trio.server.Server`, all through
 - a wrapper around ``tools/call`` that applies each tool's :class:`Policy`;
 - ``notifications.taskIds`` on ``subscriptions/listen``: every stored change
   of a subscribed task goes out as ``notifications/tasks`` on that stream;
-- with :meth:`TasksExtension.enable_events` (SEP-2694, draft): ``tasks/stream``.
+- with :meth:`TasksExtension.enable_events` (SEP-2694, draft): ``tasks/stream``,
+  whose ``Mcp-Name`` is checked when sent and may be left out
+  (:data:`~presa_trio.wire.tasks.NAME_CHECKED_WHEN_SENT`).
 
 The task policy is presa's registration API, not wire data: nothing on the
 wire marks a tool as task-capable (SEP-2663 §Capability Negotiation; spec-notes §36).
@@ -87,7 +89,13 @@ from presa_trio.wire.errors import (
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
-from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASK_NOTIFICATION, TASKS_EXTENSION
+from presa_trio.wire.tasks import (
+    EVENT_STREAMS,
+    NAME_CHECKED_WHEN_SENT,
+    TASK_NAME_PARAMS,
+    TASK_NOTIFICATION,
+    TASKS_EXTENSION,
+)
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +184,7 @@ class TasksExtension(Extension):
     def enable_events(self, events: TaskEventLog) -> None:
         """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving."""
         self.events = self.runner.events = events
-        self.settings = {"eventStreams": {}}
+        self.settings = {EVENT_STREAMS: {}}
 
     def publish(self, scope: str, task: Task) -> None:
         """Offer a stored change to the listen streams (they pick by scope and id).
@@ -247,7 +255,12 @@ class TasksExtension(Extension):
         if self.events is not None:
             handlers["tasks/stream"] = self.stream_task
         return [
-            Method(name, handler, name_param=TASK_NAME_PARAMS[name])
+            Method(
+                name,
+                handler,
+                name_param=TASK_NAME_PARAMS[name],
+                name_required=name not in NAME_CHECKED_WHEN_SENT,
+            )
             for name, handler in handlers.items()
         ]
 

@@ -31,7 +31,7 @@ and nothing else: the task runs on (SEP-2694 §tasks/stream).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Protocol
 
 import trio
@@ -96,12 +96,12 @@ async def stream_events(
     await extension.scoped_task(ctx, scope, task_id)
     topic = (scope, task_id)
     with (
-        events.admit(scope, ctx.connection, task_id),
+        events.admit(stream_client(ctx, scope), ctx.connection, task_id),
         events.following(task_id) as follower,
         changes.subscribe(lambda change: change.about == topic) as subscription,
     ):
         start = -1 if after is None else after
-        window, stamp = await events.read(runner.store, task_id, start)
+        window, stamp = await events.read(runner.store, task_id, start, runner.clock.wall_ms())
         cursor = first_cursor(task_id, after, window)
         ended: McpError | StoreError | None = None
         async with trio.open_nursery() as nursery:
@@ -118,6 +118,21 @@ async def stream_events(
         if ended is not None:
             raise ended
     return {}
+
+
+def stream_client(ctx: RequestContext, scope: str) -> Hashable:
+    """Whom a stream counts against: the caller's scope with authorization, else its address.
+
+    Without authorization every caller shares one scope (spec-notes §37), so
+    counting streams by scope would let one client's streams lock every other
+    client out; the connection's peer (over HTTP the client's IP address)
+    tells clients apart as far as the transport can. Clients behind one
+    proxy share its address, and so its limit (docs/task-events.md).
+    Spec: SEP-2694 §Security Implications ("Concurrent streams per client").
+    """
+    if ctx.principal is not None:
+        return scope
+    return object() if ctx.connection is None else ctx.connection.peer
 
 
 async def stop_when_lapsed(lapsed: Callable[[], Awaitable[None]], follower: Follower) -> None:
@@ -168,4 +183,4 @@ async def follow(
                 await events.wait(follower, stamp)
         if follower.stopping:
             return
-        window, stamp = await events.read(runner.store, task_id, cursor)
+        window, stamp = await events.read(runner.store, task_id, cursor, runner.clock.wall_ms())

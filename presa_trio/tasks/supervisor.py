@@ -161,7 +161,9 @@ class Supervisor:
                 return
             if writer.events is not None:
                 # The task's first event, before any the job's writes append.
-                await writer.events.started(writer.store, worker.latest, writer.clock.wall_ms())
+                await writer.events.started(
+                    writer.store, worker.latest, writer.clock.wall_ms(), fence=worker.generation
+                )
             move: Move
             try:
                 async with trio.open_nursery() as nursery:

@@ -23,9 +23,47 @@ failure write that itself cannot be stored stops the worker too: the task
 keeps its lease until it lapses, and recovery then claims it (run again,
 or ``failed`` as interrupted).
 
-With task event streams on (:attr:`StoreWriter.events`), every write that
-succeeded appends the task's life events right after its compare-and-set
-(:meth:`~presa_trio.tasks.event_log.TaskEventLog.record`).
+the store says    the tool's emit
+================= ========================================================
+unavailable       waits and tries again, the same way, until the store
+                  timeout has passed since it began; then
+                  :class:`~presa_trio.server.context.EmitFailed`
+                  (``maybe_stored``: its answer was lost, so it may be in the log)
+refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
+defect, or        a defect's traceback is logged under an incident id
+anything else
+the log is closed the emit returns: the task has ended, its worker stops
+================= ========================================================
+
+The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
+any exception of the job.
+=======
+With task event streams on (:attr:`StoreWriter.events`), every write
+carries the task's life events into its compare-and-set, which appends
+them in the same transaction
+(:meth:`~presa_trio.tasks.event_log.TaskEventLog.of_write`), and a
+worker's own events carry its lease generation, so the store refuses them
+once the task is terminal or run by another generation. A tool's own
+event (``ctx.emit``, :meth:`StoreWriter.emit`) is stored or the tool is
+told, never dropped unseen:
+
+================= ========================================================
+the store says    the tool's emit
+================= ========================================================
+unavailable       waits and tries again, the same way, until the store
+                  timeout has passed since it began; then
+                  :class:`~presa_trio.server.context.EmitFailed`
+                  (``maybe_stored``: its answer was lost, so it may be in the log)
+refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
+defect, or        a defect's traceback is logged under an incident id
+anything else
+the task is       the emit returns: the task has ended (or another run
+terminal, or the  holds it), its worker stops
+lease is another's
+================= ========================================================
+
+The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
+any exception of the job.
 
 Spec: SEP-2663 §Task Execution Errors, §Task Update Requests; SEP-2694.
 """
@@ -37,7 +75,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+import trio
 
+from presa_trio.server.context import EmitFailed
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks.backoff import Backoff
 from presa_trio.tasks.event_log import TaskEventLog
@@ -118,16 +158,17 @@ class StoreWriter:
                     return before, after
                 before = None
                 continue
+            events = None if self.events is None else self.events.of_write(before, after, now)
             try:
-                await self.store.compare_and_set(scope, after, before.revision, fence=fence)
+                await self.store.compare_and_set(
+                    scope, after, before.revision, fence=fence, events=events
+                )
             except Conflict:
                 before = None
                 continue
             if after.status is not before.status:
                 log.info("task %s %s", task_id, after.status.value)
                 self.on_status(after)
-            if self.events is not None:
-                await self.events.record(self.store, before, after, now)
             return before, after
 
     async def write(self, worker: Worker, move: Move) -> None:
@@ -185,7 +226,54 @@ class StoreWriter:
         await self.write(worker, reporting(message))
 
     async def emit(self, worker: Worker, event_type: str, payload: Mapping[str, Any]) -> None:
-        """A tool's event, appended to its task's log when task event streams are on."""
-        if self.events is not None:
-            now = self.clock.wall_ms()
-            await self.events.emit(self.store, worker.task_id, event_type, payload, now)
+        """A tool's event, appended to its task's log when task event streams are on.
+
+        The module's second table: an unavailable store is waited for with
+        the writes' own back-off, but only for the store timeout
+        (:attr:`~presa_trio.tasks.event_log.TaskEventLog.emit_wait`) from the
+        emit's start, since the tool is waiting; a try already under way is
+        never cut short (its answer could be lost while the event commits),
+        only the wait before the next. Then, or at once for any other
+        failure, the tool gets :class:`EmitFailed`.
+
+        A try the store left unanswered lasts the store timeout itself, so
+        it ends past the deadline and is never tried again (the event may
+        still commit: ``maybe_stored``); what is tried again is a failure
+        the store reported sooner (a broken connection, a read-only
+        database), where nothing was written unless a connection broke
+        between a commit and its answer.
+        """
+        events = self.events
+        if events is None:
+            return
+        event = events.tool_event(event_type, payload)
+        backoff = Backoff()
+        give_up = trio.current_time() + events.emit_wait
+        while True:
+            try:
+                now = self.clock.wall_ms()
+                await events.emit(self.store, worker.task_id, event, now, fence=worker.generation)
+            except StoreUnavailable as error:
+                if trio.current_time() >= give_up:
+                    log.warning("task %s: an event was not stored: %s", worker.task_id, error)
+                    raise EmitFailed(
+                        f"The task store stayed unavailable for {events.emit_wait:g} s ({error});"
+                        " the event may or may not be in the task's log",
+                        maybe_stored=True,
+                    ) from error
+                log.warning("task %s: an event waits for the store: %s", worker.task_id, error)
+                with trio.move_on_at(give_up):
+                    await backoff.wait()
+                continue
+            except StoreRefused as error:
+                log.warning("task %s: the store refused an event: %s", worker.task_id, error)
+                raise EmitFailed(
+                    f"The task store refused the event: {error}", maybe_stored=False
+                ) from error
+            except Exception:  # a defect, or what no store classified
+                incident = report_fault(log, "task %s: appending an event", worker.task_id)
+                raise EmitFailed(
+                    f"The event could not be stored (incident {incident.incident_id})",
+                    maybe_stored=False,
+                ) from None
+            return

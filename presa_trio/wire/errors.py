@@ -120,8 +120,8 @@ class OverCapacity(InternalError):
 
     http_status = 429
 
-    def __init__(self, message: str, limit: str) -> None:
-        super().__init__(message, {"retryable": True, "limit": limit})
+    def __init__(self, message: str, limit: str, **data: Any) -> None:
+        super().__init__(message, {"retryable": True, "limit": limit, **data})
         self.limit = limit
 
 

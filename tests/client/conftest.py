@@ -1,9 +1,10 @@
 """The client as a user runs it: ``python -m presa_trio …`` against real servers.
 
 Every server here is a real process on a loopback port: ``presa-trio
-serve``, the official Python SDK's ``MCPServer`` (:mod:`tests.client.sdk_server`),
-the same SDK app as a server of the initialize era, and Python's
-``http.server`` for a server that is no MCP at all. The client runs as a
+serve`` (the demo, or a typed server of the tests' own), the official
+Python SDK's ``MCPServer`` (:mod:`tests.client.sdk_server`), the same SDK
+app as a server of the initialize era, and Python's ``http.server`` for a
+server that is no MCP at all. The client runs as a
 child process too, with stdin that is not a terminal, so every question it
 cannot answer from its flags must end it with one line.
 """
@@ -25,6 +26,13 @@ from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 @pytest.fixture
 async def presa() -> AsyncIterator[ServeProcess]:
     async with presa_serve() as served:
+        yield served
+
+
+@pytest.fixture
+async def typed() -> AsyncIterator[ServeProcess]:
+    """``presa-trio serve`` of a user's typed server (:mod:`tests.client.typed_server`)."""
+    async with presa_serve("tests.client.typed_server:server") as served:
         yield served
 
 

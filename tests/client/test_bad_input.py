@@ -43,10 +43,15 @@ async def test_a_legacy_only_server_says_what_it_speaks(sdk_legacy: ServeProcess
     )
 
 
-async def test_an_unknown_tool(presa: ServeProcess) -> None:
+async def test_an_unknown_tool_or_prompt_is_exit_2(presa: ServeProcess) -> None:
+    """presa-defined (docs/client.md, exit statuses): a name the server's list lacks is
+    the command line's mistake, for a tool and a prompt alike."""
     ran = await client("call", presa.url, "no_such_tool")
     assert ran.status == 2
     assert ran.error().startswith(f"{presa.url} has no tool 'no_such_tool' (its tools: ")
+    prompted = await client("prompt", presa.url, "no_such_prompt")
+    assert prompted.status == 2
+    assert prompted.error().startswith(f"{presa.url} has no prompt 'no_such_prompt' (its prompts: ")
 
 
 async def test_arguments_that_do_not_fit_the_schema(presa: ServeProcess, tmp_path: Path) -> None:
@@ -118,3 +123,25 @@ async def test_usage_mistakes(tmp_path: Path) -> None:
     )
     assert transcript.status == 2
     assert "cannot write the transcript" in transcript.error()
+
+
+async def test_an_answer_for_a_key_the_server_does_not_ask(presa: ServeProcess) -> None:
+    """presa-defined (docs/client.md, Answers): a misspelt ``--answer`` key is an error
+    naming the keys asked, before anyone is asked in its place; one never asked by
+    the end is named on stderr."""
+    misspelt = await client(
+        "call",
+        presa.url,
+        "test_input_required_result_elicitation",
+        "--answer",
+        'usernme={"action":"decline"}',
+    )
+    assert misspelt.status == 2
+    assert misspelt.error() == "--answer usernme: the server asks for user_name, not usernme"
+    unasked = await client(
+        "call", presa.url, "test_simple_text", "--answer", 'extra={"action":"decline"}'
+    )
+    assert unasked.status == 0, unasked.stderr
+    assert unasked.stderr == (
+        "presa-trio: warning: --answer extra was not asked for (the server asked for nothing)\n"
+    )

@@ -206,7 +206,7 @@ async def test_a_task_that_asks_is_followed_and_answered(
         if listens:
             (opened,) = listen
             assert sent(opened)[1]["params"]["notifications"]["taskIds"] == [
-                sent(exchanges(record)[2])[1]["params"]["taskId"]
+                exchanges(record)[1]["response"]["body"]["result"]["taskId"]
             ]
             kinds = {event["data"]["method"] for event in opened["response"]["events"]}
             assert kinds == {"notifications/subscriptions/acknowledged", "notifications/tasks"}
@@ -219,6 +219,10 @@ async def test_tasks_that_fail(presa: ServeProcess) -> None:
     protocol_error = await client("call", presa.url, "protocol_error_job")
     assert protocol_error.status == 3
     assert protocol_error.error().endswith("failed: -32603: Internal error")
+    as_json = await client("call", presa.url, "protocol_error_job", "--json")
+    assert as_json.status == 3
+    failed = json.loads(as_json.stdout)["error"]  # one document: the failure, the task in it
+    assert (failed["exitCode"], failed["task"]["error"]["code"]) == (3, -32603)
 
 
 async def test_detach_then_get_wait_and_cancel(presa: ServeProcess) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -65,10 +65,12 @@ async def serving(
     lease: str = LEASE_SECONDS,
     *options: str,
     program: Sequence[str] = ("-m", "presa_trio"),
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[tuple[trio.Process, Peer]]:
     """``presa-trio serve --store STORE OPTIONS``; yields the process once it answers.
 
-    ``program`` is what Python runs: the command line, or a launcher around it.
+    ``program`` is what Python runs: the command line, or a launcher around it;
+    ``env`` its environment (default: this one's).
     """
     port = free_port()
     command = [
@@ -86,7 +88,7 @@ async def serving(
     with log.open("ab") as stderr:
         async with trio.open_nursery() as nursery:
             process: trio.Process = await nursery.start(
-                partial(trio.run_process, command, check=False, stderr=stderr)
+                partial(trio.run_process, command, check=False, stderr=stderr, env=env)
             )
             try:
                 async with httpx.AsyncClient(timeout=10) as http:

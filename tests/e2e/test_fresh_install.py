@@ -1,20 +1,27 @@
-"""A fresh install, as a user makes one: the wheel built and installed in a new venv.
+"""A fresh install, as a user makes one: the README's install command in a fresh checkout.
 
-The module builds the wheel with ``python -m build``, creates a venv,
-installs the wheel and what the README's testing section says to install,
-and writes the README's examples into a project directory exactly as the
-README prints them. Then each test runs one thing a user would: the
-README's pytest snippet under pytest, ``mypy --strict`` on that user code
-(which needs the package's ``py.typed``), ``presa-trio serve`` on the
-README's hello server, and the README's Python client against a served demo.
+The module builds the wheel with ``python -m build`` (its contents are one
+test), copies the checkout as git sees it (tracked and untracked files, none
+it ignores) and runs there the README's install command exactly as the
+README prints it (:func:`readme_install`), then installs in that venv what
+the README's testing section says to install. It writes the README's
+examples, and the typed example server, into a project directory of the
+user's own, outside the checkout. Then each test runs one thing a user
+would: the README's pytest snippet under pytest, ``mypy --strict`` on that
+user code (which needs the package's ``py.typed`` and an install mypy can
+follow), ``presa-trio serve`` on the README's hello server, and the
+README's Python client against a served demo.
 
-Rules of this file: every external command has a timeout; the venv installs
-with constraints.txt, the versions CI runs.
+Rules of this file: every external command has a timeout; pip installs with
+constraints.txt (``PIP_CONSTRAINT``, so the README's command runs as
+written), the versions CI runs.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -41,6 +48,38 @@ def readme_block(after: str, language: str = "python") -> str:
     opening = f"```{language}\n"
     start = text.index(opening, text.index(after)) + len(opening)
     return text[start : text.index("```\n", start)]
+
+
+def readme_install() -> list[list[str]]:
+    """The README's install command, each of its ``&&`` parts, up to the server it starts.
+
+    It is the README's first command line that makes the ``.venv``; the
+    part that serves the demo is left out, since it runs until stopped.
+    """
+    line = next(
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith("python3 -m venv .venv ")
+    )
+    parts = [shlex.split(part) for part in line.split(" && ")]
+    return [part for part in parts if "serve" not in part]
+
+
+def checkout_copy(into: Path) -> Path:
+    """A copy of the repository's files as a fresh clone would have them, plus untracked ones."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPOSITORY / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    return into
 
 
 def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -77,21 +116,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         sys.executable, "-m", "build", "--outdir", dist, REPOSITORY, cwd=root, env=env
     )
     (wheel,) = dist.glob("*.whl")
-    run(sys.executable, "-m", "venv", root / "venv", cwd=root)
-    bin_dir = root / "venv" / "bin"
-    constraints = REPOSITORY / "constraints.txt"
-    run(
-        bin_dir / "pip",
-        "install",
-        "-q",
-        "-c",
-        constraints,
-        wheel,
-        "pytest",
-        "pytest-trio",
-        MYPY,
-        cwd=root,
-    )
+    checkout = checkout_copy(root / "checkout")
+    env["PIP_CONSTRAINT"] = str(REPOSITORY / "constraints.txt")
+    for command in readme_install():
+        run(*command, cwd=checkout, env=env)
+    bin_dir = checkout / ".venv" / "bin"
+    run(bin_dir / "pip", "install", "-q", "pytest", "pytest-trio", MYPY, cwd=root, env=env)
     project = root / "project"
     (project / "examples").mkdir(parents=True)
     (project / "examples" / "__init__.py").write_text("")
@@ -99,6 +129,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         readme_block("`examples/hello_server.py`")
     )
     (project / "examples" / "task_tool.py").write_text(readme_block("`examples/task_tool.py`"))
+    typed_server = REPOSITORY / "examples" / "typed_server.py"
+    shutil.copy2(typed_server, project / "examples" / "typed_server.py")
     (project / "pytest.ini").write_text(readme_block("pytest-trio` and `pytest.ini`", "ini"))
     (project / "test_hello.py").write_text(readme_block("`test_hello.py` runs with `pytest`"))
     return Installed(build_output, wheel, bin_dir, project)
@@ -129,8 +161,10 @@ def test_the_readme_pytest_snippet_runs_as_written(installed: Installed) -> None
 
 
 def test_mypy_strict_passes_on_the_readme_code(installed: Installed) -> None:
-    """presa-defined (typed for users): ``mypy --strict`` on the README's server and
-    test code, against the installed wheel, finds nothing: no missing py.typed, no
+    """presa-defined (typed for users): after exactly the README's install command,
+    ``mypy --strict`` on the README's server and test code and on the typed example
+    server (dataclasses, datetime, Decimal, UUID, a typed elicitation whose type
+    ``assert_type`` checks) finds nothing: no missing module or py.typed, no
     untyped decorator."""
     output = run(
         installed.bin / "mypy", "--strict", "examples", "test_hello.py", cwd=installed.project

@@ -15,8 +15,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,48 +25,9 @@ import trio
 
 from presa_trio.testing import request
 from presa_trio.wire.errors import INVALID_PARAMS
+from tests.e2e.event_streams import EVENT, STATUS, assert_gap_free, read_events, task_stream
 from tests.e2e.harness import headers
 from tests.e2e.peers import LONG_LEASE, PATIENCE, TASKS, Peer, StdioPeer, serving, two_servers
-from tests.streams import sse_messages
-
-EVENT = "notifications/tasks/event"
-STATUS = "presa_trio.task.status"
-
-
-@asynccontextmanager
-async def task_stream(
-    peer: Peer, task_id: str, after: int | None = None
-) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-    """``tasks/stream`` on ``peer``: its JSON-RPC messages as they arrive."""
-    params: dict[str, Any] = {"taskId": task_id}
-    if after is not None:
-        params["after"] = after
-    peer.next_id += 1
-    message = request("tasks/stream", params, request_id=peer.next_id, capabilities=TASKS)
-    sent = headers(message, **{"mcp-name": task_id})
-    async with peer.http.stream("POST", peer.url, json=message, headers=sent) as response:
-        yield sse_messages(response)
-
-
-async def read_events(
-    stream: AsyncIterator[dict[str, Any]], into: list[dict[str, Any]], count: int | None = None
-) -> dict[str, Any] | None:
-    """Append events to ``into`` until ``count`` of them (None: the result); the result."""
-    async for message in stream:
-        if message.get("method") != EVENT:
-            assert "result" in message, message
-            return message
-        into.append(message["params"])
-        if count is not None and len(into) >= count:
-            return None
-    raise AssertionError("the stream ended without a result")
-
-
-def assert_gap_free(events: list[dict[str, Any]]) -> list[int]:
-    """The seqs, de-duplicated: 0, 1, 2… with no hole, the order never going back past one."""
-    seqs = sorted({e["seq"] for e in events})
-    assert seqs == list(range(len(seqs))), [e["seq"] for e in events]
-    return seqs
 
 
 async def test_events_written_on_one_process_stream_on_another_and_resume_after_a_kill(
@@ -94,6 +54,7 @@ async def test_events_written_on_one_process_stream_on_another_and_resume_after_
             async with task_stream(a, task_id, after=seen[-1]["seq"]) as on_a:
                 result = await read_events(on_a, resumed)
         assert result is not None
+        assert "result" in result, result
         assert resumed[0]["seq"] == seen[-1]["seq"] + 1
         assert_gap_free(seen + resumed)
         assert (resumed[-1]["type"], resumed[-1]["payload"]["status"]) == (STATUS, "completed")
@@ -127,6 +88,7 @@ async def test_a_stream_cut_by_a_sqlite_server_restart_resumes_from_the_file(
             async with task_stream(peer, task_id, after=seen[-1]["seq"]) as stream:
                 result = await read_events(stream, resumed)
     assert result is not None
+    assert "result" in result, result
     assert resumed[0]["seq"] == seen[-1]["seq"] + 1
     assert_gap_free(seen + resumed)
     assert resumed[-1]["payload"]["status"] == "completed"

@@ -6,7 +6,7 @@ from typing import Any
 
 from trio.testing import wait_all_tasks_blocked
 
-from examples import hello_server, task_tool, two_rounds
+from examples import hello_server, task_tool, two_rounds, typed_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import running
 
@@ -112,3 +112,25 @@ async def test_task_tool_works_unchanged_for_a_client_without_the_extension() ->
     assert done["content"] == [{"type": "text", "text": "deleted"}]
     assert declined["content"] == [{"type": "text", "text": "kept"}]
     assert no_elicitation["code"] == -32021
+
+
+async def test_typed_server_books_once_the_user_confirms() -> None:
+    """presa-defined (docs/api.md, typed values and typed elicitation): the typed
+    example reads a dataclass with a datetime and a Decimal, asks with a typed
+    form, and answers a structured receipt; a declined form is its ``isError``."""
+    booking = {"room": "Blue", "starts": "2026-07-28T15:00:00+02:00", "price": "80.50"}
+    params: dict[str, Any] = {"name": "book", "arguments": {"booking": booking, "nights": 2}}
+    async with running(McpApp.for_server(typed_server.server)) as client:
+        asked = (await client.call("tools/call", params)).json()["result"]
+        confirmed = {
+            "inputResponses": {"elicit-1": {"action": "accept", "content": {"sure": True}}}
+        }
+        done = (await client.call("tools/call", {**params, **confirmed})).json()["result"]
+        declined = {"inputResponses": {"elicit-1": {"action": "decline"}}}
+        refused = (await client.call("tools/call", {**params, **declined})).json()["result"]
+    form = asked["inputRequests"]["elicit-1"]["params"]
+    assert form["message"] == "Book Blue for 161.00?"
+    assert form["requestedSchema"]["required"] == ["sure"]
+    assert done["structuredContent"]["booking"] == booking
+    assert done["structuredContent"]["total"] == "161.00"
+    assert refused["isError"] is True

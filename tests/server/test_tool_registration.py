@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -22,7 +21,7 @@ class Row(TypedDict):
     id: int
 
 
-async def takes_a_datetime(ctx: RequestContext, when: datetime.datetime) -> str:
+async def takes_bytes(ctx: RequestContext, data: bytes) -> str:
     """Unsupported."""
     return "never"
 
@@ -85,9 +84,9 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
     ("handler", "options", "message"),
     [
         (
-            takes_a_datetime,
+            takes_bytes,
             {},
-            "tool 'takes_a_datetime', parameter 'when': no JSON Schema for datetime (supported:",
+            "tool 'takes_bytes', parameter 'data': no JSON Schema for bytes (supported:",
         ),
         (
             takes_int_keys,

@@ -12,7 +12,7 @@ import pytest
 from presa_trio.server import Field, RequestContext, Server, SignatureError
 from presa_trio.testing import McpClient, connect
 from presa_trio.wire.models import JSONObject
-from tests.expect import result_of
+from tests.expect import result_of, tools_by_name
 
 
 class Colour(enum.Enum):
@@ -147,16 +147,11 @@ async def typed() -> AsyncIterator[McpClient]:
         yield client
 
 
-async def listed(client: McpClient) -> dict[str, JSONObject]:
-    tools = result_of(await client.call("tools/list"))["tools"]
-    return {tool["name"]: tool for tool in tools}
-
-
 async def test_the_schema_and_description_come_from_the_signature(typed: McpClient) -> None:
     """presa-defined (docs/api.md, typed tools): each parameter after ``ctx`` is a
     property, required unless it has a default, which is its ``default``; the
     docstring is the description."""
-    greet = (await listed(typed))["greet"]
+    greet = (await tools_by_name(typed))["greet"]
     assert greet["description"] == "Greets someone by name.\n\nSeveral times, if asked."
     assert greet["inputSchema"] == {
         "type": "object",
@@ -168,7 +163,7 @@ async def test_the_schema_and_description_come_from_the_signature(typed: McpClie
 async def test_every_supported_hint_has_its_schema(typed: McpClient) -> None:
     """presa-defined (docs/api.md, the type table): each hint maps as the table says,
     Annotated descriptions and Field constraints included."""
-    schema = (await listed(typed))["every"]["inputSchema"]
+    schema = (await tools_by_name(typed))["every"]["inputSchema"]
     place = {
         "type": "object",
         "properties": {
@@ -297,7 +292,7 @@ async def test_a_typed_dict_return_gives_an_output_schema_and_structured_content
     """Spec-mandated (server/tools §Output Schema, §Structured Content; E-19): the
     return type is the outputSchema; the result carries structuredContent and its
     JSON as text."""
-    tools = await listed(typed)
+    tools = await tools_by_name(typed)
     assert tools["weather"]["outputSchema"] == {
         "type": "object",
         "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
@@ -312,7 +307,7 @@ async def test_an_attrs_return_gives_an_output_schema_and_structured_content(
     typed: McpClient,
 ) -> None:
     """Spec-mandated (server/tools §Output Schema; E-19)."""
-    tools = await listed(typed)
+    tools = await tools_by_name(typed)
     assert tools["review"]["outputSchema"]["required"] == ["summary", "score"]
     result = await typed.call_tool("review", {"text": "a fine text indeed"})
     assert result["structuredContent"] == {"summary": "a fine tex", "score": 18}
@@ -321,7 +316,7 @@ async def test_an_attrs_return_gives_an_output_schema_and_structured_content(
 async def test_other_declared_json_returns_are_their_json_text(typed: McpClient) -> None:
     """presa-defined (docs/api.md): ``-> int`` sends the number as text, no
     outputSchema; ``-> None`` sends empty content."""
-    tools = await listed(typed)
+    tools = await tools_by_name(typed)
     assert "outputSchema" not in tools["square"]
     assert (await typed.call_tool("square", {"n": 7}))["content"] == [
         {"type": "text", "text": "49"}

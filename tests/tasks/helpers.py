@@ -11,6 +11,7 @@ import trio
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Clock
 from presa_trio.tasks.context import Job, WorkerContext
+from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.testing import meta
@@ -42,9 +43,15 @@ class RecordingStore(MemoryStore):
     writes: list[tuple[str, Status]] = attrs.field(factory=list)
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
     ) -> None:
-        await super().compare_and_set(scope, task, expected_revision, fence=fence)
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
         self.writes.append((task.task_id, task.status))
 
     def statuses(self, task_id: str) -> list[Status]:

@@ -21,6 +21,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
+from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
@@ -612,10 +613,16 @@ class FreezingStore(MemoryStore):
             await trio.sleep_forever()
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
     ) -> None:
         await self.wait_if_frozen()
-        await super().compare_and_set(scope, task, expected_revision, fence=fence)
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
 
     async def release(self, owner: str) -> None:
         await self.wait_if_frozen()

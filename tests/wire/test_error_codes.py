@@ -24,7 +24,7 @@ DEFINED = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}
 RETIRED = {-32002, -32003, -32042}
 #: The one code of a draft presa serves only behind an opt-in, and where it is spelled:
 #: SEP-2694's ``events_gone``, in the sub-range the base spec calls legacy (spec-notes §50).
-DRAFT = {-32010: "tasks/events.py"}
+DRAFT = {-32010: "wire/tasks.py"}
 
 
 def error_classes() -> set[type[errors.McpError]]:

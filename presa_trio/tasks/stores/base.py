@@ -39,6 +39,8 @@ each on every store):
    store may judge leases on one clock of its own, the same for every
    process (PostgreSQL does: its own), taking each expiry as a length from
    the caller's now; a lease's expiry reads back as the caller gave it.
+   Task events are stamped and aged on the same one clock: a store of
+   many processes ignores the caller's now there and reads its own.
 6. **Changes are announced.** :meth:`TaskStore.watch` delivers every
    committed change (creation, transition, claim, deletion) in commit order;
    after a reconnect it delivers :data:`RESYNC`, and the watcher re-reads.
@@ -50,7 +52,19 @@ each on every store):
    bounds as it appends, appends nothing to a task that is gone or to a
    log that is closed (its terminal status event was appended), and
    announces the append to every process (:meth:`TaskStore.watch_events`).
-   A log's ``next_seq`` survives retention and lives as long as its task.
+   **Fenced**: a worker's events (``fence``, its lease generation) are
+   appended only while the task is not terminal and its lease is that
+   generation, checked in the appending transaction against the task as
+   a compare-and-set would see it; and a write's own events
+   (:class:`~presa_trio.tasks.events.LogAppend`) are appended by the
+   compare-and-set itself, in its transaction. So the log's order is the
+   order of the task's writes, and nothing lands after a terminal write,
+   whose status event closes the log. **Retention drops a prefix**: a
+   log's stamps never go back, so whatever limit drops events, the
+   retained ones are contiguous; a read applies the terminal retention at
+   once (:meth:`~presa_trio.tasks.events.EventWindow.of_log`), pruning
+   only frees the space. A log's ``next_seq`` survives retention and
+   lives as long as its task.
 
 Expiry: a task whose TTL has elapsed answers "expired" to its own scope
 (and "not found" to every other) until :meth:`TaskStore.expire` deletes it
@@ -68,7 +82,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import InvalidParams, OverCapacity, ServerOverCapacity
@@ -342,11 +356,21 @@ class TaskStore(Protocol):
         """The task whatever its scope or expiry, or None: the runner's own view."""
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
     ) -> None:
         """Replace the task if its revision is ``expected_revision`` (else
         :class:`Conflict`) and, with ``fence``, its lease generation is ``fence``
-        (else :class:`LeaseLost`). Unknown or other scope: :class:`TaskNotFound`."""
+        (else :class:`LeaseLost`). Unknown or other scope: :class:`TaskNotFound`.
+
+        With ``events``, append them to the task's log in the same
+        transaction (rule 7), and announce the append too.
+        """
 
     async def renew(
         self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
@@ -388,18 +412,23 @@ class TaskStore(Protocol):
         retention: Retention,
         *,
         closing: bool = False,
+        fence: int | None = None,
     ) -> list[TaskEvent]:
         """Append ``events`` with the next ``seq`` numbers; with ``closing``, close the log.
 
-        Returns them as stored; ``[]`` if the task is gone or its log closed.
-        Events beyond ``retention.max_events`` or older than its maximum age
-        are dropped in the same transaction.
+        Returns them as stored; ``[]`` if the task is gone, its log closed,
+        or, with ``fence`` (a worker's lease generation), the task terminal
+        or leased to another generation. Events beyond ``retention.max_events``
+        or older than its maximum age are dropped in the same transaction.
         """
 
-    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
+    async def read_events(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
         """Up to ``limit`` retained events with ``seq > after``, in order, and the log's bounds.
 
-        A task that has no log yet reads as :meth:`EventWindow.empty`.
+        A task that has no log yet reads as :meth:`EventWindow.empty`; a log
+        past its terminal retention at ``now_ms`` as its bounds alone.
         """
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:

@@ -1,9 +1,9 @@
-"""The in-process pieces shared by the memory and SQLite stores: announcements, rules 1 and 3.
+"""The in-process pieces shared by the memory and SQLite stores: announcements, rules 1, 3, 7.
 
 A store that only this process writes announces its changes, and the
 appends to its tasks' event logs, by calling its watchers directly
-(:class:`Announcer`); :func:`check_write` and
-:func:`check_read` are the contract's rules 3 and 1 (see
+(:class:`Announcer`); :func:`check_write`, :func:`check_read` and
+:func:`writer_holds` are the contract's rules 3, 1 and 7's fence (see
 :mod:`presa_trio.tasks.stores.base`) for a store that holds its records
 in this process.
 """
@@ -108,6 +108,19 @@ def check_write(stored: StoredTask, expected_revision: int, fence: int | None) -
         raise Conflict(
             f"task {stored.task_id} is at revision {stored.task.revision}, not {expected_revision}"
         )
+
+
+def writer_holds(stored: StoredTask, fence: int | None) -> bool:
+    """Rule 7's fence: whether a worker of generation ``fence`` may append to ``stored``'s log.
+
+    Only while the task is not terminal and its lease is still that
+    generation; ``None`` (presa's own events of a write, or closing a
+    log) is not fenced.
+    """
+    if fence is None:
+        return True
+    lease = stored.lease
+    return not stored.task.terminal and lease is not None and lease.generation == fence
 
 
 def check_read(stored: StoredTask | None, scope: str, now_ms: int) -> StoredTask:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 import trio
 
-from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     CapacityExceeded,
@@ -83,13 +83,16 @@ class MemoryStore:
         retention: Retention,
         *,
         closing: bool = False,
+        fence: int | None = None,
     ) -> list[TaskEvent]:
         return await self.event_logs.append_events(
-            task_id, events, now_ms, retention, closing=closing
+            task_id, events, now_ms, retention, closing=closing, fence=fence
         )
 
-    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
-        return await self.event_logs.read_events(task_id, after, limit)
+    async def read_events(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
+        return await self.event_logs.read_events(task_id, after, limit, now_ms, retention)
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
         await self.event_logs.prune_events(now_ms, retention)
@@ -136,7 +139,13 @@ class MemoryStore:
         return self.entries.get(task_id)
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
     ) -> None:
         await trio.sleep(0)
         stored = self._entry(scope, task.task_id)
@@ -148,6 +157,10 @@ class MemoryStore:
                 self._active[scope] -= 1
             # Ended: its work and lease are let go of (rule 4).
             self._put(StoredTask(scope, task))
+        if events is not None:
+            self.event_logs.append_now(
+                task.task_id, events.events, events.now_ms, events.retention, closing=events.closing
+            )
 
     async def renew(
         self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int

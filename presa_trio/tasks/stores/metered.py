@@ -20,7 +20,7 @@ from typing import TypeVar
 import attrs
 import trio
 
-from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     PROTOCOL_ERRORS,
@@ -76,9 +76,17 @@ class MeteredStore:
         return await self._timed("read", self.store.read(task_id))
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
     ) -> None:
-        write = self.store.compare_and_set(scope, task, expected_revision, fence=fence)
+        write = self.store.compare_and_set(
+            scope, task, expected_revision, fence=fence, events=events
+        )
         await self._timed("compare_and_set", write)
 
     async def renew(
@@ -114,12 +122,18 @@ class MeteredStore:
         retention: Retention,
         *,
         closing: bool = False,
+        fence: int | None = None,
     ) -> list[TaskEvent]:
-        append = self.store.append_events(task_id, events, now_ms, retention, closing=closing)
+        append = self.store.append_events(
+            task_id, events, now_ms, retention, closing=closing, fence=fence
+        )
         return await self._timed("append_events", append)
 
-    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
-        return await self._timed("read_events", self.store.read_events(task_id, after, limit))
+    async def read_events(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
+        read = self.store.read_events(task_id, after, limit, now_ms, retention)
+        return await self._timed("read_events", read)
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
         await self._timed("prune_events", self.store.prune_events(now_ms, retention))

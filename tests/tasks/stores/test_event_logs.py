@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 import trio
 
 from presa_trio.tasks import model
-from presa_trio.tasks.events import EventWindow, NewEvent, Retention
+from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention
+from presa_trio.tasks.events import status_event as status_event_of
 from presa_trio.tasks.stores import open_store
-from presa_trio.tasks.stores.base import TaskStore
-from tests.tasks.stores.records import ROOMY, T0, Seen, stored
+from presa_trio.tasks.stores.base import Conflict, Lease, TaskStore
+from tests.tasks.stores.records import ROOMY, T0, Seen, new_task, stored
 
 KEEP_ALL = Retention(max_events=10_000, max_age_ms=None)
 
@@ -25,8 +27,22 @@ def step(n: int) -> NewEvent:
     return NewEvent("com.example.step", {"n": n})
 
 
-async def window(store: TaskStore, task_id: str = "t-1", after: int = -1) -> EventWindow:
-    return await store.read_events(task_id, after, 10_000)
+async def window(
+    store: TaskStore,
+    task_id: str = "t-1",
+    after: int = -1,
+    now_ms: int = T0,
+    retention: Retention = KEEP_ALL,
+) -> EventWindow:
+    return await store.read_events(task_id, after, 10_000, now_ms, retention)
+
+
+@pytest.fixture
+def callers_clock(store_kind: str) -> None:
+    """Skip a test that moves the store's clock through the caller's now on PostgreSQL,
+    which stamps and ages events on the database's clock (tested in its own file)."""
+    if store_kind == "postgresql":
+        pytest.skip("PostgreSQL ages events on its own clock: see test_postgresql.py")
 
 
 async def test_seq_starts_at_zero_and_grows_by_one(store: TaskStore) -> None:
@@ -97,7 +113,9 @@ async def test_retention_drops_the_oldest_events_and_keeps_next_seq(store: TaskS
     assert (read.earliest_seq, read.next_seq) == (2, 5)
 
 
-async def test_events_older_than_the_maximum_age_are_dropped(store: TaskStore) -> None:
+async def test_events_older_than_the_maximum_age_are_dropped(
+    store: TaskStore, callers_clock: None
+) -> None:
     """Spec-mandated (SEP-2694 §Event Retention, maximum event age; S-14, S-21): on the
     next append, and by pruning."""
     await store.create(stored(), ROOMY, T0)
@@ -107,22 +125,79 @@ async def test_events_older_than_the_maximum_age_are_dropped(store: TaskStore) -
     await store.append_events("t-1", [step(2)], T0 + 1000, aged)
     assert [e.seq for e in (await window(store)).events] == [1, 2]
     await store.prune_events(T0 + 1700, aged)
-    read = await window(store)
+    read = await window(store, now_ms=T0 + 1700, retention=aged)
     assert [e.seq for e in read.events] == [2]
     assert read.earliest_seq == 2
 
 
-async def test_a_finished_tasks_events_go_after_its_terminal_retention(store: TaskStore) -> None:
-    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15): a closed
-    log keeps its events for terminal_ms, then keeps only its bounds."""
+async def test_a_read_leaves_out_what_the_maximum_age_drops_before_any_pruning(
+    store: TaskStore, callers_clock: None
+) -> None:
+    """Spec-mandated (SEP-2694 §Event Retention, maximum event age; S-14, S-30): an age limit
+    takes effect at its time: a read at a later now leaves the aged events out, with
+    earliest_seq past them, though nothing has pruned them yet."""
+    await store.create(stored(), ROOMY, T0)
+    aged = Retention(max_age_ms=1000)
+    await store.append_events("t-1", [step(0), step(1)], T0, aged)
+    await store.append_events("t-1", [step(2)], T0 + 500, aged)
+    read = await window(store, now_ms=T0 + 1200, retention=aged)
+    assert ([e.seq for e in read.events], read.earliest_seq, read.next_seq) == ([2], 2, 3)
+    read = await window(store, after=0, now_ms=T0 + 1500, retention=aged)
+    assert (read.events, read.earliest_seq, read.next_seq) == ([], 3, 3)
+
+
+async def test_a_log_whose_clock_went_back_is_still_cut_at_one_seq(
+    store: TaskStore, callers_clock: None
+) -> None:
+    """presa-defined (rule 7, retention drops a prefix; SEP-2694 §Resume and Replay
+    Semantics, no gap without events_gone; S-13, S-30): the second event is appended at an earlier
+    now than the first (a clock stepped back); it is stamped no earlier than the first,
+    so the age drops both or neither, never a hole between."""
+    await store.create(stored(), ROOMY, T0)
+    aged = Retention(max_age_ms=1000)
+    await store.append_events("t-1", [step(0)], T0 + 1000, aged)
+    await store.append_events("t-1", [step(1)], T0, aged)
+    await store.append_events("t-1", [step(2)], T0 + 1000, aged)
+    await store.prune_events(T0 + 1500, aged)
+    read = await window(store, now_ms=T0 + 1500, retention=aged)
+    assert ([e.seq for e in read.events], read.earliest_seq) == ([0, 1, 2], 0)
+    await store.prune_events(T0 + 2000, aged)
+    read = await window(store, now_ms=T0 + 2000, retention=aged)
+    assert (read.events, read.earliest_seq, read.next_seq) == ([], 3, 3)
+
+
+async def test_a_finished_tasks_events_go_after_its_terminal_retention(
+    store: TaskStore, callers_clock: None
+) -> None:
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15, S-30): a
+    closed log keeps its events for terminal_ms, then keeps only its bounds: a read at that
+    time finds them gone before any pruning, and pruning then frees them."""
     await store.create(stored(), ROOMY, T0)
     kept = Retention(max_age_ms=None, terminal_ms=500)
     await store.append_events("t-1", [step(0)], T0, kept, closing=True)
     await store.prune_events(T0 + 400, kept)
-    assert len((await window(store)).events) == 1
+    assert len((await window(store, now_ms=T0 + 499, retention=kept)).events) == 1
+    read = await window(store, now_ms=T0 + 500, retention=kept)
+    assert (read.events, read.earliest_seq, read.next_seq, read.closed) == ([], 1, 1, True)
     await store.prune_events(T0 + 500, kept)
     read = await window(store)
     assert (read.events, read.earliest_seq, read.next_seq, read.closed) == ([], 1, 1, True)
+
+
+async def test_a_log_past_its_terminal_retention_reads_as_its_bounds_on_every_store(
+    store: TaskStore,
+) -> None:
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; S-15, S-30): with a
+    terminal retention of 0 a closed log reads as gone at once, on each store's own
+    clock (the caller's, or PostgreSQL's), while an open log keeps its events."""
+    await store.create(stored(), ROOMY, T0)
+    await store.create(stored("open"), ROOMY, T0)
+    at_once = Retention(max_age_ms=None, terminal_ms=0)
+    await store.append_events("t-1", [step(0), step(1)], T0, at_once, closing=True)
+    await store.append_events("open", [step(0)], T0, at_once)
+    read = await window(store, retention=at_once)
+    assert (read.events, read.earliest_seq, read.next_seq, read.closed) == ([], 2, 2, True)
+    assert [e.seq for e in (await window(store, "open", retention=at_once)).events] == [0]
 
 
 async def test_a_deleted_tasks_log_goes_with_it(store: TaskStore) -> None:
@@ -192,3 +267,56 @@ async def test_a_finished_task_is_still_read_with_its_log(store: TaskStore) -> N
     await store.compare_and_set("alice", done, 0)
     await store.append_events("t-1", [step(0)], T0 + 1, KEEP_ALL, closing=True)
     assert (await window(store)).closed
+
+
+async def test_a_workers_events_are_fenced_by_its_lease_and_the_tasks_end(
+    store: TaskStore,
+) -> None:
+    """presa-defined (rule 7, fenced appends; SEP-2694 §Task Event, nothing after the
+    terminal status event; S-31): a worker's events (fence: its lease generation) are taken
+    while its generation holds the lease; once another process claimed the task they
+    are refused, and once the task is terminal so are the new holder's, even before
+    any closing event; presa's own unfenced events are not."""
+    await store.create(stored(lease=Lease("p1", 1, T0)), ROOMY, T0)
+    assert [e.seq for e in await store.append_events("t-1", [step(0)], T0, KEEP_ALL, fence=1)] == [
+        0
+    ]
+    await store.claim_expired("p2", T0 + 1000, T0 + 31_000, 10)
+    assert await store.append_events("t-1", [step(1)], T0, KEEP_ALL, fence=1) == []
+    assert [e.seq for e in await store.append_events("t-1", [step(2)], T0, KEEP_ALL, fence=2)] == [
+        1
+    ]
+    await store.compare_and_set("alice", model.cancel(new_task(), T0 + 1), 0)
+    assert await store.append_events("t-1", [step(3)], T0, KEEP_ALL, fence=2) == []
+    read = await window(store)
+    assert ([e.payload["n"] for e in read.events], read.next_seq, read.closed) == ([0, 2], 2, False)
+    closing = [status_event_of(model.cancel(new_task(), T0 + 1))]
+    assert len(await store.append_events("t-1", closing, T0, KEEP_ALL, closing=True)) == 1
+
+
+async def test_a_writes_own_events_are_appended_by_its_compare_and_set(store: TaskStore) -> None:
+    """presa-defined (rule 7: a write's events commit with it; S-31): a compare-and-set with
+    events appends them in its transaction and announces them; one that loses its
+    race appends nothing; a terminal one closes the log, refusing what follows."""
+    heard = Seen()
+    await store.create(stored(), ROOMY, T0)
+    cancelled = model.cancel(new_task(), T0 + 1)
+    with_status = LogAppend([status_event_of(cancelled)], T0 + 1, KEEP_ALL, closing=True)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.watch_events, heard)
+        stale = model.report(new_task(), "late", T0 + 1)
+        with pytest.raises(Conflict):
+            await store.compare_and_set(
+                "alice", stale, 1, events=LogAppend([step(9)], T0, KEEP_ALL, closing=False)
+            )
+        assert await window(store) == EventWindow.empty()
+        await store.compare_and_set("alice", cancelled, 0, events=with_status)
+        await heard.until("t-1")
+        nursery.cancel_scope.cancel()
+    read = await window(store)
+    assert ([e.payload["status"] for e in read.events], read.next_seq, read.closed) == (
+        ["cancelled"],
+        1,
+        True,
+    )
+    assert await store.append_events("t-1", [step(0)], T0, KEEP_ALL) == []

@@ -5,13 +5,16 @@ each kind (memory, a SQLite file, a PostgreSQL database); a task tool here
 emits what the test asks and waits on gates the test opens, so "live"
 means an event appended after the stream was opened; every wait is on a
 message, never on time, under ``trio.fail_after``; requests with another
-``client`` address came on another connection.
+``client`` port came on another connection, with another address from
+another client.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
 from typing import Any
 
 import attrs
@@ -21,7 +24,7 @@ import trio
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server
+from presa_trio.server import EmitFailed, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
@@ -33,15 +36,25 @@ from presa_trio.tasks.events import (
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, meta, request
 from presa_trio.testing import running as serving
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from presa_trio.wire.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+)
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
+from tests.e2e.events_server import add_tools, assert_cancelled_log
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
 
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
+#: Cancel-vs-emit races run per store, in process.
+RACES = 20
 ELSEWHERE = ("127.0.0.1", 50001)
+#: Another client: a connection from another address.
+ANOTHER_CLIENT = ("127.0.0.2", 50000)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -67,8 +80,14 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
             await ctx.emit(STEP, {"n": n})
         await gates[arguments.get("label", "")].wait()
         for n in range(arguments.get("after", 0)):
-            await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+            try:
+                await ctx.emit_partial([{"type": "text", "text": f"part {n}"}])
+            except EmitFailed as failed:
+                refused.append(f"EmitFailed(maybe_stored={failed.maybe_stored})")
+                gates["told"].set()
         return " ".join(refused) or "done"
+
+    add_tools(tasks)
 
     return server
 
@@ -80,9 +99,10 @@ class Harness:
     client: McpClient
     gates: Gates
     app: McpApp
+    log: TaskEventLog
 
-    async def start(self, **arguments: Any) -> str:
-        result = await self.client.call_tool("emitter", arguments, capabilities=TASKS_CAPABILITIES)
+    async def start(self, tool: str = "emitter", **arguments: Any) -> str:
+        result = await self.client.call_tool(tool, arguments, capabilities=TASKS_CAPABILITIES)
         task_id: str = result["taskId"]
         return task_id
 
@@ -94,20 +114,20 @@ class Harness:
         )
         return self.client.stream(message, client=client)
 
-    async def post_stream(self, task_id: str, **params: Any) -> Response:
+    async def post_stream(
+        self, task_id: str, *, client: tuple[str, int] = ("127.0.0.1", 50000), **params: Any
+    ) -> Response:
         message = request(
             "tasks/stream", {"taskId": task_id, **params}, capabilities=TASKS_CAPABILITIES
         )
-        return await self.client.post(message, limit_s=20)
+        return await self.client.post(message, limit_s=20, client=client)
 
     async def until_ended(self, task_id: str) -> Response:
         """A whole stream of the task, read to its end: its log is closed by then.
 
-        The terminal status event is appended right after the write that
-        ended the task, so ``tasks/get`` may read ``completed`` a moment
-        before the log holds it; a stream waits for it. A stream that a
-        small retention overtook (events_gone) is opened again: once the
-        task has ended nothing more is appended, and one reaches the end.
+        A stream that a small retention overtook (events_gone) is opened
+        again: once the task has ended nothing more is appended, and one
+        reaches the end.
         """
         with trio.fail_after(20):
             while "result" not in final_message(response := await self.post_stream(task_id)):
@@ -134,11 +154,10 @@ def retention() -> Retention:
 @pytest.fixture
 async def harness(store: TaskStore, retention: Retention) -> AsyncIterator[Harness]:
     gates = Gates()
-    app = McpApp.for_server(
-        events_server(store, TaskEventLog(retention, max_streams_per_scope=3), gates)
-    )
+    log = TaskEventLog(retention, max_streams_per_client=3, max_streams=5)
+    app = McpApp.for_server(events_server(store, log, gates))
     async with serving(app) as client:
-        yield Harness(client, gates, app)
+        yield Harness(client, gates, app, log)
 
 
 def events_in(response: Response) -> list[dict[str, Any]]:
@@ -240,11 +259,12 @@ async def test_resuming_after_a_cursor_delivers_only_what_follows(harness: Harne
     assert result_of(caught_up)["resultType"] == "complete"
 
 
-@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None])
+@pytest.mark.parametrize("after", [-1, 1.5, True, "0", None, 2**63, 2**64])
 async def test_a_cursor_that_is_not_a_non_negative_integer_is_invalid_params(
     harness: Harness, after: Any
 ) -> None:
-    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400."""
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-10): -32602, HTTP 400,
+    on every store alike, a cursor past what a store can hold (2^63) included."""
     task_id = await harness.start()
     error_of(await harness.post_stream(task_id, after=after), 400, INVALID_PARAMS)
     harness.gates[""].set()
@@ -272,6 +292,25 @@ async def test_a_cursor_before_what_is_retained_is_events_gone(harness: Harness)
     assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 7}
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [7, 8, 9]
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id, after=6))] == [7, 8, 9]
+
+
+@pytest.mark.parametrize("retention", [Retention(terminal_ms=0)])
+async def test_past_its_terminal_retention_a_finished_tasks_stream_ends_at_once(
+    harness: Harness,
+) -> None:
+    """Spec-mandated (SEP-2694 §Event Retention, terminal retention; §Resume and Replay
+    Semantics; S-15, S-30): with a terminal retention of 0, the log of a finished task
+    is gone for every read at once, before any pruning pass: a stream from the start
+    answers `{}` with no event, one from seq 0 is events_gone naming the next seq, one
+    from the last seq `{}`."""
+    task_id = await harness.start()
+    harness.gates[""].set()
+    await harness.until_status(task_id, "completed")
+    ended = await harness.post_stream(task_id)
+    assert (events_in(ended), result_of(ended)["resultType"]) == ([], "complete")
+    gone = error_of(await harness.post_stream(task_id, after=0), 410, EVENTS_GONE)
+    assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 2}
+    assert result_of(await harness.post_stream(task_id, after=1))["resultType"] == "complete"
 
 
 async def test_one_active_stream_per_task_per_connection(harness: Harness) -> None:
@@ -355,20 +394,145 @@ async def test_another_principals_task_cannot_be_streamed(store: TaskStore) -> N
         assert events_in(own)[0]["seq"] == 0
 
 
-async def test_concurrent_streams_of_one_caller_are_bounded(harness: Harness) -> None:
+async def test_one_client_holding_its_streams_leaves_other_clients_theirs(
+    harness: Harness,
+) -> None:
     """Spec-recommended (SEP-2694 §Security Implications, concurrent streams per client;
-    S-21): beyond max_streams_per_scope (3 here) a stream is -32603 naming the limit."""
+    S-21): without authorization, streams count per client address: past
+    max_streams_per_client (3 here) one more is 429 with Retry-After and a retryable
+    -32603 naming the limit, while a client at another address streams."""
     tasks = [await harness.start(label="bound") for _ in range(4)]
-    async with (
-        harness.stream(tasks[0]) as a,
-        harness.stream(tasks[1]) as b,
-        harness.stream(tasks[2]) as c,
-    ):
-        for opened in (a, b, c):
-            await next_event(opened)
-        refused = error_of(await harness.post_stream(tasks[3]), 500, INTERNAL_ERROR)
-        assert refused["data"] == {"retryable": True, "limit": "max_streams_per_scope"}
+    async with AsyncExitStack() as held:
+        for task_id in tasks[:3]:
+            await next_event(await held.enter_async_context(harness.stream(task_id)))
+        refused = await harness.post_stream(tasks[3], client=("127.0.0.1", 50001))
+        assert refused.headers["retry-after"] == "5"
+        assert error_of(refused, 429, INTERNAL_ERROR)["data"] == {
+            "retryable": True,
+            "limit": "max_streams_per_client",
+            "reason": "too_many_streams",
+        }
+        async with harness.stream(tasks[3], client=ANOTHER_CLIENT) as other:
+            assert (await next_event(other))["seq"] == 0
     harness.gates["bound"].set()
+
+
+async def test_past_the_servers_cap_a_stream_is_503_with_retry_after(harness: Harness) -> None:
+    """presa-defined (SEP-2694 §Security Implications; S-21): past max_streams (5 here)
+    in the process, a client under its own limit gets 503 with Retry-After and a
+    retryable -32603 naming the server's limit; once a stream ends it streams."""
+    task_id = await harness.start(label="cap")
+    five = [("127.0.0.1", 50020), ("127.0.0.1", 50021), ("127.0.0.1", 50022)]
+    five += [("127.0.0.2", 50023), ("127.0.0.2", 50024)]
+    async with AsyncExitStack() as held:
+        for client in five:
+            await next_event(await held.enter_async_context(harness.stream(task_id, client=client)))
+        refused = await harness.post_stream(task_id, client=("127.0.0.3", 50030))
+        assert refused.headers["retry-after"] == "5"
+        assert error_of(refused, 503, INTERNAL_ERROR)["data"] == {
+            "retryable": True,
+            "limit": "max_streams",
+            "reason": "too_many_streams",
+        }
+    async with harness.stream(task_id, client=("127.0.0.3", 50030)) as later:
+        assert (await next_event(later))["seq"] == 0
+    harness.gates["cap"].set()
+
+
+async def test_with_authorization_streams_count_per_principal_at_any_address(
+    store: TaskStore,
+) -> None:
+    """Spec-recommended (SEP-2694 §Security Implications; S-21): with authorization the
+    limit counts the caller's principal: alice's second stream is 429 from another
+    address too, and bob, at alice's address, streams."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"a": "alice", "b": "bob"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    gates = Gates()
+    log = TaskEventLog(max_streams_per_client=1)
+    app = McpApp.for_server(events_server(store, log, gates), auth=guard)
+    async with serving(app) as client:
+
+        def as_user(method: str, params: Mapping[str, Any], token: str) -> tuple[Any, Any]:
+            message = request(method, params, capabilities=TASKS_CAPABILITIES)
+            headers = [*client.headers_for(message).items(), ("authorization", f"Bearer {token}")]
+            return message, headers
+
+        tasks = {}
+        for token in ("a", "b"):
+            call = as_user("tools/call", {"name": "emitter", "arguments": {}}, token)
+            tasks[token] = result_of(await client.post(*call))["taskId"]
+        async with client.stream(*as_user("tasks/stream", {"taskId": tasks["a"]}, "a")) as own:
+            await next_event(own)
+            again = as_user("tasks/stream", {"taskId": tasks["a"]}, "a")
+            refused = await client.post(*again, client=ANOTHER_CLIENT)
+            assert error_of(refused, 429, INTERNAL_ERROR)["data"]["limit"] == (
+                "max_streams_per_client"
+            )
+            by_bob = as_user("tasks/stream", {"taskId": tasks["b"]}, "b")
+            async with client.stream(*by_bob, client=("127.0.0.1", 50001)) as bobs:
+                assert (await next_event(bobs))["seq"] == 0
+        gates[""].set()
+
+
+async def test_mcp_name_on_tasks_stream_is_checked_only_when_sent(harness: Harness) -> None:
+    """presa-defined (spec-notes §50; S-29; SEP-2694 names no header, SEP-2663
+    §Streamable HTTP: Routing Headers names Mcp-Name for the other task methods): a tasks/stream
+    without Mcp-Name streams, where tasks/get is 400 -32020; one whose Mcp-Name
+    differs from taskId gets exactly what tasks/get gets with it."""
+    task_id = await harness.start()
+    harness.gates[""].set()
+    await harness.until_ended(task_id)
+    unnamed: dict[str, Response] = {}
+    wrong: dict[str, tuple[int, Any]] = {}
+    for method in ("tasks/stream", "tasks/get"):
+        message = request(method, {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+        headers = harness.client.headers_for(message)
+        assert headers.pop("mcp-name") == task_id
+        unnamed[method] = await harness.client.post(message, headers, limit_s=20)
+        answer = await harness.client.post(message, {**headers, "mcp-name": "another-task"})
+        wrong[method] = (answer.status, answer.json()["error"])
+    assert "result" in final_message(unnamed["tasks/stream"])
+    assert events_in(unnamed["tasks/stream"])[0]["seq"] == 0
+    error_of(unnamed["tasks/get"], 400, HEADER_MISMATCH)
+    assert wrong["tasks/stream"] == wrong["tasks/get"]
+    assert wrong["tasks/get"][0] == 400
+    assert wrong["tasks/get"][1]["code"] == HEADER_MISMATCH
+
+
+async def test_an_event_the_store_cannot_take_in_time_raises_in_the_tool(
+    harness: Harness, store_kind: str, store_url: str
+) -> None:
+    """presa-defined (docs/task-events.md "An event is stored or the tool is told";
+    S-28): while another program holds the SQLite file's write lock past the store
+    timeout, the tool's emit raises EmitFailed, maybe stored since the store did not
+    answer; the log holds no event for it and no gap, and the task ends once the
+    lock is let go."""
+    if store_kind != "sqlite":
+        pytest.skip("a write lock held by another program is SQLite's")
+    harness.log.emit_wait = 0.5
+    task_id = await harness.start(after=1, label="locked")
+    async with harness.stream(task_id) as stream:
+        await next_event(stream)  # the run has begun: nothing but the tool's emit is due
+    holder = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        harness.gates["locked"].set()
+        with trio.fail_after(20):
+            await harness.gates["told"].wait()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    await harness.until_ended(task_id)
+    done = await harness.client.get_task(task_id)
+    assert done["result"]["content"][0]["text"] == "EmitFailed(maybe_stored=True)"
+    events = events_in(await harness.post_stream(task_id))
+    assert [(e["seq"], e["payload"]["status"]) for e in events] == [
+        (0, "working"),
+        (1, "completed"),
+    ]
 
 
 async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
@@ -407,6 +571,21 @@ async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness:
     assert (last["type"], last["payload"]["status"]) == (STATUS_EVENT, "cancelled")
     assert final["result"]["resultType"] == "complete"
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("retention", [Retention(max_events=1_000_000)])
+async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event, nothing after the terminal status event;
+    presa's fenced appends, rule 7; S-31): RACES times, a tool emitting as fast as it can is
+    cancelled; its log is its status, its steps in order, then `cancelled`, last; the
+    event it tries once it has seen its cancellation never lands."""
+    for _ in range(RACES):
+        task_id = await harness.start("chatter")
+        async with harness.stream(task_id) as stream:
+            await next_event(stream)
+            await next_event(stream)
+        await harness.client.cancel_task(task_id)
+        assert_cancelled_log(events_in(await harness.until_ended(task_id)))
 
 
 async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:

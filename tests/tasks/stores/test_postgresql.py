@@ -21,6 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from presa_trio.tasks import model
+from presa_trio.tasks.events import NewEvent, Retention
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import (
     RESYNC,
@@ -49,6 +50,8 @@ from tests.tasks.stores.records import (
     new_task,
     stored,
 )
+
+STEP = "com.example.step"
 
 
 async def test_a_change_made_by_one_process_reaches_the_others_watchers(
@@ -414,3 +417,54 @@ async def test_a_version_2_database_is_upgraded_in_place(postgres_url: str) -> N
             await store.create(stored("new"), Limits(max_stored=1), T0)
         await store.create(stored("new"), Limits(max_stored=2), T0)
         assert await store.counts() == Counts(active=2, stored=2)
+
+
+async def test_task_events_are_stamped_and_aged_on_the_databases_clock(
+    postgres_url: str,
+) -> None:
+    """presa-defined (rule 7, one clock; SEP-2694 §Event Retention; S-28): two processes
+    whose clocks are 100 s apart, one each way, append to one log with a 300 ms
+    maximum age: every event is kept, in one run of seqs, whatever their nows or the
+    pruner's say; once 300 ms have passed on the database's clock, a read finds them
+    all gone, earliest_seq past them, and pruning frees them."""
+    aged = Retention(max_events=100, max_age_ms=300)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        await a.create(stored(), ROOMY, T0)
+        appended = []
+        for n, (store, now) in enumerate([(a, T0), (b, T0 + 100_000), (a, T0), (b, T0 - 100_000)]):
+            appended += await store.append_events("t-1", [NewEvent(STEP, {"n": n})], now, aged)
+        stamps = [e.created_ms for e in appended]
+        assert stamps == sorted(stamps)
+        await b.prune_events(T0 + 3_600_000, aged)
+        read = await a.read_events("t-1", -1, 100, T0 + 3_600_000, aged)
+        assert ([e.seq for e in read.events], read.earliest_seq) == ([0, 1, 2, 3], 0)
+        await trio.sleep(0.4)
+        read = await b.read_events("t-1", -1, 100, T0 - 3_600_000, aged)
+        assert (read.events, read.earliest_seq, read.next_seq) == ([], 4, 4)
+        await a.prune_events(T0 - 3_600_000, aged)
+        with psycopg.connect(postgres_url) as connection:
+            left = connection.execute("SELECT count(*) FROM presa_task_events").fetchone()
+        assert left == (0,)
+
+
+async def test_a_version_1_event_schema_is_upgraded_in_place(postgres_url: str) -> None:
+    """presa-defined (versioned storage): event tables the previous event schema made
+    (fixtures/postgres_events_v1.sql), their stamps from clocks that disagreed, are
+    upgraded at start: each log's stamps never go back, and appends go on after it."""
+    v1 = (Path(__file__).parent / "fixtures" / "postgres_events_v1.sql").read_text()
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE presa_meta (key text PRIMARY KEY, value text NOT NULL)")
+        connection.execute("INSERT INTO presa_meta VALUES ('events_schema_version', '1')")
+        connection.execute(v1)
+        connection.execute("INSERT INTO presa_task_event_logs VALUES ('t-1', 3, NULL)")
+        for seq, stamp in enumerate([T0 + 1000, T0, T0 + 500]):
+            connection.execute(
+                "INSERT INTO presa_task_events VALUES ('t-1', %s, %s, '{}', %s)", (seq, STEP, stamp)
+            )
+    async with open_store(postgres_url) as store:
+        await store.create(stored(), ROOMY, T0)
+        keep_all = Retention(max_events=100, max_age_ms=None)
+        read = await store.read_events("t-1", -1, 100, T0, keep_all)
+        assert [(e.seq, e.created_ms) for e in read.events] == [(n, T0 + 1000) for n in range(3)]
+        [again] = await store.append_events("t-1", [NewEvent(STEP, {})], T0, keep_all)
+        assert again.seq == 3

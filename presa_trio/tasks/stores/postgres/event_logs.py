@@ -12,14 +12,25 @@ other way round.
   ``jsonb`` refuses).
 
 **Appending is one statement**, ``SELECT presa_append_events(…)``: the
-function makes the log's row if needed, locks it (``FOR UPDATE``), reads
-``next_seq``, inserts the events after it, moves ``next_seq`` on, drops what
-retention no longer keeps, and announces the append on the
-``presa_task_events`` channel, all in one transaction. Two appenders of one
-task in two processes queue on the row lock, and the second reads the
-first's ``next_seq``: no duplicate, no hole (rule 7 of
-:mod:`presa_trio.tasks.stores.base`). Nothing is appended to a task that is
-not stored, or to a closed log.
+function reads the task's row (``FOR SHARE``: a compare-and-set of the task
+waits for the append, and the append for a compare-and-set in flight),
+refuses a worker's events once the task is terminal or leased to another
+generation (the fence), makes the log's row if needed, locks it (``FOR
+UPDATE``), reads ``next_seq``, inserts the events after it, moves
+``next_seq`` on, drops what retention no longer keeps, and announces the
+append on the ``presa_task_events`` channel, all in one transaction. Two
+appenders of one task in two processes queue on the row lock, and the
+second reads the first's ``next_seq``: no duplicate, no hole (rule 7 of
+:mod:`presa_trio.tasks.stores.base`). A compare-and-set with events calls
+it in the write's own transaction. Every transaction takes the task's row
+first and the log's second, so none waits on another in a cycle.
+
+**One clock.** Events are stamped, a log closed, and ages and terminal
+retention judged on the database's clock (``presa_now_ms()``, as the
+leases are), never on a process's: every process of a deployment drops the
+same events at the same time, whatever its own clock says. A log's stamps
+never go back (each is the later of the database's now and the previous
+event's stamp), so an age cuts a log at one seq.
 
 **Announcements** name the task and its last ``seq``; the store listens
 on :data:`EVENTS_CHANNEL` through the same loop as for task changes
@@ -43,11 +54,11 @@ from presa_trio.tasks.stores.postgres.schema import LOCKS, SCHEMA_LOCK
 
 log = logging.getLogger(__name__)
 
-EVENTS_VERSION = 1
+EVENTS_VERSION = 2
 #: The channel every append is announced on.
 EVENTS_CHANNEL = "presa_task_events"
 
-EVENTS_SCHEMA = f"""
+TABLES = """
 CREATE TABLE presa_task_event_logs (
     task_id   text PRIMARY KEY,
     next_seq  bigint NOT NULL,
@@ -62,19 +73,29 @@ CREATE TABLE presa_task_events (
     PRIMARY KEY (task_id, seq)
 );
 CREATE INDEX presa_task_events_by_age ON presa_task_events (created_ms);
+"""
 
--- Append events to a task's log; the first seq given, or NULL (no such task,
--- or the log is closed). The log row's lock orders appenders.
+APPEND = f"""
+-- Append events to a task's log, stamped on the database's clock: the first
+-- seq given and the stamp, or NULL: no such task, the log is closed, or, for
+-- a worker's events (writer: its lease generation), the task is terminal or
+-- leased to another generation. The task's row, then the log's, order
+-- appenders and writers.
 CREATE FUNCTION presa_append_events(
-    tid text, types text[], payloads text[], now_ms bigint, closing boolean,
-    max_events bigint, max_age_ms bigint
-) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+    tid text, types text[], payloads text[], closing boolean,
+    max_events bigint, max_age_ms bigint, writer bigint
+) RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     first bigint;
     ended bigint;
+    stamp bigint;
+    done boolean;
+    holder bigint;
     n bigint := coalesce(array_length(types, 1), 0);
 BEGIN
-    IF NOT EXISTS (SELECT FROM presa_tasks WHERE task_id = tid) THEN
+    SELECT terminal, lease_generation INTO done, holder
+      FROM presa_tasks WHERE task_id = tid FOR SHARE;
+    IF NOT FOUND OR (writer IS NOT NULL AND (done OR holder IS DISTINCT FROM writer)) THEN
         RETURN NULL;
     END IF;
     INSERT INTO presa_task_event_logs VALUES (tid, 0, NULL) ON CONFLICT DO NOTHING;
@@ -83,21 +104,40 @@ BEGIN
     IF ended IS NOT NULL THEN
         RETURN NULL;
     END IF;
+    -- Never before the last event's stamp: an age cuts the log at one seq.
+    stamp := greatest(presa_now_ms(), (SELECT created_ms FROM presa_task_events
+                                        WHERE task_id = tid ORDER BY seq DESC LIMIT 1));
     INSERT INTO presa_task_events
-        SELECT tid, first + u.ord - 1, u.t, u.p::json, now_ms
+        SELECT tid, first + u.ord - 1, u.t, u.p::json, stamp
           FROM unnest(types, payloads) WITH ORDINALITY AS u(t, p, ord);
     UPDATE presa_task_event_logs
-       SET next_seq = first + n, closed_ms = CASE WHEN closing THEN now_ms END
+       SET next_seq = first + n, closed_ms = CASE WHEN closing THEN stamp END
      WHERE task_id = tid;
     DELETE FROM presa_task_events
      WHERE task_id = tid
-       AND (seq < first + n - max_events OR created_ms <= now_ms - max_age_ms);
+       AND (seq < first + n - max_events OR created_ms <= stamp - max_age_ms);
     PERFORM pg_notify('{EVENTS_CHANNEL}',
                       json_build_object('taskId', tid, 'seq', first + n - 1)::text);
-    RETURN first;
+    RETURN ARRAY[first, stamp];
 END
 $$;
 """
+
+EVENTS_SCHEMA = TABLES + APPEND
+
+#: From version 1 (events stamped on each writer's clock, no fence) to this
+#: one, in place: the append function is replaced, and each log's stamps
+#: are made never to go back, so the ages cut every log at one seq.
+UPGRADE_FROM_1 = (
+    """
+DROP FUNCTION presa_append_events(text, text[], text[], bigint, boolean, bigint, bigint);
+UPDATE presa_task_events AS e SET created_ms = m.stamp
+  FROM (SELECT task_id, seq, max(created_ms) OVER (PARTITION BY task_id ORDER BY seq) AS stamp
+          FROM presa_task_events) AS m
+ WHERE e.task_id = m.task_id AND e.seq = m.seq AND e.created_ms < m.stamp;
+"""
+    + APPEND
+)
 
 Connection = psycopg.Connection[Any]
 
@@ -115,6 +155,15 @@ def ensure_events_schema(connection: Connection) -> None:
                 "INSERT INTO presa_meta VALUES ('events_schema_version', %s)",
                 (str(EVENTS_VERSION),),
             )
+        elif int(row[0]) == 1:
+            connection.execute(UPGRADE_FROM_1)
+            connection.execute(
+                "UPDATE presa_meta SET value = %s WHERE key = 'events_schema_version'",
+                (str(EVENTS_VERSION),),
+            )
+            log.info(
+                "the presa task event schema was upgraded from version 1 to %s", EVENTS_VERSION
+            )
         elif int(row[0]) != EVENTS_VERSION:
             raise EventsSchemaMismatch(
                 f"the database holds presa task event schema version {row[0]}; "
@@ -130,54 +179,58 @@ def append(
     connection: Connection,
     task_id: str,
     events: Sequence[NewEvent],
-    now_ms: int,
     retention: Retention,
     closing: bool,
+    fence: int | None = None,
 ) -> list[TaskEvent]:
+    """``presa_append_events``: the events as stored, or ``[]`` if refused."""
     row = connection.execute(
         "SELECT presa_append_events(%s, %s, %s, %s, %s, %s, %s)",
         (
             task_id,
             [e.type for e in events],
             [json.dumps(e.payload, ensure_ascii=False) for e in events],
-            now_ms,
             closing,
             retention.max_events,
             retention.max_age_ms,
+            fence,
         ),
     ).fetchone()
-    first = None if row is None else row[0]
-    if first is None:
+    if row is None or row[0] is None:
         return []
-    return [TaskEvent(first + n, task_id, e.type, e.payload, now_ms) for n, e in enumerate(events)]
+    first, stamp = row[0]
+    return [TaskEvent(first + n, task_id, e.type, e.payload, stamp) for n, e in enumerate(events)]
 
 
-def window(connection: Connection, task_id: str, after: int, limit: int) -> EventWindow:
-    """The events after ``after``, then the log's bounds (read after them: see next_step)."""
+def window(
+    connection: Connection, task_id: str, after: int, limit: int, retention: Retention
+) -> EventWindow:
+    """The events after ``after`` and the log's bounds, in one statement (one snapshot),
+    without the events past the maximum age, pruned or not, with the database's now,
+    which ages and terminal retention are judged by."""
+    kept = "(c.cutoff IS NULL OR created_ms > c.cutoff)"
     rows = connection.execute(
-        "SELECT seq, type, payload, created_ms FROM presa_task_events"
-        " WHERE task_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-        (task_id, after, limit),
+        "WITH c AS MATERIALIZED (SELECT now_ms, now_ms - %(age)s::bigint AS cutoff"
+        "   FROM (SELECT presa_now_ms() AS now_ms) AS n),"
+        " b AS MATERIALIZED (SELECT l.next_seq, l.closed_ms, c.now_ms,"
+        f"  (SELECT seq FROM presa_task_events WHERE task_id = %(id)s AND {kept}"
+        "    ORDER BY seq LIMIT 1) AS earliest"
+        "  FROM presa_task_event_logs AS l, c WHERE l.task_id = %(id)s)"
+        " SELECT b.next_seq, b.closed_ms, b.earliest, b.now_ms, e.seq, e.type, e.payload,"
+        "  e.created_ms"
+        " FROM b CROSS JOIN c LEFT JOIN LATERAL (SELECT seq, type, payload, created_ms"
+        f"   FROM presa_task_events WHERE task_id = %(id)s AND seq > %(after)s AND {kept}"
+        "   ORDER BY seq LIMIT %(limit)s) AS e ON true"
+        " ORDER BY e.seq",
+        {"id": task_id, "after": after, "limit": limit, "age": retention.max_age_ms},
     ).fetchall()
-    bounds = connection.execute(
-        "SELECT l.next_seq, l.closed_ms,"
-        " (SELECT min(seq) FROM presa_task_events AS e WHERE e.task_id = l.task_id)"
-        " FROM presa_task_event_logs AS l WHERE l.task_id = %s",
-        (task_id,),
-    ).fetchone()
-    if bounds is None:
-        return EventWindow.empty()
-    next_seq, closed_ms, earliest = bounds
-    events = [
-        TaskEvent(seq, task_id, kind, payload, created) for seq, kind, payload, created in rows
-    ]
-    return EventWindow(
-        events, next_seq if earliest is None else earliest, next_seq, closed_ms is not None
-    )
+    now_ms = rows[0][3] if rows else 0
+    return EventWindow.from_rows(task_id, [row[:3] + row[4:] for row in rows], now_ms, retention)
 
 
-def prune(connection: Connection, now_ms: int, retention: Retention) -> None:
-    """Drop events past their age or terminal retention, and the logs of deleted tasks."""
+def prune(connection: Connection, retention: Retention) -> None:
+    """Drop events past their age or terminal retention, on the database's clock (a
+    prefix of each log, as a log's stamps never go back), and the logs of deleted tasks."""
     with connection.transaction():
         connection.execute(
             "DELETE FROM presa_task_event_logs AS l"
@@ -189,12 +242,12 @@ def prune(connection: Connection, now_ms: int, retention: Retention) -> None:
         )
         if retention.max_age_ms is not None:
             connection.execute(
-                "DELETE FROM presa_task_events WHERE created_ms <= %s",
-                (now_ms - retention.max_age_ms,),
+                "DELETE FROM presa_task_events WHERE created_ms <= (SELECT presa_now_ms()) - %s",
+                (retention.max_age_ms,),
             )
         if retention.terminal_ms is not None:
             connection.execute(
                 "DELETE FROM presa_task_events WHERE task_id IN (SELECT task_id"
-                " FROM presa_task_event_logs WHERE closed_ms <= %s)",
-                (now_ms - retention.terminal_ms,),
+                " FROM presa_task_event_logs WHERE closed_ms <= (SELECT presa_now_ms()) - %s)",
+                (retention.terminal_ms,),
             )

@@ -36,9 +36,12 @@ How each rule of the store contract is kept:
   on the database's clock, the database's time plus the lease's length (the
   caller's expiry less its now), and a claim takes what has passed its
   deadline by the database's time, so a process whose clock is wrong can
-  neither take live tasks nor keep dead ones. Task timestamps and TTLs are the caller's epoch
-  milliseconds, as in every store. At start, a process whose clock is more
-  than :data:`CLOCK_WARNING_MS` from the database's logs a warning.
+  neither take live tasks nor keep dead ones. Task events are stamped and
+  aged on the database's clock too
+  (:mod:`~presa_trio.tasks.stores.postgres.event_logs`). Task timestamps
+  and TTLs are the caller's epoch milliseconds, as in every store. At
+  start, a process whose clock is more than :data:`CLOCK_WARNING_MS` from
+  the database's logs a warning.
 - **Announcements.** A write is announced to this process's watchers as
   soon as it commits, before the call returns, and to every process by the
   schema's trigger (NOTIFY). A change can so arrive twice, or a change
@@ -267,9 +270,15 @@ class PostgresStore:
         return stored
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: task_events.LogAppend | None = None,
     ) -> None:
-        def work(connection: Connection) -> StoredTask:
+        def update(connection: Connection) -> StoredTask:
             row = connection.execute(
                 "UPDATE presa_tasks AS t SET task = %(task)s,"
                 " revision = %(revision)s, terminal = %(terminal)s"
@@ -305,9 +314,23 @@ class PostgresStore:
                 f"task {task.task_id} is at revision {revision}, not {expected_revision}"
             )
 
+        def work(connection: Connection) -> tuple[StoredTask, bool]:
+            if events is None:
+                return update(connection), False
+            # The write's own events commit with it, or neither does (rule 7).
+            with connection.transaction():
+                written = update(connection)
+                appended = event_logs.append(
+                    connection, task.task_id, events.events, events.retention, events.closing
+                )
+            return written, bool(appended)
+
         # A worker's write (it carries its lease) waits in the background lane.
         lane = Lane.REQUEST if fence is None else Lane.BACKGROUND
-        self._offer(Changed(await self.database.run(work, lane)))
+        written, appended = await self.database.run(work, lane)
+        self._offer(Changed(written))
+        if appended:
+            self.announcer.announce_append(task.task_id)
 
     async def renew(
         self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
@@ -402,10 +425,12 @@ class PostgresStore:
         retention: task_events.Retention,
         *,
         closing: bool = False,
+        fence: int | None = None,
     ) -> list[task_events.TaskEvent]:
+        """Stamped on the database's clock: ``now_ms`` is not read (rule 5)."""
         appended = await self.database.run(
             lambda connection: event_logs.append(
-                connection, task_id, events, now_ms, retention, closing
+                connection, task_id, events, retention, closing, fence
             ),
             Lane.BACKGROUND,
         )
@@ -413,14 +438,23 @@ class PostgresStore:
             self.announcer.announce_append(task_id)
         return appended
 
-    async def read_events(self, task_id: str, after: int, limit: int) -> task_events.EventWindow:
+    async def read_events(
+        self,
+        task_id: str,
+        after: int,
+        limit: int,
+        now_ms: int,
+        retention: task_events.Retention,
+    ) -> task_events.EventWindow:
+        """Terminal retention judged on the database's clock: ``now_ms`` is not read."""
         return await self.database.run(
-            lambda connection: event_logs.window(connection, task_id, after, limit)
+            lambda connection: event_logs.window(connection, task_id, after, limit, retention)
         )
 
     async def prune_events(self, now_ms: int, retention: task_events.Retention) -> None:
+        """Ages judged on the database's clock: ``now_ms`` is not read (rule 5)."""
         await self.database.run(
-            lambda connection: event_logs.prune(connection, now_ms, retention),
+            lambda connection: event_logs.prune(connection, retention),
             Lane.BACKGROUND,
         )
 

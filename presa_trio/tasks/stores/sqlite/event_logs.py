@@ -12,8 +12,10 @@ and a file whose event tables are of another version is refused.
 :class:`SqliteEventLogs` is the store's part that serves them. Every
 function here runs on the store's connection, inside the caller's
 transaction (the store's ``BEGIN IMMEDIATE`` for a write), so an append
-reads ``next_seq``, inserts and trims in one atomic step (rule 7 of
-:mod:`presa_trio.tasks.stores.base`).
+checks its writer's fence, reads ``next_seq``, inserts and trims in one
+atomic step, and a write's own events go in the write's transaction
+(rule 7 of :mod:`presa_trio.tasks.stores.base`). One server holds a file,
+so the stamps and the ages are on its one clock.
 """
 
 from __future__ import annotations
@@ -79,67 +81,83 @@ def append(
     now_ms: int,
     retention: Retention,
     closing: bool,
+    fence: int | None = None,
 ) -> list[TaskEvent]:
-    """Append after the log's ``next_seq``; nothing if the task is gone or the log closed."""
-    if db.execute("SELECT 1 FROM tasks WHERE task_id = ?", (task_id,)).fetchone() is None:
+    """Append after the log's ``next_seq``; nothing if the task is gone, the log closed,
+    or (with ``fence``) the task is terminal or no longer that generation's."""
+    task = db.execute(
+        "SELECT terminal, lease_generation FROM tasks WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    if task is None or (fence is not None and (task[0] or task[1] != fence)):
         return []
     db.execute(
         "INSERT OR IGNORE INTO task_event_logs VALUES (?, 0, NULL)",
         (task_id,),
     )
-    next_seq, closed_ms = db.execute(
-        "SELECT next_seq, closed_ms FROM task_event_logs WHERE task_id = ?", (task_id,)
+    next_seq, closed_ms, last_ms = db.execute(
+        "SELECT next_seq, closed_ms, (SELECT created_ms FROM task_events"
+        " WHERE task_id = ? ORDER BY seq DESC LIMIT 1)"
+        " FROM task_event_logs WHERE task_id = ?",
+        (task_id, task_id),
     ).fetchone()
     if closed_ms is not None:
         return []
+    # A log's stamps never go back, so an age cuts it at one seq (Retention).
+    stamp = now_ms if last_ms is None else max(now_ms, last_ms)
     appended = [
-        TaskEvent(next_seq + n, task_id, new.type, new.payload, now_ms)
+        TaskEvent(next_seq + n, task_id, new.type, new.payload, stamp)
         for n, new in enumerate(events)
     ]
     db.executemany(
         "INSERT INTO task_events VALUES (?, ?, ?, ?, ?)",
         [
-            (task_id, e.seq, e.type, json.dumps(e.payload, ensure_ascii=False), now_ms)
+            (task_id, e.seq, e.type, json.dumps(e.payload, ensure_ascii=False), stamp)
             for e in appended
         ],
     )
     db.execute(
         "UPDATE task_event_logs SET next_seq = ?, closed_ms = ? WHERE task_id = ?",
-        (next_seq + len(appended), now_ms if closing else None, task_id),
+        (next_seq + len(appended), stamp if closing else None, task_id),
     )
-    oldest = None if retention.max_age_ms is None else now_ms - retention.max_age_ms
     db.execute(
         "DELETE FROM task_events WHERE task_id = ? AND (seq < ? OR created_ms <= ?)",
-        (task_id, next_seq + len(appended) - retention.max_events, oldest),
+        (task_id, next_seq + len(appended) - retention.max_events, retention.age_cutoff(stamp)),
     )
     return appended
 
 
-def window(db: sqlite3.Connection, task_id: str, after: int, limit: int) -> EventWindow:
-    """The events after ``after`` and the log's bounds, read in one snapshot."""
+def window(
+    db: sqlite3.Connection,
+    task_id: str,
+    after: int,
+    limit: int,
+    now_ms: int,
+    retention: Retention,
+) -> EventWindow:
+    """The events after ``after`` and the log's bounds, in one statement (one snapshot),
+    without the events past the maximum age, pruned or not."""
+    kept = "(:cutoff IS NULL OR created_ms > :cutoff)"
     rows = db.execute(
-        "SELECT seq, type, payload, created_ms FROM task_events"
-        " WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (task_id, after, limit),
+        "WITH b AS MATERIALIZED (SELECT next_seq, closed_ms,"
+        f"  (SELECT seq FROM task_events WHERE task_id = :id AND {kept} ORDER BY seq LIMIT 1)"
+        "   AS earliest FROM task_event_logs WHERE task_id = :id)"
+        " SELECT b.next_seq, b.closed_ms, b.earliest, e.seq, e.type, e.payload, e.created_ms"
+        " FROM b LEFT JOIN (SELECT * FROM task_events"
+        f"   WHERE task_id = :id AND seq > :after AND {kept} ORDER BY seq LIMIT :limit) AS e ON 1"
+        " ORDER BY e.seq",
+        {"id": task_id, "after": after, "limit": limit, "cutoff": retention.age_cutoff(now_ms)},
     ).fetchall()
-    log = db.execute(
-        "SELECT l.next_seq, l.closed_ms,"
-        " (SELECT min(seq) FROM task_events AS e WHERE e.task_id = l.task_id)"
-        " FROM task_event_logs AS l WHERE l.task_id = ?",
-        (task_id,),
-    ).fetchone()
-    decoded = [(seq, kind, json.loads(text), made) for seq, kind, text, made in rows]
-    return EventWindow.from_rows(task_id, decoded, log)
+    decoded = [(*row[:5], None if row[5] is None else json.loads(row[5]), row[6]) for row in rows]
+    return EventWindow.from_rows(task_id, decoded, now_ms, retention)
 
 
 def prune(db: sqlite3.Connection, now_ms: int, retention: Retention) -> None:
-    """Drop events past their age or terminal retention; drop the logs of deleted tasks."""
+    """Drop events past their age or terminal retention (a prefix of each log, as a
+    log's stamps never go back); drop the logs of deleted tasks."""
     db.execute("DELETE FROM task_events WHERE task_id NOT IN (SELECT task_id FROM tasks)")
     db.execute("DELETE FROM task_event_logs WHERE task_id NOT IN (SELECT task_id FROM tasks)")
     if retention.max_age_ms is not None:
-        db.execute(
-            "DELETE FROM task_events WHERE created_ms <= ?", (now_ms - retention.max_age_ms,)
-        )
+        db.execute("DELETE FROM task_events WHERE created_ms <= ?", (retention.age_cutoff(now_ms),))
     if retention.terminal_ms is not None:
         db.execute(
             "DELETE FROM task_events WHERE task_id IN (SELECT task_id FROM task_event_logs"
@@ -167,16 +185,21 @@ class SqliteEventLogs:
         retention: Retention,
         *,
         closing: bool = False,
+        fence: int | None = None,
     ) -> list[TaskEvent]:
         appended = await self.database.write(
-            lambda db: append(db, task_id, events, now_ms, retention, closing)
+            lambda db: append(db, task_id, events, now_ms, retention, closing, fence)
         )
         if appended:
             self.announcer.announce_append(task_id)
         return appended
 
-    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
-        return await self.database.read(lambda db: window(db, task_id, after, limit))
+    async def read_events(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
+        return await self.database.read(
+            lambda db: window(db, task_id, after, limit, now_ms, retention)
+        )
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
         await self.database.write(lambda db: prune(db, now_ms, retention))

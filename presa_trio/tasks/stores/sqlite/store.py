@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
@@ -164,13 +164,16 @@ class SqliteStore:
         retention: Retention,
         *,
         closing: bool = False,
+        fence: int | None = None,
     ) -> list[TaskEvent]:
         return await self.event_logs.append_events(
-            task_id, events, now_ms, retention, closing=closing
+            task_id, events, now_ms, retention, closing=closing, fence=fence
         )
 
-    async def read_events(self, task_id: str, after: int, limit: int) -> EventWindow:
-        return await self.event_logs.read_events(task_id, after, limit)
+    async def read_events(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
+        return await self.event_logs.read_events(task_id, after, limit, now_ms, retention)
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
         await self.event_logs.prune_events(now_ms, retention)
@@ -232,9 +235,15 @@ class SqliteStore:
     # --- writes ------------------------------------------------------------------
 
     async def compare_and_set(
-        self, scope: str, task: Task, expected_revision: int, *, fence: int | None = None
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
     ) -> None:
-        def update(db: sqlite3.Connection) -> StoredTask:
+        def update(db: sqlite3.Connection) -> tuple[StoredTask, bool]:
             row = db.execute(
                 f"SELECT {COLUMNS} FROM tasks WHERE task_id = ?", (task.task_id,)
             ).fetchone()
@@ -246,9 +255,22 @@ class SqliteStore:
                 "UPDATE tasks SET terminal = ?, revision = ?, record = ? WHERE task_id = ?",
                 (task.terminal, task.revision, _task_text(stored, task), task.task_id),
             )
-            return attrs.evolve(stored, task=task)
+            appended = events is not None and bool(
+                event_logs.append(
+                    db,
+                    task.task_id,
+                    events.events,
+                    events.now_ms,
+                    events.retention,
+                    events.closing,
+                )
+            )
+            return attrs.evolve(stored, task=task), appended
 
-        self.announcer.announce(Changed(await self.database.write(update)))
+        written, appended = await self.database.write(update)
+        self.announcer.announce(Changed(written))
+        if appended:
+            self.announcer.announce_append(task.task_id)
 
     async def renew(
         self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int

@@ -1,31 +1,50 @@
 """Type hints as JSON Schema, and JSON values back into the hinted types.
 
 :func:`schema_for` is the table of which hints presa describes and how;
-:data:`arguments_converter` structures checked JSON into those types. Both
-are used once per hint at registration (:mod:`presa_trio.server.signatures`)
-and per call only to structure.
+:data:`arguments_converter` structures checked JSON into those types and
+unstructures them back. Both are used once per hint at registration
+(:mod:`presa_trio.server.signatures`), per call only to structure a tool's
+arguments or unstructure what it returns, and per answer to read a typed
+elicitation (:mod:`presa_trio.wire.elicitation`).
 
-Spec: basic/index §JSON Schema Usage (schemas are 2020-12 by default).
+Values JSON has no type for travel as strings, each with the JSON Schema
+``format`` that names it (:data:`STRING_FORMS`). In 2020-12 a ``format`` is
+an annotation, not an assertion, so the schema check lets any string
+through; the check is structuring, which refuses a string that is not the
+value its hint says (:func:`structuring_problems` names where).
+
+Spec: basic/index §JSON Schema Usage (schemas are 2020-12 by default);
+JSON Schema 2020-12 Validation §7 (``format``; ``date-time``, ``date``,
+``time`` are RFC 3339's, ``uuid`` is RFC 4122's).
 """
 
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
+import datetime
+import decimal
 import enum
 import json
+import pathlib
 import types
 import typing
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
 import cattrs
+from cattrs.v import format_exception, transform_error
 
 from presa_trio.wire.models import JSONObject
 
 
 class SignatureError(TypeError):
-    """A tool whose signature presa cannot turn into a schema; raised at registration."""
+    """A handler's signature, or an elicitation form, that presa cannot turn into a schema.
+
+    Raised at registration for a handler, when the tool asks for a form.
+    """
 
 
 @attrs.frozen
@@ -76,9 +95,27 @@ JSON_TYPES: Mapping[Any, str] = {
 }
 SEQUENCES = (list, collections.abc.Sequence, collections.abc.MutableSequence)
 MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+#: A decimal number written out in full: what a ``Decimal`` is on the wire.
+DECIMAL_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
+#: Types that travel as JSON strings, and the schema of each.
+#:
+#: presa chooses: a ``Decimal`` is a string of digits, not a JSON number.
+#: Most JSON readers (JavaScript's, Python's ``json`` by default) read a
+#: number as a binary float, so ``0.1`` would arrive as the nearest float,
+#: not a tenth: a string keeps every digit to the tool and back, and its
+#: ``pattern`` says which strings are decimals.
+STRING_FORMS: Mapping[type, JSONObject] = {
+    datetime.datetime: {"type": "string", "format": "date-time"},
+    datetime.date: {"type": "string", "format": "date"},
+    datetime.time: {"type": "string", "format": "time"},
+    uuid.UUID: {"type": "string", "format": "uuid"},
+    decimal.Decimal: {"type": "string", "pattern": DECIMAL_PATTERN},
+    pathlib.Path: {"type": "string"},
+}
 SUPPORTED = (
     "str, int, float, bool, None, Any, Literal, Enum, list, tuple, dict[str, …], "
-    "unions, attrs classes, TypedDict"
+    "unions, attrs classes, dataclasses, TypedDict, datetime, date, time, UUID, "
+    "Decimal, Path"
 )
 
 
@@ -86,9 +123,14 @@ def is_union(hint: Any) -> bool:
     return get_origin(hint) in (Union, types.UnionType)
 
 
+def is_record(hint: Any) -> bool:
+    """An attrs class or a dataclass: a class whose fields make a JSON object."""
+    return isinstance(hint, type) and (attrs.has(hint) or dataclasses.is_dataclass(hint))
+
+
 def is_structured(hint: Any) -> bool:
-    """An attrs class, a TypedDict or a ``dict[str, …]``: a JSON object with a shape."""
-    if isinstance(hint, type) and attrs.has(hint):
+    """An attrs class, a dataclass, a TypedDict or a ``dict[str, …]``: an object with a shape."""
+    if is_record(hint):
         return True
     return typing.is_typeddict(hint) or get_origin(hint) in MAPPINGS or hint is dict
 
@@ -121,7 +163,12 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
     ``tuple[A, B]``                ``prefixItems``, exactly that many
     ``dict[str, T]``               ``{"type": "object", "additionalProperties": T}``
     ``A | B``, ``Optional[A]``     ``{"anyOf": [A, B]}`` (``null`` for ``None``)
-    an attrs class, a TypedDict    an object: its fields, required unless defaulted
+    an attrs class, a dataclass,   an object: its fields, required unless
+    a TypedDict                    defaulted
+    ``datetime``, ``date``,        ``{"type": "string", "format": …}``:
+    ``time``, ``UUID``             ``date-time``, ``date``, ``time``, ``uuid``
+    ``Decimal``                    a string of digits (:data:`STRING_FORMS`)
+    ``Path``                       ``{"type": "string"}``
     ``Annotated[T, "text"]``       T with ``description``; with :class:`Field`, its keywords
     ============================== =========================================
     """
@@ -138,6 +185,8 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
         return {}
     if hint in JSON_TYPES:
         return {"type": JSON_TYPES[hint]}
+    if hint in STRING_FORMS:
+        return dict(STRING_FORMS[hint])
     if origin is Literal:
         if not all(type(value) in (str, int, bool, type(None)) for value in args):
             raise SignatureError(f"{where}: Literal values must be str, int, bool or None")
@@ -168,7 +217,7 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
             raise SignatureError(f"{where}: JSON object keys are strings; use dict[str, …]")
         inner = schema_for(args[1], where, seen) if args else {}
         return {"type": "object", "additionalProperties": inner}
-    if isinstance(hint, type) and (attrs.has(hint) or typing.is_typeddict(hint)):
+    if is_record(hint) or typing.is_typeddict(hint):
         if hint in seen:
             raise SignatureError(f"{where}: {hint.__name__} contains itself; recursive types")
         return object_schema(hint, where, (*seen, hint))
@@ -192,21 +241,37 @@ def describe_hint(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else repr(hint)
 
 
+def record_fields(cls: type) -> Iterator[tuple[str, bool, Any]]:
+    """Each field of an attrs class or a dataclass: its name, whether it is required, its default.
+
+    The default is ``attrs.NOTHING`` when there is none, or when a factory
+    makes it: the field is optional, but no one value shows in the schema.
+    """
+    if attrs.has(cls):
+        for a in attrs.fields(cls):
+            made = isinstance(a.default, attrs.Factory)  # type: ignore[arg-type]
+            yield a.name, a.default is attrs.NOTHING, attrs.NOTHING if made else a.default
+        return
+    for f in dataclasses.fields(cls):
+        default = attrs.NOTHING if f.default is dataclasses.MISSING else f.default
+        yield f.name, default is attrs.NOTHING and f.default_factory is dataclasses.MISSING, default
+
+
 def object_schema(cls: type, where: str, seen: tuple[type, ...]) -> JSONObject:
-    """An attrs class or a TypedDict as an object schema, its fields in order."""
+    """An attrs class, a dataclass or a TypedDict as an object schema, its fields in order."""
     hints = typing.get_type_hints(cls, include_extras=True)
     properties: JSONObject = {}
     required: list[str] = []
-    if attrs.has(cls):
-        for field in attrs.fields(cls):
-            schema = dict(schema_for(hints.get(field.name, Any), f"{where}.{field.name}", seen))
-            if field.default is attrs.NOTHING:
-                required.append(field.name)
-            elif not isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
-                shown, value = json_default(field.default)
+    if is_record(cls):
+        for name, needed, default in record_fields(cls):
+            schema = dict(schema_for(hints.get(name, Any), f"{where}.{name}", seen))
+            if needed:
+                required.append(name)
+            elif default is not attrs.NOTHING:
+                shown, value = json_default(default)
                 if shown:
                     schema["default"] = value
-            properties[field.name] = schema
+            properties[name] = schema
     else:
         keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
         for key, hint in hints.items():
@@ -240,20 +305,69 @@ def fits(value: Any, hint: Any) -> bool:
     return True
 
 
+def string_reader(read: Callable[[str], Any], what: str) -> Callable[[Any, Any], Any]:
+    """A structure hook reading a JSON string with ``read``; a ``ValueError`` saying ``what``."""
+
+    def structure(value: Any, _: Any) -> Any:
+        if not isinstance(value, str):  # a wrong JSON value is the caller's, as a bad string
+            wrong = type(value).__name__
+            raise ValueError(f"expected a string holding {what}, got {wrong}")  # noqa: TRY004
+        try:
+            return read(value)
+        except (ValueError, ArithmeticError):
+            raise ValueError(f"{value!r} is not {what}") from None
+
+    return structure
+
+
+def finite_decimal(text: str) -> decimal.Decimal:
+    number = decimal.Decimal(text)
+    if not number.is_finite():
+        raise ValueError(text)
+    return number
+
+
+#: How each of :data:`STRING_FORMS` is read from its string: the reader, what it reads.
+STRING_READERS: Mapping[type, tuple[Callable[[str], Any], str]] = {
+    datetime.datetime: (datetime.datetime.fromisoformat, "an ISO 8601 date-time"),
+    datetime.date: (datetime.date.fromisoformat, "an ISO 8601 date"),
+    datetime.time: (datetime.time.fromisoformat, "an ISO 8601 time"),
+    uuid.UUID: (uuid.UUID, "a UUID"),
+    decimal.Decimal: (finite_decimal, "a finite decimal number"),
+    pathlib.Path: (pathlib.Path, "a path"),
+}
+#: How each of :data:`STRING_FORMS` is written as its string.
+STRING_WRITERS: Mapping[type, Callable[[Any], str]] = {
+    datetime.datetime: datetime.datetime.isoformat,
+    datetime.date: datetime.date.isoformat,
+    datetime.time: datetime.time.isoformat,
+    uuid.UUID: str,
+    decimal.Decimal: lambda number: format(number, "f"),  # "100", never "1E+2"
+    pathlib.Path: str,
+}
+
+
 def make_arguments_converter() -> cattrs.Converter:
-    """The converter from checked JSON arguments to the declared types.
+    """The converter between checked JSON and the declared types, both ways.
 
     Separate from the wire converter (:mod:`presa_trio.wire.convert`), which
     writes camelCase: arguments keep the names the schema gives them. A
     union takes the first member the value fits, so ``int | str`` hands an
-    ``int`` over unchanged.
+    ``int`` over unchanged. Each of :data:`STRING_FORMS` is read from its
+    string and written back as one.
     """
     converter = cattrs.Converter()
+    for kind, (read, what) in STRING_READERS.items():
+        converter.register_structure_hook(kind, string_reader(read, what))
+        converter.register_unstructure_hook(kind, STRING_WRITERS[kind])
 
     def structure_union(value: Any, hint: Any) -> Any:
         for member in get_args(hint):
             if fits(value, member):
                 return converter.structure(value, member)
+        others = [member for member in get_args(hint) if member is not type(None)]
+        if len(others) == 1:  # ``X | None``: X's own words say what is wrong
+            return converter.structure(value, others[0])
         raise ValueError(f"{value!r} fits none of {hint!r}")
 
     converter.register_structure_hook_func(is_union, structure_union)
@@ -263,3 +377,20 @@ def make_arguments_converter() -> cattrs.Converter:
 
 
 arguments_converter = make_arguments_converter()
+
+
+def describe_failure(error: BaseException, hint: Any) -> str:
+    """One failure to structure: a ``ValueError``'s own words, else cattrs' description."""
+    if isinstance(error, ValueError) and str(error):
+        return str(error)
+    return format_exception(error, hint)
+
+
+def structuring_problems(error: BaseException, where: str) -> list[str]:
+    """Each failure inside ``error`` as ``"where.field: what is wrong"``, one per line.
+
+    ``error`` is what structuring a value for ``where`` raised: one
+    exception, or cattrs' groups of them naming each field and index.
+    """
+    found = transform_error(error, path=where, format_exception=describe_failure)
+    return [f"{path}: {what}" for what, _, path in (line.rpartition(" @ ") for line in found)]

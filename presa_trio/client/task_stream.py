@@ -1,0 +1,76 @@
+"""``presa-trio task stream URL TASK_ID [--after N]``: a task's events, printed as they come.
+
+Each event is one line on stdout as soon as it arrives: with ``--json``
+the ``params`` of its ``notifications/tasks/event`` as the server sent
+them, compact, one JSON document per line; else ``seq``, type and a
+reading of the payload (presa's own types in words, partial content as
+text, any other payload as compact JSON). Events the client will never
+see (``events_gone``, or a server that skipped them) are said on stderr,
+and the seqs on stdout jump where they were. A cut stream is resumed from
+the last event printed (:class:`~presa_trio.client.events.TaskEvents`).
+
+The command ends when the task's log closes, with the exit status
+``task wait`` gives the task's outcome (:func:`~presa_trio.client.follow.ended_status`);
+the result itself is one ``presa-trio task get`` away. Ctrl-C ends the
+stream, not the task (SEP-2694 §tasks/stream: "Cancellation stops event
+delivery but does not cancel the underlying task").
+
+Payloads are shown as the server sent them, as tool results are
+(SEP-2694 §Security Implications: render them as tool results).
+"""
+
+from __future__ import annotations
+
+from presa_trio.client.events import Lost, TaskEvents, is_terminal
+from presa_trio.client.follow import TaskFollower, ended_status, poll_seconds
+from presa_trio.client.output import block_line, compact
+from presa_trio.client.transport import object_at
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.tasks import (
+    INPUT_ANSWERED_EVENT,
+    INPUT_REQUESTED_EVENT,
+    PARTIAL_CONTENT_EVENT,
+    STATUS_EVENT,
+)
+
+
+def payload_text(kind: object, payload: JSONObject) -> str:
+    """What an event's payload says, for reading: presa's own types in words."""
+    keys = payload.get("keys")
+    if kind == STATUS_EVENT:
+        said = payload.get("statusMessage")
+        return f"{payload.get('status')}" + (f" — {said}" if isinstance(said, str) else "")
+    if kind in (INPUT_REQUESTED_EVENT, INPUT_ANSWERED_EVENT) and isinstance(keys, list):
+        return ", ".join(map(str, keys))
+    if kind == PARTIAL_CONTENT_EVENT and isinstance(payload.get("content"), list):
+        return "\n".join(block_line(block) for block in payload["content"])
+    return compact(payload)
+
+
+def event_text(event: JSONObject) -> str:
+    """One event as a person reads it: ``seq type: payload``."""
+    kind = event.get("type")
+    return f"{event.get('seq')} {kind}: {payload_text(kind, object_at(event, 'payload'))}"
+
+
+async def stream_task(follower: TaskFollower, task: JSONObject, after: int | None) -> int:
+    """Print the events of ``task`` (its ``tasks/get`` snapshot) after ``after`` until its log
+    closes; the exit status of its outcome."""
+    console, task_id = follower.console, str(task.get("taskId"))
+    events = TaskEvents(
+        follower.connection,
+        task_id,
+        cursor=after,
+        retry_s=poll_seconds(task),
+        ended=is_terminal(task),
+        last_read=task,
+    )
+
+    def show(item: JSONObject | Lost) -> None:
+        if isinstance(item, Lost):
+            console.note(item.line())
+        else:
+            console.line(item, event_text(item))
+
+    ended = await events.follow(show)
+    return ended_status(await follower.outcome(task_id, ended), console)

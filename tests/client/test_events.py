@@ -1,0 +1,165 @@
+"""A task's event log followed across cuts, against a server that misbehaves on cue.
+
+Rules of this file: the peer is a small ASGI app that answers each
+``tasks/stream`` with the messages its script gives (as SSE, the response
+last or missing, as a cut leaves it) and each ``tasks/get`` with the next
+snapshot, served to the client's real :class:`Connection` and
+:class:`HttpTransport` through httpx's ASGI transport. What the follower
+handed on, and the ``after`` each stream sent, are asserted whole.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import MutableMapping
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+from presa_trio.client.connection import Connection
+from presa_trio.client.errors import Unreachable
+from presa_trio.client.events import Lost, TaskEvents
+from presa_trio.client.transport import HttpTransport
+from presa_trio.wire.sse import encode_event
+from presa_trio.wire.tasks import EVENT_NOTIFICATION, EVENTS_GONE, STATUS_EVENT
+
+URL = "http://peer.test/mcp"
+TASK = "task-1"
+END: dict[str, Any] = {"result": {}}
+
+
+def event(seq: int, kind: str = "com.example.step", **payload: Any) -> dict[str, Any]:
+    params = {"seq": seq, "taskId": TASK, "type": kind, "payload": payload}
+    return {"jsonrpc": "2.0", "method": EVENT_NOTIFICATION, "params": params}
+
+
+def gone(earliest: int) -> dict[str, Any]:
+    data = {"reason": "events_gone", "taskId": TASK, "earliestSeq": earliest}
+    return {
+        "error": {
+            "code": EVENTS_GONE,
+            "message": "Task events are no longer available",
+            "data": data,
+        }
+    }
+
+
+@attrs.define
+class ScriptedPeer:
+    """Answers each ``tasks/stream`` with the next of ``streams``, each ``tasks/get`` with
+    the next of ``snapshots``; keeps every request's params."""
+
+    streams: list[list[dict[str, Any]]]
+    snapshots: list[dict[str, Any]] = attrs.field(factory=list)
+    received: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        params = {k: v for k, v in request["params"].items() if k != "_meta"}
+        self.received.append((request["method"], params))
+        if request["method"] == "tasks/stream":
+            chunks = [
+                encode_event(json.dumps(self.addressed(m, request["id"])).encode(), event="message")
+                for m in self.streams.pop(0)
+            ]
+            content_type = b"text/event-stream"
+        else:
+            reply = {"result": self.snapshots.pop(0)}
+            chunks = [json.dumps(self.addressed(reply, request["id"])).encode()]
+            content_type = b"application/json"
+        headers = [(b"content-type", content_type)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    def addressed(message: dict[str, Any], request_id: Any) -> dict[str, Any]:
+        """A notification as it is; a response with the request's id."""
+        if "method" in message:
+            return message
+        return {"jsonrpc": "2.0", "id": request_id, **message}
+
+    def afters(self) -> list[int | None]:
+        return [params.get("after") for method, params in self.received if method == "tasks/stream"]
+
+
+async def follow(peer: ScriptedPeer) -> tuple[list[dict[str, Any] | Lost], dict[str, Any]]:
+    """Everything a follower of ``TASK`` hands on, and the task as its log ended."""
+    handed: list[dict[str, Any] | Lost] = []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        connection = Connection(HttpTransport(URL, http), timeout_s=5)
+        ended = await TaskEvents(connection, TASK, retry_s=0).follow(handed.append)
+    return handed, ended
+
+
+async def test_a_replay_is_deduplicated_and_every_loss_is_handed_on() -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics: clients "MUST tolerate
+    duplicate delivery after reconnect and SHOULD de-duplicate events by (taskId,
+    seq)"; §events_gone error): a stream cut before its response is resumed after
+    the last event handed on; an event sent again is dropped; events_gone is a loss
+    up to earliestSeq and a resume after earliestSeq - 1; a seq that skips ahead
+    without it is a loss too; the closing status event ends the log."""
+    closing = event(7, STATUS_EVENT, status="completed", revision=3)
+    peer = ScriptedPeer(
+        [
+            [event(0), event(1)],  # cut: no response
+            [event(1), event(2), gone(5)],
+            [event(5), closing, END],
+        ]
+    )
+    handed, ended = await follow(peer)
+    assert handed == [
+        event(0)["params"],
+        event(1)["params"],
+        event(2)["params"],
+        Lost(TASK, 3, 4, 5),
+        event(5)["params"],
+        Lost(TASK, 6, 6, None),
+        closing["params"],
+    ]
+    assert peer.afters() == [None, 1, 4]
+    assert ended == {"taskId": TASK, "status": "completed"}
+    assert [method for method, _ in peer.received].count("tasks/get") == 0
+
+
+async def test_a_stream_that_ends_before_the_closing_event_asks_tasks_get_what_to_do() -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream: "Receivers MAY close a stream before a
+    task reaches a terminal state. Clients MAY call tasks/stream again using the
+    latest fully processed sequence number as after"): an end while the task works
+    is resumed; once tasks/get reads it terminal, one more stream delivers the rest
+    and its end is the log's."""
+    completed = {"taskId": TASK, "status": "completed", "result": {"content": []}}
+    peer = ScriptedPeer(
+        [[event(0), END], [END], [event(1), END]],
+        [{"taskId": TASK, "status": "working"}, completed],
+    )
+    handed, ended = await follow(peer)
+    assert handed == [event(0)["params"], event(1)["params"]]
+    assert peer.afters() == [None, 0, 0]
+    assert ended == completed
+
+
+async def test_a_server_unreachable_past_the_timeout_ends_the_follow(autojump_clock: Any) -> None:
+    """presa-defined (docs/client.md, "Following a task's events"): the follower tries
+    again every retry interval while the server cannot be reached, and gives up once
+    it has been unreachable for the connection's timeout."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
+    started = trio.current_time()
+    async with httpx.AsyncClient() as http:
+        connection = Connection(HttpTransport(closed, http), timeout_s=30)
+        with pytest.raises(Unreachable):
+            await TaskEvents(connection, TASK, retry_s=1).follow(lambda item: None)
+    assert trio.current_time() - started >= 30  # the clock the follower waited on
