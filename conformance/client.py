@@ -15,7 +15,11 @@ the system browser replaced: ``$BROWSER`` names this file with
 redirects back to the client's loopback listener, the way a browser whose
 user has already consented would. A pre-registered client comes from the
 context; the client ID metadata document URL is the one the scenarios
-expect.
+expect. The ``auth/client-credentials-*`` scenarios sign in as that client
+itself (``--client-credentials``), with its secret or, for
+``private_key_jwt``, its private key, which the context gives as PEM and
+this file writes to the scenario's configuration directory for
+``--client-key``.
 
 Exit status: 0 when every command ended as the scenario expects, else 1.
 """
@@ -53,6 +57,8 @@ SAMPLE_VALUES: dict[str, Any] = {"string": "conformance", "integer": 1, "boolean
 #: The client ID metadata document URL the auth scenarios know.
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 FOLLOW = "--follow"
+#: The scenarios of the client credentials extension (SEP-1046).
+CLIENT_CREDENTIALS = "auth/client-credentials-"
 
 
 def run(command: Command) -> int:
@@ -166,6 +172,13 @@ def signed_in(url: str, context: JSONObject) -> list[Command]:
         signin += ["--client-id", context["client_id"]]
     if isinstance(context.get("client_secret"), str):
         signin += ["--client-secret", context["client_secret"]]
+    if isinstance(context.get("private_key_pem"), str):
+        key = Path(os.environ[CONFIG_ENV]) / "client-key.pem"
+        key.touch(mode=0o600)
+        key.write_text(context["private_key_pem"])
+        signin += ["--client-key", str(key)]
+    if SCENARIO.startswith(CLIENT_CREDENTIALS):
+        signin.append("--client-credentials")
     tools = ["list", url, "tools", *signin]
     again = ["call", url, "test-tool", *signin] if "step-up" in SCENARIO else tools
     return [tools, again]

@@ -39,7 +39,7 @@ from presa_trio.client.errors import (
 from presa_trio.client.follow import TaskFollower, status_of
 from presa_trio.client.listen import listen
 from presa_trio.client.oauth import SignInOptions, resource_of
-from presa_trio.client.options import LISTS, STDIO_ENDPOINT, TOKEN_ENV
+from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, STDIO_ENDPOINT, TOKEN_ENV
 from presa_trio.client.output import (
     Console,
     discover_text,
@@ -54,6 +54,7 @@ from presa_trio.client.raw import request
 from presa_trio.client.run import Run, find_prompt, find_tool
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
+from presa_trio.client.signin_transcript import recording_hooks
 from presa_trio.client.task_stream import stream_task
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
@@ -209,15 +210,29 @@ async def connected(
     async with httpx.AsyncClient(timeout=timeout) as http:
         transport = HttpTransport(args.url, http, token, transcript)
         connection = connection_on(transport)
-        if token is None:  # --token is the person's own choice: no sign-in around it
-            options = SignInOptions(args.client_id, args.client_secret, args.client_metadata_url)
-            opener = print_url if args.no_browser else open_browser
-            signin = SignIn(http, transport, opener, options)
+        if token is not None:  # the person's own choice: no sign-in around it
+            yield connection, None
+            return
+        secret = args.client_secret
+        if args.client_id and not args.client_key:  # where a secret may stand
+            secret = environment_token(secret, CLIENT_SECRET_ENV)
+        options = SignInOptions(
+            args.client_id,
+            secret,
+            args.client_metadata_url,
+            # Kept with the sign-in, for later commands run from anywhere.
+            str(await trio.Path(args.client_key).absolute()) if args.client_key else None,
+            args.client_credentials,
+        )
+        if (problem := options.problem()) is not None:
+            raise UsageProblem(problem)
+        opener = print_url if args.no_browser else open_browser
+        hooks = recording_hooks(transcript)
+        async with httpx.AsyncClient(timeout=timeout, event_hooks=hooks) as signin_http:
+            signin = SignIn(signin_http, transport, opener, options)
             await signin.use_kept()
             connection.authorize = signin.authorize
             yield connection, signin
-            return
-        yield connection, None
 
 
 async def interruptible(run: Run) -> int:

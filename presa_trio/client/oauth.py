@@ -19,6 +19,19 @@ What the client does when a server answers 401, in the spec's order:
    ``iss`` checked (RFC 9207) before the code is used; ``resource`` (RFC
    8707) on the authorization and the token request.
 
+With ``--client-credentials`` step 5 is the client credentials grant
+instead (OAuth 2.1 §4.2; the MCP extension
+``io.modelcontextprotocol/oauth-client-credentials``, SEP-1046): the
+pre-registered client asks for a token for itself, no person and no
+browser involved, and asks again with the same credentials when the token
+expires (that grant issues no refresh token).
+
+The client authenticates at the token endpoint as it was registered:
+``client_secret_basic``, ``client_secret_post``, ``private_key_jwt``
+(:mod:`.assertion`) or ``none``, and names its ``client_id`` in the form
+whatever the method (OAuth 2.1 §3.2.1 allows it; some servers, the SDK's
+among them, look the client up by it before reading the credentials).
+
 The OAuth messages are built and read with authlib (PKCE, the grant URI,
 client authentication); httpx carries them.
 
@@ -31,6 +44,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -42,6 +56,7 @@ from authlib.oauth2.auth import encode_client_secret_basic
 from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
+from presa_trio.client.assertion import client_assertion
 from presa_trio.client.errors import ProtocolFailure
 from presa_trio.wire.models import JSONObject
 
@@ -51,6 +66,9 @@ CLIENT_NAME = "presa-trio"
 #: Seconds to wait for the browser to come back to the loopback redirect.
 CALLBACK_WAIT_S = 300.0
 OFFLINE_ACCESS = "offline_access"
+#: The grants a sign-in uses, as the token endpoint names them.
+AUTHORIZATION_CODE = "authorization_code"
+CLIENT_CREDENTIALS = "client_credentials"
 
 
 class SignInFailed(ProtocolFailure):
@@ -63,17 +81,36 @@ class Registration:
 
     client_id: str
     client_secret: str | None = None
-    #: ``none``, ``client_secret_basic`` or ``client_secret_post``.
+    #: ``none``, ``client_secret_basic``, ``client_secret_post`` or ``private_key_jwt``.
     auth_method: str = "none"
+    #: The PEM file of the client's private key, for ``private_key_jwt``.
+    key_file: str | None = None
 
 
 @attrs.define
 class SignInOptions:
-    """What the person chose: a pre-registered client, a metadata document URL."""
+    """What the person chose: a pre-registered client, a metadata document URL, the grant."""
 
     client_id: str | None = None
     client_secret: str | None = None
     client_metadata_url: str | None = None
+    #: The pre-registered client's private key (a PEM file): ``private_key_jwt``.
+    client_key: str | None = None
+    #: Sign in as the client itself (the client credentials grant), not as a person.
+    client_credentials: bool = False
+
+    def problem(self) -> str | None:
+        """What makes these options unusable, before anything is sent; None when nothing."""
+        if self.client_secret and self.client_key:
+            return "--client-secret and --client-key are two ways to authenticate: give one"
+        if (self.client_secret or self.client_key) and not self.client_id:
+            return "--client-secret and --client-key are for the client given by --client-id"
+        if self.client_credentials and not (self.client_secret or self.client_key):
+            return (
+                "--client-credentials signs in as a registered client: give --client-id "
+                "with --client-secret or --client-key"
+            )
+        return None
 
 
 def resource_of(url: str) -> str:
@@ -171,16 +208,23 @@ def chosen_scope(
     return " ".join(scopes) or None
 
 
+def preregistered(client_id: str, server: JSONObject, options: SignInOptions) -> Registration:
+    """A client registered in advance: a key signs, a secret goes as the server takes it."""
+    if options.client_key:
+        return Registration(client_id, None, "private_key_jwt", options.client_key)
+    method = "client_secret_basic" if options.client_secret else "none"
+    supported = server.get("token_endpoint_auth_methods_supported")
+    if options.client_secret and isinstance(supported, list) and method not in supported:
+        method = "client_secret_post"
+    return Registration(client_id, options.client_secret, method)
+
+
 async def register(
     http: httpx.AsyncClient, server: JSONObject, options: SignInOptions, redirect_uri: str
 ) -> Registration:
     """client-registration §priority: pre-registered, metadata document, dynamic registration."""
     if options.client_id:
-        method = "client_secret_basic" if options.client_secret else "none"
-        supported = server.get("token_endpoint_auth_methods_supported")
-        if options.client_secret and isinstance(supported, list) and method not in supported:
-            method = "client_secret_post"
-        return Registration(options.client_id, options.client_secret, method)
+        return preregistered(options.client_id, server, options)
     if options.client_metadata_url and server.get("client_id_metadata_document_supported"):
         return Registration(options.client_metadata_url)
     endpoint = server.get("registration_endpoint")
@@ -218,14 +262,14 @@ async def token_request(
 ) -> JSONObject:
     """POST to the token endpoint with the client's authentication (OAuth 2.1 §2.4.1)."""
     headers = {"accept": "application/json"}
-    form = {**form}
+    form = {**form, "client_id": client.client_id}
     endpoint = str(server.get("token_endpoint"))
     if client.auth_method == "client_secret_basic" and client.client_secret:
         _, headers, _ = encode_client_secret_basic(client, "POST", endpoint, headers, b"")
-    else:
-        form["client_id"] = client.client_id
-        if client.auth_method == "client_secret_post" and client.client_secret:
-            form["client_secret"] = client.client_secret
+    elif client.auth_method == "client_secret_post" and client.client_secret:
+        form["client_secret"] = client.client_secret
+    elif client.auth_method == "private_key_jwt" and client.key_file:
+        form.update(await signed_by_key(client, str(server.get("issuer"))))
     try:
         response = await http.post(endpoint, data=form, headers=headers)
         answer = response.json()
@@ -234,6 +278,18 @@ async def token_request(
     if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
         raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
     return answer
+
+
+async def signed_by_key(client: Registration, issuer: str) -> dict[str, str]:
+    """The ``private_key_jwt`` fields, signed with the key in the client's key file."""
+    key_file = str(client.key_file)
+    try:
+        pem = await trio.to_thread.run_sync(Path(key_file).read_bytes)
+        return client_assertion(pem, client.client_id, issuer)
+    except OSError as error:
+        raise SignInFailed(f"cannot read the client key {key_file}: {error.strerror}") from None
+    except ValueError as error:
+        raise SignInFailed(f"the client key {key_file} is {error}") from None
 
 
 async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
@@ -274,6 +330,32 @@ def check_response(answer: dict[str, str], state: str, server: JSONObject) -> st
     return answer["code"]
 
 
+@attrs.frozen
+class Discovered:
+    """Where a sign-in goes: the resource, its authorization server, the scope to ask."""
+
+    #: RFC 8707 §2 with RFC 9728 §3.3: the resource exactly as its metadata names it.
+    resource: str
+    issuer: str
+    #: The authorization server's metadata, its ``issuer`` checked to be ``issuer``.
+    server: JSONObject
+    scope: str | None
+
+
+async def discover(
+    http: httpx.AsyncClient, endpoint: str, challenge: dict[str, str], before: JSONObject | None
+) -> Discovered:
+    """Steps 1, 2 and 4: the resource's metadata, its authorization server's, the scope."""
+    protected = await resource_metadata(http, endpoint, challenge)
+    servers = protected.get("authorization_servers")
+    if not isinstance(servers, list) or not servers:
+        raise SignInFailed(f"the resource metadata of {endpoint} names no authorization server")
+    issuer = str(servers[0])
+    server = await server_metadata(http, issuer)
+    scope = chosen_scope(challenge, protected, server, (before or {}).get("scope"))
+    return Discovered(str(protected["resource"]), issuer, server, scope)
+
+
 async def sign_in(
     http: httpx.AsyncClient,
     endpoint: str,
@@ -282,40 +364,54 @@ async def sign_in(
     options: SignInOptions,
     before: JSONObject | None = None,
 ) -> JSONObject:
-    """The whole authorization code flow; the record :mod:`.tokens` keeps."""
-    protected = await resource_metadata(http, endpoint, challenge)
-    # RFC 8707 §2 with RFC 9728 §3.3: the resource exactly as its metadata names it.
-    resource = str(protected["resource"])
-    servers = protected.get("authorization_servers")
-    if not isinstance(servers, list) or not servers:
-        raise SignInFailed(f"the resource metadata of {endpoint} names no authorization server")
-    issuer = str(servers[0])
-    server = await server_metadata(http, issuer)
-    scope = chosen_scope(challenge, protected, server, (before or {}).get("scope"))
+    """The whole sign-in, by the grant the options choose; the record :mod:`.tokens` keeps."""
+    if (problem := options.problem()) is not None:
+        raise SignInFailed(problem)
+    found = await discover(http, endpoint, challenge, before)
+    kept = None if options.client_id else kept_client(before, found.issuer)
+    if options.client_credentials and options.client_id:
+        client = preregistered(options.client_id, found.server, options)
+        return await client_credentials(http, found, client)
+    if kept is not None and (before or {}).get("grant") == CLIENT_CREDENTIALS:
+        return await client_credentials(http, found, kept)  # a step-up, say
+    return await authorization_code(http, found, opener, options, kept)
+
+
+def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
+    """The client of the kept sign-in, if it was at ``issuer``: credentials belong to the
+    authorization server that issued them (client-registration), never reused at another."""
+    old = (before or {}).get("client")
+    if isinstance(old, dict) and (before or {}).get("issuer") == issuer:
+        return Registration(**old)
+    return None
+
+
+async def authorization_code(
+    http: httpx.AsyncClient,
+    found: Discovered,
+    opener: Opener,
+    options: SignInOptions,
+    kept: Registration | None,
+) -> JSONObject:
+    """Steps 3 and 5 for a person: a client, then the code grant with PKCE in a browser."""
+    server = found.server
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     try:
         port = listeners[0].socket.getsockname()[1]
         redirect_uri = f"http://127.0.0.1:{port}/callback"
-        old = (before or {}).get("client")
-        client = (
-            Registration(**old)
-            if isinstance(old, dict)
-            and (before or {}).get("issuer") == issuer
-            and not options.client_id
-            else await register(http, server, options, redirect_uri)
-        )
+        client = kept or await register(http, server, options, redirect_uri)
         verifier, state = generate_token(64), generate_token(32)
         extra: dict[str, Any] = {
             "code_challenge": create_s256_code_challenge(verifier),
             "code_challenge_method": "S256",
-            "resource": resource,
+            "resource": found.resource,
         }
         url = prepare_grant_uri(
             str(server.get("authorization_endpoint")),
             client.client_id,
             "code",
             redirect_uri=redirect_uri,
-            scope=scope,
+            scope=found.scope,
             state=state,
             **extra,
         )
@@ -337,50 +433,66 @@ async def sign_in(
         "code": code,
         "redirect_uri": redirect_uri,
         "code_verifier": verifier,
-        "resource": resource,
+        "resource": found.resource,
     }
     tokens = await token_request(http, server, client, form)
-    return record(resource, issuer, server, client, tokens, scope)
+    return record(found, client, tokens, AUTHORIZATION_CODE)
 
 
-def record(
-    resource: str,
-    issuer: str,
-    server: JSONObject,
-    client: Registration,
-    tokens: JSONObject,
-    scope: str | None,
+async def client_credentials(
+    http: httpx.AsyncClient, found: Discovered, client: Registration
 ) -> JSONObject:
-    """What is kept of a sign-in (or a refresh)."""
+    """Step 5 for the client itself: the client credentials grant (OAuth 2.1 §4.2).
+
+    ``offline_access`` is not asked for: this grant issues no refresh token
+    (§4.2.3); the kept credentials get the next token.
+    """
+    scope = " ".join(s for s in (found.scope or "").split() if s != OFFLINE_ACCESS) or None
+    form = {"grant_type": CLIENT_CREDENTIALS, "resource": found.resource}
+    if scope:
+        form["scope"] = scope
+    tokens = await token_request(http, found.server, client, form)
+    return record(attrs.evolve(found, scope=scope), client, tokens, CLIENT_CREDENTIALS)
+
+
+def record(found: Discovered, client: Registration, tokens: JSONObject, grant: str) -> JSONObject:
+    """What is kept of a sign-in (or a refresh): enough to get the next token alone."""
     expires_in = tokens.get("expires_in")
     return {
-        "resource": resource,
-        "issuer": issuer,
-        "token_endpoint": server.get("token_endpoint"),
+        "resource": found.resource,
+        "issuer": found.issuer,
+        "token_endpoint": found.server.get("token_endpoint"),
+        "grant": grant,
         "client": attrs.asdict(client),
         "access_token": tokens["access_token"],
         "refresh_token": tokens.get("refresh_token"),
-        "scope": tokens.get("scope", scope),
+        "scope": tokens.get("scope", found.scope),
         "expires_at": time.time() + expires_in if isinstance(expires_in, int | float) else None,
     }
 
 
 async def refresh(http: httpx.AsyncClient, kept: JSONObject) -> JSONObject | None:
-    """A new access token from the kept refresh token, or None when there is none or it fails."""
-    if not kept.get("refresh_token") or not isinstance(kept.get("client"), dict):
+    """A new access token without the person: by the kept refresh token, or for a client
+    signed in as itself by its kept credentials; None when neither can be had."""
+    if not isinstance(kept.get("client"), dict):
         return None
     client = Registration(**kept["client"])
-    server = {"token_endpoint": kept.get("token_endpoint")}
-    form = {
-        "grant_type": "refresh_token",
-        "refresh_token": str(kept["refresh_token"]),
-        "resource": str(kept["resource"]),
-    }
+    issuer = str(kept["issuer"])
+    server = {"token_endpoint": kept.get("token_endpoint"), "issuer": issuer}
+    scope = kept.get("scope")
+    found = Discovered(str(kept["resource"]), issuer, server, str(scope) if scope else None)
     try:
+        if kept.get("grant") == CLIENT_CREDENTIALS:
+            return await client_credentials(http, found, client)
+        if not kept.get("refresh_token"):
+            return None
+        form = {
+            "grant_type": "refresh_token",
+            "refresh_token": str(kept["refresh_token"]),
+            "resource": found.resource,
+        }
         tokens = await token_request(http, server, client, form)
     except SignInFailed:
         return None
     tokens.setdefault("refresh_token", kept["refresh_token"])
-    return record(
-        str(kept["resource"]), str(kept["issuer"]), server, client, tokens, kept.get("scope")
-    )
+    return record(found, client, tokens, AUTHORIZATION_CODE)

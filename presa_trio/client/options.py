@@ -35,6 +35,9 @@ CLIENT_COMMANDS = (
 )
 #: The environment variable ``--token`` defaults to.
 TOKEN_ENV = "PRESA_TOKEN"
+#: The environment variable ``--client-secret`` defaults to (with ``--client-id``):
+#: a secret in the environment is not shown to everyone who lists processes.
+CLIENT_SECRET_ENV = "PRESA_CLIENT_SECRET"
 #: Stands for the endpoint in the URL's place when ``--stdio`` names a command.
 STDIO_ENDPOINT = "stdio:"
 #: What ``list`` lists: the method that lists it, and the key of its items.
@@ -152,11 +155,25 @@ def add_signin_options(options: argparse.ArgumentParser) -> None:
         help="print the sign-in URL instead of opening the browser",
     )
     options.add_argument("--client-id", metavar="ID", help="a client registered in advance")
-    options.add_argument("--client-secret", metavar="SECRET", help="that client's secret")
+    options.add_argument(
+        "--client-secret",
+        metavar="SECRET",
+        help=f"that client's secret (default with --client-id and no key: ${CLIENT_SECRET_ENV})",
+    )
     options.add_argument(
         "--client-metadata-url",
         metavar="URL",
         help="this client's ID metadata document, for servers that support them",
+    )
+    options.add_argument(
+        "--client-key",
+        metavar="PEM",
+        help="that client's private key: it authenticates with a signed JWT (private_key_jwt)",
+    )
+    options.add_argument(
+        "--client-credentials",
+        action="store_true",
+        help="sign in as that client itself (client credentials grant): no person, no browser",
     )
 
 

@@ -241,6 +241,9 @@ class HttpTransport:
                 if record is not None:
                     content_type = response.headers.get("content-type", "")
                     record.response = {"status": response.status_code, "contentType": content_type}
+                    if "www-authenticate" in response.headers:
+                        challenge = response.headers["www-authenticate"]
+                        record.response["headers"] = {"www-authenticate": challenge}
                 if response.status_code == 401 or insufficient_scope(response):
                     raise await self.unauthorized(response)
                 yield _HttpReplies(self.where, response, record)

@@ -50,6 +50,9 @@ def render_exchange(number: int, record: dict[str, Any], origin: float) -> str:
     if request.get("body") is not None:
         lines += ["", "```json", pretty(request["body"]), "```"]
     lines += ["", f"**Response** `{response.get('status')} {response.get('contentType', '')}`"]
+    if response.get("headers"):
+        lines += ["", "```http", *(f"{k}: {v}" for k, v in sorted(response["headers"].items()))]
+        lines += ["```"]
     if "events" in response:
         for event in response["events"]:
             lines += ["", f"event ({offset(event['at'], origin)}):", "", "```json"]

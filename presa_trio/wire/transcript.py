@@ -5,8 +5,10 @@ request line, the MCP headers and the body; the status, content type and
 body, or each SSE event with its time. The server writes it from its edge
 (``presa-trio serve --transcript FILE``, :mod:`presa_trio.http.transcript`),
 the client from the other end (``presa-trio call … --transcript FILE``,
-:mod:`presa_trio.client.transport`), and ``presa-trio transcript FILE``
-renders either (:mod:`presa_trio.http.transcript_render`).
+:mod:`presa_trio.client.transport`, with its sign-in's exchanges from
+:mod:`presa_trio.client.signin_transcript`, where a response also keeps
+its ``www-authenticate`` under ``headers``), and ``presa-trio transcript
+FILE`` renders either (:mod:`presa_trio.http.transcript_render`).
 
 One line per exchange, appended when the exchange ends::
 

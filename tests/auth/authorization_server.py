@@ -18,9 +18,11 @@ issuer. It serves:
   (RFC 9207);
 - ``/token`` — the client credentials grant (OAuth 2.1 §4.2), the code
   exchange (which also issues a refresh token) and the refresh token grant
-  (§4.3, the refresh token rotated), with ``client_secret_basic`` or ``client_secret_post``; the
-  ``resource`` parameter (RFC 8707) becomes the token's ``aud``; a client
-  issues either RFC 9068 JWTs or opaque tokens;
+  (§4.3, the refresh token rotated), with ``client_secret_basic`` or ``client_secret_post``,
+  or ``private_key_jwt`` (RFC 7523 §3, ``aud`` the issuer) for a client
+  registered with a public key; the ``resource`` parameter (RFC 8707)
+  becomes the token's ``aud``; a client issues either RFC 9068 JWTs or
+  opaque tokens;
 - ``/introspect`` — RFC 7662, for clients authenticated as
   :attr:`introspection_methods` allow (``none`` lets anyone ask).
 
@@ -43,7 +45,8 @@ from urllib.parse import parse_qs, unquote, urlencode
 import attrs
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from joserfc import jwt
-from joserfc.jwk import RSAKey
+from joserfc.errors import JoseError
+from joserfc.jwk import Key, RSAKey
 
 
 @attrs.frozen
@@ -54,6 +57,8 @@ class Client:
     subject: str
     token_format: str = "jwt"  # or "opaque"
     redirect_uris: tuple[str, ...] = ()
+    #: The key a ``private_key_jwt`` client's assertions are checked with.
+    public_key: Key | None = None
 
 
 #: The clients of every test: two users, each with a JWT and an opaque client,
@@ -66,6 +71,7 @@ CLIENTS = {
     "presa": Client("presa-secret", "presa"),
 }
 TOKEN_LIFETIME_S = 300
+JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 def new_key() -> RSAKey:
@@ -194,7 +200,12 @@ class AuthorizationServer:
         self,
         headers: dict[str, str],
         form: dict[str, str],
-        methods: tuple[str, ...] = ("client_secret_basic", "client_secret_post", "none"),
+        methods: tuple[str, ...] = (
+            "client_secret_basic",
+            "client_secret_post",
+            "private_key_jwt",
+            "none",
+        ),
     ) -> str | None:
         """The client id of valid credentials sent by one of ``methods`` (RFC 6749 §2.3.1).
 
@@ -202,6 +213,10 @@ class AuthorizationServer:
         ``client_id`` alone.
         """
         authorization = headers.get("authorization", "")
+        if form.get("client_assertion_type") == JWT_BEARER_ASSERTION:
+            if "private_key_jwt" not in methods:
+                return None
+            return self.assertion_client(form.get("client_assertion", ""))
         if authorization.lower().startswith("basic "):
             decoded = base64.b64decode(authorization[6:]).decode()
             client_id, _, secret = (unquote(part) for part in decoded.partition(":"))
@@ -215,8 +230,30 @@ class AuthorizationServer:
         if client is None or method not in methods:
             return None
         if method == "none":
-            return client_id if client.secret is None else None  # a public client
+            public = client.secret is None and client.public_key is None
+            return client_id if public else None
         if client.secret is None or not secrets.compare_digest(client.secret, secret):
+            return None
+        return client_id
+
+    def assertion_client(self, assertion: str) -> str | None:
+        """RFC 7523 §3: the client whose key signed ``assertion``, naming itself in ``iss``
+        and ``sub`` and this server in ``aud``, unexpired; None for anything else."""
+        try:
+            payload = assertion.split(".")[1]
+            claimed = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            client_id = str(claimed["sub"])
+            key = self.clients[client_id].public_key
+            if key is None:
+                return None
+            token = jwt.decode(assertion, key, algorithms=["ES256", "RS256", "Ed25519"])
+            jwt.JWTClaimsRegistry(
+                iss={"essential": True, "value": client_id},
+                sub={"essential": True, "value": client_id},
+                aud={"essential": True, "value": self.issuer},
+                exp={"essential": True},
+            ).validate(token.claims)
+        except (IndexError, KeyError, ValueError, JoseError):
             return None
         return client_id
 
@@ -288,7 +325,7 @@ class AuthorizationServer:
             _, subject, resource, scope = held
         elif grant != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
-        elif self.clients[client_id].secret is None:
+        elif self.clients[client_id].secret is None and self.clients[client_id].public_key is None:
             return 401, {"error": "invalid_client"}  # a public client has no credentials
         if not resource:
             return 400, {"error": "invalid_target", "error_description": "resource is required"}

@@ -7,70 +7,76 @@ test plays the browser of a person who has consented, following the URL
 to the client's loopback redirect. Then ``presa-trio list`` sends the kept
 token, and once that token has expired, refreshes it without a sign-in.
 
+The same client also signs in as a registered client itself, with the
+client credentials grant: by its secret, or by a JWT its private key signs.
+
 Spec: 2026-07-28 basic/authorization §Authorization Flow Steps, §Token Handling.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
+from joserfc.jwk import ECKey
 
+from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
-from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.harness import start_presa
-from tests.client.helpers import client, client_command, client_environment
-from tests.e2e.serve_process import REPOSITORY
+from tests.auth.signing_in import consent, login
+from tests.client.helpers import client, client_environment
 
 
-async def login(url: str, http: httpx.AsyncClient, env: dict[str, str]) -> tuple[int, str]:
-    """``presa-trio login URL --no-browser``, the printed URL followed as a browser would."""
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    client_command("login", url, "--no-browser"),
-                    stdin=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    cwd=REPOSITORY,
-                    env=env,
-                    check=False,
-                )
-            )
-            assert process.stderr is not None
-            said = b""
-            while b"/authorize?" not in said or not said.endswith(b"\n"):
-                said += await process.stderr.receive_some(4096)
-            line = next(w for w in said.decode().split() if "/authorize?" in w)
-            browser = await http.get(line, follow_redirects=True)
-            assert browser.status_code == 200
-            async for chunk in process.stderr:
-                said += chunk
-    assert process.returncode is not None
-    return process.returncode, said.decode()
+def assert_recorded_without_credentials(
+    transcript: Path, issuer: AuthorizationServer, record: dict[str, Any]
+) -> None:
+    """The sign-in's exchanges are in the transcript, from the 401 and its challenge
+    to the token, and none of the credentials they carried is."""
+    text = transcript.read_text()
+    exchanges = [json.loads(line) for line in text.splitlines()]
+    seen = [
+        (e["request"]["method"], e["request"]["path"], e["response"]["status"]) for e in exchanges
+    ]
+    assert seen[0][2] == 401
+    assert "resource_metadata=" in exchanges[0]["response"]["headers"]["www-authenticate"]
+    assert ("POST", issuer.issuer + "/register", 201) in seen
+    assert seen[-1] == ("POST", issuer.issuer + "/token", 200)
+    assert exchanges[-1]["request"]["body"]["code_verifier"] == "[redacted]"
+    assert exchanges[-1]["request"]["headers"]["authorization"] == "Basic [redacted]"
+    for secret in ("access_token", "refresh_token"):
+        assert record[secret] not in text
+    assert record["client"]["client_secret"] not in text
 
 
 async def test_login_then_list_then_a_refresh_without_signing_in_again(
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    """Spec-mandated (basic/authorization §Token Handling): the kept token is used
+    without asking anyone; it is refreshed when it has expired, and when the server
+    refuses it (its key withdrawn: 401), and only then is it sent again."""
+    # The key set is fetched again for each request: a withdrawn key is 401 at once.
+    issuer.jwks_max_age = 0
+    flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", "0.01"]
+    presa = await start_presa(nursery, http, flags)
     env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
 
-    status, said = await login(presa.url, http, env)
+    transcript = tmp_path / "signin.jsonl"
+    status, said = await login(presa.url, http, env, consent, "--transcript", str(transcript))
     assert status == 0, said
     assert f"signed in to {presa.url}" in said
     [kept] = (tmp_path / "tokens").iterdir()
     assert kept.stat().st_mode & 0o777 == 0o600
+    assert kept.parent.stat().st_mode & 0o777 == 0o700
     record = json.loads(kept.read_text())
     assert record["resource"] == presa.url
     assert record["endpoint"] == presa.url
     assert record["issuer"] == issuer.issuer
+    assert_recorded_without_credentials(transcript, issuer, record)
 
     listed = await client("list", presa.url, "--json", env=env)
     assert listed.status == 0, listed.stderr
@@ -85,8 +91,83 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
     renewed = json.loads(kept.read_text())
     assert renewed["access_token"] != record["access_token"]
     assert renewed["refresh_token"] != record["refresh_token"]
+    assert issuer.hits["/authorize"] == 1  # the person was not asked again
     assert kept.stat().st_mode & 0o777 == 0o600
+
+    issuer.rotate_keys()  # presa refuses the unexpired kept token from now on
+    refused = await client("list", presa.url, "--json", env=env)
+    assert refused.status == 0, refused.stderr
+    assert "Open this URL" not in refused.stderr
+    assert json.loads(kept.read_text())["access_token"] != renewed["access_token"]
+    assert issuer.hits["/authorize"] == 1
 
     out = await client("logout", presa.url, env=env)
     assert out.status == 0
     assert not list((tmp_path / "tokens").iterdir())
+
+
+async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_alone(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Extension io.modelcontextprotocol/oauth-client-credentials (OAuth 2.1 §4.2): a
+    client signed in as itself, its secret from ``$PRESA_CLIENT_SECRET``; once its
+    token expires, the kept credentials get the next one, with no flag given again."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    secret = issuer.secret("alice-app")
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path), CLIENT_SECRET_ENV: secret}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+
+    listed = await client("list", presa.url, "--json", *flags, env=env)
+    assert listed.status == 0, listed.stderr
+    assert json.loads(listed.stdout)["tools"]
+    assert "Open this URL" not in listed.stderr
+    assert "/authorize" not in issuer.hits
+    [kept] = (tmp_path / "tokens").iterdir()
+    assert kept.stat().st_mode & 0o777 == 0o600
+    record = json.loads(kept.read_text())
+    assert record["grant"] == "client_credentials"
+    assert record["refresh_token"] is None
+
+    record["expires_at"] = time.time() - 1
+    kept.write_text(json.dumps(record))
+    again = await client("list", presa.url, "--json", env=env)
+    assert again.status == 0, again.stderr
+    assert json.loads(kept.read_text())["access_token"] != record["access_token"]
+    assert issuer.hits["/token"] == 2
+    assert "/authorize" not in issuer.hits
+
+
+async def test_client_credentials_with_a_private_key_jwt(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """RFC 7523 §2.2 ``private_key_jwt``: the client's key signs an assertion the
+    authorization server checks with the public key registered for it."""
+    key = ECKey.generate_key("P-256")
+    issuer.clients["robot"] = Client(None, "robot", public_key=key)
+    pem = tmp_path / "robot.pem"
+    pem.write_bytes(key.as_pem(private=True))
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path / "config")}
+    flags = ["--client-credentials", "--client-id", "robot", "--client-key", str(pem)]
+
+    listed = await client("list", presa.url, "--json", *flags, env=env)
+    assert listed.status == 0, listed.stderr
+    assert json.loads(listed.stdout)["tools"]
+    [kept] = (tmp_path / "config" / "tokens").iterdir()
+    record = json.loads(kept.read_text())
+    assert record["client"]["auth_method"] == "private_key_jwt"
+    assert "PRIVATE KEY" not in kept.read_text()  # the key stays in its own file
+
+    other = ECKey.generate_key("P-256")  # a key the server does not know
+    pem.write_bytes(other.as_pem(private=True))
+    refused = await client("login", presa.url, *flags, env=env)
+    assert refused.status == 3, refused.stderr
+    assert "the token endpoint refused" in refused.error()
+
+
+async def test_client_credentials_without_credentials_is_a_usage_error(tmp_path: Path) -> None:
+    """Nothing is sent for a grant that cannot be made: one line, exit 2."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    ran = await client("list", "http://127.0.0.1:9/mcp", "--client-credentials", env=env)
+    assert ran.status == 2
+    assert "--client-credentials signs in as a registered client" in ran.error()
