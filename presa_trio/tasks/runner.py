@@ -190,8 +190,14 @@ READINESS_PROBE_ID = "readiness-probe"
 
 
 def new_task_id() -> str:
-    """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (spec-notes §37)."""
-    return secrets.token_urlsafe(24)
+    """192 random bits, base64url: unguessable and ``Mcp-Name``-safe (spec-notes §37).
+
+    Never one that starts with ``-``, which a command line would take for an
+    option (``presa-trio task get URL -x…``): such a draw is drawn again.
+    """
+    while (task_id := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return task_id
 
 
 def capacity_error(

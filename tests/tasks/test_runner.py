@@ -512,10 +512,11 @@ def test_new_tasks_live_an_hour_by_default() -> None:
 
 def test_task_ids_are_unguessable_and_header_safe() -> None:
     """Spec-mandated (SEP-2663 §Security Implications: sufficient entropy; T-64):
-    192 random bits (≥ 128 required), base64url, so Mcp-Name needs no encoding."""
+    192 random bits (≥ 128 required), base64url, so Mcp-Name needs no encoding; never
+    starting with "-", so a command line takes one as an argument (one in 64 would)."""
     ids = {new_task_id() for _ in range(10_000)}
     assert len(ids) == 10_000
-    assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", task_id) for task_id in ids)
+    assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{31}", task_id) for task_id in ids)
 
 
 @attrs.define(eq=False, repr=False)
