@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
+    from bench.counts import Counts
     from bench.instructions import Count
     from bench.postgres import CrossReport
     from bench.run import LoadReport
@@ -35,7 +36,14 @@ CREATION_INSTRUCTION_TARGET = 0.75
 #: creations alone, and creations with clients polling ``tasks/get`` to completion.
 SQLITE_RATE_TARGET = 0.5
 
+#: The most the access log may add to a ``tools/call``'s server CPU time, log to a
+#: file against log off, measured in the same run (kernel time included).
+ACCESS_SHARE_TARGET = 0.03
+
 RATIO_MARGIN = 0.10
+#: In points of share, not a fraction of the target: two servers' CPU time per
+#: request, measured back to back, moves by up to about this between rounds.
+ACCESS_SHARE_MARGIN = 0.02
 P99_RATIO_MARGIN = 0.15
 # Instruction counts repeat to about 0.1 %; the margin allows ten times that.
 INSTRUCTION_MARGIN = 0.01
@@ -104,6 +112,41 @@ def access_log_verdicts(counts: Sequence[Count]) -> list[Verdict]:
             0.03,
             INSTRUCTION_MARGIN,
             f"{share:+.1%}",
+        )
+    ]
+
+
+def access_share_verdicts(report: LoadReport) -> list[Verdict]:
+    """What the default access log, written to a file, adds to a tools/call's CPU time."""
+    verdicts = []
+    for cell in report.rounds.get("presa-default", {}):
+        share = report.access_share(cell)
+        verdicts.append(
+            Verdict(
+                f"{cell.label}: access log ≤ {ACCESS_SHARE_TARGET:.0%} of its CPU time "
+                "(to a file vs off)",
+                f"{share:+.1%}",
+                f"{ACCESS_SHARE_MARGIN * 100:.0f} points",
+                met=share <= ACCESS_SHARE_TARGET,
+                fails_run=share > ACCESS_SHARE_TARGET + ACCESS_SHARE_MARGIN,
+            )
+        )
+    return verdicts
+
+
+def count_verdicts(counts: Counts | None) -> list[Verdict]:
+    """The load client's, ``/metrics``' and the access log's counts of one load: equal."""
+    if counts is None:
+        return []
+    shown = f"{counts.client:,} / {counts.metrics:,} / {counts.access_lines:,}"
+    return [
+        Verdict(
+            f"`--workers {counts.workers} --metrics`: load client, /metrics and access log "
+            "count the same requests",
+            shown,
+            "exact",
+            met=counts.agree,
+            fails_run=not counts.agree,
         )
     ]
 
@@ -209,6 +252,7 @@ def check_targets(
                 f"{rate_ratio:.2f} ×",
             )
         )
+    verdicts += access_share_verdicts(report)
     verdicts += instruction_verdicts(counts)
     verdicts += access_log_verdicts(counts)
     verdicts += creation_verdicts(counts)
