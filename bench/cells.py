@@ -194,11 +194,11 @@ async def alternate(
     back to back, in an order that flips every round, so both figures of
     a pair see the same machine.
     """
-    takes = takes or {name: cells for name in running}
+    takes = takes or dict.fromkeys(running, cells)
     rounds: Rounds = {name: {cell: [] for cell in takes[name]} for name in running}
     for number in range(1, settings.rounds + 1):
         print(f"round {number}/{settings.rounds} ...", file=sys.stderr, flush=True)
-        order = list(running) if number % 2 else list(reversed(running))
+        order = list(running) if number % 2 else list(reversed(list(running)))
         for cell in cells:
             for name in order:
                 if cell in rounds[name]:

@@ -95,9 +95,7 @@ async def run(settings: Settings, store: str, *, workers: int) -> Counts:
         served.stop()
     logged = served.log_path.read_text(errors="replace")
     lines = sum(
-        1
-        for line in logged.splitlines()
-        if ACCESS_LINE in line and "mcp-method=tools/call" in line
+        1 for line in logged.splitlines() if ACCESS_LINE in line and "mcp-method=tools/call" in line
     )
     if served.process.returncode != 0:
         print(f"presa-metrics exited with {served.process.returncode}", file=sys.stderr)

@@ -129,9 +129,7 @@ class Served:
                 self.process.wait()
 
 
-def launch(
-    name: str, command: Sequence[str], port: int, core: int | None = SERVER_CORE
-) -> Served:
+def launch(name: str, command: Sequence[str], port: int, core: int | None = SERVER_CORE) -> Served:
     """Start ``command``, pinned to ``core`` when possible (``None``: unpinned); output to a
     log file."""
     argv = list(command)

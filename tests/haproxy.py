@@ -37,7 +37,9 @@ def installed_haproxy() -> str:
             apt_get(["apt-get", "update", "-q"])
             done = apt_get(install)
             if done.returncode != 0:
-                raise HaproxyMissing(f"apt-get install haproxy failed: {done.stderr.decode()[-300:]}")
+                raise HaproxyMissing(
+                    f"apt-get install haproxy failed: {done.stderr.decode()[-300:]}"
+                )
     found = shutil.which("haproxy")
     if found is None:
         raise HaproxyMissing("apt-get installed haproxy, but it is not on PATH")

@@ -84,9 +84,7 @@ def test_each_write_carries_whole_lines_and_at_most_pipe_buf_bytes() -> None:
     assert [text.split(": ", 1)[1] for text in written] == messages
 
 
-def test_the_owner_is_told_of_a_full_batch_and_past_the_limit_lines_are_written_at_once() -> (
-    None
-):
+def test_the_owner_is_told_of_a_full_batch_and_past_the_limit_lines_are_written_at_once() -> None:
     """presa-defined (logs): at BATCH_LINES held lines the batch's owner is told, at every
     line after; at BATCH_LIMIT, the owner not having written them, the line that reaches
     the limit writes them all itself: memory stays bounded."""
