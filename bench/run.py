@@ -13,9 +13,9 @@ One run, on loopback:
    in the same rounds, ``presa-trio serve`` as users run it (its default
    access log on) and the official SDK's ``MCPServer`` serving the same tool
    as its docs run it (``bench.sdk_server``: uvicorn, its access log on)
-   take the ``tools/call`` cells over HTTP/1.1; presa as users run it
-   against quiet presa, CPU time per request, is the access log's share
-   (its lines go to a file, the bench's log of that server);
+   take the ``tools/call`` cells over HTTP/1.1; then the access log's share
+   of a ``tools/call``'s CPU time, presa as users run it against quiet
+   presa loaded at once (``bench.access_share``);
 3. the Tasks figures, presa only (``bench.tasks``), on the memory store and
    then at once on SQLite, and the two side by side;
 4. what checking a tool's arguments against its schema costs per
@@ -41,13 +41,13 @@ import asyncio
 import datetime
 import os
 import platform
-import statistics
 import sys
 from collections.abc import Sequence
 
 import attrs
 
 from bench import (
+    access_share,
     auth,
     instructions,
     postgres,
@@ -70,7 +70,13 @@ from bench.cells import (
     settings_from,
     settings_parser,
 )
-from bench.targets import Verdict, check_cross_process, check_targets, count_verdicts
+from bench.targets import (
+    Verdict,
+    access_share_verdicts,
+    check_cross_process,
+    check_targets,
+    count_verdicts,
+)
 
 CELLS = [
     Cell("tools/call", CALL, 1, "content"),
@@ -102,16 +108,6 @@ class LoadReport:
     def ratio(self, cell: Cell, over: str = "floor", name: str = "presa") -> tuple[float, float]:
         """``name``/``over`` for req/s and for p99: the median of the rounds' paired ratios."""
         return paired_ratio(self.rounds[over][cell], self.rounds[name][cell])
-
-    def access_share(self, cell: Cell) -> float:
-        """What the access log adds to a request's server CPU time, as a share of it.
-
-        presa as users run it (its access log on, written to the bench's log
-        file) against quiet presa (the log off), both measured back to back
-        in each round: the median of the rounds' paired shares.
-        """
-        pairs = zip(self.rounds["presa"][cell], self.rounds["presa-default"][cell], strict=True)
-        return statistics.median(on.cpu_per_request / off.cpu_per_request - 1 for off, on in pairs)
 
 
 async def run_load(settings: Settings) -> LoadReport:
@@ -190,18 +186,6 @@ def load_table(report: LoadReport) -> str:
                 f"| {cell.label} | {name} | {f.rate:,.0f} | {ms(f.p50)} | {ms(f.p99)} "
                 f"| {f.cpu_per_request * 1e6:.0f} | {shown[0]} | {shown[1]} |"
             )
-    lines.append("")
-    lines.append(
-        "| access log to a file | CPU µs/req, log off (presa) | log on (presa-default) "
-        "| its share of the CPU time |"
-    )
-    lines.append("|---|--:|--:|--:|")
-    for cell in AS_USERS_RUN:
-        off, on = report.median("presa", cell), report.median("presa-default", cell)
-        lines.append(
-            f"| {cell.label} | {off.cpu_per_request * 1e6:.1f} | {on.cpu_per_request * 1e6:.1f} "
-            f"| {report.access_share(cell):+.1%} |"
-        )
     ceiling = ", ".join(
         f"{figures.rate:,.0f} req/s at c={concurrency}"
         for concurrency, figures in sorted(report.ceiling.items())
@@ -276,6 +260,10 @@ async def main_async(settings: Settings) -> int:
     report = await run_load(settings)
     print(f"\n### Measured {machine_line(settings)}\n")
     print(load_table(report), flush=True)
+    print("the access log's share of CPU time ...", file=sys.stderr, flush=True)
+    share_report = await access_share.run(settings)
+    print()
+    print(access_share.table(share_report), flush=True)
     print("tasks (presa, memory store) ...", file=sys.stderr, flush=True)
     task_report = await tasks.run(quick=settings.quick)
     print()
@@ -321,6 +309,7 @@ async def main_async(settings: Settings) -> int:
         else:
             print("--instructions: valgrind is not installed; skipped", file=sys.stderr)
     verdicts = check_targets(report, task_report, sqlite_report, counts)
+    verdicts += access_share_verdicts(share_report)
     verdicts += check_cross_process(cross_report)
     verdicts += count_verdicts(scale_report.check)
     print()

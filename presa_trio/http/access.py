@@ -231,8 +231,9 @@ class BatchWriter:
             with trio.move_on_after(self.interval):
                 await self.full.wait()
             self.full = trio.Event()
-            # Not abandoned if cancelled: the block ends after the write it started.
-            await trio.to_thread.run_sync(self.handler.write_batch)
+            if self.handler.batch:  # an idle server's writer wakes no thread
+                # Not abandoned if cancelled: the block ends after the write it started.
+                await trio.to_thread.run_sync(self.handler.write_batch)
 
 
 @asynccontextmanager
