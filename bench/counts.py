@@ -9,7 +9,11 @@ c=32 for one window. Then:
    them, in the window or not;
 2. ``GET /metrics`` is scraped, the server still up, and the
    ``mcp_server_operation_duration_seconds_count`` samples of
-   ``tools/call`` summed, every outcome and worker;
+   ``tools/call`` summed, every outcome and worker. An exchange is
+   counted when it ends, just after its last byte went out, so a worker
+   the machine's load holds up may not have counted the last responses
+   the client already has: the scrape is repeated until no ``tools/call``
+   is in flight and two scrapes agree (:func:`settled_count`);
 3. the server is stopped (SIGTERM: every worker drains and writes its
    last access lines) and the access lines of ``tools/call`` in its log
    counted.
@@ -19,6 +23,7 @@ The three are printed; any difference fails the run (bench/targets.py).
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import attrs
@@ -26,12 +31,16 @@ import attrs
 from bench import load, mcp, servers
 from bench.cells import CALL, Settings, ok_response
 
-#: The series whose ``_count`` is the requests, and the label of the load's method.
+#: The series whose ``_count`` is the requests, the exchanges under way, and the label
+#: of the load's method.
 OPERATIONS_COUNT = "mcp_server_operation_duration_seconds_count{"
+IN_FLIGHT = "mcp_server_requests_in_flight{"
 TOOLS_CALL = 'mcp_method_name="tools/call"'
 #: What marks an access line of the load's requests in the server's log.
 ACCESS_LINE = "presa_trio.access: POST /mcp "
 CONCURRENCY = 32
+#: The longest the scrapes may take to settle, in seconds.
+SETTLE_TIMEOUT = 10.0
 
 
 @attrs.frozen
@@ -58,15 +67,29 @@ def command(store: str, workers: int) -> servers.Command:
     return on_port
 
 
-def scraped_count(text: str) -> int:
-    """The ``tools/call`` requests a Prometheus text exposition counts, every outcome summed."""
+def scraped(text: str, series: str) -> int:
+    """The sum of a Prometheus text exposition's ``series`` samples of ``tools/call``."""
     return round(
         sum(
             float(line.rsplit(" ", 1)[1])
             for line in text.splitlines()
-            if line.startswith(OPERATIONS_COUNT) and TOOLS_CALL in line
+            if line.startswith(series) and TOOLS_CALL in line
         )
     )
+
+
+async def settled_count(port: int) -> int:
+    """The ``tools/call`` requests ``/metrics`` counts once none is in flight and two
+    scrapes in a row agree (within :data:`SETTLE_TIMEOUT` seconds)."""
+    last = -1
+    async with asyncio.timeout(SETTLE_TIMEOUT):
+        while True:
+            text = await scrape(port)
+            count = scraped(text, OPERATIONS_COUNT)
+            if count == last and scraped(text, IN_FLIGHT) == 0:
+                return count
+            last = count
+            await asyncio.sleep(0.1)
 
 
 async def scrape(port: int) -> str:
@@ -90,7 +113,7 @@ async def run(settings: Settings, store: str, *, workers: int) -> Counts:
         outcome = await load.closed_loop(
             clients, warmup=settings.warmup, duration=settings.duration, check=ok_response
         )
-        metrics = scraped_count(await scrape(port))
+        metrics = await settled_count(port)
     finally:
         served.stop()
     logged = served.log_path.read_text(errors="replace")
