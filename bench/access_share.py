@@ -5,21 +5,23 @@ A part of ``nox -s bench``, or alone: ``python -m bench.access_share [--quick]``
 Three ``presa-trio serve`` processes, all pinned to the server core: two
 quiet (``--log-level WARNING``: the access log off) and one as users run it
 (the log on, its lines going to a file, the bench's log of that server).
-The load client drives the three at once, the same cell on each over its
-own connections, for one window, so whatever else the machine does in that
-window falls on the three alike. The CPU time each spent per request
-(the scheduler's count in ns, user + system: the kernel's side of writing
-the lines included; :func:`on_cpu_seconds`) gives, per window:
+At c=1, where a server leaves the core idle while its client reads the
+answer, the load client drives the three at once, the same cell on each
+over its own connections, for one window, so whatever else the machine
+does in that window falls on the three alike. At c=32 each would fill the
+core, and three loaded at once take turns on it unevenly (the one that
+answers more requests per turn spends less per request), so there they
+are measured one after the other, in an order that flips every round, as
+the main table measures servers. The CPU time each spent per request (the
+scheduler's count in ns, user + system: the kernel's side of writing the
+lines included; :func:`on_cpu_seconds`) gives, per round:
 
 - **the share**: logged / quiet − 1, against the first quiet server;
 - **the noise**: the second quiet server / the first − 1: how far two
-  servers doing the same work differ in the same window.
+  servers doing the same work differ in the same round.
 
-A window per round and cell (``tools/call`` at c=1 and c=32 over HTTP/1.1);
-the table gives the medians over the rounds. Measured one after the other,
-as the main table measures servers, two servers' CPU time per request
-differs by more than the 3 % to be judged whenever other processes come
-and go; measured at once, the noise is printed beside the share.
+A round per cell (``tools/call`` at c=1 and c=32 over HTTP/1.1); the table
+gives the medians over the rounds, and the noise beside the share.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ SERVERS: dict[str, servers.Command] = {
 
 @attrs.frozen
 class Window:
-    """One window of a cell on every server at once: CPU seconds per request, by server."""
+    """One round of a cell: CPU seconds per request and requests counted, by server."""
 
     cpu_per_request: Mapping[str, float]
     requests: Mapping[str, int]
@@ -144,6 +146,20 @@ async def window_at_once(
     )
 
 
+async def one_round(
+    running: Mapping[str, servers.Served], cell: Cell, settings: Settings, number: int
+) -> Window:
+    """Round ``number`` of ``cell``: every server at once at c=1, else one after the other."""
+    if cell.concurrency == 1:
+        return await window_at_once(running, cell, settings)
+    order = list(running) if number % 2 else list(reversed(list(running)))
+    alone = [await window_at_once({name: running[name]}, cell, settings) for name in order]
+    return Window(
+        {name: w.cpu_per_request[name] for w in alone for name in w.cpu_per_request},
+        {name: w.requests[name] for w in alone for name in w.requests},
+    )
+
+
 async def run(settings: Settings, commands: Mapping[str, servers.Command] = SERVERS) -> ShareReport:
     """Start the servers, then a window per round and cell on all of them at once."""
     running: dict[str, servers.Served] = {}
@@ -155,7 +171,7 @@ async def run(settings: Settings, commands: Mapping[str, servers.Command] = SERV
         for number in range(1, settings.rounds + 1):
             print(f"round {number}/{settings.rounds} ...", file=sys.stderr, flush=True)
             for cell in CELLS:
-                windows[cell].append(await window_at_once(running, cell, settings))
+                windows[cell].append(await one_round(running, cell, settings, number))
     finally:
         for served in running.values():
             served.stop()
@@ -180,10 +196,10 @@ def table(report: ShareReport) -> str:
         )
     lines.append("")
     lines.append(
-        f"The three servers pinned to core {servers.SERVER_CORE} and loaded at once, the same "
-        "cell on each; the share is presa-default's CPU time per request over quiet presa's, "
-        "less one, the median of the rounds; quiet against quiet is the same for a second "
-        "quiet server, in the same windows: the noise."
+        f"The three servers pinned to core {servers.SERVER_CORE}; at c=1 loaded at once, the "
+        "same cell on each, at c=32 one after the other. The share is presa-default's CPU "
+        "time per request over quiet presa's, less one, the median of the rounds; quiet "
+        "against quiet is the same for a second quiet server: the noise."
     )
     return "\n".join(lines)
 
