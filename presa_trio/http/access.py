@@ -13,8 +13,8 @@ and each field is also on the record (``extra``), for the JSON-lines format.
 
 **Written in batches.** Under ``presa-trio serve``'s own logging
 configuration (:func:`presa_trio.logs.direct_handler`), a line is not
-written when its exchange ends: a ``write(2)`` per request costs the
-request more CPU time, in the kernel, than making its line.
+written when its exchange ends: that would put a ``write(2)``, and the
+kernel's work behind it, on every request's path.
 :func:`batched_lines` (around :func:`~presa_trio.http.serving.serve_http`'s
 serving) keeps the lines in memory, and one writer task in its nursery
 writes them every :data:`FLUSH_INTERVAL_S` seconds, sooner
