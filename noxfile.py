@@ -130,7 +130,10 @@ def bench(session: nox.Session) -> None:
     tools/call and tools/list at concurrency 1 and 32 over HTTP/1.1 and over
     HTTP/2 (one h2c connection, 1 and 32 streams), then the Tasks figures
     on the memory store and on SQLite side by side, then two processes on
-    one temporary PostgreSQL (bench/postgres.py);
+    one temporary PostgreSQL (bench/postgres.py), then ``serve --workers 1``
+    and ``--workers 2`` and HAProxy in front of one process, unpinned, with
+    the load's counts by the client, ``/metrics`` and the access log
+    (bench/scaleout.py; HAProxy installed with apt-get where it can be);
     prints the tables and the targets. Exits 1 only when a target is missed by
     more than its noise margin (bench/targets.py). ``nox -s bench -- --quick``
     runs one short round.

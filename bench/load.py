@@ -188,6 +188,8 @@ class LoadResult:
     # Latencies of the counted requests, in seconds, sorted.
     latencies: Sequence[float]
     errors: int
+    # Every response received, in the window or not, good or not.
+    answered: int = 0
 
     @property
     def rate(self) -> float:
@@ -264,10 +266,10 @@ async def closed_loop(
     window_start = loop.time() + warmup
     window_end = window_start + duration
     latencies: list[float] = []
-    errors = 0
+    errors = answered = 0
 
     async def drive(roundtrip: Roundtrip) -> None:
-        nonlocal errors
+        nonlocal errors, answered
         clock = time.perf_counter
         now = loop.time
         while now() < window_end:
@@ -275,6 +277,7 @@ async def closed_loop(
             response = await roundtrip()
             elapsed = clock() - sent
             done = now()
+            answered += 1
             if not check(response):
                 errors += 1
             elif window_start <= done < window_end:
@@ -291,4 +294,4 @@ async def closed_loop(
     finally:
         await clients.close()
     latencies.sort()
-    return LoadResult(len(latencies), duration, latencies, errors)
+    return LoadResult(len(latencies), duration, latencies, errors, answered)

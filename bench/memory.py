@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 from bench import servers
-from bench.run import CELLS, Settings, measure
+from bench.cells import Settings, measure
+from bench.run import CELLS
 
 MIB = 1024 * 1024
 #: The groups, in import order; later groups add what the earlier ones did not bring.

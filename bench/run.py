@@ -13,13 +13,19 @@ One run, on loopback:
    in the same rounds, ``presa-trio serve`` as users run it (its default
    access log on) and the official SDK's ``MCPServer`` serving the same tool
    as its docs run it (``bench.sdk_server``: uvicorn, its access log on)
-   take the ``tools/call`` cells over HTTP/1.1;
+   take the ``tools/call`` cells over HTTP/1.1; then the access log's share
+   of a ``tools/call``'s CPU time, presa as users run it against quiet
+   presa loaded at once (``bench.access_share``);
 3. the Tasks figures, presa only (``bench.tasks``), on the memory store and
    then at once on SQLite, and the two side by side;
 4. what checking a tool's arguments against its schema costs per
    ``tools/call``, in-process (``bench.validation``);
 5. what a JWT access-token check adds to a tools/call, in process (``bench.auth``);
-6. task event streams (``--task-events``), in process, on every store (``bench.task_events``).
+6. task event streams (``--task-events``), in process, on every store (``bench.task_events``);
+7. ``serve --workers 1`` and ``--workers 2`` against the floor, and HAProxy in
+   front of one process against that process direct, unpinned, on PostgreSQL;
+   then the load client's, ``/metrics``' and the access log's counts of one
+   load (``bench.scaleout``, ``bench.counts``).
 
 The targets are checked at the end. Absolute figures on shared two-core
 machines swing by 15–25 % between runs, so a target fails the run (exit 1)
@@ -31,58 +37,47 @@ Run: ``python -m bench.run [--quick] [--rounds N] [--duration S]``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
 import platform
-import statistics
 import sys
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import attrs
 
 from bench import (
+    access_share,
     auth,
-    h2load,
     instructions,
-    load,
-    mcp,
     postgres,
+    scaleout,
     servers,
     task_events,
     tasks,
     validation,
 )
-from bench.targets import Verdict, check_cross_process, check_targets
+from bench.cells import (
+    CALL,
+    Cell,
+    Figures,
+    Settings,
+    alternate,
+    measure_server,
+    median_figures,
+    ms,
+    paired_ratio,
+    settings_from,
+    settings_parser,
+)
+from bench.targets import (
+    Verdict,
+    access_share_verdicts,
+    check_cross_process,
+    check_targets,
+    count_verdicts,
+)
 
-
-@attrs.frozen(eq=False)
-class Cell:
-    """One measured load: a method at a concurrency, over HTTP/1.1 or HTTP/2.
-
-    Over HTTP/1.1 the concurrency is that many keep-alive connections; over
-    HTTP/2 (``h2``) it is that many streams on one connection.
-    """
-
-    method: str
-    params: dict[str, Any] | None
-    concurrency: int
-    # What a correct result must carry, checked once before the load.
-    expect: str
-    protocol: str = "http/1.1"
-
-    @property
-    def label(self) -> str:
-        name = f" {self.params['name']}" if self.params and "name" in self.params else ""
-        if self.protocol == "h2":
-            return f"{self.method}{name} h2 streams={self.concurrency}"
-        return f"{self.method}{name} c={self.concurrency}"
-
-
-CALL = {"name": "test_simple_text", "arguments": {}}
 CELLS = [
     Cell("tools/call", CALL, 1, "content"),
     Cell("tools/call", CALL, 32, "content"),
@@ -100,109 +95,6 @@ USER_SERVERS = ("presa-default", "sdk")
 
 
 @attrs.frozen
-class Figures:
-    """What one window measured for one server and cell."""
-
-    rate: float
-    p50: float
-    p90: float
-    p99: float
-    # Server CPU seconds (user + system) per request.
-    cpu_per_request: float
-    errors: int
-    # The load client's own CPU seconds per request (this process).
-    client_cpu_per_request: float = 0.0
-
-    @property
-    def client_busy(self) -> float:
-        """The share of its core the load client used: near 1, it was the bottleneck."""
-        return self.client_cpu_per_request * self.rate
-
-
-@attrs.frozen
-class Settings:
-    rounds: int
-    warmup: float
-    duration: float
-    quick: bool
-    # Also count instructions per request under callgrind (bench.instructions).
-    instructions: bool = False
-
-
-def median_figures(runs: Sequence[Figures]) -> Figures:
-    def mid(pick: Callable[[Figures], float]) -> float:
-        return statistics.median(pick(run) for run in runs)
-
-    return Figures(
-        mid(lambda f: f.rate),
-        mid(lambda f: f.p50),
-        mid(lambda f: f.p90),
-        mid(lambda f: f.p99),
-        mid(lambda f: f.cpu_per_request),
-        sum(run.errors for run in runs),
-        mid(lambda f: f.client_cpu_per_request),
-    )
-
-
-def ok_response(response: load.Response) -> bool:
-    return response.status == 200 and b'"result":' in response.body
-
-
-async def measure(served: servers.Served, cell: Cell, settings: Settings) -> Figures:
-    send, close = instructions.sender(cell.protocol, served.port, cell.method, cell.params)
-    try:
-        first = await send()
-    finally:
-        await close()
-    result = mcp.result_of(first.body) if first.status == 200 else {}
-    if cell.expect not in result and served.name == "presa":
-        raise RuntimeError(f"{served.name} {cell.label}: unexpected answer {first.body[:300]!r}")
-    cpu: dict[str, float] = {}
-    client_cpu: dict[str, float] = {}
-
-    def on_window(edge: str) -> None:
-        cpu[edge] = served.cpu_seconds()
-        client_cpu[edge] = time.process_time()
-
-    if cell.protocol == "h2":
-        request = mcp.h2_request(served.port, cell.method, cell.params)
-        clients = await h2load.streams("127.0.0.1", served.port, request, cell.concurrency)
-    else:
-        raw = mcp.http_request(served.port, cell.method, cell.params)
-        clients = await load.connections("127.0.0.1", served.port, raw, cell.concurrency)
-    outcome = await load.closed_loop(
-        clients,
-        warmup=settings.warmup,
-        duration=settings.duration,
-        check=ok_response,
-        on_window=on_window,
-    )
-    if outcome.errors:
-        raise RuntimeError(f"{served.name} {cell.label}: {outcome.errors} failed responses")
-    return Figures(
-        outcome.rate,
-        outcome.percentile(0.50),
-        outcome.percentile(0.90),
-        outcome.percentile(0.99),
-        (cpu["end"] - cpu["start"]) / max(1, outcome.requests),
-        outcome.errors,
-        (client_cpu["end"] - client_cpu["start"]) / max(1, outcome.requests),
-    )
-
-
-async def measure_server(
-    name: str, command: Callable[[int], list[str]], cells: Sequence[Cell], settings: Settings
-) -> dict[Cell, Figures]:
-    """Start one server, run every cell against it once, stop it."""
-    port = servers.free_port()
-    served = await servers.start(name, command(port), port)
-    try:
-        return {cell: await measure(served, cell, settings) for cell in cells}
-    finally:
-        served.stop()
-
-
-@attrs.frozen
 class LoadReport:
     # Per server, per cell: one Figures per round.
     rounds: dict[str, dict[Cell, list[Figures]]]
@@ -215,11 +107,7 @@ class LoadReport:
 
     def ratio(self, cell: Cell, over: str = "floor", name: str = "presa") -> tuple[float, float]:
         """``name``/``over`` for req/s and for p99: the median of the rounds' paired ratios."""
-        pairs = list(zip(self.rounds[over][cell], self.rounds[name][cell], strict=True))
-        return (
-            statistics.median(presa.rate / floor.rate for floor, presa in pairs),
-            statistics.median(presa.p99 / floor.p99 for floor, presa in pairs),
-        )
+        return paired_ratio(self.rounds[over][cell], self.rounds[name][cell])
 
 
 async def run_load(settings: Settings) -> LoadReport:
@@ -238,25 +126,15 @@ async def run_load(settings: Settings) -> LoadReport:
         "presa-default": servers.presa_default_command,
         "sdk": servers.sdk_command,
     }
-    cells = {name: AS_USERS_RUN if name in USER_SERVERS else CELLS for name in commands}
+    takes = {name: AS_USERS_RUN if name in USER_SERVERS else CELLS for name in commands}
     running: dict[str, servers.Served] = {}
     samplers: list[asyncio.Task[None]] = []
-    rounds: dict[str, dict[Cell, list[Figures]]] = {
-        name: {c: [] for c in cells[name]} for name in commands
-    }
     try:
         for name, command in commands.items():
             port = servers.free_port()
             running[name] = await servers.start(name, command(port), port)
             samplers.append(asyncio.create_task(running[name].sample_rss()))
-        for number in range(1, settings.rounds + 1):
-            print(f"round {number}/{settings.rounds} ...", file=sys.stderr, flush=True)
-            order = list(commands) if number % 2 else list(reversed(commands))
-            for cell in CELLS:
-                for name in order:
-                    if cell in rounds[name]:
-                        figures = await measure(running[name], cell, settings)
-                        rounds[name][cell].append(figures)
+        rounds = await alternate(running, CELLS, settings, takes)
         peaks = {name: served.peak_rss() for name, served in running.items()}
     finally:
         for sampler in samplers:
@@ -271,10 +149,6 @@ async def run_load(settings: Settings) -> LoadReport:
 # --- output ----------------------------------------------------------------------------
 
 MIB = 1024 * 1024
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f}"
 
 
 def load_table(report: LoadReport) -> str:
@@ -370,21 +244,14 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> Settings:
-    parser = argparse.ArgumentParser(
-        prog="bench.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="one short round")
-    parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--duration", type=float, default=None, help="seconds per window")
+    parser = settings_parser("bench.run", __doc__)
     parser.add_argument(
         "--instructions",
         action="store_true",
         help="also count instructions per request under callgrind (needs valgrind; slow)",
     )
     args = parser.parse_args(argv)
-    if args.quick:
-        return Settings(args.rounds or 1, 0.5, args.duration or 1.5, True, args.instructions)
-    return Settings(args.rounds or 3, 1.0, args.duration or 5.0, False, args.instructions)
+    return settings_from(args, instructions=args.instructions)
 
 
 async def main_async(settings: Settings) -> int:
@@ -393,6 +260,10 @@ async def main_async(settings: Settings) -> int:
     report = await run_load(settings)
     print(f"\n### Measured {machine_line(settings)}\n")
     print(load_table(report), flush=True)
+    print("the access log's share of CPU time ...", file=sys.stderr, flush=True)
+    share_report = await access_share.run(settings)
+    print()
+    print(access_share.table(share_report), flush=True)
     print("tasks (presa, memory store) ...", file=sys.stderr, flush=True)
     task_report = await tasks.run(quick=settings.quick)
     print()
@@ -416,6 +287,10 @@ async def main_async(settings: Settings) -> int:
     cross_report = await postgres.run(quick=settings.quick)
     print()
     print(postgres.table(cross_report), flush=True)
+    print("--workers and HAProxy (unpinned, on PostgreSQL) ...", file=sys.stderr, flush=True)
+    scale_report = await scaleout.run(settings)
+    print()
+    print(scaleout.table(scale_report), flush=True)
     print("task event streams (in-process, --task-events) ...", file=sys.stderr, flush=True)
     events_report = await asyncio.to_thread(task_events.run, settings.quick)
     print()
@@ -434,7 +309,9 @@ async def main_async(settings: Settings) -> int:
         else:
             print("--instructions: valgrind is not installed; skipped", file=sys.stderr)
     verdicts = check_targets(report, task_report, sqlite_report, counts)
+    verdicts += access_share_verdicts(share_report)
     verdicts += check_cross_process(cross_report)
+    verdicts += count_verdicts(scale_report.check)
     print()
     print(verdict_table(verdicts))
     failed = [v for v in verdicts if v.fails_run]

@@ -3,7 +3,9 @@
 Each server is a child process on loopback. Where ``taskset`` (util-linux)
 exists and the machine has two cores or more, the server is pinned to core 0
 and the bench process, which runs the load client, to core 1, so the two
-never compete for a core. CPU time and memory come from psutil.
+never compete for a core; a part that measures what more cores do runs
+everything unpinned (:func:`unpinned_client`). CPU time and memory come from
+psutil; a server's CPU time counts its child processes' too (``--workers``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 import psutil
@@ -26,6 +30,9 @@ from tests.postgres import free_port as free_port
 SERVER_CORE = 0
 CLIENT_CORE = 1
 
+#: A server's command line, given the port it is to serve on.
+Command = Callable[[int], list[str]]
+
 
 def pinning_available() -> bool:
     return shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
@@ -35,6 +42,32 @@ def pin_client() -> None:
     """Move this process (the load client) to its own core."""
     if pinning_available() and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {CLIENT_CORE})
+
+
+@contextmanager
+def unpinned_client() -> Iterator[None]:
+    """This process (the load client) free to run on every core for the block."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
+
+
+class Measured(Protocol):
+    """What a load is measured against: a name, a port, and the CPU time spent serving."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    def cpu_seconds(self) -> float: ...
 
 
 @attrs.define(eq=False)
@@ -53,8 +86,15 @@ class Served:
         self.handle = psutil.Process(self.process.pid)
 
     def cpu_seconds(self) -> float:
-        times = self.handle.cpu_times()
-        return times.user + times.system
+        """User and system CPU seconds of the process and of its children now running."""
+        total = 0.0
+        for process in [self.handle, *self.handle.children(recursive=True)]:
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
 
     def rss(self) -> int:
         value = self.handle.memory_info().rss
@@ -89,10 +129,11 @@ class Served:
                 self.process.wait()
 
 
-def launch(name: str, command: Sequence[str], port: int, core: int = SERVER_CORE) -> Served:
-    """Start ``command``, pinned to ``core`` when possible; output to a log file."""
+def launch(name: str, command: Sequence[str], port: int, core: int | None = SERVER_CORE) -> Served:
+    """Start ``command``, pinned to ``core`` when possible (``None``: unpinned); output to a
+    log file."""
     argv = list(command)
-    if pinning_available():
+    if core is not None and pinning_available():
         argv = ["taskset", "-c", str(core), *argv]
     log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the server
         prefix=f"bench-{name}-", suffix=".log", delete=False
@@ -112,7 +153,7 @@ async def start(
     port: int,
     *,
     ready_timeout: float = 20,
-    core: int = SERVER_CORE,
+    core: int | None = SERVER_CORE,
 ) -> Served:
     """Launch ``command`` and wait until ``port`` accepts connections."""
     served = launch(name, command, port, core)

@@ -11,6 +11,9 @@ A line logged on every request (the access line) may skip the record and
 be written straight to the stderr handler, with the same bytes, while the
 logging configuration is still the one :func:`configure` made
 (:func:`direct_handler`); any handler or filter added later gets records.
+Such lines may also be batched (:meth:`StderrLines.batch_lines`): held in
+memory and written many to a write, by whoever batches them, on its own
+schedule (the access log's writer, :mod:`presa_trio.http.access`).
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import select
 import sys
 import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -29,6 +35,12 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 RECORD_ATTRIBUTES = frozenset(
     [*logging.makeLogRecord({}).__dict__, "message", "asctime", "taskName"]
 )
+#: Batched lines past which the batch's owner is asked to write it before its time.
+BATCH_LINES = 512
+#: Batched lines past which they are written at once, where they are made: the
+#: owner's writes do not keep up, so the server waits for the stream, as it does
+#: for a line that is not batched, rather than holding ever more lines.
+BATCH_LIMIT = 8 * BATCH_LINES
 
 
 class JsonLines(logging.Formatter):
@@ -98,18 +110,39 @@ class StderrLines(logging.StreamHandler[TextIO]):
     """The handler :func:`configure` puts on the root logger: stderr, as text or JSON lines.
 
     Besides handling records, it writes a line for which no record was
-    made (:meth:`write`), for :func:`direct_handler`.
+    made (:meth:`write`), for :func:`direct_handler`. Those lines may be
+    batched (:meth:`batch_lines`): kept in memory, in order, until the
+    batch's owner calls :meth:`write_batch`. Whatever happens, a batched
+    line reaches the stream before any record handled after it was made
+    (:meth:`emit` writes the batch first), so the stream keeps the order
+    in which its lines were made; and at the interpreter's exit
+    (``logging.shutdown`` flushes every handler) nothing is left behind.
     """
 
     def __init__(self, lines: TextLines | JsonLines) -> None:
         super().__init__(sys.stderr)
         self.setFormatter(lines)
         self.lines = lines
+        # The lines :meth:`write` made and nobody wrote yet, oldest first; ``None``
+        # while not batching: each line is written as it is made. A deque, so
+        # the thread that writes the batch takes lines while this one adds some.
+        self.batch: deque[str] | None = None
+        # The batch's owner, told that the batch holds BATCH_LINES lines.
+        self.on_full: Callable[[], None] = lambda: None
 
     def write(self, level: int, logger: str, message: str, fields: dict[str, object]) -> None:
-        """Write what :meth:`emit` writes for a record with these values, made now."""
+        """Write (or batch) what :meth:`emit` writes for a record with these values, made now."""
         levelname = logging.getLevelName(level)
         line = self.lines.compose(time.time(), levelname, logger, message, fields)
+        batch = self.batch
+        if batch is not None:
+            batch.append(line + self.terminator)
+            if len(batch) >= BATCH_LINES:
+                if len(batch) >= BATCH_LIMIT:
+                    self.write_batch()
+                else:
+                    self.on_full()
+            return
         self.acquire()  # as emit's caller, Handler.handle, does: a thread's line stays whole
         try:
             self.stream.write(line + self.terminator)
@@ -119,6 +152,76 @@ class StderrLines(logging.StreamHandler[TextIO]):
             self.handleError(logging.makeLogRecord(made | fields))
         finally:
             self.release()
+
+    def batch_lines(self, on_full: Callable[[], None]) -> None:
+        """From now on, keep the lines :meth:`write` makes until :meth:`write_batch`.
+
+        ``on_full`` is called, in the thread that wrote the line, each time a
+        line finds the batch :data:`BATCH_LINES` long.
+        """
+        self.batch = deque()
+        self.on_full = on_full
+
+    def stop_batching(self) -> None:
+        """Write what the batch holds; from now on, :meth:`write` writes each line at once."""
+        batch, self.batch = self.batch, None
+        self.on_full = lambda: None
+        if batch:
+            self.write_lines(batch)
+
+    def write_batch(self) -> None:
+        """Write every line the batch holds now, oldest first; safe from any thread."""
+        if self.batch:
+            self.write_lines(self.batch)
+
+    def write_lines(self, batch: deque[str]) -> None:
+        """Take the lines of ``batch`` and write them, whole lines to a write.
+
+        Each write carries at most ``PIPE_BUF`` bytes (unless one line alone
+        is longer), the size POSIX writes to a pipe at once: the lines of
+        processes sharing one stderr pipe (``--workers``) never interleave,
+        as they did not when each line was written alone.
+        """
+        self.acquire()  # one writer at a time, and the batch's order kept
+        try:
+            lines = [batch.popleft() for _ in range(len(batch))]
+            try:
+                for chunk in whole_lines(lines, select.PIPE_BUF):
+                    self.stream.write(chunk)
+                    self.stream.flush()
+            except Exception:  # as emit does: the failure is reported, the server goes on
+                made = {"msg": f"{len(lines)} lines could not be written", "levelno": logging.ERROR}
+                self.handleError(logging.makeLogRecord(made))
+        finally:
+            self.release()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write the batch, then the record: the lines made before it come before it."""
+        self.write_batch()
+        super().emit(record)
+
+    def flush(self) -> None:
+        """Write the batch, then flush the stream (``logging.shutdown`` calls this at exit)."""
+        self.write_batch()
+        super().flush()
+
+
+def whole_lines(lines: Iterable[str], most: int) -> Iterator[str]:
+    """``lines`` joined into chunks of at most ``most`` bytes (UTF-8), never cutting a line.
+
+    A line longer than ``most`` is a chunk of its own.
+    """
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        length = len(line.encode())
+        if chunk and size + length > most:
+            yield "".join(chunk)
+            chunk, size = [], 0
+        chunk.append(line)
+        size += length
+    if chunk:
+        yield "".join(chunk)
 
 
 def direct_handler(logger: logging.Logger, level: int) -> StderrLines | None:

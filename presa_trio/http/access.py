@@ -10,6 +10,33 @@ other answer. A text line reads::
     POST /mcp status=200 bytes=312 ms=1.4 mcp-method=tools/call mcp-name=greet
 
 and each field is also on the record (``extra``), for the JSON-lines format.
+
+**Written in batches.** Under ``presa-trio serve``'s own logging
+configuration (:func:`presa_trio.logs.direct_handler`), a line is not
+written when its exchange ends: that would put a ``write(2)``, and the
+kernel's work behind it, on every request's path.
+:func:`batched_lines` (around :func:`~presa_trio.http.serving.serve_http`'s
+serving) keeps the lines in memory, and one writer task in its nursery
+writes them every :data:`FLUSH_INTERVAL_S` seconds, sooner
+when :data:`~presa_trio.logs.BATCH_LINES` are waiting, and writes the rest
+when the server stops, as nginx's ``access_log … buffer= flush=`` do.
+What that keeps and what it costs:
+
+- every line, in its format, timed at its exchange's end; on stderr at
+  most :data:`FLUSH_INTERVAL_S` seconds later;
+- the stream's order: a record logged after a line (a warning, a fault)
+  is written after it (:meth:`~presa_trio.logs.StderrLines.emit`);
+- whole lines: each write carries whole lines, at most ``PIPE_BUF`` bytes,
+  so workers sharing one stderr never interleave within a line;
+- an orderly end (a signal, a failure that ends the server, the
+  interpreter's exit) writes every line; a crash that runs no Python
+  (SIGKILL, a fault in C) loses the lines of its last interval at most;
+- bounded memory: if the stream stops taking lines, once
+  :data:`~presa_trio.logs.BATCH_LIMIT` are held the server waits for it,
+  as it waited on every line when each was written at once.
+
+A logging configuration of the user's own gets a record per exchange, at
+once, handled by its handlers as they see fit.
 """
 
 from __future__ import annotations
@@ -19,9 +46,12 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import NoReturn
 
 import attrs
+import trio
 from hypercorn.typing import (
     ASGIFramework,
     ASGIReceiveCallable,
@@ -39,6 +69,8 @@ access_log = logging.getLogger("presa_trio.access")
 
 #: A value written bare in a text line; anything else is written as a JSON string.
 BARE = re.compile(r'[^\s"=]+')
+#: The longest an access line waits in memory before it is written, in seconds.
+FLUSH_INTERVAL_S = 1.0
 
 
 @attrs.define(eq=False)
@@ -175,3 +207,59 @@ class AccessLog:
             await self.app(scope, receive, exchange.send)
         finally:
             log_exchange(scope, exchange, time.perf_counter() - started)
+
+
+@attrs.define(eq=False)
+class BatchWriter:
+    """The one task that writes the batched lines of ``handler``, in a worker thread.
+
+    It writes every ``interval`` seconds, or as soon as the handler says its
+    batch is full (:meth:`wake`, called where the line is logged: in the
+    server's Trio thread).
+    """
+
+    handler: logs.StderrLines
+    interval: float
+    # Set when the batch is full; a new Event after each write.
+    full: trio.Event = attrs.field(factory=trio.Event)
+
+    def wake(self) -> None:
+        self.full.set()
+
+    async def run(self) -> NoReturn:
+        while True:
+            with trio.move_on_after(self.interval):
+                await self.full.wait()
+            self.full = trio.Event()
+            if self.handler.batch:  # an idle server's writer wakes no thread
+                # Not abandoned if cancelled: the block ends after the write it started.
+                await trio.to_thread.run_sync(self.handler.write_batch)
+
+
+@asynccontextmanager
+async def batched_lines(interval: float = FLUSH_INTERVAL_S) -> AsyncIterator[None]:
+    """Batch the access lines while the block runs (see the module docstring); by its
+    end, every line is written.
+
+    Only under the configuration ``presa-trio serve`` made, with the access
+    log on, and only once per process: otherwise the block runs as it is.
+    The writer's nursery holds the writer alone; a write that fails is
+    reported by the logging module and ends nothing, so the nursery ends
+    only with the block (or by a defect of the writer's, which propagates).
+    The lines still held then are written at once, in this thread: even a
+    cancelled shutdown writes them, and nothing else is served any more.
+    """
+    on = access_log.isEnabledFor(logging.INFO)
+    handler = logs.direct_handler(access_log, logging.INFO) if on else None
+    if handler is None or handler.batch is not None:
+        yield
+        return
+    writer = BatchWriter(handler, interval)
+    handler.batch_lines(writer.wake)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            yield
+            nursery.cancel_scope.cancel(reason="the server stopped")
+    finally:
+        handler.stop_batching()

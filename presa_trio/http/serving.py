@@ -2,7 +2,8 @@
 
 :func:`serve_http` binds first (so a port in use fails at once, as a plain
 ``OSError``), logs where it serves once it listens, logs one access line per
-request (:mod:`presa_trio.http.access`), and shuts down gracefully:
+request (:mod:`presa_trio.http.access`; written in batches, at most a second
+late, all of them by the time it returns), and shuts down gracefully:
 
 1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once:
    ``GET /readyz`` answers 503 from now on (:mod:`presa_trio.http.health`);
@@ -38,7 +39,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.typing import ASGIFramework
 from hypercorn.utils import repr_socket_addr, wrap_app
 
-from presa_trio.http.access import AccessLog
+from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
@@ -171,10 +172,11 @@ async def serve_http(
                 task_status.started(urls)
 
         try:
-            if shutdown_trigger is not None:
-                await serve(shutdown_trigger)
-            else:
-                await serve_until_signalled(serve)
+            async with batched_lines():
+                if shutdown_trigger is not None:
+                    await serve(shutdown_trigger)
+                else:
+                    await serve_until_signalled(serve)
         except Exception:
             if mcp.failure is None:
                 raise

@@ -2,10 +2,10 @@
 serve`` processes on one PostgreSQL, with the recipe docs/haproxy.cfg as it ships.
 
 Rules of this file: HAProxy is the distribution's package, installed by the
-module (``apt-get``) when missing and possible, else the module is skipped
-with the reason; it runs in the foreground, a child of the test, with the
-recipe's ports replaced by free ones. The three servers are real child
-processes on one fresh database of the run's PostgreSQL. Every request goes
+module (``apt-get``, tests/haproxy.py) when missing and possible, else the
+module is skipped with the reason; it runs in the foreground, a child of the
+test, with the recipe's ports replaced by free ones. The three servers are
+real child processes on one fresh database of the run's PostgreSQL. Every request goes
 through HAProxy; which process served it is read from the processes' access
 logs. Every wait is bounded by ``trio.fail_after``; nothing asserts how long
 anything took.
@@ -13,10 +13,7 @@ anything took.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -32,44 +29,22 @@ import trio
 from presa_trio.testing import request
 from tests.e2e.harness import headers
 from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer
-from tests.e2e.serve_process import REPOSITORY
+from tests.haproxy import HaproxyMissing, installed_haproxy, recipe
 from tests.postgres import Postgres, free_port
 from tests.streams import sse_messages
 
-RECIPE = REPOSITORY / "docs" / "haproxy.cfg"
-#: The recipe's ports: the frontend's, then the three servers'.
-RECIPE_PORTS = ("8080", "3001", "3002", "3003")
 SERVER_OPTIONS = (
     *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
     *("--task-lease", "2", "--task-events"),
 )
-INSTALL_TIMEOUT = 600
-
-
-def installed_haproxy() -> str:
-    """The ``haproxy`` binary, installed with apt-get if missing and possible; else a skip."""
-    if shutil.which("haproxy") is None:
-        if os.geteuid() != 0 or shutil.which("apt-get") is None:
-            pytest.skip("haproxy is not installed, and apt-get cannot install it here (not root)")
-        install = ["apt-get", "install", "-y", "-q", "haproxy"]
-        if apt_get(install).returncode != 0:  # the package lists may be missing or stale
-            apt_get(["apt-get", "update", "-q"])
-            done = apt_get(install)
-            if done.returncode != 0:
-                pytest.skip(f"apt-get install haproxy failed: {done.stderr.decode()[-300:]}")
-    found = shutil.which("haproxy")
-    if found is None:
-        pytest.skip("apt-get installed haproxy, but it is not on PATH")
-    return found
-
-
-def apt_get(command: list[str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(command, capture_output=True, timeout=INSTALL_TIMEOUT, check=False)
 
 
 @pytest.fixture(scope="module")
 def haproxy() -> str:
-    return installed_haproxy()
+    try:
+        return installed_haproxy()
+    except HaproxyMissing as missing:
+        pytest.skip(str(missing))
 
 
 @attrs.define(eq=False)
@@ -122,12 +97,9 @@ async def behind_haproxy(
     haproxy: str, store: str, tmp_path: Path
 ) -> AsyncIterator[tuple[str, list[Backend]]]:
     """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL."""
-    ports = [free_port() for _ in RECIPE_PORTS]
-    config = RECIPE.read_text()
-    for recipe_port, port in zip(RECIPE_PORTS, ports, strict=True):
-        config = config.replace(f"127.0.0.1:{recipe_port}", f"127.0.0.1:{port}")
-    (tmp_path / "haproxy.cfg").write_text(config)
-    backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports[1:]]
+    frontend, *ports = [free_port() for _ in range(4)]
+    (tmp_path / "haproxy.cfg").write_text(recipe(frontend, ports))
+    backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports]
     async with AsyncExitStack() as stack:
         nursery = await stack.enter_async_context(trio.open_nursery())
         stack.callback(nursery.cancel_scope.cancel)
@@ -138,7 +110,7 @@ async def behind_haproxy(
             await nursery.start(
                 partial(trio.run_process, command, check=False, stdout=log, stderr=log)
             )
-        url = f"http://127.0.0.1:{ports[0]}/mcp"
+        url = f"http://127.0.0.1:{frontend}/mcp"
         async with httpx.AsyncClient(timeout=10) as http:
             with trio.fail_after(PATIENCE):
                 while True:  # until HAProxy listens
@@ -180,7 +152,7 @@ async def test_every_request_of_a_task_s_life_lands_on_any_process(
         await peer.call("tasks/cancel", {"taskId": doomed})
         with trio.fail_after(PATIENCE):
             await peer.until(doomed, "cancelled")
-        assert all(backend.served() > 0 for backend in backends)
+    assert all(backend.served() > 0 for backend in backends)  # stopped: every line written
 
 
 async def park(peer: Peer) -> str:

@@ -200,7 +200,7 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
 async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Metrics"): with ``--metrics``, a scrape
     answered by either worker counts the requests both served, and the count
-    matches their access lines."""
+    matches their access lines, every one of them written once the server stops."""
     options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
     greet = {"name": "greet", "arguments": {"name": "Ada"}}
     async with presa_serve(*options) as served:
@@ -214,8 +214,9 @@ async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_u
             async with stopped(pids[idle]), peer_of(served) as peer:
                 text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
             scraped.append(sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"'))
+        served.process.send_signal(signal.SIGTERM)  # each worker writes its last access lines
         with trio.fail_after(PATIENCE):
-            await served.wait_for_line("GET /metrics")
+            assert await served.stopped() == 0
     logged = [line for line in served.lines if "POST /mcp" in line and "mcp-name=greet" in line]
     assert scraped == [3, 3]
     assert len(logged) == 3

@@ -4,8 +4,9 @@ Rules: the access log is ASGI middleware around the real app; each record
 goes through the logging module's filters and handlers like any other, its
 message is the text line and its fields are attributes (``extra``), which
 the JSON-lines format writes by name. While the logging configuration is
-still serve's own, the same line is written without a record; anything a
-user adds to it gets records again.
+still serve's own, the same line is written without a record, and held with
+others until the access log's writer writes them; anything a user adds to it
+gets records again, at once.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, cast
 
 import pytest
+import trio
 from hypercorn.typing import HTTPScope
 
 from presa_trio import logs
-from presa_trio.http.access import AccessLog, _Exchange, log_exchange
+from presa_trio.http.access import AccessLog, _Exchange, batched_lines, log_exchange
 from presa_trio.http.app import McpApp
 from presa_trio.logs import JsonLines, TextLines
 from presa_trio.server import RequestContext, Server
@@ -325,3 +327,60 @@ async def test_what_a_user_adds_at_run_time_gets_every_record(
     assert fields == greet_result(len(response.body))
     assert stderr.getvalue().count(" INFO presa_trio.access: POST /mcp ") == 2
     assert stderr.getvalue().splitlines()[-1].endswith(record.getMessage())
+
+
+def access_lines(stderr: io.StringIO) -> int:
+    return stderr.getvalue().count(" INFO presa_trio.access: POST /mcp ")
+
+
+async def test_under_serve_s_configuration_lines_are_held_and_all_written_by_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): while serving, the lines wait
+    in memory, not on stderr; when serving ends, every one is written, in order."""
+    with configured("text", monkeypatch) as stderr:
+        async with batched_lines(interval=3600):
+            for body in ANSWERS.values():
+                one_exchange(body[1])
+            assert access_lines(stderr) == 0
+        written = stderr.getvalue().splitlines()
+    assert len(written) == 2
+    assert " incident=7f3a" not in written[0]
+    assert written[1].endswith(" incident=7f3a")
+
+
+async def test_held_lines_are_written_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): the writer writes what is
+    held each interval, while serving goes on."""
+    with configured("text", monkeypatch) as stderr:
+        async with batched_lines(interval=0.01):
+            one_exchange(b"{}")
+            with trio.fail_after(5):
+                while True:  # polled: the writer writes from a worker thread
+                    if access_lines(stderr) == 1:
+                        break
+                    await trio.sleep(0.01)
+
+
+async def test_a_full_batch_is_written_before_its_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): once BATCH_LINES lines are
+    held, the writer writes them without waiting for its interval."""
+    with configured("text", monkeypatch) as stderr:
+        async with batched_lines(interval=3600):
+            for _ in range(logs.BATCH_LINES):
+                one_exchange(b"{}")
+            with trio.fail_after(5):
+                while True:  # polled: the writer writes from a worker thread
+                    if access_lines(stderr) == logs.BATCH_LINES:
+                        break
+                    await trio.sleep(0.01)
+
+
+async def test_a_configuration_of_the_user_s_own_gets_each_record_at_once(kept: Kept) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): with handlers of the user's
+    own, nothing is held: the record reaches them as its exchange ends."""
+    async with batched_lines(interval=3600):
+        one_exchange(b"{}")
+        assert len(kept.records) == 1
