@@ -200,7 +200,10 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
 async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Metrics"): with ``--metrics``, a scrape
     answered by either worker counts the requests both served, and the count
-    matches their access lines, every one of them written once the server stops."""
+    matches their access lines, every one of them written once the server stops.
+    An exchange is counted as it ends, just after its last byte went out, so a
+    scrape right after a response may not count it yet: each worker is asked
+    until it counts all three (or the test's patience runs out)."""
     options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
     greet = {"name": "greet", "arguments": {"name": "Ada"}}
     async with presa_serve(*options) as served:
@@ -212,8 +215,15 @@ async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_u
         scraped = []
         for idle in (1, 2):
             async with stopped(pids[idle]), peer_of(served) as peer:
-                text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
-            scraped.append(sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"'))
+                counted = 0.0
+                with trio.move_on_after(PATIENCE):
+                    while counted < 3:
+                        text = (
+                            await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")
+                        ).text
+                        counted = sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"')
+                        await trio.sleep(0.05)
+            scraped.append(counted)
         served.process.send_signal(signal.SIGTERM)  # each worker writes its last access lines
         with trio.fail_after(PATIENCE):
             assert await served.stopped() == 0
