@@ -35,12 +35,12 @@ import attrs
 from presa_trio.tasks.model import Task
 from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.models import JSONObject
-
-# The notification and events_gone's code are wire facts the client reads too
-# (presa_trio.wire.tasks); the runtime keeps importing them from here.
-from presa_trio.wire.tasks import EVENT_NOTIFICATION as EVENT_NOTIFICATION
-from presa_trio.wire.tasks import EVENTS_GONE as EVENTS_GONE
-from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
+from presa_trio.wire.tasks import (
+    EVENTS_GONE,
+    INPUT_ANSWERED_EVENT,
+    INPUT_REQUESTED_EVENT,
+    STATUS_EVENT,
+)
 
 #: The ``_meta`` key every task event carries (SEP-2694 §Task Event).
 RELATED_TASK = "io.modelcontextprotocol/related-task"

@@ -40,7 +40,6 @@ from presa_trio.server.context import RequestContext
 from presa_trio.server.subscriptions import ChangeBus, Subscription
 from presa_trio.tasks.event_log import Follower, TaskEventLog
 from presa_trio.tasks.events import (
-    EVENT_NOTIFICATION,
     Deliver,
     End,
     EventWindow,
@@ -53,6 +52,7 @@ from presa_trio.tasks.runner import TaskRunner
 from presa_trio.tasks.stores.base import StoreError, TaskNotFound
 from presa_trio.wire.envelope import notification
 from presa_trio.wire.errors import McpError
+from presa_trio.wire.tasks import EVENT_NOTIFICATION
 
 
 class StreamedTasks(Protocol):

@@ -20,7 +20,7 @@ from typing import Any
 import libfaketime
 import trio
 
-from presa_trio.tasks.events import EVENTS_GONE
+from presa_trio.wire.tasks import EVENTS_GONE
 from tests.e2e.event_streams import STATUS, read_events, task_stream
 from tests.e2e.events_server import assert_cancelled_log
 from tests.e2e.peers import LONG_LEASE, PATIENCE, Peer, serving, two_servers

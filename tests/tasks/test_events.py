@@ -11,7 +11,6 @@ import pytest
 
 from presa_trio.tasks import model
 from presa_trio.tasks.events import (
-    EVENTS_GONE,
     RELATED_TASK,
     Deliver,
     End,
@@ -28,7 +27,12 @@ from presa_trio.tasks.events import (
     status_event,
 )
 from presa_trio.wire.errors import InvalidParams
-from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
+from presa_trio.wire.tasks import (
+    EVENTS_GONE,
+    INPUT_ANSWERED_EVENT,
+    INPUT_REQUESTED_EVENT,
+    STATUS_EVENT,
+)
 
 
 def event(seq: int, task_id: str = "t") -> TaskEvent:

@@ -28,7 +28,6 @@ from presa_trio.server import EmitFailed, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
-    EVENTS_GONE,
     RELATED_TASK,
     NewEvent,
     Retention,
@@ -43,7 +42,12 @@ from presa_trio.wire.errors import (
     METHOD_NOT_FOUND,
 )
 from presa_trio.wire.mrtr import Elicitation
-from presa_trio.wire.tasks import INPUT_ANSWERED_EVENT, INPUT_REQUESTED_EVENT, STATUS_EVENT
+from presa_trio.wire.tasks import (
+    EVENTS_GONE,
+    INPUT_ANSWERED_EVENT,
+    INPUT_REQUESTED_EVENT,
+    STATUS_EVENT,
+)
 from tests.e2e.events_server import add_tools, assert_cancelled_log
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
