@@ -21,7 +21,9 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import os
 import select
+import stat
 import sys
 import time
 from collections import deque
@@ -45,6 +47,9 @@ BATCH_LIMIT = 8 * BATCH_LINES
 
 class JsonLines(logging.Formatter):
     """One JSON object per record, on one line."""
+
+    #: A line carries the record's own fields (``extra``) beside its message.
+    with_fields = True
 
     def format(self, record: logging.LogRecord) -> str:
         fields = {key: value for key, value in vars(record).items() if key not in RECORD_ATTRIBUTES}
@@ -74,8 +79,14 @@ class TextLines(logging.Formatter):
 
     ``logging.Formatter.formatTime`` converts and formats the time of every
     record, and the access log writes a record per request; within one
-    second the text is the same. The milliseconds are still each record's own.
+    second the text is the same. The milliseconds are still each record's own,
+    their three digits looked up rather than formatted.
     """
+
+    #: A line is its message: whatever fields a record has are written into it.
+    with_fields = False
+    #: ``,000`` to ``,999``: the end of a timestamp, by its milliseconds.
+    MILLISECONDS = tuple(f",{ms:03d}" for ms in range(1000))
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
@@ -103,7 +114,7 @@ class TextLines(logging.Formatter):
         if second != self._second:
             self._second = second
             self._stamp = time.strftime(self.default_time_format, self.converter(second))
-        return f"{self._stamp},{int((created - second) * 1000):03d}"
+        return self._stamp + self.MILLISECONDS[int((created - second) * 1000)]
 
 
 class StderrLines(logging.StreamHandler[TextIO]):
@@ -129,6 +140,8 @@ class StderrLines(logging.StreamHandler[TextIO]):
         self.batch: deque[str] | None = None
         # The batch's owner, told that the batch holds BATCH_LINES lines.
         self.on_full: Callable[[], None] = lambda: None
+        # The most bytes a write of the batch carries (:func:`largest_whole_write`).
+        self.largest_write: int | None = select.PIPE_BUF
 
     def write(self, level: int, logger: str, message: str, fields: dict[str, object]) -> None:
         """Write (or batch) what :meth:`emit` writes for a record with these values, made now."""
@@ -161,6 +174,7 @@ class StderrLines(logging.StreamHandler[TextIO]):
         """
         self.batch = deque()
         self.on_full = on_full
+        self.largest_write = largest_whole_write(self.stream)
 
     def stop_batching(self) -> None:
         """Write what the batch holds; from now on, :meth:`write` writes each line at once."""
@@ -177,16 +191,16 @@ class StderrLines(logging.StreamHandler[TextIO]):
     def write_lines(self, batch: deque[str]) -> None:
         """Take the lines of ``batch`` and write them, whole lines to a write.
 
-        Each write carries at most ``PIPE_BUF`` bytes (unless one line alone
-        is longer), the size POSIX writes to a pipe at once: the lines of
-        processes sharing one stderr pipe (``--workers``) never interleave,
-        as they did not when each line was written alone.
+        Each write carries at most :attr:`largest_write` bytes (unless one
+        line alone is longer): the lines of processes sharing one stderr
+        (``--workers``) never interleave, as they did not when each line was
+        written alone.
         """
         self.acquire()  # one writer at a time, and the batch's order kept
         try:
             lines = [batch.popleft() for _ in range(len(batch))]
             try:
-                for chunk in whole_lines(lines, select.PIPE_BUF):
+                for chunk in whole_lines(lines, self.largest_write):
                     self.stream.write(chunk)
                     self.stream.flush()
             except Exception:  # as emit does: the failure is reported, the server goes on
@@ -206,15 +220,35 @@ class StderrLines(logging.StreamHandler[TextIO]):
         super().flush()
 
 
-def whole_lines(lines: Iterable[str], most: int) -> Iterator[str]:
+def largest_whole_write(stream: TextIO) -> int | None:
+    """The most bytes one write to ``stream`` may carry and still reach it whole.
+
+    A regular file takes any write whole, with respect to every other
+    write to it (POSIX.1-2017, XSH 2.9.7 "Thread Interactions with Regular
+    File Operations"): no limit. A pipe, a socket, a terminal, or a stream
+    that is not a file at all promises that only up to ``PIPE_BUF`` bytes
+    (XSH ``write()``, on pipes and FIFOs).
+    """
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError
+        return select.PIPE_BUF
+    return None if stat.S_ISREG(mode) else select.PIPE_BUF
+
+
+def whole_lines(lines: Iterable[str], most: int | None) -> Iterator[str]:
     """``lines`` joined into chunks of at most ``most`` bytes (UTF-8), never cutting a line.
 
-    A line longer than ``most`` is a chunk of its own.
+    A line longer than ``most`` is a chunk of its own; with no ``most``,
+    every line is in one chunk.
     """
+    if most is None:
+        yield "".join(lines)
+        return
     chunk: list[str] = []
     size = 0
     for line in lines:
-        length = len(line.encode())
+        length = len(line) if line.isascii() else len(line.encode())
         if chunk and size + length > most:
             yield "".join(chunk)
             chunk, size = [], 0

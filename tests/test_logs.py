@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import select
+from pathlib import Path
+from typing import TextIO
 
 from presa_trio import logs
 
@@ -27,7 +30,19 @@ class Writes(io.StringIO):
         return super().write(text)
 
 
-def handler_on(stream: Writes) -> logs.StderrLines:
+class FileWrites(io.TextIOWrapper):
+    """A text stream on a real file (or pipe) descriptor that keeps each write it gets."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(os.fdopen(fd, "wb"), encoding="utf-8")
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+def handler_on(stream: TextIO) -> logs.StderrLines:
     handler = logs.StderrLines(logs.TextLines())
     handler.setStream(stream)
     return handler
@@ -82,6 +97,34 @@ def test_each_write_carries_whole_lines_and_at_most_pipe_buf_bytes() -> None:
     assert [len(write.encode()) <= select.PIPE_BUF for write in stream.writes].count(False) == 1
     written = stream.getvalue().splitlines()
     assert [text.split(": ", 1)[1] for text in written] == messages
+
+
+def test_a_batch_to_a_regular_file_is_one_write_and_to_a_pipe_whole_lines_of_pipe_buf(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (logs): a regular file takes any write whole (POSIX.1-2017 XSH
+    2.9.7), so a batch to one is a single write; to a pipe, writes stay within PIPE_BUF."""
+    messages = [f"request {n} " + "x" * 100 for n in range(200)]
+    to_file = FileWrites(os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT))
+    read_end, write_end = os.pipe()
+    to_pipe = FileWrites(write_end)
+    try:
+        for stream in (to_file, to_pipe):
+            handler = handler_on(stream)
+            handler.batch_lines(lambda: None)
+            for message in messages:
+                line(handler, message)
+            handler.write_batch()
+        assert len(to_file.writes) == 1
+        written = (tmp_path / "log").read_text().splitlines()
+        assert [text.split(": ", 1)[1] for text in written] == messages
+        assert len(to_pipe.writes) > 1
+        assert all(len(write.encode()) <= select.PIPE_BUF for write in to_pipe.writes)
+        assert "".join(to_pipe.writes) == "".join(to_file.writes)
+    finally:
+        to_file.close()
+        to_pipe.close()
+        os.close(read_end)
 
 
 def test_the_owner_is_told_of_a_full_batch_and_past_the_limit_lines_are_written_at_once() -> None:

@@ -26,8 +26,10 @@ What that keeps and what it costs:
   most :data:`FLUSH_INTERVAL_S` seconds later;
 - the stream's order: a record logged after a line (a warning, a fault)
   is written after it (:meth:`~presa_trio.logs.StderrLines.emit`);
-- whole lines: each write carries whole lines, at most ``PIPE_BUF`` bytes,
-  so workers sharing one stderr never interleave within a line;
+- whole lines: each write carries whole lines (the whole batch to a
+  regular file, at most ``PIPE_BUF`` bytes to anything else:
+  :func:`~presa_trio.logs.largest_whole_write`), so workers sharing one
+  stderr never interleave within a line;
 - an orderly end (a signal, a failure that ends the server, the
   interpreter's exit) writes every line; a crash that runs no Python
   (SIGKILL, a fault in C) loses the lines of its last interval at most;
@@ -128,15 +130,27 @@ def mcp_headers(scope: HTTPScope) -> tuple[str | None, str | None]:
     return method, name
 
 
-@functools.lru_cache(maxsize=128)
 def text_value(text: str) -> str:
-    """A string as a text line shows it: bare if it can be, else a JSON string.
-
-    The same few method names, tool names and paths come on request after
-    request, so the shown form of the last 128 is remembered (a bound:
-    a request head is at most hypercorn's 16 KiB).
-    """
+    """A string as a text line shows it: bare if it can be, else a JSON string."""
     return text if BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=128)
+def request_words(
+    method: str, path: str, mcp_method: str | None, mcp_name: str | None
+) -> tuple[str, str]:
+    """What a text line says of the request: its words before the numbers, and after.
+
+    The same few requests (a method, a path, a tool name) come on request
+    after request, so the words of the last 128 kinds are remembered (a
+    bound: a request head is at most hypercorn's 16 KiB).
+    """
+    tail = ""
+    if mcp_method is not None:
+        tail += f" mcp-method={text_value(mcp_method)}"
+    if mcp_name is not None:
+        tail += f" mcp-name={text_value(mcp_name)}"
+    return f"{method} {text_value(path)}", tail
 
 
 def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
@@ -148,25 +162,27 @@ def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
     the record in one update rather than checked one by one as
     ``Logger.makeRecord``'s ``extra`` does. While the logging configuration
     is still the one ``presa-trio serve`` made, no record is made at all:
-    the line goes straight to its stderr handler (:func:`presa_trio.logs.direct_handler`).
+    the line goes straight to its stderr handler (:func:`presa_trio.logs.direct_handler`),
+    and, in the text format, the fields are not gathered at all.
     """
     code, incident = exchange.jsonrpc_error()
     mcp_method, mcp_name = mcp_headers(scope)
-    ms = int(seconds * 10_000 + 0.5) / 10  # to a tenth of a millisecond; round() is dearer
     method, path = scope["method"], scope["path"]
-    line = f"{method} {text_value(path)} status={exchange.status} bytes={exchange.sent} ms={ms}"
-    if mcp_method is not None:
-        line += f" mcp-method={text_value(mcp_method)}"
-    if mcp_name is not None:
-        line += f" mcp-name={text_value(mcp_name)}"
+    head, tail = request_words(method, path, mcp_method, mcp_name)
+    # The duration to a tenth of a millisecond.
+    line = f"{head} status={exchange.status} bytes={exchange.sent} ms={seconds * 1000:.1f}{tail}"
     if code is not None:
         line += f" jsonrpc-error={text_value(str(code))}"
     if incident is not None:
         line += f" incident={text_value(str(incident))}"
+    direct = logs.direct_handler(access_log, logging.INFO)
+    if direct is not None and not direct.lines.with_fields:  # a text line: it is all there is
+        direct.write(logging.INFO, access_log.name, line, {})
+        return
     fields: dict[str, object] = {
         "status": exchange.status,
         "bytes": exchange.sent,
-        "ms": ms,
+        "ms": round(seconds * 1000, 1),
         "mcp_method": mcp_method,
         "mcp_name": mcp_name,
         "jsonrpc_error": code,
@@ -174,7 +190,6 @@ def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
         "method": method,
         "path": path,
     }
-    direct = logs.direct_handler(access_log, logging.INFO)
     if direct is not None:  # the configuration is still presa's own: the same bytes, no record
         direct.write(logging.INFO, access_log.name, line, fields)
         return

@@ -204,7 +204,7 @@ def one_exchange(body: bytes) -> None:
         },
     )
     exchange = _Exchange(downstream=None, status=200, sent=len(body), last=body)  # type: ignore[arg-type]
-    log_exchange(scope, exchange, 0.00125)
+    log_exchange(scope, exchange, 0.00126)
 
 
 @pytest.mark.parametrize("answer", ANSWERS)
