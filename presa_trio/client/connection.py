@@ -57,6 +57,8 @@ NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 LEGACY_PROBE_VERSION = "2025-11-25"
 
 Notify = Callable[[JSONObject], None]
+#: Handed each notification of one request's stream, awaited before the next is read.
+Deliver = Callable[[JSONObject], Awaitable[None]]
 #: Told of each message as it is sent (True) or received (False).
 Watch = Callable[[bool, JSONObject], None]
 #: What the client does on a 401: given the challenge, get a token the transport then sends.
@@ -167,7 +169,7 @@ class Connection:
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
         timeout_s: float | None = None,
         progress: bool = False,
-        on_notification: Notify | None = None,
+        on_notification: Deliver | None = None,
     ) -> JSONObject:
         """Send ``method`` and return its result; an error raises :class:`RequestError`.
 
@@ -214,14 +216,14 @@ class Connection:
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
         timeout_s: float | None = None,
         progress: bool = False,
-        on_notification: Notify | None = None,
+        on_notification: Deliver | None = None,
     ) -> JSONObject:
         """One exchange of ``method``: its result, or :class:`RequestError`.
 
         The notifications on its stream go to ``on_notification`` when given
-        (a ``tasks/stream``'s events), else to :attr:`notify`.
+        (a ``tasks/stream``'s events), awaited one by one, so a slow reader
+        reads the stream no faster than it takes them; else to :attr:`notify`.
         """
-        notify = self.notify if on_notification is None else on_notification
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(
@@ -231,7 +233,10 @@ class Connection:
                 replies,
             ):
                 while not is_response(reply := await replies.next()):
-                    notify(reply)
+                    if on_notification is None:
+                        self.notify(reply)
+                    else:
+                        await on_notification(reply)
         if waited.cancelled_caught:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # whatever its id: a refusal before the id was read has null

@@ -37,7 +37,7 @@ and Replay Semantics, §events_gone error.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -84,8 +84,8 @@ class Lost:
 
 
 #: What a follower hands each event (the ``params`` of ``notifications/tasks/event``)
-#: or loss to; it returns once the item is fully processed.
-Handler = Callable[[JSONObject | Lost], None]
+#: or loss to; it returns once the item is taken, and the stream is read on after that.
+Handler = Callable[[JSONObject | Lost], Awaitable[None]]
 
 
 def status_snapshot(event: JSONObject) -> JSONObject | None:
@@ -201,12 +201,12 @@ class TaskEvents:
                 raise
             first = 0 if self.cursor is None else self.cursor + 1
             earliest = earliest_of(error, self.task_id, first)
-            handle(Lost(self.task_id, first, earliest - 1, earliest))
+            await handle(Lost(self.task_id, first, earliest - 1, earliest))
             self.cursor = earliest - 1
             return False
         return True
 
-    def receive(self, handle: Handler, message: JSONObject) -> None:
+    async def receive(self, handle: Handler, message: JSONObject) -> None:
         """One message of the stream: an event of this task past the cursor is handed on.
 
         Spec: SEP-2694 §Task Event ("each subsequent event for that task MUST
@@ -229,8 +229,8 @@ class TaskEvents:
             return
         if seq > expected:
             kept = seq if self.cursor is None else None  # a stream from the earliest kept
-            handle(Lost(self.task_id, expected, seq - 1, kept))
-        handle(event)
+            await handle(Lost(self.task_id, expected, seq - 1, kept))
+        await handle(event)
         self.cursor = seq
         closed = status_snapshot(event)
         if closed is not None and is_terminal(closed):

@@ -35,8 +35,6 @@ SEP-2694 (draft) §Specification (the ``eventStreams`` sub-capability).
 
 from __future__ import annotations
 
-import math
-
 import attrs
 import trio
 
@@ -142,7 +140,8 @@ class TaskFollower:
             raise ProtocolFailure(f"{self.connection.where} created a task without a taskId")
         self.task_id = task_id
         started = trio.current_time()
-        send, snapshots = trio.open_memory_channel[JSONObject](math.inf)
+        # Unbuffered: a watcher waits while the loop answers input, rather than piling up.
+        send, snapshots = trio.open_memory_channel[JSONObject](0)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.watch, task, send)
             nursery.start_soon(self.console.tick, started)
@@ -202,7 +201,7 @@ class TaskFollower:
         while True:
             await trio.sleep(poll_seconds(task))
             task = await self.get(task_id)
-            send.send_nowait(task)
+            await send.send(task)
 
     async def listened(self, task_id: str, send: trio.MemorySendChannel[JSONObject]) -> None:
         """Pass on ``notifications/tasks`` for the task while the server sends them.
@@ -217,14 +216,14 @@ class TaskFollower:
                 agreed = object_at(object_at(ack, "params"), "notifications").get("taskIds") or []
                 if is_response(ack) or task_id not in agreed:
                     return
-                send.send_nowait(await self.get(task_id))
+                await send.send(await self.get(task_id))
                 while not is_response(message := await replies.next()):
                     changed = object_at(message, "params")
                     if (
                         message.get("method") == TASK_NOTIFICATION
                         and changed.get("taskId") == task_id
                     ):
-                        send.send_nowait(changed)
+                        await send.send(changed)
         except ProtocolFailure:
             return
 
@@ -256,17 +255,17 @@ class TaskFollower:
         """
         task_id = str(task["taskId"])
         events = TaskEvents(self.connection, task_id, retry_s=poll_seconds(task))
-        found, items = trio.open_memory_channel[JSONObject | Lost](math.inf)
+        found, items = trio.open_memory_channel[JSONObject | Lost](0)
         ended: JSONObject | None = None
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.snapshots_from, task_id, items, send)
                 with found:
-                    ended = await events.follow(found.send_nowait)
+                    ended = await events.follow(found.send)
         except* RequestError:
             pass  # the stream refused: the caller polls
         if ended is not None:
-            send.send_nowait(ended)
+            await send.send(ended)
 
     async def snapshots_from(
         self,
@@ -277,9 +276,9 @@ class TaskFollower:
         """A snapshot for each status event; after a loss, ``tasks/get``'s (it may have asked)."""
         async for item in items:
             if isinstance(item, Lost):
-                send.send_nowait(await self.get(task_id))
+                await send.send(await self.get(task_id))
             elif (snapshot := status_snapshot(item)) is not None:
-                send.send_nowait(snapshot)
+                await send.send(snapshot)
 
     async def cancel(self, task_id: str) -> JSONObject | None:
         """``tasks/cancel``, then the task once it reads terminal (None if it did not in time)."""

@@ -66,7 +66,7 @@ async def stream_task(follower: TaskFollower, task: JSONObject, after: int | Non
         last_read=task,
     )
 
-    def show(item: JSONObject | Lost) -> None:
+    async def show(item: JSONObject | Lost) -> None:
         if isinstance(item, Lost):
             console.note(item.line())
         else:

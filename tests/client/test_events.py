@@ -94,12 +94,20 @@ class ScriptedPeer:
         return [params.get("after") for method, params in self.received if method == "tasks/stream"]
 
 
+async def ignore(item: dict[str, Any] | Lost) -> None:
+    """A handler that takes each item and does nothing with it."""
+
+
 async def follow(peer: ScriptedPeer) -> tuple[list[dict[str, Any] | Lost], dict[str, Any]]:
     """Everything a follower of ``TASK`` hands on, and the task as its log ended."""
     handed: list[dict[str, Any] | Lost] = []
+
+    async def hand(item: dict[str, Any] | Lost) -> None:
+        handed.append(item)
+
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
         connection = Connection(HttpTransport(URL, http), timeout_s=5)
-        ended = await TaskEvents(connection, TASK, retry_s=0).follow(handed.append)
+        ended = await TaskEvents(connection, TASK, retry_s=0).follow(hand)
     return handed, ended
 
 
@@ -161,5 +169,5 @@ async def test_a_server_unreachable_past_the_timeout_ends_the_follow(autojump_cl
     async with httpx.AsyncClient() as http:
         connection = Connection(HttpTransport(closed, http), timeout_s=30)
         with pytest.raises(Unreachable):
-            await TaskEvents(connection, TASK, retry_s=1).follow(lambda item: None)
+            await TaskEvents(connection, TASK, retry_s=1).follow(ignore)
     assert trio.current_time() - started >= 30  # the clock the follower waited on
