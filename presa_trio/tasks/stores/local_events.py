@@ -22,26 +22,56 @@ from presa_trio.tasks.stores.base import StoredTask
 from presa_trio.tasks.stores.local import Announcer, writer_holds
 
 
-@attrs.define(eq=False)
-class Log:
-    """One task's log in memory: the retained events, the next seq, whether it closed."""
+@attrs.frozen(weakref_slot=False)
+class Entry:
+    """One retained event: what was appended, and when; its seq is its place in the log.
 
-    # Consecutive seqs, their stamps never going back (rule 7).
-    events: list[TaskEvent] = attrs.field(factory=list)
+    The event itself is shared, not copied: presa's own events for one
+    status at one revision are one object for every task
+    (:func:`~presa_trio.tasks.events.life_events`), so a log of a parked
+    task holds little more than its stamps.
+    """
+
+    event: NewEvent
+    # When it was appended, epoch ms: what maximum age counts from.
+    created_ms: int
+
+
+@attrs.define(eq=False, weakref_slot=False)
+class Log:
+    """One task's log in memory: the retained events, the next seq, whether it closed.
+
+    The retained events are the last ``len(entries)`` seqs before ``next_seq``
+    (retention drops only a prefix), so no entry keeps its seq or its task
+    id: a read builds each :class:`~presa_trio.tasks.events.TaskEvent` it returns.
+    """
+
+    # Consecutive seqs up to next_seq - 1, their stamps never going back (rule 7).
+    entries: list[Entry] = attrs.field(factory=list)
     next_seq: int = 0
     # Epoch ms of the closing append; None while the task may still add events.
     closed_ms: int | None = None
 
-    def window(self, after: int, limit: int, now_ms: int, retention: Retention) -> EventWindow:
+    def window(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
         """The events after ``after`` that ``retention`` keeps at ``now_ms``, pruned or not."""
         aged = self.first_kept(now_ms, retention)
-        earliest = self.events[aged].seq if aged < len(self.events) else self.next_seq
+        first = self.next_seq - len(self.entries)
         # Seqs are consecutive: the first kept after the cursor is at this index.
-        start = aged + max(0, after + 1 - earliest)
-        picked = self.events[start : start + limit]
+        start = max(aged, after + 1 - first)
+        picked = self.events(task_id, start, start + limit)
         return EventWindow.of_log(
-            picked, earliest, self.next_seq, self.closed_ms, now_ms, retention
+            picked, first + aged, self.next_seq, self.closed_ms, now_ms, retention
         )
+
+    def events(self, task_id: str, start: int, stop: int) -> list[TaskEvent]:
+        """The entries from index ``start`` to ``stop``, as the events of ``task_id`` they are."""
+        seq = self.next_seq - len(self.entries) + start
+        return [
+            TaskEvent(seq + n, task_id, entry.event.type, entry.event.payload, entry.created_ms)
+            for n, entry in enumerate(self.entries[start:stop])
+        ]
 
     def append(
         self,
@@ -52,13 +82,13 @@ class Log:
         closing: bool,
     ) -> list[TaskEvent]:
         """Append after ``next_seq``, stamped no earlier than the last event; then trim."""
-        stamp = max(now_ms, self.events[-1].created_ms) if self.events else now_ms
-        appended = [
-            TaskEvent(self.next_seq + n, task_id, new.type, new.payload, stamp)
-            for n, new in enumerate(events)
-        ]
-        self.events.extend(appended)
-        self.next_seq += len(appended)
+        stamp = max(now_ms, self.entries[-1].created_ms) if self.entries else now_ms
+        start = len(self.entries)
+        for event in events:
+            # One by one: a list grown by appends stays close to its length.
+            self.entries.append(Entry(event, stamp))
+        self.next_seq += len(events)
+        appended = self.events(task_id, start, len(self.entries))
         if closing:
             self.closed_ms = stamp
         self.trim(stamp, retention)
@@ -70,16 +100,16 @@ class Log:
         The count keeps the last ``max_events``; the age drops the oldest,
         whose stamps never go back, so both cut the log at one index (rule 7).
         """
-        first = max(0, len(self.events) - retention.max_events)
+        first = max(0, len(self.entries) - retention.max_events)
         cutoff = retention.age_cutoff(now_ms)
         if cutoff is not None:
-            while first < len(self.events) and self.events[first].created_ms <= cutoff:
+            while first < len(self.entries) and self.entries[first].created_ms <= cutoff:
                 first += 1
         return first
 
     def trim(self, now_ms: int, retention: Retention) -> None:
         """Drop what the count and the age allow no more: a prefix (rule 7)."""
-        del self.events[: self.first_kept(now_ms, retention)]
+        del self.entries[: self.first_kept(now_ms, retention)]
 
 
 @attrs.define(eq=False, repr=False)
@@ -132,7 +162,7 @@ class MemoryEventLogs:
         log = self._logs.get(task_id)
         if log is None:
             return EventWindow.empty()
-        return log.window(after, limit, now_ms, retention)
+        return log.window(task_id, after, limit, now_ms, retention)
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
         await trio.sleep(0)
@@ -142,4 +172,4 @@ class MemoryEventLogs:
                 continue
             log.trim(now_ms, retention)
             if not retention.keeps_closed(log.closed_ms, now_ms):
-                log.events.clear()
+                log.entries.clear()
