@@ -477,7 +477,7 @@ class TasksExtension(Extension):
         )
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 

@@ -39,7 +39,7 @@ from presa_trio.wire.mrtr import InputRequest
 log = logging.getLogger(__name__)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, weakref_slot=False)
 class Worker:
     """The running side of one task: how to stop it, what it waits for, the task as last seen.
 

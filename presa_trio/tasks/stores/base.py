@@ -188,7 +188,7 @@ class Lease:
     expires_ms: int
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Work:
     """What is needed to run a task made from ``tools/call`` again, in any process.
 
@@ -210,7 +210,7 @@ class Work:
     principal: JSONObject | None = None
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StoredTask:
     """One stored task: the record every store keeps, whatever its engine."""
 
