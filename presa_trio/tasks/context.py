@@ -82,10 +82,9 @@ class WorkerContext(RequestContext):
             await trio.sleep(0)  # every key answered already: still a checkpoint
         answered = False
         try:
-            for key in keys:
-                event = worker.awaited(key)
-                if event is not None:
-                    await event.wait()
+            # One Event at a time, found afresh after each: nothing iterates across a wait.
+            while (event := worker.awaited(keys)) is not None:
+                await event.wait()
             answered = True
         finally:
             worker.forget(keys)

@@ -135,9 +135,10 @@ class Worker:
                 waiting[key] = trio.Event()
         return bool(pending)
 
-    def awaited(self, key: str) -> trio.Event | None:
-        """The Event of ``key`` while it is unanswered; None once set."""
-        return None if self._waiting is None else self._waiting.get(key)
+    def awaited(self, keys: tuple[str, ...]) -> trio.Event | None:
+        """The Event of the first of ``keys`` still unanswered; None once all are set."""
+        waiting = self._waiting or {}
+        return next((waiting[key] for key in keys if key in waiting), None)
 
     def forget(self, keys: tuple[str, ...]) -> None:
         """Nobody waits for ``keys`` any more."""
