@@ -507,6 +507,10 @@ class ToolJob:
             output = await self.registered.handler(ctx, self.arguments)
         except Exception as error:
             output = tool_outcome(error)
+        return self.result_of(output)
+
+    def result_of(self, output: ToolOutput) -> JSONObject:
+        """The task's result: the handler's outcome as the plain path maps it."""
         outcome = map_outcome(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name
