@@ -403,14 +403,15 @@ def life_events(before: Task, after: Task) -> list[NewEvent]:
     return events
 
 
-# Events are immutable and presa's own repeat from task to task (every task
-# of a tool asks the same keys at the same revision): each distinct one is
-# built once and shared, so a store that keeps events as objects (the memory
-# store) keeps one copy of it, not one per task. Nothing changes a payload.
-
-
 @functools.lru_cache(maxsize=SHARED_EVENTS)
 def _status_event(status: str, revision: int, message: str | None) -> NewEvent:
+    """One status event, built once and shared by every task that appends it.
+
+    presa's own events repeat from task to task (every task of a tool asks
+    the same keys at the same revisions), so a store that keeps events as
+    objects (the memory store) keeps one copy of each, not one per task.
+    Nothing changes an event or its payload once built.
+    """
     payload: JSONObject = {"status": status, "revision": revision}
     if message is not None:
         payload["statusMessage"] = message
@@ -419,4 +420,5 @@ def _status_event(status: str, revision: int, message: str | None) -> NewEvent:
 
 @functools.lru_cache(maxsize=SHARED_EVENTS)
 def _keys_event(event_type: str, keys: tuple[str, ...], revision: int) -> NewEvent:
+    """One ``input_requested`` or ``input_answered`` event, shared as :func:`_status_event` is."""
     return NewEvent(event_type, {"keys": list(keys), "revision": revision})

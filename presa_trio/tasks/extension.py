@@ -477,6 +477,7 @@ class TasksExtension(Extension):
         )
 
 
+# No weak reference slot: a parked task holds one, and nothing refers to it weakly.
 @attrs.frozen(weakref_slot=False)
 class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
