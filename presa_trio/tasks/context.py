@@ -74,24 +74,23 @@ class WorkerContext(RequestContext):
         the task's state is not the worker's to change then.
         """
         require_allowed(requests, self.capabilities)
-        worker, writer = self.worker, self.writer
+        worker = self.worker
         keys = tuple(requests)
-        await writer.write(worker, asking(requests, rerun=worker.rerun))
+        await self.writer.write(worker, asking(requests, rerun=worker.rerun))
         del requests
         if not worker.expect(keys):
             await trio.sleep(0)  # every key answered already: still a checkpoint
         answered = False
         try:
-            for key in keys:
-                event = worker.awaited(key)
-                if event is not None:
-                    await event.wait()
+            # One Event at a time, found afresh after each: nothing iterates across a wait.
+            while (event := worker.awaited(keys)) is not None:
+                await event.wait()
             answered = True
         finally:
             worker.forget(keys)
             if not (answered or worker.stopped()):
                 with worker.shielded(WRITE_GRACE):
-                    await writer.write(worker, withdrawing(keys))
+                    await self.writer.write(worker, withdrawing(keys))
         return Answers(worker.answers(keys))
 
     async def set_status_message(self, message: str) -> None:

@@ -25,6 +25,7 @@ Retention, §Event Types.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -366,17 +367,17 @@ def next_step(task_id: str, cursor: int, window: EventWindow) -> Step:
 # --- presa's own events: a task's life ------------------------------------------------
 
 
+#: How many distinct events of presa's own each builder keeps for sharing.
+SHARED_EVENTS = 1024
+
+
 def status_event(task: Task) -> NewEvent:
     """``presa_trio.task.status``: the status ``tasks/get`` shows from this revision on.
 
     Spec: SEP-2694 §Relationship to Task Status Notifications (status
     events "consistent with the task status visible through tasks/get").
     """
-    payload: JSONObject = {"status": task.status.value, "revision": task.revision}
-    message = task.status_message
-    if message is not None:
-        payload["statusMessage"] = message
-    return NewEvent(STATUS_EVENT, payload)
+    return _status_event(task.status.value, task.revision, task.status_message)
 
 
 def life_events(before: Task, after: Task) -> list[NewEvent]:
@@ -393,13 +394,31 @@ def life_events(before: Task, after: Task) -> list[NewEvent]:
     if issued:
         keys = sorted(issued & set(after.input_requests))
         if keys:
-            events.append(
-                NewEvent(INPUT_REQUESTED_EVENT, {"keys": keys, "revision": after.revision})
-            )
+            events.append(_keys_event(INPUT_REQUESTED_EVENT, tuple(keys), after.revision))
     answered = set(after.inbox) - set(before.inbox)
     if answered:
-        payload = {"keys": sorted(answered), "revision": after.revision}
-        events.append(NewEvent(INPUT_ANSWERED_EVENT, payload))
+        events.append(_keys_event(INPUT_ANSWERED_EVENT, tuple(sorted(answered)), after.revision))
     if before.status is not after.status:
         events.append(status_event(after))
     return events
+
+
+@functools.lru_cache(maxsize=SHARED_EVENTS)
+def _status_event(status: str, revision: int, message: str | None) -> NewEvent:
+    """One status event, built once and shared by every task that appends it.
+
+    presa's own events repeat from task to task (every task of a tool asks
+    the same keys at the same revisions), so a store that keeps events as
+    objects (the memory store) keeps one copy of each, not one per task.
+    Nothing changes an event or its payload once built.
+    """
+    payload: JSONObject = {"status": status, "revision": revision}
+    if message is not None:
+        payload["statusMessage"] = message
+    return NewEvent(STATUS_EVENT, payload)
+
+
+@functools.lru_cache(maxsize=SHARED_EVENTS)
+def _keys_event(event_type: str, keys: tuple[str, ...], revision: int) -> NewEvent:
+    """One ``input_requested`` or ``input_answered`` event, shared as :func:`_status_event` is."""
+    return NewEvent(event_type, {"keys": list(keys), "revision": revision})

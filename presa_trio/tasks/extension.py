@@ -54,7 +54,7 @@ import trio
 from presa_trio.auth.principal import Principal, access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
-from presa_trio.server.registered import AnyToolHandler, RegisteredTool
+from presa_trio.server.registered import AnyToolHandler, RegisteredTool, ToolOutput
 from presa_trio.server.registry import (
     Extension,
     Method,
@@ -70,7 +70,7 @@ from presa_trio.server.tools import (
     map_outcome,
     prepare_call,
     read_call_params,
-    run_handler,
+    tool_outcome,
 )
 from presa_trio.tasks.context import Job, WorkerContext, detached_meta, drop
 from presa_trio.tasks.event_log import TaskEventLog
@@ -477,12 +477,13 @@ class TasksExtension(Extension):
         )
 
 
-@attrs.frozen
+# No weak reference slot: a parked task holds one, and nothing refers to it weakly.
+@attrs.frozen(weakref_slot=False)
 class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
     It runs the handler and maps its outcome with the plain path's own
-    functions, :func:`~presa_trio.server.tools.run_handler` and
+    functions, :func:`~presa_trio.server.tools.tool_outcome` and
     :func:`~presa_trio.server.tools.map_outcome`, so both paths map alike:
     an ``isError`` result is a result (``completed``), a raised error is an
     error (``failed``) (SEP-2663 §Task Execution Errors;
@@ -500,7 +501,17 @@ class ToolJob:
     arguments: dict[str, Any]
 
     async def __call__(self, ctx: WorkerContext) -> JSONObject:
-        output = await run_handler(self.registered, ctx, self.arguments)
+        # The handler is awaited in this frame, not through run_handler: a
+        # parked task keeps every frame from its job down to its wait.
+        output: ToolOutput
+        try:
+            output = await self.registered.handler(ctx, self.arguments)
+        except Exception as error:
+            output = tool_outcome(error)
+        return self.result_of(output)
+
+    def result_of(self, output: ToolOutput) -> JSONObject:
+        """The task's result: the handler's outcome as the plain path maps it."""
         outcome = map_outcome(self.registered, output)
         if isinstance(outcome, InputRequired):
             name = self.registered.tool.name

@@ -163,7 +163,8 @@ def epoch_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@attrs.frozen
+# No weak reference slot: a parked task holds one, and nothing refers to it weakly.
+@attrs.frozen(weakref_slot=False)
 class Task:
     """One task as the server knows it; :meth:`to_wire` is what clients see."""
 

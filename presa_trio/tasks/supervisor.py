@@ -151,7 +151,6 @@ class Supervisor:
         never another task. The task then keeps its lease until it lapses,
         and recovery claims it.
         """
-        writer = self.writer
         try:
             # A stop that came before this task's first step (a cancel right
             # after creation, or a shutdown) is kept by the worker: end here,
@@ -159,10 +158,13 @@ class Supervisor:
             # already, so no checkpoint is needed to see it.
             if worker.stopped():
                 return
-            if writer.events is not None:
+            if self.writer.events is not None:
                 # The task's first event, before any the job's writes append.
-                await writer.events.started(
-                    writer.store, worker.latest, writer.clock.wall_ms(), fence=worker.generation
+                await self.writer.events.started(
+                    self.writer.store,
+                    worker.latest,
+                    self.writer.clock.wall_ms(),
+                    fence=worker.generation,
                 )
             move: Move
             try:
@@ -185,7 +187,7 @@ class Supervisor:
                 # A stop during the write (waiting for the store) ends it.
                 worker.guard(writing)
                 if not worker.stopped():
-                    await writer.write(worker, move)
+                    await self.writer.write(worker, move)
         except Exception:
             report_fault(log, "task %s: its worker failed", worker.task_id)
         finally:

@@ -39,7 +39,7 @@ from presa_trio.wire.mrtr import InputRequest
 log = logging.getLogger(__name__)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, weakref_slot=False)
 class Worker:
     """The running side of one task: how to stop it, what it waits for, the task as last seen.
 
@@ -135,9 +135,10 @@ class Worker:
                 waiting[key] = trio.Event()
         return bool(pending)
 
-    def awaited(self, key: str) -> trio.Event | None:
-        """The Event of ``key`` while it is unanswered; None once set."""
-        return None if self._waiting is None else self._waiting.get(key)
+    def awaited(self, keys: tuple[str, ...]) -> trio.Event | None:
+        """The Event of the first of ``keys`` still unanswered; None once all are set."""
+        waiting = self._waiting or {}
+        return next((waiting[key] for key in keys if key in waiting), None)
 
     def forget(self, keys: tuple[str, ...]) -> None:
         """Nobody waits for ``keys`` any more."""

@@ -188,7 +188,8 @@ class Lease:
     expires_ms: int
 
 
-@attrs.frozen
+# No weak reference slot: a parked task holds one, and nothing refers to it weakly.
+@attrs.frozen(weakref_slot=False)
 class Work:
     """What is needed to run a task made from ``tools/call`` again, in any process.
 
@@ -210,7 +211,8 @@ class Work:
     principal: JSONObject | None = None
 
 
-@attrs.frozen
+# No weak reference slot: a parked task holds one, and nothing refers to it weakly.
+@attrs.frozen(weakref_slot=False)
 class StoredTask:
     """One stored task: the record every store keeps, whatever its engine."""
 

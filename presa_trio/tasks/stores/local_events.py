@@ -12,6 +12,7 @@ the events, so it is atomic by construction; a write's own events
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import attrs
@@ -22,26 +23,49 @@ from presa_trio.tasks.stores.base import StoredTask
 from presa_trio.tasks.stores.local import Announcer, writer_holds
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, weakref_slot=False)
 class Log:
-    """One task's log in memory: the retained events, the next seq, whether it closed."""
+    """One task's log in memory: the retained events and their stamps, the next seq, whether closed.
 
-    # Consecutive seqs, their stamps never going back (rule 7).
-    events: list[TaskEvent] = attrs.field(factory=list)
+    The retained events are the last ``len(events)`` seqs before ``next_seq``
+    (retention drops only a prefix), so none keeps its seq or its task id: a
+    read builds each :class:`~presa_trio.tasks.events.TaskEvent` it returns.
+    The events are shared, not copied: presa's own events for one status at
+    one revision are one object for every task
+    (:func:`~presa_trio.tasks.events.life_events`), so the log of a parked
+    task holds little more than its stamps.
+    """
+
+    # Consecutive seqs up to next_seq - 1 (rule 7).
+    events: list[NewEvent] = attrs.field(factory=list)
+    # Each event's stamp at the same index, epoch ms: what maximum age counts
+    # from. They never go back (rule 7).
+    stamps: list[int] = attrs.field(factory=list)
     next_seq: int = 0
     # Epoch ms of the closing append; None while the task may still add events.
     closed_ms: int | None = None
 
-    def window(self, after: int, limit: int, now_ms: int, retention: Retention) -> EventWindow:
+    def window(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
         """The events after ``after`` that ``retention`` keeps at ``now_ms``, pruned or not."""
         aged = self.first_kept(now_ms, retention)
-        earliest = self.events[aged].seq if aged < len(self.events) else self.next_seq
+        first = self.next_seq - len(self.events)
         # Seqs are consecutive: the first kept after the cursor is at this index.
-        start = aged + max(0, after + 1 - earliest)
-        picked = self.events[start : start + limit]
+        start = max(aged, after + 1 - first)
+        picked = self.read(task_id, start, start + limit)
         return EventWindow.of_log(
-            picked, earliest, self.next_seq, self.closed_ms, now_ms, retention
+            picked, first + aged, self.next_seq, self.closed_ms, now_ms, retention
         )
+
+    def read(self, task_id: str, start: int, stop: int) -> list[TaskEvent]:
+        """The events from index ``start`` to ``stop``, as the events of ``task_id`` they are."""
+        seq = self.next_seq - len(self.events) + start
+        picked = zip(self.events[start:stop], self.stamps[start:stop], strict=True)
+        return [
+            TaskEvent(seq + n, task_id, event.type, event.payload, stamp)
+            for n, (event, stamp) in enumerate(picked)
+        ]
 
     def append(
         self,
@@ -52,13 +76,14 @@ class Log:
         closing: bool,
     ) -> list[TaskEvent]:
         """Append after ``next_seq``, stamped no earlier than the last event; then trim."""
-        stamp = max(now_ms, self.events[-1].created_ms) if self.events else now_ms
-        appended = [
-            TaskEvent(self.next_seq + n, task_id, new.type, new.payload, stamp)
-            for n, new in enumerate(events)
-        ]
-        self.events.extend(appended)
-        self.next_seq += len(appended)
+        stamp = max(now_ms, self.stamps[-1]) if self.stamps else now_ms
+        start = len(self.events)
+        for event in events:
+            # One by one: a list grown by appends stays close to its length.
+            self.events.append(event)
+            self.stamps.append(stamp)
+        self.next_seq += len(events)
+        appended = self.read(task_id, start, len(self.events))
         if closing:
             self.closed_ms = stamp
         self.trim(stamp, retention)
@@ -72,14 +97,19 @@ class Log:
         """
         first = max(0, len(self.events) - retention.max_events)
         cutoff = retention.age_cutoff(now_ms)
-        if cutoff is not None:
-            while first < len(self.events) and self.events[first].created_ms <= cutoff:
-                first += 1
-        return first
+        if cutoff is None:
+            return first
+        return bisect.bisect_right(self.stamps, cutoff, lo=first)
 
     def trim(self, now_ms: int, retention: Retention) -> None:
         """Drop what the count and the age allow no more: a prefix (rule 7)."""
-        del self.events[: self.first_kept(now_ms, retention)]
+        first = self.first_kept(now_ms, retention)
+        del self.events[:first], self.stamps[:first]
+
+    def clear(self) -> None:
+        """Drop every event; the log's bounds stay."""
+        self.events.clear()
+        self.stamps.clear()
 
 
 @attrs.define(eq=False, repr=False)
@@ -132,7 +162,7 @@ class MemoryEventLogs:
         log = self._logs.get(task_id)
         if log is None:
             return EventWindow.empty()
-        return log.window(after, limit, now_ms, retention)
+        return log.window(task_id, after, limit, now_ms, retention)
 
     async def prune_events(self, now_ms: int, retention: Retention) -> None:
         await trio.sleep(0)
@@ -142,4 +172,4 @@ class MemoryEventLogs:
                 continue
             log.trim(now_ms, retention)
             if not retention.keeps_closed(log.closed_ms, now_ms):
-                log.events.clear()
+                log.clear()
