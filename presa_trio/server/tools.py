@@ -11,8 +11,8 @@ task, in three seams:
 - :func:`answer_call` — the outcome as this request's result.
 
 The plain path is the three in a row (:func:`call_tool`). The Tasks
-extension prepares, and its worker (``ToolJob``) runs the handler in the
-task's own nursery and maps the outcome with :func:`tool_outcome` and
+extension prepares, and its worker (``ToolJob``) runs the handler with
+:func:`run_handler` in the task's own nursery and maps the outcome with
 :func:`map_outcome`, then makes it the task's result.
 
 The checks and mappings, in order:

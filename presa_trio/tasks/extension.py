@@ -70,7 +70,7 @@ from presa_trio.server.tools import (
     map_outcome,
     prepare_call,
     read_call_params,
-    tool_outcome,
+    run_handler,
 )
 from presa_trio.tasks.context import Job, WorkerContext, detached_meta, drop
 from presa_trio.tasks.event_log import TaskEventLog
@@ -483,7 +483,7 @@ class ToolJob:
     """The work of a task made from a ``tools/call``: the same call, detached.
 
     It runs the handler and maps its outcome with the plain path's own
-    functions, :func:`~presa_trio.server.tools.tool_outcome` and
+    functions, :func:`~presa_trio.server.tools.run_handler` and
     :func:`~presa_trio.server.tools.map_outcome`, so both paths map alike:
     an ``isError`` result is a result (``completed``), a raised error is an
     error (``failed``) (SEP-2663 §Task Execution Errors;
@@ -501,14 +501,7 @@ class ToolJob:
     arguments: dict[str, Any]
 
     async def __call__(self, ctx: WorkerContext) -> JSONObject:
-        # The handler is awaited in this frame, not through run_handler: a
-        # parked task keeps every frame from its job down to its wait.
-        output: ToolOutput
-        try:
-            output = await self.registered.handler(ctx, self.arguments)
-        except Exception as error:
-            output = tool_outcome(error)
-        return self.result_of(output)
+        return self.result_of(await run_handler(self.registered, ctx, self.arguments))
 
     def result_of(self, output: ToolOutput) -> JSONObject:
         """The task's result: the handler's outcome as the plain path maps it."""
