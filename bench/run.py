@@ -76,6 +76,7 @@ from bench.targets import (
     check_cross_process,
     check_targets,
     count_verdicts,
+    events_on_verdicts,
 )
 
 CELLS = [
@@ -310,6 +311,7 @@ async def main_async(settings: Settings) -> int:
             print("--instructions: valgrind is not installed; skipped", file=sys.stderr)
     verdicts = check_targets(report, task_report, sqlite_report, counts)
     verdicts += access_share_verdicts(share_report)
+    verdicts += events_on_verdicts(events_on)
     verdicts += check_cross_process(cross_report)
     verdicts += count_verdicts(scale_report.check)
     print()
