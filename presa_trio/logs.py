@@ -191,7 +191,7 @@ class StderrLines(logging.StreamHandler[TextIO]):
     def write_lines(self, batch: deque[str]) -> None:
         """Take the lines of ``batch`` and write them, whole lines to a write.
 
-        Each write carries at most :attr:`largest_write` bytes (unless one
+        Each write carries at most ``largest_write`` bytes (:func:`largest_whole_write`; unless one
         line alone is longer): the lines of processes sharing one stderr
         (``--workers``) never interleave, as they did not when each line was
         written alone.
