@@ -140,8 +140,6 @@ class StderrLines(logging.StreamHandler[TextIO]):
         self.batch: deque[str] | None = None
         # The batch's owner, told that the batch holds BATCH_LINES lines.
         self.on_full: Callable[[], None] = lambda: None
-        # The most bytes a write of the batch carries (:func:`largest_whole_write`).
-        self.largest_write: int | None = select.PIPE_BUF
 
     def write(self, level: int, logger: str, message: str, fields: dict[str, object]) -> None:
         """Write (or batch) what :meth:`emit` writes for a record with these values, made now."""
@@ -174,7 +172,6 @@ class StderrLines(logging.StreamHandler[TextIO]):
         """
         self.batch = deque()
         self.on_full = on_full
-        self.largest_write = largest_whole_write(self.stream)
 
     def stop_batching(self) -> None:
         """Write what the batch holds; from now on, :meth:`write` writes each line at once."""
@@ -191,16 +188,16 @@ class StderrLines(logging.StreamHandler[TextIO]):
     def write_lines(self, batch: deque[str]) -> None:
         """Take the lines of ``batch`` and write them, whole lines to a write.
 
-        Each write carries at most ``largest_write`` bytes (:func:`largest_whole_write`; unless one
-        line alone is longer): the lines of processes sharing one stderr
-        (``--workers``) never interleave, as they did not when each line was
-        written alone.
+        Each write carries at most what :func:`largest_whole_write` allows
+        the stream as it is now (unless one line alone is longer): the lines
+        of processes sharing one stderr (``--workers``) never interleave, as
+        they did not when each line was written alone.
         """
         self.acquire()  # one writer at a time, and the batch's order kept
         try:
             lines = [batch.popleft() for _ in range(len(batch))]
             try:
-                for chunk in whole_lines(lines, self.largest_write):
+                for chunk in whole_lines(lines, largest_whole_write(self.stream)):
                     self.stream.write(chunk)
                     self.stream.flush()
             except Exception:  # as emit does: the failure is reported, the server goes on
