@@ -2,26 +2,32 @@
 
 A part of ``nox -s bench``, or alone: ``python -m bench.access_share [--quick]``.
 
-Three ``presa-trio serve`` processes, all pinned to the server core: two
-quiet (``--log-level WARNING``: the access log off) and one as users run it
-(the log on, its lines going to a file, the bench's log of that server).
-At c=1, where a server leaves the core idle while its client reads the
-answer, the load client drives the three at once, the same cell on each
-over its own connections, for one window, so whatever else the machine
-does in that window falls on the three alike. At c=32 each would fill the
-core, and three loaded at once take turns on it unevenly (the one that
-answers more requests per turn spends less per request), so there they
-are measured one after the other, in an order that flips every round, as
-the main table measures servers. The CPU time each spent per request (the
-scheduler's count in ns, user + system: the kernel's side of writing the
-lines included; :func:`on_cpu_seconds`) gives, per round:
+Four ``presa-trio serve`` processes a round, all pinned to the server core:
+two quiet (``--log-level WARNING``: the access log off) and two as users
+run them (the log on, its lines going to a file, the bench's log of that
+server). Two processes doing the same work differ by a point or two of CPU
+time per request for as long as they live, most of the share's own
+size, so each round starts four new ones and the rounds average that out.
 
-- **the share**: logged / quiet − 1, against the first quiet server;
+How a cell loads them, so that whatever else the host does (its slow and
+fast spells last seconds) falls on the four alike: in turns, each server
+alone on the core for a short slice (:data:`SLICE_S`), in an order that
+runs forward then back, until each has been loaded for the window's
+length, its connections kept open from slice to slice. Loaded at once,
+servers that fill the core take turns on it unevenly (the one that
+answers more requests per turn spends less per request); alone, each
+runs as it would for its users.
+
+The CPU time each spent per request (the scheduler's count in ns, user +
+system: the kernel's side of writing the lines included;
+:func:`on_cpu_seconds`) gives, per round:
+
+- **the share**: the logged pair's mean / the quiet pair's mean − 1;
 - **the noise**: the second quiet server / the first − 1: how far two
-  servers doing the same work differ in the same round.
+  processes doing the same work differ in the same round.
 
-A round per cell (``tools/call`` at c=1 and c=32 over HTTP/1.1); the table
-gives the medians over the rounds, and the noise beside the share.
+The table gives the medians over the rounds (twice the bench's rounds:
+each is short), the noise beside the share.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -45,12 +51,16 @@ from bench.cells import (
 )
 
 CELLS = [Cell("tools/call", CALL, 1, "content"), Cell("tools/call", CALL, 32, "content")]
-QUIET, SECOND_QUIET, LOGGED = "presa", "presa again", "presa-default"
+QUIET, SECOND_QUIET = "presa", "presa again"
+LOGGED, SECOND_LOGGED = "presa-default", "presa-default again"
 SERVERS: dict[str, servers.Command] = {
     QUIET: servers.presa_command,
-    SECOND_QUIET: servers.presa_command,
     LOGGED: servers.presa_default_command,
+    SECOND_QUIET: servers.presa_command,
+    SECOND_LOGGED: servers.presa_default_command,
 }
+#: How long a server is loaded alone at c=32 before the next one takes its turn.
+SLICE_S = 0.25
 
 
 @attrs.frozen
@@ -60,8 +70,10 @@ class Window:
     cpu_per_request: Mapping[str, float]
     requests: Mapping[str, int]
 
-    def over_quiet(self, name: str) -> float:
-        return self.cpu_per_request[name] / self.cpu_per_request[QUIET] - 1
+    def over_quiet(self, names: Sequence[str]) -> float:
+        """The mean of ``names``' CPU time per request over the quiet pair's, less one."""
+        quiet = statistics.mean(self.cpu_per_request[name] for name in (QUIET, SECOND_QUIET))
+        return statistics.mean(self.cpu_per_request[name] for name in names) / quiet - 1
 
 
 @attrs.frozen
@@ -69,23 +81,26 @@ class ShareReport:
     # Per cell, one window per round.
     windows: dict[Cell, list[Window]]
 
-    def median(self, cell: Cell, name: str) -> float:
-        """The median over the rounds of ``name``'s CPU time per request over quiet presa's."""
-        return statistics.median(window.over_quiet(name) for window in self.windows[cell])
-
     def share(self, cell: Cell) -> float:
-        return self.median(cell, LOGGED)
+        """The median over the rounds of the logged pair's CPU time per request over the
+        quiet pair's, less one."""
+        return statistics.median(w.over_quiet((LOGGED, SECOND_LOGGED)) for w in self.windows[cell])
 
     def noise(self, cell: Cell) -> float:
-        return self.median(cell, SECOND_QUIET)
+        """The median over the rounds of the second quiet server's over the first's, less one."""
+        return statistics.median(
+            w.cpu_per_request[SECOND_QUIET] / w.cpu_per_request[QUIET] - 1
+            for w in self.windows[cell]
+        )
 
 
 def on_cpu_seconds(served: servers.Served) -> float:
     """The CPU time of ``served``'s threads, in nanoseconds where Linux gives them.
 
-    psutil reads ``/proc/PID/stat``, in clock ticks (10 ms): a window in
-    which three servers share one core gives each well under a second, so
-    a tick would be over 1 % of it. The scheduler's own count
+    psutil reads ``/proc/PID/stat``, in clock ticks (10 ms) charged to
+    whichever process the timer finds running: a server loaded in turns of
+    a quarter second would be charged by where its ticks happened to fall.
+    The scheduler's own count
     (``/proc/PID/task/TID/schedstat``, time on the CPU in ns, user and
     system) is exact; it covers the threads alive at the reading, which in
     presa are the main thread and the access log writer's (kept by Trio's
@@ -100,81 +115,86 @@ def on_cpu_seconds(served: servers.Served) -> float:
     return total / 1e9
 
 
-async def window_at_once(
+async def load_for(clients: load.Clients, seconds: float) -> int:
+    """Every one of ``clients`` sends its request back to back for ``seconds``: the answers.
+
+    The requests still out when the time is up are awaited, so the server
+    is idle again when this returns.
+    """
+    loop = asyncio.get_running_loop()
+    until = loop.time() + seconds
+    answered = 0
+
+    async def drive(roundtrip: load.Roundtrip) -> None:
+        nonlocal answered
+        while loop.time() < until:
+            response = await roundtrip()
+            if not ok_response(response):
+                raise RuntimeError(f"a failed response: HTTP {response.status}")
+            answered += 1
+
+    await asyncio.gather(*(drive(roundtrip) for roundtrip in clients.roundtrips))
+    return answered
+
+
+async def window_in_turns(
     running: Mapping[str, servers.Served], cell: Cell, settings: Settings
 ) -> Window:
-    """One window of ``cell`` on every server of ``running`` at once."""
-    cpu: dict[str, dict[str, float]] = {name: {} for name in running}
+    """One window of ``cell``: each server alone on the core, in turns of :data:`SLICE_S`.
 
-    def edges_of(name: str) -> Callable[[str], None]:
-        def on_window(edge: str) -> None:
-            cpu[name][edge] = on_cpu_seconds(running[name])
-
-        return on_window
-
-    clients = {
-        name: await load.connections(
-            "127.0.0.1",
-            served.port,
-            mcp.http_request(served.port, cell.method, cell.params),
-            cell.concurrency,
-        )
+    The order runs forward then back, so a drift over the window falls on
+    every server alike; each is loaded for ``settings.duration`` in all.
+    """
+    request = {
+        name: mcp.http_request(served.port, cell.method, cell.params)
         for name, served in running.items()
     }
-    outcomes = await asyncio.gather(
-        *(
-            load.closed_loop(
-                clients[name],
-                warmup=settings.warmup,
-                duration=settings.duration,
-                check=ok_response,
-                on_window=edges_of(name),
-            )
-            for name in running
-        )
-    )
-    requests = {name: outcome.requests for name, outcome in zip(running, outcomes, strict=True)}
-    for name, outcome in zip(running, outcomes, strict=True):
-        if outcome.errors:
-            raise RuntimeError(f"{name} {cell.label}: {outcome.errors} failed responses")
+    clients = {
+        name: await load.connections("127.0.0.1", served.port, request[name], cell.concurrency)
+        for name, served in running.items()
+    }
+    order = [*running, *reversed(list(running))]
+    requests = dict.fromkeys(running, 0)
+    try:
+        for name in running:
+            await load_for(clients[name], settings.warmup)
+        start = {name: on_cpu_seconds(served) for name, served in running.items()}
+        for _ in range(max(1, round(settings.duration / (2 * SLICE_S)))):
+            for name in order:
+                requests[name] += await load_for(clients[name], SLICE_S)
+        end = {name: on_cpu_seconds(served) for name, served in running.items()}
+    finally:
+        await asyncio.gather(*(opened.close() for opened in clients.values()))
     return Window(
-        {
-            name: (cpu[name]["end"] - cpu[name]["start"]) / max(1, requests[name])
-            for name in running
-        },
+        {name: (end[name] - start[name]) / max(1, requests[name]) for name in running},
         requests,
     )
 
 
 async def one_round(
-    running: Mapping[str, servers.Served], cell: Cell, settings: Settings, number: int
-) -> Window:
-    """Round ``number`` of ``cell``: every server at once at c=1, else one after the other."""
-    if cell.concurrency == 1:
-        return await window_at_once(running, cell, settings)
-    order = list(running) if number % 2 else list(reversed(list(running)))
-    alone = [await window_at_once({name: running[name]}, cell, settings) for name in order]
-    return Window(
-        {name: w.cpu_per_request[name] for w in alone for name in w.cpu_per_request},
-        {name: w.requests[name] for w in alone for name in w.requests},
-    )
-
-
-async def run(settings: Settings, commands: Mapping[str, servers.Command] = SERVERS) -> ShareReport:
-    """Start the servers, then a window per round and cell on all of them at once."""
+    commands: Mapping[str, servers.Command], settings: Settings
+) -> dict[Cell, Window]:
+    """New servers, a window of each cell on them, then stopped."""
     running: dict[str, servers.Served] = {}
-    windows: dict[Cell, list[Window]] = {cell: [] for cell in CELLS}
     try:
         for name, command in commands.items():
             port = servers.free_port()
             running[name] = await servers.start(name, command(port), port)
-        for number in range(1, settings.rounds + 1):
-            print(f"round {number}/{settings.rounds} ...", file=sys.stderr, flush=True)
-            for cell in CELLS:
-                windows[cell].append(await one_round(running, cell, settings, number))
+        return {cell: await window_in_turns(running, cell, settings) for cell in CELLS}
     finally:
         for served in running.values():
             served.stop()
+            served.log_path.unlink(missing_ok=True)
+
+
+async def run(settings: Settings, commands: Mapping[str, servers.Command] = SERVERS) -> ShareReport:
+    """A round after another, each on new servers: twice the bench's rounds."""
+    windows: dict[Cell, list[Window]] = {cell: [] for cell in CELLS}
+    rounds = 2 * settings.rounds
+    for number in range(1, rounds + 1):
+        print(f"round {number}/{rounds} ...", file=sys.stderr, flush=True)
+        for cell, window in (await one_round(commands, settings)).items():
+            windows[cell].append(window)
     return ShareReport(windows)
 
 
@@ -196,10 +216,11 @@ def table(report: ShareReport) -> str:
         )
     lines.append("")
     lines.append(
-        f"The three servers pinned to core {servers.SERVER_CORE}; at c=1 loaded at once, the "
-        "same cell on each, at c=32 one after the other. The share is presa-default's CPU "
-        "time per request over quiet presa's, less one, the median of the rounds; quiet "
-        "against quiet is the same for a second quiet server: the noise."
+        f"Four new servers a round, pinned to core {servers.SERVER_CORE}, each loaded alone in "
+        f"turns of {SLICE_S} s. The share "
+        "is the presa-default pair's CPU time per request over the quiet pair's, less one, "
+        "the median of the rounds; quiet against quiet is the second quiet server's over the "
+        "first's: the noise."
     )
     return "\n".join(lines)
 

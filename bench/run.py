@@ -15,7 +15,8 @@ One run, on loopback:
    as its docs run it (``bench.sdk_server``: uvicorn, its access log on)
    take the ``tools/call`` cells over HTTP/1.1; then the access log's share
    of a ``tools/call``'s CPU time, presa as users run it against quiet
-   presa loaded at once (``bench.access_share``);
+   presa, new processes each round, each loaded alone in turns
+   (``bench.access_share``);
 3. the Tasks figures, presa only (``bench.tasks``), on the memory store and
    then at once on SQLite, and the two side by side;
 4. what checking a tool's arguments against its schema costs per

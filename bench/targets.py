@@ -42,9 +42,9 @@ SQLITE_RATE_TARGET = 0.5
 ACCESS_SHARE_TARGET = 0.03
 
 RATIO_MARGIN = 0.10
-#: In points of share, not a fraction of the target: the median of two quiet
-#: servers' CPU time per request, loaded at once, differed by up to 2.6 points on
-#: a busy two-core machine (bench.access_share prints it beside the share).
+#: In points of share, not a fraction of the target: two quiet servers' CPU time
+#: per request, a new pair each round, differed by up to 2.7 points in the median
+#: of a run on a two-core machine (bench.access_share prints it beside the share).
 ACCESS_SHARE_MARGIN = 0.03
 P99_RATIO_MARGIN = 0.15
 # Instruction counts repeat to about 0.1 %; the margin allows ten times that.
