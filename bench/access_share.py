@@ -59,7 +59,7 @@ SERVERS: dict[str, servers.Command] = {
     SECOND_QUIET: servers.presa_command,
     SECOND_LOGGED: servers.presa_default_command,
 }
-#: How long a server is loaded alone at c=32 before the next one takes its turn.
+#: How long a server is loaded alone before the next one takes its turn.
 SLICE_S = 0.25
 
 
