@@ -8,6 +8,10 @@ run them (the log on, its lines going to a file, the bench's log of that
 server). Two processes doing the same work differ by a point or two of CPU
 time per request for as long as they live, most of the share's own
 size, so each round starts four new ones and the rounds average that out.
+Within a round the four are made alike (:func:`alike`): one string hash
+seed for all four, a new one each round, and the address space laid out
+without randomization, so that their dicts and their memory lie the same
+way and what differs between them is the access log.
 
 How a cell loads them, so that whatever else the host does (its slow and
 fast spells last seconds) falls on the four alike: in turns, each server
@@ -33,6 +37,9 @@ each is short), the noise beside the share.
 from __future__ import annotations
 
 import asyncio
+import platform
+import random
+import shutil
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -171,15 +178,38 @@ async def window_in_turns(
     )
 
 
+def alike(seed: int) -> list[str]:
+    """What a round's servers are started under, so that they differ only in their work.
+
+    - ``PYTHONHASHSEED``: the string hash seed. It decides where every key
+      lies in every dict and set, and with it how often lookups collide;
+      each process draws its own at random, one of the ways in which two
+      processes doing the same work differ. One seed for the round's
+      servers, a new one each round: the rounds average over seeds.
+    - ``setarch -R`` (where there is one): no address space layout
+      randomization, so that code and heap lie at the same addresses in
+      each, and so fall on the caches alike.
+
+    How much this narrows the rounds' spread is in docs/performance.md,
+    "Scaling out and the access log".
+    """
+    prefix = ["env", f"PYTHONHASHSEED={seed}"]
+    if shutil.which("setarch"):
+        prefix += ["setarch", platform.machine(), "-R"]
+    return prefix
+
+
 async def one_round(
     commands: Mapping[str, servers.Command], settings: Settings
 ) -> dict[Cell, Window]:
-    """New servers, a window of each cell on them, then stopped."""
+    """New servers, alike but for their work (:func:`alike`), a window of each cell on
+    them, then stopped."""
     running: dict[str, servers.Served] = {}
+    seed = random.randrange(1, 2**32)  # PYTHONHASHSEED takes 0 (no hashing at random) to 2**32 - 1
     try:
         for name, command in commands.items():
             port = servers.free_port()
-            running[name] = await servers.start(name, command(port), port)
+            running[name] = await servers.start(name, [*alike(seed), *command(port)], port)
         return {cell: await window_in_turns(running, cell, settings) for cell in CELLS}
     finally:
         for served in running.values():
@@ -216,8 +246,8 @@ def table(report: ShareReport) -> str:
         )
     lines.append("")
     lines.append(
-        f"Four new servers a round, pinned to core {servers.SERVER_CORE}, each loaded alone in "
-        f"turns of {SLICE_S} s. The share "
+        f"Four new servers a round, pinned to core {servers.SERVER_CORE}, with one hash seed "
+        f"and no address randomization, each loaded alone in turns of {SLICE_S} s. The share "
         "is the presa-default pair's CPU time per request over the quiet pair's, less one, "
         "the median of the rounds; quiet against quiet is the second quiet server's over the "
         "first's: the noise."
