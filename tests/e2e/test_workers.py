@@ -202,34 +202,42 @@ async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_u
     answered by either worker counts the requests both served, and the count
     matches their access lines, every one of them written once the server stops.
     An exchange is counted as it ends, just after its last byte went out, so a
-    scrape right after a response may not count it yet: each worker is asked
-    until it counts all three (or the test's patience runs out)."""
+    scrape right after a response may not count it yet: a worker is stopped
+    only once the scrapes count what it served, and each worker is asked until
+    it counts all three (or the test's patience runs out)."""
     options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
     greet = {"name": "greet", "arguments": {"name": "Ada"}}
     async with presa_serve(*options) as served:
         pids = await worker_pids(served, 2)
+        served_so_far = 0
         for busy, idle in ((1, 2), (2, 1)):
             async with stopped(pids[idle]), peer_of(served) as peer:
                 for _ in range(busy):
                     await peer.call("tools/call", greet)
+                served_so_far += busy
+                await calls_counted(served, peer, served_so_far)
         scraped = []
         for idle in (1, 2):
             async with stopped(pids[idle]), peer_of(served) as peer:
-                counted = 0.0
-                with trio.move_on_after(PATIENCE):
-                    while counted < 3:
-                        text = (
-                            await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")
-                        ).text
-                        counted = sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"')
-                        await trio.sleep(0.05)
-            scraped.append(counted)
+                scraped.append(await calls_counted(served, peer, 3))
         served.process.send_signal(signal.SIGTERM)  # each worker writes its last access lines
         with trio.fail_after(PATIENCE):
             assert await served.stopped() == 0
     logged = [line for line in served.lines if "POST /mcp" in line and "mcp-name=greet" in line]
     assert scraped == [3, 3]
     assert len(logged) == 3
+
+
+async def calls_counted(served: ServeProcess, peer: Peer, at_least: int) -> float:
+    """The ``tools/call`` answers ``/metrics`` counts, asked until they are ``at_least``
+    or the test's patience runs out."""
+    counted = 0.0
+    with trio.move_on_after(PATIENCE):
+        while counted < at_least:
+            text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
+            counted = sum_of(text, 'mcp_method_name="tools/call"', 'outcome="ok"')
+            await trio.sleep(0.05)
+    return counted
 
 
 def sum_of(text: str, *labels: str) -> float:
