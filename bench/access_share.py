@@ -205,11 +205,12 @@ async def one_round(
     """New servers, alike but for their work (:func:`alike`), a window of each cell on
     them, then stopped."""
     running: dict[str, servers.Served] = {}
-    seed = random.randrange(1, 2**32)  # PYTHONHASHSEED takes 0 (no hashing at random) to 2**32 - 1
+    # PYTHONHASHSEED takes 0 (no hashing at random) to 2**32 - 1.
+    prefix = alike(random.randrange(1, 2**32))
     try:
         for name, command in commands.items():
             port = servers.free_port()
-            running[name] = await servers.start(name, [*alike(seed), *command(port)], port)
+            running[name] = await servers.start(name, [*prefix, *command(port)], port)
         return {cell: await window_in_turns(running, cell, settings) for cell in CELLS}
     finally:
         for served in running.values():

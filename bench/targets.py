@@ -44,7 +44,8 @@ ACCESS_SHARE_TARGET = 0.03
 RATIO_MARGIN = 0.10
 #: In points of share, not a fraction of the target: two quiet servers' CPU time
 #: per request, a new pair each round, differed by up to 2.7 points in the median
-#: of a run on a two-core machine (bench.access_share prints it beside the share).
+#: of a run on a two-core machine before the round's servers shared a hash seed,
+#: by under 1 in the full runs since (bench.access_share prints it beside the share).
 ACCESS_SHARE_MARGIN = 0.03
 P99_RATIO_MARGIN = 0.15
 # Instruction counts repeat to about 0.1 %; the margin allows ten times that.
