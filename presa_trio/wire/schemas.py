@@ -31,6 +31,8 @@ from presa_trio.wire.models import JSONObject
 
 #: At most this many failures are reported for one value; the rest are counted.
 MAX_VIOLATIONS = 10
+#: The failure reported when the value fails, nested too deep for the validator to say where.
+TOO_DEEP = "fails the schema, nested too deeply to say where"
 
 
 class SchemaError(ValueError):
@@ -130,16 +132,25 @@ class CompiledSchema:
 
         A value holding a lone surrogate fails whatever the schema says: it
         is not valid Unicode, and the validator could not read it. A valid
-        value costs one ``is_valid``; only an invalid one is explained.
+        value costs one ``is_valid``; only an invalid one is explained, and
+        one whose failing part is nested deeper than the validator copies
+        into an error is explained by one failure at its root
+        (:data:`TOO_DEEP`), so the call still gets its ``isError`` result.
         """
         if has_lone_surrogate(value):
             return list(lone_surrogates(value))[:MAX_VIOLATIONS]
         if self._validator.is_valid(value):
             return []
         found = []
-        for error in self._validator.iter_errors(value):
-            at, rule = pointer(error.instance_path), pointer(error.schema_path)
-            found.append(Violation(at, rule, error.message))
-            if len(found) == MAX_VIOLATIONS:
-                break
+        try:
+            for error in self._validator.iter_errors(value):
+                at, rule = pointer(error.instance_path), pointer(error.schema_path)
+                found.append(Violation(at, rule, error.message))
+                if len(found) == MAX_VIOLATIONS:
+                    break
+        except ValueError:
+            # Each error carries a copy of the failing part of the value, and
+            # the validator copies no more than its recursion limit deep: the
+            # value is still invalid, only where is beyond what it can say.
+            found.append(Violation("", "", TOO_DEEP))
         return found

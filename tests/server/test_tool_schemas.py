@@ -112,6 +112,25 @@ async def test_invalid_arguments_are_an_error_result_naming_path_and_rule(
     assert calls == []
 
 
+async def test_arguments_failing_too_deep_to_explain_are_still_an_error_result(
+    client: McpClient, calls: list[dict[str, Any]]
+) -> None:
+    """Spec-mandated (server/tools §Error Handling; E-18): a failing value nested
+    deeper than the validator can copy into its report is refused like any other,
+    never a -32603 for the client's input."""
+    nested: Any = []
+    for _ in range(300):
+        nested = [nested]
+    response = await client.call(
+        "tools/call", {"name": "record", "arguments": {"age": 1, "tags": nested}}
+    )
+    assert refusal_text(result_of(response)).splitlines() == [
+        "Invalid arguments for tool 'record':",
+        "- (root): fails the schema, nested too deeply to say where",
+    ]
+    assert calls == []
+
+
 async def test_valid_arguments_reach_the_handler_unchanged(
     client: McpClient, calls: list[dict[str, Any]]
 ) -> None:
