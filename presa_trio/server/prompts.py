@@ -75,7 +75,12 @@ def read_reference(params: dict[str, Any]) -> tuple[str, str]:
 
 
 async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """Suggest values for one argument; an unknown prompt or template is -32602."""
+    """Suggest values for one argument.
+
+    An unknown prompt or template, or any part of the request that breaks
+    ``$defs.CompleteRequestParams``, is -32602, whether or not a handler is
+    registered for the reference (completion §Security: validate all inputs).
+    """
     kind, ref = read_reference(params)
     argument = params.get("argument")
     if not (
@@ -84,9 +89,12 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
         and isinstance(argument.get("value"), str)
     ):
         raise InvalidParams("'argument' must be {name: string, value: string}")
-    context = params.get("context") or {}
+    context = params.get("context")
+    if context is None:
+        context = {}
     if not isinstance(context, dict):
         raise InvalidParams("'context' must be an object")
+    context_arguments = read_string_map(context.get("arguments"), "context.arguments")
     known = (
         ref in server.prompts
         if kind == "ref/prompt"
@@ -98,12 +106,7 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
     if handler is None:
         completion = models.Completion(values=[], total=0, has_more=False)
     else:
-        completion = await handler(
-            ctx,
-            argument["name"],
-            argument["value"],
-            read_string_map(context.get("arguments"), "context.arguments"),
-        )
+        completion = await handler(ctx, argument["name"], argument["value"], context_arguments)
     if len(completion.values) > MAX_COMPLETION_VALUES:
         raise ValueError("a completion may carry at most 100 values")
     return {"completion": to_wire(completion)}

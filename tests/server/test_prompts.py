@@ -78,6 +78,13 @@ async def test_completion_answers_with_a_values_array(client: McpClient) -> None
     assert completion["values"] == []
 
 
+#: A completion of a prompt the fixture has, which registers no completion handler for it.
+SIMPLE_PROMPT_ARGUMENT = {
+    "ref": {"type": "ref/prompt", "name": "test_simple_prompt"},
+    "argument": {"name": "a", "value": ""},
+}
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -89,11 +96,23 @@ async def test_completion_answers_with_a_values_array(client: McpClient) -> None
         {"ref": {"type": "ref/other", "name": "x"}, "argument": {"name": "a", "value": ""}},
         {"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}, "argument": {"name": "a"}},
         {"argument": {"name": "a", "value": ""}},
+        {**SIMPLE_PROMPT_ARGUMENT, "context": []},
+        {**SIMPLE_PROMPT_ARGUMENT, "context": {"arguments": {"a": 1}}},
     ],
-    ids=["unknown-prompt", "unknown-template", "unknown-ref-type", "no-value", "no-ref"],
+    ids=[
+        "unknown-prompt",
+        "unknown-template",
+        "unknown-ref-type",
+        "no-value",
+        "no-ref",
+        "context-not-an-object",
+        "context-arguments-not-strings",
+    ],
 )
 async def test_bad_completion_requests_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
-    """Spec-mandated (server/utilities/completion §Error Handling; E-14)."""
+    """Spec-mandated (server/utilities/completion §Error Handling, §Security; schema
+    ``$defs.CompleteRequestParams``; E-14): every part of the request is checked,
+    whether or not a completion handler is registered for the reference."""
     error_of(await client.call("completion/complete", params), 400, INVALID_PARAMS)
