@@ -95,11 +95,24 @@ class CacheHints:
 
     presa chooses ``ttlMs: 0`` (stale at once: lists can change, and
     ``listChanged`` announces it) and ``public`` (nothing here depends on who
-    asks). Change both per server.
+    asks). Change both per server. Hints the wire cannot carry are refused
+    here, with a ``ValueError``: caching §Time-to-Live (TTL) Field, "Servers
+    **MUST** provide a ``ttlMs`` value that is ``>= 0``", an integer (schema
+    ``$defs.CacheableResult``), and a scope of ``public`` or ``private``.
     """
 
-    ttl_ms: int = 0
-    scope: Literal["public", "private"] = "public"
+    ttl_ms: int = attrs.field(default=0)
+    scope: Literal["public", "private"] = attrs.field(default="public")
+
+    @ttl_ms.validator
+    def _check_ttl(self, _attribute: Any, ttl_ms: int) -> None:
+        if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0:
+            raise ValueError(f"ttl_ms must be a whole number of milliseconds >= 0, not {ttl_ms!r}")
+
+    @scope.validator
+    def _check_scope(self, _attribute: Any, scope: str) -> None:
+        if scope not in ("public", "private"):
+            raise ValueError(f"scope must be 'public' or 'private', not {scope!r}")
 
     def to_wire(self) -> JSONObject:
         return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}

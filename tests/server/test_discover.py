@@ -95,6 +95,20 @@ async def test_caching_hints_are_configured_per_server(method: str, params: dict
 
 
 @pytest.mark.parametrize(
+    "hints",
+    [{"ttl_ms": -1}, {"ttl_ms": 1.5}, {"ttl_ms": True}, {"scope": "shared"}],
+    ids=["negative-ttl", "fractional-ttl", "boolean-ttl", "unknown-scope"],
+)
+def test_caching_hints_the_wire_cannot_carry_are_refused(hints: dict[str, Any]) -> None:
+    """Spec-mandated (server/utilities/caching §Time-to-Live (TTL) Field: servers
+    MUST provide a ``ttlMs`` >= 0; schema ``$defs.CacheableResult``: an integer, and
+    ``cacheScope`` public or private): the server's developer learns it when the
+    server is built, not a client from an invalid result."""
+    with pytest.raises(ValueError, match=r"ttl_ms|scope"):
+        CacheHints(**hints)
+
+
+@pytest.mark.parametrize(
     ("method", "params"),
     [("tools/call", {"name": "test_simple_text"}), ("prompts/get", {"name": "test_simple_prompt"})],
 )
