@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+from typing import Any
 
 import pytest
 
 from presa_trio.demo.core import PNG_BASE64
-from presa_trio.testing import McpClient
-from presa_trio.wire.errors import INVALID_PARAMS
-from tests.expect import assert_still_serving, error_of, result_of
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, running
+from presa_trio.wire import models
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
+from tests.expect import assert_still_serving, error_of, incident_of, result_of
 
 
 async def test_resources_are_listed_with_uri_and_name(client: McpClient) -> None:
@@ -79,3 +84,29 @@ async def test_a_read_without_a_string_uri_is_invalid_params(
 ) -> None:
     """Spec-mandated (schema $defs.ReadResourceRequestParams: uri is a required string)."""
     error_of(await client.call("resources/read", params), 400, INVALID_PARAMS)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [None, {"text": "x"}, 5, ["text"], [models.TextContent("a content block")]],
+    ids=["none", "dict", "number", "strings", "content-blocks"],
+)
+async def test_a_handler_returning_no_resource_contents_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture, output: Any
+) -> None:
+    """Spec-mandated (schema ``$defs.ReadResourceResult``; resources §Error Handling:
+    -32603 for internal errors; E-05): what a handler returns becomes valid
+    ``contents`` or a generic -32603, never a result the schema refuses; the log
+    names the resource."""
+    server = Server("resources", "1.0.0")
+
+    @server.resource("test://broken", name="broken")
+    async def broken(ctx: RequestContext) -> Any:
+        return output
+
+    async with running(McpApp.for_server(server)) as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.call("resources/read", {"uri": "test://broken"})
+        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
+        assert "resource test://broken returned" in caplog.text
+        await assert_still_serving(client)
