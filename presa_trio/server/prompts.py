@@ -5,16 +5,21 @@ Spec: 2026-07-28 server/prompts, server/utilities/completion (§Error Handling o
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
+from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import Server
+from presa_trio.server.results import describe
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
+
+log = logging.getLogger(__name__)
 
 MAX_COMPLETION_VALUES = 100
 
@@ -53,12 +58,35 @@ async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]
     output = await registered.handler(ctx, arguments)
     if isinstance(output, InputRequired):
         return rounds.close_round(ctx, output, target)
-    if isinstance(output, str):  # a typed prompt's text: one user message
-        output = [models.PromptMessage("user", models.TextContent(output))]
-    if isinstance(output, list):
-        output = models.GetPromptResult(output)
-    result: dict[str, Any] = to_wire(output)
+    result: dict[str, Any] = to_wire(prompt_result(name, output))
     return result
+
+
+def prompt_result(name: str, output: Any) -> models.GetPromptResult:
+    """What prompt ``name`` returned, as a ``GetPromptResult``, else -32603.
+
+    A ``str`` (a typed prompt's text) is one user message; a list or tuple
+    of :class:`~presa_trio.wire.models.PromptMessage` is the messages. Anything
+    else is the handler's bug: -32603 with the detail in the log, never a
+    result the schema refuses (schema ``$defs.GetPromptResult``).
+    """
+    if isinstance(output, str):
+        output = [models.PromptMessage("user", models.TextContent(output))]
+    if isinstance(output, list | tuple):
+        output = models.GetPromptResult(list(output))
+    if (
+        isinstance(output, models.GetPromptResult)
+        and isinstance(output.messages, list)
+        and all(isinstance(message, models.PromptMessage) for message in output.messages)
+    ):
+        return output
+    raise report_fault(
+        log,
+        "prompt %s returned %s, which is not a prompt result (a str, a list of "
+        "PromptMessage, or a GetPromptResult)",
+        name,
+        describe(output),
+    )
 
 
 def read_reference(params: dict[str, Any]) -> tuple[str, str]:
@@ -107,6 +135,27 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
         completion = models.Completion(values=[], total=0, has_more=False)
     else:
         completion = await handler(ctx, argument["name"], argument["value"], context_arguments)
-    if len(completion.values) > MAX_COMPLETION_VALUES:
-        raise ValueError("a completion may carry at most 100 values")
+    if not is_completion(completion):
+        raise report_fault(
+            log,
+            "completion of %s %s returned %s, which is not a Completion of at most %d strings",
+            kind,
+            ref,
+            describe(completion),
+            MAX_COMPLETION_VALUES,
+        )
     return {"completion": to_wire(completion)}
+
+
+def is_completion(completion: Any) -> bool:
+    """A :class:`~presa_trio.wire.models.Completion` of at most 100 strings.
+
+    Spec: completion §Completion Results ("Maximum 100 items per response");
+    schema ``$defs.CompleteResult`` (``values``: strings).
+    """
+    return (
+        isinstance(completion, models.Completion)
+        and isinstance(completion.values, list)
+        and len(completion.values) <= MAX_COMPLETION_VALUES
+        and all(isinstance(value, str) for value in completion.values)
+    )

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 
-from presa_trio.testing import McpClient
-from presa_trio.wire.errors import INVALID_PARAMS
-from tests.expect import assert_still_serving, error_of, result_of
+from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, running
+from presa_trio.wire import models
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
+from tests.expect import assert_still_serving, error_of, incident_of, result_of
 
 
 async def test_every_prompt_has_a_name_and_description(client: McpClient) -> None:
@@ -116,3 +120,64 @@ async def test_bad_completion_requests_are_invalid_params(
     ``$defs.CompleteRequestParams``; E-14): every part of the request is checked,
     whether or not a completion handler is registered for the reference."""
     error_of(await client.call("completion/complete", params), 400, INVALID_PARAMS)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [None, {"messages": "x"}, ["text"], models.GetPromptResult(["text"])],  # type: ignore[list-item]
+    ids=["none", "dict", "strings", "result-of-strings"],
+)
+async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture, output: Any
+) -> None:
+    """Spec-mandated (prompts §Error Handling: internal errors are -32603; schema
+    ``$defs.GetPromptResult``; E-05): what a prompt returns becomes a valid result or
+    a generic -32603 with a JSON-RPC body, never a result the schema refuses nor a
+    bare HTTP 500; the log names the prompt."""
+    server = Server("prompts", "1.0.0")
+
+    @server.prompt(description="Returns what the test gives it")
+    async def broken(ctx: RequestContext, arguments: dict[str, str]) -> Any:
+        return output
+
+    async with running(McpApp.for_server(server)) as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.call("prompts/get", {"name": "broken"})
+        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
+        assert "prompt broken returned" in caplog.text
+        await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [None, ["a"], models.Completion(values=[1]), models.Completion(values=["a"] * 101)],  # type: ignore[list-item]
+    ids=["none", "list", "number-values", "over-100-values"],
+)
+async def test_a_completion_handler_returning_no_completion_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture, output: Any
+) -> None:
+    """Spec-mandated (completion §Error Handling, §Completion Results: at most 100
+    values; schema ``$defs.CompleteResult``; E-05): a valid result or a generic -32603;
+    the log names the reference."""
+    server = Server("completions", "1.0.0")
+
+    @server.prompt(description="A prompt to complete")
+    async def topic(ctx: RequestContext, arguments: dict[str, str]) -> str:
+        return "t"
+
+    @server.completion("ref/prompt", "topic")
+    async def complete(
+        ctx: RequestContext, argument: str, value: str, context_arguments: dict[str, str]
+    ) -> Any:
+        return output
+
+    params = {
+        "ref": {"type": "ref/prompt", "name": "topic"},
+        "argument": {"name": "a", "value": ""},
+    }
+    async with running(McpApp.for_server(server)) as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.call("completion/complete", params)
+        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
+        assert "completion of ref/prompt topic returned" in caplog.text
+        await assert_still_serving(client)
