@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from presa_trio.testing import McpClient, Response
 from presa_trio.wire.envelope import RequestId
@@ -69,6 +72,22 @@ def incident_of(error: dict[str, Any], log_text: str) -> str:
     incident: str = error["data"]["incident"]
     assert f"(incident {incident})" in log_text
     return incident
+
+
+async def assert_handler_fault(
+    client: McpClient,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
+    params: dict[str, Any],
+    logged: str,
+) -> None:
+    """Assert ``method`` is answered a generic -32603 (HTTP 500) whose incident the
+    log repeats beside ``logged``, and that the server serves on."""
+    with caplog.at_level(logging.ERROR):
+        response = await client.call(method, params)
+    incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
+    assert logged in caplog.text
+    await assert_still_serving(client)
 
 
 def without_incident(error: dict[str, Any]) -> dict[str, Any]:

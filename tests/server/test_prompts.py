@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
@@ -11,8 +10,8 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, running
 from presa_trio.wire import models
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
-from tests.expect import assert_still_serving, error_of, incident_of, result_of
+from presa_trio.wire.errors import INVALID_PARAMS
+from tests.expect import assert_handler_fault, assert_still_serving, error_of, result_of
 
 
 async def test_every_prompt_has_a_name_and_description(client: McpClient) -> None:
@@ -141,11 +140,9 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
         return output
 
     async with running(McpApp.for_server(server)) as client:
-        with caplog.at_level(logging.ERROR):
-            response = await client.call("prompts/get", {"name": "broken"})
-        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
-        assert "prompt broken returned" in caplog.text
-        await assert_still_serving(client)
+        await assert_handler_fault(
+            client, caplog, "prompts/get", {"name": "broken"}, "prompt broken returned"
+        )
 
 
 @pytest.mark.parametrize(
@@ -176,8 +173,6 @@ async def test_a_completion_handler_returning_no_completion_is_an_internal_error
         "argument": {"name": "a", "value": ""},
     }
     async with running(McpApp.for_server(server)) as client:
-        with caplog.at_level(logging.ERROR):
-            response = await client.call("completion/complete", params)
-        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
-        assert "completion of ref/prompt topic returned" in caplog.text
-        await assert_still_serving(client)
+        await assert_handler_fault(
+            client, caplog, "completion/complete", params, "completion of ref/prompt topic returned"
+        )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 from typing import Any
 
 import pytest
@@ -14,8 +13,8 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, running
 from presa_trio.wire import models
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
-from tests.expect import assert_still_serving, error_of, incident_of, result_of
+from presa_trio.wire.errors import INVALID_PARAMS
+from tests.expect import assert_handler_fault, assert_still_serving, error_of, result_of
 
 
 async def test_resources_are_listed_with_uri_and_name(client: McpClient) -> None:
@@ -105,8 +104,10 @@ async def test_a_handler_returning_no_resource_contents_is_an_internal_error(
         return output
 
     async with running(McpApp.for_server(server)) as client:
-        with caplog.at_level(logging.ERROR):
-            response = await client.call("resources/read", {"uri": "test://broken"})
-        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
-        assert "resource test://broken returned" in caplog.text
-        await assert_still_serving(client)
+        await assert_handler_fault(
+            client,
+            caplog,
+            "resources/read",
+            {"uri": "test://broken"},
+            "resource test://broken returned",
+        )
