@@ -11,10 +11,11 @@ dispatcher does the rest, in the spec's order:
     A result of ``input_required`` from a method whose row does not allow it
     is a server bug (basic/patterns/mrtr §Supported Requests), answered like any other: -32603.
 
-An unexpected exception becomes -32603 with a generic message; the detail
-goes to the log only (tools §Error Handling; spec-notes §1). The table is the core's rows plus each
-extension's, every row passed through each extension's ``wrap``; the core
-methods know nothing of extensions.
+An unexpected exception, or a handler's return value that is no result
+object, becomes -32603 with a generic message; the detail goes to the log
+only (tools §Error Handling; spec-notes §1). The table is the core's rows
+plus each extension's, every row passed through each extension's ``wrap``;
+the core methods know nothing of extensions.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from presa_trio.server.context import Connection, RequestContext, Send
 from presa_trio.server.faults import report_fault
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.server.registry import Method, Server
+from presa_trio.server.results import describe
 from presa_trio.wire.envelope import Request, RequestId, dumps, error_response, result_response
 from presa_trio.wire.errors import McpError, MethodNotFound
 from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
@@ -158,6 +160,13 @@ class Dispatcher:
             raise
         except Exception as exc:
             raise report_fault(log, "handler for %s failed", request.method) from exc
+        if not isinstance(result, dict):
+            raise report_fault(
+                log,
+                "handler for %s returned %s, not a result object",
+                request.method,
+                describe(result),
+            )
         if not row.may_ask and result.get("resultType") == "input_required":
             raise report_fault(log, "%s may not answer input_required", request.method)
         return self.stamp(result)

@@ -17,7 +17,7 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server, ToolError
+from presa_trio.server import Extension, Method, RequestContext, Server, ToolError
 from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.wire import models
 from presa_trio.wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND
@@ -151,6 +151,33 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
     assert b"NaN" not in response.body
     assert caplog.records
     await assert_still_serving(faulty)
+
+
+async def test_a_handler_returning_no_result_object_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Spec-mandated (basic/index §Result Responses: the ``result`` is an object with
+    ``resultType``; §Error Codes: -32603; E-05): a method handler of an extension that
+    returns something else is a server fault, answered -32603 with a JSON-RPC body,
+    never a broken exchange."""
+
+    async def hollow(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
+        return None
+
+    class Hollow(Extension):
+        id = "com.example/hollow"
+
+        def methods(self) -> list[Method]:
+            return [Method("hollow/get", hollow)]
+
+    server = Server("hollow", "1.0.0")
+    server.add_extension(Hollow())
+    async with running(McpApp.for_server(server)) as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.call("hollow/get")
+        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
+        assert "handler for hollow/get returned NoneType None, not a result object" in caplog.text
+        await assert_still_serving(client)
 
 
 async def test_an_anticipated_tool_failure_is_an_error_result(faulty: McpClient) -> None:
