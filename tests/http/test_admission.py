@@ -372,6 +372,16 @@ async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body:
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+async def test_a_body_that_is_not_utf8_is_a_parse_error(client: McpClient, encoding: str) -> None:
+    """Spec-mandated (basic/transports §Messages: JSON-RPC messages MUST be UTF-8
+    encoded; H-09, E-01): a well-formed request in another encoding is 400, -32700,
+    ``id: null``, not a request served."""
+    body = json.dumps(DISCOVER).encode(encoding)
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
+    await assert_still_serving(client)
+
+
 # --- rung 7: one JSON-RPC message ----------------------------------------------------
 
 
