@@ -108,8 +108,14 @@ def media_types(header: str | None) -> set[str]:
 
 
 def check_content_type(headers: Headers) -> None:
-    """Rung 4: the body is ``application/json`` (parameters allowed)."""
-    if not is_json(headers.get("content-type")):
+    """Rung 4: the body is ``application/json`` (parameters allowed).
+
+    Repeated Content-Type lines are read together, as one comma-joined value
+    (RFC 9110 §5.3), so every one of them must say ``application/json``: a
+    second line naming another type is refused, whichever comes first.
+    """
+    values = headers.get_all("content-type")
+    if not is_json(", ".join(values) if values else None):
         raise Rejection(415, "Content-Type must be application/json")
 
 

@@ -216,6 +216,25 @@ async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize(
+    "content_types",
+    [["application/json", "text/html"], ["text/html", "application/json"]],
+    ids=["json-first", "json-second"],
+)
+async def test_a_second_content_type_naming_another_type_is_unsupported_media_type(
+    client: McpClient, content_types: list[str]
+) -> None:
+    """presa-defined (spec-notes §11: a body not declared ``application/json`` is 415;
+    RFC 9110 §5.3: repeated field lines read as one value; H-06): whichever line comes
+    first, a body also declared as something else is refused, as a proxy that reads
+    the other line would see another type."""
+    others = list(with_headers(DISCOVER, content_type=None).items())
+    refused = others + [("content-type", value) for value in content_types]
+    rejection_of(await client.post(DISCOVER, refused), 415)
+    repeated = others + [("content-type", "application/json")] * 2
+    result_of(await client.post(DISCOVER, repeated))
+
+
 @pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
 async def test_content_type_parameters_and_case_are_accepted(
     client: McpClient, content_type: str
