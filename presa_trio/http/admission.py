@@ -108,15 +108,28 @@ def media_types(header: str | None) -> set[str]:
 
 
 def check_content_type(headers: Headers) -> None:
-    """Rung 4: the body is ``application/json`` (parameters allowed).
+    """Rung 4: the body is ``application/json`` (parameters allowed), and not encoded.
 
     Repeated Content-Type lines are read together, as one comma-joined value
     (RFC 9110 §5.3), so every one of them must say ``application/json``: a
     second line naming another type is refused, whichever comes first.
+    presa decodes no content coding, so a body declared gzip (or any coding
+    but ``identity``) is refused too, rather than read as JSON it is not:
+    415 with ``Accept-Encoding: identity`` (RFC 9110 §8.4, §12.5.3).
     """
     values = headers.get_all("content-type")
     if not is_json(", ".join(values) if values else None):
         raise Rejection(415, "Content-Type must be application/json")
+    codings = headers.get_all("content-encoding")
+    if codings and content_codings(codings) - {"identity"}:
+        raise Rejection(
+            415, "Content-Encoding is not supported", [(b"accept-encoding", b"identity")]
+        )
+
+
+def content_codings(values: list[str]) -> set[str]:
+    """The codings Content-Encoding lines name, lowercased (RFC 9110 §8.4.1)."""
+    return {part.strip().lower() for value in values for part in value.split(",")} - {""}
 
 
 @functools.lru_cache(maxsize=VERDICTS_KEPT)

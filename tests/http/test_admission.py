@@ -8,6 +8,7 @@ still answers a good request.
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import Any
 
@@ -233,6 +234,18 @@ async def test_a_second_content_type_naming_another_type_is_unsupported_media_ty
     rejection_of(await client.post(DISCOVER, refused), 415)
     repeated = others + [("content-type", "application/json")] * 2
     result_of(await client.post(DISCOVER, repeated))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "identity, gzip", "x-custom"])
+async def test_an_encoded_body_is_unsupported_media_type(client: McpClient, coding: str) -> None:
+    """presa-defined (spec-notes §11; RFC 9110 §8.4: presa decodes no content coding,
+    §12.5.3: the 415 names the one it reads; H-06): a body declared encoded is refused,
+    not read as JSON, whether or not its bytes happen to be JSON."""
+    for body in (json.dumps(DISCOVER).encode(), gzip.compress(json.dumps(DISCOVER).encode())):
+        response = await client.post(body, with_headers(DISCOVER, content_encoding=coding))
+        rejection_of(response, 415)
+        assert response.headers["accept-encoding"] == "identity"
+    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding="identity")))
 
 
 @pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
