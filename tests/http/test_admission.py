@@ -480,6 +480,18 @@ async def test_a_notification_with_an_unsupported_version_header_is_refused(
     await assert_still_serving(client)
 
 
+async def test_a_notification_with_a_repeated_version_header_is_header_mismatch(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Server Validation: a malformed standard header is
+    -32020; H-12, H-23): a second ``MCP-Protocol-Version`` line is refused whatever the
+    first says, as it is on a request."""
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = [*with_headers(notification).items(), ("mcp-protocol-version", "2025-03-26")]
+    error_of(await client.post(notification, headers), 400, HEADER_MISMATCH, None)
+    await assert_still_serving(client)
+
+
 # --- rung 8: params._meta --------------------------------------------------------
 
 
