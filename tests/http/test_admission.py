@@ -89,11 +89,15 @@ async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
         "localhost:3000:3000",
         "localhost:3000@evil.example",
         "localhost/evil",
+        "localhost\xa0",
+        "\x85localhost",
     ],
 )
 async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | None) -> None:
     """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected; H-03): a
-    foreign or missing Host is refused; presa answers 421 (spec-notes §4)."""
+    foreign or missing Host is refused; presa answers 421 (spec-notes §4). Only spaces
+    and tabs around it are trimmed (RFC 9110 §5.6.3), so a Host ending in another byte
+    is unreadable, not loopback."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host=host)), 421)
     await assert_still_serving(client)
 
