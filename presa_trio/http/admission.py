@@ -18,7 +18,7 @@ import re
 
 import attrs
 
-from presa_trio.wire.http_values import LOOPBACK_HOSTS, Headers, Rejection
+from presa_trio.wire.http_values import LOOPBACK_HOSTS, OWS, Headers, Rejection
 
 #: How many header values' readings rungs 2, 4 and 5 remember. A client sends
 #: the same Host, Origin, Content-Type and Accept on every request and a
@@ -104,7 +104,7 @@ def media_types(header: str | None) -> set[str]:
     """The media types of a Content-Type value, parameters dropped."""
     if header is None:
         return set()
-    return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
+    return {part.split(";", 1)[0].strip(OWS).lower() for part in header.split(",")}
 
 
 def check_content_type(headers: Headers) -> None:
@@ -129,7 +129,7 @@ def check_content_type(headers: Headers) -> None:
 
 def content_codings(values: list[str]) -> set[str]:
     """The codings Content-Encoding lines name, lowercased (RFC 9110 §8.4.1)."""
-    return {part.strip().lower() for value in values for part in value.split(",")} - {""}
+    return {part.strip(OWS).lower() for value in values for part in value.split(",")} - {""}
 
 
 @functools.lru_cache(maxsize=VERDICTS_KEPT)
@@ -148,14 +148,14 @@ def media_ranges(values: list[str]) -> list[tuple[str, float]]:
     ranges: list[tuple[str, float]] = []
     for value in values:
         for part in value.split(","):
-            media_range, *parameters = (piece.strip() for piece in part.split(";"))
+            media_range, *parameters = (piece.strip(OWS) for piece in part.split(";"))
             if not media_range:
                 continue
             weight = 1.0
             for parameter in parameters:
                 name, _, given = parameter.partition("=")
-                if name.strip().lower() == "q":
-                    weight = float(given) if QVALUE.fullmatch(given.strip()) else -1.0
+                if name.strip(OWS).lower() == "q":
+                    weight = float(given) if QVALUE.fullmatch(given.strip(OWS)) else -1.0
             if weight >= 0:
                 ranges.append((media_range.lower(), weight))
     return ranges

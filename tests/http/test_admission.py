@@ -209,13 +209,20 @@ async def test_a_bad_host_is_refused_before_the_method_is_looked_at(client: McpC
 
 @pytest.mark.parametrize(
     "content_type",
-    [None, "text/plain", "application/x-www-form-urlencoded", "application/json-seq"],
+    [
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/json-seq",
+        "application/json\xa0",
+    ],
 )
 async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
     client: McpClient, content_type: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the body is a JSON-RPC
-    message; H-06); presa answers 415 (spec-notes §11)."""
+    message; H-06); presa answers 415 (spec-notes §11). Only spaces and tabs around
+    the type are trimmed (RFC 9110 §5.6.3)."""
     headers = with_headers(DISCOVER, content_type=content_type)
     rejection_of(await client.post(DISCOVER, headers), 415)
     await assert_still_serving(client)
@@ -277,6 +284,7 @@ async def test_content_type_parameters_and_case_are_accepted(
         "*/*, text/event-stream;q=0",
         "text/event-stream;q=0, text/*, application/json",
         "application/json, text/event-stream;q=2",
+        "application/json\xa0, text/event-stream",
     ],
 )
 async def test_an_accept_without_json_and_sse_is_not_acceptable(
