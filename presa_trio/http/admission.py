@@ -18,7 +18,7 @@ import re
 
 import attrs
 
-from presa_trio.wire.http_values import LOOPBACK_HOSTS, Headers, Rejection
+from presa_trio.wire.http_values import LOOPBACK_HOSTS, OWS, Headers, Rejection
 
 #: How many header values' readings rungs 2, 4 and 5 remember. A client sends
 #: the same Host, Origin, Content-Type and Accept on every request and a
@@ -104,13 +104,32 @@ def media_types(header: str | None) -> set[str]:
     """The media types of a Content-Type value, parameters dropped."""
     if header is None:
         return set()
-    return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
+    return {part.split(";", 1)[0].strip(OWS).lower() for part in header.split(",")}
 
 
 def check_content_type(headers: Headers) -> None:
-    """Rung 4: the body is ``application/json`` (parameters allowed)."""
-    if not is_json(headers.get("content-type")):
+    """Rung 4: the body is ``application/json`` (parameters allowed), and not encoded.
+
+    Repeated Content-Type lines are read together, as one comma-joined value
+    (RFC 9110 §5.3), so every one of them must say ``application/json``: a
+    second line naming another type is refused, whichever comes first.
+    presa decodes no content coding, so a body declared gzip (or any coding
+    but ``identity``) is refused too, rather than read as JSON it is not:
+    415 with ``Accept-Encoding: identity`` (RFC 9110 §8.4, §12.5.3).
+    """
+    values = headers.get_all("content-type")
+    if not is_json(", ".join(values) if values else None):
         raise Rejection(415, "Content-Type must be application/json")
+    codings = headers.get_all("content-encoding")
+    if codings and content_codings(codings) - {"identity"}:
+        raise Rejection(
+            415, "Content-Encoding is not supported", [(b"accept-encoding", b"identity")]
+        )
+
+
+def content_codings(values: list[str]) -> set[str]:
+    """The codings Content-Encoding lines name, lowercased (RFC 9110 §8.4.1)."""
+    return {part.strip(OWS).lower() for value in values for part in value.split(",")} - {""}
 
 
 @functools.lru_cache(maxsize=VERDICTS_KEPT)
@@ -129,14 +148,14 @@ def media_ranges(values: list[str]) -> list[tuple[str, float]]:
     ranges: list[tuple[str, float]] = []
     for value in values:
         for part in value.split(","):
-            media_range, *parameters = (piece.strip() for piece in part.split(";"))
+            media_range, *parameters = (piece.strip(OWS) for piece in part.split(";"))
             if not media_range:
                 continue
             weight = 1.0
             for parameter in parameters:
                 name, _, given = parameter.partition("=")
-                if name.strip().lower() == "q":
-                    weight = float(given) if QVALUE.fullmatch(given.strip()) else -1.0
+                if name.strip(OWS).lower() == "q":
+                    weight = float(given) if QVALUE.fullmatch(given.strip(OWS)) else -1.0
             if weight >= 0:
                 ranges.append((media_range.lower(), weight))
     return ranges

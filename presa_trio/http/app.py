@@ -348,10 +348,13 @@ class McpApp:
     def check_notification(self, headers: Headers) -> None:
         """A client notification is accepted (202) unless its version header is unsupported.
 
+        A version header sent more than once is malformed (-32020), as on a
+        request: the first line alone must not decide.
+
         Spec: streamable-http §Sending Messages (item 5 and its Note) — the core
         defines no client notifications over HTTP.
         """
-        version = headers.get("mcp-protocol-version")
+        version = mirrored.single(headers, "mcp-protocol-version")
         if version is not None:
             require_supported_version(version)
 

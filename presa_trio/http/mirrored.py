@@ -3,10 +3,11 @@
 Each repeats a value from the body so that proxies can route without parsing
 JSON; the server checks that header and body agree (streamable-http
 §Server Validation; rungs 9–10 of spec-notes §10).
-Names are case-insensitive, values case-sensitive, compared after trimming
-and after decoding the ``=?base64?…?=`` form (streamable-http §Value Encoding; SEP-2243
-§Base64 Decoding). Missing,
-duplicated, malformed or different: -32020, HTTP 400.
+Names are case-insensitive, values case-sensitive, compared after trimming.
+Only ``Mcp-Name`` and ``Mcp-Param-*`` may carry the ``=?base64?…?=`` form, and
+are decoded before comparing (streamable-http §Value Encoding, §Server Validation;
+SEP-2243 §Base64 Decoding); ``MCP-Protocol-Version`` and ``Mcp-Method`` are
+compared as sent. Missing, duplicated, malformed or different: -32020, HTTP 400.
 
 Spec: SEP-2243; 2026-07-28 basic/transports/streamable-http §Standard
 Request Headers, §Custom Headers from Tool Parameters, §Server Validation.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -32,17 +33,28 @@ from presa_trio.wire.headers import (
 from presa_trio.wire.http_values import Headers
 
 
-def decode_header_value(value: str) -> str:
-    """The value a header carries: literal, or UTF-8 from the base64 sentinel form.
+def plain_header_value(value: str) -> str:
+    """``value`` itself, when it holds only visible ASCII, space and tab.
 
-    Only the exact lowercase prefix ``=?base64?`` and suffix ``?=`` mark the
-    sentinel; the payload must be canonical padded base64 of valid UTF-8.
-    A literal value with any other character (non-ASCII, control) is
-    refused: the client MUST have encoded it (streamable-http §Server
+    Any other character (non-ASCII, control) is refused: a header value
+    holding one is malformed (streamable-http §Server Validation, §Server
     Behavior for Custom Headers).
     """
     if not plain_header_text(value):
         raise HeaderMismatch("Header value has characters that must be base64-encoded")
+    return value
+
+
+def decode_header_value(value: str) -> str:
+    """The value an ``Mcp-Name`` or ``Mcp-Param-*`` header carries: literal, or UTF-8
+    from the base64 sentinel form.
+
+    Only the exact lowercase prefix ``=?base64?`` and suffix ``?=`` mark the
+    sentinel; the payload must be canonical padded base64 of valid UTF-8.
+    A literal value must be plain header text (:func:`plain_header_value`):
+    the client MUST have encoded anything else.
+    """
+    plain_header_value(value)
     if not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX)):
         return value
     payload = value[len(SENTINEL_PREFIX) : -len(SENTINEL_SUFFIX)]
@@ -63,16 +75,19 @@ def single(headers: Headers, name: str) -> str | None:
     return values[0] if values else None
 
 
-def require_equal(headers: Headers, name: str, expected: str) -> None:
+def require_equal(
+    headers: Headers, name: str, expected: str, read: Callable[[str], str] = plain_header_value
+) -> None:
+    """The header ``name`` is present once and, read by ``read``, equals ``expected``."""
     value = single(headers, name)
     if value is None:
         raise HeaderMismatch(f"Missing header {name}")
-    if decode_header_value(value) != expected:
+    if read(value) != expected:
         raise HeaderMismatch(f"Header {name} does not match the request body")
 
 
 def check_protocol_version(headers: Headers, meta_version: str) -> None:
-    """``MCP-Protocol-Version`` is present once and equals the ``_meta`` version."""
+    """``MCP-Protocol-Version`` is present once and equals the ``_meta`` version, as sent."""
     require_equal(headers, "mcp-protocol-version", meta_version)
 
 
@@ -84,7 +99,7 @@ def check_method_and_name(
     *,
     name_required: bool = True,
 ) -> None:
-    """``Mcp-Method`` always; ``Mcp-Name`` for methods that name a target.
+    """``Mcp-Method`` always, as sent; ``Mcp-Name`` for methods that name a target, decoded.
 
     presa chooses: when the body lacks the named value, the header is not
     checked and the handler answers -32602 for the body (spec-notes §12).
@@ -96,7 +111,7 @@ def check_method_and_name(
     if key is None or not isinstance(params.get(key), str):
         return
     if name_required or single(headers, "mcp-name") is not None:
-        require_equal(headers, "mcp-name", params[key])
+        require_equal(headers, "mcp-name", params[key], decode_header_value)
 
 
 #: A JSON number: what an ``Mcp-Param-*`` header may say for a numeric argument.

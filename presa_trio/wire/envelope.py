@@ -180,12 +180,16 @@ _DECODER = json.JSONDecoder(parse_constant=_not_json)
 def parse_json(body: bytes) -> Any:
     """Decode a body, or raise -32700 (rung 6).
 
-    ``NaN``, ``Infinity`` and ``-Infinity`` are refused: Python's decoder
-    accepts them, RFC 8259 §6 does not.
+    The body must be UTF-8 (basic/transports §Messages: JSON-RPC messages
+    MUST be UTF-8 encoded): UTF-16 and UTF-32, which ``json.loads`` would
+    guess from the first bytes, are refused, and so are the UTF-8 forms of
+    surrogates, which RFC 3629 §3 excludes (an escaped ``"\\ud800"`` is JSON
+    text, and stays accepted). A leading byte order mark is ignored, as
+    RFC 8259 §8.1 allows. ``NaN``, ``Infinity`` and ``-Infinity`` are
+    refused: Python's decoder accepts them, RFC 8259 §6 does not.
     """
     try:
-        # As json.loads does for bytes: UTF-8, -16 or -32, told apart by the first bytes.
-        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+        return _DECODER.decode(body.decode("utf-8-sig"))
     except (ValueError, RecursionError) as exc:
         raise ParseError() from exc
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 
 import attrs
 
+#: Optional whitespace around a header value: space and horizontal tab (RFC 9110 §5.6.3).
+OWS = " \t"
 #: Loopback names a local server answers to by default (spec-notes §4).
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
@@ -49,11 +51,14 @@ class Headers:
     """Request headers by lowercased name; repeated headers keep every value.
 
     A value is read as latin-1 (RFC 9110 §5.5: bytes beyond ASCII are opaque)
-    and trimmed of surrounding whitespace, but only when a check asks for
-    it: a request carries about ten headers and presa reads a few of them.
-    ASGI servers send names lowercased (hypercorn does; HTTP/2 requires it,
-    RFC 9113 §8.2.1) and a request rarely repeats one, so that common case is
-    the server's own pairs in one dict built by :func:`dict` in C. Only a
+    and trimmed of surrounding spaces and tabs, HTTP's only optional
+    whitespace (RFC 9110 §5.6.3): a byte such as 0xA0 or 0x85, which
+    ``str.strip()`` would take for a space, stays in the value for the checks
+    to refuse. A value is read only when a check asks for it: a request
+    carries about ten headers and presa reads a few of them. ASGI servers
+    send names lowercased (hypercorn does; HTTP/2 requires it, RFC 9113
+    §8.2.1) and a request rarely repeats one, so that common case is the
+    server's own pairs in one dict built by :func:`dict` in C. Only a
     request with a repeated or upper-case name pays for grouping its pairs
     by name in Python.
     """
@@ -86,11 +91,11 @@ class Headers:
         key = name.encode("latin-1")
         values = self.repeated.get(key)
         if values is not None:
-            return [value.decode("latin-1").strip() for value in values]
+            return [value.decode("latin-1").strip(OWS) for value in values]
         value = self.first.get(key)
-        return [] if value is None else [value.decode("latin-1").strip()]
+        return [] if value is None else [value.decode("latin-1").strip(OWS)]
 
     def get(self, name: str) -> str | None:
         """The first value of the header ``name`` (lowercase), if it came."""
         value = self.first.get(name.encode("latin-1"))
-        return None if value is None else value.decode("latin-1").strip()
+        return None if value is None else value.decode("latin-1").strip(OWS)

@@ -8,6 +8,7 @@ still answers a good request.
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import Any
 
@@ -88,11 +89,15 @@ async def test_another_path_is_not_found(client: McpClient, path: str) -> None:
         "localhost:3000:3000",
         "localhost:3000@evil.example",
         "localhost/evil",
+        "localhost\xa0",
+        "\x85localhost",
     ],
 )
 async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | None) -> None:
     """Runner-scored (dns-rebinding-protection/localhost-host-rebinding-rejected; H-03): a
-    foreign or missing Host is refused; presa answers 421 (spec-notes §4)."""
+    foreign or missing Host is refused; presa answers 421 (spec-notes §4). Only spaces
+    and tabs around it are trimmed (RFC 9110 §5.6.3), so a Host ending in another byte
+    is unreadable, not loopback."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host=host)), 421)
     await assert_still_serving(client)
 
@@ -204,16 +209,54 @@ async def test_a_bad_host_is_refused_before_the_method_is_looked_at(client: McpC
 
 @pytest.mark.parametrize(
     "content_type",
-    [None, "text/plain", "application/x-www-form-urlencoded", "application/json-seq"],
+    [
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/json-seq",
+        "application/json\xa0",
+    ],
 )
 async def test_a_body_that_is_not_declared_json_is_unsupported_media_type(
     client: McpClient, content_type: str | None
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the body is a JSON-RPC
-    message; H-06); presa answers 415 (spec-notes §11)."""
+    message; H-06); presa answers 415 (spec-notes §11). Only spaces and tabs around
+    the type are trimmed (RFC 9110 §5.6.3)."""
     headers = with_headers(DISCOVER, content_type=content_type)
     rejection_of(await client.post(DISCOVER, headers), 415)
     await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    "content_types",
+    [["application/json", "text/html"], ["text/html", "application/json"]],
+    ids=["json-first", "json-second"],
+)
+async def test_a_second_content_type_naming_another_type_is_unsupported_media_type(
+    client: McpClient, content_types: list[str]
+) -> None:
+    """presa-defined (spec-notes §11: a body not declared ``application/json`` is 415;
+    RFC 9110 §5.3: repeated field lines read as one value; H-06): whichever line comes
+    first, a body also declared as something else is refused, as a proxy that reads
+    the other line would see another type."""
+    others = list(with_headers(DISCOVER, content_type=None).items())
+    refused = others + [("content-type", value) for value in content_types]
+    rejection_of(await client.post(DISCOVER, refused), 415)
+    repeated = others + [("content-type", "application/json")] * 2
+    result_of(await client.post(DISCOVER, repeated))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "identity, gzip", "x-custom"])
+async def test_an_encoded_body_is_unsupported_media_type(client: McpClient, coding: str) -> None:
+    """presa-defined (spec-notes §11; RFC 9110 §8.4: presa decodes no content coding,
+    §12.5.3: the 415 names the one it reads; H-06): a body declared encoded is refused,
+    not read as JSON, whether or not its bytes happen to be JSON."""
+    for body in (json.dumps(DISCOVER).encode(), gzip.compress(json.dumps(DISCOVER).encode())):
+        response = await client.post(body, with_headers(DISCOVER, content_encoding=coding))
+        rejection_of(response, 415)
+        assert response.headers["accept-encoding"] == "identity"
+    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding="identity")))
 
 
 @pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
@@ -241,6 +284,7 @@ async def test_content_type_parameters_and_case_are_accepted(
         "*/*, text/event-stream;q=0",
         "text/event-stream;q=0, text/*, application/json",
         "application/json, text/event-stream;q=2",
+        "application/json\xa0, text/event-stream",
     ],
 )
 async def test_an_accept_without_json_and_sse_is_not_acceptable(
@@ -372,6 +416,16 @@ async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body:
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+async def test_a_body_that_is_not_utf8_is_a_parse_error(client: McpClient, encoding: str) -> None:
+    """Spec-mandated (basic/transports §Messages: JSON-RPC messages MUST be UTF-8
+    encoded; H-09, E-01): a well-formed request in another encoding is 400, -32700,
+    ``id: null``, not a request served."""
+    body = json.dumps(DISCOVER).encode(encoding)
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
+    await assert_still_serving(client)
+
+
 # --- rung 7: one JSON-RPC message ----------------------------------------------------
 
 
@@ -435,6 +489,18 @@ async def test_a_notification_with_an_unsupported_version_header_is_refused(
         await client.post(notification, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, None
     )
     assert error["data"]["requested"] == "2025-03-26"
+    await assert_still_serving(client)
+
+
+async def test_a_notification_with_a_repeated_version_header_is_header_mismatch(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Server Validation: a malformed standard header is
+    -32020; H-12, H-23): a second ``MCP-Protocol-Version`` line is refused whatever the
+    first says, as it is on a request."""
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = [*with_headers(notification).items(), ("mcp-protocol-version", "2025-03-26")]
+    error_of(await client.post(notification, headers), 400, HEADER_MISMATCH, None)
     await assert_still_serving(client)
 
 

@@ -112,6 +112,52 @@ async def test_whitespace_around_a_header_value_is_trimmed(client: McpClient) ->
     assert result_of(response)["content"] == [{"type": "text", "text": "ok"}]
 
 
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [("mcp-method", sentinel("tools/list")), ("mcp-protocol-version", sentinel("2026-07-28"))],
+    ids=["mcp-method", "mcp-protocol-version"],
+)
+async def test_only_name_and_param_headers_are_base64_decoded(
+    client: McpClient, header: str, value: str
+) -> None:
+    """Spec-mandated (streamable-http §Server Validation: "headers that permit the Base64
+    sentinel encoding (``Mcp-Name`` and ``Mcp-Param-{Name}``)"; §Value Encoding; H-16,
+    H-21): ``Mcp-Method`` and ``MCP-Protocol-Version`` are compared as sent, so a
+    sentinel there is a value unlike the body, 400 -32020; a proxy routing on the
+    header and the server reading the body must never see two different methods."""
+    message = request("tools/list")
+    response = await post_with(
+        client, message, [(header, value)], **{header.replace("-", "_"): True}
+    )
+    error_of(response, 400, HEADER_MISMATCH)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("mcp-method", "tools/call\xa0"),
+        ("mcp-method", "\x85tools/call"),
+        ("mcp-name", "a_header_probe\xa0"),
+        ("mcp-protocol-version", "2026-07-28\xa0"),
+    ],
+    ids=["method-nbsp", "method-nel", "name-nbsp", "version-nbsp"],
+)
+async def test_only_spaces_and_tabs_are_trimmed_from_a_header_value(
+    client: McpClient, header: str, value: str
+) -> None:
+    """Spec-mandated (streamable-http §Server Validation: "A header value contains
+    invalid characters" is 400 -32020; RFC 9110 §5.6.3: optional whitespace is space and
+    tab; H-16, H-17, H-26): a value that ends in a latin-1 no-break space or next-line
+    byte is not the body's value with whitespace around it, it is malformed."""
+    message = request("tools/call", {"name": "a_header_probe", "arguments": {}})
+    response = await post_with(
+        client, message, [(header, value)], **{header.replace("-", "_"): True}
+    )
+    error_of(response, 400, HEADER_MISMATCH)
+    await assert_still_serving(client)
+
+
 # --- Mcp-Name ----------------------------------------------------------------------
 
 

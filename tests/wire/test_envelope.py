@@ -115,6 +115,35 @@ def test_a_body_that_is_not_json_is_parse_error(body: bytes) -> None:
     assert caught.value.code == PARSE_ERROR
 
 
+A_REQUEST = '{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\\ud800"}}'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        A_REQUEST.encode("utf-16"),
+        A_REQUEST.encode("utf-16-le"),
+        A_REQUEST.encode("utf-32"),
+        A_REQUEST.replace("\\ud800", "\ud800").encode("utf-8", "surrogatepass"),
+    ],
+    ids=["utf-16", "utf-16-without-bom", "utf-32", "utf-8-encoded-surrogate"],
+)
+def test_a_body_that_is_not_utf8_is_parse_error(body: bytes) -> None:
+    """Spec-mandated (basic/transports §Messages: JSON-RPC messages MUST be UTF-8
+    encoded; RFC 3629 §3: no surrogates; H-09, E-01): -32700, where ``json.loads``
+    would have guessed the encoding."""
+    with pytest.raises(McpError) as caught:
+        envelope.parse_json(body)
+    assert caught.value.code == PARSE_ERROR
+
+
+def test_a_utf8_byte_order_mark_is_ignored_and_an_escaped_surrogate_is_text() -> None:
+    """Spec-mandated (RFC 8259 §8.2: an escaped lone surrogate is JSON text); a leading
+    UTF-8 byte order mark is ignored, as RFC 8259 §8.1 allows."""
+    parsed = envelope.parse_json(b"\xef\xbb\xbf" + A_REQUEST.encode())
+    assert parsed["params"] == {"x": "\ud800"}
+
+
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_number_literals_are_not_json(constant: str) -> None:
     """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; basic/index
