@@ -20,7 +20,7 @@ from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
 from presa_trio.testing import McpClient, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
-from presa_trio.wire.mrtr import Elicitation
+from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of, without_incident
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
@@ -94,6 +94,17 @@ def build() -> tuple[McpApp, TasksExtension]:
             nursery.start_soon(one, "left")
             nursery.start_soon(one, "right")
         return " ".join(sorted(got))
+
+    def rounds_then_task(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        return Policy.REQUIRED if params.get("inputResponses") else Policy.SYNC
+
+    @tasks.tool(rounds_then_task, description="A multi round-trip round, then a task")
+    async def round_then_ask(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        before = ctx.elicitation("k")
+        if before is None:
+            return InputRequired({"k": Elicitation("Before?", CONFIRM)})
+        after = await ctx.ask({"k": Elicitation("Again?", CONFIRM)})
+        return f"{before.action} {after.elicitation('k').action}"
 
     return McpApp.for_server(server), tasks
 
@@ -272,3 +283,23 @@ async def test_an_invalid_task_update_answer_is_refused_and_the_key_stays_outsta
     done = await status()
     assert done["status"] == "completed"
     assert done["result"]["content"] == [{"type": "text", "text": "accept decline cancel"}]
+
+
+async def test_a_task_asks_under_a_key_its_rounds_already_used(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Composition with Multi Round-Trip Requests): the
+    task's input keys are its own; a key the multi round-trip phase before the
+    CreateTaskResult used is asked for again, not answered from that phase."""
+    params: dict[str, Any] = {"name": "round_then_ask", "arguments": {}}
+    first = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    assert (first["resultType"], list(first["inputRequests"])) == ("input_required", ["k"])
+    answered = {**params, "inputResponses": {"k": {"action": "accept", "content": {}}}}
+    created = result_of(await client.call("tools/call", answered, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+    waiting = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["k"])
+    update = {**task, "inputResponses": {"k": {"action": "decline"}}}
+    result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+    await wait_all_tasks_blocked()
+    done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert done["result"]["content"] == [{"type": "text", "text": "accept decline"}]
