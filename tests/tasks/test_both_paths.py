@@ -20,11 +20,11 @@ from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
 from presa_trio.testing import McpClient, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
-from presa_trio.wire.mrtr import Elicitation, InputRequired
+from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from tests.expect import error_of, result_of, without_incident
 
-DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
-UNDECLARED: dict[str, Any] = {"elicitation": {}}
+UNDECLARED: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+DECLARED: dict[str, Any] = {**UNDECLARED, "extensions": {TASKS_EXTENSION: {}}}
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -94,6 +94,12 @@ def build() -> tuple[McpApp, TasksExtension]:
             nursery.start_soon(one, "left")
             nursery.start_soon(one, "right")
         return " ".join(sorted(got))
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks the client's model and the client's roots")
+    async def model_and_roots(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        answers = await ctx.ask({"fact": Sampling("A fact?", max_tokens=10), "where": ListRoots()})
+        uris = [root["uri"] for root in answers.roots("where")]
+        return f"{answers.sampling('fact').text} {uris}"
 
     def rounds_then_task(ctx: RequestContext, params: dict[str, Any]) -> Policy:
         return Policy.REQUIRED if params.get("inputResponses") else Policy.SYNC
@@ -303,3 +309,36 @@ async def test_a_task_asks_under_a_key_its_rounds_already_used(client: McpClient
     await wait_all_tasks_blocked()
     done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
     assert done["result"]["content"] == [{"type": "text", "text": "accept decline"}]
+
+
+#: A valid CreateMessageResult and ListRootsResult, each with a member of
+#: another result's shape: results are open objects (schema ``$defs.Result``).
+ODD_ANSWERS: dict[str, Any] = {
+    "fact": {
+        "role": "assistant",
+        "model": "m",
+        "content": {"type": "text", "text": "Water is wet."},
+        "action": "extra",
+    },
+    "where": {"roots": [{"uri": "file:///w"}], "action": "accept", "content": {}},
+}
+
+
+async def test_each_answer_is_read_as_the_kind_it_was_asked_for(client: McpClient) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling; SEP-2663 §Task Update
+    Requests): an answer is read as the result of the request issued under its
+    key, so members another kind of result has do not change how it reads, on
+    the plain path and in a task."""
+    expected = [{"type": "text", "text": "Water is wet. ['file:///w']"}]
+    params: dict[str, Any] = {"name": "model_and_roots", "arguments": {}}
+    plain = {**params, "inputResponses": ODD_ANSWERS}
+    answered = await client.call("tools/call", plain, capabilities=UNDECLARED)
+    assert result_of(answered)["content"] == expected
+    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+    update = {**task, "inputResponses": ODD_ANSWERS}
+    result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+    await wait_all_tasks_blocked()
+    done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert (done["status"], done["result"]["content"]) == ("completed", expected)
