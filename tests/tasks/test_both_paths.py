@@ -101,6 +101,10 @@ def build() -> tuple[McpApp, TasksExtension]:
         uris = [root["uri"] for root in answers.roots("where")]
         return f"{answers.sampling('fact').text} {uris}"
 
+    @tasks.tool(Policy.OPTIONAL, description="Raises a spec error whose data JSON cannot hold")
+    async def unwritable_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise InvalidParams("ratio out of range", {"ratio": float("nan")})
+
     def rounds_then_task(ctx: RequestContext, params: dict[str, Any]) -> Policy:
         return Policy.REQUIRED if params.get("inputResponses") else Policy.SYNC
 
@@ -342,3 +346,17 @@ async def test_each_answer_is_read_as_the_kind_it_was_asked_for(client: McpClien
     await wait_all_tasks_blocked()
     done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
     assert (done["status"], done["result"]["content"]) == ("completed", expected)
+
+
+async def test_a_spec_error_json_cannot_hold_is_an_internal_error_on_both_paths(
+    client: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Execution Errors: the task holds what the
+    request would have answered; RFC 8259 §6: NaN is not JSON; E-05): an error
+    the encoder refuses is the tool's fault, a generic -32603 on the plain path,
+    and the task ends ``failed`` with it, so its ``tasks/get`` can be written."""
+    with caplog.at_level(logging.ERROR):
+        plain, task = await both_paths(client, "unwritable_error", {})
+    expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
+    assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
+    assert (task["status"], without_incident(task["error"])) == ("failed", expected)
