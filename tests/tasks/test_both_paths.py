@@ -105,6 +105,12 @@ def build() -> tuple[McpApp, TasksExtension]:
     async def unwritable_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         raise InvalidParams("ratio out of range", {"ratio": float("nan")})
 
+    @tasks.tool(Policy.OPTIONAL, description="Asks a question whose schema JSON cannot hold")
+    async def unwritable_question(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        schema = {"type": "object", "properties": {"x": {"maximum": float("nan")}}}
+        await ctx.ask({"k": Elicitation("How much?", schema)})
+        return "unreachable"
+
     def rounds_then_task(ctx: RequestContext, params: dict[str, Any]) -> Policy:
         return Policy.REQUIRED if params.get("inputResponses") else Policy.SYNC
 
@@ -348,15 +354,17 @@ async def test_each_answer_is_read_as_the_kind_it_was_asked_for(client: McpClien
     assert (done["status"], done["result"]["content"]) == ("completed", expected)
 
 
-async def test_a_spec_error_json_cannot_hold_is_an_internal_error_on_both_paths(
-    client: McpClient, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("tool", ["unwritable_error", "unwritable_question"])
+async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
+    client: McpClient, caplog: pytest.LogCaptureFixture, tool: str
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Execution Errors: the task holds what the
     request would have answered; RFC 8259 §6: NaN is not JSON; E-05): an error
-    the encoder refuses is the tool's fault, a generic -32603 on the plain path,
-    and the task ends ``failed`` with it, so its ``tasks/get`` can be written."""
+    or an input request the encoder refuses is the tool's fault, a generic
+    -32603 on the plain path, and the task ends ``failed`` with it, so its
+    ``tasks/get`` can be written."""
     with caplog.at_level(logging.ERROR):
-        plain, task = await both_paths(client, "unwritable_error", {})
+        plain, task = await both_paths(client, tool, {})
     expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
     assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
     assert (task["status"], without_incident(task["error"])) == ("failed", expected)
