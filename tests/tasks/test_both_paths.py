@@ -21,7 +21,7 @@ from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
 from presa_trio.testing import McpClient, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
-from tests.expect import error_of, result_of, without_incident
+from tests.expect import error_of, incident_of, result_of, without_incident
 
 UNDECLARED: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 DECLARED: dict[str, Any] = {**UNDECLARED, "extensions": {TASKS_EXTENSION: {}}}
@@ -368,3 +368,4 @@ async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
     expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
     assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
     assert (task["status"], without_incident(task["error"])) == ("failed", expected)
+    incident_of(task["error"], caplog.text)
