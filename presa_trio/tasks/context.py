@@ -60,12 +60,13 @@ class WorkerContext(RequestContext):
         -32021, raised before anything is recorded (mrtr §Server
         Requirements; spec-notes §30), and one JSON cannot hold is the
         tool's bug, a generic -32603, as on the plain path: recorded, it
-        would make every ``tasks/get`` of the task fail. The requests are recorded in one
-        write (SEP-2663 §Task Update Requests), under the worker's lease;
-        then this waits on a ``trio.Event`` for each key
-        (:meth:`Worker.expect`), and an announced change of the task sets
-        the Events of the keys it answered: a partial update is a partial
-        wake-up.
+        would make every ``tasks/get`` of the task fail. An ask of no
+        requests returns no answers at once, as the plain path's does, and
+        writes nothing. The requests are recorded in one write (SEP-2663
+        §Task Update Requests), under the worker's lease; then this waits on
+        a ``trio.Event`` for each key (:meth:`Worker.expect`), and an
+        announced change of the task sets the Events of the keys it
+        answered: a partial update is a partial wake-up.
 
         The wait is this frame's own: a parked task keeps every frame from
         the tool's ``await`` down to the Event's, so there is no other in
@@ -81,6 +82,9 @@ class WorkerContext(RequestContext):
         """
         require_allowed(requests, self.capabilities)
         require_writable(requests)
+        if not requests:  # nothing to wait for: no answers, as on the plain path
+            await trio.sleep(0)
+            return Answers({})
         worker = self.worker
         keys = tuple(requests)
         await self.writer.write(worker, asking(requests, rerun=worker.rerun))

@@ -111,6 +111,11 @@ def build() -> tuple[McpApp, TasksExtension]:
         await ctx.ask({"k": Elicitation("How much?", schema)})
         return "unreachable"
 
+    @tasks.tool(Policy.OPTIONAL, description="Asks only for what it lacks: here, nothing")
+    async def ask_nothing(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        answers = await ctx.ask({})
+        return f"{len(answers)} answers"
+
     def rounds_then_task(ctx: RequestContext, params: dict[str, Any]) -> Policy:
         return Policy.REQUIRED if params.get("inputResponses") else Policy.SYNC
 
@@ -369,3 +374,13 @@ async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
     assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
     assert (task["status"], without_incident(task["error"])) == ("failed", expected)
     incident_of(task["error"], caplog.text)
+
+
+async def test_asking_for_nothing_answers_at_once_on_both_paths(client: McpClient) -> None:
+    """presa-defined (spec-notes §25: one outcome for the plain call and the
+    task): an ``ask`` of no requests returns no answers at once, and the task,
+    like the plain call, never becomes ``input_required``."""
+    plain, task = await both_paths(client, "ask_nothing", {})
+    expected = [{"type": "text", "text": "0 answers"}]
+    assert result_of(plain)["content"] == expected
+    assert (task["status"], task["result"]["content"]) == ("completed", expected)
