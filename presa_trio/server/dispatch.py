@@ -206,5 +206,13 @@ class Dispatcher:
 
 
 def encode_error(request_id: RequestId | None, error: McpError) -> tuple[bytes, int]:
-    """A JSON-RPC error response, encoded, with its HTTP status (basic/index §Error Codes)."""
-    return dumps(error_response(request_id, error)), error.http_status
+    """A JSON-RPC error response, encoded, with its HTTP status (basic/index §Error Codes).
+
+    An error whose ``data`` JSON cannot hold (a handler's bug) becomes -32603,
+    as an unwritable result does, the detail going to the log only.
+    """
+    try:
+        return dumps(error_response(request_id, error)), error.http_status
+    except (TypeError, ValueError, RecursionError):
+        fault = report_fault(log, "the error %s cannot be written as JSON", error.code)
+        return dumps(error_response(request_id, fault)), fault.http_status

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -21,13 +22,16 @@ import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.tasks.worker import Worker, asking, withdrawing
+from presa_trio.server.faults import report_fault
+from presa_trio.tasks.worker import Worker, asking, is_json_object, withdrawing
 from presa_trio.tasks.writes import WRITE_GRACE, StoreWriter
 from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import Answers, InputRequest
+
+log = logging.getLogger(__name__)
 
 #: What a task runs: given its detached context, the request's final result as
 #: a JSON object, or a raised error; nothing in it is tied to ``tools/call``
@@ -54,12 +58,15 @@ class WorkerContext(RequestContext):
 
         A request the creating request's capabilities do not allow is
         -32021, raised before anything is recorded (mrtr §Server
-        Requirements; spec-notes §30). The requests are recorded in one
-        write (SEP-2663 §Task Update Requests), under the worker's lease;
-        then this waits on a ``trio.Event`` for each key
-        (:meth:`Worker.expect`), and an announced change of the task sets
-        the Events of the keys it answered: a partial update is a partial
-        wake-up.
+        Requirements; spec-notes §30), and one JSON cannot hold is the
+        tool's bug, a generic -32603, as on the plain path: recorded, it
+        would make every ``tasks/get`` of the task fail. An ask of no
+        requests returns no answers at once, as the plain path's does, and
+        writes nothing. The requests are recorded in one write (SEP-2663
+        §Task Update Requests), under the worker's lease; then this waits on
+        a ``trio.Event`` for each key (:meth:`Worker.expect`), and an
+        announced change of the task sets the Events of the keys it
+        answered: a partial update is a partial wake-up.
 
         The wait is this frame's own: a parked task keeps every frame from
         the tool's ``await`` down to the Event's, so there is no other in
@@ -74,6 +81,10 @@ class WorkerContext(RequestContext):
         the task's state is not the worker's to change then.
         """
         require_allowed(requests, self.capabilities)
+        require_writable(requests)
+        if not requests:  # nothing to wait for: no answers, as on the plain path
+            await trio.sleep(0)
+            return Answers({})
         worker = self.worker
         keys = tuple(requests)
         await self.writer.write(worker, asking(requests, rerun=worker.rerun))
@@ -117,6 +128,13 @@ def require_allowed(requests: Mapping[str, InputRequest], capabilities: ClientCa
     for request in requests.values():
         if not request.allowed_by(capabilities):
             raise MissingRequiredClientCapability.for_capability(request.capability)
+
+
+def require_writable(requests: Mapping[str, InputRequest]) -> None:
+    """-32603, the detail logged, unless every request's wire form is strict JSON."""
+    for key, request in requests.items():
+        if not is_json_object(request.to_wire()):
+            raise report_fault(log, "input request %r cannot be written as JSON", key)
 
 
 async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Answers:

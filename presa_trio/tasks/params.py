@@ -51,14 +51,17 @@ def read_subscribed_ids(wanted: Mapping[str, Any]) -> list[str]:
 
 
 def read_answers(params: dict[str, Any]) -> dict[str, JSONObject]:
-    """``tasks/update`` ``inputResponses``: required; non-empty keys; object values.
+    """``tasks/update`` ``inputResponses``: a required object; non-empty keys; object values.
 
+    ``null`` is no object: the request's type has ``inputResponses:
+    InputResponses`` (SEP-2663 §Task Update Requests (Request)), though on
+    a ``tools/call`` an absent or null one means no answers (mrtr).
     Only the shape is checked here;
     :meth:`~presa_trio.tasks.extension.TasksExtension.update_task`
     checks each answer to an outstanding key against its request, and one
     under a key that is not outstanding is never looked at (spec-notes §29).
     """
-    if "inputResponses" not in params:
+    if not isinstance(params.get("inputResponses"), dict):
         raise InvalidParams("tasks/update requires an inputResponses object")
     answers = parse_input_responses(params)
     if not all(answers):

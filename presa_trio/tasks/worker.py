@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.server.faults import report_fault
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
 from presa_trio.wire.envelope import compact_encoder
@@ -227,8 +228,17 @@ def reporting(message: str) -> Move:
 
 
 def failure(error: McpError) -> Move:
-    """The move that ends a task ``failed`` with ``error`` (SEP-2663 §Task Execution Errors)."""
+    """The move that ends a task ``failed`` with ``error`` (SEP-2663 §Task Execution Errors).
+
+    An error whose ``data`` JSON cannot hold is the job's bug: the task holds
+    a generic -32603 instead, the detail logged, as the plain call answers
+    (:func:`~presa_trio.server.dispatch.encode_error`); stored as it was,
+    every ``tasks/get`` of the task would fail to be written.
+    """
     wire = error.to_wire()
+    if not is_json_object(wire):
+        fault = report_fault(log, "a task's error %s cannot be written as JSON", error.code)
+        wire = fault.to_wire()
     return Move("the task's error", lambda t, now: model.fail(t, wire, now))
 
 

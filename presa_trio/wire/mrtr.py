@@ -13,7 +13,7 @@ Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -228,16 +228,23 @@ def check_answers(outstanding: Mapping[str, JSONObject], answers: Mapping[str, J
 #: What one answer reads as: the objects ``ctx.elicitation()``, ``ctx.sampling()``
 #: and ``ctx.roots()`` return.
 Answer = ElicitResult | SamplingResult | list[JSONObject]
+#: One kind of :data:`Answer`, as a typed accessor of :class:`Answers` reads it.
+_Read = TypeVar("_Read", ElicitResult, SamplingResult, list[JSONObject])
 
 
 class Answers(Mapping[str, Answer]):
     """The client's answers to an ``ask``, by key, read into typed objects.
 
     ``answers.elicitation("ok").action``, ``answers.sampling("fact").text``
-    and ``answers.roots("where")`` give each kind with its own type (a
-    ``TypeError`` if the key holds another kind); ``answers["ok"]`` gives
-    the same object typed as any :data:`Answer`. Every answer was checked
-    against its request when it arrived, so each reads by its shape.
+    and ``answers.roots("where")`` read each answer as the result of the
+    kind of request the tool asked under that key, with its own type (a
+    ``TypeError`` if it is no such result). Every answer was checked against
+    its request when it arrived, and results are open objects, so a valid
+    answer may also carry members of another kind's shape (a
+    ``CreateMessageResult`` with an ``action``): only the kind asked for
+    decides how it reads (basic/patterns/mrtr §Error Handling: what is not
+    recognized is ignored). ``answers["ok"]``, typed as any :data:`Answer`,
+    has no kind to go by and reads the answer by its shape.
     """
 
     def __init__(self, raw: Mapping[str, JSONObject]) -> None:
@@ -265,22 +272,20 @@ class Answers(Mapping[str, Answer]):
         return self._raw[key]
 
     def elicitation(self, key: str) -> ElicitResult:
-        answer = self[key]
-        if isinstance(answer, ElicitResult):
-            return answer
-        raise wrong_kind(key, "an elicitation")
+        return self._read_as(key, read_elicit_result, "an elicitation")
 
     def sampling(self, key: str) -> SamplingResult:
-        answer = self[key]
-        if isinstance(answer, SamplingResult):
-            return answer
-        raise wrong_kind(key, "a sampling request")
+        return self._read_as(key, read_sampling_result, "a sampling request")
 
     def roots(self, key: str) -> list[JSONObject]:
-        answer = self[key]
-        if isinstance(answer, list):
-            return answer
-        raise wrong_kind(key, "a roots/list request")
+        return self._read_as(key, read_roots, "a roots/list request")
+
+    def _read_as(self, key: str, reader: Callable[[JSONObject], _Read], what: str) -> _Read:
+        """The answer under ``key`` read by ``reader``; ``TypeError`` if it is not ``what``'s."""
+        try:
+            return reader(self._raw[key])
+        except InvalidParams:
+            raise wrong_kind(key, what) from None
 
 
 def wrong_kind(key: str, what: str) -> TypeError:

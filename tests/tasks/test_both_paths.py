@@ -20,11 +20,11 @@ from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
 from presa_trio.testing import McpClient, running
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
-from presa_trio.wire.mrtr import Elicitation
-from tests.expect import error_of, result_of, without_incident
+from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
+from tests.expect import error_of, incident_of, result_of, without_incident
 
-DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
-UNDECLARED: dict[str, Any] = {"elicitation": {}}
+UNDECLARED: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+DECLARED: dict[str, Any] = {**UNDECLARED, "extensions": {TASKS_EXTENSION: {}}}
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -94,6 +94,38 @@ def build() -> tuple[McpApp, TasksExtension]:
             nursery.start_soon(one, "left")
             nursery.start_soon(one, "right")
         return " ".join(sorted(got))
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks the client's model and the client's roots")
+    async def model_and_roots(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        answers = await ctx.ask({"fact": Sampling("A fact?", max_tokens=10), "where": ListRoots()})
+        uris = [root["uri"] for root in answers.roots("where")]
+        return f"{answers.sampling('fact').text} {uris}"
+
+    @tasks.tool(Policy.OPTIONAL, description="Raises a spec error whose data JSON cannot hold")
+    async def unwritable_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise InvalidParams("ratio out of range", {"ratio": float("nan")})
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks a question whose schema JSON cannot hold")
+    async def unwritable_question(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        schema = {"type": "object", "properties": {"x": {"maximum": float("nan")}}}
+        await ctx.ask({"k": Elicitation("How much?", schema)})
+        return "unreachable"
+
+    @tasks.tool(Policy.OPTIONAL, description="Asks only for what it lacks: here, nothing")
+    async def ask_nothing(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        answers = await ctx.ask({})
+        return f"{len(answers)} answers"
+
+    def rounds_then_task(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        return Policy.REQUIRED if params.get("inputResponses") else Policy.SYNC
+
+    @tasks.tool(rounds_then_task, description="A multi round-trip round, then a task")
+    async def round_then_ask(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        before = ctx.elicitation("k")
+        if before is None:
+            return InputRequired({"k": Elicitation("Before?", CONFIRM)})
+        after = await ctx.ask({"k": Elicitation("Again?", CONFIRM)})
+        return f"{before.action} {after.elicitation('k').action}"
 
     return McpApp.for_server(server), tasks
 
@@ -272,3 +304,83 @@ async def test_an_invalid_task_update_answer_is_refused_and_the_key_stays_outsta
     done = await status()
     assert done["status"] == "completed"
     assert done["result"]["content"] == [{"type": "text", "text": "accept decline cancel"}]
+
+
+async def test_a_task_asks_under_a_key_its_rounds_already_used(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Composition with Multi Round-Trip Requests): the
+    task's input keys are its own; a key the multi round-trip phase before the
+    CreateTaskResult used is asked for again, not answered from that phase."""
+    params: dict[str, Any] = {"name": "round_then_ask", "arguments": {}}
+    first = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    assert (first["resultType"], list(first["inputRequests"])) == ("input_required", ["k"])
+    answered = {**params, "inputResponses": {"k": {"action": "accept", "content": {}}}}
+    created = result_of(await client.call("tools/call", answered, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+    waiting = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["k"])
+    update = {**task, "inputResponses": {"k": {"action": "decline"}}}
+    result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+    await wait_all_tasks_blocked()
+    done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert done["result"]["content"] == [{"type": "text", "text": "accept decline"}]
+
+
+#: A valid CreateMessageResult and ListRootsResult, each with a member of
+#: another result's shape: results are open objects (schema ``$defs.Result``).
+ODD_ANSWERS: dict[str, Any] = {
+    "fact": {
+        "role": "assistant",
+        "model": "m",
+        "content": {"type": "text", "text": "Water is wet."},
+        "action": "extra",
+    },
+    "where": {"roots": [{"uri": "file:///w"}], "action": "accept", "content": {}},
+}
+
+
+async def test_each_answer_is_read_as_the_kind_it_was_asked_for(client: McpClient) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling; SEP-2663 §Task Update
+    Requests): an answer is read as the result of the request issued under its
+    key, so members another kind of result has do not change how it reads, on
+    the plain path and in a task."""
+    expected = [{"type": "text", "text": "Water is wet. ['file:///w']"}]
+    params: dict[str, Any] = {"name": "model_and_roots", "arguments": {}}
+    plain = {**params, "inputResponses": ODD_ANSWERS}
+    answered = await client.call("tools/call", plain, capabilities=UNDECLARED)
+    assert result_of(answered)["content"] == expected
+    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+    update = {**task, "inputResponses": ODD_ANSWERS}
+    result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+    await wait_all_tasks_blocked()
+    done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert (done["status"], done["result"]["content"]) == ("completed", expected)
+
+
+@pytest.mark.parametrize("tool", ["unwritable_error", "unwritable_question"])
+async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
+    client: McpClient, caplog: pytest.LogCaptureFixture, tool: str
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Execution Errors: the task holds what the
+    request would have answered; RFC 8259 §6: NaN is not JSON; E-05): an error
+    or an input request the encoder refuses is the tool's fault, a generic
+    -32603 on the plain path, and the task ends ``failed`` with it, so its
+    ``tasks/get`` can be written."""
+    with caplog.at_level(logging.ERROR):
+        plain, task = await both_paths(client, tool, {})
+    expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
+    assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
+    assert (task["status"], without_incident(task["error"])) == ("failed", expected)
+    incident_of(task["error"], caplog.text)
+
+
+async def test_asking_for_nothing_answers_at_once_on_both_paths(client: McpClient) -> None:
+    """presa-defined (spec-notes §25: one outcome for the plain call and the
+    task): an ``ask`` of no requests returns no answers at once, and the task,
+    like the plain call, never becomes ``input_required``."""
+    plain, task = await both_paths(client, "ask_nothing", {})
+    expected = [{"type": "text", "text": "0 answers"}]
+    assert result_of(plain)["content"] == expected
+    assert (task["status"], task["result"]["content"]) == ("completed", expected)

@@ -416,6 +416,20 @@ async def test_task_methods_check_the_declaration_then_the_params(
         assert error["data"] == REQUIRES_TASKS
 
 
+@pytest.mark.parametrize("answers", [None, [], "k", {"k": 5}], ids=["null", "list", "str", "value"])
+async def test_an_update_of_a_live_task_without_an_answers_object_is_invalid_params(
+    client: McpClient, answers: Any
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests (Request): ``inputResponses``
+    is a required ``InputResponses`` object; spec-notes §29): ``null`` is refused
+    like any other non-object, on a task that exists, and the task is unchanged."""
+    task_id = await create(client, wait=True)
+    before = result_of(await get(client, task_id))
+    params = {"taskId": task_id, "inputResponses": answers}
+    error_of(await client.call("tasks/update", params, capabilities=DECLARED), 400, INVALID_PARAMS)
+    assert result_of(await get(client, task_id)) == before
+
+
 async def test_a_task_method_without_meta_is_invalid_params(client: McpClient) -> None:
     """Spec-mandated (2026-07-28 basic/index §_meta; T-82)."""
     message = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "t"}}

@@ -181,3 +181,16 @@ def test_roots_are_read_from_a_list_roots_result() -> None:
         mrtr.read_roots({"roots": [{"name": "no uri"}]})
     with pytest.raises(McpError):
         mrtr.read_roots({})
+
+
+def test_an_answer_read_as_another_kind_is_a_type_error() -> None:
+    """presa-defined: a tool that reads an answer as a kind it did not ask for
+    made a mistake, a ``TypeError``, not the client's -32602."""
+    answers = mrtr.Answers({"ok": {"action": "decline"}, "where": {"roots": []}})
+    assert answers.elicitation("ok").action == "decline"
+    assert answers.roots("where") == []
+    for read in (answers.sampling, answers.roots):
+        with pytest.raises(TypeError):
+            read("ok")
+    with pytest.raises(TypeError):
+        answers.elicitation("where")
