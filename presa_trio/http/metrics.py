@@ -64,7 +64,7 @@ from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.metered import MeteredStore
-from presa_trio.wire.http_values import Headers, Rejection
+from presa_trio.wire.http_values import Headers, Rejection, check_read_only
 
 METRICS_PATH = "/metrics"
 #: The answer to ``tools/call`` that created a task (compact JSON, as presa writes it).
@@ -202,8 +202,7 @@ class Metered:
         """``GET /metrics``: the text exposition format, behind the Host and Origin checks."""
         try:
             self.app.policy.check_host_and_origin(Headers.from_asgi(scope["headers"]))
-            if scope["method"] != "GET":
-                raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+            check_read_only(scope["method"])
         except Rejection as rejection:
             await self.app.reject(send, rejection)
             return

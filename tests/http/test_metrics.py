@@ -88,10 +88,11 @@ async def test_a_tools_call_that_created_a_task_is_counted_by_tool(metered: McpC
 
 async def test_the_scrape_keeps_the_dns_rebinding_checks(metered: McpClient) -> None:
     """Spec-mandated (streamable-http §Security & Endpoint): a foreign Host is 421 at
-    ``/metrics`` too; only GET is served."""
+    ``/metrics`` too; only GET and HEAD are served (RFC 9110 §9.1)."""
     foreign = await metered.post(b"", {"host": "evil.example"}, method="GET", path="/metrics")
     posted = await metered.post(b"", HOST, path="/metrics")
-    assert (foreign.status, posted.status) == (421, 405)
+    head = await metered.post(b"", HOST, method="HEAD", path="/metrics")
+    assert (foreign.status, posted.status, head.status) == (421, 405, 200)
 
 
 async def test_each_status_written_is_counted(metered: McpClient) -> None:
