@@ -10,6 +10,8 @@ other answer. A text line reads::
     POST /mcp status=200 bytes=312 ms=1.4 mcp-method=tools/call mcp-name=greet
 
 and each field is also on the record (``extra``), for the JSON-lines format.
+A value that is not bare is a JSON string, in ASCII if it holds a character
+that is not printable (:func:`text_value`).
 
 **Written in batches.** Under ``presa-trio serve``'s own logging
 configuration (:func:`presa_trio.logs.direct_handler`), a line is not
@@ -131,8 +133,17 @@ def mcp_headers(scope: HTTPScope) -> tuple[str | None, str | None]:
 
 
 def text_value(text: str) -> str:
-    """A string as a text line shows it: bare if it can be, else a JSON string."""
-    return text if BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+    """A string as a text line shows it: bare if it can be, else a JSON string.
+
+    A client chooses the path and the header values, so a character that is
+    not printable (a control such as ESC, a line or paragraph separator, a
+    format character such as a right-to-left override) is never written as
+    it is: the string is written in ASCII, each such character escaped, so
+    no client can move an operator's terminal or forge a line.
+    """
+    if text.isprintable() and BARE.fullmatch(text):
+        return text
+    return json.dumps(text, ensure_ascii=not text.isprintable())
 
 
 @functools.lru_cache(maxsize=128)
