@@ -60,6 +60,20 @@ async def test_a_second_store_on_the_file_is_refused_naming_the_first(tmp_path: 
         pass
 
 
+async def test_a_link_to_a_served_file_is_refused_too(tmp_path: Path) -> None:
+    """presa-defined (one server per file): the lock is the file's, not its name's, so
+    a second store naming the file through a symbolic link is refused as well."""
+    path, link = tmp_path / "tasks.db", tmp_path / "link.db"
+    link.symlink_to(path)
+    async with open_store(f"sqlite:///{path}"):
+        with pytest.raises(StoreUnavailable) as refused:
+            async with open_store(f"sqlite:///{link}"):
+                pass
+    assert str(refused.value) == (
+        f"{link} is served by another presa process (pid {os.getpid()}); one server per file"
+    )
+
+
 async def test_a_foreign_database_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     """presa-defined (nothing written before the file is known to be presa's): a
     SQLite file with other tables is refused in one line; it is left byte for byte
