@@ -97,6 +97,29 @@ async def test_reload_is_refused_with_more_than_one_worker(tmp_path: Path) -> No
     ]
 
 
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--store", "bogus:"], "unknown store URL 'bogus:'"),
+        (["--store", "postgresql://presa@127.0.0.1:1/presa", "--state-key", "short"], "16 bytes"),
+    ],
+    ids=["store-scheme", "state-key"],
+)
+async def test_a_mistake_the_parent_can_see_is_one_line_before_any_worker(
+    tmp_path: Path, options: list[str], says: str
+) -> None:
+    """presa-defined (command line): a store URL of no known scheme, or a short
+    requestState key, given with ``--workers 2``, is one line and exit status 2 from
+    the parent, before it listens or starts a worker (not one line per worker)."""
+    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", *options]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith("presa-trio: error: ")
+    assert says in line
+
+
 async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): a worker that exits with a
     usage error (here a target naming no module) is not started again: the parent
