@@ -220,6 +220,22 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
     assert "Traceback" not in served.stderr
 
 
+async def test_a_hangup_of_the_parent_drains_every_worker_too(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): SIGHUP (the parent's
+    terminal hung up) is relayed like SIGTERM, since the workers, in a session of
+    their own, would not get it: every worker drains and exits, and so does the
+    parent, with no worker left serving on."""
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS)
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        served.process.send_signal(signal.SIGHUP)
+        with trio.fail_after(PATIENCE):
+            assert await served.stopped() == 0
+    assert not [pid for pid in pids.values() if alive(pid)]
+    assert "SIGHUP received: draining 2 workers" in served.stderr
+    assert served.stderr.count("SIGTERM received") == 2  # each worker's
+
+
 async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Metrics"): with ``--metrics``, a scrape
     answered by either worker counts the requests both served, and the count
