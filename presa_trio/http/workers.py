@@ -262,8 +262,14 @@ class Workers:
 
 
 def worker_command(argv: Sequence[str]) -> list[str]:
-    """The command line of one worker: this one, serving alone on the inherited socket."""
-    return [sys.executable, "-m", "presa_trio", *argv, "--workers", "1"]
+    """The command line of one worker: this one, serving alone on the inherited socket.
+
+    ``--workers 1`` comes after every option given, so it is the one that
+    counts, but before a ``--``, after which every word is MODULE:ATTR.
+    """
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    return [sys.executable, "-m", "presa_trio", *words[:end], "--workers", "1", *words[end:]]
 
 
 async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:

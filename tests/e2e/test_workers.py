@@ -135,6 +135,18 @@ async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> N
     assert "starting it again" not in done.stderr.decode()
 
 
+async def test_a_target_after_a_double_dash_is_served_by_every_worker(postgres_url: str) -> None:
+    """presa-defined (command line): ``serve --workers 2 -- MODULE:ATTR`` (``--`` ends
+    the options) starts two workers serving the target, each told to serve alone
+    before the ``--``, not after it where the words are no options."""
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS)
+    async with presa_serve(*options, "--", "examples.hello_server:server") as served:
+        await worker_pids(served, 2)
+        async with peer_of(served) as peer:
+            greeted = await peer.call("tools/call", {"name": "greet", "arguments": {"name": "A"}})
+    assert greeted["content"][0]["text"] == "Hello, A!"
+
+
 async def test_every_worker_serves_one_address_and_sees_every_task(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): two workers accept on the
     one port the parent bound; a task created on one is read and cancelled on the
