@@ -84,7 +84,7 @@ class _Exchange:
     # The server's own ``send``.
     downstream: ASGISendCallable
     status: int | None = None
-    # The response's headers, looked at only when the answer is a JSON-RPC error.
+    # The response's headers, looked at only when the final message is read.
     headers: Iterable[tuple[bytes, bytes]] = ()
     sent: int = 0
     # The last body chunk: the whole JSON body, or the final event of a stream.
@@ -102,15 +102,18 @@ class _Exchange:
             self.headers = event["headers"]
         await self.downstream(event)
 
+    def final_message(self) -> object:
+        """The final JSON-RPC message: the JSON body, or the data of the stream's last event."""
+        if (b"content-type", b"text/event-stream") in self.headers:
+            events = parse_events(self.last)
+            return decode_body(events[-1].data) if events else None
+        return decode_body(self.last)
+
     def jsonrpc_error(self) -> tuple[object, object]:
         """The code and ``data.incident`` of the final JSON-RPC message's ``error``, if any."""
         if b'"error"' not in self.last:  # most answers are results: no parsing for them
             return None, None
-        if (b"content-type", b"text/event-stream") in self.headers:
-            events = parse_events(self.last)
-            final = decode_body(events[-1].data) if events else None
-        else:
-            final = decode_body(self.last)
+        final = self.final_message()
         error = final.get("error") if isinstance(final, dict) else None
         if not isinstance(error, dict):
             return None, None
