@@ -45,6 +45,8 @@ MISTAKES = {
     "port out of range": (["serve", "--port", "99999"], "--port: '99999' is not a port"),
     "port not a number": (["serve", "--port", "http"], "--port: 'http' is not a port"),
     "log level": (["serve", "--log-level", "LOUD"], "--log-level: 'LOUD' is not one of"),
+    "workers below none": (["serve", "--workers", "-1"], "--workers: '-1' is not a number of"),
+    "workers past any machine's cores": (["serve", "--workers", "1025"], "at most 1024"),
     "log format": (["serve", "--log-format", "xml"], "--log-format: invalid choice"),
     "max body": (["serve", "--max-body", "0"], "--max-body: '0' is not a positive"),
     "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),

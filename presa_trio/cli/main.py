@@ -71,7 +71,7 @@ from presa_trio.http.workers import ServeRefused, serve_workers
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.tasks.extension import TasksExtension
-from presa_trio.tasks.stores import DEFAULT_STORE, open_store
+from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.wire.request_state import StateSealer
 
@@ -378,6 +378,12 @@ def run(argv: Sequence[str] | None) -> None:
         return
     logs.configure(args.log_level, args.log_format)
     if args.command == "serve" and args.workers != 1:
+        # What the parent can check is checked once here, not once per worker.
+        state_sealer(args.state_key)
+        try:
+            store_opener(args.store)
+        except StoreUnavailable as error:
+            raise UsageError(str(error)) from None
         try:
             sys.exit(trio.run(serve_workers, sys.argv[1:] if argv is None else argv, args))
         except ServeRefused as refused:

@@ -38,7 +38,15 @@ def checked(
 port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
 byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
 task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
-worker_count = checked(int, lambda n: n >= 0, "a number of workers (0: one per core)")
+#: The most ``--workers`` a server may ask for: more than any machine has cores, so
+#: a slip of the keyboard (``--workers 20000``) is refused rather than starting
+#: processes until the host runs out of memory.
+MAX_WORKERS = 1024
+worker_count = checked(
+    int,
+    lambda n: 0 <= n <= MAX_WORKERS,
+    f"a number of workers (0: one per core; at most {MAX_WORKERS})",
+)
 event_count = checked(int, lambda n: n > 0, "a positive number of events")
 stream_count = checked(int, lambda n: n > 0, "a positive number of streams")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")

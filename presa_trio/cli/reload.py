@@ -92,8 +92,17 @@ async def next_change(root: Path, before: dict[Path, int]) -> dict[Path, int]:
 
 
 def without_reload(argv: Sequence[str]) -> list[str]:
-    """The command line of the child: the same arguments, less ``--reload``."""
-    return [argument for argument in argv if argument != "--reload"]
+    """The command line of the child: the same arguments, less ``--reload``.
+
+    argparse takes any unambiguous prefix of an option for the option
+    (``--rel``), so every such spelling goes: a child left with one would
+    reload in turn, and start a reloader of its own, without end.
+    """
+    return [
+        argument
+        for argument in argv
+        if not (argument.startswith("--rel") and "--reload".startswith(argument))
+    ]
 
 
 async def serve_reloading(argv: Sequence[str], root: Path) -> None:

@@ -10,6 +10,8 @@ other answer. A text line reads::
     POST /mcp status=200 bytes=312 ms=1.4 mcp-method=tools/call mcp-name=greet
 
 and each field is also on the record (``extra``), for the JSON-lines format.
+A value that is not bare is a JSON string, in ASCII if it holds a character
+that is not printable (:func:`text_value`).
 
 **Written in batches.** Under ``presa-trio serve``'s own logging
 configuration (:func:`presa_trio.logs.direct_handler`), a line is not
@@ -82,7 +84,7 @@ class _Exchange:
     # The server's own ``send``.
     downstream: ASGISendCallable
     status: int | None = None
-    # The response's headers, looked at only when the answer is a JSON-RPC error.
+    # The response's headers, looked at only when the final message is read.
     headers: Iterable[tuple[bytes, bytes]] = ()
     sent: int = 0
     # The last body chunk: the whole JSON body, or the final event of a stream.
@@ -100,15 +102,18 @@ class _Exchange:
             self.headers = event["headers"]
         await self.downstream(event)
 
+    def final_message(self) -> object:
+        """The final JSON-RPC message: the JSON body, or the data of the stream's last event."""
+        if (b"content-type", b"text/event-stream") in self.headers:
+            events = parse_events(self.last)
+            return decode_body(events[-1].data) if events else None
+        return decode_body(self.last)
+
     def jsonrpc_error(self) -> tuple[object, object]:
         """The code and ``data.incident`` of the final JSON-RPC message's ``error``, if any."""
         if b'"error"' not in self.last:  # most answers are results: no parsing for them
             return None, None
-        if (b"content-type", b"text/event-stream") in self.headers:
-            events = parse_events(self.last)
-            final = decode_body(events[-1].data) if events else None
-        else:
-            final = decode_body(self.last)
+        final = self.final_message()
         error = final.get("error") if isinstance(final, dict) else None
         if not isinstance(error, dict):
             return None, None
@@ -131,8 +136,17 @@ def mcp_headers(scope: HTTPScope) -> tuple[str | None, str | None]:
 
 
 def text_value(text: str) -> str:
-    """A string as a text line shows it: bare if it can be, else a JSON string."""
-    return text if BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+    """A string as a text line shows it: bare if it can be, else a JSON string.
+
+    A client chooses the path and the header values, so a character that is
+    not printable (a control such as ESC, a line or paragraph separator, a
+    format character such as a right-to-left override) is never written as
+    it is: the string is written in ASCII, each such character escaped, so
+    no client can move an operator's terminal or forge a line.
+    """
+    if text.isprintable() and BARE.fullmatch(text):
+        return text
+    return json.dumps(text, ensure_ascii=not text.isprintable())
 
 
 @functools.lru_cache(maxsize=128)

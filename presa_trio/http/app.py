@@ -49,7 +49,7 @@ from presa_trio.server.faults import report_lifetime_failure
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import RETRY_AFTER_S, McpError
-from presa_trio.wire.http_values import Headers, Rejection
+from presa_trio.wire.http_values import Headers, Rejection, check_read_only
 from presa_trio.wire.meta import RequestMeta, require_supported_version
 
 if TYPE_CHECKING:
@@ -254,8 +254,7 @@ class McpApp:
         self, auth: ResourceGuard, method: str, send: ASGISendCallable
     ) -> None:
         """The Protected Resource Metadata document (RFC 9728 §3), to anyone, by GET."""
-        if method != "GET":
-            raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+        check_read_only(method)
         await send_json(send, 200, auth.metadata_json())
 
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:

@@ -11,7 +11,7 @@ A failing check is 503 with its reason in one line of plain text. Both
 paths sit outside MCP's admission rules (no JSON-RPC, no Accept or
 Content-Type required, no bearer token: a health checker holds none), but
 behind the same Host and Origin checks as the endpoint (DNS rebinding), so a
-checker sends an allowed ``Host``. Only GET is served (405 otherwise). A
+checker sends an allowed ``Host``. GET and HEAD are served (405 otherwise). A
 check reads no request body and costs at most one keyed store read, so it can
 be polled every second.
 
@@ -32,7 +32,7 @@ from hypercorn.typing import ASGISendCallable
 
 from presa_trio.http.sse import send_whole
 from presa_trio.server import Dispatcher
-from presa_trio.wire.http_values import Rejection
+from presa_trio.wire.http_values import check_read_only
 
 LIVENESS_PATH = "/healthz"
 READINESS_PATH = "/readyz"
@@ -73,8 +73,7 @@ async def unready(app: Checked) -> str | None:
 
 async def answer_health(app: Checked, path: str, method: str, send: ASGISendCallable) -> None:
     """Answer ``/healthz`` or ``/readyz`` (``path``, one of :data:`HEALTH_PATHS`)."""
-    if method != "GET":
-        raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+    check_read_only(method)
     if path == LIVENESS_PATH:
         reason = None if app.lifetime is not None else "the server is not running"
     else:

@@ -64,10 +64,11 @@ from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.metered import MeteredStore
-from presa_trio.wire.http_values import Headers, Rejection
+from presa_trio.wire.http_values import Headers, Rejection, check_read_only
 
 METRICS_PATH = "/metrics"
-#: The answer to ``tools/call`` that created a task (compact JSON, as presa writes it).
+#: In the answer to ``tools/call`` that created a task (compact JSON, as presa writes it);
+#: a tool's own structured result may hold it too, so it only says whether to look.
 TASK_CREATED = b'"resultType":"task"'
 #: The label of a method or tool the server does not have.
 OTHER = "other"
@@ -134,6 +135,15 @@ class Metrics:
         self.statuses.labels(task.status.value).inc()
 
 
+def created_task(exchange: Exchange) -> bool:
+    """Whether the answer is a ``CreateTaskResult``: its result's own ``resultType``."""
+    if exchange.status != 200 or TASK_CREATED not in exchange.last:  # most: no parsing
+        return False
+    final = exchange.final_message()
+    result = final.get("result") if isinstance(final, dict) else None
+    return isinstance(result, dict) and result.get("resultType") == "task"
+
+
 def outcome(exchange: Exchange) -> str:
     """``ok``, the JSON-RPC error code, or ``http_<status>`` for a plain rejection."""
     code, _ = exchange.jsonrpc_error()
@@ -195,15 +205,14 @@ class Metered:
 
     def observe(self, method: str, tool: str, exchange: Exchange, seconds: float) -> None:
         self.metrics.operations.labels(method, tool, outcome(exchange)).observe(seconds)
-        if tool and exchange.status == 200 and TASK_CREATED in exchange.last:
+        if tool and created_task(exchange):
             self.metrics.tasks_created.labels(tool).inc()
 
     async def scrape(self, scope: HTTPScope, send: ASGISendCallable) -> None:
         """``GET /metrics``: the text exposition format, behind the Host and Origin checks."""
         try:
             self.app.policy.check_host_and_origin(Headers.from_asgi(scope["headers"]))
-            if scope["method"] != "GET":
-                raise Rejection(405, "Only GET is supported", [(b"allow", b"GET")])
+            check_read_only(scope["method"])
         except Rejection as rejection:
             await self.app.reject(send, rejection)
             return

@@ -30,8 +30,8 @@ per worker slot (:meth:`Workers.keep`):
 - every worker gets the same requestState key (one the parent makes,
   unless the operator gave one), so a multi round-trip retry may land on
   any worker;
-- SIGTERM or SIGINT to the parent is relayed once to every worker as
-  SIGTERM: each drains (docs/deployment.md, "Draining") within
+- SIGTERM, SIGINT or SIGHUP to the parent is relayed once to every worker
+  as SIGTERM: each drains (docs/deployment.md, "Draining") within
   ``--drain-delay`` and ``--shutdown-grace``; a second signal is relayed
   too, and each worker stops at once; a worker still running
   :func:`stop_bound` seconds after the first signal is killed.
@@ -77,8 +77,10 @@ EXIT_MARGIN_S = 5.0
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: The variable the command line reads requestState keys from (``--state-key``).
 STATE_KEY_ENV = "PRESA_STATE_KEY"
-#: The signals the parent relays to its workers.
-RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals the parent relays to its workers. SIGHUP (the terminal that started
+#: the parent hung up) too: by default it would end the parent alone, and the
+#: workers, in a session of their own, would serve on without it.
+RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: What each store scheme allows more than one worker to share, and if not, why.
 UNSHARED_STORES = {
     "memory": "memory: keeps tasks inside each process, so a task created on one "
@@ -191,7 +193,7 @@ class Workers:
         return self.status
 
     async def relay(self, signals: AsyncIterator[int]) -> None:
-        """Relay each SIGINT or SIGTERM to every worker as SIGTERM."""
+        """Relay each of :data:`RELAYED_SIGNALS` to every worker as SIGTERM."""
         async for signum in signals:
             name = signal.Signals(signum).name
             if self.stopping.is_set():
@@ -260,8 +262,14 @@ class Workers:
 
 
 def worker_command(argv: Sequence[str]) -> list[str]:
-    """The command line of one worker: this one, serving alone on the inherited socket."""
-    return [sys.executable, "-m", "presa_trio", *argv, "--workers", "1"]
+    """The command line of one worker: this one, serving alone on the inherited socket.
+
+    ``--workers 1`` comes after every option given, so it is the one that
+    counts, but before a ``--``, after which every word is MODULE:ATTR.
+    """
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    return [sys.executable, "-m", "presa_trio", *words[:end], "--workers", "1", *words[end:]]
 
 
 async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:

@@ -46,6 +46,17 @@ class Rejection(Exception):
         self.headers = list(headers)
 
 
+def check_read_only(method: str) -> None:
+    """Admit GET and HEAD to a document that is only read; anything else is 405.
+
+    RFC 9110 §9.1: a general-purpose server supports GET and HEAD, and HEAD
+    is GET without the body (§9.3.2), which the HTTP server leaves out; so
+    a load balancer checking with ``HEAD /readyz`` gets GET's status.
+    """
+    if method not in {"GET", "HEAD"}:
+        raise Rejection(405, "Only GET and HEAD are supported", [(b"allow", b"GET, HEAD")])
+
+
 @attrs.frozen
 class Headers:
     """Request headers by lowercased name; repeated headers keep every value.

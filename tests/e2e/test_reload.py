@@ -62,3 +62,13 @@ async def test_a_change_of_the_module_restarts_the_server_on_the_new_code(tmp_pa
             await served.wait_for_line("reload: .*reloading_app.py changed")
             second = await answer(await next_url(served))
     assert (first, second) == ("one", "two")
+
+
+async def test_an_abbreviated_reload_starts_one_reloader(tmp_path: Path) -> None:
+    """presa-defined (``serve --reload``): argparse takes ``--rel`` for ``--reload``; the
+    child is started without it too, so it serves rather than reloading in turn."""
+    (tmp_path / "reloading_app.py").write_text(MODULE.format(answer="one"))
+    async with presa_serve("--rel", "reloading_app:server", cwd=tmp_path) as served:
+        with trio.fail_after(10):
+            assert await answer(served.url) == "one"
+    assert served.stderr.count("reload: watching") == 1

@@ -97,6 +97,29 @@ async def test_reload_is_refused_with_more_than_one_worker(tmp_path: Path) -> No
     ]
 
 
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--store", "bogus:"], "unknown store URL 'bogus:'"),
+        (["--store", "postgresql://presa@127.0.0.1:1/presa", "--state-key", "short"], "16 bytes"),
+    ],
+    ids=["store-scheme", "state-key"],
+)
+async def test_a_mistake_the_parent_can_see_is_one_line_before_any_worker(
+    tmp_path: Path, options: list[str], says: str
+) -> None:
+    """presa-defined (command line): a store URL of no known scheme, or a short
+    requestState key, given with ``--workers 2``, is one line and exit status 2 from
+    the parent, before it listens or starts a worker (not one line per worker)."""
+    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", *options]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith("presa-trio: error: ")
+    assert says in line
+
+
 async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): a worker that exits with a
     usage error (here a target naming no module) is not started again: the parent
@@ -110,6 +133,18 @@ async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> N
     assert done.returncode == 2
     assert "cannot start (status 2): stopping every worker" in done.stderr.decode()
     assert "starting it again" not in done.stderr.decode()
+
+
+async def test_a_target_after_a_double_dash_is_served_by_every_worker(postgres_url: str) -> None:
+    """presa-defined (command line): ``serve --workers 2 -- MODULE:ATTR`` (``--`` ends
+    the options) starts two workers serving the target, each told to serve alone
+    before the ``--``, not after it where the words are no options."""
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS)
+    async with presa_serve(*options, "--", "examples.hello_server:server") as served:
+        await worker_pids(served, 2)
+        async with peer_of(served) as peer:
+            greeted = await peer.call("tools/call", {"name": "greet", "arguments": {"name": "A"}})
+    assert greeted["content"][0]["text"] == "Hello, A!"
 
 
 async def test_every_worker_serves_one_address_and_sees_every_task(postgres_url: str) -> None:
@@ -195,6 +230,22 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
     assert not [pid for pid in pids.values() if alive(pid)]
     assert served.stderr.count("SIGTERM received") == 3  # the parent's, then each worker's
     assert "Traceback" not in served.stderr
+
+
+async def test_a_hangup_of_the_parent_drains_every_worker_too(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): SIGHUP (the parent's
+    terminal hung up) is relayed like SIGTERM, since the workers, in a session of
+    their own, would not get it: every worker drains and exits, and so does the
+    parent, with no worker left serving on."""
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS)
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        served.process.send_signal(signal.SIGHUP)
+        with trio.fail_after(PATIENCE):
+            assert await served.stopped() == 0
+    assert not [pid for pid in pids.values() if alive(pid)]
+    assert "SIGHUP received: draining 2 workers" in served.stderr
+    assert served.stderr.count("SIGTERM received") == 2  # each worker's
 
 
 async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:

@@ -150,6 +150,22 @@ async def test_a_value_that_is_not_bare_is_a_json_string(logged: McpClient, kept
     assert record.status == response.status  # type: ignore[attr-defined]
 
 
+async def test_a_value_a_terminal_would_obey_is_escaped(logged: McpClient, kept: Kept) -> None:
+    """presa-defined (logs): a path or header value holding a control character (ESC,
+    NUL), a line separator or a right-to-left override is written escaped, so a
+    client cannot write escape sequences into an operator's terminal; a printable
+    name stays as it is sent."""
+    message = request("tools/call", {"name": "greet", "arguments": {}})
+    hostile = {**headers_for(message), "mcp-name": "\x1b[2J\x85greet"}
+    await logged.post(message, hostile, path="/mcp\x00\u2028\u202ex")
+    await logged.post(message, {**headers_for(message), "mcp-name": "grüße"})
+    hostile_line, printable_line = (record.getMessage() for record in kept.records)
+    assert hostile_line.isprintable()
+    assert ' "/mcp\\u0000\\u2028\\u202ex" ' in hostile_line
+    assert ' mcp-name="\\u001b[2J\\u0085greet"' in hostile_line
+    assert " mcp-name=grüße" in printable_line
+
+
 async def test_a_filter_on_the_logger_sees_every_record(logged: McpClient, kept: Kept) -> None:
     """presa-defined (logs): the access records pass the logger's filters, as any
     record does: a filter that drops them leaves no line."""

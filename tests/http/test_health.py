@@ -69,12 +69,22 @@ async def test_health_checks_keep_the_dns_rebinding_checks(
         assert (await get(client, path, headers)).status == status
 
 
-async def test_only_get_is_served(client: McpClient) -> None:
-    """A POST to a health path is 405 naming GET, never an MCP answer."""
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+async def test_head_is_answered_as_get(client: McpClient, app: McpApp, path: str) -> None:
+    """RFC 9110 §9.1, §9.3.2: HEAD gets GET's status and headers (a load balancer may
+    check with HEAD); the HTTP server leaves the body out."""
+    ready = await client.post(b"", HOST, method="HEAD", path=path)
+    assert (ready.status, ready.headers["cache-control"]) == (200, "no-store")
+    app.draining = True
+    assert (await client.post(b"", HOST, method="HEAD", path="/readyz")).status == 503
+
+
+async def test_only_get_and_head_are_served(client: McpClient) -> None:
+    """A POST to a health path is 405 naming GET and HEAD, never an MCP answer."""
     json_headers = {**HOST, "content-type": "application/json"}
     response = await client.post(b"{}", json_headers, path="/readyz")
     assert response.status == 405
-    assert response.headers["allow"] == "GET"
+    assert response.headers["allow"] == "GET, HEAD"
 
 
 async def test_health_checks_need_no_access_token() -> None:

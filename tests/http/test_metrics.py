@@ -7,13 +7,16 @@ series' names follow OpenTelemetry's semantic conventions for MCP.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.metrics import Metered
+from presa_trio.server import RequestContext
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, request, running
 
 HOST = {"host": "localhost:3000"}
@@ -86,12 +89,32 @@ async def test_a_tools_call_that_created_a_task_is_counted_by_tool(metered: McpC
     assert seen[("presa_tasks_created_total", (("gen_ai_tool_name", "slow_compute"),))] == 1
 
 
+async def test_a_tool_s_own_result_that_reads_like_a_task_is_not_counted() -> None:
+    """``presa_tasks_created_total`` reads the result's own ``resultType``: a tool
+    whose structured result holds ``"resultType": "task"`` created no task."""
+    server = build_server()
+
+    @server.tool(description="Answers with an object that mentions a task.")
+    async def task_shaped(ctx: RequestContext, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"resultType": "task"}
+
+    app = McpApp.for_server(server)
+    metered = Metered(app)
+    async with running(app) as client:
+        client.asgi = metered
+        answered = await client.send_request("tools/call", {"name": "task_shaped"})
+        assert answered.result["resultType"] == "complete"
+        seen = await samples(client)
+    assert [name for name, _ in seen if name == "presa_tasks_created_total"] == []
+
+
 async def test_the_scrape_keeps_the_dns_rebinding_checks(metered: McpClient) -> None:
     """Spec-mandated (streamable-http §Security & Endpoint): a foreign Host is 421 at
-    ``/metrics`` too; only GET is served."""
+    ``/metrics`` too; only GET and HEAD are served (RFC 9110 §9.1)."""
     foreign = await metered.post(b"", {"host": "evil.example"}, method="GET", path="/metrics")
     posted = await metered.post(b"", HOST, path="/metrics")
-    assert (foreign.status, posted.status) == (421, 405)
+    head = await metered.post(b"", HOST, method="HEAD", path="/metrics")
+    assert (foreign.status, posted.status, head.status) == (421, 405, 200)
 
 
 async def test_each_status_written_is_counted(metered: McpClient) -> None:

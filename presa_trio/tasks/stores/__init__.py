@@ -69,13 +69,18 @@ OPENERS: dict[str, StoreOpener] = {
 }
 
 
-def open_store(
-    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
-) -> AbstractAsyncContextManager[TaskStore]:
-    """The store ``url`` names, to open with ``async with``."""
+def store_opener(url: str) -> StoreOpener:
+    """The opener of the store ``url`` names, by its scheme; an unknown one is refused."""
     scheme, colon, _ = url.partition(":")
     opener = OPENERS.get(scheme) if colon else None
     if opener is None:
         known = ", ".join(f"{name}:" for name in OPENERS)
         raise StoreUnavailable(f"unknown store URL {url!r}: the schemes are {known}")
-    return opener(url, store_timeout)
+    return opener
+
+
+def open_store(
+    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
+) -> AbstractAsyncContextManager[TaskStore]:
+    """The store ``url`` names, to open with ``async with``."""
+    return store_opener(url)(url, store_timeout)

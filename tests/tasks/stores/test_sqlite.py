@@ -46,16 +46,20 @@ async def test_a_file_of_another_schema_version_is_refused_in_one_line(tmp_path:
 
 async def test_a_second_store_on_the_file_is_refused_naming_the_first(tmp_path: Path) -> None:
     """presa-defined (one server per file; README "Tasks that outlive the process"):
-    while one store has the file open, opening it again fails with one line naming
-    the holder's pid; once the first has closed, it opens."""
-    path = tmp_path / "tasks.db"
+    while one store has the file open, opening it again, by its name or through a
+    symbolic link (the lock is the file's, not its name's), fails with one line
+    naming the holder's pid; once the first has closed, it opens."""
+    path, link = tmp_path / "tasks.db", tmp_path / "link.db"
+    link.symlink_to(path)
     async with open_store(f"sqlite:///{path}"):
-        with pytest.raises(StoreUnavailable) as refused:
-            async with open_store(f"sqlite:///{path}"):
-                pass
-    assert str(refused.value) == (
-        f"{path} is served by another presa process (pid {os.getpid()}); one server per file"
-    )
+        for name in (path, link):
+            with pytest.raises(StoreUnavailable) as refused:
+                async with open_store(f"sqlite:///{name}"):
+                    pass
+            assert str(refused.value) == (
+                f"{name} is served by another presa process (pid {os.getpid()}); "
+                "one server per file"
+            )
     async with open_store(f"sqlite:///{path}"):
         pass
 

@@ -432,8 +432,14 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
 
 
 def lock_path(path: Path) -> Path:
-    """The file beside ``path`` whose lock says which process serves it."""
-    return path.with_name(path.name + ".lock")
+    """The file beside ``path`` whose lock says which process serves it.
+
+    Beside the file itself, its symbolic links followed, so a second server
+    that names the file through a link, or by another relative path, meets
+    the same lock.
+    """
+    real = path.resolve()
+    return real.with_name(real.name + ".lock")
 
 
 def hold_lock(path: Path) -> tuple[int, bool]:
