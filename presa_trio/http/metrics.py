@@ -44,6 +44,7 @@ import os
 import time
 
 import attrs
+import trio
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -216,5 +217,7 @@ class Metered:
         except Rejection as rejection:
             await self.app.reject(send, rejection)
             return
-        body = generate_latest(self.metrics.registry)
+        # Across workers, collecting reads every worker's sample files: file I/O,
+        # so it runs in a worker thread (prometheus_client's registry is thread-safe).
+        body = await trio.to_thread.run_sync(generate_latest, self.metrics.registry)
         await send_whole(send, 200, body, CONTENT_TYPE_LATEST.encode(), NO_STORE)
