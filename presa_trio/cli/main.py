@@ -186,7 +186,7 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=DEFAULT_SHUTDOWN_GRACE_S,
         metavar="SECONDS",
-        help="on SIGINT/SIGTERM, time requests in flight may still take (default: %(default)s)",
+        help="on SIGINT/SIGTERM/SIGHUP, time requests in flight may still take (default: %(default)s)",
     )
     parser.add_argument(
         "--workers",
@@ -207,7 +207,7 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=0.0,
         metavar="SECONDS",
-        help="on SIGINT/SIGTERM, time to keep accepting while GET /readyz says 503, so a "
+        help="on SIGINT/SIGTERM/SIGHUP, time to keep accepting while GET /readyz says 503, so a "
         "load balancer takes the process out first (default: %(default)s)",
     )
     parser.add_argument(

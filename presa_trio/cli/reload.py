@@ -108,10 +108,10 @@ def without_reload(argv: Sequence[str]) -> list[str]:
 async def serve_reloading(argv: Sequence[str], root: Path) -> None:
     """Run ``presa-trio <argv>`` as a child; start it again whenever ``root`` changes.
 
-    SIGTERM or SIGINT to this process stops the child first, then returns:
-    the child never outlives the process that started it.
+    SIGTERM, SIGINT or SIGHUP to this process stops the child first, then
+    returns: the child never outlives the process that started it.
     """
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(restarting, argv, root)
             async for received in signals:

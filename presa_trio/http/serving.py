@@ -5,7 +5,7 @@
 request (:mod:`presa_trio.http.access`; written in batches, at most a second
 late, all of them by the time it returns), and shuts down gracefully:
 
-1. SIGINT or SIGTERM (or the caller's ``shutdown_trigger``) starts it, once:
+1. SIGINT, SIGTERM or SIGHUP (or the caller's ``shutdown_trigger``) starts it, once:
    ``GET /readyz`` answers 503 from now on (:mod:`presa_trio.http.health`);
 2. after ``drain_delay`` seconds (time for a load balancer's health checks
    to take the process out), the listening socket closes, so no new
@@ -57,8 +57,10 @@ log = logging.getLogger(__name__)
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
 #: Why ``--metrics`` cannot serve without its extra.
 METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
-#: The signals that start a graceful shutdown.
-SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals that start a graceful shutdown. SIGHUP (the terminal that started
+#: the server hung up) too: by default it would end the process at once, cutting
+#: the requests in flight and losing the access lines not yet written.
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 ShutdownTrigger = Callable[[], Awaitable[None]]
 
@@ -189,9 +191,10 @@ async def serve_http(
 
 
 async def serve_until_signalled(serve: Callable[[ShutdownTrigger], Awaitable[None]]) -> None:
-    """Run ``serve`` with SIGINT/SIGTERM as its shutdown trigger; a second signal cancels it.
+    """Run ``serve`` with :data:`SHUTDOWN_SIGNALS` as its shutdown trigger; a second signal
+    cancels it.
 
-    While this runs, neither signal interrupts anything (no
+    While this runs, no such signal interrupts anything (no
     ``KeyboardInterrupt``); each is received here, and none is left pending.
     """
     first = trio.Event()

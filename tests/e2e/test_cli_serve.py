@@ -115,11 +115,11 @@ async def load(
             busy.set()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 async def test_a_signal_starts_one_graceful_shutdown_under_load(signum: signal.Signals) -> None:
     """Spec-mandated (subscriptions §Graceful Closure: a server tearing a listen down
-    SHOULD answer it with its result first); presa-defined (shutdown): SIGINT or
-    SIGTERM stops accepting, ends the listen with its result, lets the request in
+    SHOULD answer it with its result first); presa-defined (shutdown): SIGINT,
+    SIGTERM or SIGHUP (a terminal hanging up) stops accepting, ends the listen with its result, lets the request in
     flight finish within the grace, answers every request it accepted, and exits 0
     without a traceback."""
     listened: list[dict[str, Any]] = []
