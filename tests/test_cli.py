@@ -44,6 +44,11 @@ async def presa(*arguments: str, env: dict[str, str] | None = None) -> tuple[int
 MISTAKES = {
     "port out of range": (["serve", "--port", "99999"], "--port: '99999' is not a port"),
     "port not a number": (["serve", "--port", "http"], "--port: 'http' is not a port"),
+    "blank allowed host": (["serve", "--allow-host", ""], "--allow-host: '' is not a host name"),
+    "allowed host with a space": (
+        ["serve", "--allow-host", "a b"],
+        "--allow-host: 'a b' is not a host name",
+    ),
     "log level": (["serve", "--log-level", "LOUD"], "--log-level: 'LOUD' is not one of"),
     "workers below none": (["serve", "--workers", "-1"], "--workers: '-1' is not a number of"),
     "workers past any machine's cores": (["serve", "--workers", "1025"], "at most 1024"),

@@ -44,6 +44,7 @@ from presa_trio.cli.collector import settle_for_serving
 from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
+    host_name,
     level_name,
     port_number,
     positive_seconds,
@@ -160,6 +161,7 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--allow-host",
+        type=host_name,
         action="append",
         default=[],
         metavar="NAME",
@@ -186,7 +188,8 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=DEFAULT_SHUTDOWN_GRACE_S,
         metavar="SECONDS",
-        help="on SIGINT/SIGTERM/SIGHUP, time requests in flight may still take (default: %(default)s)",
+        help="on SIGINT/SIGTERM/SIGHUP, time requests in flight may still take "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--workers",
@@ -194,7 +197,8 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="serve with N processes on one address, restarted if they die; 0 is one per "
-        "core; more than one needs a shared store (postgresql://…) (default: %(default)s)",
+        "core this process may run on (a container's CPU quota is not counted); more than "
+        "one needs a shared store (postgresql://…) (default: %(default)s)",
     )
     parser.add_argument(
         "--metrics",

@@ -53,6 +53,13 @@ positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive nu
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
 
 
+def host_name(text: str) -> str:
+    """``--allow-host``: a name as a Host or Origin header carries it, never blank."""
+    if not text or any(character.isspace() for character in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a host name")
+    return text
+
+
 def level_name(text: str) -> str:
     if text.upper() not in logs.LEVELS:
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(logs.LEVELS)}")

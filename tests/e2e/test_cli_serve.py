@@ -119,9 +119,9 @@ async def load(
 async def test_a_signal_starts_one_graceful_shutdown_under_load(signum: signal.Signals) -> None:
     """Spec-mandated (subscriptions §Graceful Closure: a server tearing a listen down
     SHOULD answer it with its result first); presa-defined (shutdown): SIGINT,
-    SIGTERM or SIGHUP (a terminal hanging up) stops accepting, ends the listen with its result, lets the request in
-    flight finish within the grace, answers every request it accepted, and exits 0
-    without a traceback."""
+    SIGTERM or SIGHUP (a terminal hanging up) stops accepting, ends the listen with
+    its result, lets the request in flight finish within the grace, answers every
+    request it accepted, and exits 0 without a traceback."""
     listened: list[dict[str, Any]] = []
     paused: list[dict[str, Any]] = []
     statuses: list[int] = []
