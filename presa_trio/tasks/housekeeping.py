@@ -214,6 +214,10 @@ class Housekeeping:
                     worker.see(stored.task)
         if stored is not None:
             self.on_change(stored.scope, stored.task)
+        elif self.writer.events is not None:
+            # Nothing more will be appended to a deleted task's log: its
+            # streams read once more, find the task gone and end.
+            self.writer.events.wake(task_id)
 
     async def resync(self, *, task_status: trio.TaskStatus[None]) -> None:
         """Each time announcements may have been lost, re-read every task this process runs.

@@ -32,7 +32,9 @@ from presa_trio.tasks.events import (
     NewEvent,
     Retention,
 )
+from presa_trio.tasks.model import epoch_ms
 from presa_trio.tasks.stores.base import TaskStore
+from presa_trio.tasks.writes import Clock
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, meta, request
 from presa_trio.testing import running as serving
 from presa_trio.wire.errors import (
@@ -677,3 +679,32 @@ async def test_a_reader_overtaken_by_retention_gets_events_gone_on_its_stream(
     assert final["error"]["code"] == EVENTS_GONE
     assert final["error"]["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 8}
     harness.gates["overtaken"].set()
+
+
+async def test_a_stream_of_a_task_deleted_at_its_ttl_ends_normally(store: TaskStore) -> None:
+    """presa-defined (S-24; docs/task-events.md, "an empty result: … expiry"): a
+    working task's TTL elapses while a stream follows it and the reaper deletes it;
+    the stream ends with `{}` (nothing more will come), never waits on a task that is
+    gone."""
+    gates = Gates()
+    now = [epoch_ms()]
+    server = events_server(store, TaskEventLog(), gates)
+    (tasks,) = (
+        extension for extension in server.extensions if isinstance(extension, TasksExtension)
+    )
+    runner = tasks.runner
+    runner.clock = Clock(wall_ms=lambda: now[0])
+    runner.ttl_ms, runner.lease_ms, runner.reap_every = 60_000, 3_600_000, 0.01
+    async with serving(McpApp.for_server(server)) as client:
+        result = await client.call_tool(
+            "emitter", {"label": "ttl"}, capabilities=TASKS_CAPABILITIES
+        )
+        task_id = result["taskId"]
+        message = request("tasks/stream", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+        async with client.stream(message) as stream:
+            assert (await next_event(stream))["seq"] == 0
+            now[0] += 120_000
+            with trio.fail_after(20):
+                final = await stream.next_message()
+        assert final["result"]["resultType"] == "complete"
+        gates["ttl"].set()
