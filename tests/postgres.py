@@ -34,6 +34,7 @@ from typing import Any
 
 import attrs
 import psycopg
+from psycopg import sql
 
 # The account a root test run hands the server to; present on every Debian.
 UNPRIVILEGED = "nobody"
@@ -164,6 +165,26 @@ class Postgres:
         with psycopg.connect(self.url(database), autocommit=True) as admin:
             cursor = admin.execute(statement)
             return cursor.fetchall() if cursor.description else []
+
+    @contextmanager
+    def read_only(self, database: str) -> Iterator[None]:
+        """``database`` read-only for the block: its sessions ended, new ones read-only."""
+        name = sql.Identifier(database)
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(name)
+            )
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = %s AND pid <> pg_backend_pid()",
+                (database,),
+            )
+            try:
+                yield
+            finally:
+                admin.execute(
+                    sql.SQL("ALTER DATABASE {} RESET default_transaction_read_only").format(name)
+                )
 
     def restart(self) -> None:
         """Stop and start again on the same port and data: every connection drops."""

@@ -21,7 +21,9 @@ waits for it. When a read finds nothing new, the stream waits on its
 follower, woken by appends (from any process, through the store's
 announcements) and by the task's own changes (through the server's change
 bus, so a terminal task whose closing event was never written is closed
-here, and the stream ends). A reader so slow that retention dropped an
+here, and the stream ends; it ends as well if the store will not take that
+event, and ``tasks/get`` has the outcome). A task deleted at its TTL wakes
+its streams too, and they end. A reader so slow that retention dropped an
 event before it was delivered gets ``events_gone``, never a gap. The
 server's shutdown ends the stream normally, and the client resumes with
 ``after`` on another process. Cancelling the request (the client closing
@@ -164,6 +166,7 @@ async def follow(
     deliver events in sequence order").
     """
     task_id = follower.task_id
+    closing_tried = False
     while True:
         step = next_step(task_id, cursor, window)
         if isinstance(step, End):
@@ -177,10 +180,15 @@ async def follow(
                 task = await runner.get(scope, task_id)
             except TaskNotFound:
                 return  # expired meanwhile: nothing more will come
-            if task.terminal:
-                await events.close(runner.store, task, runner.clock.wall_ms())
-            else:
+            if not task.terminal:
                 await events.wait(follower, stamp)
+            elif closing_tried:
+                # The store did not take the closing event (read-only, say):
+                # nothing more will come, and tasks/get has the outcome.
+                return
+            else:
+                await events.close(runner.store, task, runner.clock.wall_ms())
+                closing_tried = True
         if follower.stopping:
             return
         window, stamp = await events.read(runner.store, task_id, cursor, runner.clock.wall_ms())

@@ -14,10 +14,8 @@ from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlsplit
 
-import psycopg
 import pytest
 import trio
-from psycopg import sql
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
@@ -68,33 +66,17 @@ async def test_a_read_only_episode_is_retryable_while_it_lasts_and_leaves_no_tra
     waits; once it is writable again, both processes serve in full at once (no
     restart, no failed call), and the waiting task's result is stored."""
     a, b, gate = two
-    database = sql.Identifier(urlsplit(postgres_url).path.lstrip("/"))
     with trio.fail_after(40):
         waiting = await a.create("echo", wait=True, text="kept")
-        with psycopg.connect(postgres.url(), autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(database)
-            )
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = %s AND pid <> pg_backend_pid()",
-                (urlsplit(postgres_url).path.lstrip("/"),),
-            )
-            try:
-                gate.set()  # the waiting task finishes now; its write must wait
-                episode_ends = trio.current_time() + EPISODE_S
-                while trio.current_time() < episode_ends:
-                    for client in (a, b):
-                        answer = await client.send("tools/call", name="echo", arguments={})
-                        assert answer["error"]["code"] == -32603
-                        assert answer["error"]["data"] == {"retryable": True}
-                    await trio.sleep(0.2)
-            finally:
-                admin.execute(
-                    sql.SQL("ALTER DATABASE {} RESET default_transaction_read_only").format(
-                        database
-                    )
-                )
+        with postgres.read_only(urlsplit(postgres_url).path.lstrip("/")):
+            gate.set()  # the waiting task finishes now; its write must wait
+            episode_ends = trio.current_time() + EPISODE_S
+            while trio.current_time() < episode_ends:
+                for client in (a, b):
+                    answer = await client.send("tools/call", name="echo", arguments={})
+                    assert answer["error"]["code"] == -32603
+                    assert answer["error"]["data"] == {"retryable": True}
+                await trio.sleep(0.2)
         for client in (a, b):
             assert "result" in await client.send("server/discover")
             done = await client.settled(await client.create("echo", text="after"))

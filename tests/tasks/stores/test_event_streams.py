@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import pytest
@@ -33,6 +34,7 @@ from presa_trio.tasks.events import (
     Retention,
 )
 from presa_trio.tasks.model import epoch_ms
+from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.tasks.writes import Clock
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, Stream, meta, request
@@ -53,6 +55,7 @@ from presa_trio.wire.tasks import (
 from tests.e2e.events_server import add_tools, assert_cancelled_log
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
+from tests.postgres import Postgres
 
 EVENT = "notifications/tasks/event"
 STEP = "com.example.step"
@@ -708,3 +711,30 @@ async def test_a_stream_of_a_task_deleted_at_its_ttl_ends_normally(store: TaskSt
                 final = await stream.next_message()
         assert final["result"]["resultType"] == "complete"
         gates["ttl"].set()
+
+
+async def test_a_stream_that_cannot_close_an_ended_tasks_log_ends_normally(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (S-24; docs/task-events.md, "an empty result: terminal … `{}`"):
+    a task ended on a server without task event streams leaves its log open; while
+    the database is read-only, a stream of it finds the task ended and cannot append
+    the closing event: it ends with `{}` (the client asks tasks/get for the outcome)
+    rather than trying again and again."""
+    gates = Gates()
+    gates[""].set()
+    async with open_store(postgres_url) as store:
+        async with serving(McpApp.for_server(events_server(store, None, gates))) as plain:
+            without_events = Harness(plain, gates, plain.app, TaskEventLog())
+            task_id = await without_events.start()
+            await without_events.until_status(task_id, "completed")
+        server = events_server(store, TaskEventLog(), gates)
+        async with serving(McpApp.for_server(server)) as client:
+            with postgres.read_only(urlsplit(postgres_url).path.lstrip("/")), trio.fail_after(20):
+                message = request(
+                    "tasks/stream", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES
+                )
+                # The first call may meet a session the episode ended: a retryable -32603.
+                while "result" not in final_message(response := await client.post(message)):
+                    assert final_message(response)["error"]["data"] == {"retryable": True}
+    assert (events_in(response), result_of(response)["resultType"]) == ([], "complete")
