@@ -10,10 +10,11 @@ import pytest
 import trio
 import trio.testing
 
+from presa_trio.tasks import model
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
 from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION, SqliteStore
-from tests.tasks.stores.records import PATIENCE, ROOMY, T0, stored
+from tests.tasks.stores.records import PATIENCE, ROOMY, T0, new_task, stored
 
 
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
@@ -140,3 +141,23 @@ async def test_a_batch_runs_to_its_end_though_the_caller_running_it_is_cancelled
                 await trio.testing.wait_all_tasks_blocked()
         assert "t-2" in stored_ids
         assert await store.read("t-2") is not None
+
+
+async def test_a_write_that_meets_a_full_file_is_unavailable_then_succeeds(tmp_path: Path) -> None:
+    """presa-defined (docs/task-stores.md "Faults": a full file system is "unavailable"):
+    a status message too large for the room left fails as the full file it met,
+    retryable, though SQLite rolled back the whole transaction under the write's
+    savepoint; once there is room again, the same write is stored."""
+    async with open_store(f"sqlite:///{tmp_path / 'tasks.db'}") as store:
+        assert isinstance(store, SqliteStore)
+        await store.create(stored("t-1"), ROOMY, T0)
+        reported = model.report(new_task("t-1"), "x" * 1_000_000, T0)
+        pages = await store.database.run(lambda db: db.execute("PRAGMA page_count").fetchone()[0])
+        await store.database.run(lambda db: db.execute(f"PRAGMA max_page_count = {pages}"))
+        with pytest.raises(StoreUnavailable, match="database or disk is full"):
+            await store.compare_and_set("alice", reported, 0)
+        await store.database.run(lambda db: db.execute(f"PRAGMA max_page_count = {2**31}"))
+        await store.compare_and_set("alice", reported, 0)
+        found = await store.read("t-1")
+        assert found is not None
+        assert found.task == reported
