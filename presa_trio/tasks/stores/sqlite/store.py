@@ -472,8 +472,14 @@ def hold_lock(path: Path) -> tuple[int, bool]:
         raise StoreUnavailable(
             f"{path} is served by another presa process ({who}); one server per file"
         ) from None
-    os.ftruncate(descriptor, 0)
-    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    except OSError as error:  # a full disk, say: refused like any file that cannot be opened
+        os.close(descriptor)
+        if made:
+            lock_file.unlink()
+        raise StoreUnavailable(f"cannot write {lock_file}: {error.strerror}") from None
     return descriptor, made
 
 
