@@ -161,3 +161,19 @@ async def test_a_write_that_meets_a_full_file_is_unavailable_then_succeeds(tmp_p
         found = await store.read("t-1")
         assert found is not None
         assert found.task == reported
+
+
+async def test_an_in_memory_database_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (one file, two connections): ``sqlite:///:memory:`` would give the
+    writer and the reader a database each, so a task written could never be read; it
+    is refused in one line pointing to ``memory:``, and nothing is left behind."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store("sqlite:///:memory:"):
+            pass
+    assert str(refused.value) == (
+        "bad store URL 'sqlite:///:memory:': SQLite's in-memory database is not a file; use memory:"
+    )
+    assert os.listdir(tmp_path) == []

@@ -484,10 +484,18 @@ def hold_lock(path: Path) -> tuple[int, bool]:
 
 
 def sqlite_path(url: str) -> Path:
-    """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling)."""
+    """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling).
+
+    ``:memory:`` is refused: SQLite would give the writer and the reader a
+    database each, and a task written could never be read.
+    """
     prefix = "sqlite:///"
     if not url.startswith(prefix) or len(url) == len(prefix):
         raise StoreUnavailable(f"bad store URL {url!r}: use sqlite:///PATH")
+    if url[len(prefix) :] == ":memory:":
+        raise StoreUnavailable(
+            f"bad store URL {url!r}: SQLite's in-memory database is not a file; use memory:"
+        )
     return Path(url[len(prefix) :])
 
 
