@@ -66,6 +66,8 @@ async def test_parked_and_running_tasks_survive_a_restart(
         ("serve", "sqlite:///", "bad store URL 'sqlite:///'"),
         ("serve", "sqlite:////no/such/dir/t.db", "cannot open sqlite:////no/such/dir/t.db"),
         ("stdio", "sqlite:////no/such/dir/t.db", "cannot open sqlite:////no/such/dir/t.db"),
+        ("serve", "postgresql://%zz", 'bad PostgreSQL URL: invalid percent-encoded token: "%zz"'),
+        ("stdio", "postgresql://db/?bogus=1", "bad PostgreSQL URL: invalid URI query parameter"),
     ],
 )
 async def test_a_store_that_cannot_be_opened_stops_the_start_with_one_line(
