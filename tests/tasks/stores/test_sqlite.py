@@ -186,3 +186,24 @@ async def test_an_in_memory_database_is_refused_in_one_line(
         "bad store URL 'sqlite:///:memory:': SQLite's in-memory database is not a file; use memory:"
     )
     assert os.listdir(tmp_path) == []
+
+
+async def test_a_file_with_a_second_hard_link_is_refused_in_one_line(tmp_path: Path) -> None:
+    """presa-defined (one server per file): a hard link is a second name the lock beside
+    the file cannot see, and SQLite names its write-ahead log after the name opened, so
+    two servers would write one file through two logs. While the file has another name,
+    opening it by either is refused in one line; once that name is gone, it opens."""
+    path, other = tmp_path / "tasks.db", tmp_path / "other.db"
+    async with open_store(f"sqlite:///{path}"):
+        pass
+    os.link(path, other)
+    for name in (path, other):
+        with pytest.raises(StoreUnavailable) as refused:
+            async with open_store(f"sqlite:///{name}"):
+                pass
+        assert str(refused.value) == (
+            f"{name} has 2 hard links: SQLite keeps its log by name, so serve it by one name"
+        )
+    other.unlink()
+    async with open_store(f"sqlite:///{path}"):
+        pass

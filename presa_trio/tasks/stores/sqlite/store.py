@@ -389,8 +389,16 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
 
     Reading what tables the file holds writes nothing; only a file with
     none (new, or empty) gets the schema, and only a presa file of this
-    schema version is switched to WAL.
+    schema version is switched to WAL. A file with another name (a hard
+    link) is refused: the lock beside it cannot see that name, and SQLite
+    names its write-ahead log after the name opened, so two servers would
+    write one file through two logs.
     """
+    links = path.stat().st_nlink if path.exists() else 1
+    if links > 1:
+        raise StoreUnavailable(
+            f"{path} has {links} hard links: SQLite keeps its log by name, so serve it by one name"
+        )
     db = _connect(path)
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
