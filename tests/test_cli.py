@@ -57,6 +57,14 @@ MISTAKES = {
     "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),
     "grace": (["serve", "--shutdown-grace", "nan"], "--shutdown-grace: 'nan' is not"),
     "store timeout": (["serve", "--store-timeout", "0"], "--store-timeout: '0' is not a positive"),
+    "lease that rounds to no time": (
+        ["serve", "--port", "0", "--task-lease", "0.0001"],
+        "--task-lease: '0.0001' is not a lease of 0.1 to 86400 seconds",
+    ),
+    "lease past what a store holds": (
+        ["serve", "--port", "0", "--task-lease", "1e17"],
+        "--task-lease: '1e17' is not a lease of 0.1 to 86400 seconds",
+    ),
     "empty key": (["serve", "--state-key", ""], "--state-key #1: a requestState key must"),
     "short key": (
         ["serve", "--state-key", STATE_KEY, "--state-key", "short"],

@@ -45,6 +45,7 @@ from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
     host_name,
+    lease_seconds,
     level_name,
     port_number,
     positive_seconds,
@@ -141,11 +142,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--task-lease",
-        type=positive_seconds,
+        type=lease_seconds,
         default=30.0,
         metavar="SECONDS",
         help="how long a running task's lease lasts unless renewed; after a crash its tasks "
-        "are recovered once it expires (default: %(default)s)",
+        "are recovered once it expires; 0.1 to 86400 (default: %(default)s)",
     )
 
 

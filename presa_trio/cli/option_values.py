@@ -51,6 +51,17 @@ event_count = checked(int, lambda n: n > 0, "a positive number of events")
 stream_count = checked(int, lambda n: n > 0, "a positive number of streams")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
+#: The bounds of ``--task-lease``. Renewal is a store write every third of a
+#: lease and recovery one every half, so a shorter lease (one that rounds to
+#: 0 ms above all) makes them a busy loop on the store; a longer one is how long
+#: a killed server's tasks wait to be recovered, and past a day its expiry soon
+#: leaves what a store's 64-bit integer holds.
+MIN_LEASE_S, MAX_LEASE_S = 0.1, 86_400.0
+lease_seconds = checked(
+    float,
+    lambda s: MIN_LEASE_S <= s <= MAX_LEASE_S,
+    f"a lease of {MIN_LEASE_S:g} to {MAX_LEASE_S:g} seconds",
+)
 
 
 def host_name(text: str) -> str:

@@ -8,6 +8,8 @@ never gets there; nothing asserts how long anything took.
 
 from __future__ import annotations
 
+import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -64,6 +66,8 @@ async def test_parked_and_running_tasks_survive_a_restart(
         ("serve", "sqlite:///", "bad store URL 'sqlite:///'"),
         ("serve", "sqlite:////no/such/dir/t.db", "cannot open sqlite:////no/such/dir/t.db"),
         ("stdio", "sqlite:////no/such/dir/t.db", "cannot open sqlite:////no/such/dir/t.db"),
+        ("serve", "postgresql://%zz", 'bad PostgreSQL URL: invalid percent-encoded token: "%zz"'),
+        ("stdio", "postgresql://db/?bogus=1", "bad PostgreSQL URL: invalid URI query parameter"),
     ],
 )
 async def test_a_store_that_cannot_be_opened_stops_the_start_with_one_line(
@@ -83,3 +87,36 @@ async def test_a_store_that_cannot_be_opened_stops_the_start_with_one_line(
     assert (finished.returncode, len(lines)) == (2, 1), lines
     assert lines[0].startswith(f"presa-trio: error: {says}")
     assert finished.stdout == b""
+
+
+async def test_a_full_file_system_stops_the_start_with_one_line(tmp_path: Path) -> None:
+    """presa-defined (operator errors): a server whose files may not grow (a file-size
+    limit of 0, RLIMIT_FSIZE) cannot write its pid into the lock file; the start ends
+    with exit status 2 and one line naming that file, and leaves no file behind."""
+    db = tmp_path / "tasks.db"
+
+    def no_room() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+
+    with trio.fail_after(PATIENCE):
+        finished = await trio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "presa_trio",
+                "serve",
+                "--port",
+                "0",
+                "--store",
+                f"sqlite:///{db}",
+            ],
+            check=False,
+            capture_stderr=True,
+            preexec_fn=no_room,
+        )
+    lines = finished.stderr.decode().splitlines()
+    assert (finished.returncode, lines) == (
+        2,
+        [f"presa-trio: error: cannot write {db}.lock: File too large"],
+    )
+    assert os.listdir(tmp_path) == []

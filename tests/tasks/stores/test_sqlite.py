@@ -10,10 +10,14 @@ import pytest
 import trio
 import trio.testing
 
+from presa_trio.tasks import model
+from presa_trio.tasks.events import NewEvent, Retention
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
 from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION, SqliteStore
-from tests.tasks.stores.records import PATIENCE, ROOMY, T0, stored
+from tests.tasks.stores.records import PATIENCE, ROOMY, T0, new_task, stored
+
+KEEP_ALL = Retention(max_events=10_000, max_age_ms=None)
 
 
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
@@ -140,3 +144,66 @@ async def test_a_batch_runs_to_its_end_though_the_caller_running_it_is_cancelled
                 await trio.testing.wait_all_tasks_blocked()
         assert "t-2" in stored_ids
         assert await store.read("t-2") is not None
+
+
+async def test_writes_that_meet_a_full_file_are_unavailable_then_succeed(tmp_path: Path) -> None:
+    """presa-defined (docs/task-stores.md "Faults": a full file system is "unavailable"):
+    a status message and an event too large for the room left each fail as the full
+    file they met, retryable, whether SQLite rolled back the statement (the status
+    message) or the whole transaction under the write's savepoint (the event); once
+    there is room again, the same writes are stored."""
+    async with open_store(f"sqlite:///{tmp_path / 'tasks.db'}") as store:
+        assert isinstance(store, SqliteStore)
+        await store.create(stored("t-1"), ROOMY, T0)
+        reported = model.report(new_task("t-1"), "x" * 1_000_000, T0)
+        event = NewEvent("com.example.large", {"x": "x" * 1_000_000})
+        pages = await store.database.run(lambda db: db.execute("PRAGMA page_count").fetchone()[0])
+        await store.database.run(lambda db: db.execute(f"PRAGMA max_page_count = {pages}"))
+        with pytest.raises(StoreUnavailable, match="database or disk is full"):
+            await store.compare_and_set("alice", reported, 0)
+        with pytest.raises(StoreUnavailable, match="database or disk is full"):
+            await store.append_events("t-1", [event], T0, KEEP_ALL)
+        await store.database.run(lambda db: db.execute(f"PRAGMA max_page_count = {2**31}"))
+        await store.compare_and_set("alice", reported, 0)
+        appended = await store.append_events("t-1", [event], T0, KEEP_ALL)
+        found = await store.read("t-1")
+        assert found is not None
+        assert found.task == reported
+        assert [(e.seq, e.payload) for e in appended] == [(0, event.payload)]
+
+
+async def test_an_in_memory_database_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (one file, two connections): ``sqlite:///:memory:`` would give the
+    writer and the reader a database each, so a task written could never be read; it
+    is refused in one line pointing to ``memory:``, and nothing is left behind."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store("sqlite:///:memory:"):
+            pass
+    assert str(refused.value) == (
+        "bad store URL 'sqlite:///:memory:': SQLite's in-memory database is not a file; use memory:"
+    )
+    assert os.listdir(tmp_path) == []
+
+
+async def test_a_file_with_a_second_hard_link_is_refused_in_one_line(tmp_path: Path) -> None:
+    """presa-defined (one server per file): a hard link is a second name the lock beside
+    the file cannot see, and SQLite names its write-ahead log after the name opened, so
+    two servers would write one file through two logs. While the file has another name,
+    opening it by either is refused in one line; once that name is gone, it opens."""
+    path, other = tmp_path / "tasks.db", tmp_path / "other.db"
+    async with open_store(f"sqlite:///{path}"):
+        pass
+    os.link(path, other)
+    for name in (path, other):
+        with pytest.raises(StoreUnavailable) as refused:
+            async with open_store(f"sqlite:///{name}"):
+                pass
+        assert str(refused.value) == (
+            f"{name} has 2 hard links: SQLite keeps its log by name, so serve it by one name"
+        )
+    other.unlink()
+    async with open_store(f"sqlite:///{path}"):
+        pass

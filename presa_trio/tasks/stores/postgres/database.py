@@ -221,7 +221,10 @@ class Database:
     _breakages: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
-        self.conninfo = bounded_conninfo(self.conninfo, self.timeout)
+        try:
+            self.conninfo = bounded_conninfo(self.conninfo, self.timeout)
+        except psycopg.ProgrammingError as error:  # a URL libpq cannot parse
+            raise StoreUnavailable(f"bad PostgreSQL URL: {first_line(error)}") from None
 
     async def open(self) -> None:
         """Make every connection; :class:`StoreUnavailable` if one cannot be made."""

@@ -213,11 +213,18 @@ class Write(Generic[T]):
 
 
 def in_savepoint(db: sqlite3.Connection, work: Work[T]) -> outcome.Outcome[T]:
-    """In the writer's thread: run ``work``; roll back what it did if it raises."""
+    """In the writer's thread: run ``work``; roll back what it did if it raises.
+
+    A full disk, an I/O error or a lack of memory met by a statement without
+    a statement journal makes SQLite roll back the whole transaction, the
+    savepoint with it: then the batch fails as what the write met.
+    """
     db.execute("SAVEPOINT write")
     try:
         value = work(db)
     except Exception as error:
+        if not db.in_transaction:
+            raise
         db.execute("ROLLBACK TO write")
         db.execute("RELEASE write")
         return outcome.Error(as_store_error(error))

@@ -389,8 +389,16 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
 
     Reading what tables the file holds writes nothing; only a file with
     none (new, or empty) gets the schema, and only a presa file of this
-    schema version is switched to WAL.
+    schema version is switched to WAL. A file with another name (a hard
+    link) is refused: the lock beside it cannot see that name, and SQLite
+    names its write-ahead log after the name opened, so two servers would
+    write one file through two logs.
     """
+    links = path.stat().st_nlink if path.exists() else 1
+    if links > 1:
+        raise StoreUnavailable(
+            f"{path} has {links} hard links: SQLite keeps its log by name, so serve it by one name"
+        )
     db = _connect(path)
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
@@ -472,16 +480,30 @@ def hold_lock(path: Path) -> tuple[int, bool]:
         raise StoreUnavailable(
             f"{path} is served by another presa process ({who}); one server per file"
         ) from None
-    os.ftruncate(descriptor, 0)
-    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    except OSError as error:  # a full disk, say: refused like any file that cannot be opened
+        os.close(descriptor)
+        if made:
+            lock_file.unlink()
+        raise StoreUnavailable(f"cannot write {lock_file}: {error.strerror}") from None
     return descriptor, made
 
 
 def sqlite_path(url: str) -> Path:
-    """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling)."""
+    """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling).
+
+    ``:memory:`` is refused: SQLite would give the writer and the reader a
+    database each, and a task written could never be read.
+    """
     prefix = "sqlite:///"
     if not url.startswith(prefix) or len(url) == len(prefix):
         raise StoreUnavailable(f"bad store URL {url!r}: use sqlite:///PATH")
+    if url[len(prefix) :] == ":memory:":
+        raise StoreUnavailable(
+            f"bad store URL {url!r}: SQLite's in-memory database is not a file; use memory:"
+        )
     return Path(url[len(prefix) :])
 
 
