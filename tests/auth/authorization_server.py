@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, unquote, urlencode
 
 import attrs
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
-from joserfc import jwt
+from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, RSAKey
 
@@ -71,6 +71,8 @@ CLIENTS = {
     "presa": Client("presa-secret", "presa"),
 }
 TOKEN_LIFETIME_S = 300
+#: Signs tokens whose header may carry parameters of the issuer's own (RFC 7515 §4).
+SIGNING = jws.JWSRegistry(strict_check_header=False)
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
@@ -140,7 +142,7 @@ class AuthorizationServer:
         if scope:
             claims["scope"] = scope
         protected = {"alg": "RS256", "typ": "at+jwt", "kid": self.key.kid, **(header or {})}
-        return jwt.encode(protected, claims, self.key)
+        return jwt.encode(protected, claims, self.key, registry=SIGNING)
 
     def mint_opaque(
         self,
