@@ -56,6 +56,7 @@ from presa_trio.auth.jwt_tokens import looks_like_jwt
 from presa_trio.auth.keys import KeysPending
 from presa_trio.auth.principal import Access, Principal
 from presa_trio.auth.verifier import (
+    B64TOKEN,
     InvalidToken,
     Misconfigured,
     TokenCache,
@@ -305,7 +306,8 @@ class ResourceGuard:
             raise self.bad_request("More than one Authorization header")
         # RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is
         # case-insensitive (RFC 9110 §11.1). "Bearer" alone leaves an empty
-        # token, which :meth:`authenticate` answers as malformed.
+        # token and "Bearer a, Bearer b" one that is no b64token, which
+        # :meth:`authenticate` answers as malformed.
         scheme, _, token = headers.first.get(b"authorization", b"").strip().partition(b" ")
         if scheme != b"Bearer" and scheme.lower() != b"bearer":
             header = self.challenge(scopes=self.scopes.every_request)
@@ -334,7 +336,7 @@ class ResourceGuard:
     async def authenticate(self, token: bytes) -> Principal:
         """The caller of a token not :meth:`remembered`, or the 400 (401, 500, 503) that
         answers it."""
-        if not token or not token.isascii():
+        if B64TOKEN.fullmatch(token) is None:
             raise self.bad_request("Malformed bearer token")
         if self._http is None:
             raise Rejection(503, "The server is not running")
