@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -174,6 +175,10 @@ class Verifiers:
                 await verifier.prepare(http)
 
 
+#: What an ``error_description`` may not hold (RFC 6750 §3: printable ASCII but ``"``
+#: and ``\``); it may name what the client sent, such as the request's method.
+NOT_IN_DESCRIPTION = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
+
 #: A request's bearer token, as sent, and the caller it was verified to stand for.
 Caller = tuple[bytes, Principal]
 
@@ -283,12 +288,15 @@ class ResourceGuard:
         description: str | None = None,
         scopes: frozenset[str] = frozenset(),
     ) -> tuple[bytes, bytes]:
-        """A ``WWW-Authenticate: Bearer`` header (RFC 6750 §3, RFC 9728 §5.1)."""
+        """A ``WWW-Authenticate: Bearer`` header (RFC 6750 §3, RFC 9728 §5.1).
+
+        A character the ``error_description`` may not hold is a ``?`` there.
+        """
         params = [f"resource_metadata={quoted(self.metadata_url)}"]
         if error is not None:
             params.append(f"error={quoted(error)}")
         if description is not None:
-            params.append(f"error_description={quoted(description)}")
+            params.append(f'error_description="{NOT_IN_DESCRIPTION.sub("?", description)}"')
         if scopes:
             params.append(f"scope={quoted(' '.join(sorted(scopes)))}")
         return b"www-authenticate", ("Bearer " + ", ".join(params)).encode("latin-1", "replace")

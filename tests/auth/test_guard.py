@@ -108,6 +108,22 @@ async def test_per_method_and_per_tool_scopes(client: McpClient) -> None:
         )
 
 
+async def test_an_error_description_keeps_to_its_characters(client: McpClient) -> None:
+    """A-04: the 403 names the request's method, which the client chose; in the
+    challenge every character RFC 6750 §3 does not allow in ``error_description``
+    (``"``, ``\\``, beyond ASCII) is a ``?``."""
+    app = client.app
+    assert app.auth is not None
+    app.auth.verifier = Verifiers(static=StaticTokens({"none": "carol"}))
+    message = request('say "hi" \\o/')
+    response = await client.post(message, with_token(message, "Bearer none"))
+    assert response.status == 403
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+        'error_description="say ?hi? ?o/ requires the scopes: mcp", scope="mcp"'
+    )
+
+
 async def test_metadata_document(client: McpClient) -> None:
     """A-01: RFC 9728 metadata at the path-inserted URI and the root, by GET only."""
     for path in (
