@@ -101,6 +101,8 @@ class AuthorizationServer:
     jwks_max_age: int = 300
     # Keys still published though no longer signing (a rotation's overlap).
     retired: list[RSAKey] = attrs.field(factory=list)
+    # JWKs published beside the keys that sign, as they are (the issuer's other keys).
+    also_published: list[dict[str, Any]] = attrs.field(factory=list)
     # How the introspection endpoint authenticates its callers.
     introspection_methods: tuple[str, ...] = ("client_secret_basic",)
 
@@ -402,7 +404,8 @@ class AuthorizationServer:
             return 200, self.metadata()
         if method == "GET" and path == "/jwks":
             keys = [self.key, *self.retired]
-            return 200, {"keys": [key.as_dict(private=False) for key in keys]}
+            published = [key.as_dict(private=False) for key in keys]
+            return 200, {"keys": [*self.also_published, *published]}
         if method == "POST" and path == "/token":
             return self.token(headers, form)
         if method == "POST" and path == "/introspect":
