@@ -185,6 +185,8 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
         ["--auth-issuer", ISSUER, "--host", "0.0.0.0", "--auth-token", "alice=secret"],
         ["--auth-issuer", ISSUER, "--auth-token", "alice"],
         ["--auth-issuer", ISSUER, "--auth-token", "alice=two words"],
+        ["--auth-issuer", ISSUER, "--auth-resource", "mcp.example.com/mcp"],
+        ["--auth-issuer", ISSUER, "--auth-resource", "https://mcp.example.com/mcp#part"],
         ["--auth-issuer", ISSUER, "--auth-introspection-endpoint", ISSUER + "/introspect"],
         ["--auth-issuer", ISSUER, "--auth-cache-ttl", "0"],
     ],
