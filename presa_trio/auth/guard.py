@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,6 +57,7 @@ from presa_trio.auth.jwt_tokens import looks_like_jwt
 from presa_trio.auth.keys import KeysPending
 from presa_trio.auth.principal import Access, Principal
 from presa_trio.auth.verifier import (
+    B64TOKEN,
     InvalidToken,
     Misconfigured,
     TokenCache,
@@ -173,6 +175,10 @@ class Verifiers:
                 await verifier.prepare(http)
 
 
+#: What an ``error_description`` may not hold (RFC 6750 §3: printable ASCII but ``"``
+#: and ``\``); it may name what the client sent, such as the request's method.
+NOT_IN_DESCRIPTION = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
+
 #: A request's bearer token, as sent, and the caller it was verified to stand for.
 Caller = tuple[bytes, Principal]
 
@@ -282,12 +288,15 @@ class ResourceGuard:
         description: str | None = None,
         scopes: frozenset[str] = frozenset(),
     ) -> tuple[bytes, bytes]:
-        """A ``WWW-Authenticate: Bearer`` header (RFC 6750 §3, RFC 9728 §5.1)."""
+        """A ``WWW-Authenticate: Bearer`` header (RFC 6750 §3, RFC 9728 §5.1).
+
+        A character the ``error_description`` may not hold is a ``?`` there.
+        """
         params = [f"resource_metadata={quoted(self.metadata_url)}"]
         if error is not None:
             params.append(f"error={quoted(error)}")
         if description is not None:
-            params.append(f"error_description={quoted(description)}")
+            params.append(f'error_description="{NOT_IN_DESCRIPTION.sub("?", description)}"')
         if scopes:
             params.append(f"scope={quoted(' '.join(sorted(scopes)))}")
         return b"www-authenticate", ("Bearer " + ", ".join(params)).encode("latin-1", "replace")
@@ -305,7 +314,8 @@ class ResourceGuard:
             raise self.bad_request("More than one Authorization header")
         # RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is
         # case-insensitive (RFC 9110 §11.1). "Bearer" alone leaves an empty
-        # token, which :meth:`authenticate` answers as malformed.
+        # token and "Bearer a, Bearer b" one that is no b64token, which
+        # :meth:`authenticate` answers as malformed.
         scheme, _, token = headers.first.get(b"authorization", b"").strip().partition(b" ")
         if scheme != b"Bearer" and scheme.lower() != b"bearer":
             header = self.challenge(scopes=self.scopes.every_request)
@@ -334,7 +344,7 @@ class ResourceGuard:
     async def authenticate(self, token: bytes) -> Principal:
         """The caller of a token not :meth:`remembered`, or the 400 (401, 500, 503) that
         answers it."""
-        if not token or not token.isascii():
+        if B64TOKEN.fullmatch(token) is None:
             raise self.bad_request("Malformed bearer token")
         if self._http is None:
             raise Rejection(503, "The server is not running")

@@ -6,7 +6,8 @@ can only refuse, so that only a token for this issuer and resource, within
 its lifetime, can make presa look for a key it lacks):
 
 1. the JOSE header says ``typ: at+jwt`` (RFC 9068 §4) and an asymmetric
-   ``alg`` (never ``none``, never a shared-secret HMAC);
+   ``alg`` (never ``none``, never a shared-secret HMAC); a parameter presa
+   does not know is ignored, unless the header makes it critical (``crit``);
 2. the signature verifies with the issuer's key of that ``kid``, from the
    JWKS at the ``jwks_uri`` of its RFC 8414 / OpenID metadata (or
    ``jwks_uri=`` given), cached and refetched as :mod:`~presa_trio.auth.keys`
@@ -57,7 +58,9 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 #: ``typ`` values of a JWT access token (RFC 9068 §2.1, §4), compared lowercased.
 ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
 
-REGISTRY = jws.JWSRegistry(algorithms=list(ALGORITHMS))
+#: The accepted algorithms; a header parameter presa does not know is ignored unless the
+#: header lists it in ``crit`` (RFC 7515 §4, §4.1.11): an issuer may add its own.
+REGISTRY = jws.JWSRegistry(algorithms=list(ALGORITHMS), strict_check_header=False)
 
 
 def looks_like_jwt(token: str) -> bool:

@@ -33,6 +33,7 @@ Spec: authorization §Token Handling; RFC 7517 §5 (JWK Set); RFC 9111 §5.2.2.1
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -74,6 +75,23 @@ def max_age(cache_control: str | None) -> float | None:
         return 0.0
     found = MAX_AGE.search(cache_control)
     return None if found is None else float(found.group(1))
+
+
+def usable_keys(document: dict[str, object]) -> KeySet | None:
+    """The keys of a JWK Set that presa can use; None if there are none.
+
+    A key presa cannot use (a ``kty`` or curve it does not support, a
+    required member missing) is ignored, not the set (RFC 7517 §5): the
+    issuer's other keys still check its tokens.
+    """
+    listed = document.get("keys")
+    if not isinstance(listed, list):
+        return None
+    keys: list[Key] = []
+    for entry in listed:
+        with contextlib.suppress(JoseError, KeyError, TypeError, ValueError):
+            keys.append(KeySet.registry_cls.import_key(entry))
+    return KeySet(keys) if keys else None
 
 
 class KeysPending(VerifierUnavailable):
@@ -156,11 +174,9 @@ class IssuerKeys:
             response = await http.get(self.jwks_uri, headers={"accept": "application/json"})
         except httpx.HTTPError as exc:
             raise VerifierUnavailable(f"GET {self.jwks_uri} failed: {exc}") from exc
-        document = json_object(response, self.jwks_uri)
-        try:
-            keys = KeySet.import_key_set(document)  # type: ignore[arg-type]
-        except (JoseError, KeyError, TypeError, ValueError) as exc:
-            raise VerifierUnavailable(f"{self.jwks_uri} is not a usable JWKS") from exc
+        keys = usable_keys(json_object(response, self.jwks_uri))
+        if keys is None:
+            raise VerifierUnavailable(f"{self.jwks_uri} is not a usable JWKS")
         given = max_age(response.headers.get("cache-control"))
         lifetime = DEFAULT_LIFETIME_S if given is None else given
         lifetime = min(max(lifetime, self.refetch_interval_s), MAX_LIFETIME_S)

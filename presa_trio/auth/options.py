@@ -31,6 +31,7 @@ import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S
 
@@ -148,6 +149,16 @@ def tool_scopes(options: list[str]) -> dict[str, frozenset[str]]:
     return {tool: frozenset(scopes) for tool, scopes in needed.items()}
 
 
+def is_canonical_uri(uri: str) -> bool:
+    """Whether ``uri`` can name an MCP server: http(s), a host, no fragment.
+
+    Spec: authorization §Canonical Server URI (``mcp.example.com``, without
+    a scheme, and a URI with a fragment are invalid); RFC 8707 §2.
+    """
+    parts = urlsplit(uri)
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and "#" not in uri
+
+
 def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], ResourceGuard]:
     """The guard the options describe, for the port the server binds.
 
@@ -174,6 +185,11 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         raise ValueError("--auth-cache-ttl and --auth-key-refetch must be positive")
     if args.auth_resource is None and host in WILDCARDS:
         raise ValueError(f"--host {host} needs --auth-resource (this server's public URI)")
+    if args.auth_resource is not None and not is_canonical_uri(args.auth_resource):
+        raise ValueError(
+            f"--auth-resource {args.auth_resource}: an absolute http(s) URI with a host "
+            "and no fragment (authorization §Canonical Server URI)"
+        )
     if not args.auth_client_id and (args.auth_introspection_endpoint or args.auth_client_secret):
         raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):

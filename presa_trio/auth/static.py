@@ -18,17 +18,26 @@ import attrs
 import httpx
 
 from presa_trio.auth.principal import Principal
-from presa_trio.auth.verifier import InvalidToken, Verified, token_digest
+from presa_trio.auth.verifier import B64TOKEN, InvalidToken, Verified, token_digest
 
 #: The issuer of every development token's principal.
 DEV_ISSUER = "urn:presa-trio:dev-token"
 
 
 def parse_token_option(option: str) -> tuple[str, str]:
-    """``NAME=SECRET`` -> (name, secret); both non-empty, else ``ValueError``."""
+    """``NAME=SECRET`` -> (name, secret); both non-empty, else ``ValueError``.
+
+    The secret must be a token a client can send (RFC 6750 §2.1
+    ``b64token``): the guard refuses any other as malformed.
+    """
     name, equals, secret = option.partition("=")
     if not (name and equals and secret):
         raise ValueError(f"expected NAME=SECRET, got {option!r}")
+    if B64TOKEN.fullmatch(secret.encode()) is None:
+        raise ValueError(
+            f"--auth-token {name}: the secret may hold only letters, digits and -._~+/, "
+            "then '=' (an RFC 6750 bearer token)"
+        )
     return name, secret
 
 

@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, unquote, urlencode
 
 import attrs
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
-from joserfc import jwt
+from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, RSAKey
 
@@ -71,6 +71,8 @@ CLIENTS = {
     "presa": Client("presa-secret", "presa"),
 }
 TOKEN_LIFETIME_S = 300
+#: Signs tokens whose header may carry parameters of the issuer's own (RFC 7515 §4).
+SIGNING = jws.JWSRegistry(strict_check_header=False)
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
@@ -99,6 +101,8 @@ class AuthorizationServer:
     jwks_max_age: int = 300
     # Keys still published though no longer signing (a rotation's overlap).
     retired: list[RSAKey] = attrs.field(factory=list)
+    # JWKs published beside the keys that sign, as they are (the issuer's other keys).
+    also_published: list[dict[str, Any]] = attrs.field(factory=list)
     # How the introspection endpoint authenticates its callers.
     introspection_methods: tuple[str, ...] = ("client_secret_basic",)
 
@@ -140,7 +144,7 @@ class AuthorizationServer:
         if scope:
             claims["scope"] = scope
         protected = {"alg": "RS256", "typ": "at+jwt", "kid": self.key.kid, **(header or {})}
-        return jwt.encode(protected, claims, self.key)
+        return jwt.encode(protected, claims, self.key, registry=SIGNING)
 
     def mint_opaque(
         self,
@@ -400,7 +404,8 @@ class AuthorizationServer:
             return 200, self.metadata()
         if method == "GET" and path == "/jwks":
             keys = [self.key, *self.retired]
-            return 200, {"keys": [key.as_dict(private=False) for key in keys]}
+            published = [key.as_dict(private=False) for key in keys]
+            return 200, {"keys": [*self.also_published, *published]}
         if method == "POST" and path == "/token":
             return self.token(headers, form)
         if method == "POST" and path == "/introspect":

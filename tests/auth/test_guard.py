@@ -67,17 +67,20 @@ async def test_challenge_without_a_bearer_token(client: McpClient) -> None:
 
 
 async def test_malformed_credentials_are_400(client: McpClient) -> None:
-    """A-03: two Authorization headers, a token in the query string, a bearer scheme
-    without a token, or one that is not ASCII, are 400 ``invalid_request``
-    (authorization §Access Token Usage; RFC 6750 §2.1), even after the same
-    token was accepted."""
+    """A-03: two Authorization headers (or two credentials in one), a token in the
+    query string, a bearer scheme without a token, or one that is not a b64token
+    (not ASCII, or with a space), are 400 ``invalid_request`` (authorization
+    §Access Token Usage; RFC 6750 §2.1, §3.1), even after the same token was
+    accepted."""
     message = request("tools/list")
     assert (await client.post(message, with_token(message, "Bearer full"))).status == 200
     twice = await client.post(message, with_token(message, "Bearer full", "Bearer basic"))
     in_query = await client.post(message, with_token(message), query=b"access_token=full")
     no_token = await client.post(message, with_token(message, "Bearer "))
     not_ascii = await client.post(message, with_token(message, "Bearer full\u00e9"))
-    for response in (twice, in_query, no_token, not_ascii):
+    in_one = await client.post(message, with_token(message, "Bearer full, Bearer basic"))
+    spaced = await client.post(message, with_token(message, "Bearer full basic"))
+    for response in (twice, in_query, no_token, not_ascii, in_one, spaced):
         assert response.status == 400
         assert 'error="invalid_request"' in response.headers["www-authenticate"]
 
@@ -103,6 +106,22 @@ async def test_per_method_and_per_tool_scopes(client: McpClient) -> None:
             f'error_description="{message["method"]} requires the scopes: {needed}", '
             f'scope="{needed}"'
         )
+
+
+async def test_an_error_description_keeps_to_its_characters(client: McpClient) -> None:
+    """A-04: the 403 names the request's method, which the client chose; in the
+    challenge every character RFC 6750 §3 does not allow in ``error_description``
+    (``"``, ``\\``, beyond ASCII) is a ``?``."""
+    app = client.app
+    assert app.auth is not None
+    app.auth.verifier = Verifiers(static=StaticTokens({"none": "carol"}))
+    message = request('say "hi" \\o/')
+    response = await client.post(message, with_token(message, "Bearer none"))
+    assert response.status == 403
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+        'error_description="say ?hi? ?o/ requires the scopes: mcp", scope="mcp"'
+    )
 
 
 async def test_metadata_document(client: McpClient) -> None:
@@ -165,6 +184,9 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
         ["--auth-client-id", "presa", "--auth-client-secret", "s"],
         ["--auth-issuer", ISSUER, "--host", "0.0.0.0", "--auth-token", "alice=secret"],
         ["--auth-issuer", ISSUER, "--auth-token", "alice"],
+        ["--auth-issuer", ISSUER, "--auth-token", "alice=two words"],
+        ["--auth-issuer", ISSUER, "--auth-resource", "mcp.example.com/mcp"],
+        ["--auth-issuer", ISSUER, "--auth-resource", "https://mcp.example.com/mcp#part"],
         ["--auth-issuer", ISSUER, "--auth-introspection-endpoint", ISSUER + "/introspect"],
         ["--auth-issuer", ISSUER, "--auth-cache-ttl", "0"],
     ],

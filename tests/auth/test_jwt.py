@@ -98,6 +98,15 @@ async def test_other_issuers_and_types_are_refused(
     await scenarios.refuses_invalid_token(presa, unknown_key)
 
 
+async def test_a_header_parameter_of_the_issuers_own_is_ignored(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: a JOSE header parameter presa does not know, and that the header does
+    not make critical, is ignored (RFC 7515 §4): the token is the issuer's, and valid."""
+    nonce = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header={"nonce": "n-1"})
+    await scenarios.calls_a_tool(presa, nonce)
+
+
 async def test_key_rotation_at_the_issuer(
     presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:

@@ -107,3 +107,17 @@ async def test_a_rotation_ends_the_remembered_tokens_of_a_withdrawn_key(
     await scenarios.calls_a_tool_once_keys_refresh(presa, new, REFETCH_S + SLACK_S)
     await scenarios.refuses_invalid_token(presa, old)
     await scenarios.calls_a_tool(presa, new)
+
+
+async def test_a_key_presa_cannot_use_leaves_the_others_usable(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-09: beside its signing key the issuer publishes one on a curve presa does
+    not support and one missing a required member; presa ignores both (RFC 7517
+    §5) rather than refusing the whole set, and the signing key's tokens work."""
+    issuer.also_published = [
+        {"kty": "EC", "crv": "secp256k1", "kid": "k1", "x": "AAAA", "y": "AAAA"},
+        {"kty": "RSA", "kid": "no-modulus", "e": "AQAB"},
+    ]
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    await scenarios.calls_a_tool(presa, issuer.mint_jwt("alice-app", presa.resource))
