@@ -38,7 +38,7 @@ from __future__ import annotations
 import attrs
 import trio
 
-from presa_trio.client.answers import Answerer
+from presa_trio.client.answers import Answerer, input_requests
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import (
     EXIT_CANCELLED,
@@ -173,8 +173,8 @@ class TaskFollower:
         return detailed
 
     async def answer(self, task_id: str, task: JSONObject) -> None:
-        requests = task.get("inputRequests")
-        fresh = {k: v for k, v in (requests or {}).items() if k not in self.answerer.answered}
+        requests = input_requests(task, self.connection.where)
+        fresh = {k: v for k, v in requests.items() if k not in self.answerer.answered}
         if not fresh:
             return
         self.console.pause()

@@ -85,7 +85,7 @@ def tool_result_text(result: JSONObject) -> str:
 def discover_text(result: JSONObject) -> str:
     """``server/discover`` (server/discover §DiscoverResult) for reading."""
     meta = object_at(result, "_meta")
-    info = result.get("serverInfo") or meta.get(META_SERVER_INFO) or {}
+    info = object_at(result, "serverInfo") or object_at(meta, META_SERVER_INFO)
     capabilities = object_at(result, "capabilities")
     extensions = object_at(capabilities, "extensions")
     lines = [

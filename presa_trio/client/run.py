@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from presa_trio.client.answers import Answerer
+from presa_trio.client.answers import Answerer, input_requests
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import (
     ProtocolFailure,
@@ -72,7 +72,7 @@ class Run:
             result = await self.connection.request(method, sent, **options)
             if result.get("resultType") != "input_required":
                 return result
-            requests = result.get("inputRequests") or {}
+            requests = input_requests(result, self.connection.where)
             answers = {key: await self.answerer.answer(key, req) for key, req in requests.items()}
             sent = {**params, "inputResponses": answers}
             if isinstance(result.get("requestState"), str):

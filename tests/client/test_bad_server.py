@@ -1,0 +1,63 @@
+"""A server that answers wrongly gets one line and exit 3 from the client, never a traceback.
+
+Each server here is :mod:`tests.client.misbehaving_server`, a real process
+on a loopback port that gets one thing wrong; the client runs as a user
+runs it (:func:`tests.client.helpers.client`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.client.helpers import client
+from tests.e2e.serve_process import serving
+
+MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
+
+
+async def test_a_response_that_is_no_json_by_rfc_8259() -> None:
+    """RFC 8259 §6 (no NaN), read with the server's own strict decoder: ``--json``
+    never prints a document that is no JSON, and nesting too deep to decode is
+    no JSON either, not a RecursionError."""
+    for wrong in ("nan", "deep"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("discover", served.url, "--json")
+        assert ran.status == 3, wrong
+        assert ran.error().startswith(f"{served.url} is not an MCP server: HTTP 200"), wrong
+        assert json.loads(ran.stdout)["error"]["exitCode"] == 3, wrong
+
+
+async def test_input_requests_that_are_no_object_of_requests() -> None:
+    """basic/patterns/mrtr §Input Requests, SEP-2663 §Task Update Requests: the
+    server's mistake, exit 3, in a multi round-trip result and in a task alike."""
+    for wrong in ("input-requests-list", "task-input-requests-string"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("call", served.url, "t", "--no-listen")
+        assert ran.status == 3, wrong
+        assert ran.error() == f"{served.url} sent inputRequests that are no object of requests"
+
+
+async def test_a_list_with_an_item_that_is_no_object() -> None:
+    async with serving([sys.executable, MISBEHAVING, "item-not-object"]) as served:
+        ran = await client("list", served.url, "tools")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} answered tools/list without a list of tools objects"
+
+
+async def test_a_cursor_given_twice_ends_the_paging() -> None:
+    """basic/utilities/pagination: following a cursor the server gave before would
+    page forever."""
+    async with serving([sys.executable, MISBEHAVING, "same-cursor"]) as served:
+        ran = await client("list", served.url, "tools")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} gave the cursor 'again' twice"
+
+
+async def test_a_discover_result_with_server_info_that_is_no_object() -> None:
+    """What is shown of a result reads only what is there as the schema says."""
+    async with serving([sys.executable, MISBEHAVING, "server-info-number"]) as served:
+        ran = await client("discover", served.url)
+    assert ran.status == 0, ran.stderr
+    assert ran.stdout.splitlines()[:2] == ["server: ?", "versions: 2026-07-28"]
