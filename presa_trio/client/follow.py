@@ -51,7 +51,7 @@ from presa_trio.client.errors import (
 )
 from presa_trio.client.events import Lost, TaskEvents, status_snapshot
 from presa_trio.client.output import Console
-from presa_trio.client.transport import is_response, object_at
+from presa_trio.client.transport import is_response, list_at, object_at
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.tasks import (
     EVENT_STREAMS,
@@ -213,7 +213,7 @@ class TaskFollower:
         try:
             async with self.connection.open("subscriptions/listen", params) as (_, replies):
                 ack = await replies.next()
-                agreed = object_at(object_at(ack, "params"), "notifications").get("taskIds") or []
+                agreed = list_at(object_at(object_at(ack, "params"), "notifications"), "taskIds")
                 if is_response(ack) or task_id not in agreed:
                     return
                 await send.send(await self.get(task_id))

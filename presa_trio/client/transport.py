@@ -122,6 +122,13 @@ def object_at(value: Any, key: str) -> JSONObject:
     return found if isinstance(found, dict) else {}
 
 
+def list_at(value: Any, key: str) -> list[Any]:
+    """``value[key]`` when ``value`` is a JSON object and it an array, else ``[]``: as
+    :func:`object_at`, for reading what a server sent."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, list) else []
+
+
 def decoded(data: bytes) -> Any:
     """A message the server sent, decoded as the server decodes one; None if it is no JSON.
 

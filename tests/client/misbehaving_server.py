@@ -1,10 +1,10 @@
 """A server that gets one thing wrong: ``python misbehaving_server.py WRONG``.
 
-It lists one tool, ``t``, taking any arguments, and answers every other
-request as :data:`ANSWERS` says for WRONG; a WRONG of :data:`LISTINGS`
-gets ``tools/list`` itself wrong. Python's ``http.server`` writes the bytes
-as given, so what reaches the client is exactly what a faulty server
-would send. It says where it serves on stderr, as presa does.
+It answers every request as :data:`ANSWERS` says for WRONG; most list one
+tool, ``t``, taking any arguments, and get the answer to the rest wrong.
+An answer that starts ``data:`` is sent as an event stream.
+Python's ``http.server`` writes the bytes as given, so what reaches the
+client is exactly what a faulty server would send. It says where it serves on stderr, as presa does.
 """
 
 from __future__ import annotations
@@ -22,6 +22,22 @@ def response(request_id: Any, result: Any) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
 
 
+def answering(results: dict[str, Any], otherwise: Any) -> Callable[[str, Any], bytes]:
+    """Lists the tool ``t``; answers a method of ``results`` with its result (or its
+    bytes, as they are), and every other method with ``otherwise``."""
+
+    def answer(method: str, request_id: Any) -> bytes:
+        found = TOOLS if method == "tools/list" else results.get(method, otherwise)
+        return found if isinstance(found, bytes) else response(request_id, found)
+
+    return answer
+
+
+def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
+    """Answers ``tools/list`` with ``tools``: what the client reads first."""
+    return lambda method, request_id: response(request_id, tools)
+
+
 #: What each kind of wrong answers a request with, given its method and id.
 ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     # RFC 8259 §6: no NaN in JSON; Python's json.loads reads it all the same.
@@ -30,26 +46,37 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         b'{"jsonrpc":"2.0","id":%d,"result":{"n":%s1%s}}'
         % (request_id, b"[" * 100_000, b"]" * 100_000)
     ),
-    "input-requests-list": lambda method, request_id: response(
-        request_id, {"resultType": "input_required", "inputRequests": [{"method": "roots/list"}]}
-    ),
-    "server-info-number": lambda method, request_id: response(
-        request_id, {"supportedVersions": ["2026-07-28"], "capabilities": {}, "serverInfo": 5}
+    "input-requests-list": answering(
+        {}, {"resultType": "input_required", "inputRequests": [{"method": "roots/list"}]}
     ),
     # A task that waits for input, whose inputRequests are a string.
-    "task-input-requests-string": lambda method, request_id: response(
-        request_id,
-        {"resultType": "task", "taskId": "T", "status": "input_required"}
-        if method == "tools/call"
-        else {"taskId": "T", "status": "input_required", "inputRequests": "answer me"},
+    "task-input-requests-string": answering(
+        {"tools/call": {"resultType": "task", "taskId": "T", "status": "input_required"}},
+        {"taskId": "T", "status": "input_required", "inputRequests": "answer me"},
     ),
-}
-#: What each kind of wrong answers ``tools/list`` with, given its id and cursor.
-LISTINGS: dict[str, Callable[[Any, Any], bytes]] = {
-    "item-not-object": lambda request_id, cursor: response(request_id, {"tools": [5]}),
-    "same-cursor": lambda request_id, cursor: response(
-        request_id, {"tools": [], "nextCursor": "again"}
+    "server-info-number": answering(
+        {}, {"supportedVersions": ["2026-07-28"], "capabilities": {}, "serverInfo": 5}
     ),
+    # Numbers where arrays belong: a result's content, contents, messages, versions.
+    "arrays-as-numbers": answering(
+        {"prompts/list": {"prompts": [{"name": "p"}]}},
+        {"content": 5, "contents": 5, "messages": 5, "supportedVersions": 5},
+    ),
+    "property-type-number": tools_listed(
+        {"tools": [{"name": "t", "inputSchema": {"properties": {"x": {"type": 5}}}}]}
+    ),
+    # A task, and a listen acknowledged with a number for the task ids it agrees to.
+    "task-ids-number": answering(
+        {
+            "tools/call": {"resultType": "task", "taskId": "T", "status": "working"},
+            "subscriptions/listen": b'data: {"jsonrpc":"2.0",'
+            b'"method":"notifications/subscriptions/acknowledged",'
+            b'"params":{"notifications":{"taskIds":5}}}\n\n',
+        },
+        {"taskId": "T", "status": "completed", "result": {"content": []}},
+    ),
+    "item-not-object": tools_listed({"tools": [5]}),
+    "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
 }
 
 
@@ -59,15 +86,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        request_id, params = message["id"], message.get("params", {})
-        if message["method"] != "tools/list":
-            body = ANSWERS[self.wrong](message["method"], request_id)
-        elif self.wrong in LISTINGS:
-            body = LISTINGS[self.wrong](request_id, params.get("cursor"))
-        else:
-            body = response(request_id, TOOLS)
+        body = ANSWERS[self.wrong](message["method"], message["id"])
         self.send_response(200)
-        self.send_header("content-type", "application/json")
+        stream = body.startswith(b"data: ")
+        self.send_header("content-type", "text/event-stream" if stream else "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

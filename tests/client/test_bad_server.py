@@ -61,3 +61,22 @@ async def test_a_discover_result_with_server_info_that_is_no_object() -> None:
         ran = await client("discover", served.url)
     assert ran.status == 0, ran.stderr
     assert ran.stdout.splitlines()[:2] == ["server: ?", "versions: 2026-07-28"]
+
+
+async def test_numbers_where_arrays_belong() -> None:
+    """What is read of a server's answer, to show it or to type arguments by it,
+    reads only what is there as the schema says: no crash on a number."""
+    async with serving([sys.executable, MISBEHAVING, "arrays-as-numbers"]) as served:
+        for command in (("call", "t"), ("read", "a://b"), ("prompt", "p")):
+            ran = await client(command[0], served.url, *command[1:])
+            assert (ran.status, ran.stdout) == (0, "\n"), (command, ran.stderr)
+        discovered = await client("discover", served.url)
+    assert discovered.stdout.splitlines()[1] == "versions: ", discovered.stderr
+    async with serving([sys.executable, MISBEHAVING, "property-type-number"]) as served:
+        listed = await client("list", served.url, "tools")
+        called = await client("call", served.url, "t", "x=1")
+    assert (listed.status, listed.stdout) == (0, "t(x?: any)\n"), listed.stderr
+    assert called.status == 0, called.stderr
+    async with serving([sys.executable, MISBEHAVING, "task-ids-number"]) as served:
+        followed = await client("call", served.url, "t")
+    assert followed.status == 0, followed.stderr
