@@ -36,7 +36,8 @@ from presa_trio.client.errors import (
     UsageProblem,
     error_document,
 )
-from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.events import status_of
+from presa_trio.client.follow import TaskFollower
 from presa_trio.client.listen import listen
 from presa_trio.client.oauth import SignInOptions, resource_of
 from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, STDIO_ENDPOINT, TOKEN_ENV

@@ -49,7 +49,7 @@ from presa_trio.client.errors import (
     TaskFailed,
     UsageProblem,
 )
-from presa_trio.client.events import Lost, TaskEvents, status_snapshot
+from presa_trio.client.events import Lost, TaskEvents, status_of, status_snapshot
 from presa_trio.client.output import Console
 from presa_trio.client.transport import is_response, list_at, object_at
 from presa_trio.wire.models import JSONObject
@@ -66,16 +66,6 @@ CANCEL_WAIT_S = 5.0
 #: Polling interval when the task names none, and the shortest one honoured.
 DEFAULT_POLL_MS = 1000
 SHORTEST_POLL_MS = 20
-
-
-def status_of(task: JSONObject) -> Status:
-    """The snapshot's status; a status SEP-2663 does not define is a protocol failure."""
-    try:
-        return Status(task.get("status"))
-    except ValueError:
-        raise ProtocolFailure(
-            f"task {task.get('taskId')} has no known status: {task.get('status')!r}"
-        ) from None
 
 
 def carries_outcome(task: JSONObject) -> bool:

@@ -32,7 +32,8 @@ from presa_trio.client.errors import (
     ProtocolFailure,
     UsageProblem,
 )
-from presa_trio.client.follow import TaskFollower, ended_status, status_of
+from presa_trio.client.events import status_of
+from presa_trio.client.follow import TaskFollower, ended_status
 from presa_trio.client.output import Console, tool_result_text
 from presa_trio.client.signin import SignIn
 from presa_trio.client.tool_headers import usable_tools

@@ -75,6 +75,8 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {"taskId": "T", "status": "completed", "result": {"content": []}},
     ),
+    # A task whose status is an array.
+    "status-array": answering({}, {"taskId": "T", "status": ["working"]}),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
 }

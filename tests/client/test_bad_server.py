@@ -80,3 +80,13 @@ async def test_numbers_where_arrays_belong() -> None:
     async with serving([sys.executable, MISBEHAVING, "task-ids-number"]) as served:
         followed = await client("call", served.url, "t")
     assert followed.status == 0, followed.stderr
+
+
+async def test_a_task_status_that_is_no_string() -> None:
+    """SEP-2663 §Task Status: a status it does not define is the server's mistake,
+    when a task's events are followed as when the task is."""
+    async with serving([sys.executable, MISBEHAVING, "status-array"]) as served:
+        for action in ("stream", "wait"):
+            ran = await client("task", action, served.url, "T")
+            assert ran.status == 3, ran.stderr
+            assert ran.error() == "task T has no known status: ['working']"
