@@ -75,6 +75,9 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {"taskId": "T", "status": "completed", "result": {"content": []}},
     ),
+    "error-string": lambda method, request_id: json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": "no"}
+    ).encode(),
     # A task whose status is an array.
     "status-array": answering({}, {"taskId": "T", "status": ["working"]}),
     "item-not-object": tools_listed({"tools": [5]}),

@@ -90,3 +90,11 @@ async def test_a_task_status_that_is_no_string() -> None:
             ran = await client("task", action, served.url, "T")
             assert ran.status == 3, ran.stderr
             assert ran.error() == "task T has no known status: ['working']"
+
+
+async def test_an_error_that_is_no_json_rpc_error_object() -> None:
+    """basic/index §Error Responses: an error is an object with an integer code."""
+    async with serving([sys.executable, MISBEHAVING, "error-string"]) as served:
+        ran = await client("discover", served.url)
+    assert ran.status == 3
+    assert ran.error() == "server/discover: an error that is no JSON-RPC error object: 'no'"
