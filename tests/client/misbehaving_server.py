@@ -78,6 +78,14 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "error-string": lambda method, request_id: json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "error": "no"}
     ).encode(),
+    # A task that works on, and refuses tasks/cancel.
+    "cancel-refused": answering(
+        {
+            "tools/call": {"resultType": "task", "taskId": "T", "status": "working"},
+            "tasks/cancel": b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"no"}}',
+        },
+        {"taskId": "T", "status": "working"},
+    ),
     # A task whose status is an array.
     "status-array": answering({}, {"taskId": "T", "status": ["working"]}),
     "item-not-object": tools_listed({"tools": [5]}),

@@ -8,10 +8,13 @@ runs it (:func:`tests.client.helpers.client`).
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
-from tests.client.helpers import client
+import trio
+
+from tests.client.helpers import client, client_command
 from tests.e2e.serve_process import serving
 
 MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
@@ -98,3 +101,15 @@ async def test_an_error_that_is_no_json_rpc_error_object() -> None:
         ran = await client("discover", served.url)
     assert ran.status == 3
     assert ran.error() == "server/discover: an error that is no JSON-RPC error object: 'no'"
+
+
+async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
+    """presa-defined (docs/client.md, A task's life): the person asked to stop; the
+    refused tasks/cancel is said on stderr, not made the exit status."""
+    async with serving([sys.executable, MISBEHAVING, "cancel-refused"]) as served:
+        command = client_command("call", served.url, "t", "--no-listen")
+        async with serving(command, r"task (\S+): working") as watched:
+            watched.process.send_signal(signal.SIGINT)
+            with trio.fail_after(30):
+                assert await watched.stopped() == 130
+    assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in watched.stderr
