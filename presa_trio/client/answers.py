@@ -30,12 +30,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 
 from presa_trio.client.arguments import check
-from presa_trio.client.errors import UsageProblem
+from presa_trio.client.errors import ProtocolFailure, UsageProblem
 from presa_trio.client.transport import object_at
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.models import JSONObject
@@ -82,6 +82,20 @@ def read_answers_file(path: Path | None) -> dict[str, JSONObject]:
     return value
 
 
+def input_requests(asking: JSONObject, where: str) -> dict[str, JSONObject]:
+    """The ``inputRequests`` of a result or a task: each request, an object, by its key.
+
+    Anything else is the server's mistake, not the person's: a protocol
+    failure (exit 3) rather than a question nobody can answer.
+
+    Spec: basic/patterns/mrtr §Input Requests; SEP-2663 §Task Update Requests.
+    """
+    requests = asking.get("inputRequests") or {}
+    if not isinstance(requests, dict) or not all(isinstance(r, dict) for r in requests.values()):
+        raise ProtocolFailure(f"{where} sent inputRequests that are no object of requests")
+    return requests
+
+
 def roots_answer(paths: Sequence[Path]) -> JSONObject:
     """A ``ListRootsResult`` of the given directories (client/roots §Root)."""
     roots = [{"uri": path.resolve().as_uri(), "name": path.resolve().name} for path in paths]
@@ -105,14 +119,12 @@ class Answerer:
     #: Every key the server asked for, in the order asked.
     asked: list[str] = attrs.field(factory=list)
 
-    async def answer_all(self, requests: Mapping[str, Any]) -> dict[str, JSONObject]:
+    async def answer_all(self, requests: Mapping[str, JSONObject]) -> dict[str, JSONObject]:
         """Answers to every request not answered before, by key."""
         answers = {}
         for key, request in requests.items():
             if key in self.answered:
                 continue
-            if not isinstance(request, dict):
-                raise UsageProblem(f"the server's input request {key!r} is not an object")
             answers[key] = await self.answer(key, request)
             self.answered.add(key)
         return answers

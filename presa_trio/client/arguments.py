@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from presa_trio.client.errors import UsageProblem
+from presa_trio.client.transport import list_at
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
 
@@ -62,7 +63,7 @@ def as_json(text: str) -> tuple[bool, Any]:
 def typed_value(text: str, schema: Any) -> Any:
     """``text`` read as ``schema`` types it; ValueError saying what was expected."""
     declared = schema.get("type") if isinstance(schema, dict) else None
-    types = [declared] if isinstance(declared, str) else list(declared or [])
+    types = [declared] if isinstance(declared, str) else list_at(schema, "type")
     if not types:
         parsed, value = as_json(text)
         return value if parsed and isinstance(value, dict | list) else text

@@ -33,10 +33,12 @@ from presa_trio.client.errors import (
     EXIT_RESULT,
     EXIT_TOOL_ERROR,
     ClientError,
+    ProtocolFailure,
     UsageProblem,
     error_document,
 )
-from presa_trio.client.follow import TaskFollower, status_of
+from presa_trio.client.events import status_of
+from presa_trio.client.follow import CANCEL_WAIT_S, TaskFollower
 from presa_trio.client.listen import listen
 from presa_trio.client.oauth import SignInOptions, resource_of
 from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, STDIO_ENDPOINT, TOKEN_ENV
@@ -239,7 +241,10 @@ async def interruptible(run: Run) -> int:
     """The command, unless Ctrl-C comes first: then its task is cancelled, and 130.
 
     SIGINT is read from a signal receiver, so it cancels the command's scope
-    like any other cancellation instead of raising in the middle of it.
+    like any other cancellation instead of raising in the middle of it. The
+    cancel has :data:`~presa_trio.client.follow.CANCEL_WAIT_S` in all; a
+    server that does not answer it in time, or refuses it, is said on
+    stderr, and the status stays 130: the person asked to stop.
     """
     interrupted = False
     with trio.open_signal_receiver(signal.SIGINT) as signals:
@@ -261,9 +266,13 @@ async def interruptible(run: Run) -> int:
     task_id, ended = run.follower.task_id, None
     if task_id is not None:
         run.console.note(f"cancelling task {task_id}…")
-        ended = await run.follower.cancel(task_id)
-        said = "still not cancelled" if ended is None else ended.get("status")
-        run.console.note(f"task {task_id}: {said}")
+        said = "still not cancelled"
+        with trio.move_on_after(CANCEL_WAIT_S):
+            try:
+                ended = await run.follower.cancel(task_id)
+            except ProtocolFailure as failure:
+                said = f"not cancelled: {failure}"
+        run.console.note(f"task {task_id}: {said if ended is None else ended.get('status')}")
     more = {} if ended is None else {"task": ended}
     run.console.last_document(error_document("interrupted (Ctrl-C)", EXIT_CANCELLED, **more))
     return EXIT_CANCELLED

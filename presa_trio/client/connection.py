@@ -294,16 +294,26 @@ class Connection:
         return None
 
     async def list_all(self, method: str, key: str) -> list[JSONObject]:
-        """Every page of a list (basic/utilities/pagination: follow ``nextCursor``)."""
+        """Every page of a list (basic/utilities/pagination: follow ``nextCursor``).
+
+        Each item must be an object, and a cursor given twice would page
+        forever: both are protocol failures.
+        """
         items: list[JSONObject] = []
         params: JSONObject = {}
+        cursors: set[str] = set()
         while True:
             result = await self.request(method, params)
             page = result.get(key)
-            if not isinstance(page, list):
-                raise ProtocolFailure(f"{self.where} answered {method} without a list of {key}")
+            if not isinstance(page, list) or not all(isinstance(item, dict) for item in page):
+                raise ProtocolFailure(
+                    f"{self.where} answered {method} without a list of {key} objects"
+                )
             items += page
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str):
                 return items
+            if cursor in cursors:
+                raise ProtocolFailure(f"{self.where} gave the cursor {cursor!r} twice")
+            cursors.add(cursor)
             params = {"cursor": cursor}

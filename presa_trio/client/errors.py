@@ -72,8 +72,8 @@ class BrokenOff(ProtocolFailure):
 class RequestError(ProtocolFailure):
     """The server answered a request with a JSON-RPC error."""
 
-    def __init__(self, method: str, error: Any) -> None:
-        error = error if isinstance(error, dict) else {}
+    def __init__(self, method: str, sent: Any) -> None:
+        error = sent if isinstance(sent, dict) else {}
         self.code: Any = error.get("code")
         self.message: str = str(error.get("message", ""))
         self.data: Any = error.get("data")
@@ -81,7 +81,10 @@ class RequestError(ProtocolFailure):
         said = (
             f" (it speaks {', '.join(map(str, supported))})" if isinstance(supported, list) else ""
         )
-        super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}{said}")
+        if isinstance(self.code, int) and not isinstance(self.code, bool):
+            super().__init__(f"{method}: JSON-RPC error {self.code}: {self.message}{said}")
+        else:  # basic/index §Error Responses: an error has an integer code
+            super().__init__(f"{method}: an error that is no JSON-RPC error object: {sent!r}")
 
     def document(self) -> JSONObject:
         """With the JSON-RPC error as the server sent it, under ``"jsonrpc"``."""

@@ -88,6 +88,16 @@ class Lost:
 Handler = Callable[[JSONObject | Lost], Awaitable[None]]
 
 
+def status_of(task: JSONObject) -> Status:
+    """The snapshot's status; a status SEP-2663 does not define is a protocol failure."""
+    try:
+        return Status(task.get("status"))
+    except ValueError:
+        raise ProtocolFailure(
+            f"task {task.get('taskId')} has no known status: {task.get('status')!r}"
+        ) from None
+
+
 def status_snapshot(event: JSONObject) -> JSONObject | None:
     """The task as presa's status event shows it (its status and message), else None.
 
@@ -98,7 +108,8 @@ def status_snapshot(event: JSONObject) -> JSONObject | None:
     """
     payload = object_at(event, "payload")
     status = payload.get("status")
-    if event.get("type") != STATUS_EVENT or status not in {s.value for s in Status}:
+    known = isinstance(status, str) and status in {s.value for s in Status}
+    if event.get("type") != STATUS_EVENT or not known:
         return None
     snapshot: JSONObject = {"taskId": event.get("taskId"), "status": status}
     if isinstance(payload.get("statusMessage"), str):
@@ -107,7 +118,8 @@ def status_snapshot(event: JSONObject) -> JSONObject | None:
 
 
 def is_terminal(task: JSONObject) -> bool:
-    return task.get("status") in {status.value for status in TERMINAL}
+    """Whether the task has ended; a status SEP-2663 does not define is a protocol failure."""
+    return status_of(task) in TERMINAL
 
 
 def earliest_of(error: RequestError, task_id: str, first: int) -> int:

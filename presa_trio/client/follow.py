@@ -38,7 +38,7 @@ from __future__ import annotations
 import attrs
 import trio
 
-from presa_trio.client.answers import Answerer
+from presa_trio.client.answers import Answerer, input_requests
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import (
     EXIT_CANCELLED,
@@ -49,9 +49,9 @@ from presa_trio.client.errors import (
     TaskFailed,
     UsageProblem,
 )
-from presa_trio.client.events import Lost, TaskEvents, status_snapshot
+from presa_trio.client.events import Lost, TaskEvents, status_of, status_snapshot
 from presa_trio.client.output import Console
-from presa_trio.client.transport import is_response, object_at
+from presa_trio.client.transport import is_response, list_at, object_at
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.tasks import (
     EVENT_STREAMS,
@@ -66,16 +66,6 @@ CANCEL_WAIT_S = 5.0
 #: Polling interval when the task names none, and the shortest one honoured.
 DEFAULT_POLL_MS = 1000
 SHORTEST_POLL_MS = 20
-
-
-def status_of(task: JSONObject) -> Status:
-    """The snapshot's status; a status SEP-2663 does not define is a protocol failure."""
-    try:
-        return Status(task.get("status"))
-    except ValueError:
-        raise ProtocolFailure(
-            f"task {task.get('taskId')} has no known status: {task.get('status')!r}"
-        ) from None
 
 
 def carries_outcome(task: JSONObject) -> bool:
@@ -173,8 +163,8 @@ class TaskFollower:
         return detailed
 
     async def answer(self, task_id: str, task: JSONObject) -> None:
-        requests = task.get("inputRequests")
-        fresh = {k: v for k, v in (requests or {}).items() if k not in self.answerer.answered}
+        requests = input_requests(task, self.connection.where)
+        fresh = {k: v for k, v in requests.items() if k not in self.answerer.answered}
         if not fresh:
             return
         self.console.pause()
@@ -213,7 +203,7 @@ class TaskFollower:
         try:
             async with self.connection.open("subscriptions/listen", params) as (_, replies):
                 ack = await replies.next()
-                agreed = object_at(object_at(ack, "params"), "notifications").get("taskIds") or []
+                agreed = list_at(object_at(object_at(ack, "params"), "notifications"), "taskIds")
                 if is_response(ack) or task_id not in agreed:
                     return
                 await send.send(await self.get(task_id))

@@ -222,7 +222,7 @@ def add_client_commands(commands: Any) -> None:
     call = commands.add_parser("call", parents=both, help="call a tool; follow it if it is a task")
     call.add_argument("name", metavar="TOOL")
     call.add_argument(
-        "pairs", nargs="*", metavar="KEY=VALUE", help="arguments, typed by the schema"
+        "pairs", nargs="*", default=[], metavar="KEY=VALUE", help="arguments, typed by the schema"
     )
     call.add_argument("--args", metavar="JSON", help="the arguments as one JSON object")
     call.add_argument("--detach", action="store_true", help="print a task's id and exit")
@@ -230,7 +230,9 @@ def add_client_commands(commands: Any) -> None:
     read.add_argument("uri", metavar="URI")
     prompt = commands.add_parser("prompt", parents=both, help="get a prompt (prompts/get)")
     prompt.add_argument("name", metavar="PROMPT")
-    prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
+    prompt.add_argument(
+        "pairs", nargs="*", default=[], metavar="KEY=VALUE", help="the prompt's arguments"
+    )
     prompt.add_argument("--args", metavar="JSON", help="the arguments as one JSON object")
     add_complete_command(commands, endpoint)
     add_listen_command(commands, endpoint)
@@ -282,7 +284,7 @@ def add_complete_command(commands: Any, endpoint: argparse.ArgumentParser) -> No
         "argument", metavar="ARG=VALUE", help="the argument to complete, and what is typed so far"
     )
     complete.add_argument(
-        "context", nargs="*", metavar="KEY=VALUE", help="arguments already chosen"
+        "context", nargs="*", default=[], metavar="KEY=VALUE", help="arguments already chosen"
     )
 
 

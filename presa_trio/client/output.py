@@ -28,7 +28,7 @@ import trio
 
 from presa_trio.client.errors import ClientError
 from presa_trio.client.signatures import prompt_signature, tool_signature
-from presa_trio.client.transport import object_at
+from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.models import JSONObject
 
@@ -76,7 +76,7 @@ def block_line(block: Any) -> str:
 
 
 def tool_result_text(result: JSONObject) -> str:
-    lines = [block_line(block) for block in result.get("content") or []]
+    lines = [block_line(block) for block in list_at(result, "content")]
     if "structuredContent" in result:
         lines.append(pretty(result["structuredContent"]))
     return "\n".join(lines)
@@ -85,12 +85,12 @@ def tool_result_text(result: JSONObject) -> str:
 def discover_text(result: JSONObject) -> str:
     """``server/discover`` (server/discover §DiscoverResult) for reading."""
     meta = object_at(result, "_meta")
-    info = result.get("serverInfo") or meta.get(META_SERVER_INFO) or {}
+    info = object_at(result, "serverInfo") or object_at(meta, META_SERVER_INFO)
     capabilities = object_at(result, "capabilities")
     extensions = object_at(capabilities, "extensions")
     lines = [
         f"server: {info.get('name', '?')} {info.get('version', '')}".rstrip(),
-        f"versions: {', '.join(map(str, result.get('supportedVersions') or []))}",
+        f"versions: {', '.join(map(str, list_at(result, 'supportedVersions')))}",
         "capabilities: " + ", ".join(sorted(k for k in capabilities if k != "extensions")),
         "extensions: " + (", ".join(sorted(extensions)) or "none"),
     ]
@@ -116,7 +116,7 @@ def listing_text(kind: str, items: list[JSONObject]) -> str:
 def read_text(result: JSONObject) -> str:
     """``resources/read`` contents: text as text, a blob as a line."""
     lines = []
-    for item in result.get("contents") or []:
+    for item in list_at(result, "contents"):
         if isinstance(item, dict) and "text" in item:
             lines.append(str(item["text"]))
         elif isinstance(item, dict):
@@ -129,7 +129,7 @@ def read_text(result: JSONObject) -> str:
 
 def prompt_text(result: JSONObject) -> str:
     lines = [f"({result['description']})"] if isinstance(result.get("description"), str) else []
-    for message in result.get("messages") or []:
+    for message in list_at(result, "messages"):
         if isinstance(message, dict):
             lines.append(f"{message.get('role')}: {block_line(message.get('content'))}")
     return "\n".join(lines)

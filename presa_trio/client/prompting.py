@@ -27,6 +27,7 @@ import trio
 
 from presa_trio.client.arguments import check, typed_value
 from presa_trio.client.errors import UsageProblem
+from presa_trio.client.transport import list_at
 from presa_trio.wire.models import JSONObject
 
 ACTIONS = {"": "accept", "a": "accept", "accept": "accept", "d": "decline", "decline": "decline"}
@@ -130,7 +131,7 @@ class Terminal:
         self.say(f"[{key}] The server asks your model for a reply. Its messages:")
         if isinstance(params.get("systemPrompt"), str):
             self.say(f"  system: {params['systemPrompt']}")
-        for message in params.get("messages") or []:
+        for message in list_at(params, "messages"):
             if isinstance(message, dict):
                 self.say(f"  {message.get('role')}: {content_text(message.get('content'))}")
         reply = await self.ask("Your reply, as the model: ")

@@ -26,13 +26,14 @@ from typing import Any
 
 import attrs
 
-from presa_trio.client.answers import Answerer
+from presa_trio.client.answers import Answerer, input_requests
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import (
     ProtocolFailure,
     UsageProblem,
 )
-from presa_trio.client.follow import TaskFollower, ended_status, status_of
+from presa_trio.client.events import status_of
+from presa_trio.client.follow import TaskFollower, ended_status
 from presa_trio.client.output import Console, tool_result_text
 from presa_trio.client.signin import SignIn
 from presa_trio.client.tool_headers import usable_tools
@@ -72,7 +73,7 @@ class Run:
             result = await self.connection.request(method, sent, **options)
             if result.get("resultType") != "input_required":
                 return result
-            requests = result.get("inputRequests") or {}
+            requests = input_requests(result, self.connection.where)
             answers = {key: await self.answerer.answer(key, req) for key, req in requests.items()}
             sent = {**params, "inputResponses": answers}
             if isinstance(result.get("requestState"), str):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from presa_trio.client.transport import list_at
 from presa_trio.wire.models import JSONObject
 
 
@@ -49,7 +50,7 @@ def type_text(schema: Any) -> str:
         if isinstance(schema.get(key), list):
             return " | ".join(type_text(option) for option in schema[key])
     declared = schema.get("type")
-    names = [declared] if isinstance(declared, str) else list(declared or [])
+    names = [declared] if isinstance(declared, str) else list_at(schema, "type")
     if not names:
         return "any"
     return " | ".join(named_type(str(name), schema) for name in names)

@@ -21,7 +21,6 @@ Spec: 2026-07-28 basic/transports/streamable-http §Sending Messages,
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -47,7 +46,8 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.transcript_file import TranscriptFile
-from presa_trio.wire.envelope import RequestId, dumps
+from presa_trio.wire.envelope import RequestId, dumps, parse_json
+from presa_trio.wire.errors import ParseError
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.sse import Event, EventStreamParser
@@ -122,6 +122,27 @@ def object_at(value: Any, key: str) -> JSONObject:
     return found if isinstance(found, dict) else {}
 
 
+def list_at(value: Any, key: str) -> list[Any]:
+    """``value[key]`` when ``value`` is a JSON object and it an array, else ``[]``: as
+    :func:`object_at`, for reading what a server sent."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def decoded(data: bytes) -> Any:
+    """A message the server sent, decoded as the server decodes one; None if it is no JSON.
+
+    :func:`~presa_trio.wire.envelope.parse_json` is strict where ``json.loads``
+    is not: UTF-8 only (basic/transports §Messages), no ``NaN`` or
+    ``Infinity`` (RFC 8259 §6), and nesting too deep to decode is no JSON
+    rather than a crash.
+    """
+    try:
+        return parse_json(data)
+    except ParseError:
+        return None
+
+
 def is_response(message: Any) -> bool:
     return (
         isinstance(message, dict)
@@ -177,19 +198,13 @@ class _HttpReplies:
         text = raw.decode("utf-8", errors="replace")
         if content_type != "application/json":
             raise NotModern(self.where, self.response.status_code, content_type, text)
-        try:
-            message = json.loads(text)
-        except ValueError:
-            message = None
+        message = decoded(raw)
         if not is_response(message):
             raise NotModern(self.where, self.response.status_code, content_type, text)
         return message  # type: ignore[no-any-return]
 
     def _message(self, data: str) -> JSONObject:
-        try:
-            message = json.loads(data)
-        except ValueError:
-            message = None
+        message = decoded(data.encode())
         if not isinstance(message, dict):
             raise ProtocolFailure(
                 f"{self.where} sent an SSE event that is not JSON-RPC: {data[:80]}"
@@ -349,10 +364,7 @@ class StdioTransport:
             channel.close()
 
     def route(self, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            message = None
+        message = decoded(line)
         if not is_for_client(message):
             said = line[:80].decode(errors="replace")
             self._failure = (

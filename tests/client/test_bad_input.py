@@ -118,6 +118,12 @@ async def test_usage_mistakes(tmp_path: Path) -> None:
     missing = await client("list", "--stdio", "--", str(tmp_path / "no-such-server"))
     assert missing.status == 2
     assert missing.error().startswith(f"cannot start {tmp_path / 'no-such-server'}")
+    # Only what is missing is named: KEY=VALUE… may be left out.
+    no_tool = await client("call", "http://127.0.0.1:9/mcp")
+    assert no_tool.status == 2
+    assert no_tool.error().startswith("the following arguments are required: TOOL (")
+    no_ref = await client("complete", "http://127.0.0.1:9/mcp", "prompt")
+    assert no_ref.error().startswith("the following arguments are required: REF, ARG=VALUE (")
     transcript = await client(
         "list", "http://127.0.0.1:9/mcp", "--transcript", str(tmp_path / "no" / "such.jsonl")
     )

@@ -1,0 +1,118 @@
+"""A server that gets one thing wrong: ``python misbehaving_server.py WRONG``.
+
+It answers every request as :data:`ANSWERS` says for WRONG; most list one
+tool, ``t``, taking any arguments, and get the answer to the rest wrong.
+An answer that starts ``data:`` is sent as an event stream.
+Python's ``http.server`` writes the bytes as given, so what reaches the
+client is exactly what a faulty server would send. It says where it serves on stderr, as presa does.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+
+
+def response(request_id: Any, result: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+
+
+def answering(results: dict[str, Any], otherwise: Any) -> Callable[[str, Any], bytes]:
+    """Lists the tool ``t``; answers a method of ``results`` with its result (or its
+    bytes, as they are), and every other method with ``otherwise``."""
+
+    def answer(method: str, request_id: Any) -> bytes:
+        found = TOOLS if method == "tools/list" else results.get(method, otherwise)
+        return found if isinstance(found, bytes) else response(request_id, found)
+
+    return answer
+
+
+def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
+    """Answers ``tools/list`` with ``tools``: what the client reads first."""
+    return lambda method, request_id: response(request_id, tools)
+
+
+#: What each kind of wrong answers a request with, given its method and id.
+ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
+    # RFC 8259 §6: no NaN in JSON; Python's json.loads reads it all the same.
+    "nan": lambda method, request_id: b'{"jsonrpc":"2.0","id":%d,"result":{"n":NaN}}' % request_id,
+    "deep": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","id":%d,"result":{"n":%s1%s}}'
+        % (request_id, b"[" * 100_000, b"]" * 100_000)
+    ),
+    "input-requests-list": answering(
+        {}, {"resultType": "input_required", "inputRequests": [{"method": "roots/list"}]}
+    ),
+    # A task that waits for input, whose inputRequests are a string.
+    "task-input-requests-string": answering(
+        {"tools/call": {"resultType": "task", "taskId": "T", "status": "input_required"}},
+        {"taskId": "T", "status": "input_required", "inputRequests": "answer me"},
+    ),
+    "server-info-number": answering(
+        {}, {"supportedVersions": ["2026-07-28"], "capabilities": {}, "serverInfo": 5}
+    ),
+    # Numbers where arrays belong: a result's content, contents, messages, versions.
+    "arrays-as-numbers": answering(
+        {"prompts/list": {"prompts": [{"name": "p"}]}},
+        {"content": 5, "contents": 5, "messages": 5, "supportedVersions": 5},
+    ),
+    "property-type-number": tools_listed(
+        {"tools": [{"name": "t", "inputSchema": {"properties": {"x": {"type": 5}}}}]}
+    ),
+    # A task, and a listen acknowledged with a number for the task ids it agrees to.
+    "task-ids-number": answering(
+        {
+            "tools/call": {"resultType": "task", "taskId": "T", "status": "working"},
+            "subscriptions/listen": b'data: {"jsonrpc":"2.0",'
+            b'"method":"notifications/subscriptions/acknowledged",'
+            b'"params":{"notifications":{"taskIds":5}}}\n\n',
+        },
+        {"taskId": "T", "status": "completed", "result": {"content": []}},
+    ),
+    "error-string": lambda method, request_id: json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": "no"}
+    ).encode(),
+    # A task that works on, and refuses tasks/cancel.
+    "cancel-refused": answering(
+        {
+            "tools/call": {"resultType": "task", "taskId": "T", "status": "working"},
+            "tasks/cancel": b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"no"}}',
+        },
+        {"taskId": "T", "status": "working"},
+    ),
+    # A task whose status is an array.
+    "status-array": answering({}, {"taskId": "T", "status": ["working"]}),
+    "item-not-object": tools_listed({"tools": [5]}),
+    "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
+}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wrong = ""
+
+    def do_POST(self) -> None:
+        message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        body = ANSWERS[self.wrong](message["method"], message["id"])
+        self.send_response(200)
+        stream = body.startswith(b"data: ")
+        self.send_header("content-type", "text/event-stream" if stream else "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: stderr is read for the line that says where it serves."""
+
+
+if __name__ == "__main__":
+    Handler.wrong = sys.argv[1]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(f"serving http://127.0.0.1:{server.server_port}/mcp", file=sys.stderr, flush=True)
+    server.serve_forever()

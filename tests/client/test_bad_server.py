@@ -1,0 +1,115 @@
+"""A server that answers wrongly gets one line and exit 3 from the client, never a traceback.
+
+Each server here is :mod:`tests.client.misbehaving_server`, a real process
+on a loopback port that gets one thing wrong; the client runs as a user
+runs it (:func:`tests.client.helpers.client`).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+import trio
+
+from tests.client.helpers import client, client_command
+from tests.e2e.serve_process import serving
+
+MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
+
+
+async def test_a_response_that_is_no_json_by_rfc_8259() -> None:
+    """RFC 8259 §6 (no NaN), read with the server's own strict decoder: ``--json``
+    never prints a document that is no JSON, and nesting too deep to decode is
+    no JSON either, not a RecursionError."""
+    for wrong in ("nan", "deep"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("discover", served.url, "--json")
+        assert ran.status == 3, wrong
+        assert ran.error().startswith(f"{served.url} is not an MCP server: HTTP 200"), wrong
+        assert json.loads(ran.stdout)["error"]["exitCode"] == 3, wrong
+
+
+async def test_input_requests_that_are_no_object_of_requests() -> None:
+    """basic/patterns/mrtr §Input Requests, SEP-2663 §Task Update Requests: the
+    server's mistake, exit 3, in a multi round-trip result and in a task alike."""
+    for wrong in ("input-requests-list", "task-input-requests-string"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("call", served.url, "t", "--no-listen")
+        assert ran.status == 3, wrong
+        assert ran.error() == f"{served.url} sent inputRequests that are no object of requests"
+
+
+async def test_a_list_with_an_item_that_is_no_object() -> None:
+    async with serving([sys.executable, MISBEHAVING, "item-not-object"]) as served:
+        ran = await client("list", served.url, "tools")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} answered tools/list without a list of tools objects"
+
+
+async def test_a_cursor_given_twice_ends_the_paging() -> None:
+    """basic/utilities/pagination: following a cursor the server gave before would
+    page forever."""
+    async with serving([sys.executable, MISBEHAVING, "same-cursor"]) as served:
+        ran = await client("list", served.url, "tools")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} gave the cursor 'again' twice"
+
+
+async def test_a_discover_result_with_server_info_that_is_no_object() -> None:
+    """What is shown of a result reads only what is there as the schema says."""
+    async with serving([sys.executable, MISBEHAVING, "server-info-number"]) as served:
+        ran = await client("discover", served.url)
+    assert ran.status == 0, ran.stderr
+    assert ran.stdout.splitlines()[:2] == ["server: ?", "versions: 2026-07-28"]
+
+
+async def test_numbers_where_arrays_belong() -> None:
+    """What is read of a server's answer, to show it or to type arguments by it,
+    reads only what is there as the schema says: no crash on a number."""
+    async with serving([sys.executable, MISBEHAVING, "arrays-as-numbers"]) as served:
+        for command in (("call", "t"), ("read", "a://b"), ("prompt", "p")):
+            ran = await client(command[0], served.url, *command[1:])
+            assert (ran.status, ran.stdout) == (0, "\n"), (command, ran.stderr)
+        discovered = await client("discover", served.url)
+    assert discovered.stdout.splitlines()[1] == "versions: ", discovered.stderr
+    async with serving([sys.executable, MISBEHAVING, "property-type-number"]) as served:
+        listed = await client("list", served.url, "tools")
+        called = await client("call", served.url, "t", "x=1")
+    assert (listed.status, listed.stdout) == (0, "t(x?: any)\n"), listed.stderr
+    assert called.status == 0, called.stderr
+    async with serving([sys.executable, MISBEHAVING, "task-ids-number"]) as served:
+        followed = await client("call", served.url, "t")
+    assert followed.status == 0, followed.stderr
+
+
+async def test_a_task_status_that_is_no_string() -> None:
+    """SEP-2663 §Task Status: a status it does not define is the server's mistake,
+    when a task's events are followed as when the task is."""
+    async with serving([sys.executable, MISBEHAVING, "status-array"]) as served:
+        for action in ("stream", "wait"):
+            ran = await client("task", action, served.url, "T")
+            assert ran.status == 3, ran.stderr
+            assert ran.error() == "task T has no known status: ['working']"
+
+
+async def test_an_error_that_is_no_json_rpc_error_object() -> None:
+    """basic/index §Error Responses: an error is an object with an integer code."""
+    async with serving([sys.executable, MISBEHAVING, "error-string"]) as served:
+        ran = await client("discover", served.url)
+    assert ran.status == 3
+    assert ran.error() == "server/discover: an error that is no JSON-RPC error object: 'no'"
+
+
+async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
+    """presa-defined (docs/client.md, A task's life): the person asked to stop; the
+    refused tasks/cancel is said on stderr, not made the exit status."""
+    async with serving([sys.executable, MISBEHAVING, "cancel-refused"]) as served:
+        command = client_command("call", served.url, "t", "--no-listen")
+        async with serving(command, r"task (\S+): working") as watched:
+            watched.process.send_signal(signal.SIGINT)
+            with trio.fail_after(30):
+                assert await watched.stopped() == 130
+    assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in watched.stderr
