@@ -144,9 +144,10 @@ def text_value(text: str) -> str:
     it is: the string is written in ASCII, each such character escaped, so
     no client can move an operator's terminal or forge a line.
     """
-    if text.isprintable() and BARE.fullmatch(text):
+    printable = text.isprintable()
+    if printable and BARE.fullmatch(text):
         return text
-    return json.dumps(text, ensure_ascii=not text.isprintable())
+    return json.dumps(text, ensure_ascii=not printable)
 
 
 @functools.lru_cache(maxsize=128)
