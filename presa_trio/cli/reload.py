@@ -37,6 +37,8 @@ from pathlib import Path
 
 import trio
 
+from presa_trio.http.workers import SHUTDOWN_SIGNALS
+
 log = logging.getLogger(__name__)
 
 #: Seconds between two looks at the watched files.
@@ -111,7 +113,7 @@ async def serve_reloading(argv: Sequence[str], root: Path) -> None:
     SIGTERM, SIGINT or SIGHUP to this process stops the child first, then
     returns: the child never outlives the process that started it.
     """
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+    with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(restarting, argv, root)
             async for received in signals:

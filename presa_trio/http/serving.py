@@ -43,7 +43,7 @@ from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
-from presa_trio.http.workers import ServeRefused, inherited_sockets
+from presa_trio.http.workers import SHUTDOWN_SIGNALS, ServeRefused, inherited_sockets
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
@@ -57,10 +57,6 @@ log = logging.getLogger(__name__)
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
 #: Why ``--metrics`` cannot serve without its extra.
 METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
-#: The signals that start a graceful shutdown. SIGHUP (the terminal that started
-#: the server hung up) too: by default it would end the process at once, cutting
-#: the requests in flight and losing the access lines not yet written.
-SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 ShutdownTrigger = Callable[[], Awaitable[None]]
 
@@ -191,8 +187,8 @@ async def serve_http(
 
 
 async def serve_until_signalled(serve: Callable[[ShutdownTrigger], Awaitable[None]]) -> None:
-    """Run ``serve`` with :data:`SHUTDOWN_SIGNALS` as its shutdown trigger; a second signal
-    cancels it.
+    """Run ``serve`` with :data:`~presa_trio.http.workers.SHUTDOWN_SIGNALS` as its
+    shutdown trigger; a second signal cancels it.
 
     While this runs, no such signal interrupts anything (no
     ``KeyboardInterrupt``); each is received here, and none is left pending.

@@ -77,10 +77,14 @@ EXIT_MARGIN_S = 5.0
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: The variable the command line reads requestState keys from (``--state-key``).
 STATE_KEY_ENV = "PRESA_STATE_KEY"
-#: The signals the parent relays to its workers. SIGHUP (the terminal that started
-#: the parent hung up) too: by default it would end the parent alone, and the
-#: workers, in a session of their own, would serve on without it.
-RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The signals that end a server gracefully: a single server drains on them
+#: (:func:`presa_trio.http.serving.serve_until_signalled`), the parent of workers
+#: relays them to every worker, and ``--reload`` stops its child. SIGHUP (the
+#: terminal that started the server hung up) too: by default it would end the
+#: process at once, cutting the requests in flight and losing the access lines not
+#: yet written, and a parent alone, leaving its workers, in a session of their
+#: own, serving on without it.
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: What each store scheme allows more than one worker to share, and if not, why.
 UNSHARED_STORES = {
     "memory": "memory: keeps tasks inside each process, so a task created on one "
@@ -179,7 +183,7 @@ class Workers:
         every slot, whose workers are then killed: the parent never leaves a
         child behind.
         """
-        with trio.open_signal_receiver(*RELAYED_SIGNALS) as signals:
+        with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.relay, signals)
                 with self.slots:
@@ -193,7 +197,7 @@ class Workers:
         return self.status
 
     async def relay(self, signals: AsyncIterator[int]) -> None:
-        """Relay each of :data:`RELAYED_SIGNALS` to every worker as SIGTERM."""
+        """Relay each of :data:`SHUTDOWN_SIGNALS` to every worker as SIGTERM."""
         async for signum in signals:
             name = signal.Signals(signum).name
             if self.stopping.is_set():
