@@ -20,6 +20,14 @@ from tests.tasks.stores.records import PATIENCE, ROOMY, T0, new_task, stored
 KEEP_ALL = Retention(max_events=10_000, max_age_ms=None)
 
 
+async def refusal(url: str) -> str:
+    """The one line opening the store ``url`` is refused with."""
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(url):
+            pass
+    return str(refused.value)
+
+
 async def test_the_file_is_in_wal_mode_with_its_schema_version(tmp_path: Path) -> None:
     """presa-defined (docs/task-stores.md "Where tasks live"): readers never wait for the writer,
     and the file says which schema wrote it."""
@@ -40,10 +48,7 @@ async def test_a_file_of_another_schema_version_is_refused_in_one_line(tmp_path:
         pass
     with sqlite3.connect(path) as db:
         db.execute("UPDATE presa_meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(StoreUnavailable) as refused:
-        async with open_store(f"sqlite:///{path}"):
-            pass
-    assert str(refused.value) == (
+    assert await refusal(f"sqlite:///{path}") == (
         f"{path} holds presa task schema version 99; this server reads {SCHEMA_VERSION}"
     )
 
@@ -57,10 +62,7 @@ async def test_a_second_store_on_the_file_is_refused_naming_the_first(tmp_path: 
     link.symlink_to(path)
     async with open_store(f"sqlite:///{path}"):
         for name in (path, link):
-            with pytest.raises(StoreUnavailable) as refused:
-                async with open_store(f"sqlite:///{name}"):
-                    pass
-            assert str(refused.value) == (
+            assert await refusal(f"sqlite:///{name}") == (
                 f"{name} is served by another presa process (pid {os.getpid()}); "
                 "one server per file"
             )
@@ -77,10 +79,10 @@ async def test_a_foreign_database_is_refused_before_anything_is_written(tmp_path
         db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
     db.close()
     before = path.read_bytes()
-    with pytest.raises(StoreUnavailable) as refused:
-        async with open_store(f"sqlite:///{path}"):
-            pass
-    assert str(refused.value) == f"{path} is not a presa task store: it holds other tables"
+    assert (
+        await refusal(f"sqlite:///{path}")
+        == f"{path} is not a presa task store: it holds other tables"
+    )
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["theirs.db"]
 
@@ -179,10 +181,7 @@ async def test_an_in_memory_database_is_refused_in_one_line(
     writer and the reader a database each, so a task written could never be read; it
     is refused in one line pointing to ``memory:``, and nothing is left behind."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(StoreUnavailable) as refused:
-        async with open_store("sqlite:///:memory:"):
-            pass
-    assert str(refused.value) == (
+    assert await refusal("sqlite:///:memory:") == (
         "bad store URL 'sqlite:///:memory:': SQLite's in-memory database is not a file; use memory:"
     )
     assert os.listdir(tmp_path) == []
@@ -198,10 +197,7 @@ async def test_a_file_with_a_second_hard_link_is_refused_in_one_line(tmp_path: P
         pass
     os.link(path, other)
     for name in (path, other):
-        with pytest.raises(StoreUnavailable) as refused:
-            async with open_store(f"sqlite:///{name}"):
-                pass
-        assert str(refused.value) == (
+        assert await refusal(f"sqlite:///{name}") == (
             f"{name} has 2 hard links: SQLite keeps its log by name, so serve it by one name"
         )
     other.unlink()
