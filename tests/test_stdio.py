@@ -158,6 +158,11 @@ async def test_a_stalled_reader_is_ended_while_the_server_runs_on() -> None:
     and a listen with more topics waiting than MAX_PENDING_TOPICS is ended: when the
     client reads again it finds the listen's result, tagged with its id."""
     server = Server("stalled", "1.0.0")
+
+    @server.resource_template("test://stalled/{n}", name="stalled")
+    async def stalled(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return variables["n"]
+
     stdin, server_stdin = memory_stream_one_way_pair()
     server_stdout, stdout = lockstep_stream_one_way_pair()
     output = LineReader(stdout, 1 << 24)

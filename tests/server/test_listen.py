@@ -72,6 +72,35 @@ async def test_the_acknowledgement_leaves_out_what_is_not_honoured(client: McpCl
     assert ack["params"]["notifications"] == {"promptsListChanged": True}
 
 
+def tools_only_app() -> McpApp:
+    """A server that offers tools and nothing else: no prompts, no resources."""
+    server = Server("tools-only", "1.0.0")
+
+    @server.tool(description="Answers ok.")
+    async def ok(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        return "ok"
+
+    return McpApp.for_server(server)
+
+
+async def test_the_acknowledgement_leaves_out_what_the_server_does_not_offer() -> None:
+    """Spec-mandated (schema $defs.SubscriptionsAcknowledgedNotificationParams: only the
+    types the server supports, "e.g., `promptsListChanged` when the server has no
+    prompts"; subscriptions §Acknowledgment): a server without prompts or resources
+    honours none of their notifications, as server/discover offers neither."""
+    wanted = {
+        "toolsListChanged": True,
+        "promptsListChanged": True,
+        "resourcesListChanged": True,
+        "resourceSubscriptions": ["test://static-text"],
+    }
+    async with running(tools_only_app()) as client:
+        with trio.fail_after(5):
+            async with client.stream(listen(wanted)) as stream:
+                ack = await stream.next_message()
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
+
+
 @pytest.mark.parametrize("listen_id", [1_764_000_000_000, "listen-7"], ids=["integer", "string"])
 async def test_a_change_is_delivered_tagged_with_the_listen_id(
     client: McpClient, listen_id: int | str
