@@ -55,7 +55,7 @@ async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]
             raise InvalidParams(f"Missing required argument: {argument.name}")
     target = rounds.RoundTarget("prompts/get", name, arguments)
     rounds.open_round(ctx, params, target)
-    output = await registered.handler(ctx, arguments)
+    output = await rounds.asked(registered.handler(ctx, arguments))
     if isinstance(output, InputRequired):
         return rounds.close_round(ctx, output, target)
     result: dict[str, Any] = to_wire(prompt_result(name, output))
