@@ -309,6 +309,64 @@ async def test_a_wait_the_tool_abandons_withdraws_its_requests(
     assert (await runner.get("s", task_id)).status is Status.COMPLETED
 
 
+@attrs.define(eq=False, repr=False)
+class LateAnswerStore(MemoryStore):
+    """The memory store, whose answer to an ``input_required`` write comes late.
+
+    The write commits at once; its answer then waits on ``answer``, in the
+    caller's scope, so a cancel that comes meanwhile reaches a caller whose
+    write has committed: as PostgreSQL's store does (its caller "does not
+    learn which", presa_trio.tasks.stores.postgres.database).
+    """
+
+    answer: trio.Event = attrs.field(factory=trio.Event)
+
+    async def compare_and_set(
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
+    ) -> None:
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
+        if task.status is Status.INPUT_REQUIRED:
+            await self.answer.wait()
+
+
+async def test_requests_committed_as_the_tool_gives_up_are_withdrawn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (SEP-2663 §Task Update Requests, "superseded" requests; spec-notes §15):
+    the tool's own timeout ends its ask while the store's answer to the write of its
+    requests is on its way, the write committed; the requests are withdrawn, so the
+    task never shows requests nobody waits for while the tool goes on."""
+    store = LateAnswerStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+    finish = trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        with trio.move_on_after(5):
+            await ctx.ask({"roots": ListRoots()})
+        await finish.wait()
+        return RESULT
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task_id)).status is Status.INPUT_REQUIRED
+        autojump_clock.jump(5)
+        await wait_all_tasks_blocked()
+        resumed = await runner.get("s", task_id)
+        assert (resumed.status, dict(resumed.input_requests)) == (Status.WORKING, {})
+        finish.set()
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task_id)).status is Status.COMPLETED
+        nursery.cancel_scope.cancel()
+
+
 class Boom(Exception):
     """A failure no tool anticipated."""
 
