@@ -24,7 +24,7 @@ from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import RELEASE_WITHIN, new_task_id
-from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
+from presa_trio.tasks.stores.base import StoredTask, StoreUnavailable, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.worker import Worker
 from presa_trio.wire.errors import (
@@ -364,6 +364,61 @@ async def test_requests_committed_as_the_tool_gives_up_are_withdrawn(
         finish.set()
         await wait_all_tasks_blocked()
         assert (await runner.get("s", task_id)).status is Status.COMPLETED
+        nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False, repr=False)
+class LostAnswerStore(MemoryStore):
+    """The memory store, whose first ``input_required`` write commits and then answers
+    unavailable, as a connection that broke between a commit and its answer does."""
+
+    lost: bool = False
+
+    async def compare_and_set(
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
+    ) -> None:
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
+        if task.status is Status.INPUT_REQUIRED and not self.lost:
+            self.lost = True
+            raise StoreUnavailable("the connection broke before the commit was answered")
+
+
+async def test_requests_whose_stored_answer_was_lost_are_not_asked_twice(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/tasks.md, the failure policy: an unavailable store is waited
+    for; SEP-2663 §Task Update Requests): the write of a task's input requests commits,
+    but the store's answer is lost; the write tried again finds its own requests on the
+    task and asks nothing twice, so the task waits for its answer instead of failing."""
+    store = LostAnswerStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+
+    async def job(ctx: WorkerContext) -> Any:
+        answers = await ctx.ask({"roots": ListRoots()})
+        return {"content": [], "roots": answers.raw("roots")}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        autojump_clock.jump(1)  # past the write's back-off
+        await wait_all_tasks_blocked()
+        assert store.lost
+        parked = await runner.get("s", task_id)
+        assert (parked.status, list(parked.input_requests)) == (Status.INPUT_REQUIRED, ["roots"])
+        await runner.update("s", task_id, {"roots": {"roots": []}})
+        await wait_all_tasks_blocked()
+        done = await runner.get("s", task_id)
+        assert (done.status, done.result) == (
+            Status.COMPLETED,
+            {"content": [], "roots": {"roots": []}},
+        )
         nursery.cancel_scope.cancel()
 
 
