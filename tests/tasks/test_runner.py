@@ -23,10 +23,11 @@ from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.runner import RELEASE_WITHIN, new_task_id
+from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import StoredTask, StoreUnavailable, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.tasks.worker import Worker
+from presa_trio.tasks.worker import Move, Worker
+from presa_trio.tasks.writes import StoreWriter
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -419,6 +420,47 @@ async def test_requests_whose_stored_answer_was_lost_are_not_asked_twice(
             Status.COMPLETED,
             {"content": [], "roots": {"roots": []}},
         )
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_worker_that_fails_outside_its_job_ends_alone_and_its_task_is_recovered(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """presa-defined (the failure policy of a task's nursery, ``Supervisor._supervise``):
+    what escapes a worker outside its job (a bug in the runtime, here its final write)
+    is logged as an incident and ends that worker only: another task runs on to its
+    result, the runner keeps serving, and the task, whose lease is no longer renewed,
+    is claimed by recovery once the lease lapses and written ``failed`` as interrupted."""
+    runner = TaskRunner(MemoryStore(), TRIO_CLOCK, lease_ms=3000)
+    doomed: list[str] = []
+    write = StoreWriter.write
+
+    async def broken_write(writer: StoreWriter, worker: Worker, move: Move) -> None:
+        if worker.task_id in doomed and move.what == "the task's result":
+            raise RuntimeError("a bug in the runtime")
+        await write(writer, worker, move)
+
+    monkeypatch.setattr(StoreWriter, "write", broken_write)
+    releases = [trio.Event(), trio.Event()]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        broken = await runner.start("s", gated(releases[0], []), creator())
+        steady = await runner.start("s", gated(releases[1], []), creator())
+        doomed.append(broken.task_id)
+        await wait_all_tasks_blocked()
+        releases[0].set()
+        await wait_all_tasks_blocked()
+        assert f"task {broken.task_id}: its worker failed" in caplog.text
+        assert (await runner.get("s", broken.task_id)).status is Status.WORKING
+        releases[1].set()
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", steady.task_id)).status is Status.COMPLETED
+        await trio.sleep(5)  # past the lease, and a recovery round after it
+        recovered = await runner.get("s", broken.task_id)
+        assert (recovered.status, recovered.error) == (Status.FAILED, INTERRUPTED.to_wire())
+        assert await runner.unready() is None
         nursery.cancel_scope.cancel()
 
 
