@@ -37,6 +37,9 @@ class Gate:
 
     reached: trio.Event = attrs.field(factory=trio.Event)
     opened: trio.Event = attrs.field(factory=trio.Event)
+    # Whether the held call's wait is shielded, as a call once sent is; False: the
+    # caller may leave while it waits, as PostgreSQL's may once the call committed.
+    shielded: bool = True
     # How the held call ended: "ok", or the name of what it raised.
     ended: str | None = None
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -48,7 +51,8 @@ class GatedStore:
     The worker's writes carry a fence (its lease generation), a request's
     (``tasks/cancel``) none. ``before``: the call waits before it reaches
     the store; ``after``: it has committed, and its answer waits. Either
-    way the wait is shielded: a call once sent cannot be taken back.
+    way the wait is shielded unless the test says: a call once sent cannot
+    be taken back.
     """
 
     def __init__(self, inner: TaskStore) -> None:
@@ -60,8 +64,8 @@ class GatedStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def hold(self, whose: str, where: str) -> Gate:
-        gate = self.gates[whose, where] = Gate()
+    def hold(self, whose: str, where: str, *, shielded: bool = True) -> Gate:
+        gate = self.gates[whose, where] = Gate(shielded=shielded)
         return gate
 
     async def compare_and_set(
@@ -83,7 +87,7 @@ class GatedStore:
             )
             self.stored.append(task.status)
             return
-        with trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=gate.shielded):
             try:
                 if before is not None:
                     gate.reached.set()
@@ -96,7 +100,7 @@ class GatedStore:
                     gate.reached.set()
                     await gate.opened.wait()
                 gate.ended = "ok"
-            except Exception as error:
+            except BaseException as error:
                 gate.ended = type(error).__name__
                 raise
             finally:
@@ -244,6 +248,31 @@ async def test_a_result_made_after_the_cancel_committed_is_dropped_before_the_sc
         ended = await settle(runner, task_id)
     assert ended.status is Status.CANCELLED
     assert ended.result is None
+    assert gated.stored == [Status.CANCELLED]
+
+
+async def test_a_cancel_whose_caller_leaves_once_it_committed_still_stops_the_worker(
+    store: TaskStore,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Cancellation): ``cancelled`` has committed when
+    the ``tasks/cancel`` request is cancelled itself (its client went away), before
+    it could stop the worker; the store's announcement of the write stops it, and
+    its late result is never stored."""
+    gated = GatedStore(store)
+    job = Job()
+    async with running(gated) as runner:
+        task_id = (await runner.start("s", job, creator())).task_id
+        await job.began.wait()
+        cancel = gated.hold("request", "after", shielded=False)
+        with trio.CancelScope() as request:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(runner.cancel, "s", task_id)
+                await cancel.reached.wait()
+                request.cancel()
+        assert cancel.ended == "Cancelled"
+        ended = await settle(runner, task_id)
+        job.release.set()
+    assert (ended.status, job.ended) == (Status.CANCELLED, ["cancelled"])
     assert gated.stored == [Status.CANCELLED]
 
 
