@@ -129,6 +129,13 @@ class StdioServer:
         """Read until end of input, answering every request concurrently.
 
         Raises :class:`ServerFailed` if the server's lifetime failed.
+
+        Failure policies: the lifetime's nursery never fails (its failure is
+        kept in :attr:`failure` and cancels serving, :meth:`run_lifetime`);
+        the output's writer stops serving when stdout closes; a request's
+        own failure is answered by the dispatcher, so none reaches the
+        requests' nursery, and a ``notifications/cancelled`` ends only its
+        request's scope.
         """
         async with trio.open_nursery() as lifetime:
             await lifetime.start(self.run_lifetime, lifetime.cancel_scope)

@@ -56,6 +56,9 @@ from presa_trio.wire.transcript import Exchange, kept, record_line
 
 #: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
 STDIO_EXIT_GRACE_S = 5.0
+#: Seconds the ``notifications/cancelled`` of an exchange given up on may wait for a
+#: stdio server to take it: one that reads nothing must not hold the client.
+CANCEL_NOTICE_WAIT_S = 1.0
 #: ``--transcript -``: the transcript on stdout.
 STDOUT_NAME = "-"
 
@@ -432,7 +435,7 @@ class StdioTransport:
                 if not replies.answered and self.process.returncode is None:
                     cancelled = {"requestId": request_id, "reason": "the client stopped waiting"}
                     notice = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
-                    with suppress(ProtocolFailure):
+                    with trio.move_on_after(CANCEL_NOTICE_WAIT_S), suppress(ProtocolFailure):
                         await self.write({**notice, "params": cancelled})
                 if record is not None and self.transcript is not None:
                     await self.transcript.append(record.record())

@@ -62,7 +62,10 @@ ShutdownTrigger = Callable[[], Awaitable[None]]
 
 
 async def first_of(*waits: Callable[[], Awaitable[None]]) -> None:
-    """Return once the first of ``waits`` has returned; the others are cancelled."""
+    """Return once the first of ``waits`` has returned; the others are cancelled.
+
+    Failure policy: a wait that raises ends them all, and the raise is the caller's.
+    """
     async with trio.open_nursery() as nursery:
 
         async def until(wait: Callable[[], Awaitable[None]]) -> None:

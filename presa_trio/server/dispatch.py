@@ -105,7 +105,14 @@ class Dispatcher:
         return {} if row is None else row.param_headers(self.server, params)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run every extension for the server's lifetime, e.g. in the ASGI lifespan."""
+        """Run every extension for the server's lifetime, e.g. in the ASGI lifespan.
+
+        Failure policy of this nursery: an extension that fails ends the
+        server's lifetime, and the process exits non-zero (the edges:
+        :meth:`~presa_trio.http.app.McpApp.lifespan`, :mod:`presa_trio.stdio`).
+        Each extension keeps its own parts running; the Tasks runner's loops
+        and workers never end it (:mod:`presa_trio.tasks.runner`).
+        """
         async with trio.open_nursery() as nursery:
             for extension in self.server.extensions:
                 await nursery.start(extension.run)
