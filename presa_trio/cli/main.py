@@ -356,6 +356,20 @@ def serve(args: argparse.Namespace, server: Server) -> None:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
 
 
+def serve_on_stdio(args: argparse.Namespace) -> None:
+    """Claim stdin and stdout, then load the server: what its modules print goes to stderr."""
+    from presa_trio.stdio import StreamNotOpen, claim_standard_streams, serve_stdio
+
+    try:
+        with claim_standard_streams() as streams:
+            server = chosen_server(args.target, state_sealer(args.state_key))
+            use_task_events(server, args)
+            settle_for_serving()
+            trio.run(on_store, args, server, partial(serve_stdio, streams=streams))
+    except StreamNotOpen as error:
+        raise UsageError(str(error)) from None
+
+
 def render(path: Path) -> None:
     from presa_trio.http.transcript_render import render_lines
 
@@ -401,14 +415,12 @@ def run(argv: Sequence[str] | None) -> None:
         given = list(sys.argv[1:] if argv is None else argv)
         trio.run(serve_reloading, given, watched_root(args.target))
         return
+    if args.command == "stdio":
+        serve_on_stdio(args)
+        return
     server = chosen_server(args.target, state_sealer(args.state_key))
     use_task_events(server, args)
     settle_for_serving()
-    if args.command == "stdio":
-        from presa_trio.stdio import serve_stdio
-
-        trio.run(on_store, args, server, serve_stdio)
-        return
     serve(args, server)
 
 

@@ -240,3 +240,53 @@ async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() 
         "presa_trio.stdio: the server cannot run: RuntimeError: the runner lost its store for good"
     )
     assert not any("<frozen runpy>" in line for line in lines)
+
+
+async def test_stdout_carries_only_messages_whatever_the_server_prints() -> None:
+    """Spec-mandated (basic/transports/stdio: the server MUST NOT write anything to its
+    stdout that is not a valid MCP message; it MAY log to stderr): what a server prints
+    as it is imported, what a tool prints (flushed or not) and what a child process
+    writes to the stdout it inherits all go to stderr; a child that reads the stdin it
+    inherits finds nothing there, and takes none of the client's messages."""
+    command = [
+        *[sys.executable, "-m", "presa_trio", "stdio", "tests.e2e.printing_server:server"],
+        *["--log-level", "WARNING"],
+    ]
+    tools = [("stray", 1), ("read_stdin", 2)]
+    lines = b"".join(
+        json.dumps(request("tools/call", {"name": name}, request_id=n)).encode() + b"\n"
+        for name, n in tools
+    )
+    discover = json.dumps(request("server/discover", request_id=3)).encode() + b"\n"
+    with trio.fail_after(20):
+        ran = await trio.run_process(
+            command, stdin=lines + discover, capture_stdout=True, capture_stderr=True
+        )
+    answers = {m["id"]: m for m in map(json.loads, ran.stdout.splitlines())}
+    assert answers[1]["result"]["content"][0]["text"] == "done"
+    assert answers[2]["result"]["content"][0]["text"] == "0 0"
+    assert answers[3]["result"]["resultType"] == "complete"
+    for printed in [
+        "printed while the server module was imported",
+        "printed by a tool, flushed",
+        "printed by a tool, left in the buffer",
+        "written by a child process",
+    ]:
+        assert printed in ran.stderr.decode()
+
+
+@pytest.mark.parametrize(("closing", "name"), [("<&-", "stdin"), (">&-", "stdout")])
+async def test_a_closed_stdin_or_stdout_stops_the_start_in_one_line(
+    closing: str, name: str
+) -> None:
+    """presa-defined (cli/main.py: an operator's mistake is one line and status 2): a
+    ``presa-trio stdio`` started without stdin or without stdout says which is missing,
+    with no traceback."""
+    command = [sys.executable, "-m", "presa_trio", "stdio"]
+    shell = ["sh", "-c", f'exec "$@" {closing}', "sh", *command]
+    with trio.fail_after(20):
+        ran = await trio.run_process(shell, capture_stderr=True, check=False)
+    assert ran.returncode == 2
+    assert ran.stderr.decode().splitlines() == [
+        f"presa-trio: error: {name} is not open; stdio serves on stdin and stdout"
+    ]
