@@ -13,7 +13,9 @@ An operator's mistake (a bad flag value, a port in use, a file that cannot
 be read, a target that names no server, a short key) ends the command with
 one line on stderr and exit status 2, never a traceback. A server that
 started and then cannot run on (its task runner failed) ends with one line
-and exit status 1, for a supervisor to restart it.
+and exit status 1, for a supervisor to restart it. Ctrl-C (SIGINT) where no
+command handles it, as under ``stdio``, ends with status 130, also without a
+traceback.
 
 The parser knows every command, but a command's own machinery is imported
 only when that command runs: the client (and httpx) for the client's
@@ -436,4 +438,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:  # before the signal handlers are in place
+        sys.exit(130)
+    except BaseExceptionGroup as group:
+        # Ctrl-C inside Trio's nurseries, where no handler receives SIGINT (stdio).
+        if group.split(KeyboardInterrupt)[1] is not None:
+            raise
         sys.exit(130)

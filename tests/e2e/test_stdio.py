@@ -8,6 +8,7 @@ test closes stdin to end the server and then requires a clean exit.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -290,3 +291,36 @@ async def test_a_closed_stdin_or_stdout_stops_the_start_in_one_line(
     assert ran.stderr.decode().splitlines() == [
         f"presa-trio: error: {name} is not open; stdio serves on stdin and stdout"
     ]
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "with-a-request-in-flight"])
+async def test_ctrl_c_stops_the_server_with_status_130_and_no_traceback(busy: bool) -> None:
+    """presa-defined (cli/main.py: Ctrl-C exits 130): SIGINT, as a terminal sends it to
+    ``presa-trio stdio`` and to every process of its group, stops the server at once,
+    idle or with a request in flight, with status 130 and without a traceback; the
+    request is not answered."""
+    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, check=False, **pipes)
+        )
+        peer = StdioPeer(process)
+        with trio.fail_after(20):
+            await peer.call("server/discover", {}, 1)
+            if busy:
+                slow = {"name": "slow_compute", "arguments": {"seconds": 60}}
+                await peer.send(request("tools/call", slow, request_id=2))
+            process.send_signal(signal.SIGINT)
+            while await peer.next_message() is not None:
+                pass
+            status = await process.wait()
+            assert process.stderr is not None
+            stderr = b""
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    assert status == 130
+    assert b"Traceback" not in stderr
+    assert [m["id"] for m in peer.received] == [1]
