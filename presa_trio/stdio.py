@@ -97,9 +97,9 @@ class LineReader:
             self._scanned = len(self._buffer)
             chunk = await self.stream.receive_some()
             if not chunk:
-                if too_long:
+                last, self._buffer, self._scanned = bytes(self._buffer), bytearray(), 0
+                if too_long:  # ``last`` is the over-long line's tail: dropped with it
                     raise LineTooLong
-                last, self._buffer = bytes(self._buffer), bytearray()
                 return last or None
             self._buffer += chunk
         line = bytes(self._buffer[:end])

@@ -15,6 +15,7 @@ import trio
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from trio.testing import (
+    MemorySendStream,
     MockClock,
     lockstep_stream_one_way_pair,
     memory_stream_one_way_pair,
@@ -281,3 +282,24 @@ async def test_a_runner_that_cannot_start_stops_stdio_in_one_line() -> None:
     with trio.fail_after(10), pytest.raises(ServerFailed) as failed:
         await serve_lines(server, [discover])
     assert str(failed.value) == "StoreUnavailable: test: no announcements today"
+
+
+async def test_an_over_long_last_line_is_dropped_whole() -> None:
+    """presa-defined (stdio.py: a line longer than ``max_line`` is refused, read to its
+    end and dropped): when input ends inside an over-long line, none of it is read as a
+    message: what arrived after the limit was passed is dropped too, even when it holds
+    a whole request."""
+    stdin, server_stdin = memory_stream_one_way_pair()
+    stdout = MemorySendStream()
+    smuggled = json.dumps(request("server/discover", request_id="smuggled")).encode()
+    stdio = StdioServer(Dispatcher.for_server(Server("long", "1.0.0")), server_stdin, stdout, 300)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stdio.serve)
+            await stdin.send_all(b'"' + b"x" * 400)
+            await trio.testing.wait_all_tasks_blocked()
+            await stdin.send_all(smuggled)
+            await trio.testing.wait_all_tasks_blocked()
+            await stdin.aclose()
+    out = [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [(None, INVALID_REQUEST)]
