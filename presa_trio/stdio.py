@@ -200,7 +200,9 @@ class StdioServer:
             in_use = InvalidRequest("The id is already used by a request in flight")
             admitted = Refused(admitted.request.id, in_use)
         if isinstance(admitted, Refused):
-            await self.write(encode_error(admitted.request_id, admitted.error)[0])
+            # A response's id is not the client's: echoed, it could answer one of its requests.
+            request_id = None if admitted.response else admitted.request_id
+            await self.write(encode_error(request_id, admitted.error)[0])
             return
         await requests.start(self.run_request, admitted)
 

@@ -114,6 +114,27 @@ async def test_a_second_request_in_flight_with_the_same_id_is_refused(
     assert out[1]["result"]["content"][0]["text"] == "waited"
 
 
+@pytest.mark.parametrize(
+    "response",
+    [{"result": {}}, {"error": {"code": -32603, "message": "x"}}],
+    ids=["result", "error"],
+)
+async def test_a_response_from_the_client_is_refused_without_its_id(
+    autojump_clock: MockClock, response: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/transports/stdio §Sending Messages: the client MUST NOT
+    write responses; basic/index §Error Responses: an error carries the id of the
+    request it answers): a response names no request of the client's, so its refusal
+    (-32600) has a null id; were it echoed, the client would take it for the answer to
+    its own request 1, which is still in flight and is answered once."""
+    stray = line({"jsonrpc": "2.0", "id": 1, **response})
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, stray])
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+        (None, INVALID_REQUEST),
+        (1, None),
+    ]
+
+
 async def test_ids_are_echoed_with_their_json_type() -> None:
     """Spec-mandated (basic/index §Responses: the same id as the request; §Requests: a
     string or an integer, never null): ``"1"`` stays a string, a large integer stays
