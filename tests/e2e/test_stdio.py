@@ -324,3 +324,34 @@ async def test_ctrl_c_stops_the_server_with_status_130_and_no_traceback(busy: bo
     assert status == 130
     assert b"Traceback" not in stderr
     assert [m["id"] for m in peer.received] == [1]
+
+
+async def test_a_client_that_closes_stdout_stops_the_server() -> None:
+    """presa-defined (stdio.py: a closed stdout stops the server): once the client has
+    closed its end of stdout, the next answer meets a broken pipe and the server exits,
+    status 0, with stdin still open and a listen in flight, saying why on stderr and
+    without a traceback."""
+    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, check=False, **pipes)
+        )
+        peer = StdioPeer(process)
+        listen = {"notifications": {"toolsListChanged": True}}
+        with trio.fail_after(20):
+            await peer.send(request("subscriptions/listen", listen, request_id="L"))
+            await peer.next_message()
+            assert process.stdout is not None
+            await process.stdout.aclose()
+            await peer.send(request("server/discover", request_id=1))
+            status = await process.wait()
+            assert process.stderr is not None
+            stderr = b""
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    assert status == 0
+    assert stderr.decode().splitlines()[-1].endswith("presa_trio.stdio: stdout is closed; stopping")
+    assert b"Traceback" not in stderr
