@@ -25,7 +25,7 @@ from presa_trio.demo import build_server
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
-from presa_trio.stdio import LineReader, StdioServer
+from presa_trio.stdio import EOF_GRACE_S, LineReader, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.testing import request
 from presa_trio.wire import models
@@ -165,6 +165,30 @@ async def test_an_over_long_line_is_refused_and_the_next_one_served() -> None:
         (None, INVALID_REQUEST),
         (2, None),
     ]
+
+
+async def test_end_of_input_ends_listens_and_requests_after_a_grace(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (basic/transports/stdio §Shutdown: the server SHOULD exit promptly
+    when its stdin is closed); presa-defined (stdio.py: in-flight requests get
+    ``EOF_GRACE_S``): at end of input a listen ends, unanswered; a request that
+    answers within the grace is answered; one that would take longer is not, and the
+    server returns without it."""
+
+    def wait(seconds: float, request_id: int) -> bytes:
+        params = {"name": "wait", "arguments": {"seconds": seconds}}
+        return line(request("tools/call", params, request_id=request_id))
+
+    listen = {"notifications": {"toolsListChanged": True}}
+    lines = [
+        line(request("subscriptions/listen", listen, request_id="L")),
+        wait(EOF_GRACE_S / 2, 1),
+        wait(EOF_GRACE_S * 2, 2),
+    ]
+    out = await serve_lines(waiting_server(), lines)
+    assert [m.get("id") for m in out] == [None, 1]
+    assert out[0]["method"] == "notifications/subscriptions/acknowledged"
 
 
 async def test_a_last_line_without_a_newline_is_answered() -> None:
