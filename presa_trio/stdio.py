@@ -4,11 +4,13 @@ One message per line each way; stdout carries only MCP messages (responses,
 notifications about in-flight requests, listen notifications), logs go to
 stderr, and so does whatever else the process writes to stdout: the
 protocol keeps stdin and stdout to itself while it serves
-(:func:`claim_standard_streams`). There are no headers, so admission is the line alone
-(:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then the
-dispatcher's rungs. No line stops the server: whatever it holds is
+(:func:`claim_standard_streams`). There are no headers, so admission is
+the line alone (:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then
+the dispatcher's rungs. No line stops the server: whatever it holds is
 answered with the spec's error or acted on, and a line longer than
-``max_line`` is refused (-32600) and skipped.
+``max_line`` is refused (-32600) and skipped. A refused response from the
+client gets a null id: its id names no request of the client's, and all
+answers share stdout.
 
 Every request runs in its own cancel scope in one nursery. The client
 cancels a request, or ends a listen, with ``notifications/cancelled``; the
