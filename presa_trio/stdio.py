@@ -233,11 +233,15 @@ class StdioServer:
 
         Only a string or an integer names a request (basic/index §Requests);
         any other ``requestId`` (``true``, ``1.0``, a list…) names none and is ignored.
+        The reason is logged at DEBUG (basic/patterns/cancellation
+        §Implementation Notes: SHOULD log it), quoted: it is the client's text.
         """
         if message.method != "notifications/cancelled":
             return
         request_id = message.params.get("requestId")
         if is_request_id(request_id) and (found := self._in_flight.get(request_id)):
+            reason = message.params.get("reason")
+            log.debug("request %r cancelled by the client: %r", request_id, reason)
             found[0].cancel(reason="notifications/cancelled")
 
     def end_listens(self) -> None:

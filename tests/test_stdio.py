@@ -8,6 +8,7 @@ Rules of this file: the server reads Trio's in-memory streams to their end
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -100,6 +101,33 @@ async def test_a_cancellation_names_a_request_only_by_its_exact_id(
     request, stop nothing, and the server goes on."""
     out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, cancelled(request_id)])
     assert [m["result"]["content"][0]["text"] for m in out] == ([] if cancels else ["waited"])
+
+
+async def test_a_cancellation_is_logged_with_its_reason(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Implementation Notes: both parties
+    SHOULD log cancellation reasons): a cancellation that stops a request in flight is
+    logged at DEBUG with its id and reason, the reason quoted so that it stays one
+    line; one that names no request in flight is not."""
+    caplog.set_level(logging.DEBUG, logger="presa_trio.stdio")
+    reason = "the user pressed stop\nand left"
+    lines = [
+        WAIT_ONE_SECOND,
+        line(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1, "reason": reason},
+            }
+        ),
+        cancelled("not-in-flight"),
+    ]
+    await serve_lines(waiting_server(), lines)
+    logged = [r.getMessage() for r in caplog.records if r.name == "presa_trio.stdio"]
+    assert [m for m in logged if "cancelled" in m] == [
+        f"request 1 cancelled by the client: {reason!r}"
+    ]
 
 
 async def test_a_second_request_in_flight_with_the_same_id_is_refused(
