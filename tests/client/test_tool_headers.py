@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from presa_trio.client.tool_headers import header_problem, usable_tools
+from presa_trio.client.tool_headers import usable_tools
+from presa_trio.wire.headers import header_problem
 
 
 def schema(**properties: Any) -> dict[str, Any]:
