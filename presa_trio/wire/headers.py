@@ -80,6 +80,9 @@ def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
 TCHAR = frozenset(string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~")
 #: The types a mirrored parameter may have (``number`` is not one of them).
 HEADER_TYPES = frozenset({"string", "integer", "boolean"})
+#: The keywords whose values are instances, not schemas (JSON Schema 2020-12
+#: Validation §6.1.2, §6.1.3, §9.2, §9.5): nothing in them is an annotation.
+INSTANCE_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
 
 
 def header_annotations(node: Any, reachable: bool = True) -> Iterator[tuple[Any, JSONObject, bool]]:
@@ -88,6 +91,8 @@ def header_annotations(node: Any, reachable: bool = True) -> Iterator[tuple[Any,
     if not isinstance(node, dict):
         return
     for key, child in node.items():
+        if key in INSTANCE_KEYWORDS:
+            continue
         if key == "properties" and isinstance(child, dict):
             for schema in child.values():
                 yield from carried(schema, reachable)
