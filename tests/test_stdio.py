@@ -30,7 +30,7 @@ from presa_trio.stdio import EOF_GRACE_S, LineReader, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.testing import request
 from presa_trio.wire import models
-from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
+from presa_trio.wire.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
@@ -60,6 +60,27 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
     incident_of(by_id[1]["error"], caplog.text)
     assert by_id[None]["error"]["code"] == PARSE_ERROR
     assert by_id[2]["result"]["resultType"] == "complete"
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [{}, {"_meta": {"progressToken": 1}}, {"_meta": {"io.modelcontextprotocol/clientInfo": {}}}],
+    ids=["no-meta", "progress-token", "no-version"],
+)
+async def test_a_legacy_initialize_names_the_supported_versions(meta: dict[str, Any]) -> None:
+    """Spec-mandated (versioning §Backward Compatibility with Initialization-Based Versions:
+    SHOULD name the versions in any error to an initialize request, on any transport;
+    stdio §Backward Compatibility; H-14): an initialize of the 2025 era, with or without a
+    ``_meta`` of its own, is refused with -32602 naming 2026-07-28, and the server goes on."""
+    legacy = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x"}}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": legacy | meta}
+    out = await serve_lines(
+        build_server(), [line(initialize), line(request("server/discover", request_id=2))]
+    )
+    by_id = {m["id"]: m for m in out}
+    assert by_id[1]["error"]["code"] == INVALID_PARAMS
+    assert by_id[1]["error"]["message"].endswith("supported protocol versions: 2026-07-28")
+    assert by_id[2]["result"]["supportedVersions"] == ["2026-07-28"]
 
 
 def waiting_server() -> Server:

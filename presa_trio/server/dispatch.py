@@ -36,7 +36,13 @@ from presa_trio.server.registry import Method, Server
 from presa_trio.server.results import describe
 from presa_trio.wire.envelope import Request, RequestId, dumps, error_response, result_response
 from presa_trio.wire.errors import McpError, MethodNotFound
-from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
+from presa_trio.wire.meta import (
+    HANDSHAKE,
+    META_SERVER_INFO,
+    SUPPORTED_NAMED,
+    RequestMeta,
+    require_supported_version,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +92,15 @@ class Dispatcher:
 
         A row whose capability is not offered is absent, exactly as
         ``server/discover`` leaves the capability out (:func:`discover.offered`).
+        The -32601 of ``initialize`` names the supported versions
+        (versioning §Backward Compatibility with Initialization-Based Versions).
         """
         row = self.table.get(method)
         if row is None or not (
             row.capability is None or discover.offered(self.server, row.capability)
         ):
-            raise MethodNotFound(f"Method not found: {method}")
+            named = f"; {SUPPORTED_NAMED}" if method == HANDSHAKE else ""
+            raise MethodNotFound(f"Method not found: {method}{named}")
         return row
 
     def name_required(self, method: str) -> bool:
