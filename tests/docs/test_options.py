@@ -1,0 +1,129 @@
+"""The command line the pages describe is the one ``presa-trio`` parses.
+
+Every option of every command is named somewhere in README.md or docs/*.md,
+and every option a page writes after ``presa-trio COMMAND`` (in a code
+block or an inline code span) is one that command takes. The commands are
+read from the parser itself (:func:`presa_trio.cli.main.build_parser`), so
+an option added without a word in the docs, or a page left naming an option
+renamed since, fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from presa_trio.cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: A command as a page writes it: ``presa-trio`` or ``.venv/bin/presa-trio``, then words.
+COMMAND = re.compile(r"(?<![\w-])(?:[\w./-]*/)?presa-trio((?: +[^ `]+)*)")
+#: argparse's own option, which no page needs to name.
+HELP = {"-h", "--help"}
+#: Words that end one shell command.
+SHELL = {"&", "&&", "|", "||", ";", "2>&1"}
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command and subcommand (``("task", "get")``) with its parser."""
+    yield path, parser
+    for name, child in subparsers(parser).items():
+        yield from commands(child, (*path, name))
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings} - HELP
+
+
+def text_of(page: Path) -> str:
+    return page.read_text(encoding="utf-8")
+
+
+def written_commands(text: str) -> Iterator[list[str]]:
+    """The words after ``presa-trio`` of each command ``text`` writes: in its code
+    blocks (continued lines joined) and its inline code spans, each up to the end
+    of the shell command."""
+    prose: list[str] = []
+    code: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        else:
+            (code if fenced else prose).append(line)
+    spans = re.findall(r"`([^`]+)`", " ".join(" ".join(prose).split()))
+    lines = "\n".join(code).replace("\\\n", " ").splitlines()
+    for command in [*spans, *(line.split(" #")[0] for line in lines)]:
+        for match in COMMAND.finditer(command):
+            words = match[1].split()
+            ends = [i for i, word in enumerate(words) if word in SHELL or word[0] in "<>"]
+            yield words[: min(ends, default=len(words))]
+
+
+def misnamed(text: str) -> list[str]:
+    """Each option a command of ``text`` gives that its command does not take."""
+    parser = build_parser()
+    problems = []
+    for words in written_commands(text):
+        target: argparse.ArgumentParser = parser
+        path: list[str] = []
+        while words and words[0].split("|")[0] in subparsers(target):
+            name = words.pop(0).split("|")[0]
+            target, path = subparsers(target)[name], [*path, name]
+        if not path:
+            continue
+        taken = options(target) | HELP
+        for word in words:
+            if word == "--":
+                break
+            flag = word.split("=")[0].rstrip(",.;:)")
+            if re.fullmatch(r"--?[a-z][\w-]*", flag) and flag not in taken:
+                problems.append(f"presa-trio {' '.join(path)} {flag}")
+    return problems
+
+
+def test_every_option_of_every_command_is_documented() -> None:
+    """presa-defined (README.md, docs/): each option ``presa-trio`` takes is named on
+    some page, in backticks."""
+    named = " ".join(text_of(page) for page in PAGES)
+    missing = set()
+    for path, parser in commands(build_parser()):
+        for action in parser._actions:
+            flags = set(action.option_strings) - HELP
+            if flags and not any(
+                re.search(rf"`[^`]*(?<![\w-]){re.escape(flag)}(?![\w-])[^`]*`", named)
+                for flag in flags
+            ):
+                missing.add(" ".join(["presa-trio", *path, "/".join(sorted(flags))]))
+    assert sorted(missing) == []
+
+
+def test_every_option_a_page_gives_is_one_its_command_takes() -> None:
+    """presa-defined (README.md, docs/): a ``presa-trio COMMAND --option`` on a page
+    runs: the command takes that option."""
+    assert {page.name: misnamed(text_of(page)) for page in PAGES} == {
+        page.name: [] for page in PAGES
+    }
+
+
+def test_the_checker_finds_an_option_its_command_lacks() -> None:
+    """presa-defined: the check reads commands in code spans and blocks, follows
+    subcommands, stops at ``--`` and knows each command's own options."""
+    text = (
+        "Run `presa-trio serve --port 0 --workers 2` or `presa-trio stdio --port 1`.\n"
+        "```sh\n.venv/bin/presa-trio task get --no-listen URL ID --bogus\n"
+        "presa-trio call --stdio tool -- presa-trio stdio --store memory: --json\n```\n"
+    )
+    assert misnamed(text) == ["presa-trio stdio --port", "presa-trio task get --bogus"]
