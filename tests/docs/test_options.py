@@ -2,10 +2,11 @@
 
 Every option of every command is named somewhere in README.md or docs/*.md,
 and every option a page writes after ``presa-trio COMMAND`` (in a code
-block or an inline code span) is one that command takes. The commands are
-read from the parser itself (:func:`presa_trio.cli.main.build_parser`), so
-an option added without a word in the docs, or a page left naming an option
-renamed since, fails here.
+block or an inline code span) is one that command takes, and every default
+a page states for an option is the one it has. The commands are read from
+the parser itself (:func:`presa_trio.cli.main.build_parser`), so an option
+added without a word in the docs, or a page left naming an option renamed
+or a default changed since, fails here.
 """
 
 from __future__ import annotations
@@ -127,3 +128,71 @@ def test_the_checker_finds_an_option_its_command_lacks() -> None:
         "presa-trio call --stdio tool -- presa-trio stdio --store memory: --json\n```\n"
     )
     assert misnamed(text) == ["presa-trio stdio --port", "presa-trio task get --bogus"]
+
+
+#: ``--flag …`` in backticks and, in the same breath, ``(default N``.
+STATED_DEFAULT = re.compile(r"`(--[a-z][\w-]*)[^`]*`[^`|()]{0,40}\(default ([\d.,]+)")
+
+
+def defaults() -> dict[str, object]:
+    """Each option's default, from the first command that takes it."""
+    found: dict[str, object] = {}
+    for _, parser in commands(build_parser()):
+        for action in parser._actions:
+            for flag in action.option_strings:
+                found.setdefault(flag, action.default)
+    return found
+
+
+def stated_defaults(text: str) -> Iterator[tuple[str, str]]:
+    """(option, default) for each default a page states: ``(default N)`` after the
+    option, or the leading number of a table's "default" column in its row."""
+    yield from STATED_DEFAULT.findall(" ".join(text.split()))
+    column = None
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|"):
+            column = None
+        elif column is None:
+            lowered = [cell.lower() for cell in cells]
+            column = lowered.index("default") if "default" in lowered else -1
+        elif flag := next(
+            filter(None, (re.match(r"`(--[a-z][\w-]*)", cell) for cell in cells)), None
+        ):
+            said = re.search(r"\(default ([\d.,]+)", line)
+            if column >= 0 and (number := re.match(r"[\d.,]+", cells[column])):
+                yield flag[1], number[0]
+            elif column < 0 and said:
+                yield flag[1], said[1]
+
+
+def wrong_defaults(text: str) -> list[str]:
+    known = defaults()
+    return [
+        f"{flag}: the page says {stated}, the parser {known[flag]}"
+        for flag, stated in stated_defaults(text)
+        if flag in known and float(stated.replace(",", "").rstrip(".")) != known[flag]
+    ]
+
+
+def test_every_default_a_page_states_is_the_parser_s() -> None:
+    """presa-defined (README.md, docs/): a default a page gives an option, in its
+    text or in a table's "default" column, is the one ``presa-trio`` uses."""
+    stated = [pair for page in PAGES for pair in stated_defaults(text_of(page))]
+    assert len(stated) >= 15
+    assert {page.name: wrong_defaults(text_of(page)) for page in PAGES} == {
+        page.name: [] for page in PAGES
+    }
+
+
+def test_the_checker_finds_a_stale_default() -> None:
+    """presa-defined: both forms are read, and a wrong one is named."""
+    text = (
+        "`--store-timeout SECONDS` (default 5) and `--drain-delay` seconds (default 3).\n"
+        "| Limit | Flag | Default |\n|---|---|---|\n"
+        "| one | `--task-events-max N` | 1,000 |\n| two | `--task-events-max-streams N` | 25 |\n"
+    )
+    assert wrong_defaults(text) == [
+        "--drain-delay: the page says 3, the parser 0.0",
+        "--task-events-max-streams: the page says 25, the parser 256",
+    ]
