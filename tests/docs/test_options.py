@@ -6,7 +6,8 @@ block or an inline code span) is one that command takes, and every default
 a page states for an option is the one it has. The commands are read from
 the parser itself (:func:`presa_trio.cli.main.build_parser`), so an option
 added without a word in the docs, or a page left naming an option renamed
-or a default changed since, fails here.
+or a default changed since, fails here. A ``sh`` block, meant to be pasted,
+runs the venv's ``presa-trio``, as the README's commands do.
 """
 
 from __future__ import annotations
@@ -195,4 +196,23 @@ def test_the_checker_finds_a_stale_default() -> None:
     assert wrong_defaults(text) == [
         "--drain-delay: the page says 3, the parser 0.0",
         "--task-events-max-streams: the page says 25, the parser 256",
+    ]
+
+
+def bare_commands(text: str) -> list[str]:
+    """The lines of ``text``'s ``sh`` blocks that run ``presa-trio`` from the PATH."""
+    blocks = re.findall(r"^```sh\n(.*?)^```$", text, re.M | re.S)
+    lines = "\n".join(blocks).splitlines()
+    return [line for line in lines if re.search(r"(?<![\w./-])presa-trio\b", line)]
+
+
+def test_every_shell_block_runs_presa_trio_from_the_venv() -> None:
+    """presa-defined (docs/, as README.md): a ``sh`` block pasted into a shell without
+    the venv activated runs the venv's ``presa-trio``, as the README's commands do;
+    a ``console`` block shows a session and may say ``presa-trio``."""
+    assert {page.name: bare_commands(text_of(page)) for page in PAGES} == {
+        page.name: [] for page in PAGES
+    }
+    assert bare_commands("```sh\npresa-trio serve &\n.venv/bin/presa-trio stdio\n```\n") == [
+        "presa-trio serve &"
     ]
