@@ -104,6 +104,10 @@ class Transport(Protocol):
         self, message: JSONObject, headers: Mapping[str, str]
     ) -> AbstractAsyncContextManager[Replies]: ...
 
+    def later(self, command: str, arguments: str) -> str:
+        """``presa-trio COMMAND … ARGUMENTS`` reaching this endpoint again, to print."""
+        ...
+
 
 class NotModern(ProtocolFailure):
     """An HTTP answer that is no JSON-RPC message: a legacy server, or no MCP at all.
@@ -240,6 +244,9 @@ class HttpTransport:
     token: str | None = None
     transcript: Transcript | None = None
 
+    def later(self, command: str, arguments: str) -> str:
+        return f"presa-trio {command} {self.where} {arguments}"
+
     @asynccontextmanager
     async def exchange(
         self, message: JSONObject, headers: Mapping[str, str]
@@ -353,6 +360,10 @@ class StdioTransport:
     _task_streams: dict[Any, RequestId] = attrs.field(factory=dict)
     _write_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _failure: str | None = None
+
+    def later(self, command: str, arguments: str) -> str:
+        """The command after ``--``, where ``--stdio`` takes it from."""
+        return f"presa-trio {command} --stdio {arguments} -- {self.where}"
 
     async def read_lines(self) -> None:
         """Route every line of the child's stdout until it ends; then end every exchange."""
