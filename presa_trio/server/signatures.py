@@ -75,7 +75,12 @@ __all__ = ["SignatureError", "arguments_converter"]
 
 @attrs.frozen
 class Parameter:
-    """One typed parameter of a tool: its name, its hint, its default if any."""
+    """One typed parameter of a tool: its name, its hint, its default's JSON if any.
+
+    The default is kept as the JSON the schema shows, not as the object the
+    signature holds: each call without the argument gets it structured
+    afresh (:meth:`absent`), as if the client had sent it.
+    """
 
     name: str
     hint: Any
@@ -84,6 +89,17 @@ class Parameter:
     @property
     def optional(self) -> bool:
         return self.default is not inspect.Parameter.empty
+
+    def absent(self) -> Any:
+        """The JSON default, a copy for each call when it is a list or an object.
+
+        A mutable default (``tags: list[str] = []``, a dataclass instance)
+        is then never shared between calls, and an ``Enum`` or a ``float``
+        default given by its value (``colour: Colour = "red"``, ``x: float
+        = 1``) arrives as the declared type, as the same value sent would.
+        """
+        default = self.default
+        return copy.deepcopy(default) if isinstance(default, list | dict) else default
 
 
 @attrs.frozen
@@ -106,14 +122,14 @@ class TypedCall:
         values: dict[str, Any] = {}
         problems: list[str] = []
         for parameter in self.parameters:
-            if parameter.name not in arguments:
-                if parameter.optional:
-                    values[parameter.name] = parameter.default
+            if parameter.name in arguments:
+                value = arguments[parameter.name]
+            elif parameter.optional:
+                value = parameter.absent()
+            else:
                 continue
             try:
-                values[parameter.name] = arguments_converter.structure(
-                    arguments[parameter.name], parameter.hint
-                )
+                values[parameter.name] = arguments_converter.structure(value, parameter.hint)
             except Exception as error:
                 problems += structuring_problems(error, parameter.name)
         if problems:
@@ -189,12 +205,14 @@ def check_context(function: Callable[..., Any], hints: Mapping[str, Any], where:
         )
 
 
-def checked_default(default: Any, schema: JSONObject, place: str) -> Any:
+def checked_default(default: Any, hint: Any, schema: JSONObject, place: str) -> Any:
     """A parameter's default as JSON, refused unless it is valid against the parameter's schema.
 
     The default is what the handler gets when the argument is absent, and
     the schema shows it as ``default``: both must be a value the schema
-    admits (``x: int = "three"`` is a mistake, as is ``x: int = None``).
+    admits (``x: int = "three"`` is a mistake, as is ``x: int = None``), and
+    one the hint reads back (``day: date = "someday"`` passes the schema, a
+    ``format`` being an annotation, but is no date).
     """
     shown, value = json_default(default)
     if not shown:
@@ -204,6 +222,13 @@ def checked_default(default: Any, schema: JSONObject, place: str) -> Any:
         raise SignatureError(
             f"{place}: the default {default!r} does not fit its type ({violations[0].describe()})"
         )
+    try:
+        arguments_converter.structure(copy.deepcopy(value), hint)
+    except Exception as error:
+        (problem, *_) = structuring_problems(error, "default")
+        raise SignatureError(
+            f"{place}: the default {default!r} does not fit its type ({problem})"
+        ) from None
     return value
 
 
@@ -224,13 +249,15 @@ def typed_parameters(
             raise SignatureError(f"{place}: arguments are passed by name; not positional-only")
         if parameter.name not in hints:
             raise SignatureError(f"{place}: needs a type hint")
-        schema = dict(schema_for(hints[parameter.name], place))
+        hint = hints[parameter.name]
+        schema = dict(schema_for(hint, place))
         if parameter.default is parameter.empty:
             required.append(parameter.name)
+            parameters.append(Parameter(parameter.name, hint))
         else:
-            schema["default"] = checked_default(parameter.default, schema, place)
+            schema["default"] = checked_default(parameter.default, hint, schema, place)
+            parameters.append(Parameter(parameter.name, hint, schema["default"]))
         properties[parameter.name] = schema
-        parameters.append(Parameter(parameter.name, hints[parameter.name], parameter.default))
     whole: JSONObject = {"type": "object", "properties": properties}
     if required:
         whole["required"] = required

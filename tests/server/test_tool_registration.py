@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -48,6 +49,14 @@ async def takes_star_args(ctx: RequestContext, *names: str) -> str:
 
 async def takes_positional_only(ctx: RequestContext, name: str, /) -> str:
     """Positional only."""
+    return "never"
+
+
+async def takes_no_date_by_default(
+    ctx: RequestContext,
+    day: datetime.date = "someday",  # type: ignore[assignment]
+) -> str:
+    """A string the schema admits, since format is an annotation, but no date."""
     return "never"
 
 
@@ -104,6 +113,12 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
             takes_positional_only,
             {},
             "tool 'takes_positional_only', parameter 'name': arguments are passed by name",
+        ),
+        (
+            takes_no_date_by_default,
+            {},
+            "tool 'takes_no_date_by_default', parameter 'day': the default 'someday' does not "
+            "fit its type (default: 'someday' is not an ISO 8601 date)",
         ),
         (
             returns_maybe,

@@ -277,6 +277,45 @@ async def test_signature_defaults_apply(typed: McpClient) -> None:
     assert result["content"] == [{"type": "text", "text": "Hello, Ada! Hello, Ada!"}]
 
 
+@attrs.define
+class Basket:
+    items: list[str] = attrs.field(factory=list)
+
+
+async def test_each_call_gets_a_fresh_default_of_the_declared_type() -> None:
+    """presa-defined (docs/api.md, typed tools): an absent argument arrives as its
+    default would if sent: a list or an instance made afresh for each call, so a
+    tool that changes it changes nothing for the next call, and a default given
+    by its JSON value (an ``Enum``'s value, an ``int`` for a ``float``) as the
+    declared type."""
+    server = Server("defaults", "1.0.0")
+    got: list[tuple[Any, ...]] = []
+
+    @server.tool()
+    async def add(
+        ctx: RequestContext,
+        item: str,
+        tags: list[str] = [],  # noqa: B006 - the mistake under test
+        basket: Basket = Basket(),  # noqa: B008 - the mistake under test
+        colour: Colour = "red",  # type: ignore[assignment]
+        weight: float = 1,
+    ) -> str:
+        """Adds an item."""
+        tags.append(item)
+        basket.items.append(item)
+        got.append((tags, basket, colour, weight))
+        return "added"
+
+    async with connect(server) as client:
+        await client.call_tool("add", {"item": "pear"})
+        await client.call_tool("add", {"item": "fig"})
+    assert got == [
+        (["pear"], Basket(["pear"]), Colour.RED, 1.0),
+        (["fig"], Basket(["fig"]), Colour.RED, 1.0),
+    ]
+    assert type(got[0][3]) is float
+
+
 async def test_schema_defaults_are_filled_in_for_the_arguments_form(typed: McpClient) -> None:
     """presa-defined (docs/api.md, the arguments form): absent properties with a
     ``default`` get it, in nested objects too; given ones are kept."""
