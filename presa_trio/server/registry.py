@@ -36,6 +36,7 @@ Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 from __future__ import annotations
 
 import inspect
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -135,6 +136,26 @@ def refuse_uncalled(kind: str, given: object, usage: str) -> None:
         )
 
 
+#: What server/tools §Tool Names allows: 1 to 128 ASCII letters, digits, ``_``, ``-`` and ``.``.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def refuse_tool_name(name: str) -> None:
+    """Refuse a tool name outside server/tools §Tool Names.
+
+    The page says names SHOULD be 1 to 128 characters, only ASCII letters,
+    digits, underscore, hyphen and dot, and SHOULD NOT hold spaces, commas
+    or other special characters; clients and models may refuse or mangle
+    others. presa holds its tools to it at registration, where the name is
+    chosen, rather than serve a tool some clients cannot call.
+    """
+    if not TOOL_NAME.fullmatch(name):
+        raise SignatureError(
+            f"tool {name!r}: a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - . "
+            "(server/tools §Tool Names); choose one with name="
+        )
+
+
 def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
@@ -195,7 +216,8 @@ class Server:
         parameter that is not the request context, a hint with no schema,
         a default its schema refuses, a synchronous handler (unless
         ``thread=True``), a name already registered, an unusable schema,
-        and ``@server.tool`` without its parentheses. ``needs``: the client
+        ``@server.tool`` without its parentheses, and a name outside
+        server/tools §Tool Names (:func:`refuse_tool_name`). ``needs``: the client
         capabilities it may ask for (:mod:`presa_trio.server.capabilities`).
 
         With ``nursery=True`` the handler may start child tasks in
@@ -208,9 +230,8 @@ class Server:
         refuse_uncalled("tool", name, "@server.tool()")
 
         def register(handler: AnyToolHandler) -> AnyToolHandler:
-            tool_name = name or getattr(handler, "__name__", "")
-            if not tool_name:
-                raise SignatureError("a tool needs a name: name= or a function with a __name__")
+            tool_name = getattr(handler, "__name__", "") if name is None else name
+            refuse_tool_name(tool_name)
             refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
             signature = read_signature(handler, tool_name, thread=thread)
             if input_schema is not None and signature.input_schema is not None:

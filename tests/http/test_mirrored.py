@@ -42,8 +42,8 @@ def header_server() -> Server:
     async def deploy(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         return json.dumps(arguments, sort_keys=True)
 
-    @server.tool("café", description="A tool whose name is not ASCII.")
-    async def cafe(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+    @server.prompt("café", description="A prompt whose name is not ASCII.")
+    async def cafe(ctx: RequestContext) -> str:
         return "served"
 
     return server
@@ -197,11 +197,11 @@ async def test_mcp_name_is_ignored_on_other_methods(client: McpClient) -> None:
 async def test_a_non_ascii_name_travels_base64_encoded(headers_client: McpClient) -> None:
     """Spec-mandated (streamable-http §Value Encoding: a name outside the safe set is
     carried as ``=?base64?…?=`` and servers MUST decode it before comparing; H-24)."""
-    message = request("tools/call", {"name": "café", "arguments": {}})
+    message = request("prompts/get", {"name": "café"})
     response = await post_with(
         headers_client, message, [("mcp-name", sentinel("café"))], mcp_name=True
     )
-    assert result_of(response)["content"][0]["text"] == "served"
+    assert result_of(response)["messages"][0]["content"]["text"] == "served"
     other = await post_with(
         headers_client, message, [("mcp-name", sentinel("cafe"))], mcp_name=True
     )

@@ -26,8 +26,9 @@ TWICE = "already registered; each name is registered once"
 SYNC = "the handler must be an async function (async def)"
 
 
-def tool_mistakes(decorator: str, uncalled: str) -> dict[str, tuple[str, str]]:
-    """The mistakes a tool decorator refuses; ``uncalled`` is it without its parentheses."""
+def tool_mistakes(decorator: str, uncalled: str, named: str) -> dict[str, tuple[str, str]]:
+    """The mistakes a tool decorator refuses; ``uncalled`` is it without its parentheses,
+    ``named`` it naming the tool ``add one``."""
     return {
         "no context": (
             f'{decorator}\nasync def add(x: int) -> int:\n    """Adds one."""\n    return x + 1\n',
@@ -60,6 +61,11 @@ def tool_mistakes(decorator: str, uncalled: str) -> dict[str, tuple[str, str]]:
             '    """Adds one."""\n    return str(x + 1)\n',
             "tool 'add', return type: no JSON Schema for set[int]",
         ),
+        "name outside the tool name rules": (
+            f'{named}\nasync def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            "tool 'add one': a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - .",
+        ),
     }
 
 
@@ -71,10 +77,17 @@ COMPLETION = '@server.completion("ref/prompt", "haiku")'
 #: Every mistake, by decorator and kind: the module's source after the header,
 #: and how the one line naming it starts.
 MISTAKES: dict[str, tuple[str, str]] = {
-    **{f"server.tool {k}": v for k, v in tool_mistakes("@server.tool()", "@server.tool").items()},
+    **{
+        f"server.tool {k}": v
+        for k, v in tool_mistakes(
+            "@server.tool()", "@server.tool", '@server.tool("add one")'
+        ).items()
+    },
     **{
         f"tasks.tool {k}": v
-        for k, v in tool_mistakes("@tasks.tool(Policy.OPTIONAL)", "@tasks.tool").items()
+        for k, v in tool_mistakes(
+            "@tasks.tool(Policy.OPTIONAL)", "@tasks.tool", '@tasks.tool(Policy.OPTIONAL, "add one")'
+        ).items()
     },
     "server.resource no context": (
         f'{RESOURCE}\nasync def today(day: str) -> str:\n    return "rain"\n',
