@@ -59,16 +59,15 @@ from presa_trio.wire.hints import (
     SEQUENCES,
     SignatureError,
     arguments_converter,
+    checked_default,
     describe_hint,
     is_structured,
     is_union,
-    json_default,
     schema_for,
     structuring_problems,
 )
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
-from presa_trio.wire.schemas import CompiledSchema
 
 __all__ = ["SignatureError", "arguments_converter"]
 
@@ -203,33 +202,6 @@ def check_context(function: Callable[..., Any], hints: Mapping[str, Any], where:
             f"{where}, parameter {first.name!r}: the first parameter receives the request "
             f"context, not {describe_hint(hint)}; put ctx: RequestContext before it"
         )
-
-
-def checked_default(default: Any, hint: Any, schema: JSONObject, place: str) -> Any:
-    """A parameter's default as JSON, refused unless it is valid against the parameter's schema.
-
-    The default is what the handler gets when the argument is absent, and
-    the schema shows it as ``default``: both must be a value the schema
-    admits (``x: int = "three"`` is a mistake, as is ``x: int = None``), and
-    one the hint reads back (``day: date = "someday"`` passes the schema, a
-    ``format`` being an annotation, but is no date).
-    """
-    shown, value = json_default(default)
-    if not shown:
-        raise SignatureError(f"{place}: the default {default!r} has no JSON form")
-    violations = CompiledSchema.compile(schema, role=place).violations(value)
-    if violations:
-        raise SignatureError(
-            f"{place}: the default {default!r} does not fit its type ({violations[0].describe()})"
-        )
-    try:
-        arguments_converter.structure(copy.deepcopy(value), hint)
-    except Exception as error:
-        (problem, *_) = structuring_problems(error, "default")
-        raise SignatureError(
-            f"{place}: the default {default!r} does not fit its type ({problem})"
-        ) from None
-    return value
 
 
 def typed_parameters(

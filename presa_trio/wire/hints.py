@@ -21,6 +21,7 @@ JSON Schema 2020-12 Validation §7 (``format``; ``date-time``, ``date``,
 from __future__ import annotations
 
 import collections.abc
+import copy
 import dataclasses
 import datetime
 import decimal
@@ -38,6 +39,7 @@ import cattrs
 from cattrs.v import format_exception, transform_error
 
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.schemas import CompiledSchema
 
 
 class SignatureError(TypeError):
@@ -145,6 +147,32 @@ def json_default(value: Any) -> tuple[bool, Any]:
     except (TypeError, ValueError, RecursionError):
         return False, None
     return True, wire
+
+
+def checked_default(default: Any, hint: Any, schema: JSONObject, place: str) -> Any:
+    """A default as JSON, refused unless it fits its parameter's or field's schema and hint.
+
+    The default is what the handler gets when the value is absent, and the
+    schema shows it as ``default``: both must be a value the schema admits
+    (``x: int = "three"`` is a mistake, as is ``x: int = None``, and
+    ``Annotated[int, Field(ge=0)] = -1``), and one the hint reads back
+    (``day: date = "someday"`` passes the schema, a ``format`` being an
+    annotation, but is no date). JSON Schema 2020-12 Validation §9.2
+    recommends that a ``default`` be valid against its schema.
+    """
+    shown, value = json_default(default)
+    if not shown:
+        raise SignatureError(f"{place}: the default {default!r} has no JSON form")
+    violations = CompiledSchema.compile(schema, role=place).violations(value)
+    problem = violations[0].describe() if violations else None
+    if problem is None:
+        try:
+            arguments_converter.structure(copy.deepcopy(value), hint)
+        except Exception as error:
+            problem = structuring_problems(error, "default")[0]
+    if problem is not None:
+        raise SignatureError(f"{place}: the default {default!r} does not fit its type ({problem})")
+    return value
 
 
 def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject:
@@ -264,13 +292,12 @@ def object_schema(cls: type, where: str, seen: tuple[type, ...]) -> JSONObject:
     required: list[str] = []
     if is_record(cls):
         for name, needed, default in record_fields(cls):
-            schema = dict(schema_for(hints.get(name, Any), f"{where}.{name}", seen))
+            hint, place = hints.get(name, Any), f"{where}.{name}"
+            schema = dict(schema_for(hint, place, seen))
             if needed:
                 required.append(name)
-            elif default is not attrs.NOTHING:
-                shown, value = json_default(default)
-                if shown:
-                    schema["default"] = value
+            elif default is not attrs.NOTHING and json_default(default)[0]:
+                schema["default"] = checked_default(default, hint, schema, place)
             properties[name] = schema
     else:
         keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())

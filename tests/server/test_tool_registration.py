@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import attrs
 import pytest
 
-from presa_trio.server import RequestContext, SchemaError, Server, SignatureError
+from presa_trio.server import Field, RequestContext, SchemaError, Server, SignatureError
 
 
 @attrs.frozen
@@ -58,6 +59,26 @@ async def takes_no_date_by_default(
 ) -> str:
     """A string the schema admits, since format is an annotation, but no date."""
     return "never"
+
+
+@dataclasses.dataclass
+class Page:
+    size: Annotated[int, Field(ge=1)] = 0
+
+
+@attrs.frozen
+class Stamp:
+    at: datetime.datetime = "noon"  # type: ignore[assignment]
+
+
+async def takes_a_page(ctx: RequestContext, page: Page) -> str:
+    """A field whose default breaks its own constraint."""
+    return "never"
+
+
+async def returns_a_stamp(ctx: RequestContext) -> Stamp:
+    """An output field whose default is no date-time."""
+    return Stamp()
 
 
 async def returns_maybe(ctx: RequestContext) -> Row | None:
@@ -119,6 +140,18 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
             {},
             "tool 'takes_no_date_by_default', parameter 'day': the default 'someday' does not "
             "fit its type (default: 'someday' is not an ISO 8601 date)",
+        ),
+        (
+            takes_a_page,
+            {},
+            "tool 'takes_a_page', parameter 'page'.size: the default 0 does not fit its type "
+            "((root): 0 is less than the minimum of 1 (rule /minimum))",
+        ),
+        (
+            returns_a_stamp,
+            {},
+            "tool 'returns_a_stamp', return type.at: the default 'noon' does not fit its type "
+            "(default: 'noon' is not an ISO 8601 date-time)",
         ),
         (
             returns_maybe,
