@@ -364,8 +364,13 @@ def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Cal
     A synchronous function is refused, since every call would fail with
     a non-awaitable result, unless ``thread`` asks for it to run on a
     worker thread (:class:`OnThread`); an async one with ``thread`` is
-    refused too. The same rule holds for every kind of handler.
+    refused too, and so is a generator, whose call returns no result. The
+    same rule holds for every kind of handler.
     """
+    if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
+        raise SignatureError(
+            f"{where}: the handler is a generator (it yields); return the result instead"
+        )
     if thread and is_async(function):
         raise SignatureError(f"{where}: thread=True is for a plain def; this one is async")
     if not thread and not is_async(function):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypedDict
 
 import attrs
@@ -95,6 +95,11 @@ async def undescribed(ctx: RequestContext, name: str) -> str:
     return name
 
 
+async def yields(ctx: RequestContext, name: str) -> AsyncIterator[str]:
+    """Yields its answer."""
+    yield name
+
+
 def sync_tool(ctx: RequestContext, name: str) -> str:
     """Plain def."""
     return name
@@ -161,6 +166,7 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         (returns_a_set, {}, "tool 'returns_a_set', return type: no JSON Schema for set[int]"),
         (undescribed, {}, "tool 'undescribed': needs a description"),
         (sync_tool, {}, "tool 'sync_tool': the handler must be an async function (async def)"),
+        (yields, {}, "tool 'yields': the handler is a generator (it yields); return the result"),
         (
             typed,
             {"input_schema": {"type": "object"}},
