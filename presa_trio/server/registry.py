@@ -64,7 +64,9 @@ from presa_trio.server.registered import (
 from presa_trio.server.signatures import (
     Defaults,
     FillDefaults,
+    Returns,
     SignatureError,
+    ToolSignature,
     described,
     read_handler,
     read_prompt_signature,
@@ -154,6 +156,19 @@ def refuse_tool_name(name: str) -> None:
             f"tool {name!r}: a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - . "
             "(server/tools §Tool Names); choose one with name="
         )
+
+
+def returns_of(signature: ToolSignature, output_schema: JSONObject | None) -> Returns:
+    """What the tool's returned values are: structured whenever it has an ``outputSchema``.
+
+    A hand-written ``output_schema=`` may describe any JSON value (an array
+    of users, in server/tools §Output Schema), and ``structuredContent``
+    may be any JSON value that fits it, so what such a tool returns, apart
+    from content, is its ``structuredContent``.
+    """
+    if output_schema is not None and signature.returns is not Returns.NOTHING:
+        return Returns.STRUCTURED
+    return signature.returns
 
 
 def refuse_duplicate(where: str, taken: bool) -> None:
@@ -260,7 +275,7 @@ class Server:
                 arguments,
                 structured,
                 nursery,
-                signature.returns,
+                returns_of(signature, output_schema),
                 read_needs(tool_name, needs),
             )
             self.notify_tools_list_changed()

@@ -5,13 +5,15 @@ Accepted, on the plain path and in a task alike:
 - a ``str``: one text block;
 - a content block, or a list or tuple of them: the result's content;
 - a :class:`~presa_trio.wire.models.CallToolResult` whose content is a list
-  of content blocks and whose ``structured_content`` is an object or absent;
+  of content blocks and whose ``structured_content`` is JSON or absent;
 - :class:`~presa_trio.wire.mrtr.InputRequired` (a multi round-trip question);
 - a JSON object (a ``dict`` with string keys), an attrs instance or a
   dataclass instance: ``structuredContent`` (``datetime``, ``UUID``,
   ``Decimal``, ``Path`` fields written as strings, :mod:`presa_trio.wire.hints`),
   with its JSON as a text block for clients that read only content
-  (server/tools §Structured Content);
+  (server/tools §Structured Content); from a tool with an ``outputSchema``,
+  any JSON value (a list for an array schema), since ``structuredContent``
+  may be any JSON value that fits it;
 - ``None``, only from a tool declared ``-> None``: empty content;
 - a number, a list or another JSON value, only from a tool whose declared
   return type says so (``-> int``, ``-> list[str]``): its JSON as text.
@@ -69,20 +71,20 @@ def as_json(value: Any) -> str | None:
 
 
 def structured(value: Any) -> models.CallToolResult | None:
-    """A JSON object as ``structuredContent`` and its text; ``None`` if it is not one."""
+    """A JSON value as ``structuredContent`` and its text; ``None`` if it is not JSON."""
     wire = arguments_converter.unstructure(value)
-    text = as_json(wire) if isinstance(wire, dict) else None
+    text = as_json(wire)
     if text is None:
         return None
     return models.CallToolResult([models.TextContent(text)], structured_content=wire)
 
 
 def valid_result(result: models.CallToolResult) -> bool:
+    """Content blocks, and ``structuredContent`` any JSON value (schema.ts ``CallToolResult``)."""
     return (
         isinstance(result.content, list)
         and all(isinstance(block, CONTENT_BLOCKS) for block in result.content)
         and (result.structured_content is None or as_json(result.structured_content) is not None)
-        and (result.structured_content is None or isinstance(result.structured_content, dict))
         and isinstance(result.is_error, bool)
     )
 
@@ -113,6 +115,8 @@ def normalised(returns: Returns, output: Any) -> models.CallToolResult | InputRe
         return models.CallToolResult([output])
     if isinstance(output, list | tuple) and all(isinstance(b, CONTENT_BLOCKS) for b in output):
         return models.CallToolResult(list(output))
+    if returns is Returns.STRUCTURED and output is not None:
+        return structured(output)
     if output is None:
         return models.CallToolResult([]) if returns is Returns.NOTHING else None
     if returns is Returns.JSON:

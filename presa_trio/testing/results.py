@@ -15,6 +15,7 @@ Message Notifications.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
@@ -39,7 +40,8 @@ class ToolResult:
     """A complete ``CallToolResult``, read."""
 
     content: list[ContentBlock]
-    structured: JSONObject | None
+    # Any JSON value that fits the tool's outputSchema; None when absent.
+    structured: Any
     is_error: bool
     # The result as received, ``_meta`` and all.
     raw: JSONObject

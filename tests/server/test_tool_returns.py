@@ -44,7 +44,6 @@ WRONG: dict[str, Any] = {
     "nan-in-dict": {"x": math.nan},
     "int-keys": {1: "one"},
     "result-with-bad-content": models.CallToolResult([42]),  # type: ignore[list-item]
-    "result-with-list-structured": models.CallToolResult([TEXT], structured_content=[1]),
     "result-with-unencodable-structured": models.CallToolResult([TEXT], {"s": {1, 2}}),
     "result-with-string-is-error": models.CallToolResult([TEXT], is_error="yes"),  # type: ignore[arg-type]
     "a-prompt-message": models.PromptMessage("user", TEXT),
@@ -61,6 +60,10 @@ RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
             "content": [{"type": "text", "text": '{"a": [1, null]}'}],
             "structuredContent": {"a": [1, None]},
         },
+    ),
+    "result-with-list-structured": (
+        models.CallToolResult([TEXT], structured_content=[1]),
+        {"content": [{"type": "text", "text": "t"}], "structuredContent": [1]},
     ),
     "attrs": (
         Point(1, 2),
@@ -120,7 +123,8 @@ async def test_every_accepted_return_is_the_same_valid_result_on_both_paths(
     client: McpClient, kind: str
 ) -> None:
     """Spec-mandated (server/tools §Tool Result, §Structured Content; E-24): a
-    JSON object or attrs instance is structuredContent with its JSON as text."""
+    JSON object or attrs instance is structuredContent with its JSON as text; a
+    CallToolResult's structuredContent may be any JSON value (schema.ts)."""
     plain = await client.call_tool("give", {"kind": kind})
     task = await as_task(client, kind)
     expected = {**RIGHT[kind][1], "resultType": "complete"}
@@ -141,3 +145,40 @@ async def test_a_dict_returned_by_a_tool_with_an_output_schema_is_its_structured
     async with connect(server) as client:
         result = await client.call_tool("count")
     assert result["structuredContent"] == {"n": 3}
+
+
+USERS = {
+    "type": "array",
+    "items": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+}
+
+
+async def test_a_tool_with_an_array_output_schema_returns_its_list_as_structured_content() -> None:
+    """Spec-mandated (server/tools §Output Schema, §Structured Content; E-19): the
+    page's array example, ``list_users``: an ``outputSchema`` may describe any
+    JSON value, and ``structuredContent`` is the list that fits it, whether the
+    tool is typed, takes the arguments object, or returns a CallToolResult."""
+    server = Server("returns", "1.0.0")
+
+    @server.tool(output_schema=USERS)
+    async def list_users(ctx: RequestContext) -> list[dict[str, str]]:
+        """Returns a list of all users."""
+        return [{"id": "1"}]
+
+    @server.tool(description="Returns a list of all users.", output_schema=USERS)
+    async def list_all(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        return [{"id": "1"}]
+
+    @server.tool(output_schema=USERS)
+    async def list_said(ctx: RequestContext) -> models.CallToolResult:
+        """Returns a list of all users, in words too."""
+        return models.CallToolResult([TEXT], structured_content=[{"id": "1"}])
+
+    async with connect(server) as client:
+        results = [await client.call_tool(name) for name in ("list_users", "list_all", "list_said")]
+    assert [result["structuredContent"] for result in results] == [[{"id": "1"}]] * 3
+    assert [result["content"] for result in results] == [
+        [{"type": "text", "text": '[{"id": "1"}]'}],
+        [{"type": "text", "text": '[{"id": "1"}]'}],
+        [{"type": "text", "text": "t"}],
+    ]
