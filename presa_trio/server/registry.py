@@ -171,6 +171,23 @@ def returns_of(signature: ToolSignature, output_schema: JSONObject | None) -> Re
     return signature.returns
 
 
+#: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
+URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def refuse_uri(where: str, uri: str) -> None:
+    """Refuse a resource ``uri`` that is no URI: without a scheme (``today``, ``""``).
+
+    schema.ts ``Resource.uri`` is ``format: uri``, and a client reads it
+    back with ``resources/read``; a name or a relative path is not one.
+    """
+    if not URI_SCHEME.match(uri):
+        raise SignatureError(
+            f"{where}: a resource's uri is a URI, starting with its scheme "
+            "(note://today, file:///notes/today.txt; RFC 3986 §3)"
+        )
+
+
 def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
@@ -295,6 +312,8 @@ class Server:
     ) -> Callable[[AnyResourceHandler], AnyResourceHandler]:
         """Register a concrete resource, ``async def (ctx)``; listed in registration order.
 
+        ``uri`` must be a URI, with its scheme (:func:`refuse_uri`).
+
         ``name`` defaults to the handler's name, ``description`` to its
         docstring; ``thread=True`` runs a plain ``def`` on a worker thread.
         """
@@ -302,6 +321,7 @@ class Server:
 
         def register(handler: AnyResourceHandler) -> AnyResourceHandler:
             where = f"resource {uri!r}"
+            refuse_uri(where, uri)
             refuse_duplicate(where, uri in self.resources)
             call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(

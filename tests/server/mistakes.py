@@ -106,6 +106,11 @@ MISTAKES: dict[str, tuple[str, str]] = {
         f'{RESOURCE}\ndef today(ctx: RequestContext) -> str:\n    return "rain"\n',
         f"resource 'note://today': {SYNC}",
     ),
+    "server.resource uri without a scheme": (
+        '@server.resource("today")\nasync def today(ctx: RequestContext) -> str:\n'
+        '    return "rain"\n',
+        "resource 'today': a resource's uri is a URI, starting with its scheme",
+    ),
     "server.resource other parameters": (
         f"{RESOURCE}\nasync def today(ctx: RequestContext, day: str) -> str:\n    return day\n",
         "resource 'note://today': the handler is called as (ctx); take exactly those",

@@ -58,6 +58,21 @@ def test_a_refused_registration_registers_nothing() -> None:
     assert server.resources == {}
 
 
+@pytest.mark.parametrize("uri", ["", "today", "not a uri", "/notes/today.txt", "1note://a"])
+def test_a_resource_uri_without_a_scheme_is_refused(uri: str) -> None:
+    """Spec-mandated (schema.ts ``Resource.uri``, ``format: uri``; RFC 3986 §3):
+    a name or a path is no URI; one with a scheme is accepted."""
+    server = Server("mistakes", "1.0.0")
+
+    async def today(ctx: RequestContext) -> str:
+        return "rain"
+
+    with pytest.raises(SignatureError, match="a resource's uri is a URI, starting with its scheme"):
+        server.resource(uri)(today)
+    server.resource("x-notes+v1.2:today")(today)
+    assert list(server.resources) == ["x-notes+v1.2:today"]
+
+
 def test_enum_and_literal_schemas_carry_their_type() -> None:
     """presa-defined (JSON Schema of a hint): ``enum`` comes with ``type``, which
     clients read to show or fill in a parameter; mixed values give a list of types."""
