@@ -286,7 +286,11 @@ def record_fields(cls: type) -> Iterator[tuple[str, bool, Any]]:
 
 
 def object_schema(cls: type, where: str, seen: tuple[type, ...]) -> JSONObject:
-    """An attrs class, a dataclass or a TypedDict as an object schema, its fields in order."""
+    """An attrs class, a dataclass or a TypedDict as an object schema, its fields in order.
+
+    A TypedDict's keys are required as its ``__required_keys__`` say, which
+    is also what structuring holds them to (:func:`typed_dict_value`).
+    """
     hints = typing.get_type_hints(cls, include_extras=True)
     properties: JSONObject = {}
     required: list[str] = []
@@ -302,12 +306,37 @@ def object_schema(cls: type, where: str, seen: tuple[type, ...]) -> JSONObject:
     else:
         keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
         for key, hint in hints.items():
-            properties[key] = schema_for(hint, f"{where}.{key}", seen)
+            properties[key] = schema_for(
+                typed_dict_value(cls, key, hint, where), f"{where}.{key}", seen
+            )
         required = [key for key in hints if key in keys]
     whole: JSONObject = {"type": "object", "properties": properties}
     if required:
         whole["required"] = required
     return whole
+
+
+def typed_dict_value(cls: type, key: str, hint: Any, where: str) -> Any:
+    """The hint of a TypedDict's ``key`` without ``Required``/``NotRequired``.
+
+    Python fills ``__required_keys__`` from those wrappers only when it can
+    see them: under ``from __future__ import annotations`` (annotations are
+    strings) it goes by ``total`` alone, and a ``NotRequired`` key counts as
+    required, in the schema and in structuring alike. That disagreement is
+    refused here rather than served.
+    """
+    marked = None
+    while get_origin(hint) in (typing.Required, typing.NotRequired):
+        marked = get_origin(hint) is typing.Required
+        hint = get_args(hint)[0]
+    if marked is not None and marked != (key in getattr(cls, "__required_keys__", ())):
+        wrapper = "Required" if marked else "NotRequired"
+        raise SignatureError(
+            f"{where}.{key}: Python cannot see {wrapper} in {cls.__name__} under "
+            "from __future__ import annotations; put the optional keys in a subclass "
+            "with total=False"
+        )
+    return hint
 
 
 # --- structuring the arguments --------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import attrs
 import pytest
@@ -79,6 +79,16 @@ async def takes_a_page(ctx: RequestContext, page: Page) -> str:
 async def returns_a_stamp(ctx: RequestContext) -> Stamp:
     """An output field whose default is no date-time."""
     return Stamp()
+
+
+class Query(TypedDict):
+    text: str
+    limit: NotRequired[int]  # a string under ``from __future__``: Python counts it required
+
+
+async def takes_a_query(ctx: RequestContext, query: Query) -> str:
+    """A NotRequired key Python cannot see."""
+    return "never"
 
 
 async def returns_maybe(ctx: RequestContext) -> Row | None:
@@ -157,6 +167,13 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
             {},
             "tool 'returns_a_stamp', return type.at: the default 'noon' does not fit its type "
             "(default: 'noon' is not an ISO 8601 date-time)",
+        ),
+        (
+            takes_a_query,
+            {},
+            "tool 'takes_a_query', parameter 'query'.limit: Python cannot see NotRequired in "
+            "Query under from __future__ import annotations; put the optional keys in a "
+            "subclass with total=False",
         ),
         (
             returns_maybe,

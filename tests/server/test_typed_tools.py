@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import attrs
 import pytest
@@ -314,6 +314,43 @@ async def test_each_call_gets_a_fresh_default_of_the_declared_type() -> None:
         (["fig"], Basket(["fig"]), Colour.RED, 1.0),
     ]
     assert type(got[0][3]) is float
+
+
+# The functional form holds the types themselves, not strings: Python sees the wrappers.
+Filter = TypedDict("Filter", {"field": str, "value": NotRequired[str]})  # noqa: UP013
+Sort = TypedDict("Sort", {"field": Required[str], "descending": bool}, total=False)  # noqa: UP013
+
+
+async def test_typed_dict_keys_are_required_as_required_and_not_required_say() -> None:
+    """presa-defined (docs/api.md, the type table): a TypedDict's ``NotRequired``
+    key is an optional property, a ``Required`` one in a ``total=False`` class a
+    required one, and a call without the optional keys reaches the tool."""
+    server = Server("typed-dicts", "1.0.0")
+    got: list[Any] = []
+
+    @server.tool()
+    async def search(ctx: RequestContext, where: Filter, order: Sort) -> str:
+        """Searches."""
+        got.append((where, order))
+        return "found"
+
+    properties = server.tools["search"].tool.input_schema["properties"]
+    assert properties["where"] == {
+        "type": "object",
+        "properties": {"field": {"type": "string"}, "value": {"type": "string"}},
+        "required": ["field"],
+    }
+    assert properties["order"] == {
+        "type": "object",
+        "properties": {"field": {"type": "string"}, "descending": {"type": "boolean"}},
+        "required": ["field"],
+    }
+    async with connect(server) as client:
+        result = await client.call_tool(
+            "search", {"where": {"field": "a"}, "order": {"field": "b"}}
+        )
+    assert result["content"] == [{"type": "text", "text": "found"}]
+    assert got == [({"field": "a"}, {"field": "b"})]
 
 
 async def test_schema_defaults_are_filled_in_for_the_arguments_form(typed: McpClient) -> None:
