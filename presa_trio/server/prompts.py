@@ -66,26 +66,39 @@ def prompt_result(name: str, output: Any) -> models.GetPromptResult:
     """What prompt ``name`` returned, as a ``GetPromptResult``, else -32603.
 
     A ``str`` (a typed prompt's text) is one user message; a list or tuple
-    of :class:`~presa_trio.wire.models.PromptMessage` is the messages. Anything
-    else is the handler's bug: -32603 with the detail in the log, never a
-    result the schema refuses (schema ``$defs.GetPromptResult``).
+    of :class:`~presa_trio.wire.models.PromptMessage` is the messages, each
+    with a role of schema ``$defs.Role`` and one ``ContentBlock``. Anything
+    else (a ``system`` role, a bare string as content) is the handler's
+    bug: -32603 with the detail in the log, never a result the schema
+    refuses (schema ``$defs.GetPromptResult``).
     """
-    if isinstance(output, str):
-        output = [models.PromptMessage("user", models.TextContent(output))]
-    if isinstance(output, list | tuple):
-        output = models.GetPromptResult(list(output))
+    result = output
+    if isinstance(result, str):
+        result = [models.PromptMessage("user", models.TextContent(result))]
+    if isinstance(result, list | tuple):
+        result = models.GetPromptResult(list(result))
     if (
-        isinstance(output, models.GetPromptResult)
-        and isinstance(output.messages, list)
-        and all(isinstance(message, models.PromptMessage) for message in output.messages)
+        isinstance(result, models.GetPromptResult)
+        and isinstance(result.messages, list)
+        and all(is_message(message) for message in result.messages)
     ):
-        return output
+        return result
     raise report_fault(
         log,
         "prompt %s returned %s, which is not a prompt result (a str, a list of "
-        "PromptMessage, or a GetPromptResult)",
+        "PromptMessage with a role user or assistant and one content block, or a "
+        "GetPromptResult)",
         name,
         describe(output),
+    )
+
+
+def is_message(message: Any) -> bool:
+    """A ``PromptMessage`` the schema admits: role ``user``/``assistant``, one content block."""
+    return (
+        isinstance(message, models.PromptMessage)
+        and message.role in ("user", "assistant")
+        and isinstance(message.content, models.ContentBlock)
     )
 
 
