@@ -13,7 +13,7 @@ from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import Server
-from presa_trio.server.results import describe
+from presa_trio.server.results import describe, is_block
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
@@ -98,7 +98,7 @@ def is_message(message: Any) -> bool:
     return (
         isinstance(message, models.PromptMessage)
         and message.role in ("user", "assistant")
-        and isinstance(message.content, models.ContentBlock)
+        and is_block(message.content)
     )
 
 

@@ -155,8 +155,17 @@ async def test_bad_completion_requests_are_invalid_params(
         models.GetPromptResult(["text"]),  # type: ignore[list-item]
         [models.PromptMessage("system", models.TextContent("Be brief."))],  # type: ignore[arg-type]
         [models.PromptMessage("user", "Summarise this.")],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.TextContent(3))],  # type: ignore[arg-type]
     ],
-    ids=["none", "dict", "strings", "result-of-strings", "system-role", "string-content"],
+    ids=[
+        "none",
+        "dict",
+        "strings",
+        "result-of-strings",
+        "system-role",
+        "string-content",
+        "number-text",
+    ],
 )
 async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any

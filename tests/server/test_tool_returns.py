@@ -47,6 +47,10 @@ WRONG: dict[str, Any] = {
     "result-with-unencodable-structured": models.CallToolResult([TEXT], {"s": {1, 2}}),
     "result-with-string-is-error": models.CallToolResult([TEXT], is_error="yes"),  # type: ignore[arg-type]
     "a-prompt-message": models.PromptMessage("user", TEXT),
+    "text-block-of-a-number": models.TextContent(42),  # type: ignore[arg-type]
+    "image-of-raw-bytes": [models.ImageContent(b"\x89PNG", "image/png")],  # type: ignore[arg-type]
+    "embedded-number": models.EmbeddedResource(models.TextResourceContents("a://b", 1)),  # type: ignore[arg-type]
+    "result-with-number-text": models.CallToolResult([models.TextContent(1)]),  # type: ignore[arg-type]
 }
 RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),
