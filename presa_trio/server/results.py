@@ -14,7 +14,8 @@ Accepted, on the plain path and in a task alike:
   (server/tools §Structured Content); from a tool with an ``outputSchema``,
   any JSON value (a list for an array schema), since ``structuredContent``
   may be any JSON value that fits it;
-- ``None``, only from a tool declared ``-> None``: empty content;
+- ``None``, only from a tool whose return type admits it (``-> None``,
+  ``-> str | None``): empty content;
 - a number, a list or another JSON value, only from a tool whose declared
   return type says so (``-> int``, ``-> list[str]``): its JSON as text.
 
@@ -152,8 +153,9 @@ def normalised(returns: Returns, output: Any) -> models.CallToolResult | InputRe
     if returns is Returns.STRUCTURED and output is not None:
         return structured(output)
     if output is None:
-        return models.CallToolResult([]) if returns is Returns.NOTHING else None
-    if returns is Returns.JSON:
+        nothing = returns in (Returns.NOTHING, Returns.JSON_OR_NOTHING)
+        return models.CallToolResult([]) if nothing else None
+    if returns in (Returns.JSON, Returns.JSON_OR_NOTHING):
         text = as_json(arguments_converter.unstructure(output))
         return None if text is None else models.CallToolResult([models.TextContent(text)])
     if isinstance(output, dict) or (is_record(type(output)) and not is_wire_model(output)):

@@ -249,7 +249,9 @@ class Returns(enum.Enum):
     STRUCTURED = "structured"
     #: Another JSON value (a number, a list…): its JSON as text.
     JSON = "json"
-    #: ``None``: an empty content list.
+    #: As ``JSON``, and ``None`` (``-> int | None``): an empty content list.
+    JSON_OR_NOTHING = "json or nothing"
+    #: ``None``, alone or beside content (``-> str | None``): an empty content list.
     NOTHING = "nothing"
 
 
@@ -281,8 +283,9 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
 
     An attrs class, a dataclass, a TypedDict or a ``dict[str, …]`` (alone, or beside
     ``InputRequired``) gives an ``outputSchema``; ``None`` gives empty
-    content; strings, content blocks, results and unions of them (or no
-    annotation) are content; any other type with a schema, e.g. ``int`` or
+    content, also when a union admits it (``str | None``, ``int | None``);
+    strings, content blocks, results and unions of them (or no annotation)
+    are content; any other type with a schema, e.g. ``int`` or
     ``list[str]``, is sent as its JSON text. ``Report | None`` is refused:
     a tool with an output schema must always return structured content.
     """
@@ -301,13 +304,14 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
             )
         schema = schema_for(members[0], f"{where}, return type")
         return Returns.STRUCTURED, schema
+    optional = type(None) in members
     if is_content(hint):
         for member in members:  # ``str | set[int]``: every member needs a JSON form
             if not is_content(member):
                 schema_for(member, f"{where}, return type")
-        return Returns.CONTENT, None
+        return Returns.NOTHING if optional else Returns.CONTENT, None
     schema_for(hint, f"{where}, return type")  # refuse what has no JSON form
-    return Returns.JSON, None
+    return Returns.JSON_OR_NOTHING if optional else Returns.JSON, None
 
 
 @attrs.frozen

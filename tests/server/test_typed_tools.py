@@ -389,6 +389,31 @@ async def test_an_attrs_return_gives_an_output_schema_and_structured_content(
     assert result["structuredContent"] == {"summary": "a fine tex", "score": 18}
 
 
+async def test_none_from_a_tool_whose_return_type_admits_it_is_empty_content() -> None:
+    """presa-defined (docs/api.md, the return table): ``-> str | None`` and
+    ``-> int | None`` returning ``None`` answer empty content, as ``-> None`` does,
+    and their other values as ever."""
+    server = Server("maybe", "1.0.0")
+
+    @server.tool()
+    async def find(ctx: RequestContext, name: str) -> str | None:
+        """Finds a name, if there is one."""
+        return name or None
+
+    @server.tool()
+    async def count(ctx: RequestContext, name: str) -> int | None:
+        """Counts a name's letters, if there is one."""
+        return len(name) or None
+
+    async with connect(server) as client:
+        found = [
+            (await client.call_tool(t, {"name": n}))["content"]
+            for t in ("find", "count")
+            for n in ("", "ab")
+        ]
+    assert found == [[], [{"type": "text", "text": "ab"}], [], [{"type": "text", "text": "2"}]]
+
+
 async def test_other_declared_json_returns_are_their_json_text(typed: McpClient) -> None:
     """presa-defined (docs/api.md): ``-> int`` sends the number as text, no
     outputSchema; ``-> None`` sends empty content."""
