@@ -57,6 +57,7 @@ from presa_trio.wire import models
 from presa_trio.wire.hints import (
     MAPPINGS,
     SEQUENCES,
+    Field,
     SignatureError,
     arguments_converter,
     checked_default,
@@ -490,11 +491,25 @@ class TypedPrompt:
 
 
 def prompt_argument(parameter: inspect.Parameter, hint: Any, place: str) -> models.PromptArgument:
-    """One ``str`` parameter as a prompt argument: required unless it has a default."""
+    """One ``str`` parameter as a prompt argument: required unless it has a default.
+
+    ``Annotated[str, "text"]`` or ``Annotated[str, Field(description="text")]``
+    describes it; other ``Field`` keywords are refused, since a prompt
+    argument is a name and a description, with no schema to check
+    (server/prompts §Listing Prompts).
+    """
     description = None
     if get_origin(hint) is Annotated:
-        texts = [extra for extra in hint.__metadata__ if isinstance(extra, str)]
-        description = texts[0] if texts else None
+        for extra in hint.__metadata__:
+            if isinstance(extra, Field) and set(extra.keywords()) - {"description"}:
+                raise SignatureError(
+                    f"{place}: a prompt argument has no schema to hold constraints; "
+                    "Field(description=…) only"
+                )
+            if isinstance(extra, Field) and extra.description is not None:
+                description = extra.description
+            elif isinstance(extra, str):
+                description = extra
         hint = get_args(hint)[0]
     optional = parameter.default is not inspect.Parameter.empty
     if hint is not str and not (optional and hint == str | None):

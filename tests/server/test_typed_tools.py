@@ -11,7 +11,7 @@ import pytest
 
 from presa_trio.server import Field, RequestContext, Server, SignatureError
 from presa_trio.testing import McpClient, connect
-from presa_trio.wire.models import JSONObject
+from presa_trio.wire.models import JSONObject, PromptArgument
 from tests.expect import result_of, tools_by_name
 
 
@@ -451,6 +451,30 @@ async def test_a_typed_prompt_lists_its_string_parameters_and_renders_its_text()
     assert got["messages"] == [
         {"role": "user", "content": {"type": "text", "text": "Summarise (plain): x"}}
     ]
+
+
+async def test_a_prompt_argument_is_described_by_a_field_and_refuses_its_constraints() -> None:
+    """Spec-mandated (server/prompts §Listing Prompts: an argument is a name, a
+    description and whether it is required): ``Field(description=…)`` describes
+    it as a plain string does; a constraint, which nothing would check, is refused."""
+    server = Server("prompts", "1.0.0")
+
+    @server.prompt()
+    async def haiku(
+        ctx: RequestContext, topic: Annotated[str, Field(description="A theme")]
+    ) -> str:
+        """A haiku."""
+        return topic
+
+    async def short(ctx: RequestContext, topic: Annotated[str, Field(max_length=9)]) -> str:
+        """A short haiku."""
+        return topic
+
+    assert server.prompts["haiku"].prompt.arguments == [
+        PromptArgument("topic", "A theme", required=True)
+    ]
+    with pytest.raises(SignatureError, match=r"^prompt 'short', parameter 'topic': a prompt arg"):
+        server.prompt()(short)
 
 
 def test_a_typed_prompt_with_a_non_string_parameter_is_refused() -> None:
