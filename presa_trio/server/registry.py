@@ -188,6 +188,34 @@ def refuse_uri(where: str, uri: str) -> None:
         )
 
 
+#: schema.ts ``ToolAnnotations``: each hint is a boolean, ``title`` a string.
+ANNOTATION_TYPES: Mapping[str, type] = {
+    "title": str,
+    "readOnlyHint": bool,
+    "destructiveHint": bool,
+    "idempotentHint": bool,
+    "openWorldHint": bool,
+}
+
+
+def refuse_annotations(where: str, annotations: object) -> None:
+    """Refuse ``annotations=`` that ``tools/list`` could not carry as schema.ts says.
+
+    Keys the schema does not name are left as they are: ``ToolAnnotations``
+    does not close its properties.
+    """
+    if annotations is None:
+        return
+    if not isinstance(annotations, dict):
+        raise SignatureError(f"{where}: annotations= is a dict, such as {{'readOnlyHint': True}}")
+    for key, kind in ANNOTATION_TYPES.items():
+        if key in annotations and not isinstance(annotations[key], kind):
+            raise SignatureError(
+                f"{where}: annotations[{key!r}] is {annotations[key]!r}, not a {kind.__name__} "
+                "(schema.ts ToolAnnotations)"
+            )
+
+
 def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
@@ -264,6 +292,7 @@ class Server:
         def register(handler: AnyToolHandler) -> AnyToolHandler:
             tool_name = getattr(handler, "__name__", "") if name is None else name
             refuse_tool_name(tool_name)
+            refuse_annotations(f"tool {tool_name!r}", annotations)
             refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
             signature = read_signature(handler, tool_name, thread=thread)
             if input_schema is not None and signature.input_schema is not None:

@@ -193,6 +193,18 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         (typed, {"name": "a/b"}, "tool 'a/b': a tool name is 1 to 128 of"),
         (typed, {"name": ""}, "tool '': a tool name is 1 to 128 of"),
         (typed, {"name": "n" * 129}, f"tool '{'n' * 129}': a tool name is 1 to 128 of"),
+        (
+            typed,
+            {"annotations": {"readOnlyHint": "yes"}},
+            "tool 'typed': annotations['readOnlyHint'] is 'yes', not a bool (schema.ts "
+            "ToolAnnotations)",
+        ),
+        (
+            typed,
+            {"annotations": {"title": 5}},
+            "tool 'typed': annotations['title'] is 5, not a str",
+        ),
+        (typed, {"annotations": ["readOnlyHint"]}, "tool 'typed': annotations= is a dict"),
         (arguments_form, {"needs": ["telepathy"]}, "tool 'arguments_form': needs=['telepathy']"),
         (arguments_form, {"thread": True}, "tool 'arguments_form': thread=True is for a plain def"),
     ],
