@@ -451,6 +451,12 @@ class Server:
         ``thread=True`` runs a plain ``def`` on a worker thread.
         """
 
+        if ref_type not in ("ref/prompt", "ref/resource"):
+            raise SignatureError(
+                f"completion of {ref_type!r} {ref!r}: the reference type is 'ref/prompt' "
+                "or 'ref/resource' (server/utilities/completion §Reference Types)"
+            )
+
         def register(handler: AnyCompletionHandler) -> AnyCompletionHandler:
             where = f"completion of {ref_type} {ref!r}"
             refuse_duplicate(where, (ref_type, ref) in self.completions)

@@ -73,6 +73,16 @@ def test_a_resource_uri_without_a_scheme_is_refused(uri: str) -> None:
     assert list(server.resources) == ["x-notes+v1.2:today"]
 
 
+@pytest.mark.parametrize("ref_type", ["prompt", "ref/tool", "ref/resources"])
+def test_a_completion_of_an_unknown_reference_type_is_refused(ref_type: Any) -> None:
+    """Spec-mandated (server/utilities/completion §Reference Types: ``ref/prompt``
+    and ``ref/resource``): any other type could never be asked for."""
+    server = Server("mistakes", "1.0.0")
+    with pytest.raises(SignatureError, match="the reference type is 'ref/prompt' or 'ref/re"):
+        server.completion(ref_type, "haiku")
+    assert server.completions == {}
+
+
 def test_enum_and_literal_schemas_carry_their_type() -> None:
     """presa-defined (JSON Schema of a hint): ``enum`` comes with ``type``, which
     clients read to show or fill in a parameter; mixed values give a list of types."""
