@@ -216,6 +216,17 @@ def refuse_annotations(where: str, annotations: object) -> None:
             )
 
 
+def name_of(handler: object, where: str) -> str:
+    """The name a handler gives what it registers, unless ``name=`` does: its ``__name__``.
+
+    An object with an ``async def __call__`` has none, so it needs ``name=``.
+    """
+    named = getattr(handler, "__name__", None)
+    if not isinstance(named, str) or not named:
+        raise SignatureError(f"{where}: needs a name; give name=")
+    return named
+
+
 def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
@@ -355,7 +366,7 @@ class Server:
             call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(
                 uri=uri,
-                name=name or handler.__name__,
+                name=name or name_of(handler, where),
                 title=title,
                 description=description or inspect.getdoc(handler),
                 mime_type=mime_type,
@@ -419,7 +430,7 @@ class Server:
         refuse_uncalled("prompt", name, "@server.prompt()")
 
         def register(handler: AnyPromptHandler) -> AnyPromptHandler:
-            prompt_name = name or handler.__name__
+            prompt_name = name or name_of(handler, "a prompt")
             refuse_duplicate(f"prompt {prompt_name!r}", prompt_name in self.prompts)
             signature = read_prompt_signature(handler, prompt_name, thread=thread)
             if arguments and signature.arguments is not None:

@@ -168,8 +168,11 @@ def is_arguments_form(function: Callable[..., Any], hints: Mapping[str, Any]) ->
 
 
 def tool_hints(function: Callable[..., Any], where: str) -> dict[str, Any]:
+    """A handler's resolved hints; an object with an ``async def __call__`` has its method's."""
+    plain = inspect.isroutine(function) or isinstance(function, type | functools.partial)
+    target = function if plain else getattr(function, "__call__", function)  # noqa: B004
     try:
-        hints: dict[str, Any] = typing.get_type_hints(function, include_extras=True)
+        hints: dict[str, Any] = typing.get_type_hints(target, include_extras=True)
     except Exception as error:
         raise SignatureError(f"{where}: its type hints cannot be resolved ({error})") from None
     return hints

@@ -83,6 +83,50 @@ def test_a_completion_of_an_unknown_reference_type_is_refused(ref_type: Any) -> 
     assert server.completions == {}
 
 
+class Greeter:
+    """Greets someone by name."""
+
+    def __init__(self, greeting: str) -> None:
+        self.greeting = greeting
+
+    async def __call__(self, ctx: RequestContext, name: str) -> str:
+        return f"{self.greeting}, {name}!"
+
+
+class Motto:
+    """Today's motto."""
+
+    async def __call__(self, ctx: RequestContext) -> str:
+        return "carpe diem"
+
+
+async def test_an_object_with_an_async_call_is_a_handler_named_by_name() -> None:
+    """presa-defined (docs/api.md, registering): an object whose ``__call__`` is an
+    ``async def`` registers as a function does, its method's hints its schema and
+    its class docstring its description; having no ``__name__``, it needs
+    ``name=``, which is said in one line rather than failing in Python."""
+    server = Server("objects", "1.0.0")
+    server.tool("greet")(Greeter("Hello"))
+    server.resource("note://motto", name="motto")(Motto())
+    with pytest.raises(SignatureError, match=r"^tool '': a tool name is"):
+        server.tool()(Greeter("Hi"))
+    with pytest.raises(SignatureError, match=r"^resource 'note://other': needs a name; give name="):
+        server.resource("note://other")(Motto())
+    with pytest.raises(SignatureError, match=r"^a prompt: needs a name; give name="):
+        server.prompt()(Motto())
+    tool = server.tools["greet"].tool
+    assert (tool.description, tool.input_schema["required"]) == (
+        "Greets someone by name.",
+        ["name"],
+    )
+    async with running(McpApp.for_server(server)) as client:
+        params = {"name": "greet", "arguments": {"name": "Ada"}}
+        greeted = result_of(await client.call("tools/call", params))
+        read = result_of(await client.call("resources/read", {"uri": "note://motto"}))
+    assert greeted["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert read["contents"][0]["text"] == "carpe diem"
+
+
 def test_enum_and_literal_schemas_carry_their_type() -> None:
     """presa-defined (JSON Schema of a hint): ``enum`` comes with ``type``, which
     clients read to show or fill in a parameter; mixed values give a list of types."""
