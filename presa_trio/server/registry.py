@@ -179,12 +179,19 @@ def refuse_uri(where: str, uri: str) -> None:
     """Refuse a resource ``uri`` that is no URI: without a scheme (``today``, ``""``).
 
     schema.ts ``Resource.uri`` is ``format: uri``, and a client reads it
-    back with ``resources/read``; a name or a relative path is not one.
+    back with ``resources/read``; a name or a relative path is not one. Nor
+    is ``note://{day}``: RFC 3986 has no braces, and that resource could
+    never be read by any URI a client would send; it is a template.
     """
     if not URI_SCHEME.match(uri):
         raise SignatureError(
             f"{where}: a resource's uri is a URI, starting with its scheme "
             "(note://today, file:///notes/today.txt; RFC 3986 §3)"
+        )
+    if "{" in uri or "}" in uri:
+        raise SignatureError(
+            f"{where}: braces make it a URI template, not a URI; "
+            "register it with @server.resource_template(uri_template, name=…)"
         )
 
 

@@ -111,6 +111,12 @@ MISTAKES: dict[str, tuple[str, str]] = {
         '    return "rain"\n',
         "resource 'today': a resource's uri is a URI, starting with its scheme",
     ),
+    "server.resource template as a resource": (
+        '@server.resource("note://{day}")\nasync def today(ctx: RequestContext) -> str:\n'
+        '    return "rain"\n',
+        "resource 'note://{day}': braces make it a URI template, not a URI; register it with "
+        "@server.resource_template(uri_template, name=…)",
+    ),
     "server.resource other parameters": (
         f"{RESOURCE}\nasync def today(ctx: RequestContext, day: str) -> str:\n    return day\n",
         "resource 'note://today': the handler is called as (ctx); take exactly those",
