@@ -208,6 +208,11 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
                 schema["description"] = extra
             elif isinstance(extra, Field):
                 schema.update(extra.keywords())
+            else:  # pydantic's Field, say: its constraints would silently not hold
+                raise SignatureError(
+                    f"{where}: Annotated holds {type(extra).__name__}, which presa does not "
+                    "read; use a description string or presa_trio.server.Field"
+                )
         return schema
     if hint is Any:
         return {}

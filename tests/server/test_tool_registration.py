@@ -91,6 +91,18 @@ async def takes_a_query(ctx: RequestContext, query: Query) -> str:
     return "never"
 
 
+@attrs.frozen
+class Ge:
+    """Another library's constraint, as pydantic's ``Field(ge=1)`` is to presa."""
+
+    bound: int
+
+
+async def takes_a_foreign_constraint(ctx: RequestContext, n: Annotated[int, Ge(1)]) -> str:
+    """A constraint presa cannot read, which must not silently not hold."""
+    return "never"
+
+
 async def returns_maybe(ctx: RequestContext) -> Row | None:
     """Maybe a row."""
     return None
@@ -174,6 +186,12 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
             "tool 'takes_a_query', parameter 'query'.limit: Python cannot see NotRequired in "
             "Query under from __future__ import annotations; put the optional keys in a "
             "subclass with total=False",
+        ),
+        (
+            takes_a_foreign_constraint,
+            {},
+            "tool 'takes_a_foreign_constraint', parameter 'n': Annotated holds Ge, which presa "
+            "does not read; use a description string or presa_trio.server.Field",
         ),
         (
             returns_maybe,
