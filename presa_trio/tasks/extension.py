@@ -54,6 +54,7 @@ import trio
 from presa_trio.auth.principal import Principal, access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
+from presa_trio.server.refusals import refuse_uncalled
 from presa_trio.server.registered import AnyToolHandler, RegisteredTool, ToolOutput
 from presa_trio.server.registry import (
     Extension,
@@ -61,7 +62,6 @@ from presa_trio.server.registry import (
     MethodHandler,
     Server,
     SubscriptionPart,
-    refuse_uncalled,
 )
 from presa_trio.server.signatures import is_async
 from presa_trio.server.subscriptions import Change

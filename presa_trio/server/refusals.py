@@ -1,0 +1,125 @@
+"""What registration refuses before anything is registered, each in one line.
+
+Each check names what was being registered and how to put it right, so a
+mistake shows when the server is built rather than on its first request
+(docs/api.md, what registration refuses). The signature checks of a
+handler are :mod:`presa_trio.server.signatures`; these are the checks of
+what the decorators are given: the decorator called, names, URIs, tool
+annotations.
+
+Spec: 2026-07-28 server/tools §Tool Names, schema.ts ``ToolAnnotations``
+and ``Resource.uri``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from presa_trio.wire.hints import SignatureError
+
+
+def refuse_uncalled(kind: str, given: object, usage: str) -> None:
+    """Refuse a decorator factory used as the decorator itself (``@server.tool``).
+
+    Without the parentheses the function arrives where a name belongs, and
+    what is returned is the inner decorator: nothing is registered, and the
+    tool is unknown only when called. presa chooses to refuse this, as the
+    SDK's ``MCPServer`` does, rather than accept both spellings: one
+    spelling, in every example.
+    """
+    if callable(given):
+        named = getattr(given, "__name__", "?")
+        raise SignatureError(
+            f"{kind} {named!r}: the decorator was used without calling it "
+            f"(did you forget to call it?); write {usage}"
+        )
+
+
+#: What server/tools §Tool Names allows: 1 to 128 ASCII letters, digits, ``_``, ``-`` and ``.``.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def refuse_tool_name(name: str) -> None:
+    """Refuse a tool name outside server/tools §Tool Names.
+
+    The page says names SHOULD be 1 to 128 characters, only ASCII letters,
+    digits, underscore, hyphen and dot, and SHOULD NOT hold spaces, commas
+    or other special characters; clients and models may refuse or mangle
+    others. presa holds its tools to it at registration, where the name is
+    chosen, rather than serve a tool some clients cannot call.
+    """
+    if not TOOL_NAME.fullmatch(name):
+        raise SignatureError(
+            f"tool {name!r}: a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - . "
+            "(server/tools §Tool Names); choose one with name="
+        )
+
+
+#: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
+URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def refuse_uri(where: str, uri: str) -> None:
+    """Refuse a resource ``uri`` that is no URI: without a scheme (``today``, ``""``).
+
+    schema.ts ``Resource.uri`` is ``format: uri``, and a client reads it
+    back with ``resources/read``; a name or a relative path is not one. Nor
+    is ``note://{day}``: RFC 3986 has no braces, and that resource could
+    never be read by any URI a client would send; it is a template.
+    """
+    if not URI_SCHEME.match(uri):
+        raise SignatureError(
+            f"{where}: a resource's uri is a URI, starting with its scheme "
+            "(note://today, file:///notes/today.txt; RFC 3986 §3)"
+        )
+    if "{" in uri or "}" in uri:
+        raise SignatureError(
+            f"{where}: braces make it a URI template, not a URI; "
+            "register it with @server.resource_template(uri_template, name=…)"
+        )
+
+
+#: schema.ts ``ToolAnnotations``: each hint is a boolean, ``title`` a string.
+ANNOTATION_TYPES: Mapping[str, type] = {
+    "title": str,
+    "readOnlyHint": bool,
+    "destructiveHint": bool,
+    "idempotentHint": bool,
+    "openWorldHint": bool,
+}
+
+
+def refuse_annotations(where: str, annotations: object) -> None:
+    """Refuse ``annotations=`` that ``tools/list`` could not carry as schema.ts says.
+
+    Keys the schema does not name are left as they are: ``ToolAnnotations``
+    does not close its properties.
+    """
+    if annotations is None:
+        return
+    if not isinstance(annotations, dict):
+        raise SignatureError(f"{where}: annotations= is a dict, such as {{'readOnlyHint': True}}")
+    for key, kind in ANNOTATION_TYPES.items():
+        if key in annotations and not isinstance(annotations[key], kind):
+            raise SignatureError(
+                f"{where}: annotations[{key!r}] is {annotations[key]!r}, not a {kind.__name__} "
+                "(schema.ts ToolAnnotations)"
+            )
+
+
+def name_of(handler: object, where: str) -> str:
+    """The name a handler gives what it registers, unless ``name=`` does: its ``__name__``.
+
+    An object with an ``async def __call__`` has none, so it needs ``name=``.
+    """
+    named = getattr(handler, "__name__", None)
+    if not isinstance(named, str) or not named:
+        raise SignatureError(f"{where}: needs a name; give name=")
+    return named
+
+
+def refuse_duplicate(where: str, taken: bool) -> None:
+    """Names (and URIs) are unique: a second registration would silently replace the first."""
+    if taken:
+        raise SignatureError(f"{where}: already registered; each name is registered once")
