@@ -225,7 +225,7 @@ class Server:
                 description=described(f"tool {tool_name!r}", description or signature.description),
                 input_schema=schema,
                 title=title,
-                output_schema=output_schema or signature.output_schema,
+                output_schema=signature.output_schema if output_schema is None else output_schema,
                 annotations=annotations,
             )
             arguments, structured = compile_tool_schemas(tool)

@@ -186,3 +186,20 @@ async def test_a_tool_with_an_array_output_schema_returns_its_list_as_structured
         [{"type": "text", "text": '[{"id": "1"}]'}],
         [{"type": "text", "text": "t"}],
     ]
+
+
+async def test_an_empty_output_schema_is_listed_and_admits_any_structured_content() -> None:
+    """Spec-mandated (server/tools §Output Schema: any JSON Schema 2020-12, and
+    ``{}`` admits every JSON value): ``output_schema={}`` is the tool's
+    outputSchema, not dropped as if it were absent."""
+    server = Server("returns", "1.0.0")
+
+    @server.tool(description="Returns anything.", output_schema={})
+    async def anything(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        return [1, "two"]
+
+    async with connect(server) as client:
+        (listed,) = (await client.send_request("tools/list", {})).result["tools"]
+        result = await client.call_tool("anything")
+    assert listed["outputSchema"] == {}
+    assert result["structuredContent"] == [1, "two"]
