@@ -4,7 +4,8 @@ What the client does when a server answers 401, in the spec's order:
 
 1. the protected resource metadata (RFC 9728): the ``resource_metadata`` of
    the ``WWW-Authenticate`` challenge, else the well-known URI at the
-   endpoint's path, else at the root; its ``resource`` must be this server;
+   endpoint's path, else at the root; its ``resource`` must be this server
+   (or its origin, or a path above it in whole segments);
 2. the authorization server's metadata: RFC 8414 then OpenID discovery,
    path-inserted before path-appended, and its ``issuer`` must be the one
    the URL was built from;
@@ -154,6 +155,20 @@ async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
     return document if isinstance(document, dict) else None
 
 
+def names_endpoint(named: str, endpoint: str) -> bool:
+    """Whether the metadata's ``resource`` is ``endpoint``'s: the endpoint itself, or its
+    origin or a path above it, whole segments (RFC 9728 §3.3: the URL the well-known
+    suffix went into; the root one names the origin). Same scheme, host and port: a
+    resource whose URL merely begins the endpoint's (``:4`` of ``:4000``, ``/mc`` of
+    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3)."""
+    ours, theirs = urlsplit(resource_of(endpoint)), urlsplit(resource_of(named))
+    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
+        return False
+    if theirs.query and theirs.query != ours.query:
+        return False
+    return (ours.path.rstrip("/") + "/").startswith(theirs.path.rstrip("/") + "/")
+
+
 async def resource_metadata(
     http: httpx.AsyncClient, endpoint: str, challenge: dict[str, str]
 ) -> JSONObject:
@@ -165,10 +180,10 @@ async def resource_metadata(
         if document is None:
             continue
         named = document.get("resource")
-        resource = resource_of(endpoint)
-        if not isinstance(named, str) or not resource.startswith(resource_of(named)):
+        if not isinstance(named, str) or not names_endpoint(named, endpoint):
             raise SignInFailed(
-                f"the resource metadata at {url} is for {named!r}, not {resource}: refused"
+                f"the resource metadata at {url} is for {named!r}, "
+                f"not {resource_of(endpoint)}: refused"
             )
         return document
     raise SignInFailed(f"{endpoint} publishes no protected resource metadata (RFC 9728)")

@@ -1,0 +1,105 @@
+"""Sign-in against endpoints that answer their 401 in every way the spec allows, and some
+it does not: ``presa-trio login`` with the tests' authorization server.
+
+The endpoint (:mod:`tests.auth.protected_resource`) publishes its protected
+resource metadata where a test puts it and challenges as the test says; the
+client must find the metadata, refuse metadata that is for another
+resource, and refuse an authorization server that cannot do PKCE, before
+the person is asked anything.
+
+Spec: 2026-07-28 basic/authorization/authorization-server-discovery,
+basic/authorization/security-considerations §Authorization Code Protection.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from presa_trio.client.tokens import CONFIG_ENV
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.protected_resource import ProtectedResource
+from tests.auth.signing_in import login
+from tests.client.helpers import client_environment
+
+#: RFC 9728 §3.1: the well-known URI with the endpoint's path inserted.
+AT_PATH = "/.well-known/oauth-protected-resource/mcp"
+
+
+def protect(
+    resource: ProtectedResource,
+    issuer: AuthorizationServer,
+    *,
+    named: str | None = None,
+    at: str = AT_PATH,
+    challenge: str = 'Bearer resource_metadata="{metadata}"',
+) -> None:
+    """Publish ``resource``'s metadata at ``at``, naming ``named`` (default: itself) and
+    ``issuer``; its 401 challenges as ``challenge`` says, the metadata URL filled in."""
+    resource.documents[at] = {
+        "resource": named or resource.url,
+        "authorization_servers": [issuer.issuer],
+    }
+    resource.challenge = challenge.format(metadata=resource.origin + at)
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    return {**client_environment(), CONFIG_ENV: str(tmp_path)}
+
+
+def kept(tmp_path: Path) -> dict[str, Any]:
+    [record] = (tmp_path / "tokens").iterdir()
+    found: dict[str, Any] = json.loads(record.read_text())
+    return found
+
+
+def prefixes(resource: ProtectedResource) -> list[str]:
+    """Resources whose URL begins the endpoint's, yet are other servers: another port
+    (``:4`` begins ``:4NNNN``), another path (``/mc`` begins ``/mcp``)."""
+    port = resource.origin.rsplit(":", 1)[1]
+    return [resource.origin[: -len(port) + 1], resource.origin + "/mc"]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["shorter-port", "shorter-path"])
+async def test_metadata_for_a_resource_whose_url_merely_begins_the_endpoints_is_refused(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    which: int,
+) -> None:
+    """Spec-mandated (RFC 9728 §3.3, §7.3): the metadata's ``resource`` must be the
+    endpoint (or, from the root well-known URI, its origin); a token asked for another
+    server is never asked for, so never sent to this one."""
+    protect(resource, issuer, named=prefixes(resource)[which])
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "resource metadata" in said
+    assert "/authorize" not in issuer.hits
+    assert "/token" not in issuer.hits
+
+
+async def test_metadata_from_the_root_may_name_the_origin(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """authorization-server-discovery §Protected Resource Metadata Discovery Requirements:
+    no ``resource_metadata`` in the challenge, nothing at the path, so the root; its
+    ``resource`` is the origin, a prefix of the endpoint at a path boundary."""
+    protect(resource, issuer, named=resource.origin, at="/.well-known/oauth-protected-resource")
+    resource.challenge = "Bearer"
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert kept(tmp_path)["resource"] == resource.origin
+    asked = [s.path for s in resource.seen if s.method == "GET"]
+    assert asked == [AT_PATH, "/.well-known/oauth-protected-resource"]
