@@ -15,10 +15,11 @@ What the client does when a server answers 401, in the spec's order:
 4. the scope: the challenge's, else the resource's ``scopes_supported``,
    else none; on a step-up the union with what was asked before; plus
    ``offline_access`` when the authorization server lists it;
-5. the authorization code grant with PKCE S256 in a browser, the answer
-   coming back to a loopback listener (RFC 8252 §7.3), its ``state`` and
-   ``iss`` checked (RFC 9207) before the code is used; ``resource`` (RFC
-   8707) on the authorization and the token request.
+5. the authorization code grant with PKCE S256 (a server whose metadata does
+   not list ``S256`` is refused before anything is sent to it) in a
+   browser, the answer coming back to a loopback listener (RFC 8252 §7.3),
+   its ``state`` and ``iss`` checked (RFC 9207) before the code is used;
+   ``resource`` (RFC 8707) on the authorization and the token request.
 
 With ``--client-credentials`` step 5 is the client credentials grant
 instead (OAuth 2.1 §4.2; the MCP extension
@@ -401,6 +402,26 @@ def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
     return None
 
 
+def check_pkce(server: JSONObject) -> None:
+    """PKCE S256 verified in the metadata before anything else is sent to the server.
+
+    Spec: security-considerations §Authorization Code Protection — without
+    ``code_challenge_methods_supported`` the server does not support PKCE and
+    the client refuses to proceed; the client uses ``S256`` (OAuth 2.1 §4.1.1),
+    so a server that does not list it is refused too.
+    """
+    methods = server.get("code_challenge_methods_supported")
+    if not isinstance(methods, list):
+        raise SignInFailed(
+            "the authorization server does not say it supports PKCE "
+            "(no code_challenge_methods_supported), so not S256: refused"
+        )
+    if "S256" not in methods:
+        raise SignInFailed(
+            f"the authorization server offers PKCE {' '.join(map(str, methods))}, not S256: refused"
+        )
+
+
 async def authorization_code(
     http: httpx.AsyncClient,
     found: Discovered,
@@ -410,6 +431,7 @@ async def authorization_code(
 ) -> JSONObject:
     """Steps 3 and 5 for a person: a client, then the code grant with PKCE in a browser."""
     server = found.server
+    check_pkce(server)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     try:
         port = listeners[0].socket.getsockname()[1]

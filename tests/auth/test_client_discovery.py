@@ -103,3 +103,26 @@ async def test_metadata_from_the_root_may_name_the_origin(
     assert kept(tmp_path)["resource"] == resource.origin
     asked = [s.path for s in resource.seen if s.method == "GET"]
     assert asked == [AT_PATH, "/.well-known/oauth-protected-resource"]
+
+
+@pytest.mark.parametrize("methods", [None, ["plain"]], ids=["absent", "plain-only"])
+async def test_an_authorization_server_without_pkce_s256_is_refused(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    methods: list[str] | None,
+) -> None:
+    """Spec-mandated (security-considerations §Authorization Code Protection): with no
+    ``code_challenge_methods_supported`` the client refuses to proceed, and it uses
+    ``S256``, so a server that lists only ``plain`` is refused too; nothing is registered
+    and no one is asked to sign in."""
+    issuer.metadata_changes["code_challenge_methods_supported"] = methods
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "S256" in said
+    assert "/register" not in issuer.hits
+    assert "/authorize" not in issuer.hits
