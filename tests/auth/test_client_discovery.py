@@ -126,3 +126,36 @@ async def test_an_authorization_server_without_pkce_s256_is_refused(
     assert "S256" in said
     assert "/register" not in issuer.hits
     assert "/authorize" not in issuer.hits
+
+
+@pytest.mark.parametrize(
+    "challenge",
+    [
+        'bearer resource_metadata="{metadata}", scope="files:read"',
+        'Basic realm="mcp", Bearer resource_metadata="{metadata}", scope="files:read"',
+        'Bearer Resource_Metadata="{metadata}", SCOPE="files:read"',
+        'Bearer scope="files:read", error_description="a, scope=admin", '
+        'resource_metadata="{metadata}"',
+        'Bearer scope=files:read,resource_metadata="{metadata}",'
+        'error_description="say \\"hello, scope=admin\\""',
+    ],
+    ids=["scheme-case", "two-challenges", "name-case", "comma-in-quotes", "escaped-quote"],
+)
+async def test_the_challenge_is_read_as_rfc_9110_writes_it(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    challenge: str,
+) -> None:
+    """Spec-mandated (authorization-server-discovery: clients MUST be able to parse
+    ``WWW-Authenticate``; RFC 9110 §11.6.1): the scheme and parameter names in any case,
+    the Bearer challenge among others, commas and escaped quotes inside quoted strings.
+    The metadata is published where only the challenge says, and the scope asked is
+    the challenge's."""
+    protect(resource, issuer, at="/metadata/for/mcp", challenge=challenge)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert kept(tmp_path)["scope"] == "files:read"
