@@ -87,6 +87,9 @@ class Registration:
     auth_method: str = "none"
     #: The PEM file of the client's private key, for ``private_key_jwt``.
     key_file: str | None = None
+    #: The loopback redirect URI it was registered with (dynamic registration): a
+    #: sign-in again comes back there, as the server matches it exactly.
+    redirect_uri: str | None = None
 
 
 @attrs.define
@@ -270,6 +273,7 @@ async def register(
         answer["client_id"],
         answer.get("client_secret"),
         str(answer.get("token_endpoint_auth_method", method)),
+        redirect_uri=redirect_uri,
     )
 
 
@@ -306,6 +310,13 @@ async def signed_by_key(client: Registration, issuer: str) -> dict[str, str]:
         raise SignInFailed(f"cannot read the client key {key_file}: {error.strerror}") from None
     except ValueError as error:
         raise SignInFailed(f"the client key {key_file} is {error}") from None
+
+
+async def loopback_listener(port: int) -> trio.SocketListener:
+    """The redirect's listener on ``127.0.0.1`` (RFC 8252 §7.3): at ``port``, or one the
+    kernel picks for 0; OSError when ``port`` is taken."""
+    [listener] = await trio.open_tcp_listeners(port, host="127.0.0.1")
+    return listener
 
 
 async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
@@ -432,10 +443,15 @@ async def authorization_code(
     """Steps 3 and 5 for a person: a client, then the code grant with PKCE in a browser."""
     server = found.server
     check_pkce(server)
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    registered = kept.redirect_uri if kept else None
     try:
-        port = listeners[0].socket.getsockname()[1]
-        redirect_uri = f"http://127.0.0.1:{port}/callback"
+        listener = await loopback_listener(urlsplit(registered).port or 0 if registered else 0)
+    except OSError:  # its port is taken now: a registration anew, at another
+        kept, registered = None, None
+        listener = await loopback_listener(0)
+    try:
+        port = listener.socket.getsockname()[1]
+        redirect_uri = registered or f"http://127.0.0.1:{port}/callback"
         client = kept or await register(http, server, options, redirect_uri)
         verifier, state = generate_token(64), generate_token(32)
         extra: dict[str, Any] = {
@@ -455,15 +471,14 @@ async def authorization_code(
         with trio.fail_after(CALLBACK_WAIT_S):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(opener, url)
-                answer = await await_callback(listeners[0])
+                answer = await await_callback(listener)
                 nursery.cancel_scope.cancel()
     except trio.TooSlowError:
         raise SignInFailed(
             f"no answer came back to the browser within {CALLBACK_WAIT_S:g} s"
         ) from None
     finally:
-        for listener in listeners:
-            await listener.aclose()
+        await listener.aclose()
     code = check_response(answer, state, server)
     form = {
         "grant_type": "authorization_code",

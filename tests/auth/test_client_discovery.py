@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import trio
 
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer
@@ -159,3 +161,55 @@ async def test_the_challenge_is_read_as_rfc_9110_writes_it(
 
     assert status == 0, said
     assert kept(tmp_path)["scope"] == "files:read"
+
+
+async def test_signing_in_again_with_a_kept_registration_uses_its_redirect_uri(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (security-considerations §Open Redirection: the authorization server
+    matches the redirect URI exactly against those registered): a second sign-in that
+    reuses the registration kept from the first (client-registration §Authorization
+    Server Binding) comes back to the redirect URI registered, not to a new port."""
+    protect(resource, issuer)
+    env = environment(tmp_path)
+    first, said = await login(resource.url, http, env)
+    assert first == 0, said
+    registered = kept(tmp_path)["client"]["client_id"]
+
+    again, said = await login(resource.url, http, env)
+
+    assert again == 0, said
+    assert kept(tmp_path)["client"]["client_id"] == registered
+    assert issuer.hits["/register"] == 1
+
+
+async def test_a_kept_registration_whose_port_is_taken_is_replaced(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """The registered redirect port held by another program: the client registers anew
+    with a port it can listen on, rather than send the person to a redirect URI the
+    server does not know."""
+    protect(resource, issuer)
+    env = environment(tmp_path)
+    first, said = await login(resource.url, http, env)
+    assert first == 0, said
+    before = kept(tmp_path)["client"]
+    port = urlsplit(before["redirect_uri"]).port
+    assert port is not None
+
+    with trio.socket.socket() as squatter:
+        # Its last connection may linger in TIME_WAIT, as the client's listener allows too.
+        squatter.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+        await squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        again, said = await login(resource.url, http, env)
+
+    assert again == 0, said
+    assert kept(tmp_path)["client"]["client_id"] != before["client_id"]
+    assert issuer.hits["/register"] == 2
