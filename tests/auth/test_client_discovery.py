@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -25,7 +25,7 @@ import trio
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.protected_resource import ProtectedResource
-from tests.auth.signing_in import login
+from tests.auth.signing_in import consent, login
 from tests.client.helpers import client_environment
 
 #: RFC 9728 §3.1: the well-known URI with the endpoint's path inserted.
@@ -213,3 +213,29 @@ async def test_a_kept_registration_whose_port_is_taken_is_replaced(
     assert again == 0, said
     assert kept(tmp_path)["client"]["client_id"] != before["client_id"]
     assert issuer.hits["/register"] == 2
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /\xff HTTP/1.1\r\n\r\n"], ids=["nothing", "no-utf-8"])
+async def test_another_connection_to_the_redirect_does_not_hold_it_up(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    sent: bytes,
+) -> None:
+    """RFC 8252 §7.3: the loopback listener gets the browser's request while another
+    connection to it is open and silent (a browser's speculative preconnect) or has
+    sent a request that is no UTF-8 and carries no answer."""
+    protect(resource, issuer)
+
+    async def preconnecting(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+        other = await trio.open_tcp_stream("127.0.0.1", urlsplit(redirect).port or 80)
+        async with other:
+            if sent:
+                await other.send_all(sent)
+            return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), preconnecting)
+
+    assert status == 0, said
