@@ -116,7 +116,32 @@ class SignInOptions:
                 "--client-credentials signs in as a registered client: give --client-id "
                 "with --client-secret or --client-key"
             )
+        if self.client_metadata_url and not is_client_id_url(self.client_metadata_url):
+            return (
+                f"--client-metadata-url {self.client_metadata_url} cannot be a client ID: "
+                "it must be an https URL with a path, without . or .. segments, "
+                "a fragment or a user name"
+            )
         return None
+
+
+def is_client_id_url(url: str) -> bool:
+    """Whether ``url`` may be a client ID metadata document's URL, the client's ID.
+
+    Spec: client-registration §Client ID Metadata Documents (``https``, a path
+    component); draft-ietf-oauth-client-id-metadata-document-00 §3 (no single-
+    or double-dot path segments, no fragment, no username or password).
+    """
+    parts = urlsplit(url)
+    segments = parts.path.split("/")
+    return (
+        parts.scheme == "https"
+        and bool(parts.hostname)
+        and parts.path not in ("", "/")
+        and not {".", ".."} & set(segments)
+        and not parts.fragment
+        and "@" not in parts.netloc
+    )
 
 
 def resource_of(url: str) -> str:

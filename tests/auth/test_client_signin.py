@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 from joserfc.jwk import ECKey
 
@@ -171,3 +172,27 @@ async def test_client_credentials_without_credentials_is_a_usage_error(tmp_path:
     ran = await client("list", "http://127.0.0.1:9/mcp", "--client-credentials", env=env)
     assert ran.status == 2
     assert "--client-credentials signs in as a registered client" in ran.error()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://app.example.com/client.json",
+        "https://app.example.com",
+        "https://app.example.com/",
+        "https://app.example.com/a/../client.json",
+        "https://app.example.com/client.json#me",
+        "https://me:pw@app.example.com/client.json",
+        "client.json",
+    ],
+)
+async def test_a_client_metadata_url_that_cannot_be_a_client_id_is_a_usage_error(
+    tmp_path: Path, url: str
+) -> None:
+    """Spec-mandated (client-registration §Client ID Metadata Documents: the ``client_id``
+    URL uses ``https`` and has a path; draft-ietf-oauth-client-id-metadata-document-00
+    §3: no dot segments, fragment or credentials): nothing is sent; one line, exit 2."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    ran = await client("login", "http://127.0.0.1:9/mcp", "--client-metadata-url", url, env=env)
+    assert ran.status == 2, ran.stderr
+    assert "--client-metadata-url" in ran.error()
