@@ -25,6 +25,7 @@ import pytest
 import trio
 from joserfc.jwk import ECKey
 
+from presa_trio.client import tokens
 from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer, Client
@@ -196,3 +197,26 @@ async def test_a_client_metadata_url_that_cannot_be_a_client_id_is_a_usage_error
     ran = await client("login", "http://127.0.0.1:9/mcp", "--client-metadata-url", url, env=env)
     assert ran.status == 2, ran.stderr
     assert "--client-metadata-url" in ran.error()
+
+
+async def test_a_kept_sign_in_is_its_owners_alone_whatever_was_left_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spec-mandated (security-considerations §Token Theft: secure token storage): the
+    file is written through a new file of mode 0600, never through one another program
+    (or an earlier run) left readable, or linked elsewhere, where it would be."""
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path))
+    endpoint = "https://mcp.example.com/mcp"
+    path = tokens.token_path(endpoint)
+    path.parent.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("")
+    elsewhere.chmod(0o644)
+    path.with_suffix(".tmp").symlink_to(elsewhere)
+
+    await tokens.save(endpoint, {"access_token": "secret"})
+
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert not path.is_symlink()
+    assert elsewhere.read_text() == ""
+    assert await tokens.load(endpoint) == {"access_token": "secret", "endpoint": endpoint}
