@@ -27,8 +27,13 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    suppress,
+)
 from functools import partial
 from http import HTTPStatus
 from pathlib import Path
@@ -262,6 +267,21 @@ def insufficient_scope(response: httpx.Response) -> bool:
     return response.status_code == 403 and challenge.get("error") == "insufficient_scope"
 
 
+@contextmanager
+def http_failures(where: str) -> Iterator[None]:
+    """httpx's failures to exchange with ``where`` as the client's own, one line each."""
+    try:
+        yield
+    except httpx.InvalidURL as error:
+        raise UsageProblem(f"{where} is not a URL: {error}") from None
+    except httpx.UnsupportedProtocol:
+        raise UsageProblem(f"{where} is not an http:// or https:// URL") from None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+        raise Unreachable(f"cannot reach {where}: {error or 'connection failed'}") from None
+    except httpx.TransportError as error:
+        raise BrokenOff(f"{where} broke off the exchange: {error!r}") from None
+
+
 @attrs.define(eq=False)
 class HttpTransport:
     """POSTs to one Streamable HTTP endpoint, with a bearer token if given."""
@@ -286,26 +306,20 @@ class HttpTransport:
             record = Exchange(time.time(), request)
             record.body += body
         try:
-            async with self.http.stream("POST", self.where, content=body, headers=sent) as response:
-                if record is not None:
-                    content_type = response.headers.get("content-type", "")
-                    record.response = {"status": response.status_code, "contentType": content_type}
-                    if "www-authenticate" in response.headers:
-                        challenge = response.headers["www-authenticate"]
-                        record.response["headers"] = {"www-authenticate": challenge}
-                if response.status_code == 401 or insufficient_scope(response):
-                    raise await self.unauthorized(response)
-                yield _HttpReplies(self.where, response, record)
-        except httpx.InvalidURL as error:
-            raise UsageProblem(f"{self.where} is not a URL: {error}") from None
-        except httpx.UnsupportedProtocol:
-            raise UsageProblem(f"{self.where} is not an http:// or https:// URL") from None
-        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-            raise Unreachable(
-                f"cannot reach {self.where}: {error or 'connection failed'}"
-            ) from None
-        except httpx.TransportError as error:
-            raise BrokenOff(f"{self.where} broke off the exchange: {error!r}") from None
+            with http_failures(self.where):
+                async with self.http.stream(
+                    "POST", self.where, content=body, headers=sent
+                ) as response:
+                    if record is not None:
+                        content_type = response.headers.get("content-type", "")
+                        status = response.status_code
+                        record.response = {"status": status, "contentType": content_type}
+                        if "www-authenticate" in response.headers:
+                            challenge = response.headers["www-authenticate"]
+                            record.response["headers"] = {"www-authenticate": challenge}
+                    if response.status_code == 401 or insufficient_scope(response):
+                        raise await self.unauthorized(response)
+                    yield _HttpReplies(self.where, response, record)
         finally:
             if record is not None and self.transcript is not None:
                 with trio.CancelScope(shield=True):

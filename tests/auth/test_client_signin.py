@@ -220,3 +220,11 @@ async def test_a_kept_sign_in_is_its_owners_alone_whatever_was_left_beside_it(
     assert not path.is_symlink()
     assert elsewhere.read_text() == ""
     assert await tokens.load(endpoint) == {"access_token": "secret", "endpoint": endpoint}
+
+
+async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:
+    """No stack trace to the person: the failure the other commands say, exit 3."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    ran = await client("login", "http://127.0.0.1:9/mcp", "--no-browser", env=env)
+    assert ran.status == 3, ran.stderr
+    assert ran.error().startswith("cannot reach http://127.0.0.1:9/mcp")
