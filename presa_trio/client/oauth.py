@@ -309,7 +309,7 @@ async def token_request(
     """POST to the token endpoint with the client's authentication (OAuth 2.1 §2.4.1)."""
     headers = {"accept": "application/json"}
     form = {**form, "client_id": client.client_id}
-    endpoint = str(server.get("token_endpoint"))
+    endpoint = endpoint_of(server, "token_endpoint")
     if client.auth_method == "client_secret_basic" and client.client_secret:
         _, headers, _ = encode_client_secret_basic(client, "POST", endpoint, headers, b"")
     elif client.auth_method == "client_secret_post" and client.client_secret:
@@ -457,6 +457,23 @@ def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
     return None
 
 
+def endpoint_of(server: JSONObject, name: str) -> str:
+    """The authorization server's endpoint ``name``, an absolute http(s) URL, else the
+    sign-in stops (security-considerations §Communication Security: its endpoints are
+    served over HTTP(S)). The authorization endpoint is opened in the person's browser:
+    a URL of another scheme (``file:``, an application's own) would open something else.
+    """
+    url = server.get(name)
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        usable = False
+    if not usable:
+        raise SignInFailed(f"the authorization server's metadata has no http(s) {name}: {url!r}")
+    return str(url)
+
+
 def check_pkce(server: JSONObject) -> None:
     """PKCE S256 verified in the metadata before anything else is sent to the server.
 
@@ -487,6 +504,8 @@ async def authorization_code(
     """Steps 3 and 5 for a person: a client, then the code grant with PKCE in a browser."""
     server = found.server
     check_pkce(server)
+    authorization_endpoint = endpoint_of(server, "authorization_endpoint")
+    endpoint_of(server, "token_endpoint")  # before a person is asked, not after
     registered = kept.redirect_uri if kept else None
     try:
         listener = await loopback_listener(urlsplit(registered).port or 0 if registered else 0)
@@ -504,7 +523,7 @@ async def authorization_code(
             "resource": found.resource,
         }
         url = prepare_grant_uri(
-            str(server.get("authorization_endpoint")),
+            authorization_endpoint,
             client.client_id,
             "code",
             redirect_uri=redirect_uri,

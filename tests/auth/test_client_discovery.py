@@ -239,3 +239,34 @@ async def test_another_connection_to_the_redirect_does_not_hold_it_up(
     status, said = await login(resource.url, http, environment(tmp_path), preconnecting)
 
     assert status == 0, said
+
+
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [
+        ("authorization_endpoint", "file:///authorize"),
+        ("authorization_endpoint", None),
+        ("token_endpoint", "file:///token"),
+    ],
+)
+async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_browser(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    member: str,
+    value: str | None,
+) -> None:
+    """security-considerations §Communication Security (the authorization server's
+    endpoints are served over HTTP(S)): the authorization URL is opened in the person's
+    browser, so one of another scheme (``file:``, an application's own) is never opened,
+    nor anything else sent to a server whose metadata names one."""
+    issuer.metadata_changes[member] = value
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert member in said
+    assert "Open this URL" not in said
+    assert "/register" not in issuer.hits
