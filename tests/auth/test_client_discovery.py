@@ -270,3 +270,29 @@ async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_brow
     assert member in said
     assert "Open this URL" not in said
     assert "/register" not in issuer.hits
+
+
+async def test_an_authorization_server_that_never_answers_is_given_up_on(
+    nursery: trio.Nursery, resource: ProtectedResource, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """A sign-in's exchanges are bound by ``--timeout``, as a plain request is: an
+    authorization server that takes the connection and says nothing ends the sign-in
+    with one line, rather than holding the command for ever."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+
+    async def silent(stream: trio.SocketStream) -> None:
+        async with stream:
+            await trio.sleep_forever()
+
+    nursery.start_soon(trio.serve_listeners, silent, listeners)
+    port = listeners[0].socket.getsockname()[1]
+    resource.documents[AT_PATH] = {
+        "resource": resource.url,
+        "authorization_servers": [f"http://127.0.0.1:{port}"],
+    }
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path), consent, "--timeout", "1")
+
+    assert status == 3, said
+    assert "publishes no authorization server metadata" in said
