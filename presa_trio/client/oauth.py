@@ -323,6 +323,11 @@ async def token_request(
         raise SignInFailed(f"the token endpoint {endpoint} failed: {error}") from None
     if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
         raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
+    token_type = answer.get("token_type", "Bearer")
+    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        # RFC 6749 §7.1: a client does not use a token of a type it does not understand;
+        # this one sends bearer tokens only (basic/authorization §Token Requirements).
+        raise SignInFailed(f"the token endpoint issued a {token_type!r} token, not a Bearer one")
     return answer
 
 

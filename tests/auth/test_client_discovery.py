@@ -296,3 +296,23 @@ async def test_an_authorization_server_that_never_answers_is_given_up_on(
 
     assert status == 3, said
     assert "publishes no authorization server metadata" in said
+
+
+async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (basic/authorization §Token Requirements: the token goes as
+    ``Authorization: Bearer``; RFC 6749 §7.1: a client does not use a token whose type it
+    does not understand): a ``DPoP`` token, bound to a key the client does not have, is
+    neither kept nor sent as a bearer token."""
+    issuer.token_type = "DPoP"
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "DPoP" in said
+    assert not (tmp_path / "tokens").exists()
