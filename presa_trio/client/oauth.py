@@ -61,6 +61,7 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from presa_trio.client.assertion import client_assertion
 from presa_trio.client.errors import ProtocolFailure
+from presa_trio.client.transport import decoded
 from presa_trio.wire.models import JSONObject
 
 #: Opens the authorization URL for the person: a browser, or a printed line.
@@ -176,12 +177,13 @@ def metadata_urls(issuer: str) -> list[str]:
 
 
 async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
-    """The JSON object at ``url``, or None for anything else."""
+    """The JSON object at ``url``, or None for anything else (no JSON as a server's
+    message is none: :func:`~presa_trio.client.transport.decoded`)."""
     try:
         response = await http.get(url, headers={"accept": "application/json"})
-        document = response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+    except httpx.HTTPError:
         return None
+    document = decoded(response.content) if response.status_code == 200 else None
     return document if isinstance(document, dict) else None
 
 
@@ -290,8 +292,8 @@ async def register(
         "application_type": "native",
     }
     try:
-        answer = (await http.post(endpoint, json=request)).json()
-    except (httpx.HTTPError, ValueError) as error:
+        answer = decoded((await http.post(endpoint, json=request)).content)
+    except httpx.HTTPError as error:
         raise SignInFailed(f"registration at {endpoint} failed: {error}") from None
     if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
         raise SignInFailed(f"registration at {endpoint} was refused: {answer}")
@@ -318,9 +320,9 @@ async def token_request(
         form.update(await signed_by_key(client, str(server.get("issuer"))))
     try:
         response = await http.post(endpoint, data=form, headers=headers)
-        answer = response.json()
-    except (httpx.HTTPError, ValueError) as error:
+    except httpx.HTTPError as error:
         raise SignInFailed(f"the token endpoint {endpoint} failed: {error}") from None
+    answer = decoded(response.content)
     if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
         raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
     token_type = answer.get("token_type", "Bearer")

@@ -352,8 +352,8 @@ class HttpTransport:
 
     async def authorization_servers(self, metadata_url: str) -> list[str]:
         try:
-            document = (await self.http.get(metadata_url)).json()
-        except (httpx.HTTPError, ValueError):
+            document = decoded((await self.http.get(metadata_url)).content)
+        except httpx.HTTPError:
             return []
         servers = document.get("authorization_servers") if isinstance(document, dict) else None
         return [str(s) for s in servers] if isinstance(servers, list) else []

@@ -38,8 +38,9 @@ class ProtectedResource:
     path: str = "/mcp"
     #: The ``WWW-Authenticate`` of its 401s.
     challenge: str = "Bearer"
-    #: JSON documents by path: its protected resource metadata, wherever a test puts it.
-    documents: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: JSON documents by path: its protected resource metadata, wherever a test puts it;
+    #: bytes are sent as they are (a body no JSON encoder would write).
+    documents: dict[str, dict[str, Any] | bytes] = attrs.field(factory=dict)
     #: The access tokens it accepts; every other request to :attr:`path` is 401.
     accepted: set[str] = attrs.field(factory=set)
     seen: list[Seen] = attrs.field(factory=list)
@@ -92,5 +93,5 @@ class ProtectedResource:
         await send(
             {"type": "http.response.start", "status": status, "headers": sent, "trailers": False}
         )
-        body = json.dumps(answer).encode()
+        body = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -26,7 +26,7 @@ from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.protected_resource import ProtectedResource
 from tests.auth.signing_in import consent, login
-from tests.client.helpers import client_environment
+from tests.client.helpers import client, client_environment
 
 #: RFC 9728 §3.1: the well-known URI with the endpoint's path inserted.
 AT_PATH = "/.well-known/oauth-protected-resource/mcp"
@@ -316,3 +316,35 @@ async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
     assert status == 3, said
     assert "DPoP" in said
     assert not (tmp_path / "tokens").exists()
+
+
+async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """A document nested deeper than the decoder goes is no JSON, as a message so nested
+    is: the sign-in ends in one line, not a stack trace."""
+    protect(resource, issuer)
+    resource.documents[AT_PATH] = b'{"resource": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "Traceback" not in said
+    assert "publishes no protected resource metadata" in said
+
+
+async def test_a_refused_token_names_no_server_from_metadata_nested_too_deep(
+    resource: ProtectedResource, tmp_path: Path
+) -> None:
+    """With ``--token``, a 401 says where the metadata is and the servers it names; a
+    document nested too deep to decode names none, and the failure is still one line."""
+    resource.documents[AT_PATH] = b"[" * 100_000 + b"]" * 100_000
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    ran = await client("list", resource.url, "tools", "--token", "not-accepted")
+
+    assert ran.status == 3, ran.stderr
+    assert ran.error().endswith(f"its resource metadata is at {resource.origin}{AT_PATH}")
