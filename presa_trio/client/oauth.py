@@ -442,7 +442,13 @@ async def sign_in(
     options: SignInOptions,
     before: JSONObject | None = None,
 ) -> JSONObject:
-    """The whole sign-in, by the grant the options choose; the record :mod:`.tokens` keeps."""
+    """The whole sign-in, by the grant the options choose; the record :mod:`.tokens` keeps.
+
+    A client kept signed in as itself whose resource now names another
+    authorization server is an error, not a person's sign-in instead: its
+    credentials were registered at the one before (client-registration
+    §Authorization Server Binding).
+    """
     if (problem := options.problem()) is not None:
         raise SignInFailed(problem)
     found = await discover(http, endpoint, challenge, before)
@@ -450,7 +456,13 @@ async def sign_in(
     if options.client_credentials and options.client_id:
         client = preregistered(options.client_id, found.server, options)
         return await client_credentials(http, found, client)
-    if kept is not None and (before or {}).get("grant") == CLIENT_CREDENTIALS:
+    if (before or {}).get("grant") == CLIENT_CREDENTIALS and not options.client_id:
+        if kept is None:  # a client registered in advance, at the server it was before
+            raise SignInFailed(
+                f"the client signed in as itself at {(before or {}).get('issuer')}; "
+                f"{endpoint} now names {found.issuer}: give --client-credentials with "
+                "--client-id of a client registered there"
+            )
         return await client_credentials(http, found, kept)  # a step-up, say
     return await authorization_code(http, found, opener, options, kept)
 

@@ -35,6 +35,16 @@ async def issuer(nursery: trio.Nursery) -> AsyncIterator[AuthorizationServer]:
 
 
 @pytest.fixture
+async def other_issuer(nursery: trio.Nursery) -> AsyncIterator[AuthorizationServer]:
+    """A second authorization server, for a resource that moves from one to another."""
+    server = AuthorizationServer()
+    shutdown = trio.Event()
+    server.issuer = await listening(nursery, server, shutdown)
+    yield server
+    shutdown.set()
+
+
+@pytest.fixture
 async def resource(nursery: trio.Nursery) -> AsyncIterator[ProtectedResource]:
     """The endpoint that asks for a sign-in, listening; its ``origin`` is its loopback URL."""
     endpoint = ProtectedResource()

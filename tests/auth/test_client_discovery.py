@@ -22,6 +22,7 @@ import httpx
 import pytest
 import trio
 
+from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.protected_resource import ProtectedResource
@@ -348,3 +349,31 @@ async def test_a_refused_token_names_no_server_from_metadata_nested_too_deep(
 
     assert ran.status == 3, ran.stderr
     assert ran.error().endswith(f"its resource metadata is at {resource.origin}{AT_PATH}")
+
+
+async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_server_moves(
+    issuer: AuthorizationServer,
+    other_issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client-registration §Authorization Server Binding: pre-registered
+    credentials belong to their authorization server; when the metadata names another,
+    the client surfaces an error): a kept client credentials sign-in whose resource now
+    names another authorization server fails in one line, naming both, and neither
+    registers a client there nor waits for a person who is not there."""
+    protect(resource, issuer)
+    env = {**environment(tmp_path), CLIENT_SECRET_ENV: issuer.secret("alice-app")}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+    signed = await client("login", resource.url, *flags, env=env)
+    assert signed.status == 0, signed.stderr
+    protect(resource, other_issuer)
+
+    moved = await client("list", resource.url, "tools", env=env)
+
+    assert moved.status == 3, moved.stderr
+    assert issuer.issuer in moved.error()
+    assert other_issuer.issuer in moved.error()
+    assert "Open this URL" not in moved.stderr
+    assert "/register" not in other_issuer.hits
