@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -65,6 +66,7 @@ Watch = Callable[[bool, JSONObject], None]
 Authorize = Callable[[dict[str, str]], Awaitable[None]]
 #: Sign-ins (or step-ups) one request may cause before its 401 is final.
 MAX_SIGN_INS = 2
+T = TypeVar("T")
 
 
 def ignore(message: JSONObject) -> None:
@@ -150,16 +152,40 @@ class Connection:
         *,
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
         progress: bool = False,
+        sign_in: bool = True,
     ) -> AsyncIterator[tuple[JSONObject, Replies]]:
-        """Send a request and hold its exchange open: for a stream such as a listen."""
-        message = self.message(method, params, progress=progress)
-        headers = request_headers(message, NAME_PARAMS, param_headers)
-        self.watch(True, message)
+        """Send a request and hold its exchange open: for a stream such as a listen.
+
+        A 401 is met as :meth:`signed_in` says, unless ``sign_in`` is False:
+        then the caller does that, outside a deadline of its own.
+        """
         try:
-            async with self.transport.exchange(message, headers) as replies:
+            async with AsyncExitStack() as stack:
+
+                async def send() -> tuple[JSONObject, Replies]:
+                    message = self.message(method, params, progress=progress)
+                    headers = request_headers(message, NAME_PARAMS, param_headers)
+                    self.watch(True, message)
+                    exchange = self.transport.exchange(message, headers)
+                    return message, await stack.enter_async_context(exchange)
+
+                message, replies = await (self.signed_in(send) if sign_in else send())
                 yield message, _WatchedReplies(replies, self.watch)
         except NotModern as failure:
             raise await self.explain(failure) from None
+
+    async def signed_in(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()``; on a 401, :attr:`authorize` (sign-in, refresh or step-up) and
+        ``attempt()`` again, at most :data:`MAX_SIGN_INS` times (basic/authorization
+        §Step-Up Authorization Flow: "no more than a few times")."""
+        for sign_ins in itertools.count():
+            try:
+                return await attempt()
+            except Unauthorized as failure:
+                if self.authorize is None or sign_ins >= MAX_SIGN_INS:
+                    raise
+                await self.authorize(failure.challenge)
+        raise AssertionError("unreachable")
 
     async def request(
         self,
@@ -176,25 +202,22 @@ class Connection:
         A server that answers ``UnsupportedProtocolVersionError`` yet lists this
         client's version among those it supports is asked once more
         (basic/versioning: the client retries with a mutually supported version).
-        A 401 calls :attr:`authorize` (sign-in, refresh or step-up), then asks
-        again, at most :data:`MAX_SIGN_INS` times (basic/authorization
-        §Step-Up Authorization Flow: "no more than a few times").
+        A 401 is met as :meth:`signed_in` says, the sign-in outside the
+        request's deadline (a person may be at the browser).
         """
         version_retried = False
-        for sign_ins in itertools.count():
+        once = partial(
+            self.request_once,
+            method,
+            params,
+            param_headers=param_headers,
+            timeout_s=timeout_s,
+            progress=progress,
+            on_notification=on_notification,
+        )
+        while True:
             try:
-                return await self.request_once(
-                    method,
-                    params,
-                    param_headers=param_headers,
-                    timeout_s=timeout_s,
-                    progress=progress,
-                    on_notification=on_notification,
-                )
-            except Unauthorized as failure:
-                if self.authorize is None or sign_ins >= MAX_SIGN_INS:
-                    raise
-                await self.authorize(failure.challenge)
+                return await self.signed_in(once)
             except RequestError as error:
                 data = error.data if isinstance(error.data, dict) else {}
                 supported = data.get("supported")
@@ -206,7 +229,6 @@ class Connection:
                 ):
                     raise
                 version_retried = True
-        raise AssertionError("unreachable")
 
     async def request_once(
         self,
@@ -227,7 +249,7 @@ class Connection:
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(
-                method, params, param_headers=param_headers, progress=progress
+                method, params, param_headers=param_headers, progress=progress, sign_in=False
             ) as (
                 message,
                 replies,

@@ -16,7 +16,10 @@ Spec: 2026-07-28 basic/authorization §Authorization Flow Steps, §Token Handlin
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,7 @@ from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.harness import start_presa
 from tests.auth.signing_in import consent, login
-from tests.client.helpers import client, client_environment
+from tests.client.helpers import client, client_command, client_environment
 
 
 def assert_recorded_without_credentials(
@@ -228,3 +231,34 @@ async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Pa
     ran = await client("login", "http://127.0.0.1:9/mcp", "--no-browser", env=env)
     assert ran.status == 3, ran.stderr
     assert ran.error().startswith("cannot reach http://127.0.0.1:9/mcp")
+
+
+async def test_listen_signs_in_on_its_401_as_every_command_does(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """basic/authorization §Authorization Flow Steps (clients respond to a 401 by signing
+    in): a listen, whose answer is a stream held open, meets the 401 first too."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    env = {
+        **client_environment(),
+        CONFIG_ENV: str(tmp_path),
+        CLIENT_SECRET_ENV: issuer.secret("alice-app"),
+    }
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+    command = client_command("listen", presa.url, *flags)
+
+    said = b""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as running:
+            process: trio.Process = await running.start(
+                partial(trio.run_process, command, stderr=subprocess.PIPE, env=env, check=False)
+            )
+            assert process.stderr is not None
+            async for chunk in process.stderr:
+                said += chunk
+                if b"listening for" in said:
+                    break
+            process.send_signal(signal.SIGINT)
+
+    assert b"listening for" in said, said.decode()
+    assert issuer.hits["/token"] == 1
