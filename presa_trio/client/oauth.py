@@ -46,10 +46,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import httpx
@@ -61,6 +60,7 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from presa_trio.client.assertion import client_assertion
 from presa_trio.client.errors import ProtocolFailure
+from presa_trio.client.loopback import await_callback, loopback_listener
 from presa_trio.client.transport import decoded
 from presa_trio.wire.models import JSONObject
 
@@ -343,52 +343,6 @@ async def signed_by_key(client: Registration, issuer: str) -> dict[str, str]:
         raise SignInFailed(f"cannot read the client key {key_file}: {error.strerror}") from None
     except ValueError as error:
         raise SignInFailed(f"the client key {key_file} is {error}") from None
-
-
-async def loopback_listener(port: int) -> trio.SocketListener:
-    """The redirect's listener on ``127.0.0.1`` (RFC 8252 §7.3): at ``port``, or one the
-    kernel picks for 0; OSError when ``port`` is taken."""
-    [listener] = await trio.open_tcp_listeners(port, host="127.0.0.1")
-    return listener
-
-
-async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
-    """The query of the first request to the loopback redirect (RFC 8252 §7.3).
-
-    Each connection is read in a task of its own, so one that sends nothing
-    (a browser's speculative preconnect) holds up no other. Failure policy:
-    a connection that breaks is dropped; the first query ends them all.
-    """
-    found: list[dict[str, str]] = []
-    async with trio.open_nursery() as nursery:
-
-        async def answer(stream: trio.SocketStream) -> None:
-            with suppress(trio.BrokenResourceError):
-                async with stream:
-                    query = await callback_query(stream)
-                    if query and not found:
-                        found.append(query)
-                        nursery.cancel_scope.cancel()
-
-        nursery.start_soon(trio.serve_listeners, answer, [listener])
-    return found[0]
-
-
-async def callback_query(stream: trio.SocketStream) -> dict[str, str]:
-    """The query of the one request read from ``stream``, answered with a page to close."""
-    received = b""
-    while b"\r\n\r\n" not in received and len(received) < 65536:
-        chunk = await stream.receive_some(4096)
-        if not chunk:
-            break
-        received += chunk
-    target = received.split(b"\r\n", 1)[0].split(b" ")
-    query = urlsplit(target[1].decode(errors="replace") if len(target) > 1 else "").query
-    page = b"<!doctype html><p>presa-trio: you may close this window.</p>\n"
-    head = "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n"
-    head += f"content-length: {len(page)}\r\nconnection: close\r\n\r\n"
-    await stream.send_all(head.encode() + page)
-    return {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
 
 def check_response(answer: dict[str, str], state: str, server: JSONObject) -> str:
