@@ -462,9 +462,8 @@ def check_pkce(server: JSONObject) -> None:
             "(no code_challenge_methods_supported), so not S256: refused"
         )
     if "S256" not in methods:
-        raise SignInFailed(
-            f"the authorization server offers PKCE {' '.join(map(str, methods))}, not S256: refused"
-        )
+        offered = ", ".join(map(str, methods)) or "no method"
+        raise SignInFailed(f"the authorization server offers PKCE {offered}, not S256: refused")
 
 
 async def authorization_code(
