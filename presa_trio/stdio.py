@@ -2,11 +2,15 @@
 
 One message per line each way; stdout carries only MCP messages (responses,
 notifications about in-flight requests, listen notifications), logs go to
-stderr. There are no headers, so admission is the line alone
-(:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then the
-dispatcher's rungs. No line stops the server: whatever it holds is
+stderr, and so does whatever else the process writes to stdout: the
+protocol keeps stdin and stdout to itself while it serves
+(:func:`claim_standard_streams`). There are no headers, so admission is
+the line alone (:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then
+the dispatcher's rungs. No line stops the server: whatever it holds is
 answered with the spec's error or acted on, and a line longer than
-``max_line`` is refused (-32600) and skipped.
+``max_line`` is refused (-32600) and skipped. A refused response from the
+client gets a null id: its id names no request of the client's, and all
+answers share stdout.
 
 Every request runs in its own cancel scope in one nursery. The client
 cancels a request, or ends a listen, with ``notifications/cancelled``; the
@@ -37,10 +41,12 @@ Spec: 2026-07-28 basic/transports/stdio; basic/patterns/cancellation
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -93,9 +99,9 @@ class LineReader:
             self._scanned = len(self._buffer)
             chunk = await self.stream.receive_some()
             if not chunk:
-                if too_long:
+                last, self._buffer, self._scanned = bytes(self._buffer), bytearray(), 0
+                if too_long:  # ``last`` is the over-long line's tail: dropped with it
                     raise LineTooLong
-                last, self._buffer = bytes(self._buffer), bytearray()
                 return last or None
             self._buffer += chunk
         line = bytes(self._buffer[:end])
@@ -129,6 +135,13 @@ class StdioServer:
         """Read until end of input, answering every request concurrently.
 
         Raises :class:`ServerFailed` if the server's lifetime failed.
+
+        Failure policies: the lifetime's nursery never fails (its failure is
+        kept in :attr:`failure` and cancels serving, :meth:`run_lifetime`);
+        the output's writer stops serving when stdout closes; a request's
+        own failure is answered by the dispatcher, so none reaches the
+        requests' nursery, and a ``notifications/cancelled`` ends only its
+        request's scope.
         """
         async with trio.open_nursery() as lifetime:
             await lifetime.start(self.run_lifetime, lifetime.cancel_scope)
@@ -196,7 +209,9 @@ class StdioServer:
             in_use = InvalidRequest("The id is already used by a request in flight")
             admitted = Refused(admitted.request.id, in_use)
         if isinstance(admitted, Refused):
-            await self.write(encode_error(admitted.request_id, admitted.error)[0])
+            # A response's id is not the client's: echoed, it could answer one of its requests.
+            request_id = None if admitted.response else admitted.request_id
+            await self.write(encode_error(request_id, admitted.error)[0])
             return
         await requests.start(self.run_request, admitted)
 
@@ -225,11 +240,15 @@ class StdioServer:
 
         Only a string or an integer names a request (basic/index §Requests);
         any other ``requestId`` (``true``, ``1.0``, a list…) names none and is ignored.
+        The reason is logged at DEBUG (basic/patterns/cancellation
+        §Implementation Notes: SHOULD log it), quoted: it is the client's text.
         """
         if message.method != "notifications/cancelled":
             return
         request_id = message.params.get("requestId")
         if is_request_id(request_id) and (found := self._in_flight.get(request_id)):
+            reason = message.params.get("reason")
+            log.debug("request %r cancelled by the client: %r", request_id, reason)
             found[0].cancel(reason="notifications/cancelled")
 
     def end_listens(self) -> None:
@@ -311,13 +330,74 @@ def is_stderr(opened: os.stat_result) -> bool:
         return False
 
 
-async def serve_stdio(server: Server, *, max_line: int = DEFAULT_MAX_LINE) -> None:
+class StreamNotOpen(Exception):
+    """stdin or stdout is not open: there is nothing to serve on."""
+
+
+@attrs.frozen
+class StandardStreams:
+    """Descriptors of this process's stdin and stdout that only the protocol uses."""
+
+    input: int
+    output: int
+
+
+@contextlib.contextmanager
+def claim_standard_streams() -> Iterator[StandardStreams]:
+    """Keep stdin and stdout for MCP messages alone, until leaving.
+
+    The protocol gets copies of descriptors 0 and 1; meanwhile descriptor 0
+    reads ``/dev/null`` and descriptor 1 writes to stderr. So a ``print()``
+    in a tool, a library that writes to stdout, or a child process that
+    inherits the descriptors can neither put a line that is not a message on
+    stdout nor take the client's messages from stdin. Claim them before
+    importing the server, so that what its modules print is caught too.
+    Raises :class:`StreamNotOpen` when there is no stdin or stdout.
+
+    Spec: basic/transports/stdio (the server MUST NOT write anything to its
+    stdout that is not a valid MCP message; it MAY write to stderr).
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            raise StreamNotOpen(f"{name} is not open; stdio serves on stdin and stdout") from None
+    # Descriptor 2 itself when stderr is not open: then stray output is dropped.
+    nothing = os.open(os.devnull, os.O_RDWR)
+    claimed = StandardStreams(os.dup(0), os.dup(1))
+    os.dup2(nothing, 0)
+    os.dup2(2, 1)
+    if nothing != 2:
+        os.close(nothing)
+    try:
+        yield claimed
+    finally:
+        if sys.stdout is not None:  # what a tool left in the buffer goes to stderr too
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+        os.dup2(claimed.input, 0)
+        os.dup2(claimed.output, 1)
+        os.close(claimed.input)
+        os.close(claimed.output)
+
+
+async def serve_stdio(
+    server: Server,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+    streams: StandardStreams | None = None,
+) -> None:
     """Serve ``server`` on this process's stdin and stdout until end of input.
 
     Run it with ``trio.run(serve_stdio, server)``, as
     :func:`~presa_trio.http.serving.serve_http` for HTTP. Input lines
-    longer than ``max_line`` bytes are refused.
+    longer than ``max_line`` bytes are refused. The two streams are claimed
+    (:func:`claim_standard_streams`) while serving, unless ``streams`` gives
+    those the caller claimed before.
     """
-    async with open_fd(sys.stdin.fileno()) as stdin, open_fd(sys.stdout.fileno()) as stdout:
-        log.info("serving %s %s on stdin/stdout", server.name, server.version)
-        await StdioServer(Dispatcher.for_server(server), stdin, stdout, max_line).serve()
+    with contextlib.ExitStack() as claims:
+        if streams is None:
+            streams = claims.enter_context(claim_standard_streams())
+        async with open_fd(streams.input) as stdin, open_fd(streams.output) as stdout:
+            log.info("serving %s %s on stdin/stdout", server.name, server.version)
+            await StdioServer(Dispatcher.for_server(server), stdin, stdout, max_line).serve()

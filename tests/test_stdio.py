@@ -8,6 +8,7 @@ Rules of this file: the server reads Trio's in-memory streams to their end
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import trio
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from trio.testing import (
+    MemorySendStream,
     MockClock,
     lockstep_stream_one_way_pair,
     memory_stream_one_way_pair,
@@ -24,11 +26,11 @@ from presa_trio.demo import build_server
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
-from presa_trio.stdio import LineReader, StdioServer
+from presa_trio.stdio import EOF_GRACE_S, LineReader, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.testing import request
 from presa_trio.wire import models
-from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
+from presa_trio.wire.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
@@ -58,6 +60,27 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
     incident_of(by_id[1]["error"], caplog.text)
     assert by_id[None]["error"]["code"] == PARSE_ERROR
     assert by_id[2]["result"]["resultType"] == "complete"
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [{}, {"_meta": {"progressToken": 1}}, {"_meta": {"io.modelcontextprotocol/clientInfo": {}}}],
+    ids=["no-meta", "progress-token", "no-version"],
+)
+async def test_a_legacy_initialize_names_the_supported_versions(meta: dict[str, Any]) -> None:
+    """Spec-mandated (versioning §Backward Compatibility with Initialization-Based Versions:
+    SHOULD name the versions in any error to an initialize request, on any transport;
+    stdio §Backward Compatibility; H-14): an initialize of the 2025 era, with or without a
+    ``_meta`` of its own, is refused with -32602 naming 2026-07-28, and the server goes on."""
+    legacy = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x"}}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": legacy | meta}
+    out = await serve_lines(
+        build_server(), [line(initialize), line(request("server/discover", request_id=2))]
+    )
+    by_id = {m["id"]: m for m in out}
+    assert by_id[1]["error"]["code"] == INVALID_PARAMS
+    assert by_id[1]["error"]["message"].endswith("supported protocol versions: 2026-07-28")
+    assert by_id[2]["result"]["supportedVersions"] == ["2026-07-28"]
 
 
 def waiting_server() -> Server:
@@ -101,6 +124,33 @@ async def test_a_cancellation_names_a_request_only_by_its_exact_id(
     assert [m["result"]["content"][0]["text"] for m in out] == ([] if cancels else ["waited"])
 
 
+async def test_a_cancellation_is_logged_with_its_reason(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Implementation Notes: both parties
+    SHOULD log cancellation reasons): a cancellation that stops a request in flight is
+    logged at DEBUG with its id and reason, the reason quoted so that it stays one
+    line; one that names no request in flight is not."""
+    caplog.set_level(logging.DEBUG, logger="presa_trio.stdio")
+    reason = "the user pressed stop\nand left"
+    lines = [
+        WAIT_ONE_SECOND,
+        line(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1, "reason": reason},
+            }
+        ),
+        cancelled("not-in-flight"),
+    ]
+    await serve_lines(waiting_server(), lines)
+    logged = [r.getMessage() for r in caplog.records if r.name == "presa_trio.stdio"]
+    assert [m for m in logged if "cancelled" in m] == [
+        f"request 1 cancelled by the client: {reason!r}"
+    ]
+
+
 async def test_a_second_request_in_flight_with_the_same_id_is_refused(
     autojump_clock: MockClock,
 ) -> None:
@@ -111,6 +161,27 @@ async def test_a_second_request_in_flight_with_the_same_id_is_refused(
     assert [m.get("error", {}).get("code") for m in out] == [INVALID_REQUEST, None]
     assert [m["id"] for m in out] == [1, 1]
     assert out[1]["result"]["content"][0]["text"] == "waited"
+
+
+@pytest.mark.parametrize(
+    "response",
+    [{"result": {}}, {"error": {"code": -32603, "message": "x"}}],
+    ids=["result", "error"],
+)
+async def test_a_response_from_the_client_is_refused_without_its_id(
+    autojump_clock: MockClock, response: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/transports/stdio §Sending Messages: the client MUST NOT
+    write responses; basic/index §Error Responses: an error carries the id of the
+    request it answers): a response names no request of the client's, so its refusal
+    (-32600) has a null id; were it echoed, the client would take it for the answer to
+    its own request 1, which is still in flight and is answered once."""
+    stray = line({"jsonrpc": "2.0", "id": 1, **response})
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, stray])
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+        (None, INVALID_REQUEST),
+        (1, None),
+    ]
 
 
 async def test_ids_are_echoed_with_their_json_type() -> None:
@@ -145,6 +216,30 @@ async def test_an_over_long_line_is_refused_and_the_next_one_served() -> None:
     ]
 
 
+async def test_end_of_input_ends_listens_and_requests_after_a_grace(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (basic/transports/stdio §Shutdown: the server SHOULD exit promptly
+    when its stdin is closed); presa-defined (stdio.py: in-flight requests get
+    ``EOF_GRACE_S``): at end of input a listen ends, unanswered; a request that
+    answers within the grace is answered; one that would take longer is not, and the
+    server returns without it."""
+
+    def wait(seconds: float, request_id: int) -> bytes:
+        params = {"name": "wait", "arguments": {"seconds": seconds}}
+        return line(request("tools/call", params, request_id=request_id))
+
+    listen = {"notifications": {"toolsListChanged": True}}
+    lines = [
+        line(request("subscriptions/listen", listen, request_id="L")),
+        wait(EOF_GRACE_S / 2, 1),
+        wait(EOF_GRACE_S * 2, 2),
+    ]
+    out = await serve_lines(waiting_server(), lines)
+    assert [m.get("id") for m in out] == [None, 1]
+    assert out[0]["method"] == "notifications/subscriptions/acknowledged"
+
+
 async def test_a_last_line_without_a_newline_is_answered() -> None:
     """Spec-mandated (basic/transports/stdio §Receiving Messages): end of input also
     ends the last message."""
@@ -158,6 +253,11 @@ async def test_a_stalled_reader_is_ended_while_the_server_runs_on() -> None:
     and a listen with more topics waiting than MAX_PENDING_TOPICS is ended: when the
     client reads again it finds the listen's result, tagged with its id."""
     server = Server("stalled", "1.0.0")
+
+    @server.resource_template("test://stalled/{n}", name="stalled")
+    async def stalled(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return variables["n"]
+
     stdin, server_stdin = memory_stream_one_way_pair()
     server_stdout, stdout = lockstep_stream_one_way_pair()
     output = LineReader(stdout, 1 << 24)
@@ -281,3 +381,24 @@ async def test_a_runner_that_cannot_start_stops_stdio_in_one_line() -> None:
     with trio.fail_after(10), pytest.raises(ServerFailed) as failed:
         await serve_lines(server, [discover])
     assert str(failed.value) == "StoreUnavailable: test: no announcements today"
+
+
+async def test_an_over_long_last_line_is_dropped_whole() -> None:
+    """presa-defined (stdio.py: a line longer than ``max_line`` is refused, read to its
+    end and dropped): when input ends inside an over-long line, none of it is read as a
+    message: what arrived after the limit was passed is dropped too, even when it holds
+    a whole request."""
+    stdin, server_stdin = memory_stream_one_way_pair()
+    stdout = MemorySendStream()
+    smuggled = json.dumps(request("server/discover", request_id="smuggled")).encode()
+    stdio = StdioServer(Dispatcher.for_server(Server("long", "1.0.0")), server_stdin, stdout, 300)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stdio.serve)
+            await stdin.send_all(b'"' + b"x" * 400)
+            await trio.testing.wait_all_tasks_blocked()
+            await stdin.send_all(smuggled)
+            await trio.testing.wait_all_tasks_blocked()
+            await stdin.aclose()
+    out = [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [(None, INVALID_REQUEST)]

@@ -257,6 +257,9 @@ class ResourceGuard:
 
         Beside it, :meth:`check_wiring` asks the authorization server at once
         whether the configuration can work; requests are served meanwhile.
+        Failure policy of this nursery: the check never raises what it
+        expects (an unreachable or misconfigured issuer, logged); anything
+        else is a defect, and ends the server's lifetime.
         """
         async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http, trio.open_nursery() as checks:
             self._http = http

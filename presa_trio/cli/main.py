@@ -13,7 +13,9 @@ An operator's mistake (a bad flag value, a port in use, a file that cannot
 be read, a target that names no server, a short key) ends the command with
 one line on stderr and exit status 2, never a traceback. A server that
 started and then cannot run on (its task runner failed) ends with one line
-and exit status 1, for a supervisor to restart it.
+and exit status 1, for a supervisor to restart it. Ctrl-C (SIGINT) where no
+command handles it, as under ``stdio``, ends with status 130, also without a
+traceback.
 
 The parser knows every command, but a command's own machinery is imported
 only when that command runs: the client (and httpx) for the client's
@@ -356,6 +358,20 @@ def serve(args: argparse.Namespace, server: Server) -> None:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
 
 
+def serve_on_stdio(args: argparse.Namespace) -> None:
+    """Claim stdin and stdout, then load the server: what its modules print goes to stderr."""
+    from presa_trio.stdio import StreamNotOpen, claim_standard_streams, serve_stdio
+
+    try:
+        with claim_standard_streams() as streams:
+            server = chosen_server(args.target, state_sealer(args.state_key))
+            use_task_events(server, args)
+            settle_for_serving()
+            trio.run(on_store, args, server, partial(serve_stdio, streams=streams))
+    except StreamNotOpen as error:
+        raise UsageError(str(error)) from None
+
+
 def render(path: Path) -> None:
     from presa_trio.http.transcript_render import render_lines
 
@@ -401,14 +417,12 @@ def run(argv: Sequence[str] | None) -> None:
         given = list(sys.argv[1:] if argv is None else argv)
         trio.run(serve_reloading, given, watched_root(args.target))
         return
+    if args.command == "stdio":
+        serve_on_stdio(args)
+        return
     server = chosen_server(args.target, state_sealer(args.state_key))
     use_task_events(server, args)
     settle_for_serving()
-    if args.command == "stdio":
-        from presa_trio.stdio import serve_stdio
-
-        trio.run(on_store, args, server, serve_stdio)
-        return
     serve(args, server)
 
 
@@ -424,4 +438,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:  # before the signal handlers are in place
+        sys.exit(130)
+    except BaseExceptionGroup as group:
+        # Ctrl-C inside Trio's nurseries, where no handler receives SIGINT (stdio).
+        if group.split(KeyboardInterrupt)[1] is not None:
+            raise
         sys.exit(130)

@@ -77,16 +77,16 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
         default=log.max_streams_per_client,
         metavar="N",
         help="most open tasks/stream requests of one client on this process: its principal "
-        "with authorization, else its IP address; one more is 429 with Retry-After "
-        "(default: %(default)s)",
+        "with authorization, else its IP address (over stdio, the pipe); one more is a "
+        "retryable -32603 (over HTTP 429, with Retry-After) (default: %(default)s)",
     )
     events.add_argument(
         "--task-events-max-streams",
         type=stream_count,
         default=log.max_streams,
         metavar="N",
-        help="most open tasks/stream requests on this process; one more is 503 with "
-        "Retry-After (default: %(default)s)",
+        help="most open tasks/stream requests on this process; one more is a retryable "
+        "-32603 (over HTTP 503, with Retry-After) (default: %(default)s)",
     )
 
 

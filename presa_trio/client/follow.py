@@ -171,10 +171,8 @@ class TaskFollower:
         try:
             answers = await self.answerer.answer_all(fresh)
         except UsageProblem as problem:
-            where = self.connection.where
-            raise UsageProblem(
-                f"{problem}; the task waits: presa-trio task update {where} {task_id} --answer …"
-            ) from None
+            later = self.connection.transport.later("task update", f"{task_id} --answer …")
+            raise UsageProblem(f"{problem}; the task waits: {later}") from None
         await self.connection.request(
             "tasks/update", {"taskId": task_id, "inputResponses": answers}
         )

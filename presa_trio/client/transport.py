@@ -62,6 +62,9 @@ from presa_trio.wire.transcript import Exchange, kept, record_line
 
 #: Seconds a stdio server has to exit once its stdin is closed, before it is killed.
 STDIO_EXIT_GRACE_S = 5.0
+#: Seconds the ``notifications/cancelled`` of an exchange given up on may wait for a
+#: stdio server to take it: one that reads nothing must not hold the client.
+CANCEL_NOTICE_WAIT_S = 1.0
 #: ``--transcript -``: the transcript on stdout.
 STDOUT_NAME = "-"
 
@@ -106,6 +109,10 @@ class Transport(Protocol):
     def exchange(
         self, message: JSONObject, headers: Mapping[str, str]
     ) -> AbstractAsyncContextManager[Replies]: ...
+
+    def later(self, command: str, arguments: str) -> str:
+        """``presa-trio COMMAND … ARGUMENTS`` reaching this endpoint again, to print."""
+        ...
 
 
 class NotModern(ProtocolFailure):
@@ -291,6 +298,9 @@ class HttpTransport:
     token: str | None = None
     transcript: Transcript | None = None
 
+    def later(self, command: str, arguments: str) -> str:
+        return f"presa-trio {command} {self.where} {arguments}"
+
     @asynccontextmanager
     async def exchange(
         self, message: JSONObject, headers: Mapping[str, str]
@@ -399,6 +409,10 @@ class StdioTransport:
     _write_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _failure: str | None = None
 
+    def later(self, command: str, arguments: str) -> str:
+        """The command after ``--``, where ``--stdio`` takes it from."""
+        return f"presa-trio {command} --stdio {arguments} -- {self.where}"
+
     async def read_lines(self) -> None:
         """Route every line of the child's stdout until it ends; then end every exchange."""
         assert self.process.stdout is not None
@@ -480,7 +494,7 @@ class StdioTransport:
                 if not replies.answered and self.process.returncode is None:
                     cancelled = {"requestId": request_id, "reason": "the client stopped waiting"}
                     notice = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
-                    with suppress(ProtocolFailure):
+                    with trio.move_on_after(CANCEL_NOTICE_WAIT_S), suppress(ProtocolFailure):
                         await self.write({**notice, "params": cancelled})
                 if record is not None and self.transcript is not None:
                     await self.transcript.append(record.record())

@@ -62,7 +62,10 @@ ShutdownTrigger = Callable[[], Awaitable[None]]
 
 
 async def first_of(*waits: Callable[[], Awaitable[None]]) -> None:
-    """Return once the first of ``waits`` has returned; the others are cancelled."""
+    """Return once the first of ``waits`` has returned; the others are cancelled.
+
+    Failure policy: a wait that raises ends them all, and the raise is the caller's.
+    """
     async with trio.open_nursery() as nursery:
 
         async def until(wait: Callable[[], Awaitable[None]]) -> None:
@@ -152,6 +155,7 @@ async def serve_http(
             async def shutdown() -> None:
                 await first_of(trigger, mcp.failed.wait)
                 mcp.draining = True
+                log.info("draining: /readyz answers 503 from now on")
                 if not mcp.failed.is_set():
                     await trio.sleep(drain_delay)  # still accepting, /readyz says 503
                 server.changes.close()

@@ -253,7 +253,9 @@ class RequestContext:
           has given them all (multi round-trip retries); until then it
           raises :class:`~presa_trio.wire.mrtr.InputPending`, which the
           tools boundary answers as ``input_required`` for the missing keys,
-          carrying the answers already given in ``requestState``;
+          carrying the answers already given in ``requestState``; a prompt
+          or a resource may ask the same way (``prompts/get`` and
+          ``resources/read`` answer it alike);
         - in a task, the worker's context overrides it
           (:meth:`presa_trio.tasks.context.WorkerContext.ask`): the requests
           go on the task and the await returns once ``tasks/update`` has

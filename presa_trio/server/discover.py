@@ -50,7 +50,11 @@ CORE_CAPABILITIES = {
             {"subscribe": True, "listChanged": True},
             lambda server: bool(server.resources or server.templates),
         ),
-        Capability("completions", {}, lambda server: bool(server.prompts or server.templates)),
+        Capability(
+            "completions",
+            {},
+            lambda server: bool(server.prompts or server.templates or server.completions),
+        ),
     )
 }
 

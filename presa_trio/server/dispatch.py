@@ -36,7 +36,13 @@ from presa_trio.server.registry import Method, Server
 from presa_trio.server.results import describe
 from presa_trio.wire.envelope import Request, RequestId, dumps, error_response, result_response
 from presa_trio.wire.errors import McpError, MethodNotFound
-from presa_trio.wire.meta import META_SERVER_INFO, RequestMeta, require_supported_version
+from presa_trio.wire.meta import (
+    HANDSHAKE,
+    META_SERVER_INFO,
+    SUPPORTED_NAMED,
+    RequestMeta,
+    require_supported_version,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +92,15 @@ class Dispatcher:
 
         A row whose capability is not offered is absent, exactly as
         ``server/discover`` leaves the capability out (:func:`discover.offered`).
+        The -32601 of ``initialize`` names the supported versions
+        (versioning §Backward Compatibility with Initialization-Based Versions).
         """
         row = self.table.get(method)
         if row is None or not (
             row.capability is None or discover.offered(self.server, row.capability)
         ):
-            raise MethodNotFound(f"Method not found: {method}")
+            named = f"; {SUPPORTED_NAMED}" if method == HANDSHAKE else ""
+            raise MethodNotFound(f"Method not found: {method}{named}")
         return row
 
     def name_required(self, method: str) -> bool:
@@ -105,7 +114,14 @@ class Dispatcher:
         return {} if row is None else row.param_headers(self.server, params)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run every extension for the server's lifetime, e.g. in the ASGI lifespan."""
+        """Run every extension for the server's lifetime, e.g. in the ASGI lifespan.
+
+        Failure policy of this nursery: an extension that fails ends the
+        server's lifetime, and the process exits non-zero (the edges:
+        :meth:`~presa_trio.http.app.McpApp.lifespan`, :mod:`presa_trio.stdio`).
+        Each extension keeps its own parts running; the Tasks runner's loops
+        and workers never end it (:mod:`presa_trio.tasks.runner`).
+        """
         async with trio.open_nursery() as nursery:
             for extension in self.server.extensions:
                 await nursery.start(extension.run)

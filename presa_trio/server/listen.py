@@ -26,6 +26,7 @@ from typing import Any
 
 import trio
 
+from presa_trio.server import discover
 from presa_trio.server.context import RequestContext
 from presa_trio.server.registry import Server
 from presa_trio.server.subscriptions import Change, Subscription, Wants
@@ -40,6 +41,13 @@ LIST_CHANGED = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 RESOURCE_UPDATED = "notifications/resources/updated"
+#: Filter key -> the server capability, and its setting, that says the server sends it.
+SENT_UNDER = {
+    "toolsListChanged": ("tools", "listChanged"),
+    "promptsListChanged": ("prompts", "listChanged"),
+    "resourcesListChanged": ("resources", "listChanged"),
+    "resourceSubscriptions": ("resources", "subscribe"),
+}
 
 
 def read_filter(params: dict[str, Any]) -> dict[str, Any]:
@@ -58,10 +66,27 @@ def read_filter(params: dict[str, Any]) -> dict[str, Any]:
     return wanted
 
 
-def honoured(wanted: dict[str, Any]) -> dict[str, Any]:
-    """The subset of the filter this server delivers; unknown keys are left out."""
-    subset: dict[str, Any] = {key: True for key in LIST_CHANGED if wanted.get(key) is True}
-    if wanted.get("resourceSubscriptions"):
+def supported(server: Server, key: str) -> bool:
+    """Whether ``server`` sends what filter key ``key`` asks for: its capability is
+    offered now, with the setting that announces it (server/discover)."""
+    capability, setting = SENT_UNDER[key]
+    return discover.offered(server, capability) and (
+        discover.CORE_CAPABILITIES[capability].settings.get(setting) is True
+    )
+
+
+def honoured(server: Server, wanted: dict[str, Any]) -> dict[str, Any]:
+    """The subset of the filter this server delivers.
+
+    Unknown keys are left out, and so are the types the server does not
+    support, such as ``promptsListChanged`` on a server with no prompts
+    (subscriptions §Acknowledgment; schema
+    ``$defs.SubscriptionsAcknowledgedNotificationParams``).
+    """
+    subset: dict[str, Any] = {
+        key: True for key in LIST_CHANGED if wanted.get(key) is True and supported(server, key)
+    }
+    if wanted.get("resourceSubscriptions") and supported(server, "resourceSubscriptions"):
         subset["resourceSubscriptions"] = list(wanted["resourceSubscriptions"])
     return subset
 
@@ -92,7 +117,7 @@ async def end_when_lapsed(lapsed: Callable[[], Awaitable[None]], changes: Subscr
 async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Acknowledge, then forward matching changes until the stream is closed."""
     wanted = read_filter(params)
-    subset = honoured(wanted)
+    subset = honoured(server, wanted)
     predicates = [core_wants(subset)]
     for extension in server.extensions:
         part = await extension.subscription(ctx, wanted)

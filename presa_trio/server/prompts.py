@@ -55,7 +55,7 @@ async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]
             raise InvalidParams(f"Missing required argument: {argument.name}")
     target = rounds.RoundTarget("prompts/get", name, arguments)
     rounds.open_round(ctx, params, target)
-    output = await registered.handler(ctx, arguments)
+    output = await rounds.asked(registered.handler(ctx, arguments))
     if isinstance(output, InputRequired):
         return rounds.close_round(ctx, output, target)
     result: dict[str, Any] = to_wire(prompt_result(name, output))
@@ -105,9 +105,11 @@ def read_reference(params: dict[str, Any]) -> tuple[str, str]:
 async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """Suggest values for one argument.
 
-    An unknown prompt or template, or any part of the request that breaks
-    ``$defs.CompleteRequestParams``, is -32602, whether or not a handler is
-    registered for the reference (completion §Security: validate all inputs).
+    A ``ref/resource`` names a resource's URI or a template (completion
+    §Reference Types). An unknown prompt, resource or template, or any part
+    of the request that breaks ``$defs.CompleteRequestParams``, is -32602,
+    whether or not a handler is registered for the reference (completion
+    §Security: validate all inputs).
     """
     kind, ref = read_reference(params)
     argument = params.get("argument")
@@ -123,11 +125,11 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
     if not isinstance(context, dict):
         raise InvalidParams("'context' must be an object")
     context_arguments = read_string_map(context.get("arguments"), "context.arguments")
-    known = (
-        ref in server.prompts
-        if kind == "ref/prompt"
-        else any(t.template.uri_template == ref for t in server.templates)
-    )
+    if kind == "ref/prompt":
+        known = ref in server.prompts
+    else:
+        templates = (t.template.uri_template for t in server.templates)
+        known = ref in server.resources or ref in templates
     if not known:
         raise InvalidParams(f"Unknown reference: {ref}")
     handler = server.completions.get((kind, ref))

@@ -19,7 +19,7 @@ from typing import Any, Concatenate, TypeVar
 import attrs
 
 from presa_trio.server.context import RequestContext
-from presa_trio.server.signatures import Returns
+from presa_trio.server.signatures import Returns, SignatureError
 from presa_trio.wire import models
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequired
@@ -88,24 +88,71 @@ class RegisteredResource:
 
 
 @attrs.frozen
+class TemplatePattern:
+    """What a URI template matches: its regex, and its variables in group order."""
+
+    regex: re.Pattern[str]
+    variables: tuple[str, ...]
+
+
+@attrs.frozen
 class RegisteredTemplate:
     template: models.ResourceTemplate
-    pattern: re.Pattern[str]
+    pattern: TemplatePattern
     handler: TemplateHandler
 
     def match(self, uri: str) -> dict[str, str] | None:
-        found = self.pattern.fullmatch(uri)
-        return None if found is None else found.groupdict()
+        found = self.pattern.regex.fullmatch(uri)
+        if found is None:
+            return None
+        return dict(zip(self.pattern.variables, found.groups(), strict=True))
 
 
-def template_pattern(uri_template: str) -> re.Pattern[str]:
-    """RFC 6570 level 1: each ``{var}`` matches one non-empty path segment."""
-    parts = re.split(r"\{([A-Za-z0-9_]+)\}", uri_template)
-    regex = "".join(
-        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)"
-        for index, part in enumerate(parts)
-    )
-    return re.compile(regex)
+#: One expression of a URI template, braces included (RFC 6570 §2.2).
+EXPRESSION = re.compile(r"\{[^{}]*\}")
+#: A level-1 expression: one variable name (RFC 6570 §2.3 ``varname``).
+LEVEL_ONE = re.compile(
+    r"\{((?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+(?:\.(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+)*)\}"
+)
+
+
+def template_pattern(uri_template: str) -> TemplatePattern:
+    """RFC 6570 level 1: each ``{var}`` matches one non-empty path segment.
+
+    A variable named twice matches the same text both times. Any other
+    expression (an operator such as ``{+path}`` or ``{?q}``, a list of
+    variables, a modifier) or a stray brace is refused, a one-line
+    :class:`SignatureError`: the template would be listed, and no URI
+    would ever match it.
+    """
+    where = f"resource template {uri_template!r}"
+    variables: list[str] = []
+    regex: list[str] = []
+    position = 0
+    for expression in EXPRESSION.finditer(uri_template):
+        regex.append(literal(where, uri_template[position : expression.start()]))
+        level_one = LEVEL_ONE.fullmatch(expression.group())
+        if level_one is None:
+            raise SignatureError(
+                f"{where}: {expression.group()!r} is not an expression presa matches; "
+                "write {name} (RFC 6570 level 1)"
+            )
+        name = level_one.group(1)
+        if name in variables:
+            regex.append(f"(?P=v{variables.index(name)})")
+        else:
+            regex.append(f"(?P<v{len(variables)}>[^/?#]+)")
+            variables.append(name)
+        position = expression.end()
+    regex.append(literal(where, uri_template[position:]))
+    return TemplatePattern(re.compile("".join(regex)), tuple(variables))
+
+
+def literal(where: str, text: str) -> str:
+    """The regex of a template's text between expressions; a brace there is refused."""
+    if "{" in text or "}" in text:
+        raise SignatureError(f"{where}: a brace outside a {{name}} expression in {text!r}")
+    return re.escape(text)
 
 
 @attrs.frozen

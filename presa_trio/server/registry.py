@@ -242,6 +242,7 @@ class Server:
                 signature.returns,
                 read_needs(tool_name, needs),
             )
+            self.notify_tools_list_changed()
             return handler
 
         return register
@@ -275,6 +276,7 @@ class Server:
                 mime_type=mime_type,
             )
             self.resources[uri] = RegisteredResource(resource, call)
+            self.notify_resources_list_changed()
             return handler
 
         return register
@@ -306,6 +308,7 @@ class Server:
             self.templates.append(
                 RegisteredTemplate(template, template_pattern(uri_template), call)
             )
+            self.notify_resources_list_changed()
             return handler
 
         return register
@@ -349,6 +352,7 @@ class Server:
                 arguments=listed or None,
             )
             self.prompts[prompt.name] = RegisteredPrompt(prompt, signature.handler)
+            self.notify_prompts_list_changed()
             return handler
 
         return register
@@ -408,6 +412,9 @@ class Server:
             yield registered.tool
 
     # --- change notifications (subscriptions) ----------------------------------
+    # Registering announces itself: a server may be served already, and it
+    # advertises ``listChanged`` (tools, prompts, resources §List Changed
+    # Notification). Before then no stream listens, and the bus drops it.
 
     def notify_tools_list_changed(self) -> None:
         self.changes.publish(Change("notifications/tools/list_changed"))

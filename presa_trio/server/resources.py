@@ -81,7 +81,7 @@ async def read_resource(
     registered = server.resources.get(uri)
     if registered is not None:
         rounds.open_round(ctx, params, target)
-        output = await registered.handler(ctx)
+        output = await rounds.asked(registered.handler(ctx))
         mime_type = registered.resource.mime_type
     else:
         found = server.find_template(uri)
@@ -89,7 +89,7 @@ async def read_resource(
             raise not_found(uri)
         template, variables = found
         rounds.open_round(ctx, params, target)
-        output = await template.handler(ctx, variables)
+        output = await rounds.asked(template.handler(ctx, variables))
         mime_type = template.template.mime_type
     if isinstance(output, InputRequired):
         return rounds.close_round(ctx, output, target)

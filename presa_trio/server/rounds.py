@@ -4,7 +4,8 @@ Handlers never see tokens. On the way in, :func:`open_round` validates
 ``inputResponses`` and opens ``requestState`` (verifying its signature,
 expiry and binding to this very request and caller). On the way out, :func:`close_round`
 checks every input request against the capabilities this request declared
-and seals the handler's state. Which methods may answer ``input_required``
+and seals the handler's state; :func:`asked` turns a prompt's or a resource's
+pending ``ask`` into the round to close. Which methods may answer ``input_required``
 at all is a column of the method table (``Method.may_ask``), enforced by the
 dispatcher.
 
@@ -14,15 +15,18 @@ Spec: 2026-07-28 basic/patterns/mrtr §InputResponses, §Server Requirements (Ba
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import attrs
 
 from presa_trio.auth.principal import access_scope
 from presa_trio.server.context import RequestContext
 from presa_trio.wire.errors import MissingRequiredClientCapability
-from presa_trio.wire.mrtr import InputRequired, parse_input_responses
+from presa_trio.wire.mrtr import InputPending, InputRequired, parse_input_responses
 from presa_trio.wire.request_state import Binding, canonical_digest
+
+Output = TypeVar("Output")
 
 
 @attrs.frozen
@@ -50,6 +54,22 @@ def open_round(ctx: RequestContext, params: dict[str, Any], target: RoundTarget)
     token = params.get("requestState")
     if token is not None:
         ctx.state = ctx.server.sealer.open(token, target.binding(ctx), ctx.server.clock())
+
+
+async def asked(output: Awaitable[Output]) -> Output | InputRequired:
+    """What a prompt or resource handler returned, or the round its ``ask`` left open.
+
+    ``ctx.ask`` (and ``ctx.elicit`` over it) raises
+    :class:`~presa_trio.wire.mrtr.InputPending` until every answer is in; on
+    ``prompts/get`` and ``resources/read``, which may answer
+    ``input_required`` as ``tools/call`` does (mrtr §Supported Requests),
+    that is the round to close. The tools boundary maps it with the rest of
+    what a tool may raise (:func:`~presa_trio.server.tools.tool_outcome`).
+    """
+    try:
+        return await output
+    except InputPending as pending:
+        return pending.needed
 
 
 def close_round(ctx: RequestContext, needed: InputRequired, target: RoundTarget) -> dict[str, Any]:

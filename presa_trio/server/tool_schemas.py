@@ -1,11 +1,12 @@
 """A tool's schemas at registration, compiled once.
 
-Spec: 2026-07-28 server/tools §Tool; basic/index §JSON Schema Usage.
+Spec: 2026-07-28 server/tools §Tool, §x-mcp-header; basic/index §JSON Schema Usage.
 """
 
 from __future__ import annotations
 
 from presa_trio.wire import models
+from presa_trio.wire.headers import header_problem
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
 
 
@@ -16,11 +17,17 @@ def compile_tool_schemas(tool: models.Tool) -> tuple[CompiledSchema, CompiledSch
     ``type: "object"`` (schema.ts ``Tool.inputSchema``); both schemas follow
     basic/index §JSON Schema Usage (see :mod:`presa_trio.wire.schemas`).
     A schema presa cannot validate with raises :class:`SchemaError` here,
-    so the mistake shows when the server is built, not on the first call.
+    so the mistake shows when the server is built, not on the first call;
+    so does an ``x-mcp-header`` that breaks its constraints, since every
+    client over Streamable HTTP MUST then leave the tool out of ``tools/list``
+    (server/tools §x-mcp-header).
     """
     role = f"tool {tool.name!r}: inputSchema"
     if not isinstance(tool.input_schema, dict) or tool.input_schema.get("type") != "object":
         raise SchemaError(f'{role} must be an object schema with "type": "object"')
+    problem = header_problem(tool.input_schema)
+    if problem is not None:
+        raise SchemaError(f"{role}: {problem}")
     arguments = CompiledSchema.compile(tool.input_schema, role=role)
     if tool.output_schema is None:
         return arguments, None

@@ -75,9 +75,11 @@ class WorkerContext(RequestContext):
 
         If the wait ends early by the tool's own doing (its timeout), the
         keys still outstanding are withdrawn, so the task never shows
-        requests nobody waits for. That write is shielded, bounded, and
-        ended by a stop (:meth:`Worker.shielded`). A wait ended by the
-        task's own stop (cancel, TTL, lease loss, shutdown) writes nothing:
+        requests nobody waits for; so are they when that cancel reaches the
+        write of the requests, which may have committed all the same. The
+        withdrawal is shielded, bounded, and ended by a stop
+        (:meth:`Worker.shielded`). A wait ended by the task's own stop
+        (cancel, TTL, lease loss, shutdown) writes nothing:
         the task's state is not the worker's to change then.
         """
         require_allowed(requests, self.capabilities)
@@ -87,7 +89,14 @@ class WorkerContext(RequestContext):
             return Answers({})
         worker = self.worker
         keys = tuple(requests)
-        await self.writer.write(worker, asking(requests, rerun=worker.rerun))
+        try:
+            await self.writer.write(worker, asking(requests, rerun=worker.rerun))
+        except trio.Cancelled:
+            # A store may commit a write and still raise the cancel that reached
+            # its call (PostgreSQL's caller does not learn which): the requests
+            # may be on the task, and nobody will wait for them.
+            await self._withdraw(keys)
+            raise
         del requests
         if not worker.expect(keys):
             await trio.sleep(0)  # every key answered already: still a checkpoint
@@ -99,10 +108,21 @@ class WorkerContext(RequestContext):
             answered = True
         finally:
             worker.forget(keys)
-            if not (answered or worker.stopped()):
-                with worker.shielded(WRITE_GRACE):
-                    await self.writer.write(worker, withdrawing(keys))
+            if not answered:
+                await self._withdraw(keys)
         return Answers(worker.answers(keys))
+
+    async def _withdraw(self, keys: tuple[str, ...]) -> None:
+        """Withdraw ``keys`` nobody waits for any more, unless the task was stopped.
+
+        Shielded from the cancel that ended the wait, bounded, and ended by
+        a stop (:meth:`Worker.shielded`); a withdrawal of keys not
+        outstanding changes nothing.
+        """
+        worker = self.worker
+        if not worker.stopped():
+            with worker.shielded(WRITE_GRACE):
+                await self.writer.write(worker, withdrawing(keys))
 
     async def set_status_message(self, message: str) -> None:
         """The task's ``statusMessage`` until its status changes; the status stays.

@@ -350,7 +350,9 @@ class TaskEventLog:
 
         Started once listening; then every stream reads its log again:
         appends made before (a watch that starts again after a failure)
-        were announced to nobody.
+        were announced to nobody. The store's watch runs in this run's
+        nursery: its failure ends this run, which its keeper starts again
+        (:func:`~presa_trio.tasks.housekeeping.keep_running`).
         """
         async with trio.open_nursery() as nursery:
             await nursery.start(store.watch_events, self.wake)

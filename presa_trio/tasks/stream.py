@@ -90,6 +90,11 @@ async def stream_events(
     ``{}`` once its access token lapses (spec-notes §49). The task's own
     changes come off the server's bus: theirs is the only topic about
     ``(scope, task_id)`` (:meth:`~presa_trio.tasks.extension.TasksExtension.publish`).
+
+    Failure policy of the stream's nursery: its helpers (the wake-ups, the
+    token's watch) only end the stream, normally; what the delivery raises
+    ends the request and the helpers with it: a spec error or a store's as
+    itself, anything else as -32603.
     """
     events, runner = extension.events, extension.runner
     assert events is not None

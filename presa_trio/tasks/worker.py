@@ -163,11 +163,19 @@ class Move:
     """A pure move of the state machine, given the task and the time (epoch ms).
 
     ``what`` names what the move writes ("the task's result"), for the
-    error of a task whose write the store refused.
+    error of a task whose write the store refused. ``again`` is the move to
+    try once a try may have committed unseen (the store unavailable, its
+    answer lost), for a move that would refuse its own write: None when
+    the move, applied twice, changes nothing the second time.
     """
 
     what: str
     apply: Callable[[Task, int], Task]
+    again: Callable[[Task, int], Task] | None = None
+
+    def retried(self) -> Move:
+        """The move to try after a try that may have committed unseen."""
+        return self if self.again is None else Move(self.what, self.again)
 
 
 def _not_json(value: Any) -> Any:
@@ -210,11 +218,20 @@ def asking(requests: Mapping[str, InputRequest], *, rerun: bool) -> Move:
     The task holds the request objects themselves, which write their wire
     form when the task is read or stored: the tool's frame keeps them alive
     while it waits anyway. A re-run asks only what its first run did not
-    (:func:`resume_input`).
+    (:func:`resume_input`); so does a write tried again after one that may
+    have committed unseen, which must not refuse its own requests.
     """
+
+    def resume(task: Task, now_ms: int) -> Task:
+        return resume_input(task, requests, now_ms)
+
     if rerun:
-        return Move("the task's input requests", lambda t, now: resume_input(t, requests, now))
-    return Move("the task's input requests", lambda t, now: model.request_input(t, requests, now))
+        return Move("the task's input requests", resume)
+    return Move(
+        "the task's input requests",
+        lambda t, now: model.request_input(t, requests, now),
+        again=resume,
+    )
 
 
 def withdrawing(keys: tuple[str, ...]) -> Move:

@@ -10,7 +10,9 @@ one policy, by the store's classification
 ================= ========================================================
 the store says    the worker's write
 ================= ========================================================
-unavailable       waits and tries again (:class:`~presa_trio.tasks.backoff.Backoff`)
+unavailable       waits and tries again (:class:`~presa_trio.tasks.backoff.Backoff`);
+                  a try may have committed unseen, so the next one does
+                  not refuse its own write (:meth:`~presa_trio.tasks.worker.Move.retried`)
 refused data      the task is ``failed``: "Could not store <what>: <why>"
 a defect, or      the task is ``failed`` with -32603 and an incident id;
 anything else     the traceback is logged under that id
@@ -23,21 +25,6 @@ failure write that itself cannot be stored stops the worker too: the task
 keeps its lease until it lapses, and recovery then claims it (run again,
 or ``failed`` as interrupted).
 
-the store says    the tool's emit
-================= ========================================================
-unavailable       waits and tries again, the same way, until the store
-                  timeout has passed since it began; then
-                  :class:`~presa_trio.server.context.EmitFailed`
-                  (``maybe_stored``: its answer was lost, so it may be in the log)
-refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
-defect, or        a defect's traceback is logged under an incident id
-anything else
-the log is closed the emit returns: the task has ended, its worker stops
-================= ========================================================
-
-The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
-any exception of the job.
-=======
 With task event streams on (:attr:`StoreWriter.events`), every write
 carries the task's life events into its compare-and-set, which appends
 them in the same transaction
@@ -195,6 +182,8 @@ class StoreWriter:
                 worker.stop("lease lost")
             except StoreUnavailable as error:
                 log.warning("task %s: write waits for the store: %s", worker.task_id, error)
+                # It may have committed, its answer lost: the next try must not refuse it.
+                move = move.retried()
                 await backoff.wait()
                 continue
             except IllegalTransition:

@@ -21,6 +21,7 @@ from presa_trio.wire.envelope import (
     Notification,
     Request,
     RequestId,
+    is_response,
     parse_json,
     parse_message,
     readable_id,
@@ -39,10 +40,17 @@ class AdmittedRequest:
 
 @attrs.frozen
 class Refused:
-    """A body that failed a rung: the error to answer, with the id when it was readable."""
+    """A body that failed a rung: the error to answer, with the id when it was readable.
+
+    ``response`` says the body was a response, whose id names a request of
+    the server's, not the client's: an edge whose answers share one channel
+    (stdio) must not echo it, or the client could take the refusal for the
+    answer to its own request of that id.
+    """
 
     request_id: RequestId | None
     error: McpError
+    response: bool = False
 
 
 Admission = AdmittedRequest | Notification | Refused
@@ -51,6 +59,7 @@ Admission = AdmittedRequest | Notification | Refused
 def admit(body: bytes) -> Admission:
     """Climb rungs 6–8 for one body; the first failing rung is the answer."""
     request_id: RequestId | None = None
+    decoded = None
     try:
         decoded = parse_json(body)
         request_id = readable_id(decoded)
@@ -59,4 +68,4 @@ def admit(body: bytes) -> Admission:
             return message
         return AdmittedRequest(message, RequestMeta.from_params(message.params))
     except McpError as error:
-        return Refused(request_id, error)
+        return Refused(request_id, error, response=is_response(decoded))

@@ -213,6 +213,11 @@ def readable_id(message: Any) -> RequestId | None:
     return None
 
 
+def is_response(message: Any) -> bool:
+    """Whether a decoded message is a response (it has ``result`` or ``error``)."""
+    return isinstance(message, dict) and ("result" in message or "error" in message)
+
+
 def parse_message(message: Any) -> Request | Notification:
     """Turn a decoded JSON value into a request or a notification (rung 7).
 
@@ -223,7 +228,7 @@ def parse_message(message: Any) -> Request | Notification:
         raise InvalidRequest("Expected a single JSON-RPC request object")
     if message.get("jsonrpc") != "2.0":
         raise InvalidRequest('jsonrpc must be "2.0"')
-    if "result" in message or "error" in message:
+    if is_response(message):
         raise InvalidRequest("The server does not accept responses")
     method = message.get("method")
     if not isinstance(method, str):

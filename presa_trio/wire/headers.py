@@ -4,7 +4,9 @@ Over Streamable HTTP a request repeats parts of its body in headers so that
 proxies can route without parsing JSON: ``MCP-Protocol-Version``,
 ``Mcp-Method``, ``Mcp-Name`` and one ``Mcp-Param-<Name>`` for each tool
 argument whose schema carries ``x-mcp-header``. This module says how each is
-written; the server's check of them is :mod:`presa_trio.http.mirrored`, the
+written, and which ``x-mcp-header`` annotations are valid (the server
+refuses a tool with another at registration, a client leaves it out); the
+server's check of the headers is :mod:`presa_trio.http.mirrored`, the
 clients are :mod:`presa_trio.client` and :mod:`presa_trio.testing`.
 
 Spec: 2026-07-28 basic/transports/streamable-http §Standard Request Headers,
@@ -15,7 +17,8 @@ Spec: 2026-07-28 basic/transports/streamable-http §Standard Request Headers,
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import string
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from presa_trio.wire.meta import PROTOCOL_VERSION
@@ -71,6 +74,57 @@ def lookup(arguments: Any, path: tuple[str, ...]) -> Any:
             return None
         arguments = arguments.get(key)
     return arguments
+
+
+#: RFC 9110 §5.6.2 ``tchar``: what a header field name is made of.
+TCHAR = frozenset(string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~")
+#: The types a mirrored parameter may have (``number`` is not one of them).
+HEADER_TYPES = frozenset({"string", "integer", "boolean"})
+#: The keywords whose values are instances, not schemas (JSON Schema 2020-12
+#: Validation §6.1.2, §6.1.3, §9.2, §9.5): nothing in them is an annotation.
+INSTANCE_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
+
+
+def header_annotations(node: Any, reachable: bool = True) -> Iterator[tuple[Any, JSONObject, bool]]:
+    """Every ``x-mcp-header`` below the schema ``node``: its value, the schema carrying
+    it, and whether that schema is reached from the root through ``properties`` alone."""
+    if not isinstance(node, dict):
+        return
+    for key, child in node.items():
+        if key in INSTANCE_KEYWORDS:
+            continue
+        if key == "properties" and isinstance(child, dict):
+            for schema in child.values():
+                yield from carried(schema, reachable)
+        else:
+            for schema in child if isinstance(child, list) else [child]:
+                yield from carried(schema, reachable=False)
+
+
+def carried(schema: Any, reachable: bool) -> Iterator[tuple[Any, JSONObject, bool]]:
+    """The annotation ``schema`` itself carries, if any, then those below it."""
+    if isinstance(schema, dict):
+        if "x-mcp-header" in schema:
+            yield schema["x-mcp-header"], schema, reachable
+        yield from header_annotations(schema, reachable)
+
+
+def header_problem(schema: Any) -> str | None:
+    """Why ``schema``'s ``x-mcp-header`` annotations are invalid, or None when they are not."""
+    seen: set[str] = set()
+    for name, carrier, reachable in header_annotations(schema):
+        if not isinstance(name, str) or not name:
+            return f"x-mcp-header {name!r} is not a non-empty string"
+        if not set(name) <= TCHAR:
+            return f"x-mcp-header {name!r} is not an HTTP field-name token"
+        if name.lower() in seen:
+            return f"x-mcp-header {name!r} is not unique (ignoring case)"
+        seen.add(name.lower())
+        if carrier.get("type") not in HEADER_TYPES:
+            return f"x-mcp-header {name!r} is on a parameter of type {carrier.get('type')!r}"
+        if not reachable:
+            return f"x-mcp-header {name!r} is not reached from the root through properties"
+    return None
 
 
 def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:

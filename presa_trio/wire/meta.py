@@ -17,6 +17,14 @@ from presa_trio.wire.errors import InvalidParams, UnsupportedProtocolVersion
 
 PROTOCOL_VERSION: Final = "2026-07-28"
 SUPPORTED_VERSIONS: Final = (PROTOCOL_VERSION,)
+#: Said in every refusal of a request that names no version of its own, and
+#: in the -32601 of ``initialize``: a client of the ``initialize`` era (which
+#: never sends the modern ``_meta``) has no other way to learn them
+#: (versioning §Backward Compatibility with Initialization-Based Versions:
+#: SHOULD, "any error it returns to an initialize request").
+SUPPORTED_NAMED: Final = "supported protocol versions: " + ", ".join(SUPPORTED_VERSIONS)
+#: The request that opened a session in the earlier revisions; 2026-07-28 has none.
+HANDSHAKE: Final = "initialize"
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
@@ -86,17 +94,20 @@ class RequestMeta:
         """Validate the shape of ``params._meta`` (basic/index §_meta; rung 8 of spec-notes §10).
 
         Missing ``_meta``, ``protocolVersion`` or ``clientCapabilities`` is
-        -32602 (runner server-stateless/sep-2575-request-meta-invalid-*).
+        -32602 (runner server-stateless/sep-2575-request-meta-invalid-*);
+        a request that names no version, a legacy ``initialize`` among them
+        (with or without a ``_meta`` of its era), is told the supported ones.
         Whether the version is *supported* is a later rung: see
         :func:`require_supported_version`.
         """
         meta = params.get("_meta")
         if not isinstance(meta, dict):
-            supported = ", ".join(SUPPORTED_VERSIONS)
-            raise InvalidParams(f"Missing params._meta; supported protocol versions: {supported}")
+            raise InvalidParams(f"Missing params._meta; {SUPPORTED_NAMED}")
         version = meta.get(META_PROTOCOL_VERSION)
         if not isinstance(version, str):
-            raise InvalidParams(f"params._meta must carry a string '{META_PROTOCOL_VERSION}'")
+            raise InvalidParams(
+                f"params._meta must carry a string '{META_PROTOCOL_VERSION}'; {SUPPORTED_NAMED}"
+            )
         capabilities = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(capabilities, dict):
             raise InvalidParams(f"params._meta must carry an object '{META_CLIENT_CAPABILITIES}'")

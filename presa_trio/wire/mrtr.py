@@ -107,7 +107,8 @@ class InputPending(Exception):
 
     The tools boundary (:func:`presa_trio.server.tools.tool_outcome`) turns
     it into the ``input_required`` result it carries, however deep in the
-    tool's nurseries it was raised.
+    tool's nurseries it was raised; ``prompts/get`` and ``resources/read``
+    do too (:func:`presa_trio.server.rounds.asked`).
     """
 
     def __init__(self, needed: InputRequired) -> None:

@@ -4,6 +4,7 @@ against a server built with the official Python SDK's ``MCPServer``."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -56,6 +57,25 @@ async def test_stdio_elicitation_multi_round_and_task(tmp_path: Path) -> None:
     assert {"tools/list", "tools/call", "tasks/update"} <= set(methods)
     rendered = await client("transcript", str(record))
     assert "`tasks/update`" in rendered.stdout
+
+
+async def test_a_stdio_task_left_waiting_names_the_command_that_answers_it(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (docs/client.md, Answers): the line that ends a call over stdio
+    with no answer to give says how to answer the task later, and that command,
+    run as written (its ``…`` the answer), reaches the same server and answers."""
+    server = ["--", sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    server += ["--store", f"sqlite:///{tmp_path / 'tasks.db'}"]
+    waiting = await client("call", "--stdio", "confirm_delete", *server)
+    assert waiting.status == 2
+    later = waiting.error().split("; the task waits: ")[1]
+    answer = '{"action":"accept","content":{"confirm":true}}'
+    program, *words = shlex.split(later.replace("…", shlex.quote(f"confirm-delete={answer}")))
+    assert program == "presa-trio"
+    answered = await client(*words)
+    assert answered.status == 0, answered.stderr
+    assert "answered confirm-delete" in answered.stderr
 
 
 async def test_stdio_read_and_prompt() -> None:

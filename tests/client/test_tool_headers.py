@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from presa_trio.client.tool_headers import header_problem, usable_tools
+from presa_trio.client.tool_headers import usable_tools
+from presa_trio.wire.headers import header_problem
 
 
 def schema(**properties: Any) -> dict[str, Any]:
@@ -58,6 +59,20 @@ def test_valid_annotations_nested_through_properties_pass() -> None:
     )
     assert header_problem(nested) is None
     assert header_problem({"type": "object"}) is None
+
+
+def test_values_in_instance_keywords_are_no_annotations() -> None:
+    """An object held by ``const``, ``default``, ``enum`` or ``examples`` is an instance,
+    not a schema: a key ``x-mcp-header`` in it annotates nothing."""
+    instance = {"x-mcp-header": "Not a header"}
+    value = {
+        "type": "object",
+        "const": instance,
+        "default": instance,
+        "enum": [instance],
+        "examples": [instance],
+    }
+    assert header_problem(schema(value=value)) is None
 
 
 def test_only_the_invalid_tools_are_left_out_each_with_a_warning() -> None:

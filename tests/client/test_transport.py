@@ -8,14 +8,16 @@ httpx's ASGI transport; what the client gets is asserted message by message.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
 import pytest
+import trio
 
 from presa_trio.client.errors import ProtocolFailure
-from presa_trio.client.transport import HttpTransport
+from presa_trio.client.transport import HttpTransport, open_stdio
 
 URL = "http://peer.test/mcp"
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
@@ -60,3 +62,22 @@ async def test_a_stream_that_ends_before_its_response_is_a_protocol_failure() ->
     response; HTML §9.2.5: an event the stream ends inside is not dispatched)."""
     with pytest.raises(ProtocolFailure, match="without a response"):
         await replies_of([b"data: " + json.dumps(RESULT).encode() + b"\n"], 1)
+
+
+async def test_a_cancelled_stdio_exchange_with_a_server_that_reads_nothing_ends() -> None:
+    """presa-defined (the client's stdio transport: a request the client stops waiting
+    for is cancelled with ``notifications/cancelled``, basic/patterns/cancellation):
+    with a server that reads nothing, whose input pipe is full, that notice cannot be
+    written; the shielded write of it is bounded, so the exchange still ends and the
+    server is stopped, rather than the client hanging for ever."""
+    child = [sys.executable, "-c", "import time; time.sleep(3600)"]
+    blob = "x" * (1 << 20)  # more than any pipe holds
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"blob": blob}}
+    gave_up = False
+    async with open_stdio(child) as transport:
+        with trio.move_on_after(0.5) as waiting:
+            async with transport.exchange(request, {}) as replies:
+                await replies.next()
+        gave_up = waiting.cancelled_caught
+        transport.process.kill()  # it would not exit on its closed input either
+    assert gave_up

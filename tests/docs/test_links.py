@@ -4,12 +4,16 @@ A link's anchor is checked against the headings of the page it names, as
 GitHub makes them: the heading's text, lower-cased, without punctuation but
 for ``-`` and ``_``, spaces made hyphens, a repeated heading numbered
 (``-1``, ``-2``). Headings and links inside fenced code blocks do not count.
+A test a page cites by its node id (``tests/…/test_x.py::test_name``) is
+checked to be defined in that file.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -86,3 +90,45 @@ def test_the_checker_finds_a_broken_anchor(tmp_path: Path) -> None:
         "```\n# not a heading\n[e](#not-a-heading)\n```\n"
     )
     assert broken(page) == ["#nowhere: no such heading in page.md", "gone.md: no such file"]
+
+
+#: A test named by its node id, ``tests/http/test_health.py::test_readyz_is_503_while_draining``.
+NODE_ID = re.compile(r"((?:tests|bench|conformance)/[\w/]+\.py)::(\w+)")
+
+
+@cache
+def defined_names(path: Path) -> set[str]:
+    """The functions, classes and module-level names a Python file defines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            found.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    return found
+
+
+def missing_tests(text: str) -> list[str]:
+    return [
+        f"{file}::{name}"
+        for file, name in NODE_ID.findall(text)
+        if not (ROOT / file).exists() or name not in defined_names(ROOT / file)
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_test_a_page_cites_exists(page: Path) -> None:
+    """presa-defined (docs/, README.md): a test named by its node id
+    (``file.py::test_name``) is defined in that file, so "shown by" leads to it."""
+    assert missing_tests(page.read_text(encoding="utf-8")) == []
+
+
+def test_the_checker_finds_a_test_that_is_gone() -> None:
+    """presa-defined: the check reads node ids and fails on a renamed test."""
+    here = "tests/docs/test_links.py"
+    assert missing_tests(f"`{here}::test_every_test_a_page_cites_exists`, `{here}::gone`") == [
+        f"{here}::gone"
+    ]

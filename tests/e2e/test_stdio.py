@@ -8,6 +8,7 @@ test closes stdin to end the server and then requires a clean exit.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -240,3 +241,117 @@ async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() 
         "presa_trio.stdio: the server cannot run: RuntimeError: the runner lost its store for good"
     )
     assert not any("<frozen runpy>" in line for line in lines)
+
+
+async def test_stdout_carries_only_messages_whatever_the_server_prints() -> None:
+    """Spec-mandated (basic/transports/stdio: the server MUST NOT write anything to its
+    stdout that is not a valid MCP message; it MAY log to stderr): what a server prints
+    as it is imported, what a tool prints (flushed or not) and what a child process
+    writes to the stdout it inherits all go to stderr; a child that reads the stdin it
+    inherits finds nothing there, and takes none of the client's messages."""
+    command = [
+        *[sys.executable, "-m", "presa_trio", "stdio", "tests.e2e.printing_server:server"],
+        *["--log-level", "WARNING"],
+    ]
+    tools = [("stray", 1), ("read_stdin", 2)]
+    lines = b"".join(
+        json.dumps(request("tools/call", {"name": name}, request_id=n)).encode() + b"\n"
+        for name, n in tools
+    )
+    discover = json.dumps(request("server/discover", request_id=3)).encode() + b"\n"
+    with trio.fail_after(20):
+        ran = await trio.run_process(
+            command, stdin=lines + discover, capture_stdout=True, capture_stderr=True
+        )
+    answers = {m["id"]: m for m in map(json.loads, ran.stdout.splitlines())}
+    assert answers[1]["result"]["content"][0]["text"] == "done"
+    assert answers[2]["result"]["content"][0]["text"] == "0 0"
+    assert answers[3]["result"]["resultType"] == "complete"
+    for printed in [
+        "printed while the server module was imported",
+        "printed by a tool, flushed",
+        "printed by a tool, left in the buffer",
+        "written by a child process",
+    ]:
+        assert printed in ran.stderr.decode()
+
+
+@pytest.mark.parametrize(("closing", "name"), [("<&-", "stdin"), (">&-", "stdout")])
+async def test_a_closed_stdin_or_stdout_stops_the_start_in_one_line(
+    closing: str, name: str
+) -> None:
+    """presa-defined (cli/main.py: an operator's mistake is one line and status 2): a
+    ``presa-trio stdio`` started without stdin or without stdout says which is missing,
+    with no traceback."""
+    command = [sys.executable, "-m", "presa_trio", "stdio"]
+    shell = ["sh", "-c", f'exec "$@" {closing}', "sh", *command]
+    with trio.fail_after(20):
+        ran = await trio.run_process(shell, capture_stderr=True, check=False)
+    assert ran.returncode == 2
+    assert ran.stderr.decode().splitlines() == [
+        f"presa-trio: error: {name} is not open; stdio serves on stdin and stdout"
+    ]
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "with-a-request-in-flight"])
+async def test_ctrl_c_stops_the_server_with_status_130_and_no_traceback(busy: bool) -> None:
+    """presa-defined (cli/main.py: Ctrl-C exits 130): SIGINT, as a terminal sends it to
+    ``presa-trio stdio`` and to every process of its group, stops the server at once,
+    idle or with a request in flight, with status 130 and without a traceback; the
+    request is not answered."""
+    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, check=False, **pipes)
+        )
+        peer = StdioPeer(process)
+        with trio.fail_after(20):
+            await peer.call("server/discover", {}, 1)
+            if busy:
+                slow = {"name": "slow_compute", "arguments": {"seconds": 60}}
+                await peer.send(request("tools/call", slow, request_id=2))
+            process.send_signal(signal.SIGINT)
+            while await peer.next_message() is not None:
+                pass
+            status = await process.wait()
+            assert process.stderr is not None
+            stderr = b""
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    assert status == 130
+    assert b"Traceback" not in stderr
+    assert [m["id"] for m in peer.received] == [1]
+
+
+async def test_a_client_that_closes_stdout_stops_the_server() -> None:
+    """presa-defined (stdio.py: a closed stdout stops the server): once the client has
+    closed its end of stdout, the next answer meets a broken pipe and the server exits,
+    status 0, with stdin still open and a listen in flight, saying why on stderr and
+    without a traceback."""
+    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, check=False, **pipes)
+        )
+        peer = StdioPeer(process)
+        listen = {"notifications": {"toolsListChanged": True}}
+        with trio.fail_after(20):
+            await peer.send(request("subscriptions/listen", listen, request_id="L"))
+            await peer.next_message()
+            assert process.stdout is not None
+            await process.stdout.aclose()
+            await peer.send(request("server/discover", request_id=1))
+            status = await process.wait()
+            assert process.stderr is not None
+            stderr = b""
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    assert status == 0
+    assert stderr.decode().splitlines()[-1].endswith("presa_trio.stdio: stdout is closed; stopping")
+    assert b"Traceback" not in stderr

@@ -30,6 +30,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.logs import JsonLines, TextLines
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, headers_for, meta, request, running
+from presa_trio.testing.driver import http_scope
 
 FIELDS = ("status", "bytes", "ms", "mcp_method", "mcp_name", "jsonrpc_error", "incident")
 
@@ -177,6 +178,37 @@ async def test_a_filter_on_the_logger_sees_every_record(logged: McpClient, kept:
     finally:
         logger.removeFilter(dropping)
     assert kept.records == []
+
+
+async def test_an_exchange_that_ends_before_its_response_has_no_status(kept: Kept) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): a client that goes away
+    before any response began still leaves its line, with ``status=None bytes=0``."""
+    began = trio.Event()
+    served = Server("access", "1.0.0")
+
+    @served.tool(description="Waits until its call is cancelled.")
+    async def wait(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        began.set()
+        await trio.sleep_forever()
+
+    app = McpApp.for_server(served)
+    message = request("tools/call", {"name": "wait", "arguments": {}})
+    pending = [json.dumps(message).encode()]
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        await began.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(event: dict[str, Any]) -> None:
+        raise AssertionError(f"nothing is sent to a client that went away: {event}")
+
+    async with running(app):
+        await AccessLog(app)(http_scope(headers_for(message)), receive, send)  # type: ignore[arg-type]
+    (record,) = kept.records
+    assert (record.status, record.bytes) == (None, 0)  # type: ignore[attr-defined]
+    assert "POST /mcp status=None bytes=0 ms=" in record.getMessage()
 
 
 #: A clock reading whose milliseconds are exact in binary: both routes read ``time.time``.

@@ -535,15 +535,39 @@ async def test_incomplete_meta_is_invalid_params_400(
     await assert_still_serving(client)
 
 
-async def test_a_legacy_initialize_without_meta_names_the_supported_versions(
-    client: McpClient,
+#: What a client of the initialize era sends, beside the modern ``_meta`` it never sends.
+LEGACY_INITIALIZE = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "legacy", "version": "1.0.0"},
+}
+#: A W3C trace context, as instrumented clients put it in any request's ``_meta``.
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize(
+    ("params", "headers"),
+    [
+        ({}, {}),
+        (LEGACY_INITIALIZE, {"mcp_protocol_version": None, "mcp_method": None}),
+        ({**LEGACY_INITIALIZE, "_meta": {"progressToken": 1}}, {}),
+        ({**LEGACY_INITIALIZE, "_meta": {"traceparent": TRACEPARENT}}, {}),
+        ({**LEGACY_INITIALIZE, "_meta": None}, {"mcp_protocol_version": "2025-11-25"}),
+    ],
+    ids=["no-params", "2025-11-25-client", "progress-token", "trace-context", "meta-null"],
+)
+async def test_a_legacy_initialize_names_the_supported_versions(
+    client: McpClient, params: dict[str, Any], headers: dict[str, str | None]
 ) -> None:
-    """Spec-mandated (basic/index §_meta; streamable-http §Backward Compatibility: a legacy
-    initialize without _meta fails at rung 8 of spec-notes §10 with 400 and SHOULD name the
-    supported versions; H-14)."""
-    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    error = error_of(await client.post(message, with_headers(message)), 400, INVALID_PARAMS)
-    assert "2026-07-28" in error["message"]
+    """Spec-mandated (versioning §Backward Compatibility with Initialization-Based Versions:
+    a modern-only server SHOULD name its versions in any error to an initialize request;
+    basic/index §_meta; H-14): an initialize of the 2025 era fails at rung 8 of spec-notes
+    §10 with 400, whatever ``_meta`` of its own era it carries, and the message names the
+    supported versions."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    response = await client.post(message, with_headers(message, **headers))
+    error = error_of(response, 400, INVALID_PARAMS)
+    assert error["message"].endswith("supported protocol versions: 2026-07-28")
 
 
 # --- rungs 9 and 11: the protocol version ------------------------------------------
@@ -629,6 +653,18 @@ async def test_removed_and_unknown_methods_are_not_found_404(
     message = request(method, {"uri": "test://static-text"}, request_id=500)
     error_of(await client.post(message, with_headers(message)), 404, METHOD_NOT_FOUND, 500)
     await assert_still_serving(client)
+
+
+async def test_an_initialize_with_modern_meta_is_not_found_and_names_the_versions(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (versioning §Backward Compatibility with Initialization-Based Versions:
+    SHOULD name the versions in any error to an initialize request; streamable-http
+    §Protocol Version Header: an unknown method MUST be 404 -32601; H-14): an initialize
+    that passes rung 8 reaches rung 12, and its -32601 names the supported versions too."""
+    message = request("initialize", LEGACY_INITIALIZE, request_id=500)
+    error = error_of(await client.post(message, with_headers(message)), 404, METHOD_NOT_FOUND, 500)
+    assert error["message"].endswith("supported protocol versions: 2026-07-28")
 
 
 # --- rungs 13 and 14 -----------------------------------------------------------------

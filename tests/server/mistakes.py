@@ -114,6 +114,12 @@ MISTAKES: dict[str, tuple[str, str]] = {
         '    return "rain"\n',
         f"resource template 'note://{{day}}': {SYNC}",
     ),
+    "server.resource_template unmatched expression": (
+        '@server.resource_template("note://{+path}", name="note")\n'
+        "async def note(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "rain"\n',
+        "resource template 'note://{+path}': '{+path}' is not an expression presa matches",
+    ),
     "server.prompt no context": (
         f'{PROMPT}\nasync def haiku(topic: str) -> str:\n    """A haiku."""\n    return topic\n',
         f"prompt 'haiku', parameter 'topic': {NO_CONTEXT} str",

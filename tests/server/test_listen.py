@@ -30,6 +30,7 @@ from tests.expect import error_of, result_of
 ACK = "notifications/subscriptions/acknowledged"
 TOOLS_CHANGED = "notifications/tools/list_changed"
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
@@ -70,6 +71,35 @@ async def test_the_acknowledgement_leaves_out_what_is_not_honoured(client: McpCl
         async with client.stream(listen(wanted)) as stream:
             ack = await stream.next_message()
     assert ack["params"]["notifications"] == {"promptsListChanged": True}
+
+
+def tools_only_app() -> McpApp:
+    """A server that offers tools and nothing else: no prompts, no resources."""
+    server = Server("tools-only", "1.0.0")
+
+    @server.tool(description="Answers ok.")
+    async def ok(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        return "ok"
+
+    return McpApp.for_server(server)
+
+
+async def test_the_acknowledgement_leaves_out_what_the_server_does_not_offer() -> None:
+    """Spec-mandated (schema $defs.SubscriptionsAcknowledgedNotificationParams: only the
+    types the server supports, "e.g., `promptsListChanged` when the server has no
+    prompts"; subscriptions §Acknowledgment): a server without prompts or resources
+    honours none of their notifications, as server/discover offers neither."""
+    wanted = {
+        "toolsListChanged": True,
+        "promptsListChanged": True,
+        "resourcesListChanged": True,
+        "resourceSubscriptions": ["test://static-text"],
+    }
+    async with running(tools_only_app()) as client:
+        with trio.fail_after(5):
+            async with client.stream(listen(wanted)) as stream:
+                ack = await stream.next_message()
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
 
 
 @pytest.mark.parametrize("listen_id", [1_764_000_000_000, "listen-7"], ids=["integer", "string"])
@@ -141,6 +171,37 @@ async def test_resource_updates_arrive_only_for_subscribed_uris(
     assert updated["method"] == "notifications/resources/updated"
     assert updated["params"]["uri"] == "test://static-text"
     assert list_changed["method"] == "notifications/resources/list_changed"
+
+
+async def test_registering_while_served_announces_the_list_change(
+    client: McpClient, app: McpApp
+) -> None:
+    """Spec-mandated (tools, prompts §List Changed Notification: a server declaring
+    listChanged SHOULD notify when the list changes; resources §List Changed
+    Notification): a tool, prompt, resource or template registered while the server
+    is served is announced on the streams that asked, each once."""
+    server = app.dispatcher.server
+    wanted = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+
+    async def late_tool(ctx: RequestContext) -> str:
+        return "late"
+
+    async def late_template(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return "late"
+
+    with trio.fail_after(5):
+        async with client.stream(listen(wanted)) as stream:
+            await stream.next_message()
+            server.tool(description="Late.")(late_tool)
+            assert (await stream.next_message())["method"] == TOOLS_CHANGED
+            server.prompt("late_prompt", description="Late.")(late_tool)
+            assert (await stream.next_message())["method"] == PROMPTS_CHANGED
+            server.resource("test://late", name="late")(late_tool)
+            assert (await stream.next_message())["method"] == RESOURCES_CHANGED
+            server.resource_template("test://late/{n}", name="late-n")(late_template)
+            assert (await stream.next_message())["method"] == RESOURCES_CHANGED
+            await client.call("tools/call", {"name": "test_trigger_tool_change"})
+            assert (await stream.next_message())["method"] == TOOLS_CHANGED
 
 
 async def test_request_scoped_notifications_never_reach_a_listen_stream(

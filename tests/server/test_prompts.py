@@ -81,6 +81,31 @@ async def test_completion_answers_with_a_values_array(client: McpClient) -> None
     assert completion["values"] == []
 
 
+async def test_a_resource_uri_is_a_completion_reference_as_a_template_is() -> None:
+    """Spec-mandated (server/utilities/completion §Reference Types, §CompleteRequest:
+    ``ref/resource`` names a resource URI or a URI template): a concrete resource's URI
+    is a known reference, and its completion handler answers."""
+    server = Server("completing", "1.0.0")
+
+    @server.resource("test://notes", name="notes")
+    async def notes(ctx: RequestContext) -> str:
+        return "notes"
+
+    @server.completion("ref/resource", "test://notes")
+    async def complete_notes(
+        ctx: RequestContext, argument: str, value: str, context: dict[str, str]
+    ) -> models.Completion:
+        return models.Completion(values=[f"{argument}={value}"])
+
+    params = {
+        "ref": {"type": "ref/resource", "uri": "test://notes"},
+        "argument": {"name": "page", "value": "1"},
+    }
+    async with running(McpApp.for_server(server)) as client:
+        completion = result_of(await client.call("completion/complete", params))["completion"]
+    assert completion["values"] == ["page=1"]
+
+
 #: A completion of a prompt the fixture has, which registers no completion handler for it.
 SIMPLE_PROMPT_ARGUMENT = {
     "ref": {"type": "ref/prompt", "name": "test_simple_prompt"},

@@ -58,6 +58,43 @@ async def test_a_template_match_is_read(client: McpClient) -> None:
     assert json.loads(content["text"])["id"] == "123"
 
 
+def variables_server(uri_template: str) -> Server:
+    """One template whose handler answers the variables it was called with, as JSON."""
+    server = Server("variables", "1.0.0")
+
+    @server.resource_template(uri_template, name="echo")
+    async def echo(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return json.dumps(variables, sort_keys=True)
+
+    return server
+
+
+@pytest.mark.parametrize(
+    ("uri_template", "uri", "variables"),
+    [
+        ("note://{day}/{part}", "note://monday/noon", {"day": "monday", "part": "noon"}),
+        ("note://{day.part}", "note://monday", {"day.part": "monday"}),
+        ("note://{2nd}", "note://tuesday", {"2nd": "tuesday"}),
+        ("note://{day}/{day}", "note://monday/monday", {"day": "monday"}),
+        ("note://{day}/{day}", "note://monday/friday", None),
+    ],
+    ids=["two", "dotted-name", "digit-first", "twice-same", "twice-different"],
+)
+async def test_a_template_matches_every_level_one_variable_name(
+    uri_template: str, uri: str, variables: dict[str, str] | None
+) -> None:
+    """Spec-mandated (server/resources §Resource Templates: RFC 6570 templates; RFC 6570
+    §2.3 varname: letters, digits, ``_``, dots between): each name is matched and
+    given to the handler; a name used twice matches the same text both times."""
+    async with running(McpApp.for_server(variables_server(uri_template))) as client:
+        response = await client.call("resources/read", {"uri": uri})
+    if variables is None:
+        error_of(response, 400, INVALID_PARAMS)
+    else:
+        (content,) = result_of(response)["contents"]
+        assert json.loads(content["text"]) == variables
+
+
 @pytest.mark.parametrize(
     "uri",
     [

@@ -190,6 +190,55 @@ async def test_a_resource_read_may_ask_for_input(asking: McpClient) -> None:
     assert complete(await asking.post(retry))["contents"][0]["text"] == "consent: decline"
 
 
+def ask_everywhere_server() -> Server:
+    """A resource, a template and a prompt that ask with ``ctx.ask`` and ``ctx.elicit``."""
+    server = Server("ask-everywhere", "1.0.0")
+    question = {"ok": Elicitation("Allow?", {"type": "object", "properties": {}})}
+
+    @server.resource("test://asks", name="asks")
+    async def asks(ctx: RequestContext) -> str:
+        answers = await ctx.ask(question)
+        return f"resource: {answers.elicitation('ok').action}"
+
+    @server.resource_template("test://elicits/{id}", name="elicits")
+    async def elicits(ctx: RequestContext, variables: dict[str, str]) -> str:
+        answer = await ctx.elicit("Allow?", {"type": "object", "properties": {}})
+        return f"item {variables['id']}: {answer.action}"
+
+    @server.prompt(description="Asks before it renders.")
+    async def asking_prompt(ctx: RequestContext) -> str:
+        answers = await ctx.ask(question)
+        return f"prompt: {answers.elicitation('ok').action}"
+
+    return server
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "key", "text"),
+    [
+        ("resources/read", {"uri": "test://asks"}, "ok", "resource: decline"),
+        ("resources/read", {"uri": "test://elicits/7"}, "elicit-1", "item 7: decline"),
+        ("prompts/get", {"name": "asking_prompt"}, "ok", "prompt: decline"),
+    ],
+    ids=["resource-ask", "template-elicit", "prompt-ask"],
+)
+async def test_a_resource_or_prompt_may_ask_as_a_tool_does(
+    method: str, params: dict[str, Any], key: str, text: str
+) -> None:
+    """Spec-mandated (mrtr §Supported Requests: prompts/get and resources/read may answer
+    InputRequiredResult): ``ctx.ask`` and ``ctx.elicit`` in their handlers ask as in a
+    tool, an input_required round and then the result, never -32603."""
+    async with running(McpApp.for_server(ask_everywhere_server())) as client:
+        first = input_required(await client.post(request(method, params)))
+        assert set(first["inputRequests"]) == {key}
+        answers = {key: {"action": "decline"}}
+        retry = {**params, "inputResponses": answers, "requestState": first["requestState"]}
+        result = complete(await client.post(request(method, retry, request_id=2)))
+    shown = result["contents"][0]["text"] if "contents" in result else None
+    shown = shown or result["messages"][0]["content"]["text"]
+    assert shown == text
+
+
 async def test_state_alone_is_a_valid_round(asking: McpClient) -> None:
     """Spec-mandated (mrtr §Client Requirements 1: without inputRequests the client MAY
     retry at once; §Server Requirements 6: at least one of the two)."""

@@ -252,6 +252,54 @@ def test_an_unusable_schema_is_refused_at_registration(
     assert server.tools == {}
 
 
+def header_schema(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            header_schema(celsius={"type": "number", "x-mcp-header": "Celsius"}),
+            "x-mcp-header 'Celsius' is on a parameter of type 'number'",
+        ),
+        (
+            header_schema(v={"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}),
+            "x-mcp-header 'I' is not reached from the root through properties",
+        ),
+        (
+            header_schema(
+                a={"type": "string", "x-mcp-header": "Region"},
+                b={"type": "string", "x-mcp-header": "region"},
+            ),
+            "x-mcp-header 'region' is not unique (ignoring case)",
+        ),
+        (
+            header_schema(v={"type": "string", "x-mcp-header": "Région"}),
+            "x-mcp-header 'Région' is not an HTTP field-name token",
+        ),
+    ],
+    ids=["number", "under-items", "repeated", "not-a-token"],
+)
+def test_an_invalid_x_mcp_header_is_refused_at_registration(
+    schema: dict[str, Any], message: str
+) -> None:
+    """Spec-mandated (server/tools §x-mcp-header: the annotation MUST be a unique
+    field-name token on an integer, string or boolean parameter reached through
+    ``properties`` alone; clients over Streamable HTTP MUST leave such a tool out of
+    ``tools/list``, so no conforming client could call it; H-34): the developer learns
+    it when the server is built, and the tool is not registered."""
+    server = Server("refusing", "1.0.0")
+
+    async def handler(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        return "never"
+
+    with pytest.raises(SchemaError, match="tool 'broken'") as refused:
+        server.tool("broken", description="x", input_schema=schema)(handler)
+    assert message in str(refused.value)
+    assert server.tools == {}
+
+
 def test_other_dialects_and_local_refs_are_accepted() -> None:
     """Spec-mandated (basic/index §Schema Dialect: an explicit dialect MAY be named;
     E-20): draft-07 and a ``$ref`` to an ``$anchor`` of the schema compile."""

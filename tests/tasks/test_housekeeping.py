@@ -8,7 +8,8 @@ loops' failure policy (:mod:`presa_trio.tasks.housekeeping`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 import pytest
@@ -17,7 +18,9 @@ import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import TaskRunner
+from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.housekeeping import keep_running
+from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
     RESYNC,
     Deliver,
@@ -27,6 +30,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.wire.mrtr import ListRoots
 from presa_trio.wire.tasks import Status
 from tests.tasks.helpers import TRIO_CLOCK, creator, gated
 
@@ -128,3 +132,85 @@ async def test_a_resync_that_fails_is_tried_again_and_the_runner_runs_on(
         assert (await runner.get("s", task.task_id)).status is Status.COMPLETED
         nursery.cancel_scope.cancel()
     assert store.reads == 2
+
+
+@attrs.define(eq=False, repr=False)
+class OutageStore(MemoryStore):
+    """The memory store, every call of which is unavailable while ``down``; it counts them."""
+
+    down: bool = False
+    refused: int = 0
+
+    def check(self) -> None:
+        if self.down:
+            self.refused += 1
+            raise StoreUnavailable("test: the database is restarting")
+
+    async def get(self, scope: str, task_id: str, now_ms: int) -> StoredTask:
+        self.check()
+        return await super().get(scope, task_id, now_ms)
+
+    async def read(self, task_id: str) -> StoredTask | None:
+        self.check()
+        return await super().read(task_id)
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, **kw: Any
+    ) -> None:
+        self.check()
+        await super().compare_and_set(scope, task, expected_revision, **kw)
+
+    async def renew(
+        self, owner: str, held: Mapping[str, int], expires_ms: int, now_ms: int
+    ) -> set[str]:
+        self.check()
+        return await super().renew(owner, held, expires_ms, now_ms)
+
+    async def claim_expired(
+        self, owner: str, now_ms: int, expires_ms: int, limit: int
+    ) -> list[StoredTask]:
+        self.check()
+        return await super().claim_expired(owner, now_ms, expires_ms, limit)
+
+    async def expire(self, now_ms: int) -> list[str]:
+        self.check()
+        return await super().expire(now_ms)
+
+
+async def test_a_store_outage_ends_neither_the_runner_nor_a_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (the failure policy: the store unavailable ends nothing, it is
+    waited for): while every call fails, each loop (reaper, lease renewal, recovery)
+    meets the outage and starts again, and a worker whose job ends meanwhile waits
+    to write; once the store answers, its task completes, a task parked on input
+    takes its answer, and the runner starts new tasks."""
+    store = OutageStore()
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=3000, reap_every=1.0)
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        finishing = await runner.start("s", gated(release, []), creator())
+        parked = await runner.start("s", asking_roots, creator({"roots": {}}))
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", parked.task_id)).status is Status.INPUT_REQUIRED
+        store.down = True
+        release.set()
+        await trio.sleep(30)  # ten lease renewals, thirty reaps, twenty recoveries
+        assert store.refused > 30
+        store.down = False
+        await trio.sleep(6)  # past the longest back-off
+        assert (await runner.get("s", finishing.task_id)).status is Status.COMPLETED
+        await runner.update("s", parked.task_id, {"roots": {"roots": []}})
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", parked.task_id)).status is Status.COMPLETED
+        assert await runner.unready() is None
+        fresh = await runner.start("s", gated(release, []), creator())
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", fresh.task_id)).status is Status.COMPLETED
+        nursery.cancel_scope.cancel()
+
+
+async def asking_roots(ctx: WorkerContext) -> Any:
+    answers = await ctx.ask({"roots": ListRoots()})
+    return {"content": [], "roots": answers.raw("roots")}

@@ -197,6 +197,31 @@ async def test_shutdown_cancels_every_child_and_writes_nothing() -> None:
     assert harness.store.entries[task_id].task.status is Status.WORKING
 
 
+async def test_a_task_whose_child_crashes_ends_alone(
+    client: McpClient, harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (the failure policy: a failure inside a task ends that task
+    only): one task's child raises; that task ends ``failed``, while another task
+    runs on to its result and the server answers throughout."""
+    caplog.set_level(logging.CRITICAL)  # the crash's incident is expected
+    steady = await create(client, "chatty", messages=["one", "two"])
+    crashing = await create(client, fail="crash")
+    harness.gate.set()
+    await wait_all_tasks_blocked()
+    assert (await get(client, crashing))["status"] == "failed"
+    running_on = await get(client, steady)
+    assert (running_on["status"], running_on["statusMessage"]) == ("working", "two")
+    listed = result_of(await client.call("tools/list", {}, capabilities=DECLARED))
+    assert {tool["name"] for tool in listed["tools"]} == {"parts", "chatty"}
+    harness.gate.set()
+    await wait_all_tasks_blocked()
+    done = await get(client, steady)
+    assert (done["status"], done["result"]["content"]) == (
+        "completed",
+        [{"type": "text", "text": "done"}],
+    )
+
+
 @pytest.mark.parametrize(
     ("fail", "code", "message"),
     [("params", INVALID_PARAMS, "part 0 is out of range"), ("crash", INTERNAL_ERROR, None)],

@@ -23,10 +23,11 @@ from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
-from presa_trio.tasks.runner import RELEASE_WITHIN, new_task_id
-from presa_trio.tasks.stores.base import StoredTask, TaskExpired, TaskNotFound
+from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
+from presa_trio.tasks.stores.base import StoredTask, StoreUnavailable, TaskExpired, TaskNotFound
 from presa_trio.tasks.stores.memory import MemoryStore
-from presa_trio.tasks.worker import Worker
+from presa_trio.tasks.worker import Move, Worker
+from presa_trio.tasks.writes import StoreWriter
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -307,6 +308,160 @@ async def test_a_wait_the_tool_abandons_withdraws_its_requests(
     finish.set()
     await wait_all_tasks_blocked()
     assert (await runner.get("s", task_id)).status is Status.COMPLETED
+
+
+@attrs.define(eq=False, repr=False)
+class LateAnswerStore(MemoryStore):
+    """The memory store, whose answer to an ``input_required`` write comes late.
+
+    The write commits at once; its answer then waits on ``answer``, in the
+    caller's scope, so a cancel that comes meanwhile reaches a caller whose
+    write has committed: as PostgreSQL's store does (its caller "does not
+    learn which", presa_trio.tasks.stores.postgres.database).
+    """
+
+    answer: trio.Event = attrs.field(factory=trio.Event)
+
+    async def compare_and_set(
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
+    ) -> None:
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
+        if task.status is Status.INPUT_REQUIRED:
+            await self.answer.wait()
+
+
+async def test_requests_committed_as_the_tool_gives_up_are_withdrawn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (SEP-2663 §Task Update Requests, "superseded" requests; spec-notes §15):
+    the tool's own timeout ends its ask while the store's answer to the write of its
+    requests is on its way, the write committed; the requests are withdrawn, so the
+    task never shows requests nobody waits for while the tool goes on."""
+    store = LateAnswerStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+    finish = trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        with trio.move_on_after(5):
+            await ctx.ask({"roots": ListRoots()})
+        await finish.wait()
+        return RESULT
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task_id)).status is Status.INPUT_REQUIRED
+        autojump_clock.jump(5)
+        await wait_all_tasks_blocked()
+        resumed = await runner.get("s", task_id)
+        assert (resumed.status, dict(resumed.input_requests)) == (Status.WORKING, {})
+        finish.set()
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task_id)).status is Status.COMPLETED
+        nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False, repr=False)
+class LostAnswerStore(MemoryStore):
+    """The memory store, whose first ``input_required`` write commits and then answers
+    unavailable, as a connection that broke between a commit and its answer does."""
+
+    lost: bool = False
+
+    async def compare_and_set(
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
+    ) -> None:
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
+        if task.status is Status.INPUT_REQUIRED and not self.lost:
+            self.lost = True
+            raise StoreUnavailable("the connection broke before the commit was answered")
+
+
+async def test_requests_whose_stored_answer_was_lost_are_not_asked_twice(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/tasks.md, the failure policy: an unavailable store is waited
+    for; SEP-2663 §Task Update Requests): the write of a task's input requests commits,
+    but the store's answer is lost; the write tried again finds its own requests on the
+    task and asks nothing twice, so the task waits for its answer instead of failing."""
+    store = LostAnswerStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+
+    async def job(ctx: WorkerContext) -> Any:
+        answers = await ctx.ask({"roots": ListRoots()})
+        return {"content": [], "roots": answers.raw("roots")}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        autojump_clock.jump(1)  # past the write's back-off
+        await wait_all_tasks_blocked()
+        assert store.lost
+        parked = await runner.get("s", task_id)
+        assert (parked.status, list(parked.input_requests)) == (Status.INPUT_REQUIRED, ["roots"])
+        await runner.update("s", task_id, {"roots": {"roots": []}})
+        await wait_all_tasks_blocked()
+        done = await runner.get("s", task_id)
+        assert (done.status, done.result) == (
+            Status.COMPLETED,
+            {"content": [], "roots": {"roots": []}},
+        )
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_worker_that_fails_outside_its_job_ends_alone_and_its_task_is_recovered(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """presa-defined (the failure policy of a task's nursery, ``Supervisor._supervise``):
+    what escapes a worker outside its job (a bug in the runtime, here its final write)
+    is logged as an incident and ends that worker only: another task runs on to its
+    result, the runner keeps serving, and the task, whose lease is no longer renewed,
+    is claimed by recovery once the lease lapses and written ``failed`` as interrupted."""
+    runner = TaskRunner(MemoryStore(), TRIO_CLOCK, lease_ms=3000)
+    doomed: list[str] = []
+    write = StoreWriter.write
+
+    async def broken_write(writer: StoreWriter, worker: Worker, move: Move) -> None:
+        if worker.task_id in doomed and move.what == "the task's result":
+            raise RuntimeError("a bug in the runtime")
+        await write(writer, worker, move)
+
+    monkeypatch.setattr(StoreWriter, "write", broken_write)
+    releases = [trio.Event(), trio.Event()]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        broken = await runner.start("s", gated(releases[0], []), creator())
+        steady = await runner.start("s", gated(releases[1], []), creator())
+        doomed.append(broken.task_id)
+        await wait_all_tasks_blocked()
+        releases[0].set()
+        await wait_all_tasks_blocked()
+        assert f"task {broken.task_id}: its worker failed" in caplog.text
+        assert (await runner.get("s", broken.task_id)).status is Status.WORKING
+        releases[1].set()
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", steady.task_id)).status is Status.COMPLETED
+        await trio.sleep(5)  # past the lease, and a recovery round after it
+        recovered = await runner.get("s", broken.task_id)
+        assert (recovered.status, recovered.error) == (Status.FAILED, INTERRUPTED.to_wire())
+        assert await runner.unready() is None
+        nursery.cancel_scope.cancel()
 
 
 class Boom(Exception):

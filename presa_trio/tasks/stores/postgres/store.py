@@ -170,7 +170,12 @@ class PostgresStore:
     async def watch(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """This process's writes as they commit, and every process's through LISTEN."""
+        """This process's writes as they commit, and every process's through LISTEN.
+
+        Failure policy: neither child fails by itself (the announcer only
+        waits; :func:`listen` connects again, backing off, until it listens,
+        the first time too), so the nursery ends only when cancelled.
+        """
         async with trio.open_nursery() as nursery:
             await nursery.start(self.announcer.watch, deliver)
             changes = TaskChanges(self._offer, self._delivered_already, self.read, self._resync)
@@ -464,7 +469,10 @@ class PostgresStore:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """This process's appends as they commit, and every process's through LISTEN."""
+        """This process's appends as they commit, and every process's through LISTEN.
+
+        Failure policy: that of :meth:`watch`, whose nursery this one mirrors.
+        """
         async with trio.open_nursery() as nursery:
             await nursery.start(self.announcer.watch_events, deliver)
             appends = Appends(deliver)
