@@ -54,7 +54,7 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
             json.dumps(request("server/discover", request_id=2)).encode() + b"\n",
         ],
     )
-    by_id = {m["id"]: m for m in out}
+    by_id = {m.get("id"): m for m in out}
     incident_of(by_id[1]["error"], caplog.text)
     assert by_id[None]["error"]["code"] == PARSE_ERROR
     assert by_id[2]["result"]["resultType"] == "complete"
@@ -116,12 +116,12 @@ async def test_a_second_request_in_flight_with_the_same_id_is_refused(
 async def test_ids_are_echoed_with_their_json_type() -> None:
     """Spec-mandated (basic/index §Responses: the same id as the request; §Requests: a
     string or an integer, never null): ``"1"`` stays a string, a large integer stays
-    exact; ``true`` and ``1.0`` are not ids, -32600 with a null id."""
+    exact; ``true`` and ``1.0`` are not ids, -32600 with no id (spec-notes §52)."""
     ids: list[Any] = ["1", 2**70, True, 1.0]
     out = await serve_lines(
         Server("ids", "1.0.0"), [line(request("server/discover", request_id=i)) for i in ids]
     )
-    answered = sorted((repr(m["id"]), m.get("error", {}).get("code")) for m in out)
+    answered = sorted((repr(m.get("id")), m.get("error", {}).get("code")) for m in out)
     assert answered == [
         ("'1'", None),
         ("1180591620717411303424", None),
@@ -132,14 +132,14 @@ async def test_ids_are_echoed_with_their_json_type() -> None:
 
 async def test_an_over_long_line_is_refused_and_the_next_one_served() -> None:
     """presa-defined (stdio.py; the HTTP edge's body limit, as a line limit): a line
-    longer than ``max_line`` is -32600 with a null id, read to its end and dropped."""
+    longer than ``max_line`` is -32600 with no id, read to its end and dropped."""
     long = line(request("server/discover", {"padding": "x" * 1000}, request_id=1))
     out = await serve_lines(
         Server("long", "1.0.0"),
         [long, line(request("server/discover", request_id=2))],
         max_line=1000,
     )
-    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+    assert [(m.get("id"), m.get("error", {}).get("code")) for m in out] == [
         (None, INVALID_REQUEST),
         (2, None),
     ]
