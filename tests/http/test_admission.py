@@ -473,10 +473,13 @@ async def test_a_notification_is_accepted_without_a_body(
     client: McpClient, notification: dict[str, Any]
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: an accepted notification
-    MUST get 202 with no body; H-11)."""
+    MUST get 202 with no body; H-11): no body, and no content type for one (RFC 9110
+    §8.3 types content; there is none to type)."""
     response = await client.post(notification, headers_for(notification))
     assert response.status == 202
     assert response.body == b""
+    assert response.headers["content-length"] == "0"
+    assert "content-type" not in response.headers
     await assert_still_serving(client)
 
 

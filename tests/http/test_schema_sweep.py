@@ -447,6 +447,7 @@ def check_answer(message: Any, response: Response, final: dict[str, Any] | None)
         assert isinstance(message, dict), body
         assert "id" not in message, body
         assert body == b""
+        assert "content-type" not in response.headers
         return
     assert final is not None, (response.status, body)
     problems = wire_schema.envelope_problems(final)
