@@ -10,8 +10,9 @@ code calls for, the content type, one JSON-RPC response echoing the id it
 could read, notifications only of the kinds the request asked for, and
 every message valid against its definition in the 2026-07-28 schema or
 SEP-2663 (:mod:`tests.wire_schema`). A task created in a conversation can
-be polled, answered and cancelled later in it, and an MRTR retry echoes
-the last ``requestState`` it was given.
+be polled, answered, cancelled and listened to later in it (a listen
+stream is read for a minute of the virtual clock, every notification on it
+checked), and an MRTR retry echoes the last ``requestState`` it was given.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ STATUS_OF_CODE = {
 REQUEST_NOTIFICATIONS = frozenset({"notifications/progress", "notifications/message"})
 #: Virtual seconds any one answer may take (the clock jumps; nothing waits).
 ANSWER_LIMIT_S = 100_000.0
+#: Virtual seconds a listen stream is read before the client closes it.
+LISTEN_S = 60.0
 
 
 # --- the servers ------------------------------------------------------------------
@@ -545,6 +548,13 @@ async def play_listen(
             assert subscription == message["id"]
             if "taskIds" in first["params"]["notifications"]:
                 assert declared_tasks(message)
+            with trio.move_on_after(LISTEN_S):  # what the tasks it follows say meanwhile
+                while True:
+                    delivered = await stream.next_message()
+                    assert "id" not in delivered, delivered  # the stream is not ended
+                    assert wire_schema.notification_problems(delivered) == [], delivered
+                    tag = delivered["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+                    assert tag == subscription
 
 
 def check_content_type(response: Response) -> None:
@@ -570,7 +580,7 @@ async def converse(target: str, conversation_steps: list[Step]) -> None:
 # --- the tests ------------------------------------------------------------------------------
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations())
 def test_every_answer_to_any_conversation_validates_against_the_schema(
     conversation: tuple[str, list[Step]],
