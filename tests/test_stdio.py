@@ -26,10 +26,11 @@ from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import LineReader, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
-from presa_trio.testing import request
+from presa_trio.testing import TASKS_CAPABILITIES, meta, request
 from presa_trio.wire import models
 from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR
-from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
+from tests import wire_schema
 from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
 from tests.stdio_lines import serve_lines
@@ -281,3 +282,49 @@ async def test_a_runner_that_cannot_start_stops_stdio_in_one_line() -> None:
     with trio.fail_after(10), pytest.raises(ServerFailed) as failed:
         await serve_lines(server, [discover])
     assert str(failed.value) == "StoreUnavailable: test: no announcements today"
+
+
+async def test_every_line_written_validates_against_the_schema(autojump_clock: MockClock) -> None:
+    """Spec-mandated (schema $defs.*ResultResponse, $defs.JSONRPCErrorResponse,
+    $defs.ServerNotification; SEP-2663 §Task Creation, §Task Polling; basic/transports/stdio;
+    E-26): what the HTTP sweep holds the HTTP edge to, the stdio edge meets too,
+    refusals of lines that are no request included."""
+    sent = {
+        1: request("server/discover", request_id=1),
+        2: request("tools/list", request_id=2),
+        3: request(
+            "tools/call",
+            {
+                "name": "test_logging_tool",
+                "_meta": {**meta(), META_LOG_LEVEL: "info"},
+            },
+            request_id=3,
+        ),
+        4: request(
+            "tools/call",
+            {"name": "test_tool_with_progress", "_meta": meta(progressToken="p")},
+            request_id=4,
+        ),
+        5: request("tools/call", {"name": "confirm_delete"}, request_id=5),
+        6: request(
+            "tools/call", {"name": "slow_compute"}, request_id=6, capabilities=TASKS_CAPABILITIES
+        ),
+        7: request("resources/read", {"uri": "test://none"}, request_id=7),
+        8: request("no/such/method", request_id=8),
+        9: request("tasks/get", {"taskId": "none"}, request_id=9),
+    }
+    lines = [line(message) for message in sent.values()]
+    lines += [b"{not json\n", b"[]\n", line({**sent[1], "id": None})]
+    written = await serve_lines(build_server(), lines)
+    assert len(written) == len(lines) + 2 + 3  # info and warning logged; three progress reports
+    for message in written:
+        if "method" in message:
+            assert wire_schema.notification_problems(message) == [], message
+            continue
+        problems = wire_schema.envelope_problems(message) + wire_schema.error_problems(message)
+        if "result" in message:
+            method = sent[message["id"]]["method"]
+            problems += wire_schema.result_problems(
+                method, message["result"], tasks_declared=message["id"] == 6
+            )
+        assert problems == [], message
