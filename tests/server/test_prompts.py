@@ -123,8 +123,26 @@ async def test_bad_completion_requests_are_invalid_params(
 
 @pytest.mark.parametrize(
     "output",
-    [None, {"messages": "x"}, ["text"], models.GetPromptResult(["text"])],  # type: ignore[list-item]
-    ids=["none", "dict", "strings", "result-of-strings"],
+    [
+        None,
+        {"messages": "x"},
+        ["text"],
+        models.GetPromptResult(["text"]),  # type: ignore[list-item]
+        [models.PromptMessage("system", models.TextContent("t"))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.TextContent(None))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.ImageContent("AAAA", None))],  # type: ignore[arg-type]
+        models.GetPromptResult([], description=5),  # type: ignore[arg-type]
+    ],
+    ids=[
+        "none",
+        "dict",
+        "strings",
+        "result-of-strings",
+        "role-system",
+        "text-none",
+        "image-without-mime-type",
+        "description-number",
+    ],
 )
 async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any
