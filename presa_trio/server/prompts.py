@@ -142,7 +142,8 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
     if not is_completion(completion):
         raise report_fault(
             log,
-            "completion of %s %s returned %s, which is not a Completion of at most %d strings",
+            "completion of %s %s returned %s, which is not a Completion of at most %d strings "
+            "(with an integer total and a boolean has_more, if any)",
             kind,
             ref,
             describe(completion),
@@ -155,11 +156,18 @@ def is_completion(completion: Any) -> bool:
     """A :class:`~presa_trio.wire.models.Completion` of at most 100 strings.
 
     Spec: completion §Completion Results ("Maximum 100 items per response");
-    schema ``$defs.CompleteResult`` (``values``: strings).
+    schema ``$defs.CompleteResult`` (``values``: strings; ``total`` an
+    integer and ``hasMore`` a boolean, when given).
     """
     return (
         isinstance(completion, models.Completion)
         and isinstance(completion.values, list)
         and len(completion.values) <= MAX_COMPLETION_VALUES
         and all(isinstance(value, str) for value in completion.values)
+        and (completion.total is None or is_integer(completion.total))
+        and (completion.has_more is None or isinstance(completion.has_more, bool))
     )
+
+
+def is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

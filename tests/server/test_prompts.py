@@ -165,8 +165,15 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
 
 @pytest.mark.parametrize(
     "output",
-    [None, ["a"], models.Completion(values=[1]), models.Completion(values=["a"] * 101)],  # type: ignore[list-item]
-    ids=["none", "list", "number-values", "over-100-values"],
+    [
+        None,
+        ["a"],
+        models.Completion(values=[1]),  # type: ignore[list-item]
+        models.Completion(values=["a"] * 101),
+        models.Completion(values=["a"], total="many"),  # type: ignore[arg-type]
+        models.Completion(values=["a"], has_more="yes"),  # type: ignore[arg-type]
+    ],
+    ids=["none", "list", "number-values", "over-100-values", "total-text", "has-more-text"],
 )
 async def test_a_completion_handler_returning_no_completion_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any
