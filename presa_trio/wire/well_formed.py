@@ -14,7 +14,7 @@ what fails them into -32603, as it does any other return it cannot send
 Spec: schema $defs.ContentBlock, $defs.TextContent, $defs.ImageContent,
 $defs.AudioContent, $defs.ResourceLink, $defs.EmbeddedResource,
 $defs.TextResourceContents, $defs.BlobResourceContents, $defs.Annotations,
-$defs.PromptMessage, $defs.Role.
+$defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ from presa_trio.wire import models
 
 #: schema $defs.Role.
 ROLES = ("user", "assistant")
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, never a bool (which Python counts as an int)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def is_text(*values: Any) -> bool:
@@ -46,8 +51,7 @@ def is_annotations(value: Any) -> bool:
     return (
         isinstance(audience, list)
         and all(role in ROLES for role in audience)
-        and isinstance(priority, int | float)
-        and not isinstance(priority, bool)
+        and is_number(priority)
         and 0 <= priority <= 1
         and isinstance(value.get("lastModified", ""), str)
     )
