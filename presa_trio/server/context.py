@@ -195,10 +195,13 @@ class RequestContext:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if the request's ``logLevel`` admits ``level``.
 
-        Spec: server/utilities/logging §Per-request log level — without ``logLevel``, nothing.
+        Spec: server/utilities/logging §Per-request log level — without ``logLevel``, nothing;
+        schema ``$defs.LoggingMessageNotificationParams`` — ``logger`` a string.
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        if not (logger is None or isinstance(logger, str)):
+            raise TypeError(f"a logger's name must be a string, not {logger!r}")
         if not self.meta.logs_at(level):
             return
         message = LogMessage(level, data, logger)

@@ -148,3 +148,20 @@ async def test_progress_the_schema_refuses_is_the_tools_bug_and_never_sent(
     params = {"name": "report", "_meta": meta(progressToken="p")}
     async with connect(server) as client:
         await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
+
+
+async def test_a_logger_that_is_no_string_is_the_tools_bug_and_never_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Spec-mandated (schema $defs.LoggingMessageNotificationParams: ``logger`` a string;
+    E-26): a tool naming its logger otherwise fails, -32603, and nothing is sent."""
+    server = Server("logs", "1.0.0")
+
+    @server.tool(description="Logs under a logger that is a number")
+    async def numbered(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.log("info", "hello", logger=5)  # type: ignore[arg-type]
+        return "done"
+
+    params = {"name": "numbered", "_meta": {**meta(), META_LOG_LEVEL: "debug"}}
+    async with connect(server) as client:
+        await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
