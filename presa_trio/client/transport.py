@@ -157,10 +157,13 @@ def decoded(data: bytes) -> Any:
 
 
 def is_response(message: Any) -> bool:
-    return (
-        isinstance(message, dict)
-        and "id" in message
-        and ("result" in message or "error" in message)
+    """A result with its id, or an error, with or without one.
+
+    Spec: basic/index §Error Responses: an error to a request whose id could
+    not be read carries none (``id?: string | number``).
+    """
+    return isinstance(message, dict) and (
+        ("result" in message and "id" in message) or "error" in message
     )
 
 
@@ -439,7 +442,7 @@ class StdioTransport:
         meta = object_at(params, "_meta")
         target: Any
         if is_response(message):
-            target = message["id"]
+            target = message.get("id")
         elif message.get("method") == EVENT_NOTIFICATION:
             target = self._task_streams.get(params.get("taskId"))
         elif META_SUBSCRIPTION_ID in meta:

@@ -18,6 +18,7 @@ from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.well_formed import is_optional_text, is_prompt_message
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +67,11 @@ def prompt_result(name: str, output: Any) -> models.GetPromptResult:
     """What prompt ``name`` returned, as a ``GetPromptResult``, else -32603.
 
     A ``str`` (a typed prompt's text) is one user message; a list or tuple
-    of :class:`~presa_trio.wire.models.PromptMessage` is the messages. Anything
-    else is the handler's bug: -32603 with the detail in the log, never a
-    result the schema refuses (schema ``$defs.GetPromptResult``).
+    of :class:`~presa_trio.wire.models.PromptMessage` is the messages, each
+    with a role and a content block the schema accepts
+    (:mod:`presa_trio.wire.well_formed`). Anything else is the handler's bug:
+    -32603 with the detail in the log, never a result the schema refuses
+    (schema ``$defs.GetPromptResult``).
     """
     if isinstance(output, str):
         output = [models.PromptMessage("user", models.TextContent(output))]
@@ -77,7 +80,8 @@ def prompt_result(name: str, output: Any) -> models.GetPromptResult:
     if (
         isinstance(output, models.GetPromptResult)
         and isinstance(output.messages, list)
-        and all(isinstance(message, models.PromptMessage) for message in output.messages)
+        and all(is_prompt_message(message) for message in output.messages)
+        and is_optional_text(output.description)
     ):
         return output
     raise report_fault(
@@ -140,7 +144,8 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
     if not is_completion(completion):
         raise report_fault(
             log,
-            "completion of %s %s returned %s, which is not a Completion of at most %d strings",
+            "completion of %s %s returned %s, which is not a Completion of at most %d strings "
+            "(with an integer total and a boolean has_more, if any)",
             kind,
             ref,
             describe(completion),
@@ -153,11 +158,18 @@ def is_completion(completion: Any) -> bool:
     """A :class:`~presa_trio.wire.models.Completion` of at most 100 strings.
 
     Spec: completion §Completion Results ("Maximum 100 items per response");
-    schema ``$defs.CompleteResult`` (``values``: strings).
+    schema ``$defs.CompleteResult`` (``values``: strings; ``total`` an
+    integer and ``hasMore`` a boolean, when given).
     """
     return (
         isinstance(completion, models.Completion)
         and isinstance(completion.values, list)
         and len(completion.values) <= MAX_COMPLETION_VALUES
         and all(isinstance(value, str) for value in completion.values)
+        and (completion.total is None or is_integer(completion.total))
+        and (completion.has_more is None or isinstance(completion.has_more, bool))
     )
+
+
+def is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -135,6 +135,32 @@ def refuse_uncalled(kind: str, given: object, usage: str) -> None:
         )
 
 
+#: schema $defs.ToolAnnotations: the title a string, each hint a boolean.
+ANNOTATION_KINDS: dict[str, tuple[type, str]] = {
+    "title": (str, "a string"),
+    "readOnlyHint": (bool, "a boolean"),
+    "destructiveHint": (bool, "a boolean"),
+    "idempotentHint": (bool, "a boolean"),
+    "openWorldHint": (bool, "a boolean"),
+}
+
+
+def refuse_bad_annotations(where: str, annotations: JSONObject | None) -> None:
+    """Tool annotations are sent as they are in ``tools/list``: refuse what the schema does.
+
+    Keys it does not define are kept (the object is open). Spec: schema
+    ``$defs.ToolAnnotations``; tools §Tool.
+    """
+    if annotations is None:
+        return
+    if not isinstance(annotations, dict):
+        raise SignatureError(f"{where}, annotations: must be an object, not {annotations!r}")
+    for key, (kind, named) in ANNOTATION_KINDS.items():
+        value = annotations.get(key, kind())
+        if not isinstance(value, kind):
+            raise SignatureError(f"{where}, annotations: {key} must be {named}, not {value!r}")
+
+
 def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
@@ -212,6 +238,7 @@ class Server:
             if not tool_name:
                 raise SignatureError("a tool needs a name: name= or a function with a __name__")
             refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
+            refuse_bad_annotations(f"tool {tool_name!r}", annotations)
             signature = read_signature(handler, tool_name, thread=thread)
             if input_schema is not None and signature.input_schema is not None:
                 raise SignatureError(

@@ -21,10 +21,9 @@ from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.well_formed import is_resource_contents
 
 log = logging.getLogger(__name__)
-
-RESOURCE_CONTENTS = (models.TextResourceContents, models.BlobResourceContents)
 
 
 async def list_resources(
@@ -46,15 +45,16 @@ async def list_templates(
 def as_contents(uri: str, mime_type: str | None, output: ResourceOutput) -> list[Any]:
     """Normalise a handler's output: ``str`` is text, ``bytes`` is a base64 blob.
 
-    A list (or tuple) of resource contents is the result's ``contents`` as
-    it is; anything else is the handler's bug, -32603 with the detail in the
+    A list (or tuple) of resource contents whose fields the schema accepts
+    (:mod:`presa_trio.wire.well_formed`) is the result's ``contents`` as it
+    is; anything else is the handler's bug, -32603 with the detail in the
     log, never a result the schema refuses (schema ``$defs.ReadResourceResult``).
     """
     if isinstance(output, str):
         return [models.TextResourceContents(uri, output, mime_type)]
     if isinstance(output, bytes):
         return [models.BlobResourceContents(uri, base64.b64encode(output).decode(), mime_type)]
-    if isinstance(output, list | tuple) and all(isinstance(c, RESOURCE_CONTENTS) for c in output):
+    if isinstance(output, list | tuple) and all(map(is_resource_contents, output)):
         return list(output)
     raise report_fault(
         log,

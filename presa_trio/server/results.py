@@ -3,7 +3,8 @@
 Accepted, on the plain path and in a task alike:
 
 - a ``str``: one text block;
-- a content block, or a list or tuple of them: the result's content;
+- a content block, or a list or tuple of them: the result's content, each
+  block's fields as the schema has them (:mod:`presa_trio.wire.well_formed`);
 - a :class:`~presa_trio.wire.models.CallToolResult` whose content is a list
   of content blocks and whose ``structured_content`` is an object or absent;
 - :class:`~presa_trio.wire.mrtr.InputRequired` (a multi round-trip question);
@@ -34,6 +35,7 @@ from presa_trio.server.signatures import Returns, arguments_converter
 from presa_trio.wire import models
 from presa_trio.wire.hints import is_record
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.well_formed import is_content_block
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,7 @@ def structured(value: Any) -> models.CallToolResult | None:
 def valid_result(result: models.CallToolResult) -> bool:
     return (
         isinstance(result.content, list)
-        and all(isinstance(block, CONTENT_BLOCKS) for block in result.content)
+        and all(is_content_block(block) for block in result.content)
         and (result.structured_content is None or as_json(result.structured_content) is not None)
         and (result.structured_content is None or isinstance(result.structured_content, dict))
         and isinstance(result.is_error, bool)
@@ -110,9 +112,10 @@ def normalised(returns: Returns, output: Any) -> models.CallToolResult | InputRe
     if isinstance(output, InputRequired):
         return output
     if isinstance(output, CONTENT_BLOCKS):
-        return models.CallToolResult([output])
+        return models.CallToolResult([output]) if is_content_block(output) else None
     if isinstance(output, list | tuple) and all(isinstance(b, CONTENT_BLOCKS) for b in output):
-        return models.CallToolResult(list(output))
+        blocks = list(output)
+        return models.CallToolResult(blocks) if all(map(is_content_block, blocks)) else None
     if output is None:
         return models.CallToolResult([]) if returns is Returns.NOTHING else None
     if returns is Returns.JSON:

@@ -78,6 +78,10 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "error-string": lambda method, request_id: json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "error": "no"}
     ).encode(),
+    # An error with no id, as an error to a request whose id went unread is sent.
+    "error-without-id": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"unread"}}'
+    ),
     # A task that works on, and refuses tasks/cancel.
     "cancel-refused": answering(
         {

@@ -103,6 +103,16 @@ async def test_an_error_that_is_no_json_rpc_error_object() -> None:
     assert ran.error() == "server/discover: an error that is no JSON-RPC error object: 'no'"
 
 
+async def test_an_error_without_an_id_is_the_answer_to_the_request() -> None:
+    """basic/index §Error Responses (``id?: string | number``: an error to a request
+    whose id could not be read has none; schema $defs.JSONRPCErrorResponse): it is the
+    answer, the server's error said as such, not a message that is no response."""
+    async with serving([sys.executable, MISBEHAVING, "error-without-id"]) as served:
+        ran = await client("discover", served.url)
+    assert ran.status == 3
+    assert ran.error() == "server/discover: JSON-RPC error -32600: unread"
+
+
 async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
     """presa-defined (docs/client.md, A task's life): the person asked to stop; the
     refused tasks/cancel is said on stderr, not made the exit status."""

@@ -60,7 +60,19 @@ def tool_mistakes(decorator: str, uncalled: str) -> dict[str, tuple[str, str]]:
             '    """Adds one."""\n    return str(x + 1)\n',
             "tool 'add', return type: no JSON Schema for set[int]",
         ),
+        "annotations the schema refuses": (
+            with_option(decorator, "annotations={'readOnlyHint': 'yes'}") + "\n"
+            'async def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            "tool 'add', annotations: readOnlyHint must be a boolean, not 'yes'",
+        ),
     }
+
+
+def with_option(decorator: str, option: str) -> str:
+    """``@server.tool()`` with ``option`` passed: ``@server.tool(option)``."""
+    opened = decorator[:-1]
+    return f"{opened}{'' if opened.endswith('(') else ', '}{option})"
 
 
 RESOURCE = '@server.resource("note://today")'

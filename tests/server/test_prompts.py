@@ -148,8 +148,26 @@ async def test_bad_completion_requests_are_invalid_params(
 
 @pytest.mark.parametrize(
     "output",
-    [None, {"messages": "x"}, ["text"], models.GetPromptResult(["text"])],  # type: ignore[list-item]
-    ids=["none", "dict", "strings", "result-of-strings"],
+    [
+        None,
+        {"messages": "x"},
+        ["text"],
+        models.GetPromptResult(["text"]),  # type: ignore[list-item]
+        [models.PromptMessage("system", models.TextContent("t"))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.TextContent(None))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.ImageContent("AAAA", None))],  # type: ignore[arg-type]
+        models.GetPromptResult([], description=5),  # type: ignore[arg-type]
+    ],
+    ids=[
+        "none",
+        "dict",
+        "strings",
+        "result-of-strings",
+        "role-system",
+        "text-none",
+        "image-without-mime-type",
+        "description-number",
+    ],
 )
 async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any
@@ -172,8 +190,15 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
 
 @pytest.mark.parametrize(
     "output",
-    [None, ["a"], models.Completion(values=[1]), models.Completion(values=["a"] * 101)],  # type: ignore[list-item]
-    ids=["none", "list", "number-values", "over-100-values"],
+    [
+        None,
+        ["a"],
+        models.Completion(values=[1]),  # type: ignore[list-item]
+        models.Completion(values=["a"] * 101),
+        models.Completion(values=["a"], total="many"),  # type: ignore[arg-type]
+        models.Completion(values=["a"], has_more="yes"),  # type: ignore[arg-type]
+    ],
+    ids=["none", "list", "number-values", "over-100-values", "total-text", "has-more-text"],
 )
 async def test_a_completion_handler_returning_no_completion_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any

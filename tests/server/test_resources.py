@@ -124,8 +124,26 @@ async def test_a_read_without_a_string_uri_is_invalid_params(
 
 @pytest.mark.parametrize(
     "output",
-    [None, {"text": "x"}, 5, ["text"], [models.TextContent("a content block")]],
-    ids=["none", "dict", "number", "strings", "content-blocks"],
+    [
+        None,
+        {"text": "x"},
+        5,
+        ["text"],
+        [models.TextContent("a content block")],
+        [models.TextResourceContents("test://broken", None)],  # type: ignore[arg-type]
+        [models.BlobResourceContents("test://broken", b"raw")],  # type: ignore[arg-type]
+        [models.TextResourceContents("test://broken", "t", mime_type=5)],  # type: ignore[arg-type]
+    ],
+    ids=[
+        "none",
+        "dict",
+        "number",
+        "strings",
+        "content-blocks",
+        "text-none",
+        "blob-bytes",
+        "mime-type-number",
+    ],
 )
 async def test_a_handler_returning_no_resource_contents_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any

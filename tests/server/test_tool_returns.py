@@ -48,6 +48,18 @@ WRONG: dict[str, Any] = {
     "result-with-unencodable-structured": models.CallToolResult([TEXT], {"s": {1, 2}}),
     "result-with-string-is-error": models.CallToolResult([TEXT], is_error="yes"),  # type: ignore[arg-type]
     "a-prompt-message": models.PromptMessage("user", TEXT),
+    # Blocks whose fields the schema refuses: null where a string is required,
+    # annotations out of range (schema $defs.Annotations), a _meta that is no object.
+    "text-none": models.TextContent(None),  # type: ignore[arg-type]
+    "image-without-mime-type": models.ImageContent("AAAA", None),  # type: ignore[arg-type]
+    "link-without-name": models.ResourceLink("test://x", None),  # type: ignore[arg-type]
+    "embedded-text-none": models.EmbeddedResource(
+        models.TextResourceContents("test://x", None)  # type: ignore[arg-type]
+    ),
+    "priority-over-one": models.TextContent("t", annotations={"priority": 5}),
+    "audience-unknown": [TEXT, models.TextContent("t", annotations={"audience": ["bot"]})],
+    "meta-list": models.AudioContent("AAAA", "audio/wav", meta=[1]),  # type: ignore[arg-type]
+    "result-with-bad-block": models.CallToolResult([models.TextContent(5)]),  # type: ignore[arg-type]
 }
 RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),
