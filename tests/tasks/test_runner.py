@@ -665,6 +665,23 @@ def test_new_tasks_live_an_hour_by_default() -> None:
     assert TaskRunner().ttl_ms == 3_600_000
 
 
+@pytest.mark.parametrize("setting", ["ttl_ms", "poll_interval_ms"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, 1000.0, True, "1000"])
+def test_ttl_and_poll_interval_are_whole_positive_milliseconds(setting: str, value: Any) -> None:
+    """Spec-mandated (SEP-2663 §Tasks: ``ttlMs`` and ``pollIntervalMs`` are integer
+    milliseconds; T-17) and runner-scored (tasks-wire-fields/tasks-wire-field-renames:
+    positive; spec-notes §52): a runner that would send anything else, or fail every
+    task it creates, is refused when built or set, before it serves a call."""
+    with pytest.raises(ValueError, match=setting):
+        TaskRunner(**{setting: value})
+    runner = TaskRunner()
+    with pytest.raises(ValueError, match=setting):
+        setattr(runner, setting, value)
+    setattr(runner, setting, None)
+    setattr(runner, setting, 1)
+    assert getattr(runner, setting) == 1
+
+
 def test_task_ids_are_unguessable_and_header_safe() -> None:
     """Spec-mandated (SEP-2663 §Security Implications: sufficient entropy; T-64):
     192 random bits (≥ 128 required), base64url, so Mcp-Name needs no encoding; never
