@@ -104,6 +104,37 @@ async def test_a_cancel_stops_a_running_job(runner: TaskRunner) -> None:
     assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
 
 
+@attrs.define(eq=False, repr=False)
+class UnannouncedStore(MemoryStore):
+    """The memory store, whose announcements reach no watcher: a watch between
+    its failure and its restart."""
+
+    async def watch(
+        self, deliver: Any, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        await trio.sleep_forever()
+
+
+async def test_a_cancel_stops_its_worker_here_without_the_stores_announcement() -> None:
+    """presa-defined (SEP-2663 §Task Cancellation, cooperative; spec-notes §28; T-49):
+    ``tasks/cancel`` stops a worker of this process itself, once ``cancelled`` is
+    stored, rather than waiting for the store to announce the write, which a
+    watch being restarted would not hear."""
+    runner = TaskRunner(UnannouncedStore(), TRIO_CLOCK)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        record: list[str] = []
+        began = trio.Event()
+        task = await runner.start("s", gated(trio.Event(), record, running=began), creator())
+        await began.wait()
+        await runner.cancel("s", task.task_id)
+        await wait_all_tasks_blocked()
+        assert record == ["cancelled"]
+        assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
+        nursery.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("shielded", [False, True], ids=["plain", "shielded-finish"])
 @pytest.mark.parametrize("outcome", ["result", "raise"])
 @pytest.mark.parametrize("order", ["finish-then-cancel", "cancel-then-finish", "same-step"])
