@@ -49,7 +49,7 @@ from presa_trio.wire.meta import (
     PROTOCOL_VERSION,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASKS_EXTENSION
+from presa_trio.wire.tasks import TASK_AUGMENTED, TASK_NAME_PARAMS, TASKS_EXTENSION
 
 CLIENT_INFO: JSONObject = {"name": "presa-trio", "version": __version__}
 #: ``Mcp-Name`` mirrors: the core's and the Tasks extension's, as the server reads them.
@@ -242,6 +242,13 @@ class Connection:
     ) -> JSONObject:
         """One exchange of ``method``: its result, or :class:`RequestError`.
 
+        A task in answer to a request no task may answer is the server's
+        mistake, :class:`ProtocolFailure` (SEP-2663 §Capability Negotiation:
+        an invalid response), though the client declares the extension on
+        every request. The task methods answer with a task anyway: one
+        marked ``"task"`` there, as the SEP's own §Task Execution Errors
+        examples are (spec-notes §21), is read as the task it is.
+
         The notifications on its stream go to ``on_notification`` when given
         (a ``tasks/stream``'s events), awaited one by one, so a slow reader
         reads the stream no faster than it takes them; else to :attr:`notify`.
@@ -269,6 +276,12 @@ class Connection:
         result = reply.get("result")
         if not isinstance(result, dict):
             raise ProtocolFailure(f"{self.where} answered {method} with a result that is no object")
+        tasked = method in TASK_AUGMENTED or method in TASK_NAME_PARAMS
+        if result.get("resultType") == "task" and not tasked:
+            only = ", ".join(sorted(TASK_AUGMENTED))
+            raise ProtocolFailure(
+                f"{self.where} answered {method} with a task, which only {only} may be"
+            )
         return result
 
     async def explain(self, failure: ProtocolFailure) -> ProtocolFailure:
