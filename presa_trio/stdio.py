@@ -9,7 +9,7 @@ the line alone (:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then
 the dispatcher's rungs. No line stops the server: whatever it holds is
 answered with the spec's error or acted on, and a line longer than
 ``max_line`` is refused (-32600) and skipped. A refused response from the
-client gets a null id: its id names no request of the client's, and all
+client gets no id (docs/spec-notes.md §52): its id names no request of the client's, and all
 answers share stdout.
 
 Every request runs in its own cancel scope in one nursery. The client

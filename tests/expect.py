@@ -29,7 +29,10 @@ def error_of(
     message = response.json()
     assert message["jsonrpc"] == "2.0"
     assert "result" not in message
-    assert message["id"] == request_id
+    if request_id is None:  # unread: no id at all (spec-notes §52)
+        assert "id" not in message, message
+    else:
+        assert message["id"] == request_id
     assert message["error"]["code"] == code
     assert isinstance(message["error"]["message"], str)
     error: dict[str, Any] = message["error"]

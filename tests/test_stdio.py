@@ -28,10 +28,11 @@ from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import EOF_GRACE_S, LineReader, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
-from presa_trio.testing import request
+from presa_trio.testing import TASKS_CAPABILITIES, meta, request
 from presa_trio.wire import models
 from presa_trio.wire.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from presa_trio.wire.meta import META_SUBSCRIPTION_ID
+from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
+from tests import wire_schema
 from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
 from tests.stdio_lines import serve_lines
@@ -56,7 +57,7 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
             json.dumps(request("server/discover", request_id=2)).encode() + b"\n",
         ],
     )
-    by_id = {m["id"]: m for m in out}
+    by_id = {m.get("id"): m for m in out}
     incident_of(by_id[1]["error"], caplog.text)
     assert by_id[None]["error"]["code"] == PARSE_ERROR
     assert by_id[2]["result"]["resultType"] == "complete"
@@ -174,11 +175,11 @@ async def test_a_response_from_the_client_is_refused_without_its_id(
     """Spec-mandated (basic/transports/stdio §Sending Messages: the client MUST NOT
     write responses; basic/index §Error Responses: an error carries the id of the
     request it answers): a response names no request of the client's, so its refusal
-    (-32600) has a null id; were it echoed, the client would take it for the answer to
-    its own request 1, which is still in flight and is answered once."""
+    (-32600) has no id (spec-notes §52); were it echoed, the client would take it for
+    the answer to its own request 1, which is still in flight and is answered once."""
     stray = line({"jsonrpc": "2.0", "id": 1, **response})
     out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, stray])
-    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+    assert [(m.get("id"), m.get("error", {}).get("code")) for m in out] == [
         (None, INVALID_REQUEST),
         (1, None),
     ]
@@ -187,12 +188,12 @@ async def test_a_response_from_the_client_is_refused_without_its_id(
 async def test_ids_are_echoed_with_their_json_type() -> None:
     """Spec-mandated (basic/index §Responses: the same id as the request; §Requests: a
     string or an integer, never null): ``"1"`` stays a string, a large integer stays
-    exact; ``true`` and ``1.0`` are not ids, -32600 with a null id."""
+    exact; ``true`` and ``1.0`` are not ids, -32600 with no id (spec-notes §52)."""
     ids: list[Any] = ["1", 2**70, True, 1.0]
     out = await serve_lines(
         Server("ids", "1.0.0"), [line(request("server/discover", request_id=i)) for i in ids]
     )
-    answered = sorted((repr(m["id"]), m.get("error", {}).get("code")) for m in out)
+    answered = sorted((repr(m.get("id")), m.get("error", {}).get("code")) for m in out)
     assert answered == [
         ("'1'", None),
         ("1180591620717411303424", None),
@@ -203,14 +204,14 @@ async def test_ids_are_echoed_with_their_json_type() -> None:
 
 async def test_an_over_long_line_is_refused_and_the_next_one_served() -> None:
     """presa-defined (stdio.py; the HTTP edge's body limit, as a line limit): a line
-    longer than ``max_line`` is -32600 with a null id, read to its end and dropped."""
+    longer than ``max_line`` is -32600 with no id, read to its end and dropped."""
     long = line(request("server/discover", {"padding": "x" * 1000}, request_id=1))
     out = await serve_lines(
         Server("long", "1.0.0"),
         [long, line(request("server/discover", request_id=2))],
         max_line=1000,
     )
-    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+    assert [(m.get("id"), m.get("error", {}).get("code")) for m in out] == [
         (None, INVALID_REQUEST),
         (2, None),
     ]
@@ -401,4 +402,50 @@ async def test_an_over_long_last_line_is_dropped_whole() -> None:
             await trio.testing.wait_all_tasks_blocked()
             await stdin.aclose()
     out = [json.loads(line) for line in stdout.get_data_nowait().splitlines()]
-    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [(None, INVALID_REQUEST)]
+    assert [(m.get("id"), m.get("error", {}).get("code")) for m in out] == [(None, INVALID_REQUEST)]
+
+
+async def test_every_line_written_validates_against_the_schema(autojump_clock: MockClock) -> None:
+    """Spec-mandated (schema $defs.*ResultResponse, $defs.JSONRPCErrorResponse,
+    $defs.ServerNotification; SEP-2663 §Task Creation, §Task Polling; basic/transports/stdio;
+    E-26): what the HTTP sweep holds the HTTP edge to, the stdio edge meets too,
+    refusals of lines that are no request included."""
+    sent = {
+        1: request("server/discover", request_id=1),
+        2: request("tools/list", request_id=2),
+        3: request(
+            "tools/call",
+            {
+                "name": "test_logging_tool",
+                "_meta": {**meta(), META_LOG_LEVEL: "info"},
+            },
+            request_id=3,
+        ),
+        4: request(
+            "tools/call",
+            {"name": "test_tool_with_progress", "_meta": meta(progressToken="p")},
+            request_id=4,
+        ),
+        5: request("tools/call", {"name": "confirm_delete"}, request_id=5),
+        6: request(
+            "tools/call", {"name": "slow_compute"}, request_id=6, capabilities=TASKS_CAPABILITIES
+        ),
+        7: request("resources/read", {"uri": "test://none"}, request_id=7),
+        8: request("no/such/method", request_id=8),
+        9: request("tasks/get", {"taskId": "none"}, request_id=9),
+    }
+    lines = [line(message) for message in sent.values()]
+    lines += [b"{not json\n", b"[]\n", line({**sent[1], "id": None})]
+    written = await serve_lines(build_server(), lines)
+    assert len(written) == len(lines) + 2 + 3  # info and warning logged; three progress reports
+    for message in written:
+        if "method" in message:
+            assert wire_schema.notification_problems(message) == [], message
+            continue
+        problems = wire_schema.envelope_problems(message) + wire_schema.error_problems(message)
+        if "result" in message:
+            method = sent[message["id"]]["method"]
+            problems += wire_schema.result_problems(
+                method, message["result"], tasks_declared=message["id"] == 6
+            )
+        assert problems == [], message

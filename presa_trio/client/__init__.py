@@ -29,6 +29,7 @@ module                  holds
 ``tool_headers``        tools whose ``x-mcp-header`` is invalid, left out
 ``oauth``               sign-in: discovery, registration, code with PKCE, client
                         credentials, refresh
+``loopback``            the sign-in's redirect: a listener on 127.0.0.1 (RFC 8252)
 ``assertion``           ``private_key_jwt``: a JWT signed with the client's key
 ``signin``              the kept token sent, refreshed, or a sign-in on a 401
 ``signin_transcript``   the sign-in's exchanges in the transcript, credentials left out

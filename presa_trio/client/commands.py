@@ -230,7 +230,8 @@ async def connected(
             raise UsageProblem(problem)
         opener = print_url if args.no_browser else open_browser
         hooks = recording_hooks(transcript)
-        async with httpx.AsyncClient(timeout=timeout, event_hooks=hooks) as signin_http:
+        # Each of a sign-in's exchanges is one answer, read within --timeout too.
+        async with httpx.AsyncClient(timeout=args.timeout, event_hooks=hooks) as signin_http:
             signin = SignIn(signin_http, transport, opener, options)
             await signin.use_kept()
             connection.authorize = signin.authorize

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -48,7 +49,7 @@ from presa_trio.wire.meta import (
     PROTOCOL_VERSION,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import TASK_NAME_PARAMS, TASKS_EXTENSION
+from presa_trio.wire.tasks import TASK_AUGMENTED, TASK_NAME_PARAMS, TASKS_EXTENSION
 
 CLIENT_INFO: JSONObject = {"name": "presa-trio", "version": __version__}
 #: ``Mcp-Name`` mirrors: the core's and the Tasks extension's, as the server reads them.
@@ -65,6 +66,7 @@ Watch = Callable[[bool, JSONObject], None]
 Authorize = Callable[[dict[str, str]], Awaitable[None]]
 #: Sign-ins (or step-ups) one request may cause before its 401 is final.
 MAX_SIGN_INS = 2
+T = TypeVar("T")
 
 
 def ignore(message: JSONObject) -> None:
@@ -150,16 +152,40 @@ class Connection:
         *,
         param_headers: Mapping[str, tuple[str, ...]] | None = None,
         progress: bool = False,
+        sign_in: bool = True,
     ) -> AsyncIterator[tuple[JSONObject, Replies]]:
-        """Send a request and hold its exchange open: for a stream such as a listen."""
-        message = self.message(method, params, progress=progress)
-        headers = request_headers(message, NAME_PARAMS, param_headers)
-        self.watch(True, message)
+        """Send a request and hold its exchange open: for a stream such as a listen.
+
+        A 401 is met as :meth:`signed_in` says, unless ``sign_in`` is False:
+        then the caller does that, outside a deadline of its own.
+        """
         try:
-            async with self.transport.exchange(message, headers) as replies:
+            async with AsyncExitStack() as stack:
+
+                async def send() -> tuple[JSONObject, Replies]:
+                    message = self.message(method, params, progress=progress)
+                    headers = request_headers(message, NAME_PARAMS, param_headers)
+                    self.watch(True, message)
+                    exchange = self.transport.exchange(message, headers)
+                    return message, await stack.enter_async_context(exchange)
+
+                message, replies = await (self.signed_in(send) if sign_in else send())
                 yield message, _WatchedReplies(replies, self.watch)
         except NotModern as failure:
             raise await self.explain(failure) from None
+
+    async def signed_in(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()``; on a 401, :attr:`authorize` (sign-in, refresh or step-up) and
+        ``attempt()`` again, at most :data:`MAX_SIGN_INS` times (basic/authorization
+        §Step-Up Authorization Flow: "no more than a few times")."""
+        for sign_ins in itertools.count():
+            try:
+                return await attempt()
+            except Unauthorized as failure:
+                if self.authorize is None or sign_ins >= MAX_SIGN_INS:
+                    raise
+                await self.authorize(failure.challenge)
+        raise AssertionError("unreachable")
 
     async def request(
         self,
@@ -176,25 +202,22 @@ class Connection:
         A server that answers ``UnsupportedProtocolVersionError`` yet lists this
         client's version among those it supports is asked once more
         (basic/versioning: the client retries with a mutually supported version).
-        A 401 calls :attr:`authorize` (sign-in, refresh or step-up), then asks
-        again, at most :data:`MAX_SIGN_INS` times (basic/authorization
-        §Step-Up Authorization Flow: "no more than a few times").
+        A 401 is met as :meth:`signed_in` says, the sign-in outside the
+        request's deadline (a person may be at the browser).
         """
         version_retried = False
-        for sign_ins in itertools.count():
+        once = partial(
+            self.request_once,
+            method,
+            params,
+            param_headers=param_headers,
+            timeout_s=timeout_s,
+            progress=progress,
+            on_notification=on_notification,
+        )
+        while True:
             try:
-                return await self.request_once(
-                    method,
-                    params,
-                    param_headers=param_headers,
-                    timeout_s=timeout_s,
-                    progress=progress,
-                    on_notification=on_notification,
-                )
-            except Unauthorized as failure:
-                if self.authorize is None or sign_ins >= MAX_SIGN_INS:
-                    raise
-                await self.authorize(failure.challenge)
+                return await self.signed_in(once)
             except RequestError as error:
                 data = error.data if isinstance(error.data, dict) else {}
                 supported = data.get("supported")
@@ -206,7 +229,6 @@ class Connection:
                 ):
                     raise
                 version_retried = True
-        raise AssertionError("unreachable")
 
     async def request_once(
         self,
@@ -220,6 +242,13 @@ class Connection:
     ) -> JSONObject:
         """One exchange of ``method``: its result, or :class:`RequestError`.
 
+        A task in answer to a request no task may answer is the server's
+        mistake, :class:`ProtocolFailure` (SEP-2663 §Capability Negotiation:
+        an invalid response), though the client declares the extension on
+        every request. The task methods answer with a task anyway: one
+        marked ``"task"`` there, as the SEP's own §Task Execution Errors
+        examples are (spec-notes §21), is read as the task it is.
+
         The notifications on its stream go to ``on_notification`` when given
         (a ``tasks/stream``'s events), awaited one by one, so a slow reader
         reads the stream no faster than it takes them; else to :attr:`notify`.
@@ -227,7 +256,7 @@ class Connection:
         limit = self.timeout_s if timeout_s is None else timeout_s
         with trio.move_on_after(limit) as waited:
             async with self.open(
-                method, params, param_headers=param_headers, progress=progress
+                method, params, param_headers=param_headers, progress=progress, sign_in=False
             ) as (
                 message,
                 replies,
@@ -247,6 +276,12 @@ class Connection:
         result = reply.get("result")
         if not isinstance(result, dict):
             raise ProtocolFailure(f"{self.where} answered {method} with a result that is no object")
+        tasked = method in TASK_AUGMENTED or method in TASK_NAME_PARAMS
+        if result.get("resultType") == "task" and not tasked:
+            only = ", ".join(sorted(TASK_AUGMENTED))
+            raise ProtocolFailure(
+                f"{self.where} answered {method} with a task, which only {only} may be"
+            )
         return result
 
     async def explain(self, failure: ProtocolFailure) -> ProtocolFailure:

@@ -4,7 +4,8 @@ What the client does when a server answers 401, in the spec's order:
 
 1. the protected resource metadata (RFC 9728): the ``resource_metadata`` of
    the ``WWW-Authenticate`` challenge, else the well-known URI at the
-   endpoint's path, else at the root; its ``resource`` must be this server;
+   endpoint's path, else at the root; its ``resource`` must be this server
+   (or its origin, or a path above it in whole segments);
 2. the authorization server's metadata: RFC 8414 then OpenID discovery,
    path-inserted before path-appended, and its ``issuer`` must be the one
    the URL was built from;
@@ -14,10 +15,11 @@ What the client does when a server answers 401, in the spec's order:
 4. the scope: the challenge's, else the resource's ``scopes_supported``,
    else none; on a step-up the union with what was asked before; plus
    ``offline_access`` when the authorization server lists it;
-5. the authorization code grant with PKCE S256 in a browser, the answer
-   coming back to a loopback listener (RFC 8252 §7.3), its ``state`` and
-   ``iss`` checked (RFC 9207) before the code is used; ``resource`` (RFC
-   8707) on the authorization and the token request.
+5. the authorization code grant with PKCE S256 (a server whose metadata does
+   not list ``S256`` is refused before anything is sent to it) in a
+   browser, the answer coming back to a loopback listener (RFC 8252 §7.3),
+   its ``state`` and ``iss`` checked (RFC 9207) before the code is used;
+   ``resource`` (RFC 8707) on the authorization and the token request.
 
 With ``--client-credentials`` step 5 is the client credentials grant
 instead (OAuth 2.1 §4.2; the MCP extension
@@ -46,7 +48,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import httpx
@@ -58,6 +60,8 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from presa_trio.client.assertion import client_assertion
 from presa_trio.client.errors import ProtocolFailure
+from presa_trio.client.loopback import await_callback, loopback_listener
+from presa_trio.client.transport import decoded
 from presa_trio.wire.models import JSONObject
 
 #: Opens the authorization URL for the person: a browser, or a printed line.
@@ -85,6 +89,9 @@ class Registration:
     auth_method: str = "none"
     #: The PEM file of the client's private key, for ``private_key_jwt``.
     key_file: str | None = None
+    #: The loopback redirect URI it was registered with (dynamic registration): a
+    #: sign-in again comes back there, as the server matches it exactly.
+    redirect_uri: str | None = None
 
 
 @attrs.define
@@ -110,7 +117,32 @@ class SignInOptions:
                 "--client-credentials signs in as a registered client: give --client-id "
                 "with --client-secret or --client-key"
             )
+        if self.client_metadata_url and not is_client_id_url(self.client_metadata_url):
+            return (
+                f"--client-metadata-url {self.client_metadata_url} cannot be a client ID: "
+                "it must be an https URL with a path, without . or .. segments, "
+                "a fragment or a user name"
+            )
         return None
+
+
+def is_client_id_url(url: str) -> bool:
+    """Whether ``url`` may be a client ID metadata document's URL, the client's ID.
+
+    Spec: client-registration §Client ID Metadata Documents (``https``, a path
+    component); draft-ietf-oauth-client-id-metadata-document-00 §3 (no single-
+    or double-dot path segments, no fragment, no username or password).
+    """
+    parts = urlsplit(url)
+    segments = parts.path.split("/")
+    return (
+        parts.scheme == "https"
+        and bool(parts.hostname)
+        and parts.path not in ("", "/")
+        and not {".", ".."} & set(segments)
+        and not parts.fragment
+        and "@" not in parts.netloc
+    )
 
 
 def resource_of(url: str) -> str:
@@ -145,13 +177,28 @@ def metadata_urls(issuer: str) -> list[str]:
 
 
 async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
-    """The JSON object at ``url``, or None for anything else."""
+    """The JSON object at ``url``, or None for anything else (no JSON as a server's
+    message is none: :func:`~presa_trio.client.transport.decoded`)."""
     try:
         response = await http.get(url, headers={"accept": "application/json"})
-        document = response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+    except httpx.HTTPError:
         return None
+    document = decoded(response.content) if response.status_code == 200 else None
     return document if isinstance(document, dict) else None
+
+
+def names_endpoint(named: str, endpoint: str) -> bool:
+    """Whether the metadata's ``resource`` is ``endpoint``'s: the endpoint itself, or its
+    origin or a path above it, whole segments (RFC 9728 §3.3: the URL the well-known
+    suffix went into; the root one names the origin). Same scheme, host and port: a
+    resource whose URL merely begins the endpoint's (``:4`` of ``:4000``, ``/mc`` of
+    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3)."""
+    ours, theirs = urlsplit(resource_of(endpoint)), urlsplit(resource_of(named))
+    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
+        return False
+    if theirs.query and theirs.query != ours.query:
+        return False
+    return (ours.path.rstrip("/") + "/").startswith(theirs.path.rstrip("/") + "/")
 
 
 async def resource_metadata(
@@ -165,10 +212,10 @@ async def resource_metadata(
         if document is None:
             continue
         named = document.get("resource")
-        resource = resource_of(endpoint)
-        if not isinstance(named, str) or not resource.startswith(resource_of(named)):
+        if not isinstance(named, str) or not names_endpoint(named, endpoint):
             raise SignInFailed(
-                f"the resource metadata at {url} is for {named!r}, not {resource}: refused"
+                f"the resource metadata at {url} is for {named!r}, "
+                f"not {resource_of(endpoint)}: refused"
             )
         return document
     raise SignInFailed(f"{endpoint} publishes no protected resource metadata (RFC 9728)")
@@ -245,8 +292,8 @@ async def register(
         "application_type": "native",
     }
     try:
-        answer = (await http.post(endpoint, json=request)).json()
-    except (httpx.HTTPError, ValueError) as error:
+        answer = decoded((await http.post(endpoint, json=request)).content)
+    except httpx.HTTPError as error:
         raise SignInFailed(f"registration at {endpoint} failed: {error}") from None
     if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
         raise SignInFailed(f"registration at {endpoint} was refused: {answer}")
@@ -254,6 +301,7 @@ async def register(
         answer["client_id"],
         answer.get("client_secret"),
         str(answer.get("token_endpoint_auth_method", method)),
+        redirect_uri=redirect_uri,
     )
 
 
@@ -263,7 +311,7 @@ async def token_request(
     """POST to the token endpoint with the client's authentication (OAuth 2.1 §2.4.1)."""
     headers = {"accept": "application/json"}
     form = {**form, "client_id": client.client_id}
-    endpoint = str(server.get("token_endpoint"))
+    endpoint = endpoint_of(server, "token_endpoint")
     if client.auth_method == "client_secret_basic" and client.client_secret:
         _, headers, _ = encode_client_secret_basic(client, "POST", endpoint, headers, b"")
     elif client.auth_method == "client_secret_post" and client.client_secret:
@@ -272,11 +320,16 @@ async def token_request(
         form.update(await signed_by_key(client, str(server.get("issuer"))))
     try:
         response = await http.post(endpoint, data=form, headers=headers)
-        answer = response.json()
-    except (httpx.HTTPError, ValueError) as error:
+    except httpx.HTTPError as error:
         raise SignInFailed(f"the token endpoint {endpoint} failed: {error}") from None
+    answer = decoded(response.content)
     if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
         raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
+    token_type = answer.get("token_type", "Bearer")
+    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        # RFC 6749 §7.1: a client does not use a token of a type it does not understand;
+        # this one sends bearer tokens only (basic/authorization §Token Requirements).
+        raise SignInFailed(f"the token endpoint issued a {token_type!r} token, not a Bearer one")
     return answer
 
 
@@ -290,27 +343,6 @@ async def signed_by_key(client: Registration, issuer: str) -> dict[str, str]:
         raise SignInFailed(f"cannot read the client key {key_file}: {error.strerror}") from None
     except ValueError as error:
         raise SignInFailed(f"the client key {key_file} is {error}") from None
-
-
-async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
-    """The query of the first request to the loopback redirect (RFC 8252 §7.3)."""
-    while True:
-        stream = await listener.accept()
-        async with stream:
-            received = b""
-            while b"\r\n\r\n" not in received and len(received) < 65536:
-                chunk = await stream.receive_some(4096)
-                if not chunk:
-                    break
-                received += chunk
-            target = received.split(b"\r\n", 1)[0].split(b" ")
-            query = urlsplit(target[1].decode() if len(target) > 1 else "").query
-            page = b"<!doctype html><p>presa-trio: you may close this window.</p>\n"
-            head = "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n"
-            head += f"content-length: {len(page)}\r\nconnection: close\r\n\r\n"
-            await stream.send_all(head.encode() + page)
-            if query:
-                return {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
 
 def check_response(answer: dict[str, str], state: str, server: JSONObject) -> str:
@@ -364,7 +396,13 @@ async def sign_in(
     options: SignInOptions,
     before: JSONObject | None = None,
 ) -> JSONObject:
-    """The whole sign-in, by the grant the options choose; the record :mod:`.tokens` keeps."""
+    """The whole sign-in, by the grant the options choose; the record :mod:`.tokens` keeps.
+
+    A client kept signed in as itself whose resource now names another
+    authorization server is an error, not a person's sign-in instead: its
+    credentials were registered at the one before (client-registration
+    §Authorization Server Binding).
+    """
     if (problem := options.problem()) is not None:
         raise SignInFailed(problem)
     found = await discover(http, endpoint, challenge, before)
@@ -372,7 +410,13 @@ async def sign_in(
     if options.client_credentials and options.client_id:
         client = preregistered(options.client_id, found.server, options)
         return await client_credentials(http, found, client)
-    if kept is not None and (before or {}).get("grant") == CLIENT_CREDENTIALS:
+    if (before or {}).get("grant") == CLIENT_CREDENTIALS and not options.client_id:
+        if kept is None:  # a client registered in advance, at the server it was before
+            raise SignInFailed(
+                f"the client signed in as itself at {(before or {}).get('issuer')}; "
+                f"{endpoint} now names {found.issuer}: give --client-credentials with "
+                "--client-id of a client registered there"
+            )
         return await client_credentials(http, found, kept)  # a step-up, say
     return await authorization_code(http, found, opener, options, kept)
 
@@ -386,6 +430,42 @@ def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
     return None
 
 
+def endpoint_of(server: JSONObject, name: str) -> str:
+    """The authorization server's endpoint ``name``, an absolute http(s) URL, else the
+    sign-in stops (security-considerations §Communication Security: its endpoints are
+    served over HTTP(S)). The authorization endpoint is opened in the person's browser:
+    a URL of another scheme (``file:``, an application's own) would open something else.
+    """
+    url = server.get(name)
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        usable = False
+    if not usable:
+        raise SignInFailed(f"the authorization server's metadata has no http(s) {name}: {url!r}")
+    return str(url)
+
+
+def check_pkce(server: JSONObject) -> None:
+    """PKCE S256 verified in the metadata before anything else is sent to the server.
+
+    Spec: security-considerations §Authorization Code Protection — without
+    ``code_challenge_methods_supported`` the server does not support PKCE and
+    the client refuses to proceed; the client uses ``S256`` (OAuth 2.1 §4.1.1),
+    so a server that does not list it is refused too.
+    """
+    methods = server.get("code_challenge_methods_supported")
+    if not isinstance(methods, list):
+        raise SignInFailed(
+            "the authorization server does not say it supports PKCE "
+            "(no code_challenge_methods_supported), so not S256: refused"
+        )
+    if "S256" not in methods:
+        offered = ", ".join(map(str, methods)) or "no method"
+        raise SignInFailed(f"the authorization server offers PKCE {offered}, not S256: refused")
+
+
 async def authorization_code(
     http: httpx.AsyncClient,
     found: Discovered,
@@ -395,10 +475,18 @@ async def authorization_code(
 ) -> JSONObject:
     """Steps 3 and 5 for a person: a client, then the code grant with PKCE in a browser."""
     server = found.server
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    check_pkce(server)
+    authorization_endpoint = endpoint_of(server, "authorization_endpoint")
+    endpoint_of(server, "token_endpoint")  # before a person is asked, not after
+    registered = kept.redirect_uri if kept else None
     try:
-        port = listeners[0].socket.getsockname()[1]
-        redirect_uri = f"http://127.0.0.1:{port}/callback"
+        listener = await loopback_listener(urlsplit(registered).port or 0 if registered else 0)
+    except OSError:  # its port is taken now: a registration anew, at another
+        kept, registered = None, None
+        listener = await loopback_listener(0)
+    try:
+        port = listener.socket.getsockname()[1]
+        redirect_uri = registered or f"http://127.0.0.1:{port}/callback"
         client = kept or await register(http, server, options, redirect_uri)
         verifier, state = generate_token(64), generate_token(32)
         extra: dict[str, Any] = {
@@ -407,7 +495,7 @@ async def authorization_code(
             "resource": found.resource,
         }
         url = prepare_grant_uri(
-            str(server.get("authorization_endpoint")),
+            authorization_endpoint,
             client.client_id,
             "code",
             redirect_uri=redirect_uri,
@@ -418,15 +506,14 @@ async def authorization_code(
         with trio.fail_after(CALLBACK_WAIT_S):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(opener, url)
-                answer = await await_callback(listeners[0])
+                answer = await await_callback(listener)
                 nursery.cancel_scope.cancel()
     except trio.TooSlowError:
         raise SignInFailed(
             f"no answer came back to the browser within {CALLBACK_WAIT_S:g} s"
         ) from None
     finally:
-        for listener in listeners:
-            await listener.aclose()
+        await listener.aclose()
     code = check_response(answer, state, server)
     form = {
         "grant_type": "authorization_code",

@@ -22,7 +22,7 @@ import httpx
 import trio
 
 from presa_trio.client import oauth, tokens
-from presa_trio.client.transport import HttpTransport, www_authenticate
+from presa_trio.client.transport import HttpTransport, http_failures, www_authenticate
 from presa_trio.wire.models import JSONObject
 
 
@@ -99,10 +99,11 @@ class SignIn:
 async def login(signin: SignIn) -> None:
     """``presa-trio login URL``: sign in now, whatever is kept, as the server's 401 asks."""
     signin.kept = await tokens.load(signin.resource)
-    response = await signin.http.post(
-        signin.transport.where,
-        json={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}},
-        headers={"accept": "application/json, text/event-stream"},
-    )
+    with http_failures(signin.transport.where):
+        response = await signin.http.post(
+            signin.transport.where,
+            json={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}},
+            headers={"accept": "application/json, text/event-stream"},
+        )
     header = response.headers.get("www-authenticate", "")
     await signin.sign_in(www_authenticate(header))

@@ -5,7 +5,8 @@ authorization server it came from and the client registration used with
 it. They live in ``$PRESA_TRIO_CONFIG`` (default
 ``$XDG_CONFIG_HOME/presa-trio``, else ``~/.config/presa-trio``), under
 ``tokens/``, one JSON file per server named by a hash of its URL; each
-file is created with mode 0600 and replaced whole, never edited in place.
+file is written new with mode 0600 and moved over the old one, never
+edited in place, nor written through a file found there.
 ``presa-trio logout URL`` removes the server's file.
 
 Spec: 2026-07-28 basic/authorization §Token Handling (refresh tokens kept
@@ -18,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +46,19 @@ def token_path(endpoint: str) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
+    """``text`` in a new file beside ``path`` (mkstemp: mode 0600, created, never one
+    found there, whoever left it), then moved over ``path``: two commands writing at
+    once each move a whole file of their own."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_suffix(".tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(partial, path)
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def _read(path: Path) -> Any:

@@ -23,11 +23,17 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    suppress,
+)
 from functools import partial
 from http import HTTPStatus
 from pathlib import Path
@@ -151,10 +157,13 @@ def decoded(data: bytes) -> Any:
 
 
 def is_response(message: Any) -> bool:
-    return (
-        isinstance(message, dict)
-        and "id" in message
-        and ("result" in message or "error" in message)
+    """A result with its id, or an error, with or without one.
+
+    Spec: basic/index §Error Responses: an error to a request whose id could
+    not be read carries none (``id?: string | number``).
+    """
+    return isinstance(message, dict) and (
+        ("result" in message and "id" in message) or "error" in message
     )
 
 
@@ -219,20 +228,68 @@ class _HttpReplies:
         return message
 
 
+#: RFC 9110 §5.6.2 token: an auth scheme or a parameter's name.
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+#: ``name = value``, the value a quoted string (RFC 9110 §5.6.4) or, leniently, any
+#: run up to the next comma or space (``scope=files:read`` is seen in the wild).
+_PARAM = re.compile(rf'({_TOKEN})[ \t]*=[ \t]*("(?:[^"\\]|\\.)*"|[^\s,"]+)')
+_SCHEME = re.compile(_TOKEN)
+#: RFC 9110 §11.2 token68, the credentials of a scheme that takes no parameters.
+_TOKEN68 = re.compile(r"[ \t]+[-.~+/0-9A-Za-z_]+=*[ \t]*(?=,|$)")
+_ESCAPED = re.compile(r"\\(.)")
+
+
 def www_authenticate(header: str) -> dict[str, str]:
-    """The ``key="value"`` parameters of a Bearer challenge (RFC 6750 §3)."""
-    found = {}
-    for part in header.removeprefix("Bearer").split(","):
-        key, _, value = part.strip().partition("=")
-        if key:
-            found[key.strip()] = value.strip().strip('"')
-    return found
+    """The parameters of the Bearer challenge (RFC 6750 §3) in a ``WWW-Authenticate``.
+
+    Read as RFC 9110 §11.6.1 writes it: the header may hold several
+    challenges (``Basic realm="x", Bearer scope="y"``), the scheme and the
+    parameter names are case-insensitive (the names are given lower-case),
+    and a quoted string may hold commas and escaped quotes. The first of a
+    repeated parameter counts. What cannot be read ends the reading; what
+    was read before stands.
+    """
+    challenges: dict[str, dict[str, str]] = {}
+    params: dict[str, str] | None = None
+    at = 0
+    while at < len(header):
+        if header[at] in " \t,":
+            at += 1
+        elif params is not None and (param := _PARAM.match(header, at)):
+            name, value = param.groups()
+            if value.startswith('"'):
+                value = _ESCAPED.sub(r"\1", value[1:-1])
+            params.setdefault(name.lower(), value)
+            at = param.end()
+        elif scheme := _SCHEME.match(header, at):
+            params = challenges.setdefault(scheme.group().lower(), {})
+            at = scheme.end()
+            if token68 := _TOKEN68.match(header, at):
+                at = token68.end()
+        else:
+            break
+    return challenges.get("bearer", {})
 
 
 def insufficient_scope(response: httpx.Response) -> bool:
     """403 with ``error="insufficient_scope"``: a step-up (basic/authorization §Error Handling)."""
     challenge = www_authenticate(response.headers.get("www-authenticate", ""))
     return response.status_code == 403 and challenge.get("error") == "insufficient_scope"
+
+
+@contextmanager
+def http_failures(where: str) -> Iterator[None]:
+    """httpx's failures to exchange with ``where`` as the client's own, one line each."""
+    try:
+        yield
+    except httpx.InvalidURL as error:
+        raise UsageProblem(f"{where} is not a URL: {error}") from None
+    except httpx.UnsupportedProtocol:
+        raise UsageProblem(f"{where} is not an http:// or https:// URL") from None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+        raise Unreachable(f"cannot reach {where}: {error or 'connection failed'}") from None
+    except httpx.TransportError as error:
+        raise BrokenOff(f"{where} broke off the exchange: {error!r}") from None
 
 
 @attrs.define(eq=False)
@@ -262,26 +319,20 @@ class HttpTransport:
             record = Exchange(time.time(), request)
             record.body += body
         try:
-            async with self.http.stream("POST", self.where, content=body, headers=sent) as response:
-                if record is not None:
-                    content_type = response.headers.get("content-type", "")
-                    record.response = {"status": response.status_code, "contentType": content_type}
-                    if "www-authenticate" in response.headers:
-                        challenge = response.headers["www-authenticate"]
-                        record.response["headers"] = {"www-authenticate": challenge}
-                if response.status_code == 401 or insufficient_scope(response):
-                    raise await self.unauthorized(response)
-                yield _HttpReplies(self.where, response, record)
-        except httpx.InvalidURL as error:
-            raise UsageProblem(f"{self.where} is not a URL: {error}") from None
-        except httpx.UnsupportedProtocol:
-            raise UsageProblem(f"{self.where} is not an http:// or https:// URL") from None
-        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-            raise Unreachable(
-                f"cannot reach {self.where}: {error or 'connection failed'}"
-            ) from None
-        except httpx.TransportError as error:
-            raise BrokenOff(f"{self.where} broke off the exchange: {error!r}") from None
+            with http_failures(self.where):
+                async with self.http.stream(
+                    "POST", self.where, content=body, headers=sent
+                ) as response:
+                    if record is not None:
+                        content_type = response.headers.get("content-type", "")
+                        status = response.status_code
+                        record.response = {"status": status, "contentType": content_type}
+                        if "www-authenticate" in response.headers:
+                            challenge = response.headers["www-authenticate"]
+                            record.response["headers"] = {"www-authenticate": challenge}
+                    if response.status_code == 401 or insufficient_scope(response):
+                        raise await self.unauthorized(response)
+                    yield _HttpReplies(self.where, response, record)
         finally:
             if record is not None and self.transcript is not None:
                 with trio.CancelScope(shield=True):
@@ -314,8 +365,8 @@ class HttpTransport:
 
     async def authorization_servers(self, metadata_url: str) -> list[str]:
         try:
-            document = (await self.http.get(metadata_url)).json()
-        except (httpx.HTTPError, ValueError):
+            document = decoded((await self.http.get(metadata_url)).content)
+        except httpx.HTTPError:
             return []
         servers = document.get("authorization_servers") if isinstance(document, dict) else None
         return [str(s) for s in servers] if isinstance(servers, list) else []
@@ -391,7 +442,7 @@ class StdioTransport:
         meta = object_at(params, "_meta")
         target: Any
         if is_response(message):
-            target = message["id"]
+            target = message.get("id")
         elif message.get("method") == EVENT_NOTIFICATION:
             target = self._task_streams.get(params.get("taskId"))
         elif META_SUBSCRIPTION_ID in meta:

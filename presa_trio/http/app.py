@@ -42,7 +42,13 @@ from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
 from presa_trio.http.health import HEALTH_PATHS, answer_health
-from presa_trio.http.sse import ResponseState, ResponseWriter, send_json, send_whole
+from presa_trio.http.sse import (
+    ResponseState,
+    ResponseWriter,
+    send_accepted,
+    send_json,
+    send_whole,
+)
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
@@ -339,7 +345,7 @@ class McpApp:
             data, status = encode_error(admitted.request_id, admitted.error)
             await send_json(send, status, data)
         elif isinstance(admitted, envelope.Notification):
-            await send_json(send, 202, b"")
+            await send_accepted(send)
         else:
             principal = None if caller is None else caller[1]
             await self.stream(admitted.request, admitted.meta, send, exchange, principal, access)

@@ -155,6 +155,7 @@ async def serve_http(
             async def shutdown() -> None:
                 await first_of(trigger, mcp.failed.wait)
                 mcp.draining = True
+                log.info("draining: /readyz answers 503 from now on")
                 if not mcp.failed.is_set():
                     await trio.sleep(drain_delay)  # still accepting, /readyz says 503
                 server.changes.close()

@@ -42,19 +42,20 @@ async def send_whole(
     send: ASGISendCallable,
     status: int,
     body: bytes,
-    content_type: bytes,
+    content_type: bytes | None,
     extra_headers: list[tuple[bytes, bytes]] | tuple[()] = (),
 ) -> None:
-    """A response whose body is known whole: one body message, with its length."""
+    """A response whose body is known whole: one body message, with its length.
+
+    ``content_type`` is ``None`` only for a response with no body: there is
+    no content to type (RFC 9110 §8.3).
+    """
+    typed = [] if content_type is None else [(b"content-type", content_type)]
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [
-                (b"content-type", content_type),
-                (b"content-length", b"%d" % len(body)),
-                *extra_headers,
-            ],
+            "headers": [*typed, (b"content-length", b"%d" % len(body)), *extra_headers],
             "trailers": False,
         }
     )
@@ -62,8 +63,16 @@ async def send_whole(
 
 
 async def send_json(send: ASGISendCallable, status: int, body: bytes) -> None:
-    """A plain ``application/json`` response (or an empty 202)."""
+    """A plain ``application/json`` response."""
     await send_whole(send, status, body, b"application/json")
+
+
+async def send_accepted(send: ASGISendCallable) -> None:
+    """202 Accepted, with no body and so no content type.
+
+    Spec: streamable-http §Sending Messages item 5 (an accepted notification).
+    """
+    await send_whole(send, 202, b"", None)
 
 
 class ResponseState(enum.Enum):

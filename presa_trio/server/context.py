@@ -50,6 +50,7 @@ from presa_trio.wire.meta import LOG_LEVELS, ClientCapabilities, RequestMeta
 from presa_trio.wire.models import LogMessage
 from presa_trio.wire.request_state import StateSealer
 from presa_trio.wire.tasks import PARTIAL_CONTENT_EVENT
+from presa_trio.wire.well_formed import is_number
 
 #: Delivers one JSON-RPC message on the stream that answers this request.
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -170,8 +171,14 @@ class RequestContext:
         """Send ``notifications/progress`` if, and only if, the request asked for it.
 
         Spec: basic/patterns/progress §Progress Flow, §Behavior Requirements — only
-        with ``_meta.progressToken``, echoing it, with a value that increases every time.
+        with ``_meta.progressToken``, echoing it, with a value that increases every time;
+        schema ``$defs.ProgressNotificationParams`` — numbers, and a string message.
+        Anything else is the caller's bug, a ``TypeError``, with or without a token.
         """
+        if not is_number(progress) or not (total is None or is_number(total)):
+            raise TypeError(f"progress and total must be numbers, not {progress!r}, {total!r}")
+        if not (message is None or isinstance(message, str)):
+            raise TypeError(f"a progress message must be a string, not {message!r}")
         token = self.meta.progress_token
         if token is None:
             return
@@ -188,10 +195,13 @@ class RequestContext:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if the request's ``logLevel`` admits ``level``.
 
-        Spec: server/utilities/logging §Per-request log level — without ``logLevel``, nothing.
+        Spec: server/utilities/logging §Per-request log level — without ``logLevel``, nothing;
+        schema ``$defs.LoggingMessageNotificationParams`` — ``logger`` a string.
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        if not (logger is None or isinstance(logger, str)):
+            raise TypeError(f"a logger's name must be a string, not {logger!r}")
         if not self.meta.logs_at(level):
             return
         message = LogMessage(level, data, logger)

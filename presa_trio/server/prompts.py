@@ -13,11 +13,12 @@ from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registry import Server
-from presa_trio.server.results import describe, is_block
+from presa_trio.server.results import describe
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.well_formed import is_optional_text, is_prompt_message
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,11 @@ def prompt_result(name: str, output: Any) -> models.GetPromptResult:
 
     A ``str`` (a typed prompt's text) is one user message; a list or tuple
     of :class:`~presa_trio.wire.models.PromptMessage` is the messages, each
-    with a role of schema ``$defs.Role`` and one ``ContentBlock``. Anything
-    else (a ``system`` role, a bare string as content) is the handler's
-    bug: -32603 with the detail in the log, never a result the schema
-    refuses (schema ``$defs.GetPromptResult``).
+    with a role of schema ``$defs.Role`` and one content block the schema
+    accepts (:mod:`presa_trio.wire.well_formed`). Anything else (a
+    ``system`` role, a bare string as content, ``TextContent(None)``) is the
+    handler's bug: -32603 with the detail in the log, never a result the
+    schema refuses (schema ``$defs.GetPromptResult``).
     """
     result = output
     if isinstance(result, str):
@@ -80,7 +82,8 @@ def prompt_result(name: str, output: Any) -> models.GetPromptResult:
     if (
         isinstance(result, models.GetPromptResult)
         and isinstance(result.messages, list)
-        and all(is_message(message) for message in result.messages)
+        and all(is_prompt_message(message) for message in result.messages)
+        and is_optional_text(result.description)
     ):
         return result
     raise report_fault(
@@ -90,15 +93,6 @@ def prompt_result(name: str, output: Any) -> models.GetPromptResult:
         "GetPromptResult)",
         name,
         describe(output),
-    )
-
-
-def is_message(message: Any) -> bool:
-    """A ``PromptMessage`` the schema admits: role ``user``/``assistant``, one content block."""
-    return (
-        isinstance(message, models.PromptMessage)
-        and message.role in ("user", "assistant")
-        and is_block(message.content)
     )
 
 
@@ -153,7 +147,8 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
     if not is_completion(completion):
         raise report_fault(
             log,
-            "completion of %s %s returned %s, which is not a Completion of at most %d strings",
+            "completion of %s %s returned %s, which is not a Completion of at most %d strings "
+            "(with an integer total and a boolean has_more, if any)",
             kind,
             ref,
             describe(completion),
@@ -166,11 +161,18 @@ def is_completion(completion: Any) -> bool:
     """A :class:`~presa_trio.wire.models.Completion` of at most 100 strings.
 
     Spec: completion §Completion Results ("Maximum 100 items per response");
-    schema ``$defs.CompleteResult`` (``values``: strings).
+    schema ``$defs.CompleteResult`` (``values``: strings; ``total`` an
+    integer and ``hasMore`` a boolean, when given).
     """
     return (
         isinstance(completion, models.Completion)
         and isinstance(completion.values, list)
         and len(completion.values) <= MAX_COMPLETION_VALUES
         and all(isinstance(value, str) for value in completion.values)
+        and (completion.total is None or is_integer(completion.total))
+        and (completion.has_more is None or isinstance(completion.has_more, bool))
     )
+
+
+def is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -16,11 +16,12 @@ from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registered import ResourceOutput
 from presa_trio.server.registry import Server
-from presa_trio.server.results import describe, is_contents
+from presa_trio.server.results import describe
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.well_formed import is_resource_contents
 
 log = logging.getLogger(__name__)
 
@@ -44,21 +45,21 @@ async def list_templates(
 def as_contents(uri: str, mime_type: str | None, output: ResourceOutput) -> list[Any]:
     """Normalise a handler's output: ``str`` is text, ``bytes`` is a base64 blob.
 
-    A list (or tuple) of resource contents, their fields strings, is the
-    result's ``contents`` as it is; anything else is the handler's bug,
-    -32603 with the detail in the log, never a result the schema refuses
-    (schema ``$defs.ReadResourceResult``).
+    A list (or tuple) of resource contents whose fields the schema accepts
+    (:mod:`presa_trio.wire.well_formed`) is the result's ``contents`` as it
+    is; anything else is the handler's bug, -32603 with the detail in the
+    log, never a result the schema refuses (schema ``$defs.ReadResourceResult``).
     """
     if isinstance(output, str):
         return [models.TextResourceContents(uri, output, mime_type)]
     if isinstance(output, bytes):
         return [models.BlobResourceContents(uri, base64.b64encode(output).decode(), mime_type)]
-    if isinstance(output, list | tuple) and all(is_contents(c) for c in output):
+    if isinstance(output, list | tuple) and all(map(is_resource_contents, output)):
         return list(output)
     raise report_fault(
         log,
         "resource %s returned %s, which is not resource contents (a str, bytes, or a list "
-        "of TextResourceContents and BlobResourceContents, their fields str, a blob base64)",
+        "of TextResourceContents and BlobResourceContents whose fields the schema accepts)",
         uri,
         describe(output),
     )

@@ -3,7 +3,8 @@
 Accepted, on the plain path and in a task alike:
 
 - a ``str``: one text block;
-- a content block, or a list or tuple of them: the result's content;
+- a content block, or a list or tuple of them: the result's content, each
+  block's fields as the schema has them (:mod:`presa_trio.wire.well_formed`);
 - a :class:`~presa_trio.wire.models.CallToolResult` whose content is a list
   of content blocks and whose ``structured_content`` is JSON or absent;
 - :class:`~presa_trio.wire.mrtr.InputRequired` (a multi round-trip question);
@@ -37,6 +38,7 @@ from presa_trio.server.signatures import Returns, arguments_converter
 from presa_trio.wire import models
 from presa_trio.wire.hints import is_record
 from presa_trio.wire.mrtr import InputRequired
+from presa_trio.wire.well_formed import is_content_block
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +48,6 @@ CONTENT_BLOCKS = (
     models.AudioContent,
     models.EmbeddedResource,
     models.ResourceLink,
-)
-RESOURCE_CONTENTS = (models.TextResourceContents, models.BlobResourceContents)
-#: The fields schema.ts says are strings, of each content block and resource contents.
-STRING_FIELDS: tuple[tuple[type, tuple[str, ...]], ...] = (
-    (models.TextContent, ("text",)),
-    (models.ImageContent, ("data", "mime_type")),
-    (models.AudioContent, ("data", "mime_type")),
-    (models.ResourceLink, ("uri", "name")),
-    (models.TextResourceContents, ("uri", "text")),
-    (models.BlobResourceContents, ("uri", "blob")),
 )
 #: Deeper values than this are refused rather than walked (the encoder's own bound is lower).
 MAX_DEPTH = 200
@@ -90,35 +82,11 @@ def structured(value: Any) -> models.CallToolResult | None:
     return models.CallToolResult([models.TextContent(text)], structured_content=wire)
 
 
-def is_block(value: Any) -> bool:
-    """A content block the schema admits: its kind, and strings where strings belong.
-
-    ``TextContent(42)`` or ``ImageContent(raw_bytes, …)`` would otherwise
-    go out as ``"text": 42`` or fail to encode; an embedded resource's
-    contents are held to the same.
-    """
-    if isinstance(value, models.EmbeddedResource):
-        return is_contents(value.resource)
-    return isinstance(value, CONTENT_BLOCKS) and has_strings(value)
-
-
-def is_contents(value: Any) -> bool:
-    """Text or blob resource contents with string fields (schema ``$defs.ResourceContents``)."""
-    return isinstance(value, RESOURCE_CONTENTS) and has_strings(value)
-
-
-def has_strings(value: Any) -> bool:
-    for kind, names in STRING_FIELDS:
-        if isinstance(value, kind):
-            return all(isinstance(getattr(value, name), str) for name in names)
-    return False
-
-
 def valid_result(result: models.CallToolResult) -> bool:
     """Content blocks, and ``structuredContent`` any JSON value (schema.ts ``CallToolResult``)."""
     return (
         isinstance(result.content, list)
-        and all(is_block(block) for block in result.content)
+        and all(is_content_block(block) for block in result.content)
         and (result.structured_content is None or as_json(result.structured_content) is not None)
         and isinstance(result.is_error, bool)
     )
@@ -147,9 +115,10 @@ def normalised(returns: Returns, output: Any) -> models.CallToolResult | InputRe
     if isinstance(output, InputRequired):
         return output
     if isinstance(output, CONTENT_BLOCKS):
-        return models.CallToolResult([output]) if is_block(output) else None
-    if isinstance(output, list | tuple) and all(is_block(block) for block in output):
-        return models.CallToolResult(list(output))
+        return models.CallToolResult([output]) if is_content_block(output) else None
+    if isinstance(output, list | tuple) and all(isinstance(b, CONTENT_BLOCKS) for b in output):
+        blocks = list(output)
+        return models.CallToolResult(blocks) if all(map(is_content_block, blocks)) else None
     if returns is Returns.STRUCTURED and output is not None:
         return structured(output)
     if output is None:

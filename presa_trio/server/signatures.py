@@ -272,6 +272,9 @@ CONTENT_TYPES: tuple[Any, ...] = (
 
 
 def is_content(hint: Any) -> bool:
+    """Whether values of ``hint`` are content: a string, a block, a result, or a
+    sequence of blocks. A sequence of strings is no content (its items are no
+    blocks): it is a JSON value, sent as its text."""
     if hint in CONTENT_TYPES or hint is Any or hint is object:
         return True
     origin, args = get_origin(hint), get_args(hint)
@@ -279,7 +282,7 @@ def is_content(hint: Any) -> bool:
         return is_content(args[0])
     if is_union(hint):
         return any(is_content(arg) for arg in args) and not any(is_structured(a) for a in args)
-    return origin in SEQUENCES and bool(args) and is_content(args[0])
+    return origin in SEQUENCES and bool(args) and args[0] is not str and is_content(args[0])
 
 
 def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObject | None]:

@@ -92,6 +92,7 @@ from presa_trio.wire.mrtr import InputRequired
 from presa_trio.wire.tasks import (
     EVENT_STREAMS,
     NAME_CHECKED_WHEN_SENT,
+    TASK_AUGMENTED,
     TASK_NAME_PARAMS,
     TASK_NOTIFICATION,
     TASKS_EXTENSION,
@@ -265,7 +266,7 @@ class TasksExtension(Extension):
         ]
 
     def wrap(self, method: str, handler: MethodHandler) -> MethodHandler:
-        if method != "tools/call":
+        if method not in TASK_AUGMENTED:
             return handler
 
         async def wrapped(

@@ -139,6 +139,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 import trio
@@ -211,6 +212,20 @@ def capacity_error(
     return InternalError(message, {"retryable": retryable, "limit": limit})
 
 
+def whole_positive_ms(_runner: Any, setting: attrs.Attribute[Any], value: Any) -> None:
+    """A ``ttlMs`` or ``pollIntervalMs`` setting: whole milliseconds above zero, or None.
+
+    SEP-2663 §Tasks types both as integer milliseconds, and the runner's
+    tasks-wire-field-renames check wants them positive (spec-notes §53):
+    anything else is refused when the runner is built or the setting
+    changes, not sent on the wire, nor left to fail every task it creates.
+    """
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValueError(
+            f"{setting.name} must be a whole number of milliseconds > 0, or None, not {value!r}"
+        )
+
+
 @attrs.define(eq=False, repr=False)
 class TaskRunner:
     """Creates, runs, answers and cancels tasks; see the module docstring.
@@ -225,8 +240,9 @@ class TaskRunner:
     events: TaskEventLog | None = None
     limits: Limits = attrs.field(factory=Limits)
     # ttlMs of new tasks, counted from creation; None is unlimited (SEP-2663 §Tasks).
-    ttl_ms: int | None = 3_600_000
-    poll_interval_ms: int | None = 500
+    ttl_ms: int | None = attrs.field(default=3_600_000, validator=whole_positive_ms)
+    # pollIntervalMs of new tasks; None leaves it out.
+    poll_interval_ms: int | None = attrs.field(default=500, validator=whole_positive_ms)
     # How long a lease lasts unless renewed, in ms (``--task-lease``).
     lease_ms: int = 30_000
     # How often the reaper deletes expired tasks, in seconds.

@@ -250,7 +250,15 @@ def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, 
 
 
 def error_response(request_id: RequestId | None, error: McpError) -> dict[str, Any]:
-    """A JSON-RPC error response; ``id`` is null when it could not be read."""
+    """A JSON-RPC error response; without ``id`` when it could not be read.
+
+    Spec: basic/index §Error Responses (``id?: string | number``: no id "in
+    error cases where the ID could not be read"), schema
+    ``$defs.JSONRPCErrorResponse``; JSON-RPC 2.0 would send ``"id": null``
+    (spec-notes §52).
+    """
+    if request_id is None:
+        return {"jsonrpc": "2.0", "error": error.to_wire()}
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
 
 

@@ -1,17 +1,19 @@
 """What both ends of the wire know of the Tasks extension: its id, the statuses, the names.
 
 A client that follows a task and the server that runs it read the same
-facts: the extension's identifier in ``capabilities.extensions``, the five
-statuses as they are spelt on the wire and which of them end a task, which
-``params`` key ``Mcp-Name`` mirrors on the task methods, and the event
+facts: the extension's identifier in ``capabilities.extensions``, the
+requests a task may answer, the five statuses as they are spelt on the
+wire and which of them end a task, which ``params`` key ``Mcp-Name``
+mirrors on the task methods, and the event
 types presa writes to a task's event stream, how that stream is
 advertised, delivered and refused, and the shape of one streamed event.
 They live here, apart from the
 runtime (:mod:`presa_trio.tasks`), so that :mod:`presa_trio.client` needs
 no part of the server to speak to one.
 
-Spec: SEP-2663 §Tasks, §Task Status, §HTTP Headers; SEP-2694 (draft) §Specification,
-§notifications/tasks/event, §events_gone error, §Event Types.
+Spec: SEP-2663 §Supported Methods, §Tasks, §Task Status, §Streamable HTTP: Routing
+Headers; SEP-2694 (draft) §Specification, §notifications/tasks/event, §events_gone
+error, §Event Types.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ class Status(enum.Enum):
 
 #: The statuses a task never leaves (SEP-2663 §Task Status).
 TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+#: The requests a server may answer with a ``CreateTaskResult`` (SEP-2663
+#: §Supported Methods); a task in answer to any other is an invalid response
+#: (§Capability Negotiation).
+TASK_AUGMENTED: frozenset[str] = frozenset({"tools/call"})
 
 #: ``Mcp-Name`` on the task methods mirrors ``params.taskId`` (SEP-2663
 #: §Streamable HTTP: Routing Headers); a client sends it on ``tasks/stream``

@@ -105,6 +105,8 @@ class AuthorizationServer:
     also_published: list[dict[str, Any]] = attrs.field(factory=list)
     # How the introspection endpoint authenticates its callers.
     introspection_methods: tuple[str, ...] = ("client_secret_basic",)
+    # The ``token_type`` its token responses name (RFC 6749 §7.1).
+    token_type: str = "Bearer"
 
     # --- what tests do directly -------------------------------------------------
 
@@ -337,7 +339,8 @@ class AuthorizationServer:
             token = self.mint_opaque(client_id, resource, subject=subject, scope=scope)
         else:
             token = self.mint_jwt(client_id, resource, subject=subject, scope=scope)
-        answer = {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
+        answer: dict[str, Any] = {"access_token": token, "token_type": self.token_type}
+        answer["expires_in"] = TOKEN_LIFETIME_S
         if grant in ("authorization_code", "refresh_token"):
             refresh_token = secrets.token_urlsafe(24)
             self.refresh_tokens[refresh_token] = (client_id, subject, resource, scope)

@@ -1,7 +1,9 @@
 """A real authorization server in the test process, and an HTTP client for the tests.
 
 The authorization server (:mod:`tests.auth.authorization_server`) runs on
-hypercorn at a loopback port the kernel picks. presa runs beside it as a
+hypercorn at a loopback port the kernel picks, and so does the endpoint
+that asks the client to sign in as a test sets it up
+(:mod:`tests.auth.protected_resource`). presa runs beside it as a
 subprocess with the ``--auth-*`` flags, exactly as a user starts it
 (:mod:`tests.auth.harness`); the tests talk to both over loopback HTTP with httpx.
 """
@@ -16,24 +18,51 @@ import pytest
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from hypercorn.typing import ASGIFramework
 
 from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.protected_resource import ProtectedResource
 
 
 @pytest.fixture
 async def issuer(nursery: trio.Nursery) -> AsyncIterator[AuthorizationServer]:
     """The authorization server, listening; its ``issuer`` is its loopback URL."""
     server = AuthorizationServer()
+    shutdown = trio.Event()
+    server.issuer = await listening(nursery, server, shutdown)
+    yield server
+    shutdown.set()
+
+
+@pytest.fixture
+async def other_issuer(nursery: trio.Nursery) -> AsyncIterator[AuthorizationServer]:
+    """A second authorization server, for a resource that moves from one to another."""
+    server = AuthorizationServer()
+    shutdown = trio.Event()
+    server.issuer = await listening(nursery, server, shutdown)
+    yield server
+    shutdown.set()
+
+
+@pytest.fixture
+async def resource(nursery: trio.Nursery) -> AsyncIterator[ProtectedResource]:
+    """The endpoint that asks for a sign-in, listening; its ``origin`` is its loopback URL."""
+    endpoint = ProtectedResource()
+    shutdown = trio.Event()
+    endpoint.origin = await listening(nursery, endpoint, shutdown)
+    yield endpoint
+    shutdown.set()
+
+
+async def listening(nursery: trio.Nursery, app: ASGIFramework, shutdown: trio.Event) -> str:
+    """``app`` served by hypercorn on a loopback port until ``shutdown``; its URL."""
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
-    shutdown = trio.Event()
     urls: list[str] = await nursery.start(
-        partial(serve, server, config, shutdown_trigger=shutdown.wait)
+        partial(serve, app, config, shutdown_trigger=shutdown.wait)
     )
-    server.issuer = urls[0]
-    yield server
-    shutdown.set()
+    return urls[0]
 
 
 @pytest.fixture

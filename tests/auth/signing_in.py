@@ -91,7 +91,8 @@ async def login(
 ) -> tuple[int, str]:
     """``presa-trio login URL --no-browser FLAGS``, the printed URL taken by ``browser``.
 
-    Returns the exit status and all the client printed on stderr.
+    Returns the exit status and all the client printed on stderr; a client
+    that ends without printing a URL (it refused to sign in) is not browsed.
     """
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
@@ -110,11 +111,13 @@ async def login(
             said = b""
             while b"/authorize?" not in said or not said.endswith(b"\n"):
                 chunk = await process.stderr.receive_some(4096)
-                assert chunk, f"the client ended before printing a URL: {said.decode()}"
+                if not chunk:
+                    break  # the client ended before asking the person: a refusal
                 said += chunk
-            line = next(w for w in said.decode().split() if "/authorize?" in w)
-            last = await browser(http, line)
-            assert last.status_code == 200, last.text
+            else:
+                line = next(w for w in said.decode().split() if "/authorize?" in w)
+                last = await browser(http, line)
+                assert last.status_code == 200, last.text
             async for chunk in process.stderr:
                 said += chunk
     assert process.returncode is not None

@@ -16,20 +16,25 @@ Spec: 2026-07-28 basic/authorization §Authorization Flow Steps, §Token Handlin
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 from joserfc.jwk import ECKey
 
+from presa_trio.client import tokens
 from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.harness import start_presa
 from tests.auth.signing_in import consent, login
-from tests.client.helpers import client, client_environment
+from tests.client.helpers import client, client_command, client_environment
 
 
 def assert_recorded_without_credentials(
@@ -171,3 +176,89 @@ async def test_client_credentials_without_credentials_is_a_usage_error(tmp_path:
     ran = await client("list", "http://127.0.0.1:9/mcp", "--client-credentials", env=env)
     assert ran.status == 2
     assert "--client-credentials signs in as a registered client" in ran.error()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://app.example.com/client.json",
+        "https://app.example.com",
+        "https://app.example.com/",
+        "https://app.example.com/a/../client.json",
+        "https://app.example.com/client.json#me",
+        "https://me:pw@app.example.com/client.json",
+        "client.json",
+    ],
+)
+async def test_a_client_metadata_url_that_cannot_be_a_client_id_is_a_usage_error(
+    tmp_path: Path, url: str
+) -> None:
+    """Spec-mandated (client-registration §Client ID Metadata Documents: the ``client_id``
+    URL uses ``https`` and has a path; draft-ietf-oauth-client-id-metadata-document-00
+    §3: no dot segments, fragment or credentials): nothing is sent; one line, exit 2."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    ran = await client("login", "http://127.0.0.1:9/mcp", "--client-metadata-url", url, env=env)
+    assert ran.status == 2, ran.stderr
+    assert "--client-metadata-url" in ran.error()
+
+
+async def test_a_kept_sign_in_is_its_owners_alone_whatever_was_left_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spec-mandated (security-considerations §Token Theft: secure token storage): the
+    file is written through a new file of mode 0600, never through one another program
+    (or an earlier run) left readable, or linked elsewhere, where it would be."""
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path))
+    endpoint = "https://mcp.example.com/mcp"
+    path = tokens.token_path(endpoint)
+    path.parent.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("")
+    elsewhere.chmod(0o644)
+    path.with_suffix(".tmp").symlink_to(elsewhere)
+
+    await tokens.save(endpoint, {"access_token": "secret"})
+
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert not path.is_symlink()
+    assert elsewhere.read_text() == ""
+    assert await tokens.load(endpoint) == {"access_token": "secret", "endpoint": endpoint}
+
+
+async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:
+    """No stack trace to the person: the failure the other commands say, exit 3."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    ran = await client("login", "http://127.0.0.1:9/mcp", "--no-browser", env=env)
+    assert ran.status == 3, ran.stderr
+    assert ran.error().startswith("cannot reach http://127.0.0.1:9/mcp")
+
+
+async def test_listen_signs_in_on_its_401_as_every_command_does(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """basic/authorization §Authorization Flow Steps (clients respond to a 401 by signing
+    in): a listen, whose answer is a stream held open, meets the 401 first too."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    env = {
+        **client_environment(),
+        CONFIG_ENV: str(tmp_path),
+        CLIENT_SECRET_ENV: issuer.secret("alice-app"),
+    }
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+    command = client_command("listen", presa.url, *flags)
+
+    said = b""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as running:
+            process: trio.Process = await running.start(
+                partial(trio.run_process, command, stderr=subprocess.PIPE, env=env, check=False)
+            )
+            assert process.stderr is not None
+            async for chunk in process.stderr:
+                said += chunk
+                if b"listening for" in said:
+                    break
+            process.send_signal(signal.SIGINT)
+
+    assert b"listening for" in said, said.decode()
+    assert issuer.hits["/token"] == 1

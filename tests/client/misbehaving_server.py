@@ -78,6 +78,10 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "error-string": lambda method, request_id: json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "error": "no"}
     ).encode(),
+    # An error with no id, as an error to a request whose id went unread is sent.
+    "error-without-id": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"unread"}}'
+    ),
     # A task that works on, and refuses tasks/cancel.
     "cancel-refused": answering(
         {
@@ -88,6 +92,18 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     ),
     # A task whose status is an array.
     "status-array": answering({}, {"taskId": "T", "status": ["working"]}),
+    # A task as the answer to every request but the lists: only tools/call may be one.
+    "task-everywhere": answering(
+        {"prompts/list": {"prompts": [{"name": "p"}]}},
+        {
+            "resultType": "task",
+            "taskId": "T",
+            "status": "working",
+            "createdAt": "2026-07-28T00:00:00Z",
+            "lastUpdatedAt": "2026-07-28T00:00:00Z",
+            "ttlMs": None,
+        },
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
 }

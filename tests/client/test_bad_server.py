@@ -42,6 +42,29 @@ async def test_input_requests_that_are_no_object_of_requests() -> None:
         assert ran.error() == f"{served.url} sent inputRequests that are no object of requests"
 
 
+async def test_a_task_in_answer_to_a_request_that_cannot_be_one() -> None:
+    """Spec-mandated (SEP-2663 §Capability Negotiation: a client that receives a
+    CreateTaskResult in response to an unsupported request type MUST interpret it as
+    an invalid response; §Supported Methods: only ``tools/call``): the server's
+    mistake, exit 3, though the client declares the extension on every request;
+    a task method's result is a task, and one marked ``"task"`` (as the SEP's own
+    §Task Execution Errors examples are; spec-notes §21) is read as one."""
+    async with serving([sys.executable, MISBEHAVING, "task-everywhere"]) as served:
+        for command, method in (
+            (("read", "a://b"), "resources/read"),
+            (("prompt", "p"), "prompts/get"),
+        ):
+            ran = await client(*command[:1], served.url, *command[1:])
+            assert ran.status == 3, (command, ran.stdout, ran.stderr)
+            assert ran.error() == (
+                f"{served.url} answered {method} with a task, which only tools/call may be"
+            )
+        called = await client("call", served.url, "t", "--detach")
+        got = await client("task", "get", served.url, "T")
+    assert (called.status, called.stdout) == (0, "T\n"), called.stderr
+    assert (got.status, json.loads(got.stdout)["status"]) == (0, "working"), got.stderr
+
+
 async def test_a_list_with_an_item_that_is_no_object() -> None:
     async with serving([sys.executable, MISBEHAVING, "item-not-object"]) as served:
         ran = await client("list", served.url, "tools")
@@ -101,6 +124,16 @@ async def test_an_error_that_is_no_json_rpc_error_object() -> None:
         ran = await client("discover", served.url)
     assert ran.status == 3
     assert ran.error() == "server/discover: an error that is no JSON-RPC error object: 'no'"
+
+
+async def test_an_error_without_an_id_is_the_answer_to_the_request() -> None:
+    """basic/index §Error Responses (``id?: string | number``: an error to a request
+    whose id could not be read has none; schema $defs.JSONRPCErrorResponse): it is the
+    answer, the server's error said as such, not a message that is no response."""
+    async with serving([sys.executable, MISBEHAVING, "error-without-id"]) as served:
+        ran = await client("discover", served.url)
+    assert ran.status == 3
+    assert ran.error() == "server/discover: JSON-RPC error -32600: unread"
 
 
 async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:

@@ -253,8 +253,8 @@ class Tasks(ClientExtension):
 
 
 async def test_the_sdk_runs_a_task_through_its_extension_api(served: Served) -> None:
-    """Spec-mandated (SEP-2663 §Creating a Task, §tasks/get, §tasks/update; SEP-2133):
-    a client that declares Tasks through the SDK's extension API gets a
+    """Spec-mandated (SEP-2663 §Task Creation, §Task Polling, §Task Update Requests;
+    SEP-2133): a client that declares Tasks through the SDK's extension API gets a
     ``CreateTaskResult`` it claims, and follows it: ``confirm_delete`` asks its question
     in ``inputRequests``, takes the answer from ``tasks/update`` and completes;
     ``failing_job`` completes with the tool's ``isError`` result."""

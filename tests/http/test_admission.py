@@ -410,8 +410,8 @@ async def test_a_body_not_complete_in_time_is_answered_408_at_the_timeout(
 
 @pytest.mark.parametrize("body", [b"", b"{", b"not json", b'{"a":NaN}', b"\xff"])
 async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body: bytes) -> None:
-    """Spec-mandated (JSON-RPC 2.0 §5.1; basic/index §Error Codes; H-09, E-01): 400, -32700,
-    ``id: null``."""
+    """Spec-mandated (basic/index §Error Codes, §Error Responses; spec-notes §52; H-09,
+    E-01): 400, -32700, no ``id``."""
     error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
     await assert_still_serving(client)
 
@@ -420,7 +420,7 @@ async def test_a_body_that_is_not_json_is_a_parse_error(client: McpClient, body:
 async def test_a_body_that_is_not_utf8_is_a_parse_error(client: McpClient, encoding: str) -> None:
     """Spec-mandated (basic/transports §Messages: JSON-RPC messages MUST be UTF-8
     encoded; H-09, E-01): a well-formed request in another encoding is 400, -32700,
-    ``id: null``, not a request served."""
+    no ``id`` (spec-notes §52), not a request served."""
     body = json.dumps(DISCOVER).encode(encoding)
     error_of(await client.post(body, headers_for(DISCOVER)), 400, PARSE_ERROR, None)
     await assert_still_serving(client)
@@ -431,7 +431,8 @@ async def test_a_body_that_is_not_utf8_is_a_parse_error(client: McpClient, encod
 
 async def test_a_batch_is_invalid_request(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Sending Messages: a single request or
-    notification; basic/index §Error Codes; H-10, E-02): 400, -32600, ``id: null``."""
+    notification; basic/index §Error Codes; H-10, E-02): 400, -32600, no ``id``
+    (spec-notes §52)."""
     body = json.dumps([DISCOVER, request("tools/list", request_id=2)]).encode()
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
@@ -446,9 +447,9 @@ async def test_a_response_object_is_invalid_request(client: McpClient) -> None:
 
 
 @pytest.mark.parametrize("bad_id", [None, 1.5, True, {"n": 1}])
-async def test_a_bad_id_is_invalid_request_with_a_null_id(client: McpClient, bad_id: Any) -> None:
+async def test_a_bad_id_is_invalid_request_without_an_id(client: McpClient, bad_id: Any) -> None:
     """Spec-mandated (basic/index §Requests: string or integer, not null; §Error Codes;
-    H-10, E-02)."""
+    §Error Responses, spec-notes §52; H-10, E-02): the answer has no id at all."""
     body = {**DISCOVER, "id": bad_id}
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
@@ -472,10 +473,13 @@ async def test_a_notification_is_accepted_without_a_body(
     client: McpClient, notification: dict[str, Any]
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: an accepted notification
-    MUST get 202 with no body; H-11)."""
+    MUST get 202 with no body; H-11): no body, and no content type for one (RFC 9110
+    §8.3 types content; there is none to type)."""
     response = await client.post(notification, headers_for(notification))
     assert response.status == 202
     assert response.body == b""
+    assert response.headers["content-length"] == "0"
+    assert "content-type" not in response.headers
     await assert_still_serving(client)
 
 

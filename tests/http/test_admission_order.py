@@ -107,7 +107,7 @@ async def test_the_first_failing_rung_answers(client: McpClient, rung: int) -> N
     """Spec-mandated (spec-notes §10: rungs in order, the first failure answers; H-31):
     a request failing at ``rung`` and at every later rung it can fail at alongside
     gets ``rung``'s answer: the plain HTTP status for rungs 1-5, else the JSON-RPC
-    code with its status, ``id: null`` only when the body could not be read."""
+    code with its status, no ``id`` only when the body could not be read."""
     options, body, headers = probe(faults_from(rung))
     response = await client.post(body, headers, **options)
     expected = ANSWERS[rung]

@@ -66,7 +66,20 @@ def tool_mistakes(decorator: str, uncalled: str, named: str) -> dict[str, tuple[
             "    return x + 1\n",
             "tool 'add one': a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - .",
         ),
+        "annotations the schema refuses": (
+            with_option(decorator, "annotations={'readOnlyHint': 'yes'}") + "\n"
+            'async def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            "tool 'add': annotations['readOnlyHint'] is 'yes', not a bool (schema.ts "
+            "ToolAnnotations)",
+        ),
     }
+
+
+def with_option(decorator: str, option: str) -> str:
+    """``@server.tool()`` with ``option`` passed: ``@server.tool(option)``."""
+    opened = decorator[:-1]
+    return f"{opened}{'' if opened.endswith('(') else ', '}{option})"
 
 
 RESOURCE = '@server.resource("note://today")'

@@ -9,13 +9,16 @@ without it gets nothing of it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from trio.testing import MockClock
 
-from presa_trio.testing import McpClient, meta, request
+from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, connect, meta, request
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from presa_trio.wire.meta import LOG_LEVELS, META_LOG_LEVEL
-from tests.expect import error_of, result_of
+from tests.expect import assert_handler_fault, error_of, result_of
 
 
 async def test_an_undeclared_capability_is_refused_with_the_required_capabilities(
@@ -122,3 +125,43 @@ async def test_no_request_is_ever_sent_on_a_response_stream(client: McpClient) -
         else [response.json()]
     )
     assert all("method" not in m or "id" not in m for m in sent)
+
+
+@pytest.mark.parametrize(
+    "reported",
+    [("half", None, None), (True, None, None), (0.5, "one", None), (0.5, 1.0, 5)],
+    ids=["progress-text", "progress-boolean", "total-text", "message-number"],
+)
+async def test_progress_the_schema_refuses_is_the_tools_bug_and_never_sent(
+    caplog: pytest.LogCaptureFixture, reported: tuple[Any, Any, Any]
+) -> None:
+    """Spec-mandated (schema $defs.ProgressNotificationParams: ``progress`` and
+    ``total`` numbers, ``message`` a string; tools §Error Handling; E-26): a tool
+    reporting anything else fails, -32603, before any notification is sent."""
+    server = Server("progress", "1.0.0")
+
+    @server.tool(description="Reports the progress it is told to")
+    async def report(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(*reported)
+        return "done"
+
+    params = {"name": "report", "_meta": meta(progressToken="p")}
+    async with connect(server) as client:
+        await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
+
+
+async def test_a_logger_that_is_no_string_is_the_tools_bug_and_never_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Spec-mandated (schema $defs.LoggingMessageNotificationParams: ``logger`` a string;
+    E-26): a tool naming its logger otherwise fails, -32603, and nothing is sent."""
+    server = Server("logs", "1.0.0")
+
+    @server.tool(description="Logs under a logger that is a number")
+    async def numbered(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.log("info", "hello", logger=5)  # type: ignore[arg-type]
+        return "done"
+
+    params = {"name": "numbered", "_meta": {**meta(), META_LOG_LEVEL: "debug"}}
+    async with connect(server) as client:
+        await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")

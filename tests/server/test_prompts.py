@@ -156,6 +156,9 @@ async def test_bad_completion_requests_are_invalid_params(
         [models.PromptMessage("system", models.TextContent("Be brief."))],  # type: ignore[arg-type]
         [models.PromptMessage("user", "Summarise this.")],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.TextContent(3))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.TextContent(None))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.ImageContent("AAAA", None))],  # type: ignore[arg-type]
+        models.GetPromptResult([], description=5),  # type: ignore[arg-type]
     ],
     ids=[
         "none",
@@ -165,6 +168,9 @@ async def test_bad_completion_requests_are_invalid_params(
         "system-role",
         "string-content",
         "number-text",
+        "text-none",
+        "image-without-mime-type",
+        "description-number",
     ],
 )
 async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
@@ -188,8 +194,15 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
 
 @pytest.mark.parametrize(
     "output",
-    [None, ["a"], models.Completion(values=[1]), models.Completion(values=["a"] * 101)],  # type: ignore[list-item]
-    ids=["none", "list", "number-values", "over-100-values"],
+    [
+        None,
+        ["a"],
+        models.Completion(values=[1]),  # type: ignore[list-item]
+        models.Completion(values=["a"] * 101),
+        models.Completion(values=["a"], total="many"),  # type: ignore[arg-type]
+        models.Completion(values=["a"], has_more="yes"),  # type: ignore[arg-type]
+    ],
+    ids=["none", "list", "number-values", "over-100-values", "total-text", "has-more-text"],
 )
 async def test_a_completion_handler_returning_no_completion_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any

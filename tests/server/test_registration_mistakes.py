@@ -8,7 +8,8 @@ registered and the parameter: a first parameter that is not the request
 context, the decorator used without calling it, a name registered twice, a
 plain ``def`` without ``thread=True``, a default its parameter's schema
 refuses, a return type with no JSON Schema, a URI template expression no URI
-would match. ``thread=True`` runs a plain
+would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
+(``tools/list`` would send them). ``thread=True`` runs a plain
 ``def`` of every kind on a worker thread.
 """
 

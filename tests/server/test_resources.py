@@ -131,9 +131,21 @@ async def test_a_read_without_a_string_uri_is_invalid_params(
         ["text"],
         [models.TextContent("a content block")],
         [models.TextResourceContents("note://a", 5)],  # type: ignore[arg-type]
+        [models.TextResourceContents("note://a", None)],  # type: ignore[arg-type]
         [models.BlobResourceContents("note://a", b"raw bytes, not base64")],  # type: ignore[arg-type]
+        [models.TextResourceContents("note://a", "t", mime_type=5)],  # type: ignore[arg-type]
     ],
-    ids=["none", "dict", "number", "strings", "content-blocks", "number-text", "bytes-blob"],
+    ids=[
+        "none",
+        "dict",
+        "number",
+        "strings",
+        "content-blocks",
+        "number-text",
+        "text-none",
+        "bytes-blob",
+        "mime-type-number",
+    ],
 )
 async def test_a_handler_returning_no_resource_contents_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any

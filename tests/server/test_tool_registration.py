@@ -213,12 +213,6 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         (typed, {"name": "n" * 129}, f"tool '{'n' * 129}': a tool name is 1 to 128 of"),
         (
             typed,
-            {"annotations": {"readOnlyHint": "yes"}},
-            "tool 'typed': annotations['readOnlyHint'] is 'yes', not a bool (schema.ts "
-            "ToolAnnotations)",
-        ),
-        (
-            typed,
             {"annotations": {"title": 5}},
             "tool 'typed': annotations['title'] is 5, not a str",
         ),

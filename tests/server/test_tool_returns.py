@@ -51,6 +51,17 @@ WRONG: dict[str, Any] = {
     "image-of-raw-bytes": [models.ImageContent(b"\x89PNG", "image/png")],  # type: ignore[arg-type]
     "embedded-number": models.EmbeddedResource(models.TextResourceContents("a://b", 1)),  # type: ignore[arg-type]
     "result-with-number-text": models.CallToolResult([models.TextContent(1)]),  # type: ignore[arg-type]
+    # Blocks whose fields the schema refuses: null where a string is required,
+    # annotations out of range (schema $defs.Annotations), a _meta that is no object.
+    "text-none": models.TextContent(None),  # type: ignore[arg-type]
+    "image-without-mime-type": models.ImageContent("AAAA", None),  # type: ignore[arg-type]
+    "link-without-name": models.ResourceLink("test://x", None),  # type: ignore[arg-type]
+    "embedded-text-none": models.EmbeddedResource(
+        models.TextResourceContents("test://x", None)  # type: ignore[arg-type]
+    ),
+    "priority-over-one": models.TextContent("t", annotations={"priority": 5}),
+    "audience-unknown": [TEXT, models.TextContent("t", annotations={"audience": ["bot"]})],
+    "meta-list": models.AudioContent("AAAA", "audio/wav", meta=[1]),  # type: ignore[arg-type]
 }
 RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),

@@ -117,6 +117,11 @@ def build() -> Server:
         return n * n
 
     @server.tool()
+    async def letters(ctx: RequestContext, word: str) -> list[str]:
+        """Spells a word."""
+        return list(word)
+
+    @server.tool()
     async def forget(ctx: RequestContext) -> None:
         """Does nothing, and says nothing."""
 
@@ -415,12 +420,17 @@ async def test_none_from_a_tool_whose_return_type_admits_it_is_empty_content() -
 
 
 async def test_other_declared_json_returns_are_their_json_text(typed: McpClient) -> None:
-    """presa-defined (docs/api.md): ``-> int`` sends the number as text, no
-    outputSchema; ``-> None`` sends empty content."""
+    """presa-defined (docs/api.md): ``-> int`` and ``-> list[str]`` send their JSON as
+    text, no outputSchema (a list of strings is no list of content blocks);
+    ``-> None`` sends empty content."""
     tools = await tools_by_name(typed)
     assert "outputSchema" not in tools["square"]
+    assert "outputSchema" not in tools["letters"]
     assert (await typed.call_tool("square", {"n": 7}))["content"] == [
         {"type": "text", "text": "49"}
+    ]
+    assert (await typed.call_tool("letters", {"word": "ab"}))["content"] == [
+        {"type": "text", "text": '["a", "b"]'}
     ]
     assert (await typed.call_tool("forget", {}))["content"] == []
 

@@ -472,15 +472,17 @@ async def test_listen_with_task_ids_needs_the_declaration_and_a_valid_list(
     client: McpClient,
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications: -32021 without the
-    declaration; T-52, T-53). presa-defined: taskIds is a list of at most 100
-    non-empty strings of at most 256 bytes, else -32602, and no stream opens."""
-    wanted = {"notifications": {"taskIds": ["t-1"], "toolsListChanged": True}}
-    error = error_of(
-        await client.call("subscriptions/listen", wanted, capabilities=UNDECLARED),
-        400,
-        MISSING_REQUIRED_CLIENT_CAPABILITY,
-    )
-    assert error["data"] == REQUIRES_TASKS
+    declaration; T-52, T-53). presa-defined (spec-notes §19): asking counts, even
+    for an empty list; taskIds is a list of at most 100 non-empty strings of at
+    most 256 bytes, else -32602, and no stream opens."""
+    for task_ids in (["t-1"], []):
+        wanted = {"notifications": {"taskIds": task_ids, "toolsListChanged": True}}
+        error = error_of(
+            await client.call("subscriptions/listen", wanted, capabilities=UNDECLARED),
+            400,
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+        )
+        assert error["data"] == REQUIRES_TASKS
     for bad in ("t-1", [""], ["x" * 257], [7], ["t"] * 101):
         params = {"notifications": {"taskIds": bad}}
         error_of(

@@ -104,6 +104,37 @@ async def test_a_cancel_stops_a_running_job(runner: TaskRunner) -> None:
     assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
 
 
+@attrs.define(eq=False, repr=False)
+class UnannouncedStore(MemoryStore):
+    """The memory store, whose announcements reach no watcher: a watch between
+    its failure and its restart."""
+
+    async def watch(
+        self, deliver: Any, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        await trio.sleep_forever()
+
+
+async def test_a_cancel_stops_its_worker_here_without_the_stores_announcement() -> None:
+    """presa-defined (SEP-2663 §Task Cancellation, cooperative; spec-notes §28; T-49):
+    ``tasks/cancel`` stops a worker of this process itself, once ``cancelled`` is
+    stored, rather than waiting for the store to announce the write, which a
+    watch being restarted would not hear."""
+    runner = TaskRunner(UnannouncedStore(), TRIO_CLOCK)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        record: list[str] = []
+        began = trio.Event()
+        task = await runner.start("s", gated(trio.Event(), record, running=began), creator())
+        await began.wait()
+        await runner.cancel("s", task.task_id)
+        await wait_all_tasks_blocked()
+        assert record == ["cancelled"]
+        assert (await runner.get("s", task.task_id)).status is Status.CANCELLED
+        nursery.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("shielded", [False, True], ids=["plain", "shielded-finish"])
 @pytest.mark.parametrize("outcome", ["result", "raise"])
 @pytest.mark.parametrize("order", ["finish-then-cancel", "cancel-then-finish", "same-step"])
@@ -663,6 +694,23 @@ def test_new_tasks_live_an_hour_by_default() -> None:
     """presa-defined (SEP-2663 §Task Creation; spec-notes §18): a finite default ttlMs of
     3 600 000."""
     assert TaskRunner().ttl_ms == 3_600_000
+
+
+@pytest.mark.parametrize("setting", ["ttl_ms", "poll_interval_ms"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, 1000.0, True, "1000"])
+def test_ttl_and_poll_interval_are_whole_positive_milliseconds(setting: str, value: Any) -> None:
+    """Spec-mandated (SEP-2663 §Tasks: ``ttlMs`` and ``pollIntervalMs`` are integer
+    milliseconds; T-17) and runner-scored (tasks-wire-fields/tasks-wire-field-renames:
+    positive; spec-notes §53): a runner that would send anything else, or fail every
+    task it creates, is refused when built or set, before it serves a call."""
+    with pytest.raises(ValueError, match=setting):
+        TaskRunner(**{setting: value})
+    runner = TaskRunner()
+    with pytest.raises(ValueError, match=setting):
+        setattr(runner, setting, value)
+    setattr(runner, setting, None)
+    setattr(runner, setting, 1)
+    assert getattr(runner, setting) == 1
 
 
 def test_task_ids_are_unguessable_and_header_safe() -> None:

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from presa_trio.wire import envelope
-from presa_trio.wire.errors import INVALID_REQUEST, PARSE_ERROR, InvalidParams, McpError
+from presa_trio.wire.errors import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+)
 
 
 def code_of(message: Any) -> int:
@@ -190,10 +196,20 @@ def test_an_error_response_has_code_message_and_the_id() -> None:
         "id": 3,
         "error": {"code": -32602, "message": "bad"},
     }
-    assert envelope.error_response(None, InvalidParams("bad", {"uri": "u"}))["error"] == {
+    assert envelope.error_response(3, InvalidParams("bad", {"uri": "u"}))["error"] == {
         "code": -32602,
         "message": "bad",
         "data": {"uri": "u"},
+    }
+
+
+def test_an_error_response_to_an_unread_id_has_no_id() -> None:
+    """Spec-mandated (basic/index §Error Responses: ``id?: string | number``, and no id
+    where it could not be read; schema $defs.JSONRPCErrorResponse, whose ``id`` is no
+    null; spec-notes §52; E-01, E-02): the member is left out, never ``null``."""
+    assert envelope.error_response(None, InvalidRequest("bad")) == {
+        "jsonrpc": "2.0",
+        "error": {"code": -32600, "message": "bad"},
     }
 
 

@@ -25,7 +25,7 @@ lease's length), and a claim compares that with the database's time, so a
 process whose own clock is wrong can neither take live tasks nor keep dead
 ones. Task timestamps and TTLs stay on the writing process's clock.
 
-Capacity (SEP-2663 §Resource Management; presa refuses, never evicts) is
+Capacity (spec-notes §31, §45: the SEP has none; presa refuses, never evicts) is
 checked in the creating transaction, and what it counts must not grow with
 the table, or every creation would pay for every task still kept for its
 TTL. So each count is read where it is small:

@@ -1,0 +1,98 @@
+"""Whether an object a handler built is one the schema accepts, before it is sent.
+
+Handlers build content blocks, prompt messages and resource contents from
+the attrs models of :mod:`presa_trio.wire.models`, and attrs checks no types
+when it runs: ``TextContent(None)``, an image without a MIME type, an
+annotation ``priority`` of 5 or a role of ``"system"`` would reach the
+client as a message the schema refuses. These checks are the schema's
+definitions for the fields a handler fills in: a required string is a
+string, an optional one a string or absent (``None``, left off the wire),
+``annotations`` an ``Annotations``, ``_meta`` an object. The server turns
+what fails them into -32603, as it does any other return it cannot send
+(:mod:`presa_trio.server.results`).
+
+Spec: schema $defs.ContentBlock, $defs.TextContent, $defs.ImageContent,
+$defs.AudioContent, $defs.ResourceLink, $defs.EmbeddedResource,
+$defs.TextResourceContents, $defs.BlobResourceContents, $defs.Annotations,
+$defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from presa_trio.wire import models
+
+#: schema $defs.Role.
+ROLES = ("user", "assistant")
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, never a bool (which Python counts as an int)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_text(*values: Any) -> bool:
+    return all(isinstance(value, str) for value in values)
+
+
+def is_optional_text(*values: Any) -> bool:
+    return all(value is None or isinstance(value, str) for value in values)
+
+
+def is_annotations(value: Any) -> bool:
+    """schema $defs.Annotations: an audience of roles, a priority from 0 to 1."""
+    if value is None:
+        return True
+    if not isinstance(value, dict):
+        return False
+    audience = value.get("audience", [])
+    priority = value.get("priority", 0)
+    return (
+        isinstance(audience, list)
+        and all(role in ROLES for role in audience)
+        and is_number(priority)
+        and 0 <= priority <= 1
+        and isinstance(value.get("lastModified", ""), str)
+    )
+
+
+def is_meta(value: Any) -> bool:
+    return value is None or isinstance(value, dict)
+
+
+def is_resource_contents(value: Any) -> bool:
+    """schema $defs.TextResourceContents or $defs.BlobResourceContents."""
+    if isinstance(value, models.TextResourceContents):
+        body = value.text
+    elif isinstance(value, models.BlobResourceContents):
+        body = value.blob
+    else:
+        return False
+    return is_text(value.uri, body) and is_optional_text(value.mime_type) and is_meta(value.meta)
+
+
+def is_content_block(value: Any) -> bool:
+    """schema $defs.ContentBlock, its fields included."""
+    if isinstance(value, models.TextContent):
+        fields = is_text(value.text)
+    elif isinstance(value, models.ImageContent | models.AudioContent):
+        fields = is_text(value.data, value.mime_type)
+    elif isinstance(value, models.EmbeddedResource):
+        fields = is_resource_contents(value.resource)
+    elif isinstance(value, models.ResourceLink):
+        fields = is_text(value.uri, value.name) and is_optional_text(
+            value.title, value.description, value.mime_type
+        )
+    else:
+        return False
+    return fields and is_annotations(value.annotations) and is_meta(value.meta)
+
+
+def is_prompt_message(value: Any) -> bool:
+    """schema $defs.PromptMessage: a role and one content block."""
+    return (
+        isinstance(value, models.PromptMessage)
+        and value.role in ROLES
+        and is_content_block(value.content)
+    )

@@ -1,0 +1,379 @@
+"""Sign-in against endpoints that answer their 401 in every way the spec allows, and some
+it does not: ``presa-trio login`` with the tests' authorization server.
+
+The endpoint (:mod:`tests.auth.protected_resource`) publishes its protected
+resource metadata where a test puts it and challenges as the test says; the
+client must find the metadata, refuse metadata that is for another
+resource, and refuse an authorization server that cannot do PKCE, before
+the person is asked anything.
+
+Spec: 2026-07-28 basic/authorization/authorization-server-discovery,
+basic/authorization/security-considerations §Authorization Code Protection.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+import trio
+
+from presa_trio.client.options import CLIENT_SECRET_ENV
+from presa_trio.client.tokens import CONFIG_ENV
+from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.protected_resource import ProtectedResource
+from tests.auth.signing_in import consent, login
+from tests.client.helpers import client, client_environment
+
+#: RFC 9728 §3.1: the well-known URI with the endpoint's path inserted.
+AT_PATH = "/.well-known/oauth-protected-resource/mcp"
+
+
+def protect(
+    resource: ProtectedResource,
+    issuer: AuthorizationServer,
+    *,
+    named: str | None = None,
+    at: str = AT_PATH,
+    challenge: str = 'Bearer resource_metadata="{metadata}"',
+) -> None:
+    """Publish ``resource``'s metadata at ``at``, naming ``named`` (default: itself) and
+    ``issuer``; its 401 challenges as ``challenge`` says, the metadata URL filled in."""
+    resource.documents[at] = {
+        "resource": named or resource.url,
+        "authorization_servers": [issuer.issuer],
+    }
+    resource.challenge = challenge.format(metadata=resource.origin + at)
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    return {**client_environment(), CONFIG_ENV: str(tmp_path)}
+
+
+def kept(tmp_path: Path) -> dict[str, Any]:
+    [record] = (tmp_path / "tokens").iterdir()
+    found: dict[str, Any] = json.loads(record.read_text())
+    return found
+
+
+def prefixes(resource: ProtectedResource) -> list[str]:
+    """Resources whose URL begins the endpoint's, yet are other servers: another port
+    (``:4`` begins ``:4NNNN``), another path (``/mc`` begins ``/mcp``)."""
+    port = resource.origin.rsplit(":", 1)[1]
+    return [resource.origin[: -len(port) + 1], resource.origin + "/mc"]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["shorter-port", "shorter-path"])
+async def test_metadata_for_a_resource_whose_url_merely_begins_the_endpoints_is_refused(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    which: int,
+) -> None:
+    """Spec-mandated (RFC 9728 §3.3, §7.3): the metadata's ``resource`` must be the
+    endpoint (or, from the root well-known URI, its origin); a token asked for another
+    server is never asked for, so never sent to this one."""
+    protect(resource, issuer, named=prefixes(resource)[which])
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "resource metadata" in said
+    assert "/authorize" not in issuer.hits
+    assert "/token" not in issuer.hits
+
+
+async def test_metadata_from_the_root_may_name_the_origin(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """authorization-server-discovery §Protected Resource Metadata Discovery Requirements:
+    no ``resource_metadata`` in the challenge, nothing at the path, so the root; its
+    ``resource`` is the origin, a prefix of the endpoint at a path boundary."""
+    protect(resource, issuer, named=resource.origin, at="/.well-known/oauth-protected-resource")
+    resource.challenge = "Bearer"
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert kept(tmp_path)["resource"] == resource.origin
+    asked = [s.path for s in resource.seen if s.method == "GET"]
+    assert asked == [AT_PATH, "/.well-known/oauth-protected-resource"]
+
+
+@pytest.mark.parametrize("methods", [None, ["plain"]], ids=["absent", "plain-only"])
+async def test_an_authorization_server_without_pkce_s256_is_refused(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    methods: list[str] | None,
+) -> None:
+    """Spec-mandated (security-considerations §Authorization Code Protection): with no
+    ``code_challenge_methods_supported`` the client refuses to proceed, and it uses
+    ``S256``, so a server that lists only ``plain`` is refused too; nothing is registered
+    and no one is asked to sign in."""
+    issuer.metadata_changes["code_challenge_methods_supported"] = methods
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "S256" in said
+    assert "/register" not in issuer.hits
+    assert "/authorize" not in issuer.hits
+
+
+@pytest.mark.parametrize(
+    "challenge",
+    [
+        'bearer resource_metadata="{metadata}", scope="files:read"',
+        'Basic realm="mcp", Bearer resource_metadata="{metadata}", scope="files:read"',
+        'Bearer Resource_Metadata="{metadata}", SCOPE="files:read"',
+        'Bearer scope="files:read", error_description="a, scope=admin", '
+        'resource_metadata="{metadata}"',
+        'Bearer scope=files:read,resource_metadata="{metadata}",'
+        'error_description="say \\"hello, scope=admin\\""',
+    ],
+    ids=["scheme-case", "two-challenges", "name-case", "comma-in-quotes", "escaped-quote"],
+)
+async def test_the_challenge_is_read_as_rfc_9110_writes_it(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    challenge: str,
+) -> None:
+    """Spec-mandated (authorization-server-discovery: clients MUST be able to parse
+    ``WWW-Authenticate``; RFC 9110 §11.6.1): the scheme and parameter names in any case,
+    the Bearer challenge among others, commas and escaped quotes inside quoted strings.
+    The metadata is published where only the challenge says, and the scope asked is
+    the challenge's."""
+    protect(resource, issuer, at="/metadata/for/mcp", challenge=challenge)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert kept(tmp_path)["scope"] == "files:read"
+
+
+async def test_signing_in_again_with_a_kept_registration_uses_its_redirect_uri(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (security-considerations §Open Redirection: the authorization server
+    matches the redirect URI exactly against those registered): a second sign-in that
+    reuses the registration kept from the first (client-registration §Authorization
+    Server Binding) comes back to the redirect URI registered, not to a new port."""
+    protect(resource, issuer)
+    env = environment(tmp_path)
+    first, said = await login(resource.url, http, env)
+    assert first == 0, said
+    registered = kept(tmp_path)["client"]["client_id"]
+
+    again, said = await login(resource.url, http, env)
+
+    assert again == 0, said
+    assert kept(tmp_path)["client"]["client_id"] == registered
+    assert issuer.hits["/register"] == 1
+
+
+async def test_a_kept_registration_whose_port_is_taken_is_replaced(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """The registered redirect port held by another program: the client registers anew
+    with a port it can listen on, rather than send the person to a redirect URI the
+    server does not know."""
+    protect(resource, issuer)
+    env = environment(tmp_path)
+    first, said = await login(resource.url, http, env)
+    assert first == 0, said
+    before = kept(tmp_path)["client"]
+    port = urlsplit(before["redirect_uri"]).port
+    assert port is not None
+
+    with trio.socket.socket() as squatter:
+        # Its last connection may linger in TIME_WAIT, as the client's listener allows too.
+        squatter.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+        await squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        again, said = await login(resource.url, http, env)
+
+    assert again == 0, said
+    assert kept(tmp_path)["client"]["client_id"] != before["client_id"]
+    assert issuer.hits["/register"] == 2
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /\xff HTTP/1.1\r\n\r\n"], ids=["nothing", "no-utf-8"])
+async def test_another_connection_to_the_redirect_does_not_hold_it_up(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    sent: bytes,
+) -> None:
+    """RFC 8252 §7.3: the loopback listener gets the browser's request while another
+    connection to it is open and silent (a browser's speculative preconnect) or has
+    sent a request that is no UTF-8 and carries no answer."""
+    protect(resource, issuer)
+
+    async def preconnecting(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+        other = await trio.open_tcp_stream("127.0.0.1", urlsplit(redirect).port or 80)
+        async with other:
+            if sent:
+                await other.send_all(sent)
+            return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), preconnecting)
+
+    assert status == 0, said
+
+
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [
+        ("authorization_endpoint", "file:///authorize"),
+        ("authorization_endpoint", None),
+        ("token_endpoint", "file:///token"),
+    ],
+)
+async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_browser(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    member: str,
+    value: str | None,
+) -> None:
+    """security-considerations §Communication Security (the authorization server's
+    endpoints are served over HTTP(S)): the authorization URL is opened in the person's
+    browser, so one of another scheme (``file:``, an application's own) is never opened,
+    nor anything else sent to a server whose metadata names one."""
+    issuer.metadata_changes[member] = value
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert member in said
+    assert "Open this URL" not in said
+    assert "/register" not in issuer.hits
+
+
+async def test_an_authorization_server_that_never_answers_is_given_up_on(
+    nursery: trio.Nursery, resource: ProtectedResource, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """A sign-in's exchanges are bound by ``--timeout``, as a plain request is: an
+    authorization server that takes the connection and says nothing ends the sign-in
+    with one line, rather than holding the command for ever."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+
+    async def silent(stream: trio.SocketStream) -> None:
+        async with stream:
+            await trio.sleep_forever()
+
+    nursery.start_soon(trio.serve_listeners, silent, listeners)
+    port = listeners[0].socket.getsockname()[1]
+    resource.documents[AT_PATH] = {
+        "resource": resource.url,
+        "authorization_servers": [f"http://127.0.0.1:{port}"],
+    }
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path), consent, "--timeout", "1")
+
+    assert status == 3, said
+    assert "publishes no authorization server metadata" in said
+
+
+async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (basic/authorization §Token Requirements: the token goes as
+    ``Authorization: Bearer``; RFC 6749 §7.1: a client does not use a token whose type it
+    does not understand): a ``DPoP`` token, bound to a key the client does not have, is
+    neither kept nor sent as a bearer token."""
+    issuer.token_type = "DPoP"
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "DPoP" in said
+    assert not (tmp_path / "tokens").exists()
+
+
+async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """A document nested deeper than the decoder goes is no JSON, as a message so nested
+    is: the sign-in ends in one line, not a stack trace."""
+    protect(resource, issuer)
+    resource.documents[AT_PATH] = b'{"resource": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "Traceback" not in said
+    assert "publishes no protected resource metadata" in said
+
+
+async def test_a_refused_token_names_no_server_from_metadata_nested_too_deep(
+    resource: ProtectedResource, tmp_path: Path
+) -> None:
+    """With ``--token``, a 401 says where the metadata is and the servers it names; a
+    document nested too deep to decode names none, and the failure is still one line."""
+    resource.documents[AT_PATH] = b"[" * 100_000 + b"]" * 100_000
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    ran = await client("list", resource.url, "tools", "--token", "not-accepted")
+
+    assert ran.status == 3, ran.stderr
+    assert ran.error().endswith(f"its resource metadata is at {resource.origin}{AT_PATH}")
+
+
+async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_server_moves(
+    issuer: AuthorizationServer,
+    other_issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client-registration §Authorization Server Binding: pre-registered
+    credentials belong to their authorization server; when the metadata names another,
+    the client surfaces an error): a kept client credentials sign-in whose resource now
+    names another authorization server fails in one line, naming both, and neither
+    registers a client there nor waits for a person who is not there."""
+    protect(resource, issuer)
+    env = {**environment(tmp_path), CLIENT_SECRET_ENV: issuer.secret("alice-app")}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+    signed = await client("login", resource.url, *flags, env=env)
+    assert signed.status == 0, signed.stderr
+    protect(resource, other_issuer)
+
+    moved = await client("list", resource.url, "tools", env=env)
+
+    assert moved.status == 3, moved.stderr
+    assert issuer.issuer in moved.error()
+    assert other_issuer.issuer in moved.error()
+    assert "Open this URL" not in moved.stderr
+    assert "/register" not in other_issuer.hits
