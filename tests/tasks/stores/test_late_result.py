@@ -155,6 +155,53 @@ async def settle(runner: TaskRunner, task_id: str) -> Task:
     return await runner.get("s", task_id)
 
 
+@attrs.frozen
+class Race:
+    """A job running under a gated store, and the two races the tests below run on it."""
+
+    gated: GatedStore
+    job: Job
+    runner: TaskRunner
+    task_id: str
+
+    async def result_across_a_cancel(self, where: str) -> Gate:
+        """The job returns; its result is held ``where`` its compare-and-set while
+        ``tasks/cancel`` runs to its end, then let through."""
+        result = self.gated.hold("worker", where)
+        self.job.release.set()
+        await result.reached.wait()
+        await self.runner.cancel("s", self.task_id)
+        result.opened.set()
+        await result.done.wait()
+        return result
+
+    async def cancel_across_a_result(self, where: str) -> Gate:
+        """``tasks/cancel`` is held ``where`` its compare-and-set while the job returns
+        and its worker ends, then let through."""
+        cancel = self.gated.hold("request", where)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.runner.cancel, "s", self.task_id)
+            await cancel.reached.wait()
+            self.job.release.set()
+            await until(worker_ended(self.runner, self.task_id))
+            cancel.opened.set()
+        return cancel
+
+    async def settle(self) -> Task:
+        return await settle(self.runner, self.task_id)
+
+
+@asynccontextmanager
+async def racing(store: TaskStore) -> AsyncIterator[Race]:
+    """A :class:`Job` started on ``store``, gated, and running until the block ends."""
+    gated = GatedStore(store)
+    job = Job()
+    async with running(gated) as runner:
+        task_id = (await runner.start("s", job, creator())).task_id
+        await job.began.wait()
+        yield Race(gated, job, runner, task_id)
+
+
 async def test_a_result_in_flight_when_the_cancel_commits_meets_a_conflict(
     store: TaskStore,
 ) -> None:
@@ -162,23 +209,14 @@ async def test_a_result_in_flight_when_the_cancel_commits_meets_a_conflict(
     ``completed`` is on its way to the store when ``tasks/cancel`` commits; it
     reaches the store after, loses its compare-and-set, and the task stays
     ``cancelled``: the result is refused by the store, never stored."""
-    gated = GatedStore(store)
-    job = Job()
-    async with running(gated) as runner:
-        task_id = (await runner.start("s", job, creator())).task_id
-        await job.began.wait()
-        result = gated.hold("worker", "before")
-        job.release.set()
-        await result.reached.wait()
-        await runner.cancel("s", task_id)
-        result.opened.set()
-        await result.done.wait()
+    async with racing(store) as race:
+        result = await race.result_across_a_cancel("before")
         # Refused either way: the revision moved, and a terminal task holds no lease.
         assert result.ended in {Conflict.__name__, LeaseLost.__name__}
-        ended = await settle(runner, task_id)
+        ended = await race.settle()
     assert ended.status is Status.CANCELLED
     assert ended.result is None
-    assert gated.stored == [Status.CANCELLED]
+    assert race.gated.stored == [Status.CANCELLED]
 
 
 async def test_a_result_stored_before_the_cancel_reads_stays_and_the_cancel_changes_nothing(
@@ -187,43 +225,24 @@ async def test_a_result_stored_before_the_cancel_reads_stays_and_the_cancel_chan
     """Spec-mandated (overview §Task lifecycle: a terminal task never changes): the
     worker's ``completed`` committed but its answer is late; ``tasks/cancel`` then
     finds a terminal task and writes nothing, and the worker is not stopped."""
-    gated = GatedStore(store)
-    job = Job()
-    async with running(gated) as runner:
-        task_id = (await runner.start("s", job, creator())).task_id
-        await job.began.wait()
-        result = gated.hold("worker", "after")
-        job.release.set()
-        await result.reached.wait()
-        await runner.cancel("s", task_id)
-        result.opened.set()
-        await result.done.wait()
-        ended = await settle(runner, task_id)
+    async with racing(store) as race:
+        await race.result_across_a_cancel("after")
+        ended = await race.settle()
     assert (ended.status, ended.result) == (Status.COMPLETED, RESULT)
-    assert gated.stored == [Status.COMPLETED]
-    assert job.ended == ["returned"]
+    assert race.gated.stored == [Status.COMPLETED]
+    assert race.job.ended == ["returned"]
 
 
 async def test_a_cancel_in_flight_when_the_result_commits_is_absorbed(store: TaskStore) -> None:
     """Spec-mandated (overview §Task lifecycle): ``tasks/cancel`` is on its way to the
     store when the worker's ``completed`` commits; the cancel loses its
     compare-and-set, reads the completed task, and leaves it as it is."""
-    gated = GatedStore(store)
-    job = Job()
-    async with running(gated) as runner:
-        task_id = (await runner.start("s", job, creator())).task_id
-        await job.began.wait()
-        cancel = gated.hold("request", "before")
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(runner.cancel, "s", task_id)
-            await cancel.reached.wait()
-            job.release.set()
-            await until(worker_ended(runner, task_id))
-            cancel.opened.set()
+    async with racing(store) as race:
+        cancel = await race.cancel_across_a_result("before")
         assert cancel.ended == Conflict.__name__
-        ended = await settle(runner, task_id)
+        ended = await race.settle()
     assert (ended.status, ended.result) == (Status.COMPLETED, RESULT)
-    assert gated.stored == [Status.COMPLETED]
+    assert race.gated.stored == [Status.COMPLETED]
 
 
 async def test_a_result_made_after_the_cancel_committed_is_dropped_before_the_scope_is_cancelled(
@@ -233,22 +252,12 @@ async def test_a_result_made_after_the_cancel_committed_is_dropped_before_the_sc
     committed and ``tasks/cancel`` has not yet cancelled the scope (its answer is
     late) when the job returns; the worker's outcome meets a terminal task, and
     the task stays ``cancelled`` after the scope is cancelled too."""
-    gated = GatedStore(store)
-    job = Job()
-    async with running(gated) as runner:
-        task_id = (await runner.start("s", job, creator())).task_id
-        await job.began.wait()
-        cancel = gated.hold("request", "after")
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(runner.cancel, "s", task_id)
-            await cancel.reached.wait()
-            job.release.set()
-            await until(worker_ended(runner, task_id))
-            cancel.opened.set()
-        ended = await settle(runner, task_id)
+    async with racing(store) as race:
+        await race.cancel_across_a_result("after")
+        ended = await race.settle()
     assert ended.status is Status.CANCELLED
     assert ended.result is None
-    assert gated.stored == [Status.CANCELLED]
+    assert race.gated.stored == [Status.CANCELLED]
 
 
 async def test_a_cancel_whose_caller_leaves_once_it_committed_still_stops_the_worker(
@@ -258,22 +267,18 @@ async def test_a_cancel_whose_caller_leaves_once_it_committed_still_stops_the_wo
     the ``tasks/cancel`` request is cancelled itself (its client went away), before
     it could stop the worker; the store's announcement of the write stops it, and
     its late result is never stored."""
-    gated = GatedStore(store)
-    job = Job()
-    async with running(gated) as runner:
-        task_id = (await runner.start("s", job, creator())).task_id
-        await job.began.wait()
-        cancel = gated.hold("request", "after", shielded=False)
+    async with racing(store) as race:
+        cancel = race.gated.hold("request", "after", shielded=False)
         with trio.CancelScope() as request:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(runner.cancel, "s", task_id)
+                nursery.start_soon(race.runner.cancel, "s", race.task_id)
                 await cancel.reached.wait()
                 request.cancel()
         assert cancel.ended == "Cancelled"
-        ended = await settle(runner, task_id)
-        job.release.set()
-    assert (ended.status, job.ended) == (Status.CANCELLED, ["cancelled"])
-    assert gated.stored == [Status.CANCELLED]
+        ended = await race.settle()
+        race.job.release.set()
+    assert (ended.status, race.job.ended) == (Status.CANCELLED, ["cancelled"])
+    assert race.gated.stored == [Status.CANCELLED]
 
 
 async def test_an_answer_after_the_cancel_of_a_parked_task_wakes_nothing(
