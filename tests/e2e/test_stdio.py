@@ -44,6 +44,16 @@ async def peer(nursery: trio.Nursery) -> AsyncIterator[StdioPeer]:
         assert await process.wait() == 0
 
 
+async def exited(process: trio.Process) -> tuple[int, bytes]:
+    """The server's exit status, once it has exited, and all it wrote to stderr."""
+    status = await process.wait()
+    assert process.stderr is not None
+    stderr = b""
+    while chunk := await process.stderr.receive_some():
+        stderr += chunk
+    return status, stderr
+
+
 async def test_discover_and_a_tool_call_over_stdio(peer: StdioPeer) -> None:
     """Spec-mandated (basic/transports/stdio §Receiving Messages): one
     message per line, the same results as over HTTP, serverInfo in ``_meta``."""
@@ -222,11 +232,7 @@ async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() 
             await peer.send(request("tools/call", {"name": "doom", "arguments": {}}, request_id=2))
             while await peer.next_message() is not None:
                 pass
-            status = await process.wait()
-            assert process.stderr is not None
-            stderr = b""
-            while chunk := await process.stderr.receive_some():
-                stderr += chunk
+            status, stderr = await exited(process)
         assert process.stdin is not None
         await process.stdin.aclose()
     lines = stderr.decode().splitlines()
@@ -314,11 +320,7 @@ async def test_ctrl_c_stops_the_server_with_status_130_and_no_traceback(busy: bo
             process.send_signal(signal.SIGINT)
             while await peer.next_message() is not None:
                 pass
-            status = await process.wait()
-            assert process.stderr is not None
-            stderr = b""
-            while chunk := await process.stderr.receive_some():
-                stderr += chunk
+            status, stderr = await exited(process)
         assert process.stdin is not None
         await process.stdin.aclose()
     assert status == 130
@@ -345,11 +347,7 @@ async def test_a_client_that_closes_stdout_stops_the_server() -> None:
             assert process.stdout is not None
             await process.stdout.aclose()
             await peer.send(request("server/discover", request_id=1))
-            status = await process.wait()
-            assert process.stderr is not None
-            stderr = b""
-            while chunk := await process.stderr.receive_some():
-                stderr += chunk
+            status, stderr = await exited(process)
         assert process.stdin is not None
         await process.stdin.aclose()
     assert status == 0
