@@ -106,13 +106,25 @@ def from_json(data: JSONObject | None, cls: type[T]) -> T | None:
     return None if data is None else converter.structure(data, cls)
 
 
+class TooDeepToStore(ValueError):
+    """A value nested deeper than the record's JSON encoder can follow: data a store
+    refuses, like a string it cannot hold (each store's ``classify``)."""
+
+
 def record_text(value: Any) -> str:
-    """``value`` as compact JSON text that UTF-8 can carry, whatever its strings hold."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as compact JSON text that UTF-8 can carry, whatever its strings hold.
+
+    A value the body's parser took near its depth limit may be too deep to
+    write again from deeper in the stack: :class:`TooDeepToStore`.
+    """
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
-        return json.dumps(value, separators=(",", ":"))
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+            return json.dumps(value, separators=(",", ":"))
+    except RecursionError:
+        raise TooDeepToStore("a value is nested too deeply to store") from None
     return text
 
 

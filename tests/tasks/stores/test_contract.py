@@ -26,6 +26,7 @@ from presa_trio.tasks.stores.base import (
     LeaseLost,
     Limits,
     StoreEvent,
+    StoreRefused,
     TaskExpired,
     TaskNotFound,
     TaskStore,
@@ -316,6 +317,22 @@ async def test_values_nested_as_deep_as_a_request_may_hold_are_stored(store: Tas
     await store.create(attrs.evolve(stored(), work=work), ROOMY, T0)
     assert (await store.get("alice", "t-1", T0)).work == work
     assert from_json(to_json(work), Work) == work
+
+
+async def test_a_value_too_deep_for_a_record_is_refused_data(
+    store: TaskStore, durable: None
+) -> None:
+    """presa-defined (spec-notes §31: a request's data a store cannot keep is a
+    -32603 that is not retryable, never a defect): arguments nested deeper than a
+    record's JSON encoder can follow are refused as data, nothing is stored, and the
+    store goes on storing."""
+    work = attrs.evolve(WORK, arguments={"x": nested(5000)})
+    with pytest.raises(StoreRefused):
+        await store.create(attrs.evolve(stored(), work=work), ROOMY, T0)
+    with pytest.raises(TaskNotFound):
+        await store.get("alice", "t-1", T0)
+    await store.create(stored(), ROOMY, T0)
+    assert await store.get("alice", "t-1", T0) == stored()
 
 
 def test_a_version_1_record_without_a_status_message_still_reads() -> None:
