@@ -59,10 +59,26 @@ RECORD_VERSION = 1
 T = TypeVar("T")
 
 
+#: The field types that hold a JSON value as the wire carried it (``Work.arguments``,
+#: its answers, its handler state…).
+JSON_VALUE_TYPES: tuple[Any, ...] = (JSONObject, JSONObject | None, Any)
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def _make_converter() -> cattrs.Converter:
-    """Every field written, under its wire name; sets as sorted lists."""
+    """Every field written, under its wire name; sets as sorted lists.
+
+    A JSON value is written as it is, not walked: it is JSON already, and a
+    walk takes several Python frames per level, so a value nested as deep as
+    a request body may carry (some hundreds of levels) would overflow the
+    stack where the body's parser did not.
+    """
     conv = cattrs.Converter()
     conv.register_unstructure_hook(frozenset, sorted)
+    conv.register_unstructure_hook_func(lambda cls: cls in JSON_VALUE_TYPES, _as_is)
 
     def renamed(cls: type) -> dict[str, Any]:
         return {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
@@ -90,13 +106,25 @@ def from_json(data: JSONObject | None, cls: type[T]) -> T | None:
     return None if data is None else converter.structure(data, cls)
 
 
+class TooDeepToStore(ValueError):
+    """A value nested deeper than the record's JSON encoder can follow: data a store
+    refuses, like a string it cannot hold (each store's ``classify``)."""
+
+
 def record_text(value: Any) -> str:
-    """``value`` as compact JSON text that UTF-8 can carry, whatever its strings hold."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as compact JSON text that UTF-8 can carry, whatever its strings hold.
+
+    A value the body's parser took near its depth limit may be too deep to
+    write again from deeper in the stack: :class:`TooDeepToStore`.
+    """
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
-        return json.dumps(value, separators=(",", ":"))
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+            return json.dumps(value, separators=(",", ":"))
+    except RecursionError:
+        raise TooDeepToStore("a value is nested too deeply to store") from None
     return text
 
 

@@ -26,11 +26,19 @@ from presa_trio.tasks.stores.base import (
     LeaseLost,
     Limits,
     StoreEvent,
+    StoreRefused,
     TaskExpired,
     TaskNotFound,
     TaskStore,
+    Work,
 )
-from presa_trio.tasks.stores.record import UnknownRecordVersion, from_record, to_record
+from presa_trio.tasks.stores.record import (
+    UnknownRecordVersion,
+    from_json,
+    from_record,
+    to_json,
+    to_record,
+)
 from presa_trio.wire.errors import INVALID_PARAMS
 from presa_trio.wire.tasks import Status
 from tests.tasks.stores.records import (
@@ -282,6 +290,49 @@ async def test_every_string_round_trips_in_arguments_results_answers_and_message
         # A terminal task's work may have been let go of (store rule 4).
         assert read.work == (None if read.work is None and after.terminal else seed.work)
         before = after
+
+
+#: Arrays and objects nested as deep as a request body presa parses may hold them.
+DEEP = 400
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+async def test_values_nested_as_deep_as_a_request_may_hold_are_stored(store: TaskStore) -> None:
+    """presa-defined (a versioned storage format holding the whole task): a task's
+    arguments, capabilities, answers and handler state nested 400 levels deep, which
+    a request body may carry, are stored and read back unchanged, by every store."""
+    work = attrs.evolve(
+        WORK,
+        arguments={"x": nested(DEEP)},
+        capabilities={"x": nested(DEEP)},
+        input_responses={"k": {"x": nested(DEEP)}},
+        state=nested(DEEP),
+    )
+    await store.create(attrs.evolve(stored(), work=work), ROOMY, T0)
+    assert (await store.get("alice", "t-1", T0)).work == work
+    assert from_json(to_json(work), Work) == work
+
+
+async def test_a_value_too_deep_for_a_record_is_refused_data(
+    store: TaskStore, durable: None
+) -> None:
+    """presa-defined (spec-notes §31: a request's data a store cannot keep is a
+    -32603 that is not retryable, never a defect): arguments nested deeper than a
+    record's JSON encoder can follow are refused as data, nothing is stored, and the
+    store goes on storing."""
+    work = attrs.evolve(WORK, arguments={"x": nested(5000)})
+    with pytest.raises(StoreRefused):
+        await store.create(attrs.evolve(stored(), work=work), ROOMY, T0)
+    with pytest.raises(TaskNotFound):
+        await store.get("alice", "t-1", T0)
+    await store.create(stored(), ROOMY, T0)
+    assert await store.get("alice", "t-1", T0) == stored()
 
 
 def test_a_version_1_record_without_a_status_message_still_reads() -> None:

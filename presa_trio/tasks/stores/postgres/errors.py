@@ -12,6 +12,7 @@ from __future__ import annotations
 import psycopg
 
 from presa_trio.tasks.stores.base import StoreDefect, StoreError, StoreRefused, StoreUnavailable
+from presa_trio.tasks.stores.record import TooDeepToStore
 
 #: SQLSTATE classes of a database that cannot serve for now: connection
 #: exceptions, insufficient resources, operator intervention (shutdown,
@@ -32,11 +33,15 @@ def classify(error: Exception) -> StoreError:
     By SQLSTATE first (the server's own word), then by psycopg's class for
     errors that never reached the server (a broken connection is an
     ``OperationalError`` without one; a value psycopg cannot encode, a
-    ``UnicodeError``). Anything else is a defect.
+    ``UnicodeError``; a value too deep for the record's encoder,
+    :class:`~presa_trio.tasks.stores.record.TooDeepToStore`). Anything else is
+    a defect.
     """
     detail = f"postgresql: {first_line(error)}"
     state = getattr(error, "sqlstate", None) or ""
-    if state[:2] in REFUSED_CLASSES or isinstance(error, psycopg.DataError | UnicodeError):
+    if state[:2] in REFUSED_CLASSES or isinstance(
+        error, psycopg.DataError | UnicodeError | TooDeepToStore
+    ):
         return StoreRefused(detail)
     if (
         state[:2] in UNAVAILABLE_CLASSES

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 
 from presa_trio.tasks.stores.base import StoreDefect, StoreError, StoreRefused, StoreUnavailable
+from presa_trio.tasks.stores.record import TooDeepToStore
 
 #: SQLite's primary result codes of a file that cannot serve for now (busy or
 #: locked past the timeout, out of memory, read-only, interrupted, an I/O error,
@@ -29,13 +30,15 @@ def classify(error: Exception) -> StoreError:
     By SQLite's result code (``OperationalError`` covers both a locked file
     and a syntax error): unavailable (later the same may succeed), refused
     data (also a value the binding cannot pass: a lone surrogate, an integer
-    beyond 64 bits), else a defect (a malformed file, a wrong statement).
+    beyond 64 bits; or one too deep for the record's encoder,
+    :class:`~presa_trio.tasks.stores.record.TooDeepToStore`), else a defect (a
+    malformed file, a wrong statement).
     """
     detail = f"sqlite: {error}"
     code = getattr(error, "sqlite_errorcode", None)
     primary = None if code is None else code & 0xFF
     if primary in REFUSED_CODES or isinstance(
-        error, sqlite3.DataError | UnicodeError | OverflowError
+        error, sqlite3.DataError | UnicodeError | OverflowError | TooDeepToStore
     ):
         return StoreRefused(detail)
     if primary in UNAVAILABLE_CODES:
