@@ -408,9 +408,10 @@ def check_answer(
     assert "Traceback" not in json.dumps(final), final
     expected_id = echoed_id(sent)
     if isinstance(sent, Mapping) and ("result" in sent or "error" in sent):
-        expected_id = final["id"]  # a response's id names no request of the client's
-    assert final["id"] == expected_id, (sent, final)
-    if type(final["id"]) is not type(expected_id):
+        expected_id = final.get("id")  # a response's id names no request of the client's
+    if expected_id is None:  # an id that could not be read: no id at all (spec-notes §52)
+        assert "id" not in final, (sent, final)
+    elif final.get("id") != expected_id or type(final["id"]) is not type(expected_id):
         raise AssertionError((sent, final))
     if code == INTERNAL_ERROR:  # a fault with its incident, or a limit (spec-notes §31)
         data = error.get("data", {})
