@@ -42,7 +42,7 @@ what the memory store keeps: UTF-8 where the text can be UTF-8, and
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 import attrs
 import cattrs
@@ -68,6 +68,11 @@ def _as_is(value: Any) -> Any:
     return value
 
 
+def _is_frozenset(cls: Any) -> bool:
+    """``frozenset[str]`` as well as a bare ``frozenset``: cattrs would keep the set."""
+    return cls is frozenset or get_origin(cls) is frozenset
+
+
 def _make_converter() -> cattrs.Converter:
     """Every field written, under its wire name; sets as sorted lists.
 
@@ -77,7 +82,7 @@ def _make_converter() -> cattrs.Converter:
     stack where the body's parser did not.
     """
     conv = cattrs.Converter()
-    conv.register_unstructure_hook(frozenset, sorted)
+    conv.register_unstructure_hook_func(_is_frozenset, sorted)
     conv.register_unstructure_hook_func(lambda cls: cls in JSON_VALUE_TYPES, _as_is)
 
     def renamed(cls: type) -> dict[str, Any]:

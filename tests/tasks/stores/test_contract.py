@@ -12,6 +12,7 @@ import attrs
 import pytest
 import trio
 
+from presa_trio.auth.principal import Principal
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores import open_store
@@ -317,6 +318,20 @@ async def test_values_nested_as_deep_as_a_request_may_hold_are_stored(store: Tas
     await store.create(attrs.evolve(stored(), work=work), ROOMY, T0)
     assert (await store.get("alice", "t-1", T0)).work == work
     assert from_json(to_json(work), Work) == work
+
+
+async def test_the_creators_principal_is_stored_with_its_scopes(store: TaskStore) -> None:
+    """presa-defined (a versioned storage format holding the whole task; A-15): the
+    verified caller a task was created by, its scopes a set, is written as JSON (the
+    scopes a sorted list) and read back as it was, by every store."""
+    principal = Principal("https://as.example", "alice", "cli", frozenset({"write", "read"}))
+    work = attrs.evolve(WORK, principal=to_json(principal))
+    assert work.principal is not None
+    assert work.principal["scopes"] == ["read", "write"]
+    await store.create(attrs.evolve(stored(), work=work), ROOMY, T0)
+    kept = (await store.get("alice", "t-1", T0)).work
+    assert kept is not None
+    assert from_json(kept.principal, Principal) == principal
 
 
 async def test_a_value_too_deep_for_a_record_is_refused_data(
