@@ -18,7 +18,7 @@ from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
-from presa_trio.wire.well_formed import is_optional_text, is_prompt_message
+from presa_trio.wire.well_formed import is_integer, is_optional_text, is_prompt_message
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,3 @@ def is_completion(completion: Any) -> bool:
         and (completion.total is None or is_integer(completion.total))
         and (completion.has_more is None or isinstance(completion.has_more, bool))
     )
-
-
-def is_integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
