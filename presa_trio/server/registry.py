@@ -209,7 +209,7 @@ class Server:
         refuse_uncalled("tool", name, "@server.tool()")
 
         def register(handler: AnyToolHandler) -> AnyToolHandler:
-            tool_name = getattr(handler, "__name__", "") if name is None else name
+            tool_name = name_of(handler, "a tool") if name is None else name
             refuse_tool_name(tool_name)
             refuse_annotations(f"tool {tool_name!r}", annotations)
             refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
