@@ -364,7 +364,8 @@ class Server:
     def completion(
         self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str, *, thread: bool = False
     ) -> Callable[[AnyCompletionHandler], AnyCompletionHandler]:
-        """Register argument completion for a prompt name or a template URI.
+        """Register argument completion for a prompt name, or a resource's URI or a template
+        (server/utilities/completion §Reference Types).
 
         The handler is ``async def (ctx, argument, value, context_arguments)``;
         ``thread=True`` runs a plain ``def`` on a worker thread.
