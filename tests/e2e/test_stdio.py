@@ -282,6 +282,37 @@ async def test_stdout_carries_only_messages_whatever_the_server_prints() -> None
         assert printed in ran.stderr.decode()
 
 
+#: ``serve_stdio`` called as the API has it, the printing server's tool run, then a print.
+SERVE_THEN_PRINT = """
+import trio
+from presa_trio.stdio import serve_stdio
+from tests.e2e.printing_server import server
+trio.run(serve_stdio, server)
+print("printed once serving had ended", flush=True)
+"""
+
+
+async def test_serve_stdio_gives_stdout_back_when_it_returns() -> None:
+    """presa-defined (docs/api.md, serve_stdio: while it serves, what else writes to
+    stdout goes to stderr; basic/transports/stdio: only MCP messages on stdout): called
+    from Python, ``serve_stdio`` claims stdout itself while it runs, so a tool's print goes
+    to stderr, and gives it back when it returns, so what the program prints before and
+    after is on stdout."""
+    call = json.dumps(request("tools/call", {"name": "stray"}, request_id=1)).encode() + b"\n"
+    with trio.fail_after(20):
+        ran = await trio.run_process(
+            [sys.executable, "-c", SERVE_THEN_PRINT],
+            stdin=call,
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+    before, answer, after = ran.stdout.decode().splitlines()
+    assert before == "printed while the server module was imported"  # before the claim
+    assert json.loads(answer)["result"]["content"][0]["text"] == "done"
+    assert after == "printed once serving had ended"
+    assert "printed by a tool, flushed" in ran.stderr.decode()
+
+
 @pytest.mark.parametrize(("closing", "name"), [("<&-", "stdin"), (">&-", "stdout")])
 async def test_a_closed_stdin_or_stdout_stops_the_start_in_one_line(
     closing: str, name: str
