@@ -49,6 +49,7 @@ from presa_trio.server.refusals import (
     name_of,
     refuse_annotations,
     refuse_duplicate,
+    refuse_reference_type,
     refuse_tool_name,
     refuse_uncalled,
     refuse_uri,
@@ -370,12 +371,7 @@ class Server:
         The handler is ``async def (ctx, argument, value, context_arguments)``;
         ``thread=True`` runs a plain ``def`` on a worker thread.
         """
-
-        if ref_type not in ("ref/prompt", "ref/resource"):
-            raise SignatureError(
-                f"completion of {ref_type!r} {ref!r}: the reference type is 'ref/prompt' "
-                "or 'ref/resource' (server/utilities/completion §Reference Types)"
-            )
+        refuse_reference_type(ref_type, ref)
 
         def register(handler: AnyCompletionHandler) -> AnyCompletionHandler:
             where = f"completion of {ref_type} {ref!r}"
