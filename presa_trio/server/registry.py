@@ -135,7 +135,11 @@ def returns_of(signature: ToolSignature, output_schema: JSONObject | None) -> Re
     A hand-written ``output_schema=`` may describe any JSON value (an array
     of users, in server/tools §Output Schema), and ``structuredContent``
     may be any JSON value that fits it, so what such a tool returns, apart
-    from content, is its ``structuredContent``.
+    from content, is its ``structuredContent``. A return type that admits
+    ``None`` beside content or alone (``-> None``, ``-> str | None``:
+    ``Returns.NOTHING``) keeps its own reading; what such a tool returns
+    without ``structuredContent`` is -32603 all the same
+    (:func:`~presa_trio.server.tools.check_structured`).
     """
     if output_schema is not None and signature.returns is not Returns.NOTHING:
         return Returns.STRUCTURED
