@@ -358,15 +358,22 @@ def serve(args: argparse.Namespace, server: Server) -> None:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
 
 
+def server_to_serve(args: argparse.Namespace) -> Server:
+    """The server ``serve`` or ``stdio`` runs: built, its task events on if asked, and the
+    garbage collector settled for serving."""
+    server = chosen_server(args.target, state_sealer(args.state_key))
+    use_task_events(server, args)
+    settle_for_serving()
+    return server
+
+
 def serve_on_stdio(args: argparse.Namespace) -> None:
     """Claim stdin and stdout, then load the server: what its modules print goes to stderr."""
     from presa_trio.stdio import StreamNotOpen, claim_standard_streams, serve_stdio
 
     try:
         with claim_standard_streams() as streams:
-            server = chosen_server(args.target, state_sealer(args.state_key))
-            use_task_events(server, args)
-            settle_for_serving()
+            server = server_to_serve(args)
             trio.run(on_store, args, server, partial(serve_stdio, streams=streams))
     except StreamNotOpen as error:
         raise UsageError(str(error)) from None
@@ -420,10 +427,7 @@ def run(argv: Sequence[str] | None) -> None:
     if args.command == "stdio":
         serve_on_stdio(args)
         return
-    server = chosen_server(args.target, state_sealer(args.state_key))
-    use_task_events(server, args)
-    settle_for_serving()
-    serve(args, server)
+    serve(args, server_to_serve(args))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -268,7 +268,7 @@ class Connection:
                         await on_notification(reply)
         if waited.cancelled_caught:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
-        if "error" in reply:  # whatever its id: a refusal before the id was read has null
+        if "error" in reply:  # any id, or none (spec-notes §52: an unread id)
             raise await self.explain(RequestError(method, reply["error"]))
         if reply.get("id") != message["id"]:
             raise ProtocolFailure(f"{self.where} answered {method} with another request's id")

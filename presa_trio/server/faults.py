@@ -57,3 +57,10 @@ def one_line(error: BaseException) -> str:
         error = error.exceptions[0]
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, depth-first, exception groups opened at any depth."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]

@@ -12,13 +12,14 @@ from presa_trio.server import rounds
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
 from presa_trio.server.pagination import only_page
+from presa_trio.server.refusals import REFERENCE_KEYS
 from presa_trio.server.registry import Server
 from presa_trio.server.results import describe
 from presa_trio.wire import models
 from presa_trio.wire.convert import to_wire
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.mrtr import InputRequired
-from presa_trio.wire.well_formed import is_optional_text, is_prompt_message
+from presa_trio.wire.well_formed import is_integer, is_optional_text, is_prompt_message
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ def read_reference(params: dict[str, Any]) -> tuple[str, str]:
     if not isinstance(ref, dict):
         raise InvalidParams("completion/complete needs a 'ref' object")
     kind = ref.get("type")
-    key = {"ref/prompt": "name", "ref/resource": "uri"}.get(kind) if isinstance(kind, str) else None
+    key = REFERENCE_KEYS.get(kind) if isinstance(kind, str) else None
     value = ref.get(key) if key else None
     if kind is None or key is None or not isinstance(value, str):
         raise InvalidParams("ref must be {type: ref/prompt, name} or {type: ref/resource, uri}")
@@ -172,7 +173,3 @@ def is_completion(completion: Any) -> bool:
         and (completion.total is None or is_integer(completion.total))
         and (completion.has_more is None or isinstance(completion.has_more, bool))
     )
-
-
-def is_integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

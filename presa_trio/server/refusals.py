@@ -5,10 +5,10 @@ mistake shows when the server is built rather than on its first request
 (docs/api.md, what registration refuses). The signature checks of a
 handler are :mod:`presa_trio.server.signatures`; these are the checks of
 what the decorators are given: the decorator called, names, URIs, tool
-annotations.
+annotations, completion reference types.
 
 Spec: 2026-07-28 server/tools §Tool Names, schema.ts ``ToolAnnotations``
-and ``Resource.uri``.
+and ``Resource.uri``, server/utilities/completion §Reference Types.
 """
 
 from __future__ import annotations
@@ -123,3 +123,16 @@ def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
         raise SignatureError(f"{where}: already registered; each name is registered once")
+
+
+#: completion §Reference Types: each type of ``ref``, and its key that names what it refers to.
+REFERENCE_KEYS: Mapping[str, str] = {"ref/prompt": "name", "ref/resource": "uri"}
+
+
+def refuse_reference_type(ref_type: str, ref: str) -> None:
+    """Refuse a completion for a reference type no ``completion/complete`` can carry."""
+    if ref_type not in REFERENCE_KEYS:
+        raise SignatureError(
+            f"completion of {ref_type!r} {ref!r}: the reference type is 'ref/prompt' "
+            "or 'ref/resource' (server/utilities/completion §Reference Types)"
+        )

@@ -49,6 +49,7 @@ from presa_trio.server.refusals import (
     name_of,
     refuse_annotations,
     refuse_duplicate,
+    refuse_reference_type,
     refuse_tool_name,
     refuse_uncalled,
     refuse_uri,
@@ -134,7 +135,11 @@ def returns_of(signature: ToolSignature, output_schema: JSONObject | None) -> Re
     A hand-written ``output_schema=`` may describe any JSON value (an array
     of users, in server/tools §Output Schema), and ``structuredContent``
     may be any JSON value that fits it, so what such a tool returns, apart
-    from content, is its ``structuredContent``.
+    from content, is its ``structuredContent``. A return type that admits
+    ``None`` beside content or alone (``-> None``, ``-> str | None``:
+    ``Returns.NOTHING``) keeps its own reading; what such a tool returns
+    without ``structuredContent`` is -32603 all the same
+    (:func:`~presa_trio.server.tools.check_structured`).
     """
     if output_schema is not None and signature.returns is not Returns.NOTHING:
         return Returns.STRUCTURED
@@ -209,7 +214,7 @@ class Server:
         refuse_uncalled("tool", name, "@server.tool()")
 
         def register(handler: AnyToolHandler) -> AnyToolHandler:
-            tool_name = getattr(handler, "__name__", "") if name is None else name
+            tool_name = name_of(handler, "a tool") if name is None else name
             refuse_tool_name(tool_name)
             refuse_annotations(f"tool {tool_name!r}", annotations)
             refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
@@ -364,17 +369,13 @@ class Server:
     def completion(
         self, ref_type: Literal["ref/prompt", "ref/resource"], ref: str, *, thread: bool = False
     ) -> Callable[[AnyCompletionHandler], AnyCompletionHandler]:
-        """Register argument completion for a prompt name or a template URI.
+        """Register argument completion for a prompt name, or a resource's URI or a template
+        (server/utilities/completion §Reference Types).
 
         The handler is ``async def (ctx, argument, value, context_arguments)``;
         ``thread=True`` runs a plain ``def`` on a worker thread.
         """
-
-        if ref_type not in ("ref/prompt", "ref/resource"):
-            raise SignatureError(
-                f"completion of {ref_type!r} {ref!r}: the reference type is 'ref/prompt' "
-                "or 'ref/resource' (server/utilities/completion §Reference Types)"
-            )
+        refuse_reference_type(ref_type, ref)
 
         def register(handler: AnyCompletionHandler) -> AnyCompletionHandler:
             where = f"completion of {ref_type} {ref!r}"

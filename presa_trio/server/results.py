@@ -42,13 +42,6 @@ from presa_trio.wire.well_formed import is_content_block
 
 log = logging.getLogger(__name__)
 
-CONTENT_BLOCKS = (
-    models.TextContent,
-    models.ImageContent,
-    models.AudioContent,
-    models.EmbeddedResource,
-    models.ResourceLink,
-)
 #: Deeper values than this are refused rather than walked (the encoder's own bound is lower).
 MAX_DEPTH = 200
 
@@ -114,9 +107,9 @@ def normalised(returns: Returns, output: Any) -> models.CallToolResult | InputRe
         return output if valid_result(output) else None
     if isinstance(output, InputRequired):
         return output
-    if isinstance(output, CONTENT_BLOCKS):
+    if isinstance(output, models.ContentBlock):
         return models.CallToolResult([output]) if is_content_block(output) else None
-    if isinstance(output, list | tuple) and all(isinstance(b, CONTENT_BLOCKS) for b in output):
+    if isinstance(output, list | tuple) and all(isinstance(b, models.ContentBlock) for b in output):
         blocks = list(output)
         return models.CallToolResult(blocks) if all(map(is_content_block, blocks)) else None
     if returns is Returns.STRUCTURED and output is not None:

@@ -22,6 +22,7 @@ import attrs
 
 from presa_trio.auth.principal import access_scope
 from presa_trio.server.context import RequestContext
+from presa_trio.server.faults import leaves
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.mrtr import InputPending, InputRequired, parse_input_responses
 from presa_trio.wire.request_state import Binding, canonical_digest
@@ -63,13 +64,26 @@ async def asked(output: Awaitable[Output]) -> Output | InputRequired:
     :class:`~presa_trio.wire.mrtr.InputPending` until every answer is in; on
     ``prompts/get`` and ``resources/read``, which may answer
     ``input_required`` as ``tools/call`` does (mrtr §Supported Requests),
-    that is the round to close. The tools boundary maps it with the rest of
-    what a tool may raise (:func:`~presa_trio.server.tools.tool_outcome`).
+    that is the round to close, whether it was raised directly or from the
+    handler's own nurseries, as on a tool. The tools boundary maps it with
+    the rest of what a tool may raise (:func:`~presa_trio.server.tools.tool_outcome`).
     """
     try:
         return await output
-    except InputPending as pending:
-        return pending.needed
+    except Exception as error:
+        found = leaves(error)
+        if not all(isinstance(leaf, InputPending) for leaf in found):
+            raise
+        return pending_round(found)
+
+
+def pending_round(found: list[BaseException]) -> InputRequired:
+    """One ``input_required`` asking for every key the :class:`InputPending` in ``found``
+    wait for, with the first state one of them carries."""
+    pending = [leaf.needed for leaf in found if isinstance(leaf, InputPending)]
+    requests = {key: r for needed in pending for key, r in needed.requests.items()}
+    state = next((needed.state for needed in pending if needed.state is not None), None)
+    return InputRequired(requests, state)
 
 
 def close_round(ctx: RequestContext, needed: InputRequired, target: RoundTarget) -> dict[str, Any]:

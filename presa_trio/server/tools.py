@@ -43,7 +43,7 @@ import attrs
 from presa_trio.server import rounds
 from presa_trio.server.capabilities import require_needs
 from presa_trio.server.context import RequestContext
-from presa_trio.server.faults import report_fault
+from presa_trio.server.faults import leaves, report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registered import RegisteredTool, ToolOutput
 from presa_trio.server.registry import Server, ToolError
@@ -163,13 +163,6 @@ def check_structured(registered: RegisteredTool, result: models.CallToolResult) 
         )
 
 
-def leaves(error: BaseException) -> list[BaseException]:
-    """The exceptions inside ``error``, depth-first, exception groups opened at any depth."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
-    return [error]
-
-
 def error_for(error: Exception) -> McpError:
     """The JSON-RPC error for what a handler raised: its own spec error, else -32603.
 
@@ -214,10 +207,7 @@ def tool_outcome(error: Exception) -> models.CallToolResult | InputRequired:
     if failures:
         blocks: list[models.ContentBlock] = [models.TextContent(str(f)) for f in failures]
         return models.CallToolResult(blocks, is_error=True)
-    pending = [leaf.needed for leaf in found if isinstance(leaf, InputPending)]
-    requests = {key: r for needed in pending for key, r in needed.requests.items()}
-    state = next((needed.state for needed in pending if needed.state is not None), None)
-    return InputRequired(requests, state)
+    return rounds.pending_round(found)
 
 
 @attrs.frozen

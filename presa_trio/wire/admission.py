@@ -5,9 +5,10 @@ read as a JSON-RPC request or notification (rung 7), and a request's
 ``params._meta`` is checked (rung 8). :func:`admit` climbs these rungs and
 returns what it found, never raising: the edge answers a :class:`Refused`
 with a JSON-RPC error that echoes the request id whenever one could be read,
-even when the rest of the message is malformed (JSON-RPC 2.0 §5: the id is
-null only when it cannot be determined). What only one transport has (HTTP
-headers) is that edge's own rung, after this one.
+even when the rest of the message is malformed, and has no ``id`` member
+when none could (basic/index §Error Responses; docs/spec-notes.md entry
+52). What only one transport has (HTTP headers) is that edge's own rung,
+after this one.
 
 Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses, §_meta;
 the order of the rungs: docs/spec-notes.md entry 10.

@@ -85,34 +85,39 @@ HEADER_TYPES = frozenset({"string", "integer", "boolean"})
 INSTANCE_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
 
 
-def header_annotations(node: Any, reachable: bool = True) -> Iterator[tuple[Any, JSONObject, bool]]:
+#: Where an annotation sits: its path of argument keys when the schema carrying it is
+#: reached from the root through ``properties`` alone, else None.
+Place = tuple[str, ...] | None
+
+
+def header_annotations(node: Any, path: Place = ()) -> Iterator[tuple[Any, JSONObject, Place]]:
     """Every ``x-mcp-header`` below the schema ``node``: its value, the schema carrying
-    it, and whether that schema is reached from the root through ``properties`` alone."""
+    it, and its :data:`Place`."""
     if not isinstance(node, dict):
         return
     for key, child in node.items():
         if key in INSTANCE_KEYWORDS:
             continue
         if key == "properties" and isinstance(child, dict):
-            for schema in child.values():
-                yield from carried(schema, reachable)
+            for name, schema in child.items():
+                yield from carried(schema, None if path is None else (*path, name))
         else:
             for schema in child if isinstance(child, list) else [child]:
-                yield from carried(schema, reachable=False)
+                yield from carried(schema, None)
 
 
-def carried(schema: Any, reachable: bool) -> Iterator[tuple[Any, JSONObject, bool]]:
+def carried(schema: Any, path: Place) -> Iterator[tuple[Any, JSONObject, Place]]:
     """The annotation ``schema`` itself carries, if any, then those below it."""
     if isinstance(schema, dict):
         if "x-mcp-header" in schema:
-            yield schema["x-mcp-header"], schema, reachable
-        yield from header_annotations(schema, reachable)
+            yield schema["x-mcp-header"], schema, path
+        yield from header_annotations(schema, path)
 
 
 def header_problem(schema: Any) -> str | None:
     """Why ``schema``'s ``x-mcp-header`` annotations are invalid, or None when they are not."""
     seen: set[str] = set()
-    for name, carrier, reachable in header_annotations(schema):
+    for name, carrier, path in header_annotations(schema):
         if not isinstance(name, str) or not name:
             return f"x-mcp-header {name!r} is not a non-empty string"
         if not set(name) <= TCHAR:
@@ -122,7 +127,7 @@ def header_problem(schema: Any) -> str | None:
         seen.add(name.lower())
         if carrier.get("type") not in HEADER_TYPES:
             return f"x-mcp-header {name!r} is on a parameter of type {carrier.get('type')!r}"
-        if not reachable:
+        if path is None:
             return f"x-mcp-header {name!r} is not reached from the root through properties"
     return None
 
@@ -132,19 +137,11 @@ def header_params(schema: JSONObject) -> dict[str, tuple[str, ...]]:
 
     Spec: tools §x-mcp-header — reachable through chains of ``properties`` only.
     """
-    found: dict[str, tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if isinstance(node, dict) else None
-        if not isinstance(properties, dict):
-            return
-        for key, child in properties.items():
-            if isinstance(child, dict) and isinstance(child.get("x-mcp-header"), str):
-                found[child["x-mcp-header"]] = (*path, key)
-            walk(child, (*path, key))
-
-    walk(schema, ())
-    return found
+    return {
+        name: path
+        for name, _, path in header_annotations(schema)
+        if isinstance(name, str) and path is not None
+    }
 
 
 def request_headers(

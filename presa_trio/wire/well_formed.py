@@ -32,6 +32,11 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def is_integer(value: Any) -> bool:
+    """A JSON integer: an int, never a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def is_text(*values: Any) -> bool:
     return all(isinstance(value, str) for value in values)
 

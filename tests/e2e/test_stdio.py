@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,21 @@ async def peer(nursery: trio.Nursery) -> AsyncIterator[StdioPeer]:
         while await opened.next_message() is not None:
             pass
         assert await process.wait() == 0
+
+
+@asynccontextmanager
+async def piped_server(*arguments: str) -> AsyncIterator[StdioPeer]:
+    """``presa-trio stdio ARGUMENTS`` with stdin, stdout and stderr piped, as a peer; its
+    stdin is closed on leaving, and the block ends once the server has exited."""
+    command = [sys.executable, "-m", "presa_trio", "stdio", *arguments]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, check=False, **pipes)
+        )
+        yield StdioPeer(process)
+        assert process.stdin is not None
+        await process.stdin.aclose()
 
 
 async def exited(process: trio.Process) -> tuple[int, bytes]:
@@ -217,24 +233,13 @@ async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() 
     stops at once, with stdin still open: status 1, the failure logged once, and one
     line last on stderr for a supervisor (as ``presa-trio serve``), no uncaught
     traceback."""
-    command = [
-        *[sys.executable, "-m", "presa_trio", "stdio", "tests.e2e.failing_server:server"],
-        *["--log-level", "ERROR"],
-    ]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(trio.run_process, command, check=False, **pipes)
-        )
-        peer = StdioPeer(process)
+    async with piped_server("tests.e2e.failing_server:server", "--log-level", "ERROR") as peer:
         with trio.fail_after(20):
             discovered = await peer.call("server/discover", {}, 1)
             await peer.send(request("tools/call", {"name": "doom", "arguments": {}}, request_id=2))
             while await peer.next_message() is not None:
                 pass
-            status, stderr = await exited(process)
-        assert process.stdin is not None
-        await process.stdin.aclose()
+            status, stderr = await exited(peer.process)
     lines = stderr.decode().splitlines()
     assert discovered["result"]["resultType"] == "complete"
     assert status == 1
@@ -282,6 +287,37 @@ async def test_stdout_carries_only_messages_whatever_the_server_prints() -> None
         assert printed in ran.stderr.decode()
 
 
+#: ``serve_stdio`` called as the API has it, the printing server's tool run, then a print.
+SERVE_THEN_PRINT = """
+import trio
+from presa_trio.stdio import serve_stdio
+from tests.e2e.printing_server import server
+trio.run(serve_stdio, server)
+print("printed once serving had ended", flush=True)
+"""
+
+
+async def test_serve_stdio_gives_stdout_back_when_it_returns() -> None:
+    """presa-defined (docs/api.md, serve_stdio: while it serves, what else writes to
+    stdout goes to stderr; basic/transports/stdio: only MCP messages on stdout): called
+    from Python, ``serve_stdio`` claims stdout itself while it runs, so a tool's print goes
+    to stderr, and gives it back when it returns, so what the program prints before and
+    after is on stdout."""
+    call = json.dumps(request("tools/call", {"name": "stray"}, request_id=1)).encode() + b"\n"
+    with trio.fail_after(20):
+        ran = await trio.run_process(
+            [sys.executable, "-c", SERVE_THEN_PRINT],
+            stdin=call,
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+    before, answer, after = ran.stdout.decode().splitlines()
+    assert before == "printed while the server module was imported"  # before the claim
+    assert json.loads(answer)["result"]["content"][0]["text"] == "done"
+    assert after == "printed once serving had ended"
+    assert "printed by a tool, flushed" in ran.stderr.decode()
+
+
 @pytest.mark.parametrize(("closing", "name"), [("<&-", "stdin"), (">&-", "stdout")])
 async def test_a_closed_stdin_or_stdout_stops_the_start_in_one_line(
     closing: str, name: str
@@ -305,24 +341,16 @@ async def test_ctrl_c_stops_the_server_with_status_130_and_no_traceback(busy: bo
     ``presa-trio stdio`` and to every process of its group, stops the server at once,
     idle or with a request in flight, with status 130 and without a traceback; the
     request is not answered."""
-    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(trio.run_process, command, check=False, **pipes)
-        )
-        peer = StdioPeer(process)
+    async with piped_server("--log-level", "WARNING") as peer:
         with trio.fail_after(20):
             await peer.call("server/discover", {}, 1)
             if busy:
                 slow = {"name": "slow_compute", "arguments": {"seconds": 60}}
                 await peer.send(request("tools/call", slow, request_id=2))
-            process.send_signal(signal.SIGINT)
+            peer.process.send_signal(signal.SIGINT)
             while await peer.next_message() is not None:
                 pass
-            status, stderr = await exited(process)
-        assert process.stdin is not None
-        await process.stdin.aclose()
+            status, stderr = await exited(peer.process)
     assert status == 130
     assert b"Traceback" not in stderr
     assert [m["id"] for m in peer.received] == [1]
@@ -333,23 +361,15 @@ async def test_a_client_that_closes_stdout_stops_the_server() -> None:
     closed its end of stdout, the next answer meets a broken pipe and the server exits,
     status 0, with stdin still open and a listen in flight, saying why on stderr and
     without a traceback."""
-    command = [sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(trio.run_process, command, check=False, **pipes)
-        )
-        peer = StdioPeer(process)
-        listen = {"notifications": {"toolsListChanged": True}}
+    listen = {"notifications": {"toolsListChanged": True}}
+    async with piped_server("--log-level", "WARNING") as peer:
         with trio.fail_after(20):
             await peer.send(request("subscriptions/listen", listen, request_id="L"))
             await peer.next_message()
-            assert process.stdout is not None
-            await process.stdout.aclose()
+            assert peer.process.stdout is not None
+            await peer.process.stdout.aclose()
             await peer.send(request("server/discover", request_id=1))
-            status, stderr = await exited(process)
-        assert process.stdin is not None
-        await process.stdin.aclose()
+            status, stderr = await exited(peer.process)
     assert status == 0
     assert stderr.decode().splitlines()[-1].endswith("presa_trio.stdio: stdout is closed; stopping")
     assert b"Traceback" not in stderr

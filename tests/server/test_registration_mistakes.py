@@ -109,7 +109,7 @@ async def test_an_object_with_an_async_call_is_a_handler_named_by_name() -> None
     server = Server("objects", "1.0.0")
     server.tool("greet")(Greeter("Hello"))
     server.resource("note://motto", name="motto")(Motto())
-    with pytest.raises(SignatureError, match=r"^tool '': a tool name is"):
+    with pytest.raises(SignatureError, match=r"^a tool: needs a name; give name="):
         server.tool()(Greeter("Hi"))
     with pytest.raises(SignatureError, match=r"^resource 'note://other': needs a name; give name="):
         server.resource("note://other")(Motto())

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -210,6 +211,18 @@ def ask_everywhere_server() -> Server:
         answers = await ctx.ask(question)
         return f"prompt: {answers.elicitation('ok').action}"
 
+    @server.prompt(description="Asks from a child task of its own nursery.")
+    async def nursery_prompt(ctx: RequestContext) -> str:
+        shown: list[str] = []
+
+        async def ask_in_child() -> None:
+            answers = await ctx.ask(question)
+            shown.append(f"prompt: {answers.elicitation('ok').action}")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask_in_child)
+        return shown[0]
+
     return server
 
 
@@ -219,8 +232,9 @@ def ask_everywhere_server() -> Server:
         ("resources/read", {"uri": "test://asks"}, "ok", "resource: decline"),
         ("resources/read", {"uri": "test://elicits/7"}, "elicit-1", "item 7: decline"),
         ("prompts/get", {"name": "asking_prompt"}, "ok", "prompt: decline"),
+        ("prompts/get", {"name": "nursery_prompt"}, "ok", "prompt: decline"),
     ],
-    ids=["resource-ask", "template-elicit", "prompt-ask"],
+    ids=["resource-ask", "template-elicit", "prompt-ask", "prompt-ask-in-nursery"],
 )
 async def test_a_resource_or_prompt_may_ask_as_a_tool_does(
     method: str, params: dict[str, Any], key: str, text: str
