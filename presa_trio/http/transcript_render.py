@@ -4,13 +4,49 @@ Pure: JSON-lines records in, text out. One block per exchange, numbered, with
 times relative to the first request; JSON is pretty-printed; an SSE response
 shows each event with its own time. See :mod:`presa_trio.wire.transcript` for
 the record format.
+
+What a transcript holds is what a client sent, shown and never obeyed: every
+control character (C0, DEL, C1; a line end too, outside a block) is written
+as its JSON escape, so the Markdown is safe to print on a terminal, and each
+code span and block is fenced by more backticks than it holds, so no body
+closes its fence and goes on as Markdown.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
+
+#: Control characters, each shown as its escape: C0 but the line end, DEL, C1.
+CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+LINE_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+BACKTICKS = re.compile("`+")
+
+
+def escaped(text: str, controls: re.Pattern[str] = LINE_CONTROLS) -> str:
+    return controls.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def fence_for(text: str) -> str:
+    """Backticks, one more than the longest run of them in ``text``."""
+    return "`" * max([len(run) for run in BACKTICKS.findall(text)] + [0]) + "`"
+
+
+def code(text: str) -> str:
+    """An inline code span of one line of ``text``."""
+    shown = escaped(text)
+    fence = fence_for(shown)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def block(language: str, lines: Iterable[str]) -> list[str]:
+    """A fenced code block of ``lines``, each shown without its controls."""
+    shown = [escaped(line, CONTROLS) for line in lines]
+    fence = fence_for("\n".join(shown)).ljust(3, "`")
+    return [f"{fence}{language}", *shown, fence]
 
 
 def pretty(value: Any) -> str:
@@ -32,33 +68,34 @@ def title(request: dict[str, Any]) -> str:
         target = next(
             (named[k] for k in ("name", "uri", "taskId") if isinstance(named.get(k), str)), None
         )
-        return f"`{body['method']}`" + (f" `{target}`" if target else "")
-    return f"`{request['method']} {request['path']}`"
+        return code(body["method"]) + (f" {code(target)}" if target else "")
+    return code(f"{request['method']} {request['path']}")
 
 
 def render_exchange(number: int, record: dict[str, Any], origin: float) -> str:
     request, response = record["request"], record["response"]
+    headers = sorted(request["headers"].items())
+    request_line = f"{request['method']} {request['path']}"
     lines = [
         f"### {number}. {title(request)} ({offset(record['started'], origin)})",
         "",
-        f"**Request** `{request['method']} {request['path']}`",
+        f"**Request** {code(request_line)}",
         "",
-        "```http",
-        *(f"{name}: {value}" for name, value in sorted(request["headers"].items())),
-        "```",
+        *block("http", (escaped(f"{name}: {value}") for name, value in headers)),
     ]
     if request.get("body") is not None:
-        lines += ["", "```json", pretty(request["body"]), "```"]
-    lines += ["", f"**Response** `{response.get('status')} {response.get('contentType', '')}`"]
+        lines += ["", *block("json", pretty(request["body"]).split("\n"))]
+    status = f"{response.get('status')} {response.get('contentType', '')}"
+    lines += ["", f"**Response** {code(status)}"]
     if response.get("headers"):
-        lines += ["", "```http", *(f"{k}: {v}" for k, v in sorted(response["headers"].items()))]
-        lines += ["```"]
+        shown = (escaped(f"{k}: {v}") for k, v in sorted(response["headers"].items()))
+        lines += ["", *block("http", shown)]
     if "events" in response:
         for event in response["events"]:
-            lines += ["", f"event ({offset(event['at'], origin)}):", "", "```json"]
-            lines += [pretty(event["data"]), "```"]
+            lines += ["", f"event ({offset(event['at'], origin)}):", ""]
+            lines += block("json", pretty(event["data"]).split("\n"))
     elif response.get("body") is not None:
-        lines += ["", "```json", pretty(response["body"]), "```"]
+        lines += ["", *block("json", pretty(response["body"]).split("\n"))]
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ rendering lives next to this file and changes only on purpose.
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import trio
@@ -79,3 +80,31 @@ def test_an_event_is_recorded_when_its_last_chunk_arrives_whatever_its_line_ends
         {"at": 2.0, "data": {"a": 1}},
         {"at": 3.0, "data": 2},
     ]
+
+
+def hostile_record() -> str:
+    """An exchange whose path, header, method and text body carry terminal controls and fences."""
+    record = {
+        "started": 0.0,
+        "request": {
+            "method": "POST",
+            "path": "/mcp\x1b[31m",
+            "headers": {"mcp-method": "tools/call\x9b2J"},
+            "body": "\x1b]0;title\x07```\n### 2. forged\n```",
+        },
+        "response": {"status": 400, "contentType": "application/json", "body": {"m": "x\x7f\x85"}},
+    }
+    return json.dumps(record)
+
+
+def test_a_rendering_carries_no_control_character_and_no_fence_a_body_can_close() -> None:
+    """presa-defined (http/transcript_render.py): what a client sent is shown, not obeyed:
+    C0 and C1 controls and DEL are written as escapes, so the Markdown is safe to print
+    on a terminal, and a body holding a fence is fenced by a longer one."""
+    rendered = render_lines([hostile_record()])
+    controls = [c for c in rendered if c not in "\n" and unicodedata.category(c) == "Cc"]
+    assert controls == []
+    assert "\\u001b[31m" in rendered
+    assert "tools/call\\u009b2J" in rendered
+    assert "\\u007f\\u0085" in rendered
+    assert "\n````json\n\\u001b]0;title\\u0007```\n### 2. forged\n```\n````\n" in rendered
