@@ -99,15 +99,36 @@ def render_exchange(number: int, record: dict[str, Any], origin: float) -> str:
     return "\n".join(lines)
 
 
-def render(records: Iterable[dict[str, Any]]) -> str:
-    """All exchanges in the order they started."""
+def render(records: Iterable[dict[str, Any]], cut_lines: Iterable[int] = ()) -> str:
+    """All exchanges in the order they started, then a note for each line left out."""
     ordered = sorted(records, key=lambda r: float(r["started"]))
+    notes = [
+        f"_(line {number} is not a whole record, left out: its write was cut short)_"
+        for number in cut_lines
+    ]
     if not ordered:
-        return "_(empty transcript)_\n"
+        return "\n\n".join(["_(empty transcript)_", *notes]) + "\n"
     origin = float(ordered[0]["started"])
     blocks = [render_exchange(n, r, origin) for n, r in enumerate(ordered, start=1)]
-    return "\n\n".join(blocks) + "\n"
+    return "\n\n".join(blocks + notes) + "\n"
 
 
 def render_lines(lines: Iterable[str]) -> str:
-    return render(json.loads(line) for line in lines if line.strip())
+    """The records of a transcript's lines, rendered.
+
+    A line that is not JSON is one whose writer stopped mid-line
+    (:mod:`presa_trio.transcript_file`): it is left out, and named. Lines
+    of which none is a record are not a transcript: a ``ValueError``.
+    """
+    records: list[dict[str, Any]] = []
+    cut: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            cut.append(number)
+    if cut and not records:
+        raise ValueError(f"no record in it; line {cut[0]} is not JSON")
+    return render(records, cut)

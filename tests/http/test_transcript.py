@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import unicodedata
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 
 from presa_trio.demo import build_app
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import McpClient, meta, request, running
+from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.transcript import Exchange
 from tests.http.ticks import Ticks
 
@@ -108,3 +111,38 @@ def test_a_rendering_carries_no_control_character_and_no_fence_a_body_can_close(
     assert "tools/call\\u009b2J" in rendered
     assert "\\u007f\\u0085" in rendered
     assert "\n````json\n\\u001b]0;title\\u0007```\n### 2. forged\n```\n````\n" in rendered
+
+
+def simple_record(started: float, text: str) -> dict[str, Any]:
+    return {
+        "started": started,
+        "request": {"method": "POST", "path": "/mcp", "headers": {}, "body": None},
+        "response": {"status": 200, "contentType": "application/json", "body": text},
+    }
+
+
+async def test_a_write_cut_short_leaves_the_records_before_and_after_it_readable(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (transcript_file.py, http/transcript_render.py): a writer that stops
+    mid-line (a crash, a full disk) leaves a line that is not a record; the next append
+    starts a line of its own, and the rendering shows every whole record and says which
+    line it left out, rather than refusing the file."""
+    path = tmp_path / "t.jsonl"
+    await TranscriptFile(path).append(simple_record(1.0, "first é"))
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole[: len(whole) - 12])  # cut inside the é of a second line
+    await TranscriptFile(path).append(simple_record(3.0, "third"))
+    lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+    assert len(lines) == 3
+    rendered = render_lines(lines)
+    assert "\nfirst é\n" in rendered
+    assert "\nthird\n" in rendered
+    assert "### 2." in rendered
+    assert "_(line 2 is not a whole record, left out: its write was cut short)_" in rendered
+
+
+def test_a_file_with_no_record_is_not_a_transcript() -> None:
+    """presa-defined (http/transcript_render.py): lines that are not records, and no record."""
+    with pytest.raises(ValueError, match="no record"):
+        render_lines(["this is not JSON", '{"started": 1'])
