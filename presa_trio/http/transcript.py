@@ -65,7 +65,7 @@ class TranscriptRecorder:
                 content_type = dict(event["headers"]).get(b"content-type", b"").decode()
                 exchange.response = {"status": event["status"], "contentType": content_type}
             elif event["type"] == "http.response.body":
-                exchange.add_events(bytes(event.get("body", b"")), self.clock())
+                exchange.add_body(bytes(event.get("body", b"")), self.clock())
             await send(event)
 
         try:

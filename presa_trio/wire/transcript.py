@@ -62,9 +62,19 @@ class Exchange:
     # Reads the SSE body as it comes: an event is recorded when its chunk completes it.
     _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
 
+    def add_body(self, chunk: bytes, at: float) -> None:
+        """A chunk of the response body, arrived at ``at``, once :attr:`response` is set."""
+        if self.streamed:
+            self.add_events(chunk, at)
+        else:
+            self.response_body += chunk
+
+    @property
+    def streamed(self) -> bool:
+        return bool(self.response.get("contentType") == "text/event-stream")
+
     def add_events(self, chunk: bytes, at: float) -> None:
-        """A chunk of an SSE body, arrived at ``at``."""
-        self.response_body += chunk
+        """A chunk of an SSE body, arrived at ``at``: kept as the events it completes."""
         self.events += [
             {"at": at, "data": decode_body(item.data)}
             for item in self._parser.feed(chunk)
@@ -74,7 +84,7 @@ class Exchange:
     def record(self) -> dict[str, Any]:
         self.request["body"] = decode_body(bytes(self.body))
         response = dict(self.response)
-        if response.get("contentType") == "text/event-stream":
+        if self.streamed:
             response["events"] = self.events
         else:
             response["body"] = decode_body(bytes(self.response_body))

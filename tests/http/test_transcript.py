@@ -146,3 +146,23 @@ def test_a_file_with_no_record_is_not_a_transcript() -> None:
     """presa-defined (http/transcript_render.py): lines that are not records, and no record."""
     with pytest.raises(ValueError, match="no record"):
         render_lines(["this is not JSON", '{"started": 1'])
+
+
+def test_an_event_stream_is_kept_as_its_events_only() -> None:
+    """presa-defined (wire/transcript.py): a stream's record holds its events, not the
+    stream's bytes beside them, so a long listen stream costs its events once; a JSON
+    body is kept as its bytes until it ends, and never read as events."""
+    streamed = Exchange(0.0, {"method": "POST", "path": "/mcp", "headers": {}})
+    streamed.response = {"status": 200, "contentType": "text/event-stream"}
+    for at in range(100):
+        streamed.add_body(b'data: {"n": %d}\n\n' % at, float(at))
+    assert streamed.response_body == b""
+    assert [event["data"]["n"] for event in streamed.record()["response"]["events"]] == [
+        *range(100)
+    ]
+    plain = Exchange(0.0, {"method": "POST", "path": "/mcp", "headers": {}})
+    plain.response = {"status": 200, "contentType": "application/json"}
+    plain.add_body(b'data: {"n": 1}\n', 1.0)
+    plain.add_body(b"\n", 2.0)
+    assert plain.events == []
+    assert plain.record()["response"]["body"] == 'data: {"n": 1}\n\n'
