@@ -29,6 +29,8 @@ from typing import Any
 
 import attrs
 
+from presa_trio.wire.envelope import parse_json
+from presa_trio.wire.errors import ParseError
 from presa_trio.wire.sse import Event, EventStreamParser
 
 #: Request headers worth keeping: the content negotiation and every MCP header.
@@ -40,12 +42,18 @@ def kept(name: str) -> bool:
 
 
 def decode_body(raw: bytes | str) -> Any:
-    """JSON when it parses, else the text (bad input is part of the record)."""
+    """JSON when the server's parser reads it, else the text (bad input is part of the record).
+
+    The parser is the one that answers -32700 (:func:`~presa_trio.wire.envelope.parse_json`),
+    so a body the server could not read (not UTF-8, ``NaN``, nested past the
+    parser's depth) is never shown as JSON, and no record holds a ``NaN``.
+    """
     if not raw:
         return None
+    encoded = raw.encode("utf-8", errors="surrogatepass") if isinstance(raw, str) else raw
     try:
-        return json.loads(raw)
-    except ValueError:
+        return parse_json(encoded)
+    except ParseError:
         return raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
 
 

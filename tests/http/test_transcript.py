@@ -19,7 +19,7 @@ from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.transcript_render import render_lines
 from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.transcript_file import TranscriptFile
-from presa_trio.wire.transcript import Exchange
+from presa_trio.wire.transcript import Exchange, record_line
 from tests.http.ticks import Ticks
 
 HERE = Path(__file__).parent
@@ -166,3 +166,28 @@ def test_an_event_stream_is_kept_as_its_events_only() -> None:
     plain.add_body(b"\n", 2.0)
     assert plain.events == []
     assert plain.record()["response"]["body"] == 'data: {"n": 1}\n\n'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="nested past the parser's depth"),
+        pytest.param('{"id":1,"method":"ping"}'.encode("utf-16"), id="UTF-16"),
+        pytest.param(b'{"id":1,"method":"ping","params":{"a":NaN}}', id="NaN"),
+        pytest.param(b'{"id":1,"method":"p\xffing"}', id="not UTF-8"),
+    ],
+)
+def test_a_body_the_server_cannot_parse_is_recorded_as_its_text(body: bytes) -> None:
+    """presa-defined (wire/transcript.py): a body the server answers -32700 (basic/transports
+    §Messages: UTF-8; RFC 8259 §6: no NaN) is recorded as text, never as JSON the server did
+    not read, nor lost to the recorder's own parser; and every line is strict JSON."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    exchange = Exchange(0.0, {"method": "POST", "path": "/mcp", "headers": {}})
+    exchange.body += body
+    exchange.response = {"status": 400, "contentType": "application/json"}
+    line = record_line(exchange.record())
+    recorded = json.JSONDecoder(parse_constant=refuse).decode(line.decode("utf-8"))
+    assert recorded["request"]["body"] == body.decode("utf-8", errors="replace")
