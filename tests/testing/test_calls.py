@@ -304,3 +304,22 @@ async def test_a_wait_that_never_ends_fails_the_test_instead_of_hanging(
         with trio.move_on_after(2 * WAIT) as around, pytest.raises(trio.TooSlowError):
             await changes.next()
     assert not around.cancelled_caught
+
+
+async def test_an_answer_that_is_no_json_rpc_message_fails_naming_what_came() -> None:
+    """presa-defined (presa_trio.testing.driver): a body over the app's limit is answered
+    413 in plain text (streamable-http §Sending Messages leaves a
+    non-JSON-RPC HTTP error to the server); the call fails the test saying so, the
+    method, status and body named, instead of a JSONDecodeError of the client's own."""
+    server = Server("sizes", "1.0.0")
+
+    @server.tool()
+    async def size(ctx: RequestContext, data: str) -> str:
+        """Counts the characters given."""
+        return str(len(data))
+
+    async with open_client(server) as client:
+        with pytest.raises(AssertionError) as failed:
+            await client.call_tool("size", {"data": "x" * 5_000_000})
+    assert str(failed.value).startswith("tools/call was answered HTTP 413 text/plain")
+    assert "Request body too large" in str(failed.value)
