@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
-from presa_trio.testing.answers import AnswerFunction, answer_all
+from presa_trio.testing.answers import MAX_ROUNDS, AnswerFunction, answer_all, still_asking
 from presa_trio.testing.driver import TASKS_CAPABILITIES, McpClient, meta
 from presa_trio.testing.results import ToolResult
 from presa_trio.testing.streams import (
@@ -100,11 +100,17 @@ class TaskHandle:
     async def result(self) -> ToolResult:
         """Answer each question the task asks, until it ends; its result.
 
-        A task that ends ``failed`` or ``cancelled`` fails the test.
+        A task that ends ``failed`` or ``cancelled``, or still asks after
+        :data:`~presa_trio.testing.answers.MAX_ROUNDS` rounds, fails the test.
         """
         terminal = TERMINAL_STATUSES
-        while (state := await self.wait_for("input_required", *terminal)).status not in terminal:
+        for _ in range(MAX_ROUNDS):
+            state = await self.wait_for("input_required", *terminal)
+            if state.status in terminal:
+                break
             await self.respond(await answer_all(self.answer, state.input_requests))
+        else:
+            raise still_asking(f"task {self.task_id}", state.input_requests)
         if state.result is None:
             raise AssertionError(f"task {self.task_id} ended {state.status}: {state.error}")
         return state.result

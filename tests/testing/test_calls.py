@@ -15,6 +15,7 @@ from trio.testing import MockClock
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TasksExtension, ask
 from presa_trio.testing import RequestFailed, accept, open_client
+from presa_trio.testing.answers import MAX_ROUNDS
 from presa_trio.testing.streams import WAIT
 from presa_trio.wire.errors import INVALID_PARAMS, METHOD_NOT_FOUND
 from presa_trio.wire.models import (
@@ -22,6 +23,7 @@ from presa_trio.wire.models import (
     Completion,
     GetPromptResult,
     ImageContent,
+    JSONObject,
     LogMessage,
     PromptMessage,
     Resource,
@@ -323,3 +325,35 @@ async def test_an_answer_that_is_no_json_rpc_message_fails_naming_what_came() ->
             await client.call_tool("size", {"data": "x" * 5_000_000})
     assert str(failed.value).startswith("tools/call was answered HTTP 413 text/plain")
     assert "Request body too large" in str(failed.value)
+
+
+async def test_a_tool_that_never_stops_asking_fails_the_call_instead_of_hanging() -> None:
+    """presa-defined (presa_trio.testing.answers): a tool that asks again whatever it is
+    answered fails the test after MAX_ROUNDS rounds, plain or in a task, naming what it
+    asked last, where the test would hang."""
+    server = Server("asks", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    @server.tool(needs=["elicitation"])
+    async def again(ctx: RequestContext) -> InputRequired:
+        """Asks under one key, and never reads the answer."""
+        return InputRequired({"ok": Elicitation("Sure?", CONFIRM)})
+
+    @tasks.tool(Policy.REQUIRED, needs=["elicitation"])
+    async def forever(ctx: RequestContext) -> str:
+        """Asks one question after another."""
+        for number in range(1, 10_000):
+            await ask(ctx, {f"ok-{number}": Elicitation("Sure?", CONFIRM)})
+        return "done"
+
+    def always(key: str, request: JSONObject) -> JSONObject:
+        return accept({"ok": True})
+
+    async with open_client(server, answer=always) as client:
+        expected = f"still asks for input after {MAX_ROUNDS} rounds"
+        with pytest.raises(AssertionError, match=f"tools/call {expected}: 'ok'"):
+            await client.call_tool("again")
+        task = await client.start_task("forever")
+        with pytest.raises(AssertionError, match=f"task {task.task_id} {expected}: 'ok-"):
+            await task.result()
+        await task.cancel()
