@@ -7,6 +7,7 @@ rendering lives next to this file and changes only on purpose.
 from __future__ import annotations
 
 import json
+import logging
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,35 @@ def test_a_body_the_server_cannot_parse_is_recorded_as_its_text(body: bytes) -> 
     line = record_line(exchange.record())
     recorded = json.JSONDecoder(parse_constant=refuse).decode(line.decode("utf-8"))
     assert recorded["request"]["body"] == body.decode("utf-8", errors="replace")
+
+
+async def test_a_transcript_that_cannot_be_written_is_one_warning_not_an_error_per_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (http/transcript.py): a file that refuses writes (a full disk; here a
+    directory) changes no answer and raises nothing into the server, which logged an
+    ASGI error with a traceback for each request; one warning says exchanges are not
+    recorded, and one line says so when a write succeeds again."""
+    target = tmp_path / "t.jsonl"
+    target.mkdir()
+    app = build_app()
+    recorder = TranscriptRecorder(app, target, Ticks())
+    message = request("tools/call", {"name": "test_simple_text"})
+    with caplog.at_level(logging.INFO, logger="presa_trio.http.transcript"):
+        async with running(app) as bare:
+            expected = (await bare.post(message)).body
+            client = McpClient(app, asgi=recorder)
+            assert [(await client.post(message)).body for _ in range(2)] == [expected] * 2
+            target.rmdir()
+            assert (await client.post(message)).body == expected
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if "transcript" in r.name]
+    assert lines == [
+        (
+            "WARNING",
+            f"cannot write the transcript {target}: Is a directory; exchanges go "
+            "unrecorded until it can be written",
+        ),
+        ("INFO", f"writing the transcript {target} again"),
+    ]
+    assert all(record.exc_info is None for record in caplog.records)
+    assert len(target.read_text().splitlines()) == 1
