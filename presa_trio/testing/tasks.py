@@ -74,7 +74,8 @@ class TaskHandle:
         return TaskState.read(await self.client.get_task(self.task_id))
 
     async def wait_for(self, *statuses: str) -> TaskState:
-        """The task once it is in one of ``statuses``; fail the test after 10 s.
+        """The task once it is in one of ``statuses``; fail the test after 10 s, or
+        at once if it ends in another (a task that ended changes no more).
 
         It watches the task on a ``subscriptions/listen`` stream and reads it
         once the stream is acknowledged, so no change is missed and nothing
@@ -85,6 +86,11 @@ class TaskHandle:
             async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
                 state = await self.state()
                 while state.status not in statuses:
+                    if state.status in TERMINAL_STATUSES:
+                        raise AssertionError(
+                            f"task {self.task_id} ended {state.status}, never "
+                            f"{' or '.join(statuses)}: {state.error or state.result}"
+                        )
                     state = TaskState.read((await changes.next()).params)
         return state
 

@@ -357,3 +357,24 @@ async def test_a_tool_that_never_stops_asking_fails_the_call_instead_of_hanging(
         with pytest.raises(AssertionError, match=f"task {task.task_id} {expected}: 'ok-"):
             await task.result()
         await task.cancel()
+
+
+async def test_waiting_for_a_status_a_task_ended_without_fails_at_once_naming_its_end(
+    autojump_clock: MockClock,
+) -> None:
+    """presa-defined (presa_trio.testing.tasks): a terminal task never changes again
+    (SEP-2663 §Task Polling: a client polls until one), so waiting for another status fails the test
+    when the end is seen, naming it, rather than after the client's wait."""
+    server = Server("quick", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    @tasks.tool(Policy.REQUIRED)
+    async def quick(ctx: RequestContext) -> str:
+        """Ends without asking."""
+        return "done"
+
+    async with open_client(server) as client:
+        task = await client.start_task("quick")
+        with pytest.raises(AssertionError, match=f"task {task.task_id} ended completed"):
+            await task.wait_for("input_required")
+        assert (await task.wait_for("completed")).status == "completed"
