@@ -25,6 +25,7 @@ a file is :class:`presa_trio.transcript_file.TranscriptFile`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import attrs
@@ -35,6 +36,10 @@ from presa_trio.wire.sse import Event, EventStreamParser
 
 #: Request headers worth keeping: the content negotiation and every MCP header.
 KEPT_HEADERS = ("content-type", "accept", "origin")
+
+
+#: What ``json.dumps`` leaves raw of the control characters: DEL and C1.
+RAW_CONTROLS = re.compile("[\x7f-\x9f]")
 
 
 def kept(name: str) -> bool:
@@ -104,6 +109,10 @@ def record_line(record: dict[str, Any]) -> bytes:
 
     A lone surrogate (a ``"\\ud800"`` escape the JSON parser accepted) has no
     UTF-8 form; written back as that same escape, the line stays its JSON.
+    DEL and the C1 controls, which JSON leaves raw, are escaped as the C0
+    ones are, so a line printed on a terminal drives nothing; they occur
+    only inside strings, where the escape is the same text.
     """
-    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+    text = RAW_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
     return text.encode("utf-8", errors="backslashreplace")

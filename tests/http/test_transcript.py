@@ -224,3 +224,15 @@ async def test_a_transcript_that_cannot_be_written_is_one_warning_not_an_error_p
     ]
     assert all(record.exc_info is None for record in caplog.records)
     assert len(target.read_text().splitlines()) == 1
+
+
+def test_a_record_line_holds_no_control_character() -> None:
+    """presa-defined (wire/transcript.py): DEL and the C1 controls, which JSON may carry
+    raw, are written as escapes, as the C0 ones are, so a transcript file (or the
+    client's ``--transcript -``) printed on a terminal drives nothing; the line reads
+    back as the same record."""
+    record = simple_record(1.0, "csi \x9b2J del \x7f nel \x85 é")
+    line = record_line(record).decode("utf-8")
+    assert [c for c in line if unicodedata.category(c) == "Cc"] == ["\n"]
+    assert "\\u009b2J" in line
+    assert json.loads(line) == record
