@@ -6,8 +6,8 @@ shows each event with its own time. See :mod:`presa_trio.wire.transcript` for
 the record format.
 
 What a transcript holds is what a client sent, shown and never obeyed: every
-control character (C0, DEL, C1; a line end too, outside a block) is written
-as its JSON escape, so the Markdown is safe to print on a terminal, and each
+control character (C0, DEL, C1) within a line is written as its JSON
+escape, so the Markdown is safe to print on a terminal, and each
 code span and block is fenced by more backticks than it holds, so no body
 closes its fence and goes on as Markdown.
 """
@@ -19,14 +19,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-#: Control characters, each shown as its escape: C0 but the line end, DEL, C1.
-CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-LINE_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+from presa_trio.wire.transcript import escape_controls
+
 BACKTICKS = re.compile("`+")
-
-
-def escaped(text: str, controls: re.Pattern[str] = LINE_CONTROLS) -> str:
-    return controls.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def fence_for(text: str) -> str:
@@ -36,7 +31,7 @@ def fence_for(text: str) -> str:
 
 def code(text: str) -> str:
     """An inline code span of one line of ``text``."""
-    shown = escaped(text)
+    shown = escape_controls(text)
     fence = fence_for(shown)
     pad = " " if shown.startswith("`") or shown.endswith("`") else ""
     return f"{fence}{pad}{shown}{pad}{fence}"
@@ -44,7 +39,7 @@ def code(text: str) -> str:
 
 def block(language: str, lines: Iterable[str]) -> list[str]:
     """A fenced code block of ``lines``, each shown without its controls."""
-    shown = [escaped(line, CONTROLS) for line in lines]
+    shown = [escape_controls(line) for line in lines]
     fence = fence_for("\n".join(shown)).ljust(3, "`")
     return [f"{fence}{language}", *shown, fence]
 
@@ -81,14 +76,14 @@ def render_exchange(number: int, record: dict[str, Any], origin: float) -> str:
         "",
         f"**Request** {code(request_line)}",
         "",
-        *block("http", (escaped(f"{name}: {value}") for name, value in headers)),
+        *block("http", (f"{name}: {value}" for name, value in headers)),
     ]
     if request.get("body") is not None:
         lines += ["", *block("json", pretty(request["body"]).split("\n"))]
     status = f"{response.get('status')} {response.get('contentType', '')}"
     lines += ["", f"**Response** {code(status)}"]
     if response.get("headers"):
-        shown = (escaped(f"{k}: {v}") for k, v in sorted(response["headers"].items()))
+        shown = (f"{k}: {v}" for k, v in sorted(response["headers"].items()))
         lines += ["", *block("http", shown)]
     if "events" in response:
         for event in response["events"]:

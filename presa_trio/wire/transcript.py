@@ -38,8 +38,13 @@ from presa_trio.wire.sse import Event, EventStreamParser
 KEPT_HEADERS = ("content-type", "accept", "origin")
 
 
-#: What ``json.dumps`` leaves raw of the control characters: DEL and C1.
-RAW_CONTROLS = re.compile("[\x7f-\x9f]")
+#: Control characters: C0, DEL and C1.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as its JSON escape (``\\u001b``)."""
+    return CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def kept(name: str) -> bool:
@@ -114,5 +119,4 @@ def record_line(record: dict[str, Any]) -> bytes:
     only inside strings, where the escape is the same text.
     """
     text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
-    text = RAW_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
-    return text.encode("utf-8", errors="backslashreplace")
+    return (escape_controls(text) + "\n").encode("utf-8", errors="backslashreplace")
