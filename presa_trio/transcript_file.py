@@ -3,6 +3,11 @@
 The server's recorder (:mod:`presa_trio.http.transcript`) and the client
 (:mod:`presa_trio.client.transport`) both append to one; the format of a
 record and its line is :mod:`presa_trio.wire.transcript`.
+
+A writer stopped mid-line (a crash, a full disk) leaves a line that is not
+a record. The next append to the file starts a line of its own, so that
+line stays the only one lost; the rendering names it and shows the rest
+(:func:`presa_trio.http.transcript_render.render_lines`).
 """
 
 from __future__ import annotations
@@ -30,5 +35,9 @@ class TranscriptFile:
             await trio.to_thread.run_sync(self._write, line)
 
     def _write(self, line: bytes) -> None:
-        with self.path.open("ab") as file:
+        with self.path.open("a+b") as file:
+            if file.tell() > 0:  # appending: opened at the end
+                file.seek(-1, 2)
+                if file.read(1) != b"\n":
+                    line = b"\n" + line
             file.write(line)

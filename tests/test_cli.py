@@ -237,3 +237,20 @@ async def test_stdio_serves_a_user_server_too() -> None:
         )
     answer = json.loads(done.stdout.splitlines()[0])
     assert answer["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_a_transcript_whose_last_write_was_cut_short_is_rendered(tmp_path: Path) -> None:
+    """presa-defined (command line): a transcript cut inside a character, its writer
+    stopped mid-line, renders its whole records and names the line it left out."""
+    record = {
+        "started": 1.0,
+        "request": {"method": "POST", "path": "/mcp", "headers": {}, "body": None},
+        "response": {"status": 200, "contentType": "application/json", "body": "日本"},
+    }
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(line + line[:-5])
+    status, stdout, stderr = await presa("transcript", str(torn))
+    assert (status, stderr) == (0, "")
+    assert "\n日本\n" in stdout
+    assert "line 2 is not a whole record" in stdout

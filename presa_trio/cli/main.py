@@ -383,7 +383,8 @@ def render(path: Path) -> None:
     from presa_trio.http.transcript_render import render_lines
 
     try:
-        with path.open(encoding="utf-8") as lines:
+        # A write cut short can end inside a character: its line is left out, not the file.
+        with path.open(encoding="utf-8", errors="replace") as lines:
             sys.stdout.write(render_lines(lines))
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None

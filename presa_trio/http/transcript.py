@@ -4,10 +4,15 @@
 what crosses the edge and changes nothing that is sent. Off by default;
 ``presa-trio serve --transcript FILE`` turns it on. The record format, which
 the client writes too, is :mod:`presa_trio.wire.transcript`.
+
+A file that refuses a write (a full disk, a file made read-only) changes no
+answer: the exchange goes unrecorded, one warning says so, and one line
+says when a write succeeds again.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +30,8 @@ from hypercorn.typing import (
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.transcript import Exchange, kept
 
+log = logging.getLogger(__name__)
+
 
 @attrs.define(eq=False, repr=False)
 class TranscriptRecorder:
@@ -34,6 +41,8 @@ class TranscriptRecorder:
     path: Path
     clock: Callable[[], float]
     file: TranscriptFile = attrs.field(init=False)
+    # Whether the last write failed: warned once, not once per exchange.
+    failing: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         self.file = TranscriptFile(self.path)
@@ -65,11 +74,28 @@ class TranscriptRecorder:
                 content_type = dict(event["headers"]).get(b"content-type", b"").decode()
                 exchange.response = {"status": event["status"], "contentType": content_type}
             elif event["type"] == "http.response.body":
-                exchange.add_events(bytes(event.get("body", b"")), self.clock())
+                exchange.add_body(bytes(event.get("body", b"")), self.clock())
             await send(event)
 
         try:
             await self.app(scope, recording_receive, recording_send)
         finally:
             with trio.CancelScope(shield=True):
-                await self.file.append(exchange.record())
+                await self.append(exchange)
+
+    async def append(self, exchange: Exchange) -> None:
+        try:
+            await self.file.append(exchange.record())
+        except OSError as error:
+            if not self.failing:
+                log.warning(
+                    "cannot write the transcript %s: %s; exchanges go unrecorded until it "
+                    "can be written",
+                    self.path,
+                    error.strerror or error,
+                )
+            self.failing = True
+            return
+        if self.failing:
+            log.info("writing the transcript %s again", self.path)
+            self.failing = False

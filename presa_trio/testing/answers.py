@@ -23,6 +23,10 @@ from typing import Any
 from presa_trio.testing.driver import McpClient, Reply
 from presa_trio.wire.models import JSONObject
 
+#: Rounds of input a request or a task may ask before the test fails, where it would
+#: hang: a tool that asks again whatever it is answered (a key read under another name).
+MAX_ROUNDS = 100
+
 #: Answers one input request: ``(key, request)`` in, the response out. The
 #: request is its wire form: ``{"method": "elicitation/create", "params": …}``.
 AnswerFunction = Callable[[str, JSONObject], JSONObject | Awaitable[JSONObject]]
@@ -52,6 +56,12 @@ def roots(*uris: str) -> JSONObject:
 
 class NoAnswer(AssertionError):
     """The tool asked something the test gave no answer for."""
+
+
+def still_asking(what: str, requests: Mapping[str, JSONObject]) -> AssertionError:
+    """The failure of a request or task still asking after :data:`MAX_ROUNDS` rounds."""
+    keys = ", ".join(repr(key) for key in requests)
+    return AssertionError(f"{what} still asks for input after {MAX_ROUNDS} rounds: {keys}")
 
 
 def answer_function(answerer: Answerer | None) -> AnswerFunction:
@@ -92,12 +102,13 @@ async def send_answering(
     Each retry is the original request plus ``inputResponses`` (this
     round's answers only) and the round's ``requestState``, unchanged, as
     a client must send them; ``params`` carries its own ``_meta``. A
-    JSON-RPC error raises :class:`~presa_trio.testing.RequestFailed`.
+    JSON-RPC error raises :class:`~presa_trio.testing.RequestFailed`; a
+    request still asking after :data:`MAX_ROUNDS` rounds, an ``AssertionError``.
 
     Spec: basic/patterns/mrtr §Basic Workflow, §Client Requirements (Basic Workflow).
     """
     retry: JSONObject = {}
-    while True:
+    for _ in range(MAX_ROUNDS):
         reply = await raw.send_request(method, {**params, **retry})
         if reply.result.get("resultType") != "input_required":
             return reply
@@ -105,3 +116,4 @@ async def send_answering(
         retry = {"inputResponses": await answer_all(answer, requests)}
         if "requestState" in reply.result:
             retry["requestState"] = reply.result["requestState"]
+    raise still_asking(method, requests)

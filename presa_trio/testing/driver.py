@@ -160,6 +160,22 @@ class RequestFailed(Exception):
         self.data: Any = error.get("data")
 
 
+def answer_of(method: str, response: Response) -> list[JSONObject]:
+    """The messages of ``response``, ending in a JSON-RPC response; else an ``AssertionError``."""
+    try:
+        messages = response.messages()
+    except ValueError:
+        messages = []
+    final = messages[-1] if messages else None
+    if not isinstance(final, dict) or ("result" not in final and "error" not in final):
+        kind = response.headers.get("content-type", "no content type")
+        raise AssertionError(
+            f"{method} was answered HTTP {response.status} {kind}, with no JSON-RPC"
+            f" response: {response.body[:200]!r}"
+        )
+    return messages
+
+
 @attrs.frozen
 class Reply:
     """A request's answer: its result, and what the server sent before it."""
@@ -326,10 +342,12 @@ class McpClient:
 
         ``_meta`` is filled in (protocol version, ``capabilities``, default
         :data:`DEFAULT_CAPABILITIES`) unless ``params`` brings its own; build
-        one with :func:`meta`, e.g. ``meta(progressToken="p")``.
+        one with :func:`meta`, e.g. ``meta(progressToken="p")``. An answer
+        that is no JSON-RPC response (an HTTP error in plain text, such as
+        the 413 of a body over the app's limit) fails the test, naming it.
         """
         response = await self.call(method, params, capabilities=capabilities)
-        *notifications, final = response.messages()
+        *notifications, final = answer_of(method, response)
         if "error" in final:
             raise RequestFailed(response.status, final["error"])
         return Reply(final["result"], notifications)

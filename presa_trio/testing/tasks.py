@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
-from presa_trio.testing.answers import AnswerFunction, answer_all
+from presa_trio.testing.answers import MAX_ROUNDS, AnswerFunction, answer_all, still_asking
 from presa_trio.testing.driver import TASKS_CAPABILITIES, McpClient, meta
 from presa_trio.testing.results import ToolResult
 from presa_trio.testing.streams import (
@@ -74,7 +74,8 @@ class TaskHandle:
         return TaskState.read(await self.client.get_task(self.task_id))
 
     async def wait_for(self, *statuses: str) -> TaskState:
-        """The task once it is in one of ``statuses``; fail the test after 10 s.
+        """The task once it is in one of ``statuses``; fail the test after 10 s, or
+        at once if it ends in another (a task that ended changes no more).
 
         It watches the task on a ``subscriptions/listen`` stream and reads it
         once the stream is acknowledged, so no change is missed and nothing
@@ -85,6 +86,11 @@ class TaskHandle:
             async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
                 state = await self.state()
                 while state.status not in statuses:
+                    if state.status in TERMINAL_STATUSES:
+                        raise AssertionError(
+                            f"task {self.task_id} ended {state.status}, never "
+                            f"{' or '.join(statuses)}: {state.error or state.result}"
+                        )
                     state = TaskState.read((await changes.next()).params)
         return state
 
@@ -100,11 +106,17 @@ class TaskHandle:
     async def result(self) -> ToolResult:
         """Answer each question the task asks, until it ends; its result.
 
-        A task that ends ``failed`` or ``cancelled`` fails the test.
+        A task that ends ``failed`` or ``cancelled``, or still asks after
+        :data:`~presa_trio.testing.answers.MAX_ROUNDS` rounds, fails the test.
         """
         terminal = TERMINAL_STATUSES
-        while (state := await self.wait_for("input_required", *terminal)).status not in terminal:
+        for _ in range(MAX_ROUNDS):
+            state = await self.wait_for("input_required", *terminal)
+            if state.status in terminal:
+                break
             await self.respond(await answer_all(self.answer, state.input_requests))
+        else:
+            raise still_asking(f"task {self.task_id}", state.input_requests)
         if state.result is None:
             raise AssertionError(f"task {self.task_id} ended {state.status}: {state.error}")
         return state.result

@@ -25,14 +25,26 @@ a file is :class:`presa_trio.transcript_file.TranscriptFile`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import attrs
 
+from presa_trio.wire.envelope import parse_json
+from presa_trio.wire.errors import ParseError
 from presa_trio.wire.sse import Event, EventStreamParser
 
 #: Request headers worth keeping: the content negotiation and every MCP header.
 KEPT_HEADERS = ("content-type", "accept", "origin")
+
+
+#: Control characters: C0, DEL and C1.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as its JSON escape (``\\u001b``)."""
+    return CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def kept(name: str) -> bool:
@@ -40,12 +52,18 @@ def kept(name: str) -> bool:
 
 
 def decode_body(raw: bytes | str) -> Any:
-    """JSON when it parses, else the text (bad input is part of the record)."""
+    """JSON when the server's parser reads it, else the text (bad input is part of the record).
+
+    The parser is the one that answers -32700 (:func:`~presa_trio.wire.envelope.parse_json`),
+    so a body the server could not read (not UTF-8, ``NaN``, nested past the
+    parser's depth) is never shown as JSON, and no record holds a ``NaN``.
+    """
     if not raw:
         return None
+    encoded = raw.encode("utf-8", errors="surrogatepass") if isinstance(raw, str) else raw
     try:
-        return json.loads(raw)
-    except ValueError:
+        return parse_json(encoded)
+    except ParseError:
         return raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
 
 
@@ -62,9 +80,19 @@ class Exchange:
     # Reads the SSE body as it comes: an event is recorded when its chunk completes it.
     _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
 
+    def add_body(self, chunk: bytes, at: float) -> None:
+        """A chunk of the response body, arrived at ``at``, once :attr:`response` is set."""
+        if self.streamed:
+            self.add_events(chunk, at)
+        else:
+            self.response_body += chunk
+
+    @property
+    def streamed(self) -> bool:
+        return bool(self.response.get("contentType") == "text/event-stream")
+
     def add_events(self, chunk: bytes, at: float) -> None:
-        """A chunk of an SSE body, arrived at ``at``."""
-        self.response_body += chunk
+        """A chunk of an SSE body, arrived at ``at``: kept as the events it completes."""
         self.events += [
             {"at": at, "data": decode_body(item.data)}
             for item in self._parser.feed(chunk)
@@ -74,7 +102,7 @@ class Exchange:
     def record(self) -> dict[str, Any]:
         self.request["body"] = decode_body(bytes(self.body))
         response = dict(self.response)
-        if response.get("contentType") == "text/event-stream":
+        if self.streamed:
             response["events"] = self.events
         else:
             response["body"] = decode_body(bytes(self.response_body))
@@ -86,6 +114,9 @@ def record_line(record: dict[str, Any]) -> bytes:
 
     A lone surrogate (a ``"\\ud800"`` escape the JSON parser accepted) has no
     UTF-8 form; written back as that same escape, the line stays its JSON.
+    DEL and the C1 controls, which JSON leaves raw, are escaped as the C0
+    ones are, so a line printed on a terminal drives nothing; they occur
+    only inside strings, where the escape is the same text.
     """
-    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
-    return text.encode("utf-8", errors="backslashreplace")
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+    return (escape_controls(text) + "\n").encode("utf-8", errors="backslashreplace")

@@ -15,6 +15,7 @@ from trio.testing import MockClock
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TasksExtension, ask
 from presa_trio.testing import RequestFailed, accept, open_client
+from presa_trio.testing.answers import MAX_ROUNDS
 from presa_trio.testing.streams import WAIT
 from presa_trio.wire.errors import INVALID_PARAMS, METHOD_NOT_FOUND
 from presa_trio.wire.models import (
@@ -22,6 +23,7 @@ from presa_trio.wire.models import (
     Completion,
     GetPromptResult,
     ImageContent,
+    JSONObject,
     LogMessage,
     PromptMessage,
     Resource,
@@ -304,3 +306,75 @@ async def test_a_wait_that_never_ends_fails_the_test_instead_of_hanging(
         with trio.move_on_after(2 * WAIT) as around, pytest.raises(trio.TooSlowError):
             await changes.next()
     assert not around.cancelled_caught
+
+
+async def test_an_answer_that_is_no_json_rpc_message_fails_naming_what_came() -> None:
+    """presa-defined (presa_trio.testing.driver): a body over the app's limit is answered
+    413 in plain text (streamable-http §Sending Messages leaves a
+    non-JSON-RPC HTTP error to the server); the call fails the test saying so, the
+    method, status and body named, instead of a JSONDecodeError of the client's own."""
+    server = Server("sizes", "1.0.0")
+
+    @server.tool()
+    async def size(ctx: RequestContext, data: str) -> str:
+        """Counts the characters given."""
+        return str(len(data))
+
+    async with open_client(server) as client:
+        with pytest.raises(AssertionError) as failed:
+            await client.call_tool("size", {"data": "x" * 5_000_000})
+    assert str(failed.value).startswith("tools/call was answered HTTP 413 text/plain")
+    assert "Request body too large" in str(failed.value)
+
+
+async def test_a_tool_that_never_stops_asking_fails_the_call_instead_of_hanging() -> None:
+    """presa-defined (presa_trio.testing.answers): a tool that asks again whatever it is
+    answered fails the test after MAX_ROUNDS rounds, plain or in a task, naming what it
+    asked last, where the test would hang."""
+    server = Server("asks", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    @server.tool(needs=["elicitation"])
+    async def again(ctx: RequestContext) -> InputRequired:
+        """Asks under one key, and never reads the answer."""
+        return InputRequired({"ok": Elicitation("Sure?", CONFIRM)})
+
+    @tasks.tool(Policy.REQUIRED, needs=["elicitation"])
+    async def forever(ctx: RequestContext) -> str:
+        """Asks one question after another."""
+        for number in range(1, 10_000):
+            await ask(ctx, {f"ok-{number}": Elicitation("Sure?", CONFIRM)})
+        return "done"
+
+    def always(key: str, request: JSONObject) -> JSONObject:
+        return accept({"ok": True})
+
+    async with open_client(server, answer=always) as client:
+        expected = f"still asks for input after {MAX_ROUNDS} rounds"
+        with pytest.raises(AssertionError, match=f"tools/call {expected}: 'ok'"):
+            await client.call_tool("again")
+        task = await client.start_task("forever")
+        with pytest.raises(AssertionError, match=f"task {task.task_id} {expected}: 'ok-"):
+            await task.result()
+        await task.cancel()
+
+
+async def test_waiting_for_a_status_a_task_ended_without_fails_at_once_naming_its_end(
+    autojump_clock: MockClock,
+) -> None:
+    """presa-defined (presa_trio.testing.tasks): a terminal task never changes again
+    (SEP-2663 §Task Polling: a client polls until one), so waiting for another status fails the test
+    when the end is seen, naming it, rather than after the client's wait."""
+    server = Server("quick", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    @tasks.tool(Policy.REQUIRED)
+    async def quick(ctx: RequestContext) -> str:
+        """Ends without asking."""
+        return "done"
+
+    async with open_client(server) as client:
+        task = await client.start_task("quick")
+        with pytest.raises(AssertionError, match=f"task {task.task_id} ended completed"):
+            await task.wait_for("input_required")
+        assert (await task.wait_for("completed")).status == "completed"
