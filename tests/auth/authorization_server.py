@@ -80,6 +80,14 @@ def new_key() -> RSAKey:
     return RSAKey.generate_key(2048, parameters={"kid": secrets.token_hex(8), "use": "sig"})
 
 
+async def answer_lifespan(receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    """Start and stop as hypercorn asks, with nothing to do at either (ASGI lifespan)."""
+    await receive()  # lifespan.startup
+    await send({"type": "lifespan.startup.complete"})
+    await receive()  # lifespan.shutdown
+    await send({"type": "lifespan.shutdown.complete"})
+
+
 @attrs.define(eq=False)
 class AuthorizationServer:
     """The server's state, and its ASGI application (``await server(scope, ...)``)."""
@@ -365,10 +373,7 @@ class AuthorizationServer:
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["type"] == "lifespan":
-            await receive()  # lifespan.startup
-            await send({"type": "lifespan.startup.complete"})
-            await receive()  # lifespan.shutdown
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return

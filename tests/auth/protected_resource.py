@@ -20,6 +20,8 @@ from typing import Any
 import attrs
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
+from tests.auth.authorization_server import answer_lifespan
+
 
 @attrs.frozen
 class Seen:
@@ -72,10 +74,7 @@ class ProtectedResource:
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["type"] == "lifespan":
-            await receive()  # lifespan.startup
-            await send({"type": "lifespan.startup.complete"})
-            await receive()  # lifespan.shutdown
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
