@@ -141,9 +141,11 @@ class StderrLines(logging.StreamHandler[TextIO]):
         # The batch's owner, told that the batch holds BATCH_LINES lines.
         self.on_full: Callable[[], None] = lambda: None
 
-    def write(self, level: int, logger: str, message: str, fields: dict[str, object]) -> None:
-        """Write (or batch) what :meth:`emit` writes for a record with these values, made now."""
-        levelname = logging.getLevelName(level)
+    def write(self, levelname: str, logger: str, message: str, fields: dict[str, object]) -> None:
+        """Write (or batch) what :meth:`emit` writes for a record with these values, made now.
+
+        ``levelname`` is the level's name (``INFO``), as the record's ``levelname`` is.
+        """
         line = self.lines.compose(time.time(), levelname, logger, message, fields)
         batch = self.batch
         if batch is not None:
@@ -159,6 +161,7 @@ class StderrLines(logging.StreamHandler[TextIO]):
             self.stream.write(line + self.terminator)
             self.stream.flush()
         except Exception:  # as emit does: the failure is reported, the server goes on
+            level = logging.getLevelName(levelname)
             made = {"name": logger, "levelno": level, "levelname": levelname, "msg": message}
             self.handleError(logging.makeLogRecord(made | fields))
         finally:

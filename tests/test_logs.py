@@ -49,7 +49,7 @@ def handler_on(stream: TextIO) -> logs.StderrLines:
 
 
 def line(handler: logs.StderrLines, message: str) -> None:
-    handler.write(logging.INFO, "presa_trio.access", message, {})
+    handler.write("INFO", "presa_trio.access", message, {})
 
 
 def test_a_batched_line_waits_for_the_batch_to_be_written() -> None:

@@ -41,6 +41,7 @@ from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
+from presa_trio.http.headers import request_headers
 from presa_trio.http.health import HEALTH_PATHS, answer_health
 from presa_trio.http.sse import (
     ResponseState,
@@ -202,7 +203,7 @@ class McpApp:
         request; the server-lifetime nursery and the Tasks runtime are not
         on this path.
         """
-        headers = Headers.from_asgi(scope["headers"])
+        headers = request_headers(scope)
         close = scope["http_version"] in ("1.0", "1.1")
         caller: Caller | None = None
         try:

@@ -57,15 +57,15 @@ from prometheus_client import (
 )
 
 from presa_trio.http.access import _Exchange as Exchange
-from presa_trio.http.access import mcp_headers
 from presa_trio.http.app import McpApp
+from presa_trio.http.headers import mcp_headers, request_headers
 from presa_trio.http.health import NO_STORE
 from presa_trio.http.sse import send_whole
 from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.metered import MeteredStore
-from presa_trio.wire.http_values import Headers, Rejection, check_read_only
+from presa_trio.wire.http_values import Rejection, check_read_only
 
 METRICS_PATH = "/metrics"
 #: In the answer to ``tools/call`` that created a task (compact JSON, as presa writes it);
@@ -212,7 +212,7 @@ class Metered:
     async def scrape(self, scope: HTTPScope, send: ASGISendCallable) -> None:
         """``GET /metrics``: the text exposition format, behind the Host and Origin checks."""
         try:
-            self.app.policy.check_host_and_origin(Headers.from_asgi(scope["headers"]))
+            self.app.policy.check_host_and_origin(request_headers(scope))
             check_read_only(scope["method"])
         except Rejection as rejection:
             await self.app.reject(send, rejection)
