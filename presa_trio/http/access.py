@@ -99,8 +99,8 @@ class _Exchange:
 
         The app awaits what this returns, the server's own coroutine. This
         is not a coroutine itself, since it never waits: each of a request's
-        sends goes through it, and one coroutine more on each would cost the
-        access line a fifth of its time.
+        sends goes through it, and a coroutine more on each is work on every
+        request for nothing.
         """
         if event["type"] == "http.response.body":
             body = event.get("body", b"")

@@ -255,6 +255,32 @@ def one_exchange(body: bytes) -> None:
     log_exchange(scope, exchange, 0.00126)
 
 
+@pytest.mark.parametrize(
+    ("seconds", "written"),
+    [
+        (0.0, "0.0"),
+        (0.00126, "1.3"),
+        (0.09991, "99.9"),
+        (0.09996, "100.0"),
+        (0.1, "100.0"),
+        (12.34567, "12345.7"),
+        (3600.0, "3600000.0"),
+    ],
+)
+def test_the_duration_is_in_milliseconds_to_a_tenth_however_long(
+    seconds: float, written: str, kept: Kept
+) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): ``ms`` is the exchange's
+    duration in milliseconds to a tenth, looked up under a tenth of a second and
+    written out above it, the same in the line and in the record's field."""
+    scope = cast(HTTPScope, {"type": "http", "method": "POST", "path": "/mcp", "headers": []})
+    exchange = _Exchange(downstream=None, status=200, sent=0, last=b"")  # type: ignore[arg-type]
+    log_exchange(scope, exchange, seconds)
+    (record,) = kept.records
+    assert f" ms={written}" in record.getMessage()
+    assert record.ms == float(written)  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("answer", ANSWERS)
 @pytest.mark.parametrize("form", logs.FORMATS)
 def test_the_direct_line_is_the_records_line(
