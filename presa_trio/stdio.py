@@ -53,6 +53,7 @@ import attrs
 import trio
 
 from presa_trio.server import Connection, Dispatcher, Server
+from presa_trio.server.context import Send
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import ServerFailed, report_lifetime_failure
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
@@ -110,6 +111,29 @@ class LineReader:
         if too_long or len(line) > self.max_line:
             raise LineTooLong
         return line
+
+
+@attrs.define(eq=False, repr=False)
+class RequestOutput:
+    """One request's notifications on the shared stdout: written while it is in flight.
+
+    Closed once the request is answered or cancelled, before its response is
+    queued; a handler that kept its context writes nothing after it, so no
+    line of an answered request reaches the client among another's
+    (basic/transports/stdio §Receiving Messages: notifications relate to an
+    in-flight request; logging §Per-request log level: before the final
+    response; basic/patterns/progress §Behavior Requirements).
+    """
+
+    write: Send
+    in_flight: bool = True
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.in_flight:
+            await self.write(message)
+
+    def close(self) -> None:
+        self.in_flight = False
 
 
 @attrs.define(eq=False, repr=False)
@@ -221,18 +245,21 @@ class StdioServer:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Answer one request inside its own cancel scope; a cancelled one sends nothing."""
+        """Answer one request in its own cancel scope; once answered or cancelled, it is silent."""
         request = admitted.request
         with trio.CancelScope() as scope:
             self._in_flight[request.id] = (scope, request.method in LONG_LIVED)
             task_status.started()
+            output = RequestOutput(self.send)
             try:
                 # The pipe is the one connection (SEP-2694 "per connection").
                 line, _ = await self.dispatcher.respond(
-                    request, admitted.meta, self.send, connection=Connection(self)
+                    request, admitted.meta, output.send, connection=Connection(self)
                 )
+                output.close()
                 await self.write(line)
             finally:
+                output.close()
                 del self._in_flight[request.id]
 
     def on_notification(self, message: Notification) -> None:

@@ -449,3 +449,42 @@ async def test_every_line_written_validates_against_the_schema(autojump_clock: M
                 method, message["result"], tasks_declared=message["id"] == 6
             )
         assert problems == [], message
+
+
+async def test_a_request_sends_nothing_once_it_is_answered(autojump_clock: MockClock) -> None:
+    """Spec-mandated (logging §Per-request log level: a log message only on the stream of
+    the request that asked, before its final response; basic/patterns/progress §Behavior
+    Requirements: progress only for an in-progress operation; basic/transports/stdio
+    §Receiving Messages: notifications relate to an in-flight request): a handler that
+    keeps its context and logs or reports progress through it after its request was
+    answered writes nothing, though every request shares stdout, and a request in
+    flight that asked for neither sees no line of the other's."""
+    server = Server("kept", "1.0.0")
+    kept: list[RequestContext] = []
+
+    @server.tool(description="Logs, keeps its context, and answers")
+    async def keep(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.log("info", "in flight")
+        kept.append(ctx)
+        return "kept"
+
+    @server.tool(description="Waits, then logs and reports through the kept context")
+    async def late(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await trio.sleep(1)
+        await kept[0].log("error", "answered already")
+        await kept[0].report_progress(1)
+        return "late"
+
+    asks = {**meta(progressToken="p"), META_LOG_LEVEL: "debug"}
+    out = await serve_lines(
+        server,
+        [
+            line(request("tools/call", {"name": "keep", "_meta": asks}, request_id=1)),
+            line(request("tools/call", {"name": "late"}, request_id=2)),
+        ],
+    )
+    assert [(m.get("method"), m.get("id")) for m in out] == [
+        ("notifications/message", None),
+        (None, 1),
+        (None, 2),
+    ]
