@@ -165,3 +165,33 @@ async def test_a_logger_that_is_no_string_is_the_tools_bug_and_never_sent(
     params = {"name": "numbered", "_meta": {**meta(), META_LOG_LEVEL: "debug"}}
     async with connect(server) as client:
         await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
+
+
+async def test_a_context_kept_past_its_response_sends_nothing_on_another_request() -> None:
+    """Spec-mandated (logging §Per-request log level: only on the stream carrying the
+    response to the request that set the level, before it; basic/patterns/progress
+    §Behavior Requirements): a tool that keeps its context and logs or reports progress
+    through it while another request runs sends nothing on either request's stream."""
+    server = Server("kept", "1.0.0")
+    kept: list[RequestContext] = []
+
+    @server.tool(description="Keeps its context and answers")
+    async def keep(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        kept.append(ctx)
+        return "kept"
+
+    @server.tool(description="Logs and reports through the kept context")
+    async def late(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await kept[0].log("error", "answered already")
+        await kept[0].report_progress(arguments["progress"])
+        return "late"
+
+    asks = {**meta(progressToken="p"), META_LOG_LEVEL: "debug"}
+    async with connect(server) as client:
+        first = await client.call("tools/call", {"name": "keep", "_meta": asks})
+        assert first.headers["content-type"] == "application/json"
+        for progress, params in enumerate(({}, {"_meta": asks}), start=1):
+            late_call = {"name": "late", "arguments": {"progress": progress}, **params}
+            response = await client.call("tools/call", late_call)
+            assert response.headers["content-type"] == "application/json"
+            assert result_of(response)["content"][0]["text"] == "late"
