@@ -136,3 +136,23 @@ async def test_an_input_required_read_carries_no_caching_hints() -> None:
     assert result["resultType"] == "input_required"
     assert "ttlMs" not in result
     assert "cacheScope" not in result
+
+
+async def test_a_read_completed_on_retry_carries_the_servers_caching_hints() -> None:
+    """Spec-mandated (caching §Cacheable Results: hints on every complete result of
+    resources/read; §Cache Key: such a result MUST NOT be cached, a rule for whoever
+    caches; spec-notes §55): the answered retry carries the server's hints, unchanged."""
+    server = Server("ask", "1.0.0", cache=CacheHints(ttl_ms=60_000, scope="private"))
+
+    @server.resource("test://ask", name="ask")
+    async def ask(ctx: RequestContext) -> Any:
+        if "who" not in ctx.input_responses:
+            return InputRequired({"who": Elicitation("Who?", {"type": "object"})})
+        return "answered"
+
+    answers = {"who": {"action": "decline"}}
+    retry = {"uri": "test://ask", "inputResponses": answers}
+    async with running(McpApp.for_server(server)) as client:
+        result = result_of(await client.post(request("resources/read", retry)))
+    assert result["contents"][0]["text"] == "answered"
+    assert (result["ttlMs"], result["cacheScope"]) == (60_000, "private")
