@@ -20,8 +20,8 @@ LISTS = [
 async def test_a_list_is_a_single_page_without_next_cursor(
     client: McpClient, method: str, key: str
 ) -> None:
-    """presa-defined (server/utilities/pagination): presa never splits a list, so a
-    result has no nextCursor, and an explicit null cursor means the first page."""
+    """presa-defined (spec-notes §14): presa never splits a list, so a result has no
+    nextCursor, and an explicit null cursor means the first page."""
     result = result_of(await client.call(method, {"cursor": None}))
     assert isinstance(result[key], list)
     assert "nextCursor" not in result
