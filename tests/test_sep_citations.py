@@ -13,12 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import pairwise
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-#: Where citations are written: the package, its tests and tools, the docs.
-SOURCES = ("presa_trio", "tests", "examples", "conformance", "tools", "bench", "docs")
-SUFFIXES = {".py", ".md", ".toml"}
+from tests.citing_files import ROOT, citing_files
 
 #: SEP-2663's headings, every level, as published at
 #: https://modelcontextprotocol.io/seps/2663-tasks-extension.
@@ -79,19 +75,11 @@ def cited_sections(text: str) -> Iterator[str]:
             yield part
 
 
-def files() -> Iterator[Path]:
-    """Every file that may cite the SEP, but this one, whose examples are wrong on purpose."""
-    for source in SOURCES:
-        found = (ROOT / source).rglob("*")
-        yield from (p for p in found if p.suffix in SUFFIXES and p != Path(__file__).resolve())
-    yield ROOT / "README.md"
-
-
 def test_every_sep_2663_citation_names_one_of_its_sections() -> None:
     """presa-defined (docs/spec-notes.md, How presa cites)."""
     unknown = [
         f"{path.relative_to(ROOT)}: §{section[:50]}"
-        for path in files()
+        for path in citing_files(but=__file__)
         for section in cited_sections(path.read_text(encoding="utf-8"))
         if not section.startswith(HEADINGS)
     ]

@@ -18,7 +18,7 @@ Initialization-Based Versions): when the first answer is no modern JSON-RPC
 message, or an error such a server gives, an ``initialize`` probe asks
 which version it speaks, so that the one-line error can say so.
 
-Spec: 2026-07-28 basic/index §_meta, §Statelessness; basic/utilities/pagination.
+Spec: 2026-07-28 basic/index §_meta, §Statelessness; server/utilities/pagination.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class Connection:
         """The JSON-RPC request, with a fresh id and the request's own ``_meta``.
 
         With ``progress``, the id is also its ``progressToken``
-        (basic/utilities/progress), so progress finds its request on stdio too.
+        (basic/patterns/progress), so progress finds its request on stdio too.
         A ``_meta`` in ``params`` (``request METHOD JSON``) is kept, its keys
         over the client's own.
         """
@@ -329,7 +329,7 @@ class Connection:
         return None
 
     async def list_all(self, method: str, key: str) -> list[JSONObject]:
-        """Every page of a list (basic/utilities/pagination: follow ``nextCursor``).
+        """Every page of a list (server/utilities/pagination: follow ``nextCursor``).
 
         Each item must be an object, and a cursor given twice would page
         forever: both are protocol failures.

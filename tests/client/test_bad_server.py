@@ -73,7 +73,7 @@ async def test_a_list_with_an_item_that_is_no_object() -> None:
 
 
 async def test_a_cursor_given_twice_ends_the_paging() -> None:
-    """basic/utilities/pagination: following a cursor the server gave before would
+    """server/utilities/pagination: following a cursor the server gave before would
     page forever."""
     async with serving([sys.executable, MISBEHAVING, "same-cursor"]) as served:
         ran = await client("list", served.url, "tools")
