@@ -331,8 +331,10 @@ class Connection:
     async def list_all(self, method: str, key: str) -> list[JSONObject]:
         """Every page of a list (server/utilities/pagination: follow ``nextCursor``).
 
-        Each item must be an object, and a cursor given twice would page
-        forever: both are protocol failures.
+        Each item must be an object, a ``nextCursor`` other than a string
+        is no cursor and no end either (§Implementation Guidelines 3: only
+        whether one was given counts; schema ``$defs.PaginatedResult``), and a
+        cursor given twice would page forever: all are protocol failures.
         """
         items: list[JSONObject] = []
         params: JSONObject = {}
@@ -346,8 +348,12 @@ class Connection:
                 )
             items += page
             cursor = result.get("nextCursor")
-            if not isinstance(cursor, str):
+            if cursor is None:
                 return items
+            if not isinstance(cursor, str):
+                raise ProtocolFailure(
+                    f"{self.where} answered {method} with a nextCursor that is no string"
+                )
             if cursor in cursors:
                 raise ProtocolFailure(f"{self.where} gave the cursor {cursor!r} twice")
             cursors.add(cursor)

@@ -106,6 +106,8 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
+    # A cursor that is a number: no cursor, and no end of the list either.
+    "number-cursor": tools_listed({"tools": [], "nextCursor": 2}),
 }
 
 

@@ -81,6 +81,16 @@ async def test_a_cursor_given_twice_ends_the_paging() -> None:
     assert ran.error() == f"{served.url} gave the cursor 'again' twice"
 
 
+async def test_a_next_cursor_that_is_no_string_is_the_servers_mistake() -> None:
+    """server/utilities/pagination §Implementation Guidelines 3: a client decides only
+    whether a cursor was given, so a number is no end of the list; schema
+    $defs.PaginatedResult: a cursor is a string. The list is not cut short in silence."""
+    async with serving([sys.executable, MISBEHAVING, "number-cursor"]) as served:
+        ran = await client("list", served.url, "tools")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} answered tools/list with a nextCursor that is no string"
+
+
 async def test_a_discover_result_with_server_info_that_is_no_object() -> None:
     """What is shown of a result reads only what is there as the schema says."""
     async with serving([sys.executable, MISBEHAVING, "server-info-number"]) as served:
