@@ -30,7 +30,12 @@ from presa_trio.wire.errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from presa_trio.wire.meta import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+)
 from tests.expect import assert_still_serving, error_of, rejection_of, result_of
 
 DISCOVER = request("server/discover")
@@ -629,6 +634,38 @@ async def test_an_unsupported_version_is_refused_with_the_supported_list(
     error = error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, 301)
     assert error["data"] == {"supported": ["2026-07-28"], "requested": "v999.0.0"}
     await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    ("extra", "valid_in_2026_07_28"),
+    [
+        ({META_LOG_LEVEL: "trace"}, False),
+        ({"progressToken": 0.5}, False),
+        ({META_CLIENT_INFO: "client/2.0"}, False),
+        ({META_LOG_LEVEL: "debug"}, True),
+    ],
+    ids=["log-level", "progress-token", "client-info", "valid-log-level"],
+)
+async def test_an_unsupported_version_is_refused_whatever_its_optional_meta(
+    client: McpClient, extra: dict[str, Any], valid_in_2026_07_28: bool
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header, versioning §Protocol
+    Version Negotiation: a version the server does not implement MUST get 400
+    UnsupportedProtocolVersionError; H-27): what the optional ``_meta`` fields of
+    another version may hold is that version's to say, so a value 2026-07-28 refuses
+    (a log level it lacks, a fractional progress token) does not turn -32022 into
+    -32602; under 2026-07-28 the same value is still -32602."""
+    meta = {META_PROTOCOL_VERSION: "2027-01-01", META_CLIENT_CAPABILITIES: {}, **extra}
+    message = request("server/discover", {"_meta": meta}, request_id=303)
+    headers = with_headers(message, mcp_protocol_version="2027-01-01")
+    error = error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, 303)
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "2027-01-01"}
+    current = request("server/discover", {"_meta": {**meta, META_PROTOCOL_VERSION: "2026-07-28"}})
+    response = await client.post(current, with_headers(current))
+    if valid_in_2026_07_28:
+        result_of(response)
+    else:
+        error_of(response, 400, INVALID_PARAMS)
 
 
 # --- rung 12: the method ----------------------------------------------------------
