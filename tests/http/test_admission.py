@@ -360,6 +360,19 @@ async def test_a_declared_oversized_body_is_refused_unread() -> None:
         await assert_still_serving(client)
 
 
+@pytest.mark.parametrize("declared", ["abc", "\xb2", "\xb9\xb2", "1\xb3"])
+async def test_a_content_length_that_is_no_number_is_not_a_crash(
+    client: McpClient, declared: str
+) -> None:
+    """presa-defined (http/app.py; H-08): the HTTP server frames the body and refuses
+    a malformed Content-Length itself (RFC 9112 §6.3), so the app reads only ASCII
+    digits as a declared size. Latin-1's superscript digits, which Python calls
+    digits but cannot read as a number, are no crash: the body is read as it comes."""
+    headers = {**headers_for(DISCOVER), "content-length": declared}
+    result_of(await client.post(DISCOVER, headers))
+    await assert_still_serving(client)
+
+
 async def test_an_oversized_chunked_body_is_refused_without_reading_it_whole() -> None:
     """Spec-mandated (spec-notes §11: more than the limit is 413, unread; H-08): with
     no Content-Length, reading stops at the chunk that crosses the limit."""
