@@ -473,6 +473,19 @@ async def test_a_bad_id_is_invalid_request_without_an_id(client: McpClient, bad_
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize("literal", [b"1.0", b"1e2", b"10E-1", b"-0.0"])
+async def test_an_integral_id_written_as_a_fraction_or_exponent_is_refused(
+    client: McpClient, literal: bytes
+) -> None:
+    """presa-defined (spec-notes §55; H-10, E-02): schema.json's ``integer`` would admit
+    ``1.0`` and ``1e2`` (JSON Schema counts any number without a fractional part), but
+    an id is a string or a JSON integer literal to presa: 400, -32600, no ``id``."""
+    body = json.dumps(DISCOVER).encode().replace(b'"id": 1,', b'"id": ' + literal + b",")
+    assert literal in body
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
+    await assert_still_serving(client)
+
+
 @pytest.mark.parametrize("request_id", [0, -5, "abc", "", 2**53])
 async def test_string_and_integer_ids_are_echoed(client: McpClient, request_id: Any) -> None:
     """Spec-mandated (basic/index §Responses: the same id as the request; E-10)."""
