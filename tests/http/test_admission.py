@@ -473,6 +473,33 @@ async def test_a_bad_id_is_invalid_request_without_an_id(client: McpClient, bad_
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"params": ["server/discover"]},
+        {"params": None},
+        {"params": "_meta"},
+        {"method": 5},
+        {"method": ["server/discover"]},
+    ],
+    ids=["params-array", "params-null", "params-string", "method-number", "method-array"],
+)
+async def test_params_or_a_method_of_the_wrong_type_is_invalid_request_with_its_id(
+    client: McpClient, change: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/index §Requests: ``method: string``, ``params?: {…}``;
+    JSON-RPC 2.0 §4, §5.1; spec-notes §56; H-10, E-02, E-10): not a request MCP
+    defines, so 400 -32600, before any ``_meta`` or header is looked at, with the
+    readable id echoed; as a notification, the same code without an id."""
+    message = {**DISCOVER, **change}
+    response = await client.post(message, headers_for(DISCOVER))
+    error_of(response, 400, INVALID_REQUEST, 1)
+    notification = {key: value for key, value in message.items() if key != "id"}
+    response = await client.post(notification, headers_for(DISCOVER))
+    error_of(response, 400, INVALID_REQUEST, None)
+    await assert_still_serving(client)
+
+
 @pytest.mark.parametrize("literal", [b"1.0", b"1e2", b"10E-1", b"-0.0"])
 async def test_an_integral_id_written_as_a_fraction_or_exponent_is_refused(
     client: McpClient, literal: bytes
