@@ -275,7 +275,13 @@ class McpApp:
         a listen stream or a long tool call.)
         """
         declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+        # ASCII digits only: ``str.isdigit`` also admits latin-1's superscripts.
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > self.max_body
+        ):
             raise Rejection(413, "Request body too large")
         chunks: list[bytes] = []
         size = 0

@@ -195,10 +195,11 @@ def parse_json(body: bytes) -> Any:
 
 
 def is_request_id(value: Any) -> TypeGuard[RequestId]:
-    """A string or an integer (basic/index §Requests).
+    """A string or an integer (basic/index §Requests; spec-notes §56).
 
     JSON ``true`` and ``1.0`` are not ids, though Python compares both equal
-    to ``1``: ``bool`` is a subclass of ``int``, and ``1.0`` decodes as a float.
+    to ``1``: ``bool`` is a subclass of ``int``, and ``1.0`` (or ``1e2``)
+    decodes as a float.
     """
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 

@@ -98,7 +98,11 @@ class RequestMeta:
         a request that names no version, a legacy ``initialize`` among them
         (with or without a ``_meta`` of its era), is told the supported ones.
         Whether the version is *supported* is a later rung: see
-        :func:`require_supported_version`.
+        :func:`require_supported_version`. The optional fields are read only
+        under a supported version: what they may hold under another one is
+        that version's to say, and the later rung MUST answer it -32022
+        (streamable-http §Protocol Version Header), not -32602 for a value
+        2026-07-28 lacks, such as a new log level.
         """
         meta = params.get("_meta")
         if not isinstance(meta, dict):
@@ -111,6 +115,8 @@ class RequestMeta:
         capabilities = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(capabilities, dict):
             raise InvalidParams(f"params._meta must carry an object '{META_CLIENT_CAPABILITIES}'")
+        if version not in SUPPORTED_VERSIONS:
+            return cls(protocol_version=version, capabilities=ClientCapabilities(capabilities))
         client_info = meta.get(META_CLIENT_INFO)
         if client_info is not None and not isinstance(client_info, dict):
             raise InvalidParams(f"'{META_CLIENT_INFO}' must be an object")

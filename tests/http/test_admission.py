@@ -30,7 +30,12 @@ from presa_trio.wire.errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from presa_trio.wire.meta import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+)
 from tests.expect import assert_still_serving, error_of, rejection_of, result_of
 
 DISCOVER = request("server/discover")
@@ -355,6 +360,19 @@ async def test_a_declared_oversized_body_is_refused_unread() -> None:
         await assert_still_serving(client)
 
 
+@pytest.mark.parametrize("declared", ["abc", "\xb2", "\xb9\xb2", "1\xb3"])
+async def test_a_content_length_that_is_no_number_is_not_a_crash(
+    client: McpClient, declared: str
+) -> None:
+    """presa-defined (http/app.py; H-08): the HTTP server frames the body and refuses
+    a malformed Content-Length itself (RFC 9112 §6.3), so the app reads only ASCII
+    digits as a declared size. Latin-1's superscript digits, which Python calls
+    digits but cannot read as a number, are no crash: the body is read as it comes."""
+    headers = {**headers_for(DISCOVER), "content-length": declared}
+    result_of(await client.post(DISCOVER, headers))
+    await assert_still_serving(client)
+
+
 async def test_an_oversized_chunked_body_is_refused_without_reading_it_whole() -> None:
     """Spec-mandated (spec-notes §11: more than the limit is 413, unread; H-08): with
     no Content-Length, reading stops at the chunk that crosses the limit."""
@@ -451,6 +469,46 @@ async def test_a_bad_id_is_invalid_request_without_an_id(client: McpClient, bad_
     """Spec-mandated (basic/index §Requests: string or integer, not null; §Error Codes;
     §Error Responses, spec-notes §52; H-10, E-02): the answer has no id at all."""
     body = {**DISCOVER, "id": bad_id}
+    error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"params": ["server/discover"]},
+        {"params": None},
+        {"params": "_meta"},
+        {"method": 5},
+        {"method": ["server/discover"]},
+    ],
+    ids=["params-array", "params-null", "params-string", "method-number", "method-array"],
+)
+async def test_params_or_a_method_of_the_wrong_type_is_invalid_request_with_its_id(
+    client: McpClient, change: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/index §Requests: ``method: string``, ``params?: {…}``;
+    JSON-RPC 2.0 §4, §5.1; spec-notes §57; H-10, E-02, E-10): not a request MCP
+    defines, so 400 -32600, before any ``_meta`` or header is looked at, with the
+    readable id echoed; as a notification, the same code without an id."""
+    message = {**DISCOVER, **change}
+    response = await client.post(message, headers_for(DISCOVER))
+    error_of(response, 400, INVALID_REQUEST, 1)
+    notification = {key: value for key, value in message.items() if key != "id"}
+    response = await client.post(notification, headers_for(DISCOVER))
+    error_of(response, 400, INVALID_REQUEST, None)
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("literal", [b"1.0", b"1e2", b"10E-1", b"-0.0"])
+async def test_an_integral_id_written_as_a_fraction_or_exponent_is_refused(
+    client: McpClient, literal: bytes
+) -> None:
+    """presa-defined (spec-notes §56; H-10, E-02): schema.json's ``integer`` would admit
+    ``1.0`` and ``1e2`` (JSON Schema counts any number without a fractional part), but
+    an id is a string or a JSON integer literal to presa: 400, -32600, no ``id``."""
+    body = json.dumps(DISCOVER).encode().replace(b'"id": 1,', b'"id": ' + literal + b",")
+    assert literal in body
     error_of(await client.post(body, headers_for(DISCOVER)), 400, INVALID_REQUEST, None)
     await assert_still_serving(client)
 
@@ -629,6 +687,38 @@ async def test_an_unsupported_version_is_refused_with_the_supported_list(
     error = error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, 301)
     assert error["data"] == {"supported": ["2026-07-28"], "requested": "v999.0.0"}
     await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    ("extra", "valid_in_2026_07_28"),
+    [
+        ({META_LOG_LEVEL: "trace"}, False),
+        ({"progressToken": 0.5}, False),
+        ({META_CLIENT_INFO: "client/2.0"}, False),
+        ({META_LOG_LEVEL: "debug"}, True),
+    ],
+    ids=["log-level", "progress-token", "client-info", "valid-log-level"],
+)
+async def test_an_unsupported_version_is_refused_whatever_its_optional_meta(
+    client: McpClient, extra: dict[str, Any], valid_in_2026_07_28: bool
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header, versioning §Protocol
+    Version Negotiation: a version the server does not implement MUST get 400
+    UnsupportedProtocolVersionError; H-27): what the optional ``_meta`` fields of
+    another version may hold is that version's to say, so a value 2026-07-28 refuses
+    (a log level it lacks, a fractional progress token) does not turn -32022 into
+    -32602; under 2026-07-28 the same value is still -32602."""
+    meta = {META_PROTOCOL_VERSION: "2027-01-01", META_CLIENT_CAPABILITIES: {}, **extra}
+    message = request("server/discover", {"_meta": meta}, request_id=303)
+    headers = with_headers(message, mcp_protocol_version="2027-01-01")
+    error = error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, 303)
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "2027-01-01"}
+    current = request("server/discover", {"_meta": {**meta, META_PROTOCOL_VERSION: "2026-07-28"}})
+    response = await client.post(current, with_headers(current))
+    if valid_in_2026_07_28:
+        result_of(response)
+    else:
+        error_of(response, 400, INVALID_PARAMS)
 
 
 # --- rung 12: the method ----------------------------------------------------------

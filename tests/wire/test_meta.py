@@ -77,13 +77,22 @@ def test_client_info_is_optional() -> None:
         {"io.modelcontextprotocol/logLevel": 3},
         {"progressToken": True},
         {"progressToken": 1.5},
+        {"progressToken": 1.0},
         {"io.modelcontextprotocol/clientInfo": "me"},
     ],
-    ids=["log-level-unknown", "log-level-number", "token-bool", "token-float", "info-string"],
+    ids=[
+        "log-level-unknown",
+        "log-level-number",
+        "token-bool",
+        "token-float",
+        "token-integral-float",
+        "info-string",
+    ],
 )
 def test_malformed_optional_meta_is_invalid_params(meta: dict[str, Any]) -> None:
     """Spec-mandated (basic/index §_meta; server/utilities/logging: an unknown
-    level SHOULD be -32602; progressToken is a string or integer)."""
+    level SHOULD be -32602; progressToken is a string or integer, written as an
+    integer literal: spec-notes §56)."""
     assert rejection_code(params(**meta)) == INVALID_PARAMS
 
 
