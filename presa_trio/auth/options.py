@@ -174,7 +174,7 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
     from presa_trio.auth.introspection import IntrospectionVerifier
     from presa_trio.auth.jwt_tokens import JwtVerifier
     from presa_trio.auth.static import StaticTokens, parse_token_option
-    from presa_trio.wire.http_values import is_loopback
+    from presa_trio.wire.http_values import authority, is_loopback
 
     if not args.auth_issuer:
         raise ValueError(
@@ -203,7 +203,7 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         static = StaticTokens(names, scopes=rules.all())
 
     def guard_at(port: int) -> ResourceGuard:
-        resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
+        resource = args.auth_resource or f"http://{authority(host.lower(), port)}/mcp"
         introspection = None
         if args.auth_client_id:
             introspection = IntrospectionVerifier(

@@ -215,3 +215,22 @@ def test_a_guard_names_an_authorization_server() -> None:
     with pytest.raises(ValueError, match="at least one authorization server"):
         ResourceGuard(RESOURCE, Verifiers(), authorization_servers=[])
     assert guard().metadata()["authorization_servers"] == [ISSUER]
+
+
+async def test_the_default_resource_of_an_ipv6_bind_is_a_uri() -> None:
+    """A-01: with ``--host ::1`` and no ``--auth-resource``, the resource the metadata
+    and the challenge name is ``http://[::1]:PORT/mcp``: an IPv6 literal is bracketed
+    in a URI (RFC 3986 §3.2.2), so clients can resolve it and ask for tokens for it."""
+    args = parse_args(["serve", "--host", "::1", "--auth-issuer", ISSUER, "--auth-token", "a=s"])
+    built = guard_from_args(args, args.host)(3000)
+    async with running(McpApp.for_server(build_server(), auth=built)) as client:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        document = await client.post(b"", {"host": "[::1]:3000"}, method="GET", path=path)
+        message = request("tools/list")
+        refused = await client.post(message, {**headers_for(message), "host": "[::1]:3000"})
+    assert document.status == 200
+    assert document.json()["resource"] == "http://[::1]:3000/mcp"
+    assert refused.status == 401
+    assert refused.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://[::1]:3000/.well-known/oauth-protected-resource/mcp"'
+    )
