@@ -225,10 +225,12 @@ class ResourceGuard:
     # --- metadata (RFC 9728) ------------------------------------------------------
 
     def __attrs_post_init__(self) -> None:
-        # The path-inserted well-known URI (RFC 9728 §3.1), and the root form.
+        # The well-known URI inserted between the host and the path and query (RFC
+        # 9728 §3.1), and the root form; the paths served are matched without
+        # the query, as a request's path comes.
         parts = urlsplit(self.resource)
         path = WELL_KNOWN + parts.path.rstrip("/")
-        self.metadata_url = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+        self.metadata_url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
         self.metadata_paths = frozenset({path, WELL_KNOWN})
 
     def metadata(self) -> dict[str, Any]:

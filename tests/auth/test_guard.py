@@ -234,3 +234,26 @@ async def test_the_default_resource_of_an_ipv6_bind_is_a_uri() -> None:
     assert refused.headers["www-authenticate"] == (
         'Bearer resource_metadata="http://[::1]:3000/.well-known/oauth-protected-resource/mcp"'
     )
+
+
+async def test_the_metadata_url_keeps_the_resources_query() -> None:
+    """A-01: the well-known string goes between the host and the path and query of
+    the resource (RFC 9728 §3.1), so a resource with a query names a metadata URL
+    with it; the document served there names the resource, query and all."""
+    resource = "http://localhost:3000/mcp?tenant=a"
+    auth = ResourceGuard(
+        resource, Verifiers(static=StaticTokens({"t": "a"})), authorization_servers=[ISSUER]
+    )
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        message = request("tools/list")
+        refused = await client.post(message, with_token(message))
+        path = "/.well-known/oauth-protected-resource/mcp"
+        document = await client.post(
+            b"", {"host": "localhost:3000"}, method="GET", path=path, query=b"tenant=a"
+        )
+    assert refused.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
+        '/mcp?tenant=a"'
+    )
+    assert document.status == 200
+    assert document.json()["resource"] == resource
