@@ -43,6 +43,7 @@ from presa_trio.auth.verifier import (
     json_object,
     names_resource,
     scopes_of,
+    timestamp,
     token_digest,
 )
 
@@ -167,8 +168,10 @@ class IntrospectionVerifier:
 
         if answer.get("active") is not True:
             return refusal("The access token is not active")
-        exp = answer.get("exp", refuse_until)
-        if not isinstance(exp, int | float) or exp <= now:
+        exp = timestamp(answer.get("exp", refuse_until))
+        if exp is None:
+            return refusal("The access token's exp is not a time")
+        if exp <= now:
             return refusal("The access token has expired")
         if not names_resource(answer.get("aud"), self.resource):
             return refusal("The access token was not issued for this resource")
@@ -185,4 +188,4 @@ class IntrospectionVerifier:
             client_id=client_id if isinstance(client_id, str) else None,
             scopes=scopes_of(answer.get("scope")),
         )
-        return Answer(principal, ""), min(float(exp), refuse_until)
+        return Answer(principal, ""), min(exp, refuse_until)

@@ -30,6 +30,7 @@ server's lifetime; they are async and never block the Trio loop.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -170,6 +171,21 @@ def names_resource(audience: object, resource: str) -> bool:
         return False
     wanted = canonical_uri(resource)
     return any(isinstance(value, str) and canonical_uri(value) == wanted for value in values)
+
+
+def timestamp(value: object) -> float | None:
+    """A NumericDate (RFC 7519 §2; RFC 7662 §2.2 ``exp``) in seconds; None if it is no time.
+
+    No time: not a number (a bool is none), NaN, infinite, or past the
+    largest float: none can be compared with a clock, nor kept as an expiry.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def scopes_of(value: object) -> frozenset[str]:

@@ -138,10 +138,14 @@ class AuthorizationServer:
         lifetime_s: int = TOKEN_LIFETIME_S,
         issued_at: int | None = None,
         header: dict[str, Any] | None = None,
+        claims: dict[str, Any] | None = None,
     ) -> str:
-        """An RFC 9068 access token (RFC 9068 §2.2 claims), signed with the current key."""
+        """An RFC 9068 access token (RFC 9068 §2.2 claims), signed with the current key.
+
+        ``claims`` replace those it would set: values no honest issuer signs.
+        """
         now = int(time.time()) if issued_at is None else issued_at
-        claims = {
+        signed = {
             "iss": self.issuer,
             "sub": subject or self.clients[client_id].subject,
             "aud": audience,
@@ -152,9 +156,10 @@ class AuthorizationServer:
             "jti": secrets.token_hex(16),
         }
         if scope:
-            claims["scope"] = scope
+            signed["scope"] = scope
+        signed.update(claims or {})
         protected = {"alg": "RS256", "typ": "at+jwt", "kid": self.key.kid, **(header or {})}
-        return jwt.encode(protected, claims, self.key, registry=SIGNING)
+        return jwt.encode(protected, signed, self.key, registry=SIGNING)
 
     def mint_opaque(
         self,

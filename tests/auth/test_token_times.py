@@ -1,0 +1,68 @@
+"""A token's ``exp`` that is no time, from the issuer itself: 401, never a 500 or forever.
+
+presa runs in process with both verifiers, against the test authorization
+server on loopback; the issuer signs (or introspection answers) an ``exp``
+no honest server sends: a number past any float, or NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from presa_trio.auth.guard import ResourceGuard, Verifiers
+from presa_trio.auth.introspection import IntrospectionVerifier
+from presa_trio.auth.jwt_tokens import JwtVerifier
+from presa_trio.demo import build_server
+from presa_trio.http.app import McpApp
+from presa_trio.testing import McpClient, headers_for, request, running
+from tests.auth.authorization_server import AuthorizationServer
+
+RESOURCE = "http://localhost:3000/mcp"
+#: Past the largest float: ``float()`` of it overflows.
+BEYOND_FLOAT = 10**400
+
+
+@pytest.fixture
+async def client(issuer: AuthorizationServer) -> AsyncIterator[McpClient]:
+    introspection = IntrospectionVerifier(
+        "presa", issuer.secret("presa"), RESOURCE, issuer=issuer.issuer
+    )
+    verifiers = Verifiers(jwt=JwtVerifier(issuer.issuer, RESOURCE), introspection=introspection)
+    auth = ResourceGuard(RESOURCE, verifiers, authorization_servers=[issuer.issuer])
+    async with running(McpApp.for_server(build_server(), auth=auth)) as started:
+        yield started
+
+
+async def refusal(client: McpClient, token: str) -> str:
+    """The ``WWW-Authenticate`` of a 401 to ``tools/list`` with ``token``."""
+    message = request("tools/list")
+    response = await client.post(
+        message, {**headers_for(message), "authorization": f"Bearer {token}"}
+    )
+    assert response.status == 401, response.body
+    challenge: str = response.headers["www-authenticate"]
+    return challenge
+
+
+async def test_a_signed_exp_past_any_float_is_401(
+    client: McpClient, issuer: AuthorizationServer
+) -> None:
+    """A-08: a JWT whose ``exp`` (a NumericDate, RFC 7519 §2) no clock can reach is
+    ``invalid_token``, not a failure of the server."""
+    token = issuer.mint_jwt("alice-app", RESOURCE, claims={"exp": BEYOND_FLOAT})
+    assert 'error="invalid_token"' in await refusal(client, token)
+
+
+@pytest.mark.parametrize("exp", [BEYOND_FLOAT, float("nan")])
+async def test_an_introspected_exp_that_is_no_time_is_401(
+    client: McpClient, issuer: AuthorizationServer, exp: float
+) -> None:
+    """A-08, A-12: an active introspection answer whose ``exp`` is no time (RFC 7662
+    §2.2: an integer timestamp) is refused, on every request: neither a failure of
+    the server nor a token remembered for ever."""
+    token = issuer.mint_opaque("alice-opaque", RESOURCE)
+    issuer.opaque[token]["exp"] = exp
+    for _ in range(2):
+        assert 'error="invalid_token"' in await refusal(client, token)
