@@ -77,6 +77,27 @@ HTTP_TIMEOUT_S = 10.0
 RECHECK_MIN_S = 0.01
 
 
+#: An RFC 6749 §3.3 ``scope-token``: printable ASCII but space, ``"`` and ``\``.
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def scope_tokens(
+    _: object,
+    attribute: attrs.Attribute[Any],
+    value: frozenset[str] | Mapping[str, frozenset[str]],
+) -> None:
+    """Refuse a scope that is no ``scope-token``: a challenge's ``scope`` and a token's
+    ``scope`` claim separate scopes by spaces, so such a scope could never be held."""
+    groups = list(value.values()) if isinstance(value, Mapping) else [value]
+    for scopes in groups:
+        for scope in scopes:
+            if SCOPE_TOKEN.fullmatch(scope) is None:
+                raise ValueError(
+                    f"{attribute.name}: {scope!r} is not a scope-token "
+                    '(RFC 6749 §3.3: printable ASCII, no space, " or \\)'
+                )
+
+
 @attrs.frozen
 class ScopeRules:
     """The scopes a request needs: those of every request, its method's, its tool's.
@@ -90,9 +111,9 @@ class ScopeRules:
         )
     """
 
-    every_request: frozenset[str] = frozenset()
-    methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
-    tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    every_request: frozenset[str] = attrs.field(default=frozenset(), validator=scope_tokens)
+    methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
+    tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
     # Every scope a request needs, worked out once: by method (for the methods
     # with a rule of their own) and, for ``tools/call``, by tool (for the tools
     # with one). :meth:`ResourceGuard.authorize` reads them.

@@ -143,7 +143,7 @@ def tool_scopes(options: list[str]) -> dict[str, frozenset[str]]:
     needed: dict[str, set[str]] = {}
     for option in options:
         tool, equals, scope = option.partition("=")
-        if not (tool and equals and scope) or " " in scope:
+        if not (tool and equals and scope):
             raise ValueError(f"--auth-tool-scope: expected TOOL=SCOPE, got {option!r}")
         needed.setdefault(tool, set()).add(scope)
     return {tool: frozenset(scopes) for tool, scopes in needed.items()}
@@ -194,9 +194,12 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
-    rules = ScopeRules(
-        every_request=frozenset(args.auth_scope), tools=tool_scopes(args.auth_tool_scope)
-    )
+    try:
+        rules = ScopeRules(
+            every_request=frozenset(args.auth_scope), tools=tool_scopes(args.auth_tool_scope)
+        )
+    except ValueError as exc:
+        raise ValueError(f"--auth-scope, --auth-tool-scope: {exc}") from exc
     static = None
     if args.auth_token:
         names = {secret: name for name, secret in map(parse_token_option, args.auth_token)}

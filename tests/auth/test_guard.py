@@ -189,12 +189,20 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
         ["--auth-issuer", ISSUER, "--auth-resource", "https://mcp.example.com/mcp#part"],
         ["--auth-issuer", ISSUER, "--auth-introspection-endpoint", ISSUER + "/introspect"],
         ["--auth-issuer", ISSUER, "--auth-cache-ttl", "0"],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-scope", "files read"],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-scope", ""],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-scope", "caf\u00e9"],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-tool-scope", 'greet=say"hi'],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-tool-scope", "greet=a\\b"],
     ],
 )
 def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
     """A-13, A-14: an ``--auth-*`` option that cannot take effect stops the start, rather
     than serving without authorization; without ``--auth-issuer`` nothing starts, so
-    the metadata's ``authorization_servers`` is never empty."""
+    the metadata's ``authorization_servers`` is never empty. A scope must be an RFC
+    6749 §3.3 ``scope-token`` (printable ASCII but space, ``"`` and ``\\``): a challenge
+    lists scopes separated by spaces, and a token's ``scope`` claim too, so a scope
+    with a space could never be held, and every request would be 403."""
     args = parse_args(["serve", *flags])
     assert auth_requested(args)
     with pytest.raises(ValueError, match=r"--auth-|NAME=SECRET"):
@@ -257,3 +265,16 @@ async def test_the_metadata_url_keeps_the_resources_query() -> None:
     )
     assert document.status == 200
     assert document.json()["resource"] == resource
+
+
+def test_a_scope_rule_names_scope_tokens() -> None:
+    """A-04: the Python API refuses a scope that is no RFC 6749 §3.3 ``scope-token``,
+    wherever it is named: every request's, a method's, a tool's."""
+    rules: dict[str, Any]
+    for rules in (
+        {"every_request": frozenset({"files read"})},
+        {"methods": {"prompts/list": frozenset({""})}},
+        {"tools": {"greet": frozenset({"caf\u00e9"})}},
+    ):
+        with pytest.raises(ValueError, match="scope-token"):
+            ScopeRules(**rules)
