@@ -108,12 +108,19 @@ class ScopeRules:
             every_request=frozenset({"mcp"}),
             methods={"tasks/cancel": frozenset({"tasks:cancel"})},
             tools={"delete_everything": frozenset({"admin"})},
+            implied={"files": frozenset({"files:read", "files:write"})},
         )
+
+    ``implied`` is the server's scope hierarchy: a token with a broader scope
+    holds the narrower ones it implies, and what those imply in turn
+    (authorization §Step-Up Authorization Flow: servers MUST account for scope
+    hierarchies).
     """
 
     every_request: frozenset[str] = attrs.field(default=frozenset(), validator=scope_tokens)
     methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
     tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
+    implied: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
     # Every scope a request needs, worked out once: by method (for the methods
     # with a rule of their own) and, for ``tools/call``, by tool (for the tools
     # with one). :meth:`ResourceGuard.authorize` reads them.
@@ -138,6 +145,17 @@ class ScopeRules:
             takes_self=True,
         ),
     )
+
+    def held(self, granted: frozenset[str]) -> frozenset[str]:
+        """The scopes a token granted ``granted`` holds: those, and all they imply."""
+        held = set(granted)
+        pending = [scope for scope in granted if scope in self.implied]
+        while pending:
+            for scope in self.implied[pending.pop()] - held:
+                held.add(scope)
+                if scope in self.implied:
+                    pending.append(scope)
+        return frozenset(held)
 
     def all(self) -> frozenset[str]:
         """Every scope any request may need."""
@@ -387,6 +405,10 @@ class ResourceGuard:
         except Misconfigured as exc:
             self.tell(exc)
             raise Rejection(500, "This server's authorization is misconfigured") from exc
+        if self.scopes.implied:  # once per verification, not per request
+            principal = verified.principal
+            principal = attrs.evolve(principal, scopes=self.scopes.held(principal.scopes))
+            verified = attrs.evolve(verified, principal=principal)
         until = math.inf if verified.until is None else verified.until
         self._verified.put(token_digest(token), verified, until, time.time())
         return verified.principal

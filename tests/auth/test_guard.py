@@ -278,3 +278,33 @@ def test_a_scope_rule_names_scope_tokens() -> None:
     ):
         with pytest.raises(ValueError, match="scope-token"):
             ScopeRules(**rules)
+
+
+async def test_a_broader_scope_holds_the_narrower_ones_it_implies() -> None:
+    """A-04: a token with a broader scope holds the narrower ones it implies, for a
+    method, a tool and every request alike (authorization §Step-Up Authorization
+    Flow: servers MUST account for scope hierarchies); the hierarchy is the
+    server's, given with ``--auth-scope-implies BROAD=NARROW`` (repeatable, and
+    followed through: ``admin`` implies ``files`` implies ``files:read``)."""
+    args = parse_args(
+        [
+            *("serve", "--auth-issuer", ISSUER, "--auth-resource", RESOURCE),
+            *("--auth-scope", "mcp", "--auth-tool-scope", "greet=files:read"),
+            *("--auth-scope-implies", "files=files:read", "--auth-scope-implies", "admin=files"),
+            *("--auth-scope-implies", "admin=mcp", "--auth-token", "a=s"),
+        ]
+    )
+    auth = guard_from_args(args, args.host)(3000)
+    held = {
+        "files": frozenset({"mcp", "files"}),
+        "admin": frozenset({"admin"}),
+        "reader": frozenset({"files:read"}),
+    }
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        call = request("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+        statuses = {}
+        for token, scopes in held.items():
+            auth.verifier = Verifiers(static=StaticTokens({token: token}, scopes=scopes))
+            response = await client.post(call, with_token(call, f"Bearer {token}"))
+            statuses[token] = response.status
+    assert statuses == {"files": 200, "admin": 200, "reader": 403}
