@@ -199,7 +199,7 @@ def json_object(response: httpx.Response, url: str) -> dict[str, object]:
         raise VerifierUnavailable(f"{url} answered HTTP {response.status_code}")
     try:
         body = response.json()
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
         raise VerifierUnavailable(f"{url} did not answer JSON") from exc
     if not isinstance(body, dict):
         raise VerifierUnavailable(f"{url} did not answer a JSON object")

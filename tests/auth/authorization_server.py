@@ -115,6 +115,8 @@ class AuthorizationServer:
     introspection_methods: tuple[str, ...] = ("client_secret_basic",)
     # The ``token_type`` its token responses name (RFC 6749 §7.1).
     token_type: str = "Bearer"
+    # Bodies sent instead of the answer, by path: a server that answers what no parser reads.
+    bodies: dict[str, bytes] = attrs.field(factory=dict)
 
     # --- what tests do directly -------------------------------------------------
 
@@ -407,7 +409,7 @@ class AuthorizationServer:
         await send(
             {"type": "http.response.start", "status": status, "headers": sent, "trailers": False}
         )
-        body = json.dumps(answer).encode()
+        body = self.bodies.get(path) or json.dumps(answer).encode()
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
     def route(

@@ -1,8 +1,9 @@
-"""A token's ``exp`` that is no time, from the issuer itself: 401, never a 500 or forever.
+"""What an issuer sends that no honest one does: 401 or 503, never a 500 nor for ever.
 
 presa runs in process with both verifiers, against the test authorization
 server on loopback; the issuer signs (or introspection answers) an ``exp``
-no honest server sends: a number past any float, or NaN.
+that is no time (a number past any float, NaN), or answers with JSON nested
+past what a parser follows.
 """
 
 from __future__ import annotations
@@ -66,3 +67,18 @@ async def test_an_introspected_exp_that_is_no_time_is_401(
     issuer.opaque[token]["exp"] = exp
     for _ in range(2):
         assert 'error="invalid_token"' in await refusal(client, token)
+
+
+async def test_an_answer_nested_past_the_parser_is_503(
+    client: McpClient, issuer: AuthorizationServer
+) -> None:
+    """A-06: an introspection answer that no parser can read (JSON nested past its
+    depth) is the issuer not answering usably: 503 with ``Retry-After``, as for any
+    answer that is not a JSON object."""
+    token = issuer.mint_opaque("alice-opaque", RESOURCE)
+    issuer.bodies["/introspect"] = b"[" * 100_000 + b"]" * 100_000
+    message = request("tools/list")
+    sent = {**headers_for(message), "authorization": f"Bearer {token}"}
+    response = await client.post(message, sent)
+    assert response.status == 503
+    assert response.headers["retry-after"] == "5"
