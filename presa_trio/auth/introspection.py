@@ -39,7 +39,7 @@ from presa_trio.auth.verifier import (
     Misconfigured,
     TokenCache,
     Verified,
-    VerifierUnavailable,
+    ask,
     json_object,
     names_resource,
     scopes_of,
@@ -140,17 +140,14 @@ class IntrospectionVerifier:
         await self.prepare(http)
         assert self.endpoint is not None
         form = {"token": token, "token_type_hint": "access_token"}
-        headers = {"accept": "application/json"}
+        headers: dict[str, str] = {}
         if self.method == "client_secret_basic" and self.client_secret:
             headers["authorization"] = basic_credentials(self.client_id, self.client_secret)
         else:
             form["client_id"] = self.client_id
             if self.method == "client_secret_post" and self.client_secret:
                 form["client_secret"] = self.client_secret
-        try:
-            response = await http.post(self.endpoint, data=form, headers=headers)
-        except httpx.HTTPError as exc:
-            raise VerifierUnavailable(f"POST {self.endpoint} failed: {exc}") from exc
+        response = await ask(http, "POST", self.endpoint, data=form, headers=headers)
         if response.status_code in (400, 401, 403):
             raise Misconfigured(
                 f"the introspection endpoint {self.endpoint} refused presa's request "

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -191,6 +191,22 @@ def timestamp(value: object) -> float | None:
 def scopes_of(value: object) -> frozenset[str]:
     """The scopes in a ``scope`` claim or introspection member (space-separated)."""
     return frozenset(value.split()) if isinstance(value, str) else frozenset()
+
+
+async def ask(http: httpx.AsyncClient, method: str, url: str, **options: Any) -> httpx.Response:
+    """``method url`` at the authorization server, asking for JSON.
+
+    No answer (no connection, a timeout) is :class:`VerifierUnavailable`; a
+    URL that is none (httpx cannot read it: ``http://[::1``) is
+    :class:`Misconfigured`, since no retry can reach it.
+    """
+    headers = {"accept": "application/json", **options.pop("headers", {})}
+    try:
+        return await http.request(method, url, headers=headers, **options)
+    except httpx.InvalidURL as exc:
+        raise Misconfigured(f"{url} is not a URL presa can use: {exc}") from exc
+    except httpx.HTTPError as exc:
+        raise VerifierUnavailable(f"{method} {url} failed: {exc}") from exc
 
 
 def json_object(response: httpx.Response, url: str) -> dict[str, object]:

@@ -82,3 +82,37 @@ async def test_an_answer_nested_past_the_parser_is_503(
     response = await client.post(message, sent)
     assert response.status == 503
     assert response.headers["retry-after"] == "5"
+
+
+@pytest.mark.parametrize("member", ["jwks_uri", "introspection_endpoint"])
+async def test_a_url_in_the_metadata_that_is_none_is_misconfigured(
+    issuer: AuthorizationServer, caplog: pytest.LogCaptureFixture, member: str
+) -> None:
+    """A-17: a ``jwks_uri`` or ``introspection_endpoint`` that is no URL (an IPv6
+    host left open) is a configuration that cannot work: one log line at start, and
+    500 (or the key set's 503 while it may not be fetched again) on use, while the
+    server keeps serving; not the end of the server."""
+    issuer.metadata_changes[member] = "http://[::1"
+    token = (
+        issuer.mint_jwt("alice-app", RESOURCE, scope="mcp")
+        if member == "jwks_uri"
+        else issuer.mint_opaque("alice-opaque", RESOURCE)
+    )
+    introspection = IntrospectionVerifier(
+        "presa", issuer.secret("presa"), RESOURCE, issuer=issuer.issuer
+    )
+    verifiers = (
+        Verifiers(jwt=JwtVerifier(issuer.issuer, RESOURCE))
+        if member == "jwks_uri"
+        else Verifiers(introspection=introspection)
+    )
+    auth = ResourceGuard(RESOURCE, verifiers, authorization_servers=[issuer.issuer])
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        message = request("tools/list")
+        sent = {**headers_for(message), "authorization": f"Bearer {token}"}
+        answers = [(await client.post(message, sent)).status for _ in range(2)]
+    # 503 while the key set may not be fetched again (``--auth-key-refetch``), then 500.
+    assert set(answers) <= {500, 503}
+    told = [r.message for r in caplog.records if "authorization cannot work" in r.message]
+    assert len(told) == 1
+    assert "http://[::1" in told[0]
