@@ -147,7 +147,7 @@ class IntrospectionVerifier:
             form["client_id"] = self.client_id
             if self.method == "client_secret_post" and self.client_secret:
                 form["client_secret"] = self.client_secret
-        response = await ask(http, "POST", self.endpoint, data=form, headers=headers)
+        response = await ask(http, "POST", self.endpoint, form=form, headers=headers)
         if response.status_code in (400, 401, 403):
             raise Misconfigured(
                 f"the introspection endpoint {self.endpoint} refused presa's request "

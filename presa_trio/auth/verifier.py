@@ -32,7 +32,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Any, Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -193,16 +194,23 @@ def scopes_of(value: object) -> frozenset[str]:
     return frozenset(value.split()) if isinstance(value, str) else frozenset()
 
 
-async def ask(http: httpx.AsyncClient, method: str, url: str, **options: Any) -> httpx.Response:
-    """``method url`` at the authorization server, asking for JSON.
+async def ask(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    form: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> httpx.Response:
+    """``method url`` at the authorization server (with ``form`` as its body), asking for JSON.
 
     No answer (no connection, a timeout) is :class:`VerifierUnavailable`; a
     URL that is none (httpx cannot read it: ``http://[::1``) is
     :class:`Misconfigured`, since no retry can reach it.
     """
-    headers = {"accept": "application/json", **options.pop("headers", {})}
+    sent = {"accept": "application/json", **(headers or {})}
     try:
-        return await http.request(method, url, headers=headers, **options)
+        return await http.request(method, url, data=form, headers=sent)
     except httpx.InvalidURL as exc:
         raise Misconfigured(f"{url} is not a URL presa can use: {exc}") from exc
     except httpx.HTTPError as exc:
