@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import attrs
 import httpx
 
-from presa_trio.auth.verifier import Misconfigured, VerifierUnavailable, json_object
+from presa_trio.auth.verifier import Misconfigured, VerifierUnavailable, ask, json_object
 
 
 def metadata_urls(issuer: str) -> list[str]:
@@ -111,9 +111,9 @@ async def fetch_metadata(http: httpx.AsyncClient, issuer: str) -> ServerMetadata
     unreachable = False
     for url in metadata_urls(issuer):
         try:
-            response = await http.get(url, headers={"accept": "application/json"})
-        except httpx.HTTPError as exc:
-            failures.append(f"GET {url} failed: {exc}")
+            response = await ask(http, "GET", url)
+        except VerifierUnavailable as exc:
+            failures.append(str(exc))
             unreachable = True
             continue
         unreachable |= response.status_code >= 500

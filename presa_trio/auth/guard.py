@@ -77,6 +77,27 @@ HTTP_TIMEOUT_S = 10.0
 RECHECK_MIN_S = 0.01
 
 
+#: An RFC 6749 §3.3 ``scope-token``: printable ASCII but space, ``"`` and ``\``.
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def scope_tokens(
+    _: object,
+    attribute: attrs.Attribute[Any],
+    value: frozenset[str] | Mapping[str, frozenset[str]],
+) -> None:
+    """Refuse a scope that is no ``scope-token``: a challenge's ``scope`` and a token's
+    ``scope`` claim separate scopes by spaces, so such a scope could never be held."""
+    groups = list(value.values()) if isinstance(value, Mapping) else [value]
+    for scopes in groups:
+        for scope in scopes:
+            if SCOPE_TOKEN.fullmatch(scope) is None:
+                raise ValueError(
+                    f"{attribute.name}: {scope!r} is not a scope-token "
+                    '(RFC 6749 §3.3: printable ASCII, no space, " or \\)'
+                )
+
+
 @attrs.frozen
 class ScopeRules:
     """The scopes a request needs: those of every request, its method's, its tool's.
@@ -87,12 +108,19 @@ class ScopeRules:
             every_request=frozenset({"mcp"}),
             methods={"tasks/cancel": frozenset({"tasks:cancel"})},
             tools={"delete_everything": frozenset({"admin"})},
+            implied={"files": frozenset({"files:read", "files:write"})},
         )
+
+    ``implied`` is the server's scope hierarchy: a token with a broader scope
+    holds the narrower ones it implies, and what those imply in turn
+    (authorization §Step-Up Authorization Flow: servers MUST account for scope
+    hierarchies).
     """
 
-    every_request: frozenset[str] = frozenset()
-    methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
-    tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    every_request: frozenset[str] = attrs.field(default=frozenset(), validator=scope_tokens)
+    methods: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
+    tools: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
+    implied: Mapping[str, frozenset[str]] = attrs.field(factory=dict, validator=scope_tokens)
     # Every scope a request needs, worked out once: by method (for the methods
     # with a rule of their own) and, for ``tools/call``, by tool (for the tools
     # with one). :meth:`ResourceGuard.authorize` reads them.
@@ -117,6 +145,17 @@ class ScopeRules:
             takes_self=True,
         ),
     )
+
+    def held(self, granted: frozenset[str]) -> frozenset[str]:
+        """The scopes a token granted ``granted`` holds: those, and all they imply."""
+        held = set(granted)
+        pending = [scope for scope in granted if scope in self.implied]
+        while pending:
+            for scope in self.implied[pending.pop()] - held:
+                held.add(scope)
+                if scope in self.implied:
+                    pending.append(scope)
+        return frozenset(held)
 
     def all(self) -> frozenset[str]:
         """Every scope any request may need."""
@@ -225,10 +264,12 @@ class ResourceGuard:
     # --- metadata (RFC 9728) ------------------------------------------------------
 
     def __attrs_post_init__(self) -> None:
-        # The path-inserted well-known URI (RFC 9728 §3.1), and the root form.
+        # The well-known URI inserted between the host and the path and query (RFC
+        # 9728 §3.1), and the root form; the paths served are matched without
+        # the query, as a request's path comes.
         parts = urlsplit(self.resource)
         path = WELL_KNOWN + parts.path.rstrip("/")
-        self.metadata_url = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+        self.metadata_url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
         self.metadata_paths = frozenset({path, WELL_KNOWN})
 
     def metadata(self) -> dict[str, Any]:
@@ -364,6 +405,10 @@ class ResourceGuard:
         except Misconfigured as exc:
             self.tell(exc)
             raise Rejection(500, "This server's authorization is misconfigured") from exc
+        if self.scopes.implied:  # once per verification, not per request
+            principal = verified.principal
+            principal = attrs.evolve(principal, scopes=self.scopes.held(principal.scopes))
+            verified = attrs.evolve(verified, principal=principal)
         until = math.inf if verified.until is None else verified.until
         self._verified.put(token_digest(token), verified, until, time.time())
         return verified.principal

@@ -39,10 +39,11 @@ from presa_trio.auth.verifier import (
     Misconfigured,
     TokenCache,
     Verified,
-    VerifierUnavailable,
+    ask,
     json_object,
     names_resource,
     scopes_of,
+    timestamp,
     token_digest,
 )
 
@@ -139,17 +140,14 @@ class IntrospectionVerifier:
         await self.prepare(http)
         assert self.endpoint is not None
         form = {"token": token, "token_type_hint": "access_token"}
-        headers = {"accept": "application/json"}
+        headers: dict[str, str] = {}
         if self.method == "client_secret_basic" and self.client_secret:
             headers["authorization"] = basic_credentials(self.client_id, self.client_secret)
         else:
             form["client_id"] = self.client_id
             if self.method == "client_secret_post" and self.client_secret:
                 form["client_secret"] = self.client_secret
-        try:
-            response = await http.post(self.endpoint, data=form, headers=headers)
-        except httpx.HTTPError as exc:
-            raise VerifierUnavailable(f"POST {self.endpoint} failed: {exc}") from exc
+        response = await ask(http, "POST", self.endpoint, form=form, headers=headers)
         if response.status_code in (400, 401, 403):
             raise Misconfigured(
                 f"the introspection endpoint {self.endpoint} refused presa's request "
@@ -167,8 +165,10 @@ class IntrospectionVerifier:
 
         if answer.get("active") is not True:
             return refusal("The access token is not active")
-        exp = answer.get("exp", refuse_until)
-        if not isinstance(exp, int | float) or exp <= now:
+        exp = timestamp(answer.get("exp", refuse_until))
+        if exp is None:
+            return refusal("The access token's exp is not a time")
+        if exp <= now:
             return refusal("The access token has expired")
         if not names_resource(answer.get("aud"), self.resource):
             return refusal("The access token was not issued for this resource")
@@ -185,4 +185,4 @@ class IntrospectionVerifier:
             client_id=client_id if isinstance(client_id, str) else None,
             scopes=scopes_of(answer.get("scope")),
         )
-        return Answer(principal, ""), min(float(exp), refuse_until)
+        return Answer(principal, ""), min(exp, refuse_until)

@@ -51,6 +51,7 @@ from presa_trio.auth.verifier import (
     Verified,
     names_resource,
     scopes_of,
+    timestamp,
 )
 
 #: Signature algorithms accepted: asymmetric only (RFC 9068 §4: not ``none``).
@@ -134,6 +135,9 @@ class JwtVerifier:
         # the key is looked up, so only a token for this issuer and resource, in
         # its lifetime, can make presa look for a new key.
         principal = self.principal_of(claims)
+        expires = timestamp(claims["exp"])
+        if expires is None:
+            raise InvalidToken("The access token's exp is not a time")
         kid = header.get("kid")
         key = await keys.key(kid if isinstance(kid, str) else None, http)
         try:
@@ -142,7 +146,7 @@ class JwtVerifier:
             raise InvalidToken("The access token's signature does not verify") from exc
         if not valid:
             raise InvalidToken("The access token's signature does not verify")
-        return principal, float(claims["exp"])
+        return principal, expires
 
     def principal_of(self, claims: dict[str, object]) -> Principal:
         """Check the claims (step 3 and 4) and name the caller."""

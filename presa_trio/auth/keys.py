@@ -45,7 +45,7 @@ import trio
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
 
-from presa_trio.auth.verifier import Basis, InvalidToken, VerifierUnavailable, json_object
+from presa_trio.auth.verifier import Basis, InvalidToken, VerifierUnavailable, ask, json_object
 
 log = logging.getLogger(__name__)
 
@@ -170,10 +170,7 @@ class IssuerKeys:
         arrives while it is under way may name a key published meanwhile.
         """
         started = self.attempted_at = time.time()
-        try:
-            response = await http.get(self.jwks_uri, headers={"accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise VerifierUnavailable(f"GET {self.jwks_uri} failed: {exc}") from exc
+        response = await ask(http, "GET", self.jwks_uri)
         keys = usable_keys(json_object(response, self.jwks_uri))
         if keys is None:
             raise VerifierUnavailable(f"{self.jwks_uri} is not a usable JWKS")

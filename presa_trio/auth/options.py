@@ -19,6 +19,8 @@ name the authorization server clients get tokens from (authorization
   scopes every request needs, also advertised as ``scopes_supported``;
   ``--auth-tool-scope TOOL=SCOPE`` (repeatable): scopes a tool's calls need,
   and with them every request on a task the call made;
+  ``--auth-scope-implies BROAD=NARROW`` (repeatable): the scope hierarchy, a
+  token with BROAD holding NARROW too;
 - ``--auth-cache-ttl``, ``--auth-key-refetch``, ``--auth-leeway``: how long
   an introspection answer is kept (the revocation lag), how often the key
   set may be fetched again, the clock skew allowed.
@@ -106,6 +108,14 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: none)",
     )
     group.add_argument(
+        "--auth-scope-implies",
+        action="append",
+        default=[],
+        metavar="BROAD=NARROW",
+        help="a token with scope BROAD holds scope NARROW too (a scope hierarchy); "
+        "repeatable (default: none)",
+    )
+    group.add_argument(
         "--auth-leeway",
         type=int,
         default=DEFAULT_LEEWAY_S,
@@ -134,19 +144,22 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
 def auth_requested(args: argparse.Namespace) -> bool:
     """Whether any ``--auth-*`` option (other than those with defaults) was given."""
     names = ("issuer", "client_id", "client_secret", "introspection_endpoint", "resource")
-    listed = ("token", "scope", "tool_scope")
+    listed = ("token", "scope", "tool_scope", "scope_implies")
     return any(getattr(args, "auth_" + name) for name in (*names, *listed))
 
 
-def tool_scopes(options: list[str]) -> dict[str, frozenset[str]]:
-    """``TOOL=SCOPE`` options -> the scopes each tool needs; a malformed one is ``ValueError``."""
-    needed: dict[str, set[str]] = {}
+def scope_pairs(flag: str, options: list[str]) -> dict[str, frozenset[str]]:
+    """``NAME=SCOPE`` options -> the scopes of each name; a malformed one is ``ValueError``.
+
+    ``--auth-tool-scope``: a tool's scopes; ``--auth-scope-implies``: a scope's narrower ones.
+    """
+    found: dict[str, set[str]] = {}
     for option in options:
-        tool, equals, scope = option.partition("=")
-        if not (tool and equals and scope) or " " in scope:
-            raise ValueError(f"--auth-tool-scope: expected TOOL=SCOPE, got {option!r}")
-        needed.setdefault(tool, set()).add(scope)
-    return {tool: frozenset(scopes) for tool, scopes in needed.items()}
+        name, equals, scope = option.partition("=")
+        if not (name and equals and scope):
+            raise ValueError(f"{flag}: expected NAME=SCOPE, got {option!r}")
+        found.setdefault(name, set()).add(scope)
+    return {name: frozenset(scopes) for name, scopes in found.items()}
 
 
 def is_canonical_uri(uri: str) -> bool:
@@ -174,7 +187,7 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
     from presa_trio.auth.introspection import IntrospectionVerifier
     from presa_trio.auth.jwt_tokens import JwtVerifier
     from presa_trio.auth.static import StaticTokens, parse_token_option
-    from presa_trio.wire.http_values import is_loopback
+    from presa_trio.wire.http_values import authority, is_loopback
 
     if not args.auth_issuer:
         raise ValueError(
@@ -194,16 +207,19 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
-    rules = ScopeRules(
-        every_request=frozenset(args.auth_scope), tools=tool_scopes(args.auth_tool_scope)
-    )
+    tools = scope_pairs("--auth-tool-scope", args.auth_tool_scope)
+    implied = scope_pairs("--auth-scope-implies", args.auth_scope_implies)
+    try:
+        rules = ScopeRules(every_request=frozenset(args.auth_scope), tools=tools, implied=implied)
+    except ValueError as exc:
+        raise ValueError(f"--auth-scope, --auth-tool-scope, --auth-scope-implies: {exc}") from exc
     static = None
     if args.auth_token:
         names = {secret: name for name, secret in map(parse_token_option, args.auth_token)}
         static = StaticTokens(names, scopes=rules.all())
 
     def guard_at(port: int) -> ResourceGuard:
-        resource = args.auth_resource or f"http://{host.lower()}:{port}/mcp"
+        resource = args.auth_resource or f"http://{authority(host.lower(), port)}/mcp"
         introspection = None
         if args.auth_client_id:
             introspection = IntrospectionVerifier(

@@ -30,7 +30,9 @@ server's lifetime; they are async and never block the Trio loop.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from collections.abc import Mapping
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -172,9 +174,47 @@ def names_resource(audience: object, resource: str) -> bool:
     return any(isinstance(value, str) and canonical_uri(value) == wanted for value in values)
 
 
+def timestamp(value: object) -> float | None:
+    """A NumericDate (RFC 7519 §2; RFC 7662 §2.2 ``exp``) in seconds; None if it is no time.
+
+    No time: not a number (a bool is none), NaN, infinite, or past the
+    largest float: none can be compared with a clock, nor kept as an expiry.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
 def scopes_of(value: object) -> frozenset[str]:
     """The scopes in a ``scope`` claim or introspection member (space-separated)."""
     return frozenset(value.split()) if isinstance(value, str) else frozenset()
+
+
+async def ask(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    form: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> httpx.Response:
+    """``method url`` at the authorization server (with ``form`` as its body), asking for JSON.
+
+    No answer (no connection, a timeout) is :class:`VerifierUnavailable`; a
+    URL that is none (httpx cannot read it: ``http://[::1``) is
+    :class:`Misconfigured`, since no retry can reach it.
+    """
+    sent = {"accept": "application/json", **(headers or {})}
+    try:
+        return await http.request(method, url, data=form, headers=sent)
+    except httpx.InvalidURL as exc:
+        raise Misconfigured(f"{url} is not a URL presa can use: {exc}") from exc
+    except httpx.HTTPError as exc:
+        raise VerifierUnavailable(f"{method} {url} failed: {exc}") from exc
 
 
 def json_object(response: httpx.Response, url: str) -> dict[str, object]:
@@ -183,7 +223,7 @@ def json_object(response: httpx.Response, url: str) -> dict[str, object]:
         raise VerifierUnavailable(f"{url} answered HTTP {response.status_code}")
     try:
         body = response.json()
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
         raise VerifierUnavailable(f"{url} did not answer JSON") from exc
     if not isinstance(body, dict):
         raise VerifierUnavailable(f"{url} did not answer a JSON object")

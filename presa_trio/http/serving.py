@@ -46,7 +46,7 @@ from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.workers import SHUTDOWN_SIGNALS, ServeRefused, inherited_sockets
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
-from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
+from presa_trio.wire.http_values import LOOPBACK_HOSTS, authority, is_loopback
 
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
@@ -113,8 +113,7 @@ async def serve_http(
     allowed = LOOPBACK_HOSTS | {name.lower() for name in allow_hosts}
     policy = AdmissionPolicy(allowed_hosts=allowed, allowed_origin_hosts=allowed)
     config = Config()
-    bare = host.strip("[]")
-    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
+    config.bind = [authority(host, port)]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     config.graceful_timeout = shutdown_grace

@@ -36,6 +36,12 @@ def is_loopback(host: str) -> bool:
         return host.lower() == "localhost"
 
 
+def authority(host: str, port: int) -> str:
+    """``host:port``, an IPv6 literal in brackets (RFC 3986 §3.2.2), whether or not it came so."""
+    bare = host.strip("[]")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
 class Rejection(Exception):
     """A plain HTTP rejection: status, a short reason, and extra headers."""
 

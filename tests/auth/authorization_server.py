@@ -115,6 +115,8 @@ class AuthorizationServer:
     introspection_methods: tuple[str, ...] = ("client_secret_basic",)
     # The ``token_type`` its token responses name (RFC 6749 §7.1).
     token_type: str = "Bearer"
+    # Bodies sent instead of the answer, by path: a server that answers what no parser reads.
+    bodies: dict[str, bytes] = attrs.field(factory=dict)
 
     # --- what tests do directly -------------------------------------------------
 
@@ -138,10 +140,14 @@ class AuthorizationServer:
         lifetime_s: int = TOKEN_LIFETIME_S,
         issued_at: int | None = None,
         header: dict[str, Any] | None = None,
+        claims: dict[str, Any] | None = None,
     ) -> str:
-        """An RFC 9068 access token (RFC 9068 §2.2 claims), signed with the current key."""
+        """An RFC 9068 access token (RFC 9068 §2.2 claims), signed with the current key.
+
+        ``claims`` replace those it would set: values no honest issuer signs.
+        """
         now = int(time.time()) if issued_at is None else issued_at
-        claims = {
+        signed = {
             "iss": self.issuer,
             "sub": subject or self.clients[client_id].subject,
             "aud": audience,
@@ -152,9 +158,10 @@ class AuthorizationServer:
             "jti": secrets.token_hex(16),
         }
         if scope:
-            claims["scope"] = scope
+            signed["scope"] = scope
+        signed.update(claims or {})
         protected = {"alg": "RS256", "typ": "at+jwt", "kid": self.key.kid, **(header or {})}
-        return jwt.encode(protected, claims, self.key, registry=SIGNING)
+        return jwt.encode(protected, signed, self.key, registry=SIGNING)
 
     def mint_opaque(
         self,
@@ -402,7 +409,7 @@ class AuthorizationServer:
         await send(
             {"type": "http.response.start", "status": status, "headers": sent, "trailers": False}
         )
-        body = json.dumps(answer).encode()
+        body = self.bodies.get(path) or json.dumps(answer).encode()
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
     def route(

@@ -189,12 +189,20 @@ async def test_an_unreachable_issuer_is_503_not_401() -> None:
         ["--auth-issuer", ISSUER, "--auth-resource", "https://mcp.example.com/mcp#part"],
         ["--auth-issuer", ISSUER, "--auth-introspection-endpoint", ISSUER + "/introspect"],
         ["--auth-issuer", ISSUER, "--auth-cache-ttl", "0"],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-scope", "files read"],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-scope", ""],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-scope", "caf\u00e9"],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-tool-scope", 'greet=say"hi'],
+        ["--auth-issuer", ISSUER, "--auth-token", "a=s", "--auth-tool-scope", "greet=a\\b"],
     ],
 )
 def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
     """A-13, A-14: an ``--auth-*`` option that cannot take effect stops the start, rather
     than serving without authorization; without ``--auth-issuer`` nothing starts, so
-    the metadata's ``authorization_servers`` is never empty."""
+    the metadata's ``authorization_servers`` is never empty. A scope must be an RFC
+    6749 §3.3 ``scope-token`` (printable ASCII but space, ``"`` and ``\\``): a challenge
+    lists scopes separated by spaces, and a token's ``scope`` claim too, so a scope
+    with a space could never be held, and every request would be 403."""
     args = parse_args(["serve", *flags])
     assert auth_requested(args)
     with pytest.raises(ValueError, match=r"--auth-|NAME=SECRET"):
@@ -215,3 +223,88 @@ def test_a_guard_names_an_authorization_server() -> None:
     with pytest.raises(ValueError, match="at least one authorization server"):
         ResourceGuard(RESOURCE, Verifiers(), authorization_servers=[])
     assert guard().metadata()["authorization_servers"] == [ISSUER]
+
+
+async def test_the_default_resource_of_an_ipv6_bind_is_a_uri() -> None:
+    """A-01: with ``--host ::1`` and no ``--auth-resource``, the resource the metadata
+    and the challenge name is ``http://[::1]:PORT/mcp``: an IPv6 literal is bracketed
+    in a URI (RFC 3986 §3.2.2), so clients can resolve it and ask for tokens for it."""
+    args = parse_args(["serve", "--host", "::1", "--auth-issuer", ISSUER, "--auth-token", "a=s"])
+    built = guard_from_args(args, args.host)(3000)
+    async with running(McpApp.for_server(build_server(), auth=built)) as client:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        document = await client.post(b"", {"host": "[::1]:3000"}, method="GET", path=path)
+        message = request("tools/list")
+        refused = await client.post(message, {**headers_for(message), "host": "[::1]:3000"})
+    assert document.status == 200
+    assert document.json()["resource"] == "http://[::1]:3000/mcp"
+    assert refused.status == 401
+    assert refused.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://[::1]:3000/.well-known/oauth-protected-resource/mcp"'
+    )
+
+
+async def test_the_metadata_url_keeps_the_resources_query() -> None:
+    """A-01: the well-known string goes between the host and the path and query of
+    the resource (RFC 9728 §3.1), so a resource with a query names a metadata URL
+    with it; the document served there names the resource, query and all."""
+    resource = "http://localhost:3000/mcp?tenant=a"
+    auth = ResourceGuard(
+        resource, Verifiers(static=StaticTokens({"t": "a"})), authorization_servers=[ISSUER]
+    )
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        message = request("tools/list")
+        refused = await client.post(message, with_token(message))
+        path = "/.well-known/oauth-protected-resource/mcp"
+        document = await client.post(
+            b"", {"host": "localhost:3000"}, method="GET", path=path, query=b"tenant=a"
+        )
+    assert refused.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
+        '/mcp?tenant=a"'
+    )
+    assert document.status == 200
+    assert document.json()["resource"] == resource
+
+
+def test_a_scope_rule_names_scope_tokens() -> None:
+    """A-04: the Python API refuses a scope that is no RFC 6749 §3.3 ``scope-token``,
+    wherever it is named: every request's, a method's, a tool's."""
+    rules: dict[str, Any]
+    for rules in (
+        {"every_request": frozenset({"files read"})},
+        {"methods": {"prompts/list": frozenset({""})}},
+        {"tools": {"greet": frozenset({"caf\u00e9"})}},
+    ):
+        with pytest.raises(ValueError, match="scope-token"):
+            ScopeRules(**rules)
+
+
+async def test_a_broader_scope_holds_the_narrower_ones_it_implies() -> None:
+    """A-04: a token with a broader scope holds the narrower ones it implies, for a
+    method, a tool and every request alike (authorization §Step-Up Authorization
+    Flow: servers MUST account for scope hierarchies); the hierarchy is the
+    server's, given with ``--auth-scope-implies BROAD=NARROW`` (repeatable, and
+    followed through: ``admin`` implies ``files`` implies ``files:read``)."""
+    args = parse_args(
+        [
+            *("serve", "--auth-issuer", ISSUER, "--auth-resource", RESOURCE),
+            *("--auth-scope", "mcp", "--auth-tool-scope", "greet=files:read"),
+            *("--auth-scope-implies", "files=files:read", "--auth-scope-implies", "admin=files"),
+            *("--auth-scope-implies", "admin=mcp", "--auth-token", "a=s"),
+        ]
+    )
+    auth = guard_from_args(args, args.host)(3000)
+    held = {
+        "files": frozenset({"mcp", "files"}),
+        "admin": frozenset({"admin"}),
+        "reader": frozenset({"files:read"}),
+    }
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        call = request("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+        statuses = {}
+        for token, scopes in held.items():
+            auth.verifier = Verifiers(static=StaticTokens({token: token}, scopes=scopes))
+            response = await client.post(call, with_token(call, f"Bearer {token}"))
+            statuses[token] = response.status
+    assert statuses == {"files": 200, "admin": 200, "reader": 403}
