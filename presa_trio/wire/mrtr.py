@@ -18,19 +18,34 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.forms import check_form
+from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.well_formed import is_number
+from presa_trio.wire.well_formed import is_number, is_optional_text, is_text
 
 
 @attrs.frozen
 class Elicitation:
-    """``elicitation/create`` in form mode: ask the user to fill a flat form."""
+    """``elicitation/create`` in form mode: ask the user to fill a flat form.
+
+    The form is held to the spec's subset when the request is built
+    (:func:`~presa_trio.wire.forms.check_form`), a
+    :class:`~presa_trio.wire.hints.SignatureError` otherwise, so a request
+    that would not validate is never sent (schema.ts ``ElicitRequestFormParams``).
+    """
 
     message: str
     requested_schema: JSONObject
 
     capability = "elicitation"
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.message, str):
+            raise SignatureError(
+                f"elicitation/create: the message is a string, not {self.message!r}"
+            )
+        check_form(self.requested_schema, "elicitation/create")
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:
         return capabilities.has_elicitation_mode("form")
@@ -55,6 +70,15 @@ class Sampling:
     system_prompt: str | None = None
 
     capability = "sampling"
+
+    def __attrs_post_init__(self) -> None:
+        """Refuse what the request could not carry (schema.ts ``CreateMessageRequestParams``)."""
+        if not (is_text(self.prompt) and is_optional_text(self.system_prompt)):
+            raise SignatureError("sampling/createMessage: the prompt and system prompt are strings")
+        if not is_number(self.max_tokens):
+            raise SignatureError(
+                f"sampling/createMessage: maxTokens is a number, not {self.max_tokens!r}"
+            )
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:
         return capabilities.has("sampling")

@@ -77,7 +77,7 @@ def asking_server(clock: Clock | None = None, key: bytes = KEY) -> Server:
 
     def ask(what: str) -> InputRequired:
         requests: dict[str, Any] = {
-            "elicitation": {"who": Elicitation("Who?", {"type": "object"})},
+            "elicitation": {"who": Elicitation("Who?", {"type": "object", "properties": {}})},
             "sampling": {"guess": Sampling("Guess", 10)},
             "roots": {"where": ListRoots()},
         }
@@ -93,7 +93,9 @@ def asking_server(clock: Clock | None = None, key: bytes = KEY) -> Server:
     async def guarded(ctx: RequestContext) -> Any:
         answer = ctx.elicitation("consent")
         if answer is None:
-            return InputRequired({"consent": Elicitation("Allow?", {"type": "object"})})
+            return InputRequired(
+                {"consent": Elicitation("Allow?", {"type": "object", "properties": {}})}
+            )
         return f"consent: {answer.action}"
 
     @server.resource_template("test://items/{id}", name="item")

@@ -78,7 +78,12 @@ def build() -> tuple[McpApp, TasksExtension]:
     @tasks.tool(Policy.OPTIONAL, description="Asks twice, one after the other")
     async def two_asks(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         first = await ctx.ask({"a": Elicitation("First?", CONFIRM)})
-        second = await ctx.ask({"b": Elicitation("Second?", CONFIRM), "c": Elicitation("?", {})})
+        second = await ctx.ask(
+            {
+                "b": Elicitation("Second?", CONFIRM),
+                "c": Elicitation("?", {"type": "object", "properties": {}}),
+            }
+        )
         actions = [first.elicitation("a").action] + [second.elicitation(k).action for k in "bc"]
         return " ".join(actions)
 
@@ -107,7 +112,10 @@ def build() -> tuple[McpApp, TasksExtension]:
 
     @tasks.tool(Policy.OPTIONAL, description="Asks a question whose schema JSON cannot hold")
     async def unwritable_question(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        schema = {"type": "object", "properties": {"x": {"maximum": float("nan")}}}
+        schema = {
+            "type": "object",
+            "properties": {"x": {"type": "number", "maximum": float("nan")}},
+        }
         await ctx.ask({"k": Elicitation("How much?", schema)})
         return "unreachable"
 
