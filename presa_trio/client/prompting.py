@@ -83,8 +83,6 @@ class Terminal:
         return line.rstrip("\r\n")
 
     async def elicit(self, key: str, params: JSONObject) -> JSONObject:
-        if params.get("mode", "form") != "form":
-            raise UsageProblem(f"input request {key!r}: only form-mode elicitation is supported")
         self.say(f"[{key}] The server asks: {params.get('message', '')}")
         while (
             action := ACTIONS.get((await self.ask("accept, decline or cancel? [a/d/c] ")).lower())

@@ -33,6 +33,11 @@ def answering(results: dict[str, Any], otherwise: Any) -> Callable[[str, Any], b
     return answer
 
 
+def asking(request: Any) -> Callable[[str, Any], bytes]:
+    """Lists the tool ``t``; answers every other request with ``request`` under the key ``k``."""
+    return answering({}, {"resultType": "input_required", "inputRequests": {"k": request}})
+
+
 def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
     """Answers ``tools/list`` with ``tools``: what the client reads first."""
     return lambda method, request_id: response(request_id, tools)
@@ -104,6 +109,25 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
             "ttlMs": None,
         },
     ),
+    # Input requests the client does not declare: sampling with tools, a URL-mode
+    # elicitation, and a method no input request has.
+    "sampling-with-tools": asking(
+        {
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Weather?"}}],
+                "maxTokens": 10,
+                "tools": [{"name": "weather", "inputSchema": {"type": "object"}}],
+            },
+        }
+    ),
+    "elicitation-url": asking(
+        {
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/"},
+        }
+    ),
+    "input-method-ping": asking({"method": "ping"}),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
 }

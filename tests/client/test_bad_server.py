@@ -42,6 +42,27 @@ async def test_input_requests_that_are_no_object_of_requests() -> None:
         assert ran.error() == f"{served.url} sent inputRequests that are no object of requests"
 
 
+async def test_an_input_request_the_client_did_not_declare() -> None:
+    """Spec-mandated (schema.ts ``CreateMessageRequestParams.tools``: the client MUST
+    return an error if it is provided but ``sampling.tools`` is not declared;
+    client/elicitation §Capabilities: no mode the client does not support;
+    basic/patterns/mrtr §Server Requirements 2: only the three methods): the
+    server's mistake, exit 3 naming the key, even with an answer at hand."""
+    for wrong, what in (
+        ("sampling-with-tools", "sampling with tools"),
+        ("elicitation-url", "elicitation in 'url' mode"),
+        ("input-method-ping", "an input request of method 'ping'"),
+    ):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client(
+                "call", served.url, "t", "--no-listen", "--answer", 'k={"action": "decline"}'
+            )
+        assert ran.status == 3, wrong
+        assert ran.error() == (
+            f"{served.url} asks 'k' for {what}, which this client does not declare"
+        ), wrong
+
+
 async def test_a_task_in_answer_to_a_request_that_cannot_be_one() -> None:
     """Spec-mandated (SEP-2663 §Capability Negotiation: a client that receives a
     CreateTaskResult in response to an unsupported request type MUST interpret it as
