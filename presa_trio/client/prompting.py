@@ -10,7 +10,11 @@ on accept each property of ``requestedSchema`` is asked in turn with its
 title, description, type, choices and default (client/elicitation
 §Requested Schema: a flat object of strings, numbers, booleans and enums).
 An empty line takes the default, or leaves an optional field out. A value
-that does not read as its type is asked again. A sampling request shows its
+that does not read as its type is asked again. The filled form is shown
+before it is sent, and can be sent, edited (each field asked again, an
+empty line keeping what it holds), declined or cancelled (client/elicitation
+§User Interaction Model: for form mode, clients MUST allow users to review
+and modify their responses before sending). A sampling request shows its
 messages and takes the reply typed in as the model's (client/sampling
 §Creating Messages); its model is ``human``.
 
@@ -19,6 +23,7 @@ Spec: client/elicitation §User Interaction Model, §Form Mode; client/sampling.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, TextIO
 
@@ -32,16 +37,23 @@ from presa_trio.wire.models import JSONObject
 
 ACTIONS = {"": "accept", "a": "accept", "accept": "accept", "d": "decline", "decline": "decline"}
 ACTIONS |= {"c": "cancel", "cancel": "cancel"}
+REVIEW = {"": "send", "s": "send", "send": "send", "e": "edit", "edit": "edit"}
+REVIEW |= {key: action for key, action in ACTIONS.items() if action != "accept"}
+REVIEW_QUESTION = "send, edit, decline or cancel? [s/e/d/c] "
+#: What a field holds when it holds nothing yet.
+EMPTY = object()
 
 
-def field_line(name: str, schema: Any, required: bool) -> str:
-    """``name (integer, one of 1, 2; default 1) *: description``."""
+def field_line(name: str, schema: Any, required: bool, held: Any = EMPTY) -> str:
+    """``name (integer, one of 1, 2; default 1) *: description``; ``now`` for what it holds."""
     schema = schema if isinstance(schema, dict) else {}
     facts = [str(schema.get("type", "any"))]
     choices = schema.get("enum") or [option.get("const") for option in schema.get("oneOf", [])]
     if choices:
         facts.append("one of " + ", ".join(str(c) for c in choices))
-    if "default" in schema:
+    if held is not EMPTY:
+        facts.append(f"now {json.dumps(held)}")
+    elif "default" in schema:
         facts.append(f"default {schema['default']}")
     title = schema.get("title", name)
     line = f"  {title} ({'; '.join(facts)}){' *' if required else ''}"
@@ -88,30 +100,39 @@ class Terminal:
             action := ACTIONS.get((await self.ask("accept, decline or cancel? [a/d/c] ")).lower())
         ) is None:
             self.say("  answer a, d or c")
-        if action != "accept":
-            return {"action": action}
         schema = params.get("requestedSchema")
         schema = schema if isinstance(schema, dict) else {}
-        while True:
-            content = await self.form(schema)
+        content: JSONObject = {}
+        while action == "accept":
+            content = await self.form(schema, content)
             try:
                 check(content, schema, "the answer")
             except UsageProblem as problem:
                 self.say(f"  {problem}; again:")
                 continue
-            return {"action": "accept", "content": content}
+            self.say(f"  the answer: {json.dumps(content)}")
+            while (review := REVIEW.get((await self.ask(REVIEW_QUESTION)).lower())) is None:
+                self.say("  answer s, e, d or c")
+            if review == "send":
+                return {"action": "accept", "content": content}
+            if review != "edit":
+                action = review
+        return {"action": action}
 
-    async def form(self, schema: JSONObject) -> JSONObject:
+    async def form(self, schema: JSONObject, held: JSONObject) -> JSONObject:
+        """Each field asked in turn; an empty line keeps what ``held`` has, else the default."""
         properties = schema.get("properties")
         listed = schema.get("required")
         required = listed if isinstance(listed, list) else []
         content: JSONObject = {}
         for name, field in (properties if isinstance(properties, dict) else {}).items():
-            self.say(field_line(name, field, name in required))
+            self.say(field_line(name, field, name in required, held.get(name, EMPTY)))
             while True:
                 text = await self.ask("  > ")
                 if not text:
-                    if isinstance(field, dict) and "default" in field:
+                    if name in held:
+                        content[name] = held[name]
+                    elif isinstance(field, dict) and "default" in field:
                         content[name] = field["default"]
                     elif name in required:
                         self.say("  this field is required")

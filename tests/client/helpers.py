@@ -63,7 +63,12 @@ async def client(*arguments: str, stdin: bytes = b"", env: dict[str, str] | None
 
 
 #: What the client ends a question with, on a terminal.
-PROMPTS = (b"accept, decline or cancel? [a/d/c] ", b"  > ", b"Your reply, as the model: ")
+PROMPTS = (
+    b"accept, decline or cancel? [a/d/c] ",
+    b"  > ",
+    b"send, edit, decline or cancel? [s/e/d/c] ",
+    b"Your reply, as the model: ",
+)
 
 
 async def on_terminal(arguments: Sequence[str], typed: list[str]) -> str:

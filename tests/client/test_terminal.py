@@ -8,18 +8,47 @@ from __future__ import annotations
 from tests.client.helpers import on_terminal
 from tests.e2e.serve_process import ServeProcess
 
+REVIEW = "send, edit, decline or cancel? [s/e/d/c] "
+
 
 async def test_an_elicitation_field_by_field(presa: ServeProcess) -> None:
     shown = await on_terminal(
-        ["call", presa.url, "test_input_required_result_request_state"], ["accept", "maybe", "y"]
+        ["call", presa.url, "test_input_required_result_request_state"],
+        ["accept", "maybe", "y", "s"],
     )
     assert "[confirm] The server asks: Please confirm\n" in shown
     assert "  ok (boolean) *\n  > maybe\n  expected boolean, got 'maybe'\n  > y\n" in shown
+    assert f'  the answer: {{"ok": true}}\n{REVIEW}s\n' in shown
+    assert shown.endswith("state-ok: round 1 confirmed=True\n")
+
+
+async def test_the_form_is_reviewed_and_may_be_edited_before_it_is_sent(
+    presa: ServeProcess,
+) -> None:
+    """Spec-mandated (client/elicitation §User Interaction Model: for form mode,
+    clients MUST allow users to review and modify their responses before sending):
+    the filled form is shown; edit asks each field again, showing what it holds."""
+    shown = await on_terminal(
+        ["call", presa.url, "test_input_required_result_request_state"],
+        ["a", "n", "e", "y", "s"],
+    )
+    assert f'  the answer: {{"ok": false}}\n{REVIEW}e\n  ok (boolean; now false) *\n' in shown
+    assert f'  the answer: {{"ok": true}}\n{REVIEW}s\n' in shown
     assert shown.endswith("state-ok: round 1 confirmed=True\n")
 
 
 async def test_a_decline(presa: ServeProcess) -> None:
     shown = await on_terminal(["call", presa.url, "test_input_required_result_elicitation"], ["d"])
+    assert shown.endswith("The user chose to decline.\n")
+
+
+async def test_a_decline_once_the_form_is_filled(presa: ServeProcess) -> None:
+    """Spec-mandated (client/elicitation §User Interaction Model: clear decline and
+    cancel options): the filled form can still be declined instead of sent."""
+    shown = await on_terminal(
+        ["call", presa.url, "test_input_required_result_elicitation"], ["a", "Al", "d"]
+    )
+    assert f'  the answer: {{"name": "Al"}}\n{REVIEW}d\n' in shown
     assert shown.endswith("The user chose to decline.\n")
 
 
