@@ -9,8 +9,9 @@ An elicitation shows its message, then asks *accept, decline or cancel*;
 on accept each property of ``requestedSchema`` is asked in turn with its
 title, description, type, choices and default (client/elicitation
 §Requested Schema: a flat object of strings, numbers, booleans and enums).
-An empty line takes the default, or leaves an optional field out. A value
-that does not read as its type is asked again. The filled form is shown
+Choices show their titles, as labels of the values to type; several
+choices are typed ``a, b``. An empty line takes the default, or leaves an
+optional field out. A value that does not read as its type is asked again. The filled form is shown
 before it is sent, and can be sent, edited (each field asked again, an
 empty line keeping what it holds), declined or cancelled (client/elicitation
 §User Interaction Model: for form mode, clients MUST allow users to review
@@ -30,9 +31,9 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from presa_trio.client.arguments import check, typed_value
+from presa_trio.client.arguments import as_json, check, typed_value
 from presa_trio.client.errors import UsageProblem
-from presa_trio.client.transport import list_at
+from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.models import JSONObject
 
 ACTIONS = {"": "accept", "a": "accept", "accept": "accept", "d": "decline", "decline": "decline"}
@@ -44,13 +45,38 @@ REVIEW_QUESTION = "send, edit, decline or cancel? [s/e/d/c] "
 EMPTY = object()
 
 
+def choices_of(schema: JSONObject) -> list[str]:
+    """The choices a field (or a list's items) offers, each with its title if it has one.
+
+    Spec: client/elicitation §Requested Schema — ``enum``; ``oneOf`` (or, for
+    a list's items, ``anyOf``) of ``{const, title}``, the title the option's label.
+    """
+    untitled = [str(value) for value in list_at(schema, "enum")]
+    options = list_at(schema, "oneOf") or list_at(schema, "anyOf")
+    titled = [
+        f"{option.get('const')}" + (f" ({option['title']})" if "title" in option else "")
+        for option in options
+        if isinstance(option, dict)
+    ]
+    return untitled or titled
+
+
+def field_value(text: str, field: Any) -> Any:
+    """What ``text`` typed for ``field`` reads as; a list's choices may be ``a, b``."""
+    several = isinstance(field, dict) and field.get("type") == "array"
+    if several and not as_json(text)[0]:
+        return [choice.strip() for choice in text.split(",")]
+    return typed_value(text, field)
+
+
 def field_line(name: str, schema: Any, required: bool, held: Any = EMPTY) -> str:
     """``name (integer, one of 1, 2; default 1) *: description``; ``now`` for what it holds."""
     schema = schema if isinstance(schema, dict) else {}
     facts = [str(schema.get("type", "any"))]
-    choices = schema.get("enum") or [option.get("const") for option in schema.get("oneOf", [])]
-    if choices:
-        facts.append("one of " + ", ".join(str(c) for c in choices))
+    if choices := choices_of(schema):
+        facts.append("one of " + ", ".join(choices))
+    if several := choices_of(object_at(schema, "items")):
+        facts.append("any of " + ", ".join(several))
     if held is not EMPTY:
         facts.append(f"now {json.dumps(held)}")
     elif "default" in schema:
@@ -139,7 +165,7 @@ class Terminal:
                         continue
                     break
                 try:
-                    content[name] = typed_value(text, field)
+                    content[name] = field_value(text, field)
                 except ValueError as error:
                     self.say(f"  {error}")
                     continue

@@ -128,6 +128,35 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         }
     ),
     "input-method-ping": asking({"method": "ping"}),
+    # Not wrong: a form of choices, one titled and several untitled, asked on every call.
+    "choices": asking(
+        {
+            "method": "elicitation/create",
+            "params": {
+                "message": "Colours?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "main": {
+                            "type": "string",
+                            "oneOf": [
+                                {"const": "#f00", "title": "Red"},
+                                {"const": "#00f", "title": "Blue"},
+                            ],
+                        },
+                        "more": {
+                            "type": "array",
+                            "items": {"type": "string", "enum": ["green", "grey"]},
+                        },
+                        "titled": {
+                            "type": "array",
+                            "items": {"anyOf": [{"const": "#0f0", "title": "Green"}]},
+                        },
+                    },
+                },
+            },
+        }
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
 }

@@ -5,8 +5,11 @@ client/sampling)."""
 
 from __future__ import annotations
 
+import sys
+
 from tests.client.helpers import on_terminal
-from tests.e2e.serve_process import ServeProcess
+from tests.client.test_bad_server import MISBEHAVING
+from tests.e2e.serve_process import ServeProcess, serving
 
 REVIEW = "send, edit, decline or cancel? [s/e/d/c] "
 
@@ -61,3 +64,18 @@ async def test_a_sampling_reply_typed_in(presa: ServeProcess) -> None:
 async def test_ctrl_c_at_a_question_of_a_plain_call(presa: ServeProcess) -> None:
     shown = await on_terminal(["call", presa.url, "test_input_required_result_elicitation"], [])
     assert shown.endswith("accept, decline or cancel? [a/d/c] ^C\n")
+
+
+async def test_choices_are_shown_with_their_titles_and_several_are_typed_with_commas() -> None:
+    """Spec-mandated (client/elicitation §Requested Schema: single- and multi-select
+    enums, with titles as the options' display labels; clients use the schema to
+    generate appropriate input forms): each field shows its choices, titled ones by
+    title, and a multiple choice reads ``a, b`` as the list of both."""
+    async with serving([sys.executable, MISBEHAVING, "choices"]) as served:
+        shown = await on_terminal(
+            ["call", served.url, "t", "--no-listen"], ["a", "#00f", "green, grey", "#0f0", "s"]
+        )
+    assert "  main (string; one of #f00 (Red), #00f (Blue))\n" in shown
+    assert "  more (array; any of green, grey)\n" in shown
+    assert "  titled (array; any of #0f0 (Green))\n" in shown
+    assert '  the answer: {"main": "#00f", "more": ["green", "grey"], "titled": ["#0f0"]}' in shown
