@@ -5,10 +5,10 @@ A server asks through ``inputRequests`` (basic/patterns/mrtr), in an
 Update Requests). Each request has a key; the answer goes back under it.
 :class:`Answerer` finds each answer, in this order:
 
-1. ``--answer KEY=JSON`` or the ``--answers FILE`` object, checked with the
-   server's own reader of such answers (:func:`presa_trio.wire.mrtr.check_answer`)
-   and, for an elicitation, against its ``requestedSchema``, so a malformed
-   answer is a one-line error here rather than a -32602 there;
+1. ``--answer KEY=JSON`` or the ``--answers FILE`` object, checked as the
+   server checks such answers (:func:`presa_trio.wire.mrtr.check_answer`:
+   the result's type and, for an accepted elicitation, its ``requestedSchema``),
+   so a malformed answer is a one-line error here rather than a -32602 there;
 2. ``roots/list``: the ``--root PATH`` directories, as ``file://`` URIs
    (none given: an empty list, which is an answer);
 3. a terminal: the person is asked (:mod:`presa_trio.client.prompting`);
@@ -40,7 +40,6 @@ from typing import Protocol
 
 import attrs
 
-from presa_trio.client.arguments import check
 from presa_trio.client.errors import ProtocolFailure, UsageProblem
 from presa_trio.client.transport import object_at
 from presa_trio.wire.errors import InvalidParams
@@ -203,8 +202,4 @@ class Answerer:
             raise UsageProblem(f"--answer {key}: {error.message}") from None
         except ValueError:
             raise UsageProblem(f"input request {key!r} has an unknown method") from None
-        params = request.get("params")
-        schema = params.get("requestedSchema") if isinstance(params, dict) else None
-        if answer.get("action") == "accept" and isinstance(schema, dict):
-            check(answer.get("content"), schema, f"--answer {key}: the content")
         return answer

@@ -47,7 +47,7 @@ from presa_trio.wire.hints import (
     structuring_problems,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import ElicitResult
+from presa_trio.wire.mrtr import ElicitResult, check_content
 from presa_trio.wire.schemas import CompiledSchema
 
 T = TypeVar("T")
@@ -131,12 +131,7 @@ class Form(Generic[T]):
         if result.action == "cancel":
             return Cancelled()
         content = result.content or {}
-        violations = self.compiled.violations(content)
-        if violations:
-            raise InvalidParams(
-                f"inputResponses[{key!r}]: the content does not fit the requested schema "
-                f"({violations[0].describe()})"
-            )
+        check_content(self.compiled, key, content)
         try:
             data = self.read(content)
         except Exception as error:

@@ -22,6 +22,7 @@ from presa_trio.wire.forms import check_form
 from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.schemas import CompiledSchema, SchemaError
 from presa_trio.wire.well_formed import is_number, is_optional_text, is_text
 
 
@@ -283,12 +284,37 @@ def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
 
     Spec: basic/patterns/mrtr §Error Handling — servers SHOULD check that
     the information inside ``inputResponses`` can be parsed, and answer a
-    protocol error when it cannot.
+    protocol error when it cannot. An accepted elicitation's content is
+    checked against the form asked (:func:`check_content`), so an answer
+    that does not fit is refused where it arrives: a retry, or the
+    ``tasks/update`` that brings it, never a task failed by it.
     """
     reader = ANSWER_READERS.get(request.get("method", ""))
     if reader is None:
         raise ValueError(f"no reader for input requests of method {request.get('method')!r}")
-    read_answer(reader, key, answer)
+    read = read_answer(reader, key, answer)
+    if isinstance(read, ElicitResult) and read.action == "accept":
+        params = request.get("params")
+        schema = params.get("requestedSchema") if isinstance(params, dict) else None
+        try:
+            compiled = CompiledSchema.compile(schema, role="requestedSchema")
+        except SchemaError:
+            return
+        check_content(compiled, key, read.content or {})
+
+
+def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
+    """-32602 unless accepted ``content`` fits the form it answers.
+
+    Spec: client/elicitation §Form Mode Security — servers SHOULD validate
+    that received data matches the requested schema.
+    """
+    violations = schema.violations(content)
+    if violations:
+        raise InvalidParams(
+            f"inputResponses[{key!r}]: the content does not fit the requested schema "
+            f"({violations[0].describe()})"
+        )
 
 
 def read_answer(reader: Callable[[JSONObject], _Read], key: str, answer: JSONObject) -> _Read:
