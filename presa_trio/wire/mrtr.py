@@ -231,7 +231,7 @@ def is_sampling_block(block: Any) -> bool:
     kind = block.get("type") if isinstance(block, dict) else None
     members = SAMPLING_BLOCKS.get(kind) if isinstance(kind, str) else None
     return members is not None and all(
-        isinstance(block.get(name), kind) for name, kind in members.items()
+        isinstance(block.get(name), wanted) for name, wanted in members.items()
     )
 
 
