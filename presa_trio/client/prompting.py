@@ -11,11 +11,12 @@ title, description, type, choices and default (client/elicitation
 §Requested Schema: a flat object of strings, numbers, booleans and enums).
 Choices show their titles, as labels of the values to type; several
 choices are typed ``a, b``. An empty line takes the default, or leaves an
-optional field out. A value that does not read as its type is asked again. The filled form is shown
-before it is sent, and can be sent, edited (each field asked again, an
-empty line keeping what it holds), declined or cancelled (client/elicitation
-§User Interaction Model: for form mode, clients MUST allow users to review
-and modify their responses before sending). A sampling request shows its
+optional field out. A value that does not read as its type is asked again.
+The filled form is shown before it is sent, and can be sent, edited (each
+field asked again, an empty line keeping what it holds), declined or
+cancelled (client/elicitation §User Interaction Model: for form mode,
+clients MUST allow users to review and modify their responses before
+sending). A sampling request shows its
 messages and takes the reply typed in as the model's (client/sampling
 §Creating Messages); its model is ``human``.
 
