@@ -128,6 +128,8 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         }
     ),
     "input-method-ping": asking({"method": "ping"}),
+    # An input_required round whose requestState is a number, with nothing to answer.
+    "request-state-number": answering({}, {"resultType": "input_required", "requestState": 7}),
     # Not wrong: a form of choices, one titled and several untitled, asked on every call.
     "choices": asking(
         {

@@ -63,6 +63,17 @@ async def test_an_input_request_the_client_did_not_declare() -> None:
         ), wrong
 
 
+async def test_a_request_state_that_is_no_string() -> None:
+    """Spec-mandated (basic/patterns/mrtr §InputRequiredResult: ``requestState`` is an
+    opaque string, and the client MUST echo back its exact value): one that is no
+    string cannot be echoed as a string, so it is the server's mistake, exit 3, rather
+    than a retry without it."""
+    async with serving([sys.executable, MISBEHAVING, "request-state-number"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} sent a requestState that is no string"
+
+
 async def test_a_task_in_answer_to_a_request_that_cannot_be_one() -> None:
     """Spec-mandated (SEP-2663 §Capability Negotiation: a client that receives a
     CreateTaskResult in response to an unsupported request type MUST interpret it as
