@@ -16,6 +16,8 @@ import trio
 from tests.e2e.serve_process import REPOSITORY
 
 SDK_SERVER = str(Path(__file__).with_name("sdk_server.py"))
+#: A server that gets one thing wrong: ``python MISBEHAVING WRONG``.
+MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
 
 
 #: The one line every failure of the client is.

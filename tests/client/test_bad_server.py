@@ -10,14 +10,11 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from pathlib import Path
 
 import trio
 
-from tests.client.helpers import client, client_command
+from tests.client.helpers import MISBEHAVING, client, client_command
 from tests.e2e.serve_process import serving
-
-MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
 
 
 async def test_a_response_that_is_no_json_by_rfc_8259() -> None:

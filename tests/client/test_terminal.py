@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.client.helpers import on_terminal
-from tests.client.test_bad_server import MISBEHAVING
+from tests.client.helpers import MISBEHAVING, on_terminal
 from tests.e2e.serve_process import ServeProcess, serving
 
 REVIEW = "send, edit, decline or cancel? [s/e/d/c] "
