@@ -5,14 +5,19 @@ A server asks through ``inputRequests`` (basic/patterns/mrtr), in an
 Update Requests). Each request has a key; the answer goes back under it.
 :class:`Answerer` finds each answer, in this order:
 
-1. ``--answer KEY=JSON`` or the ``--answers FILE`` object, checked with the
-   server's own reader of such answers (:func:`presa_trio.wire.mrtr.check_answer`)
-   and, for an elicitation, against its ``requestedSchema``, so a malformed
-   answer is a one-line error here rather than a -32602 there;
+1. ``--answer KEY=JSON`` or the ``--answers FILE`` object, checked as the
+   server checks such answers (:func:`presa_trio.wire.mrtr.check_answer`:
+   the result's type and, for an accepted elicitation, its ``requestedSchema``),
+   so a malformed answer is a one-line error here rather than a -32602 there;
 2. ``roots/list``: the ``--root PATH`` directories, as ``file://`` URIs
    (none given: an empty list, which is an answer);
 3. a terminal: the person is asked (:mod:`presa_trio.client.prompting`);
 4. else a one-line error naming the key and what to pass: never a hang.
+
+A request the client does not declare it answers (:data:`DECLARED`: a
+sampling request with ``tools``, an elicitation in another mode than form,
+a method no input request has) is the server's mistake: a protocol failure
+naming the key (exit 3), whatever answer is at hand.
 
 A flag answers a key the server asks; a misspelt one must not be passed
 over in silence while the person is asked instead. So a question that no
@@ -21,8 +26,9 @@ names the flags' keys and the keys asked (:meth:`Answerer.refuse_unasked`);
 a flag still unasked when the command ends is named on stderr
 (:meth:`Answerer.unasked`).
 
-Spec: client/elicitation §Form Mode, §Response Actions; client/sampling;
-client/roots; basic/patterns/mrtr §Input Responses.
+Spec: client/elicitation §Form Mode, §Response Actions, §Capabilities;
+client/sampling §Tools in Sampling; client/roots; basic/patterns/mrtr
+§Input Responses, §Server Requirements (Basic Workflow).
 """
 
 from __future__ import annotations
@@ -34,12 +40,34 @@ from typing import Protocol
 
 import attrs
 
-from presa_trio.client.arguments import check
 from presa_trio.client.errors import ProtocolFailure, UsageProblem
 from presa_trio.client.transport import object_at
 from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answer
+
+#: The input requests this client answers, as it declares them on every request:
+#: form-mode elicitation, sampling without tools or context, roots.
+DECLARED: JSONObject = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+
+
+def undeclared(request: JSONObject) -> str | None:
+    """What ``request`` asks that :data:`DECLARED` does not declare; ``None`` if nothing.
+
+    Spec: schema.ts ``CreateMessageRequestParams.tools``, ``toolChoice`` (the
+    client MUST return an error without ``sampling.tools``); client/elicitation
+    §Capabilities; basic/patterns/mrtr §Server Requirements (Basic Workflow) 2.
+    """
+    declared = ClientCapabilities(DECLARED)
+    method, params = request.get("method"), object_at(request, "params")
+    if method == "elicitation/create":
+        mode = params.get("mode", "form")
+        return None if declared.has_elicitation_mode(mode) else f"elicitation in {mode!r} mode"
+    if method == "sampling/createMessage":
+        tools = "tools" in params or "toolChoice" in params
+        return "sampling with tools" if tools and "tools" not in DECLARED["sampling"] else None
+    return None if method == "roots/list" else f"an input request of method {method!r}"
 
 
 class Person(Protocol):
@@ -118,6 +146,8 @@ class Answerer:
     answered: set[str] = attrs.field(factory=set)
     #: Every key the server asked for, in the order asked.
     asked: list[str] = attrs.field(factory=list)
+    #: Who asks, as a protocol failure names it.
+    where: str = "the server"
 
     async def answer_all(self, requests: Mapping[str, JSONObject]) -> dict[str, JSONObject]:
         """Answers to every request not answered before, by key."""
@@ -134,6 +164,10 @@ class Answerer:
         params = object_at(request, "params")
         if key not in self.asked:
             self.asked.append(key)
+        if (what := undeclared(request)) is not None:
+            raise ProtocolFailure(
+                f"{self.where} asks {key!r} for {what}, which this client does not declare"
+            )
         if key in self.given:
             return self.checked(key, request, self.given[key])
         if method == "roots/list":
@@ -168,8 +202,4 @@ class Answerer:
             raise UsageProblem(f"--answer {key}: {error.message}") from None
         except ValueError:
             raise UsageProblem(f"input request {key!r} has an unknown method") from None
-        params = request.get("params")
-        schema = params.get("requestedSchema") if isinstance(params, dict) else None
-        if answer.get("action") == "accept" and isinstance(schema, dict):
-            check(answer.get("content"), schema, f"--answer {key}: the content")
         return answer

@@ -288,7 +288,7 @@ async def run_async(args: argparse.Namespace, stdio: Sequence[str] | None, conso
     terminal = Terminal()
     person = terminal if terminal.interactive() else None
     async with connected(args, stdio, console) as (connection, signin):
-        answerer = Answerer(given, getattr(args, "root", []), person)
+        answerer = Answerer(given, getattr(args, "root", []), person, where=connection.where)
         listen = not getattr(args, "no_listen", False)
         follower = TaskFollower(connection, answerer, console, listen)
         run = Run(args, connection, console, follower, signin)

@@ -33,6 +33,7 @@ import attrs
 import trio
 
 from presa_trio import __version__
+from presa_trio.client.answers import DECLARED
 from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
 from presa_trio.client.transport import NotModern, Replies, Transport, is_response
 from presa_trio.wire.errors import (
@@ -115,7 +116,7 @@ class Connection:
 
     @property
     def capabilities(self) -> JSONObject:
-        declared: JSONObject = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+        declared: JSONObject = dict(DECLARED)
         if self.tasks:
             declared["extensions"] = {TASKS_EXTENSION: {}}
         return declared

@@ -9,8 +9,14 @@ An elicitation shows its message, then asks *accept, decline or cancel*;
 on accept each property of ``requestedSchema`` is asked in turn with its
 title, description, type, choices and default (client/elicitation
 §Requested Schema: a flat object of strings, numbers, booleans and enums).
-An empty line takes the default, or leaves an optional field out. A value
-that does not read as its type is asked again. A sampling request shows its
+Choices show their titles, as labels of the values to type; several
+choices are typed ``a, b``. An empty line takes the default, or leaves an
+optional field out. A value that does not read as its type is asked again.
+The filled form is shown before it is sent, and can be sent, edited (each
+field asked again, an empty line keeping what it holds), declined or
+cancelled (client/elicitation §User Interaction Model: for form mode,
+clients MUST allow users to review and modify their responses before
+sending). A sampling request shows its
 messages and takes the reply typed in as the model's (client/sampling
 §Creating Messages); its model is ``human``.
 
@@ -19,29 +25,62 @@ Spec: client/elicitation §User Interaction Model, §Form Mode; client/sampling.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, TextIO
 
 import attrs
 import trio
 
-from presa_trio.client.arguments import check, typed_value
+from presa_trio.client.arguments import as_json, check, typed_value
 from presa_trio.client.errors import UsageProblem
-from presa_trio.client.transport import list_at
+from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.models import JSONObject
 
 ACTIONS = {"": "accept", "a": "accept", "accept": "accept", "d": "decline", "decline": "decline"}
 ACTIONS |= {"c": "cancel", "cancel": "cancel"}
+REVIEW = {"": "send", "s": "send", "send": "send", "e": "edit", "edit": "edit"}
+REVIEW |= {key: action for key, action in ACTIONS.items() if action != "accept"}
+REVIEW_QUESTION = "send, edit, decline or cancel? [s/e/d/c] "
+#: What a field holds when it holds nothing yet.
+EMPTY = object()
 
 
-def field_line(name: str, schema: Any, required: bool) -> str:
-    """``name (integer, one of 1, 2; default 1) *: description``."""
+def choices_of(schema: JSONObject) -> list[str]:
+    """The choices a field (or a list's items) offers, each with its title if it has one.
+
+    Spec: client/elicitation §Requested Schema — ``enum``; ``oneOf`` (or, for
+    a list's items, ``anyOf``) of ``{const, title}``, the title the option's label.
+    """
+    untitled = [str(value) for value in list_at(schema, "enum")]
+    options = list_at(schema, "oneOf") or list_at(schema, "anyOf")
+    titled = [
+        f"{option.get('const')}" + (f" ({option['title']})" if "title" in option else "")
+        for option in options
+        if isinstance(option, dict)
+    ]
+    return untitled or titled
+
+
+def field_value(text: str, field: Any) -> Any:
+    """What ``text`` typed for ``field`` reads as; a list's choices may be ``a, b``."""
+    several = isinstance(field, dict) and field.get("type") == "array"
+    if several and not as_json(text)[0]:
+        return [choice.strip() for choice in text.split(",")]
+    return typed_value(text, field)
+
+
+def field_line(name: str, schema: Any, required: bool, held: Any = EMPTY) -> str:
+    """``name (integer, one of 1, 2; default 1) *: description``; ``now`` for what it holds."""
     schema = schema if isinstance(schema, dict) else {}
     facts = [str(schema.get("type", "any"))]
-    choices = schema.get("enum") or [option.get("const") for option in schema.get("oneOf", [])]
-    if choices:
-        facts.append("one of " + ", ".join(str(c) for c in choices))
-    if "default" in schema:
+    if choices := choices_of(schema):
+        facts.append("one of " + ", ".join(choices))
+    if several := choices_of(object_at(schema, "items")):
+        facts.append("any of " + ", ".join(several))
+    if held is not EMPTY:
+        facts.append(f"now {json.dumps(held)}")
+    elif "default" in schema:
         facts.append(f"default {schema['default']}")
     title = schema.get("title", name)
     line = f"  {title} ({'; '.join(facts)}){' *' if required else ''}"
@@ -83,44 +122,51 @@ class Terminal:
         return line.rstrip("\r\n")
 
     async def elicit(self, key: str, params: JSONObject) -> JSONObject:
-        if params.get("mode", "form") != "form":
-            raise UsageProblem(f"input request {key!r}: only form-mode elicitation is supported")
         self.say(f"[{key}] The server asks: {params.get('message', '')}")
         while (
             action := ACTIONS.get((await self.ask("accept, decline or cancel? [a/d/c] ")).lower())
         ) is None:
             self.say("  answer a, d or c")
-        if action != "accept":
-            return {"action": action}
         schema = params.get("requestedSchema")
         schema = schema if isinstance(schema, dict) else {}
-        while True:
-            content = await self.form(schema)
+        content: JSONObject = {}
+        while action == "accept":
+            content = await self.form(schema, content)
             try:
                 check(content, schema, "the answer")
             except UsageProblem as problem:
                 self.say(f"  {problem}; again:")
                 continue
-            return {"action": "accept", "content": content}
+            self.say(f"  the answer: {json.dumps(content)}")
+            while (review := REVIEW.get((await self.ask(REVIEW_QUESTION)).lower())) is None:
+                self.say("  answer s, e, d or c")
+            if review == "send":
+                return {"action": "accept", "content": content}
+            if review != "edit":
+                action = review
+        return {"action": action}
 
-    async def form(self, schema: JSONObject) -> JSONObject:
+    async def form(self, schema: JSONObject, held: JSONObject) -> JSONObject:
+        """Each field asked in turn; an empty line keeps what ``held`` has, else the default."""
         properties = schema.get("properties")
         listed = schema.get("required")
         required = listed if isinstance(listed, list) else []
         content: JSONObject = {}
         for name, field in (properties if isinstance(properties, dict) else {}).items():
-            self.say(field_line(name, field, name in required))
+            self.say(field_line(name, field, name in required, held.get(name, EMPTY)))
             while True:
                 text = await self.ask("  > ")
                 if not text:
-                    if isinstance(field, dict) and "default" in field:
+                    if name in held:
+                        content[name] = held[name]
+                    elif isinstance(field, dict) and "default" in field:
                         content[name] = field["default"]
                     elif name in required:
                         self.say("  this field is required")
                         continue
                     break
                 try:
-                    content[name] = typed_value(text, field)
+                    content[name] = field_value(text, field)
                 except ValueError as error:
                     self.say(f"  {error}")
                     continue

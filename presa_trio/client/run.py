@@ -66,7 +66,9 @@ class Run:
         """``method`` until its result is not ``input_required``, answering each round.
 
         Spec: basic/patterns/mrtr §Client Behavior — retry the same request
-        with ``inputResponses`` and the ``requestState`` given, unchanged.
+        with ``inputResponses`` and the ``requestState`` given, unchanged; a
+        ``requestState`` that is no string cannot be echoed as one, and is the
+        server's mistake (§InputRequiredResult: an opaque string).
         """
         sent = dict(params)
         for _ in range(MAX_ROUNDS):
@@ -74,10 +76,15 @@ class Run:
             if result.get("resultType") != "input_required":
                 return result
             requests = input_requests(result, self.connection.where)
+            state = result.get("requestState")
+            if not (state is None or isinstance(state, str)):
+                raise ProtocolFailure(
+                    f"{self.connection.where} sent a requestState that is no string"
+                )
             answers = {key: await self.answerer.answer(key, req) for key, req in requests.items()}
             sent = {**params, "inputResponses": answers}
-            if isinstance(result.get("requestState"), str):
-                sent["requestState"] = result["requestState"]
+            if state is not None:
+                sent["requestState"] = state
         raise ProtocolFailure(
             f"{self.connection.where} still asks for input after {MAX_ROUNDS} rounds"
         )

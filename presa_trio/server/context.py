@@ -361,14 +361,14 @@ class RequestContext:
     def elicitation(self, key: str) -> mrtr.ElicitResult | None:
         """The client's answer to the elicitation issued under ``key``, if any."""
         raw = self.input_responses.get(key)
-        return None if raw is None else mrtr.read_elicit_result(raw)
+        return None if raw is None else mrtr.read_answer(mrtr.read_elicit_result, key, raw)
 
     def sampling(self, key: str) -> mrtr.SamplingResult | None:
         """The client's model answer to the sampling request under ``key``, if any."""
         raw = self.input_responses.get(key)
-        return None if raw is None else mrtr.read_sampling_result(raw)
+        return None if raw is None else mrtr.read_answer(mrtr.read_sampling_result, key, raw)
 
     def roots(self, key: str) -> list[dict[str, Any]] | None:
         """The roots the client listed under ``key``, if any."""
         raw = self.input_responses.get(key)
-        return None if raw is None else mrtr.read_roots(raw)
+        return None if raw is None else mrtr.read_answer(mrtr.read_roots, key, raw)

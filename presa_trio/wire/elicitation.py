@@ -14,7 +14,8 @@ or multiple choice. A class's schema is the one its hints give
 ``x: T | None = None`` is ``T``, not required, since a form can leave a
 field out but has no way to send ``null``. A schema outside the subset (a
 nested class, a ``time``, a ``UUID``, a list of anything but choices, a
-``pattern``) is refused when the tool asks, in one line naming the field:
+``pattern``, a keyword whose value is not of its type) is refused when the
+tool asks (:func:`~presa_trio.wire.forms.check_form`), in one line naming the field:
 the mistake is the server's, so the call fails with -32603 and the line
 goes to the log.
 
@@ -30,12 +31,13 @@ Actions; basic/patterns/mrtr §Error Handling.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from collections.abc import Callable
+from typing import Generic, Literal, TypeAlias, TypeVar
 
 import attrs
 
 from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.forms import check_form
 from presa_trio.wire.hints import (
     SignatureError,
     arguments_converter,
@@ -45,7 +47,7 @@ from presa_trio.wire.hints import (
     structuring_problems,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import ElicitResult
+from presa_trio.wire.mrtr import ElicitResult, check_content
 from presa_trio.wire.schemas import CompiledSchema
 
 T = TypeVar("T")
@@ -78,89 +80,6 @@ class Cancelled:
 #: The outcome of ``ctx.elicit``: check ``answer.action`` (or ``isinstance``),
 #: and after ``answer.action == "accept"`` a type checker knows ``answer.data``.
 Elicited: TypeAlias = Accepted[T] | Declined | Cancelled
-
-#: The keywords each kind of field may carry (schema.ts ``PrimitiveSchemaDefinition``).
-EVERY_FIELD = frozenset({"type", "title", "description", "default"})
-KEYWORDS: Mapping[str, frozenset[str]] = {
-    "string": EVERY_FIELD | {"minLength", "maxLength", "format", "enum", "oneOf", "enumNames"},
-    "number": EVERY_FIELD | {"minimum", "maximum"},
-    "integer": EVERY_FIELD | {"minimum", "maximum"},
-    "boolean": EVERY_FIELD,
-    "array": EVERY_FIELD | {"minItems", "maxItems", "items"},
-}
-#: The string formats a form may ask for (schema.ts ``StringSchema.format``).
-STRING_FORMATS = ("email", "uri", "date", "date-time")
-#: The keywords of the form itself (schema.ts ``ElicitRequestFormParams.requestedSchema``).
-FORM_KEYWORDS = frozenset({"$schema", "type", "properties", "required"})
-WHAT_A_FORM_HOLDS = (
-    "a form holds strings (formats email, uri, date, date-time), numbers, integers, "
-    "booleans and string enums"
-)
-
-
-def are_strings(values: Any) -> bool:
-    return isinstance(values, list) and all(isinstance(value, str) for value in values)
-
-
-def are_titled_choices(options: Any) -> bool:
-    """``[{"const": "#FF0000", "title": "Red"}, …]``: choices with their display titles."""
-    return isinstance(options, list) and all(
-        isinstance(option, dict)
-        and set(option) == {"const", "title"}
-        and isinstance(option["const"], str)
-        and isinstance(option["title"], str)
-        for option in options
-    )
-
-
-def field_problem(field: Any) -> str | None:
-    """What keeps ``field`` out of a form, or ``None`` if the spec allows it."""
-    kind = field.get("type") if isinstance(field, dict) else None
-    if not isinstance(kind, str) or kind not in KEYWORDS:
-        return f"{describe_kind(field)} is not a primitive field"
-    extra = sorted(set(field) - KEYWORDS[kind])
-    if extra:
-        return f"{', '.join(extra)} is not allowed on {kind} fields"
-    if "format" in field and field["format"] not in STRING_FORMATS:
-        return f"format {field['format']!r} is not one of {', '.join(STRING_FORMATS)}"
-    if "enum" in field and not are_strings(field["enum"]):
-        return "the values of an enum are strings"
-    if "oneOf" in field and not are_titled_choices(field["oneOf"]):
-        return "oneOf lists choices, each {const, title}"
-    if kind == "array":
-        items = field.get("items")
-        enum = isinstance(items, dict) and set(items) == {"type", "enum"}
-        enum = enum and items["type"] == "string" and are_strings(items["enum"])
-        titled = isinstance(items, dict) and set(items) == {"anyOf"}
-        if not (enum or (titled and are_titled_choices(items["anyOf"]))):
-            return "a list is a multiple choice: its items are a string enum"
-    return None
-
-
-def describe_kind(field: Any) -> str:
-    """How a field that is no primitive reads in a refusal: "an object", "a union"…"""
-    if isinstance(field, dict) and "anyOf" in field:
-        return "a union"
-    kind = field.get("type") if isinstance(field, dict) else None
-    if kind == "object":
-        return "an object"
-    return f"type {kind!r}" if kind else "a free value"
-
-
-def check_form(schema: Any, where: str) -> None:
-    """Refuse a requested schema outside the spec's subset, naming the field; else nothing."""
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise SignatureError(f'{where}: a form is an object schema, "type": "object"')
-    extra = sorted(set(schema) - FORM_KEYWORDS)
-    if extra:
-        raise SignatureError(f"{where}: {', '.join(extra)} is not allowed on a form")
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        raise SignatureError(f"{where}: a form needs its properties, an object")
-    for name, field in properties.items():
-        problem = field_problem(field)
-        if problem is not None:
-            raise SignatureError(f"{where}, field {name!r}: {problem}; {WHAT_A_FORM_HOLDS}")
 
 
 def leave_out_none(field: JSONObject) -> JSONObject:
@@ -212,12 +131,7 @@ class Form(Generic[T]):
         if result.action == "cancel":
             return Cancelled()
         content = result.content or {}
-        violations = self.compiled.violations(content)
-        if violations:
-            raise InvalidParams(
-                f"inputResponses[{key!r}]: the content does not fit the requested schema "
-                f"({violations[0].describe()})"
-            )
+        check_content(self.compiled, key, content)
         try:
             data = self.read(content)
         except Exception as error:

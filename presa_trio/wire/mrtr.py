@@ -18,18 +18,35 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.forms import check_form
+from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
+from presa_trio.wire.schemas import CompiledSchema, SchemaError
+from presa_trio.wire.well_formed import is_number, is_optional_text, is_text
 
 
 @attrs.frozen
 class Elicitation:
-    """``elicitation/create`` in form mode: ask the user to fill a flat form."""
+    """``elicitation/create`` in form mode: ask the user to fill a flat form.
+
+    The form is held to the spec's subset when the request is built
+    (:func:`~presa_trio.wire.forms.check_form`), a
+    :class:`~presa_trio.wire.hints.SignatureError` otherwise, so a request
+    that would not validate is never sent (schema.ts ``ElicitRequestFormParams``).
+    """
 
     message: str
     requested_schema: JSONObject
 
     capability = "elicitation"
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.message, str):
+            raise SignatureError(
+                f"elicitation/create: the message is a string, not {self.message!r}"
+            )
+        check_form(self.requested_schema, "elicitation/create")
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:
         return capabilities.has_elicitation_mode("form")
@@ -54,6 +71,15 @@ class Sampling:
     system_prompt: str | None = None
 
     capability = "sampling"
+
+    def __attrs_post_init__(self) -> None:
+        """Refuse what the request could not carry (schema.ts ``CreateMessageRequestParams``)."""
+        if not (is_text(self.prompt) and is_optional_text(self.system_prompt)):
+            raise SignatureError("sampling/createMessage: the prompt and system prompt are strings")
+        if not is_number(self.max_tokens):
+            raise SignatureError(
+                f"sampling/createMessage: maxTokens is a number, not {self.max_tokens!r}"
+            )
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:
         return capabilities.has("sampling")
@@ -137,6 +163,10 @@ class SamplingResult:
     stop_reason: str | None = None
 
 
+#: One kind of :data:`Answer`, as a typed accessor of :class:`Answers` reads it.
+_Read = TypeVar("_Read", ElicitResult, SamplingResult, list[JSONObject])
+
+
 def parse_input_responses(params: JSONObject) -> dict[str, JSONObject]:
     """Read ``params.inputResponses``: absent or null is ``{}``.
 
@@ -154,6 +184,17 @@ def parse_input_responses(params: JSONObject) -> dict[str, JSONObject]:
     return responses
 
 
+def is_form_value(value: Any) -> bool:
+    """A value a form answers one field with: ``string | number | boolean | string[]``.
+
+    Spec: schema.ts ``ElicitResult.content``; its number is any number
+    (spec-notes §59).
+    """
+    if isinstance(value, list):
+        return all(isinstance(item, str) for item in value)
+    return isinstance(value, str | bool) or is_number(value)
+
+
 def read_elicit_result(raw: JSONObject) -> ElicitResult:
     """Validate an ``ElicitResult`` (schema ``$defs.ElicitResult``), else -32602."""
     action = raw.get("action")
@@ -162,37 +203,71 @@ def read_elicit_result(raw: JSONObject) -> ElicitResult:
     content = raw.get("content")
     if content is not None and not isinstance(content, dict):
         raise InvalidParams("ElicitResult.content must be an object")
+    for name, value in (content or {}).items():
+        if not is_form_value(value):
+            raise InvalidParams(
+                f"ElicitResult.content[{name!r}] must be a string, a number, a boolean "
+                "or a list of strings"
+            )
     if action == "accept" and content is None:
         raise InvalidParams("An accepted ElicitResult must carry content")
     return ElicitResult(action, content)
 
 
+#: The members each kind of sampling content block requires, with their types
+#: (schema ``$defs.SamplingMessageContentBlock``: ``TextContent``, ``ImageContent``,
+#: ``AudioContent``, ``ToolUseContent``, ``ToolResultContent``).
+SAMPLING_BLOCKS: Mapping[str, Mapping[str, type]] = {
+    "text": {"text": str},
+    "image": {"data": str, "mimeType": str},
+    "audio": {"data": str, "mimeType": str},
+    "tool_use": {"id": str, "name": str, "input": dict},
+    "tool_result": {"toolUseId": str, "content": list},
+}
+
+
+def is_sampling_block(block: Any) -> bool:
+    """Whether ``block`` is a sampling content block with the members its ``type`` requires."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    members = SAMPLING_BLOCKS.get(kind) if isinstance(kind, str) else None
+    return members is not None and all(
+        isinstance(block.get(name), wanted) for name, wanted in members.items()
+    )
+
+
 def read_sampling_result(raw: JSONObject) -> SamplingResult:
-    """Validate a ``CreateMessageResult``, else -32602."""
+    """Validate a ``CreateMessageResult`` (schema ``$defs.CreateMessageResult``), else -32602."""
     role, model, content = raw.get("role"), raw.get("model"), raw.get("content")
     if role not in ("user", "assistant") or not isinstance(model, str):
         raise InvalidParams("CreateMessageResult needs a role and a model")
-    candidates = content if isinstance(content, list) else [content]
-    blocks = [b for b in candidates if isinstance(b, dict) and isinstance(b.get("type"), str)]
-    if not blocks or len(blocks) != len(candidates):
-        raise InvalidParams("CreateMessageResult.content must be content blocks")
-    texts = [b["text"] for b in blocks if b["type"] == "text" and isinstance(b.get("text"), str)]
+    blocks: list[Any] = content if isinstance(content, list) else [content]
+    if not blocks or not all(is_sampling_block(block) for block in blocks):
+        raise InvalidParams(
+            "CreateMessageResult.content must be text, image, audio, tool_use or "
+            "tool_result blocks, each with the members its type requires"
+        )
     stop_reason = raw.get("stopReason")
-    return SamplingResult(
-        role,
-        model,
-        "".join(texts) if texts else None,
-        stop_reason if isinstance(stop_reason, str) else None,
+    if not (stop_reason is None or isinstance(stop_reason, str)):
+        raise InvalidParams("CreateMessageResult.stopReason must be a string")
+    texts = [block["text"] for block in blocks if block["type"] == "text"]
+    return SamplingResult(role, model, "".join(texts) if texts else None, stop_reason)
+
+
+def is_root(root: Any) -> bool:
+    """A ``Root``: a ``file://`` URI (client/roots §Root), and a name that is a string."""
+    return (
+        isinstance(root, dict)
+        and isinstance(root.get("uri"), str)
+        and root["uri"].startswith("file://")
+        and isinstance(root.get("name", ""), str)
     )
 
 
 def read_roots(raw: JSONObject) -> list[JSONObject]:
     """Validate a ``ListRootsResult`` and return its roots, else -32602."""
     roots = raw.get("roots")
-    if not isinstance(roots, list) or not all(
-        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
-    ):
-        raise InvalidParams("ListRootsResult.roots must be a list of {uri, name?}")
+    if not isinstance(roots, list) or not all(is_root(root) for root in roots):
+        raise InvalidParams("ListRootsResult.roots must be a list of {uri: file://…, name?}")
     return roots
 
 
@@ -209,13 +284,43 @@ def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
 
     Spec: basic/patterns/mrtr §Error Handling — servers SHOULD check that
     the information inside ``inputResponses`` can be parsed, and answer a
-    protocol error when it cannot.
+    protocol error when it cannot. An accepted elicitation's content is
+    checked against the form asked (:func:`check_content`), so an answer
+    that does not fit is refused where it arrives: a retry, or the
+    ``tasks/update`` that brings it, never a task failed by it.
     """
     reader = ANSWER_READERS.get(request.get("method", ""))
     if reader is None:
         raise ValueError(f"no reader for input requests of method {request.get('method')!r}")
+    read = read_answer(reader, key, answer)
+    if isinstance(read, ElicitResult) and read.action == "accept":
+        params = request.get("params")
+        schema = params.get("requestedSchema") if isinstance(params, dict) else None
+        try:
+            compiled = CompiledSchema.compile(schema, role="requestedSchema")
+        except SchemaError:
+            return
+        check_content(compiled, key, read.content or {})
+
+
+def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
+    """-32602 unless accepted ``content`` fits the form it answers.
+
+    Spec: client/elicitation §Form Mode Security — servers SHOULD validate
+    that received data matches the requested schema.
+    """
+    violations = schema.violations(content)
+    if violations:
+        raise InvalidParams(
+            f"inputResponses[{key!r}]: the content does not fit the requested schema "
+            f"({violations[0].describe()})"
+        )
+
+
+def read_answer(reader: Callable[[JSONObject], _Read], key: str, answer: JSONObject) -> _Read:
+    """``reader`` of ``answer``; its -32602 names the input key the answer came under."""
     try:
-        reader(answer)
+        return reader(answer)
     except InvalidParams as exc:
         raise InvalidParams(f"inputResponses[{key!r}]: {exc.message}") from exc
 
@@ -229,8 +334,6 @@ def check_answers(outstanding: Mapping[str, JSONObject], answers: Mapping[str, J
 #: What one answer reads as: the objects ``ctx.elicitation()``, ``ctx.sampling()``
 #: and ``ctx.roots()`` return.
 Answer = ElicitResult | SamplingResult | list[JSONObject]
-#: One kind of :data:`Answer`, as a typed accessor of :class:`Answers` reads it.
-_Read = TypeVar("_Read", ElicitResult, SamplingResult, list[JSONObject])
 
 
 class Answers(Mapping[str, Answer]):

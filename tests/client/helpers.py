@@ -16,6 +16,8 @@ import trio
 from tests.e2e.serve_process import REPOSITORY
 
 SDK_SERVER = str(Path(__file__).with_name("sdk_server.py"))
+#: A server that gets one thing wrong: ``python MISBEHAVING WRONG``.
+MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
 
 
 #: The one line every failure of the client is.
@@ -63,7 +65,12 @@ async def client(*arguments: str, stdin: bytes = b"", env: dict[str, str] | None
 
 
 #: What the client ends a question with, on a terminal.
-PROMPTS = (b"accept, decline or cancel? [a/d/c] ", b"  > ", b"Your reply, as the model: ")
+PROMPTS = (
+    b"accept, decline or cancel? [a/d/c] ",
+    b"  > ",
+    b"send, edit, decline or cancel? [s/e/d/c] ",
+    b"Your reply, as the model: ",
+)
 
 
 async def on_terminal(arguments: Sequence[str], typed: list[str]) -> str:

@@ -33,6 +33,11 @@ def answering(results: dict[str, Any], otherwise: Any) -> Callable[[str, Any], b
     return answer
 
 
+def asking(request: Any) -> Callable[[str, Any], bytes]:
+    """Lists the tool ``t``; answers every other request with ``request`` under the key ``k``."""
+    return answering({}, {"resultType": "input_required", "inputRequests": {"k": request}})
+
+
 def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
     """Answers ``tools/list`` with ``tools``: what the client reads first."""
     return lambda method, request_id: response(request_id, tools)
@@ -103,6 +108,56 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
             "lastUpdatedAt": "2026-07-28T00:00:00Z",
             "ttlMs": None,
         },
+    ),
+    # Input requests the client does not declare: sampling with tools, a URL-mode
+    # elicitation, and a method no input request has.
+    "sampling-with-tools": asking(
+        {
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Weather?"}}],
+                "maxTokens": 10,
+                "tools": [{"name": "weather", "inputSchema": {"type": "object"}}],
+            },
+        }
+    ),
+    "elicitation-url": asking(
+        {
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/"},
+        }
+    ),
+    "input-method-ping": asking({"method": "ping"}),
+    # An input_required round whose requestState is a number, with nothing to answer.
+    "request-state-number": answering({}, {"resultType": "input_required", "requestState": 7}),
+    # Not wrong: a form of choices, one titled and several untitled, asked on every call.
+    "choices": asking(
+        {
+            "method": "elicitation/create",
+            "params": {
+                "message": "Colours?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "main": {
+                            "type": "string",
+                            "oneOf": [
+                                {"const": "#f00", "title": "Red"},
+                                {"const": "#00f", "title": "Blue"},
+                            ],
+                        },
+                        "more": {
+                            "type": "array",
+                            "items": {"type": "string", "enum": ["green", "grey"]},
+                        },
+                        "titled": {
+                            "type": "array",
+                            "items": {"anyOf": [{"const": "#0f0", "title": "Green"}]},
+                        },
+                    },
+                },
+            },
+        }
     ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),

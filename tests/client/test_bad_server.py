@@ -10,14 +10,11 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from pathlib import Path
 
 import trio
 
-from tests.client.helpers import client, client_command
+from tests.client.helpers import MISBEHAVING, client, client_command
 from tests.e2e.serve_process import serving
-
-MISBEHAVING = str(Path(__file__).with_name("misbehaving_server.py"))
 
 
 async def test_a_response_that_is_no_json_by_rfc_8259() -> None:
@@ -40,6 +37,38 @@ async def test_input_requests_that_are_no_object_of_requests() -> None:
             ran = await client("call", served.url, "t", "--no-listen")
         assert ran.status == 3, wrong
         assert ran.error() == f"{served.url} sent inputRequests that are no object of requests"
+
+
+async def test_an_input_request_the_client_did_not_declare() -> None:
+    """Spec-mandated (schema.ts ``CreateMessageRequestParams.tools``: the client MUST
+    return an error if it is provided but ``sampling.tools`` is not declared;
+    client/elicitation §Capabilities: no mode the client does not support;
+    basic/patterns/mrtr §Server Requirements 2: only the three methods): the
+    server's mistake, exit 3 naming the key, even with an answer at hand."""
+    for wrong, what in (
+        ("sampling-with-tools", "sampling with tools"),
+        ("elicitation-url", "elicitation in 'url' mode"),
+        ("input-method-ping", "an input request of method 'ping'"),
+    ):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client(
+                "call", served.url, "t", "--no-listen", "--answer", 'k={"action": "decline"}'
+            )
+        assert ran.status == 3, wrong
+        assert ran.error() == (
+            f"{served.url} asks 'k' for {what}, which this client does not declare"
+        ), wrong
+
+
+async def test_a_request_state_that_is_no_string() -> None:
+    """Spec-mandated (basic/patterns/mrtr §InputRequiredResult: ``requestState`` is an
+    opaque string, and the client MUST echo back its exact value): one that is no
+    string cannot be echoed as a string, so it is the server's mistake, exit 3, rather
+    than a retry without it."""
+    async with serving([sys.executable, MISBEHAVING, "request-state-number"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen")
+    assert ran.status == 3
+    assert ran.error() == f"{served.url} sent a requestState that is no string"
 
 
 async def test_a_task_in_answer_to_a_request_that_cannot_be_one() -> None:

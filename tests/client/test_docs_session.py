@@ -83,7 +83,7 @@ async def session_against(served: ServeProcess) -> tuple[str, str]:
     work.mkdir(exist_ok=True)
     record = work / "session.jsonl"
     record.unlink(missing_ok=True)
-    answered = await run_call(served.url, record, "notes.txt", ["a", "yes"])
+    answered = await run_call(served.url, record, "notes.txt", ["a", "yes", "s"])
     cancelled = await run_call(served.url, record, "draft.txt", [])
     records = [json.loads(line) for line in record.read_text().splitlines()]
     record.unlink()

@@ -129,7 +129,7 @@ async def test_an_input_required_read_carries_no_caching_hints() -> None:
 
     @server.resource("test://ask", name="ask")
     async def ask(ctx: RequestContext) -> Any:
-        return InputRequired({"who": Elicitation("Who?", {"type": "object"})})
+        return InputRequired({"who": Elicitation("Who?", {"type": "object", "properties": {}})})
 
     async with running(McpApp.for_server(server)) as client:
         result = result_of(await client.post(request("resources/read", {"uri": "test://ask"})))

@@ -77,7 +77,7 @@ def asking_server(clock: Clock | None = None, key: bytes = KEY) -> Server:
 
     def ask(what: str) -> InputRequired:
         requests: dict[str, Any] = {
-            "elicitation": {"who": Elicitation("Who?", {"type": "object"})},
+            "elicitation": {"who": Elicitation("Who?", {"type": "object", "properties": {}})},
             "sampling": {"guess": Sampling("Guess", 10)},
             "roots": {"where": ListRoots()},
         }
@@ -93,7 +93,9 @@ def asking_server(clock: Clock | None = None, key: bytes = KEY) -> Server:
     async def guarded(ctx: RequestContext) -> Any:
         answer = ctx.elicitation("consent")
         if answer is None:
-            return InputRequired({"consent": Elicitation("Allow?", {"type": "object"})})
+            return InputRequired(
+                {"consent": Elicitation("Allow?", {"type": "object", "properties": {}})}
+            )
         return f"consent: {answer.action}"
 
     @server.resource_template("test://items/{id}", name="item")
@@ -548,6 +550,103 @@ async def test_malformed_input_responses_are_invalid_params(
     protocol errors with a JSON-RPC error (mrtr §Error Handling)."""
     error_of(await client.post(call(ELICIT, 2, inputResponses=responses)), 400, INVALID_PARAMS, 2)
     await assert_still_serving(client)
+
+
+SAMPLING = "test_input_required_result_sampling"
+ROOTS = "test_input_required_result_list_roots"
+
+
+def model_answer(content: Any, **more: Any) -> dict[str, Any]:
+    return {"role": "assistant", "model": "m", "content": content, **more}
+
+
+@pytest.mark.parametrize(
+    ("tool", "key", "answer"),
+    [
+        (ELICIT, "user_name", {"action": "accept", "content": {"name": {"first": "Al"}}}),
+        (ELICIT, "user_name", {"action": "accept", "content": {"name": "Al", "tags": [1, 2]}}),
+        (ELICIT, "user_name", {"action": "accept", "content": {"name": "Al", "x": None}}),
+        (SAMPLING, "capital_question", model_answer({"type": "text"})),
+        (SAMPLING, "capital_question", model_answer({"type": "text", "text": 5})),
+        (SAMPLING, "capital_question", model_answer({"type": "image", "mimeType": "image/png"})),
+        (SAMPLING, "capital_question", model_answer({"type": "audio", "data": "AA=="})),
+        (SAMPLING, "capital_question", model_answer({"type": "tool_use", "name": "t"})),
+        (SAMPLING, "capital_question", model_answer({"type": "tool_result", "content": []})),
+        (SAMPLING, "capital_question", model_answer({"type": "resource_link", "uri": "a:b"})),
+        (SAMPLING, "capital_question", model_answer([{"type": "text", "text": "a"}, {}])),
+        (
+            SAMPLING,
+            "capital_question",
+            model_answer({"type": "text", "text": "Paris"}, stopReason=5),
+        ),
+        (ROOTS, "client_roots", {"roots": [{"uri": "file:///a", "name": 5}]}),
+        (ROOTS, "client_roots", {"roots": [{"uri": "https://example.com/a"}]}),
+        (ROOTS, "client_roots", {"roots": [{"uri": "/home/user/a"}]}),
+    ],
+    ids=[
+        "elicit-object-value",
+        "elicit-number-list",
+        "elicit-null",
+        "text-without-text",
+        "text-not-a-string",
+        "image-without-data",
+        "audio-without-mime-type",
+        "tool-use-without-id-and-input",
+        "tool-result-without-tool-use-id",
+        "no-sampling-block",
+        "one-block-of-two-bad",
+        "stop-reason-number",
+        "root-name-number",
+        "root-not-file",
+        "root-a-path",
+    ],
+)
+async def test_an_answer_outside_its_result_type_is_invalid_params(
+    client: McpClient, tool: str, key: str, answer: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling: the information inside
+    ``inputResponses`` is checked, a protocol error otherwise; schema
+    ``$defs.ElicitResult`` content values are strings, numbers, booleans or lists of
+    strings; ``$defs.SamplingMessageContentBlock`` with each block's required members;
+    ``stopReason`` a string; client/roots §Root: a ``file://`` URI and a string name)."""
+    response = await client.post(call(tool, 2, inputResponses={key: answer}))
+    error = error_of(response, 400, INVALID_PARAMS, 2)
+    assert key in error["message"]
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    ("tool", "key", "answer"),
+    [
+        (ELICIT, "user_name", {"action": "accept", "content": {"name": "Al", "n": 2.5}}),
+        (ELICIT, "user_name", {"action": "accept", "content": {"name": "Al", "c": ["r"]}}),
+        (
+            SAMPLING,
+            "capital_question",
+            model_answer(
+                [
+                    {"type": "text", "text": "Paris"},
+                    {"type": "image", "data": "AA==", "mimeType": "image/png"},
+                    {"type": "tool_use", "id": "c1", "name": "t", "input": {}},
+                ],
+                stopReason="toolUse",
+            ),
+        ),
+        (
+            ROOTS,
+            "client_roots",
+            {"roots": [{"uri": "file:///a", "name": "A"}, {"uri": "file:///b"}]},
+        ),
+    ],
+    ids=["elicit-fraction", "elicit-choices", "sampling-blocks", "roots"],
+)
+async def test_an_answer_of_its_result_type_completes(
+    client: McpClient, tool: str, key: str, answer: dict[str, Any]
+) -> None:
+    """Spec-mandated (schema.ts ``ElicitResult.content``: ``string | number | boolean |
+    string[]``, spec-notes §59; ``CreateMessageResult.content``, a block or a list of
+    blocks; client/roots §Root)."""
+    complete(await client.post(call(tool, 2, inputResponses={key: answer})))
 
 
 async def test_null_input_responses_read_as_absent(client: McpClient) -> None:

@@ -22,6 +22,7 @@ from presa_trio.server import Accepted, RequestContext, Server
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension
 from presa_trio.testing import McpClient, connect
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
+from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
@@ -43,6 +44,8 @@ class When:
 class Meeting:
     at: datetime.time
 
+
+NUMBERED_TITLE = {"type": "string", "title": 5}
 
 CONFIRM_SCHEMA = {
     "type": "object",
@@ -76,6 +79,17 @@ def build() -> Server:
             "Name?", {"type": "object", "properties": {"n": {"type": "string"}}}
         )
         return repr(answer.data)
+
+    @server.tool(needs=["elicitation"])
+    async def bad_title(ctx: RequestContext) -> str:
+        """Asks with a hand-written form whose field has a title that is no string."""
+        await ctx.elicit("Name?", {"type": "object", "properties": {"n": NUMBERED_TITLE}})
+        return "unreachable"
+
+    @server.tool(needs=["elicitation"])
+    async def bad_request(ctx: RequestContext) -> InputRequired:
+        """Asks, by hand, with a form that has no properties."""
+        return InputRequired({"k": Elicitation("Name?", {"type": "object"})})
 
     @server.tool(needs=["elicitation"])
     async def bad_form(ctx: RequestContext) -> str:
@@ -186,6 +200,30 @@ async def test_a_form_the_spec_does_not_allow_fails_the_call_with_one_log_line(
         "elicitation form Meeting, field 'at': format 'time' is not one of email, uri, date, "
         "date-time" in caplog.text
     )
+
+
+async def test_a_keyword_of_the_wrong_type_is_never_sent(
+    client: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (schema.ts ``StringSchema.title``: a string; mrtr §Error
+    Handling: server errors are protocol errors): a form that would not validate
+    is the server's bug, -32603, and the log names the field."""
+    with caplog.at_level(logging.ERROR):
+        response = await client.call("tools/call", {"name": "bad_title"}, capabilities=UNDECLARED)
+    error_of(response, 500, INTERNAL_ERROR)
+    assert "elicitation form, field 'n': title is a string, not 5" in caplog.text
+
+
+async def test_a_hand_built_request_outside_the_subset_is_never_sent(
+    client: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (schema.ts ``ElicitRequestFormParams.requestedSchema``: its
+    ``properties`` are required): ``Elicitation(message, schema)`` is held to the
+    subset as ``ctx.elicit`` is; a form outside it is -32603, the log names it."""
+    with caplog.at_level(logging.ERROR):
+        response = await client.call("tools/call", {"name": "bad_request"}, capabilities=UNDECLARED)
+    error_of(response, 500, INTERNAL_ERROR)
+    assert "elicitation/create: a form needs its properties, an object" in caplog.text
 
 
 async def test_in_a_task_the_form_waits_on_the_task_and_tasks_update_answers_it(

@@ -78,7 +78,12 @@ def build() -> tuple[McpApp, TasksExtension]:
     @tasks.tool(Policy.OPTIONAL, description="Asks twice, one after the other")
     async def two_asks(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         first = await ctx.ask({"a": Elicitation("First?", CONFIRM)})
-        second = await ctx.ask({"b": Elicitation("Second?", CONFIRM), "c": Elicitation("?", {})})
+        second = await ctx.ask(
+            {
+                "b": Elicitation("Second?", CONFIRM),
+                "c": Elicitation("?", {"type": "object", "properties": {}}),
+            }
+        )
         actions = [first.elicitation("a").action] + [second.elicitation(k).action for k in "bc"]
         return " ".join(actions)
 
@@ -107,7 +112,10 @@ def build() -> tuple[McpApp, TasksExtension]:
 
     @tasks.tool(Policy.OPTIONAL, description="Asks a question whose schema JSON cannot hold")
     async def unwritable_question(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        schema = {"type": "object", "properties": {"x": {"maximum": float("nan")}}}
+        schema = {
+            "type": "object",
+            "properties": {"x": {"type": "number", "maximum": float("nan")}},
+        }
         await ctx.ask({"k": Elicitation("How much?", schema)})
         return "unreachable"
 
@@ -304,6 +312,32 @@ async def test_an_invalid_task_update_answer_is_refused_and_the_key_stays_outsta
     done = await status()
     assert done["status"] == "completed"
     assert done["result"]["content"] == [{"type": "text", "text": "accept decline cancel"}]
+
+
+async def test_content_that_does_not_fit_the_form_is_refused_by_the_update(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (client/elicitation §Form Mode Security: servers SHOULD validate
+    received data matches the requested schema; SEP-2663 §Rationale: servers SHOULD
+    return errors for clearly invalid requests; basic/patterns/mrtr §Error Handling):
+    accepted content outside the form the task asks is -32602 from ``tasks/update``,
+    as it is on the plain path, nothing is recorded and the task still asks, rather
+    than the task failing on it."""
+    params = {"name": "two_asks", "arguments": {}}
+    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+    misfit = {"a": {"action": "accept", "content": {"ok": "yes"}}}
+    update = {**task, "inputResponses": misfit}
+    refused = error_of(
+        await client.call("tasks/update", update, capabilities=DECLARED), 400, INVALID_PARAMS
+    )
+    assert refused["message"].startswith("inputResponses['a']: the content does not fit")
+    await wait_all_tasks_blocked()
+    still = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    assert (still["status"], list(still["inputRequests"])) == ("input_required", ["a"])
+    plain = await client.call("tools/call", {**params, "inputResponses": misfit})
+    assert error_of(plain, 400, INVALID_PARAMS)["message"] == refused["message"]
 
 
 async def test_a_task_asks_under_a_key_its_rounds_already_used(client: McpClient) -> None:

@@ -118,7 +118,7 @@ def build(**runner_options: Any) -> Harness:
 
     @tasks.tool(Policy.OPTIONAL, description="Asks by returning a multi round-trip round.")
     async def mrtr_only(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
-        return InputRequired({"k": Elicitation("Sure?", {"type": "object"})})
+        return InputRequired({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
 
     # Built last: the method table reflects the tools registered by now.
     return Harness(McpApp.for_server(server), tasks, gate, entered)

@@ -149,6 +149,54 @@ def test_a_hand_written_schema_is_held_to_the_same_subset() -> None:
         schema_form({"type": "string"})
 
 
+def one_field(field: dict[str, Any], **form: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {"f": field}, **form}
+
+
+@pytest.mark.parametrize(
+    ("schema", "line"),
+    [
+        (one_field({"type": "string", "title": 5}), "field 'f': title is a string, not 5"),
+        (one_field({"type": "string", "description": ["d"]}), "field 'f': description is a"),
+        (one_field({"type": "string", "minLength": "3"}), "field 'f': minLength is a count"),
+        (one_field({"type": "string", "maxLength": 2.5}), "field 'f': maxLength is a count"),
+        (one_field({"type": "string", "minLength": -1}), "field 'f': minLength is a count"),
+        (one_field({"type": "string", "default": 5}), "field 'f': default is a string"),
+        (one_field({"type": "number", "minimum": "0"}), "field 'f': minimum is a number"),
+        (one_field({"type": "integer", "default": True}), "field 'f': default is a number"),
+        (one_field({"type": "boolean", "default": "yes"}), "field 'f': default is a boolean"),
+        (
+            one_field({"type": "string", "enum": ["a"], "enumNames": [1]}),
+            "field 'f': enumNames is a list of strings",
+        ),
+        (
+            one_field(
+                {"type": "array", "items": {"type": "string", "enum": ["a"]}, "default": "a"}
+            ),
+            "field 'f': default is a list of strings",
+        ),
+        (
+            one_field(
+                {"type": "array", "items": {"type": "string", "enum": ["a"]}, "maxItems": "2"}
+            ),
+            "field 'f': maxItems is a count",
+        ),
+        (one_field({"type": "string"}, required="f"), "required is a list of property names"),
+        (one_field({"type": "string"}, required=[1]), "required is a list of property names"),
+        (one_field({"type": "string"}, **{"$schema": 7}), "$schema is a string"),
+    ],
+)
+def test_a_keyword_of_the_wrong_type_is_refused(schema: dict[str, Any], line: str) -> None:
+    """Spec-mandated (schema.ts ``StringSchema``, ``NumberSchema``, ``BooleanSchema``,
+    the enum schemas, ``ElicitRequestFormParams.requestedSchema``): each keyword's value
+    has the type the schema gives it, so a form that is sent validates."""
+    with pytest.raises(SignatureError) as refused:
+        schema_form(schema)
+    assert str(refused.value).startswith(
+        f"elicitation form{',' if 'field' in line else ':'} {line}"
+    )
+
+
 ORDER = {"item": "tea", "quantity": 2, "gift": False, "size": "l", "deliver_on": "2026-07-28"}
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 
 from presa_trio.wire import mrtr
 from presa_trio.wire.errors import INVALID_PARAMS, McpError
+from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 
 
@@ -45,6 +47,29 @@ def test_a_sampling_request_carries_messages_and_max_tokens() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("build", "line"),
+    [
+        (lambda: mrtr.Elicitation("m", {"type": "object"}), "a form needs its properties"),
+        (
+            lambda: mrtr.Elicitation(cast(str, 5), {"type": "object", "properties": {}}),
+            "the message is a string",
+        ),
+        (lambda: mrtr.Sampling(cast(str, None), 10), "the prompt and system prompt"),
+        (lambda: mrtr.Sampling("p", 10, system_prompt=cast(str, 3)), "the prompt and system"),
+        (lambda: mrtr.Sampling("p", cast(int, "10")), "maxTokens is a number"),
+    ],
+    ids=["form-without-properties", "message-number", "prompt-none", "system-number", "max-str"],
+)
+def test_a_request_that_would_not_validate_is_never_built(
+    build: Callable[[], mrtr.InputRequest], line: str
+) -> None:
+    """Spec-mandated (schema.ts ``ElicitRequestFormParams``, ``CreateMessageRequestParams``):
+    an input request is refused when it is built, the server's bug, never sent."""
+    with pytest.raises(SignatureError, match=line):
+        build()
+
+
 def test_a_roots_request_has_no_params() -> None:
     """Spec-mandated (schema $defs.ListRootsRequest; mrtr §InputRequests)."""
     assert mrtr.ListRoots().to_wire() == {"method": "roots/list"}
@@ -53,7 +78,7 @@ def test_a_roots_request_has_no_params() -> None:
 @pytest.mark.parametrize(
     ("request_", "needs"),
     [
-        (mrtr.Elicitation("m", {"type": "object"}), {"elicitation": {}}),
+        (mrtr.Elicitation("m", {"type": "object", "properties": {}}), {"elicitation": {}}),
         (mrtr.Sampling("p", 10), {"sampling": {}}),
         (mrtr.ListRoots(), {"roots": {}}),
     ],
@@ -74,7 +99,7 @@ def test_each_input_request_is_allowed_only_by_its_capability(
 def test_form_elicitation_is_not_allowed_by_url_mode_alone() -> None:
     """Spec-mandated (client/elicitation §Capabilities): a client declaring only
     ``url`` mode cannot answer a form."""
-    form = mrtr.Elicitation("m", {"type": "object"})
+    form = mrtr.Elicitation("m", {"type": "object", "properties": {}})
     assert not form.allowed_by(ClientCapabilities({"elicitation": {"url": {}}}))
 
 
