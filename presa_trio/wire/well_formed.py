@@ -7,7 +7,10 @@ annotation ``priority`` of 5 or a role of ``"system"`` would reach the
 client as a message the schema refuses. These checks are the schema's
 definitions for the fields a handler fills in: a required string is a
 string, an optional one a string or absent (``None``, left off the wire),
-``annotations`` an ``Annotations``, ``_meta`` an object. The server turns
+``annotations`` an ``Annotations``, ``_meta`` an object, binary data (an
+image's or audio's ``data``, a blob) base64 (``format: byte``; resources
+§Security Considerations: "Binary data **MUST** be properly encoded";
+prompts §Image Content, §Audio Content). The server turns
 what fails them into -32603, as it does any other return it cannot send
 (:mod:`presa_trio.server.results`).
 
@@ -19,6 +22,7 @@ $defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
 
 from __future__ import annotations
 
+import binascii
 from typing import Any
 
 from presa_trio.wire import models
@@ -43,6 +47,17 @@ def is_text(*values: Any) -> bool:
 
 def is_optional_text(*values: Any) -> bool:
     return all(value is None or isinstance(value, str) for value in values)
+
+
+def is_base64(value: Any) -> bool:
+    """RFC 4648 §4 base64, padded, and nothing else (schema ``format: byte``)."""
+    if not isinstance(value, str) or not value.isascii():
+        return False
+    try:
+        binascii.a2b_base64(value, strict_mode=True)
+    except binascii.Error:
+        return False
+    return True
 
 
 def is_annotations(value: Any) -> bool:
@@ -72,6 +87,8 @@ def is_resource_contents(value: Any) -> bool:
         body = value.text
     elif isinstance(value, models.BlobResourceContents):
         body = value.blob
+        if not is_base64(body):
+            return False
     else:
         return False
     return is_text(value.uri, body) and is_optional_text(value.mime_type) and is_meta(value.meta)
@@ -82,7 +99,7 @@ def is_content_block(value: Any) -> bool:
     if isinstance(value, models.TextContent):
         fields = is_text(value.text)
     elif isinstance(value, models.ImageContent | models.AudioContent):
-        fields = is_text(value.data, value.mime_type)
+        fields = is_base64(value.data) and is_text(value.mime_type)
     elif isinstance(value, models.EmbeddedResource):
         fields = is_resource_contents(value.resource)
     elif isinstance(value, models.ResourceLink):

@@ -158,6 +158,7 @@ async def test_bad_completion_requests_are_invalid_params(
         [models.PromptMessage("user", models.TextContent(3))],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.TextContent(None))],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.ImageContent("AAAA", None))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.ImageContent("a PNG, not base64", "image/png"))],
         models.GetPromptResult([], description=5),  # type: ignore[arg-type]
     ],
     ids=[
@@ -170,6 +171,7 @@ async def test_bad_completion_requests_are_invalid_params(
         "number-text",
         "text-none",
         "image-without-mime-type",
+        "image-not-base64",
         "description-number",
     ],
 )

@@ -62,6 +62,12 @@ WRONG: dict[str, Any] = {
     "priority-over-one": models.TextContent("t", annotations={"priority": 5}),
     "audience-unknown": [TEXT, models.TextContent("t", annotations={"audience": ["bot"]})],
     "meta-list": models.AudioContent("AAAA", "audio/wav", meta=[1]),  # type: ignore[arg-type]
+    # Binary data that is no base64 (schema format byte; resources §Security Considerations).
+    "image-not-base64": models.ImageContent("not base64!", "image/png"),
+    "audio-not-base64": models.AudioContent("AAA", "audio/wav"),
+    "embedded-blob-not-base64": models.EmbeddedResource(
+        models.BlobResourceContents("test://x", "%%%%")
+    ),
 }
 RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),
