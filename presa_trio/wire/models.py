@@ -96,6 +96,20 @@ ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource | Re
 
 
 @attrs.frozen
+class Icon:
+    """An icon a client may show for a tool, resource, template or prompt (schema ``$defs.Icon``).
+
+    ``src`` is an ``https:`` URL or a ``data:`` URI; ``sizes`` such as
+    ``"48x48"`` or ``"any"``; ``theme`` the background it is drawn for.
+    """
+
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
+@attrs.frozen
 class Tool:
     """A tool as ``tools/list`` shows it (tools §Listing Tools)."""
 
@@ -105,6 +119,7 @@ class Tool:
     title: str | None = None
     output_schema: JSONObject | None = None
     annotations: JSONObject | None = None
+    icons: list[Icon] | None = None
     meta: JSONObject | None = None
 
 
@@ -118,6 +133,7 @@ class Resource:
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
+    icons: list[Icon] | None = None
 
 
 @attrs.frozen
@@ -132,6 +148,7 @@ class ResourceTemplate:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    icons: list[Icon] | None = None
 
 
 @attrs.frozen
@@ -149,6 +166,7 @@ class Prompt:
     description: str
     title: str | None = None
     arguments: list[PromptArgument] | None = None
+    icons: list[Icon] | None = None
 
 
 @attrs.frozen
