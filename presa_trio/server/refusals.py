@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
+from presa_trio.wire.well_formed import is_annotations
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -107,6 +108,21 @@ def refuse_annotations(where: str, annotations: object) -> None:
                 f"{where}: annotations[{key!r}] is {annotations[key]!r}, not a {kind.__name__} "
                 "(schema.ts ToolAnnotations)"
             )
+
+
+def refuse_resource_annotations(where: str, annotations: object) -> None:
+    """Refuse ``annotations=`` of a resource or template that schema.ts ``Annotations`` refuses.
+
+    resources §Annotations: an ``audience`` of ``user`` and ``assistant``, a
+    ``priority`` from 0 to 1, a ``lastModified`` string.
+    """
+    if annotations is not None and not (
+        isinstance(annotations, dict) and is_annotations(annotations)
+    ):
+        raise SignatureError(
+            f"{where}: annotations= is a dict such as {{'audience': ['user'], 'priority': 0.8, "
+            "'lastModified': '2025-01-12T15:00:58Z'}} (resources §Annotations)"
+        )
 
 
 #: schema.ts ``Icon.theme``.

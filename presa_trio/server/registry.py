@@ -51,6 +51,7 @@ from presa_trio.server.refusals import (
     refuse_annotations,
     refuse_duplicate,
     refuse_reference_type,
+    refuse_resource_annotations,
     refuse_tool_name,
     refuse_uncalled,
     refuse_uri,
@@ -266,6 +267,7 @@ class Server:
         mime_type: str | None = None,
         title: str | None = None,
         icons: Sequence[models.Icon] = (),
+        annotations: JSONObject | None = None,
         thread: bool = False,
     ) -> Callable[[AnyResourceHandler], AnyResourceHandler]:
         """Register a concrete resource, ``async def (ctx)``; listed in registration order.
@@ -281,6 +283,7 @@ class Server:
             where = f"resource {uri!r}"
             refuse_uri(where, uri)
             listed_icons = read_icons(where, icons)
+            refuse_resource_annotations(where, annotations)
             refuse_duplicate(where, uri in self.resources)
             call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(
@@ -290,6 +293,7 @@ class Server:
                 description=description or inspect.getdoc(handler),
                 mime_type=mime_type,
                 icons=listed_icons,
+                annotations=annotations,
             )
             self.resources[uri] = RegisteredResource(resource, call)
             self.notify_resources_list_changed()
@@ -306,6 +310,7 @@ class Server:
         mime_type: str | None = None,
         title: str | None = None,
         icons: Sequence[models.Icon] = (),
+        annotations: JSONObject | None = None,
         thread: bool = False,
     ) -> Callable[[AnyTemplateHandler], AnyTemplateHandler]:
         """Register a resource template, ``async def (ctx, variables)``: the matched variables."""
@@ -313,6 +318,7 @@ class Server:
         def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
             listed_icons = read_icons(where, icons)
+            refuse_resource_annotations(where, annotations)
             taken = any(t.template.uri_template == uri_template for t in self.templates)
             refuse_duplicate(where, taken)
             call = read_handler(handler, where, called=("ctx", "variables"), thread=thread)
@@ -323,6 +329,7 @@ class Server:
                 description=description,
                 mime_type=mime_type,
                 icons=listed_icons,
+                annotations=annotations,
             )
             self.templates.append(
                 RegisteredTemplate(template, template_pattern(uri_template), call)

@@ -134,6 +134,7 @@ class Resource:
     mime_type: str | None = None
     size: int | None = None
     icons: list[Icon] | None = None
+    annotations: JSONObject | None = None
 
 
 @attrs.frozen
@@ -149,6 +150,7 @@ class ResourceTemplate:
     description: str | None = None
     mime_type: str | None = None
     icons: list[Icon] | None = None
+    annotations: JSONObject | None = None
 
 
 @attrs.frozen
