@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
-from presa_trio.wire.well_formed import is_annotations
+from presa_trio.wire.well_formed import URI_SCHEME, is_annotations
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -56,10 +56,6 @@ def refuse_tool_name(name: str) -> None:
             f"tool {name!r}: a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - . "
             "(server/tools §Tool Names); choose one with name="
         )
-
-
-#: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
-URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def refuse_uri(where: str, uri: str) -> None:

@@ -23,12 +23,16 @@ $defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
 from __future__ import annotations
 
 import binascii
+import re
 from typing import Any
 
 from presa_trio.wire import models
 
 #: schema $defs.Role.
 ROLES = ("user", "assistant")
+
+#: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
+URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def is_number(value: Any) -> bool:
@@ -112,9 +116,21 @@ def is_content_block(value: Any) -> bool:
 
 
 def is_prompt_message(value: Any) -> bool:
-    """schema $defs.PromptMessage: a role and one content block."""
+    """schema $defs.PromptMessage: a role and one content block.
+
+    An embedded resource also needs what prompts §Embedded Resources says it
+    MUST include, where the schema leaves both optional or unchecked: a
+    URI (with its scheme) and a MIME type.
+    """
     return (
         isinstance(value, models.PromptMessage)
         and value.role in ROLES
         and is_content_block(value.content)
+        and (not isinstance(value.content, models.EmbeddedResource) or is_labelled(value.content))
     )
+
+
+def is_labelled(embedded: models.EmbeddedResource) -> bool:
+    """Embedded contents with a URI that has a scheme, and a MIME type."""
+    resource = embedded.resource
+    return URI_SCHEME.match(resource.uri) is not None and isinstance(resource.mime_type, str)

@@ -159,6 +159,16 @@ async def test_bad_completion_requests_are_invalid_params(
         [models.PromptMessage("user", models.TextContent(None))],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.ImageContent("AAAA", None))],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.ImageContent("a PNG, not base64", "image/png"))],
+        [
+            models.PromptMessage(
+                "user", models.EmbeddedResource(models.TextResourceContents("a://b", "t"))
+            )
+        ],
+        [
+            models.PromptMessage(
+                "user", models.EmbeddedResource(models.TextResourceContents("b", "t", "text/plain"))
+            )
+        ],
         models.GetPromptResult([], description=5),  # type: ignore[arg-type]
     ],
     ids=[
@@ -172,6 +182,8 @@ async def test_bad_completion_requests_are_invalid_params(
         "text-none",
         "image-without-mime-type",
         "image-not-base64",
+        "embedded-without-mime-type",
+        "embedded-uri-without-scheme",
         "description-number",
     ],
 )
@@ -179,9 +191,11 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any
 ) -> None:
     """Spec-mandated (prompts §Error Handling: internal errors are -32603; schema
-    ``$defs.GetPromptResult``; E-05): what a prompt returns becomes a valid result or
-    a generic -32603 with a JSON-RPC body, never a result the schema refuses nor a
-    bare HTTP 500; the log names the prompt."""
+    ``$defs.GetPromptResult``; prompts §Embedded Resources: an embedded resource
+    MUST include a valid resource URI and the appropriate MIME type; E-05): what a
+    prompt returns becomes a valid result or a generic -32603 with a JSON-RPC body,
+    never a result the schema or the page refuses nor a bare HTTP 500; the log names
+    the prompt."""
     server = Server("prompts", "1.0.0")
 
     @server.prompt(description="Returns what the test gives it")
