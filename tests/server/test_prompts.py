@@ -53,6 +53,7 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": 2}},
         {"name": "test_simple_prompt", "arguments": ["a"]},
         {},
+        {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": "x"}},
     ],
     ids=[
         "unknown",
@@ -60,13 +61,15 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         "argument-not-string",
         "arguments-array",
         "no-name",
+        "resource-uri-not-a-uri",
     ],
 )
 async def test_bad_prompt_requests_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (server/prompts §Error Handling: unknown prompt or missing
-    required argument is -32602; arguments are strings; E-14)."""
+    required argument is -32602; arguments are strings; §Security: validate all
+    prompt inputs, so the demo's ``resourceUri`` that is no URI is -32602 too; E-14)."""
     error_of(await client.call("prompts/get", params), 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
