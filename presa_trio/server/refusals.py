@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
-from presa_trio.wire.well_formed import URI_SCHEME, is_annotations
+from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_optional_text
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -103,6 +103,33 @@ def refuse_annotations(where: str, annotations: object) -> None:
             raise SignatureError(
                 f"{where}: annotations[{key!r}] is {annotations[key]!r}, not a {kind.__name__} "
                 "(schema.ts ToolAnnotations)"
+            )
+
+
+def refuse_texts(where: str, **fields: object) -> None:
+    """Refuse a field that schema.ts has as a string (``name``, ``title``…) holding another type.
+
+    ``None`` is an optional field left out. The listing would carry the
+    value to every client as a result the schema refuses.
+    """
+    for field, value in fields.items():
+        if not is_optional_text(value):
+            raise SignatureError(f"{where}: {field}= is {value!r}, not a str (schema.ts)")
+
+
+def refuse_prompt_arguments(where: str, arguments: object) -> None:
+    """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them."""
+    for argument in arguments if isinstance(arguments, list | tuple) else [arguments]:
+        if not (
+            isinstance(argument, models.PromptArgument)
+            and isinstance(argument.name, str)
+            and is_optional_text(argument.description)
+            and (argument.required is None or isinstance(argument.required, bool))
+        ):
+            raise SignatureError(
+                f"{where}: arguments= is a list of PromptArgument(name, description=None, "
+                f"required=None), a str name and description and a bool required; "
+                f"not {argument!r} (schema.ts PromptArgument)"
             )
 
 

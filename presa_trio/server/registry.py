@@ -50,8 +50,10 @@ from presa_trio.server.refusals import (
     read_icons,
     refuse_annotations,
     refuse_duplicate,
+    refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
+    refuse_texts,
     refuse_tool_name,
     refuse_uncalled,
     refuse_uri,
@@ -238,6 +240,7 @@ class Server:
                 annotations=annotations,
                 icons=listed_icons,
             )
+            refuse_texts(f"tool {tool_name!r}", title=title, description=tool.description)
             arguments, structured = compile_tool_schemas(tool)
             call: ToolHandler = signature.handler
             defaults = Defaults.of(schema) if signature.input_schema is None else None
@@ -295,6 +298,13 @@ class Server:
                 icons=listed_icons,
                 annotations=annotations,
             )
+            refuse_texts(
+                where,
+                name=resource.name,
+                title=title,
+                description=resource.description,
+                mime_type=mime_type,
+            )
             self.resources[uri] = RegisteredResource(resource, call)
             self.notify_resources_list_changed()
             return handler
@@ -330,6 +340,9 @@ class Server:
                 mime_type=mime_type,
                 icons=listed_icons,
                 annotations=annotations,
+            )
+            refuse_texts(
+                where, name=name, title=title, description=description, mime_type=mime_type
             )
             self.templates.append(
                 RegisteredTemplate(template, template_pattern(uri_template), call)
@@ -370,6 +383,7 @@ class Server:
                     f"prompt {prompt_name!r}: arguments= is for a handler (ctx, arguments); "
                     "a typed prompt's arguments come from its parameters"
                 )
+            refuse_prompt_arguments(f"prompt {prompt_name!r}", arguments)
             listed = list(signature.arguments or arguments)
             prompt = models.Prompt(
                 name=prompt_name,
@@ -379,6 +393,12 @@ class Server:
                 title=title,
                 arguments=listed or None,
                 icons=listed_icons,
+            )
+            refuse_texts(
+                f"prompt {prompt_name!r}",
+                name=prompt_name,
+                title=title,
+                description=prompt.description,
             )
             self.prompts[prompt.name] = RegisteredPrompt(prompt, signature.handler)
             self.notify_prompts_list_changed()
