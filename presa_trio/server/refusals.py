@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
-from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_optional_text
+from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_integer, is_optional_text
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -131,6 +131,12 @@ def refuse_prompt_arguments(where: str, arguments: object) -> None:
                 f"required=None), a str name and description and a bool required; "
                 f"not {argument!r} (schema.ts PromptArgument)"
             )
+
+
+def refuse_size(where: str, size: object) -> None:
+    """Refuse a ``size=`` that is no count of bytes (schema.ts ``Resource.size``, integer)."""
+    if size is not None and not (is_integer(size) and size >= 0):
+        raise SignatureError(f"{where}: size= is {size!r}; it is the size in bytes, an int >= 0")
 
 
 def refuse_resource_annotations(where: str, annotations: object) -> None:

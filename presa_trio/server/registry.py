@@ -53,6 +53,7 @@ from presa_trio.server.refusals import (
     refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
+    refuse_size,
     refuse_texts,
     refuse_tool_name,
     refuse_uncalled,
@@ -269,6 +270,7 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
+        size: int | None = None,
         icons: Sequence[models.Icon] = (),
         annotations: JSONObject | None = None,
         thread: bool = False,
@@ -287,6 +289,7 @@ class Server:
             refuse_uri(where, uri)
             listed_icons = read_icons(where, icons)
             refuse_resource_annotations(where, annotations)
+            refuse_size(where, size)
             refuse_duplicate(where, uri in self.resources)
             call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(
@@ -295,6 +298,7 @@ class Server:
                 title=title,
                 description=description or inspect.getdoc(handler),
                 mime_type=mime_type,
+                size=size,
                 icons=listed_icons,
                 annotations=annotations,
             )

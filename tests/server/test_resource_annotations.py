@@ -1,4 +1,4 @@
-"""``annotations`` on resources and resource templates (schema ``$defs.Annotations``).
+"""``annotations`` and ``size`` of resources, ``annotations`` of resource templates.
 
 Spec-mandated (server/resources §Annotations: "Resources, resource templates
 and content blocks support optional annotations", with the page's example
@@ -94,3 +94,30 @@ def test_annotations_the_schema_refuses_are_refused_at_registration(
     with pytest.raises(SignatureError, match="annotations"):
         decorator(handler)
     assert (server.resources, server.templates) == ({}, [])
+
+
+async def test_a_resources_size_is_listed() -> None:
+    """Spec-mandated (server/resources §Resource: ``size``, optional, in bytes;
+    schema ``$defs.Resource.size`` an integer)."""
+    server = Server("size", "1.0.0")
+
+    @server.resource("test://sized", name="sized", size=12)
+    async def sized(ctx: RequestContext) -> bytes:
+        return b"twelve bytes"
+
+    async with running(McpApp.for_server(server)) as client:
+        result = result_of(await client.call("resources/list"))
+    assert result["resources"] == [{"uri": "test://sized", "name": "sized", "size": 12}]
+
+
+@pytest.mark.parametrize("size", [-1, 1.5, "12", True])
+def test_a_size_that_is_no_byte_count_is_refused(size: Any) -> None:
+    """Spec-mandated (schema ``$defs.Resource.size``: an integer, a count of bytes)."""
+    server = Server("size", "1.0.0")
+
+    async def sized(ctx: RequestContext) -> str:
+        return "text"
+
+    with pytest.raises(SignatureError, match="size"):
+        server.resource("test://sized", name="sized", size=size)(sized)
+    assert server.resources == {}
