@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
-from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_integer, is_optional_text
+from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_optional_text
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -135,7 +135,9 @@ def refuse_prompt_arguments(where: str, arguments: object) -> None:
 
 def refuse_size(where: str, size: object) -> None:
     """Refuse a ``size=`` that is no count of bytes (schema.ts ``Resource.size``, integer)."""
-    if size is not None and not (is_integer(size) and size >= 0):
+    if size is None:
+        return
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise SignatureError(f"{where}: size= is {size!r}; it is the size in bytes, an int >= 0")
 
 
