@@ -14,11 +14,11 @@ and ``Resource.uri``, server/utilities/completion §Reference Types.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
-from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_optional_text
+from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_icons, is_optional_text
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -156,33 +156,14 @@ def refuse_resource_annotations(where: str, annotations: object) -> None:
         )
 
 
-#: schema.ts ``Icon.theme``.
-ICON_THEMES = (None, "light", "dark")
-
-
-def is_icon(icon: object) -> bool:
-    """schema.ts ``Icon``: ``src`` a URI; ``mimeType`` a string, ``sizes`` strings, if given."""
-    return (
-        isinstance(icon, models.Icon)
-        and isinstance(icon.src, str)
-        and URI_SCHEME.match(icon.src) is not None
-        and (icon.mime_type is None or isinstance(icon.mime_type, str))
-        and (
-            icon.sizes is None
-            or (isinstance(icon.sizes, list) and all(isinstance(s, str) for s in icon.sizes))
-        )
-        and icon.theme in ICON_THEMES
-    )
-
-
-def read_icons(where: str, icons: object) -> list[models.Icon] | None:
+def read_icons(where: str, icons: Sequence[models.Icon]) -> list[models.Icon] | None:
     """``icons=`` as the listing carries it (``None`` for none), or refused.
 
     Each is a :class:`~presa_trio.wire.models.Icon` whose ``src`` is a URI
     with its scheme (``https:``, ``data:``); a list the schema refuses would
     go out on every ``*/list``.
     """
-    if not isinstance(icons, list | tuple) or not all(map(is_icon, icons)):
+    if not is_icons(icons):
         raise SignatureError(
             f"{where}: icons= is a list of Icon, each with a src URI such as "
             "https://example.com/icon.png or a data: URI, sizes a list of strings, "

@@ -21,6 +21,22 @@ JSONObject = dict[str, Any]
 Role = Literal["user", "assistant"]
 
 
+@attrs.frozen
+class Icon:
+    """An icon a client may show for a tool, resource, template, prompt or resource link.
+
+    Schema ``$defs.Icon``.
+
+    ``src`` is an ``https:`` URL or a ``data:`` URI; ``sizes`` such as
+    ``"48x48"`` or ``"any"``; ``theme`` the background it is drawn for.
+    """
+
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
 # --- content blocks (schema $defs.ContentBlock) ------------------------------
 
 
@@ -85,6 +101,8 @@ class ResourceLink:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    size: int | None = None
+    icons: list[Icon] | None = None
     annotations: JSONObject | None = None
     meta: JSONObject | None = None
 
@@ -93,20 +111,6 @@ ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource | Re
 
 
 # --- descriptors listed by the server ---------------------------------------
-
-
-@attrs.frozen
-class Icon:
-    """An icon a client may show for a tool, resource, template or prompt (schema ``$defs.Icon``).
-
-    ``src`` is an ``https:`` URL or a ``data:`` URI; ``sizes`` such as
-    ``"48x48"`` or ``"any"``; ``theme`` the background it is drawn for.
-    """
-
-    src: str
-    mime_type: str | None = None
-    sizes: list[str] | None = None
-    theme: Literal["light", "dark"] | None = None
 
 
 @attrs.frozen

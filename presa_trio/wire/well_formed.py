@@ -16,7 +16,7 @@ what fails them into -32603, as it does any other return it cannot send
 
 Spec: schema $defs.ContentBlock, $defs.TextContent, $defs.ImageContent,
 $defs.AudioContent, $defs.ResourceLink, $defs.EmbeddedResource,
-$defs.TextResourceContents, $defs.BlobResourceContents, $defs.Annotations,
+$defs.TextResourceContents, $defs.BlobResourceContents, $defs.Annotations, $defs.Icon,
 $defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
 """
 
@@ -64,6 +64,30 @@ def is_base64(value: Any) -> bool:
     return True
 
 
+#: schema $defs.Icon ``theme``.
+ICON_THEMES = (None, "light", "dark")
+
+
+def is_icon(icon: Any) -> bool:
+    """schema $defs.Icon: ``src`` a URI; ``mimeType`` a string, ``sizes`` strings, if given."""
+    return (
+        isinstance(icon, models.Icon)
+        and isinstance(icon.src, str)
+        and URI_SCHEME.match(icon.src) is not None
+        and is_optional_text(icon.mime_type)
+        and (
+            icon.sizes is None
+            or (isinstance(icon.sizes, list) and all(isinstance(s, str) for s in icon.sizes))
+        )
+        and icon.theme in ICON_THEMES
+    )
+
+
+def is_icons(value: Any) -> bool:
+    """A list of :func:`is_icon` icons (a tuple too: it is sent as a JSON array)."""
+    return isinstance(value, list | tuple) and all(map(is_icon, value))
+
+
 def is_annotations(value: Any) -> bool:
     """schema $defs.Annotations: an audience of roles, a priority from 0 to 1."""
     if value is None:
@@ -107,8 +131,14 @@ def is_content_block(value: Any) -> bool:
     elif isinstance(value, models.EmbeddedResource):
         fields = is_resource_contents(value.resource)
     elif isinstance(value, models.ResourceLink):
-        fields = is_text(value.uri, value.name) and is_optional_text(
-            value.title, value.description, value.mime_type
+        fields = (
+            is_text(value.uri, value.name)
+            and is_optional_text(value.title, value.description, value.mime_type)
+            and (value.size is None or (is_integer(value.size) and value.size >= 0))
+            and (
+                value.icons is None
+                or (isinstance(value.icons, list) and all(map(is_icon, value.icons)))
+            )
         )
     else:
         return False

@@ -68,6 +68,10 @@ WRONG: dict[str, Any] = {
     "embedded-blob-not-base64": models.EmbeddedResource(
         models.BlobResourceContents("test://x", "%%%%")
     ),
+    "link-size-negative": models.ResourceLink("test://x", "x", size=-1),
+    "link-size-text": models.ResourceLink("test://x", "x", size="12"),  # type: ignore[arg-type]
+    "link-icon-relative": models.ResourceLink("test://x", "x", icons=[models.Icon("i.png")]),
+    "link-icons-dicts": models.ResourceLink("test://x", "x", icons=[{"src": "a:b"}]),  # type: ignore[list-item]
 }
 RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),
@@ -85,6 +89,22 @@ RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "result-with-list-structured": (
         models.CallToolResult([TEXT], structured_content=[1]),
         {"content": [{"type": "text", "text": "t"}], "structuredContent": [1]},
+    ),
+    "link-with-size-and-icons": (
+        models.ResourceLink(
+            "test://x", "x", size=3, icons=[models.Icon("https://example.com/i.png")]
+        ),
+        {
+            "content": [
+                {
+                    "type": "resource_link",
+                    "uri": "test://x",
+                    "name": "x",
+                    "size": 3,
+                    "icons": [{"src": "https://example.com/i.png"}],
+                }
+            ]
+        },
     ),
     "attrs": (
         Point(1, 2),
