@@ -68,6 +68,8 @@ WRONG: dict[str, Any] = {
     "embedded-blob-not-base64": models.EmbeddedResource(
         models.BlobResourceContents("test://x", "%%%%")
     ),
+    "result-with-list-meta": models.CallToolResult([TEXT], meta=[1]),  # type: ignore[arg-type]
+    "result-with-text-meta": models.CallToolResult([TEXT], meta="m"),  # type: ignore[arg-type]
     "link-size-negative": models.ResourceLink("test://x", "x", size=-1),
     "link-size-text": models.ResourceLink("test://x", "x", size="12"),  # type: ignore[arg-type]
     "link-icon-relative": models.ResourceLink("test://x", "x", icons=[models.Icon("i.png")]),
