@@ -123,12 +123,13 @@ def refuse_prompt_arguments(where: str, arguments: object) -> None:
         if not (
             isinstance(argument, models.PromptArgument)
             and isinstance(argument.name, str)
-            and is_optional_text(argument.description)
+            and is_optional_text(argument.description, argument.title)
             and (argument.required is None or isinstance(argument.required, bool))
         ):
             raise SignatureError(
                 f"{where}: arguments= is a list of PromptArgument(name, description=None, "
-                f"required=None), a str name and description and a bool required; "
+                f"required=None, title=None), a str name, description and title and a bool "
+                "required; "
                 f"not {argument!r} (schema.ts PromptArgument)"
             )
 

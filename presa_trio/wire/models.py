@@ -162,6 +162,7 @@ class PromptArgument:
     name: str
     description: str | None = None
     required: bool | None = None
+    title: str | None = None
 
 
 @attrs.frozen

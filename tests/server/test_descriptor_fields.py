@@ -15,8 +15,12 @@ from typing import Any
 
 import pytest
 
+from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, SignatureError
+from presa_trio.testing import running
 from presa_trio.wire import models
+from tests import wire_schema
+from tests.expect import result_of
 
 
 async def tool(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -73,6 +77,13 @@ MISTAKES: dict[str, tuple[Register, str]] = {
         )(prompt),
         "arguments",
     ),
+    "prompt-argument-title": (
+        lambda s: s.prompt(
+            description="d",
+            arguments=[models.PromptArgument("a", title=5)],  # type: ignore[arg-type]
+        )(prompt),
+        "arguments",
+    ),
     "prompt-argument-description": (
         lambda s: s.prompt(
             description="d",
@@ -90,3 +101,20 @@ def test_a_field_the_schema_refuses_is_refused_at_registration(case: str) -> Non
     with pytest.raises(SignatureError, match=field):
         register(server)
     assert (server.tools, server.resources, server.templates, server.prompts) == ({}, {}, [], {})
+
+
+async def test_a_prompt_argument_lists_its_title() -> None:
+    """Spec-mandated (schema ``$defs.PromptArgument``: an optional ``title`` for display)."""
+    server = Server("fields", "1.0.0")
+    argument = models.PromptArgument("tz", "An IANA zone", required=True, title="Time zone")
+
+    @server.prompt(description="d", arguments=[argument])
+    async def clock(ctx: RequestContext, arguments: dict[str, str]) -> str:
+        return arguments["tz"]
+
+    async with running(McpApp.for_server(server)) as client:
+        result = result_of(await client.call("prompts/list"))
+    assert result["prompts"][0]["arguments"] == [
+        {"name": "tz", "description": "An IANA zone", "required": True, "title": "Time zone"}
+    ]
+    assert wire_schema.result_problems("prompts/list", result) == []
