@@ -78,6 +78,20 @@ def refuse_uri(where: str, uri: str) -> None:
         )
 
 
+def refuse_template_scheme(where: str, uri_template: str) -> None:
+    """Refuse a URI template that does not start with a URI scheme (``notes/{day}``, ``{day}.txt``).
+
+    Every URI it matched would be read with ``resources/read``, whose
+    ``uri`` is ``format: uri`` (schema.ts): without a scheme, what it
+    matches is a path or a name, never a URI a client could send.
+    """
+    if not URI_SCHEME.match(uri_template):
+        raise SignatureError(
+            f"{where}: a resource template is a URI template, starting with its scheme "
+            "(note://{day}, file:///notes/{day}.txt; RFC 3986 §3, RFC 6570)"
+        )
+
+
 #: schema.ts ``ToolAnnotations``: each hint is a boolean, ``title`` a string.
 ANNOTATION_TYPES: Mapping[str, type] = {
     "title": str,

@@ -54,6 +54,7 @@ from presa_trio.server.refusals import (
     refuse_reference_type,
     refuse_resource_annotations,
     refuse_size,
+    refuse_template_scheme,
     refuse_texts,
     refuse_tool_name,
     refuse_uncalled,
@@ -331,6 +332,7 @@ class Server:
 
         def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
+            refuse_template_scheme(where, uri_template)
             listed_icons = read_icons(where, icons)
             refuse_resource_annotations(where, annotations)
             taken = any(t.template.uri_template == uri_template for t in self.templates)
