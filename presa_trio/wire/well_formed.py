@@ -148,19 +148,34 @@ def is_content_block(value: Any) -> bool:
 def is_prompt_message(value: Any) -> bool:
     """schema $defs.PromptMessage: a role and one content block.
 
-    An embedded resource also needs what prompts §Embedded Resources says it
-    MUST include, where the schema leaves both optional or unchecked: a
-    URI (with its scheme) and a MIME type.
+    The block also needs what the prompts page says it MUST include, where
+    the schema leaves it optional or unchecked: an image or audio block a
+    valid MIME type (§Image Content, §Audio Content); an embedded resource
+    a URI with its scheme and a valid MIME type (§Embedded Resources).
     """
     return (
         isinstance(value, models.PromptMessage)
         and value.role in ROLES
         and is_content_block(value.content)
-        and (not isinstance(value.content, models.EmbeddedResource) or is_labelled(value.content))
+        and is_labelled(value.content)
     )
 
 
-def is_labelled(embedded: models.EmbeddedResource) -> bool:
-    """Embedded contents with a URI that has a scheme, and a MIME type."""
-    resource = embedded.resource
-    return URI_SCHEME.match(resource.uri) is not None and isinstance(resource.mime_type, str)
+#: RFC 6838 §4.2: ``type/subtype``, each a restricted name, then any parameters.
+MIME_TYPE = re.compile(
+    r"[A-Za-z0-9][\w!#$&^.+-]{0,126}/[A-Za-z0-9][\w!#$&^.+-]{0,126}(;.*)?", re.ASCII
+)
+
+
+def is_labelled(content: models.ContentBlock) -> bool:
+    """A valid MIME type on an image, audio or embedded block, and a URI with its scheme."""
+    if isinstance(content, models.ImageContent | models.AudioContent):
+        return MIME_TYPE.fullmatch(content.mime_type) is not None
+    if isinstance(content, models.EmbeddedResource):
+        resource = content.resource
+        return (
+            URI_SCHEME.match(resource.uri) is not None
+            and isinstance(resource.mime_type, str)
+            and MIME_TYPE.fullmatch(resource.mime_type) is not None
+        )
+    return True

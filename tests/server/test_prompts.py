@@ -172,6 +172,13 @@ async def test_bad_completion_requests_are_invalid_params(
                 "user", models.EmbeddedResource(models.TextResourceContents("b", "t", "text/plain"))
             )
         ],
+        [models.PromptMessage("user", models.ImageContent("AAAA", ""))],
+        [models.PromptMessage("user", models.AudioContent("AAAA", "wav"))],
+        [
+            models.PromptMessage(
+                "user", models.EmbeddedResource(models.TextResourceContents("a://b", "t", ""))
+            )
+        ],
         models.GetPromptResult([], description=5),  # type: ignore[arg-type]
     ],
     ids=[
@@ -187,6 +194,9 @@ async def test_bad_completion_requests_are_invalid_params(
         "image-not-base64",
         "embedded-without-mime-type",
         "embedded-uri-without-scheme",
+        "image-mime-type-empty",
+        "audio-mime-type-no-subtype",
+        "embedded-mime-type-empty",
         "description-number",
     ],
 )
@@ -195,7 +205,8 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
 ) -> None:
     """Spec-mandated (prompts §Error Handling: internal errors are -32603; schema
     ``$defs.GetPromptResult``; prompts §Embedded Resources: an embedded resource
-    MUST include a valid resource URI and the appropriate MIME type; E-05): what a
+    MUST include a valid resource URI and the appropriate MIME type; §Image Content,
+    §Audio Content: a valid MIME type; E-05): what a
     prompt returns becomes a valid result or a generic -32603 with a JSON-RPC body,
     never a result the schema or the page refuses nor a bare HTTP 500; the log names
     the prompt."""
