@@ -142,9 +142,8 @@ def refuse_prompt_arguments(where: str, arguments: object) -> None:
         ):
             raise SignatureError(
                 f"{where}: arguments= is a list of PromptArgument(name, description=None, "
-                f"required=None, title=None), a str name, description and title and a bool "
-                "required; "
-                f"not {argument!r} (schema.ts PromptArgument)"
+                "required=None, title=None), a str name, description and title and a bool "
+                f"required; not {argument!r} (schema.ts PromptArgument)"
             )
 
 

@@ -135,10 +135,7 @@ def is_content_block(value: Any) -> bool:
             is_text(value.uri, value.name)
             and is_optional_text(value.title, value.description, value.mime_type)
             and (value.size is None or (is_integer(value.size) and value.size >= 0))
-            and (
-                value.icons is None
-                or (isinstance(value.icons, list) and all(map(is_icon, value.icons)))
-            )
+            and (value.icons is None or is_icons(value.icons))
         )
     else:
         return False
