@@ -14,9 +14,11 @@ and ``Resource.uri``, server/utilities/completion §Reference Types.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
+from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_icons, is_optional_text
 
 
 def refuse_uncalled(kind: str, given: object, usage: str) -> None:
@@ -56,10 +58,6 @@ def refuse_tool_name(name: str) -> None:
         )
 
 
-#: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
-URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-
-
 def refuse_uri(where: str, uri: str) -> None:
     """Refuse a resource ``uri`` that is no URI: without a scheme (``today``, ``""``).
 
@@ -77,6 +75,20 @@ def refuse_uri(where: str, uri: str) -> None:
         raise SignatureError(
             f"{where}: braces make it a URI template, not a URI; "
             "register it with @server.resource_template(uri_template, name=…)"
+        )
+
+
+def refuse_template_scheme(where: str, uri_template: str) -> None:
+    """Refuse a URI template that does not start with a URI scheme (``notes/{day}``, ``{day}.txt``).
+
+    Every URI it matched would be read with ``resources/read``, whose
+    ``uri`` is ``format: uri`` (schema.ts): without a scheme, what it
+    matches is a path or a name, never a URI a client could send.
+    """
+    if not URI_SCHEME.match(uri_template):
+        raise SignatureError(
+            f"{where}: a resource template is a URI template, starting with its scheme "
+            "(note://{day}, file:///notes/{day}.txt; RFC 3986 §3, RFC 6570)"
         )
 
 
@@ -106,6 +118,72 @@ def refuse_annotations(where: str, annotations: object) -> None:
                 f"{where}: annotations[{key!r}] is {annotations[key]!r}, not a {kind.__name__} "
                 "(schema.ts ToolAnnotations)"
             )
+
+
+def refuse_texts(where: str, **fields: object) -> None:
+    """Refuse a field that schema.ts has as a string (``name``, ``title``…) holding another type.
+
+    ``None`` is an optional field left out. The listing would carry the
+    value to every client as a result the schema refuses.
+    """
+    for field, value in fields.items():
+        if not is_optional_text(value):
+            raise SignatureError(f"{where}: {field}= is {value!r}, not a str (schema.ts)")
+
+
+def refuse_prompt_arguments(where: str, arguments: object) -> None:
+    """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them."""
+    for argument in arguments if isinstance(arguments, list | tuple) else [arguments]:
+        if not (
+            isinstance(argument, models.PromptArgument)
+            and isinstance(argument.name, str)
+            and is_optional_text(argument.description, argument.title)
+            and (argument.required is None or isinstance(argument.required, bool))
+        ):
+            raise SignatureError(
+                f"{where}: arguments= is a list of PromptArgument(name, description=None, "
+                "required=None, title=None), a str name, description and title and a bool "
+                f"required; not {argument!r} (schema.ts PromptArgument)"
+            )
+
+
+def refuse_size(where: str, size: object) -> None:
+    """Refuse a ``size=`` that is no count of bytes (schema.ts ``Resource.size``, integer)."""
+    if size is None:
+        return
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise SignatureError(f"{where}: size= is {size!r}; it is the size in bytes, an int >= 0")
+
+
+def refuse_resource_annotations(where: str, annotations: object) -> None:
+    """Refuse ``annotations=`` of a resource or template that schema.ts ``Annotations`` refuses.
+
+    resources §Annotations: an ``audience`` of ``user`` and ``assistant``, a
+    ``priority`` from 0 to 1, a ``lastModified`` string.
+    """
+    if annotations is not None and not (
+        isinstance(annotations, dict) and is_annotations(annotations)
+    ):
+        raise SignatureError(
+            f"{where}: annotations= is a dict such as {{'audience': ['user'], 'priority': 0.8, "
+            "'lastModified': '2025-01-12T15:00:58Z'}} (resources §Annotations)"
+        )
+
+
+def read_icons(where: str, icons: Sequence[models.Icon]) -> list[models.Icon] | None:
+    """``icons=`` as the listing carries it (``None`` for none), or refused.
+
+    Each is a :class:`~presa_trio.wire.models.Icon` whose ``src`` is a URI
+    with its scheme (``https:``, ``data:``); a list the schema refuses would
+    go out on every ``*/list``.
+    """
+    if not is_icons(icons):
+        raise SignatureError(
+            f"{where}: icons= is a list of Icon, each with a src URI such as "
+            "https://example.com/icon.png or a data: URI, sizes a list of strings, "
+            "theme 'light' or 'dark' (schema.ts Icon)"
+        )
+    return list(icons) or None
 
 
 def name_of(handler: object, where: str) -> str:

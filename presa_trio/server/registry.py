@@ -47,9 +47,15 @@ from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
 from presa_trio.server.refusals import (
     name_of,
+    read_icons,
     refuse_annotations,
     refuse_duplicate,
+    refuse_prompt_arguments,
     refuse_reference_type,
+    refuse_resource_annotations,
+    refuse_size,
+    refuse_template_scheme,
+    refuse_texts,
     refuse_tool_name,
     refuse_uncalled,
     refuse_uri,
@@ -179,6 +185,7 @@ class Server:
         title: str | None = None,
         output_schema: JSONObject | None = None,
         annotations: JSONObject | None = None,
+        icons: Sequence[models.Icon] = (),
         nursery: bool = False,
         needs: Iterable[str] = (),
         thread: bool = False,
@@ -217,6 +224,7 @@ class Server:
             tool_name = name_of(handler, "a tool") if name is None else name
             refuse_tool_name(tool_name)
             refuse_annotations(f"tool {tool_name!r}", annotations)
+            listed_icons = read_icons(f"tool {tool_name!r}", icons)
             refuse_duplicate(f"tool {tool_name!r}", tool_name in self.tools)
             signature = read_signature(handler, tool_name, thread=thread)
             if input_schema is not None and signature.input_schema is not None:
@@ -232,7 +240,9 @@ class Server:
                 title=title,
                 output_schema=signature.output_schema if output_schema is None else output_schema,
                 annotations=annotations,
+                icons=listed_icons,
             )
+            refuse_texts(f"tool {tool_name!r}", title=title, description=tool.description)
             arguments, structured = compile_tool_schemas(tool)
             call: ToolHandler = signature.handler
             defaults = Defaults.of(schema) if signature.input_schema is None else None
@@ -261,6 +271,9 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
+        size: int | None = None,
+        icons: Sequence[models.Icon] = (),
+        annotations: JSONObject | None = None,
         thread: bool = False,
     ) -> Callable[[AnyResourceHandler], AnyResourceHandler]:
         """Register a concrete resource, ``async def (ctx)``; listed in registration order.
@@ -275,6 +288,9 @@ class Server:
         def register(handler: AnyResourceHandler) -> AnyResourceHandler:
             where = f"resource {uri!r}"
             refuse_uri(where, uri)
+            listed_icons = read_icons(where, icons)
+            refuse_resource_annotations(where, annotations)
+            refuse_size(where, size)
             refuse_duplicate(where, uri in self.resources)
             call = read_handler(handler, where, called=("ctx",), thread=thread)
             resource = models.Resource(
@@ -282,6 +298,16 @@ class Server:
                 name=name or name_of(handler, where),
                 title=title,
                 description=description or inspect.getdoc(handler),
+                mime_type=mime_type,
+                size=size,
+                icons=listed_icons,
+                annotations=annotations,
+            )
+            refuse_texts(
+                where,
+                name=resource.name,
+                title=title,
+                description=resource.description,
                 mime_type=mime_type,
             )
             self.resources[uri] = RegisteredResource(resource, call)
@@ -298,12 +324,17 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         title: str | None = None,
+        icons: Sequence[models.Icon] = (),
+        annotations: JSONObject | None = None,
         thread: bool = False,
     ) -> Callable[[AnyTemplateHandler], AnyTemplateHandler]:
         """Register a resource template, ``async def (ctx, variables)``: the matched variables."""
 
         def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
+            refuse_template_scheme(where, uri_template)
+            listed_icons = read_icons(where, icons)
+            refuse_resource_annotations(where, annotations)
             taken = any(t.template.uri_template == uri_template for t in self.templates)
             refuse_duplicate(where, taken)
             call = read_handler(handler, where, called=("ctx", "variables"), thread=thread)
@@ -313,6 +344,11 @@ class Server:
                 title=title,
                 description=description,
                 mime_type=mime_type,
+                icons=listed_icons,
+                annotations=annotations,
+            )
+            refuse_texts(
+                where, name=name, title=title, description=description, mime_type=mime_type
             )
             self.templates.append(
                 RegisteredTemplate(template, template_pattern(uri_template), call)
@@ -329,6 +365,7 @@ class Server:
         description: str | None = None,
         arguments: Sequence[models.PromptArgument] = (),
         title: str | None = None,
+        icons: Sequence[models.Icon] = (),
         thread: bool = False,
     ) -> Callable[[AnyPromptHandler], AnyPromptHandler]:
         """Register a prompt; return the handler unchanged.
@@ -344,6 +381,7 @@ class Server:
 
         def register(handler: AnyPromptHandler) -> AnyPromptHandler:
             prompt_name = name or name_of(handler, "a prompt")
+            listed_icons = read_icons(f"prompt {prompt_name!r}", icons)
             refuse_duplicate(f"prompt {prompt_name!r}", prompt_name in self.prompts)
             signature = read_prompt_signature(handler, prompt_name, thread=thread)
             if arguments and signature.arguments is not None:
@@ -351,6 +389,7 @@ class Server:
                     f"prompt {prompt_name!r}: arguments= is for a handler (ctx, arguments); "
                     "a typed prompt's arguments come from its parameters"
                 )
+            refuse_prompt_arguments(f"prompt {prompt_name!r}", arguments)
             listed = list(signature.arguments or arguments)
             prompt = models.Prompt(
                 name=prompt_name,
@@ -359,6 +398,13 @@ class Server:
                 ),
                 title=title,
                 arguments=listed or None,
+                icons=listed_icons,
+            )
+            refuse_texts(
+                f"prompt {prompt_name!r}",
+                name=prompt_name,
+                title=title,
+                description=prompt.description,
             )
             self.prompts[prompt.name] = RegisteredPrompt(prompt, signature.handler)
             self.notify_prompts_list_changed()

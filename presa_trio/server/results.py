@@ -38,7 +38,7 @@ from presa_trio.server.signatures import Returns, arguments_converter
 from presa_trio.wire import models
 from presa_trio.wire.hints import is_record
 from presa_trio.wire.mrtr import InputRequired
-from presa_trio.wire.well_formed import is_content_block
+from presa_trio.wire.well_formed import is_content_block, is_meta
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,14 @@ def structured(value: Any) -> models.CallToolResult | None:
 
 
 def valid_result(result: models.CallToolResult) -> bool:
-    """Content blocks, and ``structuredContent`` any JSON value (schema.ts ``CallToolResult``)."""
+    """Content blocks, ``structuredContent`` any JSON value, ``_meta`` an object (schema.ts
+    ``CallToolResult``)."""
     return (
         isinstance(result.content, list)
         and all(is_content_block(block) for block in result.content)
         and (result.structured_content is None or as_json(result.structured_content) is not None)
         and isinstance(result.is_error, bool)
+        and is_meta(result.meta)
     )
 
 

@@ -21,6 +21,22 @@ JSONObject = dict[str, Any]
 Role = Literal["user", "assistant"]
 
 
+@attrs.frozen
+class Icon:
+    """An icon a client may show for a tool, resource, template, prompt or resource link.
+
+    Schema ``$defs.Icon``.
+
+    ``src`` is an ``https:`` URL or a ``data:`` URI; ``sizes`` such as
+    ``"48x48"`` or ``"any"``; ``theme`` the background it is drawn for.
+    """
+
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
 # --- content blocks (schema $defs.ContentBlock) ------------------------------
 
 
@@ -85,6 +101,8 @@ class ResourceLink:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    size: int | None = None
+    icons: list[Icon] | None = None
     annotations: JSONObject | None = None
     meta: JSONObject | None = None
 
@@ -105,6 +123,7 @@ class Tool:
     title: str | None = None
     output_schema: JSONObject | None = None
     annotations: JSONObject | None = None
+    icons: list[Icon] | None = None
     meta: JSONObject | None = None
 
 
@@ -118,6 +137,8 @@ class Resource:
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
+    icons: list[Icon] | None = None
+    annotations: JSONObject | None = None
 
 
 @attrs.frozen
@@ -132,6 +153,8 @@ class ResourceTemplate:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    icons: list[Icon] | None = None
+    annotations: JSONObject | None = None
 
 
 @attrs.frozen
@@ -139,6 +162,7 @@ class PromptArgument:
     name: str
     description: str | None = None
     required: bool | None = None
+    title: str | None = None
 
 
 @attrs.frozen
@@ -149,6 +173,7 @@ class Prompt:
     description: str
     title: str | None = None
     arguments: list[PromptArgument] | None = None
+    icons: list[Icon] | None = None
 
 
 @attrs.frozen

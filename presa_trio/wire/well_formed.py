@@ -7,24 +7,32 @@ annotation ``priority`` of 5 or a role of ``"system"`` would reach the
 client as a message the schema refuses. These checks are the schema's
 definitions for the fields a handler fills in: a required string is a
 string, an optional one a string or absent (``None``, left off the wire),
-``annotations`` an ``Annotations``, ``_meta`` an object. The server turns
+``annotations`` an ``Annotations``, ``_meta`` an object, binary data (an
+image's or audio's ``data``, a blob) base64 (``format: byte``; resources
+§Security Considerations: "Binary data **MUST** be properly encoded";
+prompts §Image Content, §Audio Content). The server turns
 what fails them into -32603, as it does any other return it cannot send
 (:mod:`presa_trio.server.results`).
 
 Spec: schema $defs.ContentBlock, $defs.TextContent, $defs.ImageContent,
 $defs.AudioContent, $defs.ResourceLink, $defs.EmbeddedResource,
-$defs.TextResourceContents, $defs.BlobResourceContents, $defs.Annotations,
+$defs.TextResourceContents, $defs.BlobResourceContents, $defs.Annotations, $defs.Icon,
 $defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
 """
 
 from __future__ import annotations
 
+import binascii
+import re
 from typing import Any
 
 from presa_trio.wire import models
 
 #: schema $defs.Role.
 ROLES = ("user", "assistant")
+
+#: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
+URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def is_number(value: Any) -> bool:
@@ -43,6 +51,41 @@ def is_text(*values: Any) -> bool:
 
 def is_optional_text(*values: Any) -> bool:
     return all(value is None or isinstance(value, str) for value in values)
+
+
+def is_base64(value: Any) -> bool:
+    """RFC 4648 §4 base64, padded, and nothing else (schema ``format: byte``)."""
+    if not isinstance(value, str) or not value.isascii():
+        return False
+    try:
+        binascii.a2b_base64(value, strict_mode=True)
+    except binascii.Error:
+        return False
+    return True
+
+
+#: schema $defs.Icon ``theme``.
+ICON_THEMES = (None, "light", "dark")
+
+
+def is_icon(icon: Any) -> bool:
+    """schema $defs.Icon: ``src`` a URI; ``mimeType`` a string, ``sizes`` strings, if given."""
+    return (
+        isinstance(icon, models.Icon)
+        and isinstance(icon.src, str)
+        and URI_SCHEME.match(icon.src) is not None
+        and is_optional_text(icon.mime_type)
+        and (
+            icon.sizes is None
+            or (isinstance(icon.sizes, list) and all(isinstance(s, str) for s in icon.sizes))
+        )
+        and icon.theme in ICON_THEMES
+    )
+
+
+def is_icons(value: Any) -> bool:
+    """A list of :func:`is_icon` icons (a tuple too: it is sent as a JSON array)."""
+    return isinstance(value, list | tuple) and all(map(is_icon, value))
 
 
 def is_annotations(value: Any) -> bool:
@@ -72,6 +115,8 @@ def is_resource_contents(value: Any) -> bool:
         body = value.text
     elif isinstance(value, models.BlobResourceContents):
         body = value.blob
+        if not is_base64(body):
+            return False
     else:
         return False
     return is_text(value.uri, body) and is_optional_text(value.mime_type) and is_meta(value.meta)
@@ -82,12 +127,15 @@ def is_content_block(value: Any) -> bool:
     if isinstance(value, models.TextContent):
         fields = is_text(value.text)
     elif isinstance(value, models.ImageContent | models.AudioContent):
-        fields = is_text(value.data, value.mime_type)
+        fields = is_base64(value.data) and is_text(value.mime_type)
     elif isinstance(value, models.EmbeddedResource):
         fields = is_resource_contents(value.resource)
     elif isinstance(value, models.ResourceLink):
-        fields = is_text(value.uri, value.name) and is_optional_text(
-            value.title, value.description, value.mime_type
+        fields = (
+            is_text(value.uri, value.name)
+            and is_optional_text(value.title, value.description, value.mime_type)
+            and (value.size is None or (is_integer(value.size) and value.size >= 0))
+            and (value.icons is None or is_icons(value.icons))
         )
     else:
         return False
@@ -95,9 +143,36 @@ def is_content_block(value: Any) -> bool:
 
 
 def is_prompt_message(value: Any) -> bool:
-    """schema $defs.PromptMessage: a role and one content block."""
+    """schema $defs.PromptMessage: a role and one content block.
+
+    The block also needs what the prompts page says it MUST include, where
+    the schema leaves it optional or unchecked: an image or audio block a
+    valid MIME type (§Image Content, §Audio Content); an embedded resource
+    a URI with its scheme and a valid MIME type (§Embedded Resources).
+    """
     return (
         isinstance(value, models.PromptMessage)
         and value.role in ROLES
         and is_content_block(value.content)
+        and is_labelled(value.content)
     )
+
+
+#: RFC 6838 §4.2: ``type/subtype``, each a restricted name, then any parameters.
+MIME_TYPE = re.compile(
+    r"[A-Za-z0-9][\w!#$&^.+-]{0,126}/[A-Za-z0-9][\w!#$&^.+-]{0,126}(;.*)?", re.ASCII
+)
+
+
+def is_labelled(content: models.ContentBlock) -> bool:
+    """A valid MIME type on an image, audio or embedded block, and a URI with its scheme."""
+    if isinstance(content, models.ImageContent | models.AudioContent):
+        return MIME_TYPE.fullmatch(content.mime_type) is not None
+    if isinstance(content, models.EmbeddedResource):
+        resource = content.resource
+        return (
+            URI_SCHEME.match(resource.uri) is not None
+            and isinstance(resource.mime_type, str)
+            and MIME_TYPE.fullmatch(resource.mime_type) is not None
+        )
+    return True

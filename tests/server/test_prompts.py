@@ -53,6 +53,7 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": 2}},
         {"name": "test_simple_prompt", "arguments": ["a"]},
         {},
+        {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": "x"}},
     ],
     ids=[
         "unknown",
@@ -60,13 +61,15 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         "argument-not-string",
         "arguments-array",
         "no-name",
+        "resource-uri-not-a-uri",
     ],
 )
 async def test_bad_prompt_requests_are_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (server/prompts §Error Handling: unknown prompt or missing
-    required argument is -32602; arguments are strings; E-14)."""
+    required argument is -32602; arguments are strings; §Security: validate all
+    prompt inputs, so the demo's ``resourceUri`` that is no URI is -32602 too; E-14)."""
     error_of(await client.call("prompts/get", params), 400, INVALID_PARAMS)
     await assert_still_serving(client)
 
@@ -158,6 +161,24 @@ async def test_bad_completion_requests_are_invalid_params(
         [models.PromptMessage("user", models.TextContent(3))],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.TextContent(None))],  # type: ignore[arg-type]
         [models.PromptMessage("user", models.ImageContent("AAAA", None))],  # type: ignore[arg-type]
+        [models.PromptMessage("user", models.ImageContent("a PNG, not base64", "image/png"))],
+        [
+            models.PromptMessage(
+                "user", models.EmbeddedResource(models.TextResourceContents("a://b", "t"))
+            )
+        ],
+        [
+            models.PromptMessage(
+                "user", models.EmbeddedResource(models.TextResourceContents("b", "t", "text/plain"))
+            )
+        ],
+        [models.PromptMessage("user", models.ImageContent("AAAA", ""))],
+        [models.PromptMessage("user", models.AudioContent("AAAA", "wav"))],
+        [
+            models.PromptMessage(
+                "user", models.EmbeddedResource(models.TextResourceContents("a://b", "t", ""))
+            )
+        ],
         models.GetPromptResult([], description=5),  # type: ignore[arg-type]
     ],
     ids=[
@@ -170,6 +191,12 @@ async def test_bad_completion_requests_are_invalid_params(
         "number-text",
         "text-none",
         "image-without-mime-type",
+        "image-not-base64",
+        "embedded-without-mime-type",
+        "embedded-uri-without-scheme",
+        "image-mime-type-empty",
+        "audio-mime-type-no-subtype",
+        "embedded-mime-type-empty",
         "description-number",
     ],
 )
@@ -177,9 +204,12 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
     caplog: pytest.LogCaptureFixture, output: Any
 ) -> None:
     """Spec-mandated (prompts §Error Handling: internal errors are -32603; schema
-    ``$defs.GetPromptResult``; E-05): what a prompt returns becomes a valid result or
-    a generic -32603 with a JSON-RPC body, never a result the schema refuses nor a
-    bare HTTP 500; the log names the prompt."""
+    ``$defs.GetPromptResult``; prompts §Embedded Resources: an embedded resource
+    MUST include a valid resource URI and the appropriate MIME type; §Image Content,
+    §Audio Content: a valid MIME type; E-05): what a
+    prompt returns becomes a valid result or a generic -32603 with a JSON-RPC body,
+    never a result the schema or the page refuses nor a bare HTTP 500; the log names
+    the prompt."""
     server = Server("prompts", "1.0.0")
 
     @server.prompt(description="Returns what the test gives it")

@@ -204,3 +204,19 @@ async def test_thread_true_runs_a_plain_def_of_every_kind() -> None:
     texts: list[Any] = [message["content"]["text"] for message in prompt["messages"]]
     assert texts == ["Write a haiku about tea."]
     assert completed["completion"]["values"] == ["cats"]
+
+
+@pytest.mark.parametrize("uri_template", ["notes/{day}", "{day}.txt", "/notes/{day}", ""])
+def test_a_resource_template_without_a_scheme_is_refused(uri_template: str) -> None:
+    """Spec-mandated (schema.ts ``ReadResourceRequestParams.uri``, ``format: uri``;
+    RFC 3986 §3): every URI a template matches must be a URI a client can send,
+    so a template starts with its scheme; one that does is accepted."""
+    server = Server("mistakes", "1.0.0")
+
+    async def day(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return "rain"
+
+    with pytest.raises(SignatureError, match="starting with its scheme"):
+        server.resource_template(uri_template, name="day")(day)
+    server.resource_template("notes:{day}", name="day")(day)
+    assert [t.template.uri_template for t in server.templates] == ["notes:{day}"]

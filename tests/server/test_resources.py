@@ -134,6 +134,8 @@ async def test_a_read_without_a_string_uri_is_invalid_params(
         [models.TextResourceContents("note://a", None)],  # type: ignore[arg-type]
         [models.BlobResourceContents("note://a", b"raw bytes, not base64")],  # type: ignore[arg-type]
         [models.TextResourceContents("note://a", "t", mime_type=5)],  # type: ignore[arg-type]
+        [models.BlobResourceContents("note://a", "raw text, not base64")],
+        [models.BlobResourceContents("note://a", "AAA")],
     ],
     ids=[
         "none",
@@ -145,6 +147,8 @@ async def test_a_read_without_a_string_uri_is_invalid_params(
         "text-none",
         "bytes-blob",
         "mime-type-number",
+        "blob-not-base64",
+        "blob-unpadded",
     ],
 )
 async def test_a_handler_returning_no_resource_contents_is_an_internal_error(

@@ -62,6 +62,18 @@ WRONG: dict[str, Any] = {
     "priority-over-one": models.TextContent("t", annotations={"priority": 5}),
     "audience-unknown": [TEXT, models.TextContent("t", annotations={"audience": ["bot"]})],
     "meta-list": models.AudioContent("AAAA", "audio/wav", meta=[1]),  # type: ignore[arg-type]
+    # Binary data that is no base64 (schema format byte; resources §Security Considerations).
+    "image-not-base64": models.ImageContent("not base64!", "image/png"),
+    "audio-not-base64": models.AudioContent("AAA", "audio/wav"),
+    "embedded-blob-not-base64": models.EmbeddedResource(
+        models.BlobResourceContents("test://x", "%%%%")
+    ),
+    "result-with-list-meta": models.CallToolResult([TEXT], meta=[1]),  # type: ignore[arg-type]
+    "result-with-text-meta": models.CallToolResult([TEXT], meta="m"),  # type: ignore[arg-type]
+    "link-size-negative": models.ResourceLink("test://x", "x", size=-1),
+    "link-size-text": models.ResourceLink("test://x", "x", size="12"),  # type: ignore[arg-type]
+    "link-icon-relative": models.ResourceLink("test://x", "x", icons=[models.Icon("i.png")]),
+    "link-icons-dicts": models.ResourceLink("test://x", "x", icons=[{"src": "a:b"}]),  # type: ignore[list-item]
 }
 RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "str": ("hi", {"content": [{"type": "text", "text": "hi"}]}),
@@ -79,6 +91,22 @@ RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "result-with-list-structured": (
         models.CallToolResult([TEXT], structured_content=[1]),
         {"content": [{"type": "text", "text": "t"}], "structuredContent": [1]},
+    ),
+    "link-with-size-and-icons": (
+        models.ResourceLink(
+            "test://x", "x", size=3, icons=[models.Icon("https://example.com/i.png")]
+        ),
+        {
+            "content": [
+                {
+                    "type": "resource_link",
+                    "uri": "test://x",
+                    "name": "x",
+                    "size": 3,
+                    "icons": [{"src": "https://example.com/i.png"}],
+                }
+            ]
+        },
     ),
     "attrs": (
         Point(1, 2),
