@@ -24,9 +24,11 @@ per worker slot (:meth:`Workers.keep`):
 - a worker that exits by itself is logged and started again (after
   :data:`RESTART_DELAY_S` since it started, so a worker that cannot start
   does not spin); its running tasks are recovered by lease, as after any
-  crash. A worker that exits with status 2 (a usage error: the target
-  names no server, the store cannot be opened) stops them all: a new one
-  would fail the same way;
+  crash. A worker that exits with status 2 at its slot's first start (a
+  usage error: the target names no server, the store cannot be opened)
+  stops them all: a new one would fail the same way. Started again, a
+  worker whose store cannot be opened (the database is down) is started
+  again until it can be, while the others serve on;
 - every worker gets the same requestState key (one the parent makes,
   unless the operator gave one), so a multi round-trip retry may land on
   any worker;
@@ -217,19 +219,26 @@ class Workers:
             process.send_signal(signal.SIGTERM)
 
     async def keep(self, slot: int) -> None:
-        """Run worker ``slot``, and again each time it exits, until stopping."""
+        """Run worker ``slot``, and again each time it exits, until stopping.
+
+        A usage error stops every worker only at the slot's first start: a
+        worker started again cannot open what its first one did only while
+        that is down (the database restarts), so it is started again too.
+        """
+        first = True
         while not self.stopping.is_set():
             started = trio.current_time()
             status = await self.run_worker(slot)
             if self.stopping.is_set():
                 return
-            if status == EXIT_USAGE:
+            if status == EXIT_USAGE and first:
                 log.error("worker %d cannot start (status %d): stopping every worker", slot, status)
                 self.status = EXIT_USAGE
                 self.stop()
                 self.terminate_all()
                 return
             log.warning("worker %d exited with status %d: starting it again", slot, status)
+            first = False
             await trio.sleep_until(started + RESTART_DELAY_S)
 
     async def run_worker(self, slot: int) -> int:
