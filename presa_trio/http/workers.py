@@ -21,14 +21,16 @@ are refused for more than one worker, in one line.
 **Supervision.** The parent runs the children in a Trio nursery, one task
 per worker slot (:meth:`Workers.keep`):
 
-- a worker that exits by itself is logged and started again (after
-  :data:`RESTART_DELAY_S` since it started, so a worker that cannot start
-  does not spin); its running tasks are recovered by lease, as after any
-  crash. A worker that exits with status 2 at its slot's first start (a
-  usage error: the target names no server, the store cannot be opened)
-  stops them all: a new one would fail the same way. Started again, a
-  worker whose store cannot be opened (the database is down) is started
-  again until it can be, while the others serve on;
+- a worker that exits by itself is logged and started again: at once if
+  it lived :data:`LONGEST_RESTART_DELAY_S`, else after a pause of
+  :data:`RESTART_DELAY_S`, doubled at each such death up to the longest, so
+  a worker that cannot start does not spend a core on starting; its
+  running tasks are recovered by lease, as after any crash. A worker that
+  exits with status 2 at its slot's first start (a usage error: the target
+  names no server, the store cannot be opened) stops them all: a new one
+  would fail the same way. Started again, a worker whose store cannot be
+  opened (the database is down) is started again until it can be, while
+  the others serve on;
 - every worker gets the same requestState key (one the parent makes,
   unless the operator gave one), so a multi round-trip retry may land on
   any worker;
@@ -69,8 +71,11 @@ log = logging.getLogger(__name__)
 
 #: The environment variable naming the listening socket a worker inherits.
 LISTEN_FD_ENV = "PRESA_TRIO_LISTEN_FD"
-#: The shortest time between two starts of one worker slot, in seconds.
+#: The pause before a worker that died is started again, in seconds; doubled
+#: at each death within :data:`LONGEST_RESTART_DELAY_S` of its start.
 RESTART_DELAY_S = 1.0
+#: The longest such pause; a worker that lived this long is started again at once.
+LONGEST_RESTART_DELAY_S = 30.0
 #: A worker's exit status that no restart can mend: a usage error.
 EXIT_USAGE = 2
 #: Time beyond its own bound a draining worker gets to exit, in seconds.
@@ -226,20 +231,27 @@ class Workers:
         that is down (the database restarts), so it is started again too.
         """
         first = True
+        pause = RESTART_DELAY_S
         while not self.stopping.is_set():
             started = trio.current_time()
             status = await self.run_worker(slot)
             if self.stopping.is_set():
                 return
+            if trio.current_time() - started >= LONGEST_RESTART_DELAY_S:
+                pause = 0.0
             if status == EXIT_USAGE and first:
                 log.error("worker %d cannot start (status %d): stopping every worker", slot, status)
                 self.status = EXIT_USAGE
                 self.stop()
                 self.terminate_all()
                 return
-            log.warning("worker %d exited with status %d: starting it again", slot, status)
+            log.warning(
+                "worker %d exited with status %d: starting it again in %.1f s", slot, status, pause
+            )
             first = False
-            await trio.sleep_until(started + RESTART_DELAY_S)
+            with trio.move_on_after(pause):
+                await self.stopping.wait()
+            pause = min(max(pause * 2, RESTART_DELAY_S), LONGEST_RESTART_DELAY_S)
 
     async def run_worker(self, slot: int) -> int:
         """Run one worker process to its end; its exit status.

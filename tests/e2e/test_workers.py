@@ -27,7 +27,7 @@ import trio
 
 from tests.e2e.harness import PAUSING, call_pause
 from tests.e2e.peers import PATIENCE, Peer
-from tests.e2e.serve_process import ServeProcess, presa_serve
+from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 
 STARTED = r"worker (\d+) started \(pid (\d+)\)"
 OPTIONS = ("--shutdown-grace", "2", "--store-timeout", "2")
@@ -209,6 +209,27 @@ async def test_a_killed_worker_is_started_again_and_its_task_recovered(
         assert done["result"]["content"][0]["text"] == "Completed x"
         assert f"task {created['taskId']} recovered" in served.stderr
         assert alive(int(again[1]))
+
+
+async def test_a_worker_that_keeps_dying_is_started_again_ever_less_often(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a worker that dies as it
+    starts (here its target exits with status 3 as it is imported) is started again
+    after one second, then two, then four: a worker that keeps dying does not cost a
+    core a Python start each second. A signal meanwhile ends the parent at once."""
+    (tmp_path / "dying.py").write_text("import os\n\nos._exit(3)\n")
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS, "--", "dying:server")
+    command = [sys.executable, "-m", "presa_trio", "serve", "--port", "0", *options]
+    async with serving(command, pattern=r"serving (http://\S+/mcp) with", cwd=tmp_path) as served:
+        with trio.fail_after(PATIENCE):
+            for pause in ("1.0", "2.0", "4.0"):
+                await served.wait_for_line(
+                    rf"worker 1 exited with status 3: starting it again in {pause} s"
+                )
+        served.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(PATIENCE):
+            assert await served.stopped() == 0
 
 
 async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> None:
