@@ -124,6 +124,16 @@ def check_store(store: str, total: int) -> None:
         raise ServeRefused(f"--workers {total}: {why}; use --store postgresql://… or --workers 1")
 
 
+def shared_metrics_directory() -> str | None:
+    """``PROMETHEUS_MULTIPROC_DIR``, the directory of every process's metric samples, if
+    set; one that names no directory is refused in one line (prometheus_client's own
+    refusal is a traceback)."""
+    directory = os.environ.get(MULTIPROCESS_DIR_ENV)
+    if directory is not None and not os.path.isdir(directory):
+        raise ServeRefused(f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} names no directory")
+    return directory
+
+
 def inherited_sockets() -> Sockets | None:
     """The listening socket a worker was given by its parent; ``None`` in any other process.
 
@@ -337,7 +347,7 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
     one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used as it is, else
     a new one lives as long as the parent.
     """
-    if not metrics or MULTIPROCESS_DIR_ENV in os.environ:
+    if not metrics or shared_metrics_directory() is not None:
         yield {}
         return
     with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:

@@ -120,6 +120,34 @@ async def test_a_mistake_the_parent_can_see_is_one_line_before_any_worker(
     assert says in line
 
 
+@pytest.mark.parametrize(
+    ("workers", "store"),
+    [("1", "memory:"), ("2", "postgresql://presa@127.0.0.1:1/presa")],
+    ids=["one-process", "workers"],
+)
+async def test_a_metrics_directory_that_is_none_is_one_line(
+    tmp_path: Path, workers: str, store: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): ``--metrics`` with
+    ``PROMETHEUS_MULTIPROC_DIR`` naming no directory is one line naming it and exit
+    status 2, from the one process or from the parent before any worker starts (not a
+    traceback, nor workers dying on it)."""
+    missing = tmp_path / "missing"
+    command = [
+        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--metrics"),
+        *("--workers", workers, "--store", store),
+    ]
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(missing)}
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(
+            command, cwd=tmp_path, env=env, check=False, capture_stderr=True
+        )
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith("presa-trio: error: --metrics: PROMETHEUS_MULTIPROC_DIR")
+    assert str(missing) in line
+
+
 async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): a worker that exits with a
     usage error (here a target naming no module) is not started again: the parent
