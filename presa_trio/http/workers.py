@@ -345,10 +345,15 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
 
     prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
     one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used as it is, else
-    a new one lives as long as the parent.
+    a new one lives as long as the parent. Either way it is named in the
+    workers' environment, where :meth:`Workers.run_worker` reads it.
     """
-    if not metrics or shared_metrics_directory() is not None:
+    if not metrics:
         yield {}
+        return
+    given = shared_metrics_directory()
+    if given is not None:
+        yield {MULTIPROCESS_DIR_ENV: given}
         return
     with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
         yield {MULTIPROCESS_DIR_ENV: directory}

@@ -328,6 +328,29 @@ async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_u
     assert len(logged) == 3
 
 
+async def test_a_dead_worker_s_gauges_go_from_a_directory_the_operator_gave(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): with ``PROMETHEUS_MULTIPROC_DIR``
+    set by the operator, as with the parent's own directory, the samples of things
+    under way of a worker that died are removed before it is started again, so no
+    scrape counts its streams as open for ever."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(samples))  # the parent's, inherited
+    options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            await on_first.call("tools/list", {})
+        gauges = f"gauge_livesum_{pids[1]}.db"
+        assert (samples / gauges).exists()
+        os.kill(pids[1], signal.SIGKILL)
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(rf"worker 1 started \(pid (?!{pids[1]}\))")
+        assert not (samples / gauges).exists()
+
+
 async def calls_counted(served: ServeProcess, peer: Peer, at_least: int) -> float:
     """The ``tools/call`` answers ``/metrics`` counts, asked until they are ``at_least``
     or the test's patience runs out."""
