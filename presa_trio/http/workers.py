@@ -36,7 +36,8 @@ per worker slot (:meth:`Workers.keep`):
   any worker;
 - SIGTERM, SIGINT or SIGHUP to the parent is relayed once to every worker
   as SIGTERM: each drains (docs/deployment.md, "Draining") within
-  ``--drain-delay`` and ``--shutdown-grace``; a second signal is relayed
+  ``--drain-delay`` and ``--shutdown-grace``, and the parent closes its
+  copy of the socket (:meth:`Workers.release_listener`); a second signal is relayed
   too, and each worker stops at once; a worker still running
   :func:`stop_bound` seconds after the first signal is killed.
 
@@ -190,6 +191,8 @@ class Workers:
     status: int = 0
     # The slots' scope, whose deadline is set once stopping.
     slots: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    # Workers being started now, each handed the listener.
+    starting: int = 0
 
     async def run(self) -> int:
         """Keep ``total`` workers running until a signal, then drain them; the exit status.
@@ -228,6 +231,18 @@ class Workers:
         """Start no worker again; kill what still runs after :attr:`bound` seconds."""
         self.stopping.set()
         self.slots.deadline = trio.current_time() + self.bound
+        self.release_listener()
+
+    def release_listener(self) -> None:
+        """Once stopping, and no worker is being handed it, close the parent's copy of
+        the listening socket.
+
+        The socket then closes when the last worker stops accepting, so a new
+        connection is refused, as by one draining process, rather than queued
+        for a worker that will never accept it.
+        """
+        if self.stopping.is_set() and not self.starting:
+            self.listener.close()
 
     def terminate_all(self) -> None:
         for process in self.running.values():
@@ -273,17 +288,22 @@ class Workers:
         """
         fd = self.listener.fileno()
         async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    list(self.command),
-                    check=False,
-                    pass_fds=(fd,),
-                    env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
-                    start_new_session=True,
-                    deliver_cancel=kill_now,
+            self.starting += 1
+            try:
+                process: trio.Process = await nursery.start(
+                    partial(
+                        trio.run_process,
+                        list(self.command),
+                        check=False,
+                        pass_fds=(fd,),
+                        env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
+                        start_new_session=True,
+                        deliver_cancel=kill_now,
+                    )
                 )
-            )
+            finally:
+                self.starting -= 1
+                self.release_listener()
             self.running[slot] = process
             log.info("worker %d started (pid %d)", slot, process.pid)
             if self.stopping.is_set():  # a signal came while it was starting

@@ -281,6 +281,35 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
     assert "Traceback" not in served.stderr
 
 
+async def test_draining_workers_stop_accepting_as_one_process_does(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Draining" and "Many processes"): once the
+    workers stop accepting (here at once: no ``--drain-delay``), a new connection is
+    refused while a call is still in flight, as to one process, so a load balancer
+    tries another server at once; the parent's copy of the socket does not keep
+    taking connections that no worker will accept."""
+    paused: list[dict[str, Any]] = []
+    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "60")
+    async with presa_serve(PAUSING, *options) as served:
+        await worker_pids(served, 2)
+        host, port = served.url.removeprefix("http://").removesuffix("/mcp").rsplit(":", 1)
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, PATIENCE / 4, paused, running)
+                await running.wait()
+                served.process.send_signal(signal.SIGTERM)
+                while True:  # until a connection is refused
+                    try:
+                        stream = await trio.open_tcp_stream(host, int(port))
+                    except OSError:
+                        break
+                    await stream.aclose()
+                    await trio.sleep(0.05)
+                assert "result" not in paused[-1]  # the call still runs
+            assert await served.stopped() == 0
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+
+
 async def test_a_hangup_of_the_parent_drains_every_worker_too(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): SIGHUP (the parent's
     terminal hung up) is relayed like SIGTERM, since the workers, in a session of
