@@ -52,6 +52,7 @@ systemd's ``KillMode=control-group`` does.)
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import secrets
@@ -100,6 +101,10 @@ UNSHARED_STORES = {
     "sqlite": "a sqlite: store serves one process per file (each locks it, and "
     "announces its changes only within itself)",
 }
+
+
+#: Why ``--metrics`` cannot serve without its extra.
+METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
 
 
 class ServeRefused(Exception):
@@ -371,6 +376,10 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
     if not metrics:
         yield {}
         return
+    try:  # every worker would refuse, each in a line of its own: refused once, here
+        importlib.import_module("prometheus_client")
+    except ImportError:
+        raise ServeRefused(METRICS_MISSING) from None
     given = shared_metrics_directory()
     if given is not None:
         yield {MULTIPROCESS_DIR_ENV: given}

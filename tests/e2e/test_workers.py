@@ -148,6 +148,32 @@ async def test_a_metrics_directory_that_is_none_is_one_line(
     assert str(missing) in line
 
 
+async def test_metrics_without_prometheus_client_is_one_line_from_the_parent(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): ``--workers 2 --metrics`` where
+    prometheus_client cannot be imported (here a package of that name that fails) is
+    one line and exit status 2 from the parent, before any worker starts: not one
+    line from each worker."""
+    shadow = tmp_path / "prometheus_client"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text('raise ImportError("not installed")\n')
+    command = [
+        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--metrics"),
+        *("--workers", "2", "--store", "postgresql://presa@127.0.0.1:1/presa"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(
+            command, cwd=tmp_path, env=env, check=False, capture_stderr=True
+        )
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line == (
+        "presa-trio: error: --metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
+    )
+
+
 async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): a worker that exits with a
     usage error (here a target naming no module) is not started again: the parent
