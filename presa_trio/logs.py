@@ -62,7 +62,15 @@ class JsonLines(logging.Formatter):
     def compose(
         self, created: float, level: str, logger: str, message: str, fields: dict[str, object]
     ) -> str:
-        """The line of a record made at ``created`` whose own fields (``extra``) are ``fields``."""
+        """The line of a record made at ``created`` whose own fields (``extra``) are ``fields``.
+
+        A line holding a character that is not printable, which JSON leaves as
+        it is (a line or paragraph separator, NEL, a right-to-left override, a
+        C1 control), is written in ASCII, that character escaped, as a text
+        line's value is (:func:`presa_trio.http.access.text_value`): a client
+        chooses the path and the headers, and could otherwise split a line
+        for a reader that splits on them, or reorder an operator's terminal.
+        """
         entry: dict[str, object] = {
             "time": datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(
                 timespec="milliseconds"
@@ -71,7 +79,10 @@ class JsonLines(logging.Formatter):
             "logger": logger,
             "message": message,
         }
-        return json.dumps(entry | fields, ensure_ascii=False, default=str)
+        line = json.dumps(entry | fields, ensure_ascii=False, default=str)
+        if line.isprintable():
+            return line
+        return json.dumps(entry | fields, default=str)
 
 
 class TextLines(logging.Formatter):

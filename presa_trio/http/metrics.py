@@ -40,7 +40,6 @@ sees the whole server, whichever worker answers it.
 
 from __future__ import annotations
 
-import os
 import time
 
 import attrs
@@ -61,7 +60,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.http.headers import mcp_headers, request_headers
 from presa_trio.http.health import NO_STORE
 from presa_trio.http.sse import send_whole
-from presa_trio.http.workers import MULTIPROCESS_DIR_ENV
+from presa_trio.http.workers import shared_metrics_directory
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.metered import MeteredStore
@@ -89,7 +88,7 @@ class Metrics:
     @classmethod
     def create(cls) -> Metrics:
         """The series; across workers, a registry that sums every worker's samples."""
-        shared = MULTIPROCESS_DIR_ENV in os.environ
+        shared = shared_metrics_directory() is not None
         registry = CollectorRegistry()
         own = None if shared else registry
         if shared:

@@ -43,7 +43,12 @@ from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
-from presa_trio.http.workers import SHUTDOWN_SIGNALS, ServeRefused, inherited_sockets
+from presa_trio.http.workers import (
+    METRICS_MISSING,
+    SHUTDOWN_SIGNALS,
+    ServeRefused,
+    inherited_sockets,
+)
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, authority, is_loopback
@@ -55,8 +60,6 @@ log = logging.getLogger(__name__)
 
 #: Default seconds requests in flight may run on after a shutdown starts.
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
-#: Why ``--metrics`` cannot serve without its extra.
-METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
 
 ShutdownTrigger = Callable[[], Awaitable[None]]
 

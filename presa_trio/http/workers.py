@@ -21,18 +21,23 @@ are refused for more than one worker, in one line.
 **Supervision.** The parent runs the children in a Trio nursery, one task
 per worker slot (:meth:`Workers.keep`):
 
-- a worker that exits by itself is logged and started again (after
-  :data:`RESTART_DELAY_S` since it started, so a worker that cannot start
-  does not spin); its running tasks are recovered by lease, as after any
-  crash. A worker that exits with status 2 (a usage error: the target
+- a worker that exits by itself is logged and started again: at once if
+  it lived :data:`LONGEST_RESTART_DELAY_S`, else after a pause of
+  :data:`RESTART_DELAY_S`, doubled at each such death up to the longest, so
+  a worker that cannot start does not spend a core on starting; its
+  running tasks are recovered by lease, as after any crash. A worker that
+  exits with status 2 at its slot's first start (a usage error: the target
   names no server, the store cannot be opened) stops them all: a new one
-  would fail the same way;
+  would fail the same way. Started again, a worker whose store cannot be
+  opened (the database is down) is started again until it can be, while
+  the others serve on;
 - every worker gets the same requestState key (one the parent makes,
   unless the operator gave one), so a multi round-trip retry may land on
   any worker;
 - SIGTERM, SIGINT or SIGHUP to the parent is relayed once to every worker
   as SIGTERM: each drains (docs/deployment.md, "Draining") within
-  ``--drain-delay`` and ``--shutdown-grace``; a second signal is relayed
+  ``--drain-delay`` and ``--shutdown-grace``, and the parent closes its
+  copy of the socket (:meth:`Workers.release_listener`); a second signal is relayed
   too, and each worker stops at once; a worker still running
   :func:`stop_bound` seconds after the first signal is killed.
 
@@ -47,6 +52,7 @@ systemd's ``KillMode=control-group`` does.)
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import secrets
@@ -67,8 +73,11 @@ log = logging.getLogger(__name__)
 
 #: The environment variable naming the listening socket a worker inherits.
 LISTEN_FD_ENV = "PRESA_TRIO_LISTEN_FD"
-#: The shortest time between two starts of one worker slot, in seconds.
+#: The pause before a worker that died is started again, in seconds; doubled
+#: at each death within :data:`LONGEST_RESTART_DELAY_S` of its start.
 RESTART_DELAY_S = 1.0
+#: The longest such pause; a worker that lived this long is started again at once.
+LONGEST_RESTART_DELAY_S = 30.0
 #: A worker's exit status that no restart can mend: a usage error.
 EXIT_USAGE = 2
 #: Time beyond its own bound a draining worker gets to exit, in seconds.
@@ -94,6 +103,10 @@ UNSHARED_STORES = {
 }
 
 
+#: Why ``--metrics`` cannot serve without its extra.
+METRICS_MISSING = "--metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
+
+
 class ServeRefused(Exception):
     """Serving cannot start as asked; the message is one line for the operator.
 
@@ -115,6 +128,16 @@ def check_store(store: str, total: int) -> None:
     why = UNSHARED_STORES.get(store.partition(":")[0])
     if total > 1 and why is not None:
         raise ServeRefused(f"--workers {total}: {why}; use --store postgresql://… or --workers 1")
+
+
+def shared_metrics_directory() -> str | None:
+    """``PROMETHEUS_MULTIPROC_DIR``, the directory of every process's metric samples, if
+    set; one that names no directory is refused in one line (prometheus_client's own
+    refusal is a traceback)."""
+    directory = os.environ.get(MULTIPROCESS_DIR_ENV)
+    if directory is not None and not os.path.isdir(directory):
+        raise ServeRefused(f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} names no directory")
+    return directory
 
 
 def inherited_sockets() -> Sockets | None:
@@ -173,6 +196,8 @@ class Workers:
     status: int = 0
     # The slots' scope, whose deadline is set once stopping.
     slots: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    # Workers being started now, each handed the listener.
+    starting: int = 0
 
     async def run(self) -> int:
         """Keep ``total`` workers running until a signal, then drain them; the exit status.
@@ -211,26 +236,52 @@ class Workers:
         """Start no worker again; kill what still runs after :attr:`bound` seconds."""
         self.stopping.set()
         self.slots.deadline = trio.current_time() + self.bound
+        self.release_listener()
+
+    def release_listener(self) -> None:
+        """Once stopping, and no worker is being handed it, close the parent's copy of
+        the listening socket.
+
+        The socket then closes when the last worker stops accepting, so a new
+        connection is refused, as by one draining process, rather than queued
+        for a worker that will never accept it.
+        """
+        if self.stopping.is_set() and not self.starting:
+            self.listener.close()
 
     def terminate_all(self) -> None:
         for process in self.running.values():
             process.send_signal(signal.SIGTERM)
 
     async def keep(self, slot: int) -> None:
-        """Run worker ``slot``, and again each time it exits, until stopping."""
+        """Run worker ``slot``, and again each time it exits, until stopping.
+
+        A usage error stops every worker only at the slot's first start: a
+        worker started again cannot open what its first one did only while
+        that is down (the database restarts), so it is started again too.
+        """
+        first = True
+        pause = RESTART_DELAY_S
         while not self.stopping.is_set():
             started = trio.current_time()
             status = await self.run_worker(slot)
             if self.stopping.is_set():
                 return
-            if status == EXIT_USAGE:
+            if trio.current_time() - started >= LONGEST_RESTART_DELAY_S:
+                pause = 0.0
+            if status == EXIT_USAGE and first:
                 log.error("worker %d cannot start (status %d): stopping every worker", slot, status)
                 self.status = EXIT_USAGE
                 self.stop()
                 self.terminate_all()
                 return
-            log.warning("worker %d exited with status %d: starting it again", slot, status)
-            await trio.sleep_until(started + RESTART_DELAY_S)
+            log.warning(
+                "worker %d exited with status %d: starting it again in %.1f s", slot, status, pause
+            )
+            first = False
+            with trio.move_on_after(pause):
+                await self.stopping.wait()
+            pause = min(max(pause * 2, RESTART_DELAY_S), LONGEST_RESTART_DELAY_S)
 
     async def run_worker(self, slot: int) -> int:
         """Run one worker process to its end; its exit status.
@@ -242,17 +293,22 @@ class Workers:
         """
         fd = self.listener.fileno()
         async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    list(self.command),
-                    check=False,
-                    pass_fds=(fd,),
-                    env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
-                    start_new_session=True,
-                    deliver_cancel=kill_now,
+            self.starting += 1
+            try:
+                process: trio.Process = await nursery.start(
+                    partial(
+                        trio.run_process,
+                        list(self.command),
+                        check=False,
+                        pass_fds=(fd,),
+                        env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
+                        start_new_session=True,
+                        deliver_cancel=kill_now,
+                    )
                 )
-            )
+            finally:
+                self.starting -= 1
+                self.release_listener()
             self.running[slot] = process
             log.info("worker %d started (pid %d)", slot, process.pid)
             if self.stopping.is_set():  # a signal came while it was starting
@@ -314,10 +370,19 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
 
     prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
     one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used as it is, else
-    a new one lives as long as the parent.
+    a new one lives as long as the parent. Either way it is named in the
+    workers' environment, where :meth:`Workers.run_worker` reads it.
     """
-    if not metrics or MULTIPROCESS_DIR_ENV in os.environ:
+    if not metrics:
         yield {}
+        return
+    try:  # every worker would refuse, each in a line of its own: refused once, here
+        importlib.import_module("prometheus_client")
+    except ImportError:
+        raise ServeRefused(METRICS_MISSING) from None
+    given = shared_metrics_directory()
+    if given is not None:
+        yield {MULTIPROCESS_DIR_ENV: given}
         return
     with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
         yield {MULTIPROCESS_DIR_ENV: directory}

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -355,3 +356,36 @@ async def test_a_full_file_system_gives_retryable_errors_then_recovers(tmp_path:
         with trio.fail_after(PATIENCE):
             await peer.until(created["taskId"], "completed")
     ran_once(log, [*before, created["taskId"]])
+
+
+async def test_a_worker_killed_while_the_database_is_frozen_is_started_again_after(
+    own_postgres: Postgres,
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a worker of ``--workers 2``
+    killed while PostgreSQL is frozen cannot open the store when started again (status
+    2); being a restart, not a first start, it is started again until the store
+    answers, while the other worker serves on: the parent does not stop them all."""
+    options = ("--workers", "2", "--store", own_postgres.new_database(), *OPTIONS)
+    async with presa_serve(*options) as served:
+        with trio.fail_after(PATIENCE):
+            first = await served.wait_for_line(r"worker 1 started \(pid (\d+)\)")
+            while True:  # each worker logs it once it serves
+                if served.stderr.count("presa_trio.http.serving: serving") == 2:
+                    break
+                await trio.sleep(0.05)
+        own_postgres.freeze()
+        try:
+            os.kill(int(first[1]), signal.SIGKILL)
+            with trio.fail_after(PATIENCE):
+                await served.wait_for_line(r"worker 1 exited with status 2: starting it again")
+        finally:
+            own_postgres.thaw()
+        base = served.url.removesuffix("/mcp")
+        async with httpx.AsyncClient(timeout=10) as http:
+            with trio.fail_after(PATIENCE):
+                while True:  # polled, as a load balancer polls it
+                    if (await http.get(f"{base}/readyz")).status_code == 200:
+                        break
+                    await trio.sleep(0.1)
+        assert served.process.returncode is None
+        assert "stopping every worker" not in served.stderr

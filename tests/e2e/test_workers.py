@@ -27,7 +27,7 @@ import trio
 
 from tests.e2e.harness import PAUSING, call_pause
 from tests.e2e.peers import PATIENCE, Peer
-from tests.e2e.serve_process import ServeProcess, presa_serve
+from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 
 STARTED = r"worker (\d+) started \(pid (\d+)\)"
 OPTIONS = ("--shutdown-grace", "2", "--store-timeout", "2")
@@ -118,6 +118,60 @@ async def test_a_mistake_the_parent_can_see_is_one_line_before_any_worker(
     (line,) = done.stderr.decode().splitlines()
     assert line.startswith("presa-trio: error: ")
     assert says in line
+
+
+@pytest.mark.parametrize(
+    ("workers", "store"),
+    [("1", "memory:"), ("2", "postgresql://presa@127.0.0.1:1/presa")],
+    ids=["one-process", "workers"],
+)
+async def test_a_metrics_directory_that_is_none_is_one_line(
+    tmp_path: Path, workers: str, store: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): ``--metrics`` with
+    ``PROMETHEUS_MULTIPROC_DIR`` naming no directory is one line naming it and exit
+    status 2, from the one process or from the parent before any worker starts (not a
+    traceback, nor workers dying on it)."""
+    missing = tmp_path / "missing"
+    command = [
+        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--metrics"),
+        *("--workers", workers, "--store", store),
+    ]
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(missing)}
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(
+            command, cwd=tmp_path, env=env, check=False, capture_stderr=True
+        )
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith("presa-trio: error: --metrics: PROMETHEUS_MULTIPROC_DIR")
+    assert str(missing) in line
+
+
+async def test_metrics_without_prometheus_client_is_one_line_from_the_parent(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): ``--workers 2 --metrics`` where
+    prometheus_client cannot be imported (here a package of that name that fails) is
+    one line and exit status 2 from the parent, before any worker starts: not one
+    line from each worker."""
+    shadow = tmp_path / "prometheus_client"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text('raise ImportError("not installed")\n')
+    command = [
+        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--metrics"),
+        *("--workers", "2", "--store", "postgresql://presa@127.0.0.1:1/presa"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(
+            command, cwd=tmp_path, env=env, check=False, capture_stderr=True
+        )
+    assert done.returncode == 2
+    (line,) = done.stderr.decode().splitlines()
+    assert line == (
+        "presa-trio: error: --metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
+    )
 
 
 async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> None:
@@ -211,6 +265,27 @@ async def test_a_killed_worker_is_started_again_and_its_task_recovered(
         assert alive(int(again[1]))
 
 
+async def test_a_worker_that_keeps_dying_is_started_again_ever_less_often(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a worker that dies as it
+    starts (here its target exits with status 3 as it is imported) is started again
+    after one second, then two, then four: a worker that keeps dying does not cost a
+    core a Python start each second. A signal meanwhile ends the parent at once."""
+    (tmp_path / "dying.py").write_text("import os\n\nos._exit(3)\n")
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS, "--", "dying:server")
+    command = [sys.executable, "-m", "presa_trio", "serve", "--port", "0", *options]
+    async with serving(command, pattern=r"serving (http://\S+/mcp) with", cwd=tmp_path) as served:
+        with trio.fail_after(PATIENCE):
+            for pause in ("1.0", "2.0", "4.0"):
+                await served.wait_for_line(
+                    rf"worker 1 exited with status 3: starting it again in {pause} s"
+                )
+        served.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(PATIENCE):
+            assert await served.stopped() == 0
+
+
 async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Draining"): SIGTERM to the parent reaches
     every worker once; a call in flight is answered, every worker exits, and the
@@ -230,6 +305,35 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
     assert not [pid for pid in pids.values() if alive(pid)]
     assert served.stderr.count("SIGTERM received") == 3  # the parent's, then each worker's
     assert "Traceback" not in served.stderr
+
+
+async def test_draining_workers_stop_accepting_as_one_process_does(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Draining" and "Many processes"): once the
+    workers stop accepting (here at once: no ``--drain-delay``), a new connection is
+    refused while a call is still in flight, as to one process, so a load balancer
+    tries another server at once; the parent's copy of the socket does not keep
+    taking connections that no worker will accept."""
+    paused: list[dict[str, Any]] = []
+    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "60")
+    async with presa_serve(PAUSING, *options) as served:
+        await worker_pids(served, 2)
+        host, port = served.url.removeprefix("http://").removesuffix("/mcp").rsplit(":", 1)
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, PATIENCE / 4, paused, running)
+                await running.wait()
+                served.process.send_signal(signal.SIGTERM)
+                while True:  # until a connection is refused
+                    try:
+                        stream = await trio.open_tcp_stream(host, int(port))
+                    except OSError:
+                        break
+                    await stream.aclose()
+                    await trio.sleep(0.05)
+                assert "result" not in paused[-1]  # the call still runs
+            assert await served.stopped() == 0
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
 
 
 async def test_a_hangup_of_the_parent_drains_every_worker_too(postgres_url: str) -> None:
@@ -277,6 +381,29 @@ async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_u
     logged = [line for line in served.lines if "POST /mcp" in line and "mcp-name=greet" in line]
     assert scraped == [3, 3]
     assert len(logged) == 3
+
+
+async def test_a_dead_worker_s_gauges_go_from_a_directory_the_operator_gave(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): with ``PROMETHEUS_MULTIPROC_DIR``
+    set by the operator, as with the parent's own directory, the samples of things
+    under way of a worker that died are removed before it is started again, so no
+    scrape counts its streams as open for ever."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(samples))  # the parent's, inherited
+    options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            await on_first.call("tools/list", {})
+        gauges = f"gauge_livesum_{pids[1]}.db"
+        assert (samples / gauges).exists()
+        os.kill(pids[1], signal.SIGKILL)
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(rf"worker 1 started \(pid (?!{pids[1]}\))")
+        assert not (samples / gauges).exists()
 
 
 async def calls_counted(served: ServeProcess, peer: Peer, at_least: int) -> float:

@@ -167,6 +167,27 @@ async def test_a_value_a_terminal_would_obey_is_escaped(logged: McpClient, kept:
     assert " mcp-name=grüße" in printable_line
 
 
+async def test_a_json_line_a_terminal_would_obey_is_written_in_ascii(
+    logged: McpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): in JSON lines too, a line
+    whose path or header holds a character that is not printable (a line separator,
+    NEL, a right-to-left override) is written in ASCII, so it is one line wherever it
+    is split into lines and cannot reorder a terminal; read back, each field is what
+    was sent. A printable name stays as it is sent."""
+    message = request("tools/call", {"name": "greet", "arguments": {}})
+    with configured("json", monkeypatch) as stderr:
+        hostile = {**headers_for(message), "mcp-name": "\x85greet\x9b2J"}
+        await logged.post(message, hostile, path="/mcp\u2028\u202ex")
+        await logged.post(message, {**headers_for(message), "mcp-name": "grüße"})
+    hostile_line, printable_line = stderr.getvalue().splitlines()
+    assert hostile_line.isascii()
+    entry = json.loads(hostile_line)
+    assert (entry["path"], entry["mcp_name"]) == ("/mcp\u2028\u202ex", "\x85greet\x9b2J")
+    assert json.loads(printable_line)["mcp_name"] == "grüße"
+    assert '"mcp_name": "grüße"' in printable_line
+
+
 async def test_a_filter_on_the_logger_sees_every_record(logged: McpClient, kept: Kept) -> None:
     """presa-defined (logs): the access records pass the logger's filters, as any
     record does: a filter that drops them leaves no line."""
