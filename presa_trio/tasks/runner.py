@@ -258,6 +258,8 @@ class TaskRunner:
     # The parts, built by :meth:`run` (None until it first runs).
     _writer: StoreWriter | None = None
     _supervisor: Supervisor | None = None
+    # The store failure ``unready`` last logged, until the store answers again.
+    _unready_logged: str | None = None
 
     # --- the supervision tree ----------------------------------------------------
 
@@ -314,7 +316,14 @@ class TaskRunner:
         try:
             await self.store.read(READINESS_PROBE_ID)
         except StoreError as error:
-            return f"the task store does not answer: {error}"
+            # The answer goes to whoever can reach the port, with no token: the
+            # failure's class only. Its message (a database's host, port, user)
+            # goes to the log, once for each new message rather than every poll.
+            if str(error) != self._unready_logged:
+                self._unready_logged = str(error)
+                log.warning("not ready: the task store does not answer: %s", error)
+            return f"the task store does not answer ({type(error).__name__})"
+        self._unready_logged = None
         return None
 
     # --- creation -------------------------------------------------------------------

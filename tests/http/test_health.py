@@ -7,12 +7,17 @@ endpoint; the Host and Origin checks are streamable-http §Security & Endpoint's
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
+from presa_trio.tasks.runner import READINESS_PROBE_ID
+from presa_trio.tasks.stores.base import StoredTask, StoreUnavailable
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.testing import McpClient, running
 from presa_trio.testing.driver import Response
 
@@ -100,3 +105,32 @@ async def test_health_checks_need_no_access_token() -> None:
         for path in ("/healthz", "/readyz"):
             assert (await get(client, path)).status == 200
         assert (await client.post(b"", HOST, method="GET")).status == 401
+
+
+class UnreachableDatabase(MemoryStore):
+    """A store whose readiness read fails as a database's connection does: with its
+    host, port and user in the message."""
+
+    async def read(self, task_id: str) -> StoredTask | None:
+        if task_id == READINESS_PROBE_ID:
+            raise StoreUnavailable(
+                'connection to server at "db.internal" (10.0.0.7), port 5432 failed: '
+                'password authentication failed for user "presa"'
+            )
+        return await super().read(task_id)
+
+
+async def test_an_unready_store_is_named_by_its_failure_s_class_and_its_message_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``/readyz`` answers anyone who reaches the port, with no token: it names the
+    store's failure by its class, and the failure's message (the database's host,
+    port and user) goes to the log, once however often the check is polled."""
+    async with running(McpApp.for_server(build_server(store=UnreachableDatabase()))) as client:
+        with caplog.at_level(logging.WARNING, logger="presa_trio.tasks.runner"):
+            answers = [await get(client, "/readyz") for _ in range(3)]
+    assert {(answer.status, answer.body) for answer in answers} == {
+        (503, b"the task store does not answer (StoreUnavailable)\n")
+    }
+    (logged,) = [r.getMessage() for r in caplog.records if "not ready" in r.getMessage()]
+    assert '"db.internal" (10.0.0.7), port 5432' in logged
