@@ -46,14 +46,15 @@ async def peer(nursery: trio.Nursery) -> AsyncIterator[StdioPeer]:
 
 
 @asynccontextmanager
-async def piped_server(*arguments: str) -> AsyncIterator[StdioPeer]:
+async def piped_server(*arguments: str, **options: Any) -> AsyncIterator[StdioPeer]:
     """``presa-trio stdio ARGUMENTS`` with stdin, stdout and stderr piped, as a peer; its
-    stdin is closed on leaving, and the block ends once the server has exited."""
+    stdin is closed on leaving, and the block ends once the server has exited.
+    ``options`` go to :func:`trio.run_process`."""
     command = [sys.executable, "-m", "presa_trio", "stdio", *arguments]
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
-            partial(trio.run_process, command, check=False, **pipes)
+            partial(trio.run_process, command, check=False, **pipes, **options)
         )
         yield StdioPeer(process)
         assert process.stdin is not None
@@ -335,13 +336,23 @@ async def test_a_closed_stdin_or_stdout_stops_the_start_in_one_line(
     ]
 
 
+def default_sigint() -> None:
+    """In the child, before it runs the server: SIGINT at its default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("busy", [False, True], ids=["idle", "with-a-request-in-flight"])
 async def test_ctrl_c_stops_the_server_with_status_130_and_no_traceback(busy: bool) -> None:
     """presa-defined (cli/main.py: Ctrl-C exits 130): SIGINT, as a terminal sends it to
     ``presa-trio stdio`` and to every process of its group, stops the server at once,
     idle or with a request in flight, with status 130 and without a traceback; the
-    request is not answered."""
-    async with piped_server("--log-level", "WARNING") as peer:
+    request is not answered.
+
+    The server starts with SIGINT at its default disposition, as a terminal's
+    foreground job does: a process started with SIGINT ignored (a background job
+    of a script, ``nohup``) keeps ignoring it, as Python and Unix convention have it,
+    and this test may itself run as such a job."""
+    async with piped_server("--log-level", "WARNING", preexec_fn=default_sigint) as peer:
         with trio.fail_after(20):
             await peer.call("server/discover", {}, 1)
             if busy:
