@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from presa_trio.wire.hints import SignatureError
-from presa_trio.wire.well_formed import is_integer, is_number, is_text
+from presa_trio.wire.well_formed import are_strings, is_integer, is_number, is_text
 
 #: The keywords each kind of field may carry (schema.ts ``PrimitiveSchemaDefinition``).
 EVERY_FIELD = frozenset({"type", "title", "description", "default"})
@@ -36,10 +36,6 @@ WHAT_A_FORM_HOLDS = (
     "a form holds strings (formats email, uri, date, date-time), numbers, integers, "
     "booleans and string enums"
 )
-
-
-def are_strings(values: Any) -> bool:
-    return isinstance(values, list) and all(isinstance(value, str) for value in values)
 
 
 def is_count(value: Any) -> bool:

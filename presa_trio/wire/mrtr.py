@@ -23,7 +23,7 @@ from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
-from presa_trio.wire.well_formed import is_number, is_optional_text, is_text
+from presa_trio.wire.well_formed import are_strings, is_number, is_optional_text, is_text
 
 
 @attrs.frozen
@@ -190,9 +190,7 @@ def is_form_value(value: Any) -> bool:
     Spec: schema.ts ``ElicitResult.content``; its number is any number
     (spec-notes §59).
     """
-    if isinstance(value, list):
-        return all(isinstance(item, str) for item in value)
-    return isinstance(value, str | bool) or is_number(value)
+    return are_strings(value) or isinstance(value, str | bool) or is_number(value)
 
 
 def read_elicit_result(raw: JSONObject) -> ElicitResult:

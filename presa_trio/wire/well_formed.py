@@ -49,6 +49,11 @@ def is_text(*values: Any) -> bool:
     return all(isinstance(value, str) for value in values)
 
 
+def are_strings(values: Any) -> bool:
+    """A JSON array of strings (a list)."""
+    return isinstance(values, list) and is_text(*values)
+
+
 def is_optional_text(*values: Any) -> bool:
     return all(value is None or isinstance(value, str) for value in values)
 
@@ -75,10 +80,7 @@ def is_icon(icon: Any) -> bool:
         and isinstance(icon.src, str)
         and URI_SCHEME.match(icon.src) is not None
         and is_optional_text(icon.mime_type)
-        and (
-            icon.sizes is None
-            or (isinstance(icon.sizes, list) and all(isinstance(s, str) for s in icon.sizes))
-        )
+        and (icon.sizes is None or are_strings(icon.sizes))
         and icon.theme in ICON_THEMES
     )
 
