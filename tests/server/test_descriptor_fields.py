@@ -21,23 +21,7 @@ from presa_trio.testing import running
 from presa_trio.wire import models
 from tests import wire_schema
 from tests.expect import result_of
-
-
-async def tool(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-    return "ok"
-
-
-async def resource(ctx: RequestContext) -> str:
-    return "ok"
-
-
-async def template(ctx: RequestContext, variables: dict[str, str]) -> str:
-    return "ok"
-
-
-async def prompt(ctx: RequestContext, arguments: dict[str, str]) -> str:
-    return "ok"
-
+from tests.server.plain_handlers import prompt, resource, template, tool
 
 #: Each registers through a server typed ``Any``: the values are the wrong types on purpose.
 Register = Callable[[Any], Any]

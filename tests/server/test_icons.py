@@ -19,6 +19,7 @@ from presa_trio.testing import running
 from presa_trio.wire import models
 from tests import wire_schema
 from tests.expect import result_of
+from tests.server.plain_handlers import prompt, resource, template, tool
 
 ICONS = [
     models.Icon("https://example.com/icon.png", mime_type="image/png", sizes=["48x48"]),
@@ -106,19 +107,6 @@ async def test_without_icons_there_is_no_icons_key() -> None:
 @pytest.mark.parametrize("kind", ["tool", "resource", "resource_template", "prompt"])
 def test_icons_the_schema_refuses_are_refused_at_registration(kind: str, icons: Any) -> None:
     server = Server("icons", "1.0.0")
-
-    async def tool(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        return "ok"
-
-    async def resource(ctx: RequestContext) -> str:
-        return "ok"
-
-    async def template(ctx: RequestContext, variables: dict[str, str]) -> str:
-        return "ok"
-
-    async def prompt(ctx: RequestContext, arguments: dict[str, str]) -> str:
-        return "ok"
-
     registrations: dict[str, tuple[Any, Any]] = {
         "tool": (server.tool(description="d", icons=icons), tool),
         "resource": (server.resource("test://r", name="r", icons=icons), resource),

@@ -17,6 +17,7 @@ from presa_trio.server import RequestContext, Server, SignatureError
 from presa_trio.testing import running
 from tests import wire_schema
 from tests.expect import result_of
+from tests.server.plain_handlers import resource, template
 
 ANNOTATIONS = {"audience": ["user"], "priority": 0.8, "lastModified": "2025-01-12T15:00:58Z"}
 
@@ -76,13 +77,6 @@ def test_annotations_the_schema_refuses_are_refused_at_registration(
     kind: str, annotations: Any
 ) -> None:
     server = Server("annotations", "1.0.0")
-
-    async def resource(ctx: RequestContext) -> str:
-        return "text"
-
-    async def template(ctx: RequestContext, variables: dict[str, str]) -> str:
-        return "text"
-
     registrations: dict[str, tuple[Any, Any]] = {
         "resource": (server.resource("test://r", name="r", annotations=annotations), resource),
         "resource_template": (
