@@ -69,6 +69,16 @@ def alive(pid: int) -> bool:
     return True
 
 
+async def refusal(cwd: Path, *options: str, env: dict[str, str] | None = None) -> list[str]:
+    """``presa-trio serve OPTIONS`` that must refuse to start: its exit status is 2, and
+    this is what it wrote to stderr, line by line."""
+    command = [sys.executable, "-m", "presa_trio", "serve", *options]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process(command, cwd=cwd, env=env, check=False, capture_stderr=True)
+    assert done.returncode == 2
+    return done.stderr.decode().splitlines()
+
+
 @pytest.mark.parametrize("store", ["memory:", "sqlite:///tasks.db"], ids=["memory", "sqlite"])
 async def test_more_than_one_worker_is_refused_a_store_they_cannot_share(
     store: str, tmp_path: Path
@@ -76,11 +86,7 @@ async def test_more_than_one_worker_is_refused_a_store_they_cannot_share(
     """presa-defined (docs/deployment.md, "What each store allows"): ``--workers 2`` on
     a store that keeps tasks to one process ends at once with one line saying why,
     and exit status 2, before anything listens."""
-    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", "--store", store]
-    with trio.fail_after(PATIENCE):
-        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
-    assert done.returncode == 2
-    (line,) = done.stderr.decode().splitlines()
+    (line,) = await refusal(tmp_path, "--workers", "2", "--store", store)
     assert line.startswith("presa-trio: error: --workers 2: ")
     assert "postgresql://" in line
 
@@ -88,11 +94,7 @@ async def test_more_than_one_worker_is_refused_a_store_they_cannot_share(
 async def test_reload_is_refused_with_more_than_one_worker(tmp_path: Path) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): ``--reload`` restarts one
     process; with ``--workers 2`` it is one line and exit status 2."""
-    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", "--reload"]
-    with trio.fail_after(PATIENCE):
-        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
-    assert done.returncode == 2
-    assert done.stderr.decode().splitlines() == [
+    assert await refusal(tmp_path, "--workers", "2", "--reload") == [
         "presa-trio: error: --reload restarts one process: use it with --workers 1"
     ]
 
@@ -111,11 +113,7 @@ async def test_a_mistake_the_parent_can_see_is_one_line_before_any_worker(
     """presa-defined (command line): a store URL of no known scheme, or a short
     requestState key, given with ``--workers 2``, is one line and exit status 2 from
     the parent, before it listens or starts a worker (not one line per worker)."""
-    command = [sys.executable, "-m", "presa_trio", "serve", "--workers", "2", *options]
-    with trio.fail_after(PATIENCE):
-        done = await trio.run_process(command, cwd=tmp_path, check=False, capture_stderr=True)
-    assert done.returncode == 2
-    (line,) = done.stderr.decode().splitlines()
+    (line,) = await refusal(tmp_path, "--workers", "2", *options)
     assert line.startswith("presa-trio: error: ")
     assert says in line
 
@@ -133,17 +131,10 @@ async def test_a_metrics_directory_that_is_none_is_one_line(
     status 2, from the one process or from the parent before any worker starts (not a
     traceback, nor workers dying on it)."""
     missing = tmp_path / "missing"
-    command = [
-        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--metrics"),
-        *("--workers", workers, "--store", store),
-    ]
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(missing)}
-    with trio.fail_after(PATIENCE):
-        done = await trio.run_process(
-            command, cwd=tmp_path, env=env, check=False, capture_stderr=True
-        )
-    assert done.returncode == 2
-    (line,) = done.stderr.decode().splitlines()
+    (line,) = await refusal(
+        tmp_path, "--port", "0", "--metrics", "--workers", workers, "--store", store, env=env
+    )
     assert line.startswith("presa-trio: error: --metrics: PROMETHEUS_MULTIPROC_DIR")
     assert str(missing) in line
 
@@ -158,17 +149,13 @@ async def test_metrics_without_prometheus_client_is_one_line_from_the_parent(
     shadow = tmp_path / "prometheus_client"
     shadow.mkdir()
     (shadow / "__init__.py").write_text('raise ImportError("not installed")\n')
-    command = [
-        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--metrics"),
-        *("--workers", "2", "--store", "postgresql://presa@127.0.0.1:1/presa"),
-    ]
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    with trio.fail_after(PATIENCE):
-        done = await trio.run_process(
-            command, cwd=tmp_path, env=env, check=False, capture_stderr=True
-        )
-    assert done.returncode == 2
-    (line,) = done.stderr.decode().splitlines()
+    (line,) = await refusal(
+        tmp_path,
+        *("--port", "0", "--metrics", "--workers", "2"),
+        *("--store", "postgresql://presa@127.0.0.1:1/presa"),
+        env=env,
+    )
     assert line == (
         "presa-trio: error: --metrics needs prometheus_client: pip install 'presa-trio[metrics]'"
     )
