@@ -9,6 +9,8 @@ the original params plus ``inputResponses`` and the echoed
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +27,7 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
 )
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from presa_trio.wire.request_state import StateSealer
@@ -433,6 +436,34 @@ async def test_state_presented_on_another_request_is_invalid_params(
         request_id=2,
     )
     error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+
+
+def nested_json(depth: int) -> str:
+    """A JSON object holding an array holding an array… ``depth`` deep."""
+    return '{"x":' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("where", ["arguments", "inputResponses"])
+async def test_no_nesting_the_parser_accepts_fails_a_round(client: McpClient, where: str) -> None:
+    """Spec-mandated (mrtr §Error Handling: a protocol error is a JSON-RPC error with an
+    appropriate code): whatever depth of arguments, or of an answer to a key nobody
+    asked (carried in the next requestState), the body's parser accepts, sealing the
+    round's state is answered 200 or -32602, never -32603 from a RecursionError."""
+    tool = "confirm_delete"  # asks with ctx.ask: its state carries the answers given
+    depth, statuses = sys.getrecursionlimit() - 250, set()
+    while True:
+        body = call(tool, 2, arguments={"filename": "f"}, inputResponses={})
+        headers = client.headers_for(body)
+        body["params"][where]["deep"] = "DEEP"
+        raw = json.dumps(body).replace('"DEEP"', nested_json(depth)).encode()
+        response = await client.post(raw, headers)
+        if response.status == 400 and response.json()["error"]["code"] == PARSE_ERROR:
+            break
+        assert response.status in (200, 400), (depth, response.body)
+        statuses.add(response.status)
+        depth += 1
+    assert statuses == {200, 400}, statuses
+    await assert_still_serving(client)
 
 
 async def test_each_round_issues_new_state(client: McpClient) -> None:
