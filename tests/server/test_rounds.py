@@ -680,6 +680,35 @@ async def test_an_answer_of_its_result_type_completes(
     complete(await client.post(call(tool, 2, inputResponses={key: answer})))
 
 
+@pytest.mark.parametrize(
+    ("method", "params", "key", "content"),
+    [
+        ("tools/call", {"name": ELICIT}, "user_name", {"name": 5}),
+        ("tools/call", {"name": ELICIT}, "user_name", {}),
+        ("tools/call", {"name": "test_input_required_result_multi_round"}, "step1", {}),
+        ("prompts/get", {"name": "test_input_required_result_prompt"}, "user_context", {}),
+    ],
+    ids=["name-number", "name-missing", "round-one-empty", "prompt-empty"],
+)
+async def test_an_accepted_answer_outside_the_form_asked_is_invalid_params(
+    client: McpClient, method: str, params: dict[str, Any], key: str, content: dict[str, Any]
+) -> None:
+    """Spec-mandated (client/elicitation §Form Mode Security: servers SHOULD
+    validate that received data matches the requested schema; basic/patterns/mrtr
+    §Error Handling: a protocol error otherwise): the fixture's tools and prompt hold
+    each accepted answer to the form they asked, as ``ctx.ask`` does, rather than
+    greeting ``None``."""
+    answer = {"action": "accept", "content": content}
+    retry = request(
+        method,
+        {"arguments": {}, **params, "inputResponses": {key: answer}},
+        request_id=2,
+    )
+    error = error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+    assert key in error["message"]
+    await assert_still_serving(client)
+
+
 async def test_null_input_responses_read_as_absent(client: McpClient) -> None:
     """Runner-scored (input-required-result-validate-input, sending ``null``): not a
     complete result; presa reads null as absent (mrtr §InputResponses), so the
