@@ -43,6 +43,10 @@ from presa_trio.wire.tasks import Status
 
 #: Multi round-trip rounds a request may take before the client gives up.
 MAX_ROUNDS = 16
+#: The final kinds of result this client knows: the core's, and the Tasks extension's,
+#: which it declares on every request (basic/index §ResultType; SEP-2663 §Polymorphic
+#: Results). ``input_required`` is a round, not a final result.
+KNOWN_RESULT_TYPES = ("complete", "task")
 #: Names an error about an unknown tool or prompt lists.
 SHOWN_NAMES = 12
 
@@ -68,26 +72,37 @@ class Run:
         Spec: basic/patterns/mrtr §Client Behavior — retry the same request
         with ``inputResponses`` and the ``requestState`` given, unchanged; a
         ``requestState`` that is no string cannot be echoed as one, and is the
-        server's mistake (§InputRequiredResult: an opaque string).
+        server's mistake (§InputRequiredResult: an opaque string), as is a
+        round with neither requests nor state (§Server Requirements (Basic
+        Workflow) 6) and a ``resultType`` this client does not know
+        (basic/index §ResultType: it MUST be considered invalid).
         """
+        where = self.connection.where
         sent = dict(params)
         for _ in range(MAX_ROUNDS):
             result = await self.connection.request(method, sent, **options)
-            if result.get("resultType") != "input_required":
+            kind = result.get("resultType", "complete")
+            if kind != "input_required":
+                if kind not in KNOWN_RESULT_TYPES:
+                    raise ProtocolFailure(
+                        f"{where} answered {method} with resultType {kind!r}, "
+                        "which this client does not know"
+                    )
                 return result
-            requests = input_requests(result, self.connection.where)
+            requests = input_requests(result, where)
             state = result.get("requestState")
             if not (state is None or isinstance(state, str)):
+                raise ProtocolFailure(f"{where} sent a requestState that is no string")
+            if result.get("inputRequests") is None and state is None:
                 raise ProtocolFailure(
-                    f"{self.connection.where} sent a requestState that is no string"
+                    f"{where} answered {method} input_required with neither inputRequests "
+                    "nor requestState"
                 )
             answers = {key: await self.answerer.answer(key, req) for key, req in requests.items()}
             sent = {**params, "inputResponses": answers}
             if state is not None:
                 sent["requestState"] = state
-        raise ProtocolFailure(
-            f"{self.connection.where} still asks for input after {MAX_ROUNDS} rounds"
-        )
+        raise ProtocolFailure(f"{where} still asks for input after {MAX_ROUNDS} rounds")
 
     def finish(self, task: JSONObject) -> int:
         """A task that ended: its result printed, its exit status returned."""

@@ -155,6 +155,9 @@ class RequestContext:
     _nursery: trio.Nursery | None = attrs.field(default=None, repr=False)
     # How many ``elicit`` calls this run of the handler made: the next key's number.
     _elicited: int = attrs.field(default=0, repr=False)
+    # The keys ``ask`` was called with in this run of the handler (shared empty default:
+    # most requests never ask).
+    _asked: frozenset[str] = attrs.field(default=frozenset(), repr=False)
 
     @property
     def capabilities(self) -> ClientCapabilities:
@@ -278,9 +281,18 @@ class RequestContext:
         (2026-07-28 basic/patterns/mrtr §Server Requirements;
         spec-notes §30).
 
+        A key asked already in this run of the handler is the tool's bug, a
+        ``ValueError`` (so a generic -32603): the answer under it is the
+        first question's, never the second's, and a task refuses the same
+        (keys are unique within the request, mrtr §Server Requirements
+        (Basic Workflow) 2; SEP-2663 §Task Update Requests).
+
         It checkpoints, as every ``await`` of the runtime does, even when
         the answers are already at hand.
         """
+        if again := sorted(self._asked.intersection(requests)):
+            raise ValueError(f"input keys asked already in this call: {again}")
+        self._asked = self._asked.union(requests)
         answers = mrtr.answers_for(requests, self.input_responses, self.state)
         await trio.lowlevel.checkpoint()
         return answers

@@ -327,7 +327,9 @@ class TasksExtension(Extension):
             return result
         registered, arguments = prepared.registered, prepared.arguments
         limits = self.runner.limits
-        if limits.input_too_large(arguments):
+        # The task keeps its input whole: the arguments, and the multi round-trip
+        # answers and state it starts with, unasked answers included.
+        if limits.input_too_large(arguments, ctx.input_responses, ctx.state):
             message = f"Task input is larger than max_input_bytes ({limits.max_input_bytes})"
             raise capacity_error("max_input_bytes", retryable=False, message=message)
         # The registry's name and the shared declaration, not this request's

@@ -62,9 +62,14 @@ def canonical_digest(arguments: Any) -> str:
 
     Any value the JSON parser produced has a digest: a lone surrogate
     (``"\\ud800"``, which UTF-8 cannot hold) is hashed as its three
-    surrogate bytes, and every other string as its UTF-8.
+    surrogate bytes, and every other string as its UTF-8. Arguments nested
+    deeper than the encoder reaches (the parser reads a little deeper) are
+    -32602 (:func:`too_deep`).
     """
-    canonical = _CANONICAL(arguments)
+    try:
+        canonical = _CANONICAL(arguments)
+    except RecursionError:
+        raise too_deep() from None
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -87,6 +92,17 @@ class Binding:
 
 def invalid_state() -> InvalidParams:
     return InvalidParams("Invalid or expired requestState")
+
+
+def too_deep() -> InvalidParams:
+    """The request's arguments or answers are nested too deeply to bind or seal a state.
+
+    The encoder recurses once per level, and deeper in the stack than the
+    parser that read the body, so a body may parse and still not be
+    writable into ``requestState``: the client's input, -32602 (mrtr §Error
+    Handling), never a RecursionError.
+    """
+    return InvalidParams("The request is nested too deeply to carry in requestState")
 
 
 @attrs.frozen
@@ -121,7 +137,11 @@ class StateSealer:
             "p": binding.principal,
             "s": state,
         }
-        signed = VERSION_PREFIX + _b64(json.dumps(payload, separators=(",", ":")).encode())
+        try:
+            encoded = json.dumps(payload, separators=(",", ":"))
+        except RecursionError:
+            raise too_deep() from None
+        signed = VERSION_PREFIX + _b64(encoded.encode())
         return signed + "." + _b64(self._mac(self.keys[0], signed))
 
     def open(self, token: Any, binding: Binding, now: float) -> Any:

@@ -130,6 +130,15 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "input-method-ping": asking({"method": "ping"}),
     # An input_required round whose requestState is a number, with nothing to answer.
     "request-state-number": answering({}, {"resultType": "input_required", "requestState": 7}),
+    # An input_required round with neither inputRequests nor requestState.
+    "input-required-bare": answering({}, {"resultType": "input_required"}),
+    # A result of a kind no specification defines, and one whose kind is a number.
+    "result-type-unknown": answering(
+        {}, {"resultType": "partial", "content": [{"type": "text", "text": "hi"}]}
+    ),
+    "result-type-number": answering(
+        {}, {"resultType": 1, "content": [{"type": "text", "text": "hi"}]}
+    ),
     # Not wrong: a form of choices, one titled and several untitled, asked on every call.
     "choices": asking(
         {

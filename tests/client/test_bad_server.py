@@ -71,6 +71,35 @@ async def test_a_request_state_that_is_no_string() -> None:
     assert ran.error() == f"{served.url} sent a requestState that is no string"
 
 
+async def test_an_input_required_result_with_nothing_to_retry_with() -> None:
+    """Spec-mandated (basic/patterns/mrtr §Server Requirements (Basic Workflow) 6: every
+    InputRequiredResult MUST include inputRequests or requestState; schema.ts
+    ``InputRequiredResult``): one with neither is the server's mistake, exit 3 at once,
+    not retries that could only bring the same answer."""
+    async with serving([sys.executable, MISBEHAVING, "input-required-bare"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen")
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} answered tools/call input_required with neither inputRequests "
+        "nor requestState"
+    )
+
+
+async def test_a_result_type_the_client_does_not_know() -> None:
+    """Spec-mandated (basic/index §ResultType: a resultType of any value unrecognized by
+    the client MUST be considered invalid): the server's mistake, exit 3, rather than
+    a result printed as if complete."""
+    for wrong, shown in (("result-type-unknown", "'partial'"), ("result-type-number", "1")):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("call", served.url, "t", "--no-listen")
+        assert ran.status == 3, wrong
+        assert ran.error() == (
+            f"{served.url} answered tools/call with resultType {shown}, which this client "
+            "does not know"
+        ), wrong
+        assert ran.stdout == "", wrong
+
+
 async def test_a_task_in_answer_to_a_request_that_cannot_be_one() -> None:
     """Spec-mandated (SEP-2663 §Capability Negotiation: a client that receives a
     CreateTaskResult in response to an unsupported request type MUST interpret it as

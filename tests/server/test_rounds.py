@@ -9,6 +9,8 @@ the original params plus ``inputResponses`` and the echoed
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +27,7 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
 )
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from presa_trio.wire.request_state import StateSealer
@@ -435,6 +438,34 @@ async def test_state_presented_on_another_request_is_invalid_params(
     error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
 
 
+def nested_json(depth: int) -> str:
+    """A JSON object holding an array holding an array… ``depth`` deep."""
+    return '{"x":' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("where", ["arguments", "inputResponses"])
+async def test_no_nesting_the_parser_accepts_fails_a_round(client: McpClient, where: str) -> None:
+    """Spec-mandated (mrtr §Error Handling: a protocol error is a JSON-RPC error with an
+    appropriate code): whatever depth of arguments, or of an answer to a key nobody
+    asked (carried in the next requestState), the body's parser accepts, sealing the
+    round's state is answered 200 or -32602, never -32603 from a RecursionError."""
+    tool = "confirm_delete"  # asks with ctx.ask: its state carries the answers given
+    depth, statuses = sys.getrecursionlimit() - 250, set()
+    while True:
+        body = call(tool, 2, arguments={"filename": "f"}, inputResponses={})
+        headers = client.headers_for(body)
+        body["params"][where]["deep"] = "DEEP"
+        raw = json.dumps(body).replace('"DEEP"', nested_json(depth)).encode()
+        response = await client.post(raw, headers)
+        if response.status == 400 and response.json()["error"]["code"] == PARSE_ERROR:
+            break
+        assert response.status in (200, 400), (depth, response.body)
+        statuses.add(response.status)
+        depth += 1
+    assert statuses == {200, 400}, statuses
+    await assert_still_serving(client)
+
+
 async def test_each_round_issues_new_state(client: McpClient) -> None:
     """Runner-scored (input-required-result-multi-round/sep-2322-multi-round-r1, -r2, -r3):
     round two asks anew with a different state; round three completes."""
@@ -647,6 +678,35 @@ async def test_an_answer_of_its_result_type_completes(
     string[]``, spec-notes §59; ``CreateMessageResult.content``, a block or a list of
     blocks; client/roots §Root)."""
     complete(await client.post(call(tool, 2, inputResponses={key: answer})))
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "key", "content"),
+    [
+        ("tools/call", {"name": ELICIT}, "user_name", {"name": 5}),
+        ("tools/call", {"name": ELICIT}, "user_name", {}),
+        ("tools/call", {"name": "test_input_required_result_multi_round"}, "step1", {}),
+        ("prompts/get", {"name": "test_input_required_result_prompt"}, "user_context", {}),
+    ],
+    ids=["name-number", "name-missing", "round-one-empty", "prompt-empty"],
+)
+async def test_an_accepted_answer_outside_the_form_asked_is_invalid_params(
+    client: McpClient, method: str, params: dict[str, Any], key: str, content: dict[str, Any]
+) -> None:
+    """Spec-mandated (client/elicitation §Form Mode Security: servers SHOULD
+    validate that received data matches the requested schema; basic/patterns/mrtr
+    §Error Handling: a protocol error otherwise): the fixture's tools and prompt hold
+    each accepted answer to the form they asked, as ``ctx.ask`` does, rather than
+    greeting ``None``."""
+    answer = {"action": "accept", "content": content}
+    retry = request(
+        method,
+        {"arguments": {}, **params, "inputResponses": {key: answer}},
+        request_id=2,
+    )
+    error = error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
+    assert key in error["message"]
+    await assert_still_serving(client)
 
 
 async def test_null_input_responses_read_as_absent(client: McpClient) -> None:

@@ -87,6 +87,12 @@ def build() -> tuple[McpApp, TasksExtension]:
         actions = [first.elicitation("a").action] + [second.elicitation(k).action for k in "bc"]
         return " ".join(actions)
 
+    @tasks.tool(Policy.OPTIONAL, description="Asks two questions under one key")
+    async def one_key_twice(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        first = await ctx.ask({"k": Elicitation("First?", CONFIRM)})
+        second = await ctx.ask({"k": Elicitation("Something else?", CONFIRM)})
+        return f"{first.elicitation('k').action} {second.elicitation('k').action}"
+
     @tasks.tool(Policy.OPTIONAL, description="Asks from two child tasks at once")
     async def fan_out(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         got: list[str] = []
@@ -358,6 +364,32 @@ async def test_a_task_asks_under_a_key_its_rounds_already_used(client: McpClient
     await wait_all_tasks_blocked()
     done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
     assert done["result"]["content"] == [{"type": "text", "text": "accept decline"}]
+
+
+async def test_one_key_asked_twice_is_an_internal_error_on_both_paths(
+    client: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Server Requirements (Basic Workflow) 2: keys
+    are unique within the scope of the request; SEP-2663 §Task Update Requests: a
+    key never refers to two distinct requests): a tool asking a second question
+    under a key it asked already is the tool's bug, a generic -32603 on the plain
+    path as in a task; the plain call handed it the first question's answer."""
+    params: dict[str, Any] = {"name": "one_key_twice", "arguments": {}}
+    answer = {"k": {"action": "accept", "content": {"ok": True}}}
+    with caplog.at_level(logging.ERROR):
+        first = result_of(await client.call("tools/call", params, capabilities=UNDECLARED))
+        retry = {**params, "inputResponses": answer, "requestState": first["requestState"]}
+        plain = await client.call("tools/call", retry, capabilities=UNDECLARED)
+        created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+        task = {"taskId": created["taskId"]}
+        await wait_all_tasks_blocked()
+        update = {**task, "inputResponses": answer}
+        result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+        await wait_all_tasks_blocked()
+        done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
+    assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
+    assert (done["status"], without_incident(done["error"])) == ("failed", expected)
 
 
 #: A valid CreateMessageResult and ListRootsResult, each with a member of

@@ -8,6 +8,8 @@ is always the one the test chose. Errors are compared by code constant.
 from __future__ import annotations
 
 import base64
+import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from presa_trio.wire.errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     InvalidParams,
 )
@@ -693,6 +696,48 @@ async def test_a_full_runner_answers_a_retryable_32603() -> None:
         refused = await call_tool(client, "always", {"wait": True}, _meta=bob)
         assert error_of(refused, 503, INTERNAL_ERROR)["data"]["limit"] == "max_active_tasks"
         assert refused.headers["retry-after"] == "5"
+
+
+async def test_the_answers_a_task_keeps_count_toward_its_input_limit() -> None:
+    """presa-defined (spec-notes §31: an oversized input is refused, nothing stored):
+    the multi round-trip answers and state a task is created with are kept with its
+    input, so they count toward ``max_input_bytes`` as its arguments do; an answer
+    under a key nobody asked (basic/patterns/mrtr §Error Handling: ignored) stored
+    whatever its size."""
+    harness = build(limits=Limits(max_input_bytes=64))
+    async with running(harness.app) as client:
+        answers = {"unasked": {"blob": "x" * 100}}
+        big = await call_tool(client, "always", {}, inputResponses=answers)
+        refused = error_of(big, 500, INTERNAL_ERROR)
+        assert refused["data"] == {"retryable": False, "limit": "max_input_bytes"}
+        assert (await harness.tasks.runner.store.counts()).stored == 0
+        await create(client, "always")
+        assert (await harness.tasks.runner.store.counts()).stored == 1
+
+
+@pytest.mark.parametrize("where", ["arguments", "inputResponses"])
+async def test_no_nesting_the_parser_accepts_fails_a_task_call(
+    client: McpClient, where: str
+) -> None:
+    """presa-defined (spec-notes §31: an input that cannot be kept is -32603 with
+    ``data.limit``, not retryable): whatever depth of arguments, or of an answer, the
+    body's parser accepts, a task tool's call is a task or that refusal, never an
+    incident from a RecursionError while its input is measured."""
+    depth = sys.getrecursionlimit() - 250
+    while True:
+        params = {"name": "always", "arguments": {}, "inputResponses": {}}
+        body = request("tools/call", params, capabilities=DECLARED)
+        headers = client.headers_for(body)
+        body["params"][where]["deep"] = "DEEP"
+        nested = '{"x":' + "[" * depth + "]" * depth + "}"
+        response = await client.post(json.dumps(body).replace('"DEEP"', nested).encode(), headers)
+        if response.status == 400:
+            assert response.json()["error"]["code"] == PARSE_ERROR
+            break
+        message = response.json()
+        if "error" in message:
+            assert message["error"]["data"]["limit"] == "max_input_bytes", (depth, message)
+        depth += 1
 
 
 async def test_an_optional_tool_at_capacity_answers_as_a_plain_call() -> None:

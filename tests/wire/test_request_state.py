@@ -9,6 +9,7 @@ ring, before its expiry, on the request it was issued for; anything else is
 from __future__ import annotations
 
 import string
+import sys
 from typing import Any
 
 import pytest
@@ -164,3 +165,23 @@ def test_an_empty_ring_or_a_short_key_is_refused(keys: list[bytes]) -> None:
     and an empty one lets anyone forge ``requestState``; the ring refuses both."""
     with pytest.raises(ValueError, match="requestState key"):
         StateSealer(keys)
+
+
+def nested(depth: int) -> list[Any]:
+    """A list holding a list… ``depth`` deep, built without recursion."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_request_nested_too_deeply_to_bind_or_seal_is_invalid_params() -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling: what cannot be processed is
+    a JSON-RPC error with an appropriate code): arguments or answers nested deeper
+    than JSON can be written here are the client's, -32602, never a RecursionError."""
+    too_deep = nested(sys.getrecursionlimit() * 2)
+    with pytest.raises(InvalidParams) as digest:
+        canonical_digest({"a": too_deep})
+    with pytest.raises(InvalidParams) as seal:
+        sealer().seal({"answers": too_deep}, BINDING, NOW)
+    assert digest.value.code == seal.value.code == INVALID_PARAMS

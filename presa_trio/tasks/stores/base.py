@@ -250,7 +250,8 @@ class Limits:
     # Every stored task not yet expired, finished ones included.
     max_stored: int = 10_000
     max_stored_per_scope: int = 1000
-    # Size of a task's input (the tool arguments) as compact UTF-8 JSON.
+    # Size of a task's input (the tool arguments, and the multi round-trip answers
+    # and state it starts with) as compact UTF-8 JSON.
     max_input_bytes: int = 256 * 1024
 
     def refusal(self, scope: Counts, total: Counts) -> str | None:
@@ -286,13 +287,21 @@ class Limits:
             message += "; without authorization every caller shares this limit"
         return OverCapacity(message, limit)
 
-    def input_too_large(self, value: Any) -> bool:
-        """Whether ``value`` as compact UTF-8 JSON is over ``max_input_bytes``.
+    def input_too_large(self, *parts: Any) -> bool:
+        """Whether ``parts``, each as compact UTF-8 JSON, are over ``max_input_bytes`` together.
 
         A lone surrogate (which no UTF-8 text holds) counts as its three bytes.
+        Each part is written on its own, so none is nested deeper than it came;
+        one nested too deeply for the encoder (the body's parser reads a few
+        levels deeper) has no size, is over any limit, and no store could keep it.
         """
-        text = _compact_json(value)
-        return len(text.encode("utf-8", "surrogatepass")) > self.max_input_bytes
+        size = 0
+        try:
+            for part in parts:
+                size += len(_compact_json(part).encode("utf-8", "surrogatepass"))
+        except RecursionError:
+            return True
+        return size > self.max_input_bytes
 
 
 #: Compact JSON as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``
