@@ -8,6 +8,7 @@ database's own controls to cut the listening connection.
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +35,8 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
 )
 from presa_trio.tasks.stores.postgres.database import Database, Lane
-from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT
+from presa_trio.tasks.stores.postgres.event_logs import EVENTS_VERSION
+from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT, SCHEMA_VERSION
 from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
 from tests.tasks.stores.records import (
@@ -237,6 +239,48 @@ async def test_an_unreachable_database_is_a_one_line_store_unavailable(
             pass
     assert "\n" not in str(refused.value)
     assert "no_such_db" in str(refused.value)
+
+
+@pytest.mark.parametrize("key", ["schema_version", "events_schema_version"])
+@pytest.mark.parametrize("version", ["99", "3.5"])
+async def test_a_database_of_another_schema_version_is_refused_in_one_line(
+    postgres_url: str, key: str, version: str
+) -> None:
+    """presa-defined (versioned storage; a store that cannot be opened fails at start
+    with one line): a database whose tables a newer server set up, whatever its
+    version says, is not misread; opening it raises StoreUnavailable naming both
+    versions, which the command line prints as its one line."""
+    async with open_store(postgres_url):
+        pass
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("UPDATE presa_meta SET value = %s WHERE key = %s", (version, key))
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(postgres_url):
+            pass
+    what, ours = ("", SCHEMA_VERSION) if key == "schema_version" else (" event", EVENTS_VERSION)
+    assert str(refused.value) == (
+        f"the database holds presa task{what} schema version {version}; this server reads {ours}"
+    )
+
+
+async def test_a_role_that_may_not_create_the_tables_is_refused_in_one_line(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    role without the CREATE privilege on the schema (PostgreSQL 15 on gives none on
+    ``public``) cannot set up presa's tables; opening the store raises StoreUnavailable,
+    one line saying so."""
+    role = f"r_{uuid.uuid4().hex[:12]}"
+    postgres.execute(f'CREATE ROLE "{role}" LOGIN')  # a name made here, not input
+    parts = urlsplit(postgres_url)
+    url = parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}").geturl()
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(url):
+            pass
+    assert str(refused.value) == (
+        "cannot set up presa's tables: postgresql: InsufficientPrivilege:"
+        " permission denied for schema public"
+    )
 
 
 async def test_a_request_never_waits_behind_the_background_lane(postgres_url: str) -> None:

@@ -99,6 +99,7 @@ from psycopg.pq import TransactionStatus
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     PROTOCOL_ERRORS,
+    StoreError,
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.postgres.errors import classify, first_line
@@ -159,14 +160,18 @@ def set_server_timeouts(connection: Connection, timeout: float) -> None:
 
 
 def transact(connection: Connection, work: Work[T]) -> T:
-    """In a thread: run ``work``, leave no transaction open, classify what it raised."""
+    """In a thread: run ``work``, leave no transaction open, classify what it raised.
+
+    What ``work`` raised already classified (a schema of another version,
+    :class:`~presa_trio.tasks.stores.postgres.schema.SchemaMismatch`) goes as it is.
+    """
     try:
         try:
             return work(connection)
         finally:
             if connection.info.transaction_status in UNFINISHED:
                 connection.rollback()  # left open by a ``work`` that raised
-    except PROTOCOL_ERRORS:
+    except (*PROTOCOL_ERRORS, StoreError):
         raise
     except Exception as error:
         raise classify(error) from error

@@ -65,7 +65,7 @@ from typing import Any
 
 import psycopg
 
-from presa_trio.tasks.stores.base import Lease, StoredTask, Work
+from presa_trio.tasks.stores.base import Lease, StoredTask, StoreUnavailable, Work
 from presa_trio.tasks.stores.record import from_json, task_from_json
 
 log = logging.getLogger(__name__)
@@ -249,8 +249,9 @@ INSERT INTO presa_counts
 COLUMNS = "scope, task, work, lease_owner, lease_generation, lease_expires_ms"
 
 
-class SchemaMismatch(Exception):
-    """The database holds another version of the schema: it is not read."""
+class SchemaMismatch(StoreUnavailable):
+    """The database holds another version of the schema: it is not read (the store
+    cannot be opened)."""
 
 
 def ensure_schema(connection: psycopg.Connection[Any]) -> None:
@@ -269,8 +270,9 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
                 "INSERT INTO presa_meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
             )
             return
-        version = int(row[0])
-        if version == 2:
+        # Compared as text: a version written by another server need not be a number.
+        version = row[0]
+        if version == "2":
             connection.execute(UPGRADE_FROM_2)
             connection.execute(FUNCTIONS)
             connection.execute(
@@ -279,7 +281,7 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
             )
             log.info("the presa task schema was upgraded from version 2 to %s", SCHEMA_VERSION)
             return
-        if version != SCHEMA_VERSION:
+        if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
                 f"the database holds presa task schema version {version}; "
                 f"this server reads {SCHEMA_VERSION}"
