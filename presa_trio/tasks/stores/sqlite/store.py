@@ -14,6 +14,9 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
   or new file gets the schema; a file with tables but no ``presa_meta``, or
   another schema version, is refused before anything (WAL mode included)
   is written to it.
+- **The file keeps its name.** A file moved, deleted or replaced while the
+  store is open makes every call unavailable until it is back
+  (:mod:`presa_trio.tasks.stores.sqlite.database`).
 - **Deadlines.** Every call ends within the store timeout of being made
   (``--store-timeout``); see :mod:`presa_trio.tasks.stores.sqlite.database`.
 - **WAL**, so readers never wait for the writer, with ``synchronous=NORMAL``:
@@ -80,7 +83,7 @@ from presa_trio.tasks.stores.record import (
     to_record,
 )
 from presa_trio.tasks.stores.sqlite import event_logs
-from presa_trio.tasks.stores.sqlite.database import Database, Link
+from presa_trio.tasks.stores.sqlite.database import Database, FileIdentity, Link
 from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
 
 SCHEMA_VERSION = 1
@@ -384,8 +387,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
-    """The writer and the reader, once the file is known to be presa's (in a thread).
+def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
+    """The writer, the reader and the file they opened, once it is known to be presa's
+    (in a thread).
 
     Reading what tables the file holds writes nothing; only a file with
     none (new, or empty) gets the schema, and only a presa file of this
@@ -431,12 +435,13 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
         event_logs.ensure_tables(db)
         db.execute("COMMIT")
         db.executescript(COUNTERS)
+        opened = FileIdentity.of(path)
         reader = _connect(path)
     except BaseException:
         db.close()
         raise
     reader.execute("PRAGMA query_only = ON")
-    return db, reader
+    return db, reader, opened
 
 
 def lock_path(path: Path) -> Path:
@@ -518,7 +523,7 @@ async def open_sqlite_store(
     lock, made = hold_lock(path)
     try:
         try:
-            writer, reader = await trio.to_thread.run_sync(_open, path)
+            writer, reader, opened = await trio.to_thread.run_sync(_open, path)
         except (sqlite3.Error, StoreUnavailable) as error:
             if made:  # a file presa refuses keeps nothing of presa's beside it
                 lock_path(path).unlink()
@@ -526,7 +531,7 @@ async def open_sqlite_store(
                 raise
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
         store = SqliteStore(
-            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout)
+            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout, file=opened)
         )
         try:
             yield store
