@@ -238,3 +238,14 @@ async def test_a_file_gone_from_its_name_is_unavailable_until_it_is_back(
             False,
             True,
         ]
+
+
+async def test_a_directory_is_refused_in_one_line_saying_so(tmp_path: Path) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    path naming a directory is refused as one, not as a file with hard links (a
+    directory has two names at least), and nothing is left beside it."""
+    (tmp_path / "tasks.db").mkdir()
+    assert await refusal(f"sqlite:///{tmp_path / 'tasks.db'}") == (
+        f"{tmp_path / 'tasks.db'} is a directory: name a file"
+    )
+    assert os.listdir(tmp_path) == ["tasks.db"]

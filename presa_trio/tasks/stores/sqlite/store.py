@@ -398,6 +398,8 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdent
     names its write-ahead log after the name opened, so two servers would
     write one file through two logs.
     """
+    if path.is_dir():
+        raise StoreUnavailable(f"{path} is a directory: name a file")
     links = path.stat().st_nlink if path.exists() else 1
     if links > 1:
         raise StoreUnavailable(
