@@ -283,6 +283,28 @@ async def test_a_role_that_may_not_create_the_tables_is_refused_in_one_line(
     )
 
 
+async def test_a_role_that_may_only_use_the_tables_set_up_by_another_serves(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (deployment): once presa's tables exist (set up by a first start
+    as their owner), a role that may read and write them but create nothing opens the
+    store and serves: nothing is created when nothing is missing."""
+    async with open_store(postgres_url):
+        pass
+    role = f"r_{uuid.uuid4().hex[:12]}"
+    postgres.execute(f'CREATE ROLE "{role}" LOGIN')  # a name made here, not input
+    parts = urlsplit(postgres_url)
+    database = parts.path.lstrip("/")
+    postgres.execute(
+        f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"',
+        database,
+    )
+    url = parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}").geturl()
+    async with open_store(url) as store:
+        await store.create(stored(), ROOMY, T0)
+        assert await store.get("alice", "t-1", T0) == stored()
+
+
 async def test_a_request_never_waits_behind_the_background_lane(postgres_url: str) -> None:
     """presa-defined (threads and connections): while every background connection is
     busy, and more background calls wait, a call in the request lane still runs."""

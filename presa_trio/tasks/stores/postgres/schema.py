@@ -255,12 +255,18 @@ class SchemaMismatch(StoreUnavailable):
 
 
 def ensure_schema(connection: psycopg.Connection[Any]) -> None:
-    """Create the schema if the database has none; refuse another version of it."""
+    """Create the schema if the database has none; refuse another version of it.
+
+    Nothing is created when nothing is missing, so a role that may use the
+    tables but create none serves a database another role set up.
+    """
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, SCHEMA_LOCK))
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS presa_meta (key text PRIMARY KEY, value text NOT NULL)"
-        )
+        (meta,) = connection.execute("SELECT to_regclass('presa_meta')").fetchone() or (None,)
+        if meta is None:
+            connection.execute(
+                "CREATE TABLE presa_meta (key text PRIMARY KEY, value text NOT NULL)"
+            )
         row = connection.execute(
             "SELECT value FROM presa_meta WHERE key = 'schema_version'"
         ).fetchone()
