@@ -249,3 +249,20 @@ async def test_a_directory_is_refused_in_one_line_saying_so(tmp_path: Path) -> N
         f"{tmp_path / 'tasks.db'} is a directory: name a file"
     )
     assert os.listdir(tmp_path) == ["tasks.db"]
+
+
+async def test_a_symbolic_link_that_leads_nowhere_is_refused_in_one_line(tmp_path: Path) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    path whose symbolic links go round in a loop, or lead into a directory that does
+    not exist, is refused naming what could not be opened; neither was a
+    StoreUnavailable (a traceback, and an error the command line read as the port's)."""
+    (tmp_path / "a.db").symlink_to("b.db")
+    (tmp_path / "b.db").symlink_to("a.db")
+    (tmp_path / "dangling.db").symlink_to(tmp_path / "no" / "such.db")
+    assert (await refusal(f"sqlite:///{tmp_path / 'a.db'}")).startswith(
+        f"cannot open {tmp_path / 'a.db'}: "
+    )
+    assert await refusal(f"sqlite:///{tmp_path / 'dangling.db'}") == (
+        f"cannot open {tmp_path / 'no' / 'such.db.lock'}: No such file or directory"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["a.db", "b.db", "dangling.db"]

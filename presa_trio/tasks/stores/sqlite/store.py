@@ -453,7 +453,10 @@ def lock_path(path: Path) -> Path:
     that names the file through a link, or by another relative path, meets
     the same lock.
     """
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as error:  # links in a loop (RuntimeError before 3.13)
+        raise StoreUnavailable(f"cannot open {path}: {error}") from None
     return real.with_name(real.name + ".lock")
 
 
@@ -471,6 +474,8 @@ def hold_lock(path: Path) -> tuple[int, bool]:
         made = True
     except FileExistsError:
         descriptor, made = None, False
+    except OSError as error:  # a link into a directory that does not exist, say
+        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
     try:
         if descriptor is None:
             descriptor = os.open(lock_file, os.O_RDWR)
