@@ -278,9 +278,21 @@ async def test_a_role_that_may_not_create_the_tables_is_refused_in_one_line(
         async with open_store(url):
             pass
     assert str(refused.value) == (
-        "cannot set up presa's tables: postgresql: InsufficientPrivilege:"
-        " permission denied for schema public"
+        "cannot set up presa's tables: postgresql: permission denied for schema public"
     )
+
+
+def lesser_role(postgres: Postgres, url: str) -> tuple[str, str]:
+    """A new role that may read and write the tables of ``url``'s database and create
+    nothing; its name, and ``url`` as that role."""
+    role = f"r_{uuid.uuid4().hex[:12]}"
+    postgres.execute(f'CREATE ROLE "{role}" LOGIN')  # a name made here, not input
+    parts = urlsplit(url)
+    postgres.execute(
+        f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"',
+        parts.path.lstrip("/"),
+    )
+    return role, parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}").geturl()
 
 
 async def test_a_role_that_may_only_use_the_tables_set_up_by_another_serves(
@@ -291,18 +303,35 @@ async def test_a_role_that_may_only_use_the_tables_set_up_by_another_serves(
     store and serves: nothing is created when nothing is missing."""
     async with open_store(postgres_url):
         pass
-    role = f"r_{uuid.uuid4().hex[:12]}"
-    postgres.execute(f'CREATE ROLE "{role}" LOGIN')  # a name made here, not input
-    parts = urlsplit(postgres_url)
-    database = parts.path.lstrip("/")
-    postgres.execute(
-        f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"',
-        database,
-    )
-    url = parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}").geturl()
+    _, url = lesser_role(postgres, postgres_url)
     async with open_store(url) as store:
         await store.create(stored(), ROOMY, T0)
         assert await store.get("alice", "t-1", T0) == stored()
+
+
+async def test_a_privilege_revoked_while_serving_is_unavailable_until_granted_again(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (docs/task-stores.md "Faults"; the store's three classes): a
+    privilege taken from the server's role while it serves is the database refusing
+    to write, or to read, for now, like a read-only spell: unavailable (retryable),
+    so a worker's write waits rather than failing its task; once it is granted
+    again, the same calls succeed."""
+    async with open_store(postgres_url):
+        pass
+    role, url = lesser_role(postgres, postgres_url)
+    database = urlsplit(postgres_url).path.lstrip("/")
+    async with open_store(url) as store:
+        await store.create(stored(), ROOMY, T0)
+        reported = model.report(new_task(), "half way", T0)
+        postgres.execute(f'REVOKE UPDATE, SELECT ON presa_tasks FROM "{role}"', database)
+        with pytest.raises(StoreUnavailable, match="permission denied"):
+            await store.compare_and_set("alice", reported, 0)
+        with pytest.raises(StoreUnavailable, match="permission denied"):
+            await store.get("alice", "t-1", T0)
+        postgres.execute(f'GRANT UPDATE, SELECT ON presa_tasks TO "{role}"', database)
+        await store.compare_and_set("alice", reported, 0)
+        assert (await store.get("alice", "t-1", T0)).task == reported
 
 
 async def test_a_request_never_waits_behind_the_background_lane(postgres_url: str) -> None:

@@ -95,6 +95,7 @@ from presa_trio.tasks.stores.postgres.listen import Appends, TaskChanges, listen
 from presa_trio.tasks.stores.postgres.schema import (
     CHANNEL,
     COLUMNS,
+    SchemaMismatch,
     decode,
     ensure_schema,
 )
@@ -511,10 +512,11 @@ async def open_postgresql_store(
     try:
         await database.run(ensure_schema)
         await database.run(event_logs.ensure_events_schema)
+    except (SchemaMismatch, event_logs.EventsSchemaMismatch):
+        await database.close()
+        raise
     except StoreError as error:
         await database.close()
-        if isinstance(error, StoreUnavailable):  # unreachable, or tables of another version
-            raise
         # A role that may not create tables, say: the start ends in one line all the same.
         raise StoreUnavailable(f"cannot set up presa's tables: {error}") from error
     except BaseException:
