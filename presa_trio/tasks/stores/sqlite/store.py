@@ -190,12 +190,18 @@ class SqliteStore:
     async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         deleted: list[StoreEvent] = []
 
-        def insert(db: sqlite3.Connection) -> None:
+        def insert(db: sqlite3.Connection) -> str | None:
+            """The limit that refused the task, else None once it is inserted.
+
+            A refusal is returned, not raised, so the deletions made to find
+            room commit (and are announced) all the same: a write that
+            raises is rolled back.
+            """
             if limits.refusal(*_scope_and_overall(db, stored.scope)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
                 limit = limits.refusal(*_scope_and_overall(db, stored.scope))
                 if limit is not None:
-                    raise CapacityExceeded(limit)
+                    return limit
             try:
                 db.execute(
                     "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -213,11 +219,12 @@ class SqliteStore:
                 if error.sqlite_errorname != "SQLITE_CONSTRAINT_PRIMARYKEY":
                     raise
                 raise TaskIdCollision(f"task id collision: {stored.task_id}") from error
+            return None
 
-        try:
-            await self.database.write(insert)
-        finally:
-            self._announce_all(deleted)
+        refused = await self.database.write(insert)
+        self._announce_all(deleted)
+        if refused is not None:
+            raise CapacityExceeded(refused)
         self.announcer.announce(Changed(stored))
 
     async def read(self, task_id: str) -> StoredTask | None:
