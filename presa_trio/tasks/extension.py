@@ -361,9 +361,12 @@ class TasksExtension(Extension):
 
         The request is what the work description kept of it (version,
         capabilities, verified answers, state); its stream is long gone.
+        None (the task is failed as interrupted) unless the tool is
+        registered here and declared re-runnable here too: its code, as
+        this process has it, is what would run again.
         """
         registered = None if self._server is None else self._server.tools.get(work.tool)
-        if self._server is None or registered is None:
+        if self._server is None or registered is None or work.tool not in self.rerunnable:
             return None
         meta = RequestMeta(work.protocol_version, ClientCapabilities(work.capabilities))
         creator = RequestContext(

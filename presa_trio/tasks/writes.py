@@ -18,6 +18,8 @@ a defect, or      the task is ``failed`` with -32603 and an incident id;
 anything else     the traceback is logged under that id
 lease lost        the worker stops, writing nothing
 task not found    the write is dropped (the task expired meanwhile)
+the task ended    the move is absorbed (a terminal task never changes) and
+                  the worker stops
 ================= ========================================================
 
 Once such a failure is written the worker stops: its task is terminal. A
@@ -172,7 +174,7 @@ class StoreWriter:
         last_resort = False
         while True:
             try:
-                _, after = await self.transition(
+                before, after = await self.transition(
                     worker.scope, worker.task_id, move.apply, worker.generation, worker.latest
                 )
             except TaskNotFound:
@@ -208,6 +210,10 @@ class StoreWriter:
                 if last_resort:
                     # The task is failed now: its job must not run on.
                     worker.stop("its write failed")
+                elif before.terminal:
+                    # Ended by another writer (tasks/cancel) whose announcement came
+                    # before this worker existed (a recovery): nothing will wake it.
+                    worker.stop("the task ended")
             return
 
     async def report(self, worker: Worker, message: str) -> None:

@@ -68,13 +68,20 @@ async def test_parked_and_running_tasks_survive_a_restart(
         ("stdio", "sqlite:////no/such/dir/t.db", "cannot open sqlite:////no/such/dir/t.db"),
         ("serve", "postgresql://%zz", 'bad PostgreSQL URL: invalid percent-encoded token: "%zz"'),
         ("stdio", "postgresql://db/?bogus=1", "bad PostgreSQL URL: invalid URI query parameter"),
+        (
+            "serve",
+            "postgresql://presa:s3cret@[::1/tasks",
+            'bad PostgreSQL URL: end of string reached when looking for matching "]" in IPv6'
+            ' host address in URI: "postgresql://presa:***@[::1/tasks"',
+        ),
     ],
 )
 async def test_a_store_that_cannot_be_opened_stops_the_start_with_one_line(
     command: str, url: str, says: str
 ) -> None:
     """presa-defined (operator errors): a bad ``--store`` ends the start with exit
-    status 2 and one line naming the URL, never a traceback."""
+    status 2 and one line naming the URL, never a traceback, nor the URL's password
+    (the line goes to a terminal or a service's journal)."""
     with trio.fail_after(PATIENCE):
         finished = await trio.run_process(
             [sys.executable, "-m", "presa_trio", command, "--store", url],
@@ -86,6 +93,7 @@ async def test_a_store_that_cannot_be_opened_stops_the_start_with_one_line(
     lines = finished.stderr.decode().splitlines()
     assert (finished.returncode, len(lines)) == (2, 1), lines
     assert lines[0].startswith(f"presa-trio: error: {says}")
+    assert "s3cret" not in lines[0]
     assert finished.stdout == b""
 
 

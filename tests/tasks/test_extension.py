@@ -23,7 +23,9 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
+from presa_trio.tasks.housekeeping import INTERRUPTED
 from presa_trio.tasks.stores import open_store
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.stores.sqlite.store import SqliteStore
 from presa_trio.testing import McpClient, Response, headers_for, meta, request, running
 from presa_trio.wire.errors import (
@@ -781,3 +783,40 @@ async def test_a_store_that_cannot_be_reached_answers_a_retryable_32603(
                 assert "sqlite" not in error["message"].lower()
             assert "closed database" in caplog.text
             assert result_of(await call_tool(client, "plain"))["content"][0]["text"] == "plain done"
+
+
+def mailer(store: MemoryStore, *, rerun: bool, ran: list[str]) -> McpApp:
+    """A server whose ``send_mail`` tool (declared re-runnable or not) waits for ever."""
+    server = Server("tasks-test", "0.0.1")
+    tasks = TasksExtension(TaskRunner(store, TRIO_CLOCK))
+    server.add_extension(tasks)
+
+    @tasks.tool(Policy.REQUIRED, rerun=rerun, description="Sends a mail: once, if not rerun.")
+    async def send_mail(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        ran.append(f"rerun={rerun}")
+        await trio.sleep_forever()
+
+    return McpApp.for_server(server)
+
+
+async def test_a_task_runs_again_only_if_the_tool_is_still_declared_re_runnable() -> None:
+    """presa-defined (recovery; docs/task-stores.md "Recovery"): the next process runs a
+    task again only if its tool, as that process registers it, may run again. A tool
+    re-registered without ``rerun`` (its code now has a side effect a second run would
+    repeat) does not run again for a task created under the old declaration: the task
+    is written failed as interrupted."""
+    store, ran = MemoryStore(), list[str]()
+    async with running(mailer(store, rerun=True, ran=ran)) as client:
+        task_id = await create(client, "send_mail")
+        with trio.fail_after(10):
+            while ran != ["rerun=True"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
+                await trio.sleep(0.001)
+    async with running(mailer(store, rerun=False, ran=ran)) as client:
+        with trio.fail_after(10):
+            task = result_of(await get(client, task_id))
+            while task["status"] == "working":
+                await trio.sleep(0.001)  # a poll, as a client's
+                task = result_of(await get(client, task_id))
+    assert task["status"] == "failed"
+    assert task["error"] == INTERRUPTED.to_wire()
+    assert ran == ["rerun=True"]

@@ -65,6 +65,7 @@ def test_sqlite_errors_fall_into_the_three_classes(tmp_path: Path) -> None:
         (errors.TooManyConnections("sorry, too many clients already"), StoreUnavailable),
         (errors.QueryCanceled("canceling statement due to statement timeout"), StoreUnavailable),
         (psycopg.OperationalError("connection failed: Connection refused"), StoreUnavailable),
+        (errors.InsufficientPrivilege("permission denied for table presa_tasks"), StoreUnavailable),
         (errors.UntranslatableCharacter("unsupported Unicode escape sequence"), StoreRefused),
         (errors.InvalidTextRepresentation("invalid input syntax for type json"), StoreRefused),
         (

@@ -408,6 +408,25 @@ async def test_every_change_is_announced_in_commit_order(store: TaskStore) -> No
     ]
 
 
+async def test_a_refused_creation_announces_no_deletion_it_did_not_commit(
+    store: TaskStore,
+) -> None:
+    """presa-defined (rule 6: every committed change is announced, and only those): a
+    creation that deletes expired tasks to make room, and is refused all the same,
+    announces a deletion only for a task that is gone from the store."""
+    full = Limits(max_stored_per_scope=1)
+    seen: list[StoreEvent] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.watch, seen.append)
+        await store.create(stored("b-1", scope="bob", ttl_ms=1000), full, T0)
+        await store.create(stored("a-1"), full, T0)
+        with pytest.raises(CapacityExceeded):
+            await store.create(stored("a-2"), full, T0 + 2000)
+        nursery.cancel_scope.cancel()
+    announced = [event.task_id for event in seen if isinstance(event, Deleted)]
+    assert [task_id for task_id in announced if await store.read(task_id) is not None] == []
+
+
 async def test_tasks_survive_reopening_the_store(store_url: str, durable: None) -> None:
     """presa-defined (tasks that outlive the process): what one opening wrote, the
     next reads back unchanged, leases included."""

@@ -8,6 +8,7 @@ database's own controls to cut the listening connection.
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +35,8 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
 )
 from presa_trio.tasks.stores.postgres.database import Database, Lane
-from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT
+from presa_trio.tasks.stores.postgres.event_logs import EVENTS_VERSION
+from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT, SCHEMA_VERSION
 from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
 from tests.tasks.stores.records import (
@@ -237,6 +239,99 @@ async def test_an_unreachable_database_is_a_one_line_store_unavailable(
             pass
     assert "\n" not in str(refused.value)
     assert "no_such_db" in str(refused.value)
+
+
+@pytest.mark.parametrize("key", ["schema_version", "events_schema_version"])
+@pytest.mark.parametrize("version", ["99", "3.5"])
+async def test_a_database_of_another_schema_version_is_refused_in_one_line(
+    postgres_url: str, key: str, version: str
+) -> None:
+    """presa-defined (versioned storage; a store that cannot be opened fails at start
+    with one line): a database whose tables a newer server set up, whatever its
+    version says, is not misread; opening it raises StoreUnavailable naming both
+    versions, which the command line prints as its one line."""
+    async with open_store(postgres_url):
+        pass
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("UPDATE presa_meta SET value = %s WHERE key = %s", (version, key))
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(postgres_url):
+            pass
+    what, ours = ("", SCHEMA_VERSION) if key == "schema_version" else (" event", EVENTS_VERSION)
+    assert str(refused.value) == (
+        f"the database holds presa task{what} schema version {version}; this server reads {ours}"
+    )
+
+
+async def test_a_role_that_may_not_create_the_tables_is_refused_in_one_line(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    role without the CREATE privilege on the schema (PostgreSQL 15 on gives none on
+    ``public``) cannot set up presa's tables; opening the store raises StoreUnavailable,
+    one line saying so."""
+    role = f"r_{uuid.uuid4().hex[:12]}"
+    postgres.execute(f'CREATE ROLE "{role}" LOGIN')  # a name made here, not input
+    parts = urlsplit(postgres_url)
+    url = parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}").geturl()
+    with pytest.raises(StoreUnavailable) as refused:
+        async with open_store(url):
+            pass
+    assert str(refused.value) == (
+        "cannot set up presa's tables: postgresql: permission denied for schema public"
+    )
+
+
+def lesser_role(postgres: Postgres, url: str) -> tuple[str, str]:
+    """A new role that may read and write the tables of ``url``'s database and create
+    nothing; its name, and ``url`` as that role."""
+    role = f"r_{uuid.uuid4().hex[:12]}"
+    postgres.execute(f'CREATE ROLE "{role}" LOGIN')  # a name made here, not input
+    parts = urlsplit(url)
+    postgres.execute(
+        f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "{role}"',
+        parts.path.lstrip("/"),
+    )
+    return role, parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}").geturl()
+
+
+async def test_a_role_that_may_only_use_the_tables_set_up_by_another_serves(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (deployment): once presa's tables exist (set up by a first start
+    as their owner), a role that may read and write them but create nothing opens the
+    store and serves: nothing is created when nothing is missing."""
+    async with open_store(postgres_url):
+        pass
+    _, url = lesser_role(postgres, postgres_url)
+    async with open_store(url) as store:
+        await store.create(stored(), ROOMY, T0)
+        assert await store.get("alice", "t-1", T0) == stored()
+
+
+async def test_a_privilege_revoked_while_serving_is_unavailable_until_granted_again(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (docs/task-stores.md "Faults"; the store's three classes): a
+    privilege taken from the server's role while it serves is the database refusing
+    to write, or to read, for now, like a read-only spell: unavailable (retryable),
+    so a worker's write waits rather than failing its task; once it is granted
+    again, the same calls succeed."""
+    async with open_store(postgres_url):
+        pass
+    role, url = lesser_role(postgres, postgres_url)
+    database = urlsplit(postgres_url).path.lstrip("/")
+    async with open_store(url) as store:
+        await store.create(stored(), ROOMY, T0)
+        reported = model.report(new_task(), "half way", T0)
+        postgres.execute(f'REVOKE UPDATE, SELECT ON presa_tasks FROM "{role}"', database)
+        with pytest.raises(StoreUnavailable, match="permission denied"):
+            await store.compare_and_set("alice", reported, 0)
+        with pytest.raises(StoreUnavailable, match="permission denied"):
+            await store.get("alice", "t-1", T0)
+        postgres.execute(f'GRANT UPDATE, SELECT ON presa_tasks TO "{role}"', database)
+        await store.compare_and_set("alice", reported, 0)
+        assert (await store.get("alice", "t-1", T0)).task == reported
 
 
 async def test_a_request_never_waits_behind_the_background_lane(postgres_url: str) -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
 
 from presa_trio.server import RequestContext
-from presa_trio.tasks import TaskRunner
+from presa_trio.tasks import TaskRunner, model
 from presa_trio.tasks.context import Job, WorkerContext
 from presa_trio.tasks.housekeeping import INTERRUPTED
 from presa_trio.tasks.stores.base import StoredTask, TaskStore, Work
@@ -214,3 +214,52 @@ async def test_own_result_completes_the_task(store: TaskStore) -> None:
         await until_status(runner, task.task_id, Status.COMPLETED)
         done = await runner.get("s", task.task_id)
     assert (done.status, done.result) == (Status.COMPLETED, RESULT)
+
+
+class CancelledAsClaimed:
+    """The store under test, where another process cancels each task just as this
+    one claims it: the cancel is announced before the claim returns, so before the
+    recovered worker exists."""
+
+    def __init__(self, inner: TaskStore) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def claim_expired(
+        self, owner: str, now_ms: int, expires_ms: int, limit: int
+    ) -> list[StoredTask]:
+        claimed: list[StoredTask] = await self.inner.claim_expired(owner, now_ms, expires_ms, limit)
+        for stored in claimed:
+            cancelled = model.cancel(stored.task, now_ms)
+            await self.inner.compare_and_set(stored.scope, cancelled, stored.task.revision)
+        return claimed
+
+
+async def test_a_recovered_worker_whose_task_was_cancelled_as_it_was_claimed_stops(
+    store: TaskStore,
+) -> None:
+    """presa-defined (no worker outlives its task; SEP-2663 §Task Cancellation): a task
+    cancelled just as a process claims it is announced before that process's worker
+    exists, so the worker starts from the task as claimed. Its first write (asking
+    for input) finds the task ended: the worker stops there, instead of waiting for
+    ever for an answer nobody can give, and the task stays cancelled, asking nothing."""
+    record: list[str] = []
+
+    async def asker(ctx: WorkerContext) -> Any:
+        try:
+            await ctx.ask({"first": ListRoots()})
+        except trio.Cancelled:
+            record.append("stopped")
+            raise
+        record.append("answered")
+        return RESULT
+
+    async with running(store) as first:
+        task = await first.start("s", gated(trio.Event(), []), creator({"roots": {}}), WORK)
+    async with running(cast(TaskStore, CancelledAsClaimed(store)), asker):
+        await until(lambda: record == ["stopped"])
+    stored = await store.read(task.task_id)
+    assert stored is not None
+    assert (stored.task.status, stored.task.input_requests) == (Status.CANCELLED, {})

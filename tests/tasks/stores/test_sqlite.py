@@ -203,3 +203,66 @@ async def test_a_file_with_a_second_hard_link_is_refused_in_one_line(tmp_path: P
     other.unlink()
     async with open_store(f"sqlite:///{path}"):
         pass
+
+
+@pytest.mark.parametrize("away", ["moved", "deleted", "replaced"])
+async def test_a_file_gone_from_its_name_is_unavailable_until_it_is_back(
+    tmp_path: Path, away: str
+) -> None:
+    """presa-defined (tasks are never lost; one server per file): once the path no
+    longer names the file the store opened (moved, deleted, or another file put in its
+    place), a task written to the open file could not be found by the next server on
+    that path, and a second server could start there: every call is unavailable
+    (retryable), and nothing is written. Once the file is back under its name, the
+    store serves again, with every task it held."""
+    path, aside = tmp_path / "tasks.db", tmp_path / "aside.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        await store.create(stored("kept"), ROOMY, T0)
+        if away == "deleted":
+            os.link(path, aside)  # kept, to put back: the file itself is deleted from its name
+            path.unlink()
+        else:
+            path.rename(aside)
+        if away == "replaced":
+            sqlite3.connect(path).close()
+        with pytest.raises(StoreUnavailable, match="no longer names the file"):
+            await store.create(stored("lost"), ROOMY, T0)
+        with pytest.raises(StoreUnavailable, match="no longer names the file"):
+            await store.read("kept")
+        aside.replace(path)
+        await store.create(stored("new"), ROOMY, T0)
+        assert await store.read("kept") == stored("kept")
+    async with open_store(f"sqlite:///{path}") as store:
+        assert [await store.read(t) is not None for t in ("kept", "lost", "new")] == [
+            True,
+            False,
+            True,
+        ]
+
+
+async def test_a_directory_is_refused_in_one_line_saying_so(tmp_path: Path) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    path naming a directory is refused as one, not as a file with hard links (a
+    directory has two names at least), and nothing is left beside it."""
+    (tmp_path / "tasks.db").mkdir()
+    assert await refusal(f"sqlite:///{tmp_path / 'tasks.db'}") == (
+        f"{tmp_path / 'tasks.db'} is a directory: name a file"
+    )
+    assert os.listdir(tmp_path) == ["tasks.db"]
+
+
+async def test_a_symbolic_link_that_leads_nowhere_is_refused_in_one_line(tmp_path: Path) -> None:
+    """presa-defined (a store that cannot be opened fails at start with one line): a
+    path whose symbolic links go round in a loop, or lead into a directory that does
+    not exist, is refused naming what could not be opened; neither was a
+    StoreUnavailable (a traceback, and an error the command line read as the port's)."""
+    (tmp_path / "a.db").symlink_to("b.db")
+    (tmp_path / "b.db").symlink_to("a.db")
+    (tmp_path / "dangling.db").symlink_to(tmp_path / "no" / "such.db")
+    assert (await refusal(f"sqlite:///{tmp_path / 'a.db'}")).startswith(
+        f"cannot open {tmp_path / 'a.db'}: "
+    )
+    assert await refusal(f"sqlite:///{tmp_path / 'dangling.db'}") == (
+        f"cannot open {tmp_path / 'no' / 'such.db.lock'}: No such file or directory"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["a.db", "b.db", "dangling.db"]

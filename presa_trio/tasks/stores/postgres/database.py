@@ -86,6 +86,7 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -99,6 +100,7 @@ from psycopg.pq import TransactionStatus
 from presa_trio.tasks.stores.base import (
     DEFAULT_STORE_TIMEOUT_S,
     PROTOCOL_ERRORS,
+    StoreError,
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.postgres.errors import classify, first_line
@@ -148,6 +150,22 @@ def bounded_conninfo(conninfo: str, timeout: float) -> str:
     return make_conninfo(conninfo, **{k: v for k, v in defaults.items() if k not in given})
 
 
+#: A URL's ``user:password@``, the password the group (libpq's own reading).
+URL_PASSWORD = re.compile(r"[a-z]+://[^:/?#@]*:([^@]*)@", re.IGNORECASE)
+
+
+def without_password(message: str, url: str) -> str:
+    """``message`` with ``url``, where it quotes it, quoted without its password.
+
+    libpq quotes a URL it cannot parse in its message, which goes to a
+    terminal or a service's journal.
+    """
+    found = URL_PASSWORD.match(url)
+    if found is None or not found[1]:
+        return message
+    return message.replace(url, url[: found.start(1)] + "***" + url[found.end(1) :])
+
+
 def set_server_timeouts(connection: Connection, timeout: float) -> None:
     """The server's own bounds on this session's statements and open transactions."""
     milliseconds = str(round(timeout * 1000))
@@ -159,14 +177,18 @@ def set_server_timeouts(connection: Connection, timeout: float) -> None:
 
 
 def transact(connection: Connection, work: Work[T]) -> T:
-    """In a thread: run ``work``, leave no transaction open, classify what it raised."""
+    """In a thread: run ``work``, leave no transaction open, classify what it raised.
+
+    What ``work`` raised already classified (a schema of another version,
+    :class:`~presa_trio.tasks.stores.postgres.schema.SchemaMismatch`) goes as it is.
+    """
     try:
         try:
             return work(connection)
         finally:
             if connection.info.transaction_status in UNFINISHED:
                 connection.rollback()  # left open by a ``work`` that raised
-    except PROTOCOL_ERRORS:
+    except (*PROTOCOL_ERRORS, StoreError):
         raise
     except Exception as error:
         raise classify(error) from error
@@ -224,7 +246,8 @@ class Database:
         try:
             self.conninfo = bounded_conninfo(self.conninfo, self.timeout)
         except psycopg.ProgrammingError as error:  # a URL libpq cannot parse
-            raise StoreUnavailable(f"bad PostgreSQL URL: {first_line(error)}") from None
+            reason = without_password(first_line(error), self.conninfo)
+            raise StoreUnavailable(f"bad PostgreSQL URL: {reason}") from None
 
     async def open(self) -> None:
         """Make every connection; :class:`StoreUnavailable` if one cannot be made."""

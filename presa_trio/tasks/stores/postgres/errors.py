@@ -19,8 +19,11 @@ from presa_trio.tasks.stores.record import TooDeepToStore
 #: a cancelled statement), a rolled-back transaction (serialization, deadlock).
 UNAVAILABLE_CLASSES = ("08", "40", "53", "57")
 #: SQLSTATEs of the same kind outside those classes: a read-only transaction
-#: (a standby, or ``default_transaction_read_only``), a lock not available.
-UNAVAILABLE_STATES = ("25006", "55P03")
+#: (a standby, or ``default_transaction_read_only``), a lock not available, a
+#: privilege the server's role lacks (taken away while it serves, until granted
+#: again; at start, :func:`~presa_trio.tasks.stores.postgres.store.open_postgresql_store`
+#: refuses it in one line).
+UNAVAILABLE_STATES = ("25006", "55P03", "42501")
 #: SQLSTATE classes of data the database will not hold: data exceptions
 #: (U+0000 in jsonb, an untranslatable character, a number out of range)
 #: and program limits (a value too large).

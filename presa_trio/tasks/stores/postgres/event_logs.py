@@ -50,6 +50,7 @@ from typing import Any
 import psycopg
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
+from presa_trio.tasks.stores.base import StoreUnavailable
 from presa_trio.tasks.stores.postgres.schema import LOCKS, SCHEMA_LOCK
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ def ensure_events_schema(connection: Connection) -> None:
                 "INSERT INTO presa_meta VALUES ('events_schema_version', %s)",
                 (str(EVENTS_VERSION),),
             )
-        elif int(row[0]) == 1:
+        elif row[0] == "1":  # text: another server's version need not be a number
             connection.execute(UPGRADE_FROM_1)
             connection.execute(
                 "UPDATE presa_meta SET value = %s WHERE key = 'events_schema_version'",
@@ -164,15 +165,16 @@ def ensure_events_schema(connection: Connection) -> None:
             log.info(
                 "the presa task event schema was upgraded from version 1 to %s", EVENTS_VERSION
             )
-        elif int(row[0]) != EVENTS_VERSION:
+        elif row[0] != str(EVENTS_VERSION):
             raise EventsSchemaMismatch(
                 f"the database holds presa task event schema version {row[0]}; "
                 f"this server reads {EVENTS_VERSION}"
             )
 
 
-class EventsSchemaMismatch(Exception):
-    """The database's event tables are of another version: they are not read."""
+class EventsSchemaMismatch(StoreUnavailable):
+    """The database's event tables are of another version: they are not read (the
+    store cannot be opened)."""
 
 
 def append(

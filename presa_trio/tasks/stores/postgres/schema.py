@@ -65,7 +65,7 @@ from typing import Any
 
 import psycopg
 
-from presa_trio.tasks.stores.base import Lease, StoredTask, Work
+from presa_trio.tasks.stores.base import Lease, StoredTask, StoreUnavailable, Work
 from presa_trio.tasks.stores.record import from_json, task_from_json
 
 log = logging.getLogger(__name__)
@@ -249,17 +249,24 @@ INSERT INTO presa_counts
 COLUMNS = "scope, task, work, lease_owner, lease_generation, lease_expires_ms"
 
 
-class SchemaMismatch(Exception):
-    """The database holds another version of the schema: it is not read."""
+class SchemaMismatch(StoreUnavailable):
+    """The database holds another version of the schema: it is not read (the store
+    cannot be opened)."""
 
 
 def ensure_schema(connection: psycopg.Connection[Any]) -> None:
-    """Create the schema if the database has none; refuse another version of it."""
+    """Create the schema if the database has none; refuse another version of it.
+
+    Nothing is created when nothing is missing, so a role that may use the
+    tables but create none serves a database another role set up.
+    """
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCKS, SCHEMA_LOCK))
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS presa_meta (key text PRIMARY KEY, value text NOT NULL)"
-        )
+        (meta,) = connection.execute("SELECT to_regclass('presa_meta')").fetchone() or (None,)
+        if meta is None:
+            connection.execute(
+                "CREATE TABLE presa_meta (key text PRIMARY KEY, value text NOT NULL)"
+            )
         row = connection.execute(
             "SELECT value FROM presa_meta WHERE key = 'schema_version'"
         ).fetchone()
@@ -269,8 +276,9 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
                 "INSERT INTO presa_meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
             )
             return
-        version = int(row[0])
-        if version == 2:
+        # Compared as text: a version written by another server need not be a number.
+        version = row[0]
+        if version == "2":
             connection.execute(UPGRADE_FROM_2)
             connection.execute(FUNCTIONS)
             connection.execute(
@@ -279,7 +287,7 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
             )
             log.info("the presa task schema was upgraded from version 2 to %s", SCHEMA_VERSION)
             return
-        if version != SCHEMA_VERSION:
+        if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
                 f"the database holds presa task schema version {version}; "
                 f"this server reads {SCHEMA_VERSION}"

@@ -82,6 +82,7 @@ from presa_trio.tasks.stores.base import (
     LeaseLost,
     Limits,
     StoredTask,
+    StoreError,
     StoreEvent,
     StoreUnavailable,
     TaskIdCollision,
@@ -511,9 +512,13 @@ async def open_postgresql_store(
     try:
         await database.run(ensure_schema)
         await database.run(event_logs.ensure_events_schema)
-    except (SchemaMismatch, event_logs.EventsSchemaMismatch) as error:
+    except (SchemaMismatch, event_logs.EventsSchemaMismatch):
         await database.close()
-        raise StoreUnavailable(str(error)) from error
+        raise
+    except StoreError as error:
+        await database.close()
+        # A role that may not create tables, say: the start ends in one line all the same.
+        raise StoreUnavailable(f"cannot set up presa's tables: {error}") from error
     except BaseException:
         await database.close()
         raise

@@ -21,6 +21,13 @@ write's hop and commit cost the Trio thread and the interpreter lock more
 than the write itself. No task runs the batches but the callers'
 own, so nothing outlives the store's users.
 
+**The file must keep its name.** Before each call the path is checked to
+name the file the store opened (its device and inode): a file moved,
+deleted or replaced under a running server would take tasks a restart on
+that path could never find, and let a second server start there. Until
+the file is back, every call is unavailable (retryable) and nothing is
+written.
+
 Every call ends within the store timeout of being made (``--store-timeout``),
 queueing for its connection included: a call that gets its connection with
 time left waits for SQLite's locks (another program holding the file) only
@@ -35,6 +42,7 @@ import copy
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -63,6 +71,34 @@ class Link:
     limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
 
 
+@attrs.frozen
+class FileIdentity:
+    """The file a store opened: its path, and the device and inode the path named then."""
+
+    path: Path
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileIdentity:
+        """In a thread: the file ``path`` names now."""
+        path = path.absolute()
+        found = path.stat()
+        return cls(path, found.st_dev, found.st_ino)
+
+    def check(self) -> None:
+        """In a thread: :class:`StoreUnavailable` unless the path still names the file."""
+        try:
+            found = self.path.stat()
+        except OSError:
+            found = None
+        if found is None or (found.st_dev, found.st_ino) != (self.device, self.inode):
+            raise StoreUnavailable(
+                f"sqlite: {self.path} no longer names the file this server opened"
+                " (moved, deleted or replaced): nothing is written until it is back"
+            )
+
+
 @attrs.define(eq=False, repr=False)
 class Database:
     """The writer and the reader; see the module docstring."""
@@ -71,6 +107,8 @@ class Database:
     reader: Link = attrs.field(kw_only=True)
     # The longest a call may take, queueing included, in seconds.
     timeout: float = attrs.field(kw_only=True, default=DEFAULT_STORE_TIMEOUT_S)
+    # The file opened, checked before each call; None: not checked.
+    file: FileIdentity | None = attrs.field(kw_only=True, default=None)
     # Set by :meth:`aclose`: a call after it is unavailable (another process may serve).
     _closed: bool = False
     # Writes not yet in a batch, oldest first.
@@ -84,8 +122,7 @@ class Database:
         deadline = time.monotonic() + self.timeout
 
         def call() -> T:
-            if self._closed:
-                raise StoreUnavailable("sqlite: cannot use a closed database")
+            self._check_open()
             left_ms = round((deadline - time.monotonic()) * 1000)
             if left_ms <= 0:
                 raise StoreUnavailable("sqlite: no time left to wait for the file")
@@ -171,8 +208,7 @@ class Database:
         """
         db = self.writer.connection
         try:
-            if self._closed:
-                raise StoreUnavailable("sqlite: cannot use a closed database")
+            self._check_open()
             left_ms = round((min(deadline for _, deadline in writes) - time.monotonic()) * 1000)
             db.execute(f"PRAGMA busy_timeout = {max(0, left_ms)}")
             db.execute("BEGIN IMMEDIATE")
@@ -188,6 +224,13 @@ class Database:
             # one exception (and one outcome) must not be raised by several tasks.
             return [outcome.Error(as_store_error(copy.copy(error))) for _ in writes]
         return outcomes
+
+    def _check_open(self) -> None:
+        """In a thread: :class:`StoreUnavailable` if closed, or the file left its name."""
+        if self._closed:
+            raise StoreUnavailable("sqlite: cannot use a closed database")
+        if self.file is not None:
+            self.file.check()
 
     async def aclose(self) -> None:
         """Close both connections, each after its call in progress; later calls fail."""

@@ -14,6 +14,9 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
   or new file gets the schema; a file with tables but no ``presa_meta``, or
   another schema version, is refused before anything (WAL mode included)
   is written to it.
+- **The file keeps its name.** A file moved, deleted or replaced while the
+  store is open makes every call unavailable until it is back
+  (:mod:`presa_trio.tasks.stores.sqlite.database`).
 - **Deadlines.** Every call ends within the store timeout of being made
   (``--store-timeout``); see :mod:`presa_trio.tasks.stores.sqlite.database`.
 - **WAL**, so readers never wait for the writer, with ``synchronous=NORMAL``:
@@ -80,7 +83,7 @@ from presa_trio.tasks.stores.record import (
     to_record,
 )
 from presa_trio.tasks.stores.sqlite import event_logs
-from presa_trio.tasks.stores.sqlite.database import Database, Link
+from presa_trio.tasks.stores.sqlite.database import Database, FileIdentity, Link
 from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
 
 SCHEMA_VERSION = 1
@@ -187,12 +190,18 @@ class SqliteStore:
     async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         deleted: list[StoreEvent] = []
 
-        def insert(db: sqlite3.Connection) -> None:
+        def insert(db: sqlite3.Connection) -> str | None:
+            """The limit that refused the task, else None once it is inserted.
+
+            A refusal is returned, not raised, so the deletions made to find
+            room commit (and are announced) all the same: a write that
+            raises is rolled back.
+            """
             if limits.refusal(*_scope_and_overall(db, stored.scope)) is not None:
                 deleted.extend(_delete_expired(db, now_ms))
                 limit = limits.refusal(*_scope_and_overall(db, stored.scope))
                 if limit is not None:
-                    raise CapacityExceeded(limit)
+                    return limit
             try:
                 db.execute(
                     "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -210,11 +219,12 @@ class SqliteStore:
                 if error.sqlite_errorname != "SQLITE_CONSTRAINT_PRIMARYKEY":
                     raise
                 raise TaskIdCollision(f"task id collision: {stored.task_id}") from error
+            return None
 
-        try:
-            await self.database.write(insert)
-        finally:
-            self._announce_all(deleted)
+        refused = await self.database.write(insert)
+        self._announce_all(deleted)
+        if refused is not None:
+            raise CapacityExceeded(refused)
         self.announcer.announce(Changed(stored))
 
     async def read(self, task_id: str) -> StoredTask | None:
@@ -384,8 +394,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
-    """The writer and the reader, once the file is known to be presa's (in a thread).
+def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
+    """The writer, the reader and the file they opened, once it is known to be presa's
+    (in a thread).
 
     Reading what tables the file holds writes nothing; only a file with
     none (new, or empty) gets the schema, and only a presa file of this
@@ -394,6 +405,8 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
     names its write-ahead log after the name opened, so two servers would
     write one file through two logs.
     """
+    if path.is_dir():
+        raise StoreUnavailable(f"{path} is a directory: name a file")
     links = path.stat().st_nlink if path.exists() else 1
     if links > 1:
         raise StoreUnavailable(
@@ -431,12 +444,13 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection]:
         event_logs.ensure_tables(db)
         db.execute("COMMIT")
         db.executescript(COUNTERS)
+        opened = FileIdentity.of(path)
         reader = _connect(path)
     except BaseException:
         db.close()
         raise
     reader.execute("PRAGMA query_only = ON")
-    return db, reader
+    return db, reader, opened
 
 
 def lock_path(path: Path) -> Path:
@@ -446,7 +460,10 @@ def lock_path(path: Path) -> Path:
     that names the file through a link, or by another relative path, meets
     the same lock.
     """
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as error:  # links in a loop (RuntimeError before 3.13)
+        raise StoreUnavailable(f"cannot open {path}: {error}") from None
     return real.with_name(real.name + ".lock")
 
 
@@ -464,6 +481,8 @@ def hold_lock(path: Path) -> tuple[int, bool]:
         made = True
     except FileExistsError:
         descriptor, made = None, False
+    except OSError as error:  # a link into a directory that does not exist, say
+        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
     try:
         if descriptor is None:
             descriptor = os.open(lock_file, os.O_RDWR)
@@ -518,7 +537,7 @@ async def open_sqlite_store(
     lock, made = hold_lock(path)
     try:
         try:
-            writer, reader = await trio.to_thread.run_sync(_open, path)
+            writer, reader, opened = await trio.to_thread.run_sync(_open, path)
         except (sqlite3.Error, StoreUnavailable) as error:
             if made:  # a file presa refuses keeps nothing of presa's beside it
                 lock_path(path).unlink()
@@ -526,7 +545,7 @@ async def open_sqlite_store(
                 raise
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
         store = SqliteStore(
-            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout)
+            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout, file=opened)
         )
         try:
             yield store
