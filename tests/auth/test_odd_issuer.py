@@ -97,6 +97,19 @@ async def test_an_introspected_aud_that_is_no_uri_is_401(
     assert 'error="invalid_token"' in await refusal(client, token)
 
 
+@pytest.mark.parametrize("answer", [{"sub": ""}, {"client_id": ""}])
+async def test_an_introspected_token_naming_no_one_is_401(
+    client: McpClient, issuer: AuthorizationServer, answer: dict[str, str]
+) -> None:
+    """A-10: an active answer whose subject is empty (``sub`` empty, or absent with an
+    empty ``client_id``) names no caller, as a JWT with an empty ``sub`` does not: it
+    is ``invalid_token``. Accepted, every such token would share one task scope."""
+    token = issuer.mint_opaque("alice-opaque", RESOURCE)
+    issuer.opaque[token].pop("sub")
+    issuer.opaque[token].update(answer)
+    assert 'error="invalid_token"' in await refusal(client, token)
+
+
 async def test_an_answer_nested_past_the_parser_is_503(
     client: McpClient, issuer: AuthorizationServer
 ) -> None:
