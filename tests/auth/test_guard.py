@@ -209,6 +209,37 @@ def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
         guard_from_args(args, args.host)
 
 
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--auth-issuer", "http://auth.example.com"], ["--auth-issuer http://auth.example.com"]),
+        (
+            [
+                *("--auth-issuer", "https://auth.example.com", "--auth-client-id", "presa"),
+                *("--auth-introspection-endpoint", "http://10.0.0.5/introspect"),
+            ],
+            ["--auth-introspection-endpoint http://10.0.0.5/introspect"],
+        ),
+        (["--auth-issuer", "https://auth.example.com"], []),
+        (["--auth-issuer", "http://127.0.0.1:9100"], []),
+        (["--auth-issuer", "http://localhost:9000/"], []),
+    ],
+)
+def test_an_authorization_server_in_the_clear_is_warned_of_at_start(
+    flags: list[str], named: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A-20 (basic/authorization/security-considerations §Communication Security:
+    authorization server endpoints MUST be served over HTTPS): an issuer or an
+    introspection endpoint at ``http://`` on a host other than loopback is one
+    warning at start naming it, since presa would trust keys, and send tokens and
+    its secret, in the clear; https and a loopback server (a local one, the
+    tests') are not."""
+    args = parse_args(["serve", *flags])
+    guard_from_args(args, args.host)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [w.split(" is not HTTPS")[0] for w in warned] == named, warned
+
+
 def test_default_resource_and_metadata_url() -> None:
     """A-01: without ``--auth-resource`` the canonical URI is the served endpoint."""
     args = parse_args(["serve", "--port", "3911", "--auth-issuer", ISSUER, "--auth-token", "a=s"])
