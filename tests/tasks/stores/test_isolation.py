@@ -41,11 +41,12 @@ def task_requests(task_id: str) -> list[tuple[str, dict[str, Any]]]:
 
 async def as_user(
     client: McpClient, user: str, method: str, params: dict[str, Any]
-) -> tuple[int, bytes]:
+) -> tuple[int, dict[str, str], bytes]:
+    """The status, headers and body of ``user``'s request."""
     message = request(method, params, capabilities=TASKS_CAPABILITIES)
     headers = [*client.headers_for(message).items(), ("authorization", f"Bearer {user}")]
     response = await client.post(message, headers)
-    return response.status, response.body
+    return response.status, response.headers, response.body
 
 
 async def listened(client: McpClient, user: str, task_ids: list[str]) -> Any:
@@ -62,9 +63,9 @@ async def test_another_principals_task_live_or_expired_answers_as_an_unknown_one
 ) -> None:
     """Spec-mandated (SEP-2663 §Security Implications, auth binding; SEP-2694 §Security
     Implications; T-65, S-19): bob's tasks/get, tasks/update, tasks/cancel and
-    tasks/stream of alice's task answer byte for byte as for an unknown id, and his
-    listen drops it as it drops one, whether the task is live or its ttlMs has
-    elapsed; only alice hears that it expired."""
+    tasks/stream of alice's task answer as for an unknown id (status, headers and
+    body, byte for byte), and his listen drops it as it drops one, whether the
+    task is live or its ttlMs has elapsed; only alice hears that it expired."""
     now = [T0]
     server = build_server()
     for extension in server.extensions:
@@ -80,7 +81,7 @@ async def test_another_principals_task_live_or_expired_answers_as_an_unknown_one
     )
     async with running(McpApp.for_server(server, auth=guard)) as client:
         call = {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}
-        _, body = await as_user(client, "a", "tools/call", call)
+        _, _, body = await as_user(client, "a", "tools/call", call)
         task_id = json.loads(body)["result"]["taskId"]
         unknown = "u" * len(task_id)
         for live in (True, False):
@@ -90,10 +91,10 @@ async def test_another_principals_task_live_or_expired_answers_as_an_unknown_one
                 answer = await as_user(client, "b", method, params)
                 assert answer == await as_user(client, "b", method, unknown_params), method
                 assert answer[0] == 400
-                assert json.loads(answer[1])["error"]["code"] == INVALID_PARAMS
+                assert json.loads(answer[2])["error"]["code"] == INVALID_PARAMS
             assert await listened(client, "b", [task_id]) == {}
             kept = {"taskIds": [task_id]} if live else {}
             assert await listened(client, "a", [task_id]) == kept
             now[0] += TTL_MS
         expired = await as_user(client, "a", "tasks/get", {"taskId": task_id})
-        assert "expired" in json.loads(expired[1])["error"]["message"]
+        assert "expired" in json.loads(expired[2])["error"]["message"]
