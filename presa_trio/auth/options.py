@@ -177,9 +177,10 @@ def in_the_clear(url: str) -> bool:
     """Whether ``url`` is plain ``http`` to a host other than loopback.
 
     Spec: basic/authorization/security-considerations §Communication
-    Security: "All authorization server endpoints MUST be served over
-    HTTPS", which the tests' and a developer's local server are exempt from
-    in practice, as redirect URIs on ``localhost`` are in that same section.
+    Security: implementations MUST follow OAuth 2.1 §1.5 (tokens are
+    protected in transit), and "All authorization server endpoints MUST be
+    served over HTTPS"; loopback, where nothing crosses a network, is
+    exempt, as redirect URIs on ``localhost`` are in that same section.
     """
     parts = urlsplit(url)
     return parts.scheme.lower() == "http" and not is_loopback(parts.hostname or "")
@@ -219,6 +220,13 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
+    resource = args.auth_resource or f"http://{authority(host.lower(), 0)}/mcp"
+    if in_the_clear(resource):
+        log.warning(
+            "%s is not HTTPS: clients would send their access tokens in the clear (OAuth 2.1 "
+            "§1.5); serve it behind TLS and give --auth-resource https://…",
+            f"--auth-resource {resource}" if args.auth_resource else f"the resource on {host}",
+        )
     for flag in ("--auth-issuer", "--auth-introspection-endpoint"):
         url = getattr(args, flag[2:].replace("-", "_"))
         if url and in_the_clear(url):
