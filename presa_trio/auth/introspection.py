@@ -2,8 +2,9 @@
 
 presa posts the token to the endpoint and accepts it only when the answer
 says ``active: true``, names this server in ``aud`` (RFC 8707: a token for
-another resource is refused even while active), and — when presa knows the
-issuer — names that issuer in ``iss``.
+another resource is refused even while active), names a caller (a
+non-empty ``sub``, else ``client_id``), and — when presa knows the issuer —
+names that issuer in ``iss``.
 
 presa authenticates to the endpoint as its metadata says it may
 (``introspection_endpoint_auth_methods_supported``, RFC 8414 §2):
@@ -176,8 +177,10 @@ class IntrospectionVerifier:
         if not isinstance(issuer, str) or (self.issuer is not None and issuer != self.issuer):
             return refusal("The access token was issued by another authorization server")
         client_id = answer.get("client_id")
+        # An empty subject names no one (a JWT's ``sub`` may not be empty either):
+        # every such token would share one task scope.
         subject = answer.get("sub", client_id)
-        if not isinstance(subject, str):
+        if not isinstance(subject, str) or not subject:
             return refusal("The access token names no subject")
         principal = Principal(
             issuer=issuer,

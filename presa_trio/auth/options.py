@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S
+from presa_trio.wire.http_values import authority, is_loopback
 
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
@@ -172,6 +173,19 @@ def is_canonical_uri(uri: str) -> bool:
     return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and "#" not in uri
 
 
+def in_the_clear(url: str) -> bool:
+    """Whether ``url`` is plain ``http`` to a host other than loopback.
+
+    Spec: basic/authorization/security-considerations §Communication
+    Security: implementations MUST follow OAuth 2.1 §1.5 (tokens are
+    protected in transit), and "All authorization server endpoints MUST be
+    served over HTTPS"; loopback, where nothing crosses a network, is
+    exempt, as redirect URIs on ``localhost`` are in that same section.
+    """
+    parts = urlsplit(url)
+    return parts.scheme.lower() == "http" and not is_loopback(parts.hostname or "")
+
+
 def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], ResourceGuard]:
     """The guard the options describe, for the port the server binds.
 
@@ -187,7 +201,6 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
     from presa_trio.auth.introspection import IntrospectionVerifier
     from presa_trio.auth.jwt_tokens import JwtVerifier
     from presa_trio.auth.static import StaticTokens, parse_token_option
-    from presa_trio.wire.http_values import authority, is_loopback
 
     if not args.auth_issuer:
         raise ValueError(
@@ -207,6 +220,22 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
+    resource = args.auth_resource or f"http://{authority(host.lower(), 0)}/mcp"
+    if in_the_clear(resource):
+        log.warning(
+            "%s is not HTTPS: clients would send their access tokens in the clear (OAuth 2.1 "
+            "§1.5); serve it behind TLS and give --auth-resource https://…",
+            f"--auth-resource {resource}" if args.auth_resource else f"the resource on {host}",
+        )
+    for flag in ("--auth-issuer", "--auth-introspection-endpoint"):
+        url = getattr(args, flag[2:].replace("-", "_"))
+        if url and in_the_clear(url):
+            log.warning(
+                "%s %s is not HTTPS: presa would trust its keys, and send it tokens, in the "
+                "clear (authorization servers MUST be served over HTTPS)",
+                flag,
+                url,
+            )
     tools = scope_pairs("--auth-tool-scope", args.auth_tool_scope)
     implied = scope_pairs("--auth-scope-implies", args.auth_scope_implies)
     try:

@@ -163,6 +163,10 @@ def canonical_uri(uri: str) -> str:
 def names_resource(audience: object, resource: str) -> bool:
     """Whether an ``aud`` value (a string or a list of them) names ``resource``.
 
+    A value that is no URI (``http://[::1``, a bracketed host that is no
+    address) names nothing; it is read before any signature is checked, so
+    whoever sends such a token gets 401, never a failure of the server.
+
     Spec: authorization §Token Handling — "MCP servers MUST validate that
     access tokens were issued specifically for them as the intended
     audience" (RFC 8707 §2).
@@ -171,7 +175,15 @@ def names_resource(audience: object, resource: str) -> bool:
     if not isinstance(values, list):
         return False
     wanted = canonical_uri(resource)
-    return any(isinstance(value, str) and canonical_uri(value) == wanted for value in values)
+    return any(isinstance(value, str) and names_uri(value, wanted) for value in values)
+
+
+def names_uri(value: str, wanted: str) -> bool:
+    """Whether ``value`` is the canonical URI ``wanted``; a value that is no URI is not."""
+    try:
+        return canonical_uri(value) == wanted
+    except ValueError:
+        return False
 
 
 def timestamp(value: object) -> float | None:

@@ -201,6 +201,23 @@ def new_task_id() -> str:
     return task_id
 
 
+def check_nameable(task_id: str) -> None:
+    """:class:`TaskNotFound` for an id no task can have: one holding U+0000 or a lone surrogate.
+
+    presa's ids are base64url (:func:`new_task_id`), so such an id names no
+    task in any store; SQLite and PostgreSQL cannot even take it as a key
+    (UTF-8 has no lone surrogate, PostgreSQL text no U+0000), and would
+    refuse it as data. It is unknown before any store is asked, as every
+    unknown id is (SEP-2663 §Protocol Errors: -32602).
+    """
+    try:
+        nameable = b"\x00" not in task_id.encode("utf-8")
+    except UnicodeEncodeError:
+        nameable = False
+    if not nameable:
+        raise TaskNotFound()
+
+
 def capacity_error(
     limit: str, *, retryable: bool, message: str = "Task capacity exhausted"
 ) -> McpError:
@@ -368,6 +385,7 @@ class TaskRunner:
 
     async def get(self, scope: str, task_id: str) -> Task:
         """The task as stored; a pure read (SEP-2663 §Rationale, Splitting Reads)."""
+        check_nameable(task_id)
         return (await self.store.get(scope, task_id, self.clock.wall_ms())).task
 
     async def scopes_of(self, scope: str, task_id: str) -> frozenset[str] | None:
@@ -390,6 +408,7 @@ class TaskRunner:
             check_answers(task.requests_on_wire(), answers)
             return model.fulfil(task, answers, now)
 
+        check_nameable(task_id)
         await self._built_writer().transition(scope, task_id, answer)
 
     async def cancel(self, scope: str, task_id: str) -> None:
@@ -400,6 +419,7 @@ class TaskRunner:
         is left as it is. A task another process runs is stopped there by
         the announcement of this write (:mod:`~presa_trio.tasks.reactions`).
         """
+        check_nameable(task_id)
         _, after = await self._built_writer().transition(scope, task_id, model.cancel)
         assert self._supervisor is not None
         worker = self._supervisor.get(task_id)

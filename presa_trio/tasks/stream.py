@@ -167,6 +167,12 @@ async def follow(
 ) -> None:
     """Deliver from ``window`` on, reading the log again after each page or wake-up.
 
+    A stop (the token lapsed, the server stops) is heeded before each event,
+    not only between pages: a slow reader's page takes as long as its
+    transport does, and a client whose token lapsed may read no more of the
+    task (SEP-2694 §Security Implications); the client resumes after the last
+    event it got.
+
     Spec: SEP-2694 §Resume and Replay Semantics, §Task Event ("Servers MUST
     deliver events in sequence order").
     """
@@ -178,6 +184,8 @@ async def follow(
             return
         if isinstance(step, Deliver):
             for event in step.events:
+                if follower.stopping:
+                    return  # the token lapsed, or the server stops: not one more event
                 await ctx.send(notification(EVENT_NOTIFICATION, event.to_wire()))
                 cursor = event.seq
         elif not window.closed:

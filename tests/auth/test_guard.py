@@ -209,6 +209,61 @@ def test_incomplete_auth_options_are_refused(flags: list[str]) -> None:
         guard_from_args(args, args.host)
 
 
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--auth-issuer", "http://auth.example.com"], ["--auth-issuer http://auth.example.com"]),
+        (
+            [
+                *("--auth-issuer", "https://auth.example.com", "--auth-client-id", "presa"),
+                *("--auth-introspection-endpoint", "http://10.0.0.5/introspect"),
+            ],
+            ["--auth-introspection-endpoint http://10.0.0.5/introspect"],
+        ),
+        (["--auth-issuer", "https://auth.example.com"], []),
+        (["--auth-issuer", "http://127.0.0.1:9100"], []),
+        (["--auth-issuer", "http://localhost:9000/"], []),
+    ],
+)
+def test_an_authorization_server_in_the_clear_is_warned_of_at_start(
+    flags: list[str], named: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A-20 (basic/authorization/security-considerations §Communication Security:
+    authorization server endpoints MUST be served over HTTPS): an issuer or an
+    introspection endpoint at ``http://`` on a host other than loopback is one
+    warning at start naming it, since presa would trust keys, and send tokens and
+    its secret, in the clear; https and a loopback server (a local one, the
+    tests') are not."""
+    args = parse_args(["serve", *flags])
+    guard_from_args(args, args.host)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [w.split(" is not HTTPS")[0] for w in warned] == named, warned
+
+
+@pytest.mark.parametrize(
+    ("flags", "warned"),
+    [
+        (["--auth-resource", "http://mcp.example.com/mcp"], True),
+        (["--host", "192.168.1.4"], True),
+        (["--host", "0.0.0.0", "--auth-resource", "https://mcp.example.com/mcp"], False),
+        (["--auth-resource", "http://localhost:3000/mcp"], False),
+        ([], False),
+    ],
+)
+def test_a_resource_served_in_the_clear_is_warned_of_at_start(
+    flags: list[str], warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A-20 (basic/authorization/security-considerations §Communication Security:
+    implementations MUST follow OAuth 2.1 §1.5, which protects tokens in transit):
+    a resource URI at ``http://`` on a host other than loopback, given or made
+    from ``--host``, is one warning at start, since clients would send their
+    access tokens in the clear; https (a proxy's TLS) and loopback are not."""
+    args = parse_args(["serve", "--auth-issuer", "https://auth.example.com", *flags])
+    guard_from_args(args, args.host)
+    told = [r.getMessage() for r in caplog.records if "tokens in the clear" in r.getMessage()]
+    assert len(told) == warned, told
+
+
 def test_default_resource_and_metadata_url() -> None:
     """A-01: without ``--auth-resource`` the canonical URI is the served endpoint."""
     args = parse_args(["serve", "--port", "3911", "--auth-issuer", ISSUER, "--auth-token", "a=s"])

@@ -69,6 +69,47 @@ async def test_an_introspected_exp_that_is_no_time_is_401(
         assert 'error="invalid_token"' in await refusal(client, token)
 
 
+@pytest.mark.parametrize(
+    "audience", ["http://[::1", ["http://[zz]/mcp", "https://other.example/mcp"]]
+)
+async def test_a_jwt_whose_aud_is_no_uri_is_401_whoever_signed_it(
+    client: McpClient, issuer: AuthorizationServer, audience: str | list[str]
+) -> None:
+    """A-07: an ``aud`` that is no URI (an IPv6 host left open, a bracketed host that
+    is no address) names no resource, so the token is ``invalid_token``, not a
+    failure of the server. The claims are read before the signature is checked, so
+    a token signed with a key the issuer never published is answered the same."""
+    signed = issuer.mint_jwt("alice-app", RESOURCE, claims={"aud": audience})
+    forged = AuthorizationServer(issuer=issuer.issuer).mint_jwt(
+        "alice-app", RESOURCE, claims={"aud": audience}
+    )
+    for token in (signed, forged):
+        assert 'error="invalid_token"' in await refusal(client, token)
+
+
+async def test_an_introspected_aud_that_is_no_uri_is_401(
+    client: McpClient, issuer: AuthorizationServer
+) -> None:
+    """A-07: an active introspection answer whose ``aud`` is no URI names no resource:
+    ``invalid_token``, not a failure of the server."""
+    token = issuer.mint_opaque("alice-opaque", RESOURCE)
+    issuer.opaque[token]["aud"] = "http://[::1"
+    assert 'error="invalid_token"' in await refusal(client, token)
+
+
+@pytest.mark.parametrize("answer", [{"sub": ""}, {"client_id": ""}])
+async def test_an_introspected_token_naming_no_one_is_401(
+    client: McpClient, issuer: AuthorizationServer, answer: dict[str, str]
+) -> None:
+    """A-10: an active answer whose subject is empty (``sub`` empty, or absent with an
+    empty ``client_id``) names no caller, as a JWT with an empty ``sub`` does not: it
+    is ``invalid_token``. Accepted, every such token would share one task scope."""
+    token = issuer.mint_opaque("alice-opaque", RESOURCE)
+    issuer.opaque[token].pop("sub")
+    issuer.opaque[token].update(answer)
+    assert 'error="invalid_token"' in await refusal(client, token)
+
+
 async def test_an_answer_nested_past_the_parser_is_503(
     client: McpClient, issuer: AuthorizationServer
 ) -> None:

@@ -72,7 +72,7 @@ async def test_parked_and_running_tasks_survive_a_restart(
             "serve",
             "postgresql://presa:s3cret@[::1/tasks",
             'bad PostgreSQL URL: end of string reached when looking for matching "]" in IPv6'
-            ' host address in URI: "postgresql://presa:***@[::1/tasks"',
+            ' host address in URI: "postgresql://presa:[redacted]@[::1/tasks"',
         ),
     ],
 )

@@ -266,3 +266,36 @@ async def test_a_symbolic_link_that_leads_nowhere_is_refused_in_one_line(tmp_pat
         f"cannot open {tmp_path / 'no' / 'such.db.lock'}: No such file or directory"
     )
     assert sorted(os.listdir(tmp_path)) == ["a.db", "b.db", "dangling.db"]
+
+
+async def test_a_new_file_and_its_log_are_readable_by_their_owner_alone(tmp_path: Path) -> None:
+    """Spec-mandated (client/elicitation §Statefulness: "State storage MUST be protected
+    against unauthorized access"): the file holds every caller's tasks, answers and
+    results, so one presa creates is mode 0600, and SQLite gives its write-ahead log
+    and shared memory the file's mode, whatever the umask lets others read. A file
+    that exists keeps the mode its owner gave it."""
+    path, shared = tmp_path / "tasks.db", tmp_path / "shared.db"
+    sqlite3.connect(shared).close()
+    shared.chmod(0o640)
+    before = os.umask(0o022)
+    try:
+        for name in (path, shared):
+            async with open_store(f"sqlite:///{name}") as store:
+                await store.create(stored(), ROOMY, T0)
+                modes = modes_of(tmp_path, name.name)
+            expected = 0o600 if name == path else 0o640
+            assert modes == dict.fromkeys(
+                [name.name, f"{name.name}-wal", f"{name.name}-shm"], expected
+            )
+    finally:
+        os.umask(before)
+
+
+def modes_of(directory: Path, prefix: str) -> dict[str, int]:
+    """The permission bits of the files in ``directory`` whose names start ``prefix``,
+    the lock file aside."""
+    return {
+        name: os.stat(directory / name).st_mode & 0o777
+        for name in os.listdir(directory)
+        if name.startswith(prefix) and not name.endswith(".lock")
+    }

@@ -86,7 +86,6 @@ from __future__ import annotations
 import enum
 import logging
 import math
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -148,22 +147,6 @@ def bounded_conninfo(conninfo: str, timeout: float) -> str:
         "tcp_user_timeout": round(timeout * 1000),
     }
     return make_conninfo(conninfo, **{k: v for k, v in defaults.items() if k not in given})
-
-
-#: A URL's ``user:password@``, the password the group (libpq's own reading).
-URL_PASSWORD = re.compile(r"[a-z]+://[^:/?#@]*:([^@]*)@", re.IGNORECASE)
-
-
-def without_password(message: str, url: str) -> str:
-    """``message`` with ``url``, where it quotes it, quoted without its password.
-
-    libpq quotes a URL it cannot parse in its message, which goes to a
-    terminal or a service's journal.
-    """
-    found = URL_PASSWORD.match(url)
-    if found is None or not found[1]:
-        return message
-    return message.replace(url, url[: found.start(1)] + "***" + url[found.end(1) :])
 
 
 def set_server_timeouts(connection: Connection, timeout: float) -> None:
@@ -246,8 +229,8 @@ class Database:
         try:
             self.conninfo = bounded_conninfo(self.conninfo, self.timeout)
         except psycopg.ProgrammingError as error:  # a URL libpq cannot parse
-            reason = without_password(first_line(error), self.conninfo)
-            raise StoreUnavailable(f"bad PostgreSQL URL: {reason}") from None
+            # It may quote the URL, password and all: open_store's refusal hides that.
+            raise StoreUnavailable(f"bad PostgreSQL URL: {first_line(error)}") from None
 
     async def open(self) -> None:
         """Make every connection; :class:`StoreUnavailable` if one cannot be made."""

@@ -10,6 +10,8 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
   process ends, however it ends. A second server on the same file is
   refused at start, with one line naming the holder's pid: two processes
   would each run, answer and cancel tasks the other cannot see.
+- **The owner's alone.** A file the store creates is mode 0600
+  (:func:`create_private`): it holds every caller's tasks.
 - **Nothing is written before the file is known to be presa's.** An empty
   or new file gets the schema; a file with tables but no ``presa_meta``, or
   another schema version, is refused before anything (WAL mode included)
@@ -48,7 +50,7 @@ import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -394,6 +396,20 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
+def create_private(path: Path) -> None:
+    """Make ``path``, if it does not exist, readable and writable by its owner alone.
+
+    The file holds every caller's tasks, their answers and results, so no
+    other user of the host may read it, whatever the umask lets through
+    (client/elicitation §Statefulness: "State storage MUST be protected
+    against unauthorized access"). SQLite gives the write-ahead log and the
+    shared memory beside it the file's own mode. A file that exists keeps
+    the mode its owner gave it.
+    """
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
     """The writer, the reader and the file they opened, once it is known to be presa's
     (in a thread).
@@ -412,6 +428,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdent
         raise StoreUnavailable(
             f"{path} has {links} hard links: SQLite keeps its log by name, so serve it by one name"
         )
+    create_private(path)
     db = _connect(path)
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
