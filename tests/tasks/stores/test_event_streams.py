@@ -11,6 +11,7 @@ another client.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -44,6 +45,7 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    InvalidParams,
 )
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import (
@@ -65,6 +67,8 @@ ELSEWHERE = ("127.0.0.1", 50001)
 #: Another client: a connection from another address.
 ANOTHER_CLIENT = ("127.0.0.2", 50000)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+#: An error naming a file whose name is not UTF-8: Python reads it with a lone surrogate.
+UNREADABLE = "cannot read " + os.fsdecode(b"name-\xff")
 
 
 def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> Server:
@@ -79,6 +83,8 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
     async def emitter(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         if arguments.get("ask"):
             await ctx.ask({"ok": Elicitation("Go on?", CONFIRM)})
+        if arguments.get("unreadable"):
+            raise InvalidParams(UNREADABLE)
         refused = []
         for event_type, payload in arguments.get("invalid", []):
             try:
@@ -564,6 +570,25 @@ async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
         (STATUS_EVENT, "completed"),
     ]
     assert events[1]["payload"]["keys"] == list(asked["inputRequests"]) == ["ok"]
+
+
+async def test_a_task_that_fails_naming_an_undecodable_file_keeps_its_error(
+    harness: Harness,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Status: `failed` carries the JSON-RPC error;
+    SEP-2694 §Backward Compatibility: "existing tasks/get and task lifecycle semantics
+    are unchanged"): a tool's error whose message holds a lone surrogate (a file name
+    that is not UTF-8) is the task's error, and its status event says it, on every
+    store, as without task event streams; the SQL stores refused the closing event and
+    so the write, and the task failed with the store's refusal instead."""
+    task_id = await harness.start(unreadable=True)
+    events = events_in(await harness.until_ended(task_id))
+    failed = await harness.client.get_task(task_id)
+    assert (failed["status"], failed["error"]) == (
+        "failed",
+        {"code": INVALID_PARAMS, "message": UNREADABLE},
+    )
+    assert events[-1]["payload"] == {"status": "failed", "revision": 1, "statusMessage": UNREADABLE}
 
 
 async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness: Harness) -> None:
