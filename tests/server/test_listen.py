@@ -326,12 +326,23 @@ async def test_a_quiet_stream_is_kept_alive_with_comments(
         {"notifications": {"toolsListChanged": "yes"}},
         {"notifications": {"resourceSubscriptions": "test://static-text"}},
         {"notifications": {"resourceSubscriptions": [1]}},
+        {"notifications": {"toolsListChanged": None}},
+        {"notifications": {"resourceSubscriptions": None}},
     ],
-    ids=["no-filter", "filter-not-object", "flag-not-boolean", "uris-not-list", "uri-not-string"],
+    ids=[
+        "no-filter",
+        "filter-not-object",
+        "flag-not-boolean",
+        "uris-not-list",
+        "uri-not-string",
+        "flag-null",
+        "uris-null",
+    ],
 )
 async def test_a_malformed_filter_is_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (schema $defs.SubscriptionsListenRequestParams: notifications is a
-    required SubscriptionFilter)."""
+    required SubscriptionFilter, whose fields are optional but typed: a null is neither
+    a boolean nor a list of URIs, for the flags and the URIs alike)."""
     error_of(await client.call("subscriptions/listen", params), 400, INVALID_PARAMS)
