@@ -167,6 +167,10 @@ async def follow(
 ) -> None:
     """Deliver from ``window`` on, reading the log again after each page or wake-up.
 
+    A stopped stream (the server stops, the token lapsed) sends nothing
+    after the event in flight, not the rest of its page: a slow reader
+    holds neither the shutdown nor an expired token's stream open.
+
     Spec: SEP-2694 §Resume and Replay Semantics, §Task Event ("Servers MUST
     deliver events in sequence order").
     """
@@ -178,6 +182,8 @@ async def follow(
             return
         if isinstance(step, Deliver):
             for event in step.events:
+                if follower.stopping:
+                    return
                 await ctx.send(notification(EVENT_NOTIFICATION, event.to_wire()))
                 cursor = event.seq
         elif not window.closed:

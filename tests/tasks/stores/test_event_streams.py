@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
@@ -661,6 +662,47 @@ async def test_the_servers_shutdown_ends_open_streams_normally(harness: Harness)
             final = await stream.next_message()
     assert final["result"]["resultType"] == "complete"
     harness.gates["shutdown"].set()
+
+
+async def test_a_stream_stopped_mid_replay_sends_nothing_after_the_event_in_flight(
+    harness: Harness,
+) -> None:
+    """presa-defined (S-24, spec-notes §49: a stream ends once the server stops, or
+    its token lapses, as a listen stream does with nothing pending delivered): a
+    reader slow on the third event of a 150-event replay is still there when the
+    server stops; the stream ends with `{}` right after that event, not after the
+    rest of its page of the log (100 events)."""
+    task_id = await harness.start(before=150, label="slow")
+    async with harness.stream(task_id) as written:
+        while (await next_event(written))["seq"] < 150:  # until the last step is in the log
+            pass
+    sent = 0
+    writing_third, go_on = trio.Event(), trio.Event()
+
+    async def slow_reader(scope: Any, receive: Any, send: Any) -> None:
+        async def slowly(message: Any) -> None:
+            nonlocal sent
+            if message["type"] == "http.response.body" and message.get("more_body"):
+                sent += 1
+                if sent == 3:
+                    writing_third.set()
+                    await go_on.wait()
+            await send(message)
+
+        await harness.app(scope, receive, slowly)
+
+    slow = McpClient(harness.app, slow_reader)
+    message = request("tasks/stream", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+    with trio.fail_after(20):
+        async with slow.stream(message) as stream:
+            await writing_third.wait()
+            harness.app.dispatcher.server.changes.close()
+            await wait_all_tasks_blocked()
+            go_on.set()
+            response = await stream.read_to_end()
+    assert [e["seq"] for e in events_in(response)] == [0, 1, 2]
+    assert result_of(response)["resultType"] == "complete"
+    harness.gates["slow"].set()
 
 
 async def test_several_readers_of_one_task_each_get_every_event(harness: Harness) -> None:
