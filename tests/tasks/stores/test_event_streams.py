@@ -103,6 +103,14 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
                 gates["told"].set()
         return " ".join(refused) or "done"
 
+    @tasks.tool(Policy.REQUIRED, description="Emits a list after each item it adds to it")
+    async def grower(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        items: list[int] = []
+        for n in range(3):
+            items.append(n)
+            await ctx.emit(STEP, {"items": items})
+        return "grown"
+
     add_tools(tasks)
 
     return server
@@ -621,6 +629,20 @@ async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harn
             await next_event(stream)
         await harness.client.cancel_task(task_id)
         assert_cancelled_log(events_in(await harness.until_ended(task_id)))
+
+
+async def test_an_event_is_what_its_payload_was_when_it_was_emitted(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event: "A task event is an immutable entry in a
+    task's event stream"; S-05): a tool that emits a list, adds to it and emits it
+    again finds each event as it was emitted, on every store; the memory store kept
+    the tool's own list, so every event read back as its last state."""
+    task_id = await harness.start("grower")
+    events = events_in(await harness.until_ended(task_id))
+    assert [e["payload"] for e in events if e["type"] == STEP] == [
+        {"items": [0]},
+        {"items": [0, 1]},
+        {"items": [0, 1, 2]},
+    ]
 
 
 async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
