@@ -216,12 +216,13 @@ class Housekeeping:
                 else:
                     assert stored is not None
                     worker.see(stored.task)
-        if stored is not None and publish:
+        if stored is None:
+            if self.writer.events is not None:
+                # Nothing more will be appended to a deleted task's log: its
+                # streams read once more, find the task gone and end.
+                self.writer.events.wake(task_id)
+        elif publish:
             self.on_change(stored.scope, stored.task)
-        elif self.writer.events is not None:
-            # Nothing more will be appended to a deleted task's log: its
-            # streams read once more, find the task gone and end.
-            self.writer.events.wake(task_id)
 
     async def resync(self, *, task_status: trio.TaskStatus[None]) -> None:
         """Each time announcements may have been lost, re-read every task this process runs.
