@@ -51,17 +51,19 @@ SENT_UNDER = {
 
 
 def read_filter(params: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``params.notifications`` (schema ``$defs.SubscriptionFilter``)."""
+    """Validate ``params.notifications`` (schema ``$defs.SubscriptionFilter``).
+
+    Every field is optional, and one that is present has its type: a
+    ``null`` is no boolean and no list of URIs.
+    """
     wanted = params.get("notifications")
     if not isinstance(wanted, dict):
         raise InvalidParams("subscriptions/listen needs a 'notifications' object")
     for key in LIST_CHANGED:
         if key in wanted and not isinstance(wanted[key], bool):
             raise InvalidParams(f"'{key}' must be a boolean")
-    uris = wanted.get("resourceSubscriptions")
-    if uris is not None and (
-        not isinstance(uris, list) or not all(isinstance(u, str) for u in uris)
-    ):
+    uris = wanted.get("resourceSubscriptions", [])
+    if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
         raise InvalidParams("'resourceSubscriptions' must be a list of URIs")
     return wanted
 

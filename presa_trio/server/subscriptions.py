@@ -1,9 +1,10 @@
 """Change notifications for ``subscriptions/listen`` streams.
 
 A listen stream is a :class:`Subscription`: a filter plus the changes it has
-not delivered yet. Publishing a change is synchronous and never blocks the
-publisher; the stream's own task delivers the changes, as fast as its
-transport takes them.
+not delivered yet. Publishing a change is synchronous and never blocks a
+publisher in the Trio thread (one on a worker thread waits for the Trio
+thread to take it); the stream's own task delivers the changes, as fast as
+its transport takes them.
 
 Every change notification carries the whole current state of what it is
 about (a ``notifications/tasks`` holds the task as ``tasks/get`` would
@@ -111,11 +112,22 @@ class Subscription:
         return self._pending.pop(topic)
 
 
+def in_trio_thread() -> bool:
+    """Whether this code runs in the Trio thread (else on a worker thread, say)."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
+
+
 @attrs.define(eq=False, repr=False)
 class ChangeBus:
     """Fan-out of changes to every open listen stream that asked for them."""
 
     _subscriptions: set[Subscription] = attrs.field(factory=set)
+    # The Trio run the subscriptions live in, for publishers on other threads.
+    _trio: trio.lowlevel.TrioToken | None = None
     # Set by close(): the server is shutting down and takes no new subscription.
     _closed: bool = False
 
@@ -127,6 +139,7 @@ class ChangeBus:
         acknowledged and ends at once.
         """
         subscription = Subscription(wants)
+        self._trio = trio.lowlevel.current_trio_token()
         if self._closed:
             subscription.finish()
         else:
@@ -143,7 +156,17 @@ class ChangeBus:
         return bool(self._subscriptions)
 
     def publish(self, change: Change) -> None:
-        """Offer ``change`` to every subscription that wants it, without blocking."""
+        """Offer ``change`` to every subscription that wants it, without blocking.
+
+        The subscriptions belong to the Trio thread: a publisher on a worker
+        thread (a ``thread=True`` tool calling ``ctx.server.notify_…``) hands
+        the change over to it, and waits while it is offered.
+        """
+        if not self._subscriptions:
+            return
+        if not in_trio_thread():
+            trio.from_thread.run_sync(self.publish, change, trio_token=self._trio)
+            return
         for subscription in self._subscriptions:
             if subscription.wants(change):
                 subscription.offer(change)

@@ -188,7 +188,7 @@ class TaskEventLog:
         payload that is not a JSON object a ``TypeError``, one over the size
         limit a ``ValueError`` (SEP-2694 §Task Event, §Event Types).
         """
-        return NewEvent(check_type(event_type), dict(self.retention.check_payload(payload)))
+        return NewEvent(check_type(event_type), self.retention.check_payload(payload))
 
     async def emit(
         self, store: TaskStore, task_id: str, event: NewEvent, now_ms: int, *, fence: int

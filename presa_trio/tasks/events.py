@@ -245,8 +245,13 @@ class Retention:
     def check_payload(self, payload: Any) -> JSONObject:
         """A payload is a JSON object no larger than :attr:`max_payload_bytes`, else ValueError.
 
-        Spec: SEP-2694 §Task Event ("Event payloads MUST be JSON objects"),
-        §Security Implications (payload size limits).
+        What is returned is the payload as its JSON reads back: a copy of
+        its own, the value every store holds, so the event never changes
+        when the tool changes its objects after emitting them.
+
+        Spec: SEP-2694 §Task Event ("Event payloads MUST be JSON objects";
+        "A task event is an immutable entry"), §Security Implications
+        (payload size limits).
         """
         if not isinstance(payload, dict):
             raise TypeError("a task event's payload must be a JSON object")
@@ -259,7 +264,11 @@ class Retention:
                 f"a task event's payload is larger than max_payload_bytes "
                 f"({self.max_payload_bytes})"
             )
-        return payload
+        try:
+            held: JSONObject = json.loads(text)
+        except RecursionError:
+            raise ValueError("a task event's payload is nested too deeply") from None
+        return held
 
 
 def check_type(event_type: Any) -> str:

@@ -188,8 +188,12 @@ class Housekeeping:
             task_status.started()
             self._resync_wanted.set()
 
-    def react(self, event: StoreEvent) -> None:
-        """Bring this process's view in line with one announced change, by the table."""
+    def react(self, event: StoreEvent, *, publish: bool = True) -> None:
+        """Bring this process's view in line with one announced change, by the table.
+
+        The change is published (``on_change``) unless ``publish`` is false:
+        a resync's re-read of what the worker has seen already.
+        """
         if event is RESYNC:
             self._resync_wanted.set()
             return
@@ -212,12 +216,13 @@ class Housekeeping:
                 else:
                     assert stored is not None
                     worker.see(stored.task)
-        if stored is not None:
+        if stored is None:
+            if self.writer.events is not None:
+                # Nothing more will be appended to a deleted task's log: its
+                # streams read once more, find the task gone and end.
+                self.writer.events.wake(task_id)
+        elif publish:
             self.on_change(stored.scope, stored.task)
-        elif self.writer.events is not None:
-            # Nothing more will be appended to a deleted task's log: its
-            # streams read once more, find the task gone and end.
-            self.writer.events.wake(task_id)
 
     async def resync(self, *, task_status: trio.TaskStatus[None]) -> None:
         """Each time announcements may have been lost, re-read every task this process runs.
@@ -225,7 +230,10 @@ class Housekeeping:
         The wish is cleared as a resync begins, so one asked for meanwhile
         runs after it; a resync that fails asks again before it ends, so the
         loop's next run (after the back-off) does it again: a worker parked
-        on a lost signal must not stay parked.
+        on a lost signal must not stay parked. A task is published again
+        only if it moved past what its worker has seen: what the worker saw
+        was announced, and so published, already; a listen stream gets each
+        change once.
         """
         task_status.started()
         while True:
@@ -234,10 +242,18 @@ class Housekeeping:
             try:
                 for task_id in self.supervisor.held():
                     found = await self.writer.store.read(task_id)
-                    self.react(Deleted("", task_id) if found is None else Changed(found))
+                    if found is None:
+                        self.react(Deleted("", task_id))
+                    else:
+                        self.react(Changed(found), publish=self.unseen(found))
             except BaseException:
                 self._resync_wanted.set()
                 raise
+
+    def unseen(self, stored: StoredTask) -> bool:
+        """Whether ``stored`` is newer than what its worker here has seen (or wrote)."""
+        worker = self.supervisor.get(stored.task_id)
+        return worker is not None and stored.task.revision > worker.latest.revision
 
     # --- leases and expiry ----------------------------------------------------------
 

@@ -173,6 +173,32 @@ async def test_resource_updates_arrive_only_for_subscribed_uris(
     assert list_changed["method"] == "notifications/resources/list_changed"
 
 
+async def test_a_tool_on_a_worker_thread_announces_a_resource_update(
+    client: McpClient, app: McpApp
+) -> None:
+    """Spec-mandated (subscriptions §Receiving Notifications: resourceSubscriptions;
+    presa's thread=True tools): a plain `def` tool, run on a worker thread, calls
+    `ctx.server.notify_resource_updated` as an async tool does; the call answers and
+    the listen stream gets the update. It failed with -32603 (Trio's Event set from
+    the thread), and the update was never sent."""
+    server = app.dispatcher.server
+
+    def touch(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        ctx.server.notify_resource_updated("test://static-text")
+        return "touched"
+
+    server.tool(description="Touches a resource.", thread=True)(touch)
+    wanted = {"resourceSubscriptions": ["test://static-text"]}
+    with trio.fail_after(5):
+        async with client.stream(listen(wanted)) as stream:
+            await stream.next_message()
+            touched = result_of(await client.call("tools/call", {"name": "touch"}))
+            updated = await stream.next_message()
+    assert touched["content"] == [{"type": "text", "text": "touched"}]
+    assert updated["method"] == "notifications/resources/updated"
+    assert updated["params"]["uri"] == "test://static-text"
+
+
 async def test_registering_while_served_announces_the_list_change(
     client: McpClient, app: McpApp
 ) -> None:
@@ -326,12 +352,23 @@ async def test_a_quiet_stream_is_kept_alive_with_comments(
         {"notifications": {"toolsListChanged": "yes"}},
         {"notifications": {"resourceSubscriptions": "test://static-text"}},
         {"notifications": {"resourceSubscriptions": [1]}},
+        {"notifications": {"toolsListChanged": None}},
+        {"notifications": {"resourceSubscriptions": None}},
     ],
-    ids=["no-filter", "filter-not-object", "flag-not-boolean", "uris-not-list", "uri-not-string"],
+    ids=[
+        "no-filter",
+        "filter-not-object",
+        "flag-not-boolean",
+        "uris-not-list",
+        "uri-not-string",
+        "flag-null",
+        "uris-null",
+    ],
 )
 async def test_a_malformed_filter_is_invalid_params(
     client: McpClient, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (schema $defs.SubscriptionsListenRequestParams: notifications is a
-    required SubscriptionFilter)."""
+    required SubscriptionFilter, whose fields are optional but typed: a null is neither
+    a boolean nor a list of URIs, for the flags and the URIs alike)."""
     error_of(await client.call("subscriptions/listen", params), 400, INVALID_PARAMS)

@@ -17,7 +17,7 @@ import trio
 import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
-from presa_trio.tasks import TaskRunner
+from presa_trio.tasks import TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.housekeeping import keep_running
 from presa_trio.tasks.model import Task
@@ -214,3 +214,36 @@ async def test_a_store_outage_ends_neither_the_runner_nor_a_task(
 async def asking_roots(ctx: WorkerContext) -> Any:
     answers = await ctx.ask({"roots": ListRoots()})
     return {"content": [], "roots": answers.raw("roots")}
+
+
+async def test_a_resync_publishes_what_was_missed_and_nothing_twice(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (listen streams get each change once: a resync is for lost
+    announcements; SEP-2663 §Task Status Notifications): once RESYNC is announced
+    (PostgreSQL's, after its LISTEN connection came back), a task this process runs
+    is published again only if it changed unannounced; one it already published is
+    not sent to the listen streams a second time."""
+    store = FailingReadStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+    published: list[tuple[str | None, int]] = []
+    runner.on_change = lambda scope, task: published.append((task.message, task.revision))
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", gated(release, []), creator())
+        await wait_all_tasks_blocked()
+        assert published == [(None, 0)]
+        assert store.deliver is not None
+        store.deliver(RESYNC)
+        await wait_all_tasks_blocked()
+        assert published == [(None, 0)]
+        stored = store.entries[task.task_id]  # changed as by a write whose announcement was lost
+        store.entries[task.task_id] = attrs.evolve(
+            stored, task=model.report(stored.task, "unannounced", 1)
+        )
+        store.deliver(RESYNC)
+        await wait_all_tasks_blocked()
+        assert published == [(None, 0), ("unannounced", 1)]
+        release.set()
+        nursery.cancel_scope.cancel()

@@ -18,7 +18,7 @@ from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention
 from presa_trio.tasks.events import status_event as status_event_of
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import Conflict, Lease, TaskStore
-from tests.tasks.stores.records import ROOMY, T0, Seen, new_task, stored
+from tests.tasks.stores.records import AWKWARD, ROOMY, T0, Seen, awkward_value, new_task, stored
 
 KEEP_ALL = Retention(max_events=10_000, max_age_ms=None)
 
@@ -257,6 +257,23 @@ async def test_payloads_are_held_exactly(store: TaskStore) -> None:
     await store.create(stored(), ROOMY, T0)
     payload = {"text": "a\u0000b ünï 🎉", "nested": {"list": [1, 2.5, None, True]}}
     await store.append_events("t-1", [NewEvent("com.example.x", payload)], T0, KEEP_ALL)
+    assert (await window(store)).events[0].payload == payload
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+async def test_every_string_round_trips_in_a_payload_on_every_store(
+    store: TaskStore, text: str
+) -> None:
+    """presa-defined (the stores hold the same values, as test_contract.py holds them
+    for a task): U+0000 or a lone surrogate, as a key and as a value, in an event's
+    payload (a tool's, or a status message presa writes) is stored by every store and
+    reads back unchanged; the SQL stores refused a lone surrogate the memory store held."""
+    await store.create(stored(), ROOMY, T0)
+    payload = awkward_value(text)
+    [appended] = await store.append_events(
+        "t-1", [NewEvent("com.example.x", payload)], T0, KEEP_ALL
+    )
+    assert appended.payload == payload
     assert (await window(store)).events[0].payload == payload
 
 

@@ -11,6 +11,7 @@ another client.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
@@ -44,6 +46,7 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    InvalidParams,
 )
 from presa_trio.wire.mrtr import Elicitation
 from presa_trio.wire.tasks import (
@@ -65,6 +68,8 @@ ELSEWHERE = ("127.0.0.1", 50001)
 #: Another client: a connection from another address.
 ANOTHER_CLIENT = ("127.0.0.2", 50000)
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+#: An error naming a file whose name is not UTF-8: Python reads it with a lone surrogate.
+UNREADABLE = "cannot read " + os.fsdecode(b"name-\xff")
 
 
 def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> Server:
@@ -79,6 +84,8 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
     async def emitter(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         if arguments.get("ask"):
             await ctx.ask({"ok": Elicitation("Go on?", CONFIRM)})
+        if arguments.get("unreadable"):
+            raise InvalidParams(UNREADABLE)
         refused = []
         for event_type, payload in arguments.get("invalid", []):
             try:
@@ -95,6 +102,14 @@ def events_server(store: TaskStore, log: TaskEventLog | None, gates: Gates) -> S
                 refused.append(f"EmitFailed(maybe_stored={failed.maybe_stored})")
                 gates["told"].set()
         return " ".join(refused) or "done"
+
+    @tasks.tool(Policy.REQUIRED, description="Emits a list after each item it adds to it")
+    async def grower(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        items: list[int] = []
+        for n in range(3):
+            items.append(n)
+            await ctx.emit(STEP, {"items": items})
+        return "grown"
 
     add_tools(tasks)
 
@@ -566,6 +581,25 @@ async def test_the_tasks_input_and_status_are_events(harness: Harness) -> None:
     assert events[1]["payload"]["keys"] == list(asked["inputRequests"]) == ["ok"]
 
 
+async def test_a_task_that_fails_naming_an_undecodable_file_keeps_its_error(
+    harness: Harness,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Status: `failed` carries the JSON-RPC error;
+    SEP-2694 §Backward Compatibility: "existing tasks/get and task lifecycle semantics
+    are unchanged"): a tool's error whose message holds a lone surrogate (a file name
+    that is not UTF-8) is the task's error, and its status event says it, on every
+    store, as without task event streams; the SQL stores refused the closing event and
+    so the write, and the task failed with the store's refusal instead."""
+    task_id = await harness.start(unreadable=True)
+    events = events_in(await harness.until_ended(task_id))
+    failed = await harness.client.get_task(task_id)
+    assert (failed["status"], failed["error"]) == (
+        "failed",
+        {"code": INVALID_PARAMS, "message": UNREADABLE},
+    )
+    assert events[-1]["payload"] == {"status": "failed", "revision": 1, "statusMessage": UNREADABLE}
+
+
 async def test_a_cancelled_tasks_stream_ends_and_late_emits_are_dropped(harness: Harness) -> None:
     """Spec-mandated (SEP-2694 §Resume and Replay Semantics; S-11, S-17): cancelling the
     task ends its open stream after a `cancelled` status event; nothing follows it."""
@@ -595,6 +629,20 @@ async def test_no_event_lands_after_a_cancel_however_the_race_goes(harness: Harn
             await next_event(stream)
         await harness.client.cancel_task(task_id)
         assert_cancelled_log(events_in(await harness.until_ended(task_id)))
+
+
+async def test_an_event_is_what_its_payload_was_when_it_was_emitted(harness: Harness) -> None:
+    """Spec-mandated (SEP-2694 §Task Event: "A task event is an immutable entry in a
+    task's event stream"; S-05): a tool that emits a list, adds to it and emits it
+    again finds each event as it was emitted, on every store; the memory store kept
+    the tool's own list, so every event read back as its last state."""
+    task_id = await harness.start("grower")
+    events = events_in(await harness.until_ended(task_id))
+    assert [e["payload"] for e in events if e["type"] == STEP] == [
+        {"items": [0]},
+        {"items": [0, 1]},
+        {"items": [0, 1, 2]},
+    ]
 
 
 async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
@@ -636,6 +684,47 @@ async def test_the_servers_shutdown_ends_open_streams_normally(harness: Harness)
             final = await stream.next_message()
     assert final["result"]["resultType"] == "complete"
     harness.gates["shutdown"].set()
+
+
+async def test_a_stream_stopped_mid_replay_sends_nothing_after_the_event_in_flight(
+    harness: Harness,
+) -> None:
+    """presa-defined (S-24, spec-notes §49: a stream ends once the server stops, or
+    its token lapses, as a listen stream does with nothing pending delivered): a
+    reader slow on the third event of a 150-event replay is still there when the
+    server stops; the stream ends with `{}` right after that event, not after the
+    rest of its page of the log (100 events)."""
+    task_id = await harness.start(before=150, label="slow")
+    async with harness.stream(task_id) as written:
+        while (await next_event(written))["seq"] < 150:  # until the last step is in the log
+            pass
+    sent = 0
+    writing_third, go_on = trio.Event(), trio.Event()
+
+    async def slow_reader(scope: Any, receive: Any, send: Any) -> None:
+        async def slowly(message: Any) -> None:
+            nonlocal sent
+            if message["type"] == "http.response.body" and message.get("more_body"):
+                sent += 1
+                if sent == 3:
+                    writing_third.set()
+                    await go_on.wait()
+            await send(message)
+
+        await harness.app(scope, receive, slowly)
+
+    slow = McpClient(harness.app, slow_reader)
+    message = request("tasks/stream", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES)
+    with trio.fail_after(20):
+        async with slow.stream(message) as stream:
+            await writing_third.wait()
+            harness.app.dispatcher.server.changes.close()
+            await wait_all_tasks_blocked()
+            go_on.set()
+            response = await stream.read_to_end()
+    assert [e["seq"] for e in events_in(response)] == [0, 1, 2]
+    assert result_of(response)["resultType"] == "complete"
+    harness.gates["slow"].set()
 
 
 async def test_several_readers_of_one_task_each_get_every_event(harness: Harness) -> None:

@@ -8,8 +8,10 @@ other way round.
 - ``presa_task_event_logs``: one row per task that has a log: the next
   ``seq``, and when the log was closed. Its row lock is the log's lock.
 - ``presa_task_events``: the retained events, keyed ``(task_id, seq)``; the
-  payload is ``json`` (kept as the text given, so U+0000 survives, which
-  ``jsonb`` refuses).
+  payload is ``json``, kept as the text
+  :func:`~presa_trio.tasks.stores.record.record_text` writes, as a task's
+  record is: U+0000 survives (``jsonb`` refuses it), and so does a lone
+  surrogate, written as its JSON escape.
 
 **Appending is one statement**, ``SELECT presa_append_events(…)``: the
 function reads the task's row (``FOR SHARE``: a compare-and-set of the task
@@ -42,7 +44,6 @@ listened is found by that read.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -52,6 +53,7 @@ import psycopg
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.stores.base import StoreUnavailable
 from presa_trio.tasks.stores.postgres.schema import LOCKS, SCHEMA_LOCK
+from presa_trio.tasks.stores.record import record_text
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +193,7 @@ def append(
         (
             task_id,
             [e.type for e in events],
-            [json.dumps(e.payload, ensure_ascii=False) for e in events],
+            [record_text(e.payload) for e in events],
             closing,
             retention.max_events,
             retention.max_age_ms,

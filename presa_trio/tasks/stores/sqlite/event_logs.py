@@ -28,6 +28,7 @@ import attrs
 
 from presa_trio.tasks.events import EventWindow, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.stores.local import Announcer
+from presa_trio.tasks.stores.record import record_text
 from presa_trio.tasks.stores.sqlite.database import Database
 
 #: The event tables, version :data:`EVENTS_VERSION`.
@@ -110,10 +111,7 @@ def append(
     ]
     db.executemany(
         "INSERT INTO task_events VALUES (?, ?, ?, ?, ?)",
-        [
-            (task_id, e.seq, e.type, json.dumps(e.payload, ensure_ascii=False), stamp)
-            for e in appended
-        ],
+        [(task_id, e.seq, e.type, record_text(e.payload), stamp) for e in appended],
     )
     db.execute(
         "UPDATE task_event_logs SET next_seq = ?, closed_ms = ? WHERE task_id = ?",
