@@ -8,8 +8,11 @@ protocol keeps stdin and stdout to itself while it serves
 the line alone (:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then
 the dispatcher's rungs. No line stops the server: whatever it holds is
 answered with the spec's error or acted on, and a line longer than
-``max_line`` is refused (-32600) and skipped. A refused response from the
-client gets no id (docs/spec-notes.md §52): its id names no request of the client's, and all
+``max_line`` is refused (-32600) and skipped. A notification is never
+answered, however malformed: it is logged at DEBUG and ignored
+(basic/index §Notifications; basic/patterns/cancellation §Error Handling;
+spec-notes §57). A refused response from the client gets no id
+(docs/spec-notes.md §52): its id names no request of the client's, and all
 answers share stdout.
 
 Every request runs in its own cancel scope in one nursery. The client
@@ -233,6 +236,9 @@ class StdioServer:
             in_use = InvalidRequest("The id is already used by a request in flight")
             admitted = Refused(admitted.request.id, in_use)
         if isinstance(admitted, Refused):
+            if admitted.notification:
+                log.debug("malformed notification ignored: %s", admitted.error.message)
+                return
             # A response's id is not the client's: echoed, it could answer one of its requests.
             request_id = None if admitted.response else admitted.request_id
             await self.write(encode_error(request_id, admitted.error)[0])

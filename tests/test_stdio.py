@@ -152,6 +152,30 @@ async def test_a_cancellation_is_logged_with_its_reason(
     ]
 
 
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": None},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "1"},
+        {"jsonrpc": "1.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]},
+    ],
+    ids=["params-list", "params-null", "params-string", "jsonrpc-1.0", "no-jsonrpc", "other"],
+)
+async def test_a_malformed_notification_is_ignored(
+    autojump_clock: MockClock, malformed: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Error Handling: malformed cancellation
+    notifications SHOULD be ignored; basic/index §Notifications: the receiver MUST NOT
+    send a response): a message without an id that names a method is a notification,
+    and however malformed, nothing is written for it; it cancels nothing, and the
+    request in flight is answered."""
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, line(malformed)])
+    assert [(m.get("id"), m["result"]["content"][0]["text"]) for m in out] == [(1, "waited")]
+
+
 async def test_a_second_request_in_flight_with_the_same_id_is_refused(
     autojump_clock: MockClock,
 ) -> None:
