@@ -52,7 +52,7 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.transcript_file import TranscriptFile
-from presa_trio.wire.envelope import RequestId, dumps, parse_json
+from presa_trio.wire.envelope import RequestId, dumps, is_request_id, parse_json
 from presa_trio.wire.errors import ParseError
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
@@ -451,7 +451,7 @@ class StdioTransport:
             target = params["progressToken"]
         else:  # a notification for no request in particular: the only one open
             target = next(iter(self._routes)) if len(self._routes) == 1 else None
-        route = self._routes.get(target) if isinstance(target, str | int) else None
+        route = self._routes.get(target) if is_request_id(target) else None
         if route is not None:
             route.send_nowait(message)
 

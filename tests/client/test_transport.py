@@ -81,3 +81,31 @@ async def test_a_cancelled_stdio_exchange_with_a_server_that_reads_nothing_ends(
         gave_up = waiting.cancelled_caught
         transport.process.kill()  # it would not exit on its closed input either
     assert gave_up
+
+
+async def test_a_stdio_reply_names_a_request_only_by_its_exact_id() -> None:
+    """Spec-mandated (basic/index §Requests: an id is a string or an integer;
+    basic/patterns/progress §Progress Flow: a progress token is one too): over stdio a
+    response with ``"id": true`` and progress with ``"progressToken": true`` or ``1.0``
+    belong to no request, though Python finds ``True`` and ``1.0`` equal to the id 1;
+    request 1 gets only its own progress and its own response."""
+
+    def progress(token: Any, value: int) -> dict[str, Any]:
+        params = {"progressToken": token, "progress": value}
+        return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+
+    own = progress(1, 2)
+    stray = [progress(True, 1), progress(1.0, 1), {"jsonrpc": "2.0", "id": True, "result": {}}]
+    lines = [*stray, own, RESULT]
+    script = (
+        "import sys\n"
+        "sys.stdin.readline()\n"
+        f"sys.stdout.write({''.join(json.dumps(m) + chr(10) for m in lines)!r})\n"
+        "sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}
+    async with open_stdio([sys.executable, "-c", script]) as transport:
+        with trio.fail_after(10):
+            async with transport.exchange(request, {}) as replies:
+                assert [await replies.next(), await replies.next()] == [own, RESULT]
