@@ -35,7 +35,13 @@ import trio
 from presa_trio import __version__
 from presa_trio.client.answers import DECLARED
 from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
-from presa_trio.client.transport import NotModern, Replies, Transport, is_response
+from presa_trio.client.transport import (
+    NotModern,
+    Replies,
+    Transport,
+    cancelled_request,
+    is_response,
+)
 from presa_trio.wire.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -263,6 +269,11 @@ class Connection:
                 replies,
             ):
                 while not is_response(reply := await replies.next()):
+                    if cancelled_request(reply) == message["id"]:
+                        raise ProtocolFailure(
+                            f"{self.where} cancelled {method}, which a server may do "
+                            "only to a subscriptions/listen"
+                        )
                     if on_notification is None:
                         self.notify(reply)
                     else:

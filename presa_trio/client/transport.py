@@ -65,6 +65,8 @@ STDIO_EXIT_GRACE_S = 5.0
 #: Seconds the ``notifications/cancelled`` of an exchange given up on may wait for a
 #: stdio server to take it: one that reads nothing must not hold the client.
 CANCEL_NOTICE_WAIT_S = 1.0
+#: The notification that cancels a request, sent by either party.
+CANCELLED = "notifications/cancelled"
 #: ``--transcript -``: the transcript on stdout.
 STDOUT_NAME = "-"
 
@@ -165,6 +167,20 @@ def is_response(message: Any) -> bool:
     return isinstance(message, dict) and (
         ("result" in message and "id" in message) or "error" in message
     )
+
+
+def cancelled_request(message: Any) -> RequestId | None:
+    """The request a ``notifications/cancelled`` names; None for any other message.
+
+    From a server it ends the listen it names, and no response follows
+    (basic/patterns/cancellation: a server MUST send it when it tears a
+    ``subscriptions/listen`` stream down, and for nothing else; schema
+    ``CancelledNotification``).
+    """
+    if not (isinstance(message, dict) and message.get("method") == CANCELLED):
+        return None
+    named = object_at(message, "params").get("requestId")
+    return named if is_request_id(named) else None
 
 
 def is_for_client(message: Any) -> bool:
@@ -391,7 +407,7 @@ class _StdioReplies:
             raise ProtocolFailure(f"{self.where} stopped before answering") from None
         if self.record is not None:
             self.record.events.append({"at": time.time(), "data": message})
-        self.answered = is_response(message)
+        self.answered = is_response(message) or cancelled_request(message) is not None
         return message
 
 
@@ -443,6 +459,8 @@ class StdioTransport:
         target: Any
         if is_response(message):
             target = message.get("id")
+        elif (named := cancelled_request(message)) is not None:
+            target = named
         elif message.get("method") == EVENT_NOTIFICATION:
             target = self._task_streams.get(params.get("taskId"))
         elif META_SUBSCRIPTION_ID in meta:
@@ -496,7 +514,7 @@ class StdioTransport:
             with trio.CancelScope(shield=True):
                 if not replies.answered and self.process.returncode is None:
                     cancelled = {"requestId": request_id, "reason": "the client stopped waiting"}
-                    notice = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+                    notice = {"jsonrpc": "2.0", "method": CANCELLED}
                     with trio.move_on_after(CANCEL_NOTICE_WAIT_S), suppress(ProtocolFailure):
                         await self.write({**notice, "params": cancelled})
                 if record is not None and self.transcript is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from pathlib import Path
 
 import trio
 
@@ -185,3 +186,26 @@ async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
             with trio.fail_after(30):
                 assert await watched.stopped() == 130
     assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in watched.stderr
+
+
+async def test_a_request_the_server_cancels_is_its_mistake_at_once(tmp_path: Path) -> None:
+    """Spec-mandated (basic/patterns/cancellation: servers MUST NOT send
+    ``notifications/cancelled`` for anything but tearing down a listen; no response
+    follows one): a plain request the server cancels over stdio is exit 3 naming it
+    when the cancellation comes, not a wait for an answer until the timeout."""
+    script = (
+        "import json, sys\n"
+        "sent = json.loads(sys.stdin.readline())\n"
+        "cancel = {'jsonrpc': '2.0', 'method': 'notifications/cancelled',\n"
+        "          'params': {'requestId': sent['id']}}\n"
+        "sys.stdout.write(json.dumps(cancel) + '\\n'); sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    server = tmp_path / "cancelling_server.py"
+    server.write_text(script)
+    command = ["--", sys.executable, str(server)]
+    ran = await client("request", "--stdio", "--timeout", "20", "tools/list", *command)
+    assert ran.status == 3
+    assert ran.error().endswith(
+        "cancelled tools/list, which a server may do only to a subscriptions/listen"
+    )

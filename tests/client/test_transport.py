@@ -109,3 +109,35 @@ async def test_a_stdio_reply_names_a_request_only_by_its_exact_id() -> None:
         with trio.fail_after(10):
             async with transport.exchange(request, {}) as replies:
                 assert [await replies.next(), await replies.next()] == [own, RESULT]
+
+
+async def test_a_servers_cancellation_over_stdio_reaches_the_request_it_names() -> None:
+    """Spec-mandated (basic/patterns/cancellation: a server MUST send
+    ``notifications/cancelled`` referencing a ``subscriptions/listen`` request when it
+    tears that stream down; schema ``CancelledNotification``: on stdio): with two
+    requests open, the cancellation goes to the one its ``requestId`` names, and that
+    exchange counts as ended by the server: leaving it sends no cancellation back
+    (cancellation §Behavior Requirements: only requests believed in progress)."""
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    script = (
+        "import json, sys\n"
+        "sys.stdin.readline(); sys.stdin.readline()\n"
+        f"sys.stdout.write({json.dumps(cancel) + chr(10)!r}); sys.stdout.flush()\n"
+        "after = json.loads(sys.stdin.readline())\n"
+        "answer = {'jsonrpc': '2.0', 'id': 1, 'result': {'after': after}}\n"
+        "sys.stdout.write(json.dumps(answer) + '\\n'); sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+
+    def message(request_id: int, method: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {}}
+
+    async with open_stdio([sys.executable, "-c", script]) as transport:
+        with trio.fail_after(10):
+            async with transport.exchange(message(1, "tools/call"), {}) as first:
+                async with transport.exchange(message(2, "subscriptions/listen"), {}) as second:
+                    assert await second.next() == cancel
+                async with transport.exchange(message(3, "tools/list"), {}):
+                    answer = await first.next()
+    # What the server read after the listen ended: the next request, not a cancellation.
+    assert answer["result"]["after"] == message(3, "tools/list")
