@@ -74,6 +74,7 @@ class RequestError(ProtocolFailure):
 
     def __init__(self, method: str, sent: Any) -> None:
         error = sent if isinstance(sent, dict) else {}
+        self.method = method
         self.code: Any = error.get("code")
         self.message: str = str(error.get("message", ""))
         self.data: Any = error.get("data")

@@ -108,6 +108,11 @@ class Transport(Protocol):
     #: What the user named: the URL, or the command line.
     where: str
 
+    @property
+    def probes_era(self) -> bool:
+        """Whether ``server/discover`` must go first: no HTTP status tells the era."""
+        ...
+
     def exchange(
         self, message: JSONObject, headers: Mapping[str, str]
     ) -> AbstractAsyncContextManager[Replies]: ...
@@ -314,6 +319,8 @@ class HttpTransport:
 
     where: str
     http: httpx.AsyncClient
+    #: A legacy server's answer is told apart by its status and body.
+    probes_era = False
     token: str | None = None
     transcript: Transcript | None = None
 
@@ -421,6 +428,8 @@ class StdioTransport:
 
     where: str
     process: trio.Process
+    #: Only an answer to ``server/discover`` tells a legacy server (stdio §Backward Compatibility).
+    probes_era = True
     transcript: Transcript | None = None
     _routes: dict[RequestId, trio.MemorySendChannel[JSONObject]] = attrs.field(factory=dict)
     # Task id -> the id of the open ``tasks/stream`` its events belong to (they carry no other).

@@ -204,8 +204,8 @@ async def test_a_request_the_server_cancels_is_its_mistake_at_once(tmp_path: Pat
     server = tmp_path / "cancelling_server.py"
     server.write_text(script)
     command = ["--", sys.executable, str(server)]
-    ran = await client("request", "--stdio", "--timeout", "20", "tools/list", *command)
+    ran = await client("request", "--stdio", "--timeout", "20", "server/discover", *command)
     assert ran.status == 3
     assert ran.error().endswith(
-        "cancelled tools/list, which a server may do only to a subscriptions/listen"
+        "cancelled server/discover, which a server may do only to a subscriptions/listen"
     )

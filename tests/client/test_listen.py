@@ -97,9 +97,12 @@ async def test_a_listen_the_server_cancels_over_stdio_ends_with_its_reason() -> 
     cancellation is no notification printed, and nothing is sent back for it."""
     script = (
         "import json, sys\n"
-        "listen = json.loads(sys.stdin.readline())\n"
         "def send(message):\n"
         "    sys.stdout.write(json.dumps(message) + '\\n'); sys.stdout.flush()\n"
+        "discover = json.loads(sys.stdin.readline())\n"
+        "send({'jsonrpc': '2.0', 'id': discover['id'], 'result': {'resultType': 'complete',\n"
+        "      'supportedVersions': ['2026-07-28'], 'capabilities': {}}})\n"
+        "listen = json.loads(sys.stdin.readline())\n"
         "meta = {'io.modelcontextprotocol/subscriptionId': listen['id']}\n"
         "notifications = listen['params']['notifications']\n"
         "send({'jsonrpc': '2.0', 'method': 'notifications/subscriptions/acknowledged',\n"
