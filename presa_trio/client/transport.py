@@ -317,10 +317,11 @@ def http_failures(where: str) -> Iterator[None]:
 class HttpTransport:
     """POSTs to one Streamable HTTP endpoint, with a bearer token if given."""
 
-    where: str
-    http: httpx.AsyncClient
     #: A legacy server's answer is told apart by its status and body.
     probes_era = False
+
+    where: str
+    http: httpx.AsyncClient
     token: str | None = None
     transcript: Transcript | None = None
 
@@ -426,10 +427,11 @@ class StdioTransport:
     client (which then cancels its task) does not reach the server first.
     """
 
-    where: str
-    process: trio.Process
     #: Only an answer to ``server/discover`` tells a legacy server (stdio §Backward Compatibility).
     probes_era = True
+
+    where: str
+    process: trio.Process
     transcript: Transcript | None = None
     _routes: dict[RequestId, trio.MemorySendChannel[JSONObject]] = attrs.field(factory=dict)
     # Task id -> the id of the open ``tasks/stream`` its events belong to (they carry no other).
