@@ -141,10 +141,13 @@ class RequestOutput:
 
 @attrs.frozen(eq=False)
 class InFlight:
-    """A request being answered: its cancel scope, its output, and whether it is long-lived."""
+    """A request being answered, while its id is taken."""
 
+    # Cancelled by the client's notifications/cancelled, or, if long-lived, at end of input.
     scope: trio.CancelScope
+    # Its notifications; closed once it is answered or cancelled.
     output: RequestOutput
+    # A listen or a task stream: it answers only when ended.
     long_lived: bool
 
     def cancel(self, reason: str) -> None:
