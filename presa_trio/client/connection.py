@@ -47,6 +47,7 @@ from presa_trio.client.transport import (
     cancelled_request,
     is_response,
 )
+from presa_trio.wire.envelope import is_request_id
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
@@ -301,8 +302,11 @@ class Connection:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # any id, or none (spec-notes §52: an unread id)
             raise await self.explain(RequestError(method, reply["error"]))
-        if reply.get("id") != message["id"]:
-            raise ProtocolFailure(f"{self.where} answered {method} with another request's id")
+        answered = reply.get("id")
+        if not is_request_id(answered) or answered != message["id"]:
+            raise ProtocolFailure(
+                f"{self.where} answered {method} with an id that is not the request's"
+            )
         self._era_known = True
         result = reply.get("result")
         if not isinstance(result, dict):

@@ -209,3 +209,16 @@ async def test_a_request_the_server_cancels_is_its_mistake_at_once(tmp_path: Pat
     assert ran.error().endswith(
         "cancelled server/discover, which a server may do only to a subscriptions/listen"
     )
+
+
+async def test_a_result_whose_id_is_no_id() -> None:
+    """Spec-mandated (basic/index §Responses: the same id as the request; §Requests: a
+    string or an integer): a result with ``"id": true`` or ``"id": 1.0`` answers no
+    request, though Python finds both equal to the id 1: the server's mistake, exit 3."""
+    for wrong in ("id-true", "id-float"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("discover", served.url)
+        assert ran.status == 3, wrong
+        assert ran.error() == (
+            f"{served.url} answered server/discover with an id that is not the request's"
+        ), wrong
