@@ -8,8 +8,11 @@ protocol keeps stdin and stdout to itself while it serves
 the line alone (:func:`~presa_trio.wire.admission.admit`: rungs 6–8), then
 the dispatcher's rungs. No line stops the server: whatever it holds is
 answered with the spec's error or acted on, and a line longer than
-``max_line`` is refused (-32600) and skipped. A refused response from the
-client gets no id (docs/spec-notes.md §52): its id names no request of the client's, and all
+``max_line`` is refused (-32600) and skipped. A notification is never
+answered, however malformed: it is logged at DEBUG and ignored
+(basic/index §Notifications; basic/patterns/cancellation §Error Handling;
+spec-notes §57). A refused response from the client gets no id
+(docs/spec-notes.md §52): its id names no request of the client's, and all
 answers share stdout.
 
 Every request runs in its own cancel scope in one nursery. The client
@@ -136,6 +139,23 @@ class RequestOutput:
         self.in_flight = False
 
 
+@attrs.frozen(eq=False)
+class InFlight:
+    """A request being answered, while its id is taken."""
+
+    # Cancelled by the client's notifications/cancelled, or, if long-lived, at end of input.
+    scope: trio.CancelScope
+    # Its notifications; closed once it is answered or cancelled.
+    output: RequestOutput
+    # A listen or a task stream: it answers only when ended.
+    long_lived: bool
+
+    def cancel(self, reason: str) -> None:
+        """Stop it, and let nothing more of it out, even from a shielded part of its handler."""
+        self.output.close()
+        self.scope.cancel(reason=reason)
+
+
 @attrs.define(eq=False, repr=False)
 class StdioServer:
     """Serves one dispatcher over a pair of byte streams."""
@@ -144,8 +164,8 @@ class StdioServer:
     input: trio.abc.ReceiveStream
     output: trio.abc.SendStream
     max_line: int = DEFAULT_MAX_LINE
-    # In-flight requests by id: their cancel scope, and whether they are long-lived.
-    _in_flight: dict[RequestId, tuple[trio.CancelScope, bool]] = attrs.field(factory=dict)
+    # In-flight requests by id.
+    _in_flight: dict[RequestId, InFlight] = attrs.field(factory=dict)
     # Whole encoded lines, from any task to the one writer task.
     _lines: trio.MemorySendChannel[bytes] = attrs.field(init=False)
     _to_write: trio.MemoryReceiveChannel[bytes] = attrs.field(init=False)
@@ -233,6 +253,9 @@ class StdioServer:
             in_use = InvalidRequest("The id is already used by a request in flight")
             admitted = Refused(admitted.request.id, in_use)
         if isinstance(admitted, Refused):
+            if admitted.notification:
+                log.debug("malformed notification ignored: %s", admitted.error.message)
+                return
             # A response's id is not the client's: echoed, it could answer one of its requests.
             request_id = None if admitted.response else admitted.request_id
             await self.write(encode_error(request_id, admitted.error)[0])
@@ -248,9 +271,10 @@ class StdioServer:
         """Answer one request in its own cancel scope; once answered or cancelled, it is silent."""
         request = admitted.request
         with trio.CancelScope() as scope:
-            self._in_flight[request.id] = (scope, request.method in LONG_LIVED)
-            task_status.started()
             output = RequestOutput(self.send)
+            entry = InFlight(scope, output, request.method in LONG_LIVED)
+            self._in_flight[request.id] = entry
+            task_status.started()
             try:
                 # The pipe is the one connection (SEP-2694 "per connection").
                 line, _ = await self.dispatcher.respond(
@@ -260,28 +284,34 @@ class StdioServer:
                 await self.write(line)
             finally:
                 output.close()
-                del self._in_flight[request.id]
+                # A cancellation freed the id already; it may name a newer request now.
+                if self._in_flight.get(request.id) is entry:
+                    del self._in_flight[request.id]
 
     def on_notification(self, message: Notification) -> None:
         """``notifications/cancelled`` cancels an in-flight request; others are dropped.
 
         Only a string or an integer names a request (basic/index §Requests);
         any other ``requestId`` (``true``, ``1.0``, a list…) names none and is ignored.
+        The id is free at once: the cancelled request writes nothing more
+        (:meth:`InFlight.cancel`), so a request that reuses the id,
+        read before the cancelled one has stopped, is served, not refused
+        (basic/patterns/cancellation §Behavior Requirements: free its resources).
         The reason is logged at DEBUG (basic/patterns/cancellation
         §Implementation Notes: SHOULD log it), quoted: it is the client's text.
         """
         if message.method != "notifications/cancelled":
             return
         request_id = message.params.get("requestId")
-        if is_request_id(request_id) and (found := self._in_flight.get(request_id)):
+        if is_request_id(request_id) and (found := self._in_flight.pop(request_id, None)):
             reason = message.params.get("reason")
             log.debug("request %r cancelled by the client: %r", request_id, reason)
-            found[0].cancel(reason="notifications/cancelled")
+            found.cancel(reason="notifications/cancelled")
 
     def end_listens(self) -> None:
-        for scope, is_listen in self._in_flight.values():
-            if is_listen:
-                scope.cancel(reason="end of input")
+        for entry in self._in_flight.values():
+            if entry.long_lived:
+                entry.scope.cancel(reason="end of input")
 
     async def send(self, message: dict[str, Any]) -> None:
         """A handler's notification; a value JSON cannot hold is the handler's fault."""

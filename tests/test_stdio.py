@@ -152,6 +152,70 @@ async def test_a_cancellation_is_logged_with_its_reason(
     ]
 
 
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": None},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "1"},
+        {"jsonrpc": "1.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]},
+    ],
+    ids=["params-list", "params-null", "params-string", "jsonrpc-1.0", "no-jsonrpc", "other"],
+)
+async def test_a_malformed_notification_is_ignored(
+    autojump_clock: MockClock, malformed: dict[str, Any]
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Error Handling: malformed cancellation
+    notifications SHOULD be ignored; basic/index §Notifications: the receiver MUST NOT
+    send a response): a message without an id that names a method is a notification,
+    and however malformed, nothing is written for it; it cancels nothing, and the
+    request in flight is answered."""
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, line(malformed)])
+    assert [(m.get("id"), m["result"]["content"][0]["text"]) for m in out] == [(1, "waited")]
+
+
+async def test_a_cancelled_requests_id_is_free_at_once(autojump_clock: MockClock) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Behavior Requirements: a server
+    receiving a cancellation SHOULD stop processing the request and free its
+    resources; basic/index §Requests: an id must not match a request still awaiting
+    its response): once a cancellation is read, the id is the client's again, even
+    when the next line was read with it, before the cancelled request has stopped.
+    A request reusing the id is served; a third, while that one is in flight, is
+    refused; the cancelled one's end does not free the new one's id."""
+
+    discover = line(request("server/discover", request_id=1))
+    out = await serve_lines(
+        waiting_server(), [WAIT_ONE_SECOND, cancelled(1), WAIT_ONE_SECOND, discover]
+    )
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+        (1, INVALID_REQUEST),
+        (1, None),
+    ]
+    assert out[1]["result"]["content"][0]["text"] == "waited"
+
+
+async def test_a_cancelled_request_sends_nothing_even_from_a_shielded_part(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (basic/transports/stdio §Cancellation: the server MUST NOT send any
+    further messages for a cancelled request): a tool that, shielded from the
+    cancellation, reports progress afterwards has that progress dropped, and its
+    result too."""
+    server = Server("shielded", "1.0.0")
+
+    @server.tool(description="Finishes a step whatever happens, then reports it")
+    async def step(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(1)
+            await ctx.report_progress(1)
+        return "done"
+
+    call = request("tools/call", {"name": "step", "_meta": meta(progressToken="p")})
+    assert await serve_lines(server, [line(call), cancelled(1)]) == []
+
+
 async def test_a_second_request_in_flight_with_the_same_id_is_refused(
     autojump_clock: MockClock,
 ) -> None:

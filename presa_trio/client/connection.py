@@ -16,7 +16,12 @@ A server of another era is told apart as the spec says (streamable-http
 §Backward Compatibility, basic/versioning §Backward Compatibility with
 Initialization-Based Versions): when the first answer is no modern JSON-RPC
 message, or an error such a server gives, an ``initialize`` probe asks
-which version it speaks, so that the one-line error can say so.
+which version it speaks, so that the one-line error can say so. Over stdio,
+where no HTTP status tells the era, the first request is always
+``server/discover`` (:meth:`Connection.open`): a server of the
+``initialize`` era that would serve a ``tools/call`` without its handshake
+is found before it gets one (basic/versioning §Compatibility Matrix:
+SHOULD; basic/transports/stdio §Backward Compatibility).
 
 Spec: 2026-07-28 basic/index §_meta, §Statelessness; server/utilities/pagination.
 """
@@ -35,10 +40,19 @@ import trio
 from presa_trio import __version__
 from presa_trio.client.answers import DECLARED
 from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
-from presa_trio.client.transport import NotModern, Replies, Transport, is_response
+from presa_trio.client.transport import (
+    NotModern,
+    Replies,
+    Transport,
+    cancelled_request,
+    is_response,
+)
+from presa_trio.wire.envelope import is_request_id
 from presa_trio.wire.errors import (
+    HEADER_MISMATCH,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
@@ -57,6 +71,14 @@ CLIENT_INFO: JSONObject = {"name": "presa-trio", "version": __version__}
 NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 #: The version an ``initialize`` probe offers a server of the previous era.
 LEGACY_PROBE_VERSION = "2025-11-25"
+#: The request that asks a server its era before any other, over stdio.
+DISCOVER = "server/discover"
+#: Errors only a server of this era sends: one of them to ``server/discover`` says
+#: the server is modern; any other error says it is not (basic/transports/stdio
+#: §Backward Compatibility: not keyed to one code).
+MODERN_ERRORS = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
 
 Notify = Callable[[JSONObject], None]
 #: Handed each notification of one request's stream, awaited before the next is read.
@@ -158,8 +180,12 @@ class Connection:
         """Send a request and hold its exchange open: for a stream such as a listen.
 
         A 401 is met as :meth:`signed_in` says, unless ``sign_in`` is False:
-        then the caller does that, outside a deadline of its own.
+        then the caller does that, outside a deadline of its own. Over a
+        transport that :attr:`~presa_trio.client.transport.Transport.probes_era`,
+        ``server/discover`` goes first, once: its failure is this request's.
         """
+        if self.transport.probes_era and not self._era_known and method != DISCOVER:
+            await self.request(DISCOVER, {})
         try:
             async with AsyncExitStack() as stack:
 
@@ -263,6 +289,11 @@ class Connection:
                 replies,
             ):
                 while not is_response(reply := await replies.next()):
+                    if cancelled_request(reply) == message["id"]:
+                        raise ProtocolFailure(
+                            f"{self.where} cancelled {method}, which a server may do "
+                            "only to a subscriptions/listen"
+                        )
                     if on_notification is None:
                         self.notify(reply)
                     else:
@@ -271,8 +302,11 @@ class Connection:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # any id, or none (spec-notes §52: an unread id)
             raise await self.explain(RequestError(method, reply["error"]))
-        if reply.get("id") != message["id"]:
-            raise ProtocolFailure(f"{self.where} answered {method} with another request's id")
+        answered = reply.get("id")
+        if not is_request_id(answered) or answered != message["id"]:
+            raise ProtocolFailure(
+                f"{self.where} answered {method} with an id that is not the request's"
+            )
         self._era_known = True
         result = reply.get("result")
         if not isinstance(result, dict):
@@ -290,7 +324,10 @@ class Connection:
         first, self._era_known = not self._era_known, True
         suspicious = isinstance(failure, NotModern) or (
             isinstance(failure, RequestError)
-            and failure.code in (INVALID_REQUEST, METHOD_NOT_FOUND)
+            and (
+                failure.code in (INVALID_REQUEST, METHOD_NOT_FOUND)
+                or (failure.method == DISCOVER and failure.code not in MODERN_ERRORS)
+            )
         )
         if not (first and suspicious):
             return failure

@@ -8,7 +8,7 @@ client can see before it sends (the command line, an answer, a name the
 server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 
 =====  ===========================================================
-0      a result (and a ``listen`` the server closed gracefully)
+0      a result (and a ``listen`` the server closed gracefully, or cancelled)
 1      a tool result with ``isError: true``, from a plain call or a task
 2      usage: a bad option, argument, answer or file; a tool, prompt or
        resource template the server does not list (or a prompt argument it
@@ -74,6 +74,7 @@ class RequestError(ProtocolFailure):
 
     def __init__(self, method: str, sent: Any) -> None:
         error = sent if isinstance(sent, dict) else {}
+        self.method = method
         self.code: Any = error.get("code")
         self.message: str = str(error.get("message", ""))
         self.data: Any = error.get("data")

@@ -14,12 +14,14 @@ on stderr (the client SHOULD check it), and a subset that is empty ends
 the command (exit 3: nothing would ever come). Then each notification is
 a line on stdout (``--json``: the notification itself, one JSON document
 a line) until Ctrl-C (exit 130), ``--count`` of them (exit 0), or the
-server's response to the listen, its graceful close (exit 0). A stream
-that breaks without that response is exit 3.
+server's response to the listen, its graceful close (exit 0), or its
+``notifications/cancelled`` for the listen, its teardown (exit 0, the
+reason on stderr). A stream that breaks without either is exit 3.
 
 Spec: basic/patterns/subscriptions §Opening a Stream, §Acknowledgment,
-§Receiving Notifications, §Graceful Closure; SEP-2663 §Task Status
-Notifications.
+§Receiving Notifications, §Graceful Closure; basic/patterns/cancellation
+(a server MUST send ``notifications/cancelled`` when it tears a listen
+down); SEP-2663 §Task Status Notifications.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import argparse
 from presa_trio.client.errors import EXIT_RESULT, ProtocolFailure, RequestError
 from presa_trio.client.output import compact, task_line
 from presa_trio.client.run import Run
-from presa_trio.client.transport import is_response, object_at
+from presa_trio.client.transport import cancelled_request, is_response, object_at
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.tasks import TASK_NOTIFICATION
 
@@ -88,7 +90,7 @@ async def listen(run: Run) -> int:
     asked = wanted(run.args)
     where = run.connection.where
     params = {"notifications": asked}
-    async with run.connection.open("subscriptions/listen", params) as (_, replies):
+    async with run.connection.open("subscriptions/listen", params) as (sent, replies):
         first = await replies.next()
         if is_response(first) and "error" in first:
             raise RequestError("subscriptions/listen", first["error"])
@@ -107,6 +109,11 @@ async def listen(run: Run) -> int:
             message = await replies.next()
             if is_response(message):
                 run.console.note(f"{where} closed the subscription")
+                break
+            if cancelled_request(message) == sent["id"]:
+                reason = object_at(message, "params").get("reason")
+                said = f": {reason}" if isinstance(reason, str) else ""
+                run.console.note(f"{where} cancelled the subscription{said}")
                 break
             run.console.line(message, notification_text(message))
             printed += 1

@@ -52,7 +52,7 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.transcript_file import TranscriptFile
-from presa_trio.wire.envelope import RequestId, dumps, parse_json
+from presa_trio.wire.envelope import RequestId, dumps, is_request_id, parse_json
 from presa_trio.wire.errors import ParseError
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from presa_trio.wire.models import JSONObject
@@ -65,6 +65,8 @@ STDIO_EXIT_GRACE_S = 5.0
 #: Seconds the ``notifications/cancelled`` of an exchange given up on may wait for a
 #: stdio server to take it: one that reads nothing must not hold the client.
 CANCEL_NOTICE_WAIT_S = 1.0
+#: The notification that cancels a request, sent by either party.
+CANCELLED = "notifications/cancelled"
 #: ``--transcript -``: the transcript on stdout.
 STDOUT_NAME = "-"
 
@@ -105,6 +107,11 @@ class Transport(Protocol):
 
     #: What the user named: the URL, or the command line.
     where: str
+
+    @property
+    def probes_era(self) -> bool:
+        """Whether ``server/discover`` must go first: no HTTP status tells the era."""
+        ...
 
     def exchange(
         self, message: JSONObject, headers: Mapping[str, str]
@@ -165,6 +172,20 @@ def is_response(message: Any) -> bool:
     return isinstance(message, dict) and (
         ("result" in message and "id" in message) or "error" in message
     )
+
+
+def cancelled_request(message: Any) -> RequestId | None:
+    """The request a ``notifications/cancelled`` names; None for any other message.
+
+    From a server it ends the listen it names, and no response follows
+    (basic/patterns/cancellation: a server MUST send it when it tears a
+    ``subscriptions/listen`` stream down, and for nothing else; schema
+    ``CancelledNotification``).
+    """
+    if not (isinstance(message, dict) and message.get("method") == CANCELLED):
+        return None
+    named = object_at(message, "params").get("requestId")
+    return named if is_request_id(named) else None
 
 
 def is_for_client(message: Any) -> bool:
@@ -296,6 +317,9 @@ def http_failures(where: str) -> Iterator[None]:
 class HttpTransport:
     """POSTs to one Streamable HTTP endpoint, with a bearer token if given."""
 
+    #: A legacy server's answer is told apart by its status and body.
+    probes_era = False
+
     where: str
     http: httpx.AsyncClient
     token: str | None = None
@@ -391,7 +415,7 @@ class _StdioReplies:
             raise ProtocolFailure(f"{self.where} stopped before answering") from None
         if self.record is not None:
             self.record.events.append({"at": time.time(), "data": message})
-        self.answered = is_response(message)
+        self.answered = is_response(message) or cancelled_request(message) is not None
         return message
 
 
@@ -402,6 +426,9 @@ class StdioTransport:
     The child runs in a session of its own, so the Ctrl-C meant for the
     client (which then cancels its task) does not reach the server first.
     """
+
+    #: Only an answer to ``server/discover`` tells a legacy server (stdio §Backward Compatibility).
+    probes_era = True
 
     where: str
     process: trio.Process
@@ -443,6 +470,8 @@ class StdioTransport:
         target: Any
         if is_response(message):
             target = message.get("id")
+        elif (named := cancelled_request(message)) is not None:
+            target = named
         elif message.get("method") == EVENT_NOTIFICATION:
             target = self._task_streams.get(params.get("taskId"))
         elif META_SUBSCRIPTION_ID in meta:
@@ -451,7 +480,7 @@ class StdioTransport:
             target = params["progressToken"]
         else:  # a notification for no request in particular: the only one open
             target = next(iter(self._routes)) if len(self._routes) == 1 else None
-        route = self._routes.get(target) if isinstance(target, str | int) else None
+        route = self._routes.get(target) if is_request_id(target) else None
         if route is not None:
             route.send_nowait(message)
 
@@ -496,7 +525,7 @@ class StdioTransport:
             with trio.CancelScope(shield=True):
                 if not replies.answered and self.process.returncode is None:
                     cancelled = {"requestId": request_id, "reason": "the client stopped waiting"}
-                    notice = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+                    notice = {"jsonrpc": "2.0", "method": CANCELLED}
                     with trio.move_on_after(CANCEL_NOTICE_WAIT_S), suppress(ProtocolFailure):
                         await self.write({**notice, "params": cancelled})
                 if record is not None and self.transcript is not None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from presa_trio.wire import models
 from presa_trio.wire.hints import SignatureError
+from presa_trio.wire.meta import is_extension_id
 from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_icons, is_optional_text
 
 
@@ -201,6 +202,24 @@ def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
         raise SignatureError(f"{where}: already registered; each name is registered once")
+
+
+def refuse_extension_id(identifier: str, added: Sequence[str]) -> None:
+    """Refuse an extension identifier against the naming rules, or one already added.
+
+    ``server/discover`` advertises each extension under its identifier, which
+    MUST follow the ``_meta`` key naming rules with a mandatory prefix
+    (versioning §Extension Negotiation); a second extension of one identifier
+    would replace the first's settings there. A ``ValueError``, as for every
+    setting of an extension that cannot be served.
+    """
+    if not is_extension_id(identifier):
+        raise ValueError(
+            f"extension identifier {identifier!r}: a prefix of dot-separated labels, a "
+            "slash and a name, e.g. 'com.example/my-extension' (basic/index §_meta)"
+        )
+    if identifier in added:
+        raise ValueError(f"extension identifier {identifier!r}: already added")
 
 
 #: completion §Reference Types: each type of ``ref``, and its key that names what it refers to.

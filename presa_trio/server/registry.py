@@ -50,6 +50,7 @@ from presa_trio.server.refusals import (
     read_icons,
     refuse_annotations,
     refuse_duplicate,
+    refuse_extension_id,
     refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
@@ -438,10 +439,12 @@ class Server:
 
         Once served, the method table holds the extensions' rows and their
         lifetimes run; a later one would be advertised and never dispatched,
-        so it is refused.
+        so it is refused. So is an identifier against the naming rules, or
+        one already added (:func:`~presa_trio.server.refusals.refuse_extension_id`).
         """
         if self._served:
             raise RuntimeError("add extensions before the server is served")
+        refuse_extension_id(extension.id, [added.id for added in self.extensions])
         self.extensions.append(extension)
         extension.attach(self)
         return extension

@@ -22,6 +22,7 @@ from presa_trio.wire.envelope import (
     Notification,
     Request,
     RequestId,
+    is_notification,
     is_response,
     parse_json,
     parse_message,
@@ -46,12 +47,16 @@ class Refused:
     ``response`` says the body was a response, whose id names a request of
     the server's, not the client's: an edge whose answers share one channel
     (stdio) must not echo it, or the client could take the refusal for the
-    answer to its own request of that id.
+    answer to its own request of that id. ``notification`` says it was a
+    notification (:func:`~presa_trio.wire.envelope.is_notification`), which
+    no response may answer (basic/index §Notifications): only HTTP, which
+    must answer every POST, says why it refused one.
     """
 
     request_id: RequestId | None
     error: McpError
     response: bool = False
+    notification: bool = False
 
 
 Admission = AdmittedRequest | Notification | Refused
@@ -69,4 +74,9 @@ def admit(body: bytes) -> Admission:
             return message
         return AdmittedRequest(message, RequestMeta.from_params(message.params))
     except McpError as error:
-        return Refused(request_id, error, response=is_response(decoded))
+        return Refused(
+            request_id,
+            error,
+            response=is_response(decoded),
+            notification=is_notification(decoded),
+        )

@@ -219,6 +219,21 @@ def is_response(message: Any) -> bool:
     return isinstance(message, dict) and ("result" in message or "error" in message)
 
 
+def is_notification(message: Any) -> bool:
+    """Whether a decoded message is a notification, however malformed otherwise.
+
+    An object naming a method and carrying no ``id`` member (basic/index
+    §Notifications), that is no response: its ``jsonrpc`` or ``params`` may
+    still be wrong, but it asks for no answer.
+    """
+    return (
+        isinstance(message, dict)
+        and isinstance(message.get("method"), str)
+        and "id" not in message
+        and not is_response(message)
+    )
+
+
 def parse_message(message: Any) -> Request | Notification:
     """Turn a decoded JSON value into a request or a notification (rung 7).
 

@@ -9,6 +9,7 @@ Spec: 2026-07-28 basic/index §_meta; schema ``$defs.RequestMetaObject``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import attrs
@@ -33,6 +34,14 @@ META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
+#: A ``_meta`` key's prefix label: a letter, then letters, digits or hyphens, ending
+#: in a letter or digit (basic/index §_meta).
+_LABEL: Final = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+#: A ``_meta`` key's name: empty, or alphanumeric at both ends with ``-_.`` between.
+_NAME: Final = r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
+#: An extension identifier: a ``_meta`` key whose prefix is mandatory.
+_EXTENSION_ID: Final = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/{_NAME}")
+
 #: Logging levels in increasing severity (RFC 5424 names; spec utilities/logging).
 LOG_LEVELS: Final = (
     "debug",
@@ -44,6 +53,15 @@ LOG_LEVELS: Final = (
     "alert",
     "emergency",
 )
+
+
+def is_extension_id(value: str) -> bool:
+    """Whether ``value`` is a well-formed extension identifier, e.g. ``com.example/ui``.
+
+    Spec: versioning §Extension Negotiation (the ``_meta`` key naming rules, with
+    a mandatory prefix); basic/index §_meta (the rules); SEP-2133 §Definition.
+    """
+    return _EXTENSION_ID.fullmatch(value) is not None
 
 
 @attrs.frozen

@@ -23,6 +23,7 @@ $defs.PromptMessage, $defs.Role, $defs.ProgressNotificationParams.
 from __future__ import annotations
 
 import binascii
+import math
 import re
 from typing import Any
 
@@ -36,8 +37,14 @@ URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def is_number(value: Any) -> bool:
-    """A JSON number: an int or a float, never a bool (which Python counts as an int)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A JSON number: an int or a finite float, never a bool (which Python counts as an int).
+
+    NaN and the infinities are no JSON numbers (RFC 8259 §6): a value holding
+    one could only fail later, when it is encoded.
+    """
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_integer(value: Any) -> bool:

@@ -83,6 +83,14 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "error-string": lambda method, request_id: json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "error": "no"}
     ).encode(),
+    # A result whose id is no id (true, 1.0), though Python finds each equal to 1.
+    "id-true": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","id":true,"result":{"supportedVersions":[],"capabilities":{}}}'
+    ),
+    "id-float": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","id":%d.0,"result":{"supportedVersions":[],"capabilities":{}}}'
+        % request_id
+    ),
     # An error with no id, as an error to a request whose id went unread is sent.
     "error-without-id": lambda method, request_id: (
         b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"unread"}}'

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from pathlib import Path
 
 import trio
 
@@ -214,3 +215,39 @@ async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
             with trio.fail_after(30):
                 assert await watched.stopped() == 130
     assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in watched.stderr
+
+
+async def test_a_request_the_server_cancels_is_its_mistake_at_once(tmp_path: Path) -> None:
+    """Spec-mandated (basic/patterns/cancellation: servers MUST NOT send
+    ``notifications/cancelled`` for anything but tearing down a listen; no response
+    follows one): a plain request the server cancels over stdio is exit 3 naming it
+    when the cancellation comes, not a wait for an answer until the timeout."""
+    script = (
+        "import json, sys\n"
+        "sent = json.loads(sys.stdin.readline())\n"
+        "cancel = {'jsonrpc': '2.0', 'method': 'notifications/cancelled',\n"
+        "          'params': {'requestId': sent['id']}}\n"
+        "sys.stdout.write(json.dumps(cancel) + '\\n'); sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    server = tmp_path / "cancelling_server.py"
+    server.write_text(script)
+    command = ["--", sys.executable, str(server)]
+    ran = await client("request", "--stdio", "--timeout", "20", "server/discover", *command)
+    assert ran.status == 3
+    assert ran.error().endswith(
+        "cancelled server/discover, which a server may do only to a subscriptions/listen"
+    )
+
+
+async def test_a_result_whose_id_is_no_id() -> None:
+    """Spec-mandated (basic/index §Responses: the same id as the request; §Requests: a
+    string or an integer): a result with ``"id": true`` or ``"id": 1.0`` answers no
+    request, though Python finds both equal to the id 1: the server's mistake, exit 3."""
+    for wrong in ("id-true", "id-float"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("discover", served.url)
+        assert ran.status == 3, wrong
+        assert ran.error() == (
+            f"{served.url} answered server/discover with an id that is not the request's"
+        ), wrong

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
@@ -87,3 +88,32 @@ async def test_a_listen_the_server_agrees_to_none_of_ends_at_once(presa: ServePr
     ran = await client("listen", presa.url, "--task", "no-such-task")
     assert ran.status == 3
     assert ran.error() == f"{presa.url} agreed to send none of what was asked"
+
+
+async def test_a_listen_the_server_cancels_over_stdio_ends_with_its_reason() -> None:
+    """Spec-mandated (basic/patterns/cancellation: a server MUST send
+    ``notifications/cancelled`` referencing the ``subscriptions/listen`` request when it
+    tears that stream down): the listen ends there, exit 0, the reason on stderr; the
+    cancellation is no notification printed, and nothing is sent back for it."""
+    script = (
+        "import json, sys\n"
+        "def send(message):\n"
+        "    sys.stdout.write(json.dumps(message) + '\\n'); sys.stdout.flush()\n"
+        "discover = json.loads(sys.stdin.readline())\n"
+        "send({'jsonrpc': '2.0', 'id': discover['id'], 'result': {'resultType': 'complete',\n"
+        "      'supportedVersions': ['2026-07-28'], 'capabilities': {}}})\n"
+        "listen = json.loads(sys.stdin.readline())\n"
+        "meta = {'io.modelcontextprotocol/subscriptionId': listen['id']}\n"
+        "notifications = listen['params']['notifications']\n"
+        "send({'jsonrpc': '2.0', 'method': 'notifications/subscriptions/acknowledged',\n"
+        "      'params': {'notifications': notifications, '_meta': meta}})\n"
+        "send({'jsonrpc': '2.0', 'method': 'notifications/cancelled',\n"
+        "      'params': {'requestId': listen['id'], 'reason': 'shutting down'}})\n"
+        "after = sys.stdin.read()\n"
+        "sys.stderr.write('after the listen: ' + repr(after) + '\\n')\n"
+    )
+    ran = await client("listen", "--stdio", "--", sys.executable, "-c", script)
+    assert ran.status == 0, ran.stderr
+    assert ran.stdout == ""
+    assert "cancelled the subscription: shutting down" in ran.stderr
+    assert "after the listen: ''" in ran.stderr

@@ -12,6 +12,7 @@ from tests.client.helpers import client
 from tests.e2e.serve_process import ServeProcess
 
 STDIO = ["--", sys.executable, "-m", "presa_trio", "stdio", "--log-level", "WARNING"]
+LEGACY_STDIO = str(Path(__file__).with_name("legacy_stdio_server.py"))
 
 
 async def test_stdio_discover_list_and_call() -> None:
@@ -117,3 +118,21 @@ async def test_the_sdk_server_read_and_prompt(sdk: ServeProcess) -> None:
     assert read.stdout == "Water the plants.\n", read.stderr
     prompt = await client("prompt", sdk.url, "haiku", "topic=rain")
     assert prompt.stdout.endswith("user: Write a haiku about rain.\n"), prompt.stderr
+
+
+async def test_a_stdio_server_of_the_initialize_era_is_found_before_anything_runs() -> None:
+    """Spec-mandated (versioning §Compatibility Matrix, Modern client and Legacy server:
+    on stdio, clients SHOULD send server/discover first to fail deterministically, then
+    surface an actionable error; basic/transports/stdio §Backward Compatibility: any
+    error other than a recognized modern one, whatever its code, means legacy): a
+    legacy server that would serve ``tools/call`` without the handshake never gets it;
+    the client says which version the server speaks, exit 3."""
+    for code in ("-32601", "-32602", "-32000"):
+        server = ["--", sys.executable, LEGACY_STDIO, code]
+        ran = await client("call", "--stdio", "delete_all", *server)
+        assert ran.status == 3, (code, ran.stderr)
+        assert "ran delete_all" not in ran.stderr, code
+        assert ran.error() == (
+            f"{sys.executable} {LEGACY_STDIO} {code} speaks MCP 2025-11-25 (the initialize "
+            "handshake), not 2026-07-28, the only version this client speaks"
+        ), code

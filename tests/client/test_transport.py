@@ -81,3 +81,63 @@ async def test_a_cancelled_stdio_exchange_with_a_server_that_reads_nothing_ends(
         gave_up = waiting.cancelled_caught
         transport.process.kill()  # it would not exit on its closed input either
     assert gave_up
+
+
+async def test_a_stdio_reply_names_a_request_only_by_its_exact_id() -> None:
+    """Spec-mandated (basic/index §Requests: an id is a string or an integer;
+    basic/patterns/progress §Progress Flow: a progress token is one too): over stdio a
+    response with ``"id": true`` and progress with ``"progressToken": true`` or ``1.0``
+    belong to no request, though Python finds ``True`` and ``1.0`` equal to the id 1;
+    request 1 gets only its own progress and its own response."""
+
+    def progress(token: Any, value: int) -> dict[str, Any]:
+        params = {"progressToken": token, "progress": value}
+        return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+
+    own = progress(1, 2)
+    stray = [progress(True, 1), progress(1.0, 1), {"jsonrpc": "2.0", "id": True, "result": {}}]
+    lines = [*stray, own, RESULT]
+    script = (
+        "import sys\n"
+        "sys.stdin.readline()\n"
+        f"sys.stdout.write({''.join(json.dumps(m) + chr(10) for m in lines)!r})\n"
+        "sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}
+    async with open_stdio([sys.executable, "-c", script]) as transport:
+        with trio.fail_after(10):
+            async with transport.exchange(request, {}) as replies:
+                assert [await replies.next(), await replies.next()] == [own, RESULT]
+
+
+async def test_a_servers_cancellation_over_stdio_reaches_the_request_it_names() -> None:
+    """Spec-mandated (basic/patterns/cancellation: a server MUST send
+    ``notifications/cancelled`` referencing a ``subscriptions/listen`` request when it
+    tears that stream down; schema ``CancelledNotification``: on stdio): with two
+    requests open, the cancellation goes to the one its ``requestId`` names, and that
+    exchange counts as ended by the server: leaving it sends no cancellation back
+    (cancellation §Behavior Requirements: only requests believed in progress)."""
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    script = (
+        "import json, sys\n"
+        "sys.stdin.readline(); sys.stdin.readline()\n"
+        f"sys.stdout.write({json.dumps(cancel) + chr(10)!r}); sys.stdout.flush()\n"
+        "after = json.loads(sys.stdin.readline())\n"
+        "answer = {'jsonrpc': '2.0', 'id': 1, 'result': {'after': after}}\n"
+        "sys.stdout.write(json.dumps(answer) + '\\n'); sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+
+    def message(request_id: int, method: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {}}
+
+    async with open_stdio([sys.executable, "-c", script]) as transport:
+        with trio.fail_after(10):
+            async with transport.exchange(message(1, "tools/call"), {}) as first:
+                async with transport.exchange(message(2, "subscriptions/listen"), {}) as second:
+                    assert await second.next() == cancel
+                async with transport.exchange(message(3, "tools/list"), {}):
+                    answer = await first.next()
+    # What the server read after the listen ended: the next request, not a cancellation.
+    assert answer["result"]["after"] == message(3, "tools/list")

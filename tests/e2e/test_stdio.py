@@ -160,6 +160,33 @@ async def test_notifications_cancelled_stops_an_ordinary_request(peer: StdioPeer
     assert [m for m in peer.received if m.get("id") == 9] == []
 
 
+async def test_a_cancelled_id_is_reused_and_a_malformed_cancellation_is_unanswered(
+    peer: StdioPeer,
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Error Handling: malformed cancellation
+    notifications SHOULD be ignored; §Behavior Requirements: free the cancelled
+    request's resources): in one write, a slow request, a cancellation whose params are
+    a list, a good cancellation and the same id again: the malformed one gets no line,
+    the cancelled request none either, and the reused id its one answer."""
+    assert peer.process.stdin is not None
+
+    def slow(seconds: int) -> dict[str, Any]:
+        params = {"name": "slow_compute", "arguments": {"seconds": seconds}}
+        return request("tools/call", params, request_id=7)
+
+    def cancellation(params: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+
+    sent = [slow(30), cancellation([7]), cancellation({"requestId": 7}), slow(1)]
+    with trio.fail_after(10):
+        await peer.process.stdin.send_all(b"".join(json.dumps(m).encode() + b"\n" for m in sent))
+        answered = await peer.response_to(7)
+        discovered = await peer.call("server/discover", {}, 8)
+    assert answered["result"]["content"] == [{"type": "text", "text": "Completed slow_compute"}]
+    assert discovered["result"]["resultType"] == "complete"
+    assert [m.get("id") for m in peer.received] == [7, 8]
+
+
 async def test_no_line_stops_the_server_process(peer: StdioPeer) -> None:
     """Spec-mandated (basic/index §Requests: an id is a string or an integer;
     basic/transports/stdio §Cancellation): lines that are not JSON, not UTF-8, not

@@ -127,17 +127,34 @@ async def test_no_request_is_ever_sent_on_a_response_stream(client: McpClient) -
     assert all("method" not in m or "id" not in m for m in sent)
 
 
+@pytest.mark.parametrize("asked", [True, False], ids=["token", "no-token"])
 @pytest.mark.parametrize(
     "reported",
-    [("half", None, None), (True, None, None), (0.5, "one", None), (0.5, 1.0, 5)],
-    ids=["progress-text", "progress-boolean", "total-text", "message-number"],
+    [
+        ("half", None, None),
+        (True, None, None),
+        (float("nan"), None, None),
+        (0.5, "one", None),
+        (0.5, float("inf"), None),
+        (0.5, 1.0, 5),
+    ],
+    ids=[
+        "progress-text",
+        "progress-boolean",
+        "progress-nan",
+        "total-text",
+        "total-infinite",
+        "message-number",
+    ],
 )
 async def test_progress_the_schema_refuses_is_the_tools_bug_and_never_sent(
-    caplog: pytest.LogCaptureFixture, reported: tuple[Any, Any, Any]
+    caplog: pytest.LogCaptureFixture, reported: tuple[Any, Any, Any], asked: bool
 ) -> None:
     """Spec-mandated (schema $defs.ProgressNotificationParams: ``progress`` and
-    ``total`` numbers, ``message`` a string; tools §Error Handling; E-26): a tool
-    reporting anything else fails, -32603, before any notification is sent."""
+    ``total`` numbers, ``message`` a string; RFC 8259 §6: no NaN or infinity; tools
+    §Error Handling; E-26): a tool reporting anything else fails, -32603, before any
+    notification is sent, whether the request asked for progress or not, so that a
+    tool tried without a token fails the same way."""
     server = Server("progress", "1.0.0")
 
     @server.tool(description="Reports the progress it is told to")
@@ -145,7 +162,7 @@ async def test_progress_the_schema_refuses_is_the_tools_bug_and_never_sent(
         await ctx.report_progress(*reported)
         return "done"
 
-    params = {"name": "report", "_meta": meta(progressToken="p")}
+    params = {"name": "report", "_meta": meta(progressToken="p") if asked else meta()}
     async with connect(server) as client:
         await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
 

@@ -178,3 +178,65 @@ def test_an_extension_added_after_the_app_is_built_is_refused() -> None:
     with pytest.raises(RuntimeError, match="before the server is served"):
         server.add_extension(Echo())
     assert server.extensions == []
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        "",
+        "tasks",
+        "/tasks",
+        "com.example.tasks",
+        "com..example/tasks",
+        "1com.example/tasks",
+        "com.example-/tasks",
+        "com.exa_mple/tasks",
+        "com.example/-tasks",
+        "com.example/tasks.",
+        "com.example/ta sks",
+        "com.example/tasks/v2",
+        "com.exämple/tasks",
+        "com.example/tasks\n",
+    ],
+)
+def test_an_extension_whose_identifier_breaks_the_naming_rules_is_refused(
+    identifier: str,
+) -> None:
+    """Spec-mandated (versioning §Extension Negotiation: extension identifiers MUST
+    follow the ``_meta`` key naming rules, with a mandatory prefix; basic/index §_meta):
+    an identifier ``server/discover`` could only advertise against the rules is refused
+    when the extension is added, naming it, and nothing is added."""
+
+    class Misnamed(Extension):
+        id = identifier
+
+    server = Server("misnamed", "1.0.0")
+    with pytest.raises(ValueError, match="extension identifier"):
+        server.add_extension(Misnamed())
+    assert server.extensions == []
+
+
+@pytest.mark.parametrize(
+    "identifier", ["com.example/tasks", "a/b", "io.modelcontextprotocol/x-1_2.v3", "com.e-x9/"]
+)
+def test_an_extension_identifier_by_the_naming_rules_is_accepted(identifier: str) -> None:
+    """Spec-mandated (basic/index §_meta: labels of letters, digits and hyphens starting
+    with a letter; a name that, unless empty, begins and ends alphanumeric)."""
+
+    class Named(Extension):
+        id = identifier
+
+    server = Server("named", "1.0.0")
+    server.add_extension(Named())
+    assert [extension.id for extension in server.extensions] == [identifier]
+
+
+def test_a_second_extension_with_the_same_identifier_is_refused() -> None:
+    """presa-defined (versioning §Extension Negotiation: ``extensions`` is a map of
+    identifiers to settings): a second extension of one identifier could not be
+    advertised beside the first, so it is refused rather than hidden."""
+    server = Server("twice", "1.0.0")
+    server.add_extension(Echo())
+    with pytest.raises(ValueError, match=ECHO):
+        server.add_extension(Echo())
+    assert len(server.extensions) == 1
