@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S
-from presa_trio.wire.http_values import authority, is_loopback
+from presa_trio.wire.http_values import authority, in_the_clear, is_loopback
 
 if TYPE_CHECKING:
     from presa_trio.auth.guard import ResourceGuard
@@ -171,19 +171,6 @@ def is_canonical_uri(uri: str) -> bool:
     """
     parts = urlsplit(uri)
     return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and "#" not in uri
-
-
-def in_the_clear(url: str) -> bool:
-    """Whether ``url`` is plain ``http`` to a host other than loopback.
-
-    Spec: basic/authorization/security-considerations §Communication
-    Security: implementations MUST follow OAuth 2.1 §1.5 (tokens are
-    protected in transit), and "All authorization server endpoints MUST be
-    served over HTTPS"; loopback, where nothing crosses a network, is
-    exempt, as redirect URIs on ``localhost`` are in that same section.
-    """
-    parts = urlsplit(url)
-    return parts.scheme.lower() == "http" and not is_loopback(parts.hostname or "")
 
 
 def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], ResourceGuard]:

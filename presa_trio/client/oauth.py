@@ -62,6 +62,7 @@ from presa_trio.client.assertion import client_assertion
 from presa_trio.client.errors import ProtocolFailure
 from presa_trio.client.loopback import await_callback, loopback_listener
 from presa_trio.client.transport import decoded
+from presa_trio.wire.http_values import in_the_clear
 from presa_trio.wire.models import JSONObject
 
 #: Opens the authorization URL for the person: a browser, or a printed line.
@@ -222,7 +223,18 @@ async def resource_metadata(
 
 
 async def server_metadata(http: httpx.AsyncClient, issuer: str) -> JSONObject:
-    """RFC 8414 / OpenID metadata of ``issuer``, whose ``issuer`` must be identical."""
+    """RFC 8414 / OpenID metadata of ``issuer``, whose ``issuer`` must be identical.
+
+    An issuer at ``http://`` off loopback is not asked: its metadata endpoint
+    is one of its endpoints, which are served over HTTPS (security-considerations
+    §Communication Security; RFC 8414 §2: the issuer is an ``https`` URL).
+    """
+    try:
+        clear = in_the_clear(issuer)
+    except ValueError:
+        raise SignInFailed(f"the authorization server {issuer!r} is no URL") from None
+    if clear:
+        raise SignInFailed(f"the authorization server {issuer} is not https: refused")
     for url in metadata_urls(issuer):
         document = await get_json(http, url)
         if document is None:
@@ -274,12 +286,12 @@ async def register(
         return preregistered(options.client_id, server, options)
     if options.client_metadata_url and server.get("client_id_metadata_document_supported"):
         return Registration(options.client_metadata_url)
-    endpoint = server.get("registration_endpoint")
-    if not isinstance(endpoint, str):
+    if not isinstance(server.get("registration_endpoint"), str):
         raise SignInFailed(
             "the authorization server offers no registration: "
             "give --client-id (and --client-secret)"
         )
+    endpoint = endpoint_of(server, "registration_endpoint")
     supported = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
     preferred = ["none", "client_secret_basic", "client_secret_post"]
     method = next((m for m in preferred if m in supported), "client_secret_basic")
@@ -431,10 +443,14 @@ def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
 
 
 def endpoint_of(server: JSONObject, name: str) -> str:
-    """The authorization server's endpoint ``name``, an absolute http(s) URL, else the
-    sign-in stops (security-considerations §Communication Security: its endpoints are
-    served over HTTP(S)). The authorization endpoint is opened in the person's browser:
-    a URL of another scheme (``file:``, an application's own) would open something else.
+    """The authorization server's endpoint ``name``, an absolute https URL (http on
+    loopback), else the sign-in stops.
+
+    Spec: security-considerations §Communication Security ("All authorization
+    server endpoints MUST be served over HTTPS"; loopback, where nothing
+    crosses a network, is exempt, as the tests' servers are). The
+    authorization endpoint is opened in the person's browser: a URL of another
+    scheme (``file:``, an application's own) would open something else.
     """
     url = server.get(name)
     try:
@@ -444,6 +460,8 @@ def endpoint_of(server: JSONObject, name: str) -> str:
         usable = False
     if not usable:
         raise SignInFailed(f"the authorization server's metadata has no http(s) {name}: {url!r}")
+    if in_the_clear(str(url)):
+        raise SignInFailed(f"the authorization server's {name} {url} is not https: refused")
     return str(url)
 
 

@@ -4,17 +4,21 @@ Shared by the HTTP edge (:mod:`presa_trio.http`), which reads the headers,
 writes the rejections and admits the loopback names by default, and the
 resource server (:mod:`presa_trio.auth`), which reads ``Authorization``,
 answers 400/401/403/503 with a ``WWW-Authenticate`` challenge, and warns
-about development tokens off loopback: so neither imports the other.
+about development tokens off loopback: so neither imports the other. The
+client's sign-in (:mod:`presa_trio.client.oauth`) refuses what is in the
+clear off loopback by the same test.
 
 Spec: RFC 9110 §5 (fields), §15 (status codes); 2026-07-28
 basic/transports/streamable-http §Security & Endpoint, §Sending Messages;
-spec-notes §4.
+spec-notes §4; basic/authorization/security-considerations §Communication
+Security.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -34,6 +38,19 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return host.lower() == "localhost"
+
+
+def in_the_clear(url: str) -> bool:
+    """Whether ``url`` is plain ``http`` to a host other than loopback.
+
+    Spec: basic/authorization/security-considerations §Communication
+    Security: implementations MUST follow OAuth 2.1 §1.5 (tokens are
+    protected in transit), and "All authorization server endpoints MUST be
+    served over HTTPS"; loopback, where nothing crosses a network, is
+    exempt, as redirect URIs on ``localhost`` are in that same section.
+    """
+    parts = urlsplit(url)
+    return parts.scheme.lower() == "http" and not is_loopback(parts.hostname or "")
 
 
 def authority(host: str, port: int) -> str:

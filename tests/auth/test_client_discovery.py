@@ -273,6 +273,54 @@ async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_brow
     assert "/register" not in issuer.hits
 
 
+#: An authorization server's URL in the clear off loopback (RFC 2606: it resolves nowhere).
+OFF_LOOPBACK = "http://auth.example.invalid"
+
+
+@pytest.mark.parametrize(
+    "member", ["authorization_endpoint", "token_endpoint", "registration_endpoint"]
+)
+async def test_an_endpoint_in_the_clear_off_loopback_stops_the_sign_in_before_the_browser(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    member: str,
+) -> None:
+    """Spec-mandated (security-considerations §Communication Security: "All
+    authorization server endpoints MUST be served over HTTPS"): an endpoint at
+    ``http://`` on a host that is not loopback is refused in one line before anything
+    is sent to it or the person is asked; the tests' loopback server is exempt."""
+    issuer.metadata_changes[member] = f"{OFF_LOOPBACK}/{member}"
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert f"{member} {OFF_LOOPBACK}/{member} is not https" in said
+    assert "Open this URL" not in said
+    assert "/register" not in issuer.hits
+
+
+async def test_an_authorization_server_in_the_clear_off_loopback_is_not_asked(
+    resource: ProtectedResource, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Spec-mandated (security-considerations §Communication Security; RFC 8414 §2: the
+    issuer is an ``https`` URL): a resource whose metadata names an authorization server
+    at ``http://`` off loopback gets no request for that server's metadata."""
+    resource.documents[AT_PATH] = {
+        "resource": resource.url,
+        "authorization_servers": [OFF_LOOPBACK],
+    }
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert f"the authorization server {OFF_LOOPBACK} is not https" in said
+
+
 async def test_an_authorization_server_that_never_answers_is_given_up_on(
     nursery: trio.Nursery, resource: ProtectedResource, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
