@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -532,6 +533,37 @@ class StdioTransport:
                     await self.transcript.append(record.record())
 
 
+#: The escapes of ``$'…'`` (POSIX.1-2024 dollar-single-quotes) for what is written so.
+_DOLLAR_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shell_word(word: str) -> str:
+    """``word`` as a shell reads it back, on one line: as :func:`shlex.quote` quotes it,
+    or, holding a control character (a newline, an escape), as ``$'…'`` with that
+    character escaped, so that a line naming a command stays one line."""
+    if word.isprintable():
+        return shlex.quote(word)
+    return "$'" + "".join(map(_dollar_escaped, word)) + "'"
+
+
+def _dollar_escaped(c: str) -> str:
+    """One character inside ``$'…'``: as it is if printable, else escaped (``\\u`` and
+    ``\\U`` past ASCII, as bash and zsh read them)."""
+    code = ord(c)
+    if c in _DOLLAR_ESCAPES:
+        return _DOLLAR_ESCAPES[c]
+    if c.isprintable():
+        return c
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def command_line(command: Sequence[str]) -> str:
+    """``command`` on one line, each word as :func:`shell_word` writes it."""
+    return " ".join(map(shell_word, command))
+
+
 @asynccontextmanager
 async def open_stdio(
     command: Sequence[str], transcript: Transcript | None = None
@@ -541,7 +573,7 @@ async def open_stdio(
     On leaving, the child's stdin is closed and it has :data:`STDIO_EXIT_GRACE_S`
     to exit before it is killed.
     """
-    where = " ".join(command)
+    where = command_line(command)
     async with trio.open_nursery() as nursery:
         try:
             process: trio.Process = await nursery.start(

@@ -92,6 +92,19 @@ async def test_a_stdio_command_that_is_not_mcp() -> None:
     assert "wrote a line that is no MCP response or notification: hello" in ran.error()
 
 
+async def test_a_stdio_command_with_a_control_character_is_named_on_one_line() -> None:
+    """presa-defined (docs/client.md, For scripts: every failure is one line): the
+    command is named as a shell reads it back, an argument with a newline or another
+    control character as ``$'…'`` with the character escaped."""
+    command = ["/nonexistent/presa-trio server", "two\nlines", "tab\there\x1b"]
+    ran = await client("list", "--stdio", "--", *command)
+    assert ran.status == 2
+    assert ran.error() == (
+        "cannot start '/nonexistent/presa-trio server' $'two\\nlines' $'tab\\there\\x1b': "
+        "No such file or directory"
+    )
+
+
 async def test_the_sdk_server_lists_and_calls_with_typed_arguments(sdk: ServeProcess) -> None:
     discovered = await client("discover", sdk.url)
     assert "server: sdk-fixture 2.3.0" in discovered.stdout, discovered.stderr
