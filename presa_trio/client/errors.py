@@ -87,6 +87,12 @@ class RequestError(ProtocolFailure):
         else:  # basic/index §Error Responses: an error has an integer code
             super().__init__(f"{method}: an error that is no JSON-RPC error object: {sent!r}")
 
+    @property
+    def retryable(self) -> bool:
+        """Whether the error's ``data`` says ``retryable: true``: the same request may
+        succeed later (presa's limits and an unavailable store, spec-notes §31)."""
+        return isinstance(self.data, dict) and self.data.get("retryable") is True
+
     def document(self) -> JSONObject:
         """With the JSON-RPC error as the server sent it, under ``"jsonrpc"``."""
         sent = {"code": self.code, "message": self.message}

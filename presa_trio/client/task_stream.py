@@ -7,7 +7,8 @@ reading of the payload (presa's own types in words, partial content as
 text, any other payload as compact JSON). Events the client will never
 see (``events_gone``, or a server that skipped them) are said on stderr,
 and the seqs on stdout jump where they were. A cut stream is resumed from
-the last event printed (:class:`~presa_trio.client.events.TaskEvents`).
+the last event printed (:class:`~presa_trio.client.events.TaskEvents`), and
+so is one the server refused for now (:func:`follow_refused`).
 
 The command ends when the task's log closes, with the exit status
 ``task wait`` gives the task's outcome (:func:`~presa_trio.client.follow.ended_status`);
@@ -21,9 +22,12 @@ Payloads are shown as the server sent them, as tool results are
 
 from __future__ import annotations
 
-from presa_trio.client.events import Lost, TaskEvents, is_terminal
+import trio
+
+from presa_trio.client.errors import RequestError
+from presa_trio.client.events import Handler, Lost, TaskEvents, is_terminal
 from presa_trio.client.follow import TaskFollower, ended_status, poll_seconds
-from presa_trio.client.output import block_line, compact
+from presa_trio.client.output import Console, block_line, compact
 from presa_trio.client.transport import object_at
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.tasks import (
@@ -32,6 +36,9 @@ from presa_trio.wire.tasks import (
     PARTIAL_CONTENT_EVENT,
     STATUS_EVENT,
 )
+
+#: Seconds the wait between two tries of a refused stream grows to at most.
+LONGEST_RETRY_S = 10.0
 
 
 def payload_text(kind: object, payload: JSONObject) -> str:
@@ -72,5 +79,34 @@ async def stream_task(follower: TaskFollower, task: JSONObject, after: int | Non
         else:
             console.line(item, event_text(item))
 
-    ended = await events.follow(show)
+    ended = await follow_refused(events, show, console)
     return ended_status(await follower.outcome(task_id, ended), console)
+
+
+async def follow_refused(events: TaskEvents, handle: Handler, console: Console) -> JSONObject:
+    """``events.follow(handle)``, tried again after an error the server marks retryable.
+
+    A refusal for now (presa's -32603 ``data.retryable: true``: too many
+    streams, over HTTP 429 or 503, or a store that cannot be reached) is said
+    on stderr and the stream resumed after the last event handed on, as after
+    a cut; the wait doubles from the task's poll interval up to
+    :data:`LONGEST_RETRY_S`. Refusals that have gone on for the connection's
+    ``--timeout`` with no event between end the command with the last one.
+    """
+    refused_since: float | None = None
+    wait = events.retry_s
+    while True:
+        before = events.cursor
+        try:
+            return await events.follow(handle)
+        except RequestError as error:
+            if not error.retryable:
+                raise
+            now = trio.current_time()
+            if refused_since is None or events.cursor != before:
+                refused_since, wait = now, events.retry_s
+            elif now - refused_since >= events.connection.timeout_s:
+                raise
+            console.note(f"{error}; trying again in {wait:g} s")
+            await trio.sleep(wait)
+            wait = min(wait * 2, LONGEST_RETRY_S)

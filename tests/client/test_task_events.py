@@ -259,6 +259,61 @@ async def test_a_stream_cut_by_a_server_restart_waits_for_the_server_and_resumes
     assert_every_event_once(watched, record, task_id)
 
 
+async def test_a_stream_refused_for_now_is_tried_again_and_prints_every_event(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (docs/client.md, Following a task's events; spec-notes §31: a
+    retryable -32603, over HTTP 429 for the caller's own limit): with one stream
+    allowed per client, a second ``task stream`` is refused while the first is open; it
+    says so on stderr and tries again, with backoff, until the first stream has ended,
+    then prints every event of its task once and exits as the task ended. Refusals
+    that go on for ``--timeout`` end the command with the refusal as its line."""
+    limit = ("--task-events", "--task-events-max-streams-per-client", "1")
+    with trio.fail_after(60):
+        async with presa_serve(*limit) as served, trio.open_nursery() as nursery:
+            parked = await detached(served.url, "confirm_delete", "filename=a.txt")
+            done = await detached(served.url, "slow_compute", "seconds=0")
+            holder = streaming_client(served.url, parked, tmp_path, tmp_path / "held.jsonl")
+            async with holder as held:
+                await held.read_until(3)
+                command = client_command("task", "stream", served.url, done, "--json")
+                waiting: trio.Process = await nursery.start(
+                    partial(
+                        trio.run_process,
+                        command,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        check=False,
+                        cwd=REPOSITORY,
+                        env=client_environment(),
+                    )
+                )
+                assert waiting.stderr is not None
+                assert waiting.stdout is not None
+                said = b""
+                while b"trying again" not in said:
+                    chunk = await waiting.stderr.receive_some()
+                    assert chunk, said.decode()
+                    said += chunk
+                bounded = await client("task", "stream", served.url, done, "--timeout", "1")
+                assert bounded.status == 3
+                assert "Too many task event streams" in bounded.error()
+                await answer(served.url, parked)
+                await held.read_until(0)
+                assert await held.process.wait() == 0, held.errors.read_text()
+            printed = b""
+            async for chunk in waiting.stdout:
+                printed += chunk
+            async for chunk in waiting.stderr:
+                said += chunk
+            assert await waiting.wait() == 0, said.decode()
+    events = lines_of(printed.decode())
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[-1]["payload"]["status"] == "completed"
+    assert "-32603: Too many task event streams open for this client" in said.decode()
+    assert "presa-trio: error" not in said.decode()
+
+
 async def test_call_follows_a_task_by_its_events_when_the_server_offers_them(
     streaming: ServeProcess, tmp_path: Path
 ) -> None:
