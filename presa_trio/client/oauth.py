@@ -223,12 +223,9 @@ async def resource_metadata(
 
 
 async def server_metadata(http: httpx.AsyncClient, issuer: str) -> JSONObject:
-    """RFC 8414 / OpenID metadata of ``issuer``, whose ``issuer`` must be identical.
-
-    An issuer at ``http://`` off loopback is not asked: its metadata endpoint
-    is one of its endpoints, which are served over HTTPS (security-considerations
-    §Communication Security; RFC 8414 §2: the issuer is an ``https`` URL).
-    """
+    """RFC 8414 / OpenID metadata of ``issuer``, whose ``issuer`` must be identical; one
+    at ``http://`` off loopback is not asked (security-considerations §Communication
+    Security: every endpoint over HTTPS; RFC 8414 §2: the issuer is an ``https`` URL)."""
     try:
         clear = in_the_clear(issuer)
     except ValueError:
