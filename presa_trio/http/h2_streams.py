@@ -1,24 +1,32 @@
-"""HTTP/2 DATA for a stream whose response is complete: dropped, never a crash.
+"""hypercorn's HTTP/2 protocol, mended where a client's timing could break the server.
 
-A server may send its complete response before the client has sent its
-whole request, and may then reset the stream with ``NO_ERROR`` so the
-client stops sending (RFC 9113 §8.1). presa answers early whenever it can:
-a body over ``--max-body`` is 413 at its ``content-length`` or at the frame
-that goes past it, a wrong ``Content-Type`` or ``Accept`` is answered from
-the head alone. The client's DATA frames already on their way still come.
+hypercorn 0.18 keeps, per stream, the stream itself (until its response is
+complete) and a buffer of the response's bytes (until they are written).
+Two moments of an HTTP/2 connection found it wanting:
 
-hypercorn 0.18 forgets a stream as soon as its response is complete, and
-looks the stream up for every DATA frame it receives: a frame that comes
-later raised ``KeyError`` from the connection's task, and on hypercorn's
-Trio worker that ends the server's nursery, so one client stopped the
-whole process. The same lookup failed for a stream hypercorn itself reset
-during a shutdown, when its DATA came in the same read as its head.
+- **DATA after the response.** A server may send its complete response
+  before the client has sent its whole request, and may then reset the
+  stream with ``NO_ERROR`` so the client stops sending (RFC 9113 §8.1).
+  presa answers early whenever it can: a body over ``--max-body`` is 413 at
+  its ``content-length`` or at the frame that goes past it, a wrong
+  ``Content-Type`` or ``Accept`` is answered from the head alone. hypercorn
+  looked the finished stream up for the client's next DATA frame and raised
+  ``KeyError`` from the connection's task, which on hypercorn's Trio worker
+  ends the server's nursery: one client stopped the whole process. (So did
+  DATA that came in the same read as a head hypercorn refused while
+  shutting down.) Such a frame is now dropped: its bytes are acknowledged,
+  so the connection's flow-control window does not shrink for good, and a
+  stream still open on the client's side is reset with ``NO_ERROR``, once.
+- **The connection lost mid-response.** The app's last ``send`` waits until
+  the response's buffer is written out. When the connection ended first,
+  hypercorn stopped writing and left the buffers as they were, so that
+  ``send`` never returned: the request, its nursery and its connection's
+  tasks stayed until the shutdown grace ran out (the app does not cancel its
+  last ``send``: :func:`presa_trio.http.exchange.watch_disconnect`). Every
+  buffer is now closed with the connection, which ends those waits.
 
-:func:`install` has hypercorn run every HTTP/2 connection (prior
-knowledge and upgrade alike) as :class:`FinishedStreamsProtocol`, which
-drops such a frame: its bytes are acknowledged, so the connection's flow
-control window does not shrink for good, and a stream still open on the
-client's side is reset with ``NO_ERROR``, once.
+:func:`install` has hypercorn run every HTTP/2 connection (prior knowledge
+and upgrade alike) as :class:`MendedH2Protocol`.
 """
 
 from __future__ import annotations
@@ -26,11 +34,18 @@ from __future__ import annotations
 import h2.events
 import hypercorn.protocol
 from h2.errors import ErrorCodes
+from hypercorn.events import Closed, Event
 from hypercorn.protocol.h2 import H2Protocol
 
 
-class FinishedStreamsProtocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol, but DATA for a stream it has let go of is dropped."""
+class MendedH2Protocol(H2Protocol):
+    """hypercorn's HTTP/2 protocol; see the module's docstring for what differs."""
+
+    async def handle(self, event: Event) -> None:
+        await super().handle(event)
+        if isinstance(event, Closed):
+            for buffer in list(self.stream_buffers.values()):
+                await buffer.close()  # its bytes can no longer be written
 
     async def _handle_events(self, events: list[h2.events.Event]) -> None:
         # One event at a time: a response completed while an earlier event of
@@ -53,6 +68,6 @@ class FinishedStreamsProtocol(H2Protocol):
 
 
 def install() -> None:
-    """Have hypercorn make its HTTP/2 connections as :class:`FinishedStreamsProtocol`."""
+    """Have hypercorn make its HTTP/2 connections as :class:`MendedH2Protocol`."""
     # The name hypercorn's ProtocolWrapper makes every HTTP/2 connection by.
-    hypercorn.protocol.H2Protocol = FinishedStreamsProtocol  # type: ignore[attr-defined]
+    hypercorn.protocol.H2Protocol = MendedH2Protocol  # type: ignore[attr-defined]
