@@ -21,7 +21,7 @@ import trio
 from h2.errors import ErrorCodes
 
 from presa_trio.testing import request
-from tests.e2e.raw_http import H2Client, H11Client
+from tests.e2e.raw_http import H2Client, H11Client, wire_headers
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
 DISCOVER = request("server/discover")
@@ -114,4 +114,52 @@ async def test_http2_responses_under_way_when_the_connection_drops_all_end(
                 await client.post(DISCOVER)
             await client.aclose()
         await until_none_in_flight(served)
+    assert_no_traceback(served)
+
+
+def refused_early(refusal: str) -> list[Any]:
+    """A request presa refuses from its head alone, with a body: a GET (405), or a
+    POST whose body is not JSON (415)."""
+    body = b"hello"
+    sent = [*wire_headers(DISCOVER), ("content-length", str(len(body)))]
+    if refusal == "405":
+        head = h11.Request(method="GET", target="/mcp", headers=sent)
+    else:
+        typed = [(n, "text/plain" if n == "content-type" else v) for n, v in sent]
+        head = h11.Request(method="POST", target="/mcp", headers=typed)
+    return [head, h11.Data(data=body), h11.EndOfMessage()]
+
+
+@pytest.mark.parametrize(
+    ("refusal", "reason"),
+    [("405", b"Only POST is supported"), ("415", b"Content-Type must be application/json")],
+)
+async def test_an_http1_refusal_before_the_body_is_whole_even_with_a_request_after_it(
+    served: ServeProcess, refusal: str, reason: bytes
+) -> None:
+    """RFC 9112 §9.6 (a server that says ``close`` closes the connection after that
+    response, and processes no further request on it) and §9.3 (a client may pipeline):
+    a request refused from its head, sent with its body and a next request in one
+    write, is answered whole, with ``Connection: close``; the next request is not
+    answered, the connection ends, and the server logs no traceback. (hypercorn read
+    the next request's bytes while the refusal was being written, found them past a
+    ``close`` and ended the connection between the refusal's head and its body: the
+    client got a head promising 22 bytes and no body, and the log a traceback.)"""
+    client = await H11Client.connect(port_of(served))
+    data = b"".join(client.connection.send(event) or b"" for event in refused_early(refusal))
+    following = h11.Connection(h11.CLIENT)
+    body = json.dumps(DISCOVER).encode()
+    after = [*wire_headers(DISCOVER), ("content-length", str(len(body)))]
+    data += following.send(h11.Request(method="POST", target="/mcp", headers=after)) or b""
+    with trio.fail_after(10):
+        await client.stream.send_all(data + body)
+        response = await client.next_event()
+        assert isinstance(response, h11.Response)
+        chunks = []
+        while not isinstance(event := await client.next_event(), h11.EndOfMessage):
+            chunks.append(event.data)
+        assert await client.closed_by_server()
+    await client.aclose()
+    assert (response.status_code, b"".join(chunks)) == (int(refusal), reason)
+    assert (b"connection", b"close") in response.headers
     assert_no_traceback(served)

@@ -1,8 +1,24 @@
-"""hypercorn's HTTP/2 protocol, mended where a client's timing could break the server.
+"""hypercorn's HTTP/1.1 and HTTP/2 protocols, mended where a client's timing broke them.
 
-hypercorn 0.18 keeps, per stream, the stream itself (until its response is
-complete) and a buffer of the response's bytes (until they are written).
-Two moments of an HTTP/2 connection found it wanting:
+:func:`install` has hypercorn run every connection with these protocols
+(HTTP/2 by prior knowledge and by upgrade alike).
+
+**HTTP/1.1, bytes after a request answered with ``close``.** A client may
+send its next request before the response to the last has come (RFC 9112
+§9.3). presa answers some requests from their head alone, before their body
+is read (a GET is 405, a body not JSON 415, …), with ``Connection: close``,
+after which the server processes no further request and closes the
+connection once the response is sent (RFC 9112 §9.6). hypercorn went on
+reading while the response was written: bytes after the refused request
+were an error to its parser, on which it closed the connection at once,
+between the response's head and its body. The client got a head and no
+body, and the log a traceback (the app's write ran into the close).
+:class:`MendedH11Protocol` parses nothing past such a request until the
+response is sent; the connection then closes, the bytes unprocessed.
+
+**HTTP/2.** hypercorn 0.18 keeps, per stream, the stream itself (until its
+response is complete) and a buffer of the response's bytes (until they are
+written). Two moments of an HTTP/2 connection found it wanting:
 
 - **DATA after the response.** A server may send its complete response
   before the client has sent its whole request, and may then reset the
@@ -24,18 +40,43 @@ Two moments of an HTTP/2 connection found it wanting:
   tasks stayed until the shutdown grace ran out (the app does not cancel its
   last ``send``: :func:`presa_trio.http.exchange.watch_disconnect`). Every
   buffer is now closed with the connection, which ends those waits.
-
-:func:`install` has hypercorn run every HTTP/2 connection (prior knowledge
-and upgrade alike) as :class:`MendedH2Protocol`.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import h2.events
+import h11
 import hypercorn.protocol
 from h2.errors import ErrorCodes
 from hypercorn.events import Closed, Event
 from hypercorn.protocol.h2 import H2Protocol
+from hypercorn.protocol.h11 import H11Protocol
+
+#: The server's states while it writes a response.
+WRITING = (h11.SEND_RESPONSE, h11.SEND_BODY)
+
+
+class CloseAwareConnection(h11.Connection):
+    """h11's server side, which parses nothing past a request the response closes on."""
+
+    def next_event(self) -> Any:
+        """``PAUSED`` while a response that ends the connection is being sent, if the
+        client has sent more: what it sent will not be processed (RFC 9112 §9.6)."""
+        if self.their_state is h11.MUST_CLOSE and self.our_state in WRITING:
+            return h11.PAUSED
+        return super().next_event()
+
+
+class MendedH11Protocol(H11Protocol):
+    """hypercorn's HTTP/1.1 protocol, on a :class:`CloseAwareConnection`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connection = CloseAwareConnection(
+            h11.SERVER, max_incomplete_event_size=self.config.h11_max_incomplete_size
+        )
 
 
 class MendedH2Protocol(H2Protocol):
@@ -68,6 +109,8 @@ class MendedH2Protocol(H2Protocol):
 
 
 def install() -> None:
-    """Have hypercorn make its HTTP/2 connections as :class:`MendedH2Protocol`."""
-    # The name hypercorn's ProtocolWrapper makes every HTTP/2 connection by.
+    """Have hypercorn make its connections as :class:`MendedH11Protocol` and
+    :class:`MendedH2Protocol`."""
+    # The names hypercorn's ProtocolWrapper makes every connection by.
+    hypercorn.protocol.H11Protocol = MendedH11Protocol  # type: ignore[attr-defined]
     hypercorn.protocol.H2Protocol = MendedH2Protocol  # type: ignore[attr-defined]
