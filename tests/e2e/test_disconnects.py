@@ -21,6 +21,7 @@ import trio
 from h2.errors import ErrorCodes
 
 from presa_trio.testing import request
+from tests.e2e.peers import TASKS
 from tests.e2e.raw_http import H2Client, H11Client, wire_headers
 from tests.e2e.serve_process import ServeProcess, presa_serve
 
@@ -31,7 +32,10 @@ MAX_BODY = 1000
 
 @pytest.fixture
 async def served() -> AsyncIterator[ServeProcess]:
-    arguments = ["tests.e2e.holding_server:server", "--max-body", str(MAX_BODY), "--metrics"]
+    arguments = [
+        *("tests.e2e.holding_server:server", "--max-body", str(MAX_BODY)),
+        *("--metrics", "--task-events"),
+    ]
     async with presa_serve(*arguments) as process:
         yield process
 
@@ -60,6 +64,15 @@ async def until_none_in_flight(served: ServeProcess) -> None:
         if not await in_flight(served):
             return
         await trio.sleep(0.05)
+
+
+def hold(tool: str, label: str, **arguments: Any) -> dict[str, Any]:
+    """A ``tools/call`` of a :mod:`tests.e2e.holding_server` tool; ``hold`` streams its
+    progress, so its answer is an event stream."""
+    params: dict[str, Any] = {"name": tool, "arguments": {"label": label, **arguments}}
+    message = request("tools/call", params, capabilities=TASKS)
+    message["params"]["_meta"]["progressToken"] = label
+    return message
 
 
 def assert_no_traceback(served: ServeProcess) -> None:
@@ -162,4 +175,63 @@ async def test_an_http1_refusal_before_the_body_is_whole_even_with_a_request_aft
     await client.aclose()
     assert (response.status_code, b"".join(chunks)) == (int(refusal), reason)
     assert (b"connection", b"close") in response.headers
+    assert_no_traceback(served)
+
+
+async def test_a_client_leaving_cancels_its_request_and_nothing_else(
+    served: ServeProcess,
+) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Transport-Specific Cancellation;
+    streamable-http §Cancellation): a client that closes its HTTP/1.1 connection, or
+    resets its HTTP/2 stream, mid-request cancels that request's work, whether its
+    answer is an event stream already open or plain JSON not yet begun; the other
+    streams of the HTTP/2 connection run on and it serves new ones. A task is not its
+    creating request's work, nor its event stream's: a ``tasks/stream`` reset leaves
+    the task to finish. Every request of the run has ended when it is over."""
+    port = port_of(served)
+    with trio.fail_after(30):
+        for tool, label in (("hold", "h1-stream"), ("hold_quiet", "h1-quiet")):
+            client = await H11Client.connect(port)
+            message = hold(tool, label)
+            body = json.dumps(message).encode()
+            await client.send(
+                h11.Request(
+                    method="POST",
+                    target="/mcp",
+                    headers=[
+                        *wire_headers(message, **{"mcp-name": tool}),
+                        ("content-length", str(len(body))),
+                    ],
+                )
+            )
+            await client.send(h11.Data(data=body))
+            await served.wait_for_line(f"hold {label} started")
+            await client.aclose()
+            await served.wait_for_line(f"hold {label} cancelled")
+        h2 = await H2Client.connect(port)
+        streams = {}
+        for tool, label in (("hold", "a"), ("hold_quiet", "b"), ("hold", "c")):
+            streams[label] = await h2.post(hold(tool, label), **{"mcp-name": tool})
+            await served.wait_for_line(f"hold {label} started")
+        for label in ("a", "b"):
+            h2.connection.reset_stream(streams[label])
+            await h2.flush()
+            await served.wait_for_line(f"hold {label} cancelled")
+        assert (await h2.answer(await h2.post(DISCOVER))).status == 200
+        assert not [line for line in served.lines if "hold c cancelled" in line]
+        created = await h2.answer(
+            await h2.post(hold("task_hold", "t", seconds=1.0), **{"mcp-name": "task_hold"})
+        )
+        task_id = created.json()["result"]["taskId"]
+        watch = request("tasks/stream", {"taskId": task_id}, capabilities=TASKS)
+        watching = await h2.post(watch, **{"mcp-name": task_id})
+        while watching not in h2.bodies:
+            assert await h2.read()
+        h2.connection.reset_stream(watching)
+        await h2.flush()
+        await h2.aclose()
+        await served.wait_for_line("hold c cancelled")
+        await served.wait_for_line("task_hold t (done|cancelled)")
+        await until_none_in_flight(served)
+    assert "task_hold t done" in served.stderr
     assert_no_traceback(served)
