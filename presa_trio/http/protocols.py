@@ -63,8 +63,16 @@ class CloseAwareConnection(h11.Connection):
 
     def next_event(self) -> Any:
         """``PAUSED`` while a response that ends the connection is being sent, if the
-        client has sent more: what it sent will not be processed (RFC 9112 §9.6)."""
-        if self.their_state is h11.MUST_CLOSE and self.our_state in WRITING:
+        client has sent more: what it sent will not be processed (RFC 9112 §9.6).
+
+        With nothing more sent, the parser goes on as before: the end of the
+        client's stream is read, and is the request's cancellation.
+        """
+        if (
+            self.their_state is h11.MUST_CLOSE
+            and self.our_state in WRITING
+            and self.trailing_data[0]
+        ):
             return h11.PAUSED
         return super().next_event()
 

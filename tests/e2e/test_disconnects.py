@@ -185,12 +185,17 @@ async def test_a_client_leaving_cancels_its_request_and_nothing_else(
     streamable-http §Cancellation): a client that closes its HTTP/1.1 connection, or
     resets its HTTP/2 stream, mid-request cancels that request's work, whether its
     answer is an event stream already open or plain JSON not yet begun; the other
-    streams of the HTTP/2 connection run on and it serves new ones. A task is not its
+    streams of the HTTP/2 connection run on (a request that said ``Connection: close``
+    is cancelled as well) and it serves new ones. A task is not its
     creating request's work, nor its event stream's: a ``tasks/stream`` reset leaves
     the task to finish. Every request of the run has ended when it is over."""
     port = port_of(served)
     with trio.fail_after(30):
-        for tool, label in (("hold", "h1-stream"), ("hold_quiet", "h1-quiet")):
+        for tool, label, close in (
+            ("hold", "h1-stream", {}),
+            ("hold_quiet", "h1-quiet", {}),
+            ("hold_quiet", "h1-quiet-close", {"connection": "close"}),
+        ):
             client = await H11Client.connect(port)
             message = hold(tool, label)
             body = json.dumps(message).encode()
@@ -199,7 +204,7 @@ async def test_a_client_leaving_cancels_its_request_and_nothing_else(
                     method="POST",
                     target="/mcp",
                     headers=[
-                        *wire_headers(message, **{"mcp-name": tool}),
+                        *wire_headers(message, **{"mcp-name": tool}, **close),
                         ("content-length", str(len(body))),
                     ],
                 )
