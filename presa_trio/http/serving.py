@@ -39,6 +39,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.typing import ASGIFramework
 from hypercorn.utils import repr_socket_addr, wrap_app
 
+from presa_trio.http import protocols
 from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
@@ -120,6 +121,7 @@ async def serve_http(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     config.graceful_timeout = shutdown_grace
+    protocols.install()
     sockets = inherited_sockets() or config.create_sockets()  # a worker's is given
     try:
         bound_port = sockets.insecure_sockets[0].getsockname()[1]

@@ -150,3 +150,76 @@ async def h2_requests(
                     run.unanswered.append(event.stream_id)
                 elif isinstance(event, h2.events.ConnectionTerminated):
                     run.goaway_last_stream = event.last_stream_id
+
+
+@attrs.define(eq=False)
+class H2Client:
+    """One h2c connection (prior knowledge) whose streams a test drives frame by frame."""
+
+    stream: trio.SocketStream
+    connection: h2.connection.H2Connection
+    #: Per stream: the response head's status, its body so far, whether it ended.
+    statuses: dict[int, int] = attrs.field(factory=dict)
+    bodies: dict[int, bytearray] = attrs.field(factory=dict)
+    ended: set[int] = attrs.field(factory=set)
+    #: The streams the server reset, with its error code.
+    reset: dict[int, int] = attrs.field(factory=dict)
+
+    @classmethod
+    async def connect(cls, port: int) -> H2Client:
+        connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        connection.initiate_connection()
+        client = cls(await trio.open_tcp_stream("127.0.0.1", port), connection)
+        await client.flush()
+        return client
+
+    async def flush(self) -> None:
+        await self.stream.send_all(self.connection.data_to_send())
+
+    async def open(self, message: dict[str, Any], **extra: str) -> int:
+        """Send ``message``'s head alone (no ``content-length``); the new stream's id."""
+        stream_id: int = self.connection.get_next_available_stream_id()
+        sent = [(name, value) for name, value in wire_headers(message, **extra) if name != "host"]
+        pseudo = [(":method", "POST"), (":scheme", "http"), (":authority", "localhost")]
+        self.connection.send_headers(stream_id, [*pseudo, (":path", "/mcp"), *sent])
+        await self.flush()
+        return stream_id
+
+    async def send_body(self, stream_id: int, body: bytes, *, end: bool) -> None:
+        self.connection.send_data(stream_id, body, end_stream=end)
+        await self.flush()
+
+    async def post(self, message: dict[str, Any], **extra: str) -> int:
+        """Send ``message`` whole on a new stream; its id."""
+        stream_id = await self.open(message, **extra)
+        await self.send_body(stream_id, json.dumps(message).encode(), end=True)
+        return stream_id
+
+    async def read(self) -> bool:
+        """Read once and take in what came; False once the server closed the connection."""
+        data = await self.stream.receive_some(65536)
+        if not data:
+            return False
+        for event in self.connection.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                self.statuses[event.stream_id] = int(dict(event.headers)[b":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                self.bodies.setdefault(event.stream_id, bytearray()).extend(event.data)
+                self.connection.acknowledge_received_data(
+                    event.flow_controlled_length, event.stream_id
+                )
+            elif isinstance(event, h2.events.StreamEnded):
+                self.ended.add(event.stream_id)
+            elif isinstance(event, h2.events.StreamReset):
+                self.reset[event.stream_id] = event.error_code
+        await self.flush()
+        return True
+
+    async def answer(self, stream_id: int) -> Answer:
+        """Read until ``stream_id``'s response has ended; that response."""
+        while stream_id not in self.ended:
+            assert await self.read(), "the server closed the connection"
+        return Answer(self.statuses[stream_id], {}, bytes(self.bodies.get(stream_id, b"")))
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()

@@ -1,0 +1,124 @@
+"""hypercorn's HTTP/1.1 and HTTP/2 protocols, mended where a client's timing broke them.
+
+:func:`install` has hypercorn run every connection with these protocols
+(HTTP/2 by prior knowledge and by upgrade alike).
+
+**HTTP/1.1, bytes after a request answered with ``close``.** A client may
+send its next request before the response to the last has come (RFC 9112
+§9.3). presa answers some requests from their head alone, before their body
+is read (a GET is 405, a body not JSON 415, …), with ``Connection: close``,
+after which the server processes no further request and closes the
+connection once the response is sent (RFC 9112 §9.6). hypercorn went on
+reading while the response was written: bytes after the refused request
+were an error to its parser, on which it closed the connection at once,
+between the response's head and its body. The client got a head and no
+body, and the log a traceback (the app's write ran into the close).
+:class:`MendedH11Protocol` parses nothing past such a request until the
+response is sent; the connection then closes, the bytes unprocessed.
+
+**HTTP/2.** hypercorn 0.18 keeps, per stream, the stream itself (until its
+response is complete) and a buffer of the response's bytes (until they are
+written). Two moments of an HTTP/2 connection found it wanting:
+
+- **DATA after the response.** A server may send its complete response
+  before the client has sent its whole request, and may then reset the
+  stream with ``NO_ERROR`` so the client stops sending (RFC 9113 §8.1).
+  presa answers early whenever it can: a body over ``--max-body`` is 413 at
+  its ``content-length`` or at the frame that goes past it, a wrong
+  ``Content-Type`` or ``Accept`` is answered from the head alone. hypercorn
+  looked the finished stream up for the client's next DATA frame and raised
+  ``KeyError`` from the connection's task, which on hypercorn's Trio worker
+  ends the server's nursery: one client stopped the whole process. (So did
+  DATA that came in the same read as a head hypercorn refused while
+  shutting down.) Such a frame is now dropped: its bytes are acknowledged,
+  so the connection's flow-control window does not shrink for good, and a
+  stream still open on the client's side is reset with ``NO_ERROR``, once.
+- **The connection lost mid-response.** The app's last ``send`` waits until
+  the response's buffer is written out. When the connection ended first,
+  hypercorn stopped writing and left the buffers as they were, so that
+  ``send`` never returned: the request, its nursery and its connection's
+  tasks stayed until the shutdown grace ran out (the app does not cancel its
+  last ``send``: :func:`presa_trio.http.exchange.watch_disconnect`). Every
+  buffer is now closed with the connection, which ends those waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import h2.events
+import h11
+import hypercorn.protocol
+from h2.errors import ErrorCodes
+from hypercorn.events import Closed, Event
+from hypercorn.protocol.h2 import H2Protocol
+from hypercorn.protocol.h11 import H11Protocol
+
+#: The server's states while it writes a response.
+WRITING = (h11.SEND_RESPONSE, h11.SEND_BODY)
+
+
+class CloseAwareConnection(h11.Connection):
+    """h11's server side, which parses nothing past a request the response closes on."""
+
+    def next_event(self) -> Any:
+        """``PAUSED`` while a response that ends the connection is being sent, if the
+        client has sent more: what it sent will not be processed (RFC 9112 §9.6).
+
+        With nothing more sent, the parser goes on as before: the end of the
+        client's stream is read, and is the request's cancellation.
+        """
+        if (
+            self.their_state is h11.MUST_CLOSE
+            and self.our_state in WRITING
+            and self.trailing_data[0]
+        ):
+            return h11.PAUSED
+        return super().next_event()
+
+
+class MendedH11Protocol(H11Protocol):
+    """hypercorn's HTTP/1.1 protocol, on a :class:`CloseAwareConnection`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connection = CloseAwareConnection(
+            h11.SERVER, max_incomplete_event_size=self.config.h11_max_incomplete_size
+        )
+
+
+class MendedH2Protocol(H2Protocol):
+    """hypercorn's HTTP/2 protocol; see the module's docstring for what differs."""
+
+    async def handle(self, event: Event) -> None:
+        await super().handle(event)
+        if isinstance(event, Closed):
+            for buffer in list(self.stream_buffers.values()):
+                await buffer.close()  # its bytes can no longer be written
+
+    async def _handle_events(self, events: list[h2.events.Event]) -> None:
+        # One event at a time: a response completed while an earlier event of
+        # the batch was handled lets go of its stream before the next is looked at.
+        for event in events:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
+                self.drop(event)
+            else:
+                await super()._handle_events([event])
+        await self._flush()
+
+    def drop(self, event: h2.events.DataReceived) -> None:
+        """Acknowledge the frame's bytes; reset its stream if the client may send more."""
+        stream_id = event.stream_id
+        assert stream_id is not None  # DATA always names its stream
+        self.connection.acknowledge_received_data(event.flow_controlled_length, stream_id)
+        stream = self.connection.streams.get(stream_id)
+        if stream is not None and not stream.closed:
+            self.connection.reset_stream(stream_id, ErrorCodes.NO_ERROR)
+
+
+def install() -> None:
+    """Have hypercorn make its connections as :class:`MendedH11Protocol` and
+    :class:`MendedH2Protocol`."""
+    # The names hypercorn's ProtocolWrapper makes every connection by.
+    hypercorn.protocol.H11Protocol = MendedH11Protocol  # type: ignore[attr-defined]
+    hypercorn.protocol.H2Protocol = MendedH2Protocol  # type: ignore[attr-defined]
