@@ -179,6 +179,22 @@ async def test_state_keys_from_the_environment_are_checked_too(keys: str) -> Non
         assert "cannot listen on no-such-host.invalid" in stderr
 
 
+async def test_a_transcript_made_at_start_is_readable_by_its_owner_alone(tmp_path: Path) -> None:
+    """Spec-mandated (client/elicitation §Statefulness: "State storage MUST be protected
+    against unauthorized access"): ``serve --transcript FILE`` makes FILE at start, before
+    it listens, mode 0600 whatever the umask: it will hold every caller's exchanges."""
+    path = tmp_path / "t.jsonl"
+    before = os.umask(0o022)
+    try:
+        status, _, stderr = await presa(
+            "serve", "--transcript", str(path), "--host", "no-such-host.invalid"
+        )
+    finally:
+        os.umask(before)
+    assert (status, "cannot listen on no-such-host.invalid" in stderr) == (2, True), stderr
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
 async def test_a_transcript_that_is_not_one_is_refused(tmp_path: Path) -> None:
     """presa-defined (command line): ``presa-trio transcript`` on a file of another kind."""
     other = tmp_path / "other.jsonl"

@@ -77,6 +77,7 @@ from presa_trio.server.faults import ServerFailed
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
+from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
@@ -227,7 +228,8 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         "--transcript",
         type=Path,
         metavar="FILE",
-        help="append every HTTP exchange to FILE as JSON lines (default: off)",
+        help="append every HTTP exchange to FILE as JSON lines; a FILE it creates is mode 0600 "
+        "(default: off)",
     )
 
 
@@ -316,8 +318,7 @@ async def on_store(
 
 def check_writable(path: Path) -> None:
     try:
-        with path.open("a", encoding="utf-8"):
-            pass
+        TranscriptFile(path).check()
     except OSError as error:
         raise UsageError(f"cannot write the transcript {path}: {error.strerror}") from None
 
