@@ -87,6 +87,14 @@ MISTAKES = {
         ["stdio", "--task-events", "examples.hello_server:server"],
         "--task-events needs a server with the Tasks extension",
     ),
+    "an event stream option with streams off": (
+        ["serve", "--task-events-max-age", "60", "--task-events-max", "10"],
+        "--task-events-max-age needs --task-events (task event streams are off)",
+    ),
+    "an event stream option with streams off, over stdio": (
+        ["stdio", "--task-events-max-streams=5"],
+        "--task-events-max-streams needs --task-events",
+    ),
     "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
     "no streams": (
         ["serve", "--task-events-max-streams-per-client", "0"],

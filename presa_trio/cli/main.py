@@ -58,6 +58,7 @@ from presa_trio.cli.target import TargetError, load_server
 from presa_trio.cli.task_options import (
     add_limit_options,
     add_task_event_options,
+    check_task_event_options,
     use_limits,
     use_task_events,
 )
@@ -407,6 +408,7 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    check_task_event_options(args)
     if args.command == "serve" and args.workers != 1:
         # What the parent can check is checked once here, not once per worker.
         state_sealer(args.state_key)
