@@ -52,6 +52,7 @@ from presa_trio.cli.option_values import (
     port_number,
     positive_seconds,
     seconds,
+    stream_count,
     worker_count,
 )
 from presa_trio.cli.target import TargetError, load_server
@@ -75,6 +76,7 @@ from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.workers import ServeRefused, serve_workers
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
+from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
@@ -151,6 +153,15 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long a running task's lease lasts unless renewed; after a crash its tasks "
         "are recovered once it expires; 0.1 to 86400 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--listen-max-streams-per-client",
+        type=stream_count,
+        default=DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+        metavar="N",
+        help="most open subscriptions/listen requests of one client on this process: its "
+        "principal with authorization, else its IP address (over stdio, the pipe); one more "
+        "is a retryable -32603 (over HTTP 429, with Retry-After) (default: %(default)s)",
     )
 
 
@@ -361,9 +372,10 @@ def serve(args: argparse.Namespace, server: Server) -> None:
 
 
 def server_to_serve(args: argparse.Namespace) -> Server:
-    """The server ``serve`` or ``stdio`` runs: built, its task events on if asked, and the
-    garbage collector settled for serving."""
+    """The server ``serve`` or ``stdio`` runs: built, its listen streams bounded, its task
+    events on if asked, and the garbage collector settled for serving."""
     server = chosen_server(args.target, state_sealer(args.state_key))
+    server.max_listen_streams_per_client = args.listen_max_streams_per_client
     use_task_events(server, args)
     settle_for_serving()
     return server
