@@ -87,6 +87,18 @@ MISTAKES = {
         ["stdio", "--task-events", "examples.hello_server:server"],
         "--task-events needs a server with the Tasks extension",
     ),
+    "an event stream option with streams off": (
+        ["serve", "--task-events-max-age", "60", "--task-events-max", "10"],
+        "--task-events-max-age needs --task-events (task event streams are off)",
+    ),
+    "an event stream option with streams off, over stdio": (
+        ["stdio", "--task-events-max-streams=5"],
+        "--task-events-max-streams needs --task-events",
+    ),
+    "no listen streams": (
+        ["serve", "--listen-max-streams-per-client", "0"],
+        "is not a positive number of streams",
+    ),
     "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
     "no streams": (
         ["serve", "--task-events-max-streams-per-client", "0"],
@@ -179,6 +191,22 @@ async def test_state_keys_from_the_environment_are_checked_too(keys: str) -> Non
         assert "cannot listen on no-such-host.invalid" in stderr
 
 
+async def test_a_transcript_made_at_start_is_readable_by_its_owner_alone(tmp_path: Path) -> None:
+    """Spec-mandated (client/elicitation §Statefulness: "State storage MUST be protected
+    against unauthorized access"): ``serve --transcript FILE`` makes FILE at start, before
+    it listens, mode 0600 whatever the umask: it will hold every caller's exchanges."""
+    path = tmp_path / "t.jsonl"
+    before = os.umask(0o022)
+    try:
+        status, _, stderr = await presa(
+            "serve", "--transcript", str(path), "--host", "no-such-host.invalid"
+        )
+    finally:
+        os.umask(before)
+    assert (status, "cannot listen on no-such-host.invalid" in stderr) == (2, True), stderr
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
 async def test_a_transcript_that_is_not_one_is_refused(tmp_path: Path) -> None:
     """presa-defined (command line): ``presa-trio transcript`` on a file of another kind."""
     other = tmp_path / "other.jsonl"
@@ -237,6 +265,35 @@ async def test_stdio_serves_a_user_server_too() -> None:
         )
     answer = json.loads(done.stdout.splitlines()[0])
     assert answer["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_the_listen_cap_is_the_option_s() -> None:
+    """presa-defined (spec-notes §62): ``--listen-max-streams-per-client 1`` over stdio,
+    where the pipe is the one client: the first listen is acknowledged, a second one is
+    the retryable -32603 naming the limit."""
+    lines = [
+        request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=n)
+        for n in (1, 2)
+    ]
+    arguments = ["stdio", "--listen-max-streams-per-client", "1", "examples.hello_server:server"]
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-m", "presa_trio", *arguments],
+            stdin=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+            capture_stdout=True,
+            capture_stderr=True,
+            cwd=REPOSITORY,
+        )
+    said = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [m.get("method", m.get("id")) for m in said] == [
+        "notifications/subscriptions/acknowledged",
+        2,
+    ]
+    assert said[1]["error"]["data"] == {
+        "retryable": True,
+        "limit": "max_listen_streams_per_client",
+        "reason": "too_many_streams",
+    }
 
 
 async def test_a_transcript_whose_last_write_was_cut_short_is_rendered(tmp_path: Path) -> None:

@@ -52,12 +52,14 @@ from presa_trio.cli.option_values import (
     port_number,
     positive_seconds,
     seconds,
+    stream_count,
     worker_count,
 )
 from presa_trio.cli.target import TargetError, load_server
 from presa_trio.cli.task_options import (
     add_limit_options,
     add_task_event_options,
+    check_task_event_options,
     use_limits,
     use_task_events,
 )
@@ -74,9 +76,11 @@ from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.workers import ServeRefused, serve_workers
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
+from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
 from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
+from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.request_state import StateSealer
 
 STATE_KEY_ENV = "PRESA_STATE_KEY"
@@ -149,6 +153,15 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long a running task's lease lasts unless renewed; after a crash its tasks "
         "are recovered once it expires; 0.1 to 86400 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--listen-max-streams-per-client",
+        type=stream_count,
+        default=DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+        metavar="N",
+        help="most open subscriptions/listen requests of one client on this process: its "
+        "principal with authorization, else its IP address (over stdio, the pipe); one more "
+        "is a retryable -32603 (over HTTP 429, with Retry-After) (default: %(default)s)",
     )
 
 
@@ -227,7 +240,8 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         "--transcript",
         type=Path,
         metavar="FILE",
-        help="append every HTTP exchange to FILE as JSON lines (default: off)",
+        help="append every HTTP exchange to FILE as JSON lines; a FILE it creates is mode 0600 "
+        "(default: off)",
     )
 
 
@@ -316,8 +330,7 @@ async def on_store(
 
 def check_writable(path: Path) -> None:
     try:
-        with path.open("a", encoding="utf-8"):
-            pass
+        TranscriptFile(path).check()
     except OSError as error:
         raise UsageError(f"cannot write the transcript {path}: {error.strerror}") from None
 
@@ -359,9 +372,10 @@ def serve(args: argparse.Namespace, server: Server) -> None:
 
 
 def server_to_serve(args: argparse.Namespace) -> Server:
-    """The server ``serve`` or ``stdio`` runs: built, its task events on if asked, and the
-    garbage collector settled for serving."""
+    """The server ``serve`` or ``stdio`` runs: built, its listen streams bounded, its task
+    events on if asked, and the garbage collector settled for serving."""
     server = chosen_server(args.target, state_sealer(args.state_key))
+    server.max_listen_streams_per_client = args.listen_max_streams_per_client
     use_task_events(server, args)
     settle_for_serving()
     return server
@@ -406,6 +420,7 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
+    check_task_event_options(args)
     if args.command == "serve" and args.workers != 1:
         # What the parent can check is checked once here, not once per worker.
         state_sealer(args.state_key)

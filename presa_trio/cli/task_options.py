@@ -9,6 +9,8 @@ adds them to its parser. The retention table is in docs/task-events.md.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -27,6 +29,22 @@ from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.runner import Limits
 
 
+class EventStreamOption(argparse.Action):
+    """Stores its value and notes its flag as given: a ``--task-events-*`` option tunes
+    streams, so without ``--task-events`` it is refused (:func:`check_task_event_options`)
+    rather than ignored."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.task_event_flags = (*namespace.task_event_flags, option_string)
+
+
 def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     """Task event streams (SEP-2694, a draft): off unless ``--task-events``.
 
@@ -35,7 +53,10 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     """
     default = Retention()
     assert default.max_age_ms is not None
-    events = parser.add_argument_group("task event streams (SEP-2694, a draft)")
+    parser.set_defaults(task_event_flags=())
+    events = parser.add_argument_group(
+        "task event streams (SEP-2694, a draft; each --task-events-* option needs --task-events)"
+    )
     events.add_argument(
         "--task-events",
         action="store_true",
@@ -43,6 +64,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max",
+        action=EventStreamOption,
         type=event_count,
         default=default.max_events,
         metavar="N",
@@ -50,6 +72,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max-age",
+        action=EventStreamOption,
         type=seconds,
         default=default.max_age_ms / 1000,
         metavar="SECONDS",
@@ -58,6 +81,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-terminal-retention",
+        action=EventStreamOption,
         type=seconds,
         metavar="SECONDS",
         help="how long a finished task's events stay, never longer than the task "
@@ -65,6 +89,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max-payload",
+        action=EventStreamOption,
         type=byte_count,
         default=default.max_payload_bytes,
         metavar="BYTES",
@@ -73,6 +98,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     log = TaskEventLog()
     events.add_argument(
         "--task-events-max-streams-per-client",
+        action=EventStreamOption,
         type=stream_count,
         default=log.max_streams_per_client,
         metavar="N",
@@ -82,12 +108,22 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max-streams",
+        action=EventStreamOption,
         type=stream_count,
         default=log.max_streams,
         metavar="N",
         help="most open tasks/stream requests on this process; one more is a retryable "
         "-32603 (over HTTP 503, with Retry-After) (default: %(default)s)",
     )
+
+
+def check_task_event_options(args: argparse.Namespace) -> None:
+    """Refuse a ``--task-events-*`` option given without ``--task-events``: it would
+    change nothing, and the operator would believe streams were on, or tuned."""
+    if args.task_event_flags and not args.task_events:
+        raise UsageError(
+            f"{args.task_event_flags[0]} needs --task-events (task event streams are off)"
+        )
 
 
 def task_event_log(args: argparse.Namespace) -> TaskEventLog | None:

@@ -576,12 +576,12 @@ def transcript_file(path: Path | None) -> Transcript | None:
         return None
     if str(path) == STDOUT_NAME:
         return TranscriptOnStdout()
+    transcript = TranscriptFile(path)
     try:
-        with path.open("a", encoding="utf-8"):
-            pass
+        transcript.check()
     except OSError as error:
         raise UsageProblem(f"cannot write the transcript {path}: {error.strerror}") from None
-    return TranscriptFile(path)
+    return transcript
 
 
 def environment_token(flag: str | None, variable: str) -> str | None:

@@ -10,6 +10,12 @@ behind receives the newest change per topic
 (:mod:`presa_trio.server.subscriptions`); one that stops reading while too
 many topics change is ended with the listen result.
 
+One client holds at most ``Server.max_listen_streams_per_client`` streams open
+in this process (``--listen-max-streams-per-client``); one more is refused
+as a task event stream past its client's limit is, 429 and a retryable
+-32603 (:mod:`presa_trio.server.open_streams`), checked once the filter
+is read.
+
 With authorization on, a stream lasts no longer than the authority it was
 opened with: once the access token lapses (its ``exp`` passes, an
 introspection re-check finds it inactive), the subscription ends, nothing
@@ -26,8 +32,10 @@ from typing import Any
 
 import trio
 
+from presa_trio.auth.principal import access_scope
 from presa_trio.server import discover
 from presa_trio.server.context import RequestContext
+from presa_trio.server.open_streams import stream_client
 from presa_trio.server.registry import Server
 from presa_trio.server.subscriptions import Change, Subscription, Wants
 from presa_trio.wire.envelope import notification
@@ -127,7 +135,11 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
             subset |= part.honoured
             predicates.append(part.wants)
     tag = {META_SUBSCRIPTION_ID: ctx.request_id}
-    with server.changes.subscribe(any_of(predicates)) as changes:
+    client = stream_client(ctx, access_scope(ctx.principal))
+    with (
+        server.listen_streams.admit(client, server.max_listen_streams_per_client),
+        server.changes.subscribe(any_of(predicates)) as changes,
+    ):
         await ctx.send(
             notification(
                 "notifications/subscriptions/acknowledged",

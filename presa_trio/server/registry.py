@@ -45,6 +45,7 @@ import trio
 
 from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
+from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, ClientStreams
 from presa_trio.server.refusals import (
     name_of,
     read_icons,
@@ -172,6 +173,13 @@ class Server:
     completions: dict[tuple[str, str], CompletionHandler] = attrs.field(factory=dict)
     extensions: list[Extension] = attrs.field(factory=list)
     changes: ChangeBus = attrs.field(factory=ChangeBus)
+    # Most open ``subscriptions/listen`` streams of one client in this process
+    # (``--listen-max-streams-per-client``); the streams open, per client.
+    max_listen_streams_per_client: int = DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
+    listen_streams: ClientStreams = attrs.field(
+        factory=lambda: ClientStreams("listen streams", "max_listen_streams_per_client"),
+        init=False,
+    )
     # Set when a dispatcher builds its method table: extensions are fixed from then on.
     _served: bool = attrs.field(default=False, init=False)
 

@@ -65,8 +65,8 @@ import trio
 
 from presa_trio.server.context import Connection
 from presa_trio.server.faults import report_fault
+from presa_trio.server.open_streams import TOO_MANY_STREAMS, ClientStreams
 from presa_trio.tasks.events import (
-    TOO_MANY_STREAMS,
     EventWindow,
     LogAppend,
     NewEvent,
@@ -84,7 +84,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
     TaskStore,
 )
-from presa_trio.wire.errors import InvalidParams, OverCapacity, ServerOverCapacity
+from presa_trio.wire.errors import InvalidParams, ServerOverCapacity
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,9 @@ class TaskEventLog:
     _reads: dict[tuple[str, int], SharedRead] = attrs.field(factory=dict)
     # (connection, task_id) of every active stream; streams per client.
     _active: set[tuple[Hashable, str]] = attrs.field(factory=set)
-    _per_client: Counter[Hashable] = attrs.field(factory=Counter)
+    _clients: ClientStreams = attrs.field(
+        factory=lambda: ClientStreams("task event streams", "max_streams_per_client")
+    )
 
     # --- appending ------------------------------------------------------------------
 
@@ -305,7 +307,7 @@ class TaskEventLog:
         ``client`` is whom the stream counts against: with authorization the
         caller's principal, without it the connection's peer (the client's
         address), so one client holding its streams leaves the others
-        theirs (:func:`~presa_trio.tasks.stream.stream_client`). Its own
+        theirs (:func:`~presa_trio.server.open_streams.stream_client`). Its own
         limit is checked first (HTTP 429), then this process's (503); both
         are retryable, go out with ``Retry-After``, and name the limit.
 
@@ -317,29 +319,19 @@ class TaskEventLog:
         key = (object() if connection is None else connection, task_id)
         if key in self._active:
             raise InvalidParams("a tasks/stream for this task is already active on this connection")
-        if self._per_client[client] >= self.max_streams_per_client:
-            raise OverCapacity(
-                f"Too many task event streams open for this client "
-                f"({self.max_streams_per_client}): end one, or retry later",
-                "max_streams_per_client",
-                reason=TOO_MANY_STREAMS,
-            )
-        if len(self._active) >= self.max_streams:
-            raise ServerOverCapacity(
-                f"The server holds all the task event streams it can ({self.max_streams}): "
-                "retry later",
-                "max_streams",
-                reason=TOO_MANY_STREAMS,
-            )
-        self._active.add(key)
-        self._per_client[client] += 1
-        try:
-            yield
-        finally:
-            self._active.discard(key)
-            self._per_client[client] -= 1
-            if not self._per_client[client]:
-                del self._per_client[client]
+        with self._clients.admit(client, self.max_streams_per_client):
+            if len(self._active) >= self.max_streams:
+                raise ServerOverCapacity(
+                    f"The server holds all the task event streams it can ({self.max_streams}): "
+                    "retry later",
+                    "max_streams",
+                    reason=TOO_MANY_STREAMS,
+                )
+            self._active.add(key)
+            try:
+                yield
+            finally:
+                self._active.discard(key)
 
     # --- the runner's housekeeping loops --------------------------------------------
 

@@ -45,9 +45,6 @@ from presa_trio.wire.tasks import (
 
 #: The ``_meta`` key every task event carries (SEP-2694 §Task Event).
 RELATED_TASK = "io.modelcontextprotocol/related-task"
-#: ``data.reason`` of a ``tasks/stream`` refused by a limit on open streams:
-#: presa's, a name the proposal could adopt beside ``events_gone`` (spec-notes §50).
-TOO_MANY_STREAMS = "too_many_streams"
 #: The largest ``seq`` a store can hold: a signed 64-bit integer, as SQLite and
 #: PostgreSQL keep it. A cursor past it names no event any store can have.
 MAX_SEQ = 2**63 - 1

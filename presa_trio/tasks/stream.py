@@ -33,12 +33,13 @@ and nothing else: the task runs on (SEP-2694 §tasks/stream).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import trio
 
 from presa_trio.server.context import RequestContext
+from presa_trio.server.open_streams import stream_client
 from presa_trio.server.subscriptions import ChangeBus, Subscription
 from presa_trio.tasks.event_log import Follower, TaskEventLog
 from presa_trio.tasks.events import (
@@ -125,21 +126,6 @@ async def stream_events(
         if ended is not None:
             raise ended
     return {}
-
-
-def stream_client(ctx: RequestContext, scope: str) -> Hashable:
-    """Whom a stream counts against: the caller's scope with authorization, else its address.
-
-    Without authorization every caller shares one scope (spec-notes §37), so
-    counting streams by scope would let one client's streams lock every other
-    client out; the connection's peer (over HTTP the client's IP address)
-    tells clients apart as far as the transport can. Clients behind one
-    proxy share its address, and so its limit (docs/task-events.md).
-    Spec: SEP-2694 §Security Implications ("Concurrent streams per client").
-    """
-    if ctx.principal is not None:
-        return scope
-    return object() if ctx.connection is None else ctx.connection.peer
 
 
 async def stop_when_lapsed(lapsed: Callable[[], Awaitable[None]], follower: Follower) -> None:

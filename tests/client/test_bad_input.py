@@ -8,6 +8,7 @@ would carry it is sent; what the other end does wrong is exit 3.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tests.client.helpers import client
@@ -129,6 +130,22 @@ async def test_usage_mistakes(tmp_path: Path) -> None:
     )
     assert transcript.status == 2
     assert "cannot write the transcript" in transcript.error()
+
+
+async def test_a_transcript_the_client_makes_is_readable_by_its_owner_alone(
+    tmp_path: Path, closed_port_url: str
+) -> None:
+    """presa-defined (docs/client.md, Transcripts): the client's transcript holds the
+    server's answers and results as the server's own does, so a file it makes is mode
+    0600 whatever the umask, like the server's (client/elicitation §Statefulness)."""
+    path = tmp_path / "t.jsonl"
+    before = os.umask(0o022)
+    try:
+        ran = await client("list", closed_port_url, "--transcript", str(path))
+    finally:
+        os.umask(before)
+    assert ran.status == 3
+    assert os.stat(path).st_mode & 0o777 == 0o600
 
 
 async def test_an_answer_for_a_key_the_server_does_not_ask(presa: ServeProcess) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,40 @@ async def test_a_transcript_that_cannot_be_written_is_one_warning_not_an_error_p
     ]
     assert all(record.exc_info is None for record in caplog.records)
     assert len(target.read_text().splitlines()) == 1
+
+
+async def test_a_transcript_the_recorder_creates_is_readable_by_its_owner_alone(
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client/elicitation §Statefulness: "State storage MUST be protected
+    against unauthorized access"): a transcript holds every caller's arguments, answers
+    and results, so a file the recorder creates, at the first exchange or again once
+    the file was removed, is mode 0600 whatever the umask lets others read. A file that
+    exists keeps the mode its owner gave it."""
+    created, shared = tmp_path / "created.jsonl", tmp_path / "shared.jsonl"
+    shared.touch()
+    shared.chmod(0o640)
+    message = request("tools/call", {"name": "test_simple_text"})
+    before = os.umask(0o022)
+    try:
+        app = build_app()
+        async with running(app):
+            recorded = McpClient(app, asgi=TranscriptRecorder(app, created, Ticks()))
+            await recorded.post(message)
+            assert modes(created) == 0o600
+            created.unlink()  # rotated away while the server runs
+            await recorded.post(message)
+            assert modes(created) == 0o600
+            await McpClient(app, asgi=TranscriptRecorder(app, shared, Ticks())).post(message)
+            assert modes(shared) == 0o640
+        assert [len(p.read_text().splitlines()) for p in (created, shared)] == [1, 1]
+    finally:
+        os.umask(before)
+
+
+def modes(path: Path) -> int:
+    """The permission bits of ``path``."""
+    return os.stat(path).st_mode & 0o777
 
 
 def test_a_record_line_holds_no_control_character() -> None:

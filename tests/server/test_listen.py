@@ -22,7 +22,7 @@ from presa_trio.server import RequestContext, Server
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import McpClient, Stream, meta, request, running
-from presa_trio.wire.errors import INVALID_PARAMS
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
 from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
 from presa_trio.wire.sse import Comment
 from tests.expect import error_of, result_of
@@ -73,9 +73,9 @@ async def test_the_acknowledgement_leaves_out_what_is_not_honoured(client: McpCl
     assert ack["params"]["notifications"] == {"promptsListChanged": True}
 
 
-def tools_only_app() -> McpApp:
+def tools_only_app(server: Server | None = None) -> McpApp:
     """A server that offers tools and nothing else: no prompts, no resources."""
-    server = Server("tools-only", "1.0.0")
+    server = server or Server("tools-only", "1.0.0")
 
     @server.tool(description="Answers ok.")
     async def ok(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -372,3 +372,35 @@ async def test_a_malformed_filter_is_invalid_params(
     required SubscriptionFilter, whose fields are optional but typed: a null is neither
     a boolean nor a list of URIs, for the flags and the URIs alike)."""
     error_of(await client.call("subscriptions/listen", params), 400, INVALID_PARAMS)
+
+
+async def test_past_a_clients_cap_one_more_listen_is_429_and_other_clients_listen() -> None:
+    """presa-defined (spec-notes §62: subscriptions §Multiple Concurrent Subscriptions lets
+    a client hold several, and sets no number): one client's open listen streams are
+    bounded, as its task event streams are, with the same answer: past the cap (2 here)
+    one more, from any of its connections, is 429 with Retry-After and a retryable
+    -32603 naming the limit, checked after the filter; a client at another address
+    listens, and once one of the first client's streams ends it listens again."""
+    app = tools_only_app(Server("tools-only", "1.0.0", max_listen_streams_per_client=2))
+    wanted = {"toolsListChanged": True}
+    async with running(app) as client:
+        with trio.fail_after(5):
+            async with client.stream(listen(wanted, 1), client=("127.0.0.1", 50001)) as first:
+                async with client.stream(listen(wanted, 2), client=("127.0.0.1", 50002)) as second:
+                    for stream in (first, second):
+                        await stream.next_message()
+                    refused = await client.post(listen(wanted, 3), client=("127.0.0.1", 50003))
+                    assert refused.headers["retry-after"] == "5"
+                    assert error_of(refused, 429, INTERNAL_ERROR, 3)["data"] == {
+                        "retryable": True,
+                        "limit": "max_listen_streams_per_client",
+                        "reason": "too_many_streams",
+                    }
+                    malformed = await client.call("subscriptions/listen", {"notifications": 1})
+                    error_of(malformed, 400, INVALID_PARAMS)
+                    async with client.stream(
+                        listen(wanted, 4), client=("127.0.0.2", 50004)
+                    ) as other:
+                        assert (await other.next_message())["method"] == ACK
+                async with client.stream(listen(wanted, 5), client=("127.0.0.1", 50005)) as again:
+                    assert (await again.next_message())["method"] == ACK

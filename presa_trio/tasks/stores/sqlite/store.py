@@ -11,7 +11,9 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
   refused at start, with one line naming the holder's pid: two processes
   would each run, answer and cancel tasks the other cannot see.
 - **The owner's alone.** A file the store creates is mode 0600
-  (:func:`create_private`): it holds every caller's tasks.
+  (:func:`presa_trio.private_files.create_private`): it holds every
+  caller's tasks, their answers and results. SQLite gives the write-ahead
+  log and the shared memory beside it the file's own mode.
 - **Nothing is written before the file is known to be presa's.** An empty
   or new file gets the schema; a file with tables but no ``presa_meta``, or
   another schema version, is refused before anything (WAL mode included)
@@ -50,13 +52,14 @@ import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 import trio
 
+from presa_trio.private_files import create_private
 from presa_trio.tasks.events import EventWindow, LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.stores.base import (
@@ -394,20 +397,6 @@ def _delete_expired(db: sqlite3.Connection, now_ms: int) -> list[Deleted]:
 
 def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-
-
-def create_private(path: Path) -> None:
-    """Make ``path``, if it does not exist, readable and writable by its owner alone.
-
-    The file holds every caller's tasks, their answers and results, so no
-    other user of the host may read it, whatever the umask lets through
-    (client/elicitation §Statefulness: "State storage MUST be protected
-    against unauthorized access"). SQLite gives the write-ahead log and the
-    shared memory beside it the file's own mode. A file that exists keeps
-    the mode its owner gave it.
-    """
-    with suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
