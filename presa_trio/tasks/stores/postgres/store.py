@@ -359,7 +359,7 @@ class PostgresStore:
         return await self.database.run(work, Lane.BACKGROUND)
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
         def work(connection: Connection) -> list[StoredTask]:
             rows = connection.execute(
@@ -368,7 +368,8 @@ class PostgresStore:
                 " lease_expires_ms = %(expires)s, lease_deadline_ms = presa_now_ms() + %(lease)s"
                 " FROM (SELECT task_id FROM presa_tasks"
                 f"       WHERE NOT terminal AND {LIVE}"
-                "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms <= presa_now_ms())"
+                "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms"
+                "             <= CASE WHEN %(released_only)s THEN 0 ELSE presa_now_ms() END)"
                 "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
                 " WHERE t.task_id = c.task_id " + returning("t"),
                 {
@@ -377,6 +378,7 @@ class PostgresStore:
                     "lease": expires_ms - now_ms,
                     "now": now_ms,
                     "limit": limit,
+                    "released_only": released_only,
                 },
             ).fetchall()
             return [decode(row) for row in rows]
