@@ -42,7 +42,7 @@ import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.tasks.backoff import CAP, Backoff
+from presa_trio.tasks.backoff import CAP, FIRST, Backoff
 from presa_trio.tasks.context import Job
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.reactions import REACTIONS, STOP_REASONS, Action, seen
@@ -113,7 +113,7 @@ async def keep_running(
     that lasted as long as the back-off's cap, ``cap`` seconds). Cancellation,
     and what is not an ``Exception``, go through.
     """
-    backoff = Backoff(cap=cap)
+    backoff = Backoff(first=min(FIRST, cap), cap=cap)
     first_start: trio.TaskStatus[None] | None = task_status
     while True:
         began = trio.current_time()

@@ -68,6 +68,29 @@ async def test_a_loop_that_fails_is_logged_and_started_again(
     assert gaps == [0.1, 0.2, 0.4]
 
 
+async def test_a_loop_whose_cap_is_short_never_waits_longer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/task-stores.md, "An outage longer than the lease"): lease
+    renewal's keeper is capped at its period, a third of a lease; with a lease of
+    0.15 s the first wait after a failure is 0.05 s too, not the usual 0.1 s."""
+    runs: list[float] = []
+
+    async def loop(*, task_status: trio.TaskStatus[None]) -> None:
+        task_status.started()
+        runs.append(trio.current_time())
+        if len(runs) < 4:
+            raise StoreUnavailable("test: the store is away")
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_running, "lease renewal", loop, 0.05)
+        await trio.sleep(10)
+        nursery.cancel_scope.cancel()
+    gaps = [round(later - earlier, 3) for earlier, later in itertools.pairwise(runs)]
+    assert gaps == [0.05, 0.05, 0.05]
+
+
 async def test_a_loop_that_cannot_start_the_first_time_raises() -> None:
     """presa-defined (the runner cannot run without its store watch): a failure
     before the loop's first start is the keeper's own failure."""
