@@ -4,6 +4,8 @@ A worker's write that met an unavailable store, a background loop that
 failed, a resync waiting for the store and a LISTEN connection that
 dropped all wait the same way: the first delay, doubled after each
 failure up to a cap, and back to the first once something succeeded.
+Lease renewal's cap is its own period, a third of a lease, when that is
+shorter (:meth:`~presa_trio.tasks.housekeeping.Housekeeping.loops`).
 """
 
 from __future__ import annotations

@@ -36,13 +36,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.tasks.backoff import Backoff
+from presa_trio.tasks.backoff import CAP, FIRST, Backoff
 from presa_trio.tasks.context import Job
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.reactions import REACTIONS, STOP_REASONS, Action, seen
@@ -61,6 +61,8 @@ from presa_trio.tasks.writes import StoreWriter
 from presa_trio.wire.errors import InternalError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Told of every stored change: the access scope and the task as it now is.
 ChangeListener = Callable[[str, Task], None]
@@ -95,7 +97,11 @@ def cannot_revive(work: Work) -> tuple[Job, RequestContext] | None:
 
 
 async def keep_running(
-    name: str, loop: Loop, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    name: str,
+    loop: Loop,
+    cap: float = CAP,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run ``loop`` for the runner's life: a failure is logged, and it starts again.
 
@@ -104,10 +110,10 @@ async def keep_running(
     After that nothing it raises ends anything but that run: an unavailable
     store is logged as a warning, anything else with its traceback, and the
     loop starts again after the back-off (which starts afresh after a run
-    that lasted as long as the back-off's cap). Cancellation, and what is
-    not an ``Exception``, go through.
+    that lasted as long as the back-off's cap, ``cap`` seconds). Cancellation,
+    and what is not an ``Exception``, go through.
     """
-    backoff = Backoff()
+    backoff = Backoff(first=min(FIRST, cap), cap=cap)
     first_start: trio.TaskStatus[None] | None = task_status
     while True:
         began = trio.current_time()
@@ -160,18 +166,30 @@ class Housekeeping:
     revive: Revive = cannot_revive
     # Set when announcements may have been lost; cleared when a resync begins.
     _resync_wanted: trio.Event = attrs.field(factory=trio.Event)
+    # How many times the reaper, renewal or recovery met the store
+    # unavailable, and that count as recovery's last claim began
+    # (:meth:`recover`: lapsed leases wait a round after an outage).
+    _outages: int = 0
+    _outages_at_claim: int = 0
 
-    def loops(self) -> Iterator[tuple[str, Loop]]:
-        """Every loop the runner keeps running, by name, the store watch first."""
-        yield "the store watch", self.watch
-        yield "resync", self.resync
-        yield "the reaper", self.reap
-        yield "lease renewal", self.renew
-        yield "recovery", self.recover
+    def loops(self) -> Iterator[tuple[str, Loop, float]]:
+        """Every loop the runner keeps running, the store watch first: its name, the loop,
+        and the most its keeper waits before starting it again after a failure.
+
+        Renewal waits at most its own period, a third of a lease, so once the
+        store answers again a live holder renews before a peer's recovery,
+        which waits half a lease after an outage, claims (:meth:`recover`).
+        """
+        yield "the store watch", self.watch, CAP
+        yield "resync", self.resync, CAP
+        yield "the reaper", self.reap, CAP
+        yield "lease renewal", self.renew, min(CAP, self.lease_ms / 3000)
+        yield "recovery", self.recover, CAP
         events, store = self.writer.events, self.writer.store
         if events is not None:
-            yield "the task event watch", partial(events.follow_appends, store)
-            yield "task event retention", partial(events.prune, store, self.writer.clock.wall_ms)
+            yield "the task event watch", partial(events.follow_appends, store), CAP
+            retention = partial(events.prune, store, self.writer.clock.wall_ms)
+            yield "task event retention", retention, CAP
 
     # --- what the store announces ------------------------------------------------------
 
@@ -266,7 +284,7 @@ class Housekeeping:
         task_status.started()
         while True:
             await trio.sleep(self.reap_every)
-            await self.writer.store.expire(self.writer.clock.wall_ms())
+            await self.noting_outage(self.writer.store.expire(self.writer.clock.wall_ms()))
 
     async def renew(self, *, task_status: trio.TaskStatus[None]) -> None:
         """Every third of a lease, extend the leases of this process's workers.
@@ -279,7 +297,8 @@ class Housekeeping:
             held = self.supervisor.held()
             if held:
                 now = self.writer.clock.wall_ms()
-                lost = await self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
+                renewal = self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
+                lost = await self.noting_outage(renewal)
                 for task_id in lost:
                     worker = self.supervisor.get(task_id)
                     if worker is not None and worker.generation == held[task_id]:
@@ -287,17 +306,38 @@ class Housekeeping:
             await trio.sleep(self.lease_ms / 3000)
 
     async def recover(self, *, task_status: trio.TaskStatus[None]) -> None:
-        """On start and every half lease, claim and resume tasks whose lease expired."""
+        """On start and every half lease, claim and resume tasks whose lease expired.
+
+        Once a loop here met the store unavailable, the next round claims only
+        the leases let go at a shutdown; leases that lapsed wait for the round
+        after, half a lease later. A store that was away for longer than a
+        lease let every lease lapse, its holders' alive too: they could not
+        renew. Their renewal tries again at least every third of a lease
+        (:meth:`loops`), so by then each live holder has renewed, and only
+        the leases of holders that are gone are claimed.
+        """
         task_status.started()
         while True:
+            outages = self._outages
+            returning = outages != self._outages_at_claim
             now = self.writer.clock.wall_ms()
-            claimed = await self.writer.store.claim_expired(
-                self.owner, now, now + self.lease_ms, CLAIM_BATCH
+            claim = self.writer.store.claim_expired(
+                self.owner, now, now + self.lease_ms, CLAIM_BATCH, released_only=returning
             )
+            claimed = await self.noting_outage(claim)
+            self._outages_at_claim = outages
             for stored in claimed:
                 await self.resume(stored)
-            if len(claimed) < CLAIM_BATCH:
+            if returning or len(claimed) < CLAIM_BATCH:
                 await trio.sleep(self.lease_ms / 2000)
+
+    async def noting_outage(self, call: Awaitable[T]) -> T:
+        """Await a store call of a loop, counting it if it finds the store unavailable."""
+        try:
+            return await call
+        except StoreUnavailable:
+            self._outages += 1
+            raise
 
     async def resume(self, stored: StoredTask) -> None:
         """Run a claimed task again from its work description, or fail it if it may not."""

@@ -311,8 +311,8 @@ class TaskRunner:
             async with trio.open_nursery() as nursery:
                 await nursery.start(supervisor.run)
                 try:
-                    for name, loop in housekeeping.loops():
-                        await nursery.start(keep_running, name, loop)
+                    for name, loop, cap in housekeeping.loops():
+                        await nursery.start(keep_running, name, loop, cap)
                     task_status.started()
                     await trio.sleep_forever()
                 finally:

@@ -217,3 +217,41 @@ async def settled(peer: Peer, task_id: str, status: str) -> dict[str, Any]:
             result: dict[str, Any] = body["result"]
             return result
         await trio.sleep(0.05)
+
+
+async def test_a_database_down_longer_than_the_lease_takes_no_task_from_its_live_holder(
+    postgres: Postgres, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/task-stores.md, "An outage longer than the lease"): with
+    leases of 1 s and the database down for 3 s, no lease could be renewed, yet A
+    was alive throughout: once the database is back, A renews before B claims, so
+    A's running and parked tasks each complete once on A, and B recovers none."""
+    async with two_servers(postgres_url, tmp_path, "1") as ((_, a), (_, b)):
+        running = [
+            (await a.call("tools/call", slow_compute(6, "once")))["taskId"] for _ in range(4)
+        ]
+        parked, _ = await park(a, a, "d.txt")
+        await trio.to_thread.run_sync(postgres.stop)
+        try:
+            await trio.sleep(3)  # three leases: every one of them lapses
+        finally:
+            await trio.to_thread.run_sync(postgres.start)
+        with trio.fail_after(PATIENCE):
+            await settled(b, parked, "input_required")
+        await b.call(
+            "tasks/update", {"taskId": parked, "inputResponses": {"confirm-delete": CONFIRM}}
+        )
+        with trio.fail_after(PATIENCE):
+            for task_id in [*running, parked]:
+                await settled(b, task_id, "completed")
+    a_log = (tmp_path / "a.log").read_text()
+    for task_id in [*running, parked]:
+        assert a_log.count(f"task {task_id} completed") == 1, a_log
+    for log in ("a.log", "b.log"):
+        text = (tmp_path / log).read_text()
+        assert "recovered" not in text, text
+        assert "cannot run again" not in text, text
+
+
+def slow_compute(seconds: float, label: str) -> dict[str, Any]:
+    return {"name": "slow_compute", "arguments": {"seconds": seconds, "label": label}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import pytest
@@ -28,6 +28,7 @@ from presa_trio.tasks.stores.base import (
     StoredTask,
     StoreRefused,
     StoreUnavailable,
+    TaskStore,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.wire.mrtr import ListRoots
@@ -65,6 +66,29 @@ async def test_a_loop_that_fails_is_logged_and_started_again(
         nursery.cancel_scope.cancel()
     gaps = [round(later - earlier, 3) for earlier, later in itertools.pairwise(runs)]
     assert gaps == [0.1, 0.2, 0.4]
+
+
+async def test_a_loop_whose_cap_is_short_never_waits_longer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/task-stores.md, "An outage longer than the lease"): lease
+    renewal's keeper is capped at its period, a third of a lease; with a lease of
+    0.15 s the first wait after a failure is 0.05 s too, not the usual 0.1 s."""
+    runs: list[float] = []
+
+    async def loop(*, task_status: trio.TaskStatus[None]) -> None:
+        task_status.started()
+        runs.append(trio.current_time())
+        if len(runs) < 4:
+            raise StoreUnavailable("test: the store is away")
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_running, "lease renewal", loop, 0.05)
+        await trio.sleep(10)
+        nursery.cancel_scope.cancel()
+    gaps = [round(later - earlier, 3) for earlier, later in itertools.pairwise(runs)]
+    assert gaps == [0.05, 0.05, 0.05]
 
 
 async def test_a_loop_that_cannot_start_the_first_time_raises() -> None:
@@ -167,10 +191,12 @@ class OutageStore(MemoryStore):
         return await super().renew(owner, held, expires_ms, now_ms)
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
         self.check()
-        return await super().claim_expired(owner, now_ms, expires_ms, limit)
+        return await super().claim_expired(
+            owner, now_ms, expires_ms, limit, released_only=released_only
+        )
 
     async def expire(self, now_ms: int) -> list[str]:
         self.check()
@@ -246,4 +272,73 @@ async def test_a_resync_publishes_what_was_missed_and_nothing_twice(
         await wait_all_tasks_blocked()
         assert published == [(None, 0), ("unannounced", 1)]
         release.set()
+
+
+@attrs.define(eq=False)
+class Outage:
+    """A store every process fails to reach while ``down``; it ends once ``first``
+    asks to claim, so that process is the first the store answers again."""
+
+    down: bool = False
+    first: str | None = None
+    over: trio.Event = attrs.field(factory=trio.Event)
+
+    def meet(self, who: str, method: str) -> None:
+        if self.down and (who, method) == (self.first, "claim_expired"):
+            self.down = False
+            self.over.set()
+        if self.down:
+            raise StoreUnavailable("test: the database is down")
+
+
+@attrs.define(eq=False)
+class Reach:
+    """One process's way to a store shared by several: through ``outage``."""
+
+    store: MemoryStore
+    outage: Outage
+    who: str
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.store, name)
+        if name == "watch":
+            return method
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            self.outage.meet(self.who, name)
+            return await method(*args, **kwargs)
+
+        return call
+
+
+async def test_after_an_outage_longer_than_the_lease_the_live_holder_keeps_its_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/task-stores.md, "An outage longer than the lease"): the store
+    is away for three leases, so the holder, alive, cannot renew and its lease
+    lapses; the store answers the peer's recovery first, yet the peer claims
+    nothing: the holder renews first, its worker runs on and completes the task."""
+    shared, outage = MemoryStore(), Outage()
+    holder = TaskRunner(cast(TaskStore, Reach(shared, outage, "holder")), TRIO_CLOCK, lease_ms=1000)
+    peer = TaskRunner(cast(TaskStore, Reach(shared, outage, "peer")), TRIO_CLOCK, lease_ms=1000)
+    record: list[str] = []
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        await nursery.start(peer.run)
+        task = await holder.start("s", gated(release, record), creator())
+        await wait_all_tasks_blocked()
+        outage.down = True
+        await trio.sleep(3)  # three leases: the holder's lapses unrenewed
+        stored = await shared.read(task.task_id)
+        assert stored is not None
+        assert stored.lease is not None
+        assert stored.lease.expires_ms < TRIO_CLOCK.wall_ms()
+        outage.first = "peer"
+        await outage.over.wait()
+        await trio.sleep(2)  # four rounds of the peer's recovery
+        release.set()
+        await wait_all_tasks_blocked()
+        assert record == []
+        assert (await holder.get("s", task.task_id)).status is Status.COMPLETED
         nursery.cancel_scope.cancel()

@@ -226,11 +226,15 @@ class StoredTask:
     def task_id(self) -> str:
         return self.task.task_id
 
-    def claimable(self, now_ms: int) -> bool:
-        """Not terminal, not expired, and nobody holds a live lease on it."""
+    def claimable(self, now_ms: int, *, released_only: bool = False) -> bool:
+        """Not terminal, not expired, and nobody holds a live lease on it.
+
+        ``released_only``: nobody holds a lease at all, not even a lapsed one
+        (it was let go, expiry 0, or never held).
+        """
         if self.task.terminal or self.task.expired(now_ms):
             return False
-        return self.lease is None or self.lease.expires_ms <= now_ms
+        return self.lease is None or self.lease.expires_ms <= (0 if released_only else now_ms)
 
 
 @attrs.frozen
@@ -395,9 +399,13 @@ class TaskStore(Protocol):
         """
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
-        """Lease to ``owner`` up to ``limit`` claimable tasks (generation + 1); return them."""
+        """Lease to ``owner`` up to ``limit`` claimable tasks (generation + 1); return them.
+
+        With ``released_only``, only tasks whose lease was let go
+        (:meth:`release`) or never held: none whose lease merely lapsed.
+        """
 
     async def release(self, owner: str) -> None:
         """Drop every lease ``owner`` holds, so another run may claim them at once."""

@@ -187,14 +187,14 @@ class MemoryStore:
         return lost
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
         await trio.sleep(0)
         claimed: list[StoredTask] = []
         for stored in list(self.entries.values()):
             if len(claimed) >= limit:
                 break
-            if stored.claimable(now_ms):
+            if stored.claimable(now_ms, released_only=released_only):
                 generation = 1 if stored.lease is None else stored.lease.generation + 1
                 stored = attrs.evolve(stored, lease=Lease(owner, generation, expires_ms))
                 self._put(stored)

@@ -95,9 +95,11 @@ class MeteredStore:
         return await self._timed("renew", self.store.renew(owner, held, expires_ms, now_ms))
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
-        claim = self.store.claim_expired(owner, now_ms, expires_ms, limit)
+        claim = self.store.claim_expired(
+            owner, now_ms, expires_ms, limit, released_only=released_only
+        )
         return await self._timed("claim_expired", claim)
 
     async def release(self, owner: str) -> None:

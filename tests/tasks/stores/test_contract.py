@@ -155,6 +155,20 @@ async def test_released_leases_are_claimable_at_once(store: TaskStore) -> None:
     assert (claimed.task_id, claimed.lease) == ("mine", Lease("p2", 4, T0 + 30_000))
 
 
+async def test_a_claim_of_released_leases_only_leaves_the_lapsed_ones(store: TaskStore) -> None:
+    """presa-defined (docs/task-stores.md, "An outage longer than the lease"): the
+    first claim after an outage takes the leases a stopped process let go, and
+    none that merely lapsed: their holder may be alive, kept from renewing."""
+    await store.create(stored("released", lease=Lease("p1", 3, T0 + 30_000)), ROOMY, T0)
+    await store.create(stored("lapsed", lease=Lease("p9", 1, T0)), ROOMY, T0)
+    await store.release("p1")
+    [claimed] = await store.claim_expired("p2", T0 + 1, T0 + 30_000, 10, released_only=True)
+    assert (claimed.task_id, claimed.lease) == ("released", Lease("p2", 4, T0 + 30_000))
+    assert await store.claim_expired("p2", T0 + 1, T0 + 30_000, 10, released_only=True) == []
+    [lapsed] = await store.claim_expired("p2", T0 + 1, T0 + 30_000, 10)
+    assert lapsed.task_id == "lapsed"
+
+
 async def test_an_expired_task_says_expired_to_its_owner_only_then_is_deleted(
     store: TaskStore,
 ) -> None:

@@ -37,6 +37,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.postgres.database import Database, Lane
 from presa_trio.tasks.stores.postgres.event_logs import EVENTS_VERSION
 from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT, SCHEMA_VERSION
+from presa_trio.tasks.stores.postgres.store import PostgresStore
 from presa_trio.tasks.stores.record import to_record
 from tests.postgres import Postgres
 from tests.tasks.stores.records import (
@@ -201,6 +202,32 @@ async def test_a_change_missed_while_the_listener_was_cut_off_is_delivered_after
             await seen.until(RESYNC)
             nursery.cancel_scope.cancel()
     assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=parked)), RESYNC]
+
+
+async def test_a_process_keeps_no_version_of_the_tasks_that_ended(postgres_url: str) -> None:
+    """presa-defined (docs/task-stores.md, "What a process remembers"): B creates and
+    finishes 300 tasks without a TTL, one more runs on; A hears every change and
+    reads every finished task, yet keeps a version (and re-reads after a lost
+    connection) of the running task alone: what it remembers of the others is
+    bounded by a count, not by how many tasks ever ended."""
+    count = 300
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        assert isinstance(a, PostgresStore)
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            for number in range(count):
+                await b.create(stored(f"t{number}", ttl_ms=None), ROOMY, T0)
+                done = model.complete(new_task(f"t{number}", None), {"content": []}, T0 + 1)
+                await b.compare_and_set("alice", done, 0)
+            running = stored("running", ttl_ms=None)
+            await b.create(running, ROOMY, T0)
+            await seen.until(Changed(running))  # every change before it was heard too
+            for number in range(count):
+                assert await a.read(f"t{number}") is not None
+            assert a.remembered() == 1
+            nursery.cancel_scope.cancel()
+    assert len(seen.events) == 2 * count + 1
 
 
 async def test_a_record_too_large_to_announce_is_read_and_delivered(postgres_url: str) -> None:

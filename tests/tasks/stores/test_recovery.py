@@ -228,9 +228,11 @@ class CancelledAsClaimed:
         return getattr(self.inner, name)
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
-        claimed: list[StoredTask] = await self.inner.claim_expired(owner, now_ms, expires_ms, limit)
+        claimed: list[StoredTask] = await self.inner.claim_expired(
+            owner, now_ms, expires_ms, limit, released_only=released_only
+        )
         for stored in claimed:
             cancelled = model.cancel(stored.task, now_ms)
             await self.inner.compare_and_set(stored.scope, cancelled, stored.task.revision)

@@ -34,8 +34,8 @@ A notification can be lost: the listening connection drops (the database
 restarts, the network fails) and whatever commits meanwhile is announced
 to nobody. So after every reconnection, once ``LISTEN`` is in place again,
 :func:`listen` awaits ``resync``, which re-reads what this process holds
-(the store re-reads every task it has announced or read, and delivers
-what changed; then :data:`~presa_trio.tasks.stores.base.RESYNC`, on which the
+(the store re-reads every unfinished task it has announced or read, and
+delivers what changed; then :data:`~presa_trio.tasks.stores.base.RESYNC`, on which the
 runner re-reads its workers' tasks). Whatever commits after the
 ``LISTEN`` is announced; whatever committed before it is found by the
 re-read; so no worker stays parked and no listen stream silent on a lost

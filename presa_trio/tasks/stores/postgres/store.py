@@ -48,7 +48,10 @@ How each rule of the store contract is kept:
   from another process can arrive after a later one made here; each task's
   announcements carry ``(revision, lease generation)``, which only grows,
   so anything not newer than what was already delivered for that task is
-  dropped, and watchers see each change once, in order.
+  dropped, and watchers see each change once, in order. Only unfinished
+  tasks keep their version: of the last :data:`REMEMBERED_ENDINGS` that
+  finished, and as many deleted, the id alone is kept, so what a process
+  remembers is bounded however many tasks end.
 
 Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 (scoped access), §Protocol Errors (expiry).
@@ -109,15 +112,23 @@ Connection = psycopg.Connection[Any]
 #: warned at start: its tasks' timestamps and TTLs are off by as much.
 CLOCK_WARNING_MS = 1000
 
-#: How many deletions :meth:`PostgresStore._offer` remembers; late copies
-#: arrive within moments, so this covers bursts of expiry with room to spare.
-REMEMBERED_DELETIONS = 10_000
+#: How many finished tasks, and how many deleted ones, :meth:`PostgresStore._offer`
+#: remembers; late copies arrive within moments, so this covers bursts of
+#: endings and of expiry with room to spare.
+REMEMBERED_ENDINGS = 10_000
 
 #: The version of a task read but never announced here: older than any.
 NEVER = (-1, -1)
 
 #: Live (not yet expired) rows at epoch ms %(now)s.
 LIVE = "(expires_ms IS NULL OR expires_ms > %(now)s)"
+
+
+def remember(ids: OrderedDict[str, None], task_id: str) -> None:
+    """Add ``task_id`` to ``ids``, forgetting the oldest past :data:`REMEMBERED_ENDINGS`."""
+    ids[task_id] = None
+    if len(ids) > REMEMBERED_ENDINGS:
+        ids.popitem(last=False)
 
 
 def as_json(value: Any) -> Json:
@@ -143,11 +154,17 @@ class PostgresStore:
     # This process's watchers, told of its own writes as they commit.
     announcer: Announcer = attrs.field(factory=Announcer)
     # task_id -> the version last delivered to the watchers (see the module
-    # docstring); :data:`NEVER` for a task only read so far. Every id here is
-    # re-read after the LISTEN connection is lost (:meth:`_resync`).
+    # docstring), for the tasks not finished; :data:`NEVER` for a task only
+    # read so far. Every id here is re-read after the LISTEN connection is
+    # lost (:meth:`_resync`). So it holds at most the unfinished tasks, which
+    # the active limits bound, whatever number of tasks ever ended.
     _delivered: dict[str, tuple[int, int]] = attrs.field(factory=dict)
-    # The ids of the tasks deleted last, oldest first: a late copy of a
-    # deletion, or of a change made before it, is dropped.
+    # The ids of the tasks that finished last, and of those deleted last,
+    # oldest first, at most :data:`REMEMBERED_ENDINGS` of each: a late copy
+    # of a change made before, or of the deletion, is dropped. A finished
+    # task never changes again (only its deletion is announced after), so
+    # it needs no version and no re-read.
+    _finished: OrderedDict[str, None] = attrs.field(factory=OrderedDict)
     _deleted: OrderedDict[str, None] = attrs.field(factory=OrderedDict)
 
     # --- announcements -----------------------------------------------------------
@@ -158,14 +175,16 @@ class PostgresStore:
             task_id, version = event.stored.task_id, version_of(event.stored)
             if self._delivered_already(task_id, version):
                 return
-            self._delivered[task_id] = version
+            if event.stored.task.terminal:
+                self._delivered.pop(task_id, None)
+                remember(self._finished, task_id)
+            else:
+                self._delivered[task_id] = version
         elif isinstance(event, Deleted):
             if event.task_id in self._deleted:
                 return
             self._delivered.pop(event.task_id, None)
-            self._deleted[event.task_id] = None
-            if len(self._deleted) > REMEMBERED_DELETIONS:
-                self._deleted.popitem(last=False)
+            remember(self._deleted, event.task_id)
         self.announcer.announce(event)
 
     async def watch(
@@ -188,16 +207,22 @@ class PostgresStore:
                 task_status=task_status,
             )
 
+    def remembered(self) -> int:
+        """How many tasks this process keeps a version of, and re-reads after a lost connection."""
+        return len(self._delivered)
+
     def _delivered_already(self, task_id: str, version: tuple[int, int]) -> bool:
         """Whether :meth:`_offer` would drop this change (the listener asks before decoding)."""
-        return task_id in self._deleted or self._delivered.get(task_id, NEVER) >= version
+        if task_id in self._finished or task_id in self._deleted:
+            return True
+        return self._delivered.get(task_id, NEVER) >= version
 
     async def _resync(self) -> None:
         """After a lost LISTEN connection: deliver whatever changed in what this process holds.
 
-        Every task this process announced or read is read again in one
-        query; a newer version is delivered as :class:`Changed`, a task no
-        longer stored as :class:`Deleted` (its scope unknown, so empty).
+        Every unfinished task this process announced or read is read again
+        in one query; a newer version is delivered as :class:`Changed`, a task
+        no longer stored as :class:`Deleted` (its scope unknown, so empty).
         Then :data:`RESYNC`, for watchers that keep views of their own.
         """
         held = list(self._delivered)
@@ -270,7 +295,7 @@ class PostgresStore:
             return None if row is None else decode(row)
 
         stored = await self.database.run(work)
-        if stored is not None and task_id not in self._deleted:
+        if stored is not None and not stored.task.terminal and task_id not in self._deleted:
             # Someone here cares about it now: re-read it after a lost connection.
             self._delivered.setdefault(task_id, NEVER)
         return stored
@@ -359,7 +384,7 @@ class PostgresStore:
         return await self.database.run(work, Lane.BACKGROUND)
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
         def work(connection: Connection) -> list[StoredTask]:
             rows = connection.execute(
@@ -368,7 +393,8 @@ class PostgresStore:
                 " lease_expires_ms = %(expires)s, lease_deadline_ms = presa_now_ms() + %(lease)s"
                 " FROM (SELECT task_id FROM presa_tasks"
                 f"       WHERE NOT terminal AND {LIVE}"
-                "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms <= presa_now_ms())"
+                "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms"
+                "             <= CASE WHEN %(released_only)s THEN 0 ELSE presa_now_ms() END)"
                 "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
                 " WHERE t.task_id = c.task_id " + returning("t"),
                 {
@@ -377,6 +403,7 @@ class PostgresStore:
                     "lease": expires_ms - now_ms,
                     "now": now_ms,
                     "limit": limit,
+                    "released_only": released_only,
                 },
             ).fetchall()
             return [decode(row) for row in rows]

@@ -305,14 +305,14 @@ class SqliteStore:
         return await self.database.write(extend)
 
     async def claim_expired(
-        self, owner: str, now_ms: int, expires_ms: int, limit: int
+        self, owner: str, now_ms: int, expires_ms: int, limit: int, *, released_only: bool = False
     ) -> list[StoredTask]:
         def claim(db: sqlite3.Connection) -> list[StoredTask]:
             rows = db.execute(
                 f"SELECT {COLUMNS} FROM tasks WHERE terminal = 0 "
                 "AND (lease_expires_ms IS NULL OR lease_expires_ms <= ?) "
                 "AND (expires_ms IS NULL OR expires_ms > ?) LIMIT ?",
-                (now_ms, now_ms, limit),
+                (0 if released_only else now_ms, now_ms, limit),
             ).fetchall()
             claimed = []
             for row in rows:
