@@ -168,6 +168,30 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
             },
         }
     ),
+    # Text that would drive a terminal: escape sequences, CR, BEL and a C1 CSI in a
+    # tool's result, a question and an error's message; CRLF line ends in the result.
+    "controls": answering(
+        {
+            "prompts/list": {"prompts": [{"name": "p"}]},
+            "tools/call": {
+                "content": [{"type": "text", "text": "a\x1b[2Jb\rc\x07d\x9b31m\r\nnext"}]
+            },
+            "prompts/get": {
+                "resultType": "input_required",
+                "inputRequests": {
+                    "k": {
+                        "method": "elicitation/create",
+                        "params": {
+                            "message": "Sign\x1b[8min",
+                            "requestedSchema": {"type": "object", "properties": {}},
+                        },
+                    }
+                },
+            },
+        },
+        b'{"jsonrpc":"2.0","id":null,'
+        b'"error":{"code":-32002,"message":"gone\\u001b]0;owned\\u0007"}}',
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.

@@ -1,0 +1,49 @@
+"""A server's text never drives the terminal the client prints it on.
+
+A tool's result, an error's message, a question: all are the server's
+text, and an escape sequence in it would clear the screen, set the
+window's title or hide what follows (a fake prompt, say). What reaches a
+terminal shows each control character as its ``\\uXXXX`` escape instead;
+a script that reads stdout from a pipe gets the text as the server sent it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tests.client.helpers import (
+    MISBEHAVING,
+    client,
+    client_environment,
+    on_terminal,
+    shown_on_terminal,
+)
+from tests.e2e.serve_process import serving
+
+#: The result's text, as the server sent it.
+SENT = "a\x1b[2Jb\rc\x07d\x9b31m\r\nnext"
+#: The same text as a terminal shows it (the pseudo-terminal writes LF as CRLF).
+SHOWN = "a\\u001b[2Jb\\u000dc\\u0007d\\u009b31m\r\nnext\r\n"
+
+
+async def test_a_results_control_characters_are_shown_not_obeyed_on_a_terminal() -> None:
+    async with serving([sys.executable, MISBEHAVING, "controls"]) as served:
+        shown = await shown_on_terminal(
+            "call", served.url, "t", "--no-listen", env=client_environment(), stdout=True
+        )
+        piped = await client("call", served.url, "t", "--no-listen")
+    assert shown == SHOWN
+    assert (piped.status, piped.stdout) == (0, SENT + "\n"), piped.stderr
+
+
+async def test_an_errors_control_characters_are_shown_not_obeyed() -> None:
+    async with serving([sys.executable, MISBEHAVING, "controls"]) as served:
+        ran = await client("read", served.url, "a://b")
+    assert ran.status == 3
+    assert ran.error() == "resources/read: JSON-RPC error -32002: gone\\u001b]0;owned\\u0007"
+
+
+async def test_a_questions_control_characters_are_shown_not_obeyed() -> None:
+    async with serving([sys.executable, MISBEHAVING, "controls"]) as served:
+        shown = await on_terminal(["prompt", served.url, "p"], [])
+    assert "[k] The server asks: Sign\\u001b[8min\n" in shown
