@@ -15,8 +15,10 @@ passed to :attr:`Connection.notify`, and every message sent or received to
 A server of another era is told apart as the spec says (streamable-http
 §Backward Compatibility, basic/versioning §Backward Compatibility with
 Initialization-Based Versions): when the first answer is no modern JSON-RPC
-message, or an error such a server gives, an ``initialize`` probe asks
-which version it speaks, so that the one-line error can say so.
+message, or an error such a server gives, and ``server/discover`` has no
+result either (one that has is modern, even if it also serves the
+initialize era), an ``initialize`` probe asks which version it speaks, so
+that the one-line error can say so.
 
 Spec: 2026-07-28 basic/index §_meta, §Statelessness; server/utilities/pagination.
 """
@@ -292,7 +294,7 @@ class Connection:
             isinstance(failure, RequestError)
             and failure.code in (INVALID_REQUEST, METHOD_NOT_FOUND)
         )
-        if not (first and suspicious):
+        if not (first and suspicious) or await self.answers_discover():
             return failure
         version = await self.legacy_version()
         if version is None:
@@ -301,6 +303,16 @@ class Connection:
             f"{self.where} speaks MCP {version} (the initialize handshake), "
             f"not {PROTOCOL_VERSION}, the only version this client speaks"
         )
+
+    async def answers_discover(self) -> bool:
+        """Whether ``server/discover`` has a result: then the server is modern, though it
+        may answer ``initialize`` too (basic/versioning §Compatibility Matrix: a
+        dual-era server is modern to a modern client)."""
+        try:
+            await self.request_once("server/discover", {})
+        except ProtocolFailure:
+            return False
+        return True
 
     async def legacy_version(self) -> str | None:
         """The version a server of the initialize era answers with, if it is one."""
