@@ -38,7 +38,7 @@ from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import attrs
 import httpx
@@ -220,12 +220,15 @@ class _HttpReplies:
         return message  # type: ignore[no-any-return]
 
     def _message(self, data: str) -> JSONObject:
+        """An event's message: a response or a notification, as on stdio; a request is the
+        server's mistake (streamable-http §Receiving Messages: MUST NOT)."""
         message = decoded(data.encode())
-        if not isinstance(message, dict):
+        if not is_for_client(message):
             raise ProtocolFailure(
-                f"{self.where} sent an SSE event that is not JSON-RPC: {data[:80]}"
+                f"{self.where} sent an SSE event that is no MCP response or notification: "
+                f"{data[:80]}"
             )
-        return message
+        return message  # type: ignore[no-any-return]
 
 
 #: RFC 9110 §5.6.2 token: an auth scheme or a parameter's name.
@@ -332,11 +335,22 @@ class HttpTransport:
                             record.response["headers"] = {"www-authenticate": challenge}
                     if response.status_code == 401 or insufficient_scope(response):
                         raise await self.unauthorized(response)
+                    if response.is_redirect:
+                        raise self.redirected(response)
                     yield _HttpReplies(self.where, response, record)
         finally:
             if record is not None and self.transcript is not None:
                 with trio.CancelScope(shield=True):
                     await self.transcript.append(record.record())
+
+    def redirected(self, response: httpx.Response) -> ProtocolFailure:
+        """A 3xx with a ``Location``: followed by no one, as the body and the token would
+        go where the server says; the line names where it points."""
+        target = urljoin(self.where, response.headers["location"])
+        return ProtocolFailure(
+            f"{self.where} redirects to {target} (HTTP {response.status_code}); "
+            "this client follows no redirect: give that URL if it is the endpoint"
+        )
 
     async def unauthorized(self, response: httpx.Response) -> ProtocolFailure:
         """401: say whether a token was sent and where the resource's metadata points.

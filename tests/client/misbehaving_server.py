@@ -192,6 +192,15 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         b'{"jsonrpc":"2.0","id":null,'
         b'"error":{"code":-32002,"message":"gone\\u001b]0;owned\\u0007"}}',
     ),
+    # A server-to-client request on a response's stream (streamable-http §Receiving
+    # Messages: MUST NOT), before the response, as servers of the 2025 era sent them.
+    "request-on-stream": answering(
+        {
+            "tools/call": b'data: {"jsonrpc":"2.0","id":"s1","method":"roots/list"}\n\n'
+            b'data: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n',
+        },
+        {},
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.
@@ -205,6 +214,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if self.wrong == "redirect":  # the endpoint moved: a slash added, as a mount does
+            self.send_response(307)
+            self.send_header("location", f"http://{self.headers['host']}/mcp/")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         body = ANSWERS[self.wrong](message["method"], message["id"])
         self.send_response(200)
         stream = body.startswith(b"data: ")

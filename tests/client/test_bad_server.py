@@ -214,3 +214,29 @@ async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
             with trio.fail_after(30):
                 assert await watched.stopped() == 130
     assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in watched.stderr
+
+
+async def test_a_request_on_a_responses_stream_is_the_servers_mistake() -> None:
+    """Spec-mandated (streamable-http §Receiving Messages: the server MUST NOT send
+    independent JSON-RPC requests on this stream): exit 3 naming it, as the same
+    line on stdio is (stdio §Messages), not a request passed over in silence."""
+    async with serving([sys.executable, MISBEHAVING, "request-on-stream"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen")
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} sent an SSE event that is no MCP response or notification: "
+        '{"jsonrpc":"2.0","id":"s1","method":"roots/list"}'
+    )
+
+
+async def test_a_redirect_names_where_it_points() -> None:
+    """presa-defined (docs/client.md, For scripts): the client follows no redirect (a
+    POST's body and token would go where the server says), and the line says where
+    the endpoint points instead of calling it no MCP server."""
+    async with serving([sys.executable, MISBEHAVING, "redirect"]) as served:
+        ran = await client("list", served.url)
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} redirects to {served.url}/ (HTTP 307); "
+        "this client follows no redirect: give that URL if it is the endpoint"
+    )
