@@ -66,6 +66,12 @@ def inert(text: str) -> str:
     return CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text.replace("\r\n", "\n"))
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: each LF in it as its escape, as :func:`inert` shows the
+    other controls (a failure is one line, even when a server's message in it is not)."""
+    return text.replace("\n", "\\u000a")
+
+
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
@@ -215,7 +221,7 @@ class Console:
     def failure(self, error: ClientError) -> None:
         """The one line on stderr; with ``--json`` also its document, unless one was printed."""
         self.end_status()
-        self.note(f"presa-trio: error: {error}")
+        self.note(f"presa-trio: error: {one_line(str(error))}")
         self.last_document(error.document())
 
     def last_document(self, document: JSONObject) -> None:

@@ -190,7 +190,7 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
             },
         },
         b'{"jsonrpc":"2.0","id":null,'
-        b'"error":{"code":-32002,"message":"gone\\u001b]0;owned\\u0007"}}',
+        b'"error":{"code":-32002,"message":"gone\\u001b]0;owned\\u0007\\nsecond line"}}',
     ),
     # A server-to-client request on a response's stream (streamable-http §Receiving
     # Messages: MUST NOT), before the response, as servers of the 2025 era sent them.

@@ -37,10 +37,14 @@ async def test_a_results_control_characters_are_shown_not_obeyed_on_a_terminal()
 
 
 async def test_an_errors_control_characters_are_shown_not_obeyed() -> None:
+    """presa-defined (docs/client.md, For scripts): a failure is one line, even when
+    the server's message holds a line end."""
     async with serving([sys.executable, MISBEHAVING, "controls"]) as served:
         ran = await client("read", served.url, "a://b")
     assert ran.status == 3
-    assert ran.error() == "resources/read: JSON-RPC error -32002: gone\\u001b]0;owned\\u0007"
+    assert ran.error() == (
+        "resources/read: JSON-RPC error -32002: gone\\u001b]0;owned\\u0007\\u000asecond line"
+    )
 
 
 async def test_a_questions_control_characters_are_shown_not_obeyed() -> None:
