@@ -209,8 +209,9 @@ class Console:
         self.write_out(pretty(value) if self.json else text)
 
     def line(self, value: Any, text: str) -> None:
-        """One item of a stream (``listen``, ``task stream``): a JSON line with ``--json``."""
-        self.write_out(compact(value) if self.json else text)
+        """One item of a stream (``listen``, ``task stream``): a JSON line with ``--json``,
+        else ``text`` on :func:`one_line`."""
+        self.write_out(compact(value) if self.json else one_line(text))
 
     def write_out(self, text: str) -> None:
         """``text`` and a line end on stdout, :func:`inert` on a terminal."""
@@ -259,7 +260,7 @@ class Console:
 
     def status(self, task: JSONObject, elapsed_s: float) -> None:
         """The task's status line; redrawn on a terminal, a new line on change elsewhere."""
-        status = inert(task_line(task))
+        status = one_line(inert(task_line(task)))
         if self.live:
             self._status = status
             self.draw(elapsed_s)

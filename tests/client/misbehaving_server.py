@@ -201,6 +201,23 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {},
     ),
+    # A task whose statusMessage spans two lines.
+    "status-two-lines": answering(
+        {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
+        {"taskId": "T", "status": "completed", "statusMessage": "done\nreally", "result": {}},
+    ),
+    # A listen whose task notification's statusMessage spans two lines, then its end.
+    "listen-two-lines": answering(
+        {
+            "subscriptions/listen": b'data: {"jsonrpc":"2.0",'
+            b'"method":"notifications/subscriptions/acknowledged",'
+            b'"params":{"notifications":{"taskIds":["T"]}}}\n\n'
+            b'data: {"jsonrpc":"2.0","method":"notifications/tasks",'
+            b'"params":{"taskId":"T","status":"working","statusMessage":"a\\nb"}}\n\n'
+            b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\n',
+        },
+        {},
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.

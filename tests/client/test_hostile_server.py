@@ -51,3 +51,20 @@ async def test_a_questions_control_characters_are_shown_not_obeyed() -> None:
     async with serving([sys.executable, MISBEHAVING, "controls"]) as served:
         shown = await on_terminal(["prompt", served.url, "p"], [])
     assert "[k] The server asks: Sign\\u001b[8min\n" in shown
+
+
+async def test_a_status_line_is_one_line() -> None:
+    """presa-defined (docs/client.md, A task's life): the status is one line, redrawn
+    in place on a terminal; a statusMessage's line end is shown as its escape."""
+    async with serving([sys.executable, MISBEHAVING, "status-two-lines"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen")
+    assert ran.status == 0, ran.stderr
+    assert ran.stderr.splitlines()[-1].startswith("task T: completed — done\\u000areally (")
+
+
+async def test_a_listen_prints_a_line_each() -> None:
+    """presa-defined (docs/client.md, Reading a server: a notification a line each)."""
+    async with serving([sys.executable, MISBEHAVING, "listen-two-lines"]) as served:
+        ran = await client("listen", served.url, "--task", "T")
+    assert ran.status == 0, ran.stderr
+    assert ran.stdout == "task T: working — a\\u000ab\n"
