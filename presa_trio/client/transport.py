@@ -189,7 +189,9 @@ class _HttpReplies:
     _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
 
     async def next(self) -> JSONObject:
-        content_type = self.response.headers.get("content-type", "").split(";")[0].strip()
+        # RFC 9110 §8.3.1: the type and subtype are case-insensitive.
+        given = self.response.headers.get("content-type", "")
+        content_type = given.split(";")[0].strip().lower()
         if content_type != "text/event-stream":
             return await self._whole_body(content_type)
         if self._chunks is None:

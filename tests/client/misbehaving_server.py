@@ -218,6 +218,11 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {},
     ),
+    # Not wrong: media types in capitals, with parameters (RFC 9110 §8.3.1: the type
+    # and subtype are case-insensitive); tools/call answered as an event stream.
+    "media-types-in-capitals": answering(
+        {"tools/call": b'data: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n'}, {}
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.
@@ -240,7 +245,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = ANSWERS[self.wrong](message["method"], message["id"])
         self.send_response(200)
         stream = body.startswith(b"data: ")
-        self.send_header("content-type", "text/event-stream" if stream else "application/json")
+        kind = "text/event-stream" if stream else "application/json"
+        if self.wrong == "media-types-in-capitals":
+            kind = kind.upper() + "; charset=UTF-8"
+        self.send_header("content-type", kind)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

@@ -240,3 +240,14 @@ async def test_a_redirect_names_where_it_points() -> None:
         f"{served.url} redirects to {served.url}/ (HTTP 307); "
         "this client follows no redirect: give that URL if it is the endpoint"
     )
+
+
+async def test_media_types_are_read_whatever_their_case() -> None:
+    """Spec-mandated (streamable-http §Sending Messages 6: the client MUST support both
+    ``application/json`` and ``text/event-stream``; RFC 9110 §8.3.1: a media type's
+    type and subtype are case-insensitive): ``APPLICATION/JSON`` is JSON, and
+    ``TEXT/EVENT-STREAM`` an event stream, not a server that is no MCP server."""
+    async with serving([sys.executable, MISBEHAVING, "media-types-in-capitals"]) as served:
+        ran = await client("call", served.url, "t", "--json")
+    assert ran.status == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"content": []}
