@@ -35,6 +35,8 @@ SEP-2694 (draft) §Specification (the ``eventStreams`` sub-capability).
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 import trio
 
@@ -104,7 +106,8 @@ def poll_seconds(task: JSONObject) -> float:
     interval = task.get("pollIntervalMs")
     if isinstance(interval, bool) or not isinstance(interval, int | float):
         interval = DEFAULT_POLL_MS
-    return max(float(interval), SHORTEST_POLL_MS) / 1000
+    # A JSON number may be an integer no float holds: waited as the longest float wait.
+    return max(float(min(interval, sys.float_info.max)), SHORTEST_POLL_MS) / 1000
 
 
 @attrs.define(eq=False)

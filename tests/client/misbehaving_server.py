@@ -223,6 +223,18 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "media-types-in-capitals": answering(
         {"tools/call": b'data: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n'}, {}
     ),
+    # A task to poll again in 10**400 ms, more than a float holds; cancelled when asked.
+    "poll-interval-huge": answering(
+        {
+            "tools/call": {
+                "resultType": "task",
+                "taskId": "T",
+                "status": "working",
+                "pollIntervalMs": 10**400,
+            }
+        },
+        {"taskId": "T", "status": "cancelled"},
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.

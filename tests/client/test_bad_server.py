@@ -251,3 +251,17 @@ async def test_media_types_are_read_whatever_their_case() -> None:
         ran = await client("call", served.url, "t", "--json")
     assert ran.status == 0, ran.stderr
     assert json.loads(ran.stdout) == {"content": []}
+
+
+async def test_a_poll_interval_past_any_float_is_waited_not_a_crash() -> None:
+    """SEP-2663 §Task Polling (clients SHOULD respect ``pollIntervalMs``, a JSON number
+    of any size): 10**400 ms is waited as the longest wait there is, which Ctrl-C
+    ends (exit 130), not an OverflowError's traceback."""
+    async with serving([sys.executable, MISBEHAVING, "poll-interval-huge"]) as served:
+        command = client_command("call", served.url, "t", "--no-listen")
+        async with serving(command, r"task (\S+): working") as watched:
+            watched.process.send_signal(signal.SIGINT)
+            with trio.fail_after(30):
+                assert await watched.stopped() == 130
+    assert "Traceback" not in watched.stderr
+    assert watched.stderr.endswith("task T: cancelled")
