@@ -44,6 +44,7 @@ client-registration).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -545,6 +546,8 @@ async def client_credentials(
 def record(found: Discovered, client: Registration, tokens: JSONObject, grant: str) -> JSONObject:
     """What is kept of a sign-in (or a refresh): enough to get the next token alone."""
     expires_in = tokens.get("expires_in")
+    if isinstance(expires_in, int | float):  # any JSON number: no float holds 10**400
+        expires_in = min(expires_in, sys.float_info.max)
     return {
         "resource": found.resource,
         "issuer": found.issuer,
