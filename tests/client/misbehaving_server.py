@@ -47,6 +47,9 @@ def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
 ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     # RFC 8259 §6: no NaN in JSON; Python's json.loads reads it all the same.
     "nan": lambda method, request_id: b'{"jsonrpc":"2.0","id":%d,"result":{"n":NaN}}' % request_id,
+    "past-a-float": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","id":%d,"result":{"n":1e400}}' % request_id
+    ),
     "deep": lambda method, request_id: (
         b'{"jsonrpc":"2.0","id":%d,"result":{"n":%s1%s}}'
         % (request_id, b"[" * 100_000, b"]" * 100_000)

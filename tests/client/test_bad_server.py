@@ -19,9 +19,10 @@ from tests.e2e.serve_process import serving
 
 async def test_a_response_that_is_no_json_by_rfc_8259() -> None:
     """RFC 8259 §6 (no NaN), read with the server's own strict decoder: ``--json``
-    never prints a document that is no JSON, and nesting too deep to decode is
-    no JSON either, not a RecursionError."""
-    for wrong in ("nan", "deep"):
+    never prints a document that is no JSON (a number past a float's range would be
+    printed ``Infinity``), and nesting too deep to decode is no JSON either, not a
+    RecursionError."""
+    for wrong in ("nan", "past-a-float", "deep"):
         async with serving([sys.executable, MISBEHAVING, wrong]) as served:
             ran = await client("discover", served.url, "--json")
         assert ran.status == 3, wrong
