@@ -177,6 +177,14 @@ class Connection:
         except NotModern as failure:
             raise await self.explain(failure) from None
 
+    async def first_reply(self, method: str, replies: Replies) -> JSONObject:
+        """The first message of an exchange held open, within :attr:`timeout_s`: a
+        stream's acknowledgement is the answer to its request, and the server MUST send
+        it first (basic/patterns/subscriptions §Acknowledgment)."""
+        with trio.move_on_after(self.timeout_s):
+            return await replies.next()
+        raise ProtocolFailure(f"{self.where} did not answer {method} within {self.timeout_s:g} s")
+
     async def signed_in(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()``; on a 401, :attr:`authorize` (sign-in, refresh or step-up) and
         ``attempt()`` again, at most :data:`MAX_SIGN_INS` times (basic/authorization

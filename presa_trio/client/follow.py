@@ -198,12 +198,13 @@ class TaskFollower:
         """Pass on ``notifications/tasks`` for the task while the server sends them.
 
         Returns (to polling) when the server does not list the task in its
-        acknowledgement, refuses the listen, or ends the stream.
+        acknowledgement, does not send one within the request timeout, refuses
+        the listen, or ends the stream.
         """
         params = {"notifications": {"taskIds": [task_id]}}
         try:
             async with self.connection.open("subscriptions/listen", params) as (_, replies):
-                ack = await replies.next()
+                ack = await self.connection.first_reply("subscriptions/listen", replies)
                 agreed = list_at(object_at(object_at(ack, "params"), "notifications"), "taskIds")
                 if is_response(ack) or task_id not in agreed:
                     return

@@ -9,9 +9,11 @@ client is exactly what a faulty server would send. It says where it serves on st
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -238,6 +240,16 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {"taskId": "T", "status": "cancelled"},
     ),
+    # A task, and a listen held open with keep-alive comments but never acknowledged
+    # (the Handler's own; basic/patterns/subscriptions §Acknowledgment: MUST be first).
+    "listen-unacknowledged": answering(
+        {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
+        {
+            "taskId": "T",
+            "status": "completed",
+            "result": {"content": [{"type": "text", "text": "done"}]},
+        },
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.
@@ -251,6 +263,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if self.wrong == "listen-unacknowledged" and message["method"] == "subscriptions/listen":
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            with contextlib.suppress(OSError):  # until the client gives up
+                while True:
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            return
         if self.wrong == "redirect":  # the endpoint moved: a slash added, as a mount does
             self.send_response(307)
             self.send_header("location", f"http://{self.headers['host']}/mcp/")

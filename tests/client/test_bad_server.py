@@ -266,3 +266,16 @@ async def test_a_poll_interval_past_any_float_is_waited_not_a_crash() -> None:
                 assert await watched.stopped() == 130
     assert "Traceback" not in watched.stderr
     assert watched.stderr.endswith("task T: cancelled")
+
+
+async def test_a_listen_never_acknowledged_is_given_up_after_the_timeout() -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Acknowledgment: the server MUST send
+    the acknowledgement first): a stream that brings none is a request unanswered,
+    bound by ``--timeout``. ``listen`` ends (exit 3); a followed task polls instead of
+    waiting on it for ever."""
+    async with serving([sys.executable, MISBEHAVING, "listen-unacknowledged"]) as served:
+        listened = await client("listen", served.url, "--timeout", "1")
+        called = await client("call", served.url, "t", "--timeout", "1")
+    assert listened.status == 3
+    assert listened.error() == f"{served.url} did not answer subscriptions/listen within 1 s"
+    assert (called.status, called.stdout) == (0, "done\n"), called.stderr
