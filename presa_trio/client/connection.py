@@ -38,6 +38,7 @@ from presa_trio import __version__
 from presa_trio.client.answers import DECLARED
 from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
 from presa_trio.client.transport import NotModern, Replies, Transport, is_response
+from presa_trio.wire.envelope import is_request_id
 from presa_trio.wire.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -281,7 +282,8 @@ class Connection:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # any id, or none (spec-notes §52: an unread id)
             raise await self.explain(RequestError(method, reply["error"]))
-        if reply.get("id") != message["id"]:
+        # True and 1.0 equal 1 in Python, yet are no id (basic/index §Requests).
+        if not is_request_id(reply.get("id")) or reply.get("id") != message["id"]:
             raise ProtocolFailure(f"{self.where} answered {method} with another request's id")
         self._era_known = True
         result = reply.get("result")

@@ -49,6 +49,10 @@ def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
 ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     # RFC 8259 §6: no NaN in JSON; Python's json.loads reads it all the same.
     "nan": lambda method, request_id: b'{"jsonrpc":"2.0","id":%d,"result":{"n":NaN}}' % request_id,
+    # The first request's id, 1, answered as true and as 1.0: equal to 1 in Python, but
+    # no JSON-RPC id (basic/index §Requests: a string or an integer).
+    "id-true": lambda method, request_id: b'{"jsonrpc":"2.0","id":true,"result":{}}',
+    "id-float": lambda method, request_id: b'{"jsonrpc":"2.0","id":1.0,"result":{}}',
     "past-a-float": lambda method, request_id: (
         b'{"jsonrpc":"2.0","id":%d,"result":{"n":1e400}}' % request_id
     ),

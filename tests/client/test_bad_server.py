@@ -279,3 +279,14 @@ async def test_a_listen_never_acknowledged_is_given_up_after_the_timeout() -> No
     assert listened.status == 3
     assert listened.error() == f"{served.url} did not answer subscriptions/listen within 1 s"
     assert (called.status, called.stdout) == (0, "done\n"), called.stderr
+
+
+async def test_a_response_whose_id_only_python_finds_equal_is_another_requests() -> None:
+    """Spec-mandated (basic/index §Responses: the same ID as the request; §Requests:
+    an id is a string or an integer, spec-notes §56): ``true`` and ``1.0`` are not
+    the id 1, though Python compares them equal to it."""
+    for wrong in ("id-true", "id-float"):
+        async with serving([sys.executable, MISBEHAVING, wrong]) as served:
+            ran = await client("discover", served.url)
+        assert ran.status == 3, wrong
+        assert ran.error() == f"{served.url} answered server/discover with another request's id"
