@@ -254,6 +254,14 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
             "result": {"content": [{"type": "text", "text": "done"}]},
         },
     ),
+    # A suggestion that spans two lines.
+    "suggestion-two-lines": answering(
+        {
+            "prompts/list": {"prompts": [{"name": "p", "arguments": [{"name": "a"}]}]},
+            "completion/complete": {"completion": {"values": ["x\ny", "z"]}},
+        },
+        {},
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.

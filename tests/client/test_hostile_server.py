@@ -68,3 +68,11 @@ async def test_a_listen_prints_a_line_each() -> None:
         ran = await client("listen", served.url, "--task", "T")
     assert ran.status == 0, ran.stderr
     assert ran.stdout == "task T: working — a\\u000ab\n"
+
+
+async def test_suggestions_are_one_a_line() -> None:
+    """presa-defined (docs/client.md, Reading a server: the suggestions one a line)."""
+    async with serving([sys.executable, MISBEHAVING, "suggestion-two-lines"]) as served:
+        ran = await client("complete", served.url, "prompt", "p", "a=")
+    assert ran.status == 0, ran.stderr
+    assert ran.stdout == "x\\u000ay\nz\n"
