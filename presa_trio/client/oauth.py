@@ -435,11 +435,13 @@ def endpoint_of(server: JSONObject, name: str) -> str:
     """The authorization server's endpoint ``name``, an absolute http(s) URL, else the
     sign-in stops (security-considerations §Communication Security: its endpoints are
     served over HTTP(S)). The authorization endpoint is opened in the person's browser:
-    a URL of another scheme (``file:``, an application's own) would open something else.
+    a URL of another scheme (``file:``, an application's own) would open something else,
+    and one holding a control character, which no URI does (RFC 3986 §2), would drive
+    the terminal it is printed on.
     """
     url = server.get(name)
     try:
-        parts = urlsplit(url) if isinstance(url, str) else None
+        parts = urlsplit(url) if isinstance(url, str) and url.isprintable() else None
         usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:
         usable = False
