@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from presa_trio.client.arguments import as_strings, parse_pairs
 from presa_trio.client.errors import EXIT_RESULT, UsageProblem
+from presa_trio.client.output import one_line
 from presa_trio.client.run import Run, find_prompt, find_template
 from presa_trio.client.transport import object_at
 from presa_trio.wire.models import JSONObject
@@ -71,7 +72,7 @@ async def complete(run: Run) -> int:
     values = completion.get("values")
     values = values if isinstance(values, list) else []
     if values or run.console.json:
-        run.console.result(result, "\n".join(str(value) for value in values))
+        run.console.result(result, "\n".join(one_line(str(value)) for value in values))
     if not values:
         run.console.note("no suggestions")
     elif said := more_line(completion, len(values)):

@@ -15,13 +15,15 @@ passed to :attr:`Connection.notify`, and every message sent or received to
 A server of another era is told apart as the spec says (streamable-http
 §Backward Compatibility, basic/versioning §Backward Compatibility with
 Initialization-Based Versions): when the first answer is no modern JSON-RPC
-message, or an error such a server gives, an ``initialize`` probe asks
-which version it speaks, so that the one-line error can say so. Over stdio,
-where no HTTP status tells the era, the first request is always
-``server/discover`` (:meth:`Connection.open`): a server of the
-``initialize`` era that would serve a ``tools/call`` without its handshake
-is found before it gets one (basic/versioning §Compatibility Matrix:
-SHOULD; basic/transports/stdio §Backward Compatibility).
+message, or an error such a server gives, and ``server/discover`` has no
+result either (one that has is modern, even if it also serves the
+initialize era), an ``initialize`` probe asks which version it speaks, so
+that the one-line error can say so. Over stdio, where no HTTP status tells
+the era, the first request is always ``server/discover``
+(:meth:`Connection.open`): a server of the ``initialize`` era that would
+serve a ``tools/call`` without its handshake is found before it gets one
+(basic/versioning §Compatibility Matrix: SHOULD; basic/transports/stdio
+§Backward Compatibility).
 
 Spec: 2026-07-28 basic/index §_meta, §Statelessness; server/utilities/pagination.
 """
@@ -201,6 +203,14 @@ class Connection:
         except NotModern as failure:
             raise await self.explain(failure) from None
 
+    async def first_reply(self, method: str, replies: Replies) -> JSONObject:
+        """The first message of an exchange held open, within :attr:`timeout_s`: a
+        stream's acknowledgement is the answer to its request, and the server MUST send
+        it first (basic/patterns/subscriptions §Acknowledgment)."""
+        with trio.move_on_after(self.timeout_s):
+            return await replies.next()
+        raise ProtocolFailure(f"{self.where} did not answer {method} within {self.timeout_s:g} s")
+
     async def signed_in(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()``; on a 401, :attr:`authorize` (sign-in, refresh or step-up) and
         ``attempt()`` again, at most :data:`MAX_SIGN_INS` times (basic/authorization
@@ -302,6 +312,7 @@ class Connection:
             raise ProtocolFailure(f"{self.where} did not answer {method} within {limit:g} s")
         if "error" in reply:  # any id, or none (spec-notes §52: an unread id)
             raise await self.explain(RequestError(method, reply["error"]))
+        # True and 1.0 equal 1 in Python, yet are no id (basic/index §Requests).
         answered = reply.get("id")
         if not is_request_id(answered) or answered != message["id"]:
             raise ProtocolFailure(
@@ -329,7 +340,7 @@ class Connection:
                 or (failure.method == DISCOVER and failure.code not in MODERN_ERRORS)
             )
         )
-        if not (first and suspicious):
+        if not (first and suspicious) or await self.answers_discover():
             return failure
         version = await self.legacy_version()
         if version is None:
@@ -338,6 +349,16 @@ class Connection:
             f"{self.where} speaks MCP {version} (the initialize handshake), "
             f"not {PROTOCOL_VERSION}, the only version this client speaks"
         )
+
+    async def answers_discover(self) -> bool:
+        """Whether ``server/discover`` has a result: then the server is modern, though it
+        may answer ``initialize`` too (basic/versioning §Compatibility Matrix: a
+        dual-era server is modern to a modern client)."""
+        try:
+            await self.request_once("server/discover", {})
+        except ProtocolFailure:
+            return False
+        return True
 
     async def legacy_version(self) -> str | None:
         """The version a server of the initialize era answers with, if it is one."""

@@ -35,6 +35,8 @@ SEP-2694 (draft) §Specification (the ``eventStreams`` sub-capability).
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 import trio
 
@@ -104,7 +106,8 @@ def poll_seconds(task: JSONObject) -> float:
     interval = task.get("pollIntervalMs")
     if isinstance(interval, bool) or not isinstance(interval, int | float):
         interval = DEFAULT_POLL_MS
-    return max(float(interval), SHORTEST_POLL_MS) / 1000
+    # A JSON number may be an integer no float holds: waited as the longest float wait.
+    return max(float(min(interval, sys.float_info.max)), SHORTEST_POLL_MS) / 1000
 
 
 @attrs.define(eq=False)
@@ -195,12 +198,13 @@ class TaskFollower:
         """Pass on ``notifications/tasks`` for the task while the server sends them.
 
         Returns (to polling) when the server does not list the task in its
-        acknowledgement, refuses the listen, or ends the stream.
+        acknowledgement, does not send one within the request timeout, refuses
+        the listen, or ends the stream.
         """
         params = {"notifications": {"taskIds": [task_id]}}
         try:
             async with self.connection.open("subscriptions/listen", params) as (_, replies):
-                ack = await replies.next()
+                ack = await self.connection.first_reply("subscriptions/listen", replies)
                 agreed = list_at(object_at(object_at(ack, "params"), "notifications"), "taskIds")
                 if is_response(ack) or task_id not in agreed:
                     return

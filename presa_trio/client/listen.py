@@ -91,7 +91,7 @@ async def listen(run: Run) -> int:
     where = run.connection.where
     params = {"notifications": asked}
     async with run.connection.open("subscriptions/listen", params) as (sent, replies):
-        first = await replies.next()
+        first = await run.connection.first_reply("subscriptions/listen", replies)
         if is_response(first) and "error" in first:
             raise RequestError("subscriptions/listen", first["error"])
         if first.get("method") != ACKNOWLEDGED:

@@ -44,6 +44,7 @@ client-registration).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -440,18 +441,15 @@ def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
 
 
 def endpoint_of(server: JSONObject, name: str) -> str:
-    """The authorization server's endpoint ``name``, an absolute https URL (http on
-    loopback), else the sign-in stops.
-
-    Spec: security-considerations §Communication Security ("All authorization
-    server endpoints MUST be served over HTTPS"; loopback, where nothing
-    crosses a network, is exempt, as the tests' servers are). The
-    authorization endpoint is opened in the person's browser: a URL of another
-    scheme (``file:``, an application's own) would open something else.
-    """
+    """The authorization server's endpoint ``name``: an absolute https URL (http on
+    loopback, where nothing crosses a network), else the sign-in stops
+    (security-considerations §Communication Security: "MUST be served over HTTPS").
+    The authorization endpoint is opened in the person's browser and printed: another
+    scheme (``file:``) would open something else, and a control character, which no
+    URI holds (RFC 3986 §2), would drive the terminal."""
     url = server.get(name)
     try:
-        parts = urlsplit(url) if isinstance(url, str) else None
+        parts = urlsplit(url) if isinstance(url, str) and url.isprintable() else None
         usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:
         usable = False
@@ -560,6 +558,8 @@ async def client_credentials(
 def record(found: Discovered, client: Registration, tokens: JSONObject, grant: str) -> JSONObject:
     """What is kept of a sign-in (or a refresh): enough to get the next token alone."""
     expires_in = tokens.get("expires_in")
+    if isinstance(expires_in, int | float):  # any JSON number: no float holds 10**400
+        expires_in = min(expires_in, sys.float_info.max)
     return {
         "resource": found.resource,
         "issuer": found.issuer,

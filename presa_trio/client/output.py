@@ -11,6 +11,13 @@ progress, logs, the wire under ``-v`` and questions always go to stderr;
 on a terminal, log lines are coloured by severity (unless ``NO_COLOR`` is
 set, as no-color.org asks).
 
+Whatever the server wrote reaches a terminal inert: its control characters
+(C0 but tab and line feed, DEL, C1) are shown as ``\\uXXXX`` escapes, so that
+no escape sequence of a tool's result, an error or a question clears the
+screen, retitles the window or hides the text after it. Stderr is always
+for reading; stdout is only when it is a terminal (a pipe gets the result as
+the server sent it), and its line ends are LF there (CRLF read as one).
+
 A task's status (SEP-2663 §Task Status) is one line: on a terminal it is
 redrawn in place with a spinner and the elapsed time; elsewhere each change
 is a line of its own, so a log of the run reads in order.
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any, TextIO
 
@@ -45,6 +53,23 @@ LEVEL_COLOURS = {
 }
 #: How ``-v`` marks a message the client sent, and one it received.
 SENT, RECEIVED = "→", "←"
+
+
+#: What would drive a terminal: C0 controls but tab and line feed, DEL, and C1 controls
+#: (U+009B is a CSI as much as ESC ``[`` is).
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text: str) -> str:
+    """``text`` as a terminal may show it: CRLF as LF, every other control character
+    as its ``\\uXXXX`` escape (which JSON reads back as the character)."""
+    return CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text.replace("\r\n", "\n"))
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: each LF in it as its escape, as :func:`inert` shows the
+    other controls (a failure is one line, even when a server's message in it is not)."""
+    return text.replace("\n", "\\u000a")
 
 
 def pretty(value: Any) -> str:
@@ -181,20 +206,23 @@ class Console:
 
     def result(self, value: Any, text: str) -> None:
         """The command's result: ``value`` as JSON with ``--json``, else ``text``."""
-        self.out.write((pretty(value) if self.json else text) + "\n")
-        self.out.flush()
-        self._printed = True
+        self.write_out(pretty(value) if self.json else text)
 
     def line(self, value: Any, text: str) -> None:
-        """One item of a stream (``listen``, ``task stream``): a JSON line with ``--json``."""
-        self.out.write((compact(value) if self.json else text) + "\n")
+        """One item of a stream (``listen``, ``task stream``): a JSON line with ``--json``,
+        else ``text`` on :func:`one_line`."""
+        self.write_out(compact(value) if self.json else one_line(text))
+
+    def write_out(self, text: str) -> None:
+        """``text`` and a line end on stdout, :func:`inert` on a terminal."""
+        self.out.write((inert(text) if self.out.isatty() else text) + "\n")
         self.out.flush()
         self._printed = True
 
     def failure(self, error: ClientError) -> None:
         """The one line on stderr; with ``--json`` also its document, unless one was printed."""
         self.end_status()
-        self.note(f"presa-trio: error: {error}")
+        self.note(f"presa-trio: error: {one_line(str(error))}")
         self.last_document(error.document())
 
     def last_document(self, document: JSONObject) -> None:
@@ -206,9 +234,14 @@ class Console:
         """``text`` in an ANSI colour, when colours are wanted."""
         return f"\x1b[{colour}m{text}\x1b[0m" if colour and self.colour else text
 
-    def note(self, line: str) -> None:
+    def note(self, line: str, colour: str | None = None) -> None:
+        """``line`` on stderr, :func:`inert`, then painted ``colour``."""
+        self.write_err(self.paint(inert(line), colour))
+
+    def write_err(self, shown: str) -> None:
+        """A line on stderr as it is given: no text of the server's unless :func:`inert`."""
         self.clear()
-        self.err.write(line + "\n")
+        self.err.write(shown + "\n")
         self.err.flush()
 
     def notification(self, message: JSONObject) -> None:
@@ -217,17 +250,17 @@ class Console:
             return
         level = object_at(message, "params").get("level")
         is_log = message.get("method") == "notifications/message"
-        self.note(self.paint(line, LEVEL_COLOURS.get(str(level)) if is_log else None))
+        self.note(line, LEVEL_COLOURS.get(str(level)) if is_log else None)
 
     def wire(self, sent: bool, message: JSONObject) -> None:
         """``-v``: one message, as it is sent (``→``) or received (``←``)."""
         if self.verbose:
             arrow = self.paint(SENT, "36") if sent else self.paint(RECEIVED, "32")
-            self.note(f"{arrow} {compact(message)}")
+            self.write_err(f"{arrow} {inert(compact(message))}")
 
     def status(self, task: JSONObject, elapsed_s: float) -> None:
         """The task's status line; redrawn on a terminal, a new line on change elsewhere."""
-        status = task_line(task)
+        status = one_line(inert(task_line(task)))
         if self.live:
             self._status = status
             self.draw(elapsed_s)

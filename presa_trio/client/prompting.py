@@ -34,6 +34,7 @@ import trio
 
 from presa_trio.client.arguments import as_json, check, typed_value
 from presa_trio.client.errors import UsageProblem
+from presa_trio.client.output import inert
 from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.models import JSONObject
 
@@ -110,7 +111,8 @@ class Terminal:
         return self.given_in.isatty()
 
     def say(self, text: str) -> None:
-        self.shown_on.write(text + "\n")
+        """A line of the question: the server's text in it made :func:`inert`."""
+        self.shown_on.write(inert(text) + "\n")
         self.shown_on.flush()
 
     async def ask(self, question: str) -> str:

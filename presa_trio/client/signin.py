@@ -22,7 +22,8 @@ import httpx
 import trio
 
 from presa_trio.client import oauth, tokens
-from presa_trio.client.transport import HttpTransport, http_failures, www_authenticate
+from presa_trio.client.challenges import www_authenticate
+from presa_trio.client.transport import HttpTransport, http_failures
 from presa_trio.wire.models import JSONObject
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import subprocess
 import sys
 import time
@@ -38,12 +37,13 @@ from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import attrs
 import httpx
 import trio
 
+from presa_trio.client.challenges import insufficient_scope, www_authenticate
 from presa_trio.client.errors import (
     BrokenOff,
     ProtocolFailure,
@@ -211,7 +211,9 @@ class _HttpReplies:
     _parser: EventStreamParser = attrs.field(factory=EventStreamParser)
 
     async def next(self) -> JSONObject:
-        content_type = self.response.headers.get("content-type", "").split(";")[0].strip()
+        # RFC 9110 §8.3.1: the type and subtype are case-insensitive.
+        given = self.response.headers.get("content-type", "")
+        content_type = given.split(";")[0].strip().lower()
         if content_type != "text/event-stream":
             return await self._whole_body(content_type)
         if self._chunks is None:
@@ -242,61 +244,15 @@ class _HttpReplies:
         return message  # type: ignore[no-any-return]
 
     def _message(self, data: str) -> JSONObject:
+        """An event's message: a response or a notification, as on stdio; a request is the
+        server's mistake (streamable-http §Receiving Messages: MUST NOT)."""
         message = decoded(data.encode())
-        if not isinstance(message, dict):
+        if not is_for_client(message):
             raise ProtocolFailure(
-                f"{self.where} sent an SSE event that is not JSON-RPC: {data[:80]}"
+                f"{self.where} sent an SSE event that is no MCP response or notification: "
+                f"{data[:80]}"
             )
-        return message
-
-
-#: RFC 9110 §5.6.2 token: an auth scheme or a parameter's name.
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-#: ``name = value``, the value a quoted string (RFC 9110 §5.6.4) or, leniently, any
-#: run up to the next comma or space (``scope=files:read`` is seen in the wild).
-_PARAM = re.compile(rf'({_TOKEN})[ \t]*=[ \t]*("(?:[^"\\]|\\.)*"|[^\s,"]+)')
-_SCHEME = re.compile(_TOKEN)
-#: RFC 9110 §11.2 token68, the credentials of a scheme that takes no parameters.
-_TOKEN68 = re.compile(r"[ \t]+[-.~+/0-9A-Za-z_]+=*[ \t]*(?=,|$)")
-_ESCAPED = re.compile(r"\\(.)")
-
-
-def www_authenticate(header: str) -> dict[str, str]:
-    """The parameters of the Bearer challenge (RFC 6750 §3) in a ``WWW-Authenticate``.
-
-    Read as RFC 9110 §11.6.1 writes it: the header may hold several
-    challenges (``Basic realm="x", Bearer scope="y"``), the scheme and the
-    parameter names are case-insensitive (the names are given lower-case),
-    and a quoted string may hold commas and escaped quotes. The first of a
-    repeated parameter counts. What cannot be read ends the reading; what
-    was read before stands.
-    """
-    challenges: dict[str, dict[str, str]] = {}
-    params: dict[str, str] | None = None
-    at = 0
-    while at < len(header):
-        if header[at] in " \t,":
-            at += 1
-        elif params is not None and (param := _PARAM.match(header, at)):
-            name, value = param.groups()
-            if value.startswith('"'):
-                value = _ESCAPED.sub(r"\1", value[1:-1])
-            params.setdefault(name.lower(), value)
-            at = param.end()
-        elif scheme := _SCHEME.match(header, at):
-            params = challenges.setdefault(scheme.group().lower(), {})
-            at = scheme.end()
-            if token68 := _TOKEN68.match(header, at):
-                at = token68.end()
-        else:
-            break
-    return challenges.get("bearer", {})
-
-
-def insufficient_scope(response: httpx.Response) -> bool:
-    """403 with ``error="insufficient_scope"``: a step-up (basic/authorization §Error Handling)."""
-    challenge = www_authenticate(response.headers.get("www-authenticate", ""))
-    return response.status_code == 403 and challenge.get("error") == "insufficient_scope"
+        return message  # type: ignore[no-any-return]
 
 
 @contextmanager
@@ -357,11 +313,22 @@ class HttpTransport:
                             record.response["headers"] = {"www-authenticate": challenge}
                     if response.status_code == 401 or insufficient_scope(response):
                         raise await self.unauthorized(response)
+                    if response.is_redirect:
+                        raise self.redirected(response)
                     yield _HttpReplies(self.where, response, record)
         finally:
             if record is not None and self.transcript is not None:
                 with trio.CancelScope(shield=True):
                     await self.transcript.append(record.record())
+
+    def redirected(self, response: httpx.Response) -> ProtocolFailure:
+        """A 3xx with a ``Location``: followed by no one, as the body and the token would
+        go where the server says; the line names where it points."""
+        target = urljoin(self.where, response.headers["location"])
+        return ProtocolFailure(
+            f"{self.where} redirects to {target} (HTTP {response.status_code}); "
+            "this client follows no redirect: give that URL if it is the endpoint"
+        )
 
     async def unauthorized(self, response: httpx.Response) -> ProtocolFailure:
         """401: say whether a token was sent and where the resource's metadata points.

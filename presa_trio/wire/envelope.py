@@ -12,6 +12,7 @@ Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses; streamabl
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Callable
 from typing import Any, TypeGuard
@@ -132,6 +133,16 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+def _finite(number: str) -> float:
+    """A JSON number with a fraction or an exponent, as a float; one past a float's
+    range (``1e400``) would read as infinity, which JSON cannot hold, and is refused as
+    ``Infinity`` is (RFC 8259 §9: a parser may limit the range it accepts)."""
+    value = float(number)
+    if math.isinf(value):
+        raise ValueError(f"{number} is past a float's range")
+    return value
+
+
 def compact_encoder(
     default: Callable[[Any], Any] | None = None,
     *,
@@ -174,7 +185,7 @@ def compact_encoder(
 # build a new one on every call that passes options.
 _ENCODE = compact_encoder()
 _ENCODE_ASCII = compact_encoder(ascii_only=True)
-_DECODER = json.JSONDecoder(parse_constant=_not_json)
+_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
 
 
 def parse_json(body: bytes) -> Any:
@@ -186,7 +197,8 @@ def parse_json(body: bytes) -> Any:
     surrogates, which RFC 3629 §3 excludes (an escaped ``"\\ud800"`` is JSON
     text, and stays accepted). A leading byte order mark is ignored, as
     RFC 8259 §8.1 allows. ``NaN``, ``Infinity`` and ``-Infinity`` are
-    refused: Python's decoder accepts them, RFC 8259 §6 does not.
+    refused: Python's decoder accepts them, RFC 8259 §6 does not; so is a
+    number past a float's range, which it would read as infinity.
     """
     try:
         return _DECODER.decode(body.decode("utf-8-sig"))

@@ -114,8 +114,10 @@ class EventStreamParser:
     _decoder: codecs.IncrementalDecoder = attrs.field(
         factory=lambda: codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
     )
-    # Text after the last line end: the start of a line still to come.
-    _partial: str = ""
+    # Text after the last line end, in the pieces it came in: the start of a line still to
+    # come. Kept apart from the next chunk, so each character is searched for a line end
+    # once however many chunks a line comes in.
+    _partial: list[str] = attrs.field(factory=list)
     # Whether the last line ended with a CR at a chunk's end: an LF next is part of it.
     _after_cr: bool = False
     # The event being read: its data lines, type, and the id it will carry.
@@ -131,16 +133,20 @@ class EventStreamParser:
         if self._after_cr and text[0] == "\n":
             text = text[1:]
         self._after_cr = False
-        text = self._partial + text
         found: list[Event | Comment] = []
         start = 0
         for end in LINE_END.finditer(text):
-            item = self._line(text[start : end.start()])
+            line = text[start : end.start()]
+            if self._partial:
+                line = "".join([*self._partial, line])
+                self._partial.clear()
+            item = self._line(line)
             if item is not None:
                 found.append(item)
             start = end.end()
             self._after_cr = end.group() == "\r" and start == len(text)
-        self._partial = text[start:]
+        if start < len(text):
+            self._partial.append(text[start:])
         return found
 
     def _line(self, line: str) -> Event | Comment | None:

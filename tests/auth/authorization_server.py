@@ -117,6 +117,8 @@ class AuthorizationServer:
     token_type: str = "Bearer"
     # Bodies sent instead of the answer, by path: a server that answers what no parser reads.
     bodies: dict[str, bytes] = attrs.field(factory=dict)
+    # The ``expires_in`` its token responses give (RFC 6749 §5.1: seconds, any JSON number).
+    expires_in: Any = TOKEN_LIFETIME_S
 
     # --- what tests do directly -------------------------------------------------
 
@@ -355,7 +357,7 @@ class AuthorizationServer:
         else:
             token = self.mint_jwt(client_id, resource, subject=subject, scope=scope)
         answer: dict[str, Any] = {"access_token": token, "token_type": self.token_type}
-        answer["expires_in"] = TOKEN_LIFETIME_S
+        answer["expires_in"] = self.expires_in
         if grant in ("authorization_code", "refresh_token"):
             refresh_token = secrets.token_urlsafe(24)
             self.refresh_tokens[refresh_token] = (client_id, subject, resource, scope)

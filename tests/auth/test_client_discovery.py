@@ -248,6 +248,9 @@ async def test_another_connection_to_the_redirect_does_not_hold_it_up(
         ("authorization_endpoint", "file:///authorize"),
         ("authorization_endpoint", None),
         ("token_endpoint", "file:///token"),
+        # Control characters no URI holds (RFC 3986 §2): printed, they would drive the
+        # person's terminal.
+        ("authorization_endpoint", "https://as.example/authorize\x1b]0;owned\x07"),
     ],
 )
 async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_browser(
@@ -261,7 +264,7 @@ async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_brow
     """security-considerations §Communication Security (the authorization server's
     endpoints are served over HTTP(S)): the authorization URL is opened in the person's
     browser, so one of another scheme (``file:``, an application's own) is never opened,
-    nor anything else sent to a server whose metadata names one."""
+    nor anything else sent to a server whose metadata names one, nor printed."""
     issuer.metadata_changes[member] = value
     protect(resource, issuer)
 
@@ -270,6 +273,7 @@ async def test_an_endpoint_that_is_no_http_url_stops_the_sign_in_before_the_brow
     assert status == 3, said
     assert member in said
     assert "Open this URL" not in said
+    assert "\x1b" not in said
     assert "/register" not in issuer.hits
 
 

@@ -142,6 +142,22 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
     assert "/authorize" not in issuer.hits
 
 
+async def test_a_token_lifetime_no_float_holds_is_kept_as_the_longest(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """RFC 6749 §5.1 (``expires_in``, a JSON number of any size): 10**400 seconds is a
+    token kept until the longest time there is, not an OverflowError's traceback."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    issuer.expires_in = 10**400
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+    env[CLIENT_SECRET_ENV] = issuer.secret("alice-app")
+    listed = await client("list", presa.url, *flags, env=env)
+    assert listed.status == 0, listed.stderr
+    [kept] = (tmp_path / "tokens").iterdir()
+    assert json.loads(kept.read_text())["expires_at"] > time.time() + 10**300
+
+
 async def test_client_credentials_with_a_private_key_jwt(
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:

@@ -113,3 +113,32 @@ async def on_terminal(arguments: Sequence[str], typed: list[str]) -> str:
             await process.wait()
         await terminal.aclose()
     return shown.decode()
+
+
+async def shown_on_terminal(*arguments: str, env: dict[str, str], stdout: bool = False) -> str:
+    """``presa-trio ARGUMENTS`` with stderr on a pseudo-terminal (and stdout too, with
+    ``stdout``; else stdout goes nowhere): what the terminal showed."""
+    leader, follower = os.openpty()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                partial(
+                    trio.run_process,
+                    client_command(*arguments),
+                    stdin=subprocess.DEVNULL,
+                    stdout=follower if stdout else subprocess.DEVNULL,
+                    stderr=follower,
+                    check=False,
+                    env=env,
+                )
+            )
+            os.close(follower)  # the child's now: once it exits, reading the leader ends
+            terminal = trio.lowlevel.FdStream(leader)
+            shown = b""
+            try:
+                while chunk := await terminal.receive_some():
+                    shown += chunk
+            except trio.BrokenResourceError:  # EIO: the terminal's last writer is gone
+                pass
+            await terminal.aclose()
+    return shown.decode()

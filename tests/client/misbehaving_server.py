@@ -9,9 +9,11 @@ client is exactly what a faulty server would send. It says where it serves on st
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +49,11 @@ def tools_listed(tools: Any) -> Callable[[str, Any], bytes]:
 ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     # RFC 8259 §6: no NaN in JSON; Python's json.loads reads it all the same.
     "nan": lambda method, request_id: b'{"jsonrpc":"2.0","id":%d,"result":{"n":NaN}}' % request_id,
+    # The first request's id, 1, answered as true and as 1.0: equal to 1 in Python, but
+    # no JSON-RPC id (basic/index §Requests: a string or an integer).
+    "past-a-float": lambda method, request_id: (
+        b'{"jsonrpc":"2.0","id":%d,"result":{"n":1e400}}' % request_id
+    ),
     "deep": lambda method, request_id: (
         b'{"jsonrpc":"2.0","id":%d,"result":{"n":%s1%s}}'
         % (request_id, b"[" * 100_000, b"]" * 100_000)
@@ -176,6 +183,91 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
             },
         }
     ),
+    # Text that would drive a terminal: escape sequences, CR, BEL and a C1 CSI in a
+    # tool's result, a question and an error's message; CRLF line ends in the result.
+    "controls": answering(
+        {
+            "prompts/list": {"prompts": [{"name": "p"}]},
+            "tools/call": {
+                "content": [{"type": "text", "text": "a\x1b[2Jb\rc\x07d\x9b31m\r\nnext"}]
+            },
+            "prompts/get": {
+                "resultType": "input_required",
+                "inputRequests": {
+                    "k": {
+                        "method": "elicitation/create",
+                        "params": {
+                            "message": "Sign\x1b[8min",
+                            "requestedSchema": {"type": "object", "properties": {}},
+                        },
+                    }
+                },
+            },
+        },
+        b'{"jsonrpc":"2.0","id":null,'
+        b'"error":{"code":-32002,"message":"gone\\u001b]0;owned\\u0007\\nsecond line"}}',
+    ),
+    # A server-to-client request on a response's stream (streamable-http §Receiving
+    # Messages: MUST NOT), before the response, as servers of the 2025 era sent them.
+    "request-on-stream": answering(
+        {
+            "tools/call": b'data: {"jsonrpc":"2.0","id":"s1","method":"roots/list"}\n\n'
+            b'data: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n',
+        },
+        {},
+    ),
+    # A task whose statusMessage spans two lines.
+    "status-two-lines": answering(
+        {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
+        {"taskId": "T", "status": "completed", "statusMessage": "done\nreally", "result": {}},
+    ),
+    # A listen whose task notification's statusMessage spans two lines, then its end.
+    "listen-two-lines": answering(
+        {
+            "subscriptions/listen": b'data: {"jsonrpc":"2.0",'
+            b'"method":"notifications/subscriptions/acknowledged",'
+            b'"params":{"notifications":{"taskIds":["T"]}}}\n\n'
+            b'data: {"jsonrpc":"2.0","method":"notifications/tasks",'
+            b'"params":{"taskId":"T","status":"working","statusMessage":"a\\nb"}}\n\n'
+            b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\n',
+        },
+        {},
+    ),
+    # Not wrong: media types in capitals, with parameters (RFC 9110 §8.3.1: the type
+    # and subtype are case-insensitive); tools/call answered as an event stream.
+    "media-types-in-capitals": answering(
+        {"tools/call": b'data: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n'}, {}
+    ),
+    # A task to poll again in 10**400 ms, more than a float holds; cancelled when asked.
+    "poll-interval-huge": answering(
+        {
+            "tools/call": {
+                "resultType": "task",
+                "taskId": "T",
+                "status": "working",
+                "pollIntervalMs": 10**400,
+            }
+        },
+        {"taskId": "T", "status": "cancelled"},
+    ),
+    # A task, and a listen held open with keep-alive comments but never acknowledged
+    # (the Handler's own; basic/patterns/subscriptions §Acknowledgment: MUST be first).
+    "listen-unacknowledged": answering(
+        {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
+        {
+            "taskId": "T",
+            "status": "completed",
+            "result": {"content": [{"type": "text", "text": "done"}]},
+        },
+    ),
+    # A suggestion that spans two lines.
+    "suggestion-two-lines": answering(
+        {
+            "prompts/list": {"prompts": [{"name": "p", "arguments": [{"name": "a"}]}]},
+            "completion/complete": {"completion": {"values": ["x\ny", "z"]}},
+        },
+        {},
+    ),
     "item-not-object": tools_listed({"tools": [5]}),
     "same-cursor": tools_listed({"tools": [], "nextCursor": "again"}),
     # A cursor that is a number: no cursor, and no end of the list either.
@@ -189,10 +281,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if self.wrong == "listen-unacknowledged" and message["method"] == "subscriptions/listen":
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            with contextlib.suppress(OSError):  # until the client gives up
+                while True:
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            return
+        if self.wrong == "redirect":  # the endpoint moved: a slash added, as a mount does
+            self.send_response(307)
+            self.send_header("location", f"http://{self.headers['host']}/mcp/")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         body = ANSWERS[self.wrong](message["method"], message["id"])
         self.send_response(200)
         stream = body.startswith(b"data: ")
-        self.send_header("content-type", "text/event-stream" if stream else "application/json")
+        kind = "text/event-stream" if stream else "application/json"
+        if self.wrong == "media-types-in-capitals":
+            kind = kind.upper() + "; charset=UTF-8"
+        self.send_header("content-type", kind)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

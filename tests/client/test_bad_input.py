@@ -44,6 +44,16 @@ async def test_a_legacy_only_server_says_what_it_speaks(sdk_legacy: ServeProcess
     )
 
 
+async def test_a_dual_era_servers_error_to_a_first_request_is_its_own(sdk: ServeProcess) -> None:
+    """Spec-mandated (basic/versioning §Compatibility Matrix: a dual-era server is
+    modern to a modern client, whatever it answers ``initialize``): the SDK's server,
+    which serves both eras, answers ``tasks/get`` -32601 (no Tasks extension); that is
+    its error, not a sign it speaks only the initialize era."""
+    ran = await client("task", "get", sdk.url, "abc")
+    assert ran.status == 3
+    assert ran.error() == "tasks/get: JSON-RPC error -32601: Method not found"
+
+
 async def test_an_unknown_tool_or_prompt_is_exit_2(presa: ServeProcess) -> None:
     """presa-defined (docs/client.md, exit statuses): a name the server's list lacks is
     the command line's mistake, for a tool and a prompt alike."""

@@ -20,9 +20,10 @@ from tests.e2e.serve_process import serving
 
 async def test_a_response_that_is_no_json_by_rfc_8259() -> None:
     """RFC 8259 §6 (no NaN), read with the server's own strict decoder: ``--json``
-    never prints a document that is no JSON, and nesting too deep to decode is
-    no JSON either, not a RecursionError."""
-    for wrong in ("nan", "deep"):
+    never prints a document that is no JSON (a number past a float's range would be
+    printed ``Infinity``), and nesting too deep to decode is no JSON either, not a
+    RecursionError."""
+    for wrong in ("nan", "past-a-float", "deep"):
         async with serving([sys.executable, MISBEHAVING, wrong]) as served:
             ran = await client("discover", served.url, "--json")
         assert ran.status == 3, wrong
@@ -238,6 +239,70 @@ async def test_a_request_the_server_cancels_is_its_mistake_at_once(tmp_path: Pat
     assert ran.error().endswith(
         "cancelled server/discover, which a server may do only to a subscriptions/listen"
     )
+
+
+async def test_a_request_on_a_responses_stream_is_the_servers_mistake() -> None:
+    """Spec-mandated (streamable-http §Receiving Messages: the server MUST NOT send
+    independent JSON-RPC requests on this stream): exit 3 naming it, as the same
+    line on stdio is (stdio §Messages), not a request passed over in silence."""
+    async with serving([sys.executable, MISBEHAVING, "request-on-stream"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen")
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} sent an SSE event that is no MCP response or notification: "
+        '{"jsonrpc":"2.0","id":"s1","method":"roots/list"}'
+    )
+
+
+async def test_a_redirect_names_where_it_points() -> None:
+    """presa-defined (docs/client.md, For scripts): the client follows no redirect (a
+    POST's body and token would go where the server says), and the line says where
+    the endpoint points instead of calling it no MCP server."""
+    async with serving([sys.executable, MISBEHAVING, "redirect"]) as served:
+        ran = await client("list", served.url)
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} redirects to {served.url}/ (HTTP 307); "
+        "this client follows no redirect: give that URL if it is the endpoint"
+    )
+
+
+async def test_media_types_are_read_whatever_their_case() -> None:
+    """Spec-mandated (streamable-http §Sending Messages 6: the client MUST support both
+    ``application/json`` and ``text/event-stream``; RFC 9110 §8.3.1: a media type's
+    type and subtype are case-insensitive): ``APPLICATION/JSON`` is JSON, and
+    ``TEXT/EVENT-STREAM`` an event stream, not a server that is no MCP server."""
+    async with serving([sys.executable, MISBEHAVING, "media-types-in-capitals"]) as served:
+        ran = await client("call", served.url, "t", "--json")
+    assert ran.status == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"content": []}
+
+
+async def test_a_poll_interval_past_any_float_is_waited_not_a_crash() -> None:
+    """SEP-2663 §Task Polling (clients SHOULD respect ``pollIntervalMs``, a JSON number
+    of any size): 10**400 ms is waited as the longest wait there is, which Ctrl-C
+    ends (exit 130), not an OverflowError's traceback."""
+    async with serving([sys.executable, MISBEHAVING, "poll-interval-huge"]) as served:
+        command = client_command("call", served.url, "t", "--no-listen")
+        async with serving(command, r"task (\S+): working") as watched:
+            watched.process.send_signal(signal.SIGINT)
+            with trio.fail_after(30):
+                assert await watched.stopped() == 130
+    assert "Traceback" not in watched.stderr
+    assert watched.stderr.endswith("task T: cancelled")
+
+
+async def test_a_listen_never_acknowledged_is_given_up_after_the_timeout() -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Acknowledgment: the server MUST send
+    the acknowledgement first): a stream that brings none is a request unanswered,
+    bound by ``--timeout``. ``listen`` ends (exit 3); a followed task polls instead of
+    waiting on it for ever."""
+    async with serving([sys.executable, MISBEHAVING, "listen-unacknowledged"]) as served:
+        listened = await client("listen", served.url, "--timeout", "1")
+        called = await client("call", served.url, "t", "--timeout", "1")
+    assert listened.status == 3
+    assert listened.error() == f"{served.url} did not answer subscriptions/listen within 1 s"
+    assert (called.status, called.stdout) == (0, "done\n"), called.stderr
 
 
 async def test_a_result_whose_id_is_no_id() -> None:

@@ -4,43 +4,10 @@ failure; and ``request``, any method sent as it is."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from functools import partial
 from pathlib import Path
 
-import trio
-
-from tests.client.helpers import client, client_command, client_environment
+from tests.client.helpers import client, client_environment, shown_on_terminal
 from tests.e2e.serve_process import REPOSITORY, ServeProcess
-
-
-async def on_terminal_stderr(*arguments: str, env: dict[str, str]) -> str:
-    """``presa-trio ARGUMENTS`` with stderr on a pseudo-terminal: what the terminal showed."""
-    leader, follower = os.openpty()
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(
-                partial(
-                    trio.run_process,
-                    client_command(*arguments),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=follower,
-                    check=False,
-                    env=env,
-                )
-            )
-            os.close(follower)  # the child's now: once it exits, reading the leader ends
-            terminal = trio.lowlevel.FdStream(leader)
-            shown = b""
-            try:
-                while chunk := await terminal.receive_some():
-                    shown += chunk
-            except trio.BrokenResourceError:  # EIO: the terminal's last writer is gone
-                pass
-            await terminal.aclose()
-    return shown.decode()
 
 
 async def test_log_level_asks_each_request_for_its_logs(
@@ -70,11 +37,11 @@ async def test_log_level_asks_each_request_for_its_logs(
 async def test_log_lines_are_coloured_by_level_on_a_terminal(typed: ServeProcess) -> None:
     """presa-defined (docs/client.md): ANSI colours on a terminal; none with NO_COLOR."""
     command = ("call", typed.url, "chatty", "--log-level", "debug")
-    coloured = await on_terminal_stderr(*command, env=client_environment())
+    coloured = await shown_on_terminal(*command, env=client_environment())
     assert "\x1b[2mlog debug chatty: a detail\x1b[0m" in coloured
     assert "log info chatty: started\r\n" in coloured
     assert '\x1b[31mlog error chatty: {"failed": "nothing really"}\x1b[0m' in coloured
-    plain = await on_terminal_stderr(*command, env={**client_environment(), "NO_COLOR": "1"})
+    plain = await shown_on_terminal(*command, env={**client_environment(), "NO_COLOR": "1"})
     assert "\x1b[" not in plain
     assert "log debug chatty: a detail" in plain
 

@@ -150,10 +150,12 @@ def test_a_utf8_byte_order_mark_is_ignored_and_an_escaped_surrogate_is_text() ->
     assert parsed["params"] == {"x": "\ud800"}
 
 
-@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity", "1e400", "-1.5E999"])
 def test_non_finite_number_literals_are_not_json(constant: str) -> None:
     """Spec-mandated (RFC 8259 §6: NaN and Infinity are not permitted; basic/index
-    §Error Codes; H-09, E-01): Python's json module accepts them by default; the server must not."""
+    §Error Codes; H-09, E-01): Python's json module accepts them by default; the server must not.
+    A number past a float's range (RFC 8259 §9 lets a parser limit the range) would read
+    as infinity, and be written back as ``Infinity``: it is refused as well."""
     body = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":' + constant.encode() + b"}}"
     with pytest.raises(McpError) as caught:
         envelope.parse_json(body)

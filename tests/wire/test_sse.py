@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from presa_trio.wire import sse
 from presa_trio.wire.sse import (
     Comment,
     Event,
@@ -109,6 +110,34 @@ def test_a_cr_at_the_end_of_a_chunk_dispatches_at_once() -> None:
     assert parser.feed(b"data: a\r\r") == [Event("a")]
     assert parser.feed(b"data: b\r") == []
     assert parser.feed(b"\ndata: c\r\r") == [Event("b\nc")]
+
+
+class CountingLineEnds:
+    """The parser's line-end pattern, counting the characters it is given to search."""
+
+    def __init__(self) -> None:
+        self.searched = 0
+        self.pattern = sse.LINE_END
+
+    def finditer(self, text: str) -> Any:
+        self.searched += len(text)
+        return self.pattern.finditer(text)
+
+
+def test_a_long_line_in_many_chunks_is_searched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """presa-defined: each character is searched for a line end once, however many
+    chunks a line comes in; searching the line so far again on each chunk made a
+    20 MB event take seconds and a 100 MB one minutes."""
+    counting = CountingLineEnds()
+    monkeypatch.setattr("presa_trio.wire.sse.LINE_END", counting)
+    parser = EventStreamParser()
+    chunk = b"x" * 1000
+    found = parser.feed(b"data: ")
+    for _ in range(1000):
+        found += parser.feed(chunk)
+    found += parser.feed(b"\n\n")
+    assert found == [Event("x" * 1_000_000)]
+    assert counting.searched <= 1_000_000 + 100
 
 
 @pytest.mark.parametrize(
