@@ -272,6 +272,7 @@ async def test_a_resync_publishes_what_was_missed_and_nothing_twice(
         await wait_all_tasks_blocked()
         assert published == [(None, 0), ("unannounced", 1)]
         release.set()
+        nursery.cancel_scope.cancel()
 
 
 @attrs.define(eq=False)
