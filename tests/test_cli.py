@@ -95,6 +95,35 @@ MISTAKES = {
         ["stdio", "--task-events-max-streams=5"],
         "--task-events-max-streams needs --task-events",
     ),
+    # An unwritable transcript, refused later at start, makes a server that ignored the
+    # option stop too, with the wrong line, rather than serve.
+    "an auth option with a default, authorization off": (
+        ["serve", "--auth-leeway", "5", "--transcript", "/no/t"],
+        "--auth-leeway needs --auth-issuer (it is the clock skew allowed on the issuer's",
+    ),
+    "the key set refetch with development tokens only": (
+        ["serve", "--auth-token", "a=s", "--auth-key-refetch=1", "--transcript", "/no/t"],
+        "--auth-key-refetch needs --auth-issuer",
+    ),
+    "the introspection cache without introspection": (
+        ["serve", "--auth-issuer", "https://a.example", "--auth-cache-ttl=5", "--transcript=/no/t"],
+        "--auth-cache-ttl needs --auth-client-id (it is how long an introspection answer",
+    ),
+    "an introspection endpoint without introspection": (
+        [
+            "serve",
+            "--auth-issuer",
+            "https://a.example",
+            "--transcript=/no/t",
+            "--auth-introspection-endpoint",
+            "https://a.example/introspect",
+        ],
+        "--auth-introspection-endpoint needs --auth-client-id (it is where tokens are",
+    ),
+    "an introspection secret without introspection": (
+        ["serve", "--auth-client-secret", "s"],
+        "--auth-client-secret needs --auth-client-id",
+    ),
     "no listen streams": (
         ["serve", "--listen-max-streams-per-client", "0"],
         "is not a positive number of streams",

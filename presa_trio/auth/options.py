@@ -11,7 +11,8 @@ name the authorization server clients get tokens from (authorization
 - ``--auth-client-id ID`` (with ``--auth-client-secret`` or the
   ``PRESA_AUTH_CLIENT_SECRET`` environment variable, when the server wants
   one): opaque tokens through introspection (RFC 7662), at
-  ``--auth-introspection-endpoint`` or the one the issuer's metadata names;
+  ``--auth-introspection-endpoint`` or the one the issuer's metadata names
+  (the secret and the endpoint are refused without ``--auth-client-id``);
 - ``--auth-token NAME=SECRET`` (repeatable): development tokens, for
   discussing the spec on loopback only;
 - ``--auth-resource URL``: the canonical URI tokens must be issued for
@@ -23,7 +24,10 @@ name the authorization server clients get tokens from (authorization
   token with BROAD holding NARROW too;
 - ``--auth-cache-ttl``, ``--auth-key-refetch``, ``--auth-leeway``: how long
   an introspection answer is kept (the revocation lag), how often the key
-  set may be fetched again, the clock skew allowed.
+  set may be fetched again, the clock skew allowed. They have defaults, so
+  they do not turn authorization on: without ``--auth-client-id`` (the
+  first) or ``--auth-issuer`` (the others) they would change nothing, and
+  are refused (:class:`~presa_trio.cli.option_values.NeedsOption`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S
+from presa_trio.cli.option_values import NeedsOption
 from presa_trio.wire.http_values import authority, in_the_clear, is_loopback
 
 if TYPE_CHECKING:
@@ -70,13 +75,21 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--auth-client-secret",
+        action=NeedsOption,
+        needs="--auth-client-id",
+        why="it is the introspection client's secret",
         metavar="SECRET",
-        help=f"the introspection client's secret (default: env {CLIENT_SECRET_ENV})",
+        help="the introspection client's secret; needs --auth-client-id "
+        f"(default: env {CLIENT_SECRET_ENV})",
     )
     group.add_argument(
         "--auth-introspection-endpoint",
+        action=NeedsOption,
+        needs="--auth-client-id",
+        why="it is where tokens are introspected",
         metavar="URL",
-        help="introspection endpoint (default: the issuer's introspection_endpoint)",
+        help="introspection endpoint; needs --auth-client-id "
+        "(default: the issuer's introspection_endpoint)",
     )
     group.add_argument(
         "--auth-token",
@@ -118,32 +131,44 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--auth-leeway",
+        action=NeedsOption,
+        needs="--auth-issuer",
+        why="it is the clock skew allowed on the issuer's JWT access tokens",
         type=int,
         default=DEFAULT_LEEWAY_S,
         metavar="SECONDS",
-        help=f"clock skew allowed on exp/nbf/iat (default: {DEFAULT_LEEWAY_S})",
+        help="clock skew allowed on exp/nbf/iat; needs --auth-issuer "
+        f"(default: {DEFAULT_LEEWAY_S})",
     )
     group.add_argument(
         "--auth-cache-ttl",
+        action=NeedsOption,
+        needs="--auth-client-id",
+        why="it is how long an introspection answer is kept",
         type=float,
         default=DEFAULT_CACHE_TTL_S,
         metavar="SECONDS",
         help="longest an introspection answer is kept: a revoked opaque token keeps working, "
-        "and a listen stream opened with it stays open, up to this long "
-        f"(default: {DEFAULT_CACHE_TTL_S:g})",
+        "and a listen stream opened with it stays open, up to this long; needs "
+        f"--auth-client-id (default: {DEFAULT_CACHE_TTL_S:g})",
     )
     group.add_argument(
         "--auth-key-refetch",
+        action=NeedsOption,
+        needs="--auth-issuer",
+        why="it is how often the issuer's key set may be fetched",
         type=float,
         default=DEFAULT_KEY_REFETCH_S,
         metavar="SECONDS",
         help="least time between two fetches of the issuer's key set; a token of a new key "
-        f"waits (503, Retry-After) at most this long (default: {DEFAULT_KEY_REFETCH_S:g})",
+        "waits (503, Retry-After) at most this long; needs --auth-issuer "
+        f"(default: {DEFAULT_KEY_REFETCH_S:g})",
     )
 
 
 def auth_requested(args: argparse.Namespace) -> bool:
-    """Whether any ``--auth-*`` option (other than those with defaults) was given."""
+    """Whether any ``--auth-*`` option (other than those with defaults, which need
+    another) was given."""
     names = ("issuer", "client_id", "client_secret", "introspection_endpoint", "resource")
     listed = ("token", "scope", "tool_scope", "scope_implies")
     return any(getattr(args, "auth_" + name) for name in (*names, *listed))
@@ -203,8 +228,6 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
             f"--auth-resource {args.auth_resource}: an absolute http(s) URI with a host "
             "and no fragment (authorization §Canonical Server URI)"
         )
-    if not args.auth_client_id and (args.auth_introspection_endpoint or args.auth_client_secret):
-        raise ValueError("introspection needs --auth-client-id")
     if args.auth_token and not is_loopback(host):
         log.warning("development tokens on %s: they are meant for loopback only", host)
     resource = args.auth_resource or f"http://{authority(host.lower(), 0)}/mcp"

@@ -46,6 +46,7 @@ from presa_trio.cli.collector import settle_for_serving
 from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
+    check_needed_options,
     host_name,
     lease_seconds,
     level_name,
@@ -59,7 +60,6 @@ from presa_trio.cli.target import TargetError, load_server
 from presa_trio.cli.task_options import (
     add_limit_options,
     add_task_event_options,
-    check_task_event_options,
     use_limits,
     use_task_events,
 )
@@ -420,7 +420,7 @@ def run(argv: Sequence[str] | None) -> None:
         render(args.file)
         return
     logs.configure(args.log_level, args.log_format)
-    check_task_event_options(args)
+    check_needed_options(args)
     if args.command == "serve" and args.workers != 1:
         # What the parent can check is checked once here, not once per worker.
         state_sealer(args.state_key)

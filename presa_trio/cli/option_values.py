@@ -2,19 +2,58 @@
 
 A value that does not parse is argparse's own error, written as one line
 by :class:`presa_trio.cli.main.Parser`; a combination of options that cannot
-work is a :class:`UsageError`. Both exit with status 2.
+work is a :class:`UsageError`, and so is an option that only has an effect
+with another (a :class:`NeedsOption`) given without it. All exit with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from presa_trio import logs
 
 
 class UsageError(Exception):
     """An operator mistake: reported as one line, exit status 2."""
+
+
+#: The namespace attribute where each :class:`NeedsOption` given notes itself.
+NEEDING = "needing_options"
+
+
+class NeedsOption(argparse.Action):
+    """An option that only has an effect with the option ``needs``: it stores its value
+    and notes its flag as given, so that given without ``needs`` it is refused
+    (:func:`check_needed_options`) rather than ignored. ``why`` says what it changes
+    nothing without, for the error."""
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, needs: str, why: str, **kwargs: Any
+    ) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.needs = needs
+        self.why = why
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, NEEDING, (*getattr(namespace, NEEDING, ()), (option_string, self)))
+
+
+def check_needed_options(args: argparse.Namespace) -> None:
+    """Refuse the first :class:`NeedsOption` given without the option it needs: it would
+    change nothing, and the operator would believe it did."""
+    given: tuple[tuple[str, NeedsOption], ...] = getattr(args, NEEDING, ())
+    for flag, option in given:
+        if not getattr(args, option.needs.removeprefix("--").replace("-", "_")):
+            raise UsageError(f"{flag} needs {option.needs} ({option.why})")
 
 
 def checked(

@@ -9,12 +9,12 @@ adds them to its parser. The retention table is in docs/task-events.md.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from presa_trio.cli.option_values import (
+    NeedsOption,
     UsageError,
     byte_count,
     event_count,
@@ -28,21 +28,13 @@ from presa_trio.tasks.events import Retention
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.runner import Limits
 
-
-class EventStreamOption(argparse.Action):
-    """Stores its value and notes its flag as given: a ``--task-events-*`` option tunes
-    streams, so without ``--task-events`` it is refused (:func:`check_task_event_options`)
-    rather than ignored."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        setattr(namespace, self.dest, values)
-        namespace.task_event_flags = (*namespace.task_event_flags, option_string)
+#: What each ``--task-events-*`` option adds to ``add_argument``: it tunes streams, so
+#: without ``--task-events`` it is refused rather than ignored.
+EVENTS_ON: dict[str, Any] = {
+    "action": NeedsOption,
+    "needs": "--task-events",
+    "why": "task event streams are off",
+}
 
 
 def add_task_event_options(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +45,6 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     """
     default = Retention()
     assert default.max_age_ms is not None
-    parser.set_defaults(task_event_flags=())
     events = parser.add_argument_group(
         "task event streams (SEP-2694, a draft; each --task-events-* option needs --task-events)"
     )
@@ -64,7 +55,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max",
-        action=EventStreamOption,
+        **EVENTS_ON,
         type=event_count,
         default=default.max_events,
         metavar="N",
@@ -72,7 +63,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max-age",
-        action=EventStreamOption,
+        **EVENTS_ON,
         type=seconds,
         default=default.max_age_ms / 1000,
         metavar="SECONDS",
@@ -81,7 +72,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-terminal-retention",
-        action=EventStreamOption,
+        **EVENTS_ON,
         type=seconds,
         metavar="SECONDS",
         help="how long a finished task's events stay, never longer than the task "
@@ -89,7 +80,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max-payload",
-        action=EventStreamOption,
+        **EVENTS_ON,
         type=byte_count,
         default=default.max_payload_bytes,
         metavar="BYTES",
@@ -98,7 +89,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     log = TaskEventLog()
     events.add_argument(
         "--task-events-max-streams-per-client",
-        action=EventStreamOption,
+        **EVENTS_ON,
         type=stream_count,
         default=log.max_streams_per_client,
         metavar="N",
@@ -108,22 +99,13 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--task-events-max-streams",
-        action=EventStreamOption,
+        **EVENTS_ON,
         type=stream_count,
         default=log.max_streams,
         metavar="N",
         help="most open tasks/stream requests on this process; one more is a retryable "
         "-32603 (over HTTP 503, with Retry-After) (default: %(default)s)",
     )
-
-
-def check_task_event_options(args: argparse.Namespace) -> None:
-    """Refuse a ``--task-events-*`` option given without ``--task-events``: it would
-    change nothing, and the operator would believe streams were on, or tuned."""
-    if args.task_event_flags and not args.task_events:
-        raise UsageError(
-            f"{args.task_event_flags[0]} needs --task-events (task event streams are off)"
-        )
 
 
 def task_event_log(args: argparse.Namespace) -> TaskEventLog | None:
