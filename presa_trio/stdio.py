@@ -55,6 +55,7 @@ from typing import Any
 import attrs
 import trio
 
+from presa_trio.line_reader import LineReader, LineTooLong
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.context import Send
 from presa_trio.server.dispatch import encode_error
@@ -73,47 +74,6 @@ DEFAULT_MAX_LINE = 4 * 1024 * 1024
 OUTPUT_BUFFER = 16
 #: Requests that answer only when the client ends them: ended at end of input.
 LONG_LIVED = frozenset({"subscriptions/listen", "tasks/stream"})
-
-
-class LineTooLong(Exception):
-    """An input line longer than the limit; it has been read to its end and dropped."""
-
-
-@attrs.define(eq=False, repr=False)
-class LineReader:
-    """Splits a byte stream into lines, holding at most one line of ``max_line`` bytes."""
-
-    stream: trio.abc.ReceiveStream
-    max_line: int
-    _buffer: bytearray = attrs.field(factory=bytearray)
-    # How much of the buffer is known to hold no newline.
-    _scanned: int = 0
-
-    async def next_line(self) -> bytes | None:
-        """The next line without its newline; ``None`` at end of input.
-
-        A last line without a newline still counts. Raises :class:`LineTooLong`
-        once an over-long line has been skipped to its end.
-        """
-        too_long = False
-        while (end := self._buffer.find(b"\n", self._scanned)) < 0:
-            if len(self._buffer) > self.max_line:
-                too_long = True
-                self._buffer.clear()
-            self._scanned = len(self._buffer)
-            chunk = await self.stream.receive_some()
-            if not chunk:
-                last, self._buffer, self._scanned = bytes(self._buffer), bytearray(), 0
-                if too_long:  # ``last`` is the over-long line's tail: dropped with it
-                    raise LineTooLong
-                return last or None
-            self._buffer += chunk
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
-        self._scanned = 0
-        if too_long or len(line) > self.max_line:
-            raise LineTooLong
-        return line
 
 
 @attrs.define(eq=False, repr=False)

@@ -23,10 +23,11 @@ from trio.testing import (
 )
 
 from presa_trio.demo import build_server
+from presa_trio.line_reader import LineReader
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
-from presa_trio.stdio import EOF_GRACE_S, LineReader, StdioServer
+from presa_trio.stdio import EOF_GRACE_S, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.testing import TASKS_CAPABILITIES, meta, request
 from presa_trio.wire import models

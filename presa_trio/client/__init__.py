@@ -10,7 +10,8 @@ mirror (:mod:`presa_trio.wire.headers`), the multi round-trip answer readers
 (:mod:`presa_trio.wire.schemas`), the Tasks extension's id and statuses
 (:mod:`presa_trio.wire.tasks`), the SSE parser (:mod:`presa_trio.wire.sse`)
 and the transcript records (:mod:`presa_trio.wire.transcript`, appended
-with the server's own :mod:`presa_trio.transcript_file`). No module of the
+with the server's own :mod:`presa_trio.transcript_file`); a child's stdout
+is split into lines by the server's own :mod:`presa_trio.line_reader`. No module of the
 server, its HTTP edge or the Tasks runtime is imported
 (tests/test_import_graph.py).
 

@@ -52,6 +52,7 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.client.shell import command_line
+from presa_trio.line_reader import LineReader
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.envelope import RequestId, dumps, is_request_id, parse_json
 from presa_trio.wire.errors import ParseError
@@ -414,12 +415,11 @@ class StdioTransport:
     async def read_lines(self) -> None:
         """Route every line of the child's stdout until it ends; then end every exchange."""
         assert self.process.stdout is not None
-        buffer = b""
-        async for chunk in self.process.stdout:
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            for line in lines:
-                if line.strip():
-                    self.route(line)
+        # No limit on a line; one the child's exit cuts short is no message.
+        reader = LineReader(self.process.stdout, max_line=None, unended_last_line=False)
+        while (line := await reader.next_line()) is not None:
+            if line.strip():
+                self.route(line)
         for channel in self._routes.values():
             channel.close()
 

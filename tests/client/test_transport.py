@@ -3,6 +3,9 @@
 Rules of this file: the peer is a small ASGI app that writes its bytes
 exactly as given, served to the client's real :class:`HttpTransport` through
 httpx's ASGI transport; what the client gets is asserted message by message.
+Over stdio the peer is a child process, or, where the test counts what the
+client does with the child's bytes, a stand-in whose stdout gives them
+chunk by chunk to the real :class:`StdioTransport`.
 """
 
 from __future__ import annotations
@@ -10,14 +13,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import MutableMapping
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
+import attrs
 import httpx
 import pytest
 import trio
+from trio.testing import MemorySendStream
 
 from presa_trio.client.errors import ProtocolFailure
-from presa_trio.client.transport import HttpTransport, open_stdio
+from presa_trio.client.transport import HttpTransport, StdioTransport, open_stdio
 
 URL = "http://peer.test/mcp"
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
@@ -141,3 +147,62 @@ async def test_a_servers_cancellation_over_stdio_reaches_the_request_it_names() 
                     answer = await first.next()
     # What the server read after the listen ended: the next request, not a cancellation.
     assert answer["result"]["after"] == message(3, "tools/list")
+
+
+class CountedChunk(bytes):
+    """A chunk of a child's stdout that counts the bytes copied to join it to what came
+    before it as new ``bytes`` (a ``bytearray`` extended in place copies none of those)."""
+
+    copied: list[int]
+
+    def __radd__(self, before: object) -> bytes:
+        if not isinstance(before, bytes):  # a bytearray, extended in place
+            return NotImplemented
+        self.copied.append(len(before) + len(self))
+        return before + bytes(self)
+
+
+@attrs.define(eq=False)
+class ChildStdout(trio.abc.ReceiveStream):
+    """A child's stdout giving ``chunks``, one a read, then its end."""
+
+    chunks: list[bytes]
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint()
+        return self.chunks.pop(0) if self.chunks else b""
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def stdio_replies(chunks: list[bytes]) -> dict[str, Any]:
+    """The first reply to request 1 of a child whose stdout gives ``chunks``."""
+    child = SimpleNamespace(stdin=MemorySendStream(), stdout=ChildStdout(chunks), returncode=0)
+    transport = StdioTransport("child", cast(trio.Process, child))
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}
+    async with trio.open_nursery() as nursery, transport.exchange(request, {}) as replies:
+        nursery.start_soon(transport.read_lines)
+        return await replies.next()
+
+
+async def test_a_long_stdio_line_in_many_chunks_is_copied_once() -> None:
+    """presa-defined (line_reader.py): the client reads a line of its child's stdout in
+    time linear in its length; joining each chunk to the line so far copied the line
+    again on every chunk, so a 20 MB response took seconds and a 100 MB one minutes."""
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"blob": "x" * 1_000_000}}
+    line = json.dumps(answer).encode() + b"\n"
+    copied: list[int] = []
+    chunks = [CountedChunk(line[at : at + 1000]) for at in range(0, len(line), 1000)]
+    for chunk in chunks:
+        chunk.copied = copied
+    assert await stdio_replies(list(chunks)) == answer
+    assert sum(copied) <= len(line)
+
+
+async def test_a_stdio_line_the_childs_exit_cuts_short_is_no_reply() -> None:
+    """Spec-mandated (basic/transports/stdio: messages are delimited by newlines): a
+    response without its newline when the child's stdout ends is not taken as one; the
+    request has no answer."""
+    with pytest.RaisesGroup(pytest.RaisesExc(ProtocolFailure, match="stopped before answering")):
+        await stdio_replies([json.dumps(RESULT).encode()])
