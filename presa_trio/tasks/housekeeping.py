@@ -209,14 +209,17 @@ class Housekeeping:
     def react(self, event: StoreEvent, *, publish: bool = True) -> None:
         """Bring this process's view in line with one announced change, by the table.
 
-        The change is published (``on_change``) unless ``publish`` is false:
-        a resync's re-read of what the worker has seen already.
+        The change is published (``on_change``) only if the task itself
+        moved: not a claim, which changes the lease alone (store rule 4),
+        nor, with ``publish`` false, a resync's re-read of what the worker
+        has seen already. A listen stream gets each change once.
         """
         if event is RESYNC:
             self._resync_wanted.set()
             return
         if isinstance(event, Changed):
             stored, task_id = event.stored, event.stored.task_id
+            publish = publish and event.moved
         else:
             stored, task_id = None, event.task_id
         worker = self.supervisor.get(task_id)

@@ -137,6 +137,45 @@ async def test_a_task_whose_process_is_killed_is_recovered_by_the_other(
     assert f"task {created['taskId']} recovered" in (tmp_path / "b.log").read_text()
 
 
+async def test_a_recovery_sends_a_listen_stream_no_notification_it_already_had(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (listen streams get each change once; SEP-2663 §Task Status
+    Notifications): a stream on B watches a task parked on A; A is killed and B
+    claims the task, which changes its lease and not the task, and runs it again,
+    asking nothing new. The stream gets no notification of the claim: the next
+    one it gets is the change the answer made."""
+    async with two_servers(postgres_url, tmp_path, "1") as ((process, a), (_, b)):
+        task_id, parked = await park(a, b, "c.txt")
+        with trio.fail_after(PATIENCE):
+            message = request(
+                "subscriptions/listen",
+                {"notifications": {"taskIds": [task_id]}},
+                request_id=7,
+                capabilities=TASKS,
+            )
+            async with b.http.stream(
+                "POST", b.url, json=message, headers=headers(message)
+            ) as stream:
+                incoming = sse_messages(stream)
+                await anext(incoming)  # the acknowledgement
+                process.send_signal(signal.SIGKILL)
+                await process.wait()
+                # A claim shows nowhere on the wire (that is the point): B's log tells.
+                recovered = f"task {task_id} recovered"
+                while recovered not in (tmp_path / "b.log").read_text():  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+                assert await b.call("tasks/get", {"taskId": task_id}) == parked
+                await b.call(
+                    "tasks/update",
+                    {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}},
+                )
+                seen = [await anext(incoming)]
+                while seen[-1]["params"]["status"] != "completed":
+                    seen.append(await anext(incoming))
+    assert [m["params"]["status"] for m in seen[:-1]] in (["working"], [])
+
+
 async def test_a_database_restart_is_a_retryable_error_then_serving_resumes(
     postgres: Postgres, postgres_url: str, tmp_path: Path
 ) -> None:

@@ -343,3 +343,42 @@ async def test_after_an_outage_longer_than_the_lease_the_live_holder_keeps_its_t
         assert record == []
         assert (await holder.get("s", task.task_id)).status is Status.COMPLETED
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("claimer", ["peer", "self"])
+async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
+    autojump_clock: trio.testing.MockClock, claimer: str
+) -> None:
+    """presa-defined (listen streams get each change once; SEP-2663 §Task Status
+    Notifications; the store's rule 4, a lease never moves the revision): a claim of
+    a task this process runs, by a peer that recovers it or by this process itself
+    after its lease lapsed, is acted on (the worker stops, or runs on under the new
+    generation) but not published: the task did not change, so a listen stream would
+    get the notification it already had. What the worker writes next is published."""
+    store = MemoryStore()
+    runner = TaskRunner(store, TRIO_CLOCK)
+    published: list[tuple[Status, int]] = []
+    runner.on_change = lambda scope, task: published.append((task.status, task.revision))
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", gated(release, []), creator())
+        await wait_all_tasks_blocked()
+        assert published == [(Status.WORKING, 0)]
+        owner = runner.owner if claimer == "self" else claimer
+        far = TRIO_CLOCK.wall_ms() + 10 * runner.lease_ms  # every lease has lapsed
+        [claimed] = await store.claim_expired(owner, far, far + runner.lease_ms, 10)
+        assert claimed.lease is not None
+        assert claimed.lease.generation == 2
+        await wait_all_tasks_blocked()
+        assert published == [(Status.WORKING, 0)]
+        release.set()
+        await wait_all_tasks_blocked()
+        finished = (await runner.get("s", task.task_id)).status
+        if claimer == "self":
+            assert finished is Status.COMPLETED
+            assert published == [(Status.WORKING, 0), (Status.COMPLETED, 1)]
+        else:
+            assert finished is Status.WORKING  # the peer's to run now
+            assert published == [(Status.WORKING, 0)]
+        nursery.cancel_scope.cancel()

@@ -44,6 +44,8 @@ each on every store):
 6. **Changes are announced.** :meth:`TaskStore.watch` delivers every
    committed change (creation, transition, claim, deletion) in commit order;
    after a reconnect it delivers :data:`RESYNC`, and the watcher re-reads.
+   A change of the lease alone (a claim) is announced with ``moved`` false,
+   so a listener is told of a task only when its revision moved.
 7. **Task events** (SEP-2694, with ``--task-events``): each task has an
    append-only log beside it. :meth:`TaskStore.append_events` gives the
    events consecutive ``seq`` numbers in the appending transaction, under
@@ -326,9 +328,15 @@ class Counts:
 
 @attrs.frozen
 class Changed:
-    """A task was created, moved, or claimed: here it is as now stored."""
+    """A task was created, moved, or claimed: here it is as now stored.
+
+    ``moved`` is false when nothing but its lease changed (a claim, rule 4):
+    the task itself, and its revision, are as last announced, so the
+    watcher acts on the lease and tells no listener of it.
+    """
 
     stored: StoredTask
+    moved: bool = True
 
 
 @attrs.frozen

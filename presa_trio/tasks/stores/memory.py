@@ -107,9 +107,9 @@ class MemoryStore:
             return Counts(sum(self._active.values()), sum(self._stored.values()))
         return Counts(self._active[scope], self._stored[scope])
 
-    def _put(self, stored: StoredTask) -> None:
+    def _put(self, stored: StoredTask, *, moved: bool = True) -> None:
         self.entries[stored.task_id] = stored
-        self.announcer.announce(Changed(stored))
+        self.announcer.announce(Changed(stored, moved))
 
     async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
         await trio.sleep(0)
@@ -197,7 +197,7 @@ class MemoryStore:
             if stored.claimable(now_ms, released_only=released_only):
                 generation = 1 if stored.lease is None else stored.lease.generation + 1
                 stored = attrs.evolve(stored, lease=Lease(owner, generation, expires_ms))
-                self._put(stored)
+                self._put(stored, moved=False)
                 claimed.append(stored)
         return claimed
 

@@ -403,7 +403,9 @@ def test_a_record_of_another_version_is_refused() -> None:
 
 async def test_every_change_is_announced_in_commit_order(store: TaskStore) -> None:
     """presa-defined (signals between processes): creation, transitions, claims and
-    deletions reach a watcher in order, each with the task as stored."""
+    deletions reach a watcher in order, each with the task as stored; a claim, which
+    moves the lease alone (rule 4), as not moved, so no listen stream is told of it
+    (SEP-2663 §Task Status Notifications)."""
     seen: list[StoreEvent] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(store.watch, seen.append)
@@ -417,7 +419,7 @@ async def test_every_change_is_announced_in_commit_order(store: TaskStore) -> No
     assert changes == [
         Changed(stored(ttl_ms=1000, lease=Lease("p1", 1, T0))),
         Changed(attrs.evolve(stored(ttl_ms=1000, lease=Lease("p1", 1, T0)), task=parked)),
-        Changed(claimed),
+        Changed(claimed, moved=False),
         Deleted("alice", "t-1"),
     ]
 

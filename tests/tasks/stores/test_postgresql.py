@@ -72,6 +72,31 @@ async def test_a_change_made_by_one_process_reaches_the_others_watchers(
     assert seen.events == [Changed(stored())]
 
 
+async def test_a_claim_by_another_process_reaches_the_watchers_as_not_moved(
+    postgres_url: str,
+) -> None:
+    """presa-defined (listen streams get each change once; SEP-2663 §Task Status
+    Notifications): B's claim of a task A announced reaches A's watcher with the
+    new lease, as not moved (the revision is the one A delivered), so A tells no
+    listen stream of it; B's next write of the task is moved."""
+    parked = model.request_input(new_task(), {"k": ASK}, T0 + 1)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await a.create(stored(lease=Lease("a", 1, T0)), ROOMY, T0)
+            [claimed] = await b.claim_expired("b", T0 + 1, T0 + 500, 10)
+            await b.compare_and_set("alice", parked, 0, fence=2)
+            written = attrs.evolve(claimed, task=parked)
+            await seen.until(Changed(written))
+            nursery.cancel_scope.cancel()
+    assert seen.events == [
+        Changed(stored(lease=Lease("a", 1, T0))),
+        Changed(claimed, moved=False),
+        Changed(written),
+    ]
+
+
 async def race(postgres_url: str, capacity: Limits, scopes: int) -> tuple[int, list[str]]:
     """40 creations over ``scopes`` scopes through two stores at once; the tasks
     stored, and the limits that refused the rest."""

@@ -170,11 +170,19 @@ class PostgresStore:
     # --- announcements -----------------------------------------------------------
 
     def _offer(self, event: StoreEvent) -> None:
-        """Deliver ``event`` unless it is not newer than what was delivered for its task."""
+        """Deliver ``event`` unless it is not newer than what was delivered for its task.
+
+        A change at the revision delivered last moved only the lease (a
+        claim, heard from another process or re-read after a lost
+        connection): it is delivered with ``moved`` false (rule 6). One of a
+        task never delivered here is moved: no watcher here had it.
+        """
         if isinstance(event, Changed):
             task_id, version = event.stored.task_id, version_of(event.stored)
             if self._delivered_already(task_id, version):
                 return
+            if version[0] <= self._delivered.get(task_id, NEVER)[0]:
+                event = attrs.evolve(event, moved=False)
             if event.stored.task.terminal:
                 self._delivered.pop(task_id, None)
                 remember(self._finished, task_id)
@@ -410,7 +418,7 @@ class PostgresStore:
 
         claimed = await self.database.run(work, Lane.BACKGROUND)
         for stored in claimed:
-            self._offer(Changed(stored))
+            self._offer(Changed(stored, moved=False))
         return claimed
 
     async def release(self, owner: str) -> None:

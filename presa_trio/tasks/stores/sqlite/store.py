@@ -328,7 +328,7 @@ class SqliteStore:
             return claimed
 
         claimed = await self.database.write(claim)
-        self._announce_all([Changed(stored) for stored in claimed])
+        self._announce_all([Changed(stored, moved=False) for stored in claimed])
         return claimed
 
     async def release(self, owner: str) -> None:
