@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
+import trio.testing
 
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS, Change, ChangeBus, Subscription
 
@@ -156,3 +158,31 @@ async def test_closing_the_bus_ends_every_stream_now_and_later() -> None:
     with bus.subscribe(lambda c: True) as late:
         bus.publish(TOOLS)
         assert [change async for change in late] == []
+
+
+async def test_a_publisher_in_another_trio_run_is_refused_and_the_stream_waits_on() -> None:
+    """presa-defined (subscriptions are the Trio thread's: module docstring of
+    presa_trio.server.subscriptions): code in another ``trio.run`` (a tool's worker
+    thread running its own) is no publisher on the server's run; its publish is
+    refused with Trio's RuntimeError. It woke the server's waiting stream from the
+    wrong run: Trio's assertion failed there, and the stream was never woken."""
+    bus = ChangeBus()
+    received: list[Change] = []
+
+    async def receive_one(subscription: Subscription) -> None:
+        received.append(await subscription.__anext__())
+
+    def publish_from_its_own_run() -> None:
+        async def publish() -> None:
+            bus.publish(TOOLS)
+
+        trio.run(publish)
+
+    with bus.subscribe(lambda change: True) as subscription, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive_one, subscription)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(RuntimeError, match="call it from a thread"):
+                await trio.to_thread.run_sync(publish_from_its_own_run)
+            bus.publish(PROMPTS)
+    assert received == [PROMPTS]
