@@ -9,6 +9,7 @@ to a marker change published last.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -186,3 +187,26 @@ async def test_a_publisher_in_another_trio_run_is_refused_and_the_stream_waits_o
                 await trio.to_thread.run_sync(publish_from_its_own_run)
             bus.publish(PROMPTS)
     assert received == [PROMPTS]
+
+
+async def test_a_thread_trio_did_not_start_hands_its_change_to_the_trio_thread() -> None:
+    """presa-defined (ChangeBus.publish): a publisher on a thread of its own (not one
+    of trio.to_thread's, so it knows no Trio run) hands the change over to the run
+    the subscriptions live in, and the waiting stream wakes."""
+    bus = ChangeBus()
+    received: list[Change] = []
+
+    async def receive_one(subscription: Subscription) -> None:
+        received.append(await subscription.__anext__())
+
+    def publish_from_a_plain_thread() -> None:
+        thread = threading.Thread(target=bus.publish, args=(TOOLS,))
+        thread.start()
+        thread.join()
+
+    with bus.subscribe(lambda change: True) as subscription, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive_one, subscription)
+            await trio.testing.wait_all_tasks_blocked()
+            await trio.to_thread.run_sync(publish_from_a_plain_thread)
+    assert received == [TOOLS]
