@@ -49,7 +49,7 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
@@ -57,7 +57,6 @@ import trio
 
 from presa_trio.line_reader import LineReader, LineTooLong
 from presa_trio.server import Connection, Dispatcher, Server
-from presa_trio.server.context import Send
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import ServerFailed, report_lifetime_failure
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
@@ -86,17 +85,32 @@ class RequestOutput:
     (basic/transports/stdio §Receiving Messages: notifications relate to an
     in-flight request; logging §Per-request log level: before the final
     response; basic/patterns/progress §Behavior Requirements).
+
+    Cancelled, its lines not yet written are dropped too, those queued and
+    one waiting for room in the queue, which a shielded part of the handler
+    may be doing (basic/transports/stdio §Cancellation: nothing further for
+    a cancelled request). Answered, they go out before the response.
     """
 
-    write: Send
+    write: Callable[[bytes, RequestOutput | None], Awaitable[None]]
     in_flight: bool = True
+    cancelled: bool = False
 
     async def send(self, message: dict[str, Any]) -> None:
+        """A handler's notification; a value JSON cannot hold is the handler's fault."""
         if self.in_flight:
-            await self.write(message)
+            await self.write(dumps(message), self)
 
     def close(self) -> None:
         self.in_flight = False
+
+    def cancel(self) -> None:
+        self.close()
+        self.cancelled = True
+
+
+#: An encoded message for the writer, and the request whose notification it is.
+Line = tuple[bytes, RequestOutput | None]
 
 
 @attrs.frozen(eq=False)
@@ -112,7 +126,7 @@ class InFlight:
 
     def cancel(self, reason: str) -> None:
         """Stop it, and let nothing more of it out, even from a shielded part of its handler."""
-        self.output.close()
+        self.output.cancel()
         self.scope.cancel(reason=reason)
 
 
@@ -126,14 +140,15 @@ class StdioServer:
     max_line: int = DEFAULT_MAX_LINE
     # In-flight requests by id.
     _in_flight: dict[RequestId, InFlight] = attrs.field(factory=dict)
-    # Whole encoded lines, from any task to the one writer task.
-    _lines: trio.MemorySendChannel[bytes] = attrs.field(init=False)
-    _to_write: trio.MemoryReceiveChannel[bytes] = attrs.field(init=False)
+    # Whole encoded lines, from any task to the one writer task, each with the
+    # request whose notification it is (None: a response, or no request's).
+    _lines: trio.MemorySendChannel[Line] = attrs.field(init=False)
+    _to_write: trio.MemoryReceiveChannel[Line] = attrs.field(init=False)
     # Why the server's lifetime ended by itself, in one line; None while it runs.
     failure: str | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._lines, self._to_write = trio.open_memory_channel[bytes](OUTPUT_BUFFER)
+        self._lines, self._to_write = trio.open_memory_channel[Line](OUTPUT_BUFFER)
 
     async def serve(self) -> None:
         """Read until end of input, answering every request concurrently.
@@ -231,7 +246,7 @@ class StdioServer:
         """Answer one request in its own cancel scope; once answered or cancelled, it is silent."""
         request = admitted.request
         with trio.CancelScope() as scope:
-            output = RequestOutput(self.send)
+            output = RequestOutput(self.write)
             entry = InFlight(scope, output, request.method in LONG_LIVED)
             self._in_flight[request.id] = entry
             task_status.started()
@@ -273,18 +288,20 @@ class StdioServer:
             if entry.long_lived:
                 entry.scope.cancel(reason="end of input")
 
-    async def send(self, message: dict[str, Any]) -> None:
-        """A handler's notification; a value JSON cannot hold is the handler's fault."""
-        await self.write(dumps(message))
+    async def write(self, line: bytes, request: RequestOutput | None = None) -> None:
+        """Queue one encoded message for the writer; waits while the queue is full.
 
-    async def write(self, line: bytes) -> None:
-        """Queue one encoded message for the writer; waits while the queue is full."""
-        await self._lines.send(line)
+        A notification of ``request`` is dropped if the request is cancelled
+        before the writer takes it.
+        """
+        await self._lines.send((line, request))
 
     async def write_lines(self, lifetime: trio.CancelScope) -> None:
         """The writer: each line whole, in order; a closed stdout stops the server."""
         async with self._to_write:
-            async for line in self._to_write:
+            async for line, request in self._to_write:
+                if request is not None and request.cancelled:
+                    continue
                 try:
                     await self.output.send_all(line + b"\n")
                 except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -27,7 +27,7 @@ from presa_trio.line_reader import LineReader
 from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
-from presa_trio.stdio import EOF_GRACE_S, StdioServer
+from presa_trio.stdio import EOF_GRACE_S, OUTPUT_BUFFER, StdioServer
 from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.testing import TASKS_CAPABILITIES, meta, request
 from presa_trio.wire import models
@@ -215,6 +215,42 @@ async def test_a_cancelled_request_sends_nothing_even_from_a_shielded_part(
 
     call = request("tools/call", {"name": "step", "_meta": meta(progressToken="p")})
     assert await serve_lines(server, [line(call), cancelled(1)]) == []
+
+
+async def test_a_cancelled_requests_queued_notifications_are_not_written() -> None:
+    """Spec-mandated (basic/transports/stdio §Cancellation: the server MUST NOT send any
+    further messages for a cancelled request): while the client does not read stdout,
+    a tool reporting progress, shielded, fills the output queue and waits in it; once
+    the request is cancelled, none of what it queued or was queueing is written, only
+    the line the writer held already. They were all written after the cancellation."""
+    server = Server("queued", "1.0.0")
+    reports = OUTPUT_BUFFER + 4
+
+    @server.tool(description="Reports progress whatever happens")
+    async def report(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        with trio.CancelScope(shield=True):
+            for done in range(reports):
+                await ctx.report_progress(done)
+        return "done"
+
+    stdin, server_stdin = memory_stream_one_way_pair()
+    server_stdout, stdout = lockstep_stream_one_way_pair()
+    output = LineReader(stdout, 1 << 20)
+    call = request("tools/call", {"name": "report", "_meta": meta(progressToken="p")})
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            stdio = StdioServer(Dispatcher.for_server(server), server_stdin, server_stdout)
+            nursery.start_soon(stdio.serve)
+            await stdin.send_all(line(call))
+            await trio.testing.wait_all_tasks_blocked()  # the queue is full; the tool waits
+            await stdin.send_all(cancelled(1) + line(request("server/discover", request_id=2)))
+            written = []
+            while "id" not in (message := json.loads(await output.next_line() or b"")):
+                written.append(message)
+            nursery.cancel_scope.cancel()
+    assert message["id"] == 2
+    assert len(written) <= 1  # the line the writer was writing as the cancellation came
+    assert all(m["method"] == "notifications/progress" for m in written)
 
 
 async def test_a_second_request_in_flight_with_the_same_id_is_refused(

@@ -94,7 +94,8 @@ async def follow_refused(events: TaskEvents, handle: Handler, console: Console) 
     ``--timeout`` with no event between end the command with the last one.
     """
     refused_since: float | None = None
-    wait = events.retry_s
+    first_wait = min(events.retry_s, LONGEST_RETRY_S)  # a long poll interval waits the cap
+    wait = first_wait
     while True:
         before = events.cursor
         try:
@@ -104,7 +105,7 @@ async def follow_refused(events: TaskEvents, handle: Handler, console: Console) 
                 raise
             now = trio.current_time()
             if refused_since is None or events.cursor != before:
-                refused_since, wait = now, events.retry_s
+                refused_since, wait = now, first_wait
             elif now - refused_since >= events.connection.timeout_s:
                 raise
             console.note(f"{error}; trying again in {wait:g} s")

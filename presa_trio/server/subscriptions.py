@@ -112,13 +112,16 @@ class Subscription:
         return self._pending.pop(topic)
 
 
-def in_trio_thread() -> bool:
-    """Whether this code runs in the Trio thread (else on a worker thread, say)."""
+def in_run(token: trio.lowlevel.TrioToken | None) -> bool:
+    """Whether this code runs in the Trio run of ``token``: not on a worker thread,
+    nor in another ``trio.run`` (a thread may have a run of its own).
+
+    Trio has no higher-level question for it; a run's token names the run.
+    """
     try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
+        return trio.lowlevel.current_trio_token() is token
+    except RuntimeError:  # no Trio run in this thread
         return False
-    return True
 
 
 @attrs.define(eq=False, repr=False)
@@ -160,11 +163,13 @@ class ChangeBus:
 
         The subscriptions belong to the Trio thread: a publisher on a worker
         thread (a ``thread=True`` tool calling ``ctx.server.notify_…``) hands
-        the change over to it, and waits while it is offered.
+        the change over to it, and waits while it is offered. Code in
+        another Trio run is refused (Trio's ``RuntimeError``): it cannot wait
+        for this run without blocking its own.
         """
         if not self._subscriptions:
             return
-        if not in_trio_thread():
+        if not in_run(self._trio):
             trio.from_thread.run_sync(self.publish, change, trio_token=self._trio)
             return
         for subscription in self._subscriptions:

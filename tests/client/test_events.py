@@ -10,6 +10,7 @@ handed on, and the ``after`` each stream sent, are asserted whole.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from collections.abc import MutableMapping
@@ -23,6 +24,8 @@ import trio
 from presa_trio.client.connection import Connection
 from presa_trio.client.errors import Unreachable
 from presa_trio.client.events import Lost, TaskEvents
+from presa_trio.client.output import Console
+from presa_trio.client.task_stream import LONGEST_RETRY_S, follow_refused
 from presa_trio.client.transport import HttpTransport
 from presa_trio.wire.sse import encode_event
 from presa_trio.wire.tasks import EVENT_NOTIFICATION, EVENTS_GONE, STATUS_EVENT
@@ -171,3 +174,29 @@ async def test_a_server_unreachable_past_the_timeout_ends_the_follow(autojump_cl
         with pytest.raises(Unreachable):
             await TaskEvents(connection, TASK, retry_s=1).follow(ignore)
     assert trio.current_time() - started >= 30  # the clock the follower waited on
+
+
+def refused() -> dict[str, Any]:
+    """A stream refused for now: presa's retryable -32603 (spec-notes §31)."""
+    data = {"retryable": True, "limit": "--task-events-max-streams-per-client"}
+    return {"error": {"code": -32603, "message": "Too many streams", "data": data}}
+
+
+async def test_a_refused_stream_waits_no_longer_than_the_longest_retry(
+    autojump_clock: Any,
+) -> None:
+    """presa-defined (docs/client.md, Following a task's events): a stream refused for
+    now is tried again after a wait that doubles from the task's poll interval up to
+    ``LONGEST_RETRY_S``, never past it, the first wait too: a task polled every
+    minute is tried again after 10 s, as every later refusal is."""
+    closing = event(0, STATUS_EVENT, status="completed", revision=1)
+    peer = ScriptedPeer([[refused()], [refused()], [closing, END]])
+    said = io.StringIO()
+    console = Console(err=said, live=False, colour=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        connection = Connection(HttpTransport(URL, http), timeout_s=600)
+        events = TaskEvents(connection, TASK, retry_s=60)
+        ended = await follow_refused(events, ignore, console)
+    assert ended == {"taskId": TASK, "status": "completed"}
+    waits = [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
+    assert waits == [f"{LONGEST_RETRY_S:g} s", f"{LONGEST_RETRY_S:g} s"]

@@ -9,9 +9,12 @@ to a marker change published last.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
 import trio
+import trio.testing
 
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS, Change, ChangeBus, Subscription
 
@@ -156,3 +159,54 @@ async def test_closing_the_bus_ends_every_stream_now_and_later() -> None:
     with bus.subscribe(lambda c: True) as late:
         bus.publish(TOOLS)
         assert [change async for change in late] == []
+
+
+async def test_a_publisher_in_another_trio_run_is_refused_and_the_stream_waits_on() -> None:
+    """presa-defined (subscriptions are the Trio thread's: module docstring of
+    presa_trio.server.subscriptions): code in another ``trio.run`` (a tool's worker
+    thread running its own) is no publisher on the server's run; its publish is
+    refused with Trio's RuntimeError. It woke the server's waiting stream from the
+    wrong run: Trio's assertion failed there, and the stream was never woken."""
+    bus = ChangeBus()
+    received: list[Change] = []
+
+    async def receive_one(subscription: Subscription) -> None:
+        received.append(await subscription.__anext__())
+
+    def publish_from_its_own_run() -> None:
+        async def publish() -> None:
+            bus.publish(TOOLS)
+
+        trio.run(publish)
+
+    with bus.subscribe(lambda change: True) as subscription, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive_one, subscription)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(RuntimeError, match="call it from a thread"):
+                await trio.to_thread.run_sync(publish_from_its_own_run)
+            bus.publish(PROMPTS)
+    assert received == [PROMPTS]
+
+
+async def test_a_thread_trio_did_not_start_hands_its_change_to_the_trio_thread() -> None:
+    """presa-defined (ChangeBus.publish): a publisher on a thread of its own (not one
+    of trio.to_thread's, so it knows no Trio run) hands the change over to the run
+    the subscriptions live in, and the waiting stream wakes."""
+    bus = ChangeBus()
+    received: list[Change] = []
+
+    async def receive_one(subscription: Subscription) -> None:
+        received.append(await subscription.__anext__())
+
+    def publish_from_a_plain_thread() -> None:
+        thread = threading.Thread(target=bus.publish, args=(TOOLS,))
+        thread.start()
+        thread.join()
+
+    with bus.subscribe(lambda change: True) as subscription, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive_one, subscription)
+            await trio.testing.wait_all_tasks_blocked()
+            await trio.to_thread.run_sync(publish_from_a_plain_thread)
+    assert received == [TOOLS]
