@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +19,16 @@ import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
-from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, two_servers
+from tests.e2e.peers import (
+    CONFIRM,
+    PATIENCE,
+    TASKS,
+    Peer,
+    listening,
+    two_servers,
+    until_completed,
+)
 from tests.postgres import Postgres
-from tests.streams import sse_messages
 
 
 async def park(creator: Peer, watcher: Peer, filename: str) -> tuple[str, dict[str, Any]]:
@@ -34,27 +39,6 @@ async def park(creator: Peer, watcher: Peer, filename: str) -> tuple[str, dict[s
     )
     with trio.fail_after(PATIENCE):
         return created["taskId"], await watcher.until(created["taskId"], "input_required")
-
-
-@asynccontextmanager
-async def listening(peer: Peer, task_id: str) -> AsyncIterator[AsyncGenerator[dict[str, Any]]]:
-    """A listen stream on ``peer`` for ``task_id``: its messages, the acknowledgement first."""
-    message = request(
-        "subscriptions/listen",
-        {"notifications": {"taskIds": [task_id]}},
-        request_id=7,
-        capabilities=TASKS,
-    )
-    async with peer.http.stream("POST", peer.url, json=message, headers=headers(message)) as stream:
-        yield sse_messages(stream)
-
-
-async def until_completed(incoming: AsyncGenerator[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The notifications of a listen stream up to the one of its task's completion."""
-    seen = [await anext(incoming)]
-    while seen[-1]["params"]["status"] != "completed":
-        seen.append(await anext(incoming))
-    return seen
 
 
 async def test_a_task_created_on_one_process_resolves_at_once_on_the_other(
