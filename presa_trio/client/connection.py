@@ -355,7 +355,7 @@ class Connection:
         may answer ``initialize`` too (basic/versioning §Compatibility Matrix: a
         dual-era server is modern to a modern client)."""
         try:
-            await self.request_once("server/discover", {})
+            await self.request_once(DISCOVER, {})
         except ProtocolFailure:
             return False
         return True

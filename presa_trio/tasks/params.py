@@ -1,7 +1,10 @@
 """The params of the task methods, checked before anything is looked up (pure).
 
 A bad shape is -32602 here, before the store is asked; what the params
-name (a task, its outstanding keys) is checked by the extension.
+name (a task, its outstanding keys) is checked by the extension. The rules
+of a task id are all here: its shape (:func:`valid_task_id`), and what no
+task's id holds (:func:`can_name_a_task`), which the runner applies to
+every id it is asked for, a listen's included.
 
 Spec: SEP-2663 §Task Polling, §Task Update Requests, §Task Status Notifications.
 """
@@ -27,6 +30,22 @@ def valid_task_id(task_id: Any) -> bool:
         isinstance(task_id, str)
         and 0 < len(task_id.encode("utf-8", "surrogatepass")) <= MAX_TASK_ID_BYTES
     )
+
+
+def can_name_a_task(task_id: str) -> bool:
+    """Whether ``task_id`` could be any task's id: it holds no U+0000 and no lone surrogate.
+
+    presa's ids are base64url (spec-notes §37), and SQLite and PostgreSQL
+    cannot even take such an id as a key (UTF-8 has no lone surrogate,
+    PostgreSQL text no U+0000): they would refuse it as data. A valid
+    id (:func:`valid_task_id`) that fails this is unknown, as every unknown
+    id is (SEP-2663 §Protocol Errors: -32602), before any store is asked
+    (:func:`~presa_trio.tasks.runner.check_nameable`).
+    """
+    try:
+        return b"\x00" not in task_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
 
 
 def read_task_id(params: dict[str, Any]) -> str:

@@ -159,6 +159,7 @@ from presa_trio.tasks.housekeeping import (
     keep_running,
 )
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.params import can_name_a_task
 from presa_trio.tasks.stores.base import (
     CapacityExceeded,
     Lease,
@@ -202,19 +203,12 @@ def new_task_id() -> str:
 
 
 def check_nameable(task_id: str) -> None:
-    """:class:`TaskNotFound` for an id no task can have: one holding U+0000 or a lone surrogate.
+    """:class:`TaskNotFound` for an id no task can have, before any store is asked.
 
-    presa's ids are base64url (:func:`new_task_id`), so such an id names no
-    task in any store; SQLite and PostgreSQL cannot even take it as a key
-    (UTF-8 has no lone surrogate, PostgreSQL text no U+0000), and would
-    refuse it as data. It is unknown before any store is asked, as every
-    unknown id is (SEP-2663 §Protocol Errors: -32602).
+    What no task's id can hold is :func:`~presa_trio.tasks.params.can_name_a_task`.
+    Spec: SEP-2663 §Protocol Errors (an unknown taskId is -32602).
     """
-    try:
-        nameable = b"\x00" not in task_id.encode("utf-8")
-    except UnicodeEncodeError:
-        nameable = False
-    if not nameable:
+    if not can_name_a_task(task_id):
         raise TaskNotFound()
 
 

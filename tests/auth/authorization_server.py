@@ -128,10 +128,6 @@ class AuthorizationServer:
             self.retired.append(self.key)
         self.key = new_key()
 
-    def withdraw_retired(self) -> None:
-        """Publish only the signing key: the retired ones are withdrawn."""
-        self.retired.clear()
-
     def mint_jwt(
         self,
         client_id: str,

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import IO, Any
 
 import attrs
 import trio
@@ -62,6 +63,25 @@ async def client(*arguments: str, stdin: bytes = b"", env: dict[str, str] | None
             env=env or client_environment(),
         )
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+async def start_client(
+    nursery: trio.Nursery, *arguments: str, stderr: int | IO[Any] = subprocess.PIPE
+) -> trio.Process:
+    """``presa-trio ARGUMENTS`` started in ``nursery``, stdout on a pipe, stderr on
+    ``stderr`` (a pipe unless given), to read while it runs."""
+    process: trio.Process = await nursery.start(
+        partial(
+            trio.run_process,
+            client_command(*arguments),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            check=False,
+            cwd=REPOSITORY,
+            env=client_environment(),
+        )
+    )
+    return process
 
 
 #: What the client ends a question with, on a terminal.

@@ -8,15 +8,14 @@ process makes the server send what it listens for.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 import trio
 
-from tests.client.helpers import Ran, client, client_command, client_environment
-from tests.e2e.serve_process import REPOSITORY, ServeProcess
+from tests.client.helpers import Ran, client, start_client
+from tests.e2e.serve_process import ServeProcess
 
 CONFIRM = '{"action":"accept","content":{"confirm":true}}'
 
@@ -24,17 +23,7 @@ CONFIRM = '{"action":"accept","content":{"confirm":true}}'
 async def listening(arguments: Sequence[str], then: Callable[[], Awaitable[object]]) -> Ran:
     """``presa-trio listen ARGUMENTS``; ``then()`` once it listens; its end (at most a minute)."""
     async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(
-                trio.run_process,
-                client_command("listen", *arguments),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                check=False,
-                cwd=REPOSITORY,
-                env=client_environment(),
-            )
-        )
+        process = await start_client(nursery, "listen", *arguments)
         assert process.stdout is not None
         assert process.stderr is not None
         err = b""

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +21,9 @@ import attrs
 import pytest
 import trio
 
-from tests.client.helpers import client, client_command, client_environment
+from tests.client.helpers import client, client_command, start_client
 from tests.client.relay import Relay
-from tests.e2e.serve_process import REPOSITORY, ServeProcess, presa_serve
+from tests.e2e.serve_process import ServeProcess, presa_serve
 from tests.postgres import free_port
 
 CONFIRM = '{"action":"accept","content":{"confirm":true}}'
@@ -174,20 +172,10 @@ async def streaming_client(
     url: str, task_id: str, tmp_path: Path, record: Path
 ) -> AsyncIterator[StreamingClient]:
     errors = tmp_path / "stderr.txt"
-    command = client_command("task", "stream", url, task_id, "--json", "--transcript", str(record))
+    arguments = ("task", "stream", url, task_id, "--json", "--transcript", str(record))
     with errors.open("wb") as stderr:
         async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    command,
-                    stdout=subprocess.PIPE,
-                    stderr=stderr,
-                    check=False,
-                    cwd=REPOSITORY,
-                    env=client_environment(),
-                )
-            )
+            process = await start_client(nursery, *arguments, stderr=stderr)
             yield StreamingClient(process, errors)
             nursery.cancel_scope.cancel(reason="test over")
 
@@ -276,18 +264,7 @@ async def test_a_stream_refused_for_now_is_tried_again_and_prints_every_event(
             holder = streaming_client(served.url, parked, tmp_path, tmp_path / "held.jsonl")
             async with holder as held:
                 await held.read_until(3)
-                command = client_command("task", "stream", served.url, done, "--json")
-                waiting: trio.Process = await nursery.start(
-                    partial(
-                        trio.run_process,
-                        command,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        check=False,
-                        cwd=REPOSITORY,
-                        env=client_environment(),
-                    )
-                )
+                waiting = await start_client(nursery, "task", "stream", served.url, done, "--json")
                 assert waiting.stderr is not None
                 assert waiting.stdout is not None
                 said = b""

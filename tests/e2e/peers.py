@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -17,6 +17,7 @@ import trio
 from presa_trio.testing import request
 from tests.e2e.harness import headers
 from tests.postgres import free_port
+from tests.streams import sse_messages
 
 TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 CONFIRM = {"action": "accept", "content": {"confirm": True}}
@@ -56,6 +57,27 @@ class Peer:
             if task["status"] == status:
                 return task
             await trio.sleep(0.05)
+
+
+@asynccontextmanager
+async def listening(peer: Peer, task_id: str) -> AsyncIterator[AsyncGenerator[dict[str, Any]]]:
+    """A listen stream on ``peer`` for ``task_id``: its messages, the acknowledgement first."""
+    message = request(
+        "subscriptions/listen",
+        {"notifications": {"taskIds": [task_id]}},
+        request_id=7,
+        capabilities=TASKS,
+    )
+    async with peer.http.stream("POST", peer.url, json=message, headers=headers(message)) as stream:
+        yield sse_messages(stream)
+
+
+async def until_completed(incoming: AsyncGenerator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The notifications of a listen stream up to the one of its task's completion."""
+    seen = [await anext(incoming)]
+    while seen[-1]["params"]["status"] != "completed":
+        seen.append(await anext(incoming))
+    return seen
 
 
 @asynccontextmanager

@@ -28,7 +28,7 @@ import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
-from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer
+from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, listening, until_completed
 from tests.haproxy import HaproxyMissing, installed_haproxy, recipe
 from tests.postgres import Postgres, free_port
 from tests.streams import sse_messages
@@ -167,23 +167,14 @@ async def park(peer: Peer) -> str:
 async def listen_until_completed(peer: Peer, task_id: str) -> list[dict[str, Any]]:
     """A ``subscriptions/listen`` on ``task_id`` through one connection while its answer
     goes through another; the notifications heard, to the ``completed`` one."""
-    message = request(
-        "subscriptions/listen",
-        {"notifications": {"taskIds": [task_id]}},
-        request_id=7,
-        capabilities=TASKS,
-    )
-    async with peer.http.stream("POST", peer.url, json=message, headers=headers(message)) as s:
-        incoming = sse_messages(s)
+    async with listening(peer, task_id) as incoming:
         await anext(incoming)  # the acknowledgement: the stream listens
         async with httpx.AsyncClient(timeout=10) as other:
             answers = {"confirm-delete": CONFIRM}
             update = {"taskId": task_id, "inputResponses": answers}
             await Peer(other, peer.url).call("tasks/update", update)
-        heard = [(await anext(incoming))["params"]]
-        while heard[-1]["status"] != "completed":
-            heard.append((await anext(incoming))["params"])
-    return heard
+        heard = await until_completed(incoming)
+    return [message["params"] for message in heard]
 
 
 async def stream_to_the_end(peer: Peer, task_id: str) -> list[dict[str, Any]]:

@@ -19,9 +19,16 @@ import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
-from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, two_servers
+from tests.e2e.peers import (
+    CONFIRM,
+    PATIENCE,
+    TASKS,
+    Peer,
+    listening,
+    two_servers,
+    until_completed,
+)
 from tests.postgres import Postgres
-from tests.streams import sse_messages
 
 
 async def park(creator: Peer, watcher: Peer, filename: str) -> tuple[str, dict[str, Any]]:
@@ -93,25 +100,14 @@ async def test_a_listen_stream_on_one_process_hears_changes_made_on_the_other(
     async with two_servers(postgres_url, tmp_path) as ((_, a), (_, b)):
         task_id, _ = await park(a, a, "b.txt")
         with trio.fail_after(PATIENCE):
-            message = request(
-                "subscriptions/listen",
-                {"notifications": {"taskIds": [task_id]}},
-                request_id=7,
-                capabilities=TASKS,
-            )
-            async with b.http.stream(
-                "POST", b.url, json=message, headers=headers(message)
-            ) as stream:
-                incoming = sse_messages(stream)
+            async with listening(b, task_id) as incoming:
                 ack = await anext(incoming)
                 assert ack["params"]["notifications"] == {"taskIds": [task_id]}
                 await a.call(
                     "tasks/update",
                     {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}},
                 )
-                seen = [await anext(incoming)]
-                while seen[-1]["params"]["status"] != "completed":
-                    seen.append(await anext(incoming))
+                seen = await until_completed(incoming)
         final = await a.call("tasks/get", {"taskId": task_id})
     statuses = [(m["params"]["taskId"], m["params"]["status"]) for m in seen]
     assert statuses[:-1] in ([(task_id, "working")], [])
@@ -148,16 +144,7 @@ async def test_a_recovery_sends_a_listen_stream_no_notification_it_already_had(
     async with two_servers(postgres_url, tmp_path, "1") as ((process, a), (_, b)):
         task_id, parked = await park(a, b, "c.txt")
         with trio.fail_after(PATIENCE):
-            message = request(
-                "subscriptions/listen",
-                {"notifications": {"taskIds": [task_id]}},
-                request_id=7,
-                capabilities=TASKS,
-            )
-            async with b.http.stream(
-                "POST", b.url, json=message, headers=headers(message)
-            ) as stream:
-                incoming = sse_messages(stream)
+            async with listening(b, task_id) as incoming:
                 await anext(incoming)  # the acknowledgement
                 process.send_signal(signal.SIGKILL)
                 await process.wait()
@@ -170,9 +157,7 @@ async def test_a_recovery_sends_a_listen_stream_no_notification_it_already_had(
                     "tasks/update",
                     {"taskId": task_id, "inputResponses": {"confirm-delete": CONFIRM}},
                 )
-                seen = [await anext(incoming)]
-                while seen[-1]["params"]["status"] != "completed":
-                    seen.append(await anext(incoming))
+                seen = await until_completed(incoming)
     assert [m["params"]["status"] for m in seen[:-1]] in (["working"], [])
 
 

@@ -168,6 +168,19 @@ async def both_paths(
     return plain, result_of(got)
 
 
+async def task_answered(
+    client: McpClient, params: dict[str, Any], answers: dict[str, Any]
+) -> dict[str, Any]:
+    """The final ``tasks/get`` result of a task of ``params`` given ``answers`` once it asks."""
+    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
+    task = {"taskId": created["taskId"]}
+    await wait_all_tasks_blocked()
+    update = {**task, "inputResponses": answers}
+    result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+    await wait_all_tasks_blocked()
+    return result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+
+
 def bare(result: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in result.items() if key != "_meta"}
 
@@ -380,13 +393,7 @@ async def test_one_key_asked_twice_is_an_internal_error_on_both_paths(
         first = result_of(await client.call("tools/call", params, capabilities=UNDECLARED))
         retry = {**params, "inputResponses": answer, "requestState": first["requestState"]}
         plain = await client.call("tools/call", retry, capabilities=UNDECLARED)
-        created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
-        task = {"taskId": created["taskId"]}
-        await wait_all_tasks_blocked()
-        update = {**task, "inputResponses": answer}
-        result_of(await client.call("tasks/update", update, capabilities=DECLARED))
-        await wait_all_tasks_blocked()
-        done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+        done = await task_answered(client, params, answer)
     expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
     assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
     assert (done["status"], without_incident(done["error"])) == ("failed", expected)
@@ -415,13 +422,7 @@ async def test_each_answer_is_read_as_the_kind_it_was_asked_for(client: McpClien
     plain = {**params, "inputResponses": ODD_ANSWERS}
     answered = await client.call("tools/call", plain, capabilities=UNDECLARED)
     assert result_of(answered)["content"] == expected
-    created = result_of(await client.call("tools/call", params, capabilities=DECLARED))
-    task = {"taskId": created["taskId"]}
-    await wait_all_tasks_blocked()
-    update = {**task, "inputResponses": ODD_ANSWERS}
-    result_of(await client.call("tasks/update", update, capabilities=DECLARED))
-    await wait_all_tasks_blocked()
-    done = result_of(await client.call("tasks/get", task, capabilities=DECLARED))
+    done = await task_answered(client, params, ODD_ANSWERS)
     assert (done["status"], done["result"]["content"]) == ("completed", expected)
 
 

@@ -44,6 +44,25 @@ FAILURES: list[Callable[[str], Exception]] = [
 ]
 
 
+async def restart_gaps(name: str, failure: Callable[[str], Exception], *cap: float) -> list[float]:
+    """The waits between the starts of a loop that raises a ``failure`` three times, kept
+    by :func:`keep_running` (with ``cap``, if given) for ten seconds."""
+    runs: list[float] = []
+
+    async def loop(*, task_status: trio.TaskStatus[None]) -> None:
+        task_status.started()
+        runs.append(trio.current_time())
+        if len(runs) < 4:
+            raise failure(f"test: {name} failed")
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_running, name, loop, *cap)
+        await trio.sleep(10)
+        nursery.cancel_scope.cancel()
+    return [round(later - earlier, 3) for earlier, later in itertools.pairwise(runs)]
+
+
 @pytest.mark.parametrize("failure", FAILURES, ids=lambda f: f.__name__)
 async def test_a_loop_that_fails_is_logged_and_started_again(
     autojump_clock: trio.testing.MockClock, failure: Callable[[str], Exception]
@@ -51,20 +70,7 @@ async def test_a_loop_that_fails_is_logged_and_started_again(
     """presa-defined (the failure policy: a housekeeping loop that fails is logged
     and started again, backing off): whatever a started loop raises ends only that
     run; the keeper itself never raises it."""
-    runs: list[float] = []
-
-    async def loop(*, task_status: trio.TaskStatus[None]) -> None:
-        task_status.started()
-        runs.append(trio.current_time())
-        if len(runs) < 4:
-            raise failure("test: the loop failed")
-        await trio.sleep_forever()
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(keep_running, "a test loop", loop)
-        await trio.sleep(10)
-        nursery.cancel_scope.cancel()
-    gaps = [round(later - earlier, 3) for earlier, later in itertools.pairwise(runs)]
+    gaps = await restart_gaps("a test loop", failure)
     assert gaps == [0.1, 0.2, 0.4]
 
 
@@ -74,20 +80,7 @@ async def test_a_loop_whose_cap_is_short_never_waits_longer(
     """presa-defined (docs/task-stores.md, "An outage longer than the lease"): lease
     renewal's keeper is capped at its period, a third of a lease; with a lease of
     0.15 s the first wait after a failure is 0.05 s too, not the usual 0.1 s."""
-    runs: list[float] = []
-
-    async def loop(*, task_status: trio.TaskStatus[None]) -> None:
-        task_status.started()
-        runs.append(trio.current_time())
-        if len(runs) < 4:
-            raise StoreUnavailable("test: the store is away")
-        await trio.sleep_forever()
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(keep_running, "lease renewal", loop, 0.05)
-        await trio.sleep(10)
-        nursery.cancel_scope.cancel()
-    gaps = [round(later - earlier, 3) for earlier, later in itertools.pairwise(runs)]
+    gaps = await restart_gaps("lease renewal", StoreUnavailable, 0.05)
     assert gaps == [0.05, 0.05, 0.05]
 
 
