@@ -27,7 +27,7 @@ name the authorization server clients get tokens from (authorization
   set may be fetched again, the clock skew allowed. They have defaults, so
   they do not turn authorization on: without ``--auth-client-id`` (the
   first) or ``--auth-issuer`` (the others) they would change nothing, and
-  are refused (:class:`~presa_trio.cli.option_values.NeedsOption`).
+  are refused (:class:`~presa_trio.needed_options.NeedsOption`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from presa_trio.auth.principal import DEFAULT_LEEWAY_S
-from presa_trio.cli.option_values import NeedsOption
+from presa_trio.needed_options import NeedsOption
 from presa_trio.wire.http_values import authority, in_the_clear, is_loopback
 
 if TYPE_CHECKING:

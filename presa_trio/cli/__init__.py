@@ -4,7 +4,7 @@
 module              holds
 ==================  ==========================================================
 ``main``            the parser of every command, and ``serve``/``stdio``/``transcript``
-``option_values``   argparse value types, options that need another, the usage error
+``option_values``   argparse value types, the check of options that need another, the usage error
 ``task_options``    the Tasks options: the task limits and task event streams
 ``target``          ``MODULE:ATTR``, loaded as the ``Server`` to serve
 ``reload``          ``serve --reload``: the server as a child, restarted on a change
@@ -12,6 +12,6 @@ module              holds
 ==================  ==========================================================
 
 The client's own commands are :mod:`presa_trio.client.commands`; the parser
-here only hands them over. No library module imports this package; the
-``--auth-*`` options (:mod:`presa_trio.auth.options`) take its ``NeedsOption``.
+here only hands them over. No library module imports this package (an option
+that needs another is declared with :class:`presa_trio.needed_options.NeedsOption`).
 """

@@ -9,42 +9,14 @@ with another (a :class:`NeedsOption`) given without it. All exit with status 2.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from presa_trio import logs
+from presa_trio.needed_options import NEEDING, NeedsOption
 
 
 class UsageError(Exception):
     """An operator mistake: reported as one line, exit status 2."""
-
-
-#: The namespace attribute where each :class:`NeedsOption` given notes itself.
-NEEDING = "needing_options"
-
-
-class NeedsOption(argparse.Action):
-    """An option that only has an effect with the option ``needs``: it stores its value
-    and notes its flag as given, so that given without ``needs`` it is refused
-    (:func:`check_needed_options`) rather than ignored. ``why`` says what it changes
-    nothing without, for the error."""
-
-    def __init__(
-        self, option_strings: Sequence[str], dest: str, *, needs: str, why: str, **kwargs: Any
-    ) -> None:
-        super().__init__(option_strings, dest, **kwargs)
-        self.needs = needs
-        self.why = why
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        setattr(namespace, self.dest, values)
-        setattr(namespace, NEEDING, (*getattr(namespace, NEEDING, ()), (option_string, self)))
 
 
 def check_needed_options(args: argparse.Namespace) -> None:

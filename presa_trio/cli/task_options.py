@@ -14,7 +14,6 @@ from typing import Any
 import attrs
 
 from presa_trio.cli.option_values import (
-    NeedsOption,
     UsageError,
     byte_count,
     event_count,
@@ -22,6 +21,7 @@ from presa_trio.cli.option_values import (
     stream_count,
     task_count,
 )
+from presa_trio.needed_options import NeedsOption
 from presa_trio.server import Server
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import Retention
