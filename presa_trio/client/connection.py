@@ -340,7 +340,9 @@ class Connection:
                 or (failure.method == DISCOVER and failure.code not in MODERN_ERRORS)
             )
         )
-        if not (first and suspicious) or await self.answers_discover():
+        # A server/discover that just failed is not asked again.
+        discover_failed = isinstance(failure, RequestError) and failure.method == DISCOVER
+        if not (first and suspicious) or (not discover_failed and await self.answers_discover()):
             return failure
         version = await self.legacy_version()
         if version is None:
