@@ -17,7 +17,7 @@ from trio.testing import MockClock
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, connect, meta, request
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
-from presa_trio.wire.meta import LOG_LEVELS, META_LOG_LEVEL
+from presa_trio.wire.meta import META_LOG_LEVEL
 from tests.expect import assert_handler_fault, error_of, result_of
 
 
@@ -86,17 +86,29 @@ async def test_without_a_log_level_no_log_message_is_sent(client: McpClient) -> 
     assert "result" in response.json()
 
 
-@pytest.mark.parametrize("level", LOG_LEVELS)
+#: Each logLevel and what the fixture's debug, info and warning send at it (RFC 5424 order).
+SENT_AT: dict[str, list[str]] = {
+    "debug": ["debug", "info", "warning"],
+    "info": ["info", "warning"],
+    "notice": ["warning"],
+    "warning": ["warning"],
+    "error": [],
+    "critical": [],
+    "alert": [],
+    "emergency": [],
+}
+
+
+@pytest.mark.parametrize(("level", "expected"), list(SENT_AT.items()), ids=list(SENT_AT))
 async def test_log_messages_are_sent_at_and_above_the_requested_level(
-    client: McpClient, level: str
+    client: McpClient, level: str, expected: list[str]
 ) -> None:
     """Spec-mandated (server/utilities/logging §Per-request log level: only with logLevel, at or
-    above it, on that request's stream). The fixture logs debug, info and warning."""
+    above it, on that request's stream; §Log Levels: the RFC 5424 order). The fixture logs
+    debug, info and warning; above warning nothing of it is sent."""
     params = {"name": "test_logging_tool", "_meta": {**meta(), META_LOG_LEVEL: level}}
     response = await client.call("tools/call", params)
-    threshold = LOG_LEVELS.index(level)
-    expected = [lv for lv in ("debug", "info", "warning") if LOG_LEVELS.index(lv) >= threshold]
-    messages = response.events()[:-1] if expected else []
+    *messages, _ = response.messages()
     assert [m["params"]["level"] for m in messages] == expected
     assert {m["method"] for m in messages} <= {"notifications/message"}
     assert result_of(response)["content"]
