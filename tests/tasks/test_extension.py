@@ -23,7 +23,6 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
-from presa_trio.tasks.housekeeping import INTERRUPTED
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.stores.sqlite.store import SqliteStore
@@ -471,6 +470,9 @@ async def test_mcp_name_must_mirror_the_task_id(
             error_of(response, 400, HEADER_MISMATCH)
         elif capabilities is DECLARED:
             assert result_of(response)["taskId"] == task_id
+        else:
+            error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
+            assert error["data"] == REQUIRES_TASKS
 
 
 async def test_listen_with_task_ids_needs_the_declaration_and_a_valid_list(
@@ -818,5 +820,11 @@ async def test_a_task_runs_again_only_if_the_tool_is_still_declared_re_runnable(
                 await trio.sleep(0.001)  # a poll, as a client's
                 task = result_of(await get(client, task_id))
     assert task["status"] == "failed"
-    assert task["error"] == INTERRUPTED.to_wire()
+    assert task["error"] == {  # spec-notes §44
+        "code": INTERNAL_ERROR,
+        "message": (
+            "Task interrupted: the server running it stopped, and the tool may not run again"
+        ),
+        "data": {"retryable": False},
+    }
     assert ran == ["rerun=True"]
