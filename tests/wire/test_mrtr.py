@@ -214,8 +214,8 @@ def test_an_answer_read_as_another_kind_is_a_type_error() -> None:
     answers = mrtr.Answers({"ok": {"action": "decline"}, "where": {"roots": []}})
     assert answers.elicitation("ok").action == "decline"
     assert answers.roots("where") == []
-    for read in (answers.sampling, answers.roots):
-        with pytest.raises(TypeError):
+    for read, what in ((answers.sampling, "a sampling request"), (answers.roots, "a roots/list")):
+        with pytest.raises(TypeError, match=f"the answer under 'ok' is not the answer to {what}"):
             read("ok")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="the answer under 'where' is not the answer to an elicit"):
         answers.elicitation("where")
