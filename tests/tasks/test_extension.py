@@ -727,7 +727,7 @@ async def test_no_nesting_the_parser_accepts_fails_a_task_call(
     ``data.limit``, not retryable): whatever depth of arguments, or of an answer, the
     body's parser accepts, a task tool's call is a task or that refusal, never an
     incident from a RecursionError while its input is measured."""
-    depth = sys.getrecursionlimit() - 250
+    depth, created = sys.getrecursionlimit() - 250, 0
     while True:
         params = {"name": "always", "arguments": {}, "inputResponses": {}}
         body = request("tools/call", params, capabilities=DECLARED)
@@ -741,7 +741,11 @@ async def test_no_nesting_the_parser_accepts_fails_a_task_call(
         message = response.json()
         if "error" in message:
             assert message["error"]["data"]["limit"] == "max_input_bytes", (depth, message)
+        else:
+            assert message["result"]["resultType"] == "task", (depth, message)
+            created += 1
         depth += 1
+    assert created > 0  # the depths tried reached the task store, not only the parser
 
 
 async def test_an_optional_tool_at_capacity_answers_as_a_plain_call() -> None:

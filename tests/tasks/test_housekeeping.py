@@ -353,9 +353,10 @@ async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
     published: list[tuple[Status, int]] = []
     runner.on_change = lambda scope, task: published.append((task.status, task.revision))
     release = trio.Event()
+    record: list[str] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.run)
-        task = await runner.start("s", gated(release, []), creator())
+        task = await runner.start("s", gated(release, record), creator())
         await wait_all_tasks_blocked()
         assert published == [(Status.WORKING, 0)]
         owner = runner.owner if claimer == "self" else claimer
@@ -365,6 +366,7 @@ async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
         assert claimed.lease.generation == 2
         await wait_all_tasks_blocked()
         assert published == [(Status.WORKING, 0)]
+        assert record == ([] if claimer == "self" else ["cancelled"])  # stopped, or runs on
         release.set()
         await wait_all_tasks_blocked()
         finished = (await runner.get("s", task.task_id)).status
