@@ -205,16 +205,19 @@ async def test_a_cancelled_request_sends_nothing_even_from_a_shielded_part(
     cancellation, reports progress afterwards has that progress dropped, and its
     result too."""
     server = Server("shielded", "1.0.0")
+    reported: list[int] = []
 
     @server.tool(description="Finishes a step whatever happens, then reports it")
     async def step(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         with trio.CancelScope(shield=True):
             await trio.sleep(1)
             await ctx.report_progress(1)
+            reported.append(1)
         return "done"
 
     call = request("tools/call", {"name": "step", "_meta": meta(progressToken="p")})
     assert await serve_lines(server, [line(call), cancelled(1)]) == []
+    assert reported == [1]  # the tool did report, after the cancellation
 
 
 async def test_a_cancelled_requests_queued_notifications_are_not_written() -> None:

@@ -65,13 +65,25 @@ async def restart_gaps(name: str, failure: Callable[[str], Exception], *cap: flo
 
 @pytest.mark.parametrize("failure", FAILURES, ids=lambda f: f.__name__)
 async def test_a_loop_that_fails_is_logged_and_started_again(
-    autojump_clock: trio.testing.MockClock, failure: Callable[[str], Exception]
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    failure: Callable[[str], Exception],
 ) -> None:
     """presa-defined (the failure policy: a housekeeping loop that fails is logged
     and started again, backing off): whatever a started loop raises ends only that
-    run; the keeper itself never raises it."""
+    run; the keeper itself never raises it. An unavailable store is a warning in one
+    line, anything else an error with its traceback."""
     gaps = await restart_gaps("a test loop", failure)
     assert gaps == [0.1, 0.2, 0.4]
+    logged = [
+        (r.levelname, r.exc_info is not None, r.getMessage().rpartition("; ")[2])
+        for r in caplog.records
+        if r.getMessage().startswith("a test loop")
+    ]
+    level, traceback = ("WARNING", False) if failure is StoreUnavailable else ("ERROR", True)
+    assert logged == [
+        (level, traceback, f"it starts again in {gap} s") for gap in ("0.1", "0.2", "0.4")
+    ]
 
 
 async def test_a_loop_whose_cap_is_short_never_waits_longer(
