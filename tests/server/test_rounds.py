@@ -720,7 +720,8 @@ async def test_null_input_responses_read_as_absent(client: McpClient) -> None:
 async def test_a_declined_question_is_an_answer(client: McpClient, action: str) -> None:
     """Spec-mandated (schema $defs.ElicitResult: decline/cancel is an answer the tool handles)."""
     retry = call(ELICIT, 2, inputResponses={"user_name": {"action": action}})
-    assert complete(await client.post(retry))["content"][0]["text"]
+    text = complete(await client.post(retry))["content"][0]["text"]
+    assert text == f"The user chose to {action}."
 
 
 async def test_several_inputs_are_asked_for_at_once(client: McpClient) -> None:

@@ -283,7 +283,9 @@ async def test_a_finished_task_is_still_read_with_its_log(store: TaskStore) -> N
     done = model.complete(stored().task, {"content": []}, T0 + 1)
     await store.compare_and_set("alice", done, 0)
     await store.append_events("t-1", [step(0)], T0 + 1, KEEP_ALL, closing=True)
-    assert (await window(store)).closed
+    read = await window(store)
+    assert read.closed
+    assert [(e.seq, e.type, e.payload) for e in read.events] == [(0, "com.example.step", {"n": 0})]
 
 
 async def test_a_workers_events_are_fenced_by_its_lease_and_the_tasks_end(
