@@ -70,7 +70,7 @@ def test_prefixed_event_types_are_accepted(prefixed: str) -> None:
 @pytest.mark.parametrize("payload", [[1], "text", 3, None])
 def test_a_payload_must_be_a_json_object(payload: Any) -> None:
     """Spec-mandated (SEP-2694 §Task Event; S-05): "Event payloads MUST be JSON objects"."""
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="a task event's payload must be a JSON object"):
         Retention().check_payload(payload)
 
 

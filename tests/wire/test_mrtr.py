@@ -202,10 +202,10 @@ def test_roots_are_read_from_a_list_roots_result() -> None:
     """Runner-scored (input-required-result-basic-list-roots/sep-2322-list-roots-complete)."""
     roots = [{"uri": "file:///test/root", "name": "Test Root"}]
     assert mrtr.read_roots({"roots": roots}) == roots
-    with pytest.raises(McpError):
-        mrtr.read_roots({"roots": [{"name": "no uri"}]})
-    with pytest.raises(McpError):
-        mrtr.read_roots({})
+    for wrong in ({"roots": [{"name": "no uri"}]}, {}):
+        with pytest.raises(McpError) as caught:
+            mrtr.read_roots(wrong)
+        assert caught.value.code == INVALID_PARAMS
 
 
 def test_an_answer_read_as_another_kind_is_a_type_error() -> None:
