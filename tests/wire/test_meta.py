@@ -15,7 +15,6 @@ from presa_trio.wire.errors import (
     McpError,
 )
 from presa_trio.wire.meta import (
-    LOG_LEVELS,
     ClientCapabilities,
     RequestMeta,
     require_supported_version,
@@ -96,20 +95,25 @@ def test_malformed_optional_meta_is_invalid_params(meta: dict[str, Any]) -> None
     assert rejection_code(params(**meta)) == INVALID_PARAMS
 
 
-@pytest.mark.parametrize("level", LOG_LEVELS)
+#: server/utilities/logging §Log Levels: RFC 5424's severities, least severe first.
+SEVERITIES = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+@pytest.mark.parametrize("level", SEVERITIES)
 def test_a_log_level_admits_itself_and_everything_more_severe(level: str) -> None:
-    """Spec-mandated (server/utilities/logging: messages at or above the level)."""
+    """Spec-mandated (server/utilities/logging: messages at or above the level, in
+    §Log Levels' order)."""
     meta = RequestMeta.from_params(params(**{"io.modelcontextprotocol/logLevel": level}))
-    index = LOG_LEVELS.index(level)
-    assert [meta.logs_at(other) for other in LOG_LEVELS] == [
-        i >= index for i in range(len(LOG_LEVELS))
+    index = SEVERITIES.index(level)
+    assert [meta.logs_at(other) for other in SEVERITIES] == [
+        i >= index for i in range(len(SEVERITIES))
     ]
 
 
 def test_without_a_log_level_nothing_is_logged() -> None:
     """Runner-scored (server-stateless/sep-2575-server-no-log-without-loglevel)."""
     meta = RequestMeta.from_params(params())
-    assert not any(meta.logs_at(level) for level in LOG_LEVELS)
+    assert not any(meta.logs_at(level) for level in SEVERITIES)
 
 
 def test_only_2026_07_28_is_supported() -> None:
