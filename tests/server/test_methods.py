@@ -134,6 +134,24 @@ def offering(kinds: set[str]) -> Server:
     return server
 
 
+#: Each core method and the server capability it belongs to (server/tools, server/prompts,
+#: server/resources, server/utilities/completion §Capabilities); discover and listen, none.
+NEEDS: dict[str, str | None] = {
+    "server/discover": None,
+    "subscriptions/listen": None,
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "completion/complete": "completions",
+}
+#: What each kind of registration makes the server offer.
+OFFERS = {"tool": "tools", "prompt": "prompts", "resource": "resources", "template": "resources"}
+
+
 @pytest.mark.parametrize(
     "kinds",
     [set(), {"tool"}, {"prompt"}, {"resource"}, {"template"}, {"tool", "prompt", "template"}],
@@ -142,14 +160,18 @@ def offering(kinds: set[str]) -> Server:
 async def test_every_core_method_is_served_exactly_while_its_capability_is_advertised(
     kinds: set[str],
 ) -> None:
-    """Runner-scored (sep-2575-discover-capabilities-match-handlers): for each row of
-    the core table, -32601 exactly when ``server/discover`` leaves its capability out."""
+    """Runner-scored (sep-2575-discover-capabilities-match-handlers): ``server/discover``
+    advertises what the server offers, and each core method is -32601 exactly when
+    its capability is left out."""
     async with running(McpApp.for_server(offering(kinds))) as client:
         advertised = result_of(await client.call("server/discover"))["capabilities"]
-        for row in CORE_METHODS:
-            response = await client.call(row.name, {"name": "none", "uri": "test://none"})
+        offered = {OFFERS[kind] for kind in kinds}
+        assert {c for c in ("tools", "prompts", "resources") if c in advertised} == offered
+        assert {row.name for row in CORE_METHODS} == set(NEEDS)
+        for method, capability in NEEDS.items():
+            response = await client.call(method, {"name": "none", "uri": "test://none"})
             served = response.status != 404
-            assert served == (row.capability is None or row.capability in advertised), row.name
+            assert served == (capability is None or capability in advertised), method
             if not served:
                 error_of(response, 404, METHOD_NOT_FOUND)
 
