@@ -80,13 +80,26 @@ async def test_a_cancelled_stdio_exchange_with_a_server_that_reads_nothing_ends(
     blob = "x" * (1 << 20)  # more than any pipe holds
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"blob": blob}}
     gave_up = False
-    async with open_stdio(child) as transport:
+    rescued = False
+
+    async def rescue(process: trio.Process) -> None:
+        """A shielded write no cancellation reaches hangs the test: after a long wait,
+        end it by killing the child (its pipe breaks), and say so."""
+        nonlocal rescued
+        await trio.sleep(30)
+        rescued = True
+        process.kill()
+
+    async with open_stdio(child) as transport, trio.open_nursery() as watch:
+        watch.start_soon(rescue, transport.process)
         with trio.move_on_after(0.5) as waiting:
             async with transport.exchange(request, {}) as replies:
                 await replies.next()
         gave_up = waiting.cancelled_caught
+        watch.cancel_scope.cancel()
         transport.process.kill()  # it would not exit on its closed input either
     assert gave_up
+    assert not rescued, "the cancellation notice's write was not bounded"
 
 
 async def test_a_stdio_reply_names_a_request_only_by_its_exact_id() -> None:
