@@ -801,11 +801,17 @@ async def test_a_renewal_during_a_creation_leaves_its_worker_running(
         nursery.cancel_scope.cancel()
 
 
+#: How long a frozen store's write waits unless cancelled: far past any bound a test checks.
+FROZEN_FOR = 3600.0
+
+
 @attrs.define(eq=False, repr=False)
 class FreezingStore(MemoryStore):
     """The memory store, which stops answering writes once frozen: they wait until cancelled.
 
-    ``stuck`` is set once a write waits on it.
+    ``stuck`` is set once a write waits on it. A write nobody cancels goes on
+    after :data:`FROZEN_FOR` seconds (of the test's clock), so a test whose
+    bound fails ends with a failed assertion, not a hang.
     """
 
     frozen: bool = False
@@ -814,7 +820,7 @@ class FreezingStore(MemoryStore):
     async def wait_if_frozen(self) -> None:
         if self.frozen:
             self.stuck.set()
-            await trio.sleep_forever()
+            await trio.sleep(FROZEN_FOR)
 
     async def compare_and_set(
         self,
