@@ -251,6 +251,17 @@ async def test_version_names_the_package_version() -> None:
     assert await presa("--version") == (0, f"presa-trio {__version__}\n", "")
 
 
+def test_the_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """presa-defined (command line): ``presa-trio --help`` says what the program does
+    in words a terminal shows as they are, without a docstring's markup."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["--help"])
+    assert exited.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "MCP 2026-07-28" in help_text
+    assert re.findall(r"``|:(?:mod|class|func|meth|data):`", help_text) == []
+
+
 @pytest.mark.parametrize("command", ["serve", "stdio"])
 def test_every_option_shows_its_default(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """presa-defined (command line): ``--help`` states each option's default."""

@@ -245,8 +245,16 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: What ``presa-trio --help`` says first: plain text, as a terminal shows it.
+DESCRIPTION = (
+    "Serve MCP 2026-07-28 over Streamable HTTP (serve) or stdin/stdout (stdio), "
+    "render a transcript (transcript), or speak to any server as its client "
+    "(discover, list, call, task and the rest)."
+)
+
+
 def build_parser() -> Parser:
-    parser = Parser(prog="presa-trio", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="presa-trio", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"presa-trio {__version__}")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
