@@ -14,7 +14,8 @@ name the authorization server clients get tokens from (authorization
   ``--auth-introspection-endpoint`` or the one the issuer's metadata names
   (the secret and the endpoint are refused without ``--auth-client-id``);
 - ``--auth-token NAME=SECRET`` (repeatable): development tokens, for
-  discussing the spec on loopback only;
+  discussing the spec on loopback (on any other host they are served,
+  with a warning);
 - ``--auth-resource URL``: the canonical URI tokens must be issued for
   (default ``http://HOST:PORT/mcp``); ``--auth-scope SCOPE`` (repeatable):
   scopes every request needs, also advertised as ``scopes_supported``;
@@ -96,8 +97,8 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=SECRET",
-        help="a development token standing for principal NAME; repeatable; loopback only "
-        "(default: none)",
+        help="a development token standing for principal NAME; repeatable; meant for "
+        "loopback (a warning on any other host) (default: none)",
     )
     group.add_argument(
         "--auth-resource",
