@@ -13,6 +13,7 @@ anything took.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -33,9 +34,11 @@ from tests.haproxy import HaproxyMissing, installed_haproxy, recipe
 from tests.postgres import Postgres, free_port
 from tests.streams import sse_messages
 
+#: The name clients reach HAProxy by, which every process admits (docs/haproxy.cfg).
+PUBLIC_NAME = "mcp.example.com"
 SERVER_OPTIONS = (
     *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
-    *("--task-lease", "2", "--task-events"),
+    *("--task-lease", "2", "--task-events", "--allow-host", PUBLIC_NAME),
 )
 
 
@@ -96,7 +99,11 @@ class Backend:
 async def behind_haproxy(
     haproxy: str, store: str, tmp_path: Path
 ) -> AsyncIterator[tuple[str, list[Backend]]]:
-    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL."""
+    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL.
+
+    HAProxy runs as its distribution's service runs it, a master and its worker
+    (``-W``), so it can be reloaded (:func:`reload`).
+    """
     frontend, *ports = [free_port() for _ in range(4)]
     (tmp_path / "haproxy.cfg").write_text(recipe(frontend, ports))
     backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports]
@@ -105,7 +112,8 @@ async def behind_haproxy(
         stack.callback(nursery.cancel_scope.cancel)
         for backend in backends:
             await backend.start(nursery)
-        command = [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")]
+        command = [haproxy, "-W", "-db", "-f", str(tmp_path / "haproxy.cfg")]
+        command += ["-p", str(tmp_path / "haproxy.pid")]
         with (tmp_path / "haproxy.log").open("ab") as log:
             await nursery.start(
                 partial(trio.run_process, command, check=False, stdout=log, stderr=log)
@@ -153,6 +161,71 @@ async def test_every_request_of_a_task_s_life_lands_on_any_process(
         with trio.fail_after(PATIENCE):
             await peer.until(doomed, "cancelled")
     assert all(backend.served() > 0 for backend in backends)  # stopped: every line written
+
+
+async def test_the_processes_check_the_host_and_origin_clients_send(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"; spec-notes §4, DNS
+    rebinding): HAProxy passes the client's Host and Origin on as they are, so the
+    processes' checks hold behind it: the name they admit (``--allow-host``) is
+    served, another Host is 421 and another Origin 403, while the health checks'
+    own Host keeps every process in rotation."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        message = request("tools/list", {}, capabilities=TASKS)
+
+        async def status(**extra: str) -> int:
+            sent = headers(message, **extra)
+            return (await http.post(url, json=message, headers=sent)).status_code
+
+        for _ in backends:  # round-robin: three in a row reach the three processes
+            assert await status(host=PUBLIC_NAME, origin=f"https://{PUBLIC_NAME}") == 200
+        for _ in backends:
+            assert await status(host="elsewhere.example") == 421
+        for _ in backends:
+            assert await status(host=PUBLIC_NAME, origin="https://elsewhere.example") == 403
+    for backend in backends:  # stopped: every line written
+        served = backend.log.read_text()
+        assert all(f"POST /mcp status={code}" in served for code in (200, 421, 403))
+
+
+async def test_a_reload_of_haproxy_keeps_an_open_stream(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): after a reload (SIGUSR2 to
+    HAProxy's master, as ``systemctl reload haproxy`` sends it), a listen stream
+    opened before it stays on the old HAProxy process and still hears its task's
+    completion, answered through the new one."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        parked = await park(peer)
+        with trio.fail_after(PATIENCE):
+            async with listening(peer, parked) as incoming:
+                await anext(incoming)  # the acknowledgement: the stream listens
+                await reload(tmp_path)
+                async with httpx.AsyncClient(timeout=10) as other:
+                    answers = {"confirm-delete": CONFIRM}
+                    update = {"taskId": parked, "inputResponses": answers}
+                    await Peer(other, url).call("tasks/update", update)
+                heard = await until_completed(incoming)
+    assert heard[-1]["params"]["status"] == "completed"
+
+
+async def reload(tmp_path: Path) -> None:
+    """Reload the HAProxy of :func:`behind_haproxy`; return once its new worker serves."""
+    log = tmp_path / "haproxy.log"
+    loaded = log.read_text().count("Loading success")
+    os.kill(int((tmp_path / "haproxy.pid").read_text()), signal.SIGUSR2)
+    while True:  # polled: HAProxy says so in its log
+        if log.read_text().count("Loading success") > loaded:
+            return
+        await trio.sleep(0.05)
 
 
 async def park(peer: Peer) -> str:
