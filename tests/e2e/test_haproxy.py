@@ -4,7 +4,8 @@ serve`` processes on one PostgreSQL, with the recipe docs/haproxy.cfg as it ship
 Rules of this file: HAProxy is the distribution's package, installed by the
 module (``apt-get``, tests/haproxy.py) when missing and possible, else the
 module is skipped with the reason; it runs in the foreground, a child of the
-test, with the recipe's ports replaced by free ones. The three servers are
+test, as a master and its worker (as the distribution's service runs it, so it
+can be reloaded), with the recipe's addresses replaced by free ports. The three servers are
 real child processes on one fresh database of the run's PostgreSQL. Every request goes
 through HAProxy; which process served it is read from the processes' access
 logs. Every wait is bounded by ``trio.fail_after``; nothing asserts how long
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -206,15 +207,8 @@ async def test_a_reload_of_haproxy_keeps_an_open_stream(
         peer = Peer(http, url)
         parked = await park(peer)
         with trio.fail_after(PATIENCE):
-            async with listening(peer, parked) as incoming:
-                await anext(incoming)  # the acknowledgement: the stream listens
-                await reload(tmp_path)
-                async with httpx.AsyncClient(timeout=10) as other:
-                    answers = {"confirm-delete": CONFIRM}
-                    update = {"taskId": parked, "inputResponses": answers}
-                    await Peer(other, url).call("tasks/update", update)
-                heard = await until_completed(incoming)
-    assert heard[-1]["params"]["status"] == "completed"
+            listened = await listen_until_completed(peer, parked, partial(reload, tmp_path))
+    assert listened[-1]["result"]["content"][0]["text"] == "Delete confirmed: true"
 
 
 async def reload(tmp_path: Path) -> None:
@@ -237,11 +231,16 @@ async def park(peer: Peer) -> str:
     return task_id
 
 
-async def listen_until_completed(peer: Peer, task_id: str) -> list[dict[str, Any]]:
+async def listen_until_completed(
+    peer: Peer, task_id: str, meanwhile: Callable[[], Awaitable[None]] | None = None
+) -> list[dict[str, Any]]:
     """A ``subscriptions/listen`` on ``task_id`` through one connection while its answer
-    goes through another; the notifications heard, to the ``completed`` one."""
+    goes through another, once ``meanwhile`` is done; the notifications heard, to the
+    ``completed`` one."""
     async with listening(peer, task_id) as incoming:
         await anext(incoming)  # the acknowledgement: the stream listens
+        if meanwhile is not None:
+            await meanwhile()
         async with httpx.AsyncClient(timeout=10) as other:
             answers = {"confirm-delete": CONFIRM}
             update = {"taskId": task_id, "inputResponses": answers}
