@@ -314,7 +314,7 @@ async def test_the_unit_s_stop_drains_every_worker(postgres_url: str) -> None:
                     os.kill(pid, signal.Signals[settings["KillSignal"]])
             assert await served.stopped() == 0
     assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
-    assert "again" not in served.stderr  # no worker heard a second signal
+    assert "received again" not in served.stderr  # no process heard a second signal
 
 
 async def test_draining_workers_stop_accepting_as_one_process_does(postgres_url: str) -> None:
