@@ -261,40 +261,61 @@ async def test_a_rolling_restart_under_load_fails_no_request(
     haproxy: str, postgres_url: str, tmp_path: Path
 ) -> None:
     """presa-defined (docs/deployment.md, "Behind HAProxy"): the three processes are
-    stopped (SIGTERM) and started again one by one while a client keeps calling
-    through HAProxy; the health checks take each draining process out before it
-    stops accepting, and every request gets its answer."""
+    stopped (SIGTERM) and started again one by one while clients keep calling
+    through HAProxy, on connections of their own: two a plain tool, one creating a
+    task and reading it back. The health checks take each draining process out
+    before it stops accepting, every request gets its answer, and every task
+    created completes, once: those a stop cut short are recovered and run again."""
     answered: list[str] = []
     failures: list[str] = []
-    async with behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends):
-        async with httpx.AsyncClient(timeout=10) as http, trio.open_nursery() as nursery:
+    created: list[str] = []
+
+    async def load(call: dict[str, Any]) -> None:
+        async with httpx.AsyncClient(timeout=10) as http:
             peer = Peer(http, url)
+            while True:
+                try:
+                    body = await peer.send("tools/call", call)
+                    if "taskId" in body.get("result", {}):
+                        created.append(body["result"]["taskId"])
+                        read = {"taskId": body["result"]["taskId"]}
+                        body = await peer.send("tasks/get", read)
+                except httpx.HTTPError as error:
+                    failures.append(repr(error))
+                else:
+                    (answered if "result" in body else failures).append(repr(body))
+                await trio.lowlevel.checkpoint()
 
-            async def load() -> None:
-                greet = {"name": "greet", "arguments": {"name": "Ada"}}
-                while True:
-                    try:
-                        body = await peer.send("tools/call", greet)
-                    except httpx.HTTPError as error:
-                        failures.append(repr(error))
-                    else:
-                        (answered if "result" in body else failures).append(repr(body))
-                    await trio.lowlevel.checkpoint()
-
-            nursery.start_soon(load)
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        trio.open_nursery() as restarted,
+    ):
+        async with trio.open_nursery() as clients:
+            for _ in range(2):
+                clients.start_soon(load, {"name": "greet", "arguments": {"name": "Ada"}})
+            clients.start_soon(load, {"name": "slow_compute", "arguments": {"seconds": 3}})
             for backend in backends:
                 assert await backend.stop() == 0
                 before = backend.served()
-                await backend.start(nursery)
+                await backend.start(restarted)
                 with trio.fail_after(PATIENCE):
                     while True:  # until HAProxy sends it requests again
                         if backend.served() > before:
                             break
                         await trio.sleep(0.05)
-            nursery.cancel_scope.cancel(reason="every process restarted")
+            clients.cancel_scope.cancel(reason="every process restarted")
+        async with httpx.AsyncClient(timeout=10) as http:
+            with trio.fail_after(PATIENCE):
+                for task_id in created:
+                    await Peer(http, url).until(task_id, "completed")
         checks = (tmp_path / "haproxy.log").read_text()
+        restarted.cancel_scope.cancel(reason="test over")  # each process drains: its log whole
     assert failures == []
     assert len(answered) > 0
+    assert len(created) > 0
+    logs = "".join(backend.log.read_text() for backend in backends)
+    assert [task_id for task_id in created if logs.count(f"task {task_id} completed") != 1] == []
+    assert any(f"task {task_id} recovered" in logs for task_id in created)  # cut by a stop
     for server in "abc":  # taken out by its readiness, never by a refused connection
         assert f"presa/{server} is DOWN, reason: Layer7 wrong status, code: 503" in checks
     assert "Layer4" not in checks
