@@ -51,19 +51,29 @@ def apt_get(command: list[str]) -> subprocess.CompletedProcess[bytes]:
 
 
 def recipe(frontend: int, backends: Sequence[int]) -> str:
-    """docs/haproxy.cfg listening on ``frontend``, its servers (``a``, ``b``…) on ``backends``.
+    """docs/haproxy.cfg listening on ``frontend``, its first ``len(backends)`` servers on
+    ``backends``.
 
-    The recipe's own server lines give way to one line per port, written as
-    the recipe writes them; everything else is as it ships.
+    Each address is replaced where it stands, and nothing else: a server line
+    keeps every option the recipe gives it, and a server line beyond
+    ``backends`` is left out. A recipe whose addresses are not where this
+    expects them is an error, not a silently different config.
     """
     lines: list[str] = []
+    servers = iter(backends)
+    binds = 0
     for line in RECIPE.read_text().splitlines(keepends=True):
-        if not line.lstrip().startswith("server "):
-            lines.append(line.replace(RECIPE_FRONTEND, f"127.0.0.1:{frontend}"))
-        elif not any(kept.lstrip().startswith("server ") for kept in lines):
-            indent = line[: len(line) - len(line.lstrip())]
-            lines += [
-                f"{indent}server {chr(ord('a') + n)} 127.0.0.1:{port} check\n"
-                for n, port in enumerate(backends)
-            ]
-    return "".join(lines)
+        words = line.split()
+        if words[:1] == ["bind"]:
+            binds += 1
+            line = line.replace(RECIPE_FRONTEND, f"127.0.0.1:{frontend}")
+        elif words[:1] == ["server"]:
+            port = next(servers, None)
+            if port is None:
+                continue
+            line = line.replace(words[2], f"127.0.0.1:{port}")
+        lines.append(line)
+    config = "".join(lines)
+    if binds != 1 or RECIPE_FRONTEND in config or next(servers, None) is not None:
+        raise ValueError(f"{RECIPE} does not bind {RECIPE_FRONTEND} once, or has too few servers")
+    return config

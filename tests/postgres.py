@@ -198,6 +198,30 @@ class Postgres:
             admin.execute(f'CREATE DATABASE "{name}"')  # a name made above, not input
         return self.url(name)
 
+    def password_login(self, password: str) -> str:
+        """A fresh database owned by a new role that logs in with ``password`` alone;
+        its URL, which does not hold the password.
+
+        The role's rule goes first in ``pg_hba.conf`` (every other login stays
+        as it was), and this returns once the server asks it for the password.
+        """
+        database = self.new_database().rsplit("/", 1)[1]
+        role = f"r_{uuid.uuid4().hex[:16]}"
+        self.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")  # names made here
+        self.execute(f'ALTER DATABASE "{database}" OWNER TO {role}')
+        rules = self.data / "pg_hba.conf"
+        rules.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{rules.read_text()}")
+        self.execute("SELECT pg_reload_conf()")
+        url = f"postgresql://{role}@127.0.0.1:{self.port}/{database}"
+        deadline = time.monotonic() + START_BOUND_S
+        while time.monotonic() < deadline:  # the reload is read by the server in its time
+            try:
+                psycopg.connect(url, connect_timeout=2).close()
+            except psycopg.OperationalError:
+                return url
+            time.sleep(0.05)
+        raise RuntimeError(f"{role} still logs in without a password")
+
     def destroy(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)

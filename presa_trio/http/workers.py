@@ -45,8 +45,8 @@ The children run in a session of their own, so a terminal's Ctrl-C reaches
 the parent alone, and each worker gets exactly one signal per signal the
 parent got. The parent returns only once every child has exited: no
 child outlives an orderly exit. (A parent killed with SIGKILL cannot wait
-for them: run it under a supervisor that stops the whole group, as
-systemd's ``KillMode=control-group`` does.)
+for them: run it under a supervisor that then stops the whole group, as
+systemd's ``KillMode=mixed`` does, docs/presa-trio.service.)
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@ accepts, and its command line one presa accepts."""
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import subprocess
 import sys
@@ -12,15 +11,12 @@ from pathlib import Path
 import pytest
 
 from presa_trio.cli.main import parse_args
+from presa_trio.http.workers import stop_bound
+from presa_trio.tasks.stores import url_passwords
+from tests.systemd_unit import UNIT, exec_start, service_settings
 
-UNIT = Path(__file__).parents[2] / "docs" / "presa-trio.service"
 #: Where the unit expects presa installed.
 INSTALLED = "/opt/presa/venv/bin/presa-trio"
-
-
-def exec_start() -> list[str]:
-    (line,) = [line for line in UNIT.read_text().splitlines() if line.startswith("ExecStart=")]
-    return shlex.split(line.removeprefix("ExecStart="))
 
 
 def test_the_unit_s_command_line_is_one_presa_accepts() -> None:
@@ -30,6 +26,25 @@ def test_the_unit_s_command_line_is_one_presa_accepts() -> None:
     assert program == INSTALLED
     args = parse_args(words)
     assert (args.command, args.workers, args.drain_delay, args.metrics) == ("serve", 0, 2.0, True)
+
+
+def test_systemd_waits_for_the_drain_before_it_kills() -> None:
+    """presa-defined (docs/deployment.md, "As a systemd service"): ``TimeoutStopSec=``
+    is above the bound by which the parent has every worker drained or killed, so
+    systemd's SIGKILL never cuts a drain short."""
+    args = parse_args(exec_start()[1:])
+    bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
+    assert float(service_settings()["TimeoutStopSec"]) > bound
+
+
+def test_no_secret_is_in_the_unit_s_command_line() -> None:
+    """presa-defined (docs/deployment.md, "As a systemd service"): the store URL holds
+    no password and no requestState key is given there; both come from the
+    environment file, since a command line is readable by every user of the host."""
+    args = parse_args(exec_start()[1:])
+    assert url_passwords(args.store) == []
+    assert args.state_key == []
+    assert service_settings()["EnvironmentFile"].endswith(".env")
 
 
 def test_systemd_verifies_the_unit(tmp_path: Path) -> None:

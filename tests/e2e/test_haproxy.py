@@ -4,7 +4,8 @@ serve`` processes on one PostgreSQL, with the recipe docs/haproxy.cfg as it ship
 Rules of this file: HAProxy is the distribution's package, installed by the
 module (``apt-get``, tests/haproxy.py) when missing and possible, else the
 module is skipped with the reason; it runs in the foreground, a child of the
-test, with the recipe's ports replaced by free ones. The three servers are
+test, as a master and its worker (as the distribution's service runs it, so it
+can be reloaded), with the recipe's addresses replaced by free ports. The three servers are
 real child processes on one fresh database of the run's PostgreSQL. Every request goes
 through HAProxy; which process served it is read from the processes' access
 logs. Every wait is bounded by ``trio.fail_after``; nothing asserts how long
@@ -13,9 +14,10 @@ anything took.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -33,9 +35,11 @@ from tests.haproxy import HaproxyMissing, installed_haproxy, recipe
 from tests.postgres import Postgres, free_port
 from tests.streams import sse_messages
 
+#: The name clients reach HAProxy by, which every process admits (docs/haproxy.cfg).
+PUBLIC_NAME = "mcp.example.com"
 SERVER_OPTIONS = (
     *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
-    *("--task-lease", "2", "--task-events"),
+    *("--task-lease", "2", "--task-events", "--allow-host", PUBLIC_NAME),
 )
 
 
@@ -96,7 +100,11 @@ class Backend:
 async def behind_haproxy(
     haproxy: str, store: str, tmp_path: Path
 ) -> AsyncIterator[tuple[str, list[Backend]]]:
-    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL."""
+    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL.
+
+    HAProxy runs as its distribution's service runs it, a master and its worker
+    (``-W``), so it can be reloaded (:func:`reload`).
+    """
     frontend, *ports = [free_port() for _ in range(4)]
     (tmp_path / "haproxy.cfg").write_text(recipe(frontend, ports))
     backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports]
@@ -105,7 +113,8 @@ async def behind_haproxy(
         stack.callback(nursery.cancel_scope.cancel)
         for backend in backends:
             await backend.start(nursery)
-        command = [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")]
+        command = [haproxy, "-W", "-db", "-f", str(tmp_path / "haproxy.cfg")]
+        command += ["-p", str(tmp_path / "haproxy.pid")]
         with (tmp_path / "haproxy.log").open("ab") as log:
             await nursery.start(
                 partial(trio.run_process, command, check=False, stdout=log, stderr=log)
@@ -155,6 +164,64 @@ async def test_every_request_of_a_task_s_life_lands_on_any_process(
     assert all(backend.served() > 0 for backend in backends)  # stopped: every line written
 
 
+async def test_the_processes_check_the_host_and_origin_clients_send(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"; spec-notes §4, DNS
+    rebinding): HAProxy passes the client's Host and Origin on as they are, so the
+    processes' checks hold behind it: the name they admit (``--allow-host``) is
+    served, another Host is 421 and another Origin 403, while the health checks'
+    own Host keeps every process in rotation."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        message = request("tools/list", {}, capabilities=TASKS)
+
+        async def status(**extra: str) -> int:
+            sent = headers(message, **extra)
+            return (await http.post(url, json=message, headers=sent)).status_code
+
+        for _ in backends:  # round-robin: three in a row reach the three processes
+            assert await status(host=PUBLIC_NAME, origin=f"https://{PUBLIC_NAME}") == 200
+        for _ in backends:
+            assert await status(host="elsewhere.example") == 421
+        for _ in backends:
+            assert await status(host=PUBLIC_NAME, origin="https://elsewhere.example") == 403
+    for backend in backends:  # stopped: every line written
+        served = backend.log.read_text()
+        assert all(f"POST /mcp status={code}" in served for code in (200, 421, 403))
+
+
+async def test_a_reload_of_haproxy_keeps_an_open_stream(
+    haproxy: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): after a reload (SIGUSR2 to
+    HAProxy's master, as ``systemctl reload haproxy`` sends it), a listen stream
+    opened before it stays on the old HAProxy process and still hears its task's
+    completion, answered through the new one."""
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        peer = Peer(http, url)
+        parked = await park(peer)
+        with trio.fail_after(PATIENCE):
+            listened = await listen_until_completed(peer, parked, partial(reload, tmp_path))
+    assert listened[-1]["result"]["content"][0]["text"] == "Delete confirmed: true"
+
+
+async def reload(tmp_path: Path) -> None:
+    """Reload the HAProxy of :func:`behind_haproxy`; return once its new worker serves."""
+    log = tmp_path / "haproxy.log"
+    loaded = log.read_text().count("Loading success")
+    os.kill(int((tmp_path / "haproxy.pid").read_text()), signal.SIGUSR2)
+    while True:  # polled: HAProxy says so in its log
+        if log.read_text().count("Loading success") > loaded:
+            return
+        await trio.sleep(0.05)
+
+
 async def park(peer: Peer) -> str:
     """A ``confirm_delete`` task, once it asks for its input; its id."""
     confirm = {"name": "confirm_delete", "arguments": {"filename": "f"}}
@@ -164,11 +231,16 @@ async def park(peer: Peer) -> str:
     return task_id
 
 
-async def listen_until_completed(peer: Peer, task_id: str) -> list[dict[str, Any]]:
+async def listen_until_completed(
+    peer: Peer, task_id: str, meanwhile: Callable[[], Awaitable[None]] | None = None
+) -> list[dict[str, Any]]:
     """A ``subscriptions/listen`` on ``task_id`` through one connection while its answer
-    goes through another; the notifications heard, to the ``completed`` one."""
+    goes through another, once ``meanwhile`` is done; the notifications heard, to the
+    ``completed`` one."""
     async with listening(peer, task_id) as incoming:
         await anext(incoming)  # the acknowledgement: the stream listens
+        if meanwhile is not None:
+            await meanwhile()
         async with httpx.AsyncClient(timeout=10) as other:
             answers = {"confirm-delete": CONFIRM}
             update = {"taskId": task_id, "inputResponses": answers}
@@ -189,40 +261,61 @@ async def test_a_rolling_restart_under_load_fails_no_request(
     haproxy: str, postgres_url: str, tmp_path: Path
 ) -> None:
     """presa-defined (docs/deployment.md, "Behind HAProxy"): the three processes are
-    stopped (SIGTERM) and started again one by one while a client keeps calling
-    through HAProxy; the health checks take each draining process out before it
-    stops accepting, and every request gets its answer."""
+    stopped (SIGTERM) and started again one by one while clients keep calling
+    through HAProxy, on connections of their own: two a plain tool, one creating a
+    task and reading it back. The health checks take each draining process out
+    before it stops accepting, every request gets its answer, and every task
+    created completes, once: those a stop cut short are recovered and run again."""
     answered: list[str] = []
     failures: list[str] = []
-    async with behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends):
-        async with httpx.AsyncClient(timeout=10) as http, trio.open_nursery() as nursery:
+    created: list[str] = []
+
+    async def load(call: dict[str, Any]) -> None:
+        async with httpx.AsyncClient(timeout=10) as http:
             peer = Peer(http, url)
+            while True:
+                try:
+                    body = await peer.send("tools/call", call)
+                    if "taskId" in body.get("result", {}):
+                        created.append(body["result"]["taskId"])
+                        read = {"taskId": body["result"]["taskId"]}
+                        body = await peer.send("tasks/get", read)
+                except httpx.HTTPError as error:
+                    failures.append(repr(error))
+                else:
+                    (answered if "result" in body else failures).append(repr(body))
+                await trio.lowlevel.checkpoint()
 
-            async def load() -> None:
-                greet = {"name": "greet", "arguments": {"name": "Ada"}}
-                while True:
-                    try:
-                        body = await peer.send("tools/call", greet)
-                    except httpx.HTTPError as error:
-                        failures.append(repr(error))
-                    else:
-                        (answered if "result" in body else failures).append(repr(body))
-                    await trio.lowlevel.checkpoint()
-
-            nursery.start_soon(load)
+    async with (
+        behind_haproxy(haproxy, postgres_url, tmp_path) as (url, backends),
+        trio.open_nursery() as restarted,
+    ):
+        async with trio.open_nursery() as clients:
+            for _ in range(2):
+                clients.start_soon(load, {"name": "greet", "arguments": {"name": "Ada"}})
+            clients.start_soon(load, {"name": "slow_compute", "arguments": {"seconds": 3}})
             for backend in backends:
                 assert await backend.stop() == 0
                 before = backend.served()
-                await backend.start(nursery)
+                await backend.start(restarted)
                 with trio.fail_after(PATIENCE):
                     while True:  # until HAProxy sends it requests again
                         if backend.served() > before:
                             break
                         await trio.sleep(0.05)
-            nursery.cancel_scope.cancel(reason="every process restarted")
+            clients.cancel_scope.cancel(reason="every process restarted")
+        async with httpx.AsyncClient(timeout=10) as http:
+            with trio.fail_after(PATIENCE):
+                for task_id in created:
+                    await Peer(http, url).until(task_id, "completed")
         checks = (tmp_path / "haproxy.log").read_text()
+        restarted.cancel_scope.cancel(reason="test over")  # each process drains: its log whole
     assert failures == []
     assert len(answered) > 0
+    assert len(created) > 0
+    logs = "".join(backend.log.read_text() for backend in backends)
+    assert [task_id for task_id in created if logs.count(f"task {task_id} completed") != 1] == []
+    assert any(f"task {task_id} recovered" in logs for task_id in created)  # cut by a stop
     for server in "abc":  # taken out by its readiness, never by a refused connection
         assert f"presa/{server} is DOWN, reason: Layer7 wrong status, code: 503" in checks
     assert "Layer4" not in checks

@@ -28,9 +28,13 @@ import trio
 from tests.e2e.harness import PAUSING, call_pause
 from tests.e2e.peers import PATIENCE, Peer
 from tests.e2e.serve_process import ServeProcess, presa_serve, serving
+from tests.postgres import Postgres
+from tests.systemd_unit import service_settings, signalled_on_stop
 
 STARTED = r"worker (\d+) started \(pid (\d+)\)"
 OPTIONS = ("--shutdown-grace", "2", "--store-timeout", "2")
+#: The database password of the test that gives it in the environment.
+PASSWORD = "not-on-any-command-line"
 
 
 @asynccontextmanager
@@ -292,6 +296,51 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
     assert not [pid for pid in pids.values() if alive(pid)]
     assert served.stderr.count("SIGTERM received") == 3  # the parent's, then each worker's
     assert "Traceback" not in served.stderr
+
+
+async def test_the_unit_s_stop_drains_every_worker(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "As a systemd service"): ``systemctl stop`` of
+    docs/presa-trio.service signals the processes its ``KillMode=`` names (systemd.kill(5));
+    each worker gets the one SIGTERM that drains it, not a second one that stops it at
+    once, so a call in flight is answered and the server exits 0."""
+    settings = service_settings()
+    paused: list[dict[str, Any]] = []
+    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
+    async with presa_serve(PAUSING, *options) as served:
+        pids = await worker_pids(served, 2)
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=30) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+                await running.wait()
+                for pid in signalled_on_stop(served.process.pid, list(pids.values())):
+                    os.kill(pid, signal.Signals[settings["KillSignal"]])
+            assert await served.stopped() == 0
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    assert "received again" not in served.stderr  # no process heard a second signal
+
+
+async def test_the_database_password_comes_from_the_environment(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "As a systemd service"): a store URL without
+    its password, and the password in ``PGPASSWORD``, as the unit's environment file
+    gives it: every worker inherits it and opens the store, and no process's command
+    line holds it; without it, the server cannot start."""
+    url = await trio.to_thread.run_sync(postgres.password_login, PASSWORD)
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    async with presa_serve("--workers", "2", "--store", url, *OPTIONS) as served:
+        pids = [served.process.pid, *(await worker_pids(served, 2)).values()]
+        command_lines = [await trio.Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids]
+        async with httpx.AsyncClient(timeout=10) as http:
+            ready = await http.get(served.url.replace("/mcp", "/readyz"))
+        served.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(PATIENCE):
+            assert await served.stopped() == 0
+    assert ready.status_code == 200  # the store answers
+    assert not [line for line in command_lines if PASSWORD.encode() in line]
+    monkeypatch.delenv("PGPASSWORD")
+    assert "no password supplied" in "\n".join(await refusal(tmp_path, "--store", url))
 
 
 async def test_draining_workers_stop_accepting_as_one_process_does(postgres_url: str) -> None:
