@@ -25,6 +25,11 @@ same reading of the response, so the two agree on every count:
     the statuses this process wrote, by the ``status`` entered: ``completed``,
     ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
     questions asked (a task that asks twice counts twice).
+``presa_tasks_running`` and ``presa_tasks_parked`` (gauges)
+    the tasks this process's workers run, from the worker's first step to its
+    last however it ends (completed, failed, cancelled, stopped by a
+    shutdown), and those among them parked: waiting for the answers their
+    ``ctx.ask`` asked for.
 
 A label's values are bounded: a method the server does not serve is
 ``other``, a tool it does not have is ``other``, so no client can grow the
@@ -84,6 +89,8 @@ class Metrics:
     statuses: Counter
     in_flight: Gauge
     store_calls: Histogram
+    # ``running`` and ``parked``: :meth:`task_load`'s gauges, by the name it is told.
+    load: dict[str, Gauge]
 
     @classmethod
     def create(cls) -> Metrics:
@@ -124,11 +131,25 @@ class Metrics:
             ["call", "outcome"],
             registry=own,
         )
-        return cls(registry, operations, created, statuses, in_flight, store_calls)
+        load = {
+            state: Gauge(
+                f"presa_tasks_{state}",
+                f"tasks {what} in this process's workers",
+                registry=own,
+                multiprocess_mode="livesum",
+            )
+            for state, what in (("running", "running"), ("parked", "waiting for input"))
+        }
+        return cls(registry, operations, created, statuses, in_flight, store_calls, load)
 
     def store_call(self, call: str, seconds: float, ended: str) -> None:
         """A call of the task store (:class:`~presa_trio.tasks.stores.metered.MeteredStore`)."""
         self.store_calls.labels(call, ended).observe(seconds)
+
+    def task_load(self, gauge: str, change: int) -> None:
+        """A task started or ended, parked or resumed
+        (:attr:`~presa_trio.tasks.runner.TaskRunner.on_load`)."""
+        self.load[gauge].inc(change)
 
     def status_written(self, task: Task) -> None:
         """A status the runner wrote (:attr:`~presa_trio.tasks.runner.TaskRunner.on_status`)."""
@@ -170,6 +191,7 @@ class Metered:
             if isinstance(extension, TasksExtension):
                 runner = extension.runner
                 runner.on_status = self.metrics.status_written
+                runner.on_load = self.metrics.task_load
                 runner.store = MeteredStore(runner.store, self.metrics.store_call)
 
     async def __call__(

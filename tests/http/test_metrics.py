@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from presa_trio.demo import build_server
@@ -170,3 +171,61 @@ async def test_each_store_call_is_timed_by_call_and_outcome(metered: McpClient) 
     assert seen[(name, (("call", "create"), ("outcome", "ok")))] == 1
     assert seen[(name, (("call", "get"), ("outcome", "ok")))] >= 1
     assert not [key for key in seen if key[0] == name and ("outcome", "ok") not in key[1]]
+
+
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+async def until(client: McpClient, key: Key, value: float) -> None:
+    """Scrape until the sample ``key`` reads ``value`` (the worker runs beside the request)."""
+    with trio.fail_after(5):
+        while True:  # polled, as an operator's scraper polls
+            if (await samples(client)).get(key) == value:
+                return
+            await trio.sleep(0.01)
+
+
+RUNNING = ("presa_tasks_running", ())
+PARKED = ("presa_tasks_parked", ())
+
+
+async def test_tasks_running_and_parked_return_to_zero_however_they_end(
+    metered: McpClient,
+) -> None:
+    """``presa_tasks_running`` counts the tasks this process's workers run and
+    ``presa_tasks_parked`` those waiting for answers; both go back to zero when a
+    task is answered and completes, is cancelled, or fails."""
+    asking = {"name": "confirm_delete", "arguments": {}}
+    parked = await metered.send_request("tools/call", asking, capabilities=TASKS_CAPABILITIES)
+    await until(metered, PARKED, 1)
+    assert (await samples(metered))[RUNNING] == 1
+    await metered.send_request(
+        "tasks/cancel", {"taskId": parked.result["taskId"]}, capabilities=TASKS_CAPABILITIES
+    )
+    await until(metered, RUNNING, 0)
+    assert (await samples(metered))[PARKED] == 0
+    slow = {"name": "slow_compute", "arguments": {"seconds": 600}}
+    await metered.send_request("tools/call", slow, capabilities=TASKS_CAPABILITIES)
+    await until(metered, RUNNING, 1)
+    failing = {"name": "protocol_error_job", "arguments": {}}
+    await metered.send_request("tools/call", failing, capabilities=TASKS_CAPABILITIES)
+    await until(metered, ("presa_task_statuses_total", (("status", "failed"),)), 1)
+    assert (await samples(metered))[RUNNING] == 1  # the slow one alone
+
+
+async def test_a_shutdown_leaves_no_task_running_or_parked(app: McpApp) -> None:
+    """A shutdown stops every worker without writing for it: the gauges go back to zero
+    all the same."""
+    metered = Metered(app)
+    async with running(app) as client:
+        client.asgi = metered
+        asking = {"name": "confirm_delete", "arguments": {}}
+        await client.send_request("tools/call", asking, capabilities=TASKS_CAPABILITIES)
+        await until(client, PARKED, 1)
+    text = generate_latest(metered.metrics.registry).decode()
+    gauges = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    assert (gauges["presa_tasks_running"], gauges["presa_tasks_parked"]) == (0, 0)
