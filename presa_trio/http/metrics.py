@@ -7,8 +7,9 @@ same reading of the response, so the two agree on every count:
 ``mcp_server_operation_duration_seconds`` (histogram; ``_count`` is the requests)
     one per HTTP exchange, labelled ``mcp_method_name`` (``Mcp-Method``),
     ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
-    ``ok``, the JSON-RPC error code of the answer, or ``http_<status>`` for a
-    plain HTTP rejection. The name and the first two labels are OpenTelemetry's
+    ``ok``, the JSON-RPC error code of the answer, ``http_<status>`` for a
+    plain HTTP rejection, or ``no_response`` when the exchange ended before
+    its response began (the client left). The name and the first two labels are OpenTelemetry's
     semantic conventions for MCP (``mcp.server.operation.duration``,
     ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
 ``presa_tasks_created_total`` (counter)
@@ -77,6 +78,8 @@ METRICS_PATH = "/metrics"
 TASK_CREATED = b'"resultType":"task"'
 #: The label of a method or tool the server does not have.
 OTHER = "other"
+#: The outcome of an exchange that ended with no response sent.
+NO_RESPONSE = "no_response"
 
 
 @attrs.define(eq=False)
@@ -166,7 +169,11 @@ def created_task(exchange: Exchange) -> bool:
 
 
 def outcome(exchange: Exchange) -> str:
-    """``ok``, the JSON-RPC error code, or ``http_<status>`` for a plain rejection."""
+    """``ok``, the JSON-RPC error code, ``http_<status>`` for a plain rejection, or
+    :data:`NO_RESPONSE` for an exchange that ended before its response began (the
+    client left, or a shutdown's grace ran out: the access line's ``status=None``)."""
+    if exchange.status is None:
+        return NO_RESPONSE
     code, _ = exchange.jsonrpc_error()
     if code is not None:
         return str(code)

@@ -6,6 +6,7 @@ series' names follow OpenTelemetry's semantic conventions for MCP.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.http.metrics import Metered
 from presa_trio.server import RequestContext
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, request, running
+from presa_trio.testing.driver import http_scope
 
 HOST = {"host": "localhost:3000"}
 OPERATIONS = "mcp_server_operation_duration_seconds"
@@ -229,3 +231,29 @@ async def test_a_shutdown_leaves_no_task_running_or_parked(app: McpApp) -> None:
         for sample in family.samples
     }
     assert (gauges["presa_tasks_running"], gauges["presa_tasks_parked"]) == (0, 0)
+
+
+async def test_a_client_that_leaves_before_the_answer_is_no_response(metered: McpClient) -> None:
+    """An exchange the client left before any response began is ``no_response``, as its
+    access line says ``status=None``: not a made-up ``http_None``."""
+    slow = request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600}})
+    body = json.dumps(slow).encode()
+    left = trio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if not left.is_set():
+            left.set()
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    asgi: Any = metered.asgi
+    with trio.fail_after(5):
+        await asgi(http_scope(headers_for(slow)), receive, send)
+    assert sent == []
+    seen = await samples(metered)
+    assert seen[count("tools/call", "slow_compute", "no_response")] == 1
+    assert not [key for key in seen if ("outcome", "http_None") in key[1]]
