@@ -39,7 +39,8 @@ like the health checks, and behind the same Host and Origin checks.
 
 **Across workers** (``--workers N``), every worker writes its samples to
 files in one directory (``prometheus_client``'s multiprocess mode, the
-directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes), and
+directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes, or
+empties of a previous run's samples: :func:`~presa_trio.http.workers.clear_samples`), and
 ``/metrics`` on any worker sums them all: a scrape through the shared port
 sees the whole server, whichever worker answers it.
 """

@@ -414,3 +414,36 @@ def sum_of(text: str, *labels: str) -> float:
         ):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "workers"])
+async def test_a_directory_the_operator_gave_starts_empty_of_a_previous_run(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): with ``PROMETHEUS_MULTIPROC_DIR``
+    set by the operator, the samples a previous run left there (its counts; the
+    gauges of a lone process killed with SIGKILL, which nobody marked dead) are
+    removed as the server starts, by the one process or by the parent, so a new run
+    counts neither the old one's requests nor its streams as open."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(samples))
+    options = ("--workers", workers, "--metrics", "--store", postgres_url, *OPTIONS)
+    greet = {"name": "greet", "arguments": {"name": "Ada"}}
+    async with presa_serve(*options) as served, peer_of(served) as peer:
+        await peer.call("tools/call", greet)
+        assert await calls_counted(served, peer, 1) == 1
+        if workers == "1":
+            served.process.kill()  # a crash: its gauges stay behind
+        else:
+            served.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(PATIENCE):
+            await served.stopped()
+    stale = sorted(path.name for path in samples.iterdir())
+    assert [name for name in stale if name.startswith("histogram_")]
+    async with presa_serve(*options) as served, peer_of(served) as peer:
+        if workers == "2":
+            await worker_pids(served, 2)
+        text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
+    assert sum_of(text, 'mcp_method_name="tools/call"') == 0
+    assert [name for name in stale if (samples / name).exists()] == []
