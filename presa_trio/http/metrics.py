@@ -9,9 +9,20 @@ same reading of the response, so the two agree on every count:
     ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
     ``ok``, the JSON-RPC error code of the answer, ``http_<status>`` for a
     plain HTTP rejection, or ``no_response`` when the exchange ended before
-    its response began (the client left). The name and the first two labels are OpenTelemetry's
-    semantic conventions for MCP (``mcp.server.operation.duration``,
-    ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
+    its response began (the client left). The name, the first two labels and
+    the buckets are OpenTelemetry's semantic conventions for MCP (status
+    Development): ``mcp.server.operation.duration`` (seconds),
+    ``mcp.method.name`` and ``gen_ai.tool.name``, as Prometheus spells them,
+    and the boundaries that metric advises (:data:`OPERATION_BUCKETS`). What
+    differs from them: ``outcome`` is presa's own (the conventions put a
+    JSON-RPC error code in ``error.type`` and ``rpc.response.status_code``,
+    set only on failure, and ``tool_error`` in ``error.type`` for a result with
+    ``isError``, which is ``ok`` here); an exchange without ``Mcp-Method`` (a
+    health check, a request that lacks the header) is counted with
+    ``mcp_method_name=""``, where the conventions require a method; and
+    ``other`` stands for the names the server does not have. The other series
+    have no counterpart there: ``mcp_server_requests_in_flight`` is presa's
+    name, not theirs.
 ``presa_tasks_created_total`` (counter)
     the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
 ``mcp_server_requests_in_flight`` (gauge)
@@ -77,6 +88,10 @@ METRICS_PATH = "/metrics"
 #: In the answer to ``tools/call`` that created a task (compact JSON, as presa writes it);
 #: a tool's own structured result may hold it too, so it only says whether to look.
 TASK_CREATED = b'"resultType":"task"'
+#: The histogram's buckets, in seconds: the explicit boundaries OpenTelemetry's
+#: ``mcp.server.operation.duration`` advises (semantic conventions for MCP, "Metric:
+#: mcp.server.operation.duration"), up to five minutes for a long tool call or stream.
+OPERATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 #: The label of a method or tool the server does not have.
 OTHER = "other"
 #: The outcome of an exchange that ended with no response sent.
@@ -109,6 +124,7 @@ class Metrics:
             "HTTP exchanges with the MCP server, by method, tool and outcome",
             ["mcp_method_name", "gen_ai_tool_name", "outcome"],
             registry=own,
+            buckets=OPERATION_BUCKETS,
         )
         created = Counter(
             "presa_tasks_created",

@@ -257,3 +257,21 @@ async def test_a_client_that_leaves_before_the_answer_is_no_response(metered: Mc
     seen = await samples(metered)
     assert seen[count("tools/call", "slow_compute", "no_response")] == 1
     assert not [key for key in seen if ("outcome", "http_None") in key[1]]
+
+
+async def test_the_operations_histogram_has_opentelemetry_s_buckets(metered: McpClient) -> None:
+    """presa-defined, after OpenTelemetry's semantic conventions for MCP ("Metric:
+    mcp.server.operation.duration": explicit bucket boundaries 0.01 s to 300 s), so a
+    listen stream or a long tool call is not lost in ``+Inf`` past ten seconds."""
+    await metered.call("tools/list")
+    response = await metered.post(b"", HOST, method="GET", path="/metrics")
+    bounds = [
+        sample.labels["le"]
+        for family in text_string_to_metric_families(response.body.decode())
+        for sample in family.samples
+        if sample.name == f"{OPERATIONS}_bucket"
+        and sample.labels["mcp_method_name"] == "tools/list"
+    ]
+    assert [float(bound) for bound in bounds] == [
+        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, float("inf")
+    ]  # fmt: skip
