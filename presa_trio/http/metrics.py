@@ -37,6 +37,14 @@ same reading of the response, so the two agree on every count:
     the statuses this process wrote, by the ``status`` entered: ``completed``,
     ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
     questions asked (a task that asks twice counts twice).
+``presa_authorization_decisions_total`` (counter; with authorization on)
+    each decision of the authorization rung (:mod:`presa_trio.auth.guard`) by
+    ``outcome``: a request's scopes
+    ``granted`` or ``insufficient_scope``, a token ``missing``,
+    ``invalid_request`` or ``invalid_token``, or none checked
+    (``unavailable``, ``misconfigured``). A request refused before the rung
+    (Host, Origin) is no decision; one whose task asks for more scopes than
+    its method did counts ``granted``, then ``insufficient_scope``.
 ``presa_tasks_running`` and ``presa_tasks_parked`` (gauges)
     the tasks this process's workers run, from the worker's first step to its
     last however it ends (completed, failed, cancelled, stopped by a
@@ -110,6 +118,7 @@ class Metrics:
     store_calls: Histogram
     # ``running`` and ``parked``: :meth:`task_load`'s gauges, by the name it is told.
     load: dict[str, Gauge]
+    decisions: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -160,7 +169,13 @@ class Metrics:
             )
             for state, what in (("running", "running"), ("parked", "waiting for input"))
         }
-        return cls(registry, operations, created, statuses, in_flight, store_calls, load)
+        decisions = Counter(
+            "presa_authorization_decisions",
+            "decisions of the authorization rung, by outcome",
+            ["outcome"],
+            registry=own,
+        )
+        return cls(registry, operations, created, statuses, in_flight, store_calls, load, decisions)
 
     def store_call(self, call: str, seconds: float, ended: str) -> None:
         """A call of the task store (:class:`~presa_trio.tasks.stores.metered.MeteredStore`)."""
@@ -170,6 +185,11 @@ class Metrics:
         """A task started or ended, parked or resumed
         (:attr:`~presa_trio.tasks.runner.TaskRunner.on_load`)."""
         self.load[gauge].inc(change)
+
+    def decided(self, outcome: str) -> None:
+        """A decision of the authorization rung
+        (:attr:`~presa_trio.auth.guard.ResourceGuard.on_decision`)."""
+        self.decisions.labels(outcome).inc()
 
     def status_written(self, task: Task) -> None:
         """A status the runner wrote (:attr:`~presa_trio.tasks.runner.TaskRunner.on_status`)."""
@@ -211,6 +231,8 @@ class Metered:
     metrics: Metrics = attrs.field(factory=Metrics.create)
 
     def __attrs_post_init__(self) -> None:
+        if self.app.auth is not None:
+            self.app.auth.on_decision = self.metrics.decided
         for extension in self.app.dispatcher.server.extensions:
             if isinstance(extension, TasksExtension):
                 runner = extension.runner

@@ -15,6 +15,8 @@ import trio
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
+from presa_trio.auth.static import StaticTokens
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.metrics import Metered
@@ -275,3 +277,59 @@ async def test_the_operations_histogram_has_opentelemetry_s_buckets(metered: Mcp
     assert [float(bound) for bound in bounds] == [
         0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, float("inf")
     ]  # fmt: skip
+
+
+async def test_each_authorization_decision_is_counted_by_outcome() -> None:
+    """``presa_authorization_decisions_total`` counts the rung's decisions: no token,
+    a malformed one, an unknown one, scopes short of a tool's, scopes granted; a
+    request refused before the rung (a foreign Origin) is no decision."""
+    rules = ScopeRules(every_request=frozenset({"mcp"}), tools={"greet": frozenset({"people"})})
+    guard = ResourceGuard(
+        resource="http://localhost:3000/mcp",
+        verifier=Verifiers(static=StaticTokens({"basic": "bob"}, scopes=frozenset({"mcp"}))),
+        authorization_servers=["https://auth.example.com"],
+        scopes=rules,
+    )
+    app = McpApp.for_server(build_server(), auth=guard)
+    metered = Metered(app)
+    listed = request("tools/list")
+    greet = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    async with running(app) as client:
+        client.asgi = metered
+        sent = {
+            "missing": await client.post(listed, headers_for(listed)),
+            "invalid_request": await client.post(
+                listed, {**headers_for(listed), "authorization": "Bearer a b"}
+            ),
+            "invalid_token": await client.post(
+                listed, {**headers_for(listed), "authorization": "Bearer unknown"}
+            ),
+            "insufficient_scope": await client.post(
+                greet, {**headers_for(greet), "authorization": "Bearer basic"}
+            ),
+            "granted": await client.post(
+                listed, {**headers_for(listed), "authorization": "Bearer basic"}
+            ),
+        }
+        await client.post(
+            listed,
+            {
+                **headers_for(listed),
+                "authorization": "Bearer basic",
+                "origin": "http://evil.example",
+            },
+        )
+        seen = await samples(client)
+    assert {outcome: response.status for outcome, response in sent.items()} == {
+        "missing": 401,
+        "invalid_request": 400,
+        "invalid_token": 401,
+        "insufficient_scope": 403,
+        "granted": 200,
+    }
+    decisions = {
+        labels[0][1]: value
+        for (name, labels), value in seen.items()
+        if name == "presa_authorization_decisions_total"
+    }
+    assert decisions == dict.fromkeys(sent, 1)
