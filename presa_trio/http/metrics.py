@@ -5,7 +5,8 @@ observes what the access line logs (:mod:`presa_trio.http.access`), from the
 same reading of the response, so the two agree on every count:
 
 ``mcp_server_operation_duration_seconds`` (histogram; ``_count`` is the requests)
-    one per HTTP exchange, labelled ``mcp_method_name`` (``Mcp-Method``),
+    one per HTTP exchange, health checks and scrapes included, labelled
+    ``mcp_method_name`` (``Mcp-Method``),
     ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
     ``ok``, the JSON-RPC error code of the answer, ``http_<status>`` for a
     plain HTTP rejection, or ``no_response`` when the exchange ended before
@@ -246,18 +247,23 @@ class Metered:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["path"] == METRICS_PATH:
-            await self.scrape(scope, send)
-            return
         method, tool = self.labels(scope)
-        in_flight = self.metrics.in_flight.labels(method)
-        in_flight.inc()
+        # A scrape is counted once answered, as the access log logs it, but not
+        # among the exchanges under way, where it would count itself.
+        scraping = scope["path"] == METRICS_PATH
+        in_flight = None if scraping else self.metrics.in_flight.labels(method)
+        if in_flight is not None:
+            in_flight.inc()
         exchange = Exchange(send)
         started = time.perf_counter()
         try:
-            await self.app(scope, receive, exchange.send)
+            if scraping:
+                await self.scrape(scope, exchange.send)
+            else:
+                await self.app(scope, receive, exchange.send)
         finally:
-            in_flight.dec()
+            if in_flight is not None:
+                in_flight.dec()
             self.observe(method, tool, exchange, time.perf_counter() - started)
 
     def labels(self, scope: HTTPScope) -> tuple[str, str]:

@@ -333,3 +333,15 @@ async def test_each_authorization_decision_is_counted_by_outcome() -> None:
         if name == "presa_authorization_decisions_total"
     }
     assert decisions == dict.fromkeys(sent, 1)
+
+
+async def test_a_scrape_is_counted_as_its_access_line_is_logged(metered: McpClient) -> None:
+    """A scrape is an exchange like any other: counted once answered (the next scrape
+    shows it), a refused one too, and never among those under way."""
+    first = await samples(metered)
+    await metered.post(b"", HOST, path="/metrics")  # POST: 405
+    second = await samples(metered)
+    assert count("", "", "ok") not in first
+    assert second[count("", "", "ok")] == 1
+    assert second[count("", "", "http_405")] == 1
+    assert second.get(("mcp_server_requests_in_flight", (("mcp_method_name", ""),)), 0) == 0
