@@ -12,6 +12,7 @@ drains its workers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -26,7 +27,7 @@ import pytest
 import trio
 
 from tests.e2e.harness import PAUSING, call_pause
-from tests.e2e.peers import PATIENCE, Peer
+from tests.e2e.peers import PATIENCE, Peer, listening
 from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 
 STARTED = r"worker (\d+) started \(pid (\d+)\)"
@@ -447,3 +448,36 @@ async def test_a_directory_the_operator_gave_starts_empty_of_a_previous_run(
         text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
     assert sum_of(text, 'mcp_method_name="tools/call"') == 0
     assert [name for name in stale if (samples / name).exists()] == []
+
+
+async def test_a_killed_worker_s_counts_stay_and_its_streams_are_not_open(
+    postgres_url: str,
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): a worker killed with SIGKILL
+    while a listen stream was open on it: once it is started again, a scrape still
+    counts the requests it served, and no longer counts its stream as open."""
+    options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
+    greet = {"name": "greet", "arguments": {"name": "Ada"}}
+    slow = {"name": "slow_compute", "arguments": {"seconds": 600}}
+    open_listens = 'mcp_server_requests_in_flight{mcp_method_name="subscriptions/listen"}'
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            await on_first.call("tools/call", greet)
+            task = await on_first.call("tools/call", slow)
+            with contextlib.suppress(httpx.HTTPError):  # the stream breaks with its worker
+                async with listening(on_first, task["taskId"]) as incoming:
+                    await anext(incoming)  # the acknowledgement: the stream is open
+                    before = (await on_first.http.get(metrics_url(served))).text
+                    os.kill(pids[1], signal.SIGKILL)
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(rf"worker 1 started \(pid (?!{pids[1]}\))")
+        async with peer_of(served) as peer:
+            assert await calls_counted(served, peer, 2) == 2
+            after = (await peer.http.get(metrics_url(served))).text
+    assert f"{open_listens} 1.0" in before
+    assert f"{open_listens} 1.0" not in after  # 0, or gone with the worker's samples
+
+
+def metrics_url(served: ServeProcess) -> str:
+    return served.url.removesuffix("/mcp") + "/metrics"

@@ -345,3 +345,11 @@ async def test_a_scrape_is_counted_as_its_access_line_is_logged(metered: McpClie
     assert second[count("", "", "ok")] == 1
     assert second[count("", "", "http_405")] == 1
     assert second.get(("mcp_server_requests_in_flight", (("mcp_method_name", ""),)), 0) == 0
+
+
+async def test_without_metrics_there_is_no_metrics_path(app: McpApp) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): without ``--metrics`` the app
+    alone serves, and ``/metrics`` is a path like any other it does not have: 404."""
+    async with running(app) as client:
+        response = await client.post(b"", HOST, method="GET", path="/metrics")
+    assert response.status == 404
