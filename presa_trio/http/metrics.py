@@ -6,8 +6,8 @@ same reading of the response, so the two agree on every count:
 
 ``mcp_server_operation_duration_seconds`` (histogram; ``_count`` is the requests)
     one per HTTP exchange, health checks and scrapes included, labelled
-    ``mcp_method_name`` (``Mcp-Method``),
-    ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
+    ``mcp_method_name`` (``Mcp-Method``), ``gen_ai_tool_name`` (``Mcp-Name``
+    of a ``tools/call``) and ``outcome``:
     ``ok``, the JSON-RPC error code of the answer, ``http_<status>`` for a
     plain HTTP rejection, or ``no_response`` when the exchange ended before
     its response began (the client left). The name, the first two labels and
@@ -40,9 +40,8 @@ same reading of the response, so the two agree on every count:
     questions asked (a task that asks twice counts twice).
 ``presa_authorization_decisions_total`` (counter; with authorization on)
     each decision of the authorization rung (:mod:`presa_trio.auth.guard`) by
-    ``outcome``: a request's scopes
-    ``granted`` or ``insufficient_scope``, a token ``missing``,
-    ``invalid_request`` or ``invalid_token``, or none checked
+    ``outcome``: a request's scopes ``granted`` or ``insufficient_scope``, a
+    token ``missing``, ``invalid_request`` or ``invalid_token``, or none checked
     (``unavailable``, ``misconfigured``). A request refused before the rung
     (Host, Origin) is no decision; one whose task asks for more scopes than
     its method did counts ``granted``, then ``insufficient_scope``.
@@ -53,15 +52,16 @@ same reading of the response, so the two agree on every count:
     ``ctx.ask`` asked for.
 
 A label's values are bounded: a method the server does not serve is
-``other``, a tool it does not have is ``other``, so no client can grow the
-series without end. ``/metrics`` itself sits outside MCP's admission rules,
+``other``, a tool it does not have is ``other``, an ``outcome`` is a code or
+status the server itself answered with, and no id or URI is ever a label, so
+no client can grow the series without end. ``/metrics`` itself sits outside MCP's admission rules,
 like the health checks, and behind the same Host and Origin checks.
 
 **Across workers** (``--workers N``), every worker writes its samples to
 files in one directory (``prometheus_client``'s multiprocess mode, the
 directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes, or
-empties of a previous run's samples: :func:`~presa_trio.http.workers.clear_samples`), and
-``/metrics`` on any worker sums them all: a scrape through the shared port
+empties of a previous run's samples: :func:`~presa_trio.http.workers.clear_samples`),
+and ``/metrics`` on any worker sums them all: a scrape through the shared port
 sees the whole server, whichever worker answers it.
 """
 
