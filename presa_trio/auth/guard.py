@@ -36,6 +36,12 @@ itself is kept only by the request it came with.
 An authorization server that cannot be reached is 503 with ``Retry-After``;
 a configuration that cannot work with it is 500, logged once with the
 reason (:class:`~presa_trio.auth.verifier.Misconfigured`).
+
+Each decision is told to :attr:`ResourceGuard.on_decision` (``--metrics``) by
+its outcome, one of seven: a request's scopes ``granted`` or
+``insufficient_scope`` (a task's resource may ask again, later in the same
+request), or its token refused: ``missing``, ``invalid_request``,
+``invalid_token``; or not checked: ``unavailable``, ``misconfigured``.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -227,6 +233,10 @@ def quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def ignore_decision(outcome: str) -> None:
+    """The default: nobody counts the decisions."""
+
+
 @attrs.define(eq=False)
 class ResourceGuard:
     """The authorization rung of one protected MCP endpoint."""
@@ -246,6 +256,8 @@ class ResourceGuard:
     _verified: TokenCache[Verified] = attrs.field(factory=TokenCache)
     # Misconfigurations already logged (each is logged once).
     _told: set[str] = attrs.field(factory=set)
+    # Told the outcome of each decision (see the module docstring); synchronous.
+    on_decision: Callable[[str], None] = ignore_decision
     # Where the metadata document is, for ``resource_metadata`` (RFC 9728 §3.1), and
     # the paths it is served at. Worked out once, as fields: a ``cached_property``
     # would give this slotted class a ``__getattr__``, and every attribute read on
@@ -363,10 +375,12 @@ class ResourceGuard:
         scheme, _, token = headers.first.get(b"authorization", b"").strip().partition(b" ")
         if scheme != b"Bearer" and scheme.lower() != b"bearer":
             header = self.challenge(scopes=self.scopes.every_request)
+            self.on_decision("missing")
             raise Rejection(401, "Authorization required", [header])
         return token.lstrip()
 
     def bad_request(self, description: str) -> Rejection:
+        self.on_decision("invalid_request")
         header = self.challenge("invalid_request", description)
         return Rejection(400, description, [header])
 
@@ -391,18 +405,22 @@ class ResourceGuard:
         if B64TOKEN.fullmatch(token) is None:
             raise self.bad_request("Malformed bearer token")
         if self._http is None:
+            self.on_decision("unavailable")
             raise Rejection(503, "The server is not running")
         try:
             verified = await self.verifier.verify(token.decode("ascii"), self._http)
         except InvalidToken as exc:
+            self.on_decision("invalid_token")
             header = self.challenge("invalid_token", str(exc), self.scopes.every_request)
             raise Rejection(401, str(exc), [header]) from exc
         except VerifierUnavailable as exc:
+            self.on_decision("unavailable")
             if not isinstance(exc, KeysPending):
                 log.warning("cannot check an access token: %s", exc)
             retry = (b"retry-after", b"%d" % exc.retry_after_s)
             raise Rejection(503, "The authorization server is unavailable", [retry]) from exc
         except Misconfigured as exc:
+            self.on_decision("misconfigured")
             self.tell(exc)
             raise Rejection(500, "This server's authorization is misconfigured") from exc
         if self.scopes.implied:  # once per verification, not per request
@@ -435,11 +453,13 @@ class ResourceGuard:
                 needed = rules.by_tool.get(name, needed)
         if not needed <= principal.scopes:
             raise self.insufficient(method, needed)
+        self.on_decision("granted")
         return Access(needed, self, token)
 
     def insufficient(self, method: str, needed: frozenset[str]) -> Rejection:
         """The 403 naming every scope ``method`` needs (authorization §Runtime Insufficient
         Scope Errors)."""
+        self.on_decision("insufficient_scope")
         description = f"{method} requires the scopes: {' '.join(sorted(needed))}"
         header = self.challenge("insufficient_scope", description, needed)
         return Rejection(403, description, [header])

@@ -5,12 +5,25 @@ observes what the access line logs (:mod:`presa_trio.http.access`), from the
 same reading of the response, so the two agree on every count:
 
 ``mcp_server_operation_duration_seconds`` (histogram; ``_count`` is the requests)
-    one per HTTP exchange, labelled ``mcp_method_name`` (``Mcp-Method``),
-    ``gen_ai_tool_name`` (``Mcp-Name`` of a ``tools/call``) and ``outcome``:
-    ``ok``, the JSON-RPC error code of the answer, or ``http_<status>`` for a
-    plain HTTP rejection. The name and the first two labels are OpenTelemetry's
-    semantic conventions for MCP (``mcp.server.operation.duration``,
-    ``mcp.method.name``, ``gen_ai.tool.name``), written as Prometheus spells them.
+    one per HTTP exchange, health checks and scrapes included, labelled
+    ``mcp_method_name`` (``Mcp-Method``), ``gen_ai_tool_name`` (``Mcp-Name``
+    of a ``tools/call``) and ``outcome``:
+    ``ok``, the JSON-RPC error code of the answer, ``http_<status>`` for a
+    plain HTTP rejection, or ``no_response`` when the exchange ended before
+    its response began (the client left). The name, the first two labels and
+    the buckets are OpenTelemetry's semantic conventions for MCP (status
+    Development): ``mcp.server.operation.duration`` (seconds),
+    ``mcp.method.name`` and ``gen_ai.tool.name``, as Prometheus spells them,
+    and the boundaries that metric advises (:data:`OPERATION_BUCKETS`). What
+    differs from them: ``outcome`` is presa's own (the conventions put a
+    JSON-RPC error code in ``error.type`` and ``rpc.response.status_code``,
+    set only on failure, and ``tool_error`` in ``error.type`` for a result with
+    ``isError``, which is ``ok`` here); an exchange without ``Mcp-Method`` (a
+    health check, a request that lacks the header) is counted with
+    ``mcp_method_name=""``, where the conventions require a method; and
+    ``other`` stands for the names the server does not have. The other series
+    have no counterpart there: ``mcp_server_requests_in_flight`` is presa's
+    name, not theirs.
 ``presa_tasks_created_total`` (counter)
     the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
 ``mcp_server_requests_in_flight`` (gauge)
@@ -25,16 +38,30 @@ same reading of the response, so the two agree on every count:
     the statuses this process wrote, by the ``status`` entered: ``completed``,
     ``failed`` and ``cancelled`` count tasks ended, ``input_required`` the
     questions asked (a task that asks twice counts twice).
+``presa_authorization_decisions_total`` (counter; with authorization on)
+    each decision of the authorization rung (:mod:`presa_trio.auth.guard`) by
+    ``outcome``: a request's scopes ``granted`` or ``insufficient_scope``, a
+    token ``missing``, ``invalid_request`` or ``invalid_token``, or none checked
+    (``unavailable``, ``misconfigured``). A request refused before the rung
+    (Host, Origin) is no decision; one whose task asks for more scopes than
+    its method did counts ``granted``, then ``insufficient_scope``.
+``presa_tasks_running`` and ``presa_tasks_parked`` (gauges)
+    the tasks this process's workers run, from the worker's first step to its
+    last however it ends (completed, failed, cancelled, stopped by a
+    shutdown), and those among them parked: waiting for the answers their
+    ``ctx.ask`` asked for.
 
 A label's values are bounded: a method the server does not serve is
-``other``, a tool it does not have is ``other``, so no client can grow the
-series without end. ``/metrics`` itself sits outside MCP's admission rules,
+``other``, a tool it does not have is ``other``, an ``outcome`` is a code or
+status the server itself answered with, and no id or URI is ever a label, so
+no client can grow the series without end. ``/metrics`` itself sits outside MCP's admission rules,
 like the health checks, and behind the same Host and Origin checks.
 
 **Across workers** (``--workers N``), every worker writes its samples to
 files in one directory (``prometheus_client``'s multiprocess mode, the
-directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes), and
-``/metrics`` on any worker sums them all: a scrape through the shared port
+directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes, or
+empties of a previous run's samples: :func:`~presa_trio.http.workers.clear_samples`),
+and ``/metrics`` on any worker sums them all: a scrape through the shared port
 sees the whole server, whichever worker answers it.
 """
 
@@ -70,8 +97,14 @@ METRICS_PATH = "/metrics"
 #: In the answer to ``tools/call`` that created a task (compact JSON, as presa writes it);
 #: a tool's own structured result may hold it too, so it only says whether to look.
 TASK_CREATED = b'"resultType":"task"'
+#: The histogram's buckets, in seconds: the explicit boundaries OpenTelemetry's
+#: ``mcp.server.operation.duration`` advises (semantic conventions for MCP, "Metric:
+#: mcp.server.operation.duration"), up to five minutes for a long tool call or stream.
+OPERATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 #: The label of a method or tool the server does not have.
 OTHER = "other"
+#: The outcome of an exchange that ended with no response sent.
+NO_RESPONSE = "no_response"
 
 
 @attrs.define(eq=False)
@@ -84,6 +117,9 @@ class Metrics:
     statuses: Counter
     in_flight: Gauge
     store_calls: Histogram
+    # ``running`` and ``parked``: :meth:`task_load`'s gauges, by the name it is told.
+    load: dict[str, Gauge]
+    decisions: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -98,6 +134,7 @@ class Metrics:
             "HTTP exchanges with the MCP server, by method, tool and outcome",
             ["mcp_method_name", "gen_ai_tool_name", "outcome"],
             registry=own,
+            buckets=OPERATION_BUCKETS,
         )
         created = Counter(
             "presa_tasks_created",
@@ -124,11 +161,36 @@ class Metrics:
             ["call", "outcome"],
             registry=own,
         )
-        return cls(registry, operations, created, statuses, in_flight, store_calls)
+        load = {
+            state: Gauge(
+                f"presa_tasks_{state}",
+                f"tasks {what} in this process's workers",
+                registry=own,
+                multiprocess_mode="livesum",
+            )
+            for state, what in (("running", "running"), ("parked", "waiting for input"))
+        }
+        decisions = Counter(
+            "presa_authorization_decisions",
+            "decisions of the authorization rung, by outcome",
+            ["outcome"],
+            registry=own,
+        )
+        return cls(registry, operations, created, statuses, in_flight, store_calls, load, decisions)
 
     def store_call(self, call: str, seconds: float, ended: str) -> None:
         """A call of the task store (:class:`~presa_trio.tasks.stores.metered.MeteredStore`)."""
         self.store_calls.labels(call, ended).observe(seconds)
+
+    def task_load(self, gauge: str, change: int) -> None:
+        """A task started or ended, parked or resumed
+        (:attr:`~presa_trio.tasks.runner.TaskRunner.on_load`)."""
+        self.load[gauge].inc(change)
+
+    def decided(self, outcome: str) -> None:
+        """A decision of the authorization rung
+        (:attr:`~presa_trio.auth.guard.ResourceGuard.on_decision`)."""
+        self.decisions.labels(outcome).inc()
 
     def status_written(self, task: Task) -> None:
         """A status the runner wrote (:attr:`~presa_trio.tasks.runner.TaskRunner.on_status`)."""
@@ -145,7 +207,11 @@ def created_task(exchange: Exchange) -> bool:
 
 
 def outcome(exchange: Exchange) -> str:
-    """``ok``, the JSON-RPC error code, or ``http_<status>`` for a plain rejection."""
+    """``ok``, the JSON-RPC error code, ``http_<status>`` for a plain rejection, or
+    :data:`NO_RESPONSE` for an exchange that ended before its response began (the
+    client left, or a shutdown's grace ran out: the access line's ``status=None``)."""
+    if exchange.status is None:
+        return NO_RESPONSE
     code, _ = exchange.jsonrpc_error()
     if code is not None:
         return str(code)
@@ -166,10 +232,13 @@ class Metered:
     metrics: Metrics = attrs.field(factory=Metrics.create)
 
     def __attrs_post_init__(self) -> None:
+        if self.app.auth is not None:
+            self.app.auth.on_decision = self.metrics.decided
         for extension in self.app.dispatcher.server.extensions:
             if isinstance(extension, TasksExtension):
                 runner = extension.runner
                 runner.on_status = self.metrics.status_written
+                runner.on_load = self.metrics.task_load
                 runner.store = MeteredStore(runner.store, self.metrics.store_call)
 
     async def __call__(
@@ -178,18 +247,23 @@ class Metered:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["path"] == METRICS_PATH:
-            await self.scrape(scope, send)
-            return
         method, tool = self.labels(scope)
-        in_flight = self.metrics.in_flight.labels(method)
-        in_flight.inc()
+        # A scrape is counted once answered, as the access log logs it, but not
+        # among the exchanges under way, where it would count itself.
+        scraping = scope["path"] == METRICS_PATH
+        in_flight = None if scraping else self.metrics.in_flight.labels(method)
+        if in_flight is not None:
+            in_flight.inc()
         exchange = Exchange(send)
         started = time.perf_counter()
         try:
-            await self.app(scope, receive, exchange.send)
+            if scraping:
+                await self.scrape(scope, exchange.send)
+            else:
+                await self.app(scope, receive, exchange.send)
         finally:
-            in_flight.dec()
+            if in_flight is not None:
+                in_flight.dec()
             self.observe(method, tool, exchange, time.perf_counter() - started)
 
     def labels(self, scope: HTTPScope) -> tuple[str, str]:

@@ -48,7 +48,9 @@ from presa_trio.http.workers import (
     METRICS_MISSING,
     SHUTDOWN_SIGNALS,
     ServeRefused,
+    clear_samples,
     inherited_sockets,
+    shared_metrics_directory,
 )
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
@@ -122,7 +124,8 @@ async def serve_http(
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     config.graceful_timeout = shutdown_grace
     protocols.install()
-    sockets = inherited_sockets() or config.create_sockets()  # a worker's is given
+    inherited = inherited_sockets()  # a worker's is given
+    sockets = inherited or config.create_sockets()
     try:
         bound_port = sockets.insecure_sockets[0].getsockname()[1]
         mcp = McpApp.for_server(
@@ -138,6 +141,9 @@ async def serve_http(
                 from presa_trio.http.metrics import Metered
             except ImportError:
                 raise ServeRefused(METRICS_MISSING) from None
+            directory = shared_metrics_directory()
+            if directory is not None and inherited is None:  # a lone server owns it
+                clear_samples(directory)
             app = Metered(mcp)
         app = AccessLog(app)
         if transcript is not None:

@@ -63,6 +63,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 
 import attrs
 import trio
@@ -138,6 +139,20 @@ def shared_metrics_directory() -> str | None:
     if directory is not None and not os.path.isdir(directory):
         raise ServeRefused(f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} names no directory")
     return directory
+
+
+def clear_samples(directory: str) -> None:
+    """Remove the sample files a previous run left in ``directory`` (``*.db``, one per
+    process and kind of metric: prometheus_client's multiprocess mode).
+
+    Called by the process that owns the directory, before any process of this run
+    writes there: the parent of workers, or a lone server. Left there, the old
+    run's counts would be added to the new one's, and the gauges of a process
+    killed with SIGKILL (never marked dead) would count its streams open for
+    ever; prometheus_client asks for the directory to be wiped before each start.
+    """
+    for path in Path(directory).glob("*.db"):
+        path.unlink(missing_ok=True)
 
 
 def inherited_sockets() -> Sockets | None:
@@ -369,9 +384,11 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
     """With ``--metrics``, a directory for every worker's samples, as the workers' environment.
 
     prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
-    one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used as it is, else
-    a new one lives as long as the parent. Either way it is named in the
-    workers' environment, where :meth:`Workers.run_worker` reads it.
+    one ``PROMETHEUS_MULTIPROC_DIR`` the operator set is used, emptied of a
+    previous run's samples first (:func:`clear_samples`), else a new one, private
+    to the user (``tempfile``'s mode 0700), lives as long as the parent. Either way
+    it is named in the workers' environment, where :meth:`Workers.run_worker`
+    reads it.
     """
     if not metrics:
         yield {}
@@ -382,6 +399,7 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
         raise ServeRefused(METRICS_MISSING) from None
     given = shared_metrics_directory()
     if given is not None:
+        clear_samples(given)
         yield {MULTIPROCESS_DIR_ENV: given}
         return
     with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:

@@ -80,7 +80,9 @@ class WorkerContext(RequestContext):
         withdrawal is shielded, bounded, and ended by a stop
         (:meth:`Worker.shielded`). A wait ended by the task's own stop
         (cancel, TTL, lease loss, shutdown) writes nothing:
-        the task's state is not the worker's to change then.
+        the task's state is not the worker's to change then. While it
+        waits, the task counts as parked
+        (:attr:`~presa_trio.tasks.writes.StoreWriter.on_load`).
         """
         require_allowed(requests, self.capabilities)
         require_writable(requests)
@@ -101,12 +103,14 @@ class WorkerContext(RequestContext):
         if not worker.expect(keys):
             await trio.sleep(0)  # every key answered already: still a checkpoint
         answered = False
+        self.writer.on_load("parked", 1)
         try:
             # One Event at a time, found afresh after each: nothing iterates across a wait.
             while (event := worker.awaited(keys)) is not None:
                 await event.wait()
             answered = True
         finally:
+            self.writer.on_load("parked", -1)
             worker.forget(keys)
             if not answered:
                 await self._withdraw(keys)

@@ -173,7 +173,7 @@ from presa_trio.tasks.stores.base import (
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.supervisor import Supervisor
 from presa_trio.tasks.worker import Worker
-from presa_trio.tasks.writes import Clock, StoreWriter, ignore_status
+from presa_trio.tasks.writes import Clock, LoadListener, StoreWriter, ignore_load, ignore_status
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import check_answers
@@ -264,6 +264,8 @@ class TaskRunner:
     revive: Revive = cannot_revive
     # Told of each status this process wrote, once stored (``--metrics``).
     on_status: Callable[[Task], None] = ignore_status
+    # Told of the tasks running and parked in this process (``--metrics``).
+    on_load: LoadListener = ignore_load
     # This process run's name on the leases it holds.
     owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
     # The parts, built by :meth:`run` (None until it first runs).
@@ -289,7 +291,7 @@ class TaskRunner:
         first time (the store cannot be watched): then the runner fails, and
         the server's process exits non-zero.
         """
-        writer = StoreWriter(self.store, self.clock, self.events, self.on_status)
+        writer = StoreWriter(self.store, self.clock, self.events, self.on_status, self.on_load)
         self._writer = writer
         supervisor = self._supervisor = Supervisor(writer)
         housekeeping = Housekeeping(

@@ -150,7 +150,11 @@ class Supervisor:
         as an incident and ends this Trio task: never the workers' nursery,
         never another task. The task then keeps its lease until it lapses,
         and recovery claims it.
+
+        From its first step to its last, the task counts as running in this
+        process (:attr:`~presa_trio.tasks.writes.StoreWriter.on_load`).
         """
+        self.writer.on_load("running", 1)
         try:
             # A stop that came before this task's first step (a cancel right
             # after creation, or a shutdown) is kept by the worker: end here,
@@ -192,6 +196,7 @@ class Supervisor:
             report_fault(log, "task %s: its worker failed", worker.task_id)
         finally:
             self.discard(worker)
+            self.writer.on_load("running", -1)
 
     def _detach(
         self, creator: RequestContext, worker: Worker, nursery: trio.Nursery

@@ -100,6 +100,16 @@ def ignore_status(task: Task) -> None:
     """The default: nobody counts the statuses written."""
 
 
+#: Told of the tasks this process's workers hold (``--metrics``): ``"running"`` +1 as a
+#: worker starts its task and -1 as it ends, however it ends; ``"parked"`` +1 as its
+#: job starts waiting for answers (``ctx.ask``) and -1 as the wait ends.
+LoadListener = Callable[[str, int], None]
+
+
+def ignore_load(gauge: str, change: int) -> None:
+    """The default: nobody counts the tasks running."""
+
+
 def refused(what: str, error: StoreRefused) -> InternalError:
     """The error of a task whose write the store refused: what, and why (not retryable)."""
     return InternalError(f"Could not store {what}: {error}", {"retryable": False})
@@ -116,6 +126,8 @@ class StoreWriter:
     events: TaskEventLog | None = None
     # Told of each status this process wrote, once stored (``--metrics``); synchronous.
     on_status: Callable[[Task], None] = ignore_status
+    # Told of the tasks running and parked in this process (``--metrics``); synchronous.
+    on_load: LoadListener = ignore_load
 
     async def transition(
         self,

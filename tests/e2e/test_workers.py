@@ -12,6 +12,7 @@ drains its workers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -26,7 +27,7 @@ import pytest
 import trio
 
 from tests.e2e.harness import PAUSING, call_pause
-from tests.e2e.peers import PATIENCE, Peer
+from tests.e2e.peers import PATIENCE, Peer, listening
 from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 from tests.postgres import Postgres
 from tests.systemd_unit import service_settings, signalled_on_stop
@@ -463,3 +464,69 @@ def sum_of(text: str, *labels: str) -> float:
         ):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "workers"])
+async def test_a_directory_the_operator_gave_starts_empty_of_a_previous_run(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): with ``PROMETHEUS_MULTIPROC_DIR``
+    set by the operator, the samples a previous run left there (its counts; the
+    gauges of a lone process killed with SIGKILL, which nobody marked dead) are
+    removed as the server starts, by the one process or by the parent, so a new run
+    counts neither the old one's requests nor its streams as open."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(samples))
+    options = ("--workers", workers, "--metrics", "--store", postgres_url, *OPTIONS)
+    greet = {"name": "greet", "arguments": {"name": "Ada"}}
+    async with presa_serve(*options) as served, peer_of(served) as peer:
+        await peer.call("tools/call", greet)
+        assert await calls_counted(served, peer, 1) == 1
+        if workers == "1":
+            served.process.kill()  # a crash: its gauges stay behind
+        else:
+            served.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(PATIENCE):
+            await served.stopped()
+    stale = sorted(path.name for path in samples.iterdir())
+    assert [name for name in stale if name.startswith("histogram_")]
+    async with presa_serve(*options) as served, peer_of(served) as peer:
+        if workers == "2":
+            await worker_pids(served, 2)
+        text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
+    assert sum_of(text, 'mcp_method_name="tools/call"') == 0
+    assert [name for name in stale if (samples / name).exists()] == []
+
+
+async def test_a_killed_worker_s_counts_stay_and_its_streams_are_not_open(
+    postgres_url: str,
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): a worker killed with SIGKILL
+    while a listen stream was open on it: once it is started again, a scrape still
+    counts the requests it served, and no longer counts its stream as open."""
+    options = ("--workers", "2", "--metrics", "--store", postgres_url, *OPTIONS)
+    greet = {"name": "greet", "arguments": {"name": "Ada"}}
+    slow = {"name": "slow_compute", "arguments": {"seconds": 600}}
+    open_listens = 'mcp_server_requests_in_flight{mcp_method_name="subscriptions/listen"}'
+    async with presa_serve(*options) as served:
+        pids = await worker_pids(served, 2)
+        async with stopped(pids[2]), peer_of(served) as on_first:
+            await on_first.call("tools/call", greet)
+            task = await on_first.call("tools/call", slow)
+            with contextlib.suppress(httpx.HTTPError):  # the stream breaks with its worker
+                async with listening(on_first, task["taskId"]) as incoming:
+                    await anext(incoming)  # the acknowledgement: the stream is open
+                    before = (await on_first.http.get(metrics_url(served))).text
+                    os.kill(pids[1], signal.SIGKILL)
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(rf"worker 1 started \(pid (?!{pids[1]}\))")
+        async with peer_of(served) as peer:
+            assert await calls_counted(served, peer, 2) == 2
+            after = (await peer.http.get(metrics_url(served))).text
+    assert f"{open_listens} 1.0" in before
+    assert f"{open_listens} 1.0" not in after  # 0, or gone with the worker's samples
+
+
+def metrics_url(served: ServeProcess) -> str:
+    return served.url.removesuffix("/mcp") + "/metrics"

@@ -6,18 +6,23 @@ series' names follow OpenTelemetry's semantic conventions for MCP.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import trio
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
+from presa_trio.auth.static import StaticTokens
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.metrics import Metered
 from presa_trio.server import RequestContext
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, request, running
+from presa_trio.testing.driver import http_scope
 
 HOST = {"host": "localhost:3000"}
 OPERATIONS = "mcp_server_operation_duration_seconds"
@@ -170,3 +175,181 @@ async def test_each_store_call_is_timed_by_call_and_outcome(metered: McpClient) 
     assert seen[(name, (("call", "create"), ("outcome", "ok")))] == 1
     assert seen[(name, (("call", "get"), ("outcome", "ok")))] >= 1
     assert not [key for key in seen if key[0] == name and ("outcome", "ok") not in key[1]]
+
+
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+async def until(client: McpClient, key: Key, value: float) -> None:
+    """Scrape until the sample ``key`` reads ``value`` (the worker runs beside the request)."""
+    with trio.fail_after(5):
+        while True:  # polled, as an operator's scraper polls
+            if (await samples(client)).get(key) == value:
+                return
+            await trio.sleep(0.01)
+
+
+RUNNING = ("presa_tasks_running", ())
+PARKED = ("presa_tasks_parked", ())
+
+
+async def test_tasks_running_and_parked_return_to_zero_however_they_end(
+    metered: McpClient,
+) -> None:
+    """``presa_tasks_running`` counts the tasks this process's workers run and
+    ``presa_tasks_parked`` those waiting for answers; both go back to zero when a
+    task is answered and completes, is cancelled, or fails."""
+    asking = {"name": "confirm_delete", "arguments": {}}
+    parked = await metered.send_request("tools/call", asking, capabilities=TASKS_CAPABILITIES)
+    await until(metered, PARKED, 1)
+    assert (await samples(metered))[RUNNING] == 1
+    await metered.send_request(
+        "tasks/cancel", {"taskId": parked.result["taskId"]}, capabilities=TASKS_CAPABILITIES
+    )
+    await until(metered, RUNNING, 0)
+    assert (await samples(metered))[PARKED] == 0
+    slow = {"name": "slow_compute", "arguments": {"seconds": 600}}
+    await metered.send_request("tools/call", slow, capabilities=TASKS_CAPABILITIES)
+    await until(metered, RUNNING, 1)
+    failing = {"name": "protocol_error_job", "arguments": {}}
+    await metered.send_request("tools/call", failing, capabilities=TASKS_CAPABILITIES)
+    await until(metered, ("presa_task_statuses_total", (("status", "failed"),)), 1)
+    assert (await samples(metered))[RUNNING] == 1  # the slow one alone
+
+
+async def test_a_shutdown_leaves_no_task_running_or_parked(app: McpApp) -> None:
+    """A shutdown stops every worker without writing for it: the gauges go back to zero
+    all the same."""
+    metered = Metered(app)
+    async with running(app) as client:
+        client.asgi = metered
+        asking = {"name": "confirm_delete", "arguments": {}}
+        await client.send_request("tools/call", asking, capabilities=TASKS_CAPABILITIES)
+        await until(client, PARKED, 1)
+    text = generate_latest(metered.metrics.registry).decode()
+    gauges = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    assert (gauges["presa_tasks_running"], gauges["presa_tasks_parked"]) == (0, 0)
+
+
+async def test_a_client_that_leaves_before_the_answer_is_no_response(metered: McpClient) -> None:
+    """An exchange the client left before any response began is ``no_response``, as its
+    access line says ``status=None``: not a made-up ``http_None``."""
+    slow = request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600}})
+    body = json.dumps(slow).encode()
+    left = trio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if not left.is_set():
+            left.set()
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    asgi: Any = metered.asgi
+    with trio.fail_after(5):
+        await asgi(http_scope(headers_for(slow)), receive, send)
+    assert sent == []
+    seen = await samples(metered)
+    assert seen[count("tools/call", "slow_compute", "no_response")] == 1
+    assert not [key for key in seen if ("outcome", "http_None") in key[1]]
+
+
+async def test_the_operations_histogram_has_opentelemetry_s_buckets(metered: McpClient) -> None:
+    """presa-defined, after OpenTelemetry's semantic conventions for MCP ("Metric:
+    mcp.server.operation.duration": explicit bucket boundaries 0.01 s to 300 s), so a
+    listen stream or a long tool call is not lost in ``+Inf`` past ten seconds."""
+    await metered.call("tools/list")
+    response = await metered.post(b"", HOST, method="GET", path="/metrics")
+    bounds = [
+        sample.labels["le"]
+        for family in text_string_to_metric_families(response.body.decode())
+        for sample in family.samples
+        if sample.name == f"{OPERATIONS}_bucket"
+        and sample.labels["mcp_method_name"] == "tools/list"
+    ]
+    assert [float(bound) for bound in bounds] == [
+        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, float("inf")
+    ]  # fmt: skip
+
+
+async def test_each_authorization_decision_is_counted_by_outcome() -> None:
+    """``presa_authorization_decisions_total`` counts the rung's decisions: no token,
+    a malformed one, an unknown one, scopes short of a tool's, scopes granted; a
+    request refused before the rung (a foreign Origin) is no decision."""
+    rules = ScopeRules(every_request=frozenset({"mcp"}), tools={"greet": frozenset({"people"})})
+    guard = ResourceGuard(
+        resource="http://localhost:3000/mcp",
+        verifier=Verifiers(static=StaticTokens({"basic": "bob"}, scopes=frozenset({"mcp"}))),
+        authorization_servers=["https://auth.example.com"],
+        scopes=rules,
+    )
+    app = McpApp.for_server(build_server(), auth=guard)
+    metered = Metered(app)
+    listed = request("tools/list")
+    greet = request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})
+    async with running(app) as client:
+        client.asgi = metered
+        sent = {
+            "missing": await client.post(listed, headers_for(listed)),
+            "invalid_request": await client.post(
+                listed, {**headers_for(listed), "authorization": "Bearer a b"}
+            ),
+            "invalid_token": await client.post(
+                listed, {**headers_for(listed), "authorization": "Bearer unknown"}
+            ),
+            "insufficient_scope": await client.post(
+                greet, {**headers_for(greet), "authorization": "Bearer basic"}
+            ),
+            "granted": await client.post(
+                listed, {**headers_for(listed), "authorization": "Bearer basic"}
+            ),
+        }
+        await client.post(
+            listed,
+            {
+                **headers_for(listed),
+                "authorization": "Bearer basic",
+                "origin": "http://evil.example",
+            },
+        )
+        seen = await samples(client)
+    assert {outcome: response.status for outcome, response in sent.items()} == {
+        "missing": 401,
+        "invalid_request": 400,
+        "invalid_token": 401,
+        "insufficient_scope": 403,
+        "granted": 200,
+    }
+    decisions = {
+        labels[0][1]: value
+        for (name, labels), value in seen.items()
+        if name == "presa_authorization_decisions_total"
+    }
+    assert decisions == dict.fromkeys(sent, 1)
+
+
+async def test_a_scrape_is_counted_as_its_access_line_is_logged(metered: McpClient) -> None:
+    """A scrape is an exchange like any other: counted once answered (the next scrape
+    shows it), a refused one too, and never among those under way."""
+    first = await samples(metered)
+    await metered.post(b"", HOST, path="/metrics")  # POST: 405
+    second = await samples(metered)
+    assert count("", "", "ok") not in first
+    assert second[count("", "", "ok")] == 1
+    assert second[count("", "", "http_405")] == 1
+    assert second.get(("mcp_server_requests_in_flight", (("mcp_method_name", ""),)), 0) == 0
+
+
+async def test_without_metrics_there_is_no_metrics_path(app: McpApp) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): without ``--metrics`` the app
+    alone serves, and ``/metrics`` is a path like any other it does not have: 404."""
+    async with running(app) as client:
+        response = await client.post(b"", HOST, method="GET", path="/metrics")
+    assert response.status == 404

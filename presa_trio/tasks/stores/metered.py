@@ -7,7 +7,9 @@ how long it took, and how it ended: ``ok`` (a result, or the protocol's own answ
 :class:`~presa_trio.tasks.stores.base.Conflict`…: the store worked), ``cancelled``, or the
 class of a store failure (``StoreUnavailable``, ``StoreRefused``,
 ``StoreDefect``: the classification every store makes, rule of
-:class:`~presa_trio.tasks.stores.base.StoreError`). The two watches run for
+:class:`~presa_trio.tasks.stores.base.StoreError`; a store's own subclass of
+one is told as that class: :func:`failure_class`), or ``unclassified`` for
+anything else (a defect of the store). The two watches run for
 the server's lifetime and are passed through untimed.
 """
 
@@ -28,15 +30,34 @@ from presa_trio.tasks.stores.base import (
     Deliver,
     DeliverAppend,
     Limits,
+    StoreDefect,
     StoredTask,
     StoreError,
+    StoreRefused,
+    StoreUnavailable,
     TaskStore,
 )
 
 T = TypeVar("T")
 
+#: How a call ended that raised what no store's classification names.
+UNCLASSIFIED = "unclassified"
+
 #: Told of each call: its name, its seconds, and how it ended.
 CallObserver = Callable[[str, float, str], None]
+#: The classes a store's failure is told by: every store's classification.
+FAILURE_CLASSES = (StoreUnavailable, StoreRefused, StoreDefect)
+
+
+def failure_class(error: StoreError) -> str:
+    """The class of ``error`` among :data:`FAILURE_CLASSES`, by name; ``unclassified``
+    for none. A subclass a store raises (PostgreSQL's ``SchemaMismatch`` is a
+    :class:`StoreUnavailable`) is told as its class, so the names told are these
+    few, whatever the store."""
+    for failure in FAILURE_CLASSES:
+        if isinstance(error, failure):
+            return failure.__name__
+    return UNCLASSIFIED
 
 
 @attrs.define(eq=False)
@@ -55,10 +76,10 @@ class MeteredStore:
             ended = "ok"  # the store answered: not found, a conflict, a lease lost…
             raise
         except StoreError as error:
-            ended = type(error).__name__
+            ended = failure_class(error)
             raise
         except Exception:
-            ended = "unclassified"
+            ended = UNCLASSIFIED
             raise
         else:
             ended = "ok"
