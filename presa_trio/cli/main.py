@@ -167,7 +167,10 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
+        "--host",
+        type=host_name,
+        default="127.0.0.1",
+        help="address to bind (default: %(default)s)",
     )
     parser.add_argument(
         "--port",
