@@ -48,11 +48,18 @@ class ServeProcess:
 
     async def wait_for_line(self, pattern: str) -> re.Match[str]:
         """The first stderr line matching ``pattern``, waiting for it if need be."""
+        return (await self.wait_for_lines(pattern, 1))[0]
+
+    async def wait_for_lines(self, pattern: str, count: int) -> list[re.Match[str]]:
+        """The first ``count`` stderr lines matching ``pattern``, waiting for them if need be."""
+        found: list[re.Match[str]] = []
         seen = 0
         while True:
             for line in self.lines[seen:]:
                 if match := re.search(pattern, line):
-                    return match
+                    found.append(match)
+                    if len(found) == count:
+                        return found
             seen = len(self.lines)
             assert not self._ended.is_set(), "\n".join(self.lines)
             await self._new_line.wait()

@@ -315,8 +315,7 @@ async def test_workers_signalled_by_a_supervisor_as_well_as_by_the_parent_still_
                 await running.wait()
                 for pid in pids.values():
                     os.kill(pid, signal.SIGTERM)
-                for _ in pids:
-                    await served.wait_for_line("SIGTERM received: shutting down gracefully")
+                await served.wait_for_lines("SIGTERM received: shutting down", len(pids))
                 served.process.send_signal(signal.SIGTERM)
             assert await served.stopped() == 0
     assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
