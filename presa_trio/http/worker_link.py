@@ -1,7 +1,9 @@
-"""The pipe between the parent of ``serve --workers N`` and each of its workers.
+"""The pipe between a server and the process that started it: the parent of
+``serve --workers N`` and each of its workers, or ``serve --reload`` and its child.
 
 The parent asks its workers to stop over a pipe of each worker's own, not
-with a signal, and a worker tells the two apart:
+with a signal (so does the reloader its child), and a worker tells the two
+apart:
 
 - **a signal** to the worker (SIGTERM, SIGINT, SIGHUP) counts as one to a
   single process does: the first drains, a second stops it at once;

@@ -91,10 +91,14 @@ async def presa_serve(
 
 @asynccontextmanager
 async def serving(
-    command: list[str], pattern: str = SERVING.pattern, cwd: Path = REPOSITORY
+    command: list[str],
+    pattern: str = SERVING.pattern,
+    cwd: Path = REPOSITORY,
+    own_group: bool = False,
 ) -> AsyncIterator[ServeProcess]:
     """Run any server ``command`` in ``cwd`` until the block ends; its URL is the first
-    group of the stderr line matching ``pattern``."""
+    group of the stderr line matching ``pattern``. With ``own_group`` it leads a
+    process group of its own, as a terminal's foreground job does, for ``os.killpg``."""
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             partial(
@@ -103,6 +107,7 @@ async def serving(
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 check=False,
+                start_new_session=own_group,
             )
         )
         served = ServeProcess(process)
