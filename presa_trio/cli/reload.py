@@ -145,7 +145,11 @@ async def restarting(argv: Sequence[str], root: Path, bound: float) -> None:
 async def run_child(command: list[str], bound: float) -> None:
     """Run the child to its end; cancelled, ask it to stop, and kill it ``bound`` seconds
     later if it still runs. The pipe's writing end closes when the child has exited, or
-    with this process, however it ends."""
+    with this process, however it ends. Windows passes no descriptors to a child: there
+    Trio ends it its own way."""
+    if sys.platform == "win32":
+        await trio.run_process(command, check=False)
+        return
     reading, writing = open_link()
     try:
         async with trio.open_nursery() as nursery:
