@@ -9,7 +9,7 @@ stops the child and starts a new one. A child that ends on its own, say on
 a syntax error, is started again at the next change. Nothing is imported in
 this process: the user's code runs only in the child.
 
-The child is asked to stop as a worker of ``--workers`` is, over a pipe of
+The child is asked to stop as a worker of ``--workers`` is, over a link of
 its own (:mod:`presa_trio.http.worker_link`), and killed if it still runs
 past its bound (:func:`~presa_trio.http.workers.stop_bound`). So a
 terminal's Ctrl-C, which reaches both processes, is one request to drain
@@ -36,6 +36,7 @@ import importlib.util
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -144,14 +145,14 @@ async def restarting(argv: Sequence[str], root: Path, bound: float) -> None:
 
 async def run_child(command: list[str], bound: float) -> None:
     """Run the child to its end; cancelled, ask it to stop, and kill it ``bound`` seconds
-    later if it still runs. The pipe's writing end closes when the child has exited, or
+    later if it still runs. This end of its link closes when the child has exited, or
     with this process, however it ends. Windows passes no descriptors to a child: there
     Trio ends it its own way."""
     if sys.platform == "win32":
         await trio.run_process(command, check=False)
         return
-    reading, writing = open_link()
-    try:
+    childs, link = open_link()
+    with link:
         async with trio.open_nursery() as nursery:
             try:
                 await nursery.start(
@@ -159,19 +160,17 @@ async def run_child(command: list[str], bound: float) -> None:
                         trio.run_process,
                         command,
                         check=False,
-                        pass_fds=(reading,),
-                        env={**os.environ, LINK_FD_ENV: str(reading)},
-                        deliver_cancel=partial(stop_child, writing, bound),
+                        pass_fds=(childs,),
+                        env={**os.environ, LINK_FD_ENV: str(childs)},
+                        deliver_cancel=partial(stop_child, link, bound),
                     )
                 )
             finally:
-                os.close(reading)
-    finally:
-        os.close(writing)
+                os.close(childs)
 
 
-async def stop_child(writing: int, bound: float, process: trio.Process) -> None:
-    """How a cancelled child ends: asked over its pipe, then, past ``bound``, SIGKILL."""
-    ask(writing)
+async def stop_child(link: socket.socket, bound: float, process: trio.Process) -> None:
+    """How a cancelled child ends: asked over its link, then, past ``bound``, SIGKILL."""
+    ask(link)
     await trio.sleep(bound)
     process.kill()

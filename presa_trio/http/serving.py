@@ -44,7 +44,7 @@ from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
-from presa_trio.http.worker_link import hear_parent, inherited_link
+from presa_trio.http.worker_link import announce_serving, hear_parent, inherited_link
 from presa_trio.http.workers import (
     METRICS_MISSING,
     SHUTDOWN_SIGNALS,
@@ -124,6 +124,7 @@ async def serve_http(
     config.graceful_timeout = shutdown_grace
     protocols.install()
     sockets = inherited_sockets() or config.create_sockets()  # a worker's is given
+    link = inherited_link()  # a worker's, to the process that started it
     try:
         bound_port = sockets.insecure_sockets[0].getsockname()[1]
         mcp = McpApp.for_server(
@@ -176,6 +177,8 @@ async def serve_http(
                     )
                 )
                 log.info("serving %s", " ".join(urls))
+                if link is not None:
+                    announce_serving(link)
                 task_status.started(urls)
 
         try:
@@ -183,7 +186,7 @@ async def serve_http(
                 if shutdown_trigger is not None:
                     await serve(shutdown_trigger)
                 else:
-                    await serve_until_signalled(serve, inherited_link())
+                    await serve_until_signalled(serve, link)
         except Exception:
             if mcp.failure is None:
                 raise
@@ -203,7 +206,7 @@ async def serve_until_signalled(
 
     While this runs, no such signal interrupts anything (no
     ``KeyboardInterrupt``); each is received here, and none is left pending.
-    In a worker of ``--workers``, ``parent`` is the pipe from its parent: its
+    In a worker of ``--workers``, ``parent`` is its end of the link to its parent: its
     requests start the shutdown too, and are counted apart from the signals
     (:mod:`presa_trio.http.worker_link`).
     """

@@ -35,7 +35,7 @@ per worker slot (:meth:`Workers.keep`):
   unless the operator gave one), so a multi round-trip retry may land on
   any worker;
 - SIGTERM, SIGINT or SIGHUP to the parent is passed on to every worker
-  over a pipe of its own (:mod:`~presa_trio.http.worker_link`), not as a
+  over a link of its own (:mod:`~presa_trio.http.worker_link`), not as a
   signal: each drains (docs/deployment.md, "Draining") within
   ``--drain-delay`` and ``--shutdown-grace``, and the parent closes its
   copy of the socket (:meth:`Workers.release_listener`); a second signal is
@@ -48,7 +48,7 @@ per worker slot (:meth:`Workers.keep`):
 The children run in a session of their own, so a terminal's Ctrl-C reaches
 the parent alone. The parent returns only once every child has exited: no
 child outlives an orderly exit. A parent killed with SIGKILL cannot wait
-for them, but its exit closes every pipe, and each worker drains and exits
+for them, but its exit closes every link, and each worker drains and exits
 by itself rather than serve on unsupervised.
 """
 
@@ -72,7 +72,7 @@ import trio
 from hypercorn.config import Config, Sockets
 from hypercorn.utils import repr_socket_addr
 
-from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link
+from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link, wait_serving
 
 log = logging.getLogger(__name__)
 
@@ -192,11 +192,14 @@ class Workers:
     bound: float
     # What every worker finds in its environment besides the parent's.
     shared: Mapping[str, str] = attrs.field(factory=dict)
-    # Slot -> the writing end of the pipe to its running process
+    # Slot -> the parent's end of the link to its running process
     # (:mod:`~presa_trio.http.worker_link`); a slot between two processes has none.
-    links: dict[int, int] = attrs.field(factory=dict)
+    links: dict[int, socket.socket] = attrs.field(factory=dict)
     # Set by the first signal or a worker's usage error: no more starts.
     stopping: trio.Event = attrs.field(factory=trio.Event)
+    # Set once the first worker serves, its first process has ended otherwise, or
+    # stopping: only then do the other slots start.
+    opened: trio.Event = attrs.field(factory=trio.Event)
     # The parent's exit status.
     status: int = 0
     # The slots' scope, whose deadline is set once stopping.
@@ -227,7 +230,7 @@ class Workers:
         return self.status
 
     async def relay(self, signals: AsyncIterator[int]) -> None:
-        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its pipe."""
+        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link."""
         async for signum in signals:
             name = signal.Signals(signum).name
             if self.stopping.is_set():
@@ -240,6 +243,7 @@ class Workers:
     def stop(self) -> None:
         """Start no worker again; kill what still runs after :attr:`bound` seconds."""
         self.stopping.set()
+        self.opened.set()
         self.slots.deadline = trio.current_time() + self.bound
         self.release_listener()
 
@@ -264,7 +268,13 @@ class Workers:
         A usage error stops every worker only at the slot's first start: a
         worker started again cannot open what its first one did only while
         that is down (the database restarts), so it is started again too.
+        Every slot but the first waits until the first worker serves: a worker
+        that cannot start (a store that refuses, a target that names no
+        server) says why in one line, and the others are never started to say
+        it again. A first worker that dies otherwise lets them start all the same.
         """
+        if slot > 1:
+            await self.opened.wait()
         first = True
         pause = RESTART_DELAY_S
         while not self.stopping.is_set():
@@ -280,6 +290,7 @@ class Workers:
                 self.stop()
                 self.ask_all()
                 return
+            self.opened.set()
             log.warning(
                 "worker %d exited with status %d: starting it again in %.1f s", slot, status, pause
             )
@@ -294,9 +305,10 @@ class Workers:
         The nursery holds the process alone: it ends when the process exits,
         and fails only if the process cannot be started (that error ends the
         parent, see :meth:`run`). Cancelled past the bound, it kills the
-        process (:func:`kill_now`). Its pipe is open before it starts, so a
-        request to stop that comes meanwhile waits there for it; the writing
+        process (:func:`kill_now`). Its link is open before it starts, so a
+        request to stop that comes meanwhile waits there for it; the parent's
         end lives as long as the process, or the parent, whose exit closes it.
+        The first worker is waited for until it serves (:attr:`opened`).
         """
         fd = self.listener.fileno()
         reading, self.links[slot] = open_link()
@@ -325,8 +337,10 @@ class Workers:
                     self.starting -= 1
                     self.release_listener()
                 log.info("worker %d started (pid %d)", slot, process.pid)
+                if not self.opened.is_set() and await wait_serving(self.links[slot]):
+                    self.opened.set()
         finally:
-            os.close(self.links.pop(slot))
+            self.links.pop(slot).close()
         if MULTIPROCESS_DIR_ENV in self.shared:  # its gauges of things under way are gone
             from prometheus_client.multiprocess import mark_process_dead
 

@@ -105,7 +105,7 @@ async def test_ctrl_c_drains_the_child_once(tmp_path: Path) -> None:
 
 async def test_a_child_whose_reloader_is_killed_drains_and_exits(tmp_path: Path) -> None:
     """presa-defined (``serve --reload``): a reloader killed with SIGKILL cannot stop its
-    child, but the child sees the pipe from it close, drains and exits, rather than
+    child, but the child sees the link to it close, drains and exits, rather than
     serve on the port for ever. The child has exited once the stderr it shares with
     the reloader ends."""
     (tmp_path / "reloading_app.py").write_text(MODULE.format(answer="one"))

@@ -176,6 +176,25 @@ async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> N
     assert "starting it again" not in done.stderr.decode()
 
 
+async def test_a_store_that_refuses_every_worker_is_one_line_not_one_per_worker() -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): with a store that refuses
+    every connection, the first worker says why in one line and the parent stops; the
+    second worker, started only once the first serves, is never started to say it
+    again."""
+    command = [
+        *("-m", "presa_trio", "serve", "--port", "0", "--workers", "2"),
+        *("--store", "postgresql://presa@127.0.0.1:1/presa", "--store-timeout", "2"),
+    ]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process([sys.executable, *command], check=False, capture_stderr=True)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2
+    (line,) = [line for line in stderr.splitlines() if line.startswith("presa-trio: error: ")]
+    assert "cannot connect to PostgreSQL" in line
+    assert "worker 1 cannot start (status 2): stopping every worker" in stderr
+    assert "worker 2 started" not in stderr
+
+
 async def test_a_target_after_a_double_dash_is_served_by_every_worker(postgres_url: str) -> None:
     """presa-defined (command line): ``serve --workers 2 -- MODULE:ATTR`` (``--`` ends
     the options) starts two workers serving the target, each told to serve alone
@@ -324,7 +343,7 @@ async def test_workers_signalled_by_a_supervisor_as_well_as_by_the_parent_still_
 
 async def test_workers_whose_parent_is_killed_drain_and_exit(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): a parent killed with
-    SIGKILL cannot stop its workers, but each sees the pipe from it close, drains
+    SIGKILL cannot stop its workers, but each sees the link to it close, drains
     (a call in flight is answered) and exits, rather than serve on unsupervised on a
     port a new parent could not bind. Every worker has exited once the stderr the
     workers share with the parent ends."""
