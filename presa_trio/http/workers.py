@@ -311,7 +311,7 @@ class Workers:
         The first worker is waited for until it serves (:attr:`opened`).
         """
         fd = self.listener.fileno()
-        reading, self.links[slot] = open_link()
+        workers_end, self.links[slot] = open_link()
         try:
             async with trio.open_nursery() as nursery:
                 self.starting += 1
@@ -321,19 +321,19 @@ class Workers:
                             trio.run_process,
                             list(self.command),
                             check=False,
-                            pass_fds=(fd, reading),
+                            pass_fds=(fd, workers_end),
                             env={
                                 **os.environ,
                                 **self.shared,
                                 LISTEN_FD_ENV: str(fd),
-                                LINK_FD_ENV: str(reading),
+                                LINK_FD_ENV: str(workers_end),
                             },
                             start_new_session=True,
                             deliver_cancel=kill_now,
                         )
                     )
                 finally:
-                    os.close(reading)
+                    os.close(workers_end)
                     self.starting -= 1
                     self.release_listener()
                 log.info("worker %d started (pid %d)", slot, process.pid)
