@@ -82,6 +82,8 @@ MISTAKES = {
         "cannot write the transcript",
     ),
     "bad host": (["serve", "--host", "no-such-host.invalid"], "cannot listen on"),
+    # An empty address (a shell variable left unset) would bind every interface.
+    "blank host": (["serve", "--host", ""], "--host: '' is not a host name"),
     "reload without a target": (["serve", "--reload"], "--reload watches the files of MODULE"),
     "task events without tasks": (
         ["stdio", "--task-events", "examples.hello_server:server"],

@@ -73,7 +73,7 @@ from presa_trio.client.options import (
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
-from presa_trio.http.workers import ServeRefused, serve_workers
+from presa_trio.http.workers import ServeRefused, serve_workers, stop_bound
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
@@ -167,7 +167,10 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
+        "--host",
+        type=host_name,
+        default="127.0.0.1",
+        help="address to bind (default: %(default)s)",
     )
     parser.add_argument(
         "--port",
@@ -446,7 +449,8 @@ def run(argv: Sequence[str] | None) -> None:
         from presa_trio.cli.reload import serve_reloading, watched_root
 
         given = list(sys.argv[1:] if argv is None else argv)
-        trio.run(serve_reloading, given, watched_root(args.target))
+        bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
+        trio.run(serve_reloading, given, watched_root(args.target), bound)
         return
     if args.command == "stdio":
         serve_on_stdio(args)

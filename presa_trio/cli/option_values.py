@@ -76,7 +76,9 @@ lease_seconds = checked(
 
 
 def host_name(text: str) -> str:
-    """``--allow-host``: a name as a Host or Origin header carries it, never blank."""
+    """``--allow-host``: a name as a Host or Origin header carries it; ``--host``: the
+    address to bind. Never blank: a blank ``--host`` (a shell variable left unset)
+    would bind every interface."""
     if not text or any(character.isspace() for character in text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a host name")
     return text

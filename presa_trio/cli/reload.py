@@ -5,11 +5,17 @@ with the same arguments, less ``--reload``, as a child process, and watches
 the ``.py`` files of the directory the target module lives in (the package
 directory of ``MODULE``'s top-level package, or the directory of a
 top-level module), at any depth. When one is added, removed or modified it
-stops the child (Trio's ``run_process`` sends SIGTERM, and SIGKILL if the
-child is still there five seconds later) and starts a new one. A child
-that ends on its own, say on a syntax error, is started again at the next
-change. Nothing is imported in this process: the user's code runs only in
-the child.
+stops the child and starts a new one. A child that ends on its own, say on
+a syntax error, is started again at the next change. Nothing is imported in
+this process: the user's code runs only in the child.
+
+The child is asked to stop as a worker of ``--workers`` is, over a link of
+its own (:mod:`presa_trio.http.worker_link`), and killed if it still runs
+past its bound (:func:`~presa_trio.http.workers.stop_bound`). So a
+terminal's Ctrl-C, which reaches both processes, is one request to drain
+from each, not two signals that would stop the child at once; and a
+reloader killed with SIGKILL leaves a child that drains and exits, not one
+serving on the port for ever.
 
 The watch polls modification times every half second, on a worker thread
 (each poll is blocking file-system I/O): no dependency, and a development
@@ -30,6 +36,7 @@ import importlib.util
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -37,6 +44,7 @@ from pathlib import Path
 
 import trio
 
+from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link
 from presa_trio.http.workers import SHUTDOWN_SIGNALS
 
 log = logging.getLogger(__name__)
@@ -107,28 +115,62 @@ def without_reload(argv: Sequence[str]) -> list[str]:
     ]
 
 
-async def serve_reloading(argv: Sequence[str], root: Path) -> None:
+async def serve_reloading(argv: Sequence[str], root: Path, bound: float) -> None:
     """Run ``presa-trio <argv>`` as a child; start it again whenever ``root`` changes.
+    A child asked to stop is killed if it still runs ``bound`` seconds later.
 
     SIGTERM, SIGINT or SIGHUP to this process stops the child first, then
     returns: the child never outlives the process that started it.
     """
     with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(restarting, argv, root)
+            nursery.start_soon(restarting, argv, root, bound)
             async for received in signals:
                 log.info("reload: %s; stopping", signal.Signals(received).name)
                 nursery.cancel_scope.cancel(reason="signalled")
                 return
 
 
-async def restarting(argv: Sequence[str], root: Path) -> None:
+async def restarting(argv: Sequence[str], root: Path, bound: float) -> None:
     """The child, started again after each change under ``root``."""
     command = [sys.executable, "-m", "presa_trio", *without_reload(argv)]
     log.info("reload: watching %s", root)
     files = await trio.to_thread.run_sync(snapshot, root)
     while True:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(partial(trio.run_process, command, check=False))
+            nursery.start_soon(run_child, command, bound)
             files = await next_change(root, files)
             nursery.cancel_scope.cancel(reason="a watched file changed")
+
+
+async def run_child(command: list[str], bound: float) -> None:
+    """Run the child to its end; cancelled, ask it to stop, and kill it ``bound`` seconds
+    later if it still runs. This end of its link closes when the child has exited, or
+    with this process, however it ends. Windows passes no descriptors to a child: there
+    Trio ends it its own way."""
+    if sys.platform == "win32":
+        await trio.run_process(command, check=False)
+        return
+    childs, link = open_link()
+    with link:
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(
+                    partial(
+                        trio.run_process,
+                        command,
+                        check=False,
+                        pass_fds=(childs,),
+                        env={**os.environ, LINK_FD_ENV: str(childs)},
+                        deliver_cancel=partial(stop_child, link, bound),
+                    )
+                )
+            finally:
+                os.close(childs)
+
+
+async def stop_child(link: socket.socket, bound: float, process: trio.Process) -> None:
+    """How a cancelled child ends: asked over its link, then, past ``bound``, SIGKILL."""
+    ask(link)
+    await trio.sleep(bound)
+    process.kill()

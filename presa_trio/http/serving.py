@@ -44,6 +44,7 @@ from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
 from presa_trio.http.transcript import TranscriptRecorder
+from presa_trio.http.worker_link import announce_serving, hear_parent, inherited_link
 from presa_trio.http.workers import (
     METRICS_MISSING,
     SHUTDOWN_SIGNALS,
@@ -126,6 +127,7 @@ async def serve_http(
     protocols.install()
     inherited = inherited_sockets()  # a worker's is given
     sockets = inherited or config.create_sockets()
+    link = inherited_link()  # a worker's, to the process that started it
     try:
         bound_port = sockets.insecure_sockets[0].getsockname()[1]
         mcp = McpApp.for_server(
@@ -181,6 +183,8 @@ async def serve_http(
                     )
                 )
                 log.info("serving %s", " ".join(urls))
+                if link is not None:
+                    announce_serving(link)
                 task_status.started(urls)
 
         try:
@@ -188,7 +192,7 @@ async def serve_http(
                 if shutdown_trigger is not None:
                     await serve(shutdown_trigger)
                 else:
-                    await serve_until_signalled(serve)
+                    await serve_until_signalled(serve, link)
         except Exception:
             if mcp.failure is None:
                 raise
@@ -200,29 +204,42 @@ async def serve_http(
     log.info("stopped")
 
 
-async def serve_until_signalled(serve: Callable[[ShutdownTrigger], Awaitable[None]]) -> None:
+async def serve_until_signalled(
+    serve: Callable[[ShutdownTrigger], Awaitable[None]], parent: int | None = None
+) -> None:
     """Run ``serve`` with :data:`~presa_trio.http.workers.SHUTDOWN_SIGNALS` as its
     shutdown trigger; a second signal cancels it.
 
     While this runs, no such signal interrupts anything (no
     ``KeyboardInterrupt``); each is received here, and none is left pending.
+    In a worker of ``--workers``, ``parent`` is its end of the link to its parent: its
+    requests start the shutdown too, and are counted apart from the signals
+    (:mod:`presa_trio.http.worker_link`).
     """
     first = trio.Event()
     serving = trio.CancelScope()
+
+    def heard(why: str, times: int) -> None:
+        """The ``times``-th request to stop of one kind: the first drains, a second stops."""
+        if times == 1 and not first.is_set():
+            log.info("%s: shutting down gracefully", why)
+            first.set()
+        elif times == 2:
+            log.warning("%s again: stopping now", why)
+            serving.cancel(reason=f"{why} twice")
+
     with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
 
             async def watch() -> None:
+                received = 0
                 async for signum in signals:
-                    name = signal.Signals(signum).name
-                    if not first.is_set():
-                        log.info("%s received: shutting down gracefully", name)
-                        first.set()
-                    else:
-                        log.warning("%s received again: stopping now", name)
-                        serving.cancel(reason=f"second {name}")
+                    received += 1
+                    heard(f"{signal.Signals(signum).name} received", received)
 
             nursery.start_soon(watch)
+            if parent is not None:
+                nursery.start_soon(hear_parent, parent, heard)
             with serving:
                 await serve(first.wait)
             nursery.cancel_scope.cancel(reason="served")

@@ -34,19 +34,22 @@ per worker slot (:meth:`Workers.keep`):
 - every worker gets the same requestState key (one the parent makes,
   unless the operator gave one), so a multi round-trip retry may land on
   any worker;
-- SIGTERM, SIGINT or SIGHUP to the parent is relayed once to every worker
-  as SIGTERM: each drains (docs/deployment.md, "Draining") within
+- SIGTERM, SIGINT or SIGHUP to the parent is passed on to every worker
+  over a link of its own (:mod:`~presa_trio.http.worker_link`), not as a
+  signal: each drains (docs/deployment.md, "Draining") within
   ``--drain-delay`` and ``--shutdown-grace``, and the parent closes its
-  copy of the socket (:meth:`Workers.release_listener`); a second signal is relayed
-  too, and each worker stops at once; a worker still running
-  :func:`stop_bound` seconds after the first signal is killed.
+  copy of the socket (:meth:`Workers.release_listener`); a second signal is
+  passed on too, and each worker stops at once; a worker still running
+  :func:`stop_bound` seconds after the first signal is killed. A worker
+  that a supervisor signals itself as well (systemd's default
+  ``KillMode=control-group`` signals every process of the service) counts
+  its own signal apart from its parent's request, and drains.
 
 The children run in a session of their own, so a terminal's Ctrl-C reaches
-the parent alone, and each worker gets exactly one signal per signal the
-parent got. The parent returns only once every child has exited: no
-child outlives an orderly exit. (A parent killed with SIGKILL cannot wait
-for them: run it under a supervisor that then stops the whole group, as
-systemd's ``KillMode=mixed`` does, docs/presa-trio.service.)
+the parent alone. The parent returns only once every child has exited: no
+child outlives an orderly exit. A parent killed with SIGKILL cannot wait
+for them, but its exit closes every link, and each worker drains and exits
+by itself rather than serve on unsupervised.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ import trio
 from hypercorn.config import Config, Sockets
 from hypercorn.utils import repr_socket_addr
 
+from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link, wait_serving
+
 log = logging.getLogger(__name__)
 
 #: The environment variable naming the listening socket a worker inherits.
@@ -89,11 +94,10 @@ MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 STATE_KEY_ENV = "PRESA_STATE_KEY"
 #: The signals that end a server gracefully: a single server drains on them
 #: (:func:`presa_trio.http.serving.serve_until_signalled`), the parent of workers
-#: relays them to every worker, and ``--reload`` stops its child. SIGHUP (the
+#: passes them on to every worker, and ``--reload`` stops its child. SIGHUP (the
 #: terminal that started the server hung up) too: by default it would end the
 #: process at once, cutting the requests in flight and losing the access lines not
-#: yet written, and a parent alone, leaving its workers, in a session of their
-#: own, serving on without it.
+#: yet written.
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: What each store scheme allows more than one worker to share, and if not, why.
 UNSHARED_STORES = {
@@ -203,10 +207,14 @@ class Workers:
     bound: float
     # What every worker finds in its environment besides the parent's.
     shared: Mapping[str, str] = attrs.field(factory=dict)
-    # Slot -> its running process; a slot between two processes has none.
-    running: dict[int, trio.Process] = attrs.field(factory=dict)
+    # Slot -> the parent's end of the link to its running process
+    # (:mod:`~presa_trio.http.worker_link`); a slot between two processes has none.
+    links: dict[int, socket.socket] = attrs.field(factory=dict)
     # Set by the first signal or a worker's usage error: no more starts.
     stopping: trio.Event = attrs.field(factory=trio.Event)
+    # Set once the first worker serves, its first process has ended otherwise, or
+    # stopping: only then do the other slots start.
+    opened: trio.Event = attrs.field(factory=trio.Event)
     # The parent's exit status.
     status: int = 0
     # The slots' scope, whose deadline is set once stopping.
@@ -237,19 +245,20 @@ class Workers:
         return self.status
 
     async def relay(self, signals: AsyncIterator[int]) -> None:
-        """Relay each of :data:`SHUTDOWN_SIGNALS` to every worker as SIGTERM."""
+        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link."""
         async for signum in signals:
             name = signal.Signals(signum).name
             if self.stopping.is_set():
                 log.warning("%s received again: the workers stop now", name)
             else:
-                log.info("%s received: draining %d workers", name, len(self.running))
+                log.info("%s received: draining %d workers", name, len(self.links))
                 self.stop()
-            self.terminate_all()
+            self.ask_all()
 
     def stop(self) -> None:
         """Start no worker again; kill what still runs after :attr:`bound` seconds."""
         self.stopping.set()
+        self.opened.set()
         self.slots.deadline = trio.current_time() + self.bound
         self.release_listener()
 
@@ -264,9 +273,9 @@ class Workers:
         if self.stopping.is_set() and not self.starting:
             self.listener.close()
 
-    def terminate_all(self) -> None:
-        for process in self.running.values():
-            process.send_signal(signal.SIGTERM)
+    def ask_all(self) -> None:
+        for link in self.links.values():
+            ask(link)
 
     async def keep(self, slot: int) -> None:
         """Run worker ``slot``, and again each time it exits, until stopping.
@@ -274,7 +283,13 @@ class Workers:
         A usage error stops every worker only at the slot's first start: a
         worker started again cannot open what its first one did only while
         that is down (the database restarts), so it is started again too.
+        Every slot but the first waits until the first worker serves: a worker
+        that cannot start (a store that refuses, a target that names no
+        server) says why in one line, and the others are never started to say
+        it again. A first worker that dies otherwise lets them start all the same.
         """
+        if slot > 1:
+            await self.opened.wait()
         first = True
         pause = RESTART_DELAY_S
         while not self.stopping.is_set():
@@ -288,8 +303,9 @@ class Workers:
                 log.error("worker %d cannot start (status %d): stopping every worker", slot, status)
                 self.status = EXIT_USAGE
                 self.stop()
-                self.terminate_all()
+                self.ask_all()
                 return
+            self.opened.set()
             log.warning(
                 "worker %d exited with status %d: starting it again in %.1f s", slot, status, pause
             )
@@ -304,31 +320,42 @@ class Workers:
         The nursery holds the process alone: it ends when the process exits,
         and fails only if the process cannot be started (that error ends the
         parent, see :meth:`run`). Cancelled past the bound, it kills the
-        process (:func:`kill_now`).
+        process (:func:`kill_now`). Its link is open before it starts, so a
+        request to stop that comes meanwhile waits there for it; the parent's
+        end lives as long as the process, or the parent, whose exit closes it.
+        The first worker is waited for until it serves (:attr:`opened`).
         """
         fd = self.listener.fileno()
-        async with trio.open_nursery() as nursery:
-            self.starting += 1
-            try:
-                process: trio.Process = await nursery.start(
-                    partial(
-                        trio.run_process,
-                        list(self.command),
-                        check=False,
-                        pass_fds=(fd,),
-                        env={**os.environ, **self.shared, LISTEN_FD_ENV: str(fd)},
-                        start_new_session=True,
-                        deliver_cancel=kill_now,
+        workers_end, self.links[slot] = open_link()
+        try:
+            async with trio.open_nursery() as nursery:
+                self.starting += 1
+                try:
+                    process: trio.Process = await nursery.start(
+                        partial(
+                            trio.run_process,
+                            list(self.command),
+                            check=False,
+                            pass_fds=(fd, workers_end),
+                            env={
+                                **os.environ,
+                                **self.shared,
+                                LISTEN_FD_ENV: str(fd),
+                                LINK_FD_ENV: str(workers_end),
+                            },
+                            start_new_session=True,
+                            deliver_cancel=kill_now,
+                        )
                     )
-                )
-            finally:
-                self.starting -= 1
-                self.release_listener()
-            self.running[slot] = process
-            log.info("worker %d started (pid %d)", slot, process.pid)
-            if self.stopping.is_set():  # a signal came while it was starting
-                process.send_signal(signal.SIGTERM)
-        del self.running[slot]
+                finally:
+                    os.close(workers_end)
+                    self.starting -= 1
+                    self.release_listener()
+                log.info("worker %d started (pid %d)", slot, process.pid)
+                if not self.opened.is_set() and await wait_serving(self.links[slot]):
+                    self.opened.set()
+        finally:
+            self.links.pop(slot).close()
         if MULTIPROCESS_DIR_ENV in self.shared:  # its gauges of things under way are gone
             from prometheus_client.multiprocess import mark_process_dead
 

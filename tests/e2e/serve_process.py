@@ -48,11 +48,18 @@ class ServeProcess:
 
     async def wait_for_line(self, pattern: str) -> re.Match[str]:
         """The first stderr line matching ``pattern``, waiting for it if need be."""
+        return (await self.wait_for_lines(pattern, 1))[0]
+
+    async def wait_for_lines(self, pattern: str, count: int) -> list[re.Match[str]]:
+        """The first ``count`` stderr lines matching ``pattern``, waiting for them if need be."""
+        found: list[re.Match[str]] = []
         seen = 0
         while True:
             for line in self.lines[seen:]:
                 if match := re.search(pattern, line):
-                    return match
+                    found.append(match)
+                    if len(found) == count:
+                        return found
             seen = len(self.lines)
             assert not self._ended.is_set(), "\n".join(self.lines)
             await self._new_line.wait()
@@ -84,10 +91,14 @@ async def presa_serve(
 
 @asynccontextmanager
 async def serving(
-    command: list[str], pattern: str = SERVING.pattern, cwd: Path = REPOSITORY
+    command: list[str],
+    pattern: str = SERVING.pattern,
+    cwd: Path = REPOSITORY,
+    own_group: bool = False,
 ) -> AsyncIterator[ServeProcess]:
     """Run any server ``command`` in ``cwd`` until the block ends; its URL is the first
-    group of the stderr line matching ``pattern``."""
+    group of the stderr line matching ``pattern``. With ``own_group`` it leads a
+    process group of its own, as a terminal's foreground job does, for ``os.killpg``."""
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             partial(
@@ -96,6 +107,7 @@ async def serving(
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 check=False,
+                start_new_session=own_group,
             )
         )
         served = ServeProcess(process)

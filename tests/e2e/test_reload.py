@@ -8,14 +8,18 @@ and its child) on a free loopback port; every wait is bounded by
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
 
 from presa_trio.testing import request
-from tests.e2e.harness import headers
-from tests.e2e.serve_process import SERVING, ServeProcess, presa_serve
+from tests.e2e.harness import call_pause, headers
+from tests.e2e.peers import PATIENCE
+from tests.e2e.serve_process import SERVING, ServeProcess, presa_serve, serving
 
 MODULE = '''
 from presa_trio.server import RequestContext, Server
@@ -28,6 +32,10 @@ async def version(ctx: RequestContext) -> str:
     """Which version of the code is served."""
     return "{answer}"
 '''
+
+#: A module whose ``pause`` tool is in flight as long as a test needs, to serve from a
+#: directory of its own (the reloader watches the module's whole directory).
+PAUSING_MODULE = (Path(__file__).parent / "pausing_server.py").read_text()
 
 
 async def answer(url: str) -> str:
@@ -72,3 +80,37 @@ async def test_an_abbreviated_reload_starts_one_reloader(tmp_path: Path) -> None
         with trio.fail_after(10):
             assert await answer(served.url) == "one"
     assert served.stderr.count("reload: watching") == 1
+
+
+async def test_ctrl_c_drains_the_child_once(tmp_path: Path) -> None:
+    """presa-defined (``serve --reload``): a terminal's Ctrl-C reaches the reloader and
+    its child, in one process group; the child takes its own SIGINT and the reloader's
+    request as one request to drain each, not two signals: a call in flight is
+    answered, and both exit."""
+    (tmp_path / "pausing_app.py").write_text(PAUSING_MODULE)
+    paused: list[dict[str, Any]] = []
+    command = [sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--reload"]
+    command += ["--shutdown-grace", "30", "pausing_app:server"]
+    async with serving(command, cwd=tmp_path, own_group=True) as served:
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+                await running.wait()
+                os.killpg(served.process.pid, signal.SIGINT)
+            assert await served.stopped() == 0
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    assert "stopping now" not in served.stderr
+
+
+async def test_a_child_whose_reloader_is_killed_drains_and_exits(tmp_path: Path) -> None:
+    """presa-defined (``serve --reload``): a reloader killed with SIGKILL cannot stop its
+    child, but the child sees the link to it close, drains and exits, rather than
+    serve on the port for ever. The child has exited once the stderr it shares with
+    the reloader ends."""
+    (tmp_path / "reloading_app.py").write_text(MODULE.format(answer="one"))
+    async with presa_serve("--reload", "reloading_app:server", cwd=tmp_path) as served:
+        served.process.kill()
+        with trio.fail_after(PATIENCE):
+            assert await served.stopped() == -signal.SIGKILL
+    assert "the parent exited: shutting down gracefully" in served.stderr

@@ -181,6 +181,25 @@ async def test_a_worker_that_cannot_start_stops_them_all(postgres_url: str) -> N
     assert "starting it again" not in done.stderr.decode()
 
 
+async def test_a_store_that_refuses_every_worker_is_one_line_not_one_per_worker() -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): with a store that refuses
+    every connection, the first worker says why in one line and the parent stops; the
+    second worker, started only once the first serves, is never started to say it
+    again."""
+    command = [
+        *("-m", "presa_trio", "serve", "--port", "0", "--workers", "2"),
+        *("--store", "postgresql://presa@127.0.0.1:1/presa", "--store-timeout", "2"),
+    ]
+    with trio.fail_after(PATIENCE):
+        done = await trio.run_process([sys.executable, *command], check=False, capture_stderr=True)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2
+    (line,) = [line for line in stderr.splitlines() if line.startswith("presa-trio: error: ")]
+    assert "cannot connect to PostgreSQL" in line
+    assert "worker 1 cannot start (status 2): stopping every worker" in stderr
+    assert "worker 2 started" not in stderr
+
+
 async def test_a_target_after_a_double_dash_is_served_by_every_worker(postgres_url: str) -> None:
     """presa-defined (command line): ``serve --workers 2 -- MODULE:ATTR`` (``--`` ends
     the options) starts two workers serving the target, each told to serve alone
@@ -295,7 +314,8 @@ async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> N
             assert await served.stopped() == 0
     assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
     assert not [pid for pid in pids.values() if alive(pid)]
-    assert served.stderr.count("SIGTERM received") == 3  # the parent's, then each worker's
+    assert served.stderr.count("SIGTERM received") == 1  # the parent's, not a worker's
+    assert served.stderr.count("asked by the parent: shutting down gracefully") == 2
     assert "Traceback" not in served.stderr
 
 
@@ -344,6 +364,54 @@ async def test_the_database_password_comes_from_the_environment(
     assert "no password supplied" in "\n".join(await refusal(tmp_path, "--store", url))
 
 
+async def test_workers_signalled_by_a_supervisor_as_well_as_by_the_parent_still_drain(
+    postgres_url: str,
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a supervisor that signals
+    every process of the service (systemd's default ``KillMode=control-group``) gives
+    each worker a SIGTERM of its own besides its parent's request: one request to
+    drain from each, not a second signal, so a call in flight is still answered.
+    Here each worker has taken its own signal before the parent gets its one, the
+    order in which a relayed signal would have stopped it at once."""
+    paused: list[dict[str, Any]] = []
+    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
+    async with presa_serve(PAUSING, *options) as served:
+        pids = await worker_pids(served, 2)
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+                await running.wait()
+                for pid in pids.values():
+                    os.kill(pid, signal.SIGTERM)
+                await served.wait_for_lines("SIGTERM received: shutting down", len(pids))
+                served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    assert "stopping now" not in served.stderr
+
+
+async def test_workers_whose_parent_is_killed_drain_and_exit(postgres_url: str) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a parent killed with
+    SIGKILL cannot stop its workers, but each sees the link to it close, drains
+    (a call in flight is answered) and exits, rather than serve on unsupervised on a
+    port a new parent could not bind. Every worker has exited once the stderr the
+    workers share with the parent ends."""
+    paused: list[dict[str, Any]] = []
+    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
+    async with presa_serve(PAUSING, *options) as served:
+        await worker_pids(served, 2)
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+                await running.wait()
+                served.process.kill()
+            assert await served.stopped() == -signal.SIGKILL
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    assert served.stderr.count("the parent exited: shutting down gracefully") == 2
+
+
 async def test_draining_workers_stop_accepting_as_one_process_does(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Draining" and "Many processes"): once the
     workers stop accepting (here at once: no ``--drain-delay``), a new connection is
@@ -386,7 +454,7 @@ async def test_a_hangup_of_the_parent_drains_every_worker_too(postgres_url: str)
             assert await served.stopped() == 0
     assert not [pid for pid in pids.values() if alive(pid)]
     assert "SIGHUP received: draining 2 workers" in served.stderr
-    assert served.stderr.count("SIGTERM received") == 2  # each worker's
+    assert served.stderr.count("asked by the parent: shutting down gracefully") == 2
 
 
 async def test_metrics_sum_every_worker_and_agree_with_the_access_log(postgres_url: str) -> None:

@@ -1,0 +1,107 @@
+"""The link between a server and the process that started it: the parent of
+``serve --workers N`` and each of its workers, or ``serve --reload`` and its child.
+
+A link is a connected pair of Unix sockets, one end in each process. The
+parent asks its workers to stop over it, not with a signal (so does the
+reloader its child), and a worker tells the two apart:
+
+- **a signal** to the worker (SIGTERM, SIGINT, SIGHUP) counts as one to a
+  single process does: the first drains, a second stops it at once;
+- **a byte from the parent** counts apart from them: the first drains
+  (nothing more if it already drains), a second stops it at once. The
+  parent writes one for each signal it gets (:mod:`presa_trio.http.workers`);
+- **the link's end** (the parent's end closed: the parent exited, even
+  killed with SIGKILL, so nothing will restart or stop the worker) drains
+  it, unless the parent asked already.
+
+A supervisor that signals every process of a service, as systemd's default
+``KillMode=control-group`` does, so gives each worker its own SIGTERM and
+its parent's byte: one request to drain from each, and the worker drains.
+A relayed SIGTERM would be a second signal, and cut the requests in flight.
+And a worker whose parent is gone drains and exits rather than serve on,
+unsupervised, on a port a new parent could not bind.
+
+The other way, a worker writes one byte once it serves
+(:func:`announce_serving`): the parent starts the other workers only once
+the first serves (:meth:`~presa_trio.http.workers.Workers.keep`), so a
+worker that cannot start says why once, not once per worker.
+
+The worker finds its end named by :data:`LINK_FD_ENV`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Callable
+
+import trio
+
+#: The environment variable naming a worker's end of its link.
+LINK_FD_ENV = "PRESA_TRIO_PARENT_FD"
+#: What the parent writes for each request to stop, and a worker once it serves.
+STOP = SERVING = b"\n"
+
+#: Called with why a request came ("asked by the parent") and the how-manieth it is.
+Heard = Callable[[str, int], None]
+
+
+def open_link() -> tuple[int, socket.socket]:
+    """A new link for one worker: its end (a descriptor, to pass it) and the parent's.
+    Neither is inherited by any other child of the parent."""
+    parents, workers = socket.socketpair()
+    parents.setblocking(False)
+    return workers.detach(), parents
+
+
+def ask(link: socket.socket) -> None:
+    """Ask the worker at the other end of ``link`` to stop; never blocks.
+
+    A worker that has exited, not yet reaped, is asked nothing (``EPIPE``).
+    The socket's buffer holds far more than the two requests a worker ever
+    gets, so a full one (``EAGAIN``) means a worker that reads nothing.
+    """
+    with contextlib.suppress(BrokenPipeError, BlockingIOError, ConnectionResetError):
+        link.send(STOP)
+
+
+async def wait_serving(link: socket.socket) -> bool:
+    """Whether the worker at the other end of ``link`` serves: ``True`` once it says so,
+    ``False`` if its end closes first (it exited)."""
+    await trio.lowlevel.wait_readable(link)
+    try:
+        return link.recv(1) == SERVING
+    except ConnectionResetError:
+        return False
+
+
+def inherited_link() -> int | None:
+    """This worker's end of the link to its parent; ``None`` in any other process.
+
+    The variable is removed once read, so a process the worker starts in
+    turn does not take itself for a worker.
+    """
+    fd = os.environ.pop(LINK_FD_ENV, None)
+    return None if fd is None else int(fd)
+
+
+def announce_serving(link: int) -> None:
+    """Tell the parent this worker serves; a parent gone is told nothing."""
+    with contextlib.suppress(BrokenPipeError, BlockingIOError, ConnectionResetError):
+        os.write(link, SERVING)
+
+
+async def hear_parent(link: int, heard: Heard) -> None:
+    """Report each request of the parent to ``heard``, and the link's end as one if the
+    parent asked nothing before; return at the link's end."""
+    asked = 0
+    async with trio.lowlevel.FdStream(link) as stream:
+        # A parent gone with this worker's own byte unread resets the link: its end too.
+        with contextlib.suppress(trio.BrokenResourceError):
+            while requests := await stream.receive_some():
+                for _ in requests:
+                    asked += 1
+                    heard("asked by the parent", asked)
+    if not asked:
+        heard("the parent exited", 1)
