@@ -5,7 +5,9 @@ here and in :mod:`presa_trio.http.admission`, the body and envelope (6–8,
 shared with stdio: :mod:`presa_trio.wire.admission`), the mirrored headers
 (9–10, :mod:`presa_trio.http.mirrored`); the
 :class:`~presa_trio.server.Dispatcher` does 11–14. The first failing rung
-answers; the server keeps serving.
+answers; the server keeps serving. A request-target that is no path is 400
+where an unknown path is 404 (:mod:`presa_trio.http.target`, which reads an
+absolute-form target as its path and Host before any layer of the edge).
 
 With authorization on (:mod:`presa_trio.auth`), the bearer token is checked
 right after Host and Origin (401), and the token's scopes once the method
@@ -50,6 +52,7 @@ from presa_trio.http.sse import (
     send_json,
     send_whole,
 )
+from presa_trio.http.target import check_origin_form
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
@@ -215,6 +218,7 @@ class McpApp:
                 raise Rejection(503, "The server is not running")
             if scope["path"] != self.policy.path:
                 if self.auth is None or scope["path"] not in self.auth.metadata_paths:
+                    check_origin_form(scope["path"])
                     raise Rejection(404, "Not found")
                 self.policy.check_host_and_origin(headers)
                 await self.serve_metadata(self.auth, scope["method"], send)

@@ -43,6 +43,7 @@ from presa_trio.http import protocols
 from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
+from presa_trio.http.target import RequestTarget
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.worker_link import announce_serving, hear_parent, inherited_link
 from presa_trio.http.workers import (
@@ -150,6 +151,7 @@ async def serve_http(
         app = AccessLog(app)
         if transcript is not None:
             app = TranscriptRecorder(app, transcript, time.time)
+        app = RequestTarget(app)  # before any layer reads the path or Host
         if auth is None and not is_loopback(host):
             log.warning(
                 "serving %s without authorization: anyone who can reach it may call every "

@@ -63,10 +63,17 @@ class H11Client:
             self.connection.receive_data(await self.stream.receive_some(65536))
 
     async def post(self, body: bytes, sent: list[tuple[str, str]]) -> Answer:
+        """POST one request to ``/mcp`` and read its response to the end of the message."""
+        return await self.request("POST", "/mcp", sent, body)
+
+    async def request(
+        self, method: str, target: str, sent: list[tuple[str, str]], body: bytes = b""
+    ) -> Answer:
         """Send one request and read its response to the end of the message."""
         length = ("content-length", str(len(body)))
-        await self.send(h11.Request(method="POST", target="/mcp", headers=[*sent, length]))
-        await self.send(h11.Data(data=body))
+        await self.send(h11.Request(method=method, target=target, headers=[*sent, length]))
+        if body:
+            await self.send(h11.Data(data=body))
         await self.send(h11.EndOfMessage())
         response = await self.next_event()
         assert isinstance(response, h11.Response)
@@ -176,12 +183,13 @@ class H2Client:
     async def flush(self) -> None:
         await self.stream.send_all(self.connection.data_to_send())
 
-    async def open(self, message: dict[str, Any], **extra: str) -> int:
-        """Send ``message``'s head alone (no ``content-length``); the new stream's id."""
+    async def open(self, message: dict[str, Any], path: str = "/mcp", **extra: str) -> int:
+        """Send ``message``'s head alone (no ``content-length``) to ``path``; the new
+        stream's id."""
         stream_id: int = self.connection.get_next_available_stream_id()
         sent = [(name, value) for name, value in wire_headers(message, **extra) if name != "host"]
         pseudo = [(":method", "POST"), (":scheme", "http"), (":authority", "localhost")]
-        self.connection.send_headers(stream_id, [*pseudo, (":path", "/mcp"), *sent])
+        self.connection.send_headers(stream_id, [*pseudo, (":path", path), *sent])
         await self.flush()
         return stream_id
 
@@ -189,9 +197,9 @@ class H2Client:
         self.connection.send_data(stream_id, body, end_stream=end)
         await self.flush()
 
-    async def post(self, message: dict[str, Any], **extra: str) -> int:
-        """Send ``message`` whole on a new stream; its id."""
-        stream_id = await self.open(message, **extra)
+    async def post(self, message: dict[str, Any], path: str = "/mcp", **extra: str) -> int:
+        """Send ``message`` whole on a new stream to ``path``; its id."""
+        stream_id = await self.open(message, path, **extra)
         await self.send_body(stream_id, json.dumps(message).encode(), end=True)
         return stream_id
 
