@@ -25,7 +25,12 @@ same reading of the response, so the two agree on every count:
     have no counterpart there: ``mcp_server_requests_in_flight`` is presa's
     name, not theirs.
 ``presa_tasks_created_total`` (counter)
-    the ``tools/call`` answers that created a task, by ``gen_ai_tool_name``.
+    the tasks this process created, by ``gen_ai_tool_name`` (the tool the
+    ``tools/call`` named), each once, when the task runner has stored it
+    (:attr:`~presa_trio.tasks.runner.TaskRunner.on_created`): whether or not
+    the client stays to read the ``CreateTaskResult``, so every task that
+    ends (``presa_task_statuses_total``) was counted created first, here or,
+    for a task another process created and this one recovered, there.
 ``mcp_server_requests_in_flight`` (gauge)
     the exchanges under way, by ``mcp_method_name``: a ``subscriptions/listen``
     or a ``tasks/stream`` is one for as long as its stream is open.
@@ -90,13 +95,11 @@ from presa_trio.http.sse import send_whole
 from presa_trio.http.workers import shared_metrics_directory
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.model import Task
+from presa_trio.tasks.stores.base import StoredTask
 from presa_trio.tasks.stores.metered import MeteredStore
 from presa_trio.wire.http_values import Rejection, check_read_only
 
 METRICS_PATH = "/metrics"
-#: In the answer to ``tools/call`` that created a task (compact JSON, as presa writes it);
-#: a tool's own structured result may hold it too, so it only says whether to look.
-TASK_CREATED = b'"resultType":"task"'
 #: The histogram's buckets, in seconds: the explicit boundaries OpenTelemetry's
 #: ``mcp.server.operation.duration`` advises (semantic conventions for MCP, "Metric:
 #: mcp.server.operation.duration"), up to five minutes for a long tool call or stream.
@@ -138,7 +141,7 @@ class Metrics:
         )
         created = Counter(
             "presa_tasks_created",
-            "tools/call answers that created a task, by tool",
+            "tasks created by this process, by tool, counted once stored",
             ["gen_ai_tool_name"],
             registry=own,
         )
@@ -192,18 +195,14 @@ class Metrics:
         (:attr:`~presa_trio.auth.guard.ResourceGuard.on_decision`)."""
         self.decisions.labels(outcome).inc()
 
+    def task_created(self, stored: StoredTask) -> None:
+        """A task the runner stored (:attr:`~presa_trio.tasks.runner.TaskRunner.on_created`),
+        by the tool its work names: the registry's name, so one the server has."""
+        self.tasks_created.labels("" if stored.work is None else stored.work.tool).inc()
+
     def status_written(self, task: Task) -> None:
         """A status the runner wrote (:attr:`~presa_trio.tasks.runner.TaskRunner.on_status`)."""
         self.statuses.labels(task.status.value).inc()
-
-
-def created_task(exchange: Exchange) -> bool:
-    """Whether the answer is a ``CreateTaskResult``: its result's own ``resultType``."""
-    if exchange.status != 200 or TASK_CREATED not in exchange.last:  # most: no parsing
-        return False
-    final = exchange.final_message()
-    result = final.get("result") if isinstance(final, dict) else None
-    return isinstance(result, dict) and result.get("resultType") == "task"
 
 
 def outcome(exchange: Exchange) -> str:
@@ -224,8 +223,8 @@ def outcome(exchange: Exchange) -> str:
 class Metered:
     """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``.
 
-    Made before ``app`` runs: its task runner takes the status listener, and
-    the store wrapped to time its calls, as it starts.
+    Made before ``app`` runs: its task runner takes the creation, status and
+    load listeners, and the store wrapped to time its calls, as it starts.
     """
 
     app: McpApp
@@ -237,6 +236,7 @@ class Metered:
         for extension in self.app.dispatcher.server.extensions:
             if isinstance(extension, TasksExtension):
                 runner = extension.runner
+                runner.on_created = self.metrics.task_created
                 runner.on_status = self.metrics.status_written
                 runner.on_load = self.metrics.task_load
                 runner.store = MeteredStore(runner.store, self.metrics.store_call)
@@ -279,8 +279,6 @@ class Metered:
 
     def observe(self, method: str, tool: str, exchange: Exchange, seconds: float) -> None:
         self.metrics.operations.labels(method, tool, outcome(exchange)).observe(seconds)
-        if tool and created_task(exchange):
-            self.metrics.tasks_created.labels(tool).inc()
 
     async def scrape(self, scope: HTTPScope, send: ASGISendCallable) -> None:
         """``GET /metrics``: the text exposition format, behind the Host and Origin checks."""

@@ -202,6 +202,10 @@ def new_task_id() -> str:
     return task_id
 
 
+def ignore_creation(stored: StoredTask) -> None:
+    """The default: nobody counts the tasks created."""
+
+
 def check_nameable(task_id: str) -> None:
     """:class:`TaskNotFound` for an id no task can have, before any store is asked.
 
@@ -262,6 +266,8 @@ class TaskRunner:
     on_change: ChangeListener = ignore_change
     # Rebuilds a recovered task's job from its work description.
     revive: Revive = cannot_revive
+    # Told of each task this process created, once stored (``--metrics``); synchronous.
+    on_created: Callable[[StoredTask], None] = ignore_creation
     # Told of each status this process wrote, once stored (``--metrics``).
     on_status: Callable[[Task], None] = ignore_status
     # Told of the tasks running and parked in this process (``--metrics``).
@@ -347,7 +353,9 @@ class TaskRunner:
         """Create a task running ``job`` and return its seed, once it is stored.
 
         ``work`` is what a process needs to run the task again; without it,
-        the task cannot be recovered.
+        the task cannot be recovered. :attr:`on_created` is told of the task
+        as soon as the store has it, whether or not its creator is still
+        there to read the answer.
         """
         supervisor = self._supervisor
         if supervisor is None or not supervisor.running:
@@ -373,6 +381,7 @@ class TaskRunner:
             supervisor.discard(worker)
             raise
         worker.stored = True
+        self.on_created(stored)
         log.info("task %s created", task.task_id)
         supervisor.launch(worker, job, creator)
         return task

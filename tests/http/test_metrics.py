@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from prometheus_client import generate_latest
@@ -17,10 +18,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from presa_trio.auth.guard import ResourceGuard, ScopeRules, Verifiers
 from presa_trio.auth.static import StaticTokens
-from presa_trio.demo import build_server
+from presa_trio.demo import build_app, build_server
 from presa_trio.http.app import McpApp
 from presa_trio.http.metrics import Metered
 from presa_trio.server import RequestContext
+from presa_trio.tasks.stores.base import Limits, StoredTask
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, request, running
 from presa_trio.testing.driver import http_scope
 
@@ -84,19 +87,81 @@ async def test_names_the_server_does_not_have_are_one_label(metered: McpClient) 
     assert seen[count("other", "", "-32601")] == 1
 
 
+CREATED = ("presa_tasks_created_total", (("gen_ai_tool_name", "slow_compute"),))
+COMPLETED = ("presa_task_statuses_total", (("status", "completed"),))
+
+
 async def test_a_tools_call_that_created_a_task_is_counted_by_tool(metered: McpClient) -> None:
-    """``presa_tasks_created_total`` counts the ``CreateTaskResult`` answers."""
+    """``presa_tasks_created_total`` counts each task created once, by tool; a call
+    answered without a task counts nothing."""
     call = {"name": "slow_compute", "arguments": {"seconds": 0}}
     created = await metered.send_request("tools/call", call, capabilities=TASKS_CAPABILITIES)
     assert created.result["resultType"] == "task"
     await metered.send_request("tools/call", call)  # answered without a task
-    seen = await samples(metered)
-    assert seen[("presa_tasks_created_total", (("gen_ai_tool_name", "slow_compute"),))] == 1
+    await until(metered, COMPLETED, 1)
+    assert (await samples(metered))[CREATED] == 1
+
+
+@attrs.define(eq=False, repr=False)
+class AnswersLate(MemoryStore):
+    """A memory store whose ``create`` answers only once the creating client has left,
+    as SQLite's batched write answers a caller cancelled while it ran."""
+
+    # Set by the test once the client has left.
+    left: trio.Event = attrs.field(factory=trio.Event)
+    # Set once the task is in the store.
+    holds_it: trio.Event = attrs.field(factory=trio.Event)
+
+    async def create(self, stored: StoredTask, limits: Limits, now_ms: int) -> None:
+        await super().create(stored, limits, now_ms)
+        self.holds_it.set()
+        with trio.CancelScope(shield=True):
+            await self.left.wait()
+
+
+async def test_a_task_whose_client_left_before_the_answer_is_counted_created() -> None:
+    """``presa_tasks_created_total`` counts a task once it is stored: a client that
+    leaves while it is being stored never gets the ``CreateTaskResult``, yet its
+    task runs and ends, and it is counted created, once, as its end is counted."""
+    store = AnswersLate()
+    app = build_app(store=store)
+    metered = Metered(app)
+    call = request(
+        "tools/call",
+        {"name": "slow_compute", "arguments": {"seconds": 0}},
+        capabilities=TASKS_CAPABILITIES,
+    )
+    body = json.dumps(call).encode()
+    read = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal read
+        if not read:
+            read = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await store.holds_it.wait()
+        store.left.set()
+        return {"type": "http.disconnect"}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(event: dict[str, Any]) -> None:
+        await trio.lowlevel.checkpoint()  # as a server's send: the client's leaving ends it
+        sent.append(event)
+
+    asgi: Any = metered
+    async with running(app) as client:
+        client.asgi = metered
+        with trio.fail_after(5):
+            await asgi(http_scope(headers_for(call)), receive, send)
+        assert sent == []  # no answer went out
+        await until(client, COMPLETED, 1)
+        assert (await samples(client))[CREATED] == 1
 
 
 async def test_a_tool_s_own_result_that_reads_like_a_task_is_not_counted() -> None:
-    """``presa_tasks_created_total`` reads the result's own ``resultType``: a tool
-    whose structured result holds ``"resultType": "task"`` created no task."""
+    """``presa_tasks_created_total`` counts the tasks stored: a tool whose
+    structured result holds ``"resultType": "task"`` created no task."""
     server = build_server()
 
     @server.tool(description="Answers with an object that mentions a task.")
