@@ -33,6 +33,7 @@ from presa_trio.client.errors import (
     EXIT_RESULT,
     EXIT_TOOL_ERROR,
     ClientError,
+    OutputCut,
     ProtocolFailure,
     UsageProblem,
     error_document,
@@ -57,6 +58,7 @@ from presa_trio.client.run import Run, find_prompt, find_tool
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
 from presa_trio.client.signin_transcript import recording_hooks
+from presa_trio.client.streams import open_closed_streams
 from presa_trio.client.task_stream import stream_task
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
@@ -316,6 +318,7 @@ def client_error(error: BaseException) -> BaseException | None:
 def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
     """Run one client command; its exit status. Every failure is one line on stderr,
     and under ``--json`` one document on stdout."""
+    open_closed_streams()
     console = Console(json=args.json, verbose=args.verbose)
     try:
         return trio.run(run_async, args, stdio, console)
@@ -324,6 +327,8 @@ def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
         if found is None:
             raise
         console.end_status()
+        if isinstance(found, OutputCut):  # its reader has what it wanted: nothing to say
+            return found.exit_code
         if isinstance(found, KeyboardInterrupt):
             console.last_document(error_document("interrupted (Ctrl-C)", EXIT_CANCELLED))
             return EXIT_CANCELLED

@@ -36,6 +36,7 @@ import trio
 
 from presa_trio.client.errors import ClientError
 from presa_trio.client.signatures import prompt_signature, tool_signature
+from presa_trio.client.streams import stop_writing, writing_stdout
 from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.models import JSONObject
@@ -191,8 +192,9 @@ class Console:
     """Where output goes, and whether stderr is a terminal to redraw on."""
 
     json: bool = False
-    out: TextIO = sys.stdout
-    err: TextIO = sys.stderr
+    # Read when the console is made, after :func:`~.streams.open_closed_streams`.
+    out: TextIO = attrs.field(factory=lambda: sys.stdout)
+    err: TextIO = attrs.field(factory=lambda: sys.stderr)
     live: bool = attrs.field(default=attrs.Factory(lambda self: self.err.isatty(), takes_self=True))
     colour: bool = attrs.field(
         default=attrs.Factory(lambda self: colour_wanted(self.err), takes_self=True)
@@ -214,10 +216,12 @@ class Console:
         self.write_out(compact(value) if self.json else one_line(text))
 
     def write_out(self, text: str) -> None:
-        """``text`` and a line end on stdout, :func:`inert` on a terminal."""
-        self.out.write((inert(text) if self.out.isatty() else text) + "\n")
-        self.out.flush()
+        """``text`` and a line end on stdout, :func:`inert` on a terminal; a stdout that
+        does not take it ends the command (:func:`~.streams.writing_stdout`)."""
         self._printed = True
+        with writing_stdout(self.out):
+            self.out.write((inert(text) if self.out.isatty() else text) + "\n")
+            self.out.flush()
 
     def failure(self, error: ClientError) -> None:
         """The one line on stderr; with ``--json`` also its document, unless one was printed."""
@@ -239,10 +243,15 @@ class Console:
         self.write_err(self.paint(inert(line), colour))
 
     def write_err(self, shown: str) -> None:
-        """A line on stderr as it is given: no text of the server's unless :func:`inert`."""
-        self.clear()
-        self.err.write(shown + "\n")
-        self.err.flush()
+        """A line on stderr as it is given: no text of the server's unless :func:`inert`.
+        A stderr that does not take it is left (:func:`~.streams.stop_writing`): the
+        command goes on."""
+        try:
+            self.clear()
+            self.err.write(shown + "\n")
+            self.err.flush()
+        except OSError:
+            stop_writing(self.err)
 
     def notification(self, message: JSONObject) -> None:
         line = notification_line(message)

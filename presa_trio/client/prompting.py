@@ -103,8 +103,9 @@ def content_text(content: Any) -> str:
 class Terminal:
     """A person on stdin and stderr."""
 
-    given_in: TextIO = sys.stdin
-    shown_on: TextIO = sys.stderr
+    # Read when the terminal is made, after :func:`~.streams.open_closed_streams`.
+    given_in: TextIO = attrs.field(factory=lambda: sys.stdin)
+    shown_on: TextIO = attrs.field(factory=lambda: sys.stderr)
 
     def interactive(self) -> bool:
         """Whether someone is there to ask: stdin is a terminal."""

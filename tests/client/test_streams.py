@@ -1,0 +1,146 @@
+"""Stdout and stderr as a command finds them: cut by their reader, full, or closed.
+
+presa-defined (docs/client.md, For scripts): a reader that stops reading
+(``| head -1``) ends the command at its next write, with no word and the
+status a cut pipe gives a shell's writer, 141; a stdout that cannot be
+written (a full disk) is one line and exit 2; a stream closed before the
+command starts is as good as ``/dev/null``. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from functools import partial
+
+import trio
+
+from tests.client.helpers import Ran, client, client_command, client_environment
+from tests.e2e.serve_process import REPOSITORY, ServeProcess
+
+#: What ends a command whose stdout's reader stopped reading: 128 + SIGPIPE.
+OUTPUT_CUT = 141
+
+
+async def with_stdout(stdout: int, *arguments: str) -> Ran:
+    """``presa-trio ARGUMENTS`` with stdout on the descriptor ``stdout`` (at most a minute)."""
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            client_command(*arguments),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            capture_stderr=True,
+            check=False,
+            cwd=REPOSITORY,
+            env=client_environment(),
+        )
+    return Ran(done.returncode, "", done.stderr.decode())
+
+
+def cut_pipe() -> int:
+    """The writing end of a pipe whose reader has gone (``| head -0``)."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+async def on_cut_pipe(*arguments: str) -> Ran:
+    write = cut_pipe()
+    try:
+        return await with_stdout(write, *arguments)
+    finally:
+        os.close(write)
+
+
+async def with_closed(streams: str, *arguments: str) -> Ran:
+    """``presa-trio ARGUMENTS`` started by a shell with ``streams`` closed (``<&-``…)."""
+    shell = ["sh", "-c", f'exec "$@" {streams}', "sh", *client_command(*arguments)]
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            shell,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=REPOSITORY,
+            env=client_environment(),
+        )
+    return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+async def test_a_result_whose_reader_has_gone_ends_with_141_and_no_word(
+    presa: ServeProcess,
+) -> None:
+    for arguments in (["list", presa.url], ["list", presa.url, "--json"]):
+        ran = await on_cut_pipe(*arguments)
+        assert ran.status == OUTPUT_CUT, ran.stderr
+        assert ran.stderr == ""
+
+
+async def test_a_transcript_on_stdout_whose_reader_has_gone_ends_with_141(
+    presa: ServeProcess,
+) -> None:
+    ran = await on_cut_pipe("discover", presa.url, "--transcript", "-")
+    assert ran.status == OUTPUT_CUT, ran.stderr
+    assert ran.stderr == ""
+
+
+async def test_a_listen_whose_reader_has_gone_ends_at_the_next_notification(
+    presa: ServeProcess,
+) -> None:
+    """``presa-trio listen URL | head -1``, once head has its line."""
+    write = cut_pipe()
+    try:
+        async with trio.open_nursery() as nursery:
+            process: trio.Process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    client_command("listen", presa.url, "--tools"),
+                    stdin=subprocess.DEVNULL,
+                    stdout=write,
+                    stderr=subprocess.PIPE,
+                    check=False,
+                    cwd=REPOSITORY,
+                    env=client_environment(),
+                )
+            )
+            assert process.stderr is not None
+            said = b""
+            with trio.fail_after(60):
+                async for chunk in process.stderr:
+                    said += chunk
+                    if b"listening for " in said:
+                        break
+                changed = await client("call", presa.url, "test_trigger_tool_change")
+                assert changed.status == 0, changed.stderr
+                said += b"".join([chunk async for chunk in process.stderr])
+                status = await process.wait()
+    finally:
+        os.close(write)
+    assert status == OUTPUT_CUT, said.decode()
+    assert b"Traceback" not in said
+
+
+async def test_a_full_stdout_is_one_line_and_exit_2(presa: ServeProcess) -> None:
+    for arguments in (["call", presa.url, "test_simple_text"], ["discover", presa.url, "--json"]):
+        full = os.open("/dev/full", os.O_WRONLY)
+        try:
+            ran = await with_stdout(full, *arguments)
+        finally:
+            os.close(full)
+        assert ran.status == 2
+        assert ran.error() == "cannot write to stdout: No space left on device"
+
+
+async def test_a_stream_closed_before_the_command_is_as_good_as_dev_null(
+    presa: ServeProcess,
+) -> None:
+    asked: Sequence[str] = ("call", presa.url, "test_input_required_result_elicitation")
+    no_stdin = await with_closed("<&-", *asked)
+    assert no_stdin.status == 2  # no person to ask, as with stdin on /dev/null
+    assert no_stdin.error().startswith("the server asks 'user_name' (")
+    no_stdout = await with_closed(">&-", "call", presa.url, "test_simple_text")
+    assert (no_stdout.status, no_stdout.stderr) == (0, "")
+    no_stderr = await with_closed("2>&-", "call", presa.url, "test_simple_text")
+    assert no_stderr.status == 0
+    assert no_stderr.stdout == "This is a simple text response for testing.\n"
