@@ -33,15 +33,16 @@ client/sampling §Tools in Sampling; client/roots; basic/patterns/mrtr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import attrs
 
+from presa_trio.client.arguments import quoted
 from presa_trio.client.errors import ProtocolFailure, UsageProblem
 from presa_trio.client.transport import object_at
+from presa_trio.wire.envelope import parse_text
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
@@ -84,13 +85,15 @@ def parse_answer_flags(flags: Sequence[str]) -> dict[str, JSONObject]:
     for flag in flags:
         key, equals, text = flag.partition("=")
         if not equals or not key:
-            raise UsageProblem(f"--answer {flag!r}: expected KEY=JSON")
+            raise UsageProblem(f"--answer {quoted(flag)}: expected KEY=JSON")
         try:
-            value = json.loads(text)
+            value = parse_text(text)
         except ValueError:
-            raise UsageProblem(f"--answer {key}: not JSON: {text!r}") from None
+            raise UsageProblem(f"--answer {key}: not JSON: {quoted(text)}") from None
         if not isinstance(value, dict):
-            raise UsageProblem(f"--answer {key}: the answer must be a JSON object, got {text!r}")
+            raise UsageProblem(
+                f"--answer {key}: the answer must be a JSON object, got {quoted(text)}"
+            )
         answers[key] = value
     return answers
 
@@ -100,7 +103,7 @@ def read_answers_file(path: Path | None) -> dict[str, JSONObject]:
     if path is None:
         return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = parse_text(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UsageProblem(f"cannot read {path}: {error.strerror}") from None
     except ValueError as error:

@@ -86,6 +86,53 @@ async def test_arguments_that_do_not_fit_the_schema(presa: ServeProcess, tmp_pat
     assert methods == ["tools/list"] * 3
 
 
+async def test_json_that_could_not_be_sent_is_refused_in_one_short_line(
+    presa: ServeProcess, tmp_path: Path
+) -> None:
+    """presa-defined (docs/client.md, Arguments): JSON given on the command line is read
+    as the server reads JSON (RFC 8259 §6: no NaN or Infinity; nesting Python cannot
+    decode is none), and refused before it is sent, in a line that quotes only the
+    start of what was typed."""
+    deep = "[" * 20_000 + "]" * 20_000
+    file = tmp_path / "answers.json"
+    file.write_text(f'{{"user_name": {deep}}}')
+    elicit = ("call", presa.url, "test_input_required_result_elicitation")
+    refused = {
+        "the arguments of greet: name:= needs JSON, got '[[[[": (
+            "call",
+            presa.url,
+            "greet",
+            f"name:={deep}",
+        ),
+        "--args must be a JSON object, got '[[[[": ("call", presa.url, "greet", "--args", deep),
+        "the params of tools/list must be a JSON object, got '[[[[": (
+            "request",
+            presa.url,
+            "tools/list",
+            deep,
+        ),
+        "--answer user_name: not JSON: '[[[[": (*elicit, "--answer", f"user_name={deep}"),
+        f"{file} is not JSON: nested too deeply to decode": (*elicit, "--answers", str(file)),
+        "the arguments of slow_compute: seconds: expected number, got 'NaN'": (
+            "call",
+            presa.url,
+            "slow_compute",
+            "seconds=NaN",
+        ),
+        'the params of tools/call must be a JSON object, got \'{"name": "greet"': (
+            "request",
+            presa.url,
+            "tools/call",
+            '{"name": "greet", "arguments": {"name": NaN}}',
+        ),
+    }
+    for said, arguments in refused.items():
+        ran = await client(*arguments)
+        assert ran.status == 2, ran.stderr[-500:]
+        assert ran.error().startswith(said), ran.error()[:200]
+        assert len(ran.error()) < 200
+
+
 async def test_malformed_answers(presa: ServeProcess, tmp_path: Path) -> None:
     tool = "test_input_required_result_elicitation"
     not_json = await client("call", presa.url, tool, "--answer", "user_name={nope")
