@@ -19,6 +19,7 @@ import argparse
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 import httpx
 import trio
@@ -185,6 +186,20 @@ COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
 }
 
 
+def check_endpoint(url: str) -> None:
+    """An http(s) URL with a host, and a port if any in range, else a usage error: what
+    neither a connection nor a sign-in could use is refused before either is tried."""
+    if url == STDIO_ENDPOINT or not url.startswith(("http://", "https://")):
+        raise UsageProblem(f"{url} is not an http:// or https:// URL (or use --stdio -- COMMAND)")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # read only to check it: ValueError past 65535, or no number
+    except ValueError as error:
+        raise UsageProblem(f"{url} is not a URL: {error}") from None
+    if not parts.hostname:
+        raise UsageProblem(f"{url} is not a URL: it names no host")
+
+
 @asynccontextmanager
 async def connected(
     args: argparse.Namespace, stdio: Sequence[str] | None, console: Console
@@ -205,10 +220,7 @@ async def connected(
         async with open_stdio(stdio, transcript) as channel:
             yield connection_on(channel), None
         return
-    if args.url == STDIO_ENDPOINT or not args.url.startswith(("http://", "https://")):
-        raise UsageProblem(
-            f"{args.url} is not an http:// or https:// URL (or use --stdio -- COMMAND)"
-        )
+    check_endpoint(args.url)
     token = environment_token(args.token, TOKEN_ENV)
     timeout = httpx.Timeout(args.timeout, read=None)
     async with httpx.AsyncClient(timeout=timeout) as http:

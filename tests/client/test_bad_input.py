@@ -27,6 +27,21 @@ async def test_a_url_that_is_not_one() -> None:
     assert "is not an http:// or https:// URL" in ran.error()
 
 
+async def test_a_url_no_connection_could_use_is_a_usage_error() -> None:
+    """presa-defined (docs/client.md, exit statuses): a URL without a host, with a port
+    past 65535 or a broken IPv6 literal is the command line's mistake, found before
+    anything is tried, for ``logout`` (which reads the URL alone) as for the rest."""
+    for url, said in (
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999/mcp", "Port out of range 0-65535"),
+        ("http:///mcp", "it names no host"),
+    ):
+        for command in ("list", "logout"):
+            ran = await client(command, url)
+            assert ran.status == 2
+            assert ran.error() == f"{url} is not a URL: {said}"
+
+
 async def test_a_server_that_is_not_mcp(not_mcp: ServeProcess) -> None:
     ran = await client("discover", not_mcp.url)
     assert ran.status == 3
