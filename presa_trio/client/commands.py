@@ -148,8 +148,11 @@ async def task(run: Run) -> int:
         return await stream_task(follower, current, run.args.after)
     if status_of(current) is not Status.INPUT_REQUIRED:
         run.console.note(f"task {task_id} is {current.get('status')}: nothing to answer")
-        return EXIT_RESULT
-    await follower.answer(task_id, current)
+    else:
+        await follower.answer(task_id, current)
+        if run.console.json:  # the task as it is once answered, as task get shows it
+            current = await follower.get(task_id)
+    run.console.last_document(current)
     return EXIT_RESULT
 
 
@@ -159,14 +162,17 @@ async def login(run: Run) -> int:
         raise UsageProblem("login is for an http(s) URL without --token")
     await signin_now(run.signin)
     run.console.note(f"signed in to {run.signin.resource}; the token is kept for it")
+    run.console.last_document({"resource": run.signin.resource, "signedIn": True})
     return EXIT_RESULT
 
 
 async def logout(run: Run) -> int:
     """Forget the token kept for the URL."""
     resource = resource_of(run.args.url)
-    said = "signed out of" if await tokens.forget(resource) else "no sign-in was kept for"
+    forgotten = await tokens.forget(resource)
+    said = "signed out of" if forgotten else "no sign-in was kept for"
     run.console.note(f"{said} {resource}")
+    run.console.last_document({"resource": resource, "signedOut": forgotten})
     return EXIT_RESULT
 
 

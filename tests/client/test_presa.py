@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from tests.client.helpers import client, client_command
+from tests.client.helpers import client, client_command, client_environment
 from tests.e2e.serve_process import REPOSITORY, ServeProcess, serving
 
 ACCEPT_NAME = '{"action":"accept","content":{"name":"Ada"}}'
@@ -247,11 +247,25 @@ async def test_task_update_answers_a_detached_task(presa: ServeProcess) -> None:
             break
     assert got["inputRequests"]["confirm-delete"]["method"] == "elicitation/create"
     updated = await client(
-        "task", "update", presa.url, task_id, "--answer", f"confirm-delete={answer}"
+        "task", "update", presa.url, task_id, "--answer", f"confirm-delete={answer}", "--json"
     )
     assert updated.status == 0, updated.stderr
+    # presa-defined (docs/client.md, For scripts): one document, the task once answered.
+    assert json.loads(updated.stdout)["taskId"] == task_id
+    assert "answered confirm-delete" in updated.stderr
     waited = await client("task", "wait", presa.url, task_id)
     assert waited.stdout == "Delete confirmed: false\n"
+    again = await client("task", "update", presa.url, task_id, "--json")
+    assert (again.status, json.loads(again.stdout)["status"]) == (0, "completed")
+
+
+async def test_logout_prints_one_json_document(presa: ServeProcess, tmp_path: Path) -> None:
+    """presa-defined (docs/client.md, For scripts): ``--json`` is one document for a
+    command that asks no server too."""
+    env = {**client_environment(), "PRESA_TRIO_CONFIG": str(tmp_path)}
+    ran = await client("logout", presa.url, "--json", env=env)
+    assert ran.status == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"resource": presa.url, "signedOut": False}
 
 
 async def test_ctrl_c_cancels_the_task_and_exits_130(presa: ServeProcess) -> None:
