@@ -89,10 +89,32 @@ EXIT_FAILED = 1
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a mistake is a :class:`UsageError` (one line), not usage and exit."""
+    """argparse, but a mistake is a :class:`UsageError` (one line), not usage and exit,
+    and a command's options may stand among its positionals: ``call URL TOOL --json
+    a=1`` and ``list URL --json prompts`` read as with the option last.
+
+    argparse alone ends a list of positionals (``KEY=VALUE…``, an optional ``what``)
+    at the first option, and calls what follows it unrecognized; a command is parsed
+    intermixed instead (argparse's ``parse_known_intermixed_args``), except one with
+    commands of its own (``presa-trio``, ``task``), which argparse cannot parse so.
+    """
+
+    #: Set while this parser parses intermixed: the two passes it makes parse plainly.
+    _intermixing = False
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._subparsers is not None or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 # --- the parser ------------------------------------------------------------------

@@ -99,6 +99,20 @@ async def test_key_value_arguments_are_typed_by_the_schema(
     assert json.loads(as_json.stdout)["content"] == [{"type": "text", "text": "Hello, Grace!"}]
 
 
+async def test_options_may_stand_among_the_words_after_them(presa: ServeProcess) -> None:
+    """presa-defined (docs/client.md): KEY=VALUE words, ``list``'s kind and ``request``'s
+    params read the same after an option as before it."""
+    called = await client("call", presa.url, "greet", "--json", "name=Ada", "--no-tasks")
+    assert called.status == 0, called.stderr
+    assert json.loads(called.stdout)["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    listed = await client("list", presa.url, "--json", "prompts")
+    assert listed.status == 0, listed.stderr
+    assert "prompts" in json.loads(listed.stdout)
+    requested = await client("request", presa.url, "tools/call", "--json", '{"name": "greet"}')
+    assert requested.status == 0, requested.stderr
+    assert json.loads(requested.stdout)["content"][0]["text"] == "Hello, World!"
+
+
 async def test_a_tool_error_exits_1(presa: ServeProcess) -> None:
     ran = await client("call", presa.url, "test_error_handling")
     assert ran.status == 1
