@@ -176,6 +176,9 @@ async def logout(run: Run) -> int:
     return EXIT_RESULT
 
 
+#: The commands about a server's sign-in, which stdio has none of (basic/authorization
+#: §Protocol Requirements: a stdio server takes its credentials from the environment).
+SIGN_IN_COMMANDS = ("login", "logout")
 COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
     "login": login,
     "logout": logout,
@@ -223,6 +226,8 @@ async def connected(
         )
 
     if stdio is not None:
+        if args.command in SIGN_IN_COMMANDS:  # a child on pipes signs nobody in
+            raise UsageProblem(f"{args.command} is for an http(s) URL, not --stdio")
         async with open_stdio(stdio, transcript) as channel:
             yield connection_on(channel), None
         return

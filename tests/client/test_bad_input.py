@@ -197,6 +197,13 @@ async def test_usage_mistakes(tmp_path: Path) -> None:
     assert no_tool.error().startswith("the following arguments are required: TOOL (")
     no_ref = await client("complete", "http://127.0.0.1:9/mcp", "prompt")
     assert no_ref.error().startswith("the following arguments are required: REF, ARG=VALUE (")
+    # basic/authorization §Protocol Requirements: stdio has no sign-in; no child is started.
+    started = tmp_path / "started"
+    for command in ("login", "logout"):
+        signs_in = await client(command, "--stdio", "--", "touch", str(started))
+        assert signs_in.status == 2
+        assert signs_in.error() == f"{command} is for an http(s) URL, not --stdio"
+    assert not started.exists()
     transcript = await client(
         "list", "http://127.0.0.1:9/mcp", "--transcript", str(tmp_path / "no" / "such.jsonl")
     )
