@@ -29,6 +29,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from typing import Any, TextIO
 
 import attrs
@@ -42,6 +43,8 @@ from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.models import JSONObject
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: The width of a terminal that does not say its own.
+DEFAULT_COLUMNS = 80
 #: The ANSI colour of a log line, by level (logging §Log Levels); the rest are plain.
 LEVEL_COLOURS = {
     "debug": "2",
@@ -182,6 +185,33 @@ def task_line(task: JSONObject) -> str:
     return f"task {task.get('taskId')}: {task.get('status')}{said}"
 
 
+def cell_width(c: str) -> int:
+    """How many columns the character ``c`` takes on a terminal: two if it is wide."""
+    return 2 if unicodedata.east_asian_width(c) in "WF" else 1
+
+
+def fitted(text: str, columns: int) -> str:
+    """``text`` in at most ``columns`` columns: cut short with ``…`` if it is wider
+    (read once up to where it overflows, however long it is)."""
+    width = 0
+    for end, c in enumerate(text):
+        width += cell_width(c)
+        if width > columns:
+            kept = text[:end]
+            while kept and sum(map(cell_width, kept)) > columns - 1:
+                kept = kept[:-1]
+            return kept + "…"
+    return text
+
+
+def terminal_columns(terminal: TextIO) -> int:
+    """The width of the terminal ``terminal`` writes to (80 if it does not say)."""
+    try:
+        return os.get_terminal_size(terminal.fileno()).columns or DEFAULT_COLUMNS
+    except (OSError, ValueError):
+        return DEFAULT_COLUMNS
+
+
 def colour_wanted(err: TextIO) -> bool:
     """Colours on a terminal, unless ``NO_COLOR`` is set (no-color.org)."""
     return err.isatty() and not os.environ.get("NO_COLOR")
@@ -278,9 +308,13 @@ class Console:
             self.note(f"{status} ({elapsed_s:.1f} s)")
 
     def draw(self, elapsed_s: float) -> None:
+        """The status line, fitted to the terminal's width: a line that wrapped would
+        leave a row behind at each redraw, as ``\r`` returns only to the last one."""
         if self.live and self._status:
             spin = SPINNER[int(elapsed_s * 10) % len(SPINNER)]
-            self.err.write(f"\r\x1b[2K{spin} {self._status} ({elapsed_s:.1f} s)")
+            elapsed = f" ({elapsed_s:.1f} s)"
+            room = terminal_columns(self.err) - 1 - len(elapsed)
+            self.err.write(f"\r\x1b[2K{fitted(f'{spin} {self._status}', room)}{elapsed}")
             self.err.flush()
             self._drawn = True
 

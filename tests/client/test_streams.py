@@ -16,7 +16,13 @@ from functools import partial
 
 import trio
 
-from tests.client.helpers import Ran, client, client_command, client_environment
+from tests.client.helpers import (
+    Ran,
+    client,
+    client_command,
+    client_environment,
+    shown_on_terminal,
+)
 from tests.e2e.serve_process import REPOSITORY, ServeProcess
 
 #: What ends a command whose stdout's reader stopped reading: 128 + SIGPIPE.
@@ -144,3 +150,24 @@ async def test_a_stream_closed_before_the_command_is_as_good_as_dev_null(
     no_stderr = await with_closed("2>&-", "call", presa.url, "test_simple_text")
     assert no_stderr.status == 0
     assert no_stderr.stdout == "This is a simple text response for testing.\n"
+
+
+async def test_a_status_line_fits_the_terminal_it_is_redrawn_on(presa: ServeProcess) -> None:
+    """presa-defined (docs/client.md, A task's life): the status line is redrawn in place,
+    so it is cut to the terminal's width; a line that wrapped would leave a row behind
+    at every redraw."""
+    shown = await shown_on_terminal(
+        "call",
+        presa.url,
+        "slow_compute",
+        "seconds=0.5",
+        "--no-listen",
+        env=client_environment(),
+        columns=40,
+    )
+    drawn = [row for piece in shown.split("\x1b[2K") for row in piece.split("\r\n")]
+    statuses = [row.strip("\r") for row in drawn if " task " in row]
+    assert statuses, shown
+    for status in statuses:
+        assert len(status) < 40, status
+        assert status.endswith(" s)"), status  # the elapsed time is kept
