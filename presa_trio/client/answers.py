@@ -74,6 +74,10 @@ def undeclared(request: JSONObject) -> str | None:
 class Person(Protocol):
     """Someone at a terminal who can answer: :class:`presa_trio.client.prompting.Terminal`."""
 
+    def present(self) -> bool:
+        """Whether a question can still reach them (stderr, where it is shown, is read)."""
+        ...
+
     async def elicit(self, key: str, params: JSONObject) -> JSONObject: ...
 
     async def sample(self, key: str, params: JSONObject) -> JSONObject: ...
@@ -176,10 +180,11 @@ class Answerer:
         if method == "roots/list":
             return roots_answer(self.roots)
         self.refuse_unasked()
-        if self.person is not None and method == "elicitation/create":
-            return self.checked(key, request, await self.person.elicit(key, params))
-        if self.person is not None and method == "sampling/createMessage":
-            return self.checked(key, request, await self.person.sample(key, params))
+        person = self.person if self.person is not None and self.person.present() else None
+        if person is not None and method == "elicitation/create":
+            return self.checked(key, request, await person.elicit(key, params))
+        if person is not None and method == "sampling/createMessage":
+            return self.checked(key, request, await person.sample(key, params))
         raise UsageProblem(
             f"the server asks {key!r} ({describe(request)}) and there is no terminal to ask: "
             f"give --answer {key}=JSON"

@@ -15,7 +15,9 @@ full disk) is a usage error, as a transcript file that cannot be written
 is. Either way stdout is then pointed at ``/dev/null``
 (:func:`stop_writing`), so that neither a later write nor Python's flush
 at exit fails again. Stderr carries only what is said along the way: a
-line it does not take is dropped, and the command goes on.
+line it does not take is dropped, and the command goes on, but asks
+nobody anything: a question there would be seen by no one, and wait for
+ever.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ def writing_stdout(stream: TextIO) -> Iterator[None]:
         raise UsageProblem(f"cannot write to stdout: {error.strerror or error}") from None
 
 
+#: The descriptors :func:`stop_writing` pointed at ``/dev/null``: a process's own, so
+#: kept for the process (what goes there now is read by nobody).
+_STOPPED: set[int] = set()
+
+
 def stop_writing(stream: TextIO) -> None:
     """``stream``'s descriptor pointed at ``/dev/null``: what it still holds, and
     whatever is written to it later, goes nowhere, and fails nowhere."""
@@ -62,3 +69,12 @@ def stop_writing(stream: TextIO) -> None:
         os.dup2(devnull, descriptor)
     finally:
         os.close(devnull)
+    _STOPPED.add(descriptor)
+
+
+def stopped(stream: TextIO) -> bool:
+    """Whether :func:`stop_writing` pointed ``stream`` at ``/dev/null``: nobody reads it."""
+    try:
+        return stream.fileno() in _STOPPED
+    except (OSError, ValueError):
+        return False

@@ -9,6 +9,7 @@ command starts is as good as ``/dev/null``. Never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Sequence
@@ -171,3 +172,28 @@ async def test_a_status_line_fits_the_terminal_it_is_redrawn_on(presa: ServeProc
     for status in statuses:
         assert len(status) < 40, status
         assert status.endswith(" s)"), status  # the elapsed time is kept
+
+
+async def test_a_question_is_not_asked_on_a_stderr_that_was_cut(presa: ServeProcess) -> None:
+    """presa-defined (docs/client.md, Answers: never a hang): with stdin a terminal but
+    stderr's reader gone (``2>&1 | head -1``), a question would be seen by nobody and
+    wait for ever; it is a missing answer instead, exit 2, said on stdout under --json."""
+    leader, follower = os.openpty()
+    write = cut_pipe()
+    try:
+        with trio.fail_after(60):
+            done = await trio.run_process(
+                client_command("call", presa.url, "confirm_delete", "--no-listen", "--json"),
+                stdin=follower,
+                stderr=write,
+                capture_stdout=True,
+                check=False,
+                cwd=REPOSITORY,
+                env=client_environment(),
+            )
+    finally:
+        for descriptor in (leader, follower, write):
+            os.close(descriptor)
+    assert done.returncode == 2
+    said = json.loads(done.stdout)["error"]["message"]
+    assert "and there is no terminal to ask: give --answer confirm-delete=JSON" in said
