@@ -152,7 +152,7 @@ async def task(run: Run) -> int:
         await follower.answer(task_id, current)
         if run.console.json:  # the task as it is once answered, as task get shows it
             current = await follower.get(task_id)
-    run.console.last_document(current)
+    run.console.document(current)
     return EXIT_RESULT
 
 
@@ -162,7 +162,7 @@ async def login(run: Run) -> int:
         raise UsageProblem("login is for an http(s) URL without --token")
     await signin_now(run.signin)
     run.console.note(f"signed in to {run.signin.resource}; the token is kept for it")
-    run.console.last_document({"resource": run.signin.resource, "signedIn": True})
+    run.console.document({"resource": run.signin.resource, "signedIn": True})
     return EXIT_RESULT
 
 
@@ -172,7 +172,7 @@ async def logout(run: Run) -> int:
     forgotten = await tokens.forget(resource)
     said = "signed out of" if forgotten else "no sign-in was kept for"
     run.console.note(f"{said} {resource}")
-    run.console.last_document({"resource": resource, "signedOut": forgotten})
+    run.console.document({"resource": resource, "signedOut": forgotten})
     return EXIT_RESULT
 
 

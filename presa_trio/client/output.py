@@ -30,6 +30,7 @@ import os
 import re
 import sys
 import unicodedata
+from contextlib import suppress
 from typing import Any, TextIO
 
 import attrs
@@ -259,10 +260,18 @@ class Console:
         self.note(f"presa-trio: error: {one_line(str(error))}")
         self.last_document(error.document())
 
+    def document(self, value: Any) -> None:
+        """With ``--json``, ``value`` on stdout: the result of a command that says what it
+        did on stderr (``task update``, ``login``, ``logout``)."""
+        if self.json:
+            self.result(value, "")
+
     def last_document(self, document: JSONObject) -> None:
-        """With ``--json``, ``document`` on stdout if the command printed none."""
+        """With ``--json``, how the command ended on stdout if it printed nothing yet: a
+        stdout that does not take it changes nothing (the status says how it ended)."""
         if self.json and not self._printed:
-            self.result(document, "")
+            with suppress(ClientError):
+                self.result(document, "")
 
     def paint(self, text: str, colour: str | None) -> str:
         """``text`` in an ANSI colour, when colours are wanted."""

@@ -14,6 +14,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 import trio
 
@@ -197,3 +198,40 @@ async def test_a_question_is_not_asked_on_a_stderr_that_was_cut(presa: ServeProc
     assert done.returncode == 2
     said = json.loads(done.stdout)["error"]["message"]
     assert "and there is no terminal to ask: give --answer confirm-delete=JSON" in said
+
+
+async def test_a_failure_keeps_its_status_when_stdout_takes_no_document(
+    closed_port_url: str,
+) -> None:
+    """The failure's one line is said; its --json document, which a cut or full stdout
+    does not take, changes nothing: the status stays the failure's."""
+    for stdout in ("cut", "/dev/full"):
+        for arguments, status in (
+            (["call", closed_port_url, "t", "--json"], 3),  # the server cannot be reached
+            (["call", "--json"], 2),  # no URL, no TOOL
+        ):
+            descriptor = cut_pipe() if stdout == "cut" else os.open(stdout, os.O_WRONLY)
+            try:
+                ran = await with_stdout(descriptor, *arguments)
+            finally:
+                os.close(descriptor)
+            assert ran.status == status, ran.stderr
+            ran.error()  # one line, no traceback
+
+
+async def test_a_rendered_transcript_whose_reader_has_gone_ends_with_141(
+    presa: ServeProcess, tmp_path: Path
+) -> None:
+    """``presa-trio transcript FILE | head``: stdout as the client's commands treat it."""
+    record = tmp_path / "t.jsonl"
+    made = await client("discover", presa.url, "--transcript", str(record))
+    assert made.status == 0, made.stderr
+    cut = await on_cut_pipe("transcript", str(record))
+    assert (cut.status, cut.stderr) == (OUTPUT_CUT, "")
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        ran = await with_stdout(full, "transcript", str(record))
+    finally:
+        os.close(full)
+    assert ran.status == 2
+    assert ran.error() == "cannot write to stdout: No space left on device"
