@@ -26,6 +26,7 @@ from typing import Any
 
 import trio
 
+from presa_trio.client.errors import UsageProblem
 from presa_trio.wire.models import JSONObject
 
 CONFIG_ENV = "PRESA_TRIO_CONFIG"
@@ -87,10 +88,13 @@ async def save(endpoint: str, record: JSONObject) -> Path:
 
 
 async def forget(endpoint: str) -> bool:
-    """Remove the sign-in for ``endpoint``; whether there was one."""
+    """Remove the sign-in for ``endpoint``; whether there was one (none can be kept where
+    the configuration directory is a file)."""
     path = token_path(endpoint)
     try:
         await trio.to_thread.run_sync(path.unlink)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError as error:
+        raise UsageProblem(f"cannot remove {path}: {error.strerror}") from None
     return True

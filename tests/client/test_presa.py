@@ -280,6 +280,11 @@ async def test_logout_prints_one_json_document(presa: ServeProcess, tmp_path: Pa
     ran = await client("logout", presa.url, "--json", env=env)
     assert ran.status == 0, ran.stderr
     assert json.loads(ran.stdout) == {"resource": presa.url, "signedOut": False}
+    # A configuration "directory" that is a file keeps no sign-in: none to forget.
+    (tmp_path / "file").write_text("")
+    in_a_file = {**env, "PRESA_TRIO_CONFIG": str(tmp_path / "file")}
+    nothing = await client("logout", presa.url, env=in_a_file)
+    assert (nothing.status, nothing.stderr) == (0, f"no sign-in was kept for {presa.url}\n")
 
 
 async def test_ctrl_c_cancels_the_task_and_exits_130(presa: ServeProcess) -> None:
