@@ -83,7 +83,10 @@ async def save(endpoint: str, record: JSONObject) -> Path:
     """
     path = token_path(endpoint)
     kept = {**record, "endpoint": endpoint}
-    await trio.to_thread.run_sync(_write, path, json.dumps(kept, indent=2))
+    try:
+        await trio.to_thread.run_sync(_write, path, json.dumps(kept, indent=2))
+    except OSError as error:  # the configuration directory a file, or not the user's
+        raise UsageProblem(f"cannot keep the sign-in in {path}: {error.strerror}") from None
     return path
 
 
