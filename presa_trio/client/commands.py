@@ -342,7 +342,8 @@ def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
     """Run one client command; its exit status. Every failure is one line on stderr,
     and under ``--json`` one document on stdout."""
     open_closed_streams()
-    console = Console(json=args.json, verbose=args.verbose)
+    stream = args.command == "listen" or getattr(args, "action", None) == "stream"
+    console = Console(json=args.json, lines=stream, verbose=args.verbose)
     try:
         return trio.run(run_async, args, stdio, console)
     except BaseException as error:

@@ -223,6 +223,9 @@ class Console:
     """Where output goes, and whether stderr is a terminal to redraw on."""
 
     json: bool = False
+    #: A stream's command (``listen``, ``task stream``): with ``--json``, every document on
+    #: stdout is one line (JSON Lines), how it ended too.
+    lines: bool = False
     # Read when the console is made, after :func:`~.streams.open_closed_streams`.
     out: TextIO = attrs.field(factory=lambda: sys.stdout)
     err: TextIO = attrs.field(factory=lambda: sys.stderr)
@@ -271,7 +274,7 @@ class Console:
         stdout that does not take it changes nothing (the status says how it ended)."""
         if self.json and not self._printed:
             with suppress(ClientError):
-                self.result(document, "")
+                self.write_out(compact(document) if self.lines else pretty(document))
 
     def paint(self, text: str, colour: str | None) -> str:
         """``text`` in an ANSI colour, when colours are wanted."""
