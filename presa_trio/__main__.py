@@ -1,5 +1,5 @@
 """``python -m presa_trio`` is ``presa-trio``."""
 
-from presa_trio.cli.main import main
+from presa_trio.cli.entry import main
 
 main()

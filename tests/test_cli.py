@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,40 @@ async def test_a_transcript_that_is_not_one_is_refused(tmp_path: Path) -> None:
     assert status == 2
     assert len(stderr.splitlines()) == 1, stderr
     assert "is not a transcript" in stderr
+
+
+#: A child that runs ``presa-trio``'s entry point (``module:function``, in argv[1]) as
+#: its script does, with a Ctrl-C arriving while it loads the command line.
+INTERRUPTED_WHILE_LOADING = """
+import importlib, importlib.abc, sys
+
+class Interrupting(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "presa_trio.cli.main":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, Interrupting())
+module, function = sys.argv[1].split(":")
+getattr(importlib.import_module(module), function)()
+"""
+
+
+async def test_ctrl_c_while_the_command_line_loads_is_130_and_no_traceback() -> None:
+    """presa-defined (docs/client.md, exit statuses): Ctrl-C is 130, never a traceback,
+    even before the command line has loaded; the entry point is the one pyproject
+    declares."""
+    with (REPOSITORY / "pyproject.toml").open("rb") as file:
+        entry = tomllib.load(file)["project"]["scripts"]["presa-trio"]
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-c", INTERRUPTED_WHILE_LOADING, entry],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=REPOSITORY,
+        )
+    assert (done.returncode, done.stdout, done.stderr) == (130, b"", b"")
 
 
 async def test_version_names_the_package_version() -> None:

@@ -3,6 +3,7 @@
 ==================  ==========================================================
 module              holds
 ==================  ==========================================================
+``entry``           ``presa-trio`` itself: ``main`` loaded, a Ctrl-C while it loads exit 130
 ``main``            the parser of every command, and ``serve``/``stdio``/``transcript``
 ``option_values``   argparse value types, the check of options that need another, the usage error
 ``task_options``    the Tasks options: the task limits and task event streams

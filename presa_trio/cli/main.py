@@ -33,7 +33,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from functools import partial
 from pathlib import Path
 from typing import NoReturn
@@ -63,13 +63,20 @@ from presa_trio.cli.task_options import (
     use_limits,
     use_task_events,
 )
-from presa_trio.client.errors import EXIT_USAGE, UsageProblem, error_document
+from presa_trio.client.errors import (
+    EXIT_USAGE,
+    ClientError,
+    OutputCut,
+    UsageProblem,
+    error_document,
+)
 from presa_trio.client.options import (
     CLIENT_COMMANDS,
     add_client_commands,
     json_asked,
     split_stdio,
 )
+from presa_trio.client.streams import writing_stdout
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
@@ -89,10 +96,32 @@ EXIT_FAILED = 1
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a mistake is a :class:`UsageError` (one line), not usage and exit."""
+    """argparse, but a mistake is a :class:`UsageError` (one line), not usage and exit,
+    and a command's options may stand among its positionals: ``call URL TOOL --json
+    a=1`` and ``list URL --json prompts`` read as with the option last.
+
+    argparse alone ends a list of positionals (``KEY=VALUE…``, an optional ``what``)
+    at the first option, and calls what follows it unrecognized; a command is parsed
+    intermixed instead (argparse's ``parse_known_intermixed_args``), except one with
+    commands of its own (``presa-trio``, ``task``), which argparse cannot parse so.
+    """
+
+    #: Set while this parser parses intermixed: the two passes it makes parse plainly.
+    _intermixing = False
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._subparsers is not None or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 # --- the parser ------------------------------------------------------------------
@@ -410,11 +439,24 @@ def render(path: Path) -> None:
     try:
         # A write cut short can end inside a character: its line is left out, not the file.
         with path.open(encoding="utf-8", errors="replace") as lines:
-            sys.stdout.write(render_lines(lines))
+            rendered = render_lines(lines)
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
     except (ValueError, KeyError, TypeError) as error:
         raise UsageError(f"{path} is not a transcript: {error}") from None
+    print_out(rendered)
+
+
+def print_out(text: str) -> None:
+    """``text`` on stdout, as the client prints (:mod:`presa_trio.client.streams`): a
+    reader gone ends the process with 141 and no word, a full disk is a usage error."""
+    try:
+        with writing_stdout(sys.stdout):
+            print(text, end="", flush=True)
+    except OutputCut as cut:
+        sys.exit(cut.exit_code)
+    except UsageProblem as problem:
+        raise UsageError(str(problem)) from None
 
 
 def run(argv: Sequence[str] | None) -> None:
@@ -464,7 +506,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except UsageError as error:
         print(f"presa-trio: error: {error}", file=sys.stderr)
         if json_asked(sys.argv[1:] if argv is None else argv):
-            print(json.dumps(error_document(str(error), EXIT_USAGE), indent=2))
+            document = json.dumps(error_document(str(error), EXIT_USAGE), indent=2)
+            # A stdout that takes no document changes nothing: the line said it all.
+            with suppress(ClientError), writing_stdout(sys.stdout):
+                print(document, flush=True)
         sys.exit(EXIT_USAGE)
     except ServerFailed as error:
         print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)

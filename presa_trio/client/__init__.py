@@ -36,6 +36,7 @@ module                  holds
 ``signin_transcript``   the sign-in's exchanges in the transcript, credentials left out
 ``tokens``              sign-ins kept per server, files of mode 0600
 ``output``              results on stdout; status, logs and ``-v`` on stderr
+``streams``             stdout cut by its reader, or full; a stream closed at the start
 ``options``             the commands' parser, importable without httpx
 ``run``                 one command's connection, console and follower; finding a tool
 ``commands``            the commands, and the table of them all

@@ -33,15 +33,16 @@ client/sampling §Tools in Sampling; client/roots; basic/patterns/mrtr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import attrs
 
+from presa_trio.client.arguments import quoted
 from presa_trio.client.errors import ProtocolFailure, UsageProblem
 from presa_trio.client.transport import object_at
+from presa_trio.wire.envelope import parse_text
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
@@ -73,6 +74,10 @@ def undeclared(request: JSONObject) -> str | None:
 class Person(Protocol):
     """Someone at a terminal who can answer: :class:`presa_trio.client.prompting.Terminal`."""
 
+    def present(self) -> bool:
+        """Whether a question can still reach them (stderr, where it is shown, is read)."""
+        ...
+
     async def elicit(self, key: str, params: JSONObject) -> JSONObject: ...
 
     async def sample(self, key: str, params: JSONObject) -> JSONObject: ...
@@ -84,13 +89,15 @@ def parse_answer_flags(flags: Sequence[str]) -> dict[str, JSONObject]:
     for flag in flags:
         key, equals, text = flag.partition("=")
         if not equals or not key:
-            raise UsageProblem(f"--answer {flag!r}: expected KEY=JSON")
+            raise UsageProblem(f"--answer {quoted(flag)}: expected KEY=JSON")
         try:
-            value = json.loads(text)
+            value = parse_text(text)
         except ValueError:
-            raise UsageProblem(f"--answer {key}: not JSON: {text!r}") from None
+            raise UsageProblem(f"--answer {key}: not JSON: {quoted(text)}") from None
         if not isinstance(value, dict):
-            raise UsageProblem(f"--answer {key}: the answer must be a JSON object, got {text!r}")
+            raise UsageProblem(
+                f"--answer {key}: the answer must be a JSON object, got {quoted(text)}"
+            )
         answers[key] = value
     return answers
 
@@ -100,7 +107,7 @@ def read_answers_file(path: Path | None) -> dict[str, JSONObject]:
     if path is None:
         return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = parse_text(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UsageProblem(f"cannot read {path}: {error.strerror}") from None
     except ValueError as error:
@@ -173,10 +180,11 @@ class Answerer:
         if method == "roots/list":
             return roots_answer(self.roots)
         self.refuse_unasked()
-        if self.person is not None and method == "elicitation/create":
-            return self.checked(key, request, await self.person.elicit(key, params))
-        if self.person is not None and method == "sampling/createMessage":
-            return self.checked(key, request, await self.person.sample(key, params))
+        person = self.person if self.person is not None and self.person.present() else None
+        if person is not None and method == "elicitation/create":
+            return self.checked(key, request, await person.elicit(key, params))
+        if person is not None and method == "sampling/createMessage":
+            return self.checked(key, request, await person.sample(key, params))
         raise UsageProblem(
             f"the server asks {key!r} ({describe(request)}) and there is no terminal to ask: "
             f"give --answer {key}=JSON"

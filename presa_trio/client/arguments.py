@@ -29,6 +29,7 @@ from typing import Any
 
 from presa_trio.client.errors import UsageProblem
 from presa_trio.client.transport import list_at
+from presa_trio.wire.envelope import parse_text
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
 
@@ -41,7 +42,15 @@ JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "object": dict,
     "string": str,
 }
+#: How much of what was typed an error quotes back.
+QUOTED = 60
 YES = {"true": True, "yes": True, "y": True, "false": False, "no": False, "n": False}
+
+
+def quoted(text: str) -> str:
+    """``text`` as an error line quotes it: its repr, cut short after :data:`QUOTED`
+    characters (an argument of a megabyte is named, not shown)."""
+    return repr(text) if len(text) <= QUOTED else f"{text[:QUOTED]!r}…"
 
 
 def of_type(value: Any, name: str) -> bool:
@@ -54,8 +63,10 @@ def of_type(value: Any, name: str) -> bool:
 
 
 def as_json(text: str) -> tuple[bool, Any]:
+    """``text`` as JSON (:func:`~presa_trio.wire.envelope.parse_text`: none that could
+    not be sent on, such as ``NaN``), and whether it is JSON at all."""
     try:
-        return True, json.loads(text)
+        return True, parse_text(text)
     except ValueError:
         return False, None
 
@@ -76,7 +87,7 @@ def typed_value(text: str, schema: Any) -> Any:
         return int(value) if types == ["integer"] and isinstance(value, float) else value
     if "string" in types:
         return text
-    raise ValueError(f"expected {' or '.join(types)}, got {text!r}")
+    raise ValueError(f"expected {' or '.join(types)}, got {quoted(text)}")
 
 
 def property_schema(schema: JSONObject, key: str) -> Any:
@@ -90,12 +101,12 @@ def parse_pairs(words: Sequence[str], schema: JSONObject, what: str) -> JSONObje
     for word in words:
         key, equals, text = word.partition("=")
         if not equals or not key:
-            raise UsageProblem(f"{what}: {word!r} is not key=value")
+            raise UsageProblem(f"{what}: {quoted(word)} is not key=value")
         if key.endswith(":"):
             key = key[:-1]
             parsed, value = as_json(text)
             if not parsed:
-                raise UsageProblem(f"{what}: {key}:= needs JSON, got {text!r}")
+                raise UsageProblem(f"{what}: {key}:= needs JSON, got {quoted(text)}")
         else:
             try:
                 value = typed_value(text, property_schema(schema, key))
@@ -145,7 +156,7 @@ def json_object(text: str, what: str) -> JSONObject:
     """``--args '{…}'``: a JSON object, else a usage error."""
     parsed, value = as_json(text)
     if not parsed or not isinstance(value, dict):
-        raise UsageProblem(f"{what} must be a JSON object, got {text!r}")
+        raise UsageProblem(f"{what} must be a JSON object, got {quoted(text)}")
     return value
 
 

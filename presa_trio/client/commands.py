@@ -19,6 +19,7 @@ import argparse
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 import httpx
 import trio
@@ -33,6 +34,7 @@ from presa_trio.client.errors import (
     EXIT_RESULT,
     EXIT_TOOL_ERROR,
     ClientError,
+    OutputCut,
     ProtocolFailure,
     UsageProblem,
     error_document,
@@ -57,6 +59,7 @@ from presa_trio.client.run import Run, find_prompt, find_tool
 from presa_trio.client.signin import SignIn, open_browser, print_url
 from presa_trio.client.signin import login as signin_now
 from presa_trio.client.signin_transcript import recording_hooks
+from presa_trio.client.streams import open_closed_streams
 from presa_trio.client.task_stream import stream_task
 from presa_trio.client.tool_headers import usable_tools
 from presa_trio.client.transport import (
@@ -145,8 +148,11 @@ async def task(run: Run) -> int:
         return await stream_task(follower, current, run.args.after)
     if status_of(current) is not Status.INPUT_REQUIRED:
         run.console.note(f"task {task_id} is {current.get('status')}: nothing to answer")
-        return EXIT_RESULT
-    await follower.answer(task_id, current)
+    else:
+        await follower.answer(task_id, current)
+        if run.console.json:  # the task as it is once answered, as task get shows it
+            current = await follower.get(task_id)
+    run.console.document(current)
     return EXIT_RESULT
 
 
@@ -156,17 +162,23 @@ async def login(run: Run) -> int:
         raise UsageProblem("login is for an http(s) URL without --token")
     await signin_now(run.signin)
     run.console.note(f"signed in to {run.signin.resource}; the token is kept for it")
+    run.console.document({"resource": run.signin.resource, "signedIn": True})
     return EXIT_RESULT
 
 
 async def logout(run: Run) -> int:
     """Forget the token kept for the URL."""
     resource = resource_of(run.args.url)
-    said = "signed out of" if await tokens.forget(resource) else "no sign-in was kept for"
+    forgotten = await tokens.forget(resource)
+    said = "signed out of" if forgotten else "no sign-in was kept for"
     run.console.note(f"{said} {resource}")
+    run.console.document({"resource": resource, "signedOut": forgotten})
     return EXIT_RESULT
 
 
+#: The commands about a server's sign-in, which stdio has none of (basic/authorization
+#: §Protocol Requirements: a stdio server takes its credentials from the environment).
+SIGN_IN_COMMANDS = ("login", "logout")
 COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
     "login": login,
     "logout": logout,
@@ -181,6 +193,20 @@ COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
     "request": request,
     "task": task,
 }
+
+
+def check_endpoint(url: str) -> None:
+    """An http(s) URL with a host, and a port if any in range, else a usage error: what
+    neither a connection nor a sign-in could use is refused before either is tried."""
+    if url == STDIO_ENDPOINT or not url.startswith(("http://", "https://")):
+        raise UsageProblem(f"{url} is not an http:// or https:// URL (or use --stdio -- COMMAND)")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # read only to check it: ValueError past 65535, or no number
+    except ValueError as error:
+        raise UsageProblem(f"{url} is not a URL: {error}") from None
+    if not parts.hostname:
+        raise UsageProblem(f"{url} is not a URL: it names no host")
 
 
 @asynccontextmanager
@@ -200,13 +226,12 @@ async def connected(
         )
 
     if stdio is not None:
+        if args.command in SIGN_IN_COMMANDS:  # a child on pipes signs nobody in
+            raise UsageProblem(f"{args.command} is for an http(s) URL, not --stdio")
         async with open_stdio(stdio, transcript) as channel:
             yield connection_on(channel), None
         return
-    if args.url == STDIO_ENDPOINT or not args.url.startswith(("http://", "https://")):
-        raise UsageProblem(
-            f"{args.url} is not an http:// or https:// URL (or use --stdio -- COMMAND)"
-        )
+    check_endpoint(args.url)
     token = environment_token(args.token, TOKEN_ENV)
     timeout = httpx.Timeout(args.timeout, read=None)
     async with httpx.AsyncClient(timeout=timeout) as http:
@@ -316,7 +341,9 @@ def client_error(error: BaseException) -> BaseException | None:
 def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
     """Run one client command; its exit status. Every failure is one line on stderr,
     and under ``--json`` one document on stdout."""
-    console = Console(json=args.json, verbose=args.verbose)
+    open_closed_streams()
+    stream = args.command == "listen" or getattr(args, "action", None) == "stream"
+    console = Console(json=args.json, lines=stream, verbose=args.verbose)
     try:
         return trio.run(run_async, args, stdio, console)
     except BaseException as error:
@@ -324,6 +351,8 @@ def run_client(args: argparse.Namespace, stdio: Sequence[str] | None) -> int:
         if found is None:
             raise
         console.end_status()
+        if isinstance(found, OutputCut):  # its reader has what it wanted: nothing to say
+            return found.exit_code
         if isinstance(found, KeyboardInterrupt):
             console.last_document(error_document("interrupted (Ctrl-C)", EXIT_CANCELLED))
             return EXIT_CANCELLED

@@ -10,7 +10,8 @@ server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 =====  ===========================================================
 0      a result (and a ``listen`` the server closed gracefully, or cancelled)
 1      a tool result with ``isError: true``, from a plain call or a task
-2      usage: a bad option, argument, answer or file; a tool, prompt or
+2      usage: a bad option, argument, answer or file (stdout among them,
+       when it cannot be written); a tool, prompt or
        resource template the server does not list (or a prompt argument it
        does not take); an ``--answer`` key the server does not ask; an
        answer missing with no terminal to ask
@@ -20,6 +21,8 @@ server's own list lacks) is 2; what the server refused, or did wrong, is 3.
        a 401 no sign-in cured
 130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first), or a task
        that ended ``cancelled``
+141    stdout's reader stopped reading (``| head -1``): 128 + SIGPIPE, as a
+       shell reports a writer that a cut pipe ends (:mod:`.streams`)
 =====  ===========================================================
 """
 
@@ -34,6 +37,7 @@ EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
 EXIT_PROTOCOL = 3
 EXIT_CANCELLED = 130
+EXIT_OUTPUT_CUT = 141
 
 
 def error_document(line: str, exit_code: int, **more: Any) -> JSONObject:
@@ -114,6 +118,12 @@ class TaskFailed(ProtocolFailure):
     def document(self) -> JSONObject:
         """With the task as ``tasks/get`` answered it, its ``error`` inside."""
         return error_document(str(self), self.exit_code, task=self.task)
+
+
+class OutputCut(ClientError):
+    """Stdout's reader stopped reading: the command ends without a word (:mod:`.streams`)."""
+
+    exit_code = EXIT_OUTPUT_CUT
 
 
 class Unauthorized(ProtocolFailure):

@@ -29,6 +29,8 @@ import json
 import os
 import re
 import sys
+import unicodedata
+from contextlib import suppress
 from typing import Any, TextIO
 
 import attrs
@@ -36,11 +38,14 @@ import trio
 
 from presa_trio.client.errors import ClientError
 from presa_trio.client.signatures import prompt_signature, tool_signature
+from presa_trio.client.streams import stop_writing, writing_stdout
 from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.meta import META_SERVER_INFO
 from presa_trio.wire.models import JSONObject
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: The width of a terminal that does not say its own.
+DEFAULT_COLUMNS = 80
 #: The ANSI colour of a log line, by level (logging §Log Levels); the rest are plain.
 LEVEL_COLOURS = {
     "debug": "2",
@@ -181,6 +186,33 @@ def task_line(task: JSONObject) -> str:
     return f"task {task.get('taskId')}: {task.get('status')}{said}"
 
 
+def cell_width(c: str) -> int:
+    """How many columns the character ``c`` takes on a terminal: two if it is wide."""
+    return 2 if unicodedata.east_asian_width(c) in "WF" else 1
+
+
+def fitted(text: str, columns: int) -> str:
+    """``text`` in at most ``columns`` columns: cut short with ``…`` if it is wider
+    (read once up to where it overflows, however long it is)."""
+    width = 0
+    for end, c in enumerate(text):
+        width += cell_width(c)
+        if width > columns:
+            kept = text[:end]
+            while kept and sum(map(cell_width, kept)) > columns - 1:
+                kept = kept[:-1]
+            return kept + "…"
+    return text
+
+
+def terminal_columns(terminal: TextIO) -> int:
+    """The width of the terminal ``terminal`` writes to (80 if it does not say)."""
+    try:
+        return os.get_terminal_size(terminal.fileno()).columns or DEFAULT_COLUMNS
+    except (OSError, ValueError):
+        return DEFAULT_COLUMNS
+
+
 def colour_wanted(err: TextIO) -> bool:
     """Colours on a terminal, unless ``NO_COLOR`` is set (no-color.org)."""
     return err.isatty() and not os.environ.get("NO_COLOR")
@@ -191,8 +223,12 @@ class Console:
     """Where output goes, and whether stderr is a terminal to redraw on."""
 
     json: bool = False
-    out: TextIO = sys.stdout
-    err: TextIO = sys.stderr
+    #: A stream's command (``listen``, ``task stream``): with ``--json``, every document on
+    #: stdout is one line (JSON Lines), how it ended too.
+    lines: bool = False
+    # Read when the console is made, after :func:`~.streams.open_closed_streams`.
+    out: TextIO = attrs.field(factory=lambda: sys.stdout)
+    err: TextIO = attrs.field(factory=lambda: sys.stderr)
     live: bool = attrs.field(default=attrs.Factory(lambda self: self.err.isatty(), takes_self=True))
     colour: bool = attrs.field(
         default=attrs.Factory(lambda self: colour_wanted(self.err), takes_self=True)
@@ -214,10 +250,12 @@ class Console:
         self.write_out(compact(value) if self.json else one_line(text))
 
     def write_out(self, text: str) -> None:
-        """``text`` and a line end on stdout, :func:`inert` on a terminal."""
-        self.out.write((inert(text) if self.out.isatty() else text) + "\n")
-        self.out.flush()
+        """``text`` and a line end on stdout, :func:`inert` on a terminal; a stdout that
+        does not take it ends the command (:func:`~.streams.writing_stdout`)."""
         self._printed = True
+        with writing_stdout(self.out):
+            self.out.write((inert(text) if self.out.isatty() else text) + "\n")
+            self.out.flush()
 
     def failure(self, error: ClientError) -> None:
         """The one line on stderr; with ``--json`` also its document, unless one was printed."""
@@ -225,10 +263,18 @@ class Console:
         self.note(f"presa-trio: error: {one_line(str(error))}")
         self.last_document(error.document())
 
+    def document(self, value: Any) -> None:
+        """With ``--json``, ``value`` on stdout: the result of a command that says what it
+        did on stderr (``task update``, ``login``, ``logout``)."""
+        if self.json:
+            self.result(value, "")
+
     def last_document(self, document: JSONObject) -> None:
-        """With ``--json``, ``document`` on stdout if the command printed none."""
+        """With ``--json``, how the command ended on stdout if it printed nothing yet: a
+        stdout that does not take it changes nothing (the status says how it ended)."""
         if self.json and not self._printed:
-            self.result(document, "")
+            with suppress(ClientError):
+                self.write_out(compact(document) if self.lines else pretty(document))
 
     def paint(self, text: str, colour: str | None) -> str:
         """``text`` in an ANSI colour, when colours are wanted."""
@@ -239,10 +285,15 @@ class Console:
         self.write_err(self.paint(inert(line), colour))
 
     def write_err(self, shown: str) -> None:
-        """A line on stderr as it is given: no text of the server's unless :func:`inert`."""
-        self.clear()
-        self.err.write(shown + "\n")
-        self.err.flush()
+        """A line on stderr as it is given: no text of the server's unless :func:`inert`.
+        A stderr that does not take it is left (:func:`~.streams.stop_writing`): the
+        command goes on."""
+        try:
+            self.clear()
+            self.err.write(shown + "\n")
+            self.err.flush()
+        except OSError:
+            stop_writing(self.err)
 
     def notification(self, message: JSONObject) -> None:
         line = notification_line(message)
@@ -269,9 +320,13 @@ class Console:
             self.note(f"{status} ({elapsed_s:.1f} s)")
 
     def draw(self, elapsed_s: float) -> None:
+        """The status line, fitted to the terminal's width: a line that wrapped would
+        leave a row behind at each redraw, as ``\r`` returns only to the last one."""
         if self.live and self._status:
             spin = SPINNER[int(elapsed_s * 10) % len(SPINNER)]
-            self.err.write(f"\r\x1b[2K{spin} {self._status} ({elapsed_s:.1f} s)")
+            elapsed = f" ({elapsed_s:.1f} s)"
+            room = terminal_columns(self.err) - 1 - len(elapsed)
+            self.err.write(f"\r\x1b[2K{fitted(f'{spin} {self._status}', room)}{elapsed}")
             self.err.flush()
             self._drawn = True
 

@@ -35,6 +35,7 @@ import trio
 from presa_trio.client.arguments import as_json, check, typed_value
 from presa_trio.client.errors import UsageProblem
 from presa_trio.client.output import inert
+from presa_trio.client.streams import stop_writing, stopped
 from presa_trio.client.transport import list_at, object_at
 from presa_trio.wire.models import JSONObject
 
@@ -103,21 +104,34 @@ def content_text(content: Any) -> str:
 class Terminal:
     """A person on stdin and stderr."""
 
-    given_in: TextIO = sys.stdin
-    shown_on: TextIO = sys.stderr
+    # Read when the terminal is made, after :func:`~.streams.open_closed_streams`.
+    given_in: TextIO = attrs.field(factory=lambda: sys.stdin)
+    shown_on: TextIO = attrs.field(factory=lambda: sys.stderr)
 
     def interactive(self) -> bool:
         """Whether someone is there to ask: stdin is a terminal."""
         return self.given_in.isatty()
 
+    def present(self) -> bool:
+        """Whether a question still reaches them: not once stderr, where it is shown, has
+        failed and been pointed at ``/dev/null`` (:func:`~.streams.stop_writing`)."""
+        return not stopped(self.shown_on)
+
+    def show(self, text: str) -> None:
+        """``text`` on stderr; one it does not take ends the question, not in a hang."""
+        try:
+            self.shown_on.write(text)
+            self.shown_on.flush()
+        except OSError:
+            stop_writing(self.shown_on)
+            raise UsageProblem("stderr does not take the question: nobody can see it") from None
+
     def say(self, text: str) -> None:
         """A line of the question: the server's text in it made :func:`inert`."""
-        self.shown_on.write(inert(text) + "\n")
-        self.shown_on.flush()
+        self.show(inert(text) + "\n")
 
     async def ask(self, question: str) -> str:
-        self.shown_on.write(question)
-        self.shown_on.flush()
+        self.show(question)
         line = await trio.to_thread.run_sync(self.given_in.readline, abandon_on_cancel=True)
         if not line:
             raise UsageProblem("the input ended before the question was answered")

@@ -26,6 +26,7 @@ from typing import Any
 
 import trio
 
+from presa_trio.client.errors import UsageProblem
 from presa_trio.wire.models import JSONObject
 
 CONFIG_ENV = "PRESA_TRIO_CONFIG"
@@ -82,15 +83,21 @@ async def save(endpoint: str, record: JSONObject) -> Path:
     """
     path = token_path(endpoint)
     kept = {**record, "endpoint": endpoint}
-    await trio.to_thread.run_sync(_write, path, json.dumps(kept, indent=2))
+    try:
+        await trio.to_thread.run_sync(_write, path, json.dumps(kept, indent=2))
+    except OSError as error:  # the configuration directory a file, or not the user's
+        raise UsageProblem(f"cannot keep the sign-in in {path}: {error.strerror}") from None
     return path
 
 
 async def forget(endpoint: str) -> bool:
-    """Remove the sign-in for ``endpoint``; whether there was one."""
+    """Remove the sign-in for ``endpoint``; whether there was one (none can be kept where
+    the configuration directory is a file)."""
     path = token_path(endpoint)
     try:
         await trio.to_thread.run_sync(path.unlink)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError as error:
+        raise UsageProblem(f"cannot remove {path}: {error.strerror}") from None
     return True

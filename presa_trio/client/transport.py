@@ -52,6 +52,7 @@ from presa_trio.client.errors import (
     UsageProblem,
 )
 from presa_trio.client.shell import command_line
+from presa_trio.client.streams import writing_stdout
 from presa_trio.line_reader import LineReader
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.envelope import RequestId, dumps, is_request_id, parse_json
@@ -99,9 +100,10 @@ class TranscriptOnStdout:
 
     @staticmethod
     def _write(line: bytes) -> None:
-        sys.stdout.flush()  # what the console printed before stays before
-        sys.stdout.buffer.write(line)
-        sys.stdout.buffer.flush()
+        with writing_stdout(sys.stdout):
+            sys.stdout.flush()  # what the console printed before stays before
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
 
 
 class Transport(Protocol):

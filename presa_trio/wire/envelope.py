@@ -206,6 +206,20 @@ def parse_json(body: bytes) -> Any:
         raise ParseError() from exc
 
 
+def parse_text(text: str) -> Any:
+    """JSON text read as :func:`parse_json` reads a body: no ``NaN`` or ``Infinity``
+    (RFC 8259 §6) and no number past a float's range, which could not be sent on;
+    ``ValueError`` saying why for anything else, nesting too deep to decode among it.
+
+    For JSON a person gives the client (arguments, answers, params), checked before
+    anything is sent with it.
+    """
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to decode") from None
+
+
 def is_request_id(value: Any) -> TypeGuard[RequestId]:
     """A string or an integer (basic/index §Requests; spec-notes §56).
 

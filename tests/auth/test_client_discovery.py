@@ -418,8 +418,16 @@ async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_serv
     protect(resource, issuer)
     env = {**environment(tmp_path), CLIENT_SECRET_ENV: issuer.secret("alice-app")}
     flags = ["--client-credentials", "--client-id", "alice-app"]
-    signed = await client("login", resource.url, *flags, env=env)
+    (tmp_path / "file").write_text("")
+    nowhere = await client(
+        "login", resource.url, *flags, env={**env, CONFIG_ENV: str(tmp_path / "file")}
+    )
+    assert nowhere.status == 2  # presa-defined: a sign-in that cannot be kept is one line
+    assert nowhere.error().startswith(f"cannot keep the sign-in in {tmp_path / 'file'}/tokens/")
+    signed = await client("login", resource.url, *flags, "--json", env=env)
     assert signed.status == 0, signed.stderr
+    # presa-defined (docs/client.md, For scripts): --json is one document, login's too.
+    assert json.loads(signed.stdout) == {"resource": resource.url, "signedIn": True}
     protect(resource, other_issuer)
 
     moved = await client("list", resource.url, "tools", env=env)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -135,10 +138,15 @@ async def on_terminal(arguments: Sequence[str], typed: list[str]) -> str:
     return shown.decode()
 
 
-async def shown_on_terminal(*arguments: str, env: dict[str, str], stdout: bool = False) -> str:
+async def shown_on_terminal(
+    *arguments: str, env: dict[str, str], stdout: bool = False, columns: int = 0
+) -> str:
     """``presa-trio ARGUMENTS`` with stderr on a pseudo-terminal (and stdout too, with
-    ``stdout``; else stdout goes nowhere): what the terminal showed."""
+    ``stdout``; else stdout goes nowhere), ``columns`` wide if given: what the terminal
+    showed."""
     leader, follower = os.openpty()
+    if columns:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             await nursery.start(

@@ -27,6 +27,21 @@ async def test_a_url_that_is_not_one() -> None:
     assert "is not an http:// or https:// URL" in ran.error()
 
 
+async def test_a_url_no_connection_could_use_is_a_usage_error() -> None:
+    """presa-defined (docs/client.md, exit statuses): a URL without a host, with a port
+    past 65535 or a broken IPv6 literal is the command line's mistake, found before
+    anything is tried, for ``logout`` (which reads the URL alone) as for the rest."""
+    for url, said in (
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999/mcp", "Port out of range 0-65535"),
+        ("http:///mcp", "it names no host"),
+    ):
+        for command in ("list", "logout"):
+            ran = await client(command, url)
+            assert ran.status == 2
+            assert ran.error() == f"{url} is not a URL: {said}"
+
+
 async def test_a_server_that_is_not_mcp(not_mcp: ServeProcess) -> None:
     ran = await client("discover", not_mcp.url)
     assert ran.status == 3
@@ -86,6 +101,53 @@ async def test_arguments_that_do_not_fit_the_schema(presa: ServeProcess, tmp_pat
     assert methods == ["tools/list"] * 3
 
 
+async def test_json_that_could_not_be_sent_is_refused_in_one_short_line(
+    presa: ServeProcess, tmp_path: Path
+) -> None:
+    """presa-defined (docs/client.md, Arguments): JSON given on the command line is read
+    as the server reads JSON (RFC 8259 §6: no NaN or Infinity; nesting Python cannot
+    decode is none), and refused before it is sent, in a line that quotes only the
+    start of what was typed."""
+    deep = "[" * 20_000 + "]" * 20_000
+    file = tmp_path / "answers.json"
+    file.write_text(f'{{"user_name": {deep}}}')
+    elicit = ("call", presa.url, "test_input_required_result_elicitation")
+    refused = {
+        "the arguments of greet: name:= needs JSON, got '[[[[": (
+            "call",
+            presa.url,
+            "greet",
+            f"name:={deep}",
+        ),
+        "--args must be a JSON object, got '[[[[": ("call", presa.url, "greet", "--args", deep),
+        "the params of tools/list must be a JSON object, got '[[[[": (
+            "request",
+            presa.url,
+            "tools/list",
+            deep,
+        ),
+        "--answer user_name: not JSON: '[[[[": (*elicit, "--answer", f"user_name={deep}"),
+        f"{file} is not JSON: nested too deeply to decode": (*elicit, "--answers", str(file)),
+        "the arguments of slow_compute: seconds: expected number, got 'NaN'": (
+            "call",
+            presa.url,
+            "slow_compute",
+            "seconds=NaN",
+        ),
+        'the params of tools/call must be a JSON object, got \'{"name": "greet"': (
+            "request",
+            presa.url,
+            "tools/call",
+            '{"name": "greet", "arguments": {"name": NaN}}',
+        ),
+    }
+    for said, arguments in refused.items():
+        ran = await client(*arguments)
+        assert ran.status == 2, ran.stderr[-500:]
+        assert ran.error().startswith(said), ran.error()[:200]
+        assert len(ran.error()) < 200
+
+
 async def test_malformed_answers(presa: ServeProcess, tmp_path: Path) -> None:
     tool = "test_input_required_result_elicitation"
     not_json = await client("call", presa.url, tool, "--answer", "user_name={nope")
@@ -135,6 +197,13 @@ async def test_usage_mistakes(tmp_path: Path) -> None:
     assert no_tool.error().startswith("the following arguments are required: TOOL (")
     no_ref = await client("complete", "http://127.0.0.1:9/mcp", "prompt")
     assert no_ref.error().startswith("the following arguments are required: REF, ARG=VALUE (")
+    # basic/authorization §Protocol Requirements: stdio has no sign-in; no child is started.
+    started = tmp_path / "started"
+    for command in ("login", "logout"):
+        signs_in = await client(command, "--stdio", "--", "touch", str(started))
+        assert signs_in.status == 2
+        assert signs_in.error() == f"{command} is for an http(s) URL, not --stdio"
+    assert not started.exists()
     transcript = await client(
         "list", "http://127.0.0.1:9/mcp", "--transcript", str(tmp_path / "no" / "such.jsonl")
     )

@@ -77,6 +77,11 @@ async def test_a_listen_the_server_agrees_to_none_of_ends_at_once(presa: ServePr
     ran = await client("listen", presa.url, "--task", "no-such-task")
     assert ran.status == 3
     assert ran.error() == f"{presa.url} agreed to send none of what was asked"
+    # presa-defined (docs/client.md, For scripts): a stream's --json is JSON Lines, its
+    # failure a line too.
+    as_json = await client("listen", presa.url, "--task", "no-such-task", "--json")
+    (line,) = as_json.stdout.splitlines()
+    assert json.loads(line)["error"]["exitCode"] == 3
 
 
 async def test_a_listen_the_server_cancels_over_stdio_ends_with_its_reason() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from tests.client.helpers import client, client_command
+from tests.client.helpers import client, client_command, client_environment
 from tests.e2e.serve_process import REPOSITORY, ServeProcess, serving
 
 ACCEPT_NAME = '{"action":"accept","content":{"name":"Ada"}}'
@@ -97,6 +97,20 @@ async def test_key_value_arguments_are_typed_by_the_schema(
     assert sent(exchanges(record)[1])[1]["params"]["arguments"] == {"seconds": 0, "label": "42"}
     as_json = await client("call", presa.url, "greet", "--args", '{"name": "Grace"}', "--json")
     assert json.loads(as_json.stdout)["content"] == [{"type": "text", "text": "Hello, Grace!"}]
+
+
+async def test_options_may_stand_among_the_words_after_them(presa: ServeProcess) -> None:
+    """presa-defined (docs/client.md): KEY=VALUE words, ``list``'s kind and ``request``'s
+    params read the same after an option as before it."""
+    called = await client("call", presa.url, "greet", "--json", "name=Ada", "--no-tasks")
+    assert called.status == 0, called.stderr
+    assert json.loads(called.stdout)["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    listed = await client("list", presa.url, "--json", "prompts")
+    assert listed.status == 0, listed.stderr
+    assert "prompts" in json.loads(listed.stdout)
+    requested = await client("request", presa.url, "tools/call", "--json", '{"name": "greet"}')
+    assert requested.status == 0, requested.stderr
+    assert json.loads(requested.stdout)["content"][0]["text"] == "Hello, World!"
 
 
 async def test_a_tool_error_exits_1(presa: ServeProcess) -> None:
@@ -247,11 +261,30 @@ async def test_task_update_answers_a_detached_task(presa: ServeProcess) -> None:
             break
     assert got["inputRequests"]["confirm-delete"]["method"] == "elicitation/create"
     updated = await client(
-        "task", "update", presa.url, task_id, "--answer", f"confirm-delete={answer}"
+        "task", "update", presa.url, task_id, "--answer", f"confirm-delete={answer}", "--json"
     )
     assert updated.status == 0, updated.stderr
+    # presa-defined (docs/client.md, For scripts): one document, the task once answered.
+    assert json.loads(updated.stdout)["taskId"] == task_id
+    assert "answered confirm-delete" in updated.stderr
     waited = await client("task", "wait", presa.url, task_id)
     assert waited.stdout == "Delete confirmed: false\n"
+    again = await client("task", "update", presa.url, task_id, "--json")
+    assert (again.status, json.loads(again.stdout)["status"]) == (0, "completed")
+
+
+async def test_logout_prints_one_json_document(presa: ServeProcess, tmp_path: Path) -> None:
+    """presa-defined (docs/client.md, For scripts): ``--json`` is one document for a
+    command that asks no server too."""
+    env = {**client_environment(), "PRESA_TRIO_CONFIG": str(tmp_path)}
+    ran = await client("logout", presa.url, "--json", env=env)
+    assert ran.status == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"resource": presa.url, "signedOut": False}
+    # A configuration "directory" that is a file keeps no sign-in: none to forget.
+    (tmp_path / "file").write_text("")
+    in_a_file = {**env, "PRESA_TRIO_CONFIG": str(tmp_path / "file")}
+    nothing = await client("logout", presa.url, env=in_a_file)
+    assert (nothing.status, nothing.stderr) == (0, f"no sign-in was kept for {presa.url}\n")
 
 
 async def test_ctrl_c_cancels_the_task_and_exits_130(presa: ServeProcess) -> None:
