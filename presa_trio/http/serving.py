@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -199,13 +200,15 @@ async def serve_http(
             # hypercorn's own report of a failed startup: the cause is mcp.failure.
     finally:
         close(sockets)
+        if link is not None:
+            link.close()
     if mcp.failure is not None:
         raise ServerFailed(mcp.failure)
     log.info("stopped")
 
 
 async def serve_until_signalled(
-    serve: Callable[[ShutdownTrigger], Awaitable[None]], parent: int | None = None
+    serve: Callable[[ShutdownTrigger], Awaitable[None]], parent: socket.socket | None = None
 ) -> None:
     """Run ``serve`` with :data:`~presa_trio.http.workers.SHUTDOWN_SIGNALS` as its
     shutdown trigger; a second signal cancels it.

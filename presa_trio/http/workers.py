@@ -163,12 +163,16 @@ def inherited_sockets() -> Sockets | None:
     """The listening socket a worker was given by its parent; ``None`` in any other process.
 
     The variable is removed once read, so a process the worker starts in
-    turn does not take itself for a worker.
+    turn does not take itself for a worker, and the socket is no longer passed
+    on to such a process (a tool's): held open there, it would queue
+    connections after every worker has stopped accepting, rather than refuse them.
     """
     fd = os.environ.pop(LISTEN_FD_ENV, None)
     if fd is None:
         return None
-    return Sockets([], [socket.socket(fileno=int(fd))], [])
+    listener = socket.socket(fileno=int(fd))
+    listener.set_inheritable(False)
+    return Sockets([], [listener], [])
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -352,7 +356,7 @@ class Workers:
                     self.starting -= 1
                     self.release_listener()
                 log.info("worker %d started (pid %d)", slot, process.pid)
-                if not self.opened.is_set() and await wait_serving(self.links[slot]):
+                if not self.opened.is_set() and await wait_serving(self.links[slot], process):
                     self.opened.set()
         finally:
             self.links.pop(slot).close()
