@@ -144,9 +144,9 @@ async def serve_http(
                 from presa_trio.http.metrics import Metered
             except ImportError:
                 raise ServeRefused(METRICS_MISSING) from None
-            directory = shared_metrics_directory()
+            directory = await trio.to_thread.run_sync(shared_metrics_directory)
             if directory is not None and inherited is None:  # a lone server owns it
-                clear_samples(directory)
+                await trio.to_thread.run_sync(clear_samples, directory)
             app = Metered(mcp)
         app = AccessLog(app)
         if transcript is not None:

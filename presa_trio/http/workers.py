@@ -59,12 +59,13 @@ import importlib
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
@@ -363,7 +364,10 @@ class Workers:
         if MULTIPROCESS_DIR_ENV in self.shared:  # its gauges of things under way are gone
             from prometheus_client.multiprocess import mark_process_dead
 
-            mark_process_dead(process.pid, self.shared[MULTIPROCESS_DIR_ENV])  # type: ignore[no-untyped-call]
+            # File-system I/O, off the thread that supervises the other workers.
+            await trio.to_thread.run_sync(
+                mark_process_dead, process.pid, self.shared[MULTIPROCESS_DIR_ENV]
+            )
         return process.returncode or 0
 
 
@@ -389,11 +393,12 @@ async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
     check_store(args.store, total)
     bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
     listener = listen(args.host, args.port)
-    with listener, shared_samples(args.metrics) as samples:
-        where = repr_socket_addr(listener.family, listener.getsockname())
-        log.info("serving http://%s/mcp with %d workers", where, total)
-        shared = {**samples, **shared_key(args.state_key)}
-        return await Workers(worker_command(argv), total, listener, bound, shared).run()
+    with listener:
+        async with shared_samples(args.metrics) as samples:
+            where = repr_socket_addr(listener.family, listener.getsockname())
+            log.info("serving http://%s/mcp with %d workers", where, total)
+            shared = {**samples, **shared_key(args.state_key)}
+            return await Workers(worker_command(argv), total, listener, bound, shared).run()
 
 
 def shared_key(given: Sequence[str]) -> dict[str, str]:
@@ -410,8 +415,8 @@ def shared_key(given: Sequence[str]) -> dict[str, str]:
     return {STATE_KEY_ENV: secrets.token_urlsafe(32)}
 
 
-@contextmanager
-def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
+@asynccontextmanager
+async def shared_samples(metrics: bool) -> AsyncIterator[dict[str, str]]:
     """With ``--metrics``, a directory for every worker's samples, as the workers' environment.
 
     prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
@@ -419,7 +424,9 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
     previous run's samples first (:func:`clear_samples`), else a new one, private
     to the user (``tempfile``'s mode 0700), lives as long as the parent. Either way
     it is named in the workers' environment, where :meth:`Workers.run_worker`
-    reads it.
+    reads it. Its file-system I/O runs on a worker thread, as any does in this
+    process; the new directory's removal is shielded, so it goes however the
+    parent ends.
     """
     if not metrics:
         yield {}
@@ -428,10 +435,14 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
         importlib.import_module("prometheus_client")
     except ImportError:
         raise ServeRefused(METRICS_MISSING) from None
-    given = shared_metrics_directory()
+    given = await trio.to_thread.run_sync(shared_metrics_directory)
     if given is not None:
-        clear_samples(given)
+        await trio.to_thread.run_sync(clear_samples, given)
         yield {MULTIPROCESS_DIR_ENV: given}
         return
-    with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
+    directory = await trio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="presa-metrics-"))
+    try:
         yield {MULTIPROCESS_DIR_ENV: directory}
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(partial(shutil.rmtree, directory, ignore_errors=True))
