@@ -330,6 +330,8 @@ class Workers:
         end lives as long as the process, or the parent, whose exit closes it.
         The first worker is waited for until it serves (:attr:`opened`).
         """
+        # Open still: keep saw no stop, and there is no checkpoint from there to
+        # ``starting`` counted, before which release_listener may close it.
         fd = self.listener.fileno()
         workers_end, self.links[slot] = open_link()
         try:
