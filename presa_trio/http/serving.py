@@ -218,6 +218,10 @@ async def serve_until_signalled(
     In a worker of ``--workers``, ``parent`` is its end of the link to its parent: its
     requests start the shutdown too, and are counted apart from the signals
     (:mod:`presa_trio.http.worker_link`).
+
+    Failure policy of the nursery: the watches of the signals and of the parent
+    raise nothing and end with ``serve``; an error of ``serve`` propagates and
+    ends them.
     """
     first = trio.Event()
     serving = trio.CancelScope()

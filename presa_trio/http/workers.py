@@ -231,10 +231,11 @@ class Workers:
         """Keep ``total`` workers running until a signal, then drain them; the exit status.
 
         The parent nursery's failure policy: a worker's exit ends nothing
-        but its own process (:meth:`keep` starts another); an error of the
-        parent itself (it cannot start a process) propagates and cancels
-        every slot, whose workers are then killed: the parent never leaves a
-        child behind.
+        but its own process (:meth:`keep` starts another), unless it could
+        not start at all (a usage error at its slot's first start, which
+        stops every worker, drained); an error of the parent itself (it
+        cannot start a process) propagates and cancels every slot, whose
+        workers are then killed: the parent never leaves a child behind.
         """
         with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
