@@ -27,7 +27,7 @@ the first serves (:meth:`~presa_trio.http.workers.Workers.keep`), so a
 worker that cannot start says why once, not once per worker.
 
 The worker finds its end named by :data:`LINK_FD_ENV`, and keeps it to itself
-(:func:`inherited_link`).
+(:func:`~presa_trio.http.workers.keep_inherited`).
 """
 
 from __future__ import annotations
@@ -98,15 +98,11 @@ def inherited_link() -> socket.socket | None:
     """This worker's end of the link to its parent; ``None`` in any other process.
 
     The variable is removed once read, so a process the worker starts in
-    turn does not take itself for a worker, and the end is no longer passed
-    on to such a process, which would keep it open after the worker exits.
+    turn does not take itself for a worker; the descriptor is no such
+    process's already (:func:`~presa_trio.http.workers.keep_inherited`).
     """
     fd = os.environ.pop(LINK_FD_ENV, None)
-    if fd is None:
-        return None
-    link = socket.socket(fileno=int(fd))
-    link.set_inheritable(False)
-    return link
+    return None if fd is None else socket.socket(fileno=int(fd))
 
 
 def announce_serving(link: socket.socket) -> None:

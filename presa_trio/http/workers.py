@@ -55,6 +55,7 @@ by itself rather than serve on unsupervised.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -160,20 +161,32 @@ def clear_samples(directory: str) -> None:
         path.unlink(missing_ok=True)
 
 
+def keep_inherited() -> None:
+    """Keep the descriptors this process was given as a worker, its listening socket and
+    its end of the link to its parent (:mod:`~presa_trio.http.worker_link`), to itself,
+    before any of the user's code runs.
+
+    ``pass_fds`` leaves them inheritable, and a process the worker starts (as the
+    target is imported, or in a tool) would be given both, and hold them open after
+    every worker has exited: the socket then queues connections no worker will
+    accept, rather than refuse them. One that names no descriptor is refused where it
+    is read (:func:`inherited_sockets`).
+    """
+    for name in (LISTEN_FD_ENV, LINK_FD_ENV):
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            os.set_inheritable(int(os.environ[name]), False)
+
+
 def inherited_sockets() -> Sockets | None:
     """The listening socket a worker was given by its parent; ``None`` in any other process.
 
     The variable is removed once read, so a process the worker starts in
-    turn does not take itself for a worker, and the socket is no longer passed
-    on to such a process (a tool's): held open there, it would queue
-    connections after every worker has stopped accepting, rather than refuse them.
+    turn does not take itself for a worker.
     """
     fd = os.environ.pop(LISTEN_FD_ENV, None)
     if fd is None:
         return None
-    listener = socket.socket(fileno=int(fd))
-    listener.set_inheritable(False)
-    return Sockets([], [listener], [])
+    return Sockets([], [socket.socket(fileno=int(fd))], [])
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -297,12 +297,19 @@ async def test_a_worker_that_keeps_dying_is_started_again_ever_less_often(
             assert await served.stopped() == 0
 
 
-#: A target that starts a process of its own as it is imported (as a forked helper
-#: would, it keeps every descriptor the worker was given), then dies before serving.
+#: A target that forks a helper as it is imported (a forked process keeps every
+#: descriptor the worker has, its end of the link too), then dies before serving.
 DIES_LEAVING_A_HELPER = """
 import os
+import time
 
-os.system("sleep 600 >/dev/null 2>&1 & echo $! >> helpers")
+helper = os.fork()
+if helper == 0:
+    os.closerange(0, 3)  # the test's pipe is not held
+    time.sleep(600)
+    os._exit(0)
+with open("helpers", "a") as helpers:
+    helpers.write(f"{helper}\\n")
 os._exit(3)
 """
 
@@ -338,13 +345,15 @@ async def test_a_first_worker_that_dies_before_serving_is_seen_dead_whatever_it_
         end_helpers(tmp_path / "helpers")
 
 
-#: A target whose tool starts a process that outlives the call (``os.system``, as a
-#: tool may start a helper), which is given every descriptor the worker passes on.
+#: A target that starts a process as it is imported, and whose tool starts another
+#: that outlives the call (``os.system``: each is given every descriptor the worker
+#: may pass on).
 STARTS_A_HELPER = """
 import os
 
 from presa_trio.server import RequestContext, Server
 
+os.system("sleep 600 >/dev/null 2>&1 & echo $! >> helpers")
 server = Server("helping", "1.0.0")
 
 
@@ -359,10 +368,11 @@ async def helper(ctx: RequestContext) -> str:
 async def test_a_tool_s_process_neither_holds_the_port_nor_the_link(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """presa-defined (docs/deployment.md, "Draining" and "Many processes"): a process a
-    tool started, still running after the server has stopped, holds neither the
-    listening socket (a new connection is refused, not queued for no worker) nor the
-    worker's end of its link to the parent."""
+    """presa-defined (docs/deployment.md, "Draining" and "Many processes"): a process the
+    target started as it was imported, or a tool started, still running after the
+    server has stopped, holds neither the listening socket (a new connection is
+    refused, not queued for no worker) nor the worker's end of its link to the
+    parent."""
     (tmp_path / "helping.py").write_text(STARTS_A_HELPER)
     options = ("--workers", "2", "--store", postgres_url, *OPTIONS, "--", "helping:server")
     try:

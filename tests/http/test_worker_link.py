@@ -10,16 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
-import pytest
-import trio
-
-from presa_trio.http.worker_link import (
-    LINK_FD_ENV,
-    announce_serving,
-    ask,
-    hear_parent,
-    inherited_link,
-)
+from presa_trio.http.worker_link import announce_serving, ask, hear_parent
 
 
 async def test_each_request_is_heard_then_the_parent_s_end() -> None:
@@ -58,20 +49,3 @@ async def test_a_worker_whose_parent_left_says_it_serves_to_no_other_file() -> N
             os.close(write)
     assert heard == [("the parent exited", 1)]
     assert written == b"", f"the byte went into descriptor {number}, now another file's"
-
-
-async def test_the_worker_s_end_is_passed_to_no_process_it_starts(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A process the worker starts (here one given every descriptor it may inherit, as
-    ``os.system`` gives them) holds nothing of the link."""
-    parents, workers = socket.socketpair()
-    with parents, workers:
-        os.set_inheritable(workers.fileno(), True)  # as the parent's pass_fds leaves it
-        monkeypatch.setenv(LINK_FD_ENV, str(workers.fileno()))
-        link = inherited_link()
-        assert link is not None
-        command = ["sh", "-c", f"test -e /proc/self/fd/{workers.fileno()}"]
-        done = await trio.run_process(command, check=False, close_fds=False)
-        link.detach()  # the same descriptor as ``workers``, closed once
-    assert done.returncode != 0

@@ -2,11 +2,13 @@
 real worker processes that exit at once.
 
 presa-defined (docs/deployment.md, "Many processes" and "Metrics"): the parent keeps
-the Trio thread free while it supervises, its file-system work on worker threads.
+the Trio thread free while it supervises, its file-system work on worker threads; a
+worker keeps what it was given to itself.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -17,7 +19,14 @@ import pytest
 import trio
 
 from presa_trio.http import workers
-from presa_trio.http.workers import MULTIPROCESS_DIR_ENV, Workers, shared_samples
+from presa_trio.http.worker_link import LINK_FD_ENV
+from presa_trio.http.workers import (
+    LISTEN_FD_ENV,
+    MULTIPROCESS_DIR_ENV,
+    Workers,
+    keep_inherited,
+    shared_samples,
+)
 
 
 def on_trio_thread() -> bool:
@@ -74,3 +83,21 @@ async def test_the_parent_s_own_directory_goes_however_the_parent_ends(
             scope.cancel()
             await trio.sleep_forever()
     assert not await directory.exists()
+
+
+async def test_a_worker_passes_what_it_was_given_to_no_process_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its listening socket and its end of the link, inheritable as ``pass_fds`` leaves
+    them, are given to no process it starts, even one given every descriptor it may
+    inherit (as ``os.system`` gives them)."""
+    with socket.socket() as listener, socket.socket() as link:
+        given = (listener.fileno(), link.fileno())
+        for fd in given:
+            os.set_inheritable(fd, True)
+        monkeypatch.setenv(LISTEN_FD_ENV, str(listener.fileno()))
+        monkeypatch.setenv(LINK_FD_ENV, str(link.fileno()))
+        keep_inherited()
+        looks = " || ".join(f"test -e /proc/self/fd/{fd}" for fd in given)
+        done = await trio.run_process(["sh", "-c", looks], check=False, close_fds=False)
+    assert done.returncode != 0
