@@ -71,7 +71,7 @@ def ask(link: socket.socket) -> None:
 
 async def wait_serving(link: socket.socket, process: trio.Process) -> bool:
     """Whether ``process``, the worker at the other end of ``link``, serves: ``True`` once
-    it says so, ``False`` once it has exited without saying so.
+    it says so, ``False`` if it is seen to exit first.
 
     The wait ends with the process, not with its end of the link: a process the
     worker started may hold that end open after the worker exited (a forked one
