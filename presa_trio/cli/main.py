@@ -80,7 +80,7 @@ from presa_trio.client.streams import writing_stdout
 from presa_trio.demo import build_server
 from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
-from presa_trio.http.workers import ServeRefused, serve_workers, stop_bound
+from presa_trio.http.workers import ServeRefused, keep_inherited, serve_workers, stop_bound
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
@@ -497,6 +497,7 @@ def run(argv: Sequence[str] | None) -> None:
     if args.command == "stdio":
         serve_on_stdio(args)
         return
+    keep_inherited()  # a worker's descriptors: before the target's code runs
     serve(args, server_to_serve(args))
 
 

@@ -11,7 +11,8 @@ this process: the user's code runs only in the child.
 
 The child is asked to stop as a worker of ``--workers`` is, over a link of
 its own (:mod:`presa_trio.http.worker_link`), and killed if it still runs
-past its bound (:func:`~presa_trio.http.workers.stop_bound`). So a
+past its bound (:func:`~presa_trio.http.workers.stop_bound`); a second
+signal to the reloader is passed on too, and the child stops at once. So a
 terminal's Ctrl-C, which reaches both processes, is one request to drain
 from each, not two signals that would stop the child at once; and a
 reloader killed with SIGKILL leaves a child that drains and exits, not one
@@ -24,9 +25,10 @@ tree is small. Directories whose name starts with a dot, ``__pycache__``,
 skipped.
 
 Failure policy: the outer nursery runs the restart loop beside the signal
-watch, and a signal cancels it; the inner one runs the child beside the
-watch of the files, and a change cancels it. An error anywhere cancels the
-child and ends the command.
+watch; the first signal cancels the loop, and the loop's end (the child
+has exited) ends the watch. The inner one runs the child beside the watch
+of the files, and a change cancels it. An error anywhere cancels the child
+and ends the command.
 """
 
 from __future__ import annotations
@@ -38,10 +40,11 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from pathlib import Path
 
+import attrs
 import trio
 
 from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link
@@ -122,51 +125,88 @@ async def serve_reloading(argv: Sequence[str], root: Path, bound: float) -> None
     SIGTERM, SIGINT or SIGHUP to this process stops the child first, then
     returns: the child never outlives the process that started it.
     """
-    with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(restarting, argv, root, bound)
-            async for received in signals:
-                log.info("reload: %s; stopping", signal.Signals(received).name)
-                nursery.cancel_scope.cancel(reason="signalled")
-                return
-
-
-async def restarting(argv: Sequence[str], root: Path, bound: float) -> None:
-    """The child, started again after each change under ``root``."""
     command = [sys.executable, "-m", "presa_trio", *without_reload(argv)]
-    log.info("reload: watching %s", root)
-    files = await trio.to_thread.run_sync(snapshot, root)
-    while True:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_child, command, bound)
-            files = await next_change(root, files)
-            nursery.cancel_scope.cancel(reason="a watched file changed")
+    await Reloader(command, root, bound).run()
 
 
-async def run_child(command: list[str], bound: float) -> None:
-    """Run the child to its end; cancelled, ask it to stop, and kill it ``bound`` seconds
-    later if it still runs. This end of its link closes when the child has exited, or
-    with this process, however it ends. Windows passes no descriptors to a child: there
-    Trio ends it its own way."""
-    if sys.platform == "win32":
-        await trio.run_process(command, check=False)
-        return
-    childs, link = open_link()
-    with link:
-        async with trio.open_nursery() as nursery:
-            try:
-                await nursery.start(
-                    partial(
-                        trio.run_process,
-                        command,
-                        check=False,
-                        pass_fds=(childs,),
-                        env={**os.environ, LINK_FD_ENV: str(childs)},
-                        deliver_cancel=partial(stop_child, link, bound),
+@attrs.define(eq=False)
+class Reloader:
+    """The reloading process: its child, started again after each change under ``root``."""
+
+    # The child's command line.
+    command: list[str]
+    root: Path
+    # Seconds from asking the child to stop to killing it.
+    bound: float
+    # This end of the running child's link; ``None`` between children, and on Windows.
+    link: socket.socket | None = None
+    # The restarts' scope: the first signal cancels it.
+    restarts: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+    async def run(self) -> None:
+        """Restart the child until a signal, then stop it; return once it has exited.
+
+        Every signal is received here, for as long as the child may run, so
+        none is left pending to end this process by its default action.
+        """
+        with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.relay, signals)
+                with self.restarts:
+                    await self.restarting()
+                nursery.cancel_scope.cancel(reason="the child exited")
+
+    async def relay(self, signals: AsyncIterator[int]) -> None:
+        """The first signal stops the restarts, and so asks the child to drain; each one
+        after it asks the child again, which then stops at once, as a second signal
+        stops a worker of ``--workers``."""
+        async for received in signals:
+            name = signal.Signals(received).name
+            if not self.restarts.cancel_called:
+                log.info("reload: %s; stopping", name)
+                self.restarts.cancel(reason="signalled")
+            else:
+                log.warning("reload: %s again: the child stops now", name)
+                if self.link is not None:
+                    ask(self.link)
+
+    async def restarting(self) -> None:
+        """The child, started again after each change under ``root``."""
+        log.info("reload: watching %s", self.root)
+        files = await trio.to_thread.run_sync(snapshot, self.root)
+        while True:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.run_child)
+                files = await next_change(self.root, files)
+                nursery.cancel_scope.cancel(reason="a watched file changed")
+
+    async def run_child(self) -> None:
+        """Run the child to its end; cancelled, ask it to stop, and kill it ``bound``
+        seconds later if it still runs. This end of its link closes when the child has
+        exited, or with this process, however it ends. Windows passes no descriptors to a
+        child: there Trio ends it its own way."""
+        if sys.platform == "win32":
+            await trio.run_process(self.command, check=False)
+            return
+        childs, self.link = open_link()
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    await nursery.start(
+                        partial(
+                            trio.run_process,
+                            self.command,
+                            check=False,
+                            pass_fds=(childs,),
+                            env={**os.environ, LINK_FD_ENV: str(childs)},
+                            deliver_cancel=partial(stop_child, self.link, self.bound),
+                        )
                     )
-                )
-            finally:
-                os.close(childs)
+                finally:
+                    os.close(childs)
+        finally:
+            self.link.close()
+            self.link = None
 
 
 async def stop_child(link: socket.socket, bound: float, process: trio.Process) -> None:

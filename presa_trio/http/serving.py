@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -144,9 +145,9 @@ async def serve_http(
                 from presa_trio.http.metrics import Metered
             except ImportError:
                 raise ServeRefused(METRICS_MISSING) from None
-            directory = shared_metrics_directory()
+            directory = await trio.to_thread.run_sync(shared_metrics_directory)
             if directory is not None and inherited is None:  # a lone server owns it
-                clear_samples(directory)
+                await trio.to_thread.run_sync(clear_samples, directory)
             app = Metered(mcp)
         app = AccessLog(app)
         if transcript is not None:
@@ -201,13 +202,15 @@ async def serve_http(
             # hypercorn's own report of a failed startup: the cause is mcp.failure.
     finally:
         close(sockets)
+        if link is not None:
+            link.close()
     if mcp.failure is not None:
         raise ServerFailed(mcp.failure)
     log.info("stopped")
 
 
 async def serve_until_signalled(
-    serve: Callable[[ShutdownTrigger], Awaitable[None]], parent: int | None = None
+    serve: Callable[[ShutdownTrigger], Awaitable[None]], parent: socket.socket | None = None
 ) -> None:
     """Run ``serve`` with :data:`~presa_trio.http.workers.SHUTDOWN_SIGNALS` as its
     shutdown trigger; a second signal cancels it.
@@ -217,6 +220,10 @@ async def serve_until_signalled(
     In a worker of ``--workers``, ``parent`` is its end of the link to its parent: its
     requests start the shutdown too, and are counted apart from the signals
     (:mod:`presa_trio.http.worker_link`).
+
+    Failure policy of the nursery: the watches of the signals and of the parent
+    raise nothing and end with ``serve``; an error of ``serve`` propagates and
+    ends them.
     """
     first = trio.Event()
     serving = trio.CancelScope()

@@ -26,7 +26,8 @@ The other way, a worker writes one byte once it serves
 the first serves (:meth:`~presa_trio.http.workers.Workers.keep`), so a
 worker that cannot start says why once, not once per worker.
 
-The worker finds its end named by :data:`LINK_FD_ENV`.
+The worker finds its end named by :data:`LINK_FD_ENV`, and keeps it to itself
+(:func:`~presa_trio.http.workers.keep_inherited`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ LINK_FD_ENV = "PRESA_TRIO_PARENT_FD"
 #: What the parent writes for each request to stop, and a worker once it serves.
 STOP = SERVING = b"\n"
 
+#: The most a worker reads of its link at once.
+BUFFER = 64
 #: Called with why a request came ("asked by the parent") and the how-manieth it is.
 Heard = Callable[[str, int], None]
 
@@ -66,42 +69,64 @@ def ask(link: socket.socket) -> None:
         link.send(STOP)
 
 
-async def wait_serving(link: socket.socket) -> bool:
-    """Whether the worker at the other end of ``link`` serves: ``True`` once it says so,
-    ``False`` if its end closes first (it exited)."""
-    await trio.lowlevel.wait_readable(link)
-    try:
-        return link.recv(1) == SERVING
-    except ConnectionResetError:
-        return False
+async def wait_serving(link: socket.socket, process: trio.Process) -> bool:
+    """Whether ``process``, the worker at the other end of ``link``, serves: ``True`` once
+    it says so, ``False`` if it is seen to exit first.
+
+    The wait ends with the process, not with its end of the link: a process the
+    worker started may hold that end open after the worker exited (a forked one
+    keeps every descriptor), and the parent would wait for it instead.
+
+    Failure policy of the nursery: its task (the process's exit) raises nothing
+    and ends the wait; so does a word from the worker, or its end closing.
+    """
+    said = b""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_at_exit, process, nursery.cancel_scope)
+        with contextlib.suppress(ConnectionResetError):  # it exited, the parent's byte unread
+            said = await trio.socket.from_stdlib_socket(link).recv(1)
+        nursery.cancel_scope.cancel(reason="the worker spoke")
+    return said == SERVING
 
 
-def inherited_link() -> int | None:
+async def cancel_at_exit(process: trio.Process, scope: trio.CancelScope) -> None:
+    await process.wait()
+    scope.cancel(reason="the worker exited")
+
+
+def inherited_link() -> socket.socket | None:
     """This worker's end of the link to its parent; ``None`` in any other process.
 
     The variable is removed once read, so a process the worker starts in
-    turn does not take itself for a worker.
+    turn does not take itself for a worker; the descriptor is no such
+    process's already (:func:`~presa_trio.http.workers.keep_inherited`).
     """
     fd = os.environ.pop(LINK_FD_ENV, None)
-    return None if fd is None else int(fd)
+    return None if fd is None else socket.socket(fileno=int(fd))
 
 
-def announce_serving(link: int) -> None:
-    """Tell the parent this worker serves; a parent gone is told nothing."""
+def announce_serving(link: socket.socket) -> None:
+    """Tell the parent this worker serves; a parent gone is told nothing. One byte into
+    an empty socket buffer: this cannot block."""
     with contextlib.suppress(BrokenPipeError, BlockingIOError, ConnectionResetError):
-        os.write(link, SERVING)
+        link.send(SERVING)
 
 
-async def hear_parent(link: int, heard: Heard) -> None:
+async def hear_parent(link: socket.socket, heard: Heard) -> None:
     """Report each request of the parent to ``heard``, and the link's end as one if the
-    parent asked nothing before; return at the link's end."""
+    parent asked nothing before; return at the link's end.
+
+    ``link`` stays open, its closing the caller's, once nothing more is written on
+    it (:func:`announce_serving`): closed here, its descriptor's number could be
+    taken by another file in the meantime, and the byte written there instead.
+    """
     asked = 0
-    async with trio.lowlevel.FdStream(link) as stream:
-        # A parent gone with this worker's own byte unread resets the link: its end too.
-        with contextlib.suppress(trio.BrokenResourceError):
-            while requests := await stream.receive_some():
-                for _ in requests:
-                    asked += 1
-                    heard("asked by the parent", asked)
+    receiving = trio.socket.from_stdlib_socket(link)
+    # A parent gone with this worker's own byte unread resets the link: its end too.
+    with contextlib.suppress(ConnectionResetError):
+        while requests := await receiving.recv(BUFFER):
+            for _ in requests:
+                asked += 1
+                heard("asked by the parent", asked)
     if not asked:
         heard("the parent exited", 1)

@@ -55,16 +55,18 @@ by itself rather than serve on unsupervised.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
@@ -159,6 +161,22 @@ def clear_samples(directory: str) -> None:
         path.unlink(missing_ok=True)
 
 
+def keep_inherited() -> None:
+    """Keep the descriptors this process was given as a worker, its listening socket and
+    its end of the link to its parent (:mod:`~presa_trio.http.worker_link`), to itself,
+    before any of the user's code runs.
+
+    ``pass_fds`` leaves them inheritable, and a process the worker starts (as the
+    target is imported, or in a tool) would be given both, and hold them open after
+    every worker has exited: the socket then queues connections no worker will
+    accept, rather than refuse them. One that names no descriptor is refused where it
+    is read (:func:`inherited_sockets`).
+    """
+    for name in (LISTEN_FD_ENV, LINK_FD_ENV):
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            os.set_inheritable(int(os.environ[name]), False)
+
+
 def inherited_sockets() -> Sockets | None:
     """The listening socket a worker was given by its parent; ``None`` in any other process.
 
@@ -226,10 +244,11 @@ class Workers:
         """Keep ``total`` workers running until a signal, then drain them; the exit status.
 
         The parent nursery's failure policy: a worker's exit ends nothing
-        but its own process (:meth:`keep` starts another); an error of the
-        parent itself (it cannot start a process) propagates and cancels
-        every slot, whose workers are then killed: the parent never leaves a
-        child behind.
+        but its own process (:meth:`keep` starts another), unless it could
+        not start at all (a usage error at its slot's first start, which
+        stops every worker, drained); an error of the parent itself (it
+        cannot start a process) propagates and cancels every slot, whose
+        workers are then killed: the parent never leaves a child behind.
         """
         with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
@@ -325,6 +344,8 @@ class Workers:
         end lives as long as the process, or the parent, whose exit closes it.
         The first worker is waited for until it serves (:attr:`opened`).
         """
+        # Open still: keep saw no stop, and there is no checkpoint from there to
+        # ``starting`` counted, before which release_listener may close it.
         fd = self.listener.fileno()
         workers_end, self.links[slot] = open_link()
         try:
@@ -352,14 +373,17 @@ class Workers:
                     self.starting -= 1
                     self.release_listener()
                 log.info("worker %d started (pid %d)", slot, process.pid)
-                if not self.opened.is_set() and await wait_serving(self.links[slot]):
+                if not self.opened.is_set() and await wait_serving(self.links[slot], process):
                     self.opened.set()
         finally:
             self.links.pop(slot).close()
         if MULTIPROCESS_DIR_ENV in self.shared:  # its gauges of things under way are gone
             from prometheus_client.multiprocess import mark_process_dead
 
-            mark_process_dead(process.pid, self.shared[MULTIPROCESS_DIR_ENV])  # type: ignore[no-untyped-call]
+            # File-system I/O, off the thread that supervises the other workers.
+            await trio.to_thread.run_sync(
+                mark_process_dead, process.pid, self.shared[MULTIPROCESS_DIR_ENV]
+            )
         return process.returncode or 0
 
 
@@ -385,11 +409,12 @@ async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
     check_store(args.store, total)
     bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
     listener = listen(args.host, args.port)
-    with listener, shared_samples(args.metrics) as samples:
-        where = repr_socket_addr(listener.family, listener.getsockname())
-        log.info("serving http://%s/mcp with %d workers", where, total)
-        shared = {**samples, **shared_key(args.state_key)}
-        return await Workers(worker_command(argv), total, listener, bound, shared).run()
+    with listener:
+        async with shared_samples(args.metrics) as samples:
+            where = repr_socket_addr(listener.family, listener.getsockname())
+            log.info("serving http://%s/mcp with %d workers", where, total)
+            shared = {**samples, **shared_key(args.state_key)}
+            return await Workers(worker_command(argv), total, listener, bound, shared).run()
 
 
 def shared_key(given: Sequence[str]) -> dict[str, str]:
@@ -406,8 +431,8 @@ def shared_key(given: Sequence[str]) -> dict[str, str]:
     return {STATE_KEY_ENV: secrets.token_urlsafe(32)}
 
 
-@contextmanager
-def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
+@asynccontextmanager
+async def shared_samples(metrics: bool) -> AsyncIterator[dict[str, str]]:
     """With ``--metrics``, a directory for every worker's samples, as the workers' environment.
 
     prometheus_client's multiprocess mode (:mod:`presa_trio.http.metrics`):
@@ -415,7 +440,9 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
     previous run's samples first (:func:`clear_samples`), else a new one, private
     to the user (``tempfile``'s mode 0700), lives as long as the parent. Either way
     it is named in the workers' environment, where :meth:`Workers.run_worker`
-    reads it.
+    reads it. Its file-system I/O runs on a worker thread, as any does in this
+    process; the new directory's removal is shielded, so it goes however the
+    parent ends.
     """
     if not metrics:
         yield {}
@@ -424,10 +451,14 @@ def shared_samples(metrics: bool) -> Iterator[dict[str, str]]:
         importlib.import_module("prometheus_client")
     except ImportError:
         raise ServeRefused(METRICS_MISSING) from None
-    given = shared_metrics_directory()
+    given = await trio.to_thread.run_sync(shared_metrics_directory)
     if given is not None:
-        clear_samples(given)
+        await trio.to_thread.run_sync(clear_samples, given)
         yield {MULTIPROCESS_DIR_ENV: given}
         return
-    with tempfile.TemporaryDirectory(prefix="presa-metrics-") as directory:
+    directory = await trio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="presa-metrics-"))
+    try:
         yield {MULTIPROCESS_DIR_ENV: directory}
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(partial(shutil.rmtree, directory, ignore_errors=True))

@@ -100,6 +100,9 @@ class WorkerContext(RequestContext):
             await self._withdraw(keys)
             raise
         del requests
+        # The checkpoint comes only where expect registered nothing: from a key
+        # registered to the try below there is none, so no cancel leaves a key
+        # behind, nor the task counted as parked.
         if not worker.expect(keys):
             await trio.sleep(0)  # every key answered already: still a checkpoint
         answered = False

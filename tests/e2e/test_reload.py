@@ -114,3 +114,26 @@ async def test_a_child_whose_reloader_is_killed_drains_and_exits(tmp_path: Path)
         with trio.fail_after(PATIENCE):
             assert await served.stopped() == -signal.SIGKILL
     assert "the parent exited: shutting down gracefully" in served.stderr
+
+
+async def test_a_second_signal_to_the_reloader_stops_the_child_at_once(tmp_path: Path) -> None:
+    """presa-defined (``serve --reload``): SIGTERM to the reloader alone asks its child to
+    drain; a second one is passed on too, as the parent of workers passes it on, and
+    the child stops at once, its call in flight cut short; the reloader then exits 0,
+    no signal left pending to end it by the default action."""
+    (tmp_path / "pausing_app.py").write_text(PAUSING_MODULE)
+    paused: list[dict[str, Any]] = []
+    command = [sys.executable, "-m", "presa_trio", "serve", "--port", "0", "--reload"]
+    command += ["--shutdown-grace", str(PATIENCE * 2), "pausing_app:server"]
+    async with serving(command, cwd=tmp_path) as served:
+        with trio.fail_after(PATIENCE):
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_pause, http, served.url, PATIENCE * 2, paused, running)
+                await running.wait()
+                served.process.send_signal(signal.SIGTERM)
+                await served.wait_for_line("asked by the parent: shutting down gracefully")
+                served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0
+    assert "asked by the parent again: stopping now" in served.stderr
+    assert "rested" not in str(paused)

@@ -297,6 +297,107 @@ async def test_a_worker_that_keeps_dying_is_started_again_ever_less_often(
             assert await served.stopped() == 0
 
 
+#: A target that forks a helper as it is imported (a forked process keeps every
+#: descriptor the worker has, its end of the link too), then dies before serving.
+DIES_LEAVING_A_HELPER = """
+import os
+import time
+
+helper = os.fork()
+if helper == 0:
+    os.closerange(0, 3)  # the test's pipe is not held
+    time.sleep(600)
+    os._exit(0)
+with open("helpers", "a") as helpers:
+    helpers.write(f"{helper}\\n")
+os._exit(3)
+"""
+
+
+def end_helpers(listing: Path) -> None:
+    """Kill the processes a test's server started and left, named in ``listing``."""
+    for pid in listing.read_text().split() if listing.exists() else []:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+async def test_a_first_worker_that_dies_before_serving_is_seen_dead_whatever_it_started(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): the first worker is waited
+    for until it serves or exits; one that dies first (here as its target is imported)
+    is started again, and the others start, even though a process it started lives on
+    with its end of the link to the parent."""
+    (tmp_path / "dying.py").write_text(DIES_LEAVING_A_HELPER)
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS, "--", "dying:server")
+    command = [sys.executable, "-m", "presa_trio", "serve", "--port", "0", *options]
+    try:
+        async with serving(
+            command, pattern=r"serving (http://\S+/mcp) with", cwd=tmp_path
+        ) as served:
+            with trio.fail_after(PATIENCE):
+                await served.wait_for_line(r"worker 1 exited with status 3: starting it again")
+                await served.wait_for_line(r"worker 2 started")
+            served.process.send_signal(signal.SIGTERM)
+            with trio.fail_after(PATIENCE):
+                assert await served.process.wait() == 0
+    finally:
+        end_helpers(tmp_path / "helpers")
+
+
+#: A target that starts a process as it is imported, and whose tool starts another
+#: that outlives the call (``os.system``: each is given every descriptor the worker
+#: may pass on).
+STARTS_A_HELPER = """
+import os
+
+from presa_trio.server import RequestContext, Server
+
+os.system("sleep 600 >/dev/null 2>&1 & echo $! >> helpers")
+server = Server("helping", "1.0.0")
+
+
+@server.tool()
+async def helper(ctx: RequestContext) -> str:
+    \"\"\"Starts a helper that runs on.\"\"\"
+    os.system("sleep 600 >/dev/null 2>&1 & echo $! >> helpers")
+    return "started"
+"""
+
+
+async def test_a_tool_s_process_neither_holds_the_port_nor_the_link(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """presa-defined (docs/deployment.md, "Draining" and "Many processes"): a process the
+    target started as it was imported, or a tool started, still running after the
+    server has stopped, holds neither the listening socket (a new connection is
+    refused, not queued for no worker) nor the worker's end of its link to the
+    parent."""
+    (tmp_path / "helping.py").write_text(STARTS_A_HELPER)
+    options = ("--workers", "2", "--store", postgres_url, *OPTIONS, "--", "helping:server")
+    try:
+        async with presa_serve(*options, cwd=tmp_path) as served:
+            await worker_pids(served, 2)
+            async with peer_of(served) as peer:
+                for _ in range(2):  # on either worker, or both
+                    await peer.call("tools/call", {"name": "helper", "arguments": {}})
+            served.process.send_signal(signal.SIGTERM)
+            with trio.fail_after(PATIENCE):
+                assert await served.stopped() == 0
+        helpers = (tmp_path / "helpers").read_text().split()
+        held = [
+            os.readlink(f"/proc/{pid}/fd/{fd}")
+            for pid in helpers
+            for fd in os.listdir(f"/proc/{pid}/fd")
+        ]
+        host, port = served.url.removeprefix("http://").removesuffix("/mcp").rsplit(":", 1)
+        with pytest.raises(OSError, match="all attempts to connect"):
+            await trio.open_tcp_stream(host, int(port))
+    finally:
+        end_helpers(tmp_path / "helpers")
+    assert not [name for name in held if name.startswith("socket:")]
+
+
 async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Draining"): SIGTERM to the parent reaches
     every worker once; a call in flight is answered, every worker exits, and the
