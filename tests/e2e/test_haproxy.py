@@ -6,7 +6,9 @@ module (``apt-get``, tests/haproxy.py) when missing and possible, else the
 module is skipped with the reason; it runs in the foreground, a child of the
 test, as a master and its worker (as the distribution's service runs it, so it
 can be reloaded), with the recipe's addresses replaced by free ports. The three servers are
-real child processes on one fresh database of the run's PostgreSQL. Every request goes
+real child processes on one fresh database of the run's PostgreSQL, but in the one test
+that needs servers no process could be (closing a connection as a request comes, every
+time), which are in-process ones. Every request goes
 through HAProxy; which process served it is read from the processes' access
 logs. Every wait is bounded by ``trio.fail_after``; nothing asserts how long
 anything took.
@@ -18,12 +20,13 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import attrs
+import h11
 import httpx
 import pytest
 import trio
@@ -100,19 +103,28 @@ class Backend:
 async def behind_haproxy(
     haproxy: str, store: str, tmp_path: Path
 ) -> AsyncIterator[tuple[str, list[Backend]]]:
-    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL.
-
-    HAProxy runs as its distribution's service runs it, a master and its worker
-    (``-W``), so it can be reloaded (:func:`reload`).
-    """
-    frontend, *ports = [free_port() for _ in range(4)]
-    (tmp_path / "haproxy.cfg").write_text(recipe(frontend, ports))
+    """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL."""
+    ports = [free_port() for _ in range(3)]
     backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports]
     async with AsyncExitStack() as stack:
         nursery = await stack.enter_async_context(trio.open_nursery())
         stack.callback(nursery.cancel_scope.cancel)
         for backend in backends:
             await backend.start(nursery)
+        url = await stack.enter_async_context(haproxy_before(haproxy, ports, tmp_path))
+        yield url, backends
+
+
+@asynccontextmanager
+async def haproxy_before(haproxy: str, ports: list[int], tmp_path: Path) -> AsyncIterator[str]:
+    """HAProxy by the recipe, in front of the servers on ``ports``; its frontend's MCP URL.
+
+    HAProxy runs as its distribution's service runs it, a master and its worker
+    (``-W``), so it can be reloaded (:func:`reload`).
+    """
+    frontend = free_port()
+    (tmp_path / "haproxy.cfg").write_text(recipe(frontend, ports))
+    async with trio.open_nursery() as nursery:
         command = [haproxy, "-W", "-db", "-f", str(tmp_path / "haproxy.cfg")]
         command += ["-p", str(tmp_path / "haproxy.pid")]
         with (tmp_path / "haproxy.log").open("ab") as log:
@@ -128,7 +140,8 @@ async def behind_haproxy(
                         break
                     except httpx.TransportError:
                         await trio.sleep(0.05)
-        yield url, backends
+        yield url
+        nursery.cancel_scope.cancel(reason="HAProxy no longer needed")
 
 
 async def test_every_request_of_a_task_s_life_lands_on_any_process(
@@ -403,3 +416,60 @@ def retryable(response: httpx.Response) -> bool:
         return True
     error = response.json().get("error", {})
     return bool(error.get("code") == -32603 and error.get("data", {}).get("retryable"))
+
+
+async def test_no_request_is_sent_on_a_connection_left_idle(haproxy: str, tmp_path: Path) -> None:
+    """presa-defined (docs/deployment.md, "Behind HAProxy"): HAProxy sends each request
+    to a process on a connection of its own, never on one an earlier answer left
+    idle, which the process may be closing for idleness as the request comes (a
+    request so sent is lost: HAProxy closes its client's connection without an
+    answer, and logs nothing). The servers here are ones whose idle timeout always
+    fires as the next request comes: each answers the first request on a
+    connection and closes the connection on the next, unanswered. Every request a
+    client sends on its one connection through HAProxy is answered."""
+    server = ClosingServer()
+    async with trio.open_nursery() as nursery:
+        listeners = [(await nursery.start(trio.serve_tcp, server.serve, 0))[0] for _ in range(3)]
+        ports = [listener.socket.getsockname()[1] for listener in listeners]
+        async with (
+            haproxy_before(haproxy, ports, tmp_path) as url,
+            httpx.AsyncClient(timeout=10) as http,
+        ):
+            statuses: list[int | str] = []
+            for _ in range(9):
+                try:
+                    statuses.append((await http.post(url, json={})).status_code)
+                except httpx.TransportError as error:
+                    statuses.append(repr(error))
+        nursery.cancel_scope.cancel(reason="test over")
+    assert statuses == [200] * 9, statuses
+    assert server.dropped == 0
+
+
+@attrs.define(eq=False)
+class ClosingServer:
+    """An HTTP/1.1 server that answers one request per connection, and closes the
+    connection when a second comes on it, unanswered (counted in ``dropped``)."""
+
+    dropped: int = 0
+
+    async def serve(self, stream: trio.SocketStream) -> None:
+        with suppress(trio.BrokenResourceError):  # a health check's connection, reset
+            async with stream:
+                await self.answer_once(stream)
+
+    async def answer_once(self, stream: trio.SocketStream) -> None:
+        connection = h11.Connection(h11.SERVER)
+        while not isinstance(event := connection.next_event(), h11.EndOfMessage):
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some()
+                if not data:
+                    return
+                connection.receive_data(data)
+        body = b"{}"
+        head = [(b"content-type", b"application/json"), (b"content-length", b"2")]
+        for event in (h11.Response(status_code=200, headers=head), h11.Data(data=body)):
+            await stream.send_all(connection.send(event) or b"")
+        await stream.send_all(connection.send(h11.EndOfMessage()) or b"")
+        if await stream.receive_some():  # the next request: closed unanswered
+            self.dropped += 1
