@@ -1,5 +1,5 @@
 """Shared fixtures: the conformance fixture app, running, and a client for it;
-a real PostgreSQL for the tests that need one."""
+a real PostgreSQL for the tests that need one; HAProxy, the distribution's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import settings
 from presa_trio.demo import build_app
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, running
+from tests.haproxy import HaproxyMissing, installed_haproxy
 from tests.postgres import Postgres, temporary_postgresql
 
 
@@ -42,3 +43,13 @@ def postgres_url(postgres: Postgres) -> str:
 # loaded shared machine; the properties are about behaviour, never speed.
 settings.register_profile("presa", deadline=None)
 settings.load_profile("presa")
+
+
+@pytest.fixture(scope="session")
+def haproxy() -> str:
+    """The ``haproxy`` command, installed from the distribution's packages if missing;
+    a test that needs it is skipped, saying why, only where it cannot be had."""
+    try:
+        return installed_haproxy()
+    except HaproxyMissing as missing:
+        pytest.skip(str(missing))

@@ -9,18 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.haproxy import RECIPE, RECIPE_FRONTEND, HaproxyMissing, installed_haproxy, recipe
+from tests.haproxy import RECIPE, RECIPE_FRONTEND, recipe
 
 #: The addresses of the recipe's servers, in order.
 SERVERS = ["127.0.0.1:3001", "127.0.0.1:3002", "127.0.0.1:3003"]
-
-
-@pytest.fixture(scope="module")
-def haproxy() -> str:
-    try:
-        return installed_haproxy()
-    except HaproxyMissing as missing:
-        pytest.skip(str(missing))
 
 
 def checked(haproxy: str, config: Path) -> str:

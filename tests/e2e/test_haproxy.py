@@ -28,13 +28,12 @@ from typing import Any
 import attrs
 import h11
 import httpx
-import pytest
 import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
 from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, listening, until_completed
-from tests.haproxy import HaproxyMissing, installed_haproxy, recipe
+from tests.haproxy import recipe
 from tests.postgres import Postgres, free_port
 from tests.streams import sse_messages
 
@@ -44,14 +43,6 @@ SERVER_OPTIONS = (
     *("--drain-delay", "2", "--shutdown-grace", "5", "--store-timeout", "2"),
     *("--task-lease", "2", "--task-events", "--allow-host", PUBLIC_NAME),
 )
-
-
-@pytest.fixture(scope="module")
-def haproxy() -> str:
-    try:
-        return installed_haproxy()
-    except HaproxyMissing as missing:
-        pytest.skip(str(missing))
 
 
 @attrs.define(eq=False)

@@ -17,7 +17,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -398,22 +398,36 @@ async def test_a_tool_s_process_neither_holds_the_port_nor_the_link(
     assert not [name for name in held if name.startswith("socket:")]
 
 
+#: Two workers on PostgreSQL, with a grace far longer than the one-second call they drain.
+DRAINING = ("--workers", "2", "--shutdown-grace", "30")
+
+
+async def answered_across(served: ServeProcess, stop: Callable[[], Awaitable[None]]) -> int:
+    """Run ``stop`` while a one-second call is in flight, and wait for the server to exit;
+    its exit status, once the call is known to have been answered."""
+    paused: list[dict[str, Any]] = []
+    with trio.fail_after(PATIENCE):
+        async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+            running = trio.Event()
+            nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
+            await running.wait()
+            await stop()
+        status = await served.stopped()
+    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+    return status
+
+
 async def test_sigterm_to_the_parent_drains_every_worker(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Draining"): SIGTERM to the parent reaches
     every worker once; a call in flight is answered, every worker exits, and the
     parent exits 0 with no worker left behind."""
-    paused: list[dict[str, Any]] = []
-    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
-    async with presa_serve(PAUSING, *options) as served:
+
+    async def stop() -> None:
+        served.process.send_signal(signal.SIGTERM)
+
+    async with presa_serve(PAUSING, *DRAINING, "--store", postgres_url) as served:
         pids = await worker_pids(served, 2)
-        with trio.fail_after(PATIENCE):
-            async with httpx.AsyncClient(timeout=30) as http, trio.open_nursery() as nursery:
-                running = trio.Event()
-                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
-                await running.wait()
-                served.process.send_signal(signal.SIGTERM)
-            assert await served.stopped() == 0
-    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+        assert await answered_across(served, stop) == 0
     assert not [pid for pid in pids.values() if alive(pid)]
     assert served.stderr.count("SIGTERM received") == 1  # the parent's, not a worker's
     assert served.stderr.count("asked by the parent: shutting down gracefully") == 2
@@ -426,19 +440,14 @@ async def test_the_unit_s_stop_drains_every_worker(postgres_url: str) -> None:
     each worker gets the one SIGTERM that drains it, not a second one that stops it at
     once, so a call in flight is answered and the server exits 0."""
     settings = service_settings()
-    paused: list[dict[str, Any]] = []
-    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
-    async with presa_serve(PAUSING, *options) as served:
+
+    async def stop() -> None:
+        for pid in signalled_on_stop(served.process.pid, list(pids.values())):
+            os.kill(pid, signal.Signals[settings["KillSignal"]])
+
+    async with presa_serve(PAUSING, *DRAINING, "--store", postgres_url) as served:
         pids = await worker_pids(served, 2)
-        with trio.fail_after(PATIENCE):
-            async with httpx.AsyncClient(timeout=30) as http, trio.open_nursery() as nursery:
-                running = trio.Event()
-                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
-                await running.wait()
-                for pid in signalled_on_stop(served.process.pid, list(pids.values())):
-                    os.kill(pid, signal.Signals[settings["KillSignal"]])
-            assert await served.stopped() == 0
-    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+        assert await answered_across(served, stop) == 0
     assert "received again" not in served.stderr  # no process heard a second signal
 
 
@@ -474,21 +483,16 @@ async def test_workers_signalled_by_a_supervisor_as_well_as_by_the_parent_still_
     drain from each, not a second signal, so a call in flight is still answered.
     Here each worker has taken its own signal before the parent gets its one, the
     order in which a relayed signal would have stopped it at once."""
-    paused: list[dict[str, Any]] = []
-    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
-    async with presa_serve(PAUSING, *options) as served:
+
+    async def stop() -> None:
+        for pid in pids.values():
+            os.kill(pid, signal.SIGTERM)
+        await served.wait_for_lines("SIGTERM received: shutting down", len(pids))
+        served.process.send_signal(signal.SIGTERM)
+
+    async with presa_serve(PAUSING, *DRAINING, "--store", postgres_url) as served:
         pids = await worker_pids(served, 2)
-        with trio.fail_after(PATIENCE):
-            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
-                running = trio.Event()
-                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
-                await running.wait()
-                for pid in pids.values():
-                    os.kill(pid, signal.SIGTERM)
-                await served.wait_for_lines("SIGTERM received: shutting down", len(pids))
-                served.process.send_signal(signal.SIGTERM)
-            assert await served.stopped() == 0
-    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+        assert await answered_across(served, stop) == 0
     assert "stopping now" not in served.stderr
 
 
@@ -498,18 +502,13 @@ async def test_workers_whose_parent_is_killed_drain_and_exit(postgres_url: str) 
     (a call in flight is answered) and exits, rather than serve on unsupervised on a
     port a new parent could not bind. Every worker has exited once the stderr the
     workers share with the parent ends."""
-    paused: list[dict[str, Any]] = []
-    options = ("--workers", "2", "--store", postgres_url, "--shutdown-grace", "30")
-    async with presa_serve(PAUSING, *options) as served:
+
+    async def stop() -> None:
+        served.process.kill()
+
+    async with presa_serve(PAUSING, *DRAINING, "--store", postgres_url) as served:
         await worker_pids(served, 2)
-        with trio.fail_after(PATIENCE):
-            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
-                running = trio.Event()
-                nursery.start_soon(call_pause, http, served.url, 1.0, paused, running)
-                await running.wait()
-                served.process.kill()
-            assert await served.stopped() == -signal.SIGKILL
-    assert paused[-1]["result"]["content"] == [{"type": "text", "text": "rested"}]
+        assert await answered_across(served, stop) == -signal.SIGKILL
     assert served.stderr.count("the parent exited: shutting down gracefully") == 2
 
 
