@@ -78,7 +78,7 @@ from presa_trio.client.options import (
 )
 from presa_trio.client.streams import writing_stdout
 from presa_trio.demo import build_server
-from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
+from presa_trio.http.app import DEFAULT_KEEP_ALIVE_S, DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S
 from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.workers import ServeRefused, keep_inherited, serve_workers, stop_bound
 from presa_trio.server import Server
@@ -230,6 +230,15 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="time a request body may take to arrive; slower is 408 and the connection "
         "closes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--keep-alive",
+        type=positive_seconds,
+        default=DEFAULT_KEEP_ALIVE_S,
+        metavar="SECONDS",
+        help="time an idle connection is kept for the client's next request; behind a load "
+        "balancer that keeps idle connections for reuse, set it above that balancer's idle "
+        "timeout (default: %(default)s)",
     )
     parser.add_argument(
         "--shutdown-grace",
@@ -398,6 +407,7 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 transcript=args.transcript,
                 max_body=args.max_body,
                 read_timeout=args.read_timeout,
+                keep_alive=args.keep_alive,
                 shutdown_grace=args.shutdown_grace,
                 drain_delay=args.drain_delay,
                 metrics=args.metrics,

@@ -71,6 +71,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 #: Default seconds from the request head to the end of its body.
 DEFAULT_READ_TIMEOUT_S = 30.0
+#: Seconds an idle HTTP/1.1 connection is kept open for the client's next request
+#: (hypercorn's own default).
+DEFAULT_KEEP_ALIVE_S = 5.0
 
 
 def connection_of(scope: HTTPScope) -> Connection:

@@ -43,7 +43,12 @@ from hypercorn.utils import repr_socket_addr, wrap_app
 from presa_trio.http import protocols
 from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
-from presa_trio.http.app import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT_S, McpApp
+from presa_trio.http.app import (
+    DEFAULT_KEEP_ALIVE_S,
+    DEFAULT_MAX_BODY,
+    DEFAULT_READ_TIMEOUT_S,
+    McpApp,
+)
 from presa_trio.http.target import RequestTarget
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.worker_link import announce_serving, hear_parent, inherited_link
@@ -95,6 +100,7 @@ async def serve_http(
     max_body: int = DEFAULT_MAX_BODY,
     auth: ResourceGuard | Callable[[int], ResourceGuard] | None = None,
     read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+    keep_alive: float = DEFAULT_KEEP_ALIVE_S,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
     drain_delay: float = 0.0,
     metrics: bool = False,
@@ -107,7 +113,11 @@ async def serve_http(
     ``port=0`` picks a free port. Host and Origin are checked against the
     loopback names plus ``allow_hosts`` (DNS rebinding); a body over
     ``max_body`` bytes is 413, one not received within ``read_timeout``
-    seconds is 408. A shutdown keeps accepting for ``drain_delay`` seconds
+    seconds is 408. A connection idle ``keep_alive`` seconds between two
+    requests is closed (a client or a proxy that reuses idle connections
+    must stop reusing one first: RFC 9112 §9.5, "a client, server, or proxy
+    MAY close the transport connection at any time", so the one that keeps
+    it longer races the other's close). A shutdown keeps accepting for ``drain_delay`` seconds
     while ``/readyz`` says it is draining. With ``metrics``, ``GET /metrics``
     serves Prometheus text (:mod:`presa_trio.http.metrics`). Without a
     ``shutdown_trigger``, SIGINT and SIGTERM start the graceful shutdown (the
@@ -126,6 +136,7 @@ async def serve_http(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # our handlers, logged once
     config.graceful_timeout = shutdown_grace
+    config.keep_alive_timeout = keep_alive
     protocols.install()
     inherited = inherited_sockets()  # a worker's is given
     sockets = inherited or config.create_sockets()

@@ -224,3 +224,30 @@ async def test_a_draining_process_reports_not_ready_while_it_still_accepts() -> 
             assert live.status_code == 200
             served.process.send_signal(signal.SIGTERM)
             assert await served.stopped() == 0
+
+
+@pytest.mark.parametrize(("keep_alive", "closed"), [("0.2", True), ("60", False)])
+async def test_an_idle_connection_is_closed_after_the_keep_alive(
+    keep_alive: str, closed: bool
+) -> None:
+    """presa-defined (docs/deployment.md, "Request limits"; RFC 9112 §9.5): with
+    ``--keep-alive 0.2`` an HTTP/1.1 connection idle after its answer is closed by
+    the server, well before hypercorn's own 5 s; with ``--keep-alive 60`` the same
+    connection still carries a second request after that wait."""
+    async with presa_serve("--keep-alive", keep_alive) as served:
+        host, port = served.url.removeprefix("http://").removesuffix("/mcp").rsplit(":", 1)
+        head = f"GET /healthz HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+        with trio.fail_after(10):
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                await stream.send_all(head)
+                first = await stream.receive_some()
+                assert first.startswith(b"HTTP/1.1 200")
+                with trio.move_on_after(2.5):  # far past 0.2 s, well short of 5 s
+                    while await stream.receive_some():
+                        pass  # the rest of the first answer, if it came apart
+                    assert closed, "the server closed a connection it should have kept"
+                    return
+                assert not closed, "the idle connection was still open after 2.5 s"
+                await stream.send_all(head)
+                assert (await stream.receive_some()).startswith(b"HTTP/1.1 200")
