@@ -64,6 +64,7 @@ from presa_trio.cli.task_options import (
     use_task_events,
 )
 from presa_trio.client.errors import (
+    EXIT_CANCELLED,
     EXIT_USAGE,
     ClientError,
     OutputCut,
@@ -516,9 +517,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:  # before the signal handlers are in place
-        sys.exit(130)
+        sys.exit(EXIT_CANCELLED)
     except BaseExceptionGroup as group:
         # Ctrl-C inside Trio's nurseries, where no handler receives SIGINT (stdio).
         if group.split(KeyboardInterrupt)[1] is not None:
             raise
-        sys.exit(130)
+        sys.exit(EXIT_CANCELLED)
