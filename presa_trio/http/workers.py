@@ -76,6 +76,7 @@ from hypercorn.config import Config, Sockets
 from hypercorn.utils import repr_socket_addr
 
 from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link, wait_serving
+from presa_trio.wire.http_values import authority
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +193,7 @@ def inherited_sockets() -> Sockets | None:
 def listen(host: str, port: int) -> socket.socket:
     """Bind and listen on ``host:port`` as a single server would; a failure is one line."""
     config = Config()
-    bare = host.strip("[]")
-    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
+    config.bind = [authority(host, port)]
     try:
         (sock,) = config.create_sockets().insecure_sockets
     except OSError as error:
