@@ -217,9 +217,9 @@ async def serve_until_signalled(
 
     While this runs, no such signal interrupts anything (no
     ``KeyboardInterrupt``); each is received here, and none is left pending.
-    In a worker of ``--workers``, ``parent`` is its end of the link to its parent: its
-    requests start the shutdown too, and are counted apart from the signals
-    (:mod:`presa_trio.http.worker_link`).
+    In a worker of ``--workers``, or the child of ``--reload``, ``parent`` is its end of
+    the link to the process that started it: its requests start the shutdown too, and
+    are counted apart from the signals (:mod:`presa_trio.http.worker_link`).
 
     Failure policy of the nursery: the watches of the signals and of the parent
     raise nothing and end with ``serve``; an error of ``serve`` propagates and
