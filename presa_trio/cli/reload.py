@@ -151,12 +151,12 @@ class Reloader:
         """
         with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.relay, signals)
+                nursery.start_soon(self.stop_on_signals, signals)
                 with self.restarts:
                     await self.restarting()
                 nursery.cancel_scope.cancel(reason="the child exited")
 
-    async def relay(self, signals: AsyncIterator[int]) -> None:
+    async def stop_on_signals(self, signals: AsyncIterator[int]) -> None:
         """The first signal stops the restarts, and so asks the child to drain; each one
         after it asks the child again, which then stops at once, as a second signal
         stops a worker of ``--workers``."""
