@@ -9,7 +9,9 @@ reloader its child), and a worker tells the two apart:
   single process does: the first drains, a second stops it at once;
 - **a byte from the parent** counts apart from them: the first drains
   (nothing more if it already drains), a second stops it at once. The
-  parent writes one for each signal it gets (:mod:`presa_trio.http.workers`);
+  parent writes one for each signal it gets, and one as it stops every
+  worker because one cannot start (:mod:`presa_trio.http.workers`); the
+  reloader one as it stops its child (:mod:`presa_trio.cli.reload`);
 - **the link's end** (the parent's end closed: the parent exited, even
   killed with SIGKILL, so nothing will restart or stop the worker) drains
   it, unless the parent asked already.
@@ -90,6 +92,7 @@ async def wait_serving(link: socket.socket, process: trio.Process) -> bool:
 
 
 async def cancel_at_exit(process: trio.Process, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once ``process`` has exited: the end of :func:`wait_serving`."""
     await process.wait()
     scope.cancel(reason="the worker exited")
 
