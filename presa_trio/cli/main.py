@@ -47,9 +47,9 @@ from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
     check_needed_options,
-    host_name,
     lease_seconds,
     level_name,
+    nonblank_host,
     port_number,
     positive_seconds,
     seconds,
@@ -198,7 +198,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host",
-        type=host_name,
+        type=nonblank_host,
         default="127.0.0.1",
         help="address to bind (default: %(default)s)",
     )
@@ -210,7 +210,7 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--allow-host",
-        type=host_name,
+        type=nonblank_host,
         action="append",
         default=[],
         metavar="NAME",
