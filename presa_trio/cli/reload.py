@@ -188,7 +188,7 @@ class Reloader:
         if sys.platform == "win32":
             await trio.run_process(self.command, check=False)
             return
-        childs, self.link = open_link()
+        childs_end, self.link = open_link()
         try:
             async with trio.open_nursery() as nursery:
                 try:
@@ -197,13 +197,13 @@ class Reloader:
                             trio.run_process,
                             self.command,
                             check=False,
-                            pass_fds=(childs,),
-                            env={**os.environ, LINK_FD_ENV: str(childs)},
+                            pass_fds=(childs_end,),
+                            env={**os.environ, LINK_FD_ENV: str(childs_end)},
                             deliver_cancel=partial(stop_child, self.link, self.bound),
                         )
                     )
                 finally:
-                    os.close(childs)
+                    os.close(childs_end)
         finally:
             self.link.close()
             self.link = None
