@@ -18,8 +18,10 @@ import pytest
 import trio
 
 from presa_trio import __version__
+from presa_trio.cli.entry import EXIT_INTERRUPTED
 from presa_trio.cli.main import build_parser
 from presa_trio.cli.target import TargetError, load_server
+from presa_trio.client.errors import EXIT_CANCELLED
 from presa_trio.server import Server
 from presa_trio.testing import request
 from tests.e2e.serve_process import REPOSITORY
@@ -281,6 +283,12 @@ async def test_ctrl_c_while_the_command_line_loads_is_130_and_no_traceback() -> 
             cwd=REPOSITORY,
         )
     assert (done.returncode, done.stdout, done.stderr) == (130, b"", b"")
+
+
+def test_ctrl_c_while_loading_and_while_running_exit_with_the_same_status() -> None:
+    """presa-defined (docs/client.md, exit statuses): the entry point's status for a
+    Ctrl-C, written out where nothing is imported yet, is the one every command's is."""
+    assert EXIT_INTERRUPTED == EXIT_CANCELLED
 
 
 async def test_version_names_the_package_version() -> None:

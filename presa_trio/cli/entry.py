@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import sys
 
-#: The exit status of a command Ctrl-C ended (128 + SIGINT).
+#: The exit status of a command Ctrl-C ended (128 + SIGINT): the client's
+#: :data:`~presa_trio.client.errors.EXIT_CANCELLED`, which :func:`presa_trio.cli.main.main`
+#: exits with too; written out here, since nothing may be imported before the ``try``.
 EXIT_INTERRUPTED = 130
 
 

@@ -47,9 +47,9 @@ from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
     check_needed_options,
-    host_name,
     lease_seconds,
     level_name,
+    nonblank_host,
     port_number,
     positive_seconds,
     seconds,
@@ -64,6 +64,7 @@ from presa_trio.cli.task_options import (
     use_task_events,
 )
 from presa_trio.client.errors import (
+    EXIT_CANCELLED,
     EXIT_USAGE,
     ClientError,
     OutputCut,
@@ -197,7 +198,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host",
-        type=host_name,
+        type=nonblank_host,
         default="127.0.0.1",
         help="address to bind (default: %(default)s)",
     )
@@ -209,7 +210,7 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--allow-host",
-        type=host_name,
+        type=nonblank_host,
         action="append",
         default=[],
         metavar="NAME",
@@ -526,9 +527,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"presa-trio: error: the server cannot run: {error}", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:  # before the signal handlers are in place
-        sys.exit(130)
+        sys.exit(EXIT_CANCELLED)
     except BaseExceptionGroup as group:
         # Ctrl-C inside Trio's nurseries, where no handler receives SIGINT (stdio).
         if group.split(KeyboardInterrupt)[1] is not None:
             raise
-        sys.exit(130)
+        sys.exit(EXIT_CANCELLED)

@@ -75,7 +75,7 @@ lease_seconds = checked(
 )
 
 
-def host_name(text: str) -> str:
+def nonblank_host(text: str) -> str:
     """``--allow-host``: a name as a Host or Origin header carries it; ``--host``: the
     address to bind. Never blank: a blank ``--host`` (a shell variable left unset)
     would bind every interface."""

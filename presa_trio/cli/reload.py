@@ -151,12 +151,12 @@ class Reloader:
         """
         with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.relay, signals)
+                nursery.start_soon(self.stop_on_signals, signals)
                 with self.restarts:
                     await self.restarting()
                 nursery.cancel_scope.cancel(reason="the child exited")
 
-    async def relay(self, signals: AsyncIterator[int]) -> None:
+    async def stop_on_signals(self, signals: AsyncIterator[int]) -> None:
         """The first signal stops the restarts, and so asks the child to drain; each one
         after it asks the child again, which then stops at once, as a second signal
         stops a worker of ``--workers``."""
@@ -188,7 +188,7 @@ class Reloader:
         if sys.platform == "win32":
             await trio.run_process(self.command, check=False)
             return
-        childs, self.link = open_link()
+        childs_end, self.link = open_link()
         try:
             async with trio.open_nursery() as nursery:
                 try:
@@ -197,13 +197,13 @@ class Reloader:
                             trio.run_process,
                             self.command,
                             check=False,
-                            pass_fds=(childs,),
-                            env={**os.environ, LINK_FD_ENV: str(childs)},
+                            pass_fds=(childs_end,),
+                            env={**os.environ, LINK_FD_ENV: str(childs_end)},
                             deliver_cancel=partial(stop_child, self.link, self.bound),
                         )
                     )
                 finally:
-                    os.close(childs)
+                    os.close(childs_end)
         finally:
             self.link.close()
             self.link = None

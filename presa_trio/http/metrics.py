@@ -224,7 +224,8 @@ class Metered:
     """ASGI middleware observing every exchange of ``app``, and answering ``/metrics``.
 
     Made before ``app`` runs: its task runner takes the creation, status and
-    load listeners, and the store wrapped to time its calls, as it starts.
+    load listeners, and the store wrapped to time its calls, as it starts; its
+    authorization guard, if any, the decision listener.
     """
 
     app: McpApp

@@ -5,7 +5,9 @@
 request (:mod:`presa_trio.http.access`; written in batches, at most a second
 late, all of them by the time it returns), and shuts down gracefully:
 
-1. SIGINT, SIGTERM or SIGHUP (or the caller's ``shutdown_trigger``) starts it, once:
+1. SIGINT, SIGTERM or SIGHUP (or the caller's ``shutdown_trigger``; in a worker
+   of ``--workers`` or the child of ``--reload``, also a request over the link to the
+   process that started it: :mod:`presa_trio.http.worker_link`) starts it, once:
    ``GET /readyz`` answers 503 from now on (:mod:`presa_trio.http.health`);
 2. after ``drain_delay`` seconds (time for a load balancer's health checks
    to take the process out), the listening socket closes, so no new
@@ -17,7 +19,8 @@ late, all of them by the time it returns), and shuts down gracefully:
 5. the ASGI lifespan ends (the Tasks extension's workers stop) and
    :func:`serve_http` returns.
 
-A second signal during the grace ends it at once. If the server-lifetime
+A second signal during the grace ends it at once, as does a second request
+over the link (the two are counted apart: :func:`serve_until_signalled`). If the server-lifetime
 nursery ends by itself (the task runner failed), the same shutdown starts,
 and :func:`serve_http` raises :class:`ServerFailed` with one line: the
 process exits non-zero and a supervisor restarts it.
@@ -228,9 +231,9 @@ async def serve_until_signalled(
 
     While this runs, no such signal interrupts anything (no
     ``KeyboardInterrupt``); each is received here, and none is left pending.
-    In a worker of ``--workers``, ``parent`` is its end of the link to its parent: its
-    requests start the shutdown too, and are counted apart from the signals
-    (:mod:`presa_trio.http.worker_link`).
+    In a worker of ``--workers``, or the child of ``--reload``, ``parent`` is its end of
+    the link to the process that started it: its requests start the shutdown too, and
+    are counted apart from the signals (:mod:`presa_trio.http.worker_link`).
 
     Failure policy of the nursery: the watches of the signals and of the parent
     raise nothing and end with ``serve``; an error of ``serve`` propagates and

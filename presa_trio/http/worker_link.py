@@ -9,7 +9,9 @@ reloader its child), and a worker tells the two apart:
   single process does: the first drains, a second stops it at once;
 - **a byte from the parent** counts apart from them: the first drains
   (nothing more if it already drains), a second stops it at once. The
-  parent writes one for each signal it gets (:mod:`presa_trio.http.workers`);
+  parent writes one for each signal it gets, and one as it stops every
+  worker because one cannot start (:mod:`presa_trio.http.workers`); the
+  reloader one as it stops its child (:mod:`presa_trio.cli.reload`);
 - **the link's end** (the parent's end closed: the parent exited, even
   killed with SIGKILL, so nothing will restart or stop the worker) drains
   it, unless the parent asked already.
@@ -44,10 +46,11 @@ LINK_FD_ENV = "PRESA_TRIO_PARENT_FD"
 #: What the parent writes for each request to stop, and a worker once it serves.
 STOP = SERVING = b"\n"
 
-#: The most a worker reads of its link at once.
-BUFFER = 64
-#: Called with why a request came ("asked by the parent") and the how-manieth it is.
-Heard = Callable[[str, int], None]
+#: The most a worker reads of its link at once, in bytes.
+READ_SIZE = 64
+#: Told of each request to stop: why it came ("asked by the parent") and the
+#: how-manieth of its kind it is.
+StopListener = Callable[[str, int], None]
 
 
 def open_link() -> tuple[int, socket.socket]:
@@ -90,6 +93,7 @@ async def wait_serving(link: socket.socket, process: trio.Process) -> bool:
 
 
 async def cancel_at_exit(process: trio.Process, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once ``process`` has exited: the end of :func:`wait_serving`."""
     await process.wait()
     scope.cancel(reason="the worker exited")
 
@@ -112,7 +116,7 @@ def announce_serving(link: socket.socket) -> None:
         link.send(SERVING)
 
 
-async def hear_parent(link: socket.socket, heard: Heard) -> None:
+async def hear_parent(link: socket.socket, heard: StopListener) -> None:
     """Report each request of the parent to ``heard``, and the link's end as one if the
     parent asked nothing before; return at the link's end.
 
@@ -124,7 +128,7 @@ async def hear_parent(link: socket.socket, heard: Heard) -> None:
     receiving = trio.socket.from_stdlib_socket(link)
     # A parent gone with this worker's own byte unread resets the link: its end too.
     with contextlib.suppress(ConnectionResetError):
-        while requests := await receiving.recv(BUFFER):
+        while requests := await receiving.recv(READ_SIZE):
             for _ in requests:
                 asked += 1
                 heard("asked by the parent", asked)

@@ -76,6 +76,7 @@ from hypercorn.config import Config, Sockets
 from hypercorn.utils import repr_socket_addr
 
 from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link, wait_serving
+from presa_trio.wire.http_values import authority
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +193,7 @@ def inherited_sockets() -> Sockets | None:
 def listen(host: str, port: int) -> socket.socket:
     """Bind and listen on ``host:port`` as a single server would; a failure is one line."""
     config = Config()
-    bare = host.strip("[]")
-    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
+    config.bind = [authority(host, port)]
     try:
         (sock,) = config.create_sockets().insecure_sockets
     except OSError as error:
@@ -252,7 +252,7 @@ class Workers:
         """
         with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.relay, signals)
+                nursery.start_soon(self.stop_on_signals, signals)
                 with self.slots:
                     async with trio.open_nursery() as slots:
                         for slot in range(1, self.total + 1):
@@ -263,7 +263,7 @@ class Workers:
             self.status = self.status or 1
         return self.status
 
-    async def relay(self, signals: AsyncIterator[int]) -> None:
+    async def stop_on_signals(self, signals: AsyncIterator[int]) -> None:
         """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link."""
         async for signum in signals:
             name = signal.Signals(signum).name
@@ -293,6 +293,8 @@ class Workers:
             self.listener.close()
 
     def ask_all(self) -> None:
+        """Ask every running worker to stop, over its link: the first request drains it,
+        a second stops it at once (:mod:`~presa_trio.http.worker_link`)."""
         for link in self.links.values():
             ask(link)
 

@@ -25,6 +25,7 @@ from presa_trio.http.workers import (
     MULTIPROCESS_DIR_ENV,
     Workers,
     keep_inherited,
+    listen,
     shared_samples,
 )
 
@@ -101,3 +102,12 @@ async def test_a_worker_passes_what_it_was_given_to_no_process_it_starts(
         looks = " || ".join(f"test -e /proc/self/fd/{fd}" for fd in given)
         done = await trio.run_process(["sh", "-c", looks], check=False, close_fds=False)
     assert done.returncode != 0
+
+
+@pytest.mark.parametrize("host", ["::1", "[::1]"])
+def test_the_parent_listens_on_an_ipv6_host_given_with_or_without_brackets(host: str) -> None:
+    """The parent binds as a single server binds (:func:`~presa_trio.wire.http_values.authority`):
+    an IPv6 literal, bracketed or not, is the same address."""
+    with listen(host, 0) as listener:
+        assert listener.family == socket.AF_INET6
+        assert listener.getsockname()[0] == "::1"
