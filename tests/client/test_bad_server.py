@@ -206,16 +206,23 @@ async def test_an_error_without_an_id_is_the_answer_to_the_request() -> None:
     assert ran.error() == "server/discover: JSON-RPC error -32600: unread"
 
 
-async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
-    """presa-defined (docs/client.md, A task's life): the person asked to stop; the
-    refused tasks/cancel is said on stderr, not made the exit status."""
-    async with serving([sys.executable, MISBEHAVING, "cancel-refused"]) as served:
+async def interrupted_call(mode: str) -> str:
+    """What the client said on stderr when Ctrl-C ended its ``call`` of a task the
+    misbehaving server in ``mode`` keeps working; the exit status is checked: 130."""
+    async with serving([sys.executable, MISBEHAVING, mode]) as served:
         command = client_command("call", served.url, "t", "--no-listen")
         async with serving(command, r"task (\S+): working") as watched:
             watched.process.send_signal(signal.SIGINT)
             with trio.fail_after(30):
                 assert await watched.stopped() == 130
-    assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in watched.stderr
+    return watched.stderr
+
+
+async def test_ctrl_c_is_130_when_the_server_refuses_to_cancel() -> None:
+    """presa-defined (docs/client.md, A task's life): the person asked to stop; the
+    refused tasks/cancel is said on stderr, not made the exit status."""
+    stderr = await interrupted_call("cancel-refused")
+    assert "task T: not cancelled: tasks/cancel: JSON-RPC error -32603: no" in stderr
 
 
 async def test_a_request_the_server_cancels_is_its_mistake_at_once(tmp_path: Path) -> None:
@@ -282,14 +289,9 @@ async def test_a_poll_interval_past_any_float_is_waited_not_a_crash() -> None:
     """SEP-2663 §Task Polling (clients SHOULD respect ``pollIntervalMs``, a JSON number
     of any size): 10**400 ms is waited as the longest wait there is, which Ctrl-C
     ends (exit 130), not an OverflowError's traceback."""
-    async with serving([sys.executable, MISBEHAVING, "poll-interval-huge"]) as served:
-        command = client_command("call", served.url, "t", "--no-listen")
-        async with serving(command, r"task (\S+): working") as watched:
-            watched.process.send_signal(signal.SIGINT)
-            with trio.fail_after(30):
-                assert await watched.stopped() == 130
-    assert "Traceback" not in watched.stderr
-    assert watched.stderr.endswith("task T: cancelled")
+    stderr = await interrupted_call("poll-interval-huge")
+    assert "Traceback" not in stderr
+    assert stderr.endswith("task T: cancelled")
 
 
 async def test_a_listen_never_acknowledged_is_given_up_after_the_timeout() -> None:
