@@ -47,7 +47,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link
+from presa_trio.http.worker_link import LINK_FD_ENV, open_link, say
 from presa_trio.http.workers import SHUTDOWN_SIGNALS
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ class Reloader:
             else:
                 log.warning("reload: %s again: the child stops now", name)
                 if self.link is not None:
-                    ask(self.link)
+                    say(self.link)
 
     async def restarting(self) -> None:
         """The child, started again after each change under ``root``."""
@@ -211,6 +211,6 @@ class Reloader:
 
 async def stop_child(link: socket.socket, bound: float, process: trio.Process) -> None:
     """How a cancelled child ends: asked over its link, then, past ``bound``, SIGKILL."""
-    ask(link)
+    say(link)
     await trio.sleep(bound)
     process.kill()

@@ -54,7 +54,7 @@ from presa_trio.http.app import (
 )
 from presa_trio.http.target import RequestTarget
 from presa_trio.http.transcript import TranscriptRecorder
-from presa_trio.http.worker_link import announce_serving, hear_parent, inherited_link
+from presa_trio.http.worker_link import hear_parent, inherited_link, say
 from presa_trio.http.workers import (
     METRICS_MISSING,
     SHUTDOWN_SIGNALS,
@@ -201,7 +201,7 @@ async def serve_http(
                 )
                 log.info("serving %s", " ".join(urls))
                 if link is not None:
-                    announce_serving(link)
+                    say(link)  # the parent starts the other workers
                 task_status.started(urls)
 
         try:

@@ -24,7 +24,7 @@ And a worker whose parent is gone drains and exits rather than serve on,
 unsupervised, on a port a new parent could not bind.
 
 The other way, a worker writes one byte once it serves
-(:func:`announce_serving`): the parent starts the other workers only once
+(:func:`say`): the parent starts the other workers only once
 the first serves (:meth:`~presa_trio.http.workers.Workers.keep`), so a
 worker that cannot start says why once, not once per worker.
 
@@ -43,8 +43,8 @@ import trio
 
 #: The environment variable naming a worker's end of its link.
 LINK_FD_ENV = "PRESA_TRIO_PARENT_FD"
-#: What the parent writes for each request to stop, and a worker once it serves.
-STOP = SERVING = b"\n"
+#: The one word on a link: the parent's request to stop, a worker's "I serve".
+WORD = b"\n"
 
 #: The most a worker reads of its link at once, in bytes.
 READ_SIZE = 64
@@ -61,15 +61,17 @@ def open_link() -> tuple[int, socket.socket]:
     return workers.detach(), parents
 
 
-def ask(link: socket.socket) -> None:
-    """Ask the worker at the other end of ``link`` to stop; never blocks.
+def say(link: socket.socket) -> None:
+    """Send the link's one word to the other end: from the parent, a request to stop;
+    from a worker, that it serves. Never blocks.
 
-    A worker that has exited, not yet reaped, is asked nothing (``EPIPE``).
-    The socket's buffer holds far more than the two requests a worker ever
-    gets, so a full one (``EAGAIN``) means a worker that reads nothing.
+    An end that has gone (a worker exited, not yet reaped; a parent gone) is told
+    nothing (``EPIPE``). The socket's buffer holds far more than the two requests a
+    worker ever gets and the one word it says, so a full one (``EAGAIN``) means an
+    end that reads nothing.
     """
     with contextlib.suppress(BrokenPipeError, BlockingIOError, ConnectionResetError):
-        link.send(STOP)
+        link.send(WORD)
 
 
 async def wait_serving(link: socket.socket, process: trio.Process) -> bool:
@@ -89,7 +91,7 @@ async def wait_serving(link: socket.socket, process: trio.Process) -> bool:
         with contextlib.suppress(ConnectionResetError):  # it exited, the parent's byte unread
             said = await trio.socket.from_stdlib_socket(link).recv(1)
         nursery.cancel_scope.cancel(reason="the worker spoke")
-    return said == SERVING
+    return said == WORD
 
 
 async def cancel_at_exit(process: trio.Process, scope: trio.CancelScope) -> None:
@@ -109,19 +111,12 @@ def inherited_link() -> socket.socket | None:
     return None if fd is None else socket.socket(fileno=int(fd))
 
 
-def announce_serving(link: socket.socket) -> None:
-    """Tell the parent this worker serves; a parent gone is told nothing. One byte into
-    an empty socket buffer: this cannot block."""
-    with contextlib.suppress(BrokenPipeError, BlockingIOError, ConnectionResetError):
-        link.send(SERVING)
-
-
 async def hear_parent(link: socket.socket, heard: StopListener) -> None:
     """Report each request of the parent to ``heard``, and the link's end as one if the
     parent asked nothing before; return at the link's end.
 
     ``link`` stays open, its closing the caller's, once nothing more is written on
-    it (:func:`announce_serving`): closed here, its descriptor's number could be
+    it (:func:`say`): closed here, its descriptor's number could be
     taken by another file in the meantime, and the byte written there instead.
     """
     asked = 0

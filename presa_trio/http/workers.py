@@ -75,7 +75,7 @@ import trio
 from hypercorn.config import Config, Sockets
 from hypercorn.utils import repr_socket_addr
 
-from presa_trio.http.worker_link import LINK_FD_ENV, ask, open_link, wait_serving
+from presa_trio.http.worker_link import LINK_FD_ENV, open_link, say, wait_serving
 from presa_trio.wire.http_values import authority
 
 log = logging.getLogger(__name__)
@@ -296,7 +296,7 @@ class Workers:
         """Ask every running worker to stop, over its link: the first request drains it,
         a second stops it at once (:mod:`~presa_trio.http.worker_link`)."""
         for link in self.links.values():
-            ask(link)
+            say(link)
 
     async def keep(self, slot: int) -> None:
         """Run worker ``slot``, and again each time it exits, until stopping.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
-from presa_trio.http.worker_link import announce_serving, ask, hear_parent
+from presa_trio.http.worker_link import hear_parent, say
 
 
 async def test_each_request_is_heard_then_the_parent_s_end() -> None:
@@ -18,8 +18,8 @@ async def test_each_request_is_heard_then_the_parent_s_end() -> None:
     parents, workers = socket.socketpair()
     heard: list[tuple[str, int]] = []
     with parents, workers:
-        ask(parents)
-        ask(parents)
+        say(parents)
+        say(parents)
         parents.close()
         await hear_parent(workers, lambda why, times: heard.append((why, times)))
     assert heard == [("asked by the parent", 1), ("asked by the parent", 2)]
@@ -38,7 +38,7 @@ async def test_a_worker_whose_parent_left_says_it_serves_to_no_other_file() -> N
         await hear_parent(workers, lambda why, times: heard.append((why, times)))
         read, write = os.pipe()
         try:
-            announce_serving(workers)
+            say(workers)
             os.set_blocking(read, False)
             try:
                 written = os.read(read, 1)
