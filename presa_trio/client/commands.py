@@ -43,7 +43,7 @@ from presa_trio.client.events import status_of
 from presa_trio.client.follow import CANCEL_WAIT_S, TaskFollower
 from presa_trio.client.listen import listen
 from presa_trio.client.oauth import SignInOptions, resource_of
-from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, STDIO_ENDPOINT, TOKEN_ENV
+from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, TOKEN_ENV
 from presa_trio.client.output import (
     Console,
     discover_text,
@@ -198,7 +198,7 @@ COMMANDS: dict[str, Callable[[Run], Awaitable[int]]] = {
 def check_endpoint(url: str) -> None:
     """An http(s) URL with a host, and a port if any in range, else a usage error: what
     neither a connection nor a sign-in could use is refused before either is tried."""
-    if url == STDIO_ENDPOINT or not url.startswith(("http://", "https://")):
+    if not url.startswith(("http://", "https://")):  # "stdio:" too
         raise UsageProblem(f"{url} is not an http:// or https:// URL (or use --stdio -- COMMAND)")
     try:
         parts = urlsplit(url)

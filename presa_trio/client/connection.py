@@ -333,15 +333,15 @@ class Connection:
     async def explain(self, failure: ProtocolFailure) -> ProtocolFailure:
         """``failure``, or what a legacy server said it speaks if the first answer suggests one."""
         first, self._era_known = not self._era_known, True
+        discover_failed = isinstance(failure, RequestError) and failure.method == DISCOVER
         suspicious = isinstance(failure, NotModern) or (
             isinstance(failure, RequestError)
             and (
                 failure.code in (INVALID_REQUEST, METHOD_NOT_FOUND)
-                or (failure.method == DISCOVER and failure.code not in MODERN_ERRORS)
+                or (discover_failed and failure.code not in MODERN_ERRORS)
             )
         )
         # A server/discover that just failed is not asked again.
-        discover_failed = isinstance(failure, RequestError) and failure.method == DISCOVER
         if not (first and suspicious) or (not discover_failed and await self.answers_discover()):
             return failure
         version = await self.legacy_version()
