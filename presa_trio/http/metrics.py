@@ -125,9 +125,12 @@ class Metrics:
     decisions: Counter
 
     @classmethod
-    def create(cls) -> Metrics:
-        """The series; across workers, a registry that sums every worker's samples."""
-        shared = shared_metrics_directory() is not None
+    def create(cls, shared: bool | None = None) -> Metrics:
+        """The series; ``shared`` (across workers), a registry that sums every worker's
+        samples. Unless told, the series are shared when ``PROMETHEUS_MULTIPROC_DIR``
+        names the directory of every process's samples."""
+        if shared is None:
+            shared = shared_metrics_directory() is not None
         registry = CollectorRegistry()
         own = None if shared else registry
         if shared:

@@ -156,13 +156,13 @@ async def serve_http(
         app: ASGIFramework = mcp
         if metrics:
             try:  # prometheus_client, only when asked for
-                from presa_trio.http.metrics import Metered
+                from presa_trio.http.metrics import Metered, Metrics
             except ImportError:
                 raise ServeRefused(METRICS_MISSING) from None
             directory = await trio.to_thread.run_sync(shared_metrics_directory)
             if directory is not None and inherited is None:  # a lone server owns it
                 await trio.to_thread.run_sync(clear_samples, directory)
-            app = Metered(mcp)
+            app = Metered(mcp, Metrics.create(shared=directory is not None))  # looked up once
         app = AccessLog(app)
         if transcript is not None:
             app = TranscriptRecorder(app, transcript, time.time)
