@@ -545,19 +545,14 @@ async def open_postgresql_store(
     database = Database(url, timeout=store_timeout)
     await database.open()
     try:
-        await database.run(ensure_schema)
-        await database.run(event_logs.ensure_events_schema)
-    except (SchemaMismatch, event_logs.EventsSchemaMismatch):
-        await database.close()
-        raise
-    except StoreError as error:
-        await database.close()
-        # A role that may not create tables, say: the start ends in one line all the same.
-        raise StoreUnavailable(f"cannot set up presa's tables: {error}") from error
-    except BaseException:
-        await database.close()
-        raise
-    try:
+        try:
+            await database.run(ensure_schema)
+            await database.run(event_logs.ensure_events_schema)
+        except (SchemaMismatch, event_logs.EventsSchemaMismatch):
+            raise
+        except StoreError as error:
+            # A role that may not create tables, say: the start ends in one line all the same.
+            raise StoreUnavailable(f"cannot set up presa's tables: {error}") from error
         await warn_of_clock_skew(database, epoch_ms)
         yield PostgresStore(database=database)
     finally:
