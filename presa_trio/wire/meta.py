@@ -120,7 +120,12 @@ class RequestMeta:
         under a supported version: what they may hold under another one is
         that version's to say, and the later rung MUST answer it -32022
         (streamable-http §Protocol Version Header), not -32602 for a value
-        2026-07-28 lacks, such as a new log level.
+        2026-07-28 lacks, such as a new log level. Under 2026-07-28 an
+        optional field is absent or of its type: a ``null`` is no
+        ``Implementation``, no log level and no progress token (schema
+        ``$defs.RequestMetaObject``; logging §Error Handling: a value that is
+        not a recognized level SHOULD be -32602; progress §Progress Flow:
+        a token MUST be a string or an integer).
         """
         meta = params.get("_meta")
         if not isinstance(meta, dict):
@@ -136,13 +141,13 @@ class RequestMeta:
         if version not in SUPPORTED_VERSIONS:
             return cls(protocol_version=version, capabilities=ClientCapabilities(capabilities))
         client_info = meta.get(META_CLIENT_INFO)
-        if client_info is not None and not isinstance(client_info, dict):
+        if META_CLIENT_INFO in meta and not isinstance(client_info, dict):
             raise InvalidParams(f"'{META_CLIENT_INFO}' must be an object")
         log_level = meta.get(META_LOG_LEVEL)
-        if log_level is not None and log_level not in LOG_LEVELS:
+        if META_LOG_LEVEL in meta and log_level not in LOG_LEVELS:
             raise InvalidParams(f"Unknown log level: {log_level!r}")
         progress_token = meta.get("progressToken")
-        if progress_token is not None and (
+        if "progressToken" in meta and (
             isinstance(progress_token, bool) or not isinstance(progress_token, str | int)
         ):
             raise InvalidParams("progressToken must be a string or an integer")

@@ -695,9 +695,18 @@ async def test_an_unsupported_version_is_refused_with_the_supported_list(
         ({META_LOG_LEVEL: "trace"}, False),
         ({"progressToken": 0.5}, False),
         ({META_CLIENT_INFO: "client/2.0"}, False),
+        ({META_LOG_LEVEL: None}, False),
+        ({"progressToken": None}, False),
         ({META_LOG_LEVEL: "debug"}, True),
     ],
-    ids=["log-level", "progress-token", "client-info", "valid-log-level"],
+    ids=[
+        "log-level",
+        "progress-token",
+        "client-info",
+        "log-level-null",
+        "progress-token-null",
+        "valid-log-level",
+    ],
 )
 async def test_an_unsupported_version_is_refused_whatever_its_optional_meta(
     client: McpClient, extra: dict[str, Any], valid_in_2026_07_28: bool

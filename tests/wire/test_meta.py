@@ -78,6 +78,9 @@ def test_client_info_is_optional() -> None:
         {"progressToken": 1.5},
         {"progressToken": 1.0},
         {"io.modelcontextprotocol/clientInfo": "me"},
+        {"io.modelcontextprotocol/logLevel": None},
+        {"progressToken": None},
+        {"io.modelcontextprotocol/clientInfo": None},
     ],
     ids=[
         "log-level-unknown",
@@ -86,12 +89,17 @@ def test_client_info_is_optional() -> None:
         "token-float",
         "token-integral-float",
         "info-string",
+        "log-level-null",
+        "token-null",
+        "info-null",
     ],
 )
 def test_malformed_optional_meta_is_invalid_params(meta: dict[str, Any]) -> None:
-    """Spec-mandated (basic/index §_meta; server/utilities/logging: an unknown
-    level SHOULD be -32602; progressToken is a string or integer, written as an
-    integer literal: spec-notes §56)."""
+    """Spec-mandated (basic/index §_meta; server/utilities/logging §Error Handling: a
+    value that is not a recognized level SHOULD be -32602; basic/patterns/progress
+    §Progress Flow: a token MUST be a string or integer, written as an integer literal:
+    spec-notes §56): an optional field present is of its type, and ``null`` is none of
+    them (schema ``$defs.RequestMetaObject``)."""
     assert rejection_code(params(**meta)) == INVALID_PARAMS
 
 
