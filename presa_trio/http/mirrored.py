@@ -19,7 +19,7 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from presa_trio.wire.errors import HeaderMismatch
@@ -122,13 +122,19 @@ def values_agree(header: str, value: Any) -> bool:
     """Strings compare exactly, booleans as true/false, numbers numerically.
 
     Numbers compare as exact decimals (``42.0`` = ``42``, any size, no float
-    rounding). An object or array has no header form and never agrees.
+    rounding). An object or array has no header form and never agrees, nor
+    does a number whose exponent is past what a ``Decimal`` holds
+    (``1e9999999999999999999``): no JSON number the body parses is that far out.
     """
     if isinstance(value, bool | str):
         return header == header_form(value)
     if not isinstance(value, int | float) or not JSON_NUMBER.fullmatch(header):
         return False
-    return Decimal(header) == (Decimal(value) if isinstance(value, int) else Decimal(repr(value)))
+    try:
+        written = Decimal(header)
+    except InvalidOperation:
+        return False
+    return written == (Decimal(value) if isinstance(value, int) else Decimal(repr(value)))
 
 
 def check_param_headers(
