@@ -24,7 +24,7 @@ from trio.testing import (
 
 from presa_trio.demo import build_server
 from presa_trio.line_reader import LineReader
-from presa_trio.server import Dispatcher, RequestContext, Server
+from presa_trio.server import Dispatcher, Extension, Method, RequestContext, Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import EOF_GRACE_S, OUTPUT_BUFFER, StdioServer
@@ -61,6 +61,36 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
     by_id = {m.get("id"): m for m in out}
     incident_of(by_id[1]["error"], caplog.text)
     assert by_id[None]["error"]["code"] == PARSE_ERROR
+    assert by_id[2]["result"]["resultType"] == "complete"
+
+
+async def test_a_result_whose_meta_is_no_object_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Spec-mandated (schema ``$defs.Result``: ``_meta`` is an object; basic/index §Error
+    Codes: -32603; E-05): an extension's handler returning a result whose ``_meta`` is no
+    object is answered -32603 on stdio, and the server goes on serving the other lines."""
+
+    async def odd(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
+        return {"_meta": 5}
+
+    class Odd(Extension):
+        id = "com.example/odd"
+
+        def methods(self) -> list[Method]:
+            return [Method("odd/get", odd)]
+
+    server = Server("odd", "1.0.0")
+    server.add_extension(Odd())
+    out = await serve_lines(
+        server,
+        [
+            json.dumps(request("odd/get", request_id=1)).encode() + b"\n",
+            json.dumps(request("server/discover", request_id=2)).encode() + b"\n",
+        ],
+    )
+    by_id = {m["id"]: m for m in out}
+    incident_of(by_id[1]["error"], caplog.text)
     assert by_id[2]["result"]["resultType"] == "complete"
 
 

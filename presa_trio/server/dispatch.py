@@ -12,7 +12,8 @@ dispatcher does the rest, in the spec's order:
     is a server bug (basic/patterns/mrtr §Supported Requests), answered like any other: -32603.
 
 An unexpected exception, or a handler's return value that is no result
-object, becomes -32603 with a generic message; the detail goes to the log
+object (or whose ``_meta`` is no object, schema ``$defs.Result``), becomes
+-32603 with a generic message; the detail goes to the log
 only (tools §Error Handling; spec-notes §1). The table is the core's rows
 plus each extension's, every row passed through each extension's ``wrap``;
 the core methods know nothing of extensions.
@@ -182,6 +183,13 @@ class Dispatcher:
                 "handler for %s returned %s, not a result object",
                 request.method,
                 describe(result),
+            )
+        if not isinstance(result.get("_meta", {}), dict):
+            raise report_fault(
+                log,
+                "handler for %s returned a result whose _meta is %s, not an object",
+                request.method,
+                describe(result["_meta"]),
             )
         if not row.may_ask and result.get("resultType") == "input_required":
             raise report_fault(log, "%s may not answer input_required", request.method)

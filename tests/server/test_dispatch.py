@@ -153,16 +153,25 @@ async def test_a_result_json_cannot_hold_is_an_internal_error(
     await assert_still_serving(faulty)
 
 
+@pytest.mark.parametrize(
+    ("returned", "logged"),
+    [
+        (None, "returned NoneType None, not a result object"),
+        ({"_meta": 5}, "returned a result whose _meta is int 5, not an object"),
+        ({"_meta": ["x"]}, "returned a result whose _meta is list ['x'], not an object"),
+    ],
+    ids=["none", "meta-number", "meta-list"],
+)
 async def test_a_handler_returning_no_result_object_is_an_internal_error(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, returned: Any, logged: str
 ) -> None:
     """Spec-mandated (basic/index §Result Responses: the ``result`` is an object with
-    ``resultType``; §Error Codes: -32603; E-05): a method handler of an extension that
-    returns something else is a server fault, answered -32603 with a JSON-RPC body,
-    never a broken exchange."""
+    ``resultType``; §Error Codes: -32603; schema ``$defs.Result``: its ``_meta`` an
+    object; E-05): a method handler of an extension that returns something else is a
+    server fault, answered -32603 with a JSON-RPC body, never a broken exchange."""
 
     async def hollow(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
-        return None
+        return returned
 
     class Hollow(Extension):
         id = "com.example/hollow"
@@ -176,7 +185,7 @@ async def test_a_handler_returning_no_result_object_is_an_internal_error(
         with caplog.at_level(logging.ERROR):
             response = await client.call("hollow/get")
         incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
-        assert "handler for hollow/get returned NoneType None, not a result object" in caplog.text
+        assert f"handler for hollow/get {logged}" in caplog.text
         await assert_still_serving(client)
 
 
