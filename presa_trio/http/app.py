@@ -408,10 +408,13 @@ class McpApp:
         before its result is answered with plain JSON (see
         :class:`~presa_trio.http.sse.ResponseWriter`). A handler that finds
         the token short of a scope its resource requires (a task's) is
-        answered with the guard's 403, as ``tools/call`` would be.
+        answered with the guard's 403, as ``tools/call`` would be. A request
+        whose body was still being read when the server-lifetime nursery
+        ended is answered 503, as :meth:`http` answers one that comes after.
         """
-        if self.lifetime is None:  # :meth:`http` answered 503 before
-            raise RuntimeError("the app serves requests only while its lifespan runs")
+        if self.lifetime is None:  # it ended (the task runner failed) while the body was read
+            await self.reject(send, Rejection(503, "The server is not running"))
+            return
         writer = ResponseWriter(send, exchange.nursery)
         exchange.watch_disconnect(writer)
 

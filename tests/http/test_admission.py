@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import trio
-from trio.testing import MockClock
+from trio.testing import MockClock, wait_all_tasks_blocked
 
 from presa_trio.demo import build_server
 from presa_trio.http.admission import AdmissionPolicy
@@ -65,6 +65,38 @@ async def test_an_app_whose_lifespan_has_not_started_answers_503() -> None:
     async with running(app) as client:
         await assert_still_serving(client)
     rejection_of(await McpClient(app).post(DISCOVER), 503)
+
+
+async def test_a_lifetime_that_ends_while_a_body_is_read_answers_503() -> None:
+    """presa-defined (http/app.py): the server-lifetime nursery may end (the task runner
+    fails) between a request's head, admitted while it ran, and the end of its body; the
+    request is then answered 503, as one that came after, never a 500."""
+    app = McpApp.for_server(build_server())
+    body = json.dumps(DISCOVER).encode()
+    head_read = trio.Event()
+    body_sent = trio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        head_read.set()
+        await body_sent.wait()
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    async with running(app):
+        lifetime = app.lifetime
+        assert lifetime is not None
+        async with trio.open_nursery() as nursery:
+            asgi: Any = app  # the scope, receive and send of an ASGI server, as plain dicts
+            nursery.start_soon(asgi, http_scope(headers_for(DISCOVER)), receive, send)
+            await head_read.wait()
+            lifetime.cancel_scope.cancel()
+            await wait_all_tasks_blocked()
+            assert app.lifetime is None
+            body_sent.set()
+    assert sent[0]["status"] == 503
 
 
 # --- rung 1: the endpoint ------------------------------------------------------
