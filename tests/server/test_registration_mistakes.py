@@ -16,6 +16,7 @@ would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
 from __future__ import annotations
 
 import enum
+import re
 import types
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ import pytest
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, SignatureError
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import running
 from presa_trio.wire import models
 from tests.expect import result_of
@@ -57,6 +59,49 @@ def test_a_refused_registration_registers_nothing() -> None:
             return "rain"
 
     assert server.resources == {}
+
+
+@pytest.mark.parametrize("policy", ["optional", None, 1])
+def test_a_task_policy_that_is_no_policy_is_refused_and_registers_nothing(policy: Any) -> None:
+    """presa-defined (docs/api.md, ``TasksExtension.tool``): a policy is a ``Policy``
+    or a function of the call; anything else would fail every call of the tool."""
+    server = Server("mistakes", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    async def add(ctx: RequestContext, x: int) -> int:
+        """Adds one."""
+        return x + 1
+
+    async def by_request(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        return Policy.SYNC
+
+    says = f"tool 'add': the policy is {policy!r}; give Policy.SYNC"
+    with pytest.raises(SignatureError, match=re.escape(says)):
+        tasks.tool(policy)(add)
+    with pytest.raises(SignatureError, match=re.escape(says)):
+        tasks.set_policy("add", policy)
+    with pytest.raises(SignatureError, match="tool 'add': the policy is <function"):
+        tasks.set_policy("add", by_request)  # type: ignore[arg-type]
+    assert (server.tools, tasks.policies) == ({}, {})
+
+
+def test_a_task_tool_without_a_name_is_refused_naming_what_to_give() -> None:
+    """presa-defined (docs/api.md, ``Server.tool``): an object with an
+    ``async def __call__`` has no ``__name__``; ``tasks.tool`` asks for ``name=`` as
+    ``server.tool`` does."""
+    server = Server("mistakes", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    class Adder:
+        """Adds one."""
+
+        async def __call__(self, ctx: RequestContext, x: int) -> int:
+            return x + 1
+
+    with pytest.raises(SignatureError, match="a tool: needs a name; give name="):
+        tasks.tool(Policy.OPTIONAL)(Adder())
+    tasks.tool(Policy.OPTIONAL, "add")(Adder())
+    assert (list(server.tools), tasks.policies) == (["add"], {"add": Policy.OPTIONAL})
 
 
 @pytest.mark.parametrize("uri", ["", "today", "not a uri", "/notes/today.txt", "1note://a"])

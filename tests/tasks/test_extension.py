@@ -660,6 +660,22 @@ async def test_a_policy_function_decides_per_call_and_its_failure_is_internal(
     error_of(await call_tool(client, "maybe", {"label": "boom"}), 500, INTERNAL_ERROR)
 
 
+async def test_a_policy_function_that_returns_no_policy_is_internal_and_makes_no_task(
+    client: McpClient, harness: Harness
+) -> None:
+    """presa-defined (spec-notes §36): a policy function's answer that is no
+    ``Policy`` (it forgot to return) is its bug, -32603, for a request that declares
+    Tasks and one that does not; no task is made and the tool does not run."""
+
+    def forgetful(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        return "required"  # type: ignore[return-value]
+
+    harness.tasks.set_policy("maybe", forgetful)
+    for capabilities in (DECLARED, UNDECLARED):
+        error_of(await call_tool(client, "maybe", capabilities=capabilities), 500, INTERNAL_ERROR)
+    assert (harness.entered, await stored(harness)) == ([], 0)
+
+
 async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
     client: McpClient, harness: Harness
 ) -> None:
