@@ -30,7 +30,7 @@ import trio
 from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.server import discover
 from presa_trio.server.context import Connection, RequestContext, Send
-from presa_trio.server.faults import report_fault
+from presa_trio.server.faults import HANDLER_FAILURES, report_fault
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.server.registry import Method, Server
 from presa_trio.server.results import describe
@@ -174,7 +174,7 @@ class Dispatcher:
             result = await row.handler(self.server, ctx, request.params)
         except (McpError, InsufficientScope):
             raise
-        except Exception as exc:
+        except HANDLER_FAILURES as exc:
             raise report_fault(log, "handler for %s failed", request.method) from exc
         if not isinstance(result, dict):
             raise report_fault(

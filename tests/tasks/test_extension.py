@@ -114,6 +114,11 @@ def build(**runner_options: Any) -> Harness:
         await wait("crash", arguments)
         raise RuntimeError("token=hunter2")
 
+    @tasks.tool(Policy.OPTIONAL, description="Exits, as sys.exit() inside it would.")
+    async def exits(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("exits", arguments)
+        raise SystemExit("token=hunter2")
+
     @tasks.tool(Policy.OPTIONAL, description="Reports progress and logs.")
     async def chatty(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         await ctx.report_progress(1, 2)
@@ -549,6 +554,7 @@ async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpCli
             {"code": INVALID_PARAMS, "message": "widget must be blue", "data": {"field": "widget"}},
         ),
         ("crash", "failed", {"code": INTERNAL_ERROR, "message": "Internal error"}),
+        ("exits", "failed", {"code": INTERNAL_ERROR, "message": "Internal error"}),
     ],
 )
 async def test_a_task_ends_as_the_plain_call_would_have(
@@ -557,7 +563,8 @@ async def test_a_task_ends_as_the_plain_call_would_have(
     """Spec-mandated (SEP-2663 §Task Execution Errors: tasks/get returns exactly what
     the request would have; isError is completed, a JSON-RPC error is failed; T-20,
     T-29, T-31, T-33, T-61, T-62). presa-defined (spec-notes §25): one outcome mapping for both
-    paths; a crash is a generic -32603 with no detail anywhere."""
+    paths; a crash is a generic -32603 with no detail anywhere, and a ``SystemExit``
+    is a crash of the task's, not the server's."""
     harness.gate.set()
     task_id = await create(client, tool)
     await wait_all_tasks_blocked()
