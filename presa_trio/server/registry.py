@@ -450,7 +450,7 @@ class Server:
         so it is refused. So is an identifier against the naming rules, or
         one already added (:func:`~presa_trio.server.refusals.refuse_extension_id`).
         """
-        if self._served:
+        if self.served:
             raise RuntimeError("add extensions before the server is served")
         refuse_extension_id(extension.id, [added.id for added in self.extensions])
         self.extensions.append(extension)
@@ -460,6 +460,11 @@ class Server:
     def mark_served(self) -> None:
         """Called by the dispatcher: the extensions it was built with are final."""
         self._served = True
+
+    @property
+    def served(self) -> bool:
+        """Whether a dispatcher was built on it (its extensions are final)."""
+        return self._served
 
     # --- lookups ---------------------------------------------------------------
 

@@ -198,7 +198,13 @@ class TasksExtension(Extension):
         self.runner.revive = self.revive
 
     def enable_events(self, events: TaskEventLog) -> None:
-        """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving."""
+        """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving.
+
+        Once served, ``server/discover`` would advertise ``eventStreams`` and the
+        method table, built already, would answer ``tasks/stream`` -32601: refused.
+        """
+        if self._server is not None and self._server.served:
+            raise RuntimeError("enable task event streams before the server is served")
         self.events = self.runner.events = events
         self.settings = {EVENT_STREAMS: {}}
 
