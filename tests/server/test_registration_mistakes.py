@@ -18,7 +18,8 @@ from __future__ import annotations
 import enum
 import re
 import types
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 import pytest
 
@@ -102,6 +103,45 @@ def test_a_task_tool_without_a_name_is_refused_naming_what_to_give() -> None:
         tasks.tool(Policy.OPTIONAL)(Adder())
     tasks.tool(Policy.OPTIONAL, "add")(Adder())
     assert (list(server.tools), tasks.policies) == (["add"], {"add": Policy.OPTIONAL})
+
+
+def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> None:
+    """presa-defined (docs/api.md, what registration refuses): a number where a
+    tool's name, a resource's URI, a template or a completion's reference belongs
+    is one line naming it, as a string outside the rules is."""
+    server = Server("mistakes", "1.0.0")
+
+    async def today(ctx: RequestContext) -> str:
+        """Today."""
+        return "rain"
+
+    async def note(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return "rain"
+
+    async def days(ctx: RequestContext, argument: str, value: str, given: Any) -> Any:
+        return None
+
+    refusals: list[tuple[Callable[[], object], str]] = [
+        (lambda: server.tool(cast(str, 42))(today), "tool 42: a tool name is 1 to 128"),
+        (lambda: server.resource(cast(str, 42))(today), "resource 42: a resource's uri is a URI"),
+        (
+            lambda: server.resource_template(cast(str, 42), name="note")(note),
+            "resource template 42: a resource template is a URI template",
+        ),
+        (
+            lambda: server.completion("ref/prompt", cast(str, 42))(days),
+            "completion of ref/prompt 42: the reference is a prompt's name",
+        ),
+    ]
+    for register, says in refusals:
+        with pytest.raises(SignatureError, match=re.escape(says)):
+            register()
+    assert (server.tools, server.resources, server.templates, server.completions) == (
+        {},
+        {},
+        [],
+        {},
+    )
 
 
 @pytest.mark.parametrize("uri", ["", "today", "not a uri", "/notes/today.txt", "1note://a"])
