@@ -208,6 +208,23 @@ def check_context(function: Callable[..., Any], hints: Mapping[str, Any], where:
         )
 
 
+def refuse_late_context(hint: Any, place: str) -> None:
+    """Refuse the request context hinted on a parameter after the first.
+
+    The context arrives first, and only there: a second one has no schema,
+    and it is most often a method decorated in its class body, whose first
+    parameter, ``self``, would receive the context.
+    """
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if isinstance(hint, type) and issubclass(hint, RequestContext):
+        raise SignatureError(
+            f"{place}: the request context is the first parameter, and only the first; "
+            "a method decorated in its class gets self there: register the bound method "
+            "of an instance instead"
+        )
+
+
 def typed_parameters(
     function: Callable[..., Any], hints: Mapping[str, Any], where: str
 ) -> tuple[tuple[Parameter, ...], JSONObject]:
@@ -226,6 +243,7 @@ def typed_parameters(
         if parameter.name not in hints:
             raise SignatureError(f"{place}: needs a type hint")
         hint = hints[parameter.name]
+        refuse_late_context(hint, place)
         schema = dict(schema_for(hint, place))
         if parameter.default is parameter.empty:
             required.append(parameter.name)
@@ -552,6 +570,7 @@ def read_prompt_signature(
             raise SignatureError(f"{place}: arguments are passed by name, one parameter each")
         if parameter.name not in hints:
             raise SignatureError(f"{place}: needs a type hint")
+        refuse_late_context(hints[parameter.name], place)
         arguments.append(prompt_argument(parameter, hints[parameter.name], place))
     names = tuple(parameter.name for parameter in parameters)
     return PromptSignature(TypedPrompt(call, names), tuple(arguments), description)

@@ -105,6 +105,31 @@ def test_a_task_tool_without_a_name_is_refused_naming_what_to_give() -> None:
     assert (list(server.tools), tasks.policies) == (["add"], {"add": Policy.OPTIONAL})
 
 
+def test_a_method_decorated_in_its_class_is_refused_and_its_bound_method_serves() -> None:
+    """presa-defined (docs/api.md, what registration refuses: the context first):
+    decorated in the class body, a method gets ``self`` where the context goes and
+    the context as an argument; the line says so, for a tool and a typed prompt.
+    The bound method of an instance registers as a function does."""
+    server = Server("mistakes", "1.0.0")
+    says = "parameter 'ctx': the request context is the first parameter, and only the first"
+
+    class Greeter:
+        async def greet(self, ctx: RequestContext, name: str) -> str:
+            """Greets someone."""
+            return f"Hello, {name}!"
+
+    with pytest.raises(SignatureError, match=f"tool 'greet', {says}"):
+        server.tool()(Greeter.greet)  # type: ignore[type-var]
+    with pytest.raises(SignatureError, match=f"prompt 'greet', {says}"):
+        server.prompt()(Greeter.greet)  # type: ignore[type-var]
+    server.tool()(Greeter().greet)
+    server.prompt()(Greeter().greet)
+    assert server.tools["greet"].tool.input_schema["required"] == ["name"]
+    assert [argument.name for argument in server.prompts["greet"].prompt.arguments or ()] == [
+        "name"
+    ]
+
+
 def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> None:
     """presa-defined (docs/api.md, what registration refuses): a number where a
     tool's name, a resource's URI, a template or a completion's reference belongs
