@@ -168,8 +168,18 @@ def is_arguments_form(function: Callable[..., Any], hints: Mapping[str, Any]) ->
 
 
 def tool_hints(function: Callable[..., Any], where: str) -> dict[str, Any]:
-    """A handler's resolved hints; an object with an ``async def __call__`` has its method's."""
-    plain = inspect.isroutine(function) or isinstance(function, type | functools.partial)
+    """A handler's resolved hints; an object with an ``async def __call__`` has its method's.
+
+    A ``functools.partial`` has no hints of its own, and its bound keywords
+    would read as parameters a client could set: it is refused, saying what
+    to register instead.
+    """
+    if isinstance(function, functools.partial):
+        raise SignatureError(
+            f"{where}: a functools.partial has no hints to read a schema from; register "
+            "an async def that calls the function, or the bound method of an instance"
+        )
+    plain = inspect.isroutine(function) or isinstance(function, type)
     target = function if plain else getattr(function, "__call__", function)  # noqa: B004
     try:
         hints: dict[str, Any] = typing.get_type_hints(target, include_extras=True)

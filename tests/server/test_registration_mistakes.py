@@ -16,6 +16,7 @@ would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import types
 from collections.abc import Callable
@@ -128,6 +129,29 @@ def test_a_method_decorated_in_its_class_is_refused_and_its_bound_method_serves(
     assert [argument.name for argument in server.prompts["greet"].prompt.arguments or ()] == [
         "name"
     ]
+
+
+def test_a_partial_is_refused_saying_what_to_register_instead() -> None:
+    """presa-defined (docs/api.md, what registration refuses): a ``functools.partial``
+    has no hints of its own; every decorator says so in one line, rather than
+    repeating what ``typing.get_type_hints`` says of it."""
+    server = Server("mistakes", "1.0.0")
+
+    async def greet(ctx: RequestContext, greeting: str, name: str) -> str:
+        """Greets someone."""
+        return f"{greeting}, {name}!"
+
+    async def read(ctx: RequestContext, greeting: str) -> str:
+        return greeting
+
+    says = "a functools.partial has no hints to read a schema from; register an async def"
+    with pytest.raises(SignatureError, match=f"tool 'hello': {says}"):
+        server.tool("hello")(functools.partial(greet, greeting="Hello"))
+    with pytest.raises(SignatureError, match=f"prompt 'hello': {says}"):
+        server.prompt("hello")(functools.partial(greet, greeting="Hello"))
+    with pytest.raises(SignatureError, match=f"resource 'note://hello': {says}"):
+        server.resource("note://hello", name="hello")(functools.partial(read, greeting="Hi"))
+    assert (server.tools, server.prompts, server.resources) == ({}, {}, {})
 
 
 def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> None:
