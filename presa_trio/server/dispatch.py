@@ -224,11 +224,15 @@ class Dispatcher:
 def encode_error(request_id: RequestId | None, error: McpError) -> tuple[bytes, int]:
     """A JSON-RPC error response, encoded, with its HTTP status (basic/index §Error Codes).
 
-    An error whose ``data`` JSON cannot hold (a handler's bug) becomes -32603,
-    as an unwritable result does, the detail going to the log only.
+    An error whose code is no integer or whose message is no string
+    (:meth:`McpError.is_well_formed`), or whose ``data`` JSON cannot hold (a
+    handler's bug), becomes -32603, as an unwritable result does, the detail
+    going to the log only.
     """
     try:
-        return dumps(error_response(request_id, error)), error.http_status
+        if error.is_well_formed():
+            return dumps(error_response(request_id, error)), error.http_status
     except (TypeError, ValueError, RecursionError):
-        fault = report_fault(log, "the error %s cannot be written as JSON", error.code)
-        return dumps(error_response(request_id, fault)), fault.http_status
+        pass
+    fault = report_fault(log, "the error %r cannot be written as a JSON-RPC error", error.code)
+    return dumps(error_response(request_id, fault)), fault.http_status
