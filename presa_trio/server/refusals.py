@@ -132,6 +132,22 @@ def refuse_texts(where: str, **fields: object) -> None:
             raise SignatureError(f"{where}: {field}= is {value!r}, not a str (schema.ts)")
 
 
+def refuse_server_texts(name: object, version: object, instructions: object) -> None:
+    """Refuse a server's name or version that is no string, or instructions that are no string.
+
+    Every result carries the name and version as its ``serverInfo`` (schema.ts
+    ``Implementation``: both strings), and ``server/discover`` the
+    instructions: a ``Server("hello", 1.0)`` would make every one a result
+    the schema refuses.
+    """
+    if not (isinstance(name, str) and isinstance(version, str)):
+        raise SignatureError(
+            f"Server({name!r}, {version!r}): the name and the version are strings, such as "
+            "Server('hello', '1.0.0') (schema.ts Implementation)"
+        )
+    refuse_texts(f"Server({name!r})", instructions=instructions)
+
+
 def refuse_prompt_arguments(where: str, arguments: object) -> None:
     """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them."""
     for argument in arguments if isinstance(arguments, list | tuple) else [arguments]:

@@ -55,6 +55,7 @@ from presa_trio.server.refusals import (
     refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
+    refuse_server_texts,
     refuse_size,
     refuse_template_scheme,
     refuse_texts,
@@ -182,6 +183,9 @@ class Server:
     )
     # Set when a dispatcher builds its method table: extensions are fixed from then on.
     _served: bool = attrs.field(default=False, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        refuse_server_texts(self.name, self.version, self.instructions)
 
     # --- registration ----------------------------------------------------------
 

@@ -154,6 +154,25 @@ def test_a_partial_is_refused_saying_what_to_register_instead() -> None:
     assert (server.tools, server.prompts, server.resources) == ({}, {}, {})
 
 
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (("hello", 1.0), "Server('hello', 1.0): the name and the version are strings"),
+        ((None, "1.0.0"), "Server(None, '1.0.0'): the name and the version are strings"),
+        (("hello", "1.0.0", 42), "Server('hello'): instructions= is 42, not a str"),
+    ],
+)
+def test_a_server_whose_name_version_or_instructions_is_no_string_is_refused(
+    arguments: tuple[Any, ...], says: str
+) -> None:
+    """Spec-mandated (schema.ts ``Implementation``: ``name`` and ``version`` are
+    strings; ``DiscoverResult.instructions`` a string): every result's ``serverInfo``
+    would carry them, so the server is refused when it is made, in one line."""
+    with pytest.raises(SignatureError, match=re.escape(says)):
+        Server(*arguments)
+    assert Server("hello", "1.0.0", "Greets.").instructions == "Greets."
+
+
 def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> None:
     """presa-defined (docs/api.md, what registration refuses): a number where a
     tool's name, a resource's URI, a template or a completion's reference belongs
