@@ -149,10 +149,13 @@ def refuse_server_texts(name: object, version: object, instructions: object) -> 
 
 
 def refuse_prompt_arguments(where: str, arguments: object) -> None:
-    """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them."""
-    for argument in arguments if isinstance(arguments, list | tuple) else [arguments]:
+    """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them
+    (one ``PromptArgument`` alone too)."""
+    listed = arguments if isinstance(arguments, list | tuple) else None
+    for argument in [arguments] if listed is None else listed:
         if not (
-            isinstance(argument, models.PromptArgument)
+            listed is not None
+            and isinstance(argument, models.PromptArgument)
             and isinstance(argument.name, str)
             and is_optional_text(argument.description, argument.title)
             and (argument.required is None or isinstance(argument.required, bool))
