@@ -279,13 +279,21 @@ def record_fields(cls: type) -> Iterator[tuple[str, bool, Any]]:
 
     The default is ``attrs.NOTHING`` when there is none, or when a factory
     makes it: the field is optional, but no one value shows in the schema.
+    A field with ``init=False`` (one the class computes) is left out: the
+    converter neither reads it from the arguments nor writes it into
+    ``structuredContent``, so a schema naming it would ask the client for a
+    value the tool never sees, and require in every result a key no result has.
     """
     if attrs.has(cls):
         for a in attrs.fields(cls):
+            if not a.init:
+                continue
             made = isinstance(a.default, attrs.Factory)  # type: ignore[arg-type]
             yield a.name, a.default is attrs.NOTHING, attrs.NOTHING if made else a.default
         return
     for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
         default = attrs.NOTHING if f.default is dataclasses.MISSING else f.default
         yield f.name, default is attrs.NOTHING and f.default_factory is dataclasses.MISSING, default
 
