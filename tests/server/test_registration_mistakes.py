@@ -20,12 +20,12 @@ import functools
 import re
 import types
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import pytest
 
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server, SignatureError
+from presa_trio.server import Field, RequestContext, Server, SignatureError
 from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import running
 from presa_trio.wire import models
@@ -171,6 +171,56 @@ def test_a_server_whose_name_version_or_instructions_is_no_string_is_refused(
     with pytest.raises(SignatureError, match=re.escape(says)):
         Server(*arguments)
     assert Server("hello", "1.0.0", "Greets.").instructions == "Greets."
+
+
+@pytest.mark.parametrize(
+    ("hint", "says"),
+    [
+        (
+            Annotated[list[str], Field(min_length=1)],
+            "Field(min_length=…) constrains strings, and this is a JSON array: it would not "
+            "hold; a list's length is min_items and max_items",
+        ),
+        (Annotated[str, Field(ge=1)], "Field(ge=…) constrains numbers, and this is a JSON string"),
+        (Annotated[int, Field(pattern="^1")], "Field(pattern=…) constrains strings"),
+        (Annotated[str, Field(max_items=2)], "Field(max_items=…) constrains arrays"),
+    ],
+)
+def test_a_field_constraint_its_type_makes_idle_is_refused(hint: Any, says: str) -> None:
+    """presa-defined (docs/api.md: a constraint that would silently not hold is
+    refused, as pydantic's ``Field`` is): JSON Schema applies ``minLength`` to strings,
+    ``minimum`` to numbers, ``minItems`` to arrays (2020-12 Validation §6.2 to §6.4),
+    so ``min_length`` on a list, pydantic's spelling, would check nothing."""
+    server = Server("mistakes", "1.0.0")
+
+    async def pick(ctx: RequestContext, choice: Any) -> str:
+        """Picks."""
+        return "ok"
+
+    pick.__annotations__["choice"] = hint
+    with pytest.raises(SignatureError, match=re.escape(f"tool 'pick', parameter 'choice': {says}")):
+        server.tool()(pick)
+    assert server.tools == {}
+
+
+def test_a_field_constraint_on_its_own_type_or_a_union_is_kept() -> None:
+    """presa-defined: each constraint on the type it holds for is in the schema, and
+    on a union (``list[int] | None``) it stays, JSON Schema applying it to the arrays."""
+    server = Server("mistakes", "1.0.0")
+
+    @server.tool()
+    async def pick(
+        ctx: RequestContext,
+        tags: Annotated[list[int] | None, Field(min_items=1)],
+        name: Annotated[str, Field(min_length=1, pattern="^[a-z]+$")] = "a",
+        count: Annotated[float, Field(gt=0)] = 1.0,
+    ) -> str:
+        """Picks."""
+        return "ok"
+
+    properties = server.tools["pick"].tool.input_schema["properties"]
+    assert (properties["tags"]["minItems"], properties["name"]["minLength"]) == (1, 1)
+    assert properties["count"]["exclusiveMinimum"] == 0
 
 
 def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> None:
