@@ -29,7 +29,16 @@ NEEDS: Mapping[str, Callable[[ClientCapabilities], bool]] = {
 
 
 def read_needs(tool: str, needs: Iterable[str]) -> frozenset[str]:
-    """The declared needs, each one known; else a one-line ``ValueError`` naming the tool."""
+    """The declared needs, each one known; else a one-line ``ValueError`` naming the tool.
+
+    A bare string (``needs="elicitation"``) is refused as such, rather than
+    read as its letters.
+    """
+    if isinstance(needs, str):  # a ValueError, as every refusal of needs= (docs/api.md)
+        raise ValueError(  # noqa: TRY004
+            f"tool {tool!r}: needs= is a list of client capabilities, such as "
+            f"needs=[{needs!r}]; not the string {needs!r}"
+        )
     declared = frozenset(needs)
     unknown = sorted(declared - NEEDS.keys())
     if unknown:

@@ -31,7 +31,7 @@ import trio
 from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.server import discover
 from presa_trio.server.context import Connection, RequestContext, Send
-from presa_trio.server.faults import report_fault
+from presa_trio.server.faults import HANDLER_FAILURES, report_fault
 from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.server.registry import Method, Server
 from presa_trio.server.results import describe
@@ -175,7 +175,7 @@ class Dispatcher:
             result = await row.handler(self.server, ctx, request.params)
         except (McpError, InsufficientScope):
             raise
-        except Exception as exc:
+        except HANDLER_FAILURES as exc:
             raise report_fault(log, "handler for %s failed", request.method) from exc
         if not isinstance(result, dict):
             raise report_fault(
@@ -232,11 +232,15 @@ class Dispatcher:
 def encode_error(request_id: RequestId | None, error: McpError) -> tuple[bytes, int]:
     """A JSON-RPC error response, encoded, with its HTTP status (basic/index §Error Codes).
 
-    An error whose ``data`` JSON cannot hold (a handler's bug) becomes -32603,
-    as an unwritable result does, the detail going to the log only.
+    An error whose code is no integer or whose message is no string
+    (:meth:`McpError.is_well_formed`), or whose ``data`` JSON cannot hold (a
+    handler's bug), becomes -32603, as an unwritable result does, the detail
+    going to the log only.
     """
     try:
-        return dumps(error_response(request_id, error)), error.http_status
+        if error.is_well_formed():
+            return dumps(error_response(request_id, error)), error.http_status
     except (TypeError, ValueError, RecursionError):
-        fault = report_fault(log, "the error %s cannot be written as JSON", error.code)
-        return dumps(error_response(request_id, fault)), fault.http_status
+        pass
+    fault = report_fault(log, "the error %r cannot be written as a JSON-RPC error", error.code)
+    return dumps(error_response(request_id, fault)), fault.http_status

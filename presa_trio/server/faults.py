@@ -39,6 +39,13 @@ def report_fault(
     return error
 
 
+#: What a handler may raise that ends its request or its task only: any ``Exception``,
+#: and ``SystemExit``, which ``sys.exit()`` raises, and argparse's or click's exit,
+#: inside a tool as anywhere; unanswered, it would end the server. ``KeyboardInterrupt``
+#: (Ctrl-C, which Trio may raise inside any handler) and ``trio.Cancelled`` pass on.
+HANDLER_FAILURES = (Exception, SystemExit)
+
+
 class ServerFailed(Exception):
     """The server could not run on (its task runner failed): one line for an operator."""
 

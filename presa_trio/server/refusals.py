@@ -52,7 +52,7 @@ def refuse_tool_name(name: str) -> None:
     others. presa holds its tools to it at registration, where the name is
     chosen, rather than serve a tool some clients cannot call.
     """
-    if not TOOL_NAME.fullmatch(name):
+    if not (isinstance(name, str) and TOOL_NAME.fullmatch(name)):
         raise SignatureError(
             f"tool {name!r}: a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - . "
             "(server/tools §Tool Names); choose one with name="
@@ -60,14 +60,14 @@ def refuse_tool_name(name: str) -> None:
 
 
 def refuse_uri(where: str, uri: str) -> None:
-    """Refuse a resource ``uri`` that is no URI: without a scheme (``today``, ``""``).
+    """Refuse a resource ``uri`` that is no URI: without a scheme (``today``, ``""``), or no string.
 
     schema.ts ``Resource.uri`` is ``format: uri``, and a client reads it
     back with ``resources/read``; a name or a relative path is not one. Nor
     is ``note://{day}``: RFC 3986 has no braces, and that resource could
     never be read by any URI a client would send; it is a template.
     """
-    if not URI_SCHEME.match(uri):
+    if not (isinstance(uri, str) and URI_SCHEME.match(uri)):
         raise SignatureError(
             f"{where}: a resource's uri is a URI, starting with its scheme "
             "(note://today, file:///notes/today.txt; RFC 3986 §3)"
@@ -86,7 +86,7 @@ def refuse_template_scheme(where: str, uri_template: str) -> None:
     ``uri`` is ``format: uri`` (schema.ts): without a scheme, what it
     matches is a path or a name, never a URI a client could send.
     """
-    if not URI_SCHEME.match(uri_template):
+    if not (isinstance(uri_template, str) and URI_SCHEME.match(uri_template)):
         raise SignatureError(
             f"{where}: a resource template is a URI template, starting with its scheme "
             "(note://{day}, file:///notes/{day}.txt; RFC 3986 §3, RFC 6570)"
@@ -132,11 +132,30 @@ def refuse_texts(where: str, **fields: object) -> None:
             raise SignatureError(f"{where}: {field}= is {value!r}, not a str (schema.ts)")
 
 
+def refuse_server_texts(name: object, version: object, instructions: object) -> None:
+    """Refuse a server's name or version that is no string, or instructions that are no string.
+
+    Every result carries the name and version as its ``serverInfo`` (schema.ts
+    ``Implementation``: both strings), and ``server/discover`` the
+    instructions: a ``Server("hello", 1.0)`` would make every one a result
+    the schema refuses.
+    """
+    if not (isinstance(name, str) and isinstance(version, str)):
+        raise SignatureError(
+            f"Server({name!r}, {version!r}): the name and the version are strings, such as "
+            "Server('hello', '1.0.0') (schema.ts Implementation)"
+        )
+    refuse_texts(f"Server({name!r})", instructions=instructions)
+
+
 def refuse_prompt_arguments(where: str, arguments: object) -> None:
-    """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them."""
-    for argument in arguments if isinstance(arguments, list | tuple) else [arguments]:
+    """Refuse ``arguments=`` that schema.ts ``PromptArgument`` refuses, or no list of them
+    (one ``PromptArgument`` alone too)."""
+    listed = arguments if isinstance(arguments, list | tuple) else None
+    for argument in [arguments] if listed is None else listed:
         if not (
-            isinstance(argument, models.PromptArgument)
+            listed is not None
+            and isinstance(argument, models.PromptArgument)
             and isinstance(argument.name, str)
             and is_optional_text(argument.description, argument.title)
             and (argument.required is None or isinstance(argument.required, bool))
@@ -227,9 +246,15 @@ REFERENCE_KEYS: Mapping[str, str] = {"ref/prompt": "name", "ref/resource": "uri"
 
 
 def refuse_reference_type(ref_type: str, ref: str) -> None:
-    """Refuse a completion for a reference type no ``completion/complete`` can carry."""
+    """Refuse a completion for a reference type no ``completion/complete`` can carry,
+    or a reference that is no string (no request names it)."""
     if ref_type not in REFERENCE_KEYS:
         raise SignatureError(
             f"completion of {ref_type!r} {ref!r}: the reference type is 'ref/prompt' "
             "or 'ref/resource' (server/utilities/completion §Reference Types)"
+        )
+    if not isinstance(ref, str):
+        raise SignatureError(
+            f"completion of {ref_type} {ref!r}: the reference is a prompt's name, or a "
+            "resource's URI or URI template, as a str"
         )

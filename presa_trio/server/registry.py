@@ -55,6 +55,7 @@ from presa_trio.server.refusals import (
     refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
+    refuse_server_texts,
     refuse_size,
     refuse_template_scheme,
     refuse_texts,
@@ -182,6 +183,9 @@ class Server:
     )
     # Set when a dispatcher builds its method table: extensions are fixed from then on.
     _served: bool = attrs.field(default=False, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        refuse_server_texts(self.name, self.version, self.instructions)
 
     # --- registration ----------------------------------------------------------
 
@@ -450,7 +454,7 @@ class Server:
         so it is refused. So is an identifier against the naming rules, or
         one already added (:func:`~presa_trio.server.refusals.refuse_extension_id`).
         """
-        if self._served:
+        if self.served:
             raise RuntimeError("add extensions before the server is served")
         refuse_extension_id(extension.id, [added.id for added in self.extensions])
         self.extensions.append(extension)
@@ -460,6 +464,11 @@ class Server:
     def mark_served(self) -> None:
         """Called by the dispatcher: the extensions it was built with are final."""
         self._served = True
+
+    @property
+    def served(self) -> bool:
+        """Whether a dispatcher was built on it (its extensions are final)."""
+        return self._served
 
     # --- lookups ---------------------------------------------------------------
 

@@ -168,8 +168,18 @@ def is_arguments_form(function: Callable[..., Any], hints: Mapping[str, Any]) ->
 
 
 def tool_hints(function: Callable[..., Any], where: str) -> dict[str, Any]:
-    """A handler's resolved hints; an object with an ``async def __call__`` has its method's."""
-    plain = inspect.isroutine(function) or isinstance(function, type | functools.partial)
+    """A handler's resolved hints; an object with an ``async def __call__`` has its method's.
+
+    A ``functools.partial`` has no hints of its own, and its bound keywords
+    would read as parameters a client could set: it is refused, saying what
+    to register instead.
+    """
+    if isinstance(function, functools.partial):
+        raise SignatureError(
+            f"{where}: a functools.partial has no hints to read a schema from; register "
+            "an async def that calls the function, or the bound method of an instance"
+        )
+    plain = inspect.isroutine(function) or isinstance(function, type)
     target = function if plain else getattr(function, "__call__", function)  # noqa: B004
     try:
         hints: dict[str, Any] = typing.get_type_hints(target, include_extras=True)
@@ -208,6 +218,23 @@ def check_context(function: Callable[..., Any], hints: Mapping[str, Any], where:
         )
 
 
+def refuse_late_context(hint: Any, place: str) -> None:
+    """Refuse the request context hinted on a parameter after the first.
+
+    The context arrives first, and only there: a second one has no schema,
+    and it is most often a method decorated in its class body, whose first
+    parameter, ``self``, would receive the context.
+    """
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if isinstance(hint, type) and issubclass(hint, RequestContext):
+        raise SignatureError(
+            f"{place}: the request context is the first parameter, and only the first; "
+            "a method decorated in its class gets self there: register the bound method "
+            "of an instance instead"
+        )
+
+
 def typed_parameters(
     function: Callable[..., Any], hints: Mapping[str, Any], where: str
 ) -> tuple[tuple[Parameter, ...], JSONObject]:
@@ -226,6 +253,7 @@ def typed_parameters(
         if parameter.name not in hints:
             raise SignatureError(f"{place}: needs a type hint")
         hint = hints[parameter.name]
+        refuse_late_context(hint, place)
         schema = dict(schema_for(hint, place))
         if parameter.default is parameter.empty:
             required.append(parameter.name)
@@ -552,6 +580,7 @@ def read_prompt_signature(
             raise SignatureError(f"{place}: arguments are passed by name, one parameter each")
         if parameter.name not in hints:
             raise SignatureError(f"{place}: needs a type hint")
+        refuse_late_context(hints[parameter.name], place)
         arguments.append(prompt_argument(parameter, hints[parameter.name], place))
     names = tuple(parameter.name for parameter in parameters)
     return PromptSignature(TypedPrompt(call, names), tuple(arguments), description)

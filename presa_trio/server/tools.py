@@ -43,7 +43,7 @@ import attrs
 from presa_trio.server import rounds
 from presa_trio.server.capabilities import require_needs
 from presa_trio.server.context import RequestContext
-from presa_trio.server.faults import leaves, report_fault
+from presa_trio.server.faults import HANDLER_FAILURES, leaves, report_fault
 from presa_trio.server.pagination import only_page
 from presa_trio.server.registered import RegisteredTool, ToolOutput
 from presa_trio.server.registry import Server, ToolError
@@ -163,7 +163,7 @@ def check_structured(registered: RegisteredTool, result: models.CallToolResult) 
         )
 
 
-def error_for(error: Exception) -> McpError:
+def error_for(error: BaseException) -> McpError:
     """The JSON-RPC error for what a handler raised: its own spec error, else -32603.
 
     The first :class:`McpError` found depth-first answers, unless anything
@@ -254,9 +254,10 @@ async def run_call(
         try:
             async with ctx.supervising():
                 output = await run_handler(registered, ctx, arguments)
-        except Exception as error:
-            # A child task in the call's nursery failed: that is not the tool's
-            # answer, so never an ``isError`` result; a task's children alike.
+        except* HANDLER_FAILURES as error:
+            # A child task in the call's nursery failed (or the tool exited): that
+            # is not the tool's answer, so never an ``isError`` result; a task's
+            # children alike.
             raise error_for(error) from None
     else:
         output = await run_handler(registered, ctx, arguments)

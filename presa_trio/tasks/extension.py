@@ -54,7 +54,7 @@ import trio
 from presa_trio.auth.principal import Principal, access_scope, holds, require_scopes
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import report_fault
-from presa_trio.server.refusals import refuse_uncalled
+from presa_trio.server.refusals import name_of, refuse_uncalled
 from presa_trio.server.registered import AnyToolHandler, RegisteredTool, ToolOutput
 from presa_trio.server.registry import (
     Extension,
@@ -63,7 +63,8 @@ from presa_trio.server.registry import (
     Server,
     SubscriptionPart,
 )
-from presa_trio.server.signatures import is_async
+from presa_trio.server.results import describe
+from presa_trio.server.signatures import SignatureError, is_async
 from presa_trio.server.subscriptions import Change
 from presa_trio.server.tools import (
     PreparedCall,
@@ -120,6 +121,20 @@ class Policy(enum.Enum):
 
 #: A policy decided per call from the request context and the raw params.
 PolicyFunction = Callable[[RequestContext, dict[str, Any]], Policy]
+
+
+def refuse_policy(tool: str, policy: object) -> None:
+    """Refuse a policy that is neither a :class:`Policy` nor a plain function returning one.
+
+    A string (``"optional"``) or an ``async def`` would be called on every
+    ``tools/call`` of the tool and fail there, each call a -32603.
+    """
+    if isinstance(policy, Policy) or (callable(policy) and not is_async(policy)):
+        return
+    raise SignatureError(
+        f"tool {tool!r}: the policy is {policy!r}; give Policy.SYNC, Policy.OPTIONAL, "
+        "Policy.REQUIRED or a plain function (ctx, params) -> Policy"
+    )
 
 
 def caller_scope(ctx: RequestContext) -> str:
@@ -183,7 +198,13 @@ class TasksExtension(Extension):
         self.runner.revive = self.revive
 
     def enable_events(self, events: TaskEventLog) -> None:
-        """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving."""
+        """Serve ``tasks/stream``, advertise ``eventStreams`` (SEP-2694); before serving.
+
+        Once served, ``server/discover`` would advertise ``eventStreams`` and the
+        method table, built already, would answer ``tasks/stream`` -32601: refused.
+        """
+        if self._server is not None and self._server.served:
+            raise RuntimeError("enable task event streams before the server is served")
         self.events = self.runner.events = events
         self.settings = {EVENT_STREAMS: {}}
 
@@ -207,6 +228,7 @@ class TasksExtension(Extension):
         second run would repeat. Such a task is recovered by the next
         process; any other is written ``failed``.
         """
+        refuse_policy(tool, policy)
         self.policies[tool] = policy
         if rerun:
             self.rerunnable.add(tool)
@@ -234,7 +256,8 @@ class TasksExtension(Extension):
         server = self._server
 
         def register(handler: AnyToolHandler) -> AnyToolHandler:
-            tool_name = name or handler.__name__
+            tool_name = name_of(handler, "a tool") if name is None else name
+            refuse_policy(tool_name, policy)
             server.tool(tool_name, **options)(handler)
             self.set_policy(tool_name, policy, rerun=rerun)
             return handler
@@ -242,8 +265,20 @@ class TasksExtension(Extension):
         return register
 
     def policy_for(self, ctx: RequestContext, name: str, params: dict[str, Any]) -> Policy:
+        """The tool's policy for this call; a policy function's answer that is no
+        :class:`Policy` is its bug, -32603, never a call served as a task."""
         policy = self.policies.get(name, Policy.SYNC)
-        return policy if isinstance(policy, Policy) else policy(ctx, params)
+        if isinstance(policy, Policy):
+            return policy
+        decided = policy(ctx, params)
+        if not isinstance(decided, Policy):
+            raise report_fault(
+                log,
+                "the policy function of tool %s returned %s, not a Policy",
+                name,
+                describe(decided),
+            )
+        return decided
 
     # --- hooks ------------------------------------------------------------------
 

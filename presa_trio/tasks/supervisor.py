@@ -36,7 +36,7 @@ import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
-from presa_trio.server.faults import report_fault
+from presa_trio.server.faults import HANDLER_FAILURES, report_fault
 from presa_trio.server.tools import error_for
 from presa_trio.tasks.context import Job, WorkerContext, detached_meta, drop
 from presa_trio.tasks.worker import Move, Worker, failure, outcome
@@ -180,7 +180,7 @@ class Supervisor:
                     # or every parked task keeps it alive.
                     del creator
                     result: JSONObject = await job(context)
-            except* Exception as group:
+            except* HANDLER_FAILURES as group:
                 # The plain path's mapping: the job's own spec error, else -32603.
                 move = failure(error_for(group))
             else:

@@ -247,14 +247,18 @@ def reporting(message: str) -> Move:
 def failure(error: McpError) -> Move:
     """The move that ends a task ``failed`` with ``error`` (SEP-2663 §Task Execution Errors).
 
-    An error whose ``data`` JSON cannot hold is the job's bug: the task holds
-    a generic -32603 instead, the detail logged, as the plain call answers
-    (:func:`~presa_trio.server.dispatch.encode_error`); stored as it was,
-    every ``tasks/get`` of the task would fail to be written.
+    An error whose code is no integer, whose message is no string, or whose
+    ``data`` JSON cannot hold is the job's bug: the task holds a generic -32603
+    instead, the detail logged, as the plain call answers
+    (:func:`~presa_trio.server.dispatch.encode_error`); the model would refuse
+    the first two (the task left ``working``), and stored as it was, every
+    ``tasks/get`` of the task would fail to be written.
     """
     wire = error.to_wire()
-    if not is_json_object(wire):
-        fault = report_fault(log, "a task's error %s cannot be written as JSON", error.code)
+    if not (error.is_well_formed() and is_json_object(wire)):
+        fault = report_fault(
+            log, "a task's error %r cannot be written as a JSON-RPC error", error.code
+        )
         wire = fault.to_wire()
     return Move("the task's error", lambda t, now: model.fail(t, wire, now))
 

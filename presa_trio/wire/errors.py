@@ -40,6 +40,14 @@ class McpError(Exception):
         self.data = data
         super().__init__(self.message)
 
+    def is_well_formed(self) -> bool:
+        """Whether its code is an integer and its message a string, as schema
+        ``$defs.Error`` holds them: a subclass or a handler may have set others."""
+        code = self.code
+        return (
+            isinstance(code, int) and not isinstance(code, bool) and isinstance(self.message, str)
+        )
+
     def to_wire(self) -> dict[str, Any]:
         """The ``error`` member of a JSON-RPC error response."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}

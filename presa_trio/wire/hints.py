@@ -87,6 +87,44 @@ class Field:
         return {key: value for key, value in named.items() if value is not None}
 
 
+#: The JSON types each constraint of :class:`Field` holds for, and what they are
+#: called (JSON Schema 2020-12 Validation §6.2 to §6.4); on another, it holds nothing.
+NUMBERS = (("integer", "number"), "numbers")
+STRINGS = (("string",), "strings")
+ARRAYS = (("array",), "arrays (lists, tuples)")
+CONSTRAINED: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "ge": NUMBERS,
+    "gt": NUMBERS,
+    "le": NUMBERS,
+    "lt": NUMBERS,
+    "min_length": STRINGS,
+    "max_length": STRINGS,
+    "pattern": STRINGS,
+    "min_items": ARRAYS,
+    "max_items": ARRAYS,
+}
+
+
+def refuse_idle_constraints(field: Field, schema: JSONObject, where: str) -> None:
+    """Refuse a :class:`Field` constraint that its type makes idle.
+
+    ``Annotated[list[str], Field(min_length=1)]`` (pydantic's spelling of a
+    list's least length) would be ``minLength`` on an array, which JSON
+    Schema applies to strings only: the constraint would silently not hold.
+    A schema of no single ``type`` (a union, ``Any``) is left as written.
+    """
+    kind = schema.get("type")
+    if not isinstance(kind, str):
+        return
+    for name, (kinds, what) in CONSTRAINED.items():
+        if getattr(field, name) is not None and kind not in kinds:
+            hint = "; a list's length is min_items and max_items" if kind == "array" else ""
+            raise SignatureError(
+                f"{where}: Field({name}=…) constrains {what}, and this is a JSON {kind}: "
+                f"it would not hold{hint}"
+            )
+
+
 JSON_TYPES: Mapping[Any, str] = {
     str: "string",
     int: "integer",
@@ -207,6 +245,7 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
             if isinstance(extra, str):
                 schema["description"] = extra
             elif isinstance(extra, Field):
+                refuse_idle_constraints(extra, schema, where)
                 schema.update(extra.keywords())
             else:  # pydantic's Field, say: its constraints would silently not hold
                 raise SignatureError(
@@ -279,13 +318,21 @@ def record_fields(cls: type) -> Iterator[tuple[str, bool, Any]]:
 
     The default is ``attrs.NOTHING`` when there is none, or when a factory
     makes it: the field is optional, but no one value shows in the schema.
+    A field with ``init=False`` (one the class computes) is left out: the
+    converter neither reads it from the arguments nor writes it into
+    ``structuredContent``, so a schema naming it would ask the client for a
+    value the tool never sees, and require in every result a key no result has.
     """
     if attrs.has(cls):
         for a in attrs.fields(cls):
+            if not a.init:
+                continue
             made = isinstance(a.default, attrs.Factory)  # type: ignore[arg-type]
             yield a.name, a.default is attrs.NOTHING, attrs.NOTHING if made else a.default
         return
     for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
         default = attrs.NOTHING if f.default is dataclasses.MISSING else f.default
         yield f.name, default is attrs.NOTHING and f.default_factory is dataclasses.MISSING, default
 

@@ -102,6 +102,11 @@ MISTAKES: dict[str, tuple[str, str]] = {
             "@tasks.tool(Policy.OPTIONAL)", "@tasks.tool", '@tasks.tool(Policy.OPTIONAL, "add one")'
         ).items()
     },
+    "tasks.tool policy that is no Policy": (
+        '@tasks.tool("optional")\nasync def add(ctx: RequestContext, x: int) -> int:\n'
+        '    """Adds one."""\n    return x + 1\n',
+        "tool 'add': the policy is 'optional'; give Policy.SYNC, Policy.OPTIONAL",
+    ),
     "server.resource no context": (
         f'{RESOURCE}\nasync def today(day: str) -> str:\n    return "rain"\n',
         f"resource 'note://today', parameter 'day': {NO_CONTEXT} str",

@@ -50,6 +50,10 @@ MISTAKES: dict[str, tuple[Register, str]] = {
         lambda s: s.prompt(description="d", arguments=[{"name": "a"}])(prompt),
         "arguments",
     ),
+    "prompt-argument-alone": (
+        lambda s: s.prompt(description="d", arguments=models.PromptArgument("a"))(prompt),
+        "arguments",
+    ),
     "prompt-argument-name": (
         lambda s: s.prompt(description="d", arguments=[models.PromptArgument(5)])(prompt),  # type: ignore[arg-type]
         "arguments",

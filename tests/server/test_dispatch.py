@@ -72,6 +72,14 @@ def faulty_server(cancelled: trio.Event) -> Server:
         finally:
             cancelled.set()
 
+    @server.tool(description="Exits, as sys.exit() or argparse's exit inside it would.")
+    async def exits(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise SystemExit(SECRET)
+
+    @server.tool(description="Exits in a nursery of its own.", nursery=True)
+    async def exits_supervising(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise SystemExit(SECRET)
+
     @server.prompt(description="Fails with an unexpected exception.")
     async def broken_prompt(ctx: RequestContext, arguments: dict[str, str]) -> Any:
         raise KeyError(SECRET)
@@ -96,17 +104,20 @@ async def faulty(cancelled: trio.Event) -> AsyncIterator[McpClient]:
 
 FAULTS = [
     ("tools/call", {"name": "explode"}),
+    ("tools/call", {"name": "exits"}),
+    ("tools/call", {"name": "exits_supervising"}),
     ("prompts/get", {"name": "broken_prompt"}),
     ("resources/read", {"uri": "test://broken"}),
 ]
 
 
-@pytest.mark.parametrize(("method", "params"), FAULTS, ids=[m for m, _ in FAULTS])
+@pytest.mark.parametrize(("method", "params"), FAULTS, ids=[str(p) for _, p in FAULTS])
 async def test_an_unexpected_exception_is_a_generic_internal_error(
     faulty: McpClient, caplog: pytest.LogCaptureFixture, method: str, params: dict[str, Any]
 ) -> None:
     """Spec-mandated (tools §Error Handling, resources §Error Handling: any other
-    exception is -32603 with a generic message, detail to the log only; E-05). HTTP
+    exception is -32603 with a generic message, detail to the log only; E-05), a
+    ``SystemExit`` too, which ends the request and never the server. HTTP
     500 is presa's choice (spec-notes §1), and so is ``data.incident``: the same id
     is in the log record of the cause."""
     with caplog.at_level(logging.ERROR):

@@ -15,6 +15,7 @@ import pytest
 from presa_trio.http.app import McpApp
 from presa_trio.server import Extension, Method, RequestContext, Server
 from presa_trio.server.methods import CORE_METHODS
+from presa_trio.tasks import TaskEventLog, TasksExtension
 from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.wire.errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from tests.expect import error_of, result_of
@@ -200,6 +201,18 @@ def test_an_extension_added_after_the_app_is_built_is_refused() -> None:
     with pytest.raises(RuntimeError, match="before the server is served"):
         server.add_extension(Echo())
     assert server.extensions == []
+
+
+def test_task_event_streams_enabled_after_the_app_is_built_are_refused() -> None:
+    """presa-defined (docs/api.md, ``TasksExtension.enable_events``, before serving):
+    ``tasks/stream`` could never join the built table, so ``server/discover`` must not
+    advertise ``eventStreams``."""
+    server = Server("late-events", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+    McpApp.for_server(server)
+    with pytest.raises(RuntimeError, match="before the server is served"):
+        tasks.enable_events(TaskEventLog())
+    assert (tasks.events, tasks.settings) == (None, {})
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -72,3 +73,24 @@ async def test_a_call_with_every_needed_capability_runs(client: McpClient) -> No
     first = await client.call_tool("careful", capabilities={"elicitation": {}, "sampling": {}})
     assert first["resultType"] == "input_required"
     assert steps == ["step 1"]
+
+
+@pytest.mark.parametrize(
+    ("needs", "says"),
+    [
+        ("elicitation", "needs= is a list of client capabilities, such as needs=['elicitation']"),
+        (["elicit"], "needs=['elicit'] is not a client capability presa asks for"),
+    ],
+)
+def test_needs_that_name_no_capability_are_refused_in_one_line(needs: Any, says: str) -> None:
+    """presa-defined (docs/api.md: ``needs=`` with an unknown capability is a
+    ``ValueError``): a bare string is refused as itself, not read as its letters."""
+    server = Server("needs", "1.0.0")
+
+    async def careful(ctx: RequestContext) -> str:
+        """Asks."""
+        return "ok"
+
+    with pytest.raises(ValueError, match=re.escape(f"tool 'careful': {says}")):
+        server.tool(needs=needs)(careful)
+    assert server.tools == {}

@@ -16,13 +16,17 @@ would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
 from __future__ import annotations
 
 import enum
+import functools
+import re
 import types
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, cast
 
 import pytest
 
 from presa_trio.http.app import McpApp
-from presa_trio.server import RequestContext, Server, SignatureError
+from presa_trio.server import Field, RequestContext, Server, SignatureError
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import running
 from presa_trio.wire import models
 from tests.expect import result_of
@@ -57,6 +61,205 @@ def test_a_refused_registration_registers_nothing() -> None:
             return "rain"
 
     assert server.resources == {}
+
+
+@pytest.mark.parametrize("policy", ["optional", None, 1])
+def test_a_task_policy_that_is_no_policy_is_refused_and_registers_nothing(policy: Any) -> None:
+    """presa-defined (docs/api.md, ``TasksExtension.tool``): a policy is a ``Policy``
+    or a function of the call; anything else would fail every call of the tool."""
+    server = Server("mistakes", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    async def add(ctx: RequestContext, x: int) -> int:
+        """Adds one."""
+        return x + 1
+
+    async def by_request(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        return Policy.SYNC
+
+    says = f"tool 'add': the policy is {policy!r}; give Policy.SYNC"
+    with pytest.raises(SignatureError, match=re.escape(says)):
+        tasks.tool(policy)(add)
+    with pytest.raises(SignatureError, match=re.escape(says)):
+        tasks.set_policy("add", policy)
+    with pytest.raises(SignatureError, match="tool 'add': the policy is <function"):
+        tasks.set_policy("add", by_request)  # type: ignore[arg-type]
+    assert (server.tools, tasks.policies) == ({}, {})
+
+
+def test_a_task_tool_without_a_name_is_refused_naming_what_to_give() -> None:
+    """presa-defined (docs/api.md, ``Server.tool``): an object with an
+    ``async def __call__`` has no ``__name__``; ``tasks.tool`` asks for ``name=`` as
+    ``server.tool`` does."""
+    server = Server("mistakes", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    class Adder:
+        """Adds one."""
+
+        async def __call__(self, ctx: RequestContext, x: int) -> int:
+            return x + 1
+
+    with pytest.raises(SignatureError, match="a tool: needs a name; give name="):
+        tasks.tool(Policy.OPTIONAL)(Adder())
+    tasks.tool(Policy.OPTIONAL, "add")(Adder())
+    assert (list(server.tools), tasks.policies) == (["add"], {"add": Policy.OPTIONAL})
+
+
+def test_a_method_decorated_in_its_class_is_refused_and_its_bound_method_serves() -> None:
+    """presa-defined (docs/api.md, what registration refuses: the context first):
+    decorated in the class body, a method gets ``self`` where the context goes and
+    the context as an argument; the line says so, for a tool and a typed prompt.
+    The bound method of an instance registers as a function does."""
+    server = Server("mistakes", "1.0.0")
+    says = "parameter 'ctx': the request context is the first parameter, and only the first"
+
+    class Greeter:
+        async def greet(self, ctx: RequestContext, name: str) -> str:
+            """Greets someone."""
+            return f"Hello, {name}!"
+
+    with pytest.raises(SignatureError, match=f"tool 'greet', {says}"):
+        server.tool()(Greeter.greet)  # type: ignore[type-var]
+    with pytest.raises(SignatureError, match=f"prompt 'greet', {says}"):
+        server.prompt()(Greeter.greet)  # type: ignore[type-var]
+    server.tool()(Greeter().greet)
+    server.prompt()(Greeter().greet)
+    assert server.tools["greet"].tool.input_schema["required"] == ["name"]
+    assert [argument.name for argument in server.prompts["greet"].prompt.arguments or ()] == [
+        "name"
+    ]
+
+
+def test_a_partial_is_refused_saying_what_to_register_instead() -> None:
+    """presa-defined (docs/api.md, what registration refuses): a ``functools.partial``
+    has no hints of its own; every decorator says so in one line, rather than
+    repeating what ``typing.get_type_hints`` says of it."""
+    server = Server("mistakes", "1.0.0")
+
+    async def greet(ctx: RequestContext, greeting: str, name: str) -> str:
+        """Greets someone."""
+        return f"{greeting}, {name}!"
+
+    async def read(ctx: RequestContext, greeting: str) -> str:
+        return greeting
+
+    says = "a functools.partial has no hints to read a schema from; register an async def"
+    with pytest.raises(SignatureError, match=f"tool 'hello': {says}"):
+        server.tool("hello")(functools.partial(greet, greeting="Hello"))
+    with pytest.raises(SignatureError, match=f"prompt 'hello': {says}"):
+        server.prompt("hello")(functools.partial(greet, greeting="Hello"))
+    with pytest.raises(SignatureError, match=f"resource 'note://hello': {says}"):
+        server.resource("note://hello", name="hello")(functools.partial(read, greeting="Hi"))
+    assert (server.tools, server.prompts, server.resources) == ({}, {}, {})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (("hello", 1.0), "Server('hello', 1.0): the name and the version are strings"),
+        ((None, "1.0.0"), "Server(None, '1.0.0'): the name and the version are strings"),
+        (("hello", "1.0.0", 42), "Server('hello'): instructions= is 42, not a str"),
+    ],
+)
+def test_a_server_whose_name_version_or_instructions_is_no_string_is_refused(
+    arguments: tuple[Any, ...], says: str
+) -> None:
+    """Spec-mandated (schema.ts ``Implementation``: ``name`` and ``version`` are
+    strings; ``DiscoverResult.instructions`` a string): every result's ``serverInfo``
+    would carry them, so the server is refused when it is made, in one line."""
+    with pytest.raises(SignatureError, match=re.escape(says)):
+        Server(*arguments)
+    assert Server("hello", "1.0.0", "Greets.").instructions == "Greets."
+
+
+@pytest.mark.parametrize(
+    ("hint", "says"),
+    [
+        (
+            Annotated[list[str], Field(min_length=1)],
+            "Field(min_length=…) constrains strings, and this is a JSON array: it would not "
+            "hold; a list's length is min_items and max_items",
+        ),
+        (Annotated[str, Field(ge=1)], "Field(ge=…) constrains numbers, and this is a JSON string"),
+        (Annotated[int, Field(pattern="^1")], "Field(pattern=…) constrains strings"),
+        (Annotated[str, Field(max_items=2)], "Field(max_items=…) constrains arrays"),
+    ],
+)
+def test_a_field_constraint_its_type_makes_idle_is_refused(hint: Any, says: str) -> None:
+    """presa-defined (docs/api.md: a constraint that would silently not hold is
+    refused, as pydantic's ``Field`` is): JSON Schema applies ``minLength`` to strings,
+    ``minimum`` to numbers, ``minItems`` to arrays (2020-12 Validation §6.2 to §6.4),
+    so ``min_length`` on a list, pydantic's spelling, would check nothing."""
+    server = Server("mistakes", "1.0.0")
+
+    async def pick(ctx: RequestContext, choice: Any) -> str:
+        """Picks."""
+        return "ok"
+
+    pick.__annotations__["choice"] = hint
+    with pytest.raises(SignatureError, match=re.escape(f"tool 'pick', parameter 'choice': {says}")):
+        server.tool()(pick)
+    assert server.tools == {}
+
+
+def test_a_field_constraint_on_its_own_type_or_a_union_is_kept() -> None:
+    """presa-defined: each constraint on the type it holds for is in the schema, and
+    on a union (``list[int] | None``) it stays, JSON Schema applying it to the arrays."""
+    server = Server("mistakes", "1.0.0")
+
+    @server.tool()
+    async def pick(
+        ctx: RequestContext,
+        tags: Annotated[list[int] | None, Field(min_items=1)],
+        name: Annotated[str, Field(min_length=1, pattern="^[a-z]+$")] = "a",
+        count: Annotated[float, Field(gt=0)] = 1.0,
+    ) -> str:
+        """Picks."""
+        return "ok"
+
+    properties = server.tools["pick"].tool.input_schema["properties"]
+    assert (properties["tags"]["minItems"], properties["name"]["minLength"]) == (1, 1)
+    assert properties["count"]["exclusiveMinimum"] == 0
+
+
+def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> None:
+    """presa-defined (docs/api.md, what registration refuses): a number where a
+    tool's name, a resource's URI, a template or a completion's reference belongs
+    is one line naming it, as a string outside the rules is."""
+    server = Server("mistakes", "1.0.0")
+
+    async def today(ctx: RequestContext) -> str:
+        """Today."""
+        return "rain"
+
+    async def note(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return "rain"
+
+    async def days(ctx: RequestContext, argument: str, value: str, given: Any) -> Any:
+        return None
+
+    refusals: list[tuple[Callable[[], object], str]] = [
+        (lambda: server.tool(cast(str, 42))(today), "tool 42: a tool name is 1 to 128"),
+        (lambda: server.resource(cast(str, 42))(today), "resource 42: a resource's uri is a URI"),
+        (
+            lambda: server.resource_template(cast(str, 42), name="note")(note),
+            "resource template 42: a resource template is a URI template",
+        ),
+        (
+            lambda: server.completion("ref/prompt", cast(str, 42))(days),
+            "completion of ref/prompt 42: the reference is a prompt's name",
+        ),
+    ]
+    for register, says in refusals:
+        with pytest.raises(SignatureError, match=re.escape(says)):
+            register()
+    assert (server.tools, server.resources, server.templates, server.completions) == (
+        {},
+        {},
+        [],
+        {},
+    )
 
 
 @pytest.mark.parametrize("uri", ["", "today", "not a uri", "/notes/today.txt", "1note://a"])

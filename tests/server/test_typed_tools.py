@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
@@ -382,6 +383,72 @@ async def test_a_typed_dict_return_gives_an_output_schema_and_structured_content
     result = await typed.call_tool("weather", {"city": "Oslo"})
     assert result["structuredContent"] == {"city": "Oslo", "celsius": 21.5}
     assert result["content"] == [{"type": "text", "text": '{"city": "Oslo", "celsius": 21.5}'}]
+
+
+@dataclasses.dataclass
+class Order:
+    """An order whose total the class computes."""
+
+    price: int
+    quantity: int = 1
+    total: int = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.total = self.price * self.quantity
+
+
+@attrs.define
+class Invoice:
+    """An invoice whose tax the class computes."""
+
+    net: int
+    tax: int = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.tax = self.net // 5
+
+
+async def test_a_field_the_class_computes_is_neither_asked_for_nor_promised() -> None:
+    """presa-defined (docs/api.md, Typed tools): a dataclass or attrs field with
+    ``init=False`` is no argument (the class computes it) and no part of
+    ``structuredContent`` (the converter writes only what ``__init__`` takes), so
+    it is in neither schema: the call needs no value for it, and the result fits
+    its outputSchema rather than failing every call."""
+    server = Server("computed", "1.0.0")
+
+    @server.tool()
+    async def place(ctx: RequestContext, order: Order) -> Order:
+        """Places an order."""
+        return order
+
+    @server.tool()
+    async def bill(ctx: RequestContext, invoice: Invoice) -> Invoice:
+        """Bills an invoice."""
+        return invoice
+
+    async with connect(server) as client:
+        tools = await tools_by_name(client)
+        order = {
+            "type": "object",
+            "properties": {
+                "price": {"type": "integer"},
+                "quantity": {"type": "integer", "default": 1},
+            },
+            "required": ["price"],
+        }
+        invoice = {
+            "type": "object",
+            "properties": {"net": {"type": "integer"}},
+            "required": ["net"],
+        }
+        assert tools["place"]["inputSchema"]["properties"]["order"] == order
+        assert (tools["place"]["outputSchema"], tools["bill"]["outputSchema"]) == (order, invoice)
+        placed = await client.call_tool("place", {"order": {"price": 2, "quantity": 3}})
+        billed = await client.call_tool("bill", {"invoice": {"net": 10}})
+    assert (placed["structuredContent"], billed["structuredContent"]) == (
+        {"price": 2, "quantity": 3},
+        {"net": 10},
+    )
 
 
 async def test_an_attrs_return_gives_an_output_schema_and_structured_content(

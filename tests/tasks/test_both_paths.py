@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -19,7 +19,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
 from presa_trio.testing import McpClient, running
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams
+from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams, McpError
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from tests.expect import error_of, incident_of, result_of, without_incident
 
@@ -115,6 +115,18 @@ def build() -> tuple[McpApp, TasksExtension]:
     @tasks.tool(Policy.OPTIONAL, description="Raises a spec error whose data JSON cannot hold")
     async def unwritable_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         raise InvalidParams("ratio out of range", {"ratio": float("nan")})
+
+    @tasks.tool(Policy.OPTIONAL, description="Raises a spec error whose message is no string")
+    async def unworded_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise McpError(cast(str, 42))
+
+    @tasks.tool(Policy.OPTIONAL, description="Raises an error of its own whose code is no integer")
+    async def uncoded_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        # As a subclass of the tool's own would set it (a class here would join
+        # the package's error classes, which tests/wire/test_error_codes.py walks).
+        error = McpError("out of widgets")
+        error.code = cast(int, "E_WIDGETS")  # type: ignore[misc]
+        raise error
 
     @tasks.tool(Policy.OPTIONAL, description="Asks a question whose schema JSON cannot hold")
     async def unwritable_question(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -426,15 +438,18 @@ async def test_each_answer_is_read_as_the_kind_it_was_asked_for(client: McpClien
     assert (done["status"], done["result"]["content"]) == ("completed", expected)
 
 
-@pytest.mark.parametrize("tool", ["unwritable_error", "unwritable_question"])
+@pytest.mark.parametrize(
+    "tool", ["unwritable_error", "unworded_error", "uncoded_error", "unwritable_question"]
+)
 async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
     client: McpClient, caplog: pytest.LogCaptureFixture, tool: str
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Execution Errors: the task holds what the
     request would have answered; RFC 8259 §6: NaN is not JSON; E-05): an error
-    or an input request the encoder refuses is the tool's fault, a generic
-    -32603 on the plain path, and the task ends ``failed`` with it, so its
-    ``tasks/get`` can be written."""
+    or an input request the encoder refuses, or an error whose code is no integer
+    or whose message is no string (schema ``$defs.Error``), is the tool's fault, a
+    generic -32603 on the plain path, and the task ends ``failed`` with it, so its
+    ``tasks/get`` can be written and it is never left ``working``."""
     with caplog.at_level(logging.ERROR):
         plain, task = await both_paths(client, tool, {})
     expected = {"code": INTERNAL_ERROR, "message": "Internal error"}

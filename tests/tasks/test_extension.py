@@ -114,6 +114,11 @@ def build(**runner_options: Any) -> Harness:
         await wait("crash", arguments)
         raise RuntimeError("token=hunter2")
 
+    @tasks.tool(Policy.OPTIONAL, description="Exits, as sys.exit() inside it would.")
+    async def exits(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await wait("exits", arguments)
+        raise SystemExit("token=hunter2")
+
     @tasks.tool(Policy.OPTIONAL, description="Reports progress and logs.")
     async def chatty(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         await ctx.report_progress(1, 2)
@@ -549,6 +554,7 @@ async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpCli
             {"code": INVALID_PARAMS, "message": "widget must be blue", "data": {"field": "widget"}},
         ),
         ("crash", "failed", {"code": INTERNAL_ERROR, "message": "Internal error"}),
+        ("exits", "failed", {"code": INTERNAL_ERROR, "message": "Internal error"}),
     ],
 )
 async def test_a_task_ends_as_the_plain_call_would_have(
@@ -557,7 +563,8 @@ async def test_a_task_ends_as_the_plain_call_would_have(
     """Spec-mandated (SEP-2663 §Task Execution Errors: tasks/get returns exactly what
     the request would have; isError is completed, a JSON-RPC error is failed; T-20,
     T-29, T-31, T-33, T-61, T-62). presa-defined (spec-notes §25): one outcome mapping for both
-    paths; a crash is a generic -32603 with no detail anywhere."""
+    paths; a crash is a generic -32603 with no detail anywhere, and a ``SystemExit``
+    is a crash of the task's, not the server's."""
     harness.gate.set()
     task_id = await create(client, tool)
     await wait_all_tasks_blocked()
@@ -658,6 +665,22 @@ async def test_a_policy_function_decides_per_call_and_its_failure_is_internal(
         "complete"
     )
     error_of(await call_tool(client, "maybe", {"label": "boom"}), 500, INTERNAL_ERROR)
+
+
+async def test_a_policy_function_that_returns_no_policy_is_internal_and_makes_no_task(
+    client: McpClient, harness: Harness
+) -> None:
+    """presa-defined (spec-notes §36): a policy function's answer that is no
+    ``Policy`` (it forgot to return) is its bug, -32603, for a request that declares
+    Tasks and one that does not; no task is made and the tool does not run."""
+
+    def forgetful(ctx: RequestContext, params: dict[str, Any]) -> Policy:
+        return "required"  # type: ignore[return-value]
+
+    harness.tasks.set_policy("maybe", forgetful)
+    for capabilities in (DECLARED, UNDECLARED):
+        error_of(await call_tool(client, "maybe", capabilities=capabilities), 500, INTERNAL_ERROR)
+    assert (harness.entered, await stored(harness)) == ([], 0)
 
 
 async def test_polls_are_never_rate_limited_and_need_only_the_task_id(
