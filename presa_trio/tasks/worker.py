@@ -185,13 +185,25 @@ def _not_json(value: Any) -> Any:
 #: Strict JSON (no NaN), the encoder built once; anything else is a TypeError.
 _strict_json = compact_encoder(_not_json)
 
+#: Levels of nesting a task's result, error or input request must encode with to
+#: spare. The worker checks it here, but every ``tasks/get`` and ``notifications/tasks``
+#: writes it later from deeper in the stack (an edge, the dispatcher: some ten to
+#: twenty frames more) and a few levels inside its message, and the encoder's depth
+#: is bounded by the stack's: a value that encodes here by fewer levels than that
+#: would be stored, and its task could never be read.
+WRITE_RESERVE = 64
+
 
 def is_json_object(value: Any) -> bool:
-    """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…)."""
+    """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…),
+    with :data:`WRITE_RESERVE` levels of nesting to spare."""
     if not isinstance(value, dict):
         return False
+    padded: Any = value
+    for _ in range(WRITE_RESERVE):
+        padded = [padded]
     try:
-        _strict_json(value)
+        _strict_json(padded)
     except (TypeError, ValueError, RecursionError):
         return False
     return True
@@ -250,7 +262,9 @@ def failure(error: McpError) -> Move:
     An error whose ``data`` JSON cannot hold is the job's bug: the task holds
     a generic -32603 instead, the detail logged, as the plain call answers
     (:func:`~presa_trio.server.dispatch.encode_error`); stored as it was,
-    every ``tasks/get`` of the task would fail to be written.
+    every ``tasks/get`` of the task would fail to be written. So does one
+    nested too deeply to be written with :data:`WRITE_RESERVE` levels to
+    spare (spec-notes §25).
     """
     wire = error.to_wire()
     if not is_json_object(wire):
