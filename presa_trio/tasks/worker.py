@@ -32,7 +32,7 @@ import trio
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
-from presa_trio.wire.envelope import compact_encoder
+from presa_trio.wire.envelope import compact_encoder, with_reserve
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequest
@@ -185,25 +185,15 @@ def _not_json(value: Any) -> Any:
 #: Strict JSON (no NaN), the encoder built once; anything else is a TypeError.
 _strict_json = compact_encoder(_not_json)
 
-#: Levels of nesting a task's result, error or input request must encode with to
-#: spare. The worker checks it here, but every ``tasks/get`` and ``notifications/tasks``
-#: writes it later from deeper in the stack (an edge, the dispatcher: some ten to
-#: twenty frames more) and a few levels inside its message, and the encoder's depth
-#: is bounded by the stack's: a value that encodes here by fewer levels than that
-#: would be stored, and its task could never be read.
-WRITE_RESERVE = 64
-
 
 def is_json_object(value: Any) -> bool:
     """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…),
-    with :data:`WRITE_RESERVE` levels of nesting to spare."""
+    with :data:`~presa_trio.wire.envelope.WRITE_RESERVE` levels of nesting to spare:
+    every ``tasks/get`` and ``notifications/tasks`` of its task writes it later."""
     if not isinstance(value, dict):
         return False
-    padded: Any = value
-    for _ in range(WRITE_RESERVE):
-        padded = [padded]
     try:
-        _strict_json(padded)
+        _strict_json(with_reserve(value))
     except (TypeError, ValueError, RecursionError):
         return False
     return True
@@ -263,8 +253,9 @@ def failure(error: McpError) -> Move:
     a generic -32603 instead, the detail logged, as the plain call answers
     (:func:`~presa_trio.server.dispatch.encode_error`); stored as it was,
     every ``tasks/get`` of the task would fail to be written. So does one
-    nested too deeply to be written with :data:`WRITE_RESERVE` levels to
-    spare (spec-notes §25).
+    nested too deeply to be written with
+    :data:`~presa_trio.wire.envelope.WRITE_RESERVE` levels to spare
+    (spec-notes §25).
     """
     wire = error.to_wire()
     if not is_json_object(wire):
