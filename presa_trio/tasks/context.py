@@ -190,9 +190,17 @@ def detached_meta(meta: RequestMeta) -> RequestMeta:
     task holds only what is its own. The copy is rebuilt from the canonical
     JSON, so no request holds it, and at most :data:`DECLARATIONS_KEPT` are
     kept, so a client that varies its declaration cannot grow the memory.
+
+    A declaration nested within a few levels of the body parser's depth
+    limit cannot be written out and read back from here (a
+    ``RecursionError``): it is kept as the request decoded it, unshared, so
+    the call is answered as any other (spec-notes §31), never as a fault.
     """
     declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
-    return _declaration(_canonical_json(declared))
+    try:
+        return _declaration(_canonical_json(declared))
+    except RecursionError:
+        return RequestMeta(meta.protocol_version, meta.capabilities, meta.client_info)
 
 
 #: Compact JSON with sorted keys, the encoder built once (json.dumps builds one per call).

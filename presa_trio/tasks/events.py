@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 
 from presa_trio.tasks.model import Task
+from presa_trio.wire.envelope import WRITE_RESERVE, with_reserve
 from presa_trio.wire.errors import InvalidParams, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.tasks import (
@@ -253,9 +254,14 @@ class Retention:
         if not isinstance(payload, dict):
             raise TypeError("a task event's payload must be a JSON object")
         try:
-            text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            # Written with WRITE_RESERVE levels to spare, as every stream of the task
+            # writes it later from deeper in the stack; the payload's own text is inside.
+            padded = json.dumps(
+                with_reserve(payload), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
         except (TypeError, ValueError, RecursionError) as error:
             raise ValueError(f"a task event's payload must be JSON: {error}") from None
+        text = padded[WRITE_RESERVE:-WRITE_RESERVE]
         if len(text.encode("utf-8", "surrogatepass")) > self.max_payload_bytes:
             raise ValueError(
                 f"a task event's payload is larger than max_payload_bytes "

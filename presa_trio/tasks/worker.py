@@ -32,7 +32,7 @@ import trio
 from presa_trio.server.faults import report_fault
 from presa_trio.tasks import model
 from presa_trio.tasks.model import Task
-from presa_trio.wire.envelope import compact_encoder
+from presa_trio.wire.envelope import compact_encoder, with_reserve
 from presa_trio.wire.errors import InternalError, McpError
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.mrtr import InputRequest
@@ -187,11 +187,13 @@ _strict_json = compact_encoder(_not_json)
 
 
 def is_json_object(value: Any) -> bool:
-    """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…)."""
+    """Whether ``value`` is a dict that encodes as strict JSON (no NaN, no sets…),
+    with :data:`~presa_trio.wire.envelope.WRITE_RESERVE` levels of nesting to spare:
+    every ``tasks/get`` and ``notifications/tasks`` of its task writes it later."""
     if not isinstance(value, dict):
         return False
     try:
-        _strict_json(value)
+        _strict_json(with_reserve(value))
     except (TypeError, ValueError, RecursionError):
         return False
     return True
@@ -252,7 +254,10 @@ def failure(error: McpError) -> Move:
     instead, the detail logged, as the plain call answers
     (:func:`~presa_trio.server.dispatch.encode_error`); the model would refuse
     the first two (the task left ``working``), and stored as it was, every
-    ``tasks/get`` of the task would fail to be written.
+    ``tasks/get`` of the task would fail to be written. So does ``data``
+    nested too deeply to be written with
+    :data:`~presa_trio.wire.envelope.WRITE_RESERVE` levels to spare
+    (spec-notes §25).
     """
     wire = error.to_wire()
     if not (error.is_well_formed() and is_json_object(wire)):

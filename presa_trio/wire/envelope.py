@@ -181,6 +181,24 @@ def compact_encoder(
     return encode
 
 
+#: Levels of nesting a value kept now and written later must encode with to spare
+#: (a task's result, error and input requests, a task event's payload). It is
+#: checked where it is kept, and every later response or notification writes it
+#: from deeper in the stack (an edge, the dispatcher: some ten to twenty frames
+#: more) and a few levels inside its message; the encoder's depth is bounded by
+#: the stack's, so a value kept with fewer levels to spare could never be written.
+WRITE_RESERVE = 64
+
+
+def with_reserve(value: Any) -> Any:
+    """``value`` inside :data:`WRITE_RESERVE` arrays: it encodes only if ``value``
+    would, that many levels deeper (compact, its text is ``value``'s between
+    :data:`WRITE_RESERVE` brackets on each side)."""
+    for _ in range(WRITE_RESERVE):
+        value = [value]
+    return value
+
+
 # Two encoders and one decoder, built once: ``json.dumps`` and ``json.loads``
 # build a new one on every call that passes options.
 _ENCODE = compact_encoder()

@@ -7,7 +7,9 @@ and compares what the client learns.
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -18,8 +20,14 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TaskRunner, TasksExtension
-from presa_trio.testing import McpClient, running
-from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, InvalidParams, McpError
+from presa_trio.testing import McpClient, request, running
+from presa_trio.wire.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    PARSE_ERROR,
+    InvalidParams,
+    McpError,
+)
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from tests.expect import error_of, incident_of, result_of, without_incident
 
@@ -136,6 +144,10 @@ def build() -> tuple[McpApp, TasksExtension]:
         }
         await ctx.ask({"k": Elicitation("How much?", schema)})
         return "unreachable"
+
+    @tasks.tool(Policy.OPTIONAL, description="Refuses its arguments, naming them in the error")
+    async def echo_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        raise InvalidParams("not these arguments", {"got": arguments})
 
     @tasks.tool(Policy.OPTIONAL, description="Asks only for what it lacks: here, nothing")
     async def ask_nothing(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -456,6 +468,44 @@ async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
     assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
     assert (task["status"], without_incident(task["error"])) == ("failed", expected)
     incident_of(task["error"], caplog.text)
+
+
+async def test_a_task_whose_error_holds_any_depth_the_parser_accepts_is_still_readable(
+    client: McpClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Polling (Response) item 5: a ``failed`` task's
+    ``tasks/get`` returns the task and its error; spec-notes §25): a tool whose error
+    carries its arguments, nested as deep as the body's parser accepts, ends
+    ``failed`` with an error every later ``tasks/get`` can write: the tool's own, or,
+    within a few tens of levels of the encoder's limit (a response is written from
+    deeper in the stack than the worker checks it), a generic -32603."""
+    depth, tasks = sys.getrecursionlimit() - 250, 0
+    while True:
+        params = {"name": "echo_error", "arguments": {"deep": "DEEP"}}
+        body = request("tools/call", params, capabilities=DECLARED)
+        nested = "[" * depth + "]" * depth
+        created = await client.post(
+            json.dumps(body).replace('"DEEP"', nested).encode(), client.headers_for(body)
+        )
+        if created.status == 400:
+            assert created.json()["error"]["code"] == PARSE_ERROR, depth
+            break
+        depth += 1
+        if "error" in created.json():  # too deep to measure: no task (spec-notes §31)
+            assert created.json()["error"]["data"]["limit"] == "max_input_bytes", depth
+            continue
+        await wait_all_tasks_blocked()
+        task = {"taskId": result_of(created)["taskId"]}
+        with caplog.at_level(logging.CRITICAL):
+            got = await client.call("tasks/get", task, capabilities=DECLARED)
+        assert got.status == 200, (depth, got.json())
+        failed = result_of(got)
+        assert (failed["status"], failed["error"]["code"]) in {
+            ("failed", INVALID_PARAMS),
+            ("failed", INTERNAL_ERROR),
+        }, depth
+        tasks += 1
+    assert tasks > 0  # the depths tried reached the task runner, not only the parser
 
 
 async def test_asking_for_nothing_answers_at_once_on_both_paths(client: McpClient) -> None:

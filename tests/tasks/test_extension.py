@@ -37,7 +37,7 @@ from presa_trio.wire.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     InvalidParams,
 )
-from presa_trio.wire.meta import META_CLIENT_INFO, META_SERVER_INFO
+from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of, without_incident
 from tests.tasks.helpers import TRIO_CLOCK
@@ -769,6 +769,32 @@ async def test_no_nesting_the_parser_accepts_fails_a_task_call(
             created += 1
         depth += 1
     assert created > 0  # the depths tried reached the task store, not only the parser
+
+
+@pytest.mark.parametrize("where", [META_CLIENT_CAPABILITIES, META_CLIENT_INFO])
+async def test_no_nesting_of_the_declaration_the_parser_accepts_fails_a_task_call(
+    client: McpClient, where: str
+) -> None:
+    """presa-defined (spec-notes §31; SEP-2663 §Task Creation): a task keeps its
+    creating request's declaration (capabilities, client info); whatever depth of it
+    the body's parser accepts, a declaring call to a task tool is a task, as the
+    plain call answers, never an incident from a RecursionError while the
+    declaration is copied for the task."""
+    depth, created = sys.getrecursionlimit() - 250, 0
+    while True:
+        body = request("tools/call", {"name": "always", "arguments": {}}, capabilities=DECLARED)
+        body["params"]["_meta"][where] = {**body["params"]["_meta"].get(where, {}), "deep": "DEEP"}
+        body["params"]["_meta"].setdefault(META_CLIENT_INFO, {"name": "c", "version": "1"})
+        headers = client.headers_for(body)
+        nested = '{"x":' + "[" * depth + "]" * depth + "}"
+        response = await client.post(json.dumps(body).replace('"DEEP"', nested).encode(), headers)
+        if response.status == 400:
+            assert response.json()["error"]["code"] == PARSE_ERROR, (depth, response.json())
+            break
+        assert result_of(response)["resultType"] == "task", (depth, response.json())
+        created += 1
+        depth += 1
+    assert created > 0  # the depths tried reached the task runner, not only the parser
 
 
 async def test_an_optional_tool_at_capacity_answers_as_a_plain_call() -> None:

@@ -11,8 +11,10 @@ another client.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
@@ -46,6 +48,7 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    PARSE_ERROR,
     InvalidParams,
 )
 from presa_trio.wire.mrtr import Elicitation
@@ -657,6 +660,36 @@ async def test_invalid_events_are_refused_to_the_tool(harness: Harness) -> None:
         STATUS_EVENT,
         STATUS_EVENT,
     ]
+
+
+async def test_a_payload_of_any_depth_the_parser_accepts_never_breaks_a_stream(
+    harness: Harness,
+) -> None:
+    """presa-defined (SEP-2694 §Task Event: a payload is a JSON object; S-05): a tool
+    emitting its arguments, nested as deep as the body's parser accepts, either has the
+    event stored or gets ValueError; every event stored is one each later tasks/stream
+    writes (a stream writes it from deeper in the stack than the tool emitted it), so
+    a stream of the task ends with its result, never an internal error."""
+    harness.gates[""].set()
+    depth, streamed = sys.getrecursionlimit() - 250, 0
+    while True:
+        params = {"name": "emitter", "arguments": {"invalid": [[STEP, {"d": "DEEP"}]]}}
+        body = request("tools/call", params, capabilities=TASKS_CAPABILITIES)
+        nested = "[" * depth + "]" * depth
+        raw = json.dumps(body).replace('"DEEP"', nested).encode()
+        created = await harness.client.post(raw, harness.client.headers_for(body))
+        if created.status == 400:
+            assert created.json()["error"]["code"] == PARSE_ERROR, depth
+            break
+        depth += 1
+        if "error" in created.json():  # too deep to measure: no task (spec-notes §31)
+            assert created.json()["error"]["data"]["limit"] == "max_input_bytes", depth
+            continue
+        task_id = result_of(created)["taskId"]
+        await harness.until_status(task_id, "completed")
+        assert "result" in final_message(await harness.post_stream(task_id)), depth
+        streamed += 1
+    assert streamed > 0  # the depths tried reached the task runner, not only the parser
 
 
 async def test_progress_is_never_a_task_event(harness: Harness) -> None:
