@@ -172,7 +172,9 @@ class Task:
     task_id: str
     status: Status
     # Wall-clock epoch milliseconds. ``created_ms`` never changes; ``updated_ms``
-    # moves on every status, input or message change, never on a read.
+    # moves on every status, input or message change, never on a read, and never
+    # back: a clock stepped back, or a peer's behind this one on a shared store,
+    # leaves it where it was, so ``lastUpdatedAt`` orders a task's changes.
     created_ms: int
     updated_ms: int
     # The advertised lifetime from creation in ms; ``None`` is unlimited.
@@ -299,8 +301,9 @@ def _move(task: Task, event: Event, now_ms: int, **changes: Any) -> Task:
         changes.update(input_requests=NOTHING, inbox=NOTHING, withdrawn=NO_KEYS)
     if target is not task.status:
         changes.setdefault("message", None)
+    updated_ms = max(now_ms, task.updated_ms)
     return attrs.evolve(
-        task, status=target, updated_ms=now_ms, revision=task.revision + 1, **changes
+        task, status=target, updated_ms=updated_ms, revision=task.revision + 1, **changes
     )
 
 

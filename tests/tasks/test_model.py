@@ -294,3 +294,18 @@ def test_a_status_message_must_be_a_non_empty_string(message: Any) -> None:
     """presa-defined (spec-notes §46): anything else is illegal, whatever the status."""
     with pytest.raises(IllegalTransition):
         model.report(seed(), message, T1)
+
+
+def test_last_updated_never_goes_back_when_the_clock_does() -> None:
+    """presa-defined (docs/tasks.md): a change made by a clock behind the last one's
+    (stepped back, or a peer's on a shared store) leaves ``lastUpdatedAt`` where it
+    was, never before ``createdAt`` nor before an earlier change."""
+    task = model.request_input(seed(), {"k": ASK}, T2)
+    answered = model.fulfil(task, {"k": YES}, T1)
+    assert answered.status is Status.WORKING
+    assert answered.updated_ms == T2
+    assert answered.revision == task.revision + 1
+    reported = model.report(
+        model.create("t-2", now_ms=T3, ttl_ms=None, poll_interval_ms=100), "half", T0
+    )
+    assert reported.to_wire()["lastUpdatedAt"] == reported.to_wire()["createdAt"]
