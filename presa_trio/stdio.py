@@ -61,6 +61,7 @@ from presa_trio.line_reader import LineReader, LineTooLong
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import ServerFailed, report_lifetime_failure
+from presa_trio.server.open_streams import LONG_LIVED
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.envelope import Notification, RequestId, dumps, is_request_id
 from presa_trio.wire.errors import InvalidRequest
@@ -73,8 +74,6 @@ EOF_GRACE_S = 5.0
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 #: Encoded lines waiting for the writer; a task with a line to write waits when it is full.
 OUTPUT_BUFFER = 16
-#: Requests that answer only when the client ends them: ended at end of input.
-LONG_LIVED = frozenset({"subscriptions/listen", "tasks/stream"})
 
 
 @attrs.define(eq=False, repr=False)
