@@ -17,7 +17,9 @@ answers share stdout.
 
 Every request runs in its own cancel scope in one nursery. The client
 cancels a request, or ends a listen, with ``notifications/cancelled``; the
-server then sends nothing more for it. A Task is not a request: cancelling
+server then sends nothing more for it. A cancelled listen or task stream
+lets go of its place before the next line is read, so the stream a client
+opens again on that line is served. A Task is not a request: cancelling
 the request that created one never cancels the task (its worker lives in
 the extension's own nursery).
 
@@ -59,6 +61,7 @@ from presa_trio.line_reader import LineReader, LineTooLong
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import ServerFailed, report_lifetime_failure
+from presa_trio.server.open_streams import LONG_LIVED
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.envelope import Notification, RequestId, dumps, is_request_id
 from presa_trio.wire.errors import InvalidRequest
@@ -71,8 +74,6 @@ EOF_GRACE_S = 5.0
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 #: Encoded lines waiting for the writer; a task with a line to write waits when it is full.
 OUTPUT_BUFFER = 16
-#: Requests that answer only when the client ends them: ended at end of input.
-LONG_LIVED = frozenset({"subscriptions/listen", "tasks/stream"})
 
 
 @attrs.define(eq=False, repr=False)
@@ -123,6 +124,8 @@ class InFlight:
     output: RequestOutput
     # A listen or a task stream: it answers only when ended.
     long_lived: bool
+    # Set once its handler has returned: nothing it held is held any more.
+    finished: trio.Event = attrs.field(factory=trio.Event)
 
     def cancel(self, reason: str) -> None:
         """Stop it, and let nothing more of it out, even from a shielded part of its handler."""
@@ -221,7 +224,13 @@ class StdioServer:
         """Admit one line: a request starts a worker, a notification acts at once."""
         admitted = admit(line)
         if isinstance(admitted, Notification):
-            self.on_notification(admitted)
+            cancelled = self.on_notification(admitted)
+            if cancelled is not None and cancelled.long_lived:
+                # The client replaces a stream by cancelling it and opening another
+                # (SEP-2694 §tasks/stream), and nothing tells it when a cancellation
+                # took effect: the next line is read once the stream let go of its
+                # place (one per task per connection, a client's share of streams).
+                await cancelled.finished.wait()
             return
         if isinstance(admitted, AdmittedRequest) and admitted.request.id in self._in_flight:
             # Responses are matched by id: two in flight with one id cannot be told apart.
@@ -262,9 +271,11 @@ class StdioServer:
                 # A cancellation freed the id already; it may name a newer request now.
                 if self._in_flight.get(request.id) is entry:
                     del self._in_flight[request.id]
+                entry.finished.set()
 
-    def on_notification(self, message: Notification) -> None:
-        """``notifications/cancelled`` cancels an in-flight request; others are dropped.
+    def on_notification(self, message: Notification) -> InFlight | None:
+        """``notifications/cancelled`` cancels an in-flight request, which is returned;
+        other notifications are dropped.
 
         Only a string or an integer names a request (basic/index §Requests);
         any other ``requestId`` (``true``, ``1.0``, a list…) names none and is ignored.
@@ -276,12 +287,14 @@ class StdioServer:
         §Implementation Notes: SHOULD log it), quoted: it is the client's text.
         """
         if message.method != "notifications/cancelled":
-            return
+            return None
         request_id = message.params.get("requestId")
         if is_request_id(request_id) and (found := self._in_flight.pop(request_id, None)):
             reason = message.params.get("reason")
             log.debug("request %r cancelled by the client: %r", request_id, reason)
             found.cancel(reason="notifications/cancelled")
+            return found
+        return None
 
     def end_listens(self) -> None:
         for entry in self._in_flight.values():

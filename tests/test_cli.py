@@ -134,6 +134,22 @@ MISTAKES = {
         "is not a positive number of streams",
     ),
     "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
+    "more events kept than a store counts": (
+        ["serve", "--port", "0", "--task-events", "--task-events-max", str(2**63)],
+        "--task-events-max: '9223372036854775808' is not a positive number of events",
+    ),
+    "an event age no store holds": (
+        ["serve", "--port", "0", "--task-events", "--task-events-max-age", "1e300"],
+        "--task-events-max-age: '1e300' is not a number of seconds",
+    ),
+    "a terminal retention no store holds": (
+        ["serve", "--port", "0", "--task-events", "--task-events-terminal-retention", "1e300"],
+        "--task-events-terminal-retention: '1e300' is not a number of seconds",
+    ),
+    "a payload limit no object fits": (
+        ["serve", "--port", "0", "--task-events", "--task-events-max-payload", "1"],
+        "--task-events-max-payload: '1' is not a payload size of at least 2 bytes",
+    ),
     "no streams": (
         ["serve", "--task-events-max-streams-per-client", "0"],
         "is not a positive number of streams",

@@ -11,6 +11,7 @@ import json
 import logging
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import assume, given, settings
@@ -28,7 +29,10 @@ from presa_trio.server import Dispatcher, Extension, Method, RequestContext, Ser
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import EOF_GRACE_S, OUTPUT_BUFFER, StdioServer
-from presa_trio.tasks import TaskRunner, TasksExtension
+from presa_trio.tasks import Policy, TaskRunner, TasksExtension
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.events import EventWindow, Retention
+from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.testing import TASKS_CAPABILITIES, meta, request
 from presa_trio.wire import models
 from presa_trio.wire.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
@@ -284,6 +288,82 @@ async def test_a_cancelled_requests_queued_notifications_are_not_written() -> No
     assert message["id"] == 2
     assert len(written) <= 1  # the line the writer was writing as the cancellation came
     assert all(m["method"] == "notifications/progress" for m in written)
+
+
+@attrs.define(eq=False, repr=False)
+class HeldRead(MemoryStore):
+    """A memory store whose log read, once :attr:`hold` is set, ends only when
+    :attr:`let_go` is: shielded, as a SQLite read finishes in its thread whatever
+    happens to its caller."""
+
+    hold: bool = False
+    held: trio.Event = attrs.field(factory=trio.Event)
+    let_go: trio.Event = attrs.field(factory=trio.Event)
+
+    async def read_events(
+        self, task_id: str, after: int, limit: int, now_ms: int, retention: Retention
+    ) -> EventWindow:
+        if self.hold:
+            self.hold = False
+            self.held.set()
+            with trio.CancelScope(shield=True):
+                await self.let_go.wait()
+        return await super().read_events(task_id, after, limit, now_ms, retention)
+
+
+async def test_a_task_stream_cancelled_and_opened_again_on_the_next_line_is_served() -> None:
+    """Spec-mandated (SEP-2694 §tasks/stream: at most one *active* stream per task per
+    connection, and "Clients that want to change the cursor SHOULD cancel the active
+    stream first, then open a new one"; basic/patterns/cancellation §Behavior
+    Requirements: free its resources): on stdio nothing tells the client when a
+    cancellation took effect, so a `notifications/cancelled` for a `tasks/stream`
+    followed at once by a new `tasks/stream` of the task is served from its cursor,
+    never refused -32602 as a second active stream, even while the cancelled stream
+    finishes a read of the store it cannot abandon."""
+    store = HeldRead()
+    server = Server("streams", "1.0.0")
+    tasks = TasksExtension(TaskRunner(store))
+    server.add_extension(tasks)
+    tasks.enable_events(TaskEventLog())
+    step, go_on = trio.Event(), trio.Event()
+
+    @tasks.tool(Policy.REQUIRED, description="Emits a step, another when told, then waits")
+    async def stepper(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.emit("com.example.step", {})
+        await step.wait()
+        await ctx.emit("com.example.step", {})
+        await go_on.wait()
+        return "done"
+
+    def stream(request_id: int, **params: Any) -> bytes:
+        return line(
+            request("tasks/stream", params, capabilities=TASKS_CAPABILITIES, request_id=request_id)
+        )
+
+    stdin, server_stdin = memory_stream_one_way_pair()
+    server_stdout, stdout = memory_stream_one_way_pair()
+    output = LineReader(stdout, 1 << 20)
+    call = request("tools/call", {"name": "stepper"}, capabilities=TASKS_CAPABILITIES)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            stdio = StdioServer(Dispatcher.for_server(server), server_stdin, server_stdout)
+            nursery.start_soon(stdio.serve)
+            await stdin.send_all(line(call))
+            task_id = json.loads(await output.next_line() or b"")["result"]["taskId"]
+            await stdin.send_all(stream(2, taskId=task_id))
+            seqs = [json.loads(await output.next_line() or b"")["params"]["seq"] for _ in "ab"]
+            store.hold = True
+            step.set()
+            await store.held.wait()  # the stream reads its log, and cannot stop halfway
+            await stdin.send_all(cancelled(2) + stream(3, taskId=task_id, after=0))
+            await trio.testing.wait_all_tasks_blocked()
+            store.let_go.set()
+            resumed = json.loads(await output.next_line() or b"")
+            go_on.set()
+            await stdin.aclose()
+    assert seqs == [0, 1]
+    assert resumed.get("method") == "notifications/tasks/event", resumed
+    assert resumed["params"]["seq"] == 1
 
 
 async def test_a_second_request_in_flight_with_the_same_id_is_refused(

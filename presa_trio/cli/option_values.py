@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from presa_trio import logs
 from presa_trio.needed_options import NEEDING, NeedsOption
+from presa_trio.tasks.events import MAX_SEQ, MIN_PAYLOAD_BYTES
 
 
 class UsageError(Exception):
@@ -58,7 +59,21 @@ worker_count = checked(
     lambda n: 0 <= n <= MAX_WORKERS,
     f"a number of workers (0: one per core; at most {MAX_WORKERS})",
 )
-event_count = checked(int, lambda n: n > 0, "a positive number of events")
+event_count = checked(
+    int, lambda n: 0 < n <= MAX_SEQ, f"a positive number of events (at most {MAX_SEQ})"
+)
+#: An event's age or a finished task's event retention, in seconds: its milliseconds
+#: are a store's 64-bit integer (:class:`~presa_trio.tasks.events.Retention`).
+event_seconds = checked(
+    float,
+    lambda s: 0 <= s < float("inf") and round(s * 1000) <= MAX_SEQ,
+    f"a number of seconds (at most {MAX_SEQ // 1000})",
+)
+payload_size = checked(
+    int,
+    lambda n: n >= MIN_PAYLOAD_BYTES,
+    f"a payload size of at least {MIN_PAYLOAD_BYTES} bytes (that of {{}})",
+)
 stream_count = checked(int, lambda n: n > 0, "a positive number of streams")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")

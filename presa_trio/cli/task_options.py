@@ -15,9 +15,9 @@ import attrs
 
 from presa_trio.cli.option_values import (
     UsageError,
-    byte_count,
     event_count,
-    seconds,
+    event_seconds,
+    payload_size,
     stream_count,
     task_count,
 )
@@ -64,7 +64,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     events.add_argument(
         "--task-events-max-age",
         **EVENTS_ON,
-        type=seconds,
+        type=event_seconds,
         default=default.max_age_ms / 1000,
         metavar="SECONDS",
         help="events older than this are dropped; 0 keeps them as long as the task "
@@ -73,7 +73,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     events.add_argument(
         "--task-events-terminal-retention",
         **EVENTS_ON,
-        type=seconds,
+        type=event_seconds,
         metavar="SECONDS",
         help="how long a finished task's events stay, never longer than the task "
         "(default: as long as the task)",
@@ -81,7 +81,7 @@ def add_task_event_options(parser: argparse.ArgumentParser) -> None:
     events.add_argument(
         "--task-events-max-payload",
         **EVENTS_ON,
-        type=byte_count,
+        type=payload_size,
         default=default.max_payload_bytes,
         metavar="BYTES",
         help="largest event payload, as compact JSON (default: %(default)s)",

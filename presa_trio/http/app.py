@@ -56,6 +56,7 @@ from presa_trio.http.target import check_origin_form
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
+from presa_trio.server.open_streams import LONG_LIVED
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import RETRY_AFTER_S, McpError
@@ -415,8 +416,9 @@ class McpApp:
         if self.lifetime is None:  # it ended (the task runner failed) while the body was read
             await self.reject(send, Rejection(503, "The server is not running"))
             return
-        writer = ResponseWriter(send, exchange.nursery)
+        writer = ResponseWriter(send, exchange.nursery, long_lived=request.method in LONG_LIVED)
         exchange.watch_disconnect(writer)
+        writer.start()
 
         async def notify(message: dict[str, Any]) -> None:
             # Encoded here, in the handler: a value JSON cannot hold is its fault.

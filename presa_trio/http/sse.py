@@ -4,7 +4,9 @@ A request is answered by ``application/json`` when its handler sends nothing
 before the result, and by ``text/event-stream`` when it sends notifications
 first (progress, logs, a listen stream): the notifications, then exactly one
 response, then the end. The choice is made at the first message, so a quiet
-handler costs no stream. Quiet streams get a ``: ping`` comment now and then.
+handler costs no stream. Quiet streams get a ``: ping`` comment now and then,
+and so does a long-lived request (a listen, a task stream) that has sent
+nothing yet, whose stream opens then.
 A plain JSON body is known whole, so it goes out with ``Content-Length``
 (never chunked); only an event stream has no length. The events' bytes are
 written by :mod:`presa_trio.wire.sse`, the one place of the SSE format.
@@ -95,8 +97,11 @@ class ResponseWriter:
     which stops it when the exchange ends; :meth:`finish` writes the
     response, as the JSON body when nothing came before it, else as the
     stream's last event. A quiet handler therefore costs no stream and no
-    keep-alive. :meth:`close` ends the writer's part in the exchange, however
-    it ended: nothing more is written.
+    keep-alive, except a long-lived request's (a listen, a task stream): its
+    keep-alive runs from :meth:`start`, and opens the stream once it has been
+    quiet for an interval, since its result may be hours away. :meth:`close`
+    ends the writer's part in the exchange, however it ended: nothing more is
+    written.
 
     The state turns :attr:`~ResponseState.COMPLETE` *before* the last write
     is handed to the server: from then on the exchange is over for the app,
@@ -107,6 +112,10 @@ class ResponseWriter:
     send: ASGISendCallable
     # The exchange's nursery, where the keep-alive runs until the exchange ends.
     nursery: trio.Nursery
+    # A request that answers only when its stream ends (a listen, a task stream):
+    # kept alive from the start, so one with nothing to send yet opens its stream
+    # with a ping once the interval has passed (see :meth:`keep_alive`).
+    long_lived: bool = False
     state: ResponseState = ResponseState.QUIET
     # Serializes stream writes, the handler's and the keep-alive's; made
     # when the stream opens, since a quiet handler has nothing to serialize.
@@ -114,11 +123,22 @@ class ResponseWriter:
     # Trio time of the last write on the stream: the keep-alive measures silence from it.
     last_write: float = 0.0
 
-    async def notify(self, data: bytes) -> None:
-        """Send one message (compact JSON) as an event, opening the stream first if needed."""
-        if self.state is ResponseState.QUIET:
-            self.state = ResponseState.STREAMING
-            self.lock = trio.Lock()
+    def start(self) -> None:
+        """Begin the response: a long-lived request's keep-alive runs from now on."""
+        self.last_write = trio.current_time()
+        if self.long_lived:
+            self.nursery.start_soon(self.keep_alive)
+
+    async def open(self) -> None:
+        """Open the event stream, unless it is open or the response is complete.
+
+        The head is written under the lock, so no event overtakes it.
+        """
+        if self.state is not ResponseState.QUIET:
+            return
+        self.state = ResponseState.STREAMING
+        self.lock = trio.Lock()
+        async with self.lock:
             await self.send(
                 {
                     "type": "http.response.start",
@@ -128,7 +148,12 @@ class ResponseWriter:
                 }
             )
             self.last_write = trio.current_time()
+        if not self.long_lived:
             self.nursery.start_soon(self.keep_alive)
+
+    async def notify(self, data: bytes) -> None:
+        """Send one message (compact JSON) as an event, opening the stream first if needed."""
+        await self.open()
         await self.write(encode_event(data, event="message"), more_body=True)
 
     async def finish(
@@ -158,17 +183,24 @@ class ResponseWriter:
         self.state = ResponseState.COMPLETE
 
     async def keep_alive(self) -> None:
-        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, while the stream is open.
+        """A ``: ping`` comment after each ``PING_INTERVAL_S`` of silence, until the response
+        is complete.
 
+        Started when the stream opens, or, for a long-lived request, when the
+        response begins: one that has sent nothing for an interval opens its
+        stream then, so a client and the proxies between see its headers and
+        pings, not a request that hangs (streamable-http §Receiving Messages:
+        long-lived streams are kept alive with comments in quiet periods).
         A per-request helper, in the exchange's nursery, which ends it with
         the exchange. If a ping cannot be written, it is logged and the
         keep-alive stops, and nothing else: the stream's own next write ends
         its request, and no other request or task is touched.
         """
         try:
-            while self.state is ResponseState.STREAMING:
+            while self.state is not ResponseState.COMPLETE:
                 await trio.sleep_until(self.last_write + PING_INTERVAL_S)
                 if trio.current_time() >= self.last_write + PING_INTERVAL_S:
+                    await self.open()
                     await self.write(PING, more_body=True)
         except Exception:
             log.exception("an event stream's keep-alive failed; it stops")

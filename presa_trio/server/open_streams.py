@@ -26,6 +26,10 @@ import attrs
 from presa_trio.server.context import RequestContext
 from presa_trio.wire.errors import OverCapacity
 
+#: The requests that answer only when their stream ends: kept alive while quiet
+#: over HTTP, let go before the next line over stdio, ended at end of input.
+LONG_LIVED = frozenset({"subscriptions/listen", "tasks/stream"})
+
 #: ``data.reason`` of a stream refused by a limit on open streams: presa's, a
 #: name the Tasks event stream proposal could adopt beside ``events_gone``
 #: (spec-notes §50).

@@ -49,6 +49,8 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: The largest ``seq`` a store can hold: a signed 64-bit integer, as SQLite and
 #: PostgreSQL keep it. A cursor past it names no event any store can have.
 MAX_SEQ = 2**63 - 1
+#: The smallest payload limit: the size of ``{}``, the smallest JSON object.
+MIN_PAYLOAD_BYTES = 2
 
 #: A label of an event type: letters, digits, ``_`` and ``-``.
 _LABELS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,}")
@@ -227,8 +229,12 @@ class Retention:
     max_payload_bytes: int = 64 * 1024
 
     def __attrs_post_init__(self) -> None:
-        if self.max_events < 1 or self.max_payload_bytes < 2:
+        if self.max_events < 1 or self.max_payload_bytes < MIN_PAYLOAD_BYTES:
             raise ValueError("a log keeps at least one event and a payload of at least {}")
+        # Each is a statement's parameter on SQLite and PostgreSQL, and one no
+        # 64-bit integer holds fails every append, and with it every task write.
+        if max(self.max_events, self.max_age_ms or 0, self.terminal_ms or 0) > MAX_SEQ:
+            raise ValueError(f"a retention's count and ages are at most {MAX_SEQ} (a store's most)")
 
     def age_cutoff(self, now_ms: int) -> int | None:
         """Stamps at or before this are past the maximum age at ``now_ms``; None: no limit."""

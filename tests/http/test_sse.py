@@ -19,7 +19,9 @@ from trio.testing import MockClock
 from presa_trio.http.app import McpApp
 from presa_trio.http.sse import PING_INTERVAL_S
 from presa_trio.server import RequestContext, Server
-from presa_trio.testing import McpClient, headers_for, meta, request, running
+from presa_trio.tasks import Policy, TaskRunner, TasksExtension
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, meta, request, running
 from presa_trio.testing.driver import http_scope
 from presa_trio.wire.sse import Comment, EventStreamParser, parse_events
 from tests.expect import result_of
@@ -212,3 +214,44 @@ async def test_a_client_that_leaves_a_quiet_handler_cancels_it(
                 at = trio.current_time()
         assert trio.current_time() == at
         assert task_tree() == before
+
+
+async def test_a_task_stream_with_nothing_to_send_yet_is_kept_alive(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-permitted (streamable-http §Receiving Messages: a long-lived stream is
+    kept alive with SSE comments in quiet periods; SEP-2694 §tasks/stream, "The
+    tasks/stream request remains active while the stream is open"): a `tasks/stream`
+    resumed after the last event of a task that goes quiet sends its headers and a
+    `: ping` once the keep-alive interval has passed, as an open stream does, rather
+    than no byte at all until the task's next event; the events follow on the same
+    stream, to its result."""
+    server = Server("streams", "1.0.0")
+    tasks = TasksExtension(TaskRunner())
+    server.add_extension(tasks)
+    tasks.enable_events(TaskEventLog())
+    go_on = trio.Event()
+
+    @tasks.tool(Policy.REQUIRED, description="Waits until told, silently")
+    async def parked(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await go_on.wait()
+        return "done"
+
+    with trio.fail_after(LONG):
+        async with running(McpApp.for_server(server)) as client:
+            created = await client.call_tool("parked", {}, capabilities=TASKS_CAPABILITIES)
+            message = request(
+                "tasks/stream",
+                {"taskId": created["taskId"], "after": 0},
+                capabilities=TASKS_CAPABILITIES,
+            )
+            async with client.stream(message) as stream:
+                assert stream.response.headers["content-type"] == "text/event-stream"
+                assert await stream.next_event() == Comment("ping")
+                go_on.set()
+                status = await stream.next_message()
+                assert (status["params"]["seq"], status["params"]["payload"]["status"]) == (
+                    1,
+                    "completed",
+                )
+                assert (await stream.next_message())["result"]["resultType"] == "complete"

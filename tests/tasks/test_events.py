@@ -11,6 +11,7 @@ import pytest
 
 from presa_trio.tasks import model
 from presa_trio.tasks.events import (
+    MAX_SEQ,
     RELATED_TASK,
     Deliver,
     End,
@@ -83,6 +84,21 @@ def test_a_payload_over_the_size_limit_is_refused() -> None:
         retention.check_payload({"a": "12345678901"})
     with pytest.raises(ValueError, match="JSON"):
         retention.check_payload({"a": float("nan")})
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [{"max_events": MAX_SEQ + 1}, {"max_age_ms": MAX_SEQ + 1}, {"terminal_ms": MAX_SEQ + 1}],
+    ids=["count", "age", "terminal"],
+)
+def test_a_retention_beyond_what_a_store_holds_is_refused(limits: dict[str, int]) -> None:
+    """presa-defined (docs/task-events.md "Retention"): each limit is a parameter of the
+    SQL stores' statements, so one past a signed 64-bit integer failed every append on
+    SQLite and PostgreSQL, and with it every write of every task (they stayed
+    `working`); it is refused when the retention is made, at the most a store holds."""
+    with pytest.raises(ValueError, match="at most 9223372036854775807"):
+        Retention(**limits)
+    assert Retention(max_events=MAX_SEQ, max_age_ms=MAX_SEQ, terminal_ms=MAX_SEQ)
 
 
 @pytest.mark.parametrize("after", [-1, 1.5, 1.0, True, "3", None, [1]])

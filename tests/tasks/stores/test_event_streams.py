@@ -33,6 +33,7 @@ from presa_trio.server import EmitFailed, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import (
+    MAX_SEQ,
     RELATED_TASK,
     NewEvent,
     Retention,
@@ -319,6 +320,23 @@ async def test_a_cursor_before_what_is_retained_is_events_gone(harness: Harness)
     assert gone["data"] == {"reason": "events_gone", "taskId": task_id, "earliestSeq": 7}
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id))] == [7, 8, 9]
     assert [e["seq"] for e in events_in(await harness.post_stream(task_id, after=6))] == [7, 8, 9]
+
+
+@pytest.mark.parametrize(
+    "retention", [Retention(max_events=MAX_SEQ, max_age_ms=MAX_SEQ, terminal_ms=MAX_SEQ)]
+)
+async def test_a_retention_at_the_most_a_store_holds_lets_every_task_end(
+    harness: Harness,
+) -> None:
+    """presa-defined (docs/task-events.md "Retention"): with every limit at the largest
+    a store's 64-bit integer holds (one more is refused when the retention is made),
+    a task's writes and their events are stored on every store: it ends, and its
+    stream delivers each event to the end."""
+    task_id = await harness.start(before=2)
+    harness.gates[""].set()
+    response = await harness.until_ended(task_id)
+    assert [e["seq"] for e in events_in(response)] == [0, 1, 2, 3]
+    assert (await harness.client.get_task(task_id))["status"] == "completed"
 
 
 @pytest.mark.parametrize("retention", [Retention(terminal_ms=0)])
