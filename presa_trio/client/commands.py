@@ -29,6 +29,7 @@ from presa_trio.client.answers import Answerer, parse_answer_flags, read_answers
 from presa_trio.client.complete import complete
 from presa_trio.client.connection import Connection
 from presa_trio.client.describe import describe
+from presa_trio.client.discovery import resource_of
 from presa_trio.client.errors import (
     EXIT_CANCELLED,
     EXIT_RESULT,
@@ -42,7 +43,7 @@ from presa_trio.client.errors import (
 from presa_trio.client.events import status_of
 from presa_trio.client.follow import CANCEL_WAIT_S, TaskFollower
 from presa_trio.client.listen import listen
-from presa_trio.client.oauth import SignInOptions, resource_of
+from presa_trio.client.oauth import SignInOptions
 from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, TOKEN_ENV
 from presa_trio.client.output import (
     Console,

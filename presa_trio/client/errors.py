@@ -132,3 +132,7 @@ class Unauthorized(ProtocolFailure):
     def __init__(self, line: str, challenge: dict[str, str]) -> None:
         super().__init__(line)
         self.challenge = challenge
+
+
+class SignInFailed(ProtocolFailure):
+    """Sign-in could not complete; the message says at which step."""
