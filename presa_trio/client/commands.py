@@ -72,6 +72,7 @@ from presa_trio.client.transport import (
     transcript_file,
 )
 from presa_trio.wire.headers import header_params
+from presa_trio.wire.http_values import is_bearer_token
 from presa_trio.wire.tasks import Status
 
 
@@ -234,6 +235,10 @@ async def connected(
         return
     check_endpoint(args.url)
     token = environment_token(args.token, TOKEN_ENV)
+    if token is not None and not is_bearer_token(token):  # RFC 6750 §2.1 b64token
+        raise UsageProblem(
+            f"--token (or ${TOKEN_ENV}) is no bearer token: letters, digits and -._~+/, then '='"
+        )
     timeout = httpx.Timeout(args.timeout, read=None)
     async with httpx.AsyncClient(timeout=timeout) as http:
         transport = HttpTransport(args.url, http, token, transcript)

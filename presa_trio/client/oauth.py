@@ -57,6 +57,7 @@ from presa_trio.client.discovery import OFFLINE_ACCESS, Discovered, discover, en
 from presa_trio.client.errors import SignInFailed
 from presa_trio.client.loopback import await_callback, loopback_listener
 from presa_trio.client.transport import decoded
+from presa_trio.wire.http_values import is_bearer_token
 from presa_trio.wire.models import JSONObject
 
 #: Opens the authorization URL for the person: a browser, or a printed line.
@@ -210,6 +211,10 @@ async def token_request(
         # RFC 6749 §7.1: a client does not use a token of a type it does not understand;
         # this one sends bearer tokens only (basic/authorization §Token Requirements).
         raise SignInFailed(f"the token endpoint issued a {token_type!r} token, not a Bearer one")
+    if not is_bearer_token(answer["access_token"]):
+        # RFC 6750 §2.1: it is sent as ``Authorization: Bearer`` and a b64token; any other
+        # (not a string, empty, a space or a character beyond ASCII) cannot be sent so.
+        raise SignInFailed("the token endpoint issued an access token no header can carry")
     return answer
 
 

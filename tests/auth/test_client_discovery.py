@@ -371,6 +371,33 @@ async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
     assert not (tmp_path / "tokens").exists()
 
 
+@pytest.mark.parametrize(
+    "access_token",
+    [None, 42, "", "two words", "caf\u00e9", "line\nbreak"],
+    ids=["null", "number", "empty", "space", "not-ascii", "newline"],
+)
+async def test_an_access_token_no_header_can_carry_is_not_kept(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    access_token: Any,
+) -> None:
+    """Spec-mandated (basic/authorization §Token Requirements: the token goes as
+    ``Authorization: Bearer``, whose token is an RFC 6750 §2.1 ``b64token``): a token
+    response whose ``access_token`` is no such string ends the sign-in in one line, and
+    nothing is kept that a later command would fail to send, or send as ``Bearer None``."""
+    protect(resource, issuer)
+    answer = {"access_token": access_token, "token_type": "Bearer", "expires_in": 300}
+    issuer.bodies["/token"] = json.dumps(answer).encode()
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "no header can carry" in said
+    assert not (tmp_path / "tokens").exists()
+
+
 async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
     issuer: AuthorizationServer,
     resource: ProtectedResource,

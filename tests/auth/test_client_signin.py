@@ -241,6 +241,23 @@ async def test_a_kept_sign_in_is_its_owners_alone_whatever_was_left_beside_it(
     assert await tokens.load(endpoint) == {"access_token": "secret", "endpoint": endpoint}
 
 
+async def test_a_kept_sign_in_without_an_access_token_is_no_sign_in(tmp_path: Path) -> None:
+    """A kept file edited or cut short, left without an access token that can be sent,
+    is no sign-in: the command goes on as without one (here: a server that cannot be
+    reached, said in one line), not a stack trace."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    endpoint = "http://127.0.0.1:9/mcp"
+    path = tokens.token_path(endpoint).relative_to(tokens.config_dir())
+    for kept in ({"refresh_token": "r"}, {"access_token": None}, {"access_token": "a b"}):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(json.dumps({**kept, "endpoint": endpoint}))
+
+        ran = await client("list", endpoint, env=env)
+
+        assert ran.status == 3, ran.stderr
+        assert ran.error().startswith(f"cannot reach {endpoint}")
+
+
 async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:
     """No stack trace to the person: the failure the other commands say, exit 3."""
     env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
