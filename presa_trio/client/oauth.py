@@ -230,10 +230,9 @@ async def signed_by_key(client: Registration, issuer: str) -> dict[str, str]:
         raise SignInFailed(f"the client key {key_file} is {error}") from None
 
 
-def check_response(answer: dict[str, str], state: str, server: JSONObject) -> str:
-    """The code, once ``state`` and ``iss`` are as they must be (RFC 9207 §2.4)."""
-    if answer.get("state") != state:
-        raise SignInFailed("the authorization response has the wrong state: refused")
+def check_response(answer: dict[str, str], server: JSONObject) -> str:
+    """The code, once ``iss`` is as it must be (RFC 9207 §2.4); its ``state`` is the one
+    sent (:func:`~presa_trio.client.loopback.await_callback` takes no other)."""
     advertised = server.get("authorization_response_iss_parameter_supported") is True
     if "iss" in answer and answer["iss"] != server.get("issuer"):
         raise SignInFailed("the authorization response names another issuer: refused")
@@ -348,7 +347,7 @@ async def authorization_code(
         with trio.fail_after(CALLBACK_WAIT_S):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(opener, url)
-                answer = await await_callback(listener)
+                answer = await await_callback(listener, urlsplit(redirect_uri).path, state)
                 nursery.cancel_scope.cancel()
     except trio.TooSlowError:
         raise SignInFailed(
@@ -356,7 +355,7 @@ async def authorization_code(
         ) from None
     finally:
         await listener.aclose()
-    code = check_response(answer, state, server)
+    code = check_response(answer, server)
     form = {
         "grant_type": "authorization_code",
         "code": code,

@@ -242,6 +242,41 @@ async def test_another_connection_to_the_redirect_does_not_hold_it_up(
     assert status == 0, said
 
 
+async def test_a_request_to_the_redirect_without_the_state_sent_is_discarded(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (security-considerations §Open Redirection: clients discard results
+    that do not include, or mismatch, the original state): requests to the loopback
+    redirect before the browser's (a forged code with another state, none, another
+    path) are answered as not the sign-in's, their code is never sent to the token
+    endpoint, and the sign-in goes on to the real answer."""
+    protect(resource, issuer)
+    strays: list[httpx.Response] = []
+
+    async def forged_first(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        query = parse_qs(urlsplit(url).query)
+        redirect, state = query["redirect_uri"][0], query["state"][0]
+        origin = redirect.removesuffix("/callback")
+        for target in (
+            f"{redirect}?code=forged&state=not-{state}&iss={issuer.issuer}",
+            f"{redirect}?code=forged&iss={issuer.issuer}",
+            f"{origin}/favicon.ico?code=forged&state={state}&iss={issuer.issuer}",
+        ):
+            strays.append(await http.get(target))
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), forged_first)
+
+    assert status == 0, said
+    assert [s.status_code for s in strays] == [200, 200, 200]
+    assert all("not the answer" in s.text for s in strays)
+    assert issuer.hits["/token"] == 1
+    assert kept(tmp_path)["access_token"]
+
+
 @pytest.mark.parametrize(
     ("member", "value"),
     [
