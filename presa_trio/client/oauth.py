@@ -173,17 +173,28 @@ async def register(
         "application_type": "native",
     }
     try:
-        answer = decoded((await http.post(endpoint, json=request)).content)
+        response = await http.post(endpoint, json=request)
     except httpx.HTTPError as error:
         raise SignInFailed(f"registration at {endpoint} failed: {error}") from None
+    answer = decoded(response.content)
     if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
-        raise SignInFailed(f"registration at {endpoint} was refused: {answer}")
+        raise refusal(f"registration at {endpoint} was refused", response, answer)
     return Registration(
         answer["client_id"],
         answer.get("client_secret"),
         str(answer.get("token_endpoint_auth_method", method)),
         redirect_uri=redirect_uri,
     )
+
+
+def refusal(what: str, response: httpx.Response, answer: object) -> SignInFailed:
+    """``what``, with the HTTP status and the answer's JSON, if it is any, whose ``error``
+    and ``error_description`` say why (RFC 6749 §5.2, RFC 7591 §3.2.2; client-registration
+    §Dynamic Client Registration: clients surface a meaningful error)."""
+    said = f"HTTP {response.status_code}"
+    if answer is not None:
+        said += f" {json.dumps(answer)[:200]}"
+    return SignInFailed(f"{what}: {said}")
 
 
 async def token_request(
@@ -205,7 +216,7 @@ async def token_request(
         raise SignInFailed(f"the token endpoint {endpoint} failed: {error}") from None
     answer = decoded(response.content)
     if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
-        raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
+        raise refusal("the token endpoint refused", response, answer)
     token_type = answer.get("token_type", "Bearer")
     if not isinstance(token_type, str) or token_type.lower() != "bearer":
         # RFC 6749 §7.1: a client does not use a token of a type it does not understand;

@@ -433,6 +433,49 @@ async def test_an_access_token_no_header_can_carry_is_not_kept(
     assert not (tmp_path / "tokens").exists()
 
 
+@pytest.mark.parametrize(
+    ("path", "status", "body", "said"),
+    [
+        (
+            "/register",
+            500,
+            b"<html>oops</html>",
+            "registration at {issuer}/register was refused: HTTP 500",
+        ),
+        (
+            "/register",
+            400,
+            b'{"error": "invalid_redirect_uri", "error_description": "no loopback"}',
+            "registration at {issuer}/register was refused: HTTP 400 "
+            '{"error": "invalid_redirect_uri", "error_description": "no loopback"}',
+        ),
+        ("/token", 502, b"<html>bad gateway</html>", "the token endpoint refused: HTTP 502"),
+    ],
+    ids=["registration-not-json", "registration-error", "token-not-json"],
+)
+async def test_a_refusal_says_its_status_and_why(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    path: str,
+    status: int,
+    body: bytes,
+    said: str,
+) -> None:
+    """client-registration §Dynamic Client Registration (a rejected registration is
+    surfaced as a meaningful error), RFC 6749 §5.2, RFC 7591 §3.2.2: the line ends with
+    the HTTP status and the answer's error, if it is JSON; a page that is none is not
+    shown as ``None``."""
+    protect(resource, issuer)
+    issuer.statuses[path], issuer.bodies[path] = status, body
+
+    code, printed = await login(resource.url, http, environment(tmp_path))
+
+    assert code == 3, printed
+    assert printed.rstrip().endswith(said.replace("{issuer}", issuer.issuer)), printed
+
+
 async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
