@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -26,7 +26,7 @@ from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.protected_resource import ProtectedResource
-from tests.auth.signing_in import consent, login
+from tests.auth.signing_in import Browser, consent, login
 from tests.client.helpers import client, client_environment
 
 #: RFC 9728 §3.1: the well-known URI with the endpoint's path inserted.
@@ -275,6 +275,77 @@ async def test_a_request_to_the_redirect_without_the_state_sent_is_discarded(
     assert all("not the answer" in s.text for s in strays)
     assert issuer.hits["/token"] == 1
     assert kept(tmp_path)["access_token"]
+
+
+def answered_with(change: dict[str, str | None]) -> Browser:
+    """A browser that brings back the authorization server's answer with ``change`` made
+    to its query (a member set, or removed when None): a forged or altered answer."""
+
+    async def browse(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        redirect = (await http.get(url)).headers["location"]
+        base, _, query = redirect.partition("?")
+        answer = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        answer.update({k: v for k, v in change.items() if v is not None})
+        kept_members = {k: v for k, v in answer.items() if change.get(k, v) is not None}
+        return await http.get(base + "?" + urlencode(kept_members))
+
+    return browse
+
+
+@pytest.mark.parametrize(
+    ("advertised", "change", "refusal"),
+    [
+        (True, {"iss": "https://honest.example"}, "names another issuer"),
+        (True, {"iss": None}, "lacks the iss it must carry"),
+        (None, {"iss": "https://honest.example"}, "names another issuer"),
+        (None, {"iss": None}, None),
+        (True, {"iss": "{issuer}/"}, "names another issuer"),
+        (
+            True,
+            {"iss": "https://honest.example", "code": None, "error": "access_denied"},
+            "names another issuer",
+        ),
+        (True, {"code": None, "error": "access_denied"}, "authorization refused: access_denied"),
+    ],
+    ids=[
+        "other-advertised",
+        "absent-advertised",
+        "other-not-advertised",
+        "absent-not-advertised",
+        "trailing-slash",
+        "error-from-another",
+        "error",
+    ],
+)
+async def test_the_answers_iss_is_checked_as_the_specs_table_says(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    advertised: bool | None,
+    change: dict[str, str | None],
+    refusal: str | None,
+) -> None:
+    """Spec-mandated (basic/authorization §Authorization Response Validation, RFC 9207
+    §2.4): a present ``iss`` is compared with the recorded issuer exactly (no trailing
+    slash added or removed), whether or not the metadata advertises it; an absent one is
+    refused only when advertised; and an error from another issuer is not shown. The
+    code is never sent to the token endpoint of a refused answer."""
+    issuer.metadata_changes["authorization_response_iss_parameter_supported"] = advertised
+    protect(resource, issuer)
+    filled = {
+        k: v if v is None else v.replace("{issuer}", issuer.issuer) for k, v in change.items()
+    }
+
+    status, said = await login(resource.url, http, environment(tmp_path), answered_with(filled))
+
+    if refusal is None:
+        assert status == 0, said
+        return
+    assert status == 3, said
+    assert refusal in said.rstrip().splitlines()[-1], said
+    assert "access_denied" not in said or "iss" not in change
+    assert "/token" not in issuer.hits
 
 
 @pytest.mark.parametrize(
