@@ -233,6 +233,17 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
             "authorization needs --auth-issuer: the metadata must name the authorization "
             "server that issues the tokens"
         )
+    if not is_canonical_uri(args.auth_issuer) or urlsplit(args.auth_issuer).query:
+        raise ValueError(
+            f"--auth-issuer {args.auth_issuer}: an http(s) URL with a host, and no query "
+            "or fragment (RFC 8414 §2), as the issuer's metadata names it"
+        )
+    endpoint = args.auth_introspection_endpoint
+    if endpoint is not None and not is_canonical_uri(endpoint):
+        raise ValueError(
+            f"--auth-introspection-endpoint {endpoint}: an http(s) URL with a host, "
+            "and no fragment (RFC 8414 §2)"
+        )
     if not (args.auth_cache_ttl > 0 and args.auth_key_refetch > 0):
         raise ValueError("--auth-cache-ttl and --auth-key-refetch must be positive")
     if args.auth_resource is None and host in WILDCARDS:
