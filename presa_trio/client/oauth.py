@@ -399,6 +399,9 @@ def record(found: Discovered, client: Registration, tokens: JSONObject, grant: s
     expires_in = tokens.get("expires_in")
     if isinstance(expires_in, int | float):  # any JSON number: no float holds 10**400
         expires_in = min(expires_in, sys.float_info.max)
+    # RFC 6749 §5.1: the scope granted, space-delimited; absent (or none that is a
+    # string: a list, say), the one asked for. A step-up adds to it (.discovery).
+    granted = tokens.get("scope")
     return {
         "resource": found.resource,
         "issuer": found.issuer,
@@ -407,7 +410,7 @@ def record(found: Discovered, client: Registration, tokens: JSONObject, grant: s
         "client": attrs.asdict(client),
         "access_token": tokens["access_token"],
         "refresh_token": tokens.get("refresh_token"),
-        "scope": tokens.get("scope", found.scope),
+        "scope": granted if isinstance(granted, str) else found.scope,
         "expires_at": time.time() + expires_in if isinstance(expires_in, int | float) else None,
     }
 

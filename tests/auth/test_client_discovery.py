@@ -547,6 +547,40 @@ async def test_a_refusal_says_its_status_and_why(
     assert printed.rstrip().endswith(said.replace("{issuer}", issuer.issuer)), printed
 
 
+async def test_a_granted_scope_that_is_no_string_is_taken_as_the_one_asked_for(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """RFC 6749 §5.1 (``scope``: a space-delimited string, absent when it is the scope
+    asked for): a token response whose ``scope`` is a list is kept as the scope asked
+    for, and a step-up later asks for the union with it, not a stack trace."""
+    protect(resource, issuer, challenge='Bearer resource_metadata="{metadata}", scope="mcp"')
+    answer = {"access_token": "first", "token_type": "Bearer", "scope": ["mcp", "extra"]}
+    issuer.bodies["/token"] = json.dumps(answer).encode()
+    env = environment(tmp_path)
+    status, said = await login(resource.url, http, env)
+    assert status == 0, said
+    assert kept(tmp_path)["scope"] == "mcp"
+    resource.challenge = (
+        f'Bearer error="insufficient_scope", scope="files:write", '
+        f'resource_metadata="{resource.origin}{AT_PATH}"'
+    )
+    asked: list[str] = []
+
+    async def step_up(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        asked.append(parse_qs(urlsplit(url).query)["scope"][0])
+        issuer.bodies["/token"] = json.dumps({**answer, "access_token": "second"}).encode()
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, env, step_up)
+
+    assert status == 0, said
+    assert asked == ["files:write mcp"]
+    assert kept(tmp_path)["access_token"] == "second"
+
+
 async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
