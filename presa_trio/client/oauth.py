@@ -161,7 +161,9 @@ async def register(
             "give --client-id (and --client-secret)"
         )
     endpoint = endpoint_of(server, "registration_endpoint")
-    supported = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    supported = server.get("token_endpoint_auth_methods_supported")
+    if not isinstance(supported, list):  # RFC 8414 §2: an array; not given, the default
+        supported = ["client_secret_basic"]
     preferred = ["none", "client_secret_basic", "client_secret_post"]
     method = next((m for m in preferred if m in supported), "client_secret_basic")
     request = {

@@ -581,6 +581,27 @@ async def test_a_granted_scope_that_is_no_string_is_taken_as_the_one_asked_for(
     assert kept(tmp_path)["access_token"] == "second"
 
 
+@pytest.mark.parametrize("methods", [5, "none", {"none": True}], ids=["number", "string", "object"])
+async def test_auth_methods_that_are_no_list_are_the_default_one(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    methods: Any,
+) -> None:
+    """RFC 8414 §2: ``token_endpoint_auth_methods_supported`` is a JSON array, and when
+    it is not given the default is ``client_secret_basic``; a value that is no array is
+    read as not given: the client registers for ``client_secret_basic``, without a stack
+    trace, and without reading ``"none"`` in a string (or an object's key) as a list."""
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = methods
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert kept(tmp_path)["client"]["auth_method"] == "client_secret_basic"
+
+
 async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
