@@ -153,7 +153,8 @@ async def register(
     """client-registration §priority: pre-registered, metadata document, dynamic registration."""
     if options.client_id:
         return preregistered(options.client_id, server, options)
-    if options.client_metadata_url and server.get("client_id_metadata_document_supported"):
+    cimd = server.get("client_id_metadata_document_supported") is True  # a JSON true only
+    if options.client_metadata_url and cimd:
         return Registration(options.client_metadata_url)
     if not isinstance(server.get("registration_endpoint"), str):
         raise SignInFailed(

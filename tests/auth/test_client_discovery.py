@@ -24,7 +24,7 @@ import trio
 
 from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
-from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.protected_resource import ProtectedResource
 from tests.auth.signing_in import Browser, consent, login
 from tests.client.helpers import client, client_environment
@@ -600,6 +600,33 @@ async def test_auth_methods_that_are_no_list_are_the_default_one(
 
     assert status == 0, said
     assert kept(tmp_path)["client"]["auth_method"] == "client_secret_basic"
+
+
+@pytest.mark.parametrize("supported", [True, "false", 1])
+async def test_a_client_metadata_url_is_used_where_the_server_says_true(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    supported: Any,
+) -> None:
+    """client-registration §Advertising CIMD Support: the server says it takes client ID
+    metadata documents with ``client_id_metadata_document_supported: true``; any other
+    value (the string ``"false"``, a number) is not that, and the client registers
+    dynamically instead of sending a client ID the server will not look up."""
+    issuer.metadata_changes["client_id_metadata_document_supported"] = supported
+    protect(resource, issuer)
+    document_url = "https://client.example/presa-trio.json"
+    issuer.clients[document_url] = Client(None, "alice")  # as if it had fetched it
+
+    status, said = await login(
+        resource.url, http, environment(tmp_path), consent, "--client-metadata-url", document_url
+    )
+
+    assert status == 0, said
+    client_id = kept(tmp_path)["client"]["client_id"]
+    assert (client_id == document_url) is (supported is True)
+    assert issuer.hits.get("/register", 0) == (0 if supported is True else 1)
 
 
 async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
