@@ -661,6 +661,24 @@ async def test_a_refused_token_names_no_server_from_metadata_nested_too_deep(
     assert ran.error().endswith(f"its resource metadata is at {resource.origin}{AT_PATH}")
 
 
+async def test_a_refused_token_is_said_though_its_metadata_never_answers(
+    resource: ProtectedResource,
+) -> None:
+    """With ``--token``, the 401 is the line, within ``--timeout``, when the metadata
+    it names never answers (the client waits for MCP answers without end, not for that
+    document): not "did not answer", which the server did, and not a wait without end."""
+    resource.stalled.add(AT_PATH)
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    ran = await client("list", resource.url, "tools", "--token", "not-accepted", "--timeout", "2")
+
+    assert ran.status == 3, ran.stderr
+    assert ran.error() == (
+        f"{resource.url} refused the token: 401 Unauthorized; "
+        f"its resource metadata is at {resource.origin}{AT_PATH}"
+    )
+
+
 async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_server_moves(
     issuer: AuthorizationServer,
     other_issuer: AuthorizationServer,
