@@ -63,7 +63,6 @@ from presa_trio.auth.jwt_tokens import looks_like_jwt
 from presa_trio.auth.keys import KeysPending
 from presa_trio.auth.principal import Access, Principal
 from presa_trio.auth.verifier import (
-    B64TOKEN,
     InvalidToken,
     Misconfigured,
     TokenCache,
@@ -72,7 +71,7 @@ from presa_trio.auth.verifier import (
     VerifierUnavailable,
     token_digest,
 )
-from presa_trio.wire.http_values import Headers, Rejection
+from presa_trio.wire.http_values import B64TOKEN, Headers, Rejection
 
 log = logging.getLogger(__name__)
 

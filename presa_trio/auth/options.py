@@ -190,13 +190,26 @@ def scope_pairs(flag: str, options: list[str]) -> dict[str, frozenset[str]]:
 
 
 def is_canonical_uri(uri: str) -> bool:
-    """Whether ``uri`` can name an MCP server: http(s), a host, no fragment.
+    """Whether ``uri`` can name an MCP server: http(s), a host, a port if any that is
+    one (1 to 65535), no fragment, and no space or control character.
 
     Spec: authorization §Canonical Server URI (``mcp.example.com``, without
-    a scheme, and a URI with a fragment are invalid); RFC 8707 §2.
+    a scheme, and a URI with a fragment are invalid); RFC 8707 §2 (an absolute
+    URI, RFC 3986 §4.3, whose characters hold no space, §2).
     """
-    parts = urlsplit(uri)
-    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and "#" not in uri
+    try:
+        parts = urlsplit(uri)
+        port_usable = parts.port != 0  # reading it checks it: ValueError when it is none
+    except ValueError:  # a bracketed host that is no address, a port that is none
+        return False
+    return (
+        port_usable
+        and parts.scheme.lower() in ("http", "https")
+        and bool(parts.hostname)
+        and "#" not in uri
+        and uri.isprintable()
+        and " " not in uri
+    )
 
 
 def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], ResourceGuard]:
@@ -219,6 +232,17 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
         raise ValueError(
             "authorization needs --auth-issuer: the metadata must name the authorization "
             "server that issues the tokens"
+        )
+    if not is_canonical_uri(args.auth_issuer) or urlsplit(args.auth_issuer).query:
+        raise ValueError(
+            f"--auth-issuer {args.auth_issuer}: an http(s) URL with a host, and no query "
+            "or fragment (RFC 8414 §2), as the issuer's metadata names it"
+        )
+    endpoint = args.auth_introspection_endpoint
+    if endpoint is not None and not is_canonical_uri(endpoint):
+        raise ValueError(
+            f"--auth-introspection-endpoint {endpoint}: an http(s) URL with a host, "
+            "and no fragment (RFC 8414 §2)"
         )
     if not (args.auth_cache_ttl > 0 and args.auth_key_refetch > 0):
         raise ValueError("--auth-cache-ttl and --auth-key-refetch must be positive")

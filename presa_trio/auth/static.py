@@ -18,7 +18,8 @@ import attrs
 import httpx
 
 from presa_trio.auth.principal import Principal
-from presa_trio.auth.verifier import B64TOKEN, InvalidToken, Verified, token_digest
+from presa_trio.auth.verifier import InvalidToken, Verified, token_digest
+from presa_trio.wire.http_values import is_bearer_token
 
 #: The issuer of every development token's principal.
 DEV_ISSUER = "urn:presa-trio:dev-token"
@@ -33,7 +34,7 @@ def parse_token_option(option: str) -> tuple[str, str]:
     name, equals, secret = option.partition("=")
     if not (name and equals and secret):
         raise ValueError(f"expected NAME=SECRET, got {option!r}")
-    if B64TOKEN.fullmatch(secret.encode()) is None:
+    if not is_bearer_token(secret):
         raise ValueError(
             f"--auth-token {name}: the secret may hold only letters, digits and -._~+/, "
             "then '=' (an RFC 6750 bearer token)"

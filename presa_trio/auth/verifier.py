@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -45,11 +44,6 @@ from presa_trio.auth.principal import Principal
 T = TypeVar("T")
 #: Most answers a :class:`TokenCache` keeps; past it, expired ones go first, then the oldest.
 MAX_CACHED = 10_000
-
-
-#: The token of an ``Authorization: Bearer`` header (RFC 6750 §2.1 ``b64token``);
-#: anything else there is a malformed request, not a token to verify.
-B64TOKEN = re.compile(rb"[A-Za-z0-9\-._~+/]+=*")
 
 
 def token_digest(token: bytes) -> bytes:

@@ -29,6 +29,7 @@ from presa_trio.client.answers import Answerer, parse_answer_flags, read_answers
 from presa_trio.client.complete import complete
 from presa_trio.client.connection import Connection
 from presa_trio.client.describe import describe
+from presa_trio.client.discovery import resource_of
 from presa_trio.client.errors import (
     EXIT_CANCELLED,
     EXIT_RESULT,
@@ -42,7 +43,7 @@ from presa_trio.client.errors import (
 from presa_trio.client.events import status_of
 from presa_trio.client.follow import CANCEL_WAIT_S, TaskFollower
 from presa_trio.client.listen import listen
-from presa_trio.client.oauth import SignInOptions, resource_of
+from presa_trio.client.oauth import SignInOptions
 from presa_trio.client.options import CLIENT_SECRET_ENV, LISTS, TOKEN_ENV
 from presa_trio.client.output import (
     Console,
@@ -71,6 +72,7 @@ from presa_trio.client.transport import (
     transcript_file,
 )
 from presa_trio.wire.headers import header_params
+from presa_trio.wire.http_values import is_bearer_token
 from presa_trio.wire.tasks import Status
 
 
@@ -233,6 +235,10 @@ async def connected(
         return
     check_endpoint(args.url)
     token = environment_token(args.token, TOKEN_ENV)
+    if token is not None and not is_bearer_token(token):  # RFC 6750 §2.1 b64token
+        raise UsageProblem(
+            f"--token (or ${TOKEN_ENV}) is no bearer token: letters, digits and -._~+/, then '='"
+        )
     timeout = httpx.Timeout(args.timeout, read=None)
     async with httpx.AsyncClient(timeout=timeout) as http:
         transport = HttpTransport(args.url, http, token, transcript)

@@ -220,7 +220,7 @@ class Connection:
                 return await attempt()
             except Unauthorized as failure:
                 if self.authorize is None or sign_ins >= MAX_SIGN_INS:
-                    raise
+                    raise await failure.named() from None
                 await self.authorize(failure.challenge)
         raise AssertionError("unreachable")
 

@@ -28,6 +28,7 @@ server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from presa_trio.wire.models import JSONObject
@@ -127,8 +128,31 @@ class OutputCut(ClientError):
 
 
 class Unauthorized(ProtocolFailure):
-    """HTTP 401, or 403 ``insufficient_scope``: ``challenge`` holds the Bearer parameters."""
+    """HTTP 401, or 403 ``insufficient_scope``: ``challenge`` holds the Bearer parameters.
 
-    def __init__(self, line: str, challenge: dict[str, str]) -> None:
+    ``naming`` finds the authorization servers the challenge's metadata names, for the
+    line of a failure that is final (:meth:`named`): asked then, not while the request
+    that met the 401 waits within its deadline, and not before a sign-in that asks too.
+    """
+
+    def __init__(
+        self,
+        line: str,
+        challenge: dict[str, str],
+        naming: Callable[[], Awaitable[list[str]]] | None = None,
+    ) -> None:
         super().__init__(line)
         self.challenge = challenge
+        self.naming = naming
+
+    async def named(self) -> Unauthorized:
+        """This failure, its line naming the authorization servers if any are found."""
+        servers = await self.naming() if self.naming is not None else []
+        if not servers:
+            return self
+        line = f"{self}, naming the authorization server {', '.join(servers)}"
+        return Unauthorized(line, self.challenge)
+
+
+class SignInFailed(ProtocolFailure):
+    """Sign-in could not complete; the message says at which step."""

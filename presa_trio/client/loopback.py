@@ -3,12 +3,17 @@
 The client listens on ``127.0.0.1`` (RFC 8252 §7.3: a loopback IP, not
 ``localhost``), at a port the kernel picks or at the one a kept
 registration's redirect URI names, and takes the query of the first
-request that carries one: the authorization response, checked by
-:func:`presa_trio.client.oauth.check_response`. Every request gets a page
-saying the window may be closed.
+request to the redirect URI's path that carries the ``state`` the
+authorization request sent: the authorization response, checked further
+by :func:`presa_trio.client.oauth.check_response`. Any other request (to
+another path, without that ``state``: a stale tab, or anyone else who can
+reach the port) is discarded, and the wait goes on; it gets a page saying
+so, and the answer a page saying the window may be closed.
 
 Spec: 2026-07-28 basic/authorization §Authorization Flow Steps (the
-authorization code callback); RFC 8252 §7.3.
+authorization code callback), security-considerations §Open Redirection
+(clients discard results that do not include, or mismatch, the original
+state); RFC 8252 §7.3.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
+#: What the browser shows: the answer came, or a request that was none.
+CLOSE = b"presa-trio: you may close this window."
+NOT_OURS = b"presa-trio: this is not the answer of the sign-in it waits for."
+
 
 async def loopback_listener(port: int) -> trio.SocketListener:
     """The redirect's listener on ``127.0.0.1`` (RFC 8252 §7.3): at ``port``, or one the
@@ -26,12 +35,12 @@ async def loopback_listener(port: int) -> trio.SocketListener:
     return listener
 
 
-async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
-    """The query of the first request to the loopback redirect (RFC 8252 §7.3).
+async def await_callback(listener: trio.SocketListener, path: str, state: str) -> dict[str, str]:
+    """The query of the first request to ``path`` carrying ``state`` (RFC 8252 §7.3).
 
     Each connection is read in a task of its own, so one that sends nothing
     (a browser's speculative preconnect) holds up no other. Failure policy:
-    a connection that breaks is dropped; the first query ends them all.
+    a connection that breaks is dropped; the answer ends them all.
     """
     found: list[dict[str, str]] = []
     async with trio.open_nursery() as nursery:
@@ -39,8 +48,10 @@ async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
         async def answer(stream: trio.SocketStream) -> None:
             with suppress(trio.BrokenResourceError):
                 async with stream:
-                    query = await callback_query(stream)
-                    if query and not found:
+                    target, query = await read_request(stream)
+                    ours = target == path and query.get("state") == state
+                    await stream.send_all(page(CLOSE if ours else NOT_OURS))
+                    if ours and not found:
                         found.append(query)
                         nursery.cancel_scope.cancel()
 
@@ -48,8 +59,8 @@ async def await_callback(listener: trio.SocketListener) -> dict[str, str]:
     return found[0]
 
 
-async def callback_query(stream: trio.SocketStream) -> dict[str, str]:
-    """The query of the one request read from ``stream``, answered with a page to close."""
+async def read_request(stream: trio.SocketStream) -> tuple[str, dict[str, str]]:
+    """The path and the query of the one request read from ``stream``."""
     received = b""
     while b"\r\n\r\n" not in received and len(received) < 65536:
         chunk = await stream.receive_some(4096)
@@ -57,9 +68,13 @@ async def callback_query(stream: trio.SocketStream) -> dict[str, str]:
             break
         received += chunk
     target = received.split(b"\r\n", 1)[0].split(b" ")
-    query = urlsplit(target[1].decode(errors="replace") if len(target) > 1 else "").query
-    page = b"<!doctype html><p>presa-trio: you may close this window.</p>\n"
+    parts = urlsplit(target[1].decode(errors="replace") if len(target) > 1 else "")
+    return parts.path, {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+
+
+def page(said: bytes) -> bytes:
+    """An HTTP response of a page that says ``said``."""
+    body = b"<!doctype html><p>" + said + b"</p>\n"
     head = "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n"
-    head += f"content-length: {len(page)}\r\nconnection: close\r\n\r\n"
-    await stream.send_all(head.encode() + page)
-    return {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    return head.encode() + body

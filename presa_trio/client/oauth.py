@@ -2,19 +2,12 @@
 
 What the client does when a server answers 401, in the spec's order:
 
-1. the protected resource metadata (RFC 9728): the ``resource_metadata`` of
-   the ``WWW-Authenticate`` challenge, else the well-known URI at the
-   endpoint's path, else at the root; its ``resource`` must be this server
-   (or its origin, or a path above it in whole segments);
-2. the authorization server's metadata: RFC 8414 then OpenID discovery,
-   path-inserted before path-appended, and its ``issuer`` must be the one
-   the URL was built from;
+1. the protected resource metadata (RFC 9728), and 2. its authorization
+   server's metadata (:mod:`.discovery`);
 3. a client: the pre-registered ``--client-id``, else a client ID metadata
    document URL when the server supports them, else dynamic registration
    (RFC 7591) as a native public client on a loopback redirect;
-4. the scope: the challenge's, else the resource's ``scopes_supported``,
-   else none; on a step-up the union with what was asked before; plus
-   ``offline_access`` when the authorization server lists it;
+4. the scope (:mod:`.discovery`);
 5. the authorization code grant with PKCE S256 (a server whose metadata does
    not list ``S256`` is refused before anything is sent to it) in a
    browser, the answer coming back to a loopback listener (RFC 8252 §7.3),
@@ -49,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import attrs
 import httpx
@@ -60,10 +53,11 @@ from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from presa_trio.client.assertion import client_assertion
-from presa_trio.client.errors import ProtocolFailure
+from presa_trio.client.discovery import OFFLINE_ACCESS, Discovered, discover, endpoint_of
+from presa_trio.client.errors import SignInFailed
 from presa_trio.client.loopback import await_callback, loopback_listener
 from presa_trio.client.transport import decoded
-from presa_trio.wire.http_values import in_the_clear
+from presa_trio.wire.http_values import is_bearer_token
 from presa_trio.wire.models import JSONObject
 
 #: Opens the authorization URL for the person: a browser, or a printed line.
@@ -71,14 +65,9 @@ Opener = Callable[[str], Awaitable[None]]
 CLIENT_NAME = "presa-trio"
 #: Seconds to wait for the browser to come back to the loopback redirect.
 CALLBACK_WAIT_S = 300.0
-OFFLINE_ACCESS = "offline_access"
 #: The grants a sign-in uses, as the token endpoint names them.
 AUTHORIZATION_CODE = "authorization_code"
 CLIENT_CREDENTIALS = "client_credentials"
-
-
-class SignInFailed(ProtocolFailure):
-    """Sign-in could not complete; the message says at which step."""
 
 
 @attrs.define
@@ -147,124 +136,6 @@ def is_client_id_url(url: str) -> bool:
     )
 
 
-def resource_of(url: str) -> str:
-    """The canonical URI of the MCP server (RFC 8707 §2): no fragment, lower-case host."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
-
-
-def well_known(base: str, suffix: str) -> list[str]:
-    """RFC 8414 §3 / RFC 9728 §3: the suffix inserted before the path, then at the root."""
-    parts = urlsplit(base)
-    path = parts.path.rstrip("/")
-    root = f"{parts.scheme}://{parts.netloc}/.well-known/{suffix}"
-    return [root + path, root] if path else [root]
-
-
-def metadata_urls(issuer: str) -> list[str]:
-    """Authorization server metadata URLs in the spec's order (authorization-server-discovery)."""
-    parts = urlsplit(issuer)
-    path = parts.path.rstrip("/")
-    origin = f"{parts.scheme}://{parts.netloc}"
-    if not path:
-        return [
-            f"{origin}/.well-known/oauth-authorization-server",
-            f"{origin}/.well-known/openid-configuration",
-        ]
-    return [
-        f"{origin}/.well-known/oauth-authorization-server{path}",
-        f"{origin}/.well-known/openid-configuration{path}",
-        f"{origin}{path}/.well-known/openid-configuration",
-    ]
-
-
-async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
-    """The JSON object at ``url``, or None for anything else (no JSON as a server's
-    message is none: :func:`~presa_trio.client.transport.decoded`)."""
-    try:
-        response = await http.get(url, headers={"accept": "application/json"})
-    except httpx.HTTPError:
-        return None
-    document = decoded(response.content) if response.status_code == 200 else None
-    return document if isinstance(document, dict) else None
-
-
-def names_endpoint(named: str, endpoint: str) -> bool:
-    """Whether the metadata's ``resource`` is ``endpoint``'s: the endpoint itself, or its
-    origin or a path above it, whole segments (RFC 9728 §3.3: the URL the well-known
-    suffix went into; the root one names the origin). Same scheme, host and port: a
-    resource whose URL merely begins the endpoint's (``:4`` of ``:4000``, ``/mc`` of
-    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3)."""
-    ours, theirs = urlsplit(resource_of(endpoint)), urlsplit(resource_of(named))
-    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
-        return False
-    if theirs.query and theirs.query != ours.query:
-        return False
-    return (ours.path.rstrip("/") + "/").startswith(theirs.path.rstrip("/") + "/")
-
-
-async def resource_metadata(
-    http: httpx.AsyncClient, endpoint: str, challenge: dict[str, str]
-) -> JSONObject:
-    """RFC 9728 metadata: the challenge's URL, else the well-known ones; checked to be ours."""
-    given = challenge.get("resource_metadata")
-    urls = [given] if given else well_known(endpoint, "oauth-protected-resource")
-    for url in urls:
-        document = await get_json(http, url)
-        if document is None:
-            continue
-        named = document.get("resource")
-        if not isinstance(named, str) or not names_endpoint(named, endpoint):
-            raise SignInFailed(
-                f"the resource metadata at {url} is for {named!r}, "
-                f"not {resource_of(endpoint)}: refused"
-            )
-        return document
-    raise SignInFailed(f"{endpoint} publishes no protected resource metadata (RFC 9728)")
-
-
-async def server_metadata(http: httpx.AsyncClient, issuer: str) -> JSONObject:
-    """RFC 8414 / OpenID metadata of ``issuer``, whose ``issuer`` must be identical; one
-    at ``http://`` off loopback is not asked (security-considerations §Communication
-    Security: every endpoint over HTTPS; RFC 8414 §2: the issuer is an ``https`` URL)."""
-    try:
-        clear = in_the_clear(issuer)
-    except ValueError:
-        raise SignInFailed(f"the authorization server {issuer!r} is no URL") from None
-    if clear:
-        raise SignInFailed(f"the authorization server {issuer} is not https: refused")
-    for url in metadata_urls(issuer):
-        document = await get_json(http, url)
-        if document is None:
-            continue
-        if document.get("issuer") != issuer:
-            raise SignInFailed(
-                f"the metadata at {url} names the issuer {document.get('issuer')!r}, "
-                f"not {issuer!r}: refused"
-            )
-        return document
-    raise SignInFailed(f"{issuer} publishes no authorization server metadata")
-
-
-def chosen_scope(
-    challenge: dict[str, str], resource: JSONObject, server: JSONObject, before: str | None
-) -> str | None:
-    """basic/authorization §Scope Selection Strategy and §Step-Up Authorization Flow."""
-    scopes: list[str] = []
-    if challenge.get("scope"):
-        scopes = challenge["scope"].split()
-    elif isinstance(resource.get("scopes_supported"), list):
-        scopes = [str(s) for s in resource["scopes_supported"]]
-    for scope in (before or "").split():
-        if scope not in scopes:
-            scopes.append(scope)
-    supported = server.get("scopes_supported")
-    offered = isinstance(supported, list) and OFFLINE_ACCESS in supported
-    if offered and scopes and OFFLINE_ACCESS not in scopes:
-        scopes.append(OFFLINE_ACCESS)
-    return " ".join(scopes) or None
-
-
 def preregistered(client_id: str, server: JSONObject, options: SignInOptions) -> Registration:
     """A client registered in advance: a key signs, a secret goes as the server takes it."""
     if options.client_key:
@@ -282,7 +153,8 @@ async def register(
     """client-registration §priority: pre-registered, metadata document, dynamic registration."""
     if options.client_id:
         return preregistered(options.client_id, server, options)
-    if options.client_metadata_url and server.get("client_id_metadata_document_supported"):
+    cimd = server.get("client_id_metadata_document_supported") is True  # a JSON true only
+    if options.client_metadata_url and cimd:
         return Registration(options.client_metadata_url)
     if not isinstance(server.get("registration_endpoint"), str):
         raise SignInFailed(
@@ -290,7 +162,9 @@ async def register(
             "give --client-id (and --client-secret)"
         )
     endpoint = endpoint_of(server, "registration_endpoint")
-    supported = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    supported = server.get("token_endpoint_auth_methods_supported")
+    if not isinstance(supported, list):  # RFC 8414 §2: an array; not given, the default
+        supported = ["client_secret_basic"]
     preferred = ["none", "client_secret_basic", "client_secret_post"]
     method = next((m for m in preferred if m in supported), "client_secret_basic")
     request = {
@@ -302,17 +176,28 @@ async def register(
         "application_type": "native",
     }
     try:
-        answer = decoded((await http.post(endpoint, json=request)).content)
+        response = await http.post(endpoint, json=request)
     except httpx.HTTPError as error:
         raise SignInFailed(f"registration at {endpoint} failed: {error}") from None
+    answer = decoded(response.content)
     if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
-        raise SignInFailed(f"registration at {endpoint} was refused: {answer}")
+        raise refusal(f"registration at {endpoint} was refused", response, answer)
     return Registration(
         answer["client_id"],
         answer.get("client_secret"),
         str(answer.get("token_endpoint_auth_method", method)),
         redirect_uri=redirect_uri,
     )
+
+
+def refusal(what: str, response: httpx.Response, answer: object) -> SignInFailed:
+    """``what``, with the HTTP status and the answer's JSON, if it is any, whose ``error``
+    and ``error_description`` say why (RFC 6749 §5.2, RFC 7591 §3.2.2; client-registration
+    §Dynamic Client Registration: clients surface a meaningful error)."""
+    said = f"HTTP {response.status_code}"
+    if answer is not None:
+        said += f" {json.dumps(answer)[:200]}"
+    return SignInFailed(f"{what}: {said}")
 
 
 async def token_request(
@@ -334,12 +219,16 @@ async def token_request(
         raise SignInFailed(f"the token endpoint {endpoint} failed: {error}") from None
     answer = decoded(response.content)
     if response.status_code != 200 or not isinstance(answer, dict) or "access_token" not in answer:
-        raise SignInFailed(f"the token endpoint refused: {json.dumps(answer)[:200]}")
+        raise refusal("the token endpoint refused", response, answer)
     token_type = answer.get("token_type", "Bearer")
     if not isinstance(token_type, str) or token_type.lower() != "bearer":
         # RFC 6749 §7.1: a client does not use a token of a type it does not understand;
         # this one sends bearer tokens only (basic/authorization §Token Requirements).
         raise SignInFailed(f"the token endpoint issued a {token_type!r} token, not a Bearer one")
+    if not is_bearer_token(answer["access_token"]):
+        # RFC 6750 §2.1: it is sent as ``Authorization: Bearer`` and a b64token; any other
+        # (not a string, empty, a space or a character beyond ASCII) cannot be sent so.
+        raise SignInFailed("the token endpoint issued an access token no header can carry")
     return answer
 
 
@@ -355,10 +244,9 @@ async def signed_by_key(client: Registration, issuer: str) -> dict[str, str]:
         raise SignInFailed(f"the client key {key_file} is {error}") from None
 
 
-def check_response(answer: dict[str, str], state: str, server: JSONObject) -> str:
-    """The code, once ``state`` and ``iss`` are as they must be (RFC 9207 §2.4)."""
-    if answer.get("state") != state:
-        raise SignInFailed("the authorization response has the wrong state: refused")
+def check_response(answer: dict[str, str], server: JSONObject) -> str:
+    """The code, once ``iss`` is as it must be (RFC 9207 §2.4); its ``state`` is the one
+    sent (:func:`~presa_trio.client.loopback.await_callback` takes no other)."""
     advertised = server.get("authorization_response_iss_parameter_supported") is True
     if "iss" in answer and answer["iss"] != server.get("issuer"):
         raise SignInFailed("the authorization response names another issuer: refused")
@@ -370,32 +258,6 @@ def check_response(answer: dict[str, str], state: str, server: JSONObject) -> st
     if not answer.get("code"):
         raise SignInFailed("the authorization response has no code")
     return answer["code"]
-
-
-@attrs.frozen
-class Discovered:
-    """Where a sign-in goes: the resource, its authorization server, the scope to ask."""
-
-    #: RFC 8707 §2 with RFC 9728 §3.3: the resource exactly as its metadata names it.
-    resource: str
-    issuer: str
-    #: The authorization server's metadata, its ``issuer`` checked to be ``issuer``.
-    server: JSONObject
-    scope: str | None
-
-
-async def discover(
-    http: httpx.AsyncClient, endpoint: str, challenge: dict[str, str], before: JSONObject | None
-) -> Discovered:
-    """Steps 1, 2 and 4: the resource's metadata, its authorization server's, the scope."""
-    protected = await resource_metadata(http, endpoint, challenge)
-    servers = protected.get("authorization_servers")
-    if not isinstance(servers, list) or not servers:
-        raise SignInFailed(f"the resource metadata of {endpoint} names no authorization server")
-    issuer = str(servers[0])
-    server = await server_metadata(http, issuer)
-    scope = chosen_scope(challenge, protected, server, (before or {}).get("scope"))
-    return Discovered(str(protected["resource"]), issuer, server, scope)
 
 
 async def sign_in(
@@ -438,26 +300,6 @@ def kept_client(before: JSONObject | None, issuer: str) -> Registration | None:
     if isinstance(old, dict) and (before or {}).get("issuer") == issuer:
         return Registration(**old)
     return None
-
-
-def endpoint_of(server: JSONObject, name: str) -> str:
-    """The authorization server's endpoint ``name``: an absolute https URL (http on
-    loopback, where nothing crosses a network), else the sign-in stops
-    (security-considerations §Communication Security: "MUST be served over HTTPS").
-    The authorization endpoint is opened in the person's browser and printed: another
-    scheme (``file:``) would open something else, and a control character, which no
-    URI holds (RFC 3986 §2), would drive the terminal."""
-    url = server.get(name)
-    try:
-        parts = urlsplit(url) if isinstance(url, str) and url.isprintable() else None
-        usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        usable = False
-    if not usable:
-        raise SignInFailed(f"the authorization server's metadata has no http(s) {name}: {url!r}")
-    if in_the_clear(str(url)):
-        raise SignInFailed(f"the authorization server's {name} {url} is not https: refused")
-    return str(url)
 
 
 def check_pkce(server: JSONObject) -> None:
@@ -519,7 +361,7 @@ async def authorization_code(
         with trio.fail_after(CALLBACK_WAIT_S):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(opener, url)
-                answer = await await_callback(listener)
+                answer = await await_callback(listener, urlsplit(redirect_uri).path, state)
                 nursery.cancel_scope.cancel()
     except trio.TooSlowError:
         raise SignInFailed(
@@ -527,7 +369,7 @@ async def authorization_code(
         ) from None
     finally:
         await listener.aclose()
-    code = check_response(answer, state, server)
+    code = check_response(answer, server)
     form = {
         "grant_type": "authorization_code",
         "code": code,
@@ -560,6 +402,9 @@ def record(found: Discovered, client: Registration, tokens: JSONObject, grant: s
     expires_in = tokens.get("expires_in")
     if isinstance(expires_in, int | float):  # any JSON number: no float holds 10**400
         expires_in = min(expires_in, sys.float_info.max)
+    # RFC 6749 §5.1: the scope granted, space-delimited; absent (or none that is a
+    # string: a list, say), the one asked for. A step-up adds to it (.discovery).
+    granted = tokens.get("scope")
     return {
         "resource": found.resource,
         "issuer": found.issuer,
@@ -568,7 +413,7 @@ def record(found: Discovered, client: Registration, tokens: JSONObject, grant: s
         "client": attrs.asdict(client),
         "access_token": tokens["access_token"],
         "refresh_token": tokens.get("refresh_token"),
-        "scope": tokens.get("scope", found.scope),
+        "scope": granted if isinstance(granted, str) else found.scope,
         "expires_at": time.time() + expires_in if isinstance(expires_in, int | float) else None,
     }
 

@@ -23,6 +23,8 @@ import trio
 
 from presa_trio.client import oauth, tokens
 from presa_trio.client.challenges import www_authenticate
+from presa_trio.client.discovery import resource_of
+from presa_trio.client.errors import SignInFailed
 from presa_trio.client.transport import HttpTransport, http_failures
 from presa_trio.wire.models import JSONObject
 
@@ -52,7 +54,7 @@ class SignIn:
 
     @property
     def resource(self) -> str:
-        return oauth.resource_of(self.transport.where)
+        return resource_of(self.transport.where)
 
     async def use_kept(self) -> None:
         """Send the kept token, refreshed first if it has expired."""
@@ -87,8 +89,8 @@ class SignIn:
             signed = await oauth.sign_in(
                 self.http, endpoint, challenge, self.opener, self.options, self.kept
             )
-        except oauth.SignInFailed as failure:
-            raise oauth.SignInFailed(f"cannot sign in to {endpoint}: {failure}") from None
+        except SignInFailed as failure:
+            raise SignInFailed(f"cannot sign in to {endpoint}: {failure}") from None
         await self.keep(signed)
 
     async def keep(self, signed: JSONObject) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 
 from presa_trio.client.errors import UsageProblem
+from presa_trio.wire.http_values import is_bearer_token
 from presa_trio.wire.models import JSONObject
 
 CONFIG_ENV = "PRESA_TRIO_CONFIG"
@@ -70,9 +71,13 @@ def _read(path: Path) -> Any:
 
 
 async def load(endpoint: str) -> JSONObject | None:
-    """The saved sign-in for the MCP endpoint ``endpoint``, or None."""
+    """The saved sign-in for the MCP endpoint ``endpoint``, or None: also when the file
+    holds no access token that can be sent (edited, or cut short), so a sign-in
+    replaces it."""
     found = await trio.to_thread.run_sync(_read, token_path(endpoint))
-    return found if isinstance(found, dict) and found.get("endpoint") == endpoint else None
+    if not isinstance(found, dict) or found.get("endpoint") != endpoint:
+        return None
+    return found if is_bearer_token(found.get("access_token")) else None
 
 
 async def save(endpoint: str, record: JSONObject) -> Path:

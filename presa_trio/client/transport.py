@@ -315,7 +315,7 @@ class HttpTransport:
                             challenge = response.headers["www-authenticate"]
                             record.response["headers"] = {"www-authenticate": challenge}
                     if response.status_code == 401 or insufficient_scope(response):
-                        raise await self.unauthorized(response)
+                        raise self.unauthorized(response)
                     if response.is_redirect:
                         raise self.redirected(response)
                     yield _HttpReplies(self.where, response, record)
@@ -333,8 +333,10 @@ class HttpTransport:
             "this client follows no redirect: give that URL if it is the endpoint"
         )
 
-    async def unauthorized(self, response: httpx.Response) -> ProtocolFailure:
-        """401: say whether a token was sent and where the resource's metadata points.
+    def unauthorized(self, response: httpx.Response) -> Unauthorized:
+        """401: say whether a token was sent and where the resource's metadata points;
+        the authorization servers that metadata names are asked for once the failure is
+        final (:meth:`~presa_trio.client.errors.Unauthorized.named`).
 
         Spec: basic/authorization §Protected Resource Metadata Discovery — the
         ``resource_metadata`` parameter of ``WWW-Authenticate``.
@@ -351,16 +353,17 @@ class HttpTransport:
         status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
         line = f"{self.where} {what}: {status}{said}"
         metadata = challenge.get("resource_metadata")
-        if metadata:
-            line += f"; its resource metadata is at {metadata}"
-            servers = await self.authorization_servers(metadata)
-            if servers:
-                line += f", naming the authorization server {', '.join(servers)}"
-        return Unauthorized(line, challenge)
+        if not metadata:
+            return Unauthorized(line, challenge)
+        line += f"; its resource metadata is at {metadata}"
+        return Unauthorized(line, challenge, partial(self.authorization_servers, metadata))
 
     async def authorization_servers(self, metadata_url: str) -> list[str]:
+        """The servers the metadata at ``metadata_url`` names, read within the answer's
+        wait (``--timeout``): this client waits for MCP answers without end."""
         try:
-            document = decoded((await self.http.get(metadata_url)).content)
+            response = await self.http.get(metadata_url, timeout=self.http.timeout.connect)
+            document = decoded(response.content)
         except httpx.HTTPError:
             return []
         servers = document.get("authorization_servers") if isinstance(document, dict) else None

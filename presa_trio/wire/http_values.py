@@ -6,7 +6,8 @@ resource server (:mod:`presa_trio.auth`), which reads ``Authorization``,
 answers 400/401/403/503 with a ``WWW-Authenticate`` challenge, and warns
 about development tokens off loopback: so neither imports the other. The
 client's sign-in (:mod:`presa_trio.client.oauth`) refuses what is in the
-clear off loopback by the same test.
+clear off loopback by the same test, and sends only a token the resource
+server reads as one (:data:`B64TOKEN`).
 
 Spec: RFC 9110 §5 (fields), §15 (status codes); 2026-07-28
 basic/transports/streamable-http §Security & Endpoint, §Sending Messages;
@@ -17,6 +18,7 @@ Security.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -26,6 +28,15 @@ import attrs
 OWS = " \t"
 #: Loopback names a local server answers to by default (spec-notes §4).
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
+#: The token of an ``Authorization: Bearer`` header (RFC 6750 §2.1 ``b64token``);
+#: anything else there is a malformed request, not a token to verify.
+B64TOKEN = re.compile(rb"[A-Za-z0-9\-._~+/]+=*")
+
+
+def is_bearer_token(value: object) -> bool:
+    """Whether ``value`` can be sent as ``Authorization: Bearer VALUE``: a string that is
+    an RFC 6750 §2.1 ``b64token`` (so no space, no control character, ASCII only)."""
+    return isinstance(value, str) and B64TOKEN.fullmatch(value.encode()) is not None
 
 
 def is_loopback(host: str) -> bool:

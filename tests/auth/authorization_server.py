@@ -117,6 +117,8 @@ class AuthorizationServer:
     token_type: str = "Bearer"
     # Bodies sent instead of the answer, by path: a server that answers what no parser reads.
     bodies: dict[str, bytes] = attrs.field(factory=dict)
+    # Statuses sent instead of the answer's, by path: a server failing, or its proxy.
+    statuses: dict[str, int] = attrs.field(factory=dict)
     # The ``expires_in`` its token responses give (RFC 6749 §5.1: seconds, any JSON number).
     expires_in: Any = TOKEN_LIFETIME_S
 
@@ -400,6 +402,7 @@ class AuthorizationServer:
             status, answer = self.register(json.loads(body or b"{}"))
         else:
             status, answer = self.route(scope["method"], path, headers, form)
+        status = self.statuses.get(path, status)
         caching = f"max-age={self.jwks_max_age}" if path == "/jwks" else "no-store"
         sent = [(b"content-type", b"application/json"), (b"cache-control", caching.encode())]
         if location is not None:

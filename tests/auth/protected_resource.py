@@ -7,9 +7,9 @@ an accepted token 401 with :attr:`ProtectedResource.challenge` as its
 ``WWW-Authenticate``, serves the JSON documents of
 :attr:`ProtectedResource.documents` (protected resource metadata, RFC
 9728) at their paths, and answers a request with an accepted token with
-an empty JSON-RPC result. It keeps every request it saw, with the
-``authorization`` header it came with, so a test can say which token went
-where.
+an empty JSON-RPC result; at a path a test stalls it never answers. It
+keeps every request it saw, with the ``authorization`` header it came
+with, so a test can say which token went where.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 import attrs
+import trio
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 from tests.auth.authorization_server import answer_lifespan
@@ -43,6 +44,8 @@ class ProtectedResource:
     #: JSON documents by path: its protected resource metadata, wherever a test puts it;
     #: bytes are sent as they are (a body no JSON encoder would write).
     documents: dict[str, dict[str, Any] | bytes] = attrs.field(factory=dict)
+    #: Paths it never answers: a request there waits until the client gives up.
+    stalled: set[str] = attrs.field(factory=set)
     #: The access tokens it accepts; every other request to :attr:`path` is 401.
     accepted: set[str] = attrs.field(factory=set)
     seen: list[Seen] = attrs.field(factory=list)
@@ -85,6 +88,8 @@ class ProtectedResource:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         authorization = headers.get("authorization")
         self.seen.append(Seen(scope["method"], scope["path"], authorization))
+        if scope["path"] in self.stalled:
+            await trio.sleep_forever()
         status, answer = self.answer(scope["method"], scope["path"], authorization)
         sent = [(b"content-type", b"application/json")]
         if status == 401:

@@ -94,13 +94,23 @@ async def login(
     Returns the exit status and all the client printed on stderr; a client
     that ends without printing a URL (it refused to sign in) is not browsed.
     """
+    return await signing_in(["login", url, *flags], http, env, browser)
+
+
+async def signing_in(
+    arguments: list[str], http: httpx.AsyncClient, env: dict[str, str], browser: Browser = consent
+) -> tuple[int, str]:
+    """``presa-trio COMMAND --no-browser ARGUMENTS``, a sign-in it prints taken by ``browser``: the
+    exit status and all it printed on stderr (:func:`login`, or a command that signs in
+    on its way, a step-up say)."""
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             process: trio.Process = await nursery.start(
                 partial(
                     trio.run_process,
-                    client_command("login", url, "--no-browser", *flags),
+                    client_command(arguments[0], "--no-browser", *arguments[1:]),
                     stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
                     cwd=REPOSITORY,
                     env=env,

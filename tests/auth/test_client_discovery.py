@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -24,9 +24,9 @@ import trio
 
 from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
-from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.protected_resource import ProtectedResource
-from tests.auth.signing_in import consent, login
+from tests.auth.signing_in import Browser, consent, login
 from tests.client.helpers import client, client_environment
 
 #: RFC 9728 §3.1: the well-known URI with the endpoint's path inserted.
@@ -242,6 +242,112 @@ async def test_another_connection_to_the_redirect_does_not_hold_it_up(
     assert status == 0, said
 
 
+async def test_a_request_to_the_redirect_without_the_state_sent_is_discarded(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (security-considerations §Open Redirection: clients discard results
+    that do not include, or mismatch, the original state): requests to the loopback
+    redirect before the browser's (a forged code with another state, none, another
+    path) are answered as not the sign-in's, their code is never sent to the token
+    endpoint, and the sign-in goes on to the real answer."""
+    protect(resource, issuer)
+    strays: list[httpx.Response] = []
+
+    async def forged_first(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        query = parse_qs(urlsplit(url).query)
+        redirect, state = query["redirect_uri"][0], query["state"][0]
+        origin = redirect.removesuffix("/callback")
+        for target in (
+            f"{redirect}?code=forged&state=not-{state}&iss={issuer.issuer}",
+            f"{redirect}?code=forged&iss={issuer.issuer}",
+            f"{origin}/favicon.ico?code=forged&state={state}&iss={issuer.issuer}",
+        ):
+            strays.append(await http.get(target))
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), forged_first)
+
+    assert status == 0, said
+    assert [s.status_code for s in strays] == [200, 200, 200]
+    assert all("not the answer" in s.text for s in strays)
+    assert issuer.hits["/token"] == 1
+    assert kept(tmp_path)["access_token"]
+
+
+def answered_with(change: dict[str, str | None]) -> Browser:
+    """A browser that brings back the authorization server's answer with ``change`` made
+    to its query (a member set, or removed when None): a forged or altered answer."""
+
+    async def browse(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        redirect = (await http.get(url)).headers["location"]
+        base, _, query = redirect.partition("?")
+        answer = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        answer.update({k: v for k, v in change.items() if v is not None})
+        kept_members = {k: v for k, v in answer.items() if change.get(k, v) is not None}
+        return await http.get(base + "?" + urlencode(kept_members))
+
+    return browse
+
+
+@pytest.mark.parametrize(
+    ("advertised", "change", "refusal"),
+    [
+        (True, {"iss": "https://honest.example"}, "names another issuer"),
+        (True, {"iss": None}, "lacks the iss it must carry"),
+        (None, {"iss": "https://honest.example"}, "names another issuer"),
+        (None, {"iss": None}, None),
+        (True, {"iss": "{issuer}/"}, "names another issuer"),
+        (
+            True,
+            {"iss": "https://honest.example", "code": None, "error": "access_denied"},
+            "names another issuer",
+        ),
+        (True, {"code": None, "error": "access_denied"}, "authorization refused: access_denied"),
+    ],
+    ids=[
+        "other-advertised",
+        "absent-advertised",
+        "other-not-advertised",
+        "absent-not-advertised",
+        "trailing-slash",
+        "error-from-another",
+        "error",
+    ],
+)
+async def test_the_answers_iss_is_checked_as_the_specs_table_says(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    advertised: bool | None,
+    change: dict[str, str | None],
+    refusal: str | None,
+) -> None:
+    """Spec-mandated (basic/authorization §Authorization Response Validation, RFC 9207
+    §2.4): a present ``iss`` is compared with the recorded issuer exactly (no trailing
+    slash added or removed), whether or not the metadata advertises it; an absent one is
+    refused only when advertised; and an error from another issuer is not shown. The
+    code is never sent to the token endpoint of a refused answer."""
+    issuer.metadata_changes["authorization_response_iss_parameter_supported"] = advertised
+    protect(resource, issuer)
+    filled = {
+        k: v if v is None else v.replace("{issuer}", issuer.issuer) for k, v in change.items()
+    }
+
+    status, said = await login(resource.url, http, environment(tmp_path), answered_with(filled))
+
+    if refusal is None:
+        assert status == 0, said
+        return
+    assert status == 3, said
+    assert refusal in said.rstrip().splitlines()[-1], said
+    assert "access_denied" not in said or "iss" not in change
+    assert "/token" not in issuer.hits
+
+
 @pytest.mark.parametrize(
     ("member", "value"),
     [
@@ -371,6 +477,158 @@ async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
     assert not (tmp_path / "tokens").exists()
 
 
+@pytest.mark.parametrize(
+    "access_token",
+    [None, 42, "", "two words", "caf\u00e9", "line\nbreak"],
+    ids=["null", "number", "empty", "space", "not-ascii", "newline"],
+)
+async def test_an_access_token_no_header_can_carry_is_not_kept(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    access_token: Any,
+) -> None:
+    """Spec-mandated (basic/authorization §Token Requirements: the token goes as
+    ``Authorization: Bearer``, whose token is an RFC 6750 §2.1 ``b64token``): a token
+    response whose ``access_token`` is no such string ends the sign-in in one line, and
+    nothing is kept that a later command would fail to send, or send as ``Bearer None``."""
+    protect(resource, issuer)
+    answer = {"access_token": access_token, "token_type": "Bearer", "expires_in": 300}
+    issuer.bodies["/token"] = json.dumps(answer).encode()
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "no header can carry" in said
+    assert not (tmp_path / "tokens").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "body", "said"),
+    [
+        (
+            "/register",
+            500,
+            b"<html>oops</html>",
+            "registration at {issuer}/register was refused: HTTP 500",
+        ),
+        (
+            "/register",
+            400,
+            b'{"error": "invalid_redirect_uri", "error_description": "no loopback"}',
+            "registration at {issuer}/register was refused: HTTP 400 "
+            '{"error": "invalid_redirect_uri", "error_description": "no loopback"}',
+        ),
+        ("/token", 502, b"<html>bad gateway</html>", "the token endpoint refused: HTTP 502"),
+    ],
+    ids=["registration-not-json", "registration-error", "token-not-json"],
+)
+async def test_a_refusal_says_its_status_and_why(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    path: str,
+    status: int,
+    body: bytes,
+    said: str,
+) -> None:
+    """client-registration §Dynamic Client Registration (a rejected registration is
+    surfaced as a meaningful error), RFC 6749 §5.2, RFC 7591 §3.2.2: the line ends with
+    the HTTP status and the answer's error, if it is JSON; a page that is none is not
+    shown as ``None``."""
+    protect(resource, issuer)
+    issuer.statuses[path], issuer.bodies[path] = status, body
+
+    code, printed = await login(resource.url, http, environment(tmp_path))
+
+    assert code == 3, printed
+    assert printed.rstrip().endswith(said.replace("{issuer}", issuer.issuer)), printed
+
+
+async def test_a_granted_scope_that_is_no_string_is_taken_as_the_one_asked_for(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """RFC 6749 §5.1 (``scope``: a space-delimited string, absent when it is the scope
+    asked for): a token response whose ``scope`` is a list is kept as the scope asked
+    for, and a step-up later asks for the union with it, not a stack trace."""
+    protect(resource, issuer, challenge='Bearer resource_metadata="{metadata}", scope="mcp"')
+    answer = {"access_token": "first", "token_type": "Bearer", "scope": ["mcp", "extra"]}
+    issuer.bodies["/token"] = json.dumps(answer).encode()
+    env = environment(tmp_path)
+    status, said = await login(resource.url, http, env)
+    assert status == 0, said
+    assert kept(tmp_path)["scope"] == "mcp"
+    resource.challenge = (
+        f'Bearer error="insufficient_scope", scope="files:write", '
+        f'resource_metadata="{resource.origin}{AT_PATH}"'
+    )
+    asked: list[str] = []
+
+    async def step_up(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        asked.append(parse_qs(urlsplit(url).query)["scope"][0])
+        issuer.bodies["/token"] = json.dumps({**answer, "access_token": "second"}).encode()
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, env, step_up)
+
+    assert status == 0, said
+    assert asked == ["files:write mcp"]
+    assert kept(tmp_path)["access_token"] == "second"
+
+
+@pytest.mark.parametrize("methods", [5, "none", {"none": True}], ids=["number", "string", "object"])
+async def test_auth_methods_that_are_no_list_are_the_default_one(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    methods: Any,
+) -> None:
+    """RFC 8414 §2: ``token_endpoint_auth_methods_supported`` is a JSON array, and when
+    it is not given the default is ``client_secret_basic``; a value that is no array is
+    read as not given: the client registers for ``client_secret_basic``, without a stack
+    trace, and without reading ``"none"`` in a string (or an object's key) as a list."""
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = methods
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert kept(tmp_path)["client"]["auth_method"] == "client_secret_basic"
+
+
+@pytest.mark.parametrize("supported", [True, "false", 1])
+async def test_a_client_metadata_url_is_used_where_the_server_says_true(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    supported: Any,
+) -> None:
+    """client-registration §Advertising CIMD Support: the server says it takes client ID
+    metadata documents with ``client_id_metadata_document_supported: true``; any other
+    value (the string ``"false"``, a number) is not that, and the client registers
+    dynamically instead of sending a client ID the server will not look up."""
+    issuer.metadata_changes["client_id_metadata_document_supported"] = supported
+    protect(resource, issuer)
+    document_url = "https://client.example/presa-trio.json"
+    issuer.clients[document_url] = Client(None, "alice")  # as if it had fetched it
+
+    status, said = await login(
+        resource.url, http, environment(tmp_path), consent, "--client-metadata-url", document_url
+    )
+
+    assert status == 0, said
+    client_id = kept(tmp_path)["client"]["client_id"]
+    assert (client_id == document_url) is (supported is True)
+    assert issuer.hits.get("/register", 0) == (0 if supported is True else 1)
+
+
 async def test_metadata_nested_too_deep_to_decode_is_no_metadata(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
@@ -401,6 +659,24 @@ async def test_a_refused_token_names_no_server_from_metadata_nested_too_deep(
 
     assert ran.status == 3, ran.stderr
     assert ran.error().endswith(f"its resource metadata is at {resource.origin}{AT_PATH}")
+
+
+async def test_a_refused_token_is_said_though_its_metadata_never_answers(
+    resource: ProtectedResource,
+) -> None:
+    """With ``--token``, the 401 is the line, within ``--timeout``, when the metadata
+    it names never answers (the client waits for MCP answers without end, not for that
+    document): not "did not answer", which the server did, and not a wait without end."""
+    resource.stalled.add(AT_PATH)
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    ran = await client("list", resource.url, "tools", "--token", "not-accepted", "--timeout", "2")
+
+    assert ran.status == 3, ran.stderr
+    assert ran.error() == (
+        f"{resource.url} refused the token: 401 Unauthorized; "
+        f"its resource metadata is at {resource.origin}{AT_PATH}"
+    )
 
 
 async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_server_moves(

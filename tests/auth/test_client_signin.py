@@ -22,6 +22,7 @@ import time
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -33,7 +34,7 @@ from presa_trio.client.options import CLIENT_SECRET_ENV
 from presa_trio.client.tokens import CONFIG_ENV
 from tests.auth.authorization_server import AuthorizationServer, Client
 from tests.auth.harness import start_presa
-from tests.auth.signing_in import consent, login
+from tests.auth.signing_in import consent, login, signing_in
 from tests.client.helpers import client, client_command, client_environment
 
 
@@ -109,6 +110,38 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
     out = await client("logout", presa.url, env=env)
     assert out.status == 0
     assert not list((tmp_path / "tokens").iterdir())
+
+
+async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scopes(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """basic/authorization §Step-Up Authorization Flow: a call the kept token's scopes do
+    not cover (presa's 403 ``insufficient_scope`` names every scope it needs) signs in
+    again, with the registration kept, asking for the union of what was asked before and
+    what the challenge names, so that a step-up for one tool keeps what another needed;
+    the call then goes through with the new token."""
+    tool_scopes = ["greet=greet:call", "test_simple_text=text:call"]
+    flags = ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
+    for tool_scope in tool_scopes:
+        flags += ["--auth-tool-scope", tool_scope]
+    presa = await start_presa(nursery, http, flags)
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    asked: list[str] = []
+
+    async def recording(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        asked.append(parse_qs(urlsplit(url).query)["scope"][0])
+        return await consent(http, url)
+
+    status, said = await login(presa.url, http, env, recording)
+    assert status == 0, said
+    for call in (["greet", "name=Ada"], ["test_simple_text"], ["greet", "name=Bo"]):
+        status, said = await signing_in(["call", presa.url, *call], http, env, recording)
+        assert status == 0, said
+
+    assert asked == ["mcp", "greet:call mcp", "mcp text:call greet:call"]
+    [kept] = (tmp_path / "tokens").iterdir()
+    assert json.loads(kept.read_text())["scope"] == "mcp text:call greet:call"
+    assert issuer.hits["/register"] == 1
 
 
 async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_alone(
@@ -239,6 +272,23 @@ async def test_a_kept_sign_in_is_its_owners_alone_whatever_was_left_beside_it(
     assert not path.is_symlink()
     assert elsewhere.read_text() == ""
     assert await tokens.load(endpoint) == {"access_token": "secret", "endpoint": endpoint}
+
+
+async def test_a_kept_sign_in_without_an_access_token_is_no_sign_in(tmp_path: Path) -> None:
+    """A kept file edited or cut short, left without an access token that can be sent,
+    is no sign-in: the command goes on as without one (here: a server that cannot be
+    reached, said in one line), not a stack trace."""
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    endpoint = "http://127.0.0.1:9/mcp"
+    path = tokens.token_path(endpoint).relative_to(tokens.config_dir())
+    for kept in ({"refresh_token": "r"}, {"access_token": None}, {"access_token": "a b"}):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(json.dumps({**kept, "endpoint": endpoint}))
+
+        ran = await client("list", endpoint, env=env)
+
+        assert ran.status == 3, ran.stderr
+        assert ran.error().startswith(f"cannot reach {endpoint}")
 
 
 async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:

@@ -54,3 +54,16 @@ async def test_a_401_says_where_the_metadata_is(guarded: ServeProcess) -> None:
     assert refused.error().endswith(
         f"; its resource metadata is at {metadata}, naming the authorization server {ISSUER}"
     )
+
+
+@pytest.mark.parametrize("token", ["caf\u00e9", "two words", "line\nbreak"])
+async def test_a_token_no_header_can_carry_is_a_usage_error(token: str) -> None:
+    """RFC 6750 §2.1: ``Authorization: Bearer`` carries a ``b64token``; another given by
+    ``--token`` or ``$PRESA_TOKEN`` is the person's mistake, said in one line before
+    anything is sent (exit 2), not a stack trace."""
+    flagged = await client("list", "http://127.0.0.1:9/mcp", "--token", token)
+    environment = {**client_environment(), "PRESA_TOKEN": token}
+    from_env = await client("list", "http://127.0.0.1:9/mcp", env=environment)
+    for ran in (flagged, from_env):
+        assert ran.status == 2, ran.stderr
+        assert ran.error().startswith("--token (or $PRESA_TOKEN) is no bearer token")
