@@ -18,34 +18,12 @@ Metadata Discovery (RFC 8414 §3.1, §3.3; OpenID Connect Discovery §4.3).
 from __future__ import annotations
 
 import time
-from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import httpx
 
 from presa_trio.auth.verifier import Misconfigured, VerifierUnavailable, ask, json_object
-
-
-def metadata_urls(issuer: str) -> list[str]:
-    """The well-known URIs to try for ``issuer``, in priority order.
-
-    ``https://as.example/tenant1`` gives the RFC 8414 path-inserted URI, the
-    OpenID path-inserted URI, and the OpenID path-appended URI; an issuer
-    without a path gives the first two.
-    """
-    parts = urlsplit(issuer)
-    path = parts.path.rstrip("/")
-
-    def at(well_known_path: str) -> str:
-        return urlunsplit((parts.scheme, parts.netloc, well_known_path, "", ""))
-
-    urls = [
-        at("/.well-known/oauth-authorization-server" + path),
-        at("/.well-known/openid-configuration" + path),
-    ]
-    if path:
-        urls.append(at(path + "/.well-known/openid-configuration"))
-    return urls
+from presa_trio.wire.http_values import authorization_server_metadata_urls
 
 
 @attrs.frozen
@@ -109,7 +87,7 @@ async def fetch_metadata(http: httpx.AsyncClient, issuer: str) -> ServerMetadata
     """
     failures: list[str] = []
     unreachable = False
-    for url in metadata_urls(issuer):
+    for url in authorization_server_metadata_urls(issuer):
         try:
             response = await ask(http, "GET", url)
         except VerifierUnavailable as exc:

@@ -28,7 +28,7 @@ import httpx
 
 from presa_trio.client.errors import SignInFailed
 from presa_trio.client.transport import decoded
-from presa_trio.wire.http_values import in_the_clear
+from presa_trio.wire.http_values import authorization_server_metadata_urls, in_the_clear
 from presa_trio.wire.models import JSONObject
 
 OFFLINE_ACCESS = "offline_access"
@@ -46,23 +46,6 @@ def well_known(base: str, suffix: str) -> list[str]:
     path = parts.path.rstrip("/")
     root = f"{parts.scheme}://{parts.netloc}/.well-known/{suffix}"
     return [root + path, root] if path else [root]
-
-
-def metadata_urls(issuer: str) -> list[str]:
-    """Authorization server metadata URLs in the spec's order (authorization-server-discovery)."""
-    parts = urlsplit(issuer)
-    path = parts.path.rstrip("/")
-    origin = f"{parts.scheme}://{parts.netloc}"
-    if not path:
-        return [
-            f"{origin}/.well-known/oauth-authorization-server",
-            f"{origin}/.well-known/openid-configuration",
-        ]
-    return [
-        f"{origin}/.well-known/oauth-authorization-server{path}",
-        f"{origin}/.well-known/openid-configuration{path}",
-        f"{origin}{path}/.well-known/openid-configuration",
-    ]
 
 
 async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
@@ -120,7 +103,7 @@ async def server_metadata(http: httpx.AsyncClient, issuer: str) -> JSONObject:
         raise SignInFailed(f"the authorization server {issuer!r} is no URL") from None
     if clear:
         raise SignInFailed(f"the authorization server {issuer} is not https: refused")
-    for url in metadata_urls(issuer):
+    for url in authorization_server_metadata_urls(issuer):
         document = await get_json(http, url)
         if document is None:
             continue

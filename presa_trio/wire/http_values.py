@@ -7,12 +7,14 @@ answers 400/401/403/503 with a ``WWW-Authenticate`` challenge, and warns
 about development tokens off loopback: so neither imports the other. The
 client's sign-in (:mod:`presa_trio.client.oauth`) refuses what is in the
 clear off loopback by the same test, and sends only a token the resource
-server reads as one (:data:`B64TOKEN`).
+server reads as one (:data:`B64TOKEN`). Both find an authorization
+server's metadata at the same well-known URLs
+(:func:`authorization_server_metadata_urls`).
 
 Spec: RFC 9110 §5 (fields), §15 (status codes); 2026-07-28
 basic/transports/streamable-http §Security & Endpoint, §Sending Messages;
 spec-notes §4; basic/authorization/security-considerations §Communication
-Security.
+Security; basic/authorization/authorization-server-discovery.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
@@ -144,3 +146,26 @@ class Headers:
         """The first value of the header ``name`` (lowercase), if it came."""
         value = self.first.get(name.encode("latin-1"))
         return None if value is None else value.decode("latin-1").strip(OWS)
+
+
+def authorization_server_metadata_urls(issuer: str) -> list[str]:
+    """The well-known URLs of ``issuer``'s metadata, in the order to try them
+    (basic/authorization/authorization-server-discovery).
+
+    ``https://as.example/tenant1`` gives the RFC 8414 path-inserted URL, the
+    OpenID path-inserted URL, and the OpenID path-appended URL; an issuer
+    without a path gives the first two.
+    """
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+
+    def at(well_known_path: str) -> str:
+        return urlunsplit((parts.scheme, parts.netloc, well_known_path, "", ""))
+
+    urls = [
+        at("/.well-known/oauth-authorization-server" + path),
+        at("/.well-known/openid-configuration" + path),
+    ]
+    if path:
+        urls.append(at(path + "/.well-known/openid-configuration"))
+    return urls
