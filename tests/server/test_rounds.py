@@ -9,8 +9,6 @@ the original params plus ``inputResponses`` and the echoed
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,11 +25,11 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    PARSE_ERROR,
 )
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from presa_trio.wire.request_state import StateSealer
 from tests.expect import assert_still_serving, error_of, result_of
+from tests.nesting import DEEP, answers_at_every_depth
 
 ELICIT = "test_input_required_result_elicitation"
 REQUEST_STATE = "test_input_required_result_request_state"
@@ -438,11 +436,6 @@ async def test_state_presented_on_another_request_is_invalid_params(
     error_of(await client.post(retry), 400, INVALID_PARAMS, 2)
 
 
-def nested_json(depth: int) -> str:
-    """A JSON object holding an array holding an array… ``depth`` deep."""
-    return '{"x":' + "[" * depth + "]" * depth + "}"
-
-
 @pytest.mark.parametrize("where", ["arguments", "inputResponses"])
 async def test_no_nesting_the_parser_accepts_fails_a_round(client: McpClient, where: str) -> None:
     """Spec-mandated (mrtr §Error Handling: a protocol error is a JSON-RPC error with an
@@ -450,18 +443,12 @@ async def test_no_nesting_the_parser_accepts_fails_a_round(client: McpClient, wh
     asked (carried in the next requestState), the body's parser accepts, sealing the
     round's state is answered 200 or -32602, never -32603 from a RecursionError."""
     tool = "confirm_delete"  # asks with ctx.ask: its state carries the answers given
-    depth, statuses = sys.getrecursionlimit() - 250, set()
-    while True:
-        body = call(tool, 2, arguments={"filename": "f"}, inputResponses={})
-        headers = client.headers_for(body)
-        body["params"][where]["deep"] = "DEEP"
-        raw = json.dumps(body).replace('"DEEP"', nested_json(depth)).encode()
-        response = await client.post(raw, headers)
-        if response.status == 400 and response.json()["error"]["code"] == PARSE_ERROR:
-            break
+    body = call(tool, 2, arguments={"filename": "f"}, inputResponses={})
+    body["params"][where]["deep"] = DEEP
+    statuses = set()
+    async for depth, response in answers_at_every_depth(client, body):
         assert response.status in (200, 400), (depth, response.body)
         statuses.add(response.status)
-        depth += 1
     assert statuses == {200, 400}, statuses
     await assert_still_serving(client)
 

@@ -7,9 +7,7 @@ and compares what the client learns.
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -24,12 +22,12 @@ from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    PARSE_ERROR,
     InvalidParams,
     McpError,
 )
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from tests.expect import error_of, incident_of, result_of, without_incident
+from tests.nesting import DEEP, answers_at_every_depth
 
 UNDECLARED: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 DECLARED: dict[str, Any] = {**UNDECLARED, "extensions": {TASKS_EXTENSION: {}}}
@@ -479,18 +477,10 @@ async def test_a_task_whose_error_holds_any_depth_the_parser_accepts_is_still_re
     ``failed`` with an error every later ``tasks/get`` can write: the tool's own, or,
     within a few tens of levels of the encoder's limit (a response is written from
     deeper in the stack than the worker checks it), a generic -32603."""
-    depth, tasks = sys.getrecursionlimit() - 250, 0
-    while True:
-        params = {"name": "echo_error", "arguments": {"deep": "DEEP"}}
-        body = request("tools/call", params, capabilities=DECLARED)
-        nested = "[" * depth + "]" * depth
-        created = await client.post(
-            json.dumps(body).replace('"DEEP"', nested).encode(), client.headers_for(body)
-        )
-        if created.status == 400:
-            assert created.json()["error"]["code"] == PARSE_ERROR, depth
-            break
-        depth += 1
+    params = {"name": "echo_error", "arguments": {"deep": DEEP}}
+    body = request("tools/call", params, capabilities=DECLARED)
+    tasks = 0
+    async for depth, created in answers_at_every_depth(client, body):
         if "error" in created.json():  # too deep to measure: no task (spec-notes §31)
             assert created.json()["error"]["data"]["limit"] == "max_input_bytes", depth
             continue

@@ -8,8 +8,6 @@ is always the one the test chose. Errors are compared by code constant.
 from __future__ import annotations
 
 import base64
-import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,13 +31,13 @@ from presa_trio.wire.errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     InvalidParams,
 )
 from presa_trio.wire.meta import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of, result_of, without_incident
+from tests.nesting import DEEP, answers_at_every_depth
 from tests.tasks.helpers import TRIO_CLOCK
 
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
@@ -750,24 +748,17 @@ async def test_no_nesting_the_parser_accepts_fails_a_task_call(
     ``data.limit``, not retryable): whatever depth of arguments, or of an answer, the
     body's parser accepts, a task tool's call is a task or that refusal, never an
     incident from a RecursionError while its input is measured."""
-    depth, created = sys.getrecursionlimit() - 250, 0
-    while True:
-        params = {"name": "always", "arguments": {}, "inputResponses": {}}
-        body = request("tools/call", params, capabilities=DECLARED)
-        headers = client.headers_for(body)
-        body["params"][where]["deep"] = "DEEP"
-        nested = '{"x":' + "[" * depth + "]" * depth + "}"
-        response = await client.post(json.dumps(body).replace('"DEEP"', nested).encode(), headers)
-        if response.status == 400:
-            assert response.json()["error"]["code"] == PARSE_ERROR
-            break
+    params = {"name": "always", "arguments": {}, "inputResponses": {}}
+    body = request("tools/call", params, capabilities=DECLARED)
+    body["params"][where]["deep"] = DEEP
+    created = 0
+    async for depth, response in answers_at_every_depth(client, body):
         message = response.json()
         if "error" in message:
             assert message["error"]["data"]["limit"] == "max_input_bytes", (depth, message)
         else:
             assert message["result"]["resultType"] == "task", (depth, message)
             created += 1
-        depth += 1
     assert created > 0  # the depths tried reached the task store, not only the parser
 
 
@@ -780,20 +771,13 @@ async def test_no_nesting_of_the_declaration_the_parser_accepts_fails_a_task_cal
     the body's parser accepts, a declaring call to a task tool is a task, as the
     plain call answers, never an incident from a RecursionError while the
     declaration is copied for the task."""
-    depth, created = sys.getrecursionlimit() - 250, 0
-    while True:
-        body = request("tools/call", {"name": "always", "arguments": {}}, capabilities=DECLARED)
-        body["params"]["_meta"][where] = {**body["params"]["_meta"].get(where, {}), "deep": "DEEP"}
-        body["params"]["_meta"].setdefault(META_CLIENT_INFO, {"name": "c", "version": "1"})
-        headers = client.headers_for(body)
-        nested = '{"x":' + "[" * depth + "]" * depth + "}"
-        response = await client.post(json.dumps(body).replace('"DEEP"', nested).encode(), headers)
-        if response.status == 400:
-            assert response.json()["error"]["code"] == PARSE_ERROR, (depth, response.json())
-            break
+    body = request("tools/call", {"name": "always", "arguments": {}}, capabilities=DECLARED)
+    body["params"]["_meta"][where] = {**body["params"]["_meta"].get(where, {}), "deep": DEEP}
+    body["params"]["_meta"].setdefault(META_CLIENT_INFO, {"name": "c", "version": "1"})
+    created = 0
+    async for depth, response in answers_at_every_depth(client, body):
         assert result_of(response)["resultType"] == "task", (depth, response.json())
         created += 1
-        depth += 1
     assert created > 0  # the depths tried reached the task runner, not only the parser
 
 

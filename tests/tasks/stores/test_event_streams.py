@@ -11,10 +11,8 @@ another client.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
@@ -49,7 +47,6 @@ from presa_trio.wire.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    PARSE_ERROR,
     InvalidParams,
 )
 from presa_trio.wire.mrtr import Elicitation
@@ -62,6 +59,7 @@ from presa_trio.wire.tasks import (
 from tests.e2e.events_server import add_tools, assert_cancelled_log
 from tests.e2e.gates import Gates
 from tests.expect import error_of, final_message, result_of
+from tests.nesting import DEEP, answers_at_every_depth
 from tests.postgres import Postgres
 
 EVENT = "notifications/tasks/event"
@@ -689,17 +687,10 @@ async def test_a_payload_of_any_depth_the_parser_accepts_never_breaks_a_stream(
     writes (a stream writes it from deeper in the stack than the tool emitted it), so
     a stream of the task ends with its result, never an internal error."""
     harness.gates[""].set()
-    depth, streamed = sys.getrecursionlimit() - 250, 0
-    while True:
-        params = {"name": "emitter", "arguments": {"invalid": [[STEP, {"d": "DEEP"}]]}}
-        body = request("tools/call", params, capabilities=TASKS_CAPABILITIES)
-        nested = "[" * depth + "]" * depth
-        raw = json.dumps(body).replace('"DEEP"', nested).encode()
-        created = await harness.client.post(raw, harness.client.headers_for(body))
-        if created.status == 400:
-            assert created.json()["error"]["code"] == PARSE_ERROR, depth
-            break
-        depth += 1
+    params = {"name": "emitter", "arguments": {"invalid": [[STEP, {"d": DEEP}]]}}
+    body = request("tools/call", params, capabilities=TASKS_CAPABILITIES)
+    streamed = 0
+    async for depth, created in answers_at_every_depth(harness.client, body):
         if "error" in created.json():  # too deep to measure: no task (spec-notes §31)
             assert created.json()["error"]["data"]["limit"] == "max_input_bytes", depth
             continue
