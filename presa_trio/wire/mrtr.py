@@ -23,7 +23,13 @@ from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
-from presa_trio.wire.well_formed import are_strings, is_number, is_optional_text, is_text
+from presa_trio.wire.well_formed import (
+    are_strings,
+    is_integer,
+    is_number,
+    is_optional_text,
+    is_text,
+)
 
 
 @attrs.frozen
@@ -73,12 +79,17 @@ class Sampling:
     capability = "sampling"
 
     def __attrs_post_init__(self) -> None:
-        """Refuse what the request could not carry (schema.ts ``CreateMessageRequestParams``)."""
+        """Refuse what the request could not carry (schema ``$defs.CreateMessageRequestParams``).
+
+        ``maxTokens`` is an integer: schema.json says so, and schema.ts's
+        ``number`` admits every integer, so a request holding one is valid
+        by both; a count of tokens has no fraction.
+        """
         if not (is_text(self.prompt) and is_optional_text(self.system_prompt)):
             raise SignatureError("sampling/createMessage: the prompt and system prompt are strings")
-        if not is_number(self.max_tokens):
+        if not is_integer(self.max_tokens):
             raise SignatureError(
-                f"sampling/createMessage: maxTokens is a number, not {self.max_tokens!r}"
+                f"sampling/createMessage: maxTokens is an integer, not {self.max_tokens!r}"
             )
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:

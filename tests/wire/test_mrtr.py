@@ -11,6 +11,7 @@ from presa_trio.wire import mrtr
 from presa_trio.wire.errors import INVALID_PARAMS, McpError
 from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
+from tests import wire_schema
 
 
 def test_an_elicitation_is_a_bare_form_mode_request() -> None:
@@ -57,15 +58,24 @@ def test_a_sampling_request_carries_messages_and_max_tokens() -> None:
         ),
         (lambda: mrtr.Sampling(cast(str, None), 10), "the prompt and system prompt"),
         (lambda: mrtr.Sampling("p", 10, system_prompt=cast(str, 3)), "the prompt and system"),
-        (lambda: mrtr.Sampling("p", cast(int, "10")), "maxTokens is a number"),
+        (lambda: mrtr.Sampling("p", cast(int, "10")), "maxTokens is an integer"),
+        (lambda: mrtr.Sampling("p", cast(int, 2.5)), "maxTokens is an integer"),
     ],
-    ids=["form-without-properties", "message-number", "prompt-none", "system-number", "max-str"],
+    ids=[
+        "form-without-properties",
+        "message-number",
+        "prompt-none",
+        "system-number",
+        "max-str",
+        "max-fraction",
+    ],
 )
 def test_a_request_that_would_not_validate_is_never_built(
     build: Callable[[], mrtr.InputRequest], line: str
 ) -> None:
-    """Spec-mandated (schema.ts ``ElicitRequestFormParams``, ``CreateMessageRequestParams``):
-    an input request is refused when it is built, the server's bug, never sent."""
+    """Spec-mandated (schema.ts ``ElicitRequestFormParams``, ``CreateMessageRequestParams``;
+    schema.json ``$defs.CreateMessageRequestParams``: ``maxTokens`` an integer): an input
+    request is refused when it is built, the server's bug, never sent."""
     with pytest.raises(SignatureError, match=line):
         build()
 
@@ -219,3 +229,41 @@ def test_an_answer_read_as_another_kind_is_a_type_error() -> None:
             read("ok")
     with pytest.raises(TypeError, match="the answer under 'where' is not the answer to an elicit"):
         answers.elicitation("where")
+
+
+#: A form with a field of every kind the spec allows (client/elicitation §Requested Schema).
+EVERY_FIELD_FORM = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email", "minLength": 3, "default": "a@b.c"},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150, "default": 30},
+        "score": {"type": "number", "title": "Score", "description": "From 0 to 1"},
+        "ok": {"type": "boolean", "default": False},
+        "colour": {"type": "string", "enum": ["red", "green"]},
+        "hue": {"type": "string", "oneOf": [{"const": "#f00", "title": "Red"}]},
+        "legacy": {"type": "string", "enum": ["a"], "enumNames": ["A"]},
+        "tags": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ["x"]}},
+        "picks": {"type": "array", "items": {"anyOf": [{"const": "y", "title": "Y"}]}},
+    },
+    "required": ["email"],
+}
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        mrtr.Elicitation("Fill in", EVERY_FIELD_FORM),
+        mrtr.Sampling("p", 10, system_prompt="s"),
+        mrtr.ListRoots(),
+    ],
+    ids=["elicitation", "sampling", "roots"],
+)
+def test_every_kind_of_input_request_validates_against_the_schema(
+    request_: mrtr.InputRequest,
+) -> None:
+    """Spec-mandated (mrtr §Server Requirements 2: each value MUST be an ElicitRequest,
+    a CreateMessageRequest or a ListRootsRequest; schema.json ``$defs.InputRequest``)."""
+    found = wire_schema.problems(
+        request_.to_wire(), wire_schema.ref(f"{wire_schema.CORE}#/$defs/InputRequest")
+    )
+    assert found == []
