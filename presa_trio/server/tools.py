@@ -249,15 +249,22 @@ async def run_call(
     straight in the caller's task: a nursery costs a cancel scope and a
     schedule point on every call, and a tool that starts no child has
     nothing for it to wait for.
+
+    A child that asks (``ctx.ask`` on a plain call) waits for answers the
+    client has not given: the call answers ``input_required`` for them, as
+    when the tool itself asks, so the tool reads the same as in a task,
+    where the child waits on the task (mrtr §Basic Workflow; spec-notes §47).
     """
     if registered.nursery:
         try:
             async with ctx.supervising():
                 output = await run_handler(registered, ctx, arguments)
+        except* InputPending as pending:
+            output = rounds.pending_round(leaves(pending))
         except* HANDLER_FAILURES as error:
             # A child task in the call's nursery failed (or the tool exited): that
             # is not the tool's answer, so never an ``isError`` result; a task's
-            # children alike.
+            # children alike. With it, a child's pending input is no answer either.
             raise error_for(error) from None
     else:
         output = await run_handler(registered, ctx, arguments)

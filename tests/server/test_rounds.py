@@ -256,6 +256,42 @@ async def test_a_resource_or_prompt_may_ask_as_a_tool_does(
     assert shown == text
 
 
+def child_asking_server() -> Server:
+    """A tool registered with ``nursery=True`` whose child task asks."""
+    server = Server("child-asking", "1.0.0")
+
+    @server.tool(needs=["elicitation"], nursery=True, description="Asks from a child.")
+    async def ask_in_child(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        send, receive = trio.open_memory_channel[str](1)
+
+        async def ask(shown: trio.MemorySendChannel[str]) -> None:
+            async with shown:
+                answers = await ctx.ask(
+                    {"ok": Elicitation("OK?", {"type": "object", "properties": {}})}
+                )
+                await shown.send(f"child: {answers.elicitation('ok').action}")
+
+        ctx.nursery.start_soon(ask, send)
+        async with receive:
+            return await receive.receive()
+
+    return server
+
+
+async def test_a_child_in_the_calls_nursery_may_ask() -> None:
+    """Spec-mandated (mrtr §Basic Workflow: the server responds requesting more
+    information; spec-notes §47: a tool registered with ``nursery=True`` reads the same
+    on both paths): a child of ``ctx.nursery`` that asks on a plain call makes the call
+    ``input_required`` for its key, as the tool's own ask does, never -32603; the retry
+    that answers it completes."""
+    async with running(McpApp.for_server(child_asking_server())) as client:
+        first = input_required(await client.post(call("ask_in_child")))
+        assert set(first["inputRequests"]) == {"ok"}
+        answered = {"ok": {"action": "decline"}}
+        retry = call("ask_in_child", 2, inputResponses=answered, requestState=first["requestState"])
+        assert complete(await client.post(retry))["content"][0]["text"] == "child: decline"
+
+
 async def test_state_alone_is_a_valid_round(asking: McpClient) -> None:
     """Spec-mandated (mrtr §Client Requirements 1: without inputRequests the client MAY
     retry at once; §Server Requirements 6: at least one of the two)."""
