@@ -526,6 +526,47 @@ async def test_only_declared_capabilities_are_asked_for(client: McpClient) -> No
     assert methods == {"sampling/createMessage"}
 
 
+CAPABILITIES = "test_input_required_result_capabilities"
+SAMPLING_AND_FORMS: dict[str, Any] = {"sampling": {}, "elicitation": {}}
+
+
+async def capability_retry(client: McpClient, answers: dict[str, Any]) -> Any:
+    """The capability fixture's first round, then its retry with ``answers``."""
+    params: dict[str, Any] = {"name": CAPABILITIES, "arguments": {}}
+    message = request("tools/call", params, capabilities=SAMPLING_AND_FORMS)
+    first = input_required(await client.post(message))
+    retry = {**params, "inputResponses": answers, "requestState": first["requestState"]}
+    return await client.post(
+        request("tools/call", retry, request_id=2, capabilities=SAMPLING_AND_FORMS)
+    )
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [{"sample": {"x": 1}}, {"ask": {"action": "accept", "content": {"reply": 5}}}],
+    ids=["no-sampling-result", "content-outside-form"],
+)
+async def test_the_capability_fixture_refuses_an_answer_it_cannot_read(
+    client: McpClient, answers: dict[str, Any]
+) -> None:
+    """Spec-mandated (mrtr §Error Handling: an answer that cannot be parsed is a
+    protocol error; client/elicitation §Form Mode Security): as every other fixture."""
+    error_of(await capability_retry(client, answers), 400, INVALID_PARAMS, 2)
+
+
+async def test_the_capability_fixture_counts_only_the_answers_it_asked_for(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (mrtr §Error Handling: what the server does not recognize is
+    ignored, and missing information is asked for again): an answer only under a key
+    it never asked is no answer; one valid answer completes."""
+    unknown = await capability_retry(client, {"unrelated": {"x": 1}})
+    assert set(input_required(unknown, 2)["inputRequests"]) == {"sample", "ask"}
+    valid = {"ask": {"action": "accept", "content": {"reply": "hi"}}}
+    text = complete(await capability_retry(client, valid))["content"][0]["text"]
+    assert text == "Received 1 answer(s)."
+
+
 @pytest.mark.parametrize(
     ("what", "declared", "required"),
     [
