@@ -751,8 +751,9 @@ async def test_an_answer_of_its_result_type_completes(
         ("tools/call", {"name": ELICIT}, "user_name", {}),
         ("tools/call", {"name": "test_input_required_result_multi_round"}, "step1", {}),
         ("prompts/get", {"name": "test_input_required_result_prompt"}, "user_context", {}),
+        ("tools/call", {"name": "test_streaming_elicitation"}, "confirmation", {"ok": "yes"}),
     ],
-    ids=["name-number", "name-missing", "round-one-empty", "prompt-empty"],
+    ids=["name-number", "name-missing", "round-one-empty", "prompt-empty", "confirm-string"],
 )
 async def test_an_accepted_answer_outside_the_form_asked_is_invalid_params(
     client: McpClient, method: str, params: dict[str, Any], key: str, content: dict[str, Any]
