@@ -6,6 +6,7 @@ from presa_trio.wire.mrtr import Elicitation, InputRequired, Sampling
 
 server = Server("two-rounds", "1.0.0")
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+ASK_CITY = Elicitation("Which city?", CITY)
 
 
 @server.tool(needs=["elicitation", "sampling"])
@@ -14,11 +15,12 @@ async def city_fact(ctx: RequestContext) -> str | InputRequired:
     city = ctx.state["city"] if ctx.state else None  # verified state of an earlier round
     if city is None:
         answer = ctx.elicitation("city")  # this round's answer, if the client sent one
-        if answer is None:
-            return InputRequired({"city": Elicitation("Which city?", CITY)})
-        if answer.action != "accept" or answer.content is None:
+        if answer is not None and answer.action != "accept":
             return "No city, no fact."
-        city = answer.content["city"]
+        # The content is the client's: a form it did not fill in is asked again.
+        city = (answer.content or {}).get("city") if answer else None
+        if not isinstance(city, str):
+            return InputRequired({"city": ASK_CITY})
     fact = ctx.sampling("fact")
     if fact is None:  # round 2: ask the model; the signed state carries the city
         ask = Sampling(f"Tell me one fact about {city}.", max_tokens=60)

@@ -27,7 +27,8 @@ async def test_hello_server_greets() -> None:
 
 async def test_two_round_tool_asks_the_user_then_the_model() -> None:
     """Spec-mandated (basic/patterns/mrtr §Basic Workflow): each retry carries only the
-    answers of the previous round, and the signed state carries the rest."""
+    answers of the previous round, and the signed state carries the rest; a form
+    accepted without its city is asked again (§Error Handling), never a -32603."""
     async with running(McpApp.for_server(two_rounds.server)) as client:
 
         async def call(**extra: Any) -> dict[str, Any]:
@@ -38,6 +39,8 @@ async def test_two_round_tool_asks_the_user_then_the_model() -> None:
         first = await call()
         assert first["resultType"] == "input_required"
         assert first["inputRequests"]["city"]["method"] == "elicitation/create"
+        unfilled = await call(inputResponses={"city": {"action": "accept", "content": {}}})
+        assert list(unfilled["inputRequests"]) == ["city"]
         second = await call(inputResponses={"city": ELICIT_ACCEPT})
         assert second["inputRequests"]["fact"]["method"] == "sampling/createMessage"
         third = await call(inputResponses={"fact": SAMPLED}, requestState=second["requestState"])
