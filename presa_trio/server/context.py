@@ -371,7 +371,13 @@ class RequestContext:
     # --- multi round-trip answers (mrtr §InputResponses) -----------------------
 
     def elicitation(self, key: str) -> mrtr.ElicitResult | None:
-        """The client's answer to the elicitation issued under ``key``, if any."""
+        """The client's answer to the elicitation issued under ``key``, if any.
+
+        It is a valid ``ElicitResult`` (-32602 otherwise), its content as the
+        client sent it: this round does not know the form it answers, so the
+        content is not checked against it, as :meth:`ask` and :meth:`elicit`
+        check it (client/elicitation §Form Mode Security).
+        """
         raw = self.input_responses.get(key)
         return None if raw is None else mrtr.read_answer(mrtr.read_elicit_result, key, raw)
 
