@@ -12,6 +12,7 @@ Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
@@ -19,7 +20,7 @@ import attrs
 
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.forms import check_form
-from presa_trio.wire.hints import SignatureError
+from presa_trio.wire.hints import STRING_READERS, SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
@@ -315,6 +316,10 @@ def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
 def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
     """-32602 unless accepted ``content`` fits the form it answers.
 
+    A field of format ``date`` or ``date-time`` must also hold one: a
+    typed form reads it into a ``date`` or a ``datetime``, so an answer is
+    refused where it arrives, never once a task has taken it (spec-notes §63).
+
     Spec: client/elicitation §Form Mode Security — servers SHOULD validate
     that received data matches the requested schema.
     """
@@ -324,6 +329,36 @@ def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None
             f"inputResponses[{key!r}]: the content does not fit the requested schema "
             f"({violations[0].describe()})"
         )
+    problem = unreadable_field(schema.schema, content)
+    if problem is not None:
+        raise InvalidParams(f"inputResponses[{key!r}]: {problem}")
+
+
+#: The string formats a form's answer is read into values by, with what reads them:
+#: the readers of a typed form's ``date`` and ``datetime`` fields.
+READ_FORMATS: Mapping[str, tuple[Callable[[str], Any], str]] = {
+    "date": STRING_READERS[datetime.date],
+    "date-time": STRING_READERS[datetime.datetime],
+}
+
+
+def unreadable_field(form: JSONObject, content: JSONObject) -> str | None:
+    """What keeps a field of ``content`` of a :data:`READ_FORMATS` format from being read."""
+    properties = form.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    for name, value in content.items():
+        field = properties.get(name)
+        kind = field.get("format") if isinstance(field, dict) else None
+        reader = READ_FORMATS.get(kind) if isinstance(kind, str) else None
+        if reader is None or not isinstance(value, str):
+            continue
+        read, what = reader
+        try:
+            read(value)
+        except (ValueError, ArithmeticError):
+            return f"content.{name}: {value!r} is not {what}"
+    return None
 
 
 def read_answer(reader: Callable[[JSONObject], _Read], key: str, answer: JSONObject) -> _Read:

@@ -20,7 +20,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.server import Accepted, RequestContext, Server
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension
-from presa_trio.testing import McpClient, connect
+from presa_trio.testing import McpClient, RequestFailed, connect
 from presa_trio.wire.errors import INTERNAL_ERROR, INVALID_PARAMS
 from presa_trio.wire.mrtr import Elicitation, InputRequired
 from tests.expect import error_of
@@ -247,6 +247,52 @@ async def test_in_a_task_the_form_waits_on_the_task_and_tasks_update_answers_it(
     done = await client.get_task(task_id)
     assert done["status"] == "completed"
     assert done["result"]["content"] == [{"type": "text", "text": "deleting b.txt on 2026-08-01"}]
+
+
+@pytest.mark.parametrize("day", ["2026-13-45", "someday"])
+async def test_in_a_task_a_date_the_form_cannot_read_is_refused_by_the_update(
+    client: McpClient, day: str
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling; client/elicitation §Form Mode
+    Security; spec-notes §29, §63): a ``date`` field holding no date is -32602 from
+    ``tasks/update``, as the plain path's retry is, and the key stays outstanding for a
+    corrected answer; the task is never failed by it."""
+    created = await client.call_tool("delete", {"path": "d"}, capabilities=DECLARED)
+    task_id = created["taskId"]
+    await wait_all_tasks_blocked()
+    await client.update_task(task_id, {"elicit-1": accept({"sure": True})})
+    await wait_all_tasks_blocked()
+    with pytest.raises(RequestFailed) as refused:
+        await client.update_task(task_id, {"elicit-2": accept({"day": day})})
+    assert (refused.value.status, refused.value.code) == (400, INVALID_PARAMS)
+    assert (
+        refused.value.message
+        == f"inputResponses['elicit-2']: content.day: {day!r} is not an ISO 8601 date"
+    )
+    await wait_all_tasks_blocked()
+    waiting = await client.get_task(task_id)
+    assert (waiting["status"], list(waiting["inputRequests"])) == ("input_required", ["elicit-2"])
+    await client.update_task(task_id, {"elicit-2": accept({"day": "2026-08-02"})})
+    await wait_all_tasks_blocked()
+    done = await client.get_task(task_id)
+    assert done["result"]["content"] == [{"type": "text", "text": "deleting d on 2026-08-02"}]
+
+
+async def test_a_date_the_form_cannot_read_is_refused_alike_on_the_plain_path(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Error Handling; spec-notes §63): the retry
+    that brings it gets the same -32602."""
+    params = {
+        "name": "delete",
+        "arguments": {"path": "a"},
+        "inputResponses": {"elicit-1": accept({"sure": True}), "elicit-2": accept({"day": "x"})},
+    }
+    response = await client.call("tools/call", params, capabilities=UNDECLARED)
+    error = error_of(response, 400, INVALID_PARAMS)
+    assert (
+        error["message"] == "inputResponses['elicit-2']: content.day: 'x' is not an ISO 8601 date"
+    )
 
 
 async def test_in_a_task_a_decline_is_the_typed_outcome(client: McpClient) -> None:

@@ -267,3 +267,42 @@ def test_every_kind_of_input_request_validates_against_the_schema(
         request_.to_wire(), wire_schema.ref(f"{wire_schema.CORE}#/$defs/InputRequest")
     )
     assert found == []
+
+
+DATED_FORM = mrtr.Elicitation(
+    "When?",
+    {
+        "type": "object",
+        "properties": {
+            "day": {"type": "string", "format": "date"},
+            "at": {"type": "string", "format": "date-time"},
+            "mail": {"type": "string", "format": "email"},
+            "site": {"type": "string", "format": "uri"},
+        },
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ({"day": "2026-02-30"}, "content.day: '2026-02-30' is not an ISO 8601 date"),
+        ({"at": "tomorrow"}, "content.at: 'tomorrow' is not an ISO 8601 date-time"),
+        ({"day": "2026-07-28", "at": "2026-07-28T10:00:00Z", "mail": "x", "site": "y"}, None),
+    ],
+    ids=["no-date", "no-date-time", "read-and-annotations"],
+)
+def test_a_date_or_date_time_field_is_read_where_the_answer_arrives(
+    content: dict[str, Any], problem: str | None
+) -> None:
+    """presa-defined (spec-notes §63; client/elicitation §Form Mode Security): a field
+    of format ``date`` or ``date-time`` must hold one the typed reader reads; ``email``
+    and ``uri`` stay annotations."""
+    answer = {"action": "accept", "content": content}
+    if problem is None:
+        mrtr.check_answer(DATED_FORM.to_wire(), "when", answer)
+        return
+    with pytest.raises(McpError) as refused:
+        mrtr.check_answer(DATED_FORM.to_wire(), "when", answer)
+    assert refused.value.code == INVALID_PARAMS
+    assert refused.value.message == f"inputResponses['when']: {problem}"
