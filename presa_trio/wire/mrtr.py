@@ -316,9 +316,10 @@ def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
 def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
     """-32602 unless accepted ``content`` fits the form it answers.
 
-    A field of format ``date`` or ``date-time`` must also hold one: a
-    typed form reads it into a ``date`` or a ``datetime``, so an answer is
-    refused where it arrives, never once a task has taken it (spec-notes §63).
+    A field of format ``date`` or ``date-time`` must also hold one, and a
+    ``number`` one a number a double holds: a typed form reads them into a
+    ``date``, a ``datetime``, a ``float``, so an answer is refused where it
+    arrives, never once a task has taken it (spec-notes §63).
 
     Spec: client/elicitation §Form Mode Security — servers SHOULD validate
     that received data matches the requested schema.
@@ -343,21 +344,32 @@ READ_FORMATS: Mapping[str, tuple[Callable[[str], Any], str]] = {
 
 
 def unreadable_field(form: JSONObject, content: JSONObject) -> str | None:
-    """What keeps a field of ``content`` of a :data:`READ_FORMATS` format from being read."""
+    """What keeps a field of ``content`` from being read as its form's field is read, if any.
+
+    A string of a :data:`READ_FORMATS` format is read by its reader; a
+    ``number`` field's value must fit a double, which a typed form's
+    ``float`` field reads it into (RFC 8259 §6: the range that interoperates).
+    """
     properties = form.get("properties")
     if not isinstance(properties, dict):
         return None
     for name, value in content.items():
         field = properties.get(name)
-        kind = field.get("format") if isinstance(field, dict) else None
-        reader = READ_FORMATS.get(kind) if isinstance(kind, str) else None
-        if reader is None or not isinstance(value, str):
+        if not isinstance(field, dict):
             continue
-        read, what = reader
-        try:
-            read(value)
-        except (ValueError, ArithmeticError):
-            return f"content.{name}: {value!r} is not {what}"
+        kind = field.get("format")
+        reader = READ_FORMATS.get(kind) if isinstance(kind, str) else None
+        if reader is not None and isinstance(value, str):
+            read, what = reader
+            try:
+                read(value)
+            except (ValueError, ArithmeticError):
+                return f"content.{name}: {value!r} is not {what}"
+        if field.get("type") == "number" and is_number(value):
+            try:
+                float(value)
+            except OverflowError:
+                return f"content.{name}: the number is beyond the range of a double"
     return None
 
 

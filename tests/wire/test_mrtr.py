@@ -278,6 +278,7 @@ DATED_FORM = mrtr.Elicitation(
             "at": {"type": "string", "format": "date-time"},
             "mail": {"type": "string", "format": "email"},
             "site": {"type": "string", "format": "uri"},
+            "score": {"type": "number"},
         },
     },
 )
@@ -288,16 +289,21 @@ DATED_FORM = mrtr.Elicitation(
     [
         ({"day": "2026-02-30"}, "content.day: '2026-02-30' is not an ISO 8601 date"),
         ({"at": "tomorrow"}, "content.at: 'tomorrow' is not an ISO 8601 date-time"),
-        ({"day": "2026-07-28", "at": "2026-07-28T10:00:00Z", "mail": "x", "site": "y"}, None),
+        ({"score": 10**400}, "content.score: the number is beyond the range of a double"),
+        (
+            {"day": "2026-07-28", "at": "2026-07-28T10:00:00Z", "mail": "x", "site": "y"}
+            | {"score": 10**300},
+            None,
+        ),
     ],
-    ids=["no-date", "no-date-time", "read-and-annotations"],
+    ids=["no-date", "no-date-time", "beyond-a-double", "read-and-annotations"],
 )
-def test_a_date_or_date_time_field_is_read_where_the_answer_arrives(
+def test_a_field_is_read_where_the_answer_arrives(
     content: dict[str, Any], problem: str | None
 ) -> None:
     """presa-defined (spec-notes §63; client/elicitation §Form Mode Security): a field
-    of format ``date`` or ``date-time`` must hold one the typed reader reads; ``email``
-    and ``uri`` stay annotations."""
+    of format ``date`` or ``date-time`` must hold one the typed reader reads, and a
+    ``number`` field a number a double holds; ``email`` and ``uri`` stay annotations."""
     answer = {"action": "accept", "content": content}
     if problem is None:
         mrtr.check_answer(DATED_FORM.to_wire(), "when", answer)
