@@ -719,6 +719,31 @@ def all_trio_tasks() -> set[trio.lowlevel.Task]:
     return found
 
 
+async def test_a_runner_cancelled_as_it_starts_ends_at_once() -> None:
+    """presa-defined (the failure policy of the workers' nursery, ``Supervisor.run``;
+    docs/tasks.md, shutdown): a runner whose scope is cancelled while its workers'
+    nursery is being started (a shutdown during start-up) ends. The shield that only
+    ``Supervisor.stop`` lifts must not go up in ``nursery.start``'s own nursery, where
+    a cancelled start leaves its task: nothing would lift it, and the start would
+    wait for ever."""
+    runner = TaskRunner(MemoryStore(), TRIO_CLOCK)
+    ended: list[bool] = []
+
+    async def cancelled_at_start() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await runner.run()
+        ended.append(scope.cancelled_caught)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancelled_at_start)
+        await wait_all_tasks_blocked()
+        ended_by_itself = list(ended)
+        if not ended and runner._supervisor is not None:
+            runner._supervisor.stop("the test gives up")  # it hangs: let it end
+    assert ended_by_itself == [True]
+
+
 async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
     store: RecordingStore,
 ) -> None:
