@@ -148,6 +148,11 @@ class Reloader:
 
         Every signal is received here, for as long as the child may run, so
         none is left pending to end this process by its default action.
+
+        Failure policy of the nursery: the watch of the signals raises nothing
+        and ends with the restarts; a failure of the restarts (the files cannot
+        be read, the child cannot be started) ends this process, its child
+        asked to stop and killed past the bound first (:meth:`run_child`).
         """
         with trio.open_signal_receiver(*SHUTDOWN_SIGNALS) as signals:
             async with trio.open_nursery() as nursery:
@@ -171,7 +176,12 @@ class Reloader:
                     say(self.link)
 
     async def restarting(self) -> None:
-        """The child, started again after each change under ``root``."""
+        """The child, started again after each change under ``root``.
+
+        Failure policy of each run's nursery: a child that exits by itself ends
+        nothing (it starts again at the next change); a change cancels the
+        child; a failure of either ends both, and the reloader.
+        """
         log.info("reload: watching %s", self.root)
         files = await trio.to_thread.run_sync(snapshot, self.root)
         while True:
@@ -184,7 +194,10 @@ class Reloader:
         """Run the child to its end; cancelled, ask it to stop, and kill it ``bound``
         seconds later if it still runs. This end of its link closes when the child has
         exited, or with this process, however it ends. Windows passes no descriptors to a
-        child: there Trio ends it its own way."""
+        child: there Trio ends it its own way.
+
+        Failure policy of the nursery: it holds the process alone, and ends when
+        the process exits; only a process that cannot be started raises."""
         if sys.platform == "win32":
             await trio.run_process(self.command, check=False)
             return

@@ -277,6 +277,9 @@ async def interruptible(run: Run) -> int:
     cancel has :data:`~presa_trio.client.follow.CANCEL_WAIT_S` in all; a
     server that does not answer it in time, or refuses it, is said on
     stderr, and the status stays 130: the person asked to stop.
+
+    Failure policy of the nursery: the watch of SIGINT raises nothing; the
+    command's own failure ends the watch and goes on to the caller.
     """
     interrupted = False
     with trio.open_signal_receiver(signal.SIGINT) as signals:

@@ -127,7 +127,12 @@ class TaskFollower:
         return await self.connection.request("tasks/get", {"taskId": task_id})
 
     async def follow(self, task: JSONObject) -> JSONObject:
-        """Stay with ``task`` (a ``CreateTaskResult`` or a snapshot) until it ends."""
+        """Stay with ``task`` (a ``CreateTaskResult`` or a snapshot) until it ends.
+
+        Failure policy of the nursery: a failure of the watcher (the server
+        unreachable too long) or of the ticker ends the follow, and the
+        command, with it; the loop cancels both once the task has ended.
+        """
         task_id = task.get("taskId")
         if not isinstance(task_id, str):
             raise ProtocolFailure(f"{self.connection.where} created a task without a taskId")

@@ -359,6 +359,8 @@ async def authorization_code(
             **extra,
         )
         with trio.fail_after(CALLBACK_WAIT_S):
+            # Failure policy: the opener (the URL printed, a browser started) fails
+            # only by a defect, which ends the sign-in; the callback cancels it.
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(opener, url)
                 answer = await await_callback(listener, urlsplit(redirect_uri).path, state)

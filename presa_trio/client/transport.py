@@ -513,6 +513,10 @@ async def open_stdio(
 
     On leaving, the child's stdin is closed and it has :data:`STDIO_EXIT_GRACE_S`
     to exit before it is killed.
+
+    Failure policy of the nursery: the process and the reader of its stdout
+    end when the child exits (the reader then ends every exchange); leaving
+    the block cancels both; only a child that cannot be started raises.
     """
     where = command_line(command)
     async with trio.open_nursery() as nursery:

@@ -175,6 +175,10 @@ class McpApp:
 
         It runs until cancelled; requests are served only while it does.
         Nothing of a request runs here (:mod:`presa_trio.http.exchange`).
+
+        Failure policy of the nursery: an extension or the token verifier that
+        fails ends the server's lifetime (:meth:`lifespan` logs it and sets
+        :attr:`failed`, and the process exits non-zero); no request is on it.
         """
         async with trio.open_nursery() as nursery:
             await nursery.start(self.dispatcher.run)

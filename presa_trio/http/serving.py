@@ -181,6 +181,9 @@ async def serve_http(
         ]
 
         async def serve(trigger: ShutdownTrigger) -> None:
+            # Failure policy of the nursery: it holds hypercorn alone, which ends once
+            # the shutdown is done; what it raises (a lifespan that failed to start)
+            # ends serving, and is told apart below.
             async def shutdown() -> None:
                 await first_of(trigger, mcp.failed.wait)
                 mcp.draining = True

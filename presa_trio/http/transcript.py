@@ -80,6 +80,9 @@ class TranscriptRecorder:
         try:
             await self.app(scope, recording_receive, recording_send)
         finally:
+            # Unbounded: the append waits only for the appends before it, each one
+            # write in a thread, which a bound could not stop (abandoned, the next
+            # line would interleave with it).
             with trio.CancelScope(shield=True):
                 await self.append(exchange)
 

@@ -290,12 +290,17 @@ class RequestContext:
         It checkpoints, as every ``await`` of the runtime does, even when
         the answers are already at hand.
         """
-        if again := sorted(self._asked.intersection(requests)):
-            raise ValueError(f"input keys asked already in this call: {again}")
-        self._asked = self._asked.union(requests)
+        self.note_asked(requests)
         answers = mrtr.answers_for(requests, self.input_responses, self.state)
         await trio.lowlevel.checkpoint()
         return answers
+
+    def note_asked(self, requests: Mapping[str, mrtr.InputRequest]) -> None:
+        """Note the keys of ``requests`` as asked in this run of the handler; a
+        ``ValueError`` if one was asked already (see :meth:`ask`)."""
+        if again := sorted(self._asked.intersection(requests)):
+            raise ValueError(f"input keys asked already in this call: {again}")
+        self._asked = self._asked.union(requests)
 
     @overload
     async def elicit(

@@ -84,6 +84,10 @@ class WorkerContext(RequestContext):
         waits, the task counts as parked
         (:attr:`~presa_trio.tasks.writes.StoreWriter.on_load`).
         """
+        # A key asked already in this run is the job's bug, as on the plain path; a
+        # re-run's store write would not refuse it (it asks again what its first run
+        # asked), and two waits under one key would share one Event slot.
+        self.note_asked(requests)
         require_allowed(requests, self.capabilities)
         require_writable(requests)
         if not requests:  # nothing to wait for: no answers, as on the plain path

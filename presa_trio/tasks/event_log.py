@@ -294,7 +294,7 @@ class TaskEventLog:
                 await follower.event.wait()
             finally:
                 follower.event = None
-        await trio.lowlevel.checkpoint()
+        await trio.sleep(0)
 
     # --- bounds on streams ------------------------------------------------------------
 

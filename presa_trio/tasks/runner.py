@@ -116,11 +116,12 @@ A task's life
   task's life events, and ``ctx.emit`` a tool's own (:mod:`~presa_trio.tasks.event_log`).
 - **Shutdown** stops every worker without writing for it (a parked task
   keeps its input requests), then releases this process's leases, so the
-  next process to start claims them at once. Nothing at shutdown waits on
-  the store for longer than :data:`RELEASE_WITHIN`: a worker's store
-  calls, its shielded write included, end with its stop, and the release
-  is bounded, so a store that does not answer (whose calls end when
-  cancelled, as every store's must) holds no shutdown back.
+  next process to start claims them at once. A store that does not answer
+  holds no shutdown back past its own bound: a worker's store calls, its
+  shielded write included, end with its stop, and the release is bounded
+  by :data:`RELEASE_WITHIN`; a call that ends when cancelled (memory,
+  PostgreSQL) ends at once, and a SQLite call, which finishes the
+  transaction it began in its thread, within the store timeout.
 
 Beyond one process: every read and write awaits the store; leases with a
 generation fence a worker whose task another process claimed; recovery
@@ -185,7 +186,8 @@ log = logging.getLogger(__name__)
 
 #: How long, at most, the runner waits for the store as it stops (seconds):
 #: the release of its leases. Well under the one second a shutdown may take
-#: past its grace (``--shutdown-grace``), whatever the store does.
+#: past its grace (``--shutdown-grace``), for a store whose calls end when
+#: cancelled; a SQLite call in its thread ends within the store timeout.
 RELEASE_WITHIN = 0.5
 #: The task id a readiness check reads: no task has it (a new id has 32 characters).
 READINESS_PROBE_ID = "readiness-probe"

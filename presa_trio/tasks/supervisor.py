@@ -104,13 +104,22 @@ class Supervisor:
 
         Failure policy of the workers' nursery: no worker ends it (each
         catches what escapes its task, :meth:`_supervise`); only :meth:`stop`.
+
+        The shield goes up once started, and only if the start was not
+        cancelled meanwhile: a start cancelled before ``started()`` leaves
+        this task in ``nursery.start``'s own nursery, where no :meth:`stop`
+        would reach a shield, and the start would wait for it for ever.
         """
         self._stopping = False
-        with trio.CancelScope(shield=True) as self._shield:
+        with trio.CancelScope() as self._shield:
             try:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     task_status.started()
+                    # Raises the cancel that came during the start, if one did; no
+                    # schedule point otherwise (trio has no public spelling of it).
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    self._shield.shield = True
                     await trio.sleep_forever()
             finally:
                 self._nursery = None

@@ -24,7 +24,13 @@ from presa_trio.tasks.context import WorkerContext
 from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
-from presa_trio.tasks.stores.base import StoredTask, StoreUnavailable, TaskExpired, TaskNotFound
+from presa_trio.tasks.stores.base import (
+    StoredTask,
+    StoreUnavailable,
+    TaskExpired,
+    TaskNotFound,
+    Work,
+)
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.tasks.worker import Move, Worker
 from presa_trio.tasks.writes import StoreWriter
@@ -454,6 +460,53 @@ async def test_requests_whose_stored_answer_was_lost_are_not_asked_twice(
         nursery.cancel_scope.cancel()
 
 
+async def test_a_rerun_that_asks_a_key_twice_fails_as_its_first_run_would(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests, keys unique for the task; T-37): a
+    task run again by recovery that asks a key it asked already in that run, here
+    from two child tasks at once, fails with a generic -32603, as its first run and
+    the plain path do. Each child's wait must not replace the other's Event under
+    the one key: the answer would wake one of them, and the task never end."""
+    store = MemoryStore()
+    work = Work("asker", {}, "2026-07-28", {}, rerun=True)
+    runs: list[str] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append("run")
+        if len(runs) == 1:
+            await ctx.ask({"k": ASK})  # parked when its process stops
+            return RESULT
+
+        async def child() -> None:
+            await ctx.ask({"k": ASK})
+
+        ctx.nursery.start_soon(child)
+        ctx.nursery.start_soon(child)
+        return RESULT
+
+    first = TaskRunner(store, TRIO_CLOCK, lease_ms=3000)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(first.run)
+        task_id = (await first.start("s", job, creator(), work)).task_id
+        await wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()  # the process stops; its lease is let go
+    second = TaskRunner(store, TRIO_CLOCK, lease_ms=3000, revive=lambda _: (job, creator()))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(second.run)
+        await wait_all_tasks_blocked()
+        assert runs == ["run", "run"]
+        await second.update("s", task_id, {"k": YES})
+        await wait_all_tasks_blocked()
+        failed = await second.get("s", task_id)
+        assert failed.error is not None
+        assert (failed.status, without_incident(failed.error)) == (
+            Status.FAILED,
+            {"code": INTERNAL_ERROR, "message": "Internal error"},
+        )
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_worker_that_fails_outside_its_job_ends_alone_and_its_task_is_recovered(
     autojump_clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
@@ -664,6 +717,31 @@ def all_trio_tasks() -> set[trio.lowlevel.Task]:
             found.add(task)
             pending.extend(t for n in task.child_nurseries for t in n.child_tasks)
     return found
+
+
+async def test_a_runner_cancelled_as_it_starts_ends_at_once() -> None:
+    """presa-defined (the failure policy of the workers' nursery, ``Supervisor.run``;
+    docs/tasks.md, shutdown): a runner whose scope is cancelled while its workers'
+    nursery is being started (a shutdown during start-up) ends. The shield that only
+    ``Supervisor.stop`` lifts must not go up in ``nursery.start``'s own nursery, where
+    a cancelled start leaves its task: nothing would lift it, and the start would
+    wait for ever."""
+    runner = TaskRunner(MemoryStore(), TRIO_CLOCK)
+    ended: list[bool] = []
+
+    async def cancelled_at_start() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await runner.run()
+        ended.append(scope.cancelled_caught)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancelled_at_start)
+        await wait_all_tasks_blocked()
+        ended_by_itself = list(ended)
+        if not ended and runner._supervisor is not None:
+            runner._supervisor.stop("the test gives up")  # it hangs: let it end
+    assert ended_by_itself == [True]
 
 
 async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(

@@ -68,6 +68,12 @@ each on every store):
    only frees the space. A log's ``next_seq`` survives retention and
    lives as long as its task.
 
+Cancellation: every method checkpoints, and a call whose caller is
+cancelled raises ``trio.Cancelled`` itself, never inside an exception group
+(a store's own nursery keeps it out of one), so a caller's ``except
+trio.Cancelled`` sees it; whether a write cancelled mid-way committed, the
+caller may not learn (``tests/tasks/stores/test_cancellation.py``).
+
 Expiry: a task whose TTL has elapsed answers "expired" to its own scope
 (and "not found" to every other) until :meth:`TaskStore.expire` deletes it
 (SEP-2663 §Protocol Errors).

@@ -14,6 +14,8 @@ from presa_trio.tasks import model
 from presa_trio.tasks.events import NewEvent, Retention
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
+from presa_trio.tasks.stores.sqlite import store as sqlite_store
+from presa_trio.tasks.stores.sqlite.database import FileIdentity
 from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION, SqliteStore
 from tests.tasks.stores.records import PATIENCE, ROOMY, T0, new_task, stored
 
@@ -238,6 +240,30 @@ async def test_a_file_gone_from_its_name_is_unavailable_until_it_is_back(
             False,
             True,
         ]
+
+
+async def test_the_lock_and_the_file_are_opened_off_the_trio_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/tasks.md, structured concurrency: blocking I/O goes through
+    trio.to_thread): opening a store takes its lock file and opens the database in a
+    worker thread, so a slow file system holds up no other Trio task."""
+    on_trio_thread: list[tuple[str, bool]] = []
+    hold_lock, open_file = sqlite_store.hold_lock, sqlite_store._open
+
+    def recording_lock(path: Path) -> tuple[int, bool]:
+        on_trio_thread.append(("lock", trio.lowlevel.in_trio_run()))
+        return hold_lock(path)
+
+    def recording_open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
+        on_trio_thread.append(("open", trio.lowlevel.in_trio_run()))
+        return open_file(path)
+
+    monkeypatch.setattr(sqlite_store, "hold_lock", recording_lock)
+    monkeypatch.setattr(sqlite_store, "_open", recording_open)
+    async with open_store(f"sqlite:///{tmp_path / 'tasks.db'}"):
+        pass
+    assert on_trio_thread == [("lock", False), ("open", False)]
 
 
 async def test_a_directory_is_refused_in_one_line_saying_so(tmp_path: Path) -> None:

@@ -355,46 +355,63 @@ async def run_cancellably(connection: Connection, work: Work[T]) -> T:
     the server to end the statement (psycopg's ``cancel_safe``), waits
     :data:`CANCEL_WAIT_S` for the thread, and only then stops waiting for it
     (the thread is abandoned, and the caller never lends this connection
-    again). The nursery's failure policy: the call's own outcome never
-    reaches it (captured, returned after); it ends only by the caller's
-    cancellation, which it raises once the thread ended or was abandoned.
+    again). The nursery's failure policy: nothing ends it early; the call's
+    own outcome never reaches it (captured, returned after), and the watcher
+    returns, not raises, once the cancel is handled. The caller's scope is
+    still cancelled then, so the checkpoint after the nursery raises
+    ``trio.Cancelled`` bare, as every other store does: raised in the
+    nursery, it would come out in an exception group, which a caller's
+    ``except trio.Cancelled`` does not catch.
     """
     finished = trio.Event()
+    watched = Watch()
     async with trio.open_nursery() as nursery:
         with trio.CancelScope(shield=True) as call:
-            nursery.start_soon(cancel_when_cancelled, connection, finished, call)
+            nursery.start_soon(cancel_when_cancelled, connection, finished, call, watched)
             try:
                 result = await trio.to_thread.run_sync(
                     outcome.capture, transact, connection, work, abandon_on_cancel=True
                 )
             finally:
                 finished.set()
+    if watched.cancelled:
+        await trio.sleep(0)  # a checkpoint: raises the caller's Cancelled, bare
     return result.unwrap()
 
 
+@attrs.define
+class Watch:
+    """What :func:`cancel_when_cancelled` saw: whether the caller was cancelled."""
+
+    cancelled: bool = False
+
+
 async def cancel_when_cancelled(
-    connection: Connection, finished: trio.Event, call: trio.CancelScope
+    connection: Connection, finished: trio.Event, call: trio.CancelScope, watched: Watch
 ) -> None:
     """Return once the call ``finished``; if cancelled first, end the call on the server.
 
     The connection is closed once the thread ended: a cancel that reaches
     the server late must not meet another call's statement. A thread still
     running after :data:`CANCEL_WAIT_S` is abandoned with its connection.
+    The cancel is noted in ``watched``, not raised (see :func:`run_cancellably`).
     """
     try:
         await finished.wait()
     except trio.Cancelled:
-        with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_WAIT_S):
-            try:
-                await trio.to_thread.run_sync(
-                    lambda: connection.cancel_safe(timeout=CANCEL_WAIT_S),
-                    abandon_on_cancel=True,
-                )
-            except psycopg.Error as error:
-                log.debug("could not cancel a statement: %s", first_line(error))
-            await finished.wait()
-        if finished.is_set():
-            await close(connection)
-        else:
-            call.cancel()  # still running: stop waiting for its thread
-        raise
+        watched.cancelled = True
+    else:
+        return
+    with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_WAIT_S):
+        try:
+            await trio.to_thread.run_sync(
+                lambda: connection.cancel_safe(timeout=CANCEL_WAIT_S),
+                abandon_on_cancel=True,
+            )
+        except psycopg.Error as error:
+            log.debug("could not cancel a statement: %s", first_line(error))
+        await finished.wait()
+    if finished.is_set():
+        await close(connection)
+    else:
+        call.cancel()  # still running: stop waiting for its thread

@@ -155,6 +155,8 @@ class Database:
         shielded: the caller running it may be cancelled, the others' writes
         still run.
         """
+        # Cancelled already: raised before joining (trio's public checkpoint would
+        # also yield to the scheduler, on every write).
         await trio.lowlevel.checkpoint_if_cancelled()
         request = Write(work, time.monotonic() + self.timeout)
         self._pending.append(request)
@@ -171,6 +173,9 @@ class Database:
                 if not request.taken:
                     self._pending.remove(request)
                     raise
+                # Taken: it runs whoever waits, so its outcome is returned; the cancel
+                # is not lost (trio's stays on its scope) and comes at the caller's next
+                # checkpoint. The wait is bounded by the batch's deadlines.
                 with trio.CancelScope(shield=True):
                     await request.done.wait()
             assert request.result is not None

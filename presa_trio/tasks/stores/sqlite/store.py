@@ -532,30 +532,60 @@ def sqlite_path(url: str) -> Path:
     return Path(url[len(prefix) :])
 
 
-@asynccontextmanager
-async def open_sqlite_store(
-    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
-) -> AsyncIterator[SqliteStore]:
-    """Lock and open (creating if needed) the file ``url`` names; close and unlock on exit."""
+@attrs.frozen
+class Opened:
+    """What :func:`open_locked` opened: the lock's descriptor, the connections, the file."""
+
+    lock: int
+    writer: sqlite3.Connection
+    reader: sqlite3.Connection
+    file: FileIdentity
+
+
+def open_locked(url: str) -> Opened:
+    """In a thread: lock the file ``url`` names, then open it (:func:`hold_lock`, :func:`_open`).
+
+    A file refused is let go of whole: its lock is closed, and a lock file
+    made just now removed, so it keeps nothing of presa's beside it.
+    """
     path = sqlite_path(url)
     if not path.parent.is_dir():
         raise StoreUnavailable(f"cannot open {url}: no directory {path.parent}")
     lock, made = hold_lock(path)
     try:
-        try:
-            writer, reader, opened = await trio.to_thread.run_sync(_open, path)
-        except (sqlite3.Error, StoreUnavailable) as error:
-            if made:  # a file presa refuses keeps nothing of presa's beside it
-                lock_path(path).unlink()
-            if isinstance(error, StoreUnavailable):
-                raise
+        writer, reader, file = _open(path)
+    except BaseException as error:
+        if made:
+            lock_path(path).unlink()
+        os.close(lock)
+        if isinstance(error, sqlite3.Error):
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
-        store = SqliteStore(
-            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout, file=opened)
+        raise
+    return Opened(lock, writer, reader, file)
+
+
+@asynccontextmanager
+async def open_sqlite_store(
+    url: str, store_timeout: float = DEFAULT_STORE_TIMEOUT_S
+) -> AsyncIterator[SqliteStore]:
+    """Lock and open (creating if needed) the file ``url`` names; close and unlock on exit.
+
+    The lock file and the database are opened in a thread, as every file
+    I/O of the store is; not abandoned if cancelled, so what it opened is
+    always closed here.
+    """
+    opened = await trio.to_thread.run_sync(open_locked, url)
+    try:
+        database = Database(
+            writer=Link(opened.writer),
+            reader=Link(opened.reader),
+            timeout=store_timeout,
+            file=opened.file,
         )
+        store = SqliteStore(database)
         try:
             yield store
         finally:
             await store.aclose()
     finally:
-        os.close(lock)
+        os.close(opened.lock)
