@@ -12,15 +12,14 @@ Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
 import attrs
 
 from presa_trio.wire.errors import InvalidParams
-from presa_trio.wire.forms import check_form
-from presa_trio.wire.hints import STRING_READERS, SignatureError
+from presa_trio.wire.forms import check_content, check_form
+from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
@@ -311,66 +310,6 @@ def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
         except SchemaError:
             return
         check_content(compiled, key, read.content or {})
-
-
-def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
-    """-32602 unless accepted ``content`` fits the form it answers.
-
-    A field of format ``date`` or ``date-time`` must also hold one, and a
-    ``number`` one a number a double holds: a typed form reads them into a
-    ``date``, a ``datetime``, a ``float``, so an answer is refused where it
-    arrives, never once a task has taken it (spec-notes §63).
-
-    Spec: client/elicitation §Form Mode Security — servers SHOULD validate
-    that received data matches the requested schema.
-    """
-    violations = schema.violations(content)
-    if violations:
-        raise InvalidParams(
-            f"inputResponses[{key!r}]: the content does not fit the requested schema "
-            f"({violations[0].describe()})"
-        )
-    problem = unreadable_field(schema.schema, content)
-    if problem is not None:
-        raise InvalidParams(f"inputResponses[{key!r}]: {problem}")
-
-
-#: The string formats a form's answer is read into values by, with what reads them:
-#: the readers of a typed form's ``date`` and ``datetime`` fields.
-READ_FORMATS: Mapping[str, tuple[Callable[[str], Any], str]] = {
-    "date": STRING_READERS[datetime.date],
-    "date-time": STRING_READERS[datetime.datetime],
-}
-
-
-def unreadable_field(form: JSONObject, content: JSONObject) -> str | None:
-    """What keeps a field of ``content`` from being read as its form's field is read, if any.
-
-    A string of a :data:`READ_FORMATS` format is read by its reader; a
-    ``number`` field's value must fit a double, which a typed form's
-    ``float`` field reads it into (RFC 8259 §6: the range that interoperates).
-    """
-    properties = form.get("properties")
-    if not isinstance(properties, dict):
-        return None
-    for name, value in content.items():
-        field = properties.get(name)
-        if not isinstance(field, dict):
-            continue
-        kind = field.get("format")
-        reader = READ_FORMATS.get(kind) if isinstance(kind, str) else None
-        if reader is not None and isinstance(value, str):
-            read, what = reader
-            try:
-                read(value)
-            except (ValueError, ArithmeticError):
-                return f"content.{name}: {value!r} is not {what}"
-        if field.get("type") == "number" and is_number(value):
-            try:
-                float(value)
-            except OverflowError:
-                return f"content.{name}: the number is beyond the range of a double"
-    return None
 
 
 def read_answer(reader: Callable[[JSONObject], _Read], key: str, answer: JSONObject) -> _Read:
