@@ -57,7 +57,7 @@ def build() -> Server:
                 return "consented, the key is not set yet"
         return "the report"
 
-    @server.tool()
+    @tasks.tool(Policy.OPTIONAL)
     async def undeclared(ctx: RequestContext) -> str:
         """Asks for URL mode without saying so in needs=."""
         answers = await ctx.ask({"key": UrlElicitation("Set your API key", SET_KEY)})
@@ -176,11 +176,30 @@ async def test_a_question_in_url_mode_is_checked_when_it_is_asked(client: McpCli
         "tools/call", {"name": "undeclared"}, capabilities={"elicitation": {"form": {}}}
     )
     error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
-    assert error["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+    assert error == {
+        "code": MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "message": "This request requires the client 'elicitation.url' capability",
+        "data": {"requiredCapabilities": {"elicitation": {"url": {}}}},
+    }
     assert b"inputRequests" not in response.body
     both: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
     asked = await client.call_tool("undeclared", capabilities=both)
     assert asked["inputRequests"] == {"key": ASKED}
+
+
+async def test_in_a_task_a_question_in_url_mode_is_checked_when_it_is_asked(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (client/elicitation §Capabilities; mrtr §Server Requirements 7;
+    SEP-2663 §Task Update Requests): the task never shows the request, and fails
+    with the -32021 naming ``elicitation.url``."""
+    form_only: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
+    created = await client.call_tool("undeclared", capabilities=form_only)
+    await wait_all_tasks_blocked()
+    failed = await client.get_task(created["taskId"])
+    assert failed["status"] == "failed"
+    assert "inputRequests" not in failed
+    assert failed["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
 
 
 async def test_a_url_that_is_no_url_fails_the_call_as_the_servers_bug(
