@@ -23,6 +23,7 @@ from presa_trio.testing import (
     RequestFailed,
     accept,
     connect,
+    consent,
     decline,
     header_value,
     meta,
@@ -32,7 +33,7 @@ from presa_trio.testing import (
 )
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from presa_trio.wire.models import TextContent
-from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
+from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling, UrlElicitation
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -251,6 +252,39 @@ async def test_the_typed_client_answers_every_round_from_a_script_or_a_function(
             await client.call_tool("survey", answer=script[:1])
     assert scripted.text == by_function.text == "Ada: Sun. ['file:///w']"
     assert asked == ["elicitation/create", "sampling/createMessage", "roots/list"]
+
+
+def url_server() -> Server:
+    """A tool that sends the user to a page to set an API key."""
+    server = Server("url", "1.0.0")
+
+    @server.tool(needs=["elicitation.url"])
+    async def set_key(ctx: RequestContext) -> str:
+        """Asks the user to set their API key on the server's page; says what they answered."""
+        page = UrlElicitation("Set your API key", "https://mcp.example.com/set_key")
+        answers = await ctx.ask({"key": page})
+        return answers.elicitation("key").action
+
+    return server
+
+
+async def test_consent_answers_a_url_mode_elicitation() -> None:
+    """Spec-mandated (client/elicitation §Response Actions: a URL-mode accept has no
+    content; §Capabilities: ``elicitation: {}`` is form mode only): ``consent()``
+    answers it, for a client that declares URL mode; ``accept()`` carries content and
+    is refused."""
+    url_mode: dict[str, Any] = {"elicitation": {"url": {}}}
+    async with open_client(url_server(), capabilities=url_mode) as client:
+        with pytest.raises(RequestFailed) as refused:
+            await client.call_tool("set_key", answer=[accept()])
+        declined = await client.call_tool("set_key", answer=[decline()])
+        consented = await client.call_tool("set_key", answer=[consent()])
+    assert refused.value.code == INVALID_PARAMS
+    assert (declined.text, consented.text) == ("decline", "accept")
+    async with open_client(url_server()) as client:
+        with pytest.raises(RequestFailed) as form_only:
+            await client.call_tool("set_key", answer=[consent()])
+    assert form_only.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
 async def test_the_task_helpers_wait_answer_and_cancel() -> None:

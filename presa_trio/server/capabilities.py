@@ -9,22 +9,41 @@ The question is checked again when it is asked (basic/patterns/mrtr
 
 Spec: 2026-07-28 basic/patterns/mrtr §Server Requirements (a request the
 client's capabilities do not allow is -32021); basic/index §_meta
-(``clientCapabilities`` arrive with each request).
+(``clientCapabilities`` arrive with each request); client/elicitation
+§Capabilities (the form and URL modes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+import attrs
+
 from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities
+from presa_trio.wire.models import JSONObject
 
-#: What each need requires of a request's declared capabilities. presa asks
-#: only form-mode elicitations (:class:`~presa_trio.wire.mrtr.Elicitation`).
-NEEDS: Mapping[str, Callable[[ClientCapabilities], bool]] = {
-    "elicitation": lambda capabilities: capabilities.has_elicitation_mode("form"),
-    "sampling": lambda capabilities: capabilities.has("sampling"),
-    "roots": lambda capabilities: capabilities.has("roots"),
+
+@attrs.frozen
+class Need:
+    """What one need requires of a request's capabilities, and the -32021 naming it."""
+
+    met_by: Callable[[ClientCapabilities], bool]
+    capability: str
+    settings: JSONObject = attrs.field(factory=dict)
+
+
+#: Each need by its name: ``elicitation`` is form mode
+#: (:class:`~presa_trio.wire.mrtr.Elicitation`; ``elicitation: {}`` declares
+#: it), ``elicitation.url`` URL mode (:class:`~presa_trio.wire.mrtr.UrlElicitation`),
+#: as client/elicitation §Capabilities reads them.
+NEEDS: Mapping[str, Need] = {
+    "elicitation": Need(lambda declared: declared.has_elicitation_mode("form"), "elicitation"),
+    "elicitation.url": Need(
+        lambda declared: declared.has_elicitation_mode("url"), "elicitation", {"url": {}}
+    ),
+    "sampling": Need(lambda declared: declared.has("sampling"), "sampling"),
+    "roots": Need(lambda declared: declared.has("roots"), "roots"),
 }
 
 
@@ -51,6 +70,9 @@ def read_needs(tool: str, needs: Iterable[str]) -> frozenset[str]:
 
 def require_needs(needs: frozenset[str], capabilities: ClientCapabilities) -> None:
     """-32021 for the first need (in name order) this request's capabilities lack."""
-    for need in sorted(needs):
-        if not NEEDS[need](capabilities):
-            raise MissingRequiredClientCapability.for_capability(need)
+    for name in sorted(needs):
+        need = NEEDS[name]
+        if not need.met_by(capabilities):
+            raise MissingRequiredClientCapability.for_capability(
+                need.capability, dict(need.settings)
+            )

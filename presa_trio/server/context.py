@@ -32,6 +32,7 @@ elicitation, :meth:`RequestContext.elicit`, is pure and lives in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar, overload
@@ -375,16 +376,22 @@ class RequestContext:
 
     # --- multi round-trip answers (mrtr §InputResponses) -----------------------
 
-    def elicitation(self, key: str) -> mrtr.ElicitResult | None:
+    def elicitation(
+        self, key: str, mode: mrtr.ElicitationMode = "form"
+    ) -> mrtr.ElicitResult | None:
         """The client's answer to the elicitation issued under ``key``, if any.
 
-        It is a valid ``ElicitResult`` (-32602 otherwise), its content as the
-        client sent it: this round does not know the form it answers, so the
-        content is not checked against it, as :meth:`ask` and :meth:`elicit`
-        check it (client/elicitation §Form Mode Security).
+        It is a valid ``ElicitResult`` to a request of ``mode`` (-32602
+        otherwise: an accepted form carries content, an accepted
+        :class:`~presa_trio.wire.mrtr.UrlElicitation` none), its content as
+        the client sent it: this round does not know the form it answers, so
+        the content is not checked against it, as :meth:`ask` and
+        :meth:`elicit` check it (client/elicitation §Form Mode Security).
         """
         raw = self.input_responses.get(key)
-        return None if raw is None else mrtr.read_answer(mrtr.read_elicit_result, key, raw)
+        if raw is None:
+            return None
+        return mrtr.read_answer(functools.partial(mrtr.read_elicit_result, mode=mode), key, raw)
 
     def sampling(self, key: str) -> mrtr.SamplingResult | None:
         """The client's model answer to the sampling request under ``key``, if any."""

@@ -23,8 +23,12 @@ import attrs
 from presa_trio.auth.principal import access_scope
 from presa_trio.server.context import RequestContext
 from presa_trio.server.faults import leaves
-from presa_trio.wire.errors import MissingRequiredClientCapability
-from presa_trio.wire.mrtr import InputPending, InputRequired, parse_input_responses
+from presa_trio.wire.mrtr import (
+    InputPending,
+    InputRequired,
+    parse_input_responses,
+    require_allowed,
+)
 from presa_trio.wire.request_state import Binding, canonical_digest
 
 Output = TypeVar("Output")
@@ -91,11 +95,9 @@ def close_round(ctx: RequestContext, needed: InputRequired, target: RoundTarget)
 
     Spec: mrtr §Server Requirements (Basic Workflow) 7 — an input request for
     a capability this request did not declare is never sent; the answer is
-    -32021 instead.
+    -32021 instead (:func:`~presa_trio.wire.mrtr.require_allowed`).
     """
-    for request in needed.requests.values():
-        if not request.allowed_by(ctx.capabilities):
-            raise MissingRequiredClientCapability.for_capability(request.capability)
+    require_allowed(needed.requests, ctx.capabilities)
     result: dict[str, Any] = {"resultType": "input_required"}
     if needed.requests:
         result["inputRequests"] = {key: r.to_wire() for key, r in needed.requests.items()}

@@ -26,10 +26,9 @@ from presa_trio.server.faults import report_fault
 from presa_trio.tasks.worker import Worker, asking, is_json_object, withdrawing
 from presa_trio.tasks.writes import WRITE_GRACE, StoreWriter
 from presa_trio.wire.envelope import compact_encoder
-from presa_trio.wire.errors import MissingRequiredClientCapability
 from presa_trio.wire.meta import ClientCapabilities, RequestMeta
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import Answers, InputRequest
+from presa_trio.wire.mrtr import Answers, InputRequest, elicitation_modes, require_allowed
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +94,7 @@ class WorkerContext(RequestContext):
             return Answers({})
         worker = self.worker
         keys = tuple(requests)
+        modes = elicitation_modes(requests)
         try:
             await self.writer.write(worker, asking(requests, rerun=worker.rerun))
         except trio.Cancelled:
@@ -121,7 +121,7 @@ class WorkerContext(RequestContext):
             worker.forget(keys)
             if not answered:
                 await self._withdraw(keys)
-        return Answers(worker.answers(keys))
+        return Answers(worker.answers(keys), modes)
 
     async def _withdraw(self, keys: tuple[str, ...]) -> None:
         """Withdraw ``keys`` nobody waits for any more, unless the task was stopped.
@@ -152,13 +152,6 @@ class WorkerContext(RequestContext):
         (:meth:`~presa_trio.tasks.writes.StoreWriter.emit`).
         """
         await self.writer.emit(self.worker, event_type, payload)
-
-
-def require_allowed(requests: Mapping[str, InputRequest], capabilities: ClientCapabilities) -> None:
-    """-32021 unless ``capabilities`` allow all of ``requests`` (mrtr §Server Requirements)."""
-    for request in requests.values():
-        if not request.allowed_by(capabilities):
-            raise MissingRequiredClientCapability.for_capability(request.capability)
 
 
 def require_writable(requests: Mapping[str, InputRequest]) -> None:

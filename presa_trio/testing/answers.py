@@ -7,8 +7,8 @@ round's ``requestState`` (:func:`send_answering`); in a task the client
 answers with ``tasks/update`` (:class:`~presa_trio.testing.tasks.TaskHandle`).
 Both take their answers from one :data:`Answerer`: a function of the
 request (sync or async), or a list of scripted answers taken in order.
-Answers are built with :func:`accept`, :func:`decline`, :func:`sampled`
-and :func:`roots`.
+Answers are built with :func:`accept`, :func:`consent`, :func:`decline`,
+:func:`sampled` and :func:`roots`.
 
 Spec: 2026-07-28 basic/patterns/mrtr §Basic Workflow, §Client Requirements
 (Basic Workflow); SEP-2663 §Task Update Requests.
@@ -37,6 +37,15 @@ Answerer = AnswerFunction | Iterable[JSONObject]
 def accept(content: JSONObject | None = None) -> JSONObject:
     """An accepted elicitation carrying ``content``."""
     return {"action": "accept", "content": dict(content or {})}
+
+
+def consent() -> JSONObject:
+    """An accepted URL-mode elicitation: consent to open the URL, without content.
+
+    Spec: client/elicitation §Response Actions (for URL mode the content is
+    omitted; one with content is -32602, spec-notes §64).
+    """
+    return {"action": "accept"}
 
 
 def decline() -> JSONObject:

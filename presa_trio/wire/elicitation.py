@@ -37,7 +37,7 @@ from typing import Generic, Literal, TypeAlias, TypeVar
 import attrs
 
 from presa_trio.wire.errors import InvalidParams
-from presa_trio.wire.forms import check_form
+from presa_trio.wire.forms import check_content, check_form
 from presa_trio.wire.hints import (
     SignatureError,
     arguments_converter,
@@ -47,7 +47,7 @@ from presa_trio.wire.hints import (
     structuring_problems,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.mrtr import ElicitResult, check_content
+from presa_trio.wire.mrtr import ElicitResult
 from presa_trio.wire.schemas import CompiledSchema
 
 T = TypeVar("T")

@@ -166,8 +166,14 @@ class MissingRequiredClientCapability(McpError):
 
     @classmethod
     def for_capability(cls, name: str, settings: dict[str, Any] | None = None) -> McpError:
-        """Missing a top-level capability such as ``sampling``."""
-        return cls(f"This request requires the client '{name}' capability", {name: settings or {}})
+        """Missing a top-level capability such as ``sampling``, or a setting of one.
+
+        ``settings`` name what the capability must declare, as URL-mode
+        elicitation needs ``{"url": {}}``; the message names them too.
+        """
+        wanted = ", ".join(f"{name}.{key}" for key in settings) if settings else name
+        message = f"This request requires the client '{wanted}' capability"
+        return cls(message, {name: settings or {}})
 
     @classmethod
     def for_extension(cls, extension_id: str) -> McpError:

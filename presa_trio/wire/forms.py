@@ -5,18 +5,23 @@ A form is a flat object of primitive fields: strings (with the formats
 and enums of strings, single or multiple choice, each keyword with a value
 of the type the schema gives it. :func:`check_form` refuses anything else
 in one line naming the field, a :class:`~presa_trio.wire.hints.SignatureError`:
-a form outside the subset is the server's mistake, never sent.
+a form outside the subset is the server's mistake, never sent. An accepted
+answer's content is held to its form by :func:`check_content`, a -32602.
 
-Spec: 2026-07-28 client/elicitation §Requested Schema; schema.ts
+Spec: 2026-07-28 client/elicitation §Requested Schema, §Form Mode Security; schema.ts
 ``ElicitRequestFormParams.requestedSchema``, ``PrimitiveSchemaDefinition``.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from presa_trio.wire.hints import SignatureError
+from presa_trio.wire.errors import InvalidParams
+from presa_trio.wire.hints import STRING_READERS, SignatureError
+from presa_trio.wire.models import JSONObject
+from presa_trio.wire.schemas import CompiledSchema
 from presa_trio.wire.well_formed import are_strings, is_integer, is_number, is_text
 
 #: The keywords each kind of field may carry (schema.ts ``PrimitiveSchemaDefinition``).
@@ -137,3 +142,63 @@ def check_form(schema: Any, where: str) -> None:
         problem = field_problem(field)
         if problem is not None:
             raise SignatureError(f"{where}, field {name!r}: {problem}; {WHAT_A_FORM_HOLDS}")
+
+
+def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
+    """-32602 unless accepted ``content`` fits the form it answers.
+
+    A field of format ``date`` or ``date-time`` must also hold one, and a
+    ``number`` one a number a double holds: a typed form reads them into a
+    ``date``, a ``datetime``, a ``float``, so an answer is refused where it
+    arrives, never once a task has taken it (spec-notes §63).
+
+    Spec: client/elicitation §Form Mode Security — servers SHOULD validate
+    that received data matches the requested schema.
+    """
+    violations = schema.violations(content)
+    if violations:
+        raise InvalidParams(
+            f"inputResponses[{key!r}]: the content does not fit the requested schema "
+            f"({violations[0].describe()})"
+        )
+    problem = unreadable_field(schema.schema, content)
+    if problem is not None:
+        raise InvalidParams(f"inputResponses[{key!r}]: {problem}")
+
+
+#: The string formats a form's answer is read into values by, with what reads them:
+#: the readers of a typed form's ``date`` and ``datetime`` fields.
+READ_FORMATS: Mapping[str, tuple[Callable[[str], Any], str]] = {
+    "date": STRING_READERS[datetime.date],
+    "date-time": STRING_READERS[datetime.datetime],
+}
+
+
+def unreadable_field(form: JSONObject, content: JSONObject) -> str | None:
+    """What keeps a field of ``content`` from being read as its form's field is read, if any.
+
+    A string of a :data:`READ_FORMATS` format is read by its reader; a
+    ``number`` field's value must fit a double, which a typed form's
+    ``float`` field reads it into (RFC 8259 §6: the range that interoperates).
+    """
+    properties = form.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    for name, value in content.items():
+        field = properties.get(name)
+        if not isinstance(field, dict):
+            continue
+        kind = field.get("format")
+        reader = READ_FORMATS.get(kind) if isinstance(kind, str) else None
+        if reader is not None and isinstance(value, str):
+            read, what = reader
+            try:
+                read(value)
+            except (ValueError, ArithmeticError):
+                return f"content.{name}: {value!r} is not {what}"
+        if field.get("type") == "number" and is_number(value):
+            try:
+                float(value)
+            except OverflowError:
+                return f"content.{name}: the number is beyond the range of a double"
+    return None

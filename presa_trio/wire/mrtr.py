@@ -1,10 +1,11 @@
 """Multi round-trip requests: input requests out, input responses back.
 
-A handler that needs something from the client (a form answer, a model
-completion, the client's roots) does not call the client. It returns an
-:class:`InputRequired`, and the client retries the same request with
-``inputResponses`` (and the ``requestState`` it was given). This module holds
-the shapes; signing the state is :mod:`presa_trio.wire.request_state`.
+A handler that needs something from the client (a form answer, consent to
+open a URL, a model completion, the client's roots) does not call the
+client. It returns an :class:`InputRequired`, and the client retries the
+same request with ``inputResponses`` (and the ``requestState`` it was
+given). This module holds the shapes; signing the state is
+:mod:`presa_trio.wire.request_state`.
 
 Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 ``$defs.InputResponses``, ``$defs.InputRequiredResult``.
@@ -12,15 +13,15 @@ Spec: 2026-07-28 basic/patterns/mrtr; SEP-2322; schema ``$defs.InputRequests``,
 
 from __future__ import annotations
 
-import datetime
+import functools
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 
-from presa_trio.wire.errors import InvalidParams
-from presa_trio.wire.forms import check_form
-from presa_trio.wire.hints import STRING_READERS, SignatureError
+from presa_trio.wire.errors import InvalidParams, MissingRequiredClientCapability
+from presa_trio.wire.forms import check_content, check_form
+from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import ClientCapabilities
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
@@ -30,7 +31,17 @@ from presa_trio.wire.well_formed import (
     is_number,
     is_optional_text,
     is_text,
+    url_problem,
 )
+
+#: The modes of ``elicitation/create`` (client/elicitation §Elicitation Requests).
+ElicitationMode = Literal["form", "url"]
+
+
+def check_message(message: Any) -> None:
+    """Refuse an elicitation's message that is no string (schema.ts ``ElicitRequestParams``)."""
+    if not isinstance(message, str):
+        raise SignatureError(f"elicitation/create: the message is a string, not {message!r}")
 
 
 @attrs.frozen
@@ -47,12 +58,11 @@ class Elicitation:
     requested_schema: JSONObject
 
     capability = "elicitation"
+    settings: ClassVar[JSONObject] = {}
+    mode: ClassVar[ElicitationMode] = "form"
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.message, str):
-            raise SignatureError(
-                f"elicitation/create: the message is a string, not {self.message!r}"
-            )
+        check_message(self.message)
         check_form(self.requested_schema, "elicitation/create")
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:
@@ -70,6 +80,59 @@ class Elicitation:
 
 
 @attrs.frozen
+class UrlElicitation:
+    """``elicitation/create`` in URL mode: send the user to ``url``, out of band.
+
+    For what must not pass through the client: an API key, a payment, a
+    third-party OAuth flow, which form mode MUST NOT ask for. The URL is
+    held to :func:`~presa_trio.wire.well_formed.url_problem` when the
+    request is built (an absolute ``https`` or ``http`` URL with a host,
+    no user information), a :class:`~presa_trio.wire.hints.SignatureError`
+    otherwise. It is sent only to a client that declared
+    ``elicitation.url``; ``elicitation: {}`` is form mode only.
+
+    The answer is an :class:`ElicitResult` without content (an accept with
+    content is -32602, spec-notes §64). ``accept`` is the user's consent to
+    open the URL, not word that they finished there: the tool finds out
+    from its own state (what the page stored, bound to the user), on the
+    retry on a plain call, after the answer in a task::
+
+        if not await vault.has_key(ctx.principal):
+            answers = await ctx.ask({"key": UrlElicitation("Set your API key", SET_KEY)})
+            if answers.elicitation("key").action != "accept":
+                return "no API key: nothing fetched"
+            if not await vault.has_key(ctx.principal):  # consent, not completion
+                return "set the key on the page that opened, then call again"
+        return await fetch_report(await vault.key(ctx.principal))
+
+    Spec: client/elicitation §URL Mode Elicitation Requests, §Response
+    Actions, §Safe URL Handling; schema.ts ``ElicitRequestURLParams``.
+    """
+
+    message: str
+    url: str
+
+    capability = "elicitation"
+    settings: ClassVar[JSONObject] = {"url": {}}
+    mode: ClassVar[ElicitationMode] = "url"
+
+    def __attrs_post_init__(self) -> None:
+        check_message(self.message)
+        problem = url_problem(self.url)
+        if problem is not None:
+            raise SignatureError(f"elicitation/create: not a URL to open, {self.url!r}: {problem}")
+
+    def allowed_by(self, capabilities: ClientCapabilities) -> bool:
+        return capabilities.has_elicitation_mode("url")
+
+    def to_wire(self) -> JSONObject:
+        return {
+            "method": "elicitation/create",
+            "params": {"mode": "url", "message": self.message, "url": self.url},
+        }
+
+
+@attrs.frozen
 class Sampling:
     """``sampling/createMessage``: ask the client's model for a completion."""
 
@@ -78,6 +141,7 @@ class Sampling:
     system_prompt: str | None = None
 
     capability = "sampling"
+    settings: ClassVar[JSONObject] = {}
 
     def __attrs_post_init__(self) -> None:
         """Refuse what the request could not carry (schema ``$defs.CreateMessageRequestParams``).
@@ -111,6 +175,7 @@ class ListRoots:
     """``roots/list``: ask which filesystem roots the client exposes."""
 
     capability = "roots"
+    settings: ClassVar[JSONObject] = {}
 
     def allowed_by(self, capabilities: ClientCapabilities) -> bool:
         return capabilities.has("roots")
@@ -119,7 +184,29 @@ class ListRoots:
         return {"method": "roots/list"}
 
 
-InputRequest = Elicitation | Sampling | ListRoots
+InputRequest = Elicitation | UrlElicitation | Sampling | ListRoots
+
+
+def require_allowed(requests: Mapping[str, InputRequest], capabilities: ClientCapabilities) -> None:
+    """-32021 naming what the first request ``capabilities`` do not allow needs.
+
+    Spec: basic/patterns/mrtr §Server Requirements (Basic Workflow) 7;
+    client/elicitation §Capabilities (never a mode the client did not declare).
+    """
+    for request in requests.values():
+        if not request.allowed_by(capabilities):
+            raise MissingRequiredClientCapability.for_capability(
+                request.capability, dict(request.settings)
+            )
+
+
+def elicitation_modes(requests: Mapping[str, InputRequest]) -> dict[str, ElicitationMode]:
+    """The mode of each elicitation among ``requests``, by key: how its answer reads."""
+    return {
+        key: request.mode
+        for key, request in requests.items()
+        if isinstance(request, Elicitation | UrlElicitation)
+    }
 
 
 @attrs.frozen
@@ -159,7 +246,12 @@ class InputPending(Exception):
 
 @attrs.frozen
 class ElicitResult:
-    """The client's answer to an elicitation: ``accept`` carries ``content``."""
+    """The client's answer to an elicitation: ``accept`` of a form carries ``content``.
+
+    ``accept`` of a URL-mode elicitation carries none: it is consent to
+    open the URL, not word that the interaction there is done
+    (client/elicitation §URL Mode Elicitation Requests).
+    """
 
     action: Literal["accept", "decline", "cancel"]
     content: JSONObject | None = None
@@ -205,8 +297,12 @@ def is_form_value(value: Any) -> bool:
     return are_strings(value) or isinstance(value, str | bool) or is_number(value)
 
 
-def read_elicit_result(raw: JSONObject) -> ElicitResult:
-    """Validate an ``ElicitResult`` (schema ``$defs.ElicitResult``), else -32602."""
+def read_elicit_result(raw: JSONObject, mode: ElicitationMode = "form") -> ElicitResult:
+    """Validate an ``ElicitResult`` (schema ``$defs.ElicitResult``), else -32602.
+
+    An accepted form carries its content; an accepted URL-mode request
+    carries none (client/elicitation §Response Actions; spec-notes §64).
+    """
     action = raw.get("action")
     if action not in ("accept", "decline", "cancel"):
         raise InvalidParams("ElicitResult.action must be accept, decline or cancel")
@@ -219,8 +315,10 @@ def read_elicit_result(raw: JSONObject) -> ElicitResult:
                 f"ElicitResult.content[{name!r}] must be a string, a number, a boolean "
                 "or a list of strings"
             )
-    if action == "accept" and content is None:
+    if action == "accept" and mode == "form" and content is None:
         raise InvalidParams("An accepted ElicitResult must carry content")
+    if action == "accept" and mode == "url" and content is not None:
+        raise InvalidParams("An accepted ElicitResult to a URL-mode request carries no content")
     return ElicitResult(action, content)
 
 
@@ -289,88 +387,37 @@ ANSWER_READERS: Mapping[str, Callable[[JSONObject], Any]] = {
 }
 
 
+def answer_reader(request: JSONObject) -> Callable[[JSONObject], Any]:
+    """How the answer to ``request`` (in wire form) reads: by its method, and mode."""
+    method, params = request.get("method", ""), request.get("params")
+    if method == "elicitation/create" and isinstance(params, dict) and params.get("mode") == "url":
+        return functools.partial(read_elicit_result, mode="url")
+    reader = ANSWER_READERS.get(method)
+    if reader is None:
+        raise ValueError(f"no reader for input requests of method {method!r}")
+    return reader
+
+
 def check_answer(request: JSONObject, key: str, answer: JSONObject) -> None:
     """-32602 unless ``answer`` is a valid result for ``request`` (in wire form).
 
     Spec: basic/patterns/mrtr §Error Handling — servers SHOULD check that
     the information inside ``inputResponses`` can be parsed, and answer a
-    protocol error when it cannot. An accepted elicitation's content is
-    checked against the form asked (:func:`check_content`), so an answer
+    protocol error when it cannot. An accepted form's content is checked
+    against the form asked (:func:`check_content`), an accepted URL-mode
+    request must carry none (:func:`read_elicit_result`), so an answer
     that does not fit is refused where it arrives: a retry, or the
     ``tasks/update`` that brings it, never a task failed by it.
     """
-    reader = ANSWER_READERS.get(request.get("method", ""))
-    if reader is None:
-        raise ValueError(f"no reader for input requests of method {request.get('method')!r}")
-    read = read_answer(reader, key, answer)
-    if isinstance(read, ElicitResult) and read.action == "accept":
+    read = read_answer(answer_reader(request), key, answer)
+    if isinstance(read, ElicitResult) and read.action == "accept" and read.content is not None:
         params = request.get("params")
         schema = params.get("requestedSchema") if isinstance(params, dict) else None
         try:
             compiled = CompiledSchema.compile(schema, role="requestedSchema")
         except SchemaError:
             return
-        check_content(compiled, key, read.content or {})
-
-
-def check_content(schema: CompiledSchema, key: str, content: JSONObject) -> None:
-    """-32602 unless accepted ``content`` fits the form it answers.
-
-    A field of format ``date`` or ``date-time`` must also hold one, and a
-    ``number`` one a number a double holds: a typed form reads them into a
-    ``date``, a ``datetime``, a ``float``, so an answer is refused where it
-    arrives, never once a task has taken it (spec-notes §63).
-
-    Spec: client/elicitation §Form Mode Security — servers SHOULD validate
-    that received data matches the requested schema.
-    """
-    violations = schema.violations(content)
-    if violations:
-        raise InvalidParams(
-            f"inputResponses[{key!r}]: the content does not fit the requested schema "
-            f"({violations[0].describe()})"
-        )
-    problem = unreadable_field(schema.schema, content)
-    if problem is not None:
-        raise InvalidParams(f"inputResponses[{key!r}]: {problem}")
-
-
-#: The string formats a form's answer is read into values by, with what reads them:
-#: the readers of a typed form's ``date`` and ``datetime`` fields.
-READ_FORMATS: Mapping[str, tuple[Callable[[str], Any], str]] = {
-    "date": STRING_READERS[datetime.date],
-    "date-time": STRING_READERS[datetime.datetime],
-}
-
-
-def unreadable_field(form: JSONObject, content: JSONObject) -> str | None:
-    """What keeps a field of ``content`` from being read as its form's field is read, if any.
-
-    A string of a :data:`READ_FORMATS` format is read by its reader; a
-    ``number`` field's value must fit a double, which a typed form's
-    ``float`` field reads it into (RFC 8259 §6: the range that interoperates).
-    """
-    properties = form.get("properties")
-    if not isinstance(properties, dict):
-        return None
-    for name, value in content.items():
-        field = properties.get(name)
-        if not isinstance(field, dict):
-            continue
-        kind = field.get("format")
-        reader = READ_FORMATS.get(kind) if isinstance(kind, str) else None
-        if reader is not None and isinstance(value, str):
-            read, what = reader
-            try:
-                read(value)
-            except (ValueError, ArithmeticError):
-                return f"content.{name}: {value!r} is not {what}"
-        if field.get("type") == "number" and is_number(value):
-            try:
-                float(value)
-            except OverflowError:
-                return f"content.{name}: the number is beyond the range of a double"
-    return None
+        check_content(compiled, key, read.content)
 
 
 def read_answer(reader: Callable[[JSONObject], _Read], key: str, answer: JSONObject) -> _Read:
@@ -404,16 +451,20 @@ class Answers(Mapping[str, Answer]):
     ``CreateMessageResult`` with an ``action``): only the kind asked for
     decides how it reads (basic/patterns/mrtr §Error Handling: what is not
     recognized is ignored). ``answers["ok"]``, typed as any :data:`Answer`,
-    has no kind to go by and reads the answer by its shape.
+    has no kind to go by and reads the answer by its shape. An elicitation's
+    answer reads by the mode asked, ``modes`` by key (form mode if none).
     """
 
-    def __init__(self, raw: Mapping[str, JSONObject]) -> None:
+    def __init__(
+        self, raw: Mapping[str, JSONObject], modes: Mapping[str, ElicitationMode] | None = None
+    ) -> None:
         self._raw = dict(raw)
+        self._modes = dict(modes or {})
 
     def __getitem__(self, key: str) -> Answer:
         raw = self._raw[key]
         if "action" in raw:
-            return read_elicit_result(raw)
+            return read_elicit_result(raw, self._modes.get(key, "form"))
         if "roots" in raw:
             return read_roots(raw)
         return read_sampling_result(raw)
@@ -432,7 +483,8 @@ class Answers(Mapping[str, Answer]):
         return self._raw[key]
 
     def elicitation(self, key: str) -> ElicitResult:
-        return self._read_as(key, read_elicit_result, "an elicitation")
+        read = functools.partial(read_elicit_result, mode=self._modes.get(key, "form"))
+        return self._read_as(key, read, "an elicitation")
 
     def sampling(self, key: str) -> SamplingResult:
         return self._read_as(key, read_sampling_result, "a sampling request")
@@ -479,4 +531,4 @@ def answers_for(
     missing = {key: request for key, request in requests.items() if key not in answers}
     if missing:
         raise InputPending(InputRequired(missing, state={ASK_STATE: given}))
-    return Answers(answers)
+    return Answers(answers, elicitation_modes(requests))

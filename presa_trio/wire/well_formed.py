@@ -26,6 +26,7 @@ import binascii
 import math
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from presa_trio.wire import models
 
@@ -34,6 +35,8 @@ ROLES = ("user", "assistant")
 
 #: RFC 3986 §3.1: a URI starts with its scheme, a letter then letters, digits, ``+ - .``, and ``:``.
 URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: RFC 3986 §2: the characters of a URI, unreserved, reserved, and each ``%`` two hex digits.
+URI_CHARACTERS = re.compile(r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*")
 
 
 def is_number(value: Any) -> bool:
@@ -185,3 +188,28 @@ def is_labelled(content: models.ContentBlock) -> bool:
             and MIME_TYPE.fullmatch(resource.mime_type) is not None
         )
     return True
+
+
+def url_problem(url: Any) -> str | None:
+    """What keeps ``url`` from being a URL a person is sent to; ``None`` if nothing.
+
+    It is an absolute ``https`` or ``http`` URL of RFC 3986's characters
+    with a host and no user information (``user:secret@``), so the client
+    can show the host the person will reach (spec-notes §64).
+
+    Spec: client/elicitation §URL Mode Elicitation Requests (the ``url``
+    MUST contain a valid URL; schema.ts ``format: uri``), §Safe URL
+    Handling (no credentials in the URL; the client MUST show the host).
+    """
+    if not isinstance(url, str) or URI_CHARACTERS.fullmatch(url) is None:
+        return "a URL is a string of RFC 3986's characters, without spaces"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (reading the port checks it)
+    except ValueError:
+        return "the URL's host or port cannot be read"
+    if parts.scheme.lower() not in ("https", "http") or not parts.hostname:
+        return "a URL to open is absolute, https:// (or http://) and a host"
+    if "@" in parts.netloc:
+        return "a URL carries no user information (user:secret@)"
+    return None

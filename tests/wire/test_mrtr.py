@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -60,6 +61,7 @@ def test_a_sampling_request_carries_messages_and_max_tokens() -> None:
         (lambda: mrtr.Sampling("p", 10, system_prompt=cast(str, 3)), "the prompt and system"),
         (lambda: mrtr.Sampling("p", cast(int, "10")), "maxTokens is an integer"),
         (lambda: mrtr.Sampling("p", cast(int, 2.5)), "maxTokens is an integer"),
+        (lambda: mrtr.UrlElicitation(cast(str, None), URL), "the message is a string"),
     ],
     ids=[
         "form-without-properties",
@@ -68,6 +70,7 @@ def test_a_sampling_request_carries_messages_and_max_tokens() -> None:
         "system-number",
         "max-str",
         "max-fraction",
+        "url-message-none",
     ],
 )
 def test_a_request_that_would_not_validate_is_never_built(
@@ -78,6 +81,95 @@ def test_a_request_that_would_not_validate_is_never_built(
     request is refused when it is built, the server's bug, never sent."""
     with pytest.raises(SignatureError, match=line):
         build()
+
+
+URL = "https://mcp.example.com/ui/set_api_key"
+
+
+def test_a_url_elicitation_is_a_url_mode_request() -> None:
+    """Spec-mandated (client/elicitation §URL Mode Elicitation Requests; schema.ts
+    ``ElicitRequestURLParams``): mode ``url``, the message and the URL, nothing else."""
+    assert mrtr.UrlElicitation("Please provide your API key to continue.", URL).to_wire() == {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "url",
+            "message": "Please provide your API key to continue.",
+            "url": URL,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("url", "line"),
+    [
+        ("/ui/set_api_key", "absolute, https:// (or http://) and a host"),
+        ("mcp.example.com/ui", "absolute, https:// (or http://) and a host"),
+        ("https:///ui", "absolute, https:// (or http://) and a host"),
+        ("mailto:keys@example.com", "absolute, https:// (or http://) and a host"),
+        ("javascript:alert(1)", "absolute, https:// (or http://) and a host"),
+        ("", "absolute, https:// (or http://) and a host"),
+        ("https://example.com/set key", "RFC 3986's characters"),
+        ("https://exämple.com/", "RFC 3986's characters"),
+        ("https://example.com/%zz", "RFC 3986's characters"),
+        (None, "RFC 3986's characters"),
+        ("https://[::1/", "host or port cannot be read"),
+        ("https://example.com:99999/", "host or port cannot be read"),
+        ("https://alice:s3cret@example.com/", "no user information"),
+    ],
+    ids=[
+        "relative",
+        "no-scheme",
+        "no-host",
+        "mailto",
+        "javascript",
+        "empty",
+        "space",
+        "not-ascii",
+        "bad-escape",
+        "none",
+        "bad-ipv6",
+        "bad-port",
+        "user-info",
+    ],
+)
+def test_a_url_elicitation_to_no_url_is_never_built(url: Any, line: str) -> None:
+    """Spec-mandated (client/elicitation §URL Mode Elicitation Requests: the ``url``
+    MUST contain a valid URL; §Safe URL Handling: no credentials in it, and the client
+    shows its host; spec-notes §64): refused when built, a one-line ``SignatureError``
+    naming the URL."""
+    with pytest.raises(
+        SignatureError, match=f"not a URL to open, {re.escape(repr(url))}: .*{re.escape(line)}"
+    ):
+        mrtr.UrlElicitation("Set your API key", url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [URL, "http://localhost:8000/connect?state=1#top", "https://[::1]:8443/", "HTTPS://EX.COM"],
+)
+def test_a_url_elicitation_takes_an_absolute_web_url(url: str) -> None:
+    """Spec-mandated (client/elicitation §Safe URL Handling: HTTPS SHOULD, so plain
+    HTTP, as in development, is allowed)."""
+    assert mrtr.UrlElicitation("m", url).url == url
+
+
+@pytest.mark.parametrize(
+    ("declared", "allowed"),
+    [
+        ({"elicitation": {"url": {}}}, True),
+        ({"elicitation": {"form": {}, "url": {}}}, True),
+        ({"elicitation": {}}, False),
+        ({"elicitation": {"form": {}}}, False),
+        ({"sampling": {}, "roots": {}}, False),
+    ],
+    ids=["url", "both", "empty-is-form-only", "form", "none"],
+)
+def test_a_url_elicitation_is_allowed_only_by_url_mode(
+    declared: dict[str, Any], allowed: bool
+) -> None:
+    """Spec-mandated (client/elicitation §Capabilities: ``elicitation: {}`` is form mode
+    only; servers MUST NOT send a mode the client does not support)."""
+    assert mrtr.UrlElicitation("m", URL).allowed_by(ClientCapabilities(declared)) is allowed
 
 
 def test_a_roots_request_has_no_params() -> None:
@@ -160,6 +252,25 @@ def test_elicit_results_are_read_by_action() -> None:
     )
     assert mrtr.read_elicit_result({"action": "decline"}) == mrtr.ElicitResult("decline")
     assert mrtr.read_elicit_result({"action": "cancel"}) == mrtr.ElicitResult("cancel")
+
+
+def test_an_answer_to_a_url_mode_request_has_no_content() -> None:
+    """Spec-mandated (client/elicitation §Response Actions: for URL mode the content is
+    omitted; schema.ts ``ElicitResult.content``: only for form mode; spec-notes §64):
+    an accept without content reads, one with content is -32602; a decline or a
+    cancel reads as it does for a form."""
+    for action in ("accept", "decline", "cancel"):
+        assert mrtr.read_elicit_result({"action": action}, "url") == mrtr.ElicitResult(action)
+    for content in ({}, {"apiKey": "s3cret"}):
+        with pytest.raises(McpError, match="URL-mode request carries no content") as caught:
+            mrtr.read_elicit_result({"action": "accept", "content": content}, "url")
+        assert caught.value.code == INVALID_PARAMS
+    asked = mrtr.UrlElicitation("m", URL).to_wire()
+    mrtr.check_answer(asked, "k", {"action": "accept"})
+    with pytest.raises(McpError, match=r"inputResponses\['k'\]: An accepted ElicitResult to a URL"):
+        mrtr.check_answer(asked, "k", {"action": "accept", "content": {}})
+    answers = mrtr.Answers({"k": {"action": "accept"}}, {"k": "url"})
+    assert answers.elicitation("k") == answers["k"] == mrtr.ElicitResult("accept")
 
 
 @pytest.mark.parametrize(
@@ -253,10 +364,11 @@ EVERY_FIELD_FORM = {
     "request_",
     [
         mrtr.Elicitation("Fill in", EVERY_FIELD_FORM),
+        mrtr.UrlElicitation("Set your API key", URL),
         mrtr.Sampling("p", 10, system_prompt="s"),
         mrtr.ListRoots(),
     ],
-    ids=["elicitation", "sampling", "roots"],
+    ids=["elicitation", "url-elicitation", "sampling", "roots"],
 )
 def test_every_kind_of_input_request_validates_against_the_schema(
     request_: mrtr.InputRequest,
