@@ -42,6 +42,8 @@ what the memory store keeps: UTF-8 where the text can be UTF-8, and
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from typing import Any, TypeVar, get_origin
 
 import attrs
@@ -57,6 +59,8 @@ from presa_trio.wire.tasks import Status
 RECORD_VERSION = 1
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 #: The field types that hold a JSON value as the wire carried it (``Work.arguments``,
@@ -176,6 +180,28 @@ def task_from_json(data: JSONObject) -> Task:
         message=data.get("statusMessage"),
         required_scopes=frozenset(data.get("requiredScopes", ())),
     )
+
+
+#: What reading a record this server cannot read raises: a status or a field
+#: another server wrote, a value of another type, text that is not a record.
+UNREADABLE = (ValueError, KeyError, TypeError, cattrs.BaseValidationError)
+
+
+def claimable(task_id: str, read: Callable[[], StoredTask]) -> StoredTask | None:
+    """The claimed task ``read`` makes of its row, or None if this server cannot read it.
+
+    A claim takes many tasks at once; one whose record this server cannot
+    read (another server's, or edited by hand) must not keep the others
+    from being recovered. It is left out, in one line of the log: claimed
+    all the same, so the next claims meet it only once its lease has lapsed
+    again, and run by nobody.
+    """
+    try:
+        return read()
+    except UNREADABLE as error:
+        why = str(error)
+    log.error("task %s cannot be read, so it is not recovered: %s", task_id, why)
+    return None
 
 
 def lease_columns(lease: Lease | None) -> tuple[str | None, int | None, int | None]:

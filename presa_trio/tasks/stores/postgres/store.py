@@ -63,6 +63,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -102,7 +103,7 @@ from presa_trio.tasks.stores.postgres.schema import (
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.stores.record import record_text, task_to_json, to_json
+from presa_trio.tasks.stores.record import claimable, record_text, task_to_json, to_json
 
 log = logging.getLogger(__name__)
 
@@ -404,7 +405,7 @@ class PostgresStore:
                 "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms"
                 "             <= CASE WHEN %(released_only)s THEN 0 ELSE presa_now_ms() END)"
                 "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
-                " WHERE t.task_id = c.task_id " + returning("t"),
+                " WHERE t.task_id = c.task_id " + returning("t") + ", t.task_id",
                 {
                     "owner": owner,
                     "expires": expires_ms,
@@ -414,7 +415,8 @@ class PostgresStore:
                     "released_only": released_only,
                 },
             ).fetchall()
-            return [decode(row) for row in rows]
+            readable = (claimable(task_id, partial(decode, tuple(row))) for *row, task_id in rows)
+            return [stored for stored in readable if stored is not None]
 
         claimed = await self.database.run(work, Lane.BACKGROUND)
         for stored in claimed:

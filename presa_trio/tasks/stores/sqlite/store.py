@@ -53,6 +53,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,6 +82,7 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.local import Announcer, check_read, check_write
 from presa_trio.tasks.stores.record import (
+    claimable,
     from_json,
     lease_columns,
     record_text,
@@ -309,22 +311,23 @@ class SqliteStore:
     ) -> list[StoredTask]:
         def claim(db: sqlite3.Connection) -> list[StoredTask]:
             rows = db.execute(
-                f"SELECT {COLUMNS} FROM tasks WHERE terminal = 0 "
+                f"SELECT task_id, lease_generation, {COLUMNS} FROM tasks WHERE terminal = 0 "
                 "AND (lease_expires_ms IS NULL OR lease_expires_ms <= ?) "
                 "AND (expires_ms IS NULL OR expires_ms > ?) LIMIT ?",
                 (0 if released_only else now_ms, now_ms, limit),
             ).fetchall()
             claimed = []
-            for row in rows:
-                stored = _row_to_stored(row)
-                generation = 1 if stored.lease is None else stored.lease.generation + 1
-                stored = attrs.evolve(stored, lease=Lease(owner, generation, expires_ms))
+            for task_id, held, *row in rows:
+                generation = 1 if held is None else held + 1
                 db.execute(
                     "UPDATE tasks SET lease_owner = ?, lease_generation = ?, "
                     "lease_expires_ms = ? WHERE task_id = ?",
-                    (owner, generation, expires_ms, stored.task_id),
+                    (owner, generation, expires_ms, task_id),
                 )
-                claimed.append(stored)
+                stored = claimable(task_id, partial(_row_to_stored, tuple(row)))
+                if stored is not None:
+                    lease = Lease(owner, generation, expires_ms)
+                    claimed.append(attrs.evolve(stored, lease=lease))
             return claimed
 
         claimed = await self.database.write(claim)
