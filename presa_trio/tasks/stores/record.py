@@ -185,22 +185,25 @@ def task_from_json(data: JSONObject) -> Task:
 #: What reading a record this server cannot read raises: a status or a field
 #: another server wrote, a value of another type, text that is not a record.
 UNREADABLE = (ValueError, KeyError, TypeError, cattrs.BaseValidationError)
+#: What a claim leaves a task out of (:func:`readable`).
+UNCLAIMED = "it is not recovered"
+#: What the announcements leave a task out of, heard or re-read (:func:`readable`).
+UNDELIVERED = "its change is not delivered"
 
 
-def claimable(task_id: str, read: Callable[[], StoredTask]) -> StoredTask | None:
-    """The claimed task ``read`` makes of its row, or None if this server cannot read it.
+def readable(task_id: str, read: Callable[[], T], left_out: str) -> T | None:
+    """What ``read`` makes of a task's stored record, or None if this server cannot read it.
 
-    A claim takes many tasks at once; one whose record this server cannot
-    read (another server's, or edited by hand) must not keep the others
-    from being recovered. It is left out, in one line of the log: claimed
-    all the same, so the next claims meet it only once its lease has lapsed
-    again, and run by nobody.
+    A claim, a resync and the announcements each take many tasks; one whose
+    record this server cannot read (another server's, or edited by hand)
+    must not stop them for the others. It is left out, in one line of the
+    log naming it and what it is ``left_out`` of.
     """
     try:
         return read()
     except UNREADABLE as error:
         why = str(error)
-    log.error("task %s cannot be read, so it is not recovered: %s", task_id, why)
+    log.error("task %s cannot be read, so %s: %s", task_id, left_out, why)
     return None
 
 

@@ -7,6 +7,7 @@ database's own controls to cut the listening connection.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from pathlib import Path
@@ -615,3 +616,56 @@ async def test_a_version_1_event_schema_is_upgraded_in_place(postgres_url: str) 
         assert [(e.seq, e.created_ms) for e in read.events] == [(n, T0 + 1000) for n in range(3)]
         [again] = await store.append_events("t-1", [NewEvent(STEP, {})], T0, keep_all)
         assert again.seq == 3
+
+
+async def test_a_task_this_process_cannot_read_keeps_it_listening_to_the_others(
+    postgres: Postgres, postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (signals between processes; docs/task-stores.md "Faults"): A hears
+    of B's tasks; one is then written in a form A cannot read (a status another server
+    wrote). Its announcement is dropped in one line, and A hears on. Once A's LISTEN
+    connection is cut, A listens again and delivers B's change made meanwhile: the
+    unreadable task is left out of the re-read, in one line, where it failed every
+    re-read and so kept A from listening again at all."""
+    database = urlsplit(postgres_url).path.lstrip("/")
+    parked = model.request_input(new_task("y"), {"k": ASK}, T0 + 1)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await b.create(stored("x"), ROOMY, T0)
+            await b.create(stored("y"), ROOMY, T0)
+            await seen.until(Changed(stored("y")))
+            with psycopg.connect(postgres_url, autocommit=True) as connection:
+                connection.execute(
+                    "UPDATE presa_tasks SET revision = 1, task = jsonb_set(jsonb_set("
+                    """task::jsonb, '{status}', '"paused"'), '{revision}', '1')::json"""
+                    " WHERE task_id = 'x'"
+                )
+            # Announcements come in commit order: once z's is heard, x's was.
+            await b.create(stored("z"), ROOMY, T0)
+            await seen.until(Changed(stored("z")))
+            with psycopg.connect(postgres.url(), autocommit=True) as admin:
+                allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
+                admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
+                try:
+                    cut_listeners(admin, database)
+                    await b.compare_and_set("alice", parked, 0)
+                finally:
+                    admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
+            await seen.until(RESYNC)
+            nursery.cancel_scope.cancel()
+    assert seen.events == [
+        Changed(stored("x")),
+        Changed(stored("y")),
+        Changed(stored("z")),
+        Changed(attrs.evolve(stored("y"), task=parked)),
+        RESYNC,
+    ]
+    unreadable = (
+        "task x cannot be read, so its change is not delivered: 'paused' is not a valid Status"
+    )
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == [
+        unreadable,
+        unreadable,
+    ]

@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -69,7 +70,7 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.local import deliver_safely
 from presa_trio.tasks.stores.postgres.errors import first_line
-from presa_trio.tasks.stores.record import from_record
+from presa_trio.tasks.stores.record import UNDELIVERED, from_record, readable
 
 log = logging.getLogger(__name__)
 
@@ -172,9 +173,11 @@ class TaskChanges:
             record = message["stored"]
             lease = record["lease"]
             version = (record["task"]["revision"], 0 if lease is None else lease["generation"])
-            if self.delivered(record["task"]["taskId"], version):
+            task_id = record["task"]["taskId"]
+            if self.delivered(task_id, version):
                 return None
-            return Changed(from_record(record))
+            stored = readable(task_id, partial(from_record, record), UNDELIVERED)
+            return None if stored is None else Changed(stored)
         if "deleted" in message:
             return Deleted(message["scope"], message["deleted"])
         stored = await self.read(message["changed"])

@@ -103,7 +103,14 @@ from presa_trio.tasks.stores.postgres.schema import (
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.stores.record import claimable, record_text, task_to_json, to_json
+from presa_trio.tasks.stores.record import (
+    UNCLAIMED,
+    UNDELIVERED,
+    readable,
+    record_text,
+    task_to_json,
+    to_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -236,16 +243,21 @@ class PostgresStore:
         """
         held = list(self._delivered)
 
-        def work(connection: Connection) -> list[StoredTask]:
+        def work(connection: Connection) -> dict[str, StoredTask | None]:
             rows = connection.execute(
-                f"SELECT {COLUMNS} FROM presa_tasks WHERE task_id = ANY(%s)", (held,)
+                f"SELECT {COLUMNS}, task_id FROM presa_tasks WHERE task_id = ANY(%s)", (held,)
             ).fetchall()
-            return [decode(row) for row in rows]
+            return {
+                task_id: readable(task_id, partial(decode, tuple(row)), UNDELIVERED)
+                for *row, task_id in rows
+            }
 
-        found = {stored.task_id: stored for stored in await self.database.run(work)}
+        found = await self.database.run(work)
         for task_id in held:
-            stored = found.get(task_id)
-            self._offer(Deleted("", task_id) if stored is None else Changed(stored))
+            if task_id not in found:
+                self._offer(Deleted("", task_id))
+            elif (stored := found[task_id]) is not None:
+                self._offer(Changed(stored))
         self.announcer.announce(RESYNC)
 
     # --- the protocol ---------------------------------------------------------------
@@ -415,8 +427,11 @@ class PostgresStore:
                     "released_only": released_only,
                 },
             ).fetchall()
-            readable = (claimable(task_id, partial(decode, tuple(row))) for *row, task_id in rows)
-            return [stored for stored in readable if stored is not None]
+            # One left out is claimed all the same: the next claims meet it once its lease lapses.
+            found = (
+                readable(task_id, partial(decode, tuple(row)), UNCLAIMED) for *row, task_id in rows
+            )
+            return [stored for stored in found if stored is not None]
 
         claimed = await self.database.run(work, Lane.BACKGROUND)
         for stored in claimed:

@@ -82,9 +82,10 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.local import Announcer, check_read, check_write
 from presa_trio.tasks.stores.record import (
-    claimable,
+    UNCLAIMED,
     from_json,
     lease_columns,
+    readable,
     record_text,
     task_from_json,
     to_record,
@@ -324,7 +325,8 @@ class SqliteStore:
                     "lease_expires_ms = ? WHERE task_id = ?",
                     (owner, generation, expires_ms, task_id),
                 )
-                stored = claimable(task_id, partial(_row_to_stored, tuple(row)))
+                # Claimed all the same: the next claims meet it once its lease lapses again.
+                stored = readable(task_id, partial(_row_to_stored, tuple(row)), UNCLAIMED)
                 if stored is not None:
                     lease = Lease(owner, generation, expires_ms)
                     claimed.append(attrs.evolve(stored, lease=lease))
