@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sqlite3
 from pathlib import Path
 
@@ -68,6 +70,42 @@ async def test_a_second_store_on_the_file_is_refused_naming_the_first(tmp_path: 
             )
     async with open_store(f"sqlite:///{path}"):
         pass
+
+
+async def test_a_lock_file_removed_under_a_server_is_taken_again_or_waited_for(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (one server per file; docs/task-stores.md "Faults"): the lock file
+    removed while a store has the file open (a clean-up of "stale" locks) is locked
+    again at the store's next call, so a second server is still refused. If a second
+    one started in the meantime, every call of the first is unavailable (retryable),
+    naming the holder, and writes nothing; once the second has closed, the first
+    locks the file again and serves, every task intact."""
+    path = tmp_path / "tasks.db"
+    lock_file = tmp_path / "tasks.db.lock"
+    served_here = f"{path} is served by another presa process (pid {os.getpid()})"
+    async with open_store(f"sqlite:///{path}") as first:
+        await first.create(stored("kept"), ROOMY, T0)
+        lock_file.unlink()
+        await first.create(stored("after"), ROOMY, T0)
+        assert await refusal(f"sqlite:///{path}") == f"{served_here}; one server per file"
+        lock_file.unlink()
+        async with open_store(f"sqlite:///{path}") as second:
+            with pytest.raises(StoreUnavailable, match=re.escape(served_here)):
+                await first.create(stored("lost"), ROOMY, T0)
+            with pytest.raises(StoreUnavailable, match=re.escape(served_here)):
+                await first.read("kept")
+            assert await second.read("lost") is None
+        await first.create(stored("new"), ROOMY, T0)
+        assert [await first.read(t) is not None for t in ("kept", "after", "lost", "new")] == [
+            True,
+            True,
+            False,
+            True,
+        ]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"{lock_file} was removed or replaced while this server held it: locked again"
+    ] * 2
 
 
 async def test_a_foreign_database_is_refused_before_anything_is_written(tmp_path: Path) -> None:

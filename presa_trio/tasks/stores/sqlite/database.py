@@ -56,6 +56,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.sqlite.errors import classify
+from presa_trio.tasks.stores.sqlite.lock import HeldLock
 
 T = TypeVar("T")
 
@@ -109,6 +110,8 @@ class Database:
     timeout: float = attrs.field(kw_only=True, default=DEFAULT_STORE_TIMEOUT_S)
     # The file opened, checked before each call; None: not checked.
     file: FileIdentity | None = attrs.field(kw_only=True, default=None)
+    # The lock that says this process serves the file, kept before each call; None: none.
+    lock: HeldLock | None = attrs.field(kw_only=True, default=None)
     # Set by :meth:`aclose`: a call after it is unavailable (another process may serve).
     _closed: bool = False
     # Writes not yet in a batch, oldest first.
@@ -226,11 +229,14 @@ class Database:
         return outcomes
 
     def _check_open(self) -> None:
-        """In a thread: :class:`StoreUnavailable` if closed, or the file left its name."""
+        """In a thread: :class:`StoreUnavailable` if closed, the file left its name, or
+        another process holds its lock (:meth:`HeldLock.keep`)."""
         if self._closed:
             raise StoreUnavailable("sqlite: cannot use a closed database")
         if self.file is not None:
             self.file.check()
+        if self.lock is not None:
+            self.lock.keep()
 
     async def aclose(self) -> None:
         """Close both connections, each after its call in progress; later calls fail."""

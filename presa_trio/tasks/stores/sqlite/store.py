@@ -6,10 +6,10 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
 
 - **One server per file.** The store holds an exclusive lock
   (:func:`fcntl.flock`) on ``PATH.lock`` beside the file, with its pid in
-  it, for as long as it is open; the operating system releases it when the
-  process ends, however it ends. A second server on the same file is
-  refused at start, with one line naming the holder's pid: two processes
-  would each run, answer and cancel tasks the other cannot see.
+  it, for as long as it is open, and keeps it under that name
+  (:mod:`presa_trio.tasks.stores.sqlite.lock`); a second server on the
+  same file is refused at start, with one line naming the holder's pid:
+  two processes would each run, answer and cancel tasks the other cannot see.
 - **The owner's alone.** A file the store creates is mode 0600
   (:func:`presa_trio.private_files.create_private`): it holds every
   caller's tasks, their answers and results. SQLite gives the write-ahead
@@ -46,10 +46,7 @@ of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite.event_logs
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -93,6 +90,7 @@ from presa_trio.tasks.stores.record import (
 from presa_trio.tasks.stores.sqlite import event_logs
 from presa_trio.tasks.stores.sqlite.database import Database, FileIdentity, Link
 from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
+from presa_trio.tasks.stores.sqlite.lock import HeldLock
 
 SCHEMA_VERSION = 1
 
@@ -464,63 +462,6 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdent
     return db, reader, opened
 
 
-def lock_path(path: Path) -> Path:
-    """The file beside ``path`` whose lock says which process serves it.
-
-    Beside the file itself, its symbolic links followed, so a second server
-    that names the file through a link, or by another relative path, meets
-    the same lock.
-    """
-    try:
-        real = path.resolve()
-    except (OSError, RuntimeError) as error:  # links in a loop (RuntimeError before 3.13)
-        raise StoreUnavailable(f"cannot open {path}: {error}") from None
-    return real.with_name(real.name + ".lock")
-
-
-def hold_lock(path: Path) -> tuple[int, bool]:
-    """Lock ``PATH.lock`` for this process, its pid in it; the open descriptor, and
-    whether the lock file was made just now.
-
-    ``flock`` locks belong to the open file, so the operating system drops
-    the lock when the process ends, however it ends; a stale file left by a
-    killed server is simply locked again.
-    """
-    lock_file = lock_path(path)
-    try:
-        descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        made = True
-    except FileExistsError:
-        descriptor, made = None, False
-    except OSError as error:  # a link into a directory that does not exist, say
-        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
-    try:
-        if descriptor is None:
-            descriptor = os.open(lock_file, os.O_RDWR)
-    except OSError as error:
-        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
-        holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
-        os.close(descriptor)
-        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise StoreUnavailable(f"cannot lock {lock_file}: {error.strerror}") from None
-        who = f"pid {holder}" if holder.isdigit() else "a process that wrote no pid"
-        raise StoreUnavailable(
-            f"{path} is served by another presa process ({who}); one server per file"
-        ) from None
-    try:
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-    except OSError as error:  # a full disk, say: refused like any file that cannot be opened
-        os.close(descriptor)
-        if made:
-            lock_file.unlink()
-        raise StoreUnavailable(f"cannot write {lock_file}: {error.strerror}") from None
-    return descriptor, made
-
-
 def sqlite_path(url: str) -> Path:
     """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling).
 
@@ -545,22 +486,23 @@ async def open_sqlite_store(
     path = sqlite_path(url)
     if not path.parent.is_dir():
         raise StoreUnavailable(f"cannot open {url}: no directory {path.parent}")
-    lock, made = hold_lock(path)
+    lock = HeldLock.take(path)
     try:
         try:
             writer, reader, opened = await trio.to_thread.run_sync(_open, path)
         except (sqlite3.Error, StoreUnavailable) as error:
-            if made:  # a file presa refuses keeps nothing of presa's beside it
-                lock_path(path).unlink()
+            if lock.made:  # a file presa refuses keeps nothing of presa's beside it
+                lock.lock_file.unlink()
             if isinstance(error, StoreUnavailable):
                 raise
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
-        store = SqliteStore(
-            Database(writer=Link(writer), reader=Link(reader), timeout=store_timeout, file=opened)
+        database = Database(
+            writer=Link(writer), reader=Link(reader), timeout=store_timeout, file=opened, lock=lock
         )
+        store = SqliteStore(database)
         try:
             yield store
         finally:
             await store.aclose()
     finally:
-        os.close(lock)
+        lock.release()
