@@ -278,6 +278,29 @@ async def test_a_file_gone_from_its_name_is_unavailable_until_it_is_back(
         ]
 
 
+async def test_a_log_deleted_under_the_store_is_unavailable_and_a_stop_keeps_every_task(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (a creation is acknowledged once durable, spec-notes §44; docs/
+    task-stores.md "Faults"): once the write-ahead log is deleted under the store, a
+    commit would go to a log no name leads to, lost at a crash, and the reader would
+    meet another log: every call is unavailable (retryable), and nothing is written.
+    A graceful stop writes what the open log holds into the file, so the next store
+    on the file has every task acknowledged before."""
+    path, log = tmp_path / "tasks.db", tmp_path / "tasks.db-wal"
+    gone = re.escape(f"{log} no longer names the file this server opened")
+    async with open_store(f"sqlite:///{path}") as store:
+        await store.create(stored("kept"), ROOMY, T0)
+        log.unlink()
+        with pytest.raises(StoreUnavailable, match=gone):
+            await store.create(stored("lost"), ROOMY, T0)
+        with pytest.raises(StoreUnavailable, match=gone):
+            await store.read("kept")
+    async with open_store(f"sqlite:///{path}") as store:
+        assert await store.read("kept") == stored("kept")
+        assert await store.read("lost") is None
+
+
 async def test_a_directory_is_refused_in_one_line_saying_so(tmp_path: Path) -> None:
     """presa-defined (a store that cannot be opened fails at start with one line): a
     path naming a directory is refused as one, not as a file with hard links (a

@@ -18,9 +18,9 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
   or new file gets the schema; a file with tables but no ``presa_meta``, or
   another schema version, is refused before anything (WAL mode included)
   is written to it.
-- **The file keeps its name.** A file moved, deleted or replaced while the
-  store is open makes every call unavailable until it is back
-  (:mod:`presa_trio.tasks.stores.sqlite.database`).
+- **The file keeps its name**, and so does its write-ahead log. A file or
+  log moved, deleted or replaced while the store is open makes every call
+  unavailable until it is back (:mod:`presa_trio.tasks.stores.sqlite.database`).
 - **Deadlines.** Every call ends within the store timeout of being made
   (``--store-timeout``); see :mod:`presa_trio.tasks.stores.sqlite.database`.
 - **WAL**, so readers never wait for the writer, with ``synchronous=NORMAL``:
@@ -402,9 +402,11 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
-    """The writer, the reader and the file they opened, once it is known to be presa's
-    (in a thread).
+def _open(
+    path: Path,
+) -> tuple[sqlite3.Connection, sqlite3.Connection, tuple[FileIdentity, FileIdentity]]:
+    """The writer, the reader and the files they opened (the database, its log), once
+    the file is known to be presa's (in a thread).
 
     Reading what tables the file holds writes nothing; only a file with
     none (new, or empty) gets the schema, and only a presa file of this
@@ -453,7 +455,11 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdent
         event_logs.ensure_tables(db)
         db.execute("COMMIT")
         db.executescript(COUNTERS)
-        opened = FileIdentity.of(path)
+        # The log is named after the file as SQLite opened it, its links followed.
+        (name,) = [
+            name for _, schema, name in db.execute("PRAGMA database_list") if schema == "main"
+        ]
+        opened = (FileIdentity.of(path), FileIdentity.of(Path(f"{name}-wal")))
         reader = _connect(path)
     except BaseException:
         db.close()
@@ -497,7 +503,7 @@ async def open_sqlite_store(
                 raise
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
         database = Database(
-            writer=Link(writer), reader=Link(reader), timeout=store_timeout, file=opened, lock=lock
+            writer=Link(writer), reader=Link(reader), timeout=store_timeout, files=opened, lock=lock
         )
         store = SqliteStore(database)
         try:
