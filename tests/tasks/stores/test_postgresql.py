@@ -669,3 +669,32 @@ async def test_a_task_this_process_cannot_read_keeps_it_listening_to_the_others(
         unreadable,
         unreadable,
     ]
+
+
+async def test_a_database_that_ends_idle_sessions_ends_none_of_the_stores(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (docs/task-stores.md "Faults"): a database whose
+    ``idle_session_timeout`` ends sessions idle for 0.2 s ends none of the store's:
+    they are idle by design (the connections between calls, the listening one
+    always). After idling well past it, the first read is answered, not a retryable
+    error, and a change made by another process is heard on the first listening
+    connection, with no resync."""
+    database = urlsplit(postgres_url).path.lstrip("/")
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("ALTER DATABASE {} SET idle_session_timeout = 200").format(
+                sql.Identifier(database)
+            )
+        )
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await a.create(stored(), ROOMY, T0)
+            await trio.sleep(1)  # five times the database's idle limit
+            assert await a.read("t-1") == stored()
+            await b.compare_and_set("alice", model.cancel(new_task(), T0 + 1), 0)
+            await seen.until(Changed(attrs.evolve(stored(), task=model.cancel(new_task(), T0 + 1))))
+            nursery.cancel_scope.cancel()
+    assert RESYNC not in seen.events

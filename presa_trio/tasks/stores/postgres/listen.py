@@ -69,6 +69,7 @@ from presa_trio.tasks.stores.base import (
     StoreEvent,
 )
 from presa_trio.tasks.stores.local import deliver_safely
+from presa_trio.tasks.stores.postgres.database import stay_when_idle
 from presa_trio.tasks.stores.postgres.errors import first_line
 from presa_trio.tasks.stores.record import UNDELIVERED, from_record, readable
 
@@ -130,6 +131,7 @@ def connect_and_listen(conninfo: str, channel: str) -> psycopg.Connection[Any]:
     # ``conninfo`` carries the store's bounds (database.bounded_conninfo).
     connection = psycopg.connect(conninfo, autocommit=True)
     try:
+        stay_when_idle(connection)
         connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
     except BaseException:
         connection.close()
