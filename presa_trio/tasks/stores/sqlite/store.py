@@ -47,6 +47,7 @@ of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite.event_logs
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -402,6 +403,25 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
+def check_writable(path: Path) -> None:
+    """In a thread: :class:`StoreUnavailable`, naming it, unless this process may write
+    the file and whichever of its log and shared memory exist.
+
+    Checked before SQLite opens the file: in WAL mode its first read makes
+    the log and the shared memory beside a file it cannot write, in the
+    file's mode, and a shared memory file left read-only refuses every later
+    start, though the file be made writable again.
+    """
+    real = path.resolve()
+    for name in (path, real.with_name(f"{real.name}-wal"), real.with_name(f"{real.name}-shm")):
+        try:
+            os.close(os.open(name, os.O_RDWR))
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise StoreUnavailable(f"cannot open {name}: {error.strerror}") from None
+
+
 def _open(
     path: Path,
 ) -> tuple[sqlite3.Connection, sqlite3.Connection, tuple[FileIdentity, FileIdentity]]:
@@ -423,6 +443,7 @@ def _open(
             f"{path} has {links} hard links: SQLite keeps its log by name, so serve it by one name"
         )
     create_private(path)
+    check_writable(path)
     db = _connect(path)
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
