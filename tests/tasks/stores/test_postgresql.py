@@ -36,7 +36,7 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
 )
 from presa_trio.tasks.stores.postgres.database import Database, Lane
-from presa_trio.tasks.stores.postgres.event_logs import EVENTS_VERSION
+from presa_trio.tasks.stores.postgres.event_logs import EVENTS_CHANNEL, EVENTS_VERSION
 from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT, SCHEMA_VERSION
 from presa_trio.tasks.stores.postgres.store import PostgresStore
 from presa_trio.tasks.stores.record import to_record
@@ -698,3 +698,49 @@ async def test_a_database_that_ends_idle_sessions_ends_none_of_the_stores(
             await seen.until(Changed(attrs.evolve(stored(), task=model.cancel(new_task(), T0 + 1))))
             nursery.cancel_scope.cancel()
     assert RESYNC not in seen.events
+
+
+KEEP_ALL = Retention(max_events=100, max_age_ms=None)
+FOREIGN_PAYLOADS = [
+    "not json",
+    "[1, 2]",
+    '{"changed": 7}',
+    '{"deleted": "t-9"}',
+    '{"taskId": null}',
+]
+
+
+async def test_notifications_presa_did_not_send_are_ignored_in_one_line_each(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (signals between processes; docs/task-stores.md "Faults"): any role
+    that may connect may NOTIFY on presa's channels. A payload presa did not send (not
+    JSON, JSON of another shape) is ignored with one warning each, on the task channel
+    and the event log channel alike, and the listening goes on: B's next change and
+    append are heard on the same connection, with no resync."""
+    seen, appended = Seen(), Seen()
+    async with (
+        open_store(postgres_url) as a,
+        open_store(postgres_url) as b,
+        trio.open_nursery() as nursery,
+    ):
+        await nursery.start(a.watch, seen)
+        await nursery.start(a.watch_events, appended)
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            for channel in (CHANNEL, EVENTS_CHANNEL):
+                for payload in FOREIGN_PAYLOADS:
+                    other.execute(
+                        sql.SQL("NOTIFY {}, {}").format(
+                            sql.Identifier(channel), sql.Literal(payload)
+                        )
+                    )
+        await b.create(stored(), ROOMY, T0)
+        await b.append_events("t-1", [NewEvent(STEP, {})], T0, KEEP_ALL)
+        await seen.until(Changed(stored()))
+        await appended.until("t-1")
+        nursery.cancel_scope.cancel()
+    assert seen.events == [Changed(stored())]
+    assert appended.events == ["t-1"]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2 * len(FOREIGN_PAYLOADS)
+    assert all("that is not presa's" in line for line in warned), warned
