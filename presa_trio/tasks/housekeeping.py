@@ -42,6 +42,7 @@ import attrs
 import trio
 
 from presa_trio.server.context import RequestContext
+from presa_trio.server.faults import report_fault
 from presa_trio.tasks.backoff import CAP, FIRST, Backoff
 from presa_trio.tasks.context import Job
 from presa_trio.tasks.model import Task
@@ -343,7 +344,12 @@ class Housekeeping:
             raise
 
     async def resume(self, stored: StoredTask) -> None:
-        """Run a claimed task again from its work description, or fail it if it may not."""
+        """Run a claimed task again from its work description, or fail it if it may not.
+
+        Work this server cannot rebuild into a job (rebuilding it raises) may
+        not run here either: its task is failed as interrupted, the traceback
+        logged under an incident, and the round goes on to the next task.
+        """
         assert stored.lease is not None
         own = self.supervisor.get(stored.task_id)
         if own is not None:
@@ -355,7 +361,10 @@ class Housekeeping:
         worker = Worker(stored.task_id, stored.scope, stored.lease.generation, stored.task, True)
         revived = None
         if stored.work is not None and stored.work.rerun:
-            revived = self.revive(stored.work)
+            try:
+                revived = self.revive(stored.work)
+            except Exception:  # this server's code cannot rebuild it: it may not run here
+                report_fault(log, "task %s: its job cannot be rebuilt", stored.task_id)
         if revived is None:
             log.info("task %s cannot run again: written failed", stored.task_id)
             await self.writer.write(worker, failure(INTERRUPTED))

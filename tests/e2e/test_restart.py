@@ -9,15 +9,20 @@ never gets there; nothing asserts how long anything took.
 from __future__ import annotations
 
 import os
+import pwd
 import resource
+import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 import trio
 
 from tests.e2e.peers import CONFIRM, PATIENCE, serving
+from tests.e2e.serve_process import REPOSITORY
+from tests.postgres import UNPRIVILEGED, others_can_reach
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
@@ -128,3 +133,53 @@ async def test_a_full_file_system_stops_the_start_with_one_line(tmp_path: Path) 
         [f"presa-trio: error: cannot write {db}.lock: File too large"],
     )
     assert os.listdir(tmp_path) == []
+
+
+async def test_a_read_only_file_is_refused_leaving_nothing_and_served_once_writable() -> None:
+    """presa-defined (operator errors; docs/task-stores.md "Faults"): a store file its
+    server may not write is refused at start in one line naming it, before SQLite
+    makes a log and shared memory beside it in the file's read-only mode (a shared
+    memory file left so refused every later start, the file writable again or not).
+    Nothing is left beside the file; once the file is writable, the same command
+    serves. The server runs as a user that file modes bind (``nobody`` under root)."""
+    as_user: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="presa-ro-") as directory:
+        root = Path(directory)
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None or not others_can_reach(REPOSITORY):
+                pytest.skip(f"no setpriv, or {UNPRIVILEGED} cannot reach this checkout")
+            owner = pwd.getpwnam(UNPRIVILEGED)
+            os.chown(root, owner.pw_uid, owner.pw_gid)
+            ids = ["--reuid", str(owner.pw_uid), "--regid", str(owner.pw_gid), "--clear-groups"]
+            as_user = [setpriv, *ids]
+        db = root / "tasks.db"
+
+        async def start() -> tuple[int, list[str]]:
+            """``stdio`` on the file, its input empty: it opens the store, then ends."""
+            with trio.fail_after(PATIENCE):
+                finished = await trio.run_process(
+                    [
+                        *as_user,
+                        sys.executable,
+                        "-m",
+                        "presa_trio",
+                        "stdio",
+                        "--store",
+                        f"sqlite:///{db}",
+                    ],
+                    check=False,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    stdin=b"",
+                    cwd=REPOSITORY,
+                )
+            errors = [line for line in finished.stderr.decode().splitlines() if "error" in line]
+            return finished.returncode, errors
+
+        assert await start() == (0, [])
+        db.chmod(0o400)
+        assert await start() == (2, [f"presa-trio: error: cannot open {db}: Permission denied"])
+        assert sorted(os.listdir(root)) == ["tasks.db", "tasks.db.lock"]
+        db.chmod(0o600)
+        assert await start() == (0, [])

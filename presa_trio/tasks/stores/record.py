@@ -42,6 +42,8 @@ what the memory store keeps: UTF-8 where the text can be UTF-8, and
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from typing import Any, TypeVar, get_origin
 
 import attrs
@@ -57,6 +59,8 @@ from presa_trio.wire.tasks import Status
 RECORD_VERSION = 1
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 #: The field types that hold a JSON value as the wire carried it (``Work.arguments``,
@@ -176,6 +180,31 @@ def task_from_json(data: JSONObject) -> Task:
         message=data.get("statusMessage"),
         required_scopes=frozenset(data.get("requiredScopes", ())),
     )
+
+
+#: What reading a record this server cannot read raises: a status or a field
+#: another server wrote, a value of another type, text that is not a record.
+UNREADABLE = (ValueError, KeyError, TypeError, cattrs.BaseValidationError)
+#: What a claim leaves a task out of (:func:`readable`).
+UNCLAIMED = "it is not recovered"
+#: What the announcements leave a task out of, heard or re-read (:func:`readable`).
+UNDELIVERED = "its change is not delivered"
+
+
+def readable(task_id: str, read: Callable[[], T], left_out: str) -> T | None:
+    """What ``read`` makes of a task's stored record, or None if this server cannot read it.
+
+    A claim, a resync and the announcements each take many tasks; one whose
+    record this server cannot read (another server's, or edited by hand)
+    must not stop them for the others. It is left out, in one line of the
+    log naming it and what it is ``left_out`` of.
+    """
+    try:
+        return read()
+    except UNREADABLE as error:
+        why = str(error)
+    log.error("task %s cannot be read, so %s: %s", task_id, left_out, why)
+    return None
 
 
 def lease_columns(lease: Lease | None) -> tuple[str | None, int | None, int | None]:

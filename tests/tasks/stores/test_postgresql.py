@@ -7,6 +7,7 @@ database's own controls to cut the listening connection.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from pathlib import Path
@@ -35,7 +36,7 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
 )
 from presa_trio.tasks.stores.postgres.database import Database, Lane
-from presa_trio.tasks.stores.postgres.event_logs import EVENTS_VERSION
+from presa_trio.tasks.stores.postgres.event_logs import EVENTS_CHANNEL, EVENTS_VERSION
 from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT, SCHEMA_VERSION
 from presa_trio.tasks.stores.postgres.store import PostgresStore
 from presa_trio.tasks.stores.record import to_record
@@ -621,3 +622,131 @@ async def test_a_version_1_event_schema_is_upgraded_in_place(postgres_url: str) 
         assert [(e.seq, e.created_ms) for e in read.events] == [(n, T0 + 1000) for n in range(3)]
         [again] = await store.append_events("t-1", [NewEvent(STEP, {})], T0, keep_all)
         assert again.seq == 3
+
+
+async def test_a_task_this_process_cannot_read_keeps_it_listening_to_the_others(
+    postgres: Postgres, postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (signals between processes; docs/task-stores.md "Faults"): A hears
+    of B's tasks; one is then written in a form A cannot read (a status another server
+    wrote). Its announcement is dropped in one line, and A hears on. Once A's LISTEN
+    connection is cut, A listens again and delivers B's change made meanwhile: the
+    unreadable task is left out of the re-read, in one line, where it failed every
+    re-read and so kept A from listening again at all."""
+    database = urlsplit(postgres_url).path.lstrip("/")
+    parked = model.request_input(new_task("y"), {"k": ASK}, T0 + 1)
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await b.create(stored("x"), ROOMY, T0)
+            await b.create(stored("y"), ROOMY, T0)
+            await seen.until(Changed(stored("y")))
+            with psycopg.connect(postgres_url, autocommit=True) as connection:
+                connection.execute(
+                    "UPDATE presa_tasks SET revision = 1, task = jsonb_set(jsonb_set("
+                    """task::jsonb, '{status}', '"paused"'), '{revision}', '1')::json"""
+                    " WHERE task_id = 'x'"
+                )
+            # Announcements come in commit order: once z's is heard, x's was.
+            await b.create(stored("z"), ROOMY, T0)
+            await seen.until(Changed(stored("z")))
+            with psycopg.connect(postgres.url(), autocommit=True) as admin:
+                allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
+                admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
+                try:
+                    cut_listeners(admin, database)
+                    await b.compare_and_set("alice", parked, 0)
+                finally:
+                    admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
+            await seen.until(RESYNC)
+            nursery.cancel_scope.cancel()
+    assert seen.events == [
+        Changed(stored("x")),
+        Changed(stored("y")),
+        Changed(stored("z")),
+        Changed(attrs.evolve(stored("y"), task=parked)),
+        RESYNC,
+    ]
+    unreadable = (
+        "task x cannot be read, so its change is not delivered: 'paused' is not a valid Status"
+    )
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == [
+        unreadable,
+        unreadable,
+    ]
+
+
+async def test_a_database_that_ends_idle_sessions_ends_none_of_the_stores(
+    postgres: Postgres, postgres_url: str
+) -> None:
+    """presa-defined (docs/task-stores.md "Faults"): a database whose
+    ``idle_session_timeout`` ends sessions idle for 0.2 s ends none of the store's:
+    they are idle by design (the connections between calls, the listening one
+    always). After idling well past it, the first read is answered, not a retryable
+    error, and a change made by another process is heard on the first listening
+    connection, with no resync."""
+    database = urlsplit(postgres_url).path.lstrip("/")
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("ALTER DATABASE {} SET idle_session_timeout = 200").format(
+                sql.Identifier(database)
+            )
+        )
+    async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        seen = Seen()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.watch, seen)
+            await a.create(stored(), ROOMY, T0)
+            await trio.sleep(1)  # five times the database's idle limit
+            assert await a.read("t-1") == stored()
+            await b.compare_and_set("alice", model.cancel(new_task(), T0 + 1), 0)
+            await seen.until(Changed(attrs.evolve(stored(), task=model.cancel(new_task(), T0 + 1))))
+            nursery.cancel_scope.cancel()
+    assert RESYNC not in seen.events
+
+
+KEEP_ALL = Retention(max_events=100, max_age_ms=None)
+FOREIGN_PAYLOADS = [
+    "not json",
+    "[1, 2]",
+    '{"changed": 7}',
+    '{"deleted": "t-9"}',
+    '{"taskId": null}',
+]
+
+
+async def test_notifications_presa_did_not_send_are_ignored_in_one_line_each(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (signals between processes; docs/task-stores.md "Faults"): any role
+    that may connect may NOTIFY on presa's channels. A payload presa did not send (not
+    JSON, JSON of another shape) is ignored with one warning each, on the task channel
+    and the event log channel alike, and the listening goes on: B's next change and
+    append are heard on the same connection, with no resync."""
+    seen, appended = Seen(), Seen()
+    async with (
+        open_store(postgres_url) as a,
+        open_store(postgres_url) as b,
+        trio.open_nursery() as nursery,
+    ):
+        await nursery.start(a.watch, seen)
+        await nursery.start(a.watch_events, appended)
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            for channel in (CHANNEL, EVENTS_CHANNEL):
+                for payload in FOREIGN_PAYLOADS:
+                    other.execute(
+                        sql.SQL("NOTIFY {}, {}").format(
+                            sql.Identifier(channel), sql.Literal(payload)
+                        )
+                    )
+        await b.create(stored(), ROOMY, T0)
+        await b.append_events("t-1", [NewEvent(STEP, {})], T0, KEEP_ALL)
+        await seen.until(Changed(stored()))
+        await appended.until("t-1")
+        nursery.cancel_scope.cancel()
+    assert seen.events == [Changed(stored())]
+    assert appended.events == ["t-1"]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2 * len(FOREIGN_PAYLOADS)
+    assert all("that is not presa's" in line for line in warned), warned

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+import attrs
 import pytest
 import trio
 
@@ -20,7 +21,7 @@ from presa_trio.server import RequestContext
 from presa_trio.tasks import TaskRunner, model
 from presa_trio.tasks.context import Job, WorkerContext
 from presa_trio.tasks.housekeeping import INTERRUPTED
-from presa_trio.tasks.stores.base import StoredTask, TaskStore, Work
+from presa_trio.tasks.stores.base import Lease, Limits, StoredTask, TaskStore, Work
 from presa_trio.wire.mrtr import ListRoots
 from presa_trio.wire.tasks import Status
 from tests.tasks.helpers import RESULT, TRIO_CLOCK, creator, gated
@@ -265,3 +266,42 @@ async def test_a_recovered_worker_whose_task_was_cancelled_as_it_was_claimed_sto
     stored = await store.read(task.task_id)
     assert stored is not None
     assert (stored.task.status, stored.task.input_requests) == (Status.CANCELLED, {})
+
+
+async def test_a_task_whose_job_cannot_be_rebuilt_is_failed_and_the_others_run_again(
+    store: TaskStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (recovery; spec-notes §44): of two tasks a stopped process left,
+    the first claimed has work this server cannot rebuild into a job (rebuilding it
+    raises: its stored arguments no longer fit the tool, say). That task is written
+    failed as interrupted, the traceback logged under an incident, and the other
+    still runs again, where the first stopped every recovery round before reaching it."""
+    asked: list[str] = []
+    broken = attrs.evolve(WORK, tool="broken")
+    for task_id, work in (("a-broken", broken), ("b-asker", WORK)):
+        left = StoredTask(
+            "s",
+            model.create(task_id, now_ms=0, ttl_ms=None, poll_interval_ms=100),
+            work,
+            Lease("gone", 1, 0),
+        )
+        await store.create(left, Limits(), 0)
+
+    def revive(work: Work) -> tuple[Job, RequestContext] | None:
+        if work.tool == "broken":
+            raise ValueError("the stored arguments no longer fit the tool")
+        return two_questions(asked), creator({"roots": {}})
+
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=LEASE_MS)
+    runner.revive = revive
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        await until_status(runner, "a-broken", Status.FAILED)
+        await until(lambda: asked == ["first"])
+        nursery.cancel_scope.cancel()
+    failed = await store.read("a-broken")
+    assert failed is not None
+    assert failed.task.error == INTERRUPTED.to_wire()
+    [fault] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert fault.getMessage().startswith("task a-broken: its job cannot be rebuilt (incident ")
+    assert fault.exc_info is not None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sqlite3
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from presa_trio.tasks import model
 from presa_trio.tasks.events import NewEvent, Retention
 from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
+from presa_trio.tasks.stores.sqlite import lock as sqlite_lock
 from presa_trio.tasks.stores.sqlite import store as sqlite_store
 from presa_trio.tasks.stores.sqlite.database import FileIdentity
 from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION, SqliteStore
@@ -70,6 +73,42 @@ async def test_a_second_store_on_the_file_is_refused_naming_the_first(tmp_path: 
             )
     async with open_store(f"sqlite:///{path}"):
         pass
+
+
+async def test_a_lock_file_removed_under_a_server_is_taken_again_or_waited_for(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """presa-defined (one server per file; docs/task-stores.md "Faults"): the lock file
+    removed while a store has the file open (a clean-up of "stale" locks) is locked
+    again at the store's next call, so a second server is still refused. If a second
+    one started in the meantime, every call of the first is unavailable (retryable),
+    naming the holder, and writes nothing; once the second has closed, the first
+    locks the file again and serves, every task intact."""
+    path = tmp_path / "tasks.db"
+    lock_file = tmp_path / "tasks.db.lock"
+    served_here = f"{path} is served by another presa process (pid {os.getpid()})"
+    async with open_store(f"sqlite:///{path}") as first:
+        await first.create(stored("kept"), ROOMY, T0)
+        lock_file.unlink()
+        await first.create(stored("after"), ROOMY, T0)
+        assert await refusal(f"sqlite:///{path}") == f"{served_here}; one server per file"
+        lock_file.unlink()
+        async with open_store(f"sqlite:///{path}") as second:
+            with pytest.raises(StoreUnavailable, match=re.escape(served_here)):
+                await first.create(stored("lost"), ROOMY, T0)
+            with pytest.raises(StoreUnavailable, match=re.escape(served_here)):
+                await first.read("kept")
+            assert await second.read("lost") is None
+        await first.create(stored("new"), ROOMY, T0)
+        assert [await first.read(t) is not None for t in ("kept", "after", "lost", "new")] == [
+            True,
+            True,
+            False,
+            True,
+        ]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"{lock_file} was removed or replaced while this server held it: locked again"
+    ] * 2
 
 
 async def test_a_foreign_database_is_refused_before_anything_is_written(tmp_path: Path) -> None:
@@ -249,21 +288,46 @@ async def test_the_lock_and_the_file_are_opened_off_the_trio_thread(
     trio.to_thread): opening a store takes its lock file and opens the database in a
     worker thread, so a slow file system holds up no other Trio task."""
     on_trio_thread: list[tuple[str, bool]] = []
-    hold_lock, open_file = sqlite_store.hold_lock, sqlite_store._open
+    hold_lock, open_file = sqlite_lock.hold_lock, sqlite_store._open
 
-    def recording_lock(path: Path) -> tuple[int, bool]:
+    def recording_lock(path: Path, lock_file: Path) -> tuple[int, bool]:
         on_trio_thread.append(("lock", trio.lowlevel.in_trio_run()))
-        return hold_lock(path)
+        return hold_lock(path, lock_file)
 
-    def recording_open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
+    def recording_open(
+        path: Path,
+    ) -> tuple[sqlite3.Connection, sqlite3.Connection, tuple[FileIdentity, FileIdentity]]:
         on_trio_thread.append(("open", trio.lowlevel.in_trio_run()))
         return open_file(path)
 
-    monkeypatch.setattr(sqlite_store, "hold_lock", recording_lock)
+    monkeypatch.setattr(sqlite_lock, "hold_lock", recording_lock)
     monkeypatch.setattr(sqlite_store, "_open", recording_open)
     async with open_store(f"sqlite:///{tmp_path / 'tasks.db'}"):
         pass
     assert on_trio_thread == [("lock", False), ("open", False)]
+
+
+async def test_a_log_deleted_under_the_store_is_unavailable_and_a_stop_keeps_every_task(
+    tmp_path: Path,
+) -> None:
+    """presa-defined (a creation is acknowledged once durable, spec-notes §44; docs/
+    task-stores.md "Faults"): once the write-ahead log is deleted under the store, a
+    commit would go to a log no name leads to, lost at a crash, and the reader would
+    meet another log: every call is unavailable (retryable), and nothing is written.
+    A graceful stop writes what the open log holds into the file, so the next store
+    on the file has every task acknowledged before."""
+    path, log = tmp_path / "tasks.db", tmp_path / "tasks.db-wal"
+    gone = re.escape(f"{log} no longer names the file this server opened")
+    async with open_store(f"sqlite:///{path}") as store:
+        await store.create(stored("kept"), ROOMY, T0)
+        log.unlink()
+        with pytest.raises(StoreUnavailable, match=gone):
+            await store.create(stored("lost"), ROOMY, T0)
+        with pytest.raises(StoreUnavailable, match=gone):
+            await store.read("kept")
+    async with open_store(f"sqlite:///{path}") as store:
+        assert await store.read("kept") == stored("kept")
+        assert await store.read("lost") is None
 
 
 async def test_a_directory_is_refused_in_one_line_saying_so(tmp_path: Path) -> None:

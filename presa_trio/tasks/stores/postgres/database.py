@@ -54,7 +54,8 @@ database does, bounded on both sides:
 - **by the server**: each connection sets ``statement_timeout`` (a query,
   lock waits included, that runs longer is cancelled and its transaction
   rolled back) and ``idle_in_transaction_session_timeout`` (a transaction
-  its client stopped driving releases its locks);
+  its client stopped driving releases its locks), and turns off the
+  database's ``idle_session_timeout``, if it has one (:func:`stay_when_idle`);
 - **by the client**: :meth:`Database.run` waits at most the timeout, from
   the moment it is called (a :func:`trio.move_on_after`). Connecting is
   bounded by ``connect_timeout``, and a lost peer by TCP keepalives and
@@ -157,6 +158,23 @@ def set_server_timeouts(connection: Connection, timeout: float) -> None:
         " set_config('idle_in_transaction_session_timeout', %s, false)",
         (milliseconds, milliseconds),
     )
+
+
+#: The first PostgreSQL with ``idle_session_timeout`` (14), as ``server_version`` numbers it.
+IDLE_SESSION_TIMEOUT_SINCE = 140000
+
+
+def stay_when_idle(connection: Connection) -> None:
+    """End no session of presa's for being idle: they are idle by design.
+
+    A connection waits idle between calls, and the listening one always: a
+    database's ``idle_session_timeout`` (PostgreSQL 14 on) would end each
+    pooled connection once idle past it, so the next request on it failed
+    (a retryable error, from a healthy database), and end the listening one
+    over and over. The session's own setting overrides the database's.
+    """
+    if connection.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
+        connection.execute("SET idle_session_timeout = 0")
 
 
 def transact(connection: Connection, work: Work[T]) -> T:
@@ -331,6 +349,7 @@ class Database:
         connection = psycopg.connect(self.conninfo, autocommit=True)
         try:
             set_server_timeouts(connection, self.timeout)
+            stay_when_idle(connection)
         except BaseException:
             connection.close()
             raise

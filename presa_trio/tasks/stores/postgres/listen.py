@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -68,8 +69,9 @@ from presa_trio.tasks.stores.base import (
     StoreEvent,
 )
 from presa_trio.tasks.stores.local import deliver_safely
+from presa_trio.tasks.stores.postgres.database import stay_when_idle
 from presa_trio.tasks.stores.postgres.errors import first_line
-from presa_trio.tasks.stores.record import from_record
+from presa_trio.tasks.stores.record import UNDELIVERED, from_record, readable
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,7 @@ def connect_and_listen(conninfo: str, channel: str) -> psycopg.Connection[Any]:
     # ``conninfo`` carries the store's bounds (database.bounded_conninfo).
     connection = psycopg.connect(conninfo, autocommit=True)
     try:
+        stay_when_idle(connection)
         connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
     except BaseException:
         connection.close()
@@ -136,15 +139,42 @@ def connect_and_listen(conninfo: str, channel: str) -> psycopg.Connection[Any]:
     return connection
 
 
+#: What reading a payload that presa did not send raises: text that is not JSON,
+#: JSON of another shape (:func:`string_of`). Any role that may connect to the
+#: database may ``NOTIFY`` on presa's channels.
+FOREIGN = (ValueError, KeyError, TypeError)
+
+
+def string_of(value: object) -> str:
+    """A task id or scope read from a payload; :class:`TypeError` if it is not a string."""
+    if not isinstance(value, str):
+        raise TypeError(f"a string was expected, not {type(value).__name__}")
+    return value
+
+
 async def pump(connection: psycopg.Connection[Any], hear: Callable[[str], Awaitable[None]]) -> None:
-    """Hear announcements as they arrive, until cancelled or disconnected."""
+    """Hear announcements as they arrive, until cancelled or disconnected.
+
+    A payload presa did not send is ignored, in one line of the log: it
+    must not end the listening, which would lose what follows.
+    """
     pgconn = connection.pgconn
     encoding = connection.info.encoding
     while True:
         await trio.lowlevel.wait_readable(pgconn.socket)
         pgconn.consume_input()  # raises once the connection is lost
         while (notification := pgconn.notifies()) is not None:
-            await hear(notification.extra.decode(encoding))
+            payload = notification.extra.decode(encoding)
+            try:
+                await hear(payload)
+            except FOREIGN as error:
+                channel = notification.relname.decode(encoding)
+                log.warning(
+                    "ignored a notification on %s that is not presa's (%s): %.100r",
+                    channel,
+                    error,
+                    payload,
+                )
 
 
 @attrs.frozen
@@ -172,12 +202,14 @@ class TaskChanges:
             record = message["stored"]
             lease = record["lease"]
             version = (record["task"]["revision"], 0 if lease is None else lease["generation"])
-            if self.delivered(record["task"]["taskId"], version):
+            task_id = string_of(record["task"]["taskId"])
+            if self.delivered(task_id, version):
                 return None
-            return Changed(from_record(record))
+            stored = readable(task_id, partial(from_record, record), UNDELIVERED)
+            return None if stored is None else Changed(stored)
         if "deleted" in message:
-            return Deleted(message["scope"], message["deleted"])
-        stored = await self.read(message["changed"])
+            return Deleted(string_of(message["scope"]), string_of(message["deleted"]))
+        stored = await self.read(string_of(message["changed"]))
         # Deleted since: its deletion is announced next.
         return None if stored is None else Changed(stored)
 
@@ -189,7 +221,7 @@ class Appends:
     deliver: DeliverAppend
 
     async def hear(self, payload: str) -> None:
-        deliver_safely(self.deliver, json.loads(payload)["taskId"])
+        deliver_safely(self.deliver, string_of(json.loads(payload)["taskId"]))
 
     async def resync(self) -> None:
         """Appends made while no connection listened were announced to nobody."""

@@ -63,6 +63,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -102,7 +103,14 @@ from presa_trio.tasks.stores.postgres.schema import (
     decode,
     ensure_schema,
 )
-from presa_trio.tasks.stores.record import record_text, task_to_json, to_json
+from presa_trio.tasks.stores.record import (
+    UNCLAIMED,
+    UNDELIVERED,
+    readable,
+    record_text,
+    task_to_json,
+    to_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -235,16 +243,21 @@ class PostgresStore:
         """
         held = list(self._delivered)
 
-        def work(connection: Connection) -> list[StoredTask]:
+        def work(connection: Connection) -> dict[str, StoredTask | None]:
             rows = connection.execute(
-                f"SELECT {COLUMNS} FROM presa_tasks WHERE task_id = ANY(%s)", (held,)
+                f"SELECT {COLUMNS}, task_id FROM presa_tasks WHERE task_id = ANY(%s)", (held,)
             ).fetchall()
-            return [decode(row) for row in rows]
+            return {
+                task_id: readable(task_id, partial(decode, tuple(row)), UNDELIVERED)
+                for *row, task_id in rows
+            }
 
-        found = {stored.task_id: stored for stored in await self.database.run(work)}
+        found = await self.database.run(work)
         for task_id in held:
-            stored = found.get(task_id)
-            self._offer(Deleted("", task_id) if stored is None else Changed(stored))
+            if task_id not in found:
+                self._offer(Deleted("", task_id))
+            elif (stored := found[task_id]) is not None:
+                self._offer(Changed(stored))
         self.announcer.announce(RESYNC)
 
     # --- the protocol ---------------------------------------------------------------
@@ -404,7 +417,7 @@ class PostgresStore:
                 "        AND (lease_deadline_ms IS NULL OR lease_deadline_ms"
                 "             <= CASE WHEN %(released_only)s THEN 0 ELSE presa_now_ms() END)"
                 "       ORDER BY task_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) AS c"
-                " WHERE t.task_id = c.task_id " + returning("t"),
+                " WHERE t.task_id = c.task_id " + returning("t") + ", t.task_id",
                 {
                     "owner": owner,
                     "expires": expires_ms,
@@ -414,7 +427,11 @@ class PostgresStore:
                     "released_only": released_only,
                 },
             ).fetchall()
-            return [decode(row) for row in rows]
+            # One left out is claimed all the same: the next claims meet it once its lease lapses.
+            found = (
+                readable(task_id, partial(decode, tuple(row)), UNCLAIMED) for *row, task_id in rows
+            )
+            return [stored for stored in found if stored is not None]
 
         claimed = await self.database.run(work, Lane.BACKGROUND)
         for stored in claimed:

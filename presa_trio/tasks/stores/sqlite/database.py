@@ -21,12 +21,17 @@ write's hop and commit cost the Trio thread and the interpreter lock more
 than the write itself. No task runs the batches but the callers'
 own, so nothing outlives the store's users.
 
-**The file must keep its name.** Before each call the path is checked to
-name the file the store opened (its device and inode): a file moved,
-deleted or replaced under a running server would take tasks a restart on
-that path could never find, and let a second server start there. Until
-the file is back, every call is unavailable (retryable) and nothing is
-written.
+**The file must keep its name**, and so must its write-ahead log. Before
+each call each path is checked to name the file the store opened (its
+device and inode): a file moved, deleted or replaced under a running
+server would take tasks a restart on that path could never find, and let
+a second server start there; a log deleted would take every commit since
+the last checkpoint with it at a crash (a creation acknowledged, then
+lost), and the reader, which opens the log by name, would meet another
+one. Until the file is back, every call is unavailable (retryable) and
+nothing is written; a log deleted never comes back, and a graceful stop
+writes what the log still open holds into the file (the last
+connection's checkpoint), so the next start has it all.
 
 Every call ends within the store timeout of being made (``--store-timeout``),
 queueing for its connection included: a call that gets its connection with
@@ -56,6 +61,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.sqlite.errors import classify
+from presa_trio.tasks.stores.sqlite.lock import HeldLock
 
 T = TypeVar("T")
 
@@ -73,7 +79,8 @@ class Link:
 
 @attrs.frozen
 class FileIdentity:
-    """The file a store opened: its path, and the device and inode the path named then."""
+    """A file a store opened (the database, its log): its path, and the device and inode
+    the path named then."""
 
     path: Path
     device: int
@@ -107,8 +114,10 @@ class Database:
     reader: Link = attrs.field(kw_only=True)
     # The longest a call may take, queueing included, in seconds.
     timeout: float = attrs.field(kw_only=True, default=DEFAULT_STORE_TIMEOUT_S)
-    # The file opened, checked before each call; None: not checked.
-    file: FileIdentity | None = attrs.field(kw_only=True, default=None)
+    # The files opened (the database, its log), checked before each call.
+    files: tuple[FileIdentity, ...] = attrs.field(kw_only=True, default=())
+    # The lock that says this process serves the file, kept before each call; None: none.
+    lock: HeldLock | None = attrs.field(kw_only=True, default=None)
     # Set by :meth:`aclose`: a call after it is unavailable (another process may serve).
     _closed: bool = False
     # Writes not yet in a batch, oldest first.
@@ -231,11 +240,14 @@ class Database:
         return outcomes
 
     def _check_open(self) -> None:
-        """In a thread: :class:`StoreUnavailable` if closed, or the file left its name."""
+        """In a thread: :class:`StoreUnavailable` if closed, a file left its name, or
+        another process holds the lock (:meth:`HeldLock.keep`)."""
         if self._closed:
             raise StoreUnavailable("sqlite: cannot use a closed database")
-        if self.file is not None:
-            self.file.check()
+        for file in self.files:
+            file.check()
+        if self.lock is not None:
+            self.lock.keep()
 
     async def aclose(self) -> None:
         """Close both connections, each after its call in progress; later calls fail."""

@@ -6,10 +6,10 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
 
 - **One server per file.** The store holds an exclusive lock
   (:func:`fcntl.flock`) on ``PATH.lock`` beside the file, with its pid in
-  it, for as long as it is open; the operating system releases it when the
-  process ends, however it ends. A second server on the same file is
-  refused at start, with one line naming the holder's pid: two processes
-  would each run, answer and cancel tasks the other cannot see.
+  it, for as long as it is open, and keeps it under that name
+  (:mod:`presa_trio.tasks.stores.sqlite.lock`); a second server on the
+  same file is refused at start, with one line naming the holder's pid:
+  two processes would each run, answer and cancel tasks the other cannot see.
 - **The owner's alone.** A file the store creates is mode 0600
   (:func:`presa_trio.private_files.create_private`): it holds every
   caller's tasks, their answers and results. SQLite gives the write-ahead
@@ -18,9 +18,9 @@ writer for every write (and ``counts``), the reader for ``get`` and ``read``
   or new file gets the schema; a file with tables but no ``presa_meta``, or
   another schema version, is refused before anything (WAL mode included)
   is written to it.
-- **The file keeps its name.** A file moved, deleted or replaced while the
-  store is open makes every call unavailable until it is back
-  (:mod:`presa_trio.tasks.stores.sqlite.database`).
+- **The file keeps its name**, and so does its write-ahead log. A file or
+  log moved, deleted or replaced while the store is open makes every call
+  unavailable until it is back (:mod:`presa_trio.tasks.stores.sqlite.database`).
 - **Deadlines.** Every call ends within the store timeout of being made
   (``--store-timeout``); see :mod:`presa_trio.tasks.stores.sqlite.database`.
 - **WAL**, so readers never wait for the writer, with ``synchronous=NORMAL``:
@@ -46,13 +46,12 @@ of their own, and their methods (:mod:`presa_trio.tasks.stores.sqlite.event_logs
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,8 +80,10 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.local import Announcer, check_read, check_write
 from presa_trio.tasks.stores.record import (
+    UNCLAIMED,
     from_json,
     lease_columns,
+    readable,
     record_text,
     task_from_json,
     to_record,
@@ -90,6 +91,7 @@ from presa_trio.tasks.stores.record import (
 from presa_trio.tasks.stores.sqlite import event_logs
 from presa_trio.tasks.stores.sqlite.database import Database, FileIdentity, Link
 from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
+from presa_trio.tasks.stores.sqlite.lock import HeldLock
 
 SCHEMA_VERSION = 1
 
@@ -309,22 +311,24 @@ class SqliteStore:
     ) -> list[StoredTask]:
         def claim(db: sqlite3.Connection) -> list[StoredTask]:
             rows = db.execute(
-                f"SELECT {COLUMNS} FROM tasks WHERE terminal = 0 "
+                f"SELECT task_id, lease_generation, {COLUMNS} FROM tasks WHERE terminal = 0 "
                 "AND (lease_expires_ms IS NULL OR lease_expires_ms <= ?) "
                 "AND (expires_ms IS NULL OR expires_ms > ?) LIMIT ?",
                 (0 if released_only else now_ms, now_ms, limit),
             ).fetchall()
             claimed = []
-            for row in rows:
-                stored = _row_to_stored(row)
-                generation = 1 if stored.lease is None else stored.lease.generation + 1
-                stored = attrs.evolve(stored, lease=Lease(owner, generation, expires_ms))
+            for task_id, held, *row in rows:
+                generation = 1 if held is None else held + 1
                 db.execute(
                     "UPDATE tasks SET lease_owner = ?, lease_generation = ?, "
                     "lease_expires_ms = ? WHERE task_id = ?",
-                    (owner, generation, expires_ms, stored.task_id),
+                    (owner, generation, expires_ms, task_id),
                 )
-                claimed.append(stored)
+                # Claimed all the same: the next claims meet it once its lease lapses again.
+                stored = readable(task_id, partial(_row_to_stored, tuple(row)), UNCLAIMED)
+                if stored is not None:
+                    lease = Lease(owner, generation, expires_ms)
+                    claimed.append(attrs.evolve(stored, lease=lease))
             return claimed
 
         claimed = await self.database.write(claim)
@@ -399,9 +403,30 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdentity]:
-    """The writer, the reader and the file they opened, once it is known to be presa's
-    (in a thread).
+def check_writable(path: Path) -> None:
+    """In a thread: :class:`StoreUnavailable`, naming it, unless this process may write
+    the file and whichever of its log and shared memory exist.
+
+    Checked before SQLite opens the file: in WAL mode its first read makes
+    the log and the shared memory beside a file it cannot write, in the
+    file's mode, and a shared memory file left read-only refuses every later
+    start, though the file be made writable again.
+    """
+    real = path.resolve()
+    for name in (path, real.with_name(f"{real.name}-wal"), real.with_name(f"{real.name}-shm")):
+        try:
+            os.close(os.open(name, os.O_RDWR))
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise StoreUnavailable(f"cannot open {name}: {error.strerror}") from None
+
+
+def _open(
+    path: Path,
+) -> tuple[sqlite3.Connection, sqlite3.Connection, tuple[FileIdentity, FileIdentity]]:
+    """The writer, the reader and the files they opened (the database, its log), once
+    the file is known to be presa's (in a thread).
 
     Reading what tables the file holds writes nothing; only a file with
     none (new, or empty) gets the schema, and only a presa file of this
@@ -418,6 +443,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdent
             f"{path} has {links} hard links: SQLite keeps its log by name, so serve it by one name"
         )
     create_private(path)
+    check_writable(path)
     db = _connect(path)
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
@@ -450,70 +476,17 @@ def _open(path: Path) -> tuple[sqlite3.Connection, sqlite3.Connection, FileIdent
         event_logs.ensure_tables(db)
         db.execute("COMMIT")
         db.executescript(COUNTERS)
-        opened = FileIdentity.of(path)
+        # The log is named after the file as SQLite opened it, its links followed.
+        (name,) = [
+            name for _, schema, name in db.execute("PRAGMA database_list") if schema == "main"
+        ]
+        opened = (FileIdentity.of(path), FileIdentity.of(Path(f"{name}-wal")))
         reader = _connect(path)
     except BaseException:
         db.close()
         raise
     reader.execute("PRAGMA query_only = ON")
     return db, reader, opened
-
-
-def lock_path(path: Path) -> Path:
-    """The file beside ``path`` whose lock says which process serves it.
-
-    Beside the file itself, its symbolic links followed, so a second server
-    that names the file through a link, or by another relative path, meets
-    the same lock.
-    """
-    try:
-        real = path.resolve()
-    except (OSError, RuntimeError) as error:  # links in a loop (RuntimeError before 3.13)
-        raise StoreUnavailable(f"cannot open {path}: {error}") from None
-    return real.with_name(real.name + ".lock")
-
-
-def hold_lock(path: Path) -> tuple[int, bool]:
-    """Lock ``PATH.lock`` for this process, its pid in it; the open descriptor, and
-    whether the lock file was made just now.
-
-    ``flock`` locks belong to the open file, so the operating system drops
-    the lock when the process ends, however it ends; a stale file left by a
-    killed server is simply locked again.
-    """
-    lock_file = lock_path(path)
-    try:
-        descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        made = True
-    except FileExistsError:
-        descriptor, made = None, False
-    except OSError as error:  # a link into a directory that does not exist, say
-        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
-    try:
-        if descriptor is None:
-            descriptor = os.open(lock_file, os.O_RDWR)
-    except OSError as error:
-        raise StoreUnavailable(f"cannot open {lock_file}: {error.strerror}") from None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
-        holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
-        os.close(descriptor)
-        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise StoreUnavailable(f"cannot lock {lock_file}: {error.strerror}") from None
-        who = f"pid {holder}" if holder.isdigit() else "a process that wrote no pid"
-        raise StoreUnavailable(
-            f"{path} is served by another presa process ({who}); one server per file"
-        ) from None
-    try:
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-    except OSError as error:  # a full disk, say: refused like any file that cannot be opened
-        os.close(descriptor)
-        if made:
-            lock_file.unlink()
-        raise StoreUnavailable(f"cannot write {lock_file}: {error.strerror}") from None
-    return descriptor, made
 
 
 def sqlite_path(url: str) -> Path:
@@ -534,34 +507,34 @@ def sqlite_path(url: str) -> Path:
 
 @attrs.frozen
 class Opened:
-    """What :func:`open_locked` opened: the lock's descriptor, the connections, the file."""
+    """What :func:`open_locked` opened: the lock, the connections, the files they opened."""
 
-    lock: int
+    lock: HeldLock
     writer: sqlite3.Connection
     reader: sqlite3.Connection
-    file: FileIdentity
+    files: tuple[FileIdentity, FileIdentity]
 
 
 def open_locked(url: str) -> Opened:
-    """In a thread: lock the file ``url`` names, then open it (:func:`hold_lock`, :func:`_open`).
+    """In a thread: lock the file ``url`` names (:class:`HeldLock`), then open it (:func:`_open`).
 
-    A file refused is let go of whole: its lock is closed, and a lock file
+    A file refused is let go of whole: its lock is released, and a lock file
     made just now removed, so it keeps nothing of presa's beside it.
     """
     path = sqlite_path(url)
     if not path.parent.is_dir():
         raise StoreUnavailable(f"cannot open {url}: no directory {path.parent}")
-    lock, made = hold_lock(path)
+    lock = HeldLock.take(path)
     try:
-        writer, reader, file = _open(path)
+        writer, reader, files = _open(path)
     except BaseException as error:
-        if made:
-            lock_path(path).unlink()
-        os.close(lock)
+        if lock.made:
+            lock.lock_file.unlink()
+        lock.release()
         if isinstance(error, sqlite3.Error):
             raise StoreUnavailable(f"cannot open {url}: {error}") from error
         raise
-    return Opened(lock, writer, reader, file)
+    return Opened(lock, writer, reader, files)
 
 
 @asynccontextmanager
@@ -580,7 +553,8 @@ async def open_sqlite_store(
             writer=Link(opened.writer),
             reader=Link(opened.reader),
             timeout=store_timeout,
-            file=opened.file,
+            files=opened.files,
+            lock=opened.lock,
         )
         store = SqliteStore(database)
         try:
@@ -588,4 +562,4 @@ async def open_sqlite_store(
         finally:
             await store.aclose()
     finally:
-        os.close(opened.lock)
+        opened.lock.release()
