@@ -52,8 +52,9 @@ class MemoryStore:
 
     # task_id -> the stored task; ids are unique across scopes (they are random).
     entries: dict[str, StoredTask] = attrs.field(factory=dict)
-    # scope -> how many stored / non-terminal tasks it has. Kept as tasks
-    # change, so the capacity check on every creation costs O(1), not a scan.
+    # scope -> how many stored / non-terminal tasks it has, for the scopes
+    # that have any (:func:`add`). Kept as tasks change, so the capacity
+    # check on every creation costs no scan of the tasks.
     _stored: Counter[str] = attrs.field(factory=Counter)
     _active: Counter[str] = attrs.field(factory=Counter)
     announcer: Announcer = attrs.field(factory=Announcer)
@@ -98,9 +99,9 @@ class MemoryStore:
         await self.event_logs.prune_events(now_ms, retention)
 
     def _count(self, stored: StoredTask, delta: int) -> None:
-        self._stored[stored.scope] += delta
+        add(self._stored, stored.scope, delta)
         if not stored.task.terminal:
-            self._active[stored.scope] += delta
+            add(self._active, stored.scope, delta)
 
     def _counts(self, scope: str | None) -> Counts:
         if scope is None:
@@ -154,7 +155,7 @@ class MemoryStore:
             self._put(StoredTask(scope, task, stored.work, stored.lease))
         else:
             if not stored.task.terminal:
-                self._active[scope] -= 1
+                add(self._active, scope, -1)
             # Ended: its work and lease are let go of (rule 4).
             self._put(StoredTask(scope, task))
         if events is not None:
@@ -223,3 +224,13 @@ class MemoryStore:
     async def counts(self, scope: str | None = None) -> Counts:
         await trio.sleep(0)
         return self._counts(scope)
+
+
+def add(counts: Counter[str], scope: str, delta: int) -> None:
+    """Change ``scope``'s count by ``delta``; at zero the scope is let go of, so the
+    counters hold the scopes with tasks, not every caller that ever made one."""
+    left = counts[scope] + delta
+    if left:
+        counts[scope] = left
+    else:
+        del counts[scope]

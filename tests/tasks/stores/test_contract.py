@@ -36,6 +36,8 @@ from presa_trio.tasks.stores.base import (
     TaskStore,
     Work,
 )
+from presa_trio.tasks.stores.memory import MemoryStore
+from presa_trio.tasks.stores.postgres.store import PostgresStore
 from presa_trio.tasks.stores.record import (
     UnknownRecordVersion,
     from_json,
@@ -43,6 +45,7 @@ from presa_trio.tasks.stores.record import (
     to_json,
     to_record,
 )
+from presa_trio.tasks.stores.sqlite.store import SqliteStore
 from presa_trio.wire.errors import INVALID_PARAMS
 from presa_trio.wire.tasks import Status
 from tests.tasks.stores.records import (
@@ -268,6 +271,38 @@ async def test_capacity_is_checked_inside_create(
     if limit.startswith("max_stored") and scope == "carol":
         # The expired task makes room once its TTL has passed.
         await store.create(stored("new", scope=scope), Limits(max_stored=5), T0 + 10)
+
+
+async def counted_scopes(store: TaskStore) -> set[str]:
+    """The scopes ``store`` keeps a count of tasks for, in its own counters."""
+    if isinstance(store, MemoryStore):
+        return set(store._stored) | set(store._active)
+    if isinstance(store, SqliteStore):
+        rows = await store.database.run(
+            lambda db: db.execute("SELECT scope FROM task_counts").fetchall()
+        )
+    else:
+        assert isinstance(store, PostgresStore)
+        rows = await store.database.run(
+            lambda c: c.execute("SELECT scope FROM presa_counts WHERE NOT overall").fetchall()
+        )
+    return {scope for (scope,) in rows}
+
+
+async def test_a_scope_is_counted_while_it_holds_tasks_only(store: TaskStore) -> None:
+    """presa-defined (bounded stores): the per-scope counts hold the scopes that have
+    stored tasks, not every caller that ever made one, so a server that meets ever
+    more callers keeps its counters (and what each creation counts) bounded; a
+    scope that comes back is counted from zero."""
+    for number in range(5):
+        await store.create(stored(f"t{number}", scope=f"c{number}", ttl_ms=10), ROOMY, T0)
+    await store.compare_and_set("c0", model.cancel(new_task("t0", ttl_ms=10), T0), 0)
+    await store.create(stored("kept", scope="c1"), ROOMY, T0)
+    assert await counted_scopes(store) == {"c0", "c1", "c2", "c3", "c4"}
+    await store.expire(T0 + 10)
+    assert await counted_scopes(store) == {"c1"}
+    await store.create(stored("again", scope="c2"), ROOMY, T0 + 10)
+    assert (await store.counts("c2"), await store.counts()) == (Counts(1, 1), Counts(2, 2))
 
 
 async def test_concurrent_creations_never_overshoot_a_limit(store: TaskStore) -> None:

@@ -31,7 +31,8 @@ the table, or every creation would pay for every task still kept for its
 TTL. So each count is read where it is small:
 
 - **stored** tasks are counted by triggers into ``presa_counts``, on every
-  insert and delete: one row per scope, and the overall count spread over
+  insert and delete: one row per scope that holds tasks (the expiry that
+  deletes a scope's last task deletes its row), and the overall count spread over
   :data:`STRIPES` rows (a task counts in the stripe its id hashes to), so no
   single row is written by every creation; the creation subtracts the rows
   already past their TTL that the reaper has not yet deleted (found through

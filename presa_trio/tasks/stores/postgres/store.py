@@ -449,11 +449,27 @@ class PostgresStore:
         )
 
     async def expire(self, now_ms: int) -> list[str]:
+        """Delete the expired tasks; a scope's counter row goes with its last task.
+
+        The row is deleted in the transaction whose trigger counted the
+        deletion, which holds every row it deletes locked already: it waits
+        on no other transaction, and a creation in that scope waiting on the
+        row inserts it again. So ``presa_counts`` holds the scopes with
+        tasks, not every caller that ever made one.
+        """
+
         def work(connection: Connection) -> list[tuple[str, str]]:
-            rows = connection.execute(
-                "DELETE FROM presa_tasks WHERE expires_ms <= %s RETURNING scope, task_id",
-                (now_ms,),
-            ).fetchall()
+            with connection.transaction():
+                rows = connection.execute(
+                    "DELETE FROM presa_tasks WHERE expires_ms <= %s RETURNING scope, task_id",
+                    (now_ms,),
+                ).fetchall()
+                if rows:
+                    connection.execute(
+                        "DELETE FROM presa_counts"
+                        " WHERE NOT overall AND stored = 0 AND scope = ANY(%s)",
+                        (sorted({scope for scope, _ in rows}),),
+                    )
             return [(scope, task_id) for scope, task_id in rows]
 
         deleted = await self.database.run(work, Lane.BACKGROUND)

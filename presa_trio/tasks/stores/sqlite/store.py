@@ -351,7 +351,8 @@ class SqliteStore:
 #: The writer's counts of stored and active tasks per scope, kept by its own
 #: triggers: temporary (this connection's alone, which makes every write),
 #: rebuilt from the tasks when the file is opened, so the file's format
-#: does not hold them.
+#: does not hold them. A scope's row goes with its last task: the rows are
+#: the scopes with tasks, which every creation sums, not every caller ever.
 COUNTERS = """
 CREATE TEMP TABLE task_counts (
     scope TEXT PRIMARY KEY, stored INTEGER NOT NULL, active INTEGER NOT NULL
@@ -365,6 +366,7 @@ END;
 CREATE TEMP TRIGGER task_counts_delete AFTER DELETE ON main.tasks BEGIN
     UPDATE task_counts SET stored = stored - 1, active = active - 1 + OLD.terminal
     WHERE scope = OLD.scope;
+    DELETE FROM task_counts WHERE scope = OLD.scope AND stored = 0;
 END;
 CREATE TEMP TRIGGER task_counts_update AFTER UPDATE OF terminal ON main.tasks
 WHEN NEW.terminal != OLD.terminal BEGIN
