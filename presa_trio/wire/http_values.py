@@ -5,9 +5,9 @@ writes the rejections and admits the loopback names by default, and the
 resource server (:mod:`presa_trio.auth`), which reads ``Authorization``,
 answers 400/401/403/503 with a ``WWW-Authenticate`` challenge, and warns
 about development tokens off loopback: so neither imports the other. The
-client's sign-in (:mod:`presa_trio.client.oauth`) refuses what is in the
-clear off loopback by the same test, and sends only a token the resource
-server reads as one (:data:`B64TOKEN`). Both find an authorization
+client's sign-in (:mod:`presa_trio.client.discovery`) refuses what is in the
+clear off loopback by the same test, and the client sends only a token the
+resource server reads as one (:data:`B64TOKEN`). Both find an authorization
 server's metadata at the same well-known URLs
 (:func:`authorization_server_metadata_urls`).
 
