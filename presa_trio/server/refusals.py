@@ -5,7 +5,9 @@ mistake shows when the server is built rather than on its first request
 (docs/api.md, what registration refuses). The signature checks of a
 handler are :mod:`presa_trio.server.signatures`; these are the checks of
 what the decorators are given: the decorator called, names, URIs, tool
-annotations, completion reference types.
+annotations, a prompt's arguments, completion reference types; and of
+what a :class:`~presa_trio.server.Server` is given: its name, version and
+instructions.
 
 Spec: 2026-07-28 server/tools §Tool Names, schema.ts ``ToolAnnotations``
 and ``Resource.uri``, server/utilities/completion §Reference Types.
