@@ -3,7 +3,9 @@
 Every client message is one JSON object: a request (it has an ``id``) or a
 notification (it has none). Batches and responses from the client are not
 accepted. Outgoing JSON is compact, one line, because the runner splits SSE
-bodies on newlines (spec-notes §7).
+bodies on newlines (spec-notes §7). A value kept now and written later (a
+task's result, a task event's payload) must encode with
+:data:`WRITE_RESERVE` levels of nesting to spare (:func:`with_reserve`).
 
 Spec: 2026-07-28 basic/index §Requests, §Notifications, §Responses; streamable-http
 §Sending Messages items 4–5 (rungs 6–7 of the admission order, spec-notes §10).
