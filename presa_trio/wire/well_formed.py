@@ -12,7 +12,8 @@ image's or audio's ``data``, a blob) base64 (``format: byte``; resources
 §Security Considerations: "Binary data **MUST** be properly encoded";
 prompts §Image Content, §Audio Content). The server turns
 what fails them into -32603, as it does any other return it cannot send
-(:mod:`presa_trio.server.results`).
+(:mod:`presa_trio.server.results`). A URL-mode elicitation's ``url`` is
+held to :func:`url_problem` when the request is built.
 
 Spec: schema $defs.ContentBlock, $defs.TextContent, $defs.ImageContent,
 $defs.AudioContent, $defs.ResourceLink, $defs.EmbeddedResource,
