@@ -3,10 +3,10 @@
 tests/auth/test_python_sdk.py signs the SDK in and calls a tool; here the
 SDK is used as its users use it, against the demo (or a small server of the
 test's own) served by a real hypercorn: the revision it settles on, every
-list and read, the multi round-trip callbacks, progress, logs and a listen
-stream, errors as the SDK raises them, a task driven through the SDK's
-extension API, a call it abandons, large and non-ASCII values, and what its
-``initialize`` handshake is told.
+list and read, the multi round-trip callbacks (URL-mode elicitation among
+them), progress, logs and a listen stream, errors as the SDK raises them, a
+task driven through the SDK's extension API, a call it abandons, large and
+non-ASCII values, and what its ``initialize`` handshake is told.
 
 The SDK has no Tasks client of its own; :class:`Tasks` is one written with
 its public extension API (``ClientExtension`` with a ``ResultClaim`` for
@@ -29,7 +29,10 @@ from mcp.types import (
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
+    ElicitRequestURLParams,
     ElicitResult,
+    ErrorData,
+    InputRequiredResult,
     ListRootsResult,
     LoggingMessageNotificationParams,
     PromptReference,
@@ -44,10 +47,12 @@ from pydantic import ConfigDict, Field
 
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.wire.errors import (
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
 )
+from presa_trio.wire.mrtr import UrlElicitation
 from presa_trio.wire.tasks import TASKS_EXTENSION
 from tests.e2e.harness import ServeApp, Served
 
@@ -224,8 +229,9 @@ class AnyResult(Result):
 
 
 class Tasks(ClientExtension):
-    """Declares Tasks and follows a task to its end: polls ``tasks/get``, accepting
-    every question with ``{"confirm": true}`` through ``tasks/update``."""
+    """Declares Tasks and follows a task to its end: polls ``tasks/get``, and answers
+    what the task asks through ``tasks/update`` with the client's own callbacks, as
+    its multi round-trip driver answers an ``input_required`` result."""
 
     identifier = TASKS_EXTENSION
 
@@ -243,13 +249,26 @@ class Tasks(ClientExtension):
             if task["status"] == "completed":
                 return CallToolResult.model_validate(task["result"])
             if task["status"] == "input_required":
-                accept = {"action": "accept", "content": {"confirm": True}}
-                answers = dict.fromkeys(task["inputRequests"], accept)
+                answers = await self.answer(context, task["inputRequests"])
                 update = TaskParams(taskId=created.task_id, inputResponses=answers)
                 await context.session.send_request(UpdateTask(params=update), AnyResult)
             elif task["status"] != "working":
                 raise AssertionError(f"the task ended {task['status']}: {task.get('error')}")
             await trio.sleep(created.poll_interval_ms / 1000)
+
+    async def answer(self, context: ClaimContext, asked: dict[str, Any]) -> dict[str, Any]:
+        """Each input request's answer, from the callback the SDK routes it to."""
+        session = context.session
+        requests = InputRequiredResult.model_validate(
+            {"resultType": "input_required", "inputRequests": asked}
+        ).input_requests
+        answers = {}
+        for key, request in (requests or {}).items():
+            asking = ClientRequestContext(session=session, request_id=key, meta=None)
+            answer = await session.dispatch_input_request(asking, request)
+            assert not isinstance(answer, ErrorData), answer
+            answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return answers
 
 
 async def test_the_sdk_runs_a_task_through_its_extension_api(served: Served) -> None:
@@ -267,6 +286,51 @@ async def test_the_sdk_runs_a_task_through_its_extension_api(served: Served) -> 
     assert "input_required" in tasks.statuses
     assert failed.is_error
     assert text_of(failed) == "The task job failed"
+
+
+SET_KEY = "https://mcp.example.com/ui/set_api_key"
+
+
+def url_mode_server() -> Server:
+    server = Server("url-mode", "1.0.0")
+    tasks = TasksExtension()
+    server.add_extension(tasks)
+
+    @tasks.tool(Policy.OPTIONAL, needs=["elicitation.url"])
+    async def report(ctx: RequestContext) -> str:
+        """Sends the user to a page to set an API key; answers what they chose."""
+        answers = await ctx.ask({"key": UrlElicitation("Set your API key", SET_KEY)})
+        return answers.elicitation("key").action
+
+    return server
+
+
+async def test_the_sdk_consents_to_a_url_mode_elicitation_without_content(
+    serve_app: ServeApp,
+) -> None:
+    """Spec-mandated (client/elicitation §Capabilities, §URL Mode Elicitation Requests,
+    §Response Actions: for URL mode the content is omitted; SEP-2663 §Task Update
+    Requests): the SDK declares ``elicitation: {form: {}, url: {}}`` with any elicitation
+    callback, so a URL-mode request reaches that callback as ``ElicitRequestURLParams``;
+    its ``accept``, which the SDK sends without content, completes the plain call's
+    retry and, through ``tasks/update``, the task."""
+    served, _ = await serve_app(McpApp.for_server(url_mode_server()))
+    asked: list[ElicitRequestParams] = []
+
+    async def consent(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params)
+        return ElicitResult(action="accept")
+
+    async with Client(served.url, elicitation_callback=consent) as client:
+        plain = await client.call_tool("report")
+    async with Client(served.url, elicitation_callback=consent, extensions=[Tasks()]) as c:
+        with trio.fail_after(10):
+            in_a_task = await c.call_tool("report")
+    assert (text_of(plain), text_of(in_a_task)) == ("accept", "accept")
+    assert len(asked) == 2
+    for params in asked:
+        assert isinstance(params, ElicitRequestURLParams)
+        assert (params.url, params.message) == (SET_KEY, "Set your API key")
 
 
 #: Text with a character of each UTF-8 length, repeated to about 3 MB.
