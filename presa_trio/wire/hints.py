@@ -435,11 +435,25 @@ def finite_decimal(text: str) -> decimal.Decimal:
     return number
 
 
+def with_upper_zone(read: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``read``, which takes UTC only as ``Z``, also taking RFC 3339's ``z``.
+
+    The ``date-time`` and ``time`` formats are RFC 3339's (JSON Schema 2020-12
+    Validation §7.3.1), whose §5.6 lets ``T`` and ``Z`` be lower case;
+    Python's ``fromisoformat`` takes any separator but only an upper-case ``Z``.
+    """
+
+    def reading(text: str) -> Any:
+        return read(text[:-1] + "Z" if text.endswith("z") else text)
+
+    return reading
+
+
 #: How each of :data:`STRING_FORMS` is read from its string: the reader, what it reads.
 STRING_READERS: Mapping[type, tuple[Callable[[str], Any], str]] = {
-    datetime.datetime: (datetime.datetime.fromisoformat, "an ISO 8601 date-time"),
+    datetime.datetime: (with_upper_zone(datetime.datetime.fromisoformat), "an ISO 8601 date-time"),
     datetime.date: (datetime.date.fromisoformat, "an ISO 8601 date"),
-    datetime.time: (datetime.time.fromisoformat, "an ISO 8601 time"),
+    datetime.time: (with_upper_zone(datetime.time.fromisoformat), "an ISO 8601 time"),
     uuid.UUID: (uuid.UUID, "a UUID"),
     decimal.Decimal: (finite_decimal, "a finite decimal number"),
     pathlib.Path: (pathlib.Path, "a path"),

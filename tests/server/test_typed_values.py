@@ -190,6 +190,17 @@ async def test_a_declared_datetime_return_is_its_json_string(client: McpClient) 
     assert seen == [(WHEN, datetime.date(2026, 1, 1), None, pathlib.Path("/tmp"))]
 
 
+@pytest.mark.parametrize("written", ["2026-07-28t09:30:00z", "2026-07-28T09:30:00z"])
+async def test_a_date_time_in_lower_case_is_read_as_rfc_3339_allows(
+    client: McpClient, written: str
+) -> None:
+    """Spec-mandated (JSON Schema 2020-12 Validation §7.3.1: ``date-time`` is RFC 3339's,
+    whose §5.6 lets ``T`` and ``Z`` be lower case): the tool gets the same moment."""
+    result = await client.call_tool("moment", {"when": written})
+    assert result["content"] == [{"type": "text", "text": '"2026-07-29T09:30:00+00:00"'}]
+    assert seen == [(WHEN, datetime.date(2026, 1, 1), None, pathlib.Path("/tmp"))]
+
+
 @pytest.mark.parametrize(
     ("arguments", "named"),
     [
