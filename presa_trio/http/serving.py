@@ -43,7 +43,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.typing import ASGIFramework
 from hypercorn.utils import repr_socket_addr, wrap_app
 
-from presa_trio.http import protocols
+from presa_trio.http import connection, protocols
 from presa_trio.http.access import AccessLog, batched_lines
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import (
@@ -141,6 +141,7 @@ async def serve_http(
     config.graceful_timeout = shutdown_grace
     config.keep_alive_timeout = keep_alive
     protocols.install()
+    connection.install()
     inherited = inherited_sockets()  # a worker's is given
     sockets = inherited or config.create_sockets()
     link = inherited_link()  # a worker's, to the process that started it

@@ -1,0 +1,44 @@
+"""hypercorn's Trio connection, mended where two of its tasks closing and writing met.
+
+:func:`install` has hypercorn's Trio worker serve every connection with
+:class:`MendedTCPServer`.
+
+**A write that meets the connection's close.** presa answers some requests
+from their head alone, before their body is read (a body not JSON is 415),
+with ``Connection: close``. A client that leaves before its body is whole
+ends the body early: hypercorn's parser finds it cut short, and the task
+reading the connection closes it (``TCPServer._close``: ``send_eof``, then
+``aclose``) without the lock its writes take, while the app's task may be
+writing the response. Trio's ``send_eof`` holds the stream's sending side
+across a checkpoint, so a write in that moment is
+:class:`trio.BusyResourceError` (:class:`trio.abc.HalfCloseableStream`).
+hypercorn took a write's ``BrokenResourceError`` and ``ClosedResourceError``
+for the connection's end, not this one: it came out of the app's ``send``,
+and the log had a traceback ("Error in ASGI Framework") for a client that
+had gone. Writes are serialised by that lock, so the only sending a write
+can meet is the close: it is now the connection's end like the others, and
+the response's bytes, which could no longer reach the client, are dropped.
+"""
+
+from __future__ import annotations
+
+import hypercorn.trio.run
+import trio
+from hypercorn.events import Closed, Event
+from hypercorn.trio.tcp_server import TCPServer
+
+
+class MendedTCPServer(TCPServer):
+    """hypercorn's Trio connection, whose write that meets its close ends it quietly."""
+
+    async def protocol_send(self, event: Event) -> None:
+        try:
+            await super().protocol_send(event)
+        except trio.BusyResourceError:  # the connection is being closed: see the module
+            await self.protocol.handle(Closed())
+
+
+def install() -> None:
+    """Have hypercorn's Trio worker serve its connections as :class:`MendedTCPServer`."""
+    # The name hypercorn's worker_serve makes every connection by.
+    hypercorn.trio.run.TCPServer = MendedTCPServer  # type: ignore[attr-defined]
