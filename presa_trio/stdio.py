@@ -28,7 +28,12 @@ through a small bounded channel, so lines never interleave, and a client
 that stops reading holds up only the tasks that have something to write
 (the pipe's backpressure), never the Trio loop: pipes and sockets are read
 and written by Trio without blocking, and only what cannot be polled (a
-regular file, a terminal) is read and written in a worker thread.
+regular file, a terminal) is read and written in a worker thread. At most
+``max_in_flight`` requests other than listens and task streams (bounded by
+their own limits) are in flight at once; the next request line waits until
+one of them is answered, and stdin is not read meanwhile, so a client that
+sends requests without reading their answers is held by the pipe, and the
+server's memory stays bounded.
 
 On end of input the server stops listen streams at once, gives in-flight
 requests a short grace period, writes what they answered, then exits.
@@ -74,6 +79,8 @@ EOF_GRACE_S = 5.0
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 #: Encoded lines waiting for the writer; a task with a line to write waits when it is full.
 OUTPUT_BUFFER = 16
+#: Requests in flight at once, listens and task streams aside; the next one waits for room.
+MAX_IN_FLIGHT = 1024
 
 
 @attrs.define(eq=False, repr=False)
@@ -141,17 +148,21 @@ class StdioServer:
     input: trio.abc.ReceiveStream
     output: trio.abc.SendStream
     max_line: int = DEFAULT_MAX_LINE
+    max_in_flight: int = MAX_IN_FLIGHT
     # In-flight requests by id.
     _in_flight: dict[RequestId, InFlight] = attrs.field(factory=dict)
     # Whole encoded lines, from any task to the one writer task, each with the
     # request whose notification it is (None: a response, or no request's).
     _lines: trio.MemorySendChannel[Line] = attrs.field(init=False)
     _to_write: trio.MemoryReceiveChannel[Line] = attrs.field(init=False)
+    # Room for ordinary requests in flight (max_in_flight); long-lived ones take none.
+    _room: trio.Semaphore = attrs.field(init=False)
     # Why the server's lifetime ended by itself, in one line; None while it runs.
     failure: str | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._lines, self._to_write = trio.open_memory_channel[Line](OUTPUT_BUFFER)
+        self._room = trio.Semaphore(self.max_in_flight)
 
     async def serve(self) -> None:
         """Read until end of input, answering every request concurrently.
@@ -252,26 +263,35 @@ class StdioServer:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Answer one request in its own cancel scope; once answered or cancelled, it is silent."""
+        """Answer one request in its own cancel scope; once answered or cancelled, it is silent.
+
+        An ordinary request starts once there is room for it (:attr:`max_in_flight`):
+        until then, the reader waits for it, and reads no further line.
+        """
         request = admitted.request
-        with trio.CancelScope() as scope:
-            output = RequestOutput(self.write)
-            entry = InFlight(scope, output, request.method in LONG_LIVED)
-            self._in_flight[request.id] = entry
-            task_status.started()
-            try:
-                # The pipe is the one connection (SEP-2694 "per connection").
-                line, _ = await self.dispatcher.respond(
-                    request, admitted.meta, output.send, connection=Connection(self)
-                )
-                output.close()
-                await self.write(line)
-            finally:
-                output.close()
-                # A cancellation freed the id already; it may name a newer request now.
-                if self._in_flight.get(request.id) is entry:
-                    del self._in_flight[request.id]
-                entry.finished.set()
+        long_lived = request.method in LONG_LIVED
+        room: contextlib.AbstractAsyncContextManager[Any] = (
+            contextlib.nullcontext() if long_lived else self._room
+        )
+        async with room:
+            with trio.CancelScope() as scope:
+                output = RequestOutput(self.write)
+                entry = InFlight(scope, output, long_lived)
+                self._in_flight[request.id] = entry
+                task_status.started()
+                try:
+                    # The pipe is the one connection (SEP-2694 "per connection").
+                    line, _ = await self.dispatcher.respond(
+                        request, admitted.meta, output.send, connection=Connection(self)
+                    )
+                    output.close()
+                    await self.write(line)
+                finally:
+                    output.close()
+                    # A cancellation freed the id already; it may name a newer request now.
+                    if self._in_flight.get(request.id) is entry:
+                        del self._in_flight[request.id]
+                    entry.finished.set()
 
     def on_notification(self, message: Notification) -> InFlight | None:
         """``notifications/cancelled`` cancels an in-flight request, which is returned;

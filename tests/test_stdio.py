@@ -505,6 +505,54 @@ async def test_a_stalled_reader_is_ended_while_the_server_runs_on() -> None:
     assert message["result"]["_meta"][META_SUBSCRIPTION_ID] == "L"
 
 
+async def test_past_max_in_flight_requests_the_next_one_waits_and_stdin_is_not_read() -> None:
+    """presa-defined (stdio.py: at most ``max_in_flight`` ordinary requests in flight;
+    basic/transports/stdio: one pipe each way): with that many requests running, the
+    reader holds the next request line and reads no further, so a client that sends
+    requests without reading their answers is held by the pipe rather than growing
+    the server's memory; an open listen takes no room. Once the running requests are
+    answered, the held one and the lines after it are served."""
+    server = Server("held", "1.0.0")
+    release = trio.Event()
+
+    @server.tool(description="Waits until the test lets it go")
+    async def hold(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await release.wait()
+        return "held"
+
+    stdin, server_stdin = lockstep_stream_one_way_pair()
+    server_stdout, stdout = memory_stream_one_way_pair()
+    output = LineReader(stdout, 1 << 20)
+    listen = {"notifications": {"toolsListChanged": True}}
+    read_past_the_held_line = False
+
+    async def send_after() -> None:
+        nonlocal read_past_the_held_line
+        await stdin.send_all(line(request("server/discover", request_id="after")))
+        read_past_the_held_line = True
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            dispatcher = Dispatcher.for_server(server)
+            stdio = StdioServer(dispatcher, server_stdin, server_stdout, max_in_flight=2)
+            nursery.start_soon(stdio.serve)
+            await stdin.send_all(line(request("subscriptions/listen", listen, request_id="L")))
+            for n in range(3):  # the third line is read, and held
+                await stdin.send_all(line(request("tools/call", {"name": "hold"}, request_id=n)))
+            nursery.start_soon(send_after)
+            await trio.testing.wait_all_tasks_blocked()
+            held = read_past_the_held_line
+            release.set()
+            messages = [json.loads(await output.next_line() or b"") for _ in range(5)]
+            await stdin.aclose()
+    assert not held
+    assert read_past_the_held_line
+    answers = {m["id"]: m for m in messages if "id" in m}
+    assert sorted(answers, key=str) == [0, 1, 2, "after"]
+    assert {answers[n]["result"]["content"][0]["text"] for n in range(3)} == {"held"}
+    assert answers["after"]["result"]["resultType"] == "complete"
+
+
 JSON_VALUES = st.recursive(
     st.none()
     | st.booleans()
