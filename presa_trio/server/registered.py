@@ -102,12 +102,25 @@ class RegisteredTemplate:
     handler: TemplateHandler
 
     def match(self, uri: str) -> dict[str, str] | None:
+        """The variables of ``uri``, or ``None``: also for a value ``.`` or ``..``.
+
+        A dot segment names no resource of its own: RFC 3986 §5.2.4 removes
+        it, and a handler joining it to a path would leave the template's
+        directory (resources §Security Considerations: sanitize file paths).
+        """
         found = self.pattern.regex.fullmatch(uri)
-        if found is None:
+        if found is None or not DOT_SEGMENTS.isdisjoint(found.groups()):
             return None
         return dict(zip(self.pattern.variables, found.groups(), strict=True))
 
 
+#: One path segment of a URI, never empty (RFC 3986 §3.3 ``segment-nz``: ``pchar``s,
+#: each ``%`` with two hex digits): what one ``{name}`` matches. Text no URI can
+#: hold (a space, a control, a lone ``%``, a letter outside ASCII) matches no
+#: template (resources §Security Considerations: validate all resource URIs).
+SEGMENT = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+"
+#: RFC 3986 §3.3: the segments that are no name.
+DOT_SEGMENTS = frozenset({".", ".."})
 #: One expression of a URI template, braces included (RFC 6570 §2.2).
 EXPRESSION = re.compile(r"\{[^{}]*\}")
 #: A level-1 expression: one variable name (RFC 6570 §2.3 ``varname``).
@@ -141,7 +154,7 @@ def template_pattern(uri_template: str) -> TemplatePattern:
         if name in variables:
             regex.append(f"(?P=v{variables.index(name)})")
         else:
-            regex.append(f"(?P<v{len(variables)}>[^/?#]+)")
+            regex.append(f"(?P<v{len(variables)}>{SEGMENT})")
             variables.append(name)
         position = expression.end()
     regex.append(literal(where, uri_template[position:]))
