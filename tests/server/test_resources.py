@@ -141,6 +141,18 @@ async def test_a_template_variable_matches_only_a_path_segment_of_a_uri(
     assert error["data"] == {"uri": uri}
 
 
+async def test_a_long_uri_against_adjacent_variables_is_answered_not_found() -> None:
+    """Spec-mandated (resources §Error Handling: -32602 with ``data.uri``; §Security
+    Considerations: validate all resource URIs): a URI that no split fits, against
+    variables only a ``-`` apart, is refused without trying each split, which would
+    hold the server for hours (presa-defined: tests/server/test_template_match.py)."""
+    uri = "note://" + "-" * 20_000 + "/"
+    async with running(McpApp.for_server(variables_server("note://{y}-{m}-{d}"))) as client:
+        response = await client.call("resources/read", {"uri": uri})
+        assert error_of(response, 400, INVALID_PARAMS)["data"] == {"uri": uri}
+        await assert_still_serving(client)
+
+
 @pytest.mark.parametrize(
     ("uri", "value"),
     [
