@@ -108,8 +108,15 @@ class TemplatePattern:
         the URI, built once from the end, so the cost is the URI's length
         times the number of pieces, however the variables sit next to each
         other (``{y}-{m}-{d}``, ``{name}.{ext}``). A name used twice must
-        match the text it took first.
+        match the text it took first. A URI without the template's first and
+        last text is refused before any table is built.
         """
+        first, last = self.pieces[0], self.pieces[-1]
+        # template_pattern begins and ends the pieces with text, "" if need be.
+        assert isinstance(first, str)
+        assert isinstance(last, str)
+        if not (uri.startswith(first) and uri.endswith(last)):
+            return None
         ends = segment_ends(uri)
         rows = [[-1] * len(uri) + [len(uri)]]
         for piece in reversed(self.pieces):
