@@ -114,6 +114,66 @@ async def test_an_unknown_resource_is_invalid_params_with_its_uri(
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "test://template/a b/data",
+        "test://template/a\r\nb/data",
+        "test://template/a\x00b/data",
+        "test://template/%/data",
+        "test://template/%zz/data",
+        "test://template/\u00e9/data",
+        "test://template/../data",
+        "test://template/./data",
+    ],
+    ids=["space", "crlf", "nul", "lone-percent", "bad-percent", "non-ascii", "dot-dot", "dot"],
+)
+async def test_a_template_variable_matches_only_a_path_segment_of_a_uri(
+    client: McpClient, uri: str
+) -> None:
+    """Spec-mandated (resources §Security Considerations: "Servers **MUST** validate all
+    resource URIs", "**MUST** sanitize file paths to prevent directory traversal";
+    schema ``$defs.ReadResourceRequestParams``: ``uri`` is ``format: uri``; RFC 3986
+    §3.3 ``segment``, §5.2.4 dot segments): text no URI can hold, or a ``.`` or ``..``
+    segment, is no value of a ``{name}``: the URI matches no template, -32602 with its
+    URI, and no handler sees it or echoes it in ``contents``."""
+    error = error_of(await client.call("resources/read", {"uri": uri}), 400, INVALID_PARAMS)
+    assert error["data"] == {"uri": uri}
+
+
+async def test_a_long_uri_against_adjacent_variables_is_answered_not_found() -> None:
+    """Spec-mandated (resources §Error Handling: -32602 with ``data.uri``; §Security
+    Considerations: validate all resource URIs): a URI that no split fits, against
+    variables only a ``-`` apart, is refused without trying each split, which would
+    hold the server for hours (presa-defined: tests/server/test_template_match.py)."""
+    uri = "note://" + "-" * 20_000 + "/"
+    async with running(McpApp.for_server(variables_server("note://{y}-{m}-{d}"))) as client:
+        response = await client.call("resources/read", {"uri": uri})
+        assert error_of(response, 400, INVALID_PARAMS)["data"] == {"uri": uri}
+        await assert_still_serving(client)
+
+
+@pytest.mark.parametrize(
+    ("uri", "value"),
+    [
+        ("test://template/a%20b/data", "a%20b"),
+        ("test://template/%C3%A9/data", "%C3%A9"),
+        ("test://template/a:b@c!$&'()*+,;=-._~/data", "a:b@c!$&'()*+,;=-._~"),
+        ("test://template/.../data", "..."),
+    ],
+    ids=["percent-encoded-space", "percent-encoded-utf8", "every-pchar", "three-dots"],
+)
+async def test_a_template_variable_matches_any_path_segment(
+    client: McpClient, uri: str, value: str
+) -> None:
+    """Spec-mandated (server/resources §Resource Templates: RFC 6570; RFC 3986 §3.3
+    ``pchar``): every character a path segment may hold, percent-encodings
+    included, reaches the handler as sent."""
+    (content,) = result_of(await client.call("resources/read", {"uri": uri}))["contents"]
+    assert content["uri"] == uri
+    assert json.loads(content["text"])["id"] == value
+
+
 @pytest.mark.parametrize("params", [{}, {"uri": 5}, {"uri": None}])
 async def test_a_read_without_a_string_uri_is_invalid_params(
     client: McpClient, params: dict[str, object]
