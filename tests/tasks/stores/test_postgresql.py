@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -217,14 +219,8 @@ async def test_a_change_missed_while_the_listener_was_cut_off_is_delivered_after
         async with trio.open_nursery() as nursery:
             await nursery.start(a.watch, seen)
             await a.create(stored(), ROOMY, T0)
-            with psycopg.connect(postgres.url(), autocommit=True) as admin:
-                allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
-                admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
-                try:
-                    cut_listeners(admin, database)
-                    await b.compare_and_set("alice", parked, 0)
-                finally:
-                    admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
+            with listeners_cut(postgres, database):
+                await b.compare_and_set("alice", parked, 0)
             await seen.until(RESYNC)
             nursery.cancel_scope.cancel()
     assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=parked)), RESYNC]
@@ -270,6 +266,20 @@ async def test_a_record_too_large_to_announce_is_read_and_delivered(postgres_url
             await seen.until(Changed(attrs.evolve(stored(), task=done)))
             nursery.cancel_scope.cancel()
     assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=done))]
+
+
+@contextmanager
+def listeners_cut(postgres: Postgres, database: str) -> Iterator[None]:
+    """While the block runs, nobody listens on ``database``: its listeners are ended and
+    no new connection is allowed; after it, connections are allowed again."""
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
+        admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
+        try:
+            cut_listeners(admin, database)
+            yield
+        finally:
+            admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
 
 
 def cut_listeners(admin: psycopg.Connection[tuple[object, ...]], database: str) -> None:
@@ -651,14 +661,8 @@ async def test_a_task_this_process_cannot_read_keeps_it_listening_to_the_others(
             # Announcements come in commit order: once z's is heard, x's was.
             await b.create(stored("z"), ROOMY, T0)
             await seen.until(Changed(stored("z")))
-            with psycopg.connect(postgres.url(), autocommit=True) as admin:
-                allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
-                admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
-                try:
-                    cut_listeners(admin, database)
-                    await b.compare_and_set("alice", parked, 0)
-                finally:
-                    admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
+            with listeners_cut(postgres, database):
+                await b.compare_and_set("alice", parked, 0)
             await seen.until(RESYNC)
             nursery.cancel_scope.cancel()
     assert seen.events == [
