@@ -18,7 +18,7 @@ from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import StoreUnavailable, TaskIdCollision
 from presa_trio.tasks.stores.sqlite import lock as sqlite_lock
 from presa_trio.tasks.stores.sqlite import store as sqlite_store
-from presa_trio.tasks.stores.sqlite.database import FileIdentity
+from presa_trio.tasks.stores.sqlite.identity import FileIdentity
 from presa_trio.tasks.stores.sqlite.store import SCHEMA_VERSION, SqliteStore
 from tests.tasks.stores.records import PATIENCE, ROOMY, T0, new_task, stored
 

@@ -47,7 +47,6 @@ import copy
 import sqlite3
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -61,6 +60,7 @@ from presa_trio.tasks.stores.base import (
     StoreUnavailable,
 )
 from presa_trio.tasks.stores.sqlite.errors import classify
+from presa_trio.tasks.stores.sqlite.identity import FileIdentity
 from presa_trio.tasks.stores.sqlite.lock import HeldLock
 
 T = TypeVar("T")
@@ -75,35 +75,6 @@ class Link:
 
     connection: sqlite3.Connection
     limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
-
-
-@attrs.frozen
-class FileIdentity:
-    """A file a store opened (the database, its log): its path, and the device and inode
-    the path named then."""
-
-    path: Path
-    device: int
-    inode: int
-
-    @classmethod
-    def of(cls, path: Path) -> FileIdentity:
-        """In a thread: the file ``path`` names now."""
-        path = path.absolute()
-        found = path.stat()
-        return cls(path, found.st_dev, found.st_ino)
-
-    def check(self) -> None:
-        """In a thread: :class:`StoreUnavailable` unless the path still names the file."""
-        try:
-            found = self.path.stat()
-        except OSError:
-            found = None
-        if found is None or (found.st_dev, found.st_ino) != (self.device, self.inode):
-            raise StoreUnavailable(
-                f"sqlite: {self.path} no longer names the file this server opened"
-                " (moved, deleted or replaced): nothing is written until it is back"
-            )
 
 
 @attrs.define(eq=False, repr=False)

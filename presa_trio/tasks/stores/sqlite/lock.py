@@ -27,6 +27,7 @@ from pathlib import Path
 import attrs
 
 from presa_trio.tasks.stores.base import StoreUnavailable
+from presa_trio.tasks.stores.sqlite.identity import FileIdentity
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +97,10 @@ class HeldLock:
     descriptor: int
     # Whether the lock file was made at start (a refused file keeps nothing beside it).
     made: bool
-    # The locked file's device and inode, which ``lock_file`` must name.
-    device: int
-    inode: int
-    # Both connections' threads keep the lock: one at a time takes it again.
+    # The file locked, which ``lock_file`` must name.
+    locked: FileIdentity
+    # The writer's and the reader's worker threads both keep the lock, and one at a
+    # time takes it again: a threading.Lock, since trio's locks are for tasks, not threads.
     _keeping: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     @classmethod
@@ -107,8 +108,7 @@ class HeldLock:
         """Lock ``PATH.lock`` for this process; :class:`StoreUnavailable` if another holds it."""
         lock_file = lock_path(path)
         descriptor, made = hold_lock(path, lock_file)
-        found = os.fstat(descriptor)
-        return cls(path, lock_file, descriptor, made, found.st_dev, found.st_ino)
+        return cls(path, lock_file, descriptor, made, FileIdentity.of_open(lock_file, descriptor))
 
     def keep(self) -> None:
         """In a thread: go on only while this process holds the lock under its name.
@@ -117,20 +117,15 @@ class HeldLock:
         :class:`StoreUnavailable` while another process holds it.
         """
         with self._keeping:
-            try:
-                found = os.stat(self.lock_file)
-            except OSError:
-                pass
-            else:
-                if (found.st_dev, found.st_ino) == (self.device, self.inode):
-                    return
+            if self.locked.names_it():
+                return
             try:
                 descriptor, _ = hold_lock(self.path, self.lock_file)
             except StoreUnavailable as error:
                 raise StoreUnavailable(f"sqlite: {error}") from None
             os.close(self.descriptor)
-            found = os.fstat(descriptor)
-            self.descriptor, self.device, self.inode = descriptor, found.st_dev, found.st_ino
+            self.descriptor = descriptor
+            self.locked = FileIdentity.of_open(self.lock_file, descriptor)
             log.warning(
                 "%s was removed or replaced while this server held it: locked again", self.lock_file
             )

@@ -89,8 +89,9 @@ from presa_trio.tasks.stores.record import (
     to_record,
 )
 from presa_trio.tasks.stores.sqlite import event_logs
-from presa_trio.tasks.stores.sqlite.database import Database, FileIdentity, Link
+from presa_trio.tasks.stores.sqlite.database import Database, Link
 from presa_trio.tasks.stores.sqlite.event_logs import SqliteEventLogs
+from presa_trio.tasks.stores.sqlite.identity import FileIdentity
 from presa_trio.tasks.stores.sqlite.lock import HeldLock
 
 SCHEMA_VERSION = 1
