@@ -156,13 +156,13 @@ class StdioServer:
     _lines: trio.MemorySendChannel[Line] = attrs.field(init=False)
     _to_write: trio.MemoryReceiveChannel[Line] = attrs.field(init=False)
     # Room for ordinary requests in flight (max_in_flight); long-lived ones take none.
-    _room: trio.Semaphore = attrs.field(init=False)
+    _room: trio.CapacityLimiter = attrs.field(init=False)
     # Why the server's lifetime ended by itself, in one line; None while it runs.
     failure: str | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._lines, self._to_write = trio.open_memory_channel[Line](OUTPUT_BUFFER)
-        self._room = trio.Semaphore(self.max_in_flight)
+        self._room = trio.CapacityLimiter(self.max_in_flight)
 
     async def serve(self) -> None:
         """Read until end of input, answering every request concurrently.
