@@ -35,6 +35,22 @@ def test_the_checks_accept_the_seps_own_examples() -> None:
     assert wire_schema.result_problems("tasks/get", polled) == []
 
 
+def test_a_task_result_and_error_may_hold_any_json_value() -> None:
+    """Spec-mandated (SEP-2663 §Task Status: ``CompletedTask.result`` and
+    ``FailedTask.error`` are ``JSONObject``, whose values are schema.ts's
+    ``JSONValue``, null and any number included; spec-notes §65): a tool's
+    structured result or an error's ``data`` holding a fraction or a null is a
+    valid task, in ``tasks/get`` and in ``notifications/tasks`` alike."""
+    held = {"ratio": 0.5, "missing": None, "nested": [1.25, None, {"x": None}]}
+    result = {"content": [], "structuredContent": held, "resultType": "complete"}
+    completed = {**COMPLETED, "result": result}
+    failed = {**TASK, "status": "failed", "error": {"code": -32602, "message": "x", "data": held}}
+    for task in (completed, failed):
+        assert wire_schema.result_problems("tasks/get", {**task, "resultType": "complete"}) == []
+        notification = {"jsonrpc": "2.0", "method": "notifications/tasks", "params": task}
+        assert wire_schema.notification_problems(notification) == []
+
+
 @pytest.mark.parametrize(
     ("method", "result", "tasks_declared"),
     [
