@@ -123,6 +123,11 @@ def build(**runner_options: Any) -> Harness:
         await ctx.log("error", "visible only on a plain call")
         return "chatty done"
 
+    @tasks.tool(Policy.OPTIONAL, description="Asks one question inside its task.")
+    async def asks(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        answers = await ctx.ask({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
+        return answers.elicitation("k").action
+
     @tasks.tool(Policy.OPTIONAL, description="Asks by returning a multi round-trip round.")
     async def mrtr_only(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
         return InputRequired({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
@@ -476,6 +481,32 @@ async def test_mcp_name_must_mirror_the_task_id(
         else:
             error = error_of(response, 400, MISSING_REQUIRED_CLIENT_CAPABILITY)
             assert error["data"] == REQUIRES_TASKS
+
+
+@pytest.mark.parametrize("header", [None, "someone-else"], ids=["missing", "mismatched"])
+async def test_an_update_or_cancel_whose_mcp_name_does_not_mirror_the_task_id_changes_nothing(
+    client: McpClient, header: str | None
+) -> None:
+    """Spec-mandated (SEP-2663 §Streamable HTTP: Routing Headers: Mcp-Name is
+    ``params.taskId`` on tasks/update and tasks/cancel too; streamable-http §Server
+    Validation; T-56, T-74): either is 400 -32020 before its handler runs, so the
+    answer is not recorded and the task not cancelled."""
+    task_id = await create(client, "asks")
+    await wait_all_tasks_blocked()
+    before = result_of(await get(client, task_id))
+    assert list(before["inputRequests"]) == ["k"]
+    for method, extra in (
+        ("tasks/update", {"inputResponses": {"k": {"action": "decline"}}}),
+        ("tasks/cancel", {}),
+    ):
+        message = request(method, {"taskId": task_id, **extra}, capabilities=DECLARED)
+        headers = client.headers_for(message)
+        assert headers.pop("mcp-name") == task_id
+        if header is not None:
+            headers["mcp-name"] = header
+        error_of(await client.post(message, headers), 400, HEADER_MISMATCH)
+        await wait_all_tasks_blocked()
+        assert result_of(await get(client, task_id)) == before
 
 
 async def test_listen_with_task_ids_needs_the_declaration_and_a_valid_list(
