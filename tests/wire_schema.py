@@ -5,7 +5,9 @@ unchanged, as published in the specification repository
 (modelcontextprotocol/modelcontextprotocol at b0f60ba5409db7a6582440a7b473cc0398890f15;
 :data:`CORE_SHA256`). ``tests/schemas/tasks-sep-2663.json`` is the Tasks
 extension's types, written from the TypeScript of SEP-2663, which
-publishes no schema; its definitions refer to the core's.
+publishes no schema; its definitions refer to the core's, but for
+``JSONObject`` (a task's ``result`` and ``error``), written from schema.ts,
+whose values may be null or any number (spec-notes §65).
 
 The schema alone is lax where a result is a union: ``CallToolResultResponse``
 accepts ``InputRequiredResult``, which any object with a ``resultType``
