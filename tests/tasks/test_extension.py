@@ -428,6 +428,24 @@ async def test_task_methods_check_the_declaration_then_the_params(
         assert error["data"] == REQUIRES_TASKS
 
 
+@pytest.mark.parametrize("task_id", [5, 1.5, True, None, ["t"], {"taskId": "t"}])
+@pytest.mark.parametrize(
+    ("method", "extra"),
+    [("tasks/get", {}), ("tasks/update", {"inputResponses": {}}), ("tasks/cancel", {})],
+)
+async def test_a_task_id_that_is_no_string_is_invalid_params(
+    client: McpClient, method: str, extra: dict[str, Any], task_id: Any
+) -> None:
+    """Spec-mandated (SEP-2663 §Protocol Errors: an invalid taskId is -32602, a MUST
+    on tasks/get and a SHOULD on tasks/update and tasks/cancel; T-43, T-48, T-57).
+    presa-defined (spec-notes §33; H-33): no Mcp-Name can mirror such an id, so the
+    header is not asked for, and the answer is HTTP 400, never a crash."""
+    message = request(method, {"taskId": task_id, **extra}, capabilities=DECLARED)
+    headers = client.headers_for(message)
+    assert "mcp-name" not in headers
+    error_of(await client.post(message, headers), 400, INVALID_PARAMS)
+
+
 @pytest.mark.parametrize("answers", [None, [], "k", {"k": 5}], ids=["null", "list", "str", "value"])
 async def test_an_update_of_a_live_task_without_an_answers_object_is_invalid_params(
     client: McpClient, answers: Any
