@@ -278,8 +278,12 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             header_schema(v={"type": "string", "x-mcp-header": "Région"}),
             "x-mcp-header 'Région' is not an HTTP field-name token",
         ),
+        (
+            header_schema(v={"type": ["string", "null"], "x-mcp-header": "V"}),
+            "x-mcp-header 'V' is on a parameter of type ['string', 'null']",
+        ),
     ],
-    ids=["number", "under-items", "repeated", "not-a-token"],
+    ids=["number", "under-items", "repeated", "not-a-token", "type-list"],
 )
 def test_an_invalid_x_mcp_header_is_refused_at_registration(
     schema: dict[str, Any], message: str
