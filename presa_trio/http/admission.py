@@ -18,7 +18,13 @@ import re
 
 import attrs
 
-from presa_trio.wire.http_values import LOOPBACK_HOSTS, OWS, Headers, Rejection
+from presa_trio.wire.http_values import (
+    LOOPBACK_HOSTS,
+    OWS,
+    Headers,
+    Rejection,
+    split_unquoted,
+)
 
 #: How many header values' readings rungs 2, 4 and 5 remember. A client sends
 #: the same Host, Origin, Content-Type and Accept on every request and a
@@ -101,10 +107,11 @@ def check_method(method: str) -> None:
 
 
 def media_types(header: str | None) -> set[str]:
-    """The media types of a Content-Type value, parameters dropped."""
+    """The media types of a Content-Type value, parameters dropped (a quoted parameter
+    value is read whole, commas and all: :func:`split_unquoted`)."""
     if header is None:
         return set()
-    return {part.split(";", 1)[0].strip(OWS).lower() for part in header.split(",")}
+    return {part.split(";", 1)[0].strip(OWS).lower() for part in split_unquoted(header, ",")}
 
 
 def check_content_type(headers: Headers) -> None:
@@ -144,11 +151,12 @@ QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
 
 def media_ranges(values: list[str]) -> list[tuple[str, float]]:
     """The ``(range, weight)`` pairs of Accept values; a range with a malformed weight
-    is dropped (it says nothing a server can rely on)."""
+    is dropped (it says nothing a server can rely on). A quoted parameter value is read
+    whole: a comma or ``;q=0`` inside it is no range or weight (:func:`split_unquoted`)."""
     ranges: list[tuple[str, float]] = []
     for value in values:
-        for part in value.split(","):
-            media_range, *parameters = (piece.strip(OWS) for piece in part.split(";"))
+        for part in split_unquoted(value, ","):
+            media_range, *parameters = (piece.strip(OWS) for piece in split_unquoted(part, ";"))
             if not media_range:
                 continue
             weight = 1.0

@@ -232,10 +232,10 @@ class Dispatcher:
 def encode_error(request_id: RequestId | None, error: McpError) -> tuple[bytes, int]:
     """A JSON-RPC error response, encoded, with its HTTP status (basic/index §Error Codes).
 
-    An error whose code is no integer or whose message is no string
-    (:meth:`McpError.is_well_formed`), or whose ``data`` JSON cannot hold (a
-    handler's bug), becomes -32603, as an unwritable result does, the detail
-    going to the log only.
+    An error whose code is no integer or a reserved one the spec does not define,
+    or whose message is no string (:meth:`McpError.is_well_formed`), or whose
+    ``data`` JSON cannot hold (a handler's bug), becomes -32603, as an unwritable
+    result does, the detail going to the log only.
     """
     try:
         if error.is_well_formed():

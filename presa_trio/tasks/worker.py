@@ -249,12 +249,14 @@ def reporting(message: str) -> Move:
 def failure(error: McpError) -> Move:
     """The move that ends a task ``failed`` with ``error`` (SEP-2663 §Task Execution Errors).
 
-    An error whose code is no integer, whose message is no string, or whose
-    ``data`` JSON cannot hold is the job's bug: the task holds a generic -32603
-    instead, the detail logged, as the plain call answers
-    (:func:`~presa_trio.server.dispatch.encode_error`); the model would refuse
-    the first two (the task left ``working``), and stored as it was, every
-    ``tasks/get`` of the task would fail to be written. So does ``data``
+    An error whose code is no integer or a reserved one the spec does not define
+    (:meth:`~presa_trio.wire.errors.McpError.is_well_formed`), whose message is no
+    string, or whose ``data`` JSON cannot hold is the job's bug: the task holds a
+    generic -32603 instead, the detail logged, as the plain call answers
+    (:func:`~presa_trio.server.dispatch.encode_error`); the model would refuse a
+    code that is no integer or a message that is no string (the task left
+    ``working``), and stored as it was, every ``tasks/get`` of the task would fail
+    to be written. So does ``data``
     nested too deeply to be written with
     :data:`~presa_trio.wire.envelope.WRITE_RESERVE` levels to spare
     (spec-notes §25).

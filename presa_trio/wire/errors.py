@@ -14,6 +14,8 @@ from __future__ import annotations
 import secrets
 from typing import Any, ClassVar
 
+from presa_trio.wire.tasks import EVENTS_GONE
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -22,6 +24,24 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+#: JSON-RPC 2.0's reserved codes: only those below mean anything there.
+RESERVED_CODES = range(-32768, -32000 + 1)
+#: The reserved codes presa sends: JSON-RPC 2.0's own, the three the spec defines, and
+#: SEP-2694's ``events_gone``, sent only with task event streams (spec-notes §50).
+DEFINED_CODES = frozenset(
+    {
+        PARSE_ERROR,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        INVALID_PARAMS,
+        INTERNAL_ERROR,
+        HEADER_MISMATCH,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        UNSUPPORTED_PROTOCOL_VERSION,
+        EVENTS_GONE,
+    }
+)
 
 
 class McpError(Exception):
@@ -42,10 +62,21 @@ class McpError(Exception):
 
     def is_well_formed(self) -> bool:
         """Whether its code is an integer and its message a string, as schema
-        ``$defs.Error`` holds them: a subclass or a handler may have set others."""
+        ``$defs.Error`` holds them, and the code may be sent: a subclass or a handler
+        may have set others.
+
+        A code of JSON-RPC's reserved range (-32768…-32000) may be sent only if it
+        is defined (:data:`DEFINED_CODES`): never the retired -32002 or -32042, no
+        undefined code of the spec's -32020…-32099, none of the legacy
+        -32000…-32019, and new codes belong outside the range (basic/index §Error
+        Codes). Any other integer is an application's own.
+        """
         code = self.code
         return (
-            isinstance(code, int) and not isinstance(code, bool) and isinstance(self.message, str)
+            isinstance(code, int)
+            and not isinstance(code, bool)
+            and isinstance(self.message, str)
+            and (code not in RESERVED_CODES or code in DEFINED_CODES)
         )
 
     def to_wire(self) -> dict[str, Any]:

@@ -125,8 +125,11 @@ def header_problem(schema: Any) -> str | None:
         if name.lower() in seen:
             return f"x-mcp-header {name!r} is not unique (ignoring case)"
         seen.add(name.lower())
-        if carrier.get("type") not in HEADER_TYPES:
-            return f"x-mcp-header {name!r} is on a parameter of type {carrier.get('type')!r}"
+        kind = carrier.get("type")
+        # A list of types (``["string", "null"]``) or any other JSON is no single
+        # primitive type, and cannot be looked up in a set.
+        if not isinstance(kind, str) or kind not in HEADER_TYPES:
+            return f"x-mcp-header {name!r} is on a parameter of type {kind!r}"
         if path is None:
             return f"x-mcp-header {name!r} is not reached from the root through properties"
     return None

@@ -93,6 +93,34 @@ def check_read_only(method: str) -> None:
         raise Rejection(405, "Only GET and HEAD are supported", [(b"allow", b"GET, HEAD")])
 
 
+def split_unquoted(value: str, separator: str) -> list[str]:
+    """``value`` split at each ``separator`` outside a quoted string (RFC 9110 §5.6.4).
+
+    A list member's or a parameter's value may be a quoted string, holding
+    commas, semicolons and backslash-escaped quotes (``profile="a,b"``): it
+    stays whole, where ``str.split`` would cut it into pieces read as list
+    members or parameters of their own. A value without a quote is split as
+    ``str.split`` splits it.
+    """
+    if '"' not in value:
+        return value.split(separator)
+    pieces: list[str] = []
+    start = 0
+    quoted = escaped = False
+    for at, char in enumerate(value):
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == separator and not quoted:
+            pieces.append(value[start:at])
+            start = at + 1
+    pieces.append(value[start:])
+    return pieces
+
+
 @attrs.frozen
 class Headers:
     """Request headers by lowercased name; repeated headers keep every value.

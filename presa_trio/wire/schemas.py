@@ -12,7 +12,8 @@ for each failure, where in the value (a JSON Pointer) and which rule of the
 schema (the schema path) it broke.
 
 Supported dialects: 2020-12 (the default), 2019-09, draft-07, draft-06 and
-draft-04, the ones the validator (``jsonschema-rs``) implements.
+draft-04, the ones the validator (``jsonschema-rs``) implements; one per schema,
+so an embedded schema naming another dialect than its root's is refused.
 
 Spec: 2026-07-28 basic/index §JSON Schema Usage (Schema Dialect,
 Implementation Requirements, Schema Validation, ``$ref`` Resolution);
@@ -42,6 +43,64 @@ class SchemaError(ValueError):
 def pointer(path: Sequence[str | int]) -> str:
     """A path of keys and indices as a JSON Pointer (RFC 6901); ``""`` is the root."""
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+#: The dialect of a schema that names none (basic/index §Schema Dialect).
+DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: Keywords whose value is an object of subschemas, by name (2020-12 Core §10.2.2,
+#: §8.2.4; ``definitions`` and ``dependencies`` of the drafts before it).
+SUBSCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+#: Keywords whose value is a subschema, or an array of them (2020-12 Core §10,
+#: §11; Validation §8.2.4; ``items`` and ``additionalItems`` of the drafts before it).
+SUBSCHEMA_KEYWORDS = frozenset(
+    {
+        "additionalProperties",
+        "propertyNames",
+        "items",
+        "additionalItems",
+        "prefixItems",
+        "contains",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "contentSchema",
+    }
+)
+
+
+def dialect_of(declared: Any) -> Any:
+    """A ``$schema`` value as compared: with or without its empty fragment, one dialect."""
+    return declared.removesuffix("#") if isinstance(declared, str) else declared
+
+
+def other_dialects(schema: JSONObject) -> Iterator[Any]:
+    """Each ``$schema`` below the root of ``schema`` that names another dialect than the
+    root's (its own ``$schema``, else :data:`DEFAULT_DIALECT`).
+
+    Only subschemas are searched, through the keywords that hold them: a property
+    named ``$schema`` or a ``$schema`` inside a ``const`` is no declaration.
+    """
+    root = dialect_of(schema.get("$schema", DEFAULT_DIALECT))
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, dict):
+            continue
+        if node is not schema and "$schema" in node and dialect_of(node["$schema"]) != root:
+            yield node["$schema"]
+        for key, value in node.items():
+            if key in SUBSCHEMA_MAPS and isinstance(value, dict):
+                pending.extend(value.values())
+            elif key in SUBSCHEMA_KEYWORDS:
+                pending.extend(value if isinstance(value, list) else [value])
 
 
 def refuse_retrieval(uri: str) -> Any:
@@ -125,6 +184,14 @@ class CompiledSchema:
         except (jsonschema_rs.ValidationError, ValueError) as exc:
             reason = str(exc).split("\n", 1)[0]
             raise SchemaError(f"{role} is not a usable JSON Schema: {reason}") from exc
+        # The validator checks every subschema by the root's dialect: one that
+        # declares another would not be validated by its own (basic/index §JSON
+        # Schema Usage, Implementation Requirements).
+        for declared in other_dialects(schema):
+            raise SchemaError(
+                f"{role} is not a usable JSON Schema: a subschema declares the dialect "
+                f"{declared!r}; presa validates a schema in one dialect, its root's"
+            )
         return cls(schema, validator)
 
     def violations(self, value: Any) -> list[Violation]:

@@ -35,6 +35,9 @@ def schema(**properties: Any) -> dict[str, Any]:
         ),
         (schema(v={"type": "number", "x-mcp-header": "N"}), "of type 'number'"),
         (schema(v={"type": "object", "x-mcp-header": "O"}), "of type 'object'"),
+        (schema(v={"type": ["string", "null"], "x-mcp-header": "S"}), "of type ['string'"),
+        (schema(v={"type": {"const": "string"}, "x-mcp-header": "S"}), "of type {'const'"),
+        (schema(v={"x-mcp-header": "S"}), "of type None"),
         (
             schema(v={"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}),
             "not reached from the root",
@@ -46,6 +49,10 @@ def schema(**properties: Any) -> dict[str, Any]:
     ],
 )
 def test_a_malformed_annotation_is_named(tool_schema: dict[str, Any], said: str) -> None:
+    """Spec-mandated (server/tools §x-mcp-header; streamable-http §Schema Extension: the
+    annotation MUST be a unique field-name token on a parameter of type integer, string
+    or boolean, reached through ``properties`` alone; H-34): each broken constraint is
+    named, whatever JSON the parameter's ``type`` holds (a list, an object, nothing)."""
     problem = header_problem(tool_schema)
     assert problem is not None
     assert said in problem

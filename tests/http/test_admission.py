@@ -296,12 +296,22 @@ async def test_an_encoded_body_is_unsupported_media_type(client: McpClient, codi
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding="identity")))
 
 
-@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        'application/json; charset="utf-8"',
+        'application/json; profile="a,b"',
+        'application/json; profile="a\\",b"',
+    ],
+)
 async def test_content_type_parameters_and_case_are_accepted(
     client: McpClient, content_type: str
 ) -> None:
     """Spec-mandated (RFC 9110 §8.3.1: media types are case-insensitive, parameters allowed;
-    H-06)."""
+    H-06). A parameter's value may be a quoted string (RFC 9110 §5.6.6), holding a comma
+    or an escaped quote: it is no second Content-Type."""
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_type=content_type)))
 
 
@@ -345,11 +355,15 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
         "application/json;q=0.001, text/event-stream;q=0.5",
         "text/*;q=0, text/event-stream, application/json",
         "*/*;q=0.1",
+        'application/json;profile="a;q=0", text/event-stream',
+        '*/*;profile="a, application/json;q=0;b=c"',
     ],
 )
 async def test_accept_wildcards_and_any_order_are_accepted(client: McpClient, accept: str) -> None:
     """Spec-mandated (RFC 9110 §12.5.1; spec-notes §11: ``*/*`` counts, any order, any
-    weight above 0, and a more specific range overrides a refused wildcard; H-07)."""
+    weight above 0, and a more specific range overrides a refused wildcard; H-07). A
+    quoted parameter value (RFC 9110 §5.6.6) is read whole: a comma or ``;q=0`` inside
+    it neither ends the range nor weighs it."""
     result_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)))
 
 

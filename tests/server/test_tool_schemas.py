@@ -198,6 +198,12 @@ async def test_an_error_result_is_not_checked_against_the_output_schema(
     assert result["isError"] is True
 
 
+def embedded(dialect: str) -> dict[str, Any]:
+    """An object schema whose property ``a`` is an embedded schema resource in ``dialect``."""
+    resource = {"$id": "https://example.com/a", "$schema": dialect, "type": "string"}
+    return {"type": "object", "properties": {"a": resource}}
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -223,6 +229,23 @@ async def test_an_error_result_is_not_checked_against_the_output_schema(
             "'/$defs/missing' does not exist",
         ),
         ({"output_schema": {"type": 12}}, "outputSchema is not a usable JSON Schema"),
+        (
+            {"input_schema": embedded("http://json-schema.org/draft-03/schema#")},
+            "declares the dialect 'http://json-schema.org/draft-03/schema#'",
+        ),
+        (
+            {"input_schema": embedded("http://json-schema.org/draft-07/schema#")},
+            "declares the dialect 'http://json-schema.org/draft-07/schema#'",
+        ),
+        (
+            {
+                "output_schema": {
+                    "type": "object",
+                    "anyOf": [{"$schema": "https://example.com/my-dialect"}],
+                }
+            },
+            "outputSchema is not a usable JSON Schema: a subschema declares the dialect",
+        ),
     ],
     ids=[
         "not-object",
@@ -232,6 +255,9 @@ async def test_an_error_result_is_not_checked_against_the_output_schema(
         "remote-ref",
         "dangling-ref",
         "bad-output",
+        "embedded-unknown-dialect",
+        "embedded-other-dialect",
+        "subschema-dialect",
     ],
 )
 def test_an_unusable_schema_is_refused_at_registration(
@@ -240,7 +266,9 @@ def test_an_unusable_schema_is_refused_at_registration(
     """Spec-mandated (basic/index §JSON Schema Usage: schemas MUST be valid in their
     dialect, unsupported dialects are an error, network ``$ref`` MUST NOT be
     dereferenced, an unresolved ``$ref`` SHOULD be rejected; E-20): the developer
-    learns it when the server is built, and the tool is not registered."""
+    learns it when the server is built, and the tool is not registered. A subschema
+    that declares a dialect other than its root's is refused too: its values would
+    otherwise be checked by the root's dialect, not the one it declares."""
     server = Server("refusing", "1.0.0")
 
     async def handler(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -278,8 +306,12 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             header_schema(v={"type": "string", "x-mcp-header": "Région"}),
             "x-mcp-header 'Région' is not an HTTP field-name token",
         ),
+        (
+            header_schema(v={"type": ["string", "null"], "x-mcp-header": "V"}),
+            "x-mcp-header 'V' is on a parameter of type ['string', 'null']",
+        ),
     ],
-    ids=["number", "under-items", "repeated", "not-a-token"],
+    ids=["number", "under-items", "repeated", "not-a-token", "type-list"],
 )
 def test_an_invalid_x_mcp_header_is_refused_at_registration(
     schema: dict[str, Any], message: str
@@ -302,7 +334,8 @@ def test_an_invalid_x_mcp_header_is_refused_at_registration(
 
 def test_other_dialects_and_local_refs_are_accepted() -> None:
     """Spec-mandated (basic/index §Schema Dialect: an explicit dialect MAY be named;
-    E-20): draft-07 and a ``$ref`` to an ``$anchor`` of the schema compile."""
+    E-20): draft-07, a ``$ref`` to an ``$anchor`` of the schema, and a schema whose
+    only ``$schema`` below the root names the root's own dialect compile."""
     server = Server("dialects", "1.0.0")
 
     async def handler(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -314,6 +347,17 @@ def test_other_dialects_and_local_refs_are_accepted() -> None:
         "$defs": {"n": {"$anchor": "num", "type": "number"}},
         "properties": {"n": {"$ref": "#num"}},
     }
+    # A property named "$schema", a "$schema" inside a value, and an embedded
+    # resource in its root's own dialect name no other dialect.
+    same = {
+        "type": "object",
+        "properties": {
+            "$schema": {"type": "string", "const": {"$schema": "x"}},
+            "a": embedded("https://json-schema.org/draft/2020-12/schema")["properties"]["a"],
+        },
+        "examples": [{"$schema": "x"}],
+    }
     server.tool("old", description="x", input_schema=draft7)(handler)
     server.tool("anchored", description="x", input_schema=anchored)(handler)
-    assert set(server.tools) == {"old", "anchored"}
+    server.tool("same", description="x", input_schema=same)(handler)
+    assert set(server.tools) == {"old", "anchored", "same"}

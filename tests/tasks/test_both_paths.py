@@ -134,6 +134,20 @@ def build() -> tuple[McpApp, TasksExtension]:
         error.code = cast(int, "E_WIDGETS")  # type: ignore[misc]
         raise error
 
+    @tasks.tool(
+        Policy.OPTIONAL,
+        description="Raises an error of its own with the code it is given",
+        input_schema={
+            "type": "object",
+            "properties": {"code": {"type": "integer"}},
+            "required": ["code"],
+        },
+    )
+    async def coded_error(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        error = McpError("out of widgets")
+        error.code = arguments["code"]  # type: ignore[misc]
+        raise error
+
     @tasks.tool(Policy.OPTIONAL, description="Asks a question whose schema JSON cannot hold")
     async def unwritable_question(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         schema = {
@@ -466,6 +480,38 @@ async def test_what_json_cannot_hold_is_an_internal_error_on_both_paths(
     assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
     assert (task["status"], without_incident(task["error"])) == ("failed", expected)
     incident_of(task["error"], caplog.text)
+
+
+@pytest.mark.parametrize(
+    "code", [-32002, -32042, -32003, -32000, -32019, -32023, -32099, -32100, -32500, -32768]
+)
+async def test_a_reserved_code_the_spec_does_not_define_is_an_internal_error_on_both_paths(
+    client: McpClient, caplog: pytest.LogCaptureFixture, code: int
+) -> None:
+    """Spec-mandated (2026-07-28 basic/index §Error Codes: -32002 and -32042 MUST NOT be
+    emitted, no undefined code of -32020…-32099 may be, -32000…-32019 SHOULD NOT be
+    used, and new codes go outside JSON-RPC's reserved -32768…-32000; E-09): a tool's
+    own error with such a code is the tool's fault, a generic -32603 with the detail in
+    the log, on the plain path and in the task, never sent as it is."""
+    with caplog.at_level(logging.ERROR):
+        plain, task = await both_paths(client, "coded_error", {"code": code})
+    expected = {"code": INTERNAL_ERROR, "message": "Internal error"}
+    assert without_incident(error_of(plain, 500, INTERNAL_ERROR)) == expected
+    assert (task["status"], without_incident(task["error"])) == ("failed", expected)
+    incident_of(task["error"], caplog.text)
+
+
+@pytest.mark.parametrize("code", [-31999, -32769, -1, 0, 4001])
+async def test_an_application_code_outside_the_reserved_range_is_sent_on_both_paths(
+    client: McpClient, code: int
+) -> None:
+    """Spec-mandated (2026-07-28 basic/index §Error Codes: codes outside -32768…-32000
+    are free for application-defined errors; E-09, E-21): a tool's own error with one
+    is the answer, as raised, on the plain path and in the task."""
+    plain, task = await both_paths(client, "coded_error", {"code": code})
+    expected = {"code": code, "message": "out of widgets"}
+    assert error_of(plain, 500, code) == expected
+    assert (task["status"], task["error"]) == ("failed", expected)
 
 
 async def test_a_task_whose_error_holds_any_depth_the_parser_accepts_is_still_readable(
