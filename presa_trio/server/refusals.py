@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from presa_trio.wire import models
+from presa_trio.wire.envelope import json_problem
 from presa_trio.wire.hints import SignatureError
 from presa_trio.wire.meta import is_extension_id
 from presa_trio.wire.well_formed import URI_SCHEME, is_annotations, is_icons, is_optional_text
@@ -109,7 +110,8 @@ def refuse_annotations(where: str, annotations: object) -> None:
     """Refuse ``annotations=`` that ``tools/list`` could not carry as schema.ts says.
 
     Keys the schema does not name are left as they are: ``ToolAnnotations``
-    does not close its properties.
+    does not close its properties. Their values must have a JSON form
+    (:func:`refuse_unlisted`).
     """
     if annotations is None:
         return
@@ -121,6 +123,19 @@ def refuse_annotations(where: str, annotations: object) -> None:
                 f"{where}: annotations[{key!r}] is {annotations[key]!r}, not a {kind.__name__} "
                 "(schema.ts ToolAnnotations)"
             )
+    refuse_unlisted(where, annotations)
+
+
+def refuse_unlisted(where: str, annotations: object) -> None:
+    """Refuse ``annotations=`` holding a value JSON cannot carry (NaN, a ``date``, a ``set``).
+
+    Every ``*/list`` carries them, and one such value would make each of
+    them -32603, where tools and resources §Capabilities say the server
+    **MUST** answer the list with what it offers.
+    """
+    problem = json_problem(annotations)
+    if problem is not None:
+        raise SignatureError(f"{where}: annotations= holds a value JSON cannot carry: {problem}")
 
 
 def refuse_texts(where: str, **fields: object) -> None:
@@ -181,7 +196,8 @@ def refuse_resource_annotations(where: str, annotations: object) -> None:
     """Refuse ``annotations=`` of a resource or template that schema.ts ``Annotations`` refuses.
 
     resources §Annotations: an ``audience`` of ``user`` and ``assistant``, a
-    ``priority`` from 0 to 1, a ``lastModified`` string.
+    ``priority`` from 0 to 1, a ``lastModified`` string; any other key's value
+    with a JSON form (:func:`refuse_unlisted`).
     """
     if annotations is not None and not (
         isinstance(annotations, dict) and is_annotations(annotations)
@@ -190,6 +206,7 @@ def refuse_resource_annotations(where: str, annotations: object) -> None:
             f"{where}: annotations= is a dict such as {{'audience': ['user'], 'priority': 0.8, "
             "'lastModified': '2025-01-12T15:00:58Z'}} (resources §Annotations)"
         )
+    refuse_unlisted(where, annotations)
 
 
 def read_icons(where: str, icons: Sequence[models.Icon]) -> list[models.Icon] | None:

@@ -158,9 +158,11 @@ class RegisteredTemplate:
         A dot segment names no resource of its own: RFC 3986 §5.2.4 removes
         it, and a handler joining it to a path would leave the template's
         directory (resources §Security Considerations: sanitize file paths).
+        A dot written ``%2E`` is the same dot (RFC 3986 §2.3, §6.2.2.2), so
+        ``%2E%2E`` is refused as ``..`` is.
         """
         values = self.pattern.match(uri)
-        if values is None or not DOT_SEGMENTS.isdisjoint(values):
+        if values is None or not DOT_SEGMENTS.isdisjoint(map(decoded_dots, values)):
             return None
         return dict(zip(self.pattern.variables, values, strict=True))
 
@@ -179,6 +181,11 @@ EXPRESSION = re.compile(r"\{[^{}]*\}")
 LEVEL_ONE = re.compile(
     r"\{((?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+(?:\.(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+)*)\}"
 )
+
+
+def decoded_dots(segment: str) -> str:
+    """``segment`` with each ``%2E`` (either case) read as the ``.`` it encodes."""
+    return segment.replace("%2E", ".").replace("%2e", ".")
 
 
 def template_pattern(uri_template: str) -> TemplatePattern:

@@ -62,6 +62,16 @@ def encode(value: Any) -> Encoded:
     return Encoded(_write(value))
 
 
+def json_problem(value: Any) -> str | None:
+    """Why :func:`dumps` could not write ``value`` (NaN, Infinity, a ``date``, a ``set``,
+    a cycle), in its error's words; ``None`` if it could."""
+    try:
+        _write(value)
+    except (TypeError, ValueError, RecursionError) as error:
+        return str(error) or type(error).__name__
+    return None
+
+
 def dumps(message: dict[str, Any]) -> bytes:
     """Compact JSON, UTF-8: no spaces, no newlines, no NaN or Infinity.
 

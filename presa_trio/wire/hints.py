@@ -476,9 +476,10 @@ def make_arguments_converter() -> cattrs.Converter:
     writes camelCase: arguments keep the names the schema gives them. A
     union takes the first member the value fits, so ``int | str`` hands an
     ``int`` over unchanged. Each of :data:`STRING_FORMS` is read from its
-    string and written back as one.
+    string and written back as one. A tuple of any kind, ``tuple[A, B]``
+    too, is written as a list: a JSON array, as its schema says.
     """
-    converter = cattrs.Converter()
+    converter = cattrs.Converter(unstruct_collection_overrides={tuple: list})
     for kind, (read, what) in STRING_READERS.items():
         converter.register_structure_hook(kind, string_reader(read, what))
         converter.register_unstructure_hook(kind, STRING_WRITERS[kind])

@@ -15,8 +15,10 @@ would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
 
 from __future__ import annotations
 
+import datetime
 import enum
 import functools
+import math
 import re
 import types
 from collections.abc import Callable
@@ -25,7 +27,7 @@ from typing import Annotated, Any, Literal, cast
 import pytest
 
 from presa_trio.http.app import McpApp
-from presa_trio.server import Field, RequestContext, Server, SignatureError
+from presa_trio.server import Field, RequestContext, SchemaError, Server, SignatureError
 from presa_trio.tasks import Policy, TasksExtension
 from presa_trio.testing import running
 from presa_trio.wire import models
@@ -260,6 +262,69 @@ def test_a_name_uri_or_reference_that_is_no_string_is_refused_naming_it() -> Non
         [],
         {},
     )
+
+
+async def test_a_value_json_cannot_hold_is_refused_so_every_list_is_still_answered() -> None:
+    """Spec-mandated (server/tools, server/resources §Capabilities: a server that declares
+    the capability MUST answer ``tools/list``, ``resources/list`` with what it offers):
+    a schema or ``annotations=`` holding a value with no JSON form (NaN, Infinity, a
+    ``date``, a ``set``) is refused when registered, naming it, where it was taken and
+    made every later list -32603; the server goes on listing what it does offer."""
+    server = Server("mistakes", "1.0.0")
+
+    async def echo(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        return "ok"
+
+    async def today(ctx: RequestContext) -> str:
+        return "rain"
+
+    async def note(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return "rain"
+
+    nan_default = {"type": "object", "properties": {"x": {"type": "number", "default": math.nan}}}
+    refusals: list[tuple[Callable[[], object], type[Exception], str]] = [
+        (
+            lambda: server.tool("nan", description="d", input_schema=nan_default)(echo),
+            SchemaError,
+            "tool 'nan': inputSchema holds a value JSON cannot carry",
+        ),
+        (
+            lambda: server.tool("inf", description="d", output_schema={"const": math.inf})(echo),
+            SchemaError,
+            "tool 'inf': outputSchema holds a value JSON cannot carry",
+        ),
+        (
+            lambda: server.tool(
+                "dated", description="d", annotations={"x-since": datetime.date(2026, 7, 28)}
+            )(echo),
+            SignatureError,
+            "tool 'dated': annotations= holds a value JSON cannot carry",
+        ),
+        (
+            lambda: server.resource("note://a", annotations={"x-tags": {"a"}})(today),
+            SignatureError,
+            "resource 'note://a': annotations= holds a value JSON cannot carry",
+        ),
+        (
+            lambda: server.resource_template(
+                "note://{day}", name="note", annotations={"x-weight": math.inf}
+            )(note),
+            SignatureError,
+            "resource template 'note://{day}': annotations= holds a value JSON cannot carry",
+        ),
+    ]
+    for register, kind, says in refusals:
+        with pytest.raises(kind, match=re.escape(says)):
+            register()
+    server.tool("kept", description="d", annotations={"x-since": "2026-07-28"})(echo)
+    server.resource("note://b", annotations={"x-tags": ["a"]})(today)
+    async with running(McpApp.for_server(server)) as client:
+        tools = result_of(await client.call("tools/list"))["tools"]
+        resources = result_of(await client.call("resources/list"))["resources"]
+        templates = result_of(await client.call("resources/templates/list"))
+    assert [tool["name"] for tool in tools] == ["kept"]
+    assert [resource["uri"] for resource in resources] == ["note://b"]
+    assert templates["resourceTemplates"] == []
 
 
 @pytest.mark.parametrize("uri", ["", "today", "not a uri", "/notes/today.txt", "1note://a"])

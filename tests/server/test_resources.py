@@ -125,8 +125,23 @@ async def test_an_unknown_resource_is_invalid_params_with_its_uri(
         "test://template/\u00e9/data",
         "test://template/../data",
         "test://template/./data",
+        "test://template/%2E%2E/data",
+        "test://template/.%2e/data",
+        "test://template/%2E/data",
     ],
-    ids=["space", "crlf", "nul", "lone-percent", "bad-percent", "non-ascii", "dot-dot", "dot"],
+    ids=[
+        "space",
+        "crlf",
+        "nul",
+        "lone-percent",
+        "bad-percent",
+        "non-ascii",
+        "dot-dot",
+        "dot",
+        "encoded-dot-dot",
+        "half-encoded-dot-dot",
+        "encoded-dot",
+    ],
 )
 async def test_a_template_variable_matches_only_a_path_segment_of_a_uri(
     client: McpClient, uri: str
@@ -136,7 +151,9 @@ async def test_a_template_variable_matches_only_a_path_segment_of_a_uri(
     schema ``$defs.ReadResourceRequestParams``: ``uri`` is ``format: uri``; RFC 3986
     §3.3 ``segment``, §5.2.4 dot segments): text no URI can hold, or a ``.`` or ``..``
     segment, is no value of a ``{name}``: the URI matches no template, -32602 with its
-    URI, and no handler sees it or echoes it in ``contents``."""
+    URI, and no handler sees it or echoes it in ``contents``. A dot written as ``%2E``
+    is the same dot (RFC 3986 §2.3: a percent-encoded unreserved character is
+    equivalent to the character), so ``%2E%2E`` is a ``..`` segment too."""
     error = error_of(await client.call("resources/read", {"uri": uri}), 400, INVALID_PARAMS)
     assert error["data"] == {"uri": uri}
 

@@ -461,6 +461,52 @@ async def test_an_attrs_return_gives_an_output_schema_and_structured_content(
     assert result["structuredContent"] == {"summary": "a fine tex", "score": 18}
 
 
+@attrs.frozen
+class Span:
+    bounds: tuple[int, str]
+    steps: list[tuple[int, int]]
+    gap: tuple[float, float] | None
+
+
+@dataclasses.dataclass
+class Route:
+    legs: dict[str, tuple[str, int]]
+
+
+async def test_a_fixed_length_tuple_in_a_returned_record_is_a_json_array() -> None:
+    """Spec-mandated (server/tools §Output Schema: the server MUST provide structured
+    results that conform to the schema; §Structured Content; E-19, E-24): a field
+    typed ``tuple[A, B]`` is a ``prefixItems`` array in the outputSchema, and the
+    tool's value of it reaches ``structuredContent`` as that array, wherever the
+    tuple sits (a field, a list, a union, a dict), not -32603 on every call."""
+    server = Server("tuples", "1.0.0")
+
+    @server.tool()
+    async def span(ctx: RequestContext) -> Span:
+        """Measures a span."""
+        return Span((1, "a"), [(2, 3)], (0.5, 1.5))
+
+    @server.tool()
+    async def route(ctx: RequestContext) -> Route:
+        """Plans a route."""
+        return Route({"first": ("Oslo", 2)})
+
+    async with connect(server) as client:
+        tools = await tools_by_name(client)
+        spanned = await client.call_tool("span")
+        routed = await client.call_tool("route")
+    assert tools["span"]["outputSchema"]["properties"]["bounds"]["prefixItems"] == [
+        {"type": "integer"},
+        {"type": "string"},
+    ]
+    assert spanned["structuredContent"] == {
+        "bounds": [1, "a"],
+        "steps": [[2, 3]],
+        "gap": [0.5, 1.5],
+    }
+    assert routed["structuredContent"] == {"legs": {"first": ["Oslo", 2]}}
+
+
 async def test_none_from_a_tool_whose_return_type_admits_it_is_empty_content() -> None:
     """presa-defined (docs/api.md, the return table): ``-> str | None`` and
     ``-> int | None`` returning ``None`` answer empty content, as ``-> None`` does,
