@@ -242,6 +242,20 @@ def refuse_duplicate(where: str, taken: bool) -> None:
         raise SignatureError(f"{where}: already registered; each name is registered once")
 
 
+def refuse_extension_settings(identifier: str, settings: object) -> None:
+    """Refuse an extension whose settings hold a value JSON cannot carry (NaN, a ``set``).
+
+    ``server/discover`` carries every extension's settings; one such value
+    would make each discovery -32603, where server/discover says a server
+    **MUST** answer it. A ``ValueError``, as for the identifier.
+    """
+    problem = json_problem(settings)
+    if problem is not None:
+        raise ValueError(
+            f"extension {identifier!r}: its settings hold a value JSON cannot carry: {problem}"
+        )
+
+
 def refuse_extension_id(identifier: str, added: Sequence[str]) -> None:
     """Refuse an extension identifier against the naming rules, or one already added.
 

@@ -52,6 +52,7 @@ from presa_trio.server.refusals import (
     refuse_annotations,
     refuse_duplicate,
     refuse_extension_id,
+    refuse_extension_settings,
     refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
@@ -457,6 +458,7 @@ class Server:
         if self.served:
             raise RuntimeError("add extensions before the server is served")
         refuse_extension_id(extension.id, [added.id for added in self.extensions])
+        refuse_extension_settings(extension.id, extension.settings)
         self.extensions.append(extension)
         extension.attach(self)
         return extension

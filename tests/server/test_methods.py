@@ -266,6 +266,30 @@ def test_an_extension_identifier_by_the_naming_rules_is_accepted(identifier: str
     assert [extension.id for extension in server.extensions] == [identifier]
 
 
+@pytest.mark.parametrize(
+    "settings", [{"limit": float("nan")}, {"since": float("inf")}, {"kinds": {"a", "b"}}]
+)
+async def test_an_extension_whose_settings_json_cannot_carry_is_refused(
+    settings: dict[str, Any],
+) -> None:
+    """Spec-mandated (server/discover: servers **MUST** implement it; versioning
+    §Extension Negotiation: ``extensions`` maps each identifier to its settings): an
+    extension whose settings hold NaN, Infinity or a set is refused when it is added,
+    naming it, so every ``server/discover`` is still answered."""
+
+    class Unwritable(Extension):
+        id = "com.example/unwritable"
+
+    Unwritable.settings = settings
+    server = Server("unwritable", "1.0.0")
+    with pytest.raises(ValueError, match=r"com\.example/unwritable"):
+        server.add_extension(Unwritable())
+    assert server.extensions == []
+    async with running(McpApp.for_server(server)) as client:
+        discovered = result_of(await client.call("server/discover"))
+    assert "com.example/unwritable" not in discovered["capabilities"].get("extensions", {})
+
+
 def test_a_second_extension_with_the_same_identifier_is_refused() -> None:
     """presa-defined (versioning §Extension Negotiation: ``extensions`` is a map of
     identifiers to settings): a second extension of one identifier could not be
