@@ -46,6 +46,7 @@ from presa_trio.cli.collector import settle_for_serving
 from presa_trio.cli.option_values import (
     UsageError,
     byte_count,
+    call_rate,
     check_needed_options,
     lease_seconds,
     level_name,
@@ -223,6 +224,15 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
         help="largest request body accepted; larger is 413 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rate-limit",
+        type=call_rate,
+        default=None,
+        metavar="CALLS",
+        help="tools/call and completion/complete each client may make a second, in bursts "
+        "of as many; more is 429 with Retry-After (a client: its token's caller, else its "
+        "address; each worker counts its own) (default: no limit)",
     )
     parser.add_argument(
         "--read-timeout",
@@ -412,6 +422,7 @@ def serve(args: argparse.Namespace, server: Server) -> None:
                 shutdown_grace=args.shutdown_grace,
                 drain_delay=args.drain_delay,
                 metrics=args.metrics,
+                rate_limit=args.rate_limit,
                 auth=auth,
             ),
         )

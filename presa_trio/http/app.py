@@ -45,6 +45,7 @@ from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
 from presa_trio.http.headers import request_headers
 from presa_trio.http.health import HEALTH_PATHS, answer_health
+from presa_trio.http.rate_limit import CallBudget
 from presa_trio.http.sse import (
     ResponseState,
     ResponseWriter,
@@ -97,6 +98,13 @@ def connection_of(scope: HTTPScope) -> Connection:
     return Connection(("http", address), port)
 
 
+def peer_address(scope: HTTPScope) -> str:
+    """The address a request came from, naming its client where no token does
+    (``""`` for a scope without one: a Unix socket's peers are one client)."""
+    client = scope.get("client")
+    return "" if client is None else client[0]
+
+
 def retry_after(status: int) -> list[tuple[bytes, bytes]] | None:
     """``Retry-After`` for a refusal that can succeed later: HTTP 429 and 503 only.
 
@@ -118,6 +126,8 @@ class McpApp:
     # The authorization rung; ``None`` (the default) serves every caller.
     auth: ResourceGuard | None = None
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    # Calls a second per client (``--rate-limit``); ``None`` (the default) counts none.
+    rate_limit: CallBudget | None = None
     # The server-lifetime nursery while :meth:`run` runs; requests need it.
     lifetime: trio.Nursery | None = attrs.field(default=None, init=False)
     # Why the server-lifetime nursery ended by itself, in one line; None while it runs.
@@ -196,7 +206,8 @@ class McpApp:
     async def http(
         self, scope: HTTPScope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
-        """One request: rungs 1–5 on its head, then the exchange in a nursery of its own.
+        """One request: rungs 1–5 on its head, with ``rate_limit`` the call's count
+        (:mod:`presa_trio.http.rate_limit`), then the exchange in a nursery of its own.
 
         The exchange's nursery holds what runs beside its handler: the
         disconnect watcher and an event stream's keep-alive
@@ -239,6 +250,9 @@ class McpApp:
             admission.check_method(scope["method"])
             admission.check_content_type(headers)
             admission.check_accept(headers)
+            if self.rate_limit is not None:
+                client = caller[1].access_scope if caller is not None else peer_address(scope)
+                self.rate_limit.check(client, headers.get("mcp-method"), trio.current_time())
         except Rejection as rejection:
             await self.reject(send, rejection, close=close)
             return

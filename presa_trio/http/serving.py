@@ -52,6 +52,7 @@ from presa_trio.http.app import (
     DEFAULT_READ_TIMEOUT_S,
     McpApp,
 )
+from presa_trio.http.rate_limit import CallBudget
 from presa_trio.http.target import RequestTarget
 from presa_trio.http.transcript import TranscriptRecorder
 from presa_trio.http.worker_link import hear_parent, inherited_link, say
@@ -107,6 +108,7 @@ async def serve_http(
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S,
     drain_delay: float = 0.0,
     metrics: bool = False,
+    rate_limit: float | None = None,
     shutdown_trigger: ShutdownTrigger | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -122,7 +124,9 @@ async def serve_http(
     MAY close the transport connection at any time", so the one that keeps
     it longer races the other's close). A shutdown keeps accepting for ``drain_delay`` seconds
     while ``/readyz`` says it is draining. With ``metrics``, ``GET /metrics``
-    serves Prometheus text (:mod:`presa_trio.http.metrics`). Without a
+    serves Prometheus text (:mod:`presa_trio.http.metrics`). With
+    ``rate_limit``, each client may make that many ``tools/call`` and
+    ``completion/complete`` a second (:mod:`presa_trio.http.rate_limit`). Without a
     ``shutdown_trigger``, SIGINT and SIGTERM start the graceful shutdown (the
     caller must be in the main thread).
 
@@ -153,6 +157,7 @@ async def serve_http(
             max_body=max_body,
             read_timeout=read_timeout,
             auth=auth(bound_port) if callable(auth) else auth,
+            rate_limit=None if rate_limit is None else CallBudget.per_second_of(rate_limit),
         )
         app: ASGIFramework = mcp
         if metrics:

@@ -242,28 +242,17 @@ def refuse_duplicate(where: str, taken: bool) -> None:
         raise SignatureError(f"{where}: already registered; each name is registered once")
 
 
-def refuse_extension_settings(identifier: str, settings: object) -> None:
-    """Refuse an extension whose settings hold a value JSON cannot carry (NaN, a ``set``).
+def refuse_extension(identifier: str, settings: object, added: Sequence[str]) -> None:
+    """Refuse an extension identifier against the naming rules, one already added, or
+    settings holding a value JSON cannot carry.
 
-    ``server/discover`` carries every extension's settings; one such value
-    would make each discovery -32603, where server/discover says a server
-    **MUST** answer it. A ``ValueError``, as for the identifier.
-    """
-    problem = json_problem(settings)
-    if problem is not None:
-        raise ValueError(
-            f"extension {identifier!r}: its settings hold a value JSON cannot carry: {problem}"
-        )
-
-
-def refuse_extension_id(identifier: str, added: Sequence[str]) -> None:
-    """Refuse an extension identifier against the naming rules, or one already added.
-
-    ``server/discover`` advertises each extension under its identifier, which
-    MUST follow the ``_meta`` key naming rules with a mandatory prefix
-    (versioning §Extension Negotiation); a second extension of one identifier
-    would replace the first's settings there. A ``ValueError``, as for every
-    setting of an extension that cannot be served.
+    ``server/discover`` advertises each extension's settings under its
+    identifier, which MUST follow the ``_meta`` key naming rules with a
+    mandatory prefix (versioning §Extension Negotiation); a second extension
+    of one identifier would replace the first's settings there, and a NaN,
+    an Infinity or a ``set`` in them would make every discovery -32603,
+    where server/discover says servers **MUST** implement it. A
+    ``ValueError``, as for every setting of an extension that cannot be served.
     """
     if not is_extension_id(identifier):
         raise ValueError(
@@ -272,6 +261,11 @@ def refuse_extension_id(identifier: str, added: Sequence[str]) -> None:
         )
     if identifier in added:
         raise ValueError(f"extension identifier {identifier!r}: already added")
+    problem = json_problem(settings)
+    if problem is not None:
+        raise ValueError(
+            f"extension {identifier!r}: its settings hold a value JSON cannot carry: {problem}"
+        )
 
 
 #: completion §Reference Types: each type of ``ref``, and its key that names what it refers to.

@@ -51,8 +51,7 @@ from presa_trio.server.refusals import (
     read_icons,
     refuse_annotations,
     refuse_duplicate,
-    refuse_extension_id,
-    refuse_extension_settings,
+    refuse_extension,
     refuse_prompt_arguments,
     refuse_reference_type,
     refuse_resource_annotations,
@@ -452,13 +451,12 @@ class Server:
 
         Once served, the method table holds the extensions' rows and their
         lifetimes run; a later one would be advertised and never dispatched,
-        so it is refused. So is an identifier against the naming rules, or
-        one already added (:func:`~presa_trio.server.refusals.refuse_extension_id`).
+        so it is refused. So is a bad identifier or settings, or one already
+        added (:func:`~presa_trio.server.refusals.refuse_extension`).
         """
         if self.served:
             raise RuntimeError("add extensions before the server is served")
-        refuse_extension_id(extension.id, [added.id for added in self.extensions])
-        refuse_extension_settings(extension.id, extension.settings)
+        refuse_extension(extension.id, extension.settings, [added.id for added in self.extensions])
         self.extensions.append(extension)
         extension.attach(self)
         return extension

@@ -1,0 +1,87 @@
+"""At most so many calls a second from one client: ``serve --rate-limit``.
+
+tools §Security Considerations: servers **MUST** rate limit tool
+invocations; completion §Security: servers **SHOULD** rate limit
+completion requests. Which limit is right depends on the deployment, so
+presa has none until asked (spec-notes §67): ``presa-trio serve
+--rate-limit 20`` lets each client make 20 ``tools/call`` and 20
+``completion/complete`` a second, in bursts of up to 20 of each.
+
+A client is the caller its access token names, with authorization on
+(:attr:`~presa_trio.auth.principal.Principal.access_scope`), else the
+address it connects from. Behind a proxy every client connects from the
+proxy's address, so a proxy limits for itself (docs/deployment.md,
+"Request limits"). Each process of ``--workers N`` counts for itself: a client
+whose connections land on several processes may make up to N times as
+many calls.
+
+A call over the limit is refused from its head, before its body is read
+and before anything runs: HTTP 429 with ``Retry-After`` (RFC 6585 §4), the
+whole seconds until the client's next call would be let through.
+
+Each client has a token bucket per method: ``per_second`` tokens a second
+flow in, at most ``burst`` are held, and a call takes one. A bucket full
+again is as good as none, so only the :data:`MAX_CLIENTS` clients seen
+last are remembered; one forgotten starts with a full bucket.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from presa_trio.wire.http_values import Rejection
+
+#: The methods counted: a tool's invocation, and a completion's.
+LIMITED_METHODS = frozenset({"tools/call", "completion/complete"})
+#: Clients (per method) whose buckets are remembered; past it, the least recently seen is forgotten.
+MAX_CLIENTS = 10_000
+
+
+@attrs.define(eq=False)
+class CallBudget:
+    """Token buckets by client and method: ``per_second`` calls a second, ``burst`` at once."""
+
+    per_second: float
+    burst: float
+    # (client, method) -> (tokens held, when they were counted), least recently seen first.
+    _buckets: dict[tuple[str, str], tuple[float, float]] = attrs.field(factory=dict, init=False)
+
+    @classmethod
+    def per_second_of(cls, per_second: float) -> CallBudget:
+        """A second's calls a second, and at most a second's (at least one) at once."""
+        return cls(per_second, max(1.0, per_second))
+
+    def wait(self, client: str, method: str, now: float) -> float:
+        """Take a call from ``client``'s bucket for ``method`` at ``now`` (seconds, monotonic).
+
+        0.0 if there was one; else how long until there will be, and nothing is taken.
+        """
+        key = (client, method)
+        tokens, counted = self._buckets.pop(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - counted) * self.per_second)
+        wait = 0.0 if tokens >= 1 else (1 - tokens) / self.per_second
+        self._buckets[key] = (tokens - 1 if wait == 0.0 else tokens, now)
+        if len(self._buckets) > MAX_CLIENTS:
+            del self._buckets[next(iter(self._buckets))]
+        return wait
+
+    def check(self, client: str, method: str | None, now: float) -> None:
+        """Raise a 429 :class:`Rejection` if ``client`` may not call ``method`` now.
+
+        ``method`` is the request's ``Mcp-Method`` (trimmed, as admission
+        reads it); a method not counted passes. A header that names another
+        method than the body is -32020 when the body is read, so no call
+        passes uncounted under another method's name.
+        """
+        if method not in LIMITED_METHODS:
+            return
+        wait = self.wait(client, method, now)
+        if wait > 0:
+            seconds = math.ceil(wait)
+            raise Rejection(
+                429,
+                f"Too many {method} requests: retry after {seconds} s",
+                [(b"retry-after", b"%d" % seconds)],
+            )

@@ -1,0 +1,134 @@
+"""``serve --rate-limit``: each client's ``tools/call`` and ``completion/complete`` a second.
+
+In process, on a mock clock (nothing is timed): the demo server with a
+budget of one call a second in bursts of two, so the third call in a row
+is refused and one second later one more is let through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from trio.testing import MockClock
+
+from presa_trio.auth.guard import ResourceGuard, Verifiers
+from presa_trio.auth.static import StaticTokens
+from presa_trio.demo import build_server
+from presa_trio.http.app import McpApp
+from presa_trio.http.rate_limit import MAX_CLIENTS, CallBudget
+from presa_trio.server import RequestContext, Server
+from presa_trio.testing import McpClient, Response, headers_for, request, running
+from presa_trio.wire.models import Completion
+
+CALL = ("tools/call", {"name": "test_simple_text", "arguments": {}})
+COMPLETE = (
+    "completion/complete",
+    {"ref": {"type": "ref/prompt", "name": "topic"}, "argument": {"name": "a", "value": ""}},
+)
+LIST: tuple[str, dict[str, Any]] = ("tools/list", {})
+NAME_PARAMS = {"tools/call": "name"}
+
+
+def budget() -> CallBudget:
+    return CallBudget(per_second=1.0, burst=2.0)
+
+
+def server_with_a_completion() -> Server:
+    """The demo server, and a prompt whose argument completes."""
+    server = build_server()
+
+    @server.prompt(description="A prompt to complete")
+    async def topic(ctx: RequestContext, arguments: dict[str, str]) -> str:
+        return "t"
+
+    @server.completion("ref/prompt", "topic")
+    async def complete(
+        ctx: RequestContext, argument: str, value: str, context_arguments: dict[str, str]
+    ) -> Completion:
+        return Completion(["trio"])
+
+    return server
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[McpClient]:
+    app = McpApp.for_server(server_with_a_completion(), rate_limit=budget())
+    async with running(app) as started:
+        yield started
+
+
+async def send(
+    client: McpClient,
+    what: tuple[str, dict[str, Any]],
+    *,
+    address: str = "127.0.0.1",
+    token: str | None = None,
+) -> Response:
+    message = request(*what)
+    headers = list(headers_for(message, NAME_PARAMS).items())
+    if token is not None:
+        headers.append(("authorization", f"Bearer {token}"))
+    return await client.post(message, headers, client=(address, 50000))
+
+
+async def test_a_call_past_the_burst_is_429_with_retry_after_until_a_token_flows_in(
+    client: McpClient, mock_clock: MockClock
+) -> None:
+    """Spec-mandated (server/tools §Security Considerations: servers MUST rate limit tool
+    invocations; RFC 6585 §4: 429 Too Many Requests, MAY carry Retry-After): two calls
+    in a row pass, the third is 429 with ``Retry-After: 1`` and is not run; a second
+    later one more call passes, and the next is refused again."""
+    assert [(await send(client, CALL)).status for _ in range(2)] == [200, 200]
+    refused = await send(client, CALL)
+    assert refused.status == 429
+    assert refused.headers["retry-after"] == "1"
+    assert "tools/call" in refused.body.decode()
+    mock_clock.jump(1.0)
+    assert (await send(client, CALL)).status == 200
+    assert (await send(client, CALL)).status == 429
+
+
+async def test_each_client_and_each_counted_method_has_its_own_budget_and_lists_none(
+    client: McpClient,
+) -> None:
+    """presa-defined (server/utilities/completion §Security: servers SHOULD rate limit
+    completion requests; spec-notes §67): a client's spent tool calls leave its
+    completions, another address's calls, and every other method (a list) untouched."""
+    for _ in range(2):
+        assert (await send(client, CALL)).status == 200
+    assert (await send(client, CALL)).status == 429
+    assert [(await send(client, COMPLETE)).status for _ in range(3)] == [200, 200, 429]
+    assert (await send(client, CALL, address="192.0.2.7")).status == 200
+    assert [(await send(client, LIST)).status for _ in range(5)] == [200] * 5
+
+
+async def test_with_authorization_the_client_is_the_tokens_caller_not_the_address() -> None:
+    """presa-defined (spec-notes §67): with authorization on, two callers at one address
+    (behind one proxy, say) each have their own budget."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"alice-secret": "alice", "bob-secret": "bob"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    app = McpApp.for_server(build_server(), auth=guard, rate_limit=budget())
+    async with running(app) as client:
+        alice = [(await send(client, CALL, token="alice-secret")).status for _ in range(3)]
+        bob = [(await send(client, CALL, token="bob-secret")).status for _ in range(2)]
+    assert alice == [200, 200, 429]
+    assert bob == [200, 200]
+
+
+def test_a_bucket_holds_at_most_its_burst_and_the_least_recent_client_is_forgotten() -> None:
+    """presa-defined (presa_trio.http.rate_limit): tokens stop flowing in at the burst,
+    however long a client was away, and memory stays bounded: past MAX_CLIENTS the
+    least recently seen client's bucket goes (a full bucket, as if new)."""
+    calls = budget()
+    assert [calls.wait("a", "tools/call", 0.0) for _ in range(3)] == [0.0, 0.0, 1.0]
+    assert [calls.wait("a", "tools/call", 3600.0) for _ in range(3)] == [0.0, 0.0, 1.0]
+    for n in range(MAX_CLIENTS):
+        calls.wait(f"client {n}", "tools/call", 3600.0)
+        calls.wait(f"client {n}", "tools/call", 3600.0)
+    assert calls.wait("a", "tools/call", 3600.0) == 0.0  # forgotten: a full bucket again
+    assert calls.wait("client 1", "tools/call", 3600.0) == 1.0  # remembered: spent
