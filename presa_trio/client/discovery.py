@@ -50,10 +50,11 @@ def well_known(base: str, suffix: str) -> list[str]:
 
 async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
     """The JSON object at ``url``, or None for anything else (no JSON as a server's
-    message is none: :func:`~presa_trio.client.transport.decoded`)."""
+    message is none: :func:`~presa_trio.client.transport.decoded`; a URL a server named
+    that no request can go to, ``http://[::1``, holds none either)."""
     try:
         response = await http.get(url, headers={"accept": "application/json"})
-    except httpx.HTTPError:
+    except (httpx.HTTPError, httpx.InvalidURL):
         return None
     document = decoded(response.content) if response.status_code == 200 else None
     return document if isinstance(document, dict) else None
@@ -167,12 +168,15 @@ def endpoint_of(server: JSONObject, name: str) -> str:
     (security-considerations §Communication Security: "MUST be served over HTTPS").
     The authorization endpoint is opened in the person's browser and printed: another
     scheme (``file:``) would open something else, and a control character, which no
-    URI holds (RFC 3986 §2), would drive the terminal."""
+    URI holds (RFC 3986 §2), would drive the terminal. One no request can go to (a port
+    that is no number) stops it too, before the person is asked."""
     url = server.get(name)
     try:
         parts = urlsplit(url) if isinstance(url, str) and url.isprintable() else None
         usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
+        if usable:
+            httpx.URL(str(url))  # InvalidURL for one no request can go to
+    except (ValueError, httpx.InvalidURL):
         usable = False
     if not usable:
         raise SignInFailed(f"the authorization server's metadata has no http(s) {name}: {url!r}")

@@ -713,3 +713,73 @@ async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_serv
     assert other_issuer.issuer in moved.error()
     assert "Open this URL" not in moved.stderr
     assert "/register" not in other_issuer.hits
+
+
+#: URLs a server may name that no HTTP request can be made to: a bracketed host that is
+#: no address, a port that is no number (RFC 3986 §3.2.2, §3.2.3).
+NO_REQUEST_URLS = ["http://[::1", "https://127.0.0.1:1x/x"]
+
+
+@pytest.mark.parametrize("url", NO_REQUEST_URLS)
+async def test_a_challenges_metadata_url_no_request_can_go_to_is_one_line(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    url: str,
+) -> None:
+    """authorization-server-discovery §Protected Resource Metadata Discovery Requirements
+    (clients MUST be able to parse ``WWW-Authenticate`` headers and respond
+    appropriately to a 401): a ``resource_metadata`` that is no URL a request can go to
+    is the server's mistake, one line and exit 3, at a sign-in and in the line of a
+    refused token alike, never a traceback."""
+    protect(resource, issuer)
+    resource.challenge = f'Bearer resource_metadata="{url}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+    ran = await client("list", resource.url, "tools", "--token", "not-accepted")
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert "publishes no protected resource metadata" in said
+    assert ran.status == 3, ran.stderr
+    assert ran.error().endswith(f"its resource metadata is at {url}")
+
+
+@pytest.mark.parametrize("url", NO_REQUEST_URLS)
+async def test_an_authorization_server_no_request_can_go_to_is_one_line(
+    resource: ProtectedResource, http: httpx.AsyncClient, tmp_path: Path, url: str
+) -> None:
+    """authorization-server-discovery §Authorization Server Metadata Discovery: an
+    issuer named in the resource's metadata that no request can go to publishes no
+    metadata the client can use; the sign-in ends in one line, exit 3."""
+    resource.documents[AT_PATH] = {"resource": resource.url, "authorization_servers": [url]}
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("member", ["token_endpoint", "registration_endpoint"])
+async def test_an_endpoint_no_request_can_go_to_stops_the_sign_in_before_the_browser(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    member: str,
+) -> None:
+    """security-considerations §Communication Security: an endpoint of the authorization
+    server's metadata is one the client can send to, or the sign-in stops in one line
+    before the person is asked, as for an endpoint of another scheme."""
+    issuer.metadata_changes[member] = "https://127.0.0.1:1x/" + member
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert member in said
+    assert "Open this URL" not in said
