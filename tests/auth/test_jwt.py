@@ -134,3 +134,22 @@ async def test_a_token_without_the_scope_is_403(presa: Presa, issuer: Authorizat
     assert params["error"] == "insufficient_scope"
     assert params["scope"] == SCOPE
     assert params["resource_metadata"] == scenarios.metadata_url(presa)
+
+
+@pytest.mark.parametrize("between", ["\t", "\n", "\u00a0", "\u3000", "\x1f"])
+async def test_a_scope_claim_is_split_at_spaces_only(
+    presa: Presa, issuer: AuthorizationServer, between: str
+) -> None:
+    """A-04, A-07: a ``scope`` claim is scope-tokens separated by spaces (RFC 9068 §2.2.3;
+    RFC 6749 §3.3: ``scope-token *( SP scope-token )``, SP being ``%x20``), so
+    ``other<TAB>mcp`` is one scope, not ``mcp``: a token holds no scope its issuer did
+    not grant as such (authorization §Token Handling, OAuth 2.1 §5.2). Two spaces in a
+    row still part two scopes."""
+    glued = issuer.mint_jwt("alice-app", presa.resource, scope=f"other{between}{SCOPE}")
+    spaced = issuer.mint_jwt("alice-app", presa.resource, scope=f"other  {SCOPE}")
+
+    refused = await presa.call("tools/list", token=glued)
+
+    assert refused.status_code == 403
+    assert scenarios.challenge_params(refused)["error"] == "insufficient_scope"
+    assert (await presa.call("tools/list", token=spaced)).status_code == 200
