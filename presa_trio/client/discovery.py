@@ -65,9 +65,11 @@ def names_endpoint(named: str, endpoint: str) -> bool:
     origin or a path above it, whole segments (RFC 9728 §3.3: the URL the well-known
     suffix went into; the root one names the origin). Same scheme, host and port: a
     resource whose URL merely begins the endpoint's (``:4`` of ``:4000``, ``/mc`` of
-    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3)."""
+    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3).
+    One with a fragment is no resource identifier (RFC 9728 §2, RFC 8707 §2;
+    basic/authorization §Canonical Server URI), and would go as ``resource`` as named."""
     ours, theirs = urlsplit(resource_of(endpoint)), urlsplit(resource_of(named))
-    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
+    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc) or "#" in named:
         return False
     if theirs.query and theirs.query != ours.query:
         return False

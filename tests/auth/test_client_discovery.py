@@ -783,3 +783,24 @@ async def test_an_endpoint_no_request_can_go_to_stops_the_sign_in_before_the_bro
     assert said.count("\n") == 1, said
     assert member in said
     assert "Open this URL" not in said
+
+
+async def test_metadata_naming_a_resource_with_a_fragment_is_refused(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (basic/authorization §Canonical Server URI: a URI with a fragment is
+    no canonical URI, and the ``resource`` parameter MUST be the canonical one; RFC 8707
+    §2, RFC 9728 §2: a resource identifier has no fragment): metadata whose ``resource``
+    carries one is refused before anything is asked of the authorization server, so no
+    ``resource`` with a fragment is ever sent."""
+    protect(resource, issuer, named=resource.url + "#frag")
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "resource metadata" in said
+    assert "/authorize" not in issuer.hits
+    assert "/token" not in issuer.hits
