@@ -6,7 +6,8 @@ presa talks to it over loopback HTTP exactly as it would to a production
 issuer. It serves:
 
 - ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata (tests
-  may change or drop members with :attr:`metadata_changes`);
+  may change or drop members with :attr:`metadata_changes`), the same at
+  ``/.well-known/openid-configuration`` (OpenID Connect Discovery 1.0);
 - ``/jwks`` — the public signing keys (RFC 7517), with ``Cache-Control:
   max-age`` = :attr:`jwks_max_age`;
 - ``/register`` — dynamic client registration (RFC 7591): a new client
@@ -74,6 +75,8 @@ TOKEN_LIFETIME_S = 300
 #: Signs tokens whose header may carry parameters of the issuer's own (RFC 7515 §4).
 SIGNING = jws.JWSRegistry(strict_check_header=False)
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#: Where its metadata is: RFC 8414 §3.1, and OpenID Connect Discovery 1.0 §4.
+METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 
 
 def new_key() -> RSAKey:
@@ -416,7 +419,7 @@ class AuthorizationServer:
     def route(
         self, method: str, path: str, headers: dict[str, str], form: dict[str, str]
     ) -> tuple[int, dict[str, Any]]:
-        if method == "GET" and path == "/.well-known/oauth-authorization-server":
+        if method == "GET" and path in METADATA_PATHS:
             return 200, self.metadata()
         if method == "GET" and path == "/jwks":
             keys = [self.key, *self.retired]

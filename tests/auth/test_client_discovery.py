@@ -804,3 +804,24 @@ async def test_metadata_naming_a_resource_with_a_fragment_is_refused(
     assert "resource metadata" in said
     assert "/authorize" not in issuer.hits
     assert "/token" not in issuer.hits
+
+
+async def test_an_authorization_server_with_openid_discovery_only_is_signed_in_to(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (basic/authorization §Overview 5: clients MUST support both RFC 8414
+    and OpenID Connect Discovery; authorization-server-discovery §Authorization Server
+    Metadata Discovery: for an issuer without a path, the RFC 8414 URL, then the OpenID
+    one): a server whose RFC 8414 URL is 404 is found at the OpenID one, in that order."""
+    issuer.statuses["/.well-known/oauth-authorization-server"] = 404
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert issuer.hits["/.well-known/oauth-authorization-server"] == 1
+    assert issuer.hits["/.well-known/openid-configuration"] == 1
+    assert kept(tmp_path)["issuer"] == issuer.issuer
