@@ -126,8 +126,8 @@ def chosen_scope(
     scopes: list[str] = []
     if challenge.get("scope"):
         scopes = challenge["scope"].split()
-    elif isinstance(resource.get("scopes_supported"), list):
-        scopes = [str(s) for s in resource["scopes_supported"]]
+    elif isinstance(resource.get("scopes_supported"), list):  # RFC 9728 §2: strings
+        scopes = [s for s in resource["scopes_supported"] if isinstance(s, str) and s]
     for scope in (before or "").split():
         if scope not in scopes:
             scopes.append(scope)

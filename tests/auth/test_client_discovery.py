@@ -825,3 +825,43 @@ async def test_an_authorization_server_with_openid_discovery_only_is_signed_in_t
     assert issuer.hits["/.well-known/oauth-authorization-server"] == 1
     assert issuer.hits["/.well-known/openid-configuration"] == 1
     assert kept(tmp_path)["issuer"] == issuer.issuer
+
+
+@pytest.mark.parametrize(
+    ("supported", "offered", "asked"),
+    [
+        (["mcp", "files:read"], None, "mcp files:read"),
+        (None, None, None),
+        (["mcp", None, 7, {"x": 1}, "files:read"], None, "mcp files:read"),
+        (["mcp"], ["mcp", "offline_access"], "mcp offline_access"),
+    ],
+    ids=["supported", "undefined", "entries-no-scope", "offline-access"],
+)
+async def test_without_a_challenged_scope_the_resources_supported_scopes_are_asked(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    supported: list[Any] | None,
+    offered: list[str] | None,
+    asked: str | None,
+) -> None:
+    """Spec-mandated (basic/authorization §Scope Selection Strategy: with no ``scope`` in
+    the challenge, all of the resource's ``scopes_supported``, the ``scope`` parameter
+    left out when that is undefined; §Refresh Tokens: ``offline_access`` MAY be added
+    when the authorization server's ``scopes_supported`` has it): an entry that is no
+    string (RFC 9728 §2: a JSON array of strings) names no scope and is not asked for."""
+    protect(resource, issuer)
+    if supported is not None:
+        resource.documents[AT_PATH]["scopes_supported"] = supported  # type: ignore[index]
+    issuer.metadata_changes["scopes_supported"] = offered
+    seen: list[dict[str, list[str]]] = []
+
+    async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        seen.append(parse_qs(urlsplit(url).query))
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), browser)
+
+    assert status == 0, said
+    assert seen[0].get("scope") == (None if asked is None else [asked])
