@@ -124,6 +124,8 @@ class AuthorizationServer:
     statuses: dict[str, int] = attrs.field(factory=dict)
     # The ``expires_in`` its token responses give (RFC 6749 §5.1: seconds, any JSON number).
     expires_in: Any = TOKEN_LIFETIME_S
+    # The ``resource`` of each authorization and token request, in order (None: absent).
+    resources_asked: list[str | None] = attrs.field(factory=list)
 
     # --- what tests do directly -------------------------------------------------
 
@@ -304,6 +306,7 @@ class AuthorizationServer:
         Answers the redirect to ``redirect_uri`` with ``code``, ``state`` and
         ``iss``; PKCE ``S256`` is required.
         """
+        self.resources_asked.append(query.get("resource"))
         client_id = query.get("client_id", "")
         redirect_uri = query.get("redirect_uri", "")
         client = self.clients.get(client_id)
@@ -329,6 +332,7 @@ class AuthorizationServer:
 
     def token(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, dict[str, Any]]:
         """Client credentials (OAuth 2.1 §4.2) or a code with its PKCE verifier (§4.1.3)."""
+        self.resources_asked.append(form.get("resource"))
         client_id = self.authenticate_client(headers, form)
         if client_id is None:
             return 401, {"error": "invalid_client"}

@@ -64,7 +64,9 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
 ) -> None:
     """Spec-mandated (basic/authorization §Token Handling): the kept token is used
     without asking anyone; it is refreshed when it has expired, and when the server
-    refuses it (its key withdrawn: 401), and only then is it sent again."""
+    refuses it (its key withdrawn: 401), and only then is it sent again. Every
+    authorization and token request, refreshes too, names the server as ``resource``
+    (§Resource Parameter Implementation: MUST be included in both)."""
     # The key set is fetched again for each request: a withdrawn key is 401 at once.
     issuer.jwks_max_age = 0
     flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", "0.01"]
@@ -106,6 +108,8 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
     assert "Open this URL" not in refused.stderr
     assert json.loads(kept.read_text())["access_token"] != renewed["access_token"]
     assert issuer.hits["/authorize"] == 1
+    # The authorization request, the code's exchange, then the two refreshes.
+    assert issuer.resources_asked == [presa.url] * 4
 
     out = await client("logout", presa.url, env=env)
     assert out.status == 0
