@@ -865,3 +865,43 @@ async def test_without_a_challenged_scope_the_resources_supported_scopes_are_ask
 
     assert status == 0, said
     assert seen[0].get("scope") == (None if asked is None else [asked])
+
+
+async def test_a_registration_is_not_taken_to_another_authorization_server(
+    issuer: AuthorizationServer,
+    other_issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client-registration §Authorization Server Binding: persisted
+    credentials from Dynamic Client Registration are keyed by the issuer; when the
+    resource's metadata names another authorization server, clients MUST NOT reuse them
+    and MUST re-register; authorization-server-discovery §Authorization Server
+    Location: separate registration state per server): a kept registration is used
+    again at its own server only; at the new one the client registers anew, and the
+    old client id is never sent there."""
+    protect(resource, issuer)
+    env = environment(tmp_path)
+    status, said = await login(resource.url, http, env)
+    assert status == 0, said
+    first = kept(tmp_path)["client"]["client_id"]
+    status, said = await login(resource.url, http, env)
+    assert status == 0, said
+    assert kept(tmp_path)["client"]["client_id"] == first
+    assert issuer.hits["/register"] == 1
+    protect(resource, other_issuer)
+    sent: list[str] = []
+
+    async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        sent.extend(parse_qs(urlsplit(url).query)["client_id"])
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, env, browser)
+
+    assert status == 0, said
+    assert other_issuer.hits["/register"] == 1
+    record = kept(tmp_path)
+    assert record["issuer"] == other_issuer.issuer
+    assert sent == [record["client"]["client_id"]]
+    assert first not in sent
