@@ -126,6 +126,8 @@ class AuthorizationServer:
     expires_in: Any = TOKEN_LIFETIME_S
     # The ``resource`` of each authorization and token request, in order (None: absent).
     resources_asked: list[str | None] = attrs.field(factory=list)
+    # The client metadata of each registration request (RFC 7591 §2), in order.
+    registrations: list[dict[str, Any]] = attrs.field(factory=list)
 
     # --- what tests do directly -------------------------------------------------
 
@@ -285,6 +287,7 @@ class AuthorizationServer:
 
     def register(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """RFC 7591 §3: any client may register; it gets an id (and a secret unless public)."""
+        self.registrations.append(request)
         uris = request.get("redirect_uris")
         if not isinstance(uris, list) or not uris:
             return 400, {"error": "invalid_redirect_uri"}

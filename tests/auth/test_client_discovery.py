@@ -905,3 +905,36 @@ async def test_a_registration_is_not_taken_to_another_authorization_server(
     assert record["issuer"] == other_issuer.issuer
     assert sent == [record["client"]["client_id"]]
     assert first not in sent
+
+
+async def test_a_dynamic_registration_is_a_native_client_on_a_loopback_redirect(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client-registration §Application Type and Redirect URI Constraints:
+    clients MUST specify an appropriate ``application_type``, a CLI tool ``native``;
+    security-considerations §Communication Security: redirect URIs are ``localhost`` or
+    HTTPS; §Refresh Tokens: ``refresh_token`` SHOULD be in ``grant_types``): the
+    registration request, and the redirect the authorization request names, are those
+    of a native public client listening on loopback (RFC 8252 §7.3)."""
+    protect(resource, issuer)
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = ["none"]
+    redirects: list[str] = []
+
+    async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        redirects.extend(parse_qs(urlsplit(url).query)["redirect_uri"])
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), browser)
+
+    assert status == 0, said
+    [registered] = issuer.registrations
+    assert registered["application_type"] == "native"
+    assert registered["token_endpoint_auth_method"] == "none"
+    assert {"authorization_code", "refresh_token"} <= set(registered["grant_types"])
+    [redirect] = registered["redirect_uris"]
+    assert urlsplit(redirect).scheme == "http"
+    assert urlsplit(redirect).hostname == "127.0.0.1"
+    assert redirects == [redirect]
