@@ -300,6 +300,8 @@ def answered_with(change: dict[str, str | None]) -> Browser:
         (None, {"iss": "https://honest.example"}, "names another issuer"),
         (None, {"iss": None}, None),
         (True, {"iss": "{issuer}/"}, "names another issuer"),
+        (True, {"iss": "{ISSUER}"}, "names another issuer"),
+        (True, {"iss": "{issuer%}"}, "names another issuer"),
         (
             True,
             {"iss": "https://honest.example", "code": None, "error": "access_denied"},
@@ -313,6 +315,8 @@ def answered_with(change: dict[str, str | None]) -> Browser:
         "other-not-advertised",
         "absent-not-advertised",
         "trailing-slash",
+        "scheme-case",
+        "percent-encoded",
         "error-from-another",
         "error",
     ],
@@ -328,14 +332,24 @@ async def test_the_answers_iss_is_checked_as_the_specs_table_says(
 ) -> None:
     """Spec-mandated (basic/authorization §Authorization Response Validation, RFC 9207
     §2.4): a present ``iss`` is compared with the recorded issuer exactly (no trailing
-    slash added or removed), whether or not the metadata advertises it; an absent one is
+    slash added or removed, no case folded, no percent-encoding decoded past the
+    query's own: RFC 3986 §6.2.1), whether or not the metadata advertises it; an absent one is
     refused only when advertised; and an error from another issuer is not shown. The
     code is never sent to the token endpoint of a refused answer."""
     issuer.metadata_changes["authorization_response_iss_parameter_supported"] = advertised
     protect(resource, issuer)
-    filled = {
-        k: v if v is None else v.replace("{issuer}", issuer.issuer) for k, v in change.items()
+    spellings = {
+        "{issuer}": issuer.issuer,
+        "{ISSUER}": issuer.issuer.upper(),  # HTTP://127.0.0.1:PORT
+        "{issuer%}": issuer.issuer.replace(".1:", ".%31:"),  # 1 percent-encoded
     }
+
+    def spelt(value: str) -> str:
+        for placeholder, spelling in spellings.items():
+            value = value.replace(placeholder, spelling)
+        return value
+
+    filled = {k: v if v is None else spelt(v) for k, v in change.items()}
 
     status, said = await login(resource.url, http, environment(tmp_path), answered_with(filled))
 
