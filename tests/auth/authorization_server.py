@@ -48,6 +48,7 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, RSAKey
+from joserfc.registry import HeaderParameter
 
 
 @attrs.frozen
@@ -72,8 +73,13 @@ CLIENTS = {
     "presa": Client("presa-secret", "presa"),
 }
 TOKEN_LIFETIME_S = 300
+#: A header parameter of the issuer's own that it may make critical (RFC 7515 §4.1.11).
+ISSUERS_OWN = "x-issuer-own"
 #: Signs tokens whose header may carry parameters of the issuer's own (RFC 7515 §4).
-SIGNING = jws.JWSRegistry(strict_check_header=False)
+SIGNING = jws.JWSRegistry(
+    header_registry={ISSUERS_OWN: HeaderParameter("the issuer's own", "int")},
+    strict_check_header=False,
+)
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 #: Where its metadata is: RFC 8414 §3.1, and OpenID Connect Discovery 1.0 §4.
 METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")

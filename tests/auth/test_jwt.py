@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tests.auth import scenarios
-from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.authorization_server import ISSUERS_OWN, AuthorizationServer
 from tests.auth.harness import Presa, start_presa, token_from_endpoint
 
 SCOPE = "mcp"
@@ -105,6 +105,23 @@ async def test_a_header_parameter_of_the_issuers_own_is_ignored(
     not make critical, is ignored (RFC 7515 §4): the token is the issuer's, and valid."""
     nonce = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header={"nonce": "n-1"})
     await scenarios.calls_a_tool(presa, nonce)
+
+
+async def test_a_header_parameter_made_critical_that_presa_does_not_know_is_401(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: a JOSE header parameter presa does not know, which the header lists in
+    ``crit``, makes the token one presa cannot check as its issuer meant (RFC 7515
+    §4.1.11: the JWS is invalid), so it is refused, however it is signed; the same
+    parameter not made critical is ignored."""
+    own = {ISSUERS_OWN: 1}
+    critical = issuer.mint_jwt(
+        "alice-app", presa.resource, scope=SCOPE, header={**own, "crit": [ISSUERS_OWN]}
+    )
+    plain = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header=own)
+
+    await scenarios.refuses_invalid_token(presa, critical)
+    await scenarios.calls_a_tool(presa, plain)
 
 
 async def test_key_rotation_at_the_issuer(
