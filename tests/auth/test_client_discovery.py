@@ -952,3 +952,32 @@ async def test_a_dynamic_registration_is_a_native_client_on_a_loopback_redirect(
     assert urlsplit(redirect).scheme == "http"
     assert urlsplit(redirect).hostname == "127.0.0.1"
     assert redirects == [redirect]
+
+
+@pytest.mark.parametrize(
+    "named", ["https://honest.example", "{issuer}/", None], ids=["other", "slash", "absent"]
+)
+async def test_authorization_server_metadata_naming_another_issuer_is_not_used(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    named: str | None,
+) -> None:
+    """Spec-mandated (authorization-server-discovery §Authorization Server Metadata
+    Discovery: the document's ``issuer`` MUST be identical to the issuer the well-known
+    URL was built from, else the client MUST NOT use the metadata; RFC 8414 §3.3): a
+    document naming another issuer, the same with a slash added, or none, ends the
+    sign-in in one line before anything is registered or the person is asked."""
+    issuer.metadata_changes["issuer"] = (
+        None if named is None else named.format(issuer=issuer.issuer)
+    )
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert "refused" in said
+    assert "/register" not in issuer.hits
+    assert "/authorize" not in issuer.hits
