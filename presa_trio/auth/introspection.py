@@ -1,7 +1,8 @@
 """Opaque access tokens, asked about at the issuer's introspection endpoint (RFC 7662).
 
 presa posts the token to the endpoint and accepts it only when the answer
-says ``active: true``, names this server in ``aud`` (RFC 8707: a token for
+says ``active: true``, within its ``exp`` and its ``nbf`` (less the clock skew
+allowed, ``leeway_s``), names this server in ``aud`` (RFC 8707: a token for
 another resource is refused even while active), names a caller (a
 non-empty ``sub``, else ``client_id``), and — when presa knows the issuer —
 names that issuer in ``iss``.
@@ -34,7 +35,7 @@ import attrs
 import httpx
 
 from presa_trio.auth.discovery import Discovery
-from presa_trio.auth.principal import Principal
+from presa_trio.auth.principal import DEFAULT_LEEWAY_S, Principal
 from presa_trio.auth.verifier import (
     InvalidToken,
     Misconfigured,
@@ -96,6 +97,7 @@ class IntrospectionVerifier:
     issuer: str | None = None
     endpoint: str | None = None
     max_cache_s: float = DEFAULT_MAX_CACHE_S
+    leeway_s: int = DEFAULT_LEEWAY_S
     # How presa authenticates at the endpoint; chosen on first use.
     method: str | None = None
     _discovery: Discovery | None = attrs.field(
@@ -171,6 +173,11 @@ class IntrospectionVerifier:
             return refusal("The access token's exp is not a time")
         if exp <= now:
             return refusal("The access token has expired")
+        nbf = timestamp(answer.get("nbf", now))
+        if nbf is None:
+            return refusal("The access token's nbf is not a time")
+        if nbf - self.leeway_s > now:
+            return refusal("The access token is not valid yet")
         if not names_resource(answer.get("aud"), self.resource):
             return refusal("The access token was not issued for this resource")
         issuer = answer.get("iss", self.issuer or self.endpoint)

@@ -293,6 +293,7 @@ def guard_from_args(args: argparse.Namespace, host: str) -> Callable[[int], Reso
                 issuer=args.auth_issuer,
                 endpoint=args.auth_introspection_endpoint,
                 max_cache_s=args.auth_cache_ttl,
+                leeway_s=args.auth_leeway,
             )
         jwt = JwtVerifier(
             args.auth_issuer,

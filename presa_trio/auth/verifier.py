@@ -196,8 +196,15 @@ def timestamp(value: object) -> float | None:
 
 
 def scopes_of(value: object) -> frozenset[str]:
-    """The scopes in a ``scope`` claim or introspection member (space-separated)."""
-    return frozenset(value.split()) if isinstance(value, str) else frozenset()
+    """The scopes in a ``scope`` claim or introspection member, separated by spaces.
+
+    Spaces only (RFC 6749 §3.3: ``scope-token *( SP scope-token )``; RFC 9068
+    §2.2.3, RFC 7662 §2.2): ``a<TAB>b`` is one scope, which no rule names, not
+    ``a`` and ``b``; a run of spaces parts two scopes as one does.
+    """
+    if not isinstance(value, str):
+        return frozenset()
+    return frozenset(scope for scope in value.split(" ") if scope)
 
 
 async def ask(

@@ -50,10 +50,11 @@ def well_known(base: str, suffix: str) -> list[str]:
 
 async def get_json(http: httpx.AsyncClient, url: str) -> JSONObject | None:
     """The JSON object at ``url``, or None for anything else (no JSON as a server's
-    message is none: :func:`~presa_trio.client.transport.decoded`)."""
+    message is none: :func:`~presa_trio.client.transport.decoded`; a URL a server named
+    that no request can go to, ``http://[::1``, holds none either)."""
     try:
         response = await http.get(url, headers={"accept": "application/json"})
-    except httpx.HTTPError:
+    except (httpx.HTTPError, httpx.InvalidURL):
         return None
     document = decoded(response.content) if response.status_code == 200 else None
     return document if isinstance(document, dict) else None
@@ -64,9 +65,11 @@ def names_endpoint(named: str, endpoint: str) -> bool:
     origin or a path above it, whole segments (RFC 9728 §3.3: the URL the well-known
     suffix went into; the root one names the origin). Same scheme, host and port: a
     resource whose URL merely begins the endpoint's (``:4`` of ``:4000``, ``/mc`` of
-    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3)."""
+    ``/mcp``) is another server, and a token for it must not come here (RFC 9728 §7.3).
+    One with a fragment is no resource identifier (RFC 9728 §2, RFC 8707 §2;
+    basic/authorization §Canonical Server URI), and would go as ``resource`` as named."""
     ours, theirs = urlsplit(resource_of(endpoint)), urlsplit(resource_of(named))
-    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
+    if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc) or "#" in named:
         return False
     if theirs.query and theirs.query != ours.query:
         return False
@@ -123,8 +126,8 @@ def chosen_scope(
     scopes: list[str] = []
     if challenge.get("scope"):
         scopes = challenge["scope"].split()
-    elif isinstance(resource.get("scopes_supported"), list):
-        scopes = [str(s) for s in resource["scopes_supported"]]
+    elif isinstance(resource.get("scopes_supported"), list):  # RFC 9728 §2: strings
+        scopes = [s for s in resource["scopes_supported"] if isinstance(s, str) and s]
     for scope in (before or "").split():
         if scope not in scopes:
             scopes.append(scope)
@@ -167,12 +170,15 @@ def endpoint_of(server: JSONObject, name: str) -> str:
     (security-considerations §Communication Security: "MUST be served over HTTPS").
     The authorization endpoint is opened in the person's browser and printed: another
     scheme (``file:``) would open something else, and a control character, which no
-    URI holds (RFC 3986 §2), would drive the terminal."""
+    URI holds (RFC 3986 §2), would drive the terminal. One no request can go to (a port
+    that is no number) stops it too, before the person is asked."""
     url = server.get(name)
     try:
         parts = urlsplit(url) if isinstance(url, str) and url.isprintable() else None
         usable = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
+        if usable:
+            httpx.URL(str(url))  # InvalidURL for one no request can go to
+    except (ValueError, httpx.InvalidURL):
         usable = False
     if not usable:
         raise SignInFailed(f"the authorization server's metadata has no http(s) {name}: {url!r}")

@@ -364,7 +364,7 @@ class HttpTransport:
         try:
             response = await self.http.get(metadata_url, timeout=self.http.timeout.connect)
             document = decoded(response.content)
-        except httpx.HTTPError:
+        except (httpx.HTTPError, httpx.InvalidURL):  # a URL no request can go to: none
             return []
         servers = document.get("authorization_servers") if isinstance(document, dict) else None
         return [str(s) for s in servers] if isinstance(servers, list) else []

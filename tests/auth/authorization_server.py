@@ -6,7 +6,8 @@ presa talks to it over loopback HTTP exactly as it would to a production
 issuer. It serves:
 
 - ``/.well-known/oauth-authorization-server`` — RFC 8414 metadata (tests
-  may change or drop members with :attr:`metadata_changes`);
+  may change or drop members with :attr:`metadata_changes`), the same at
+  ``/.well-known/openid-configuration`` (OpenID Connect Discovery 1.0);
 - ``/jwks`` — the public signing keys (RFC 7517), with ``Cache-Control:
   max-age`` = :attr:`jwks_max_age`;
 - ``/register`` — dynamic client registration (RFC 7591): a new client
@@ -47,6 +48,7 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, RSAKey
+from joserfc.registry import HeaderParameter
 
 
 @attrs.frozen
@@ -71,9 +73,16 @@ CLIENTS = {
     "presa": Client("presa-secret", "presa"),
 }
 TOKEN_LIFETIME_S = 300
+#: A header parameter of the issuer's own that it may make critical (RFC 7515 §4.1.11).
+ISSUERS_OWN = "x-issuer-own"
 #: Signs tokens whose header may carry parameters of the issuer's own (RFC 7515 §4).
-SIGNING = jws.JWSRegistry(strict_check_header=False)
+SIGNING = jws.JWSRegistry(
+    header_registry={ISSUERS_OWN: HeaderParameter("the issuer's own", "int")},
+    strict_check_header=False,
+)
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#: Where its metadata is: RFC 8414 §3.1, and OpenID Connect Discovery 1.0 §4.
+METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 
 
 def new_key() -> RSAKey:
@@ -121,6 +130,10 @@ class AuthorizationServer:
     statuses: dict[str, int] = attrs.field(factory=dict)
     # The ``expires_in`` its token responses give (RFC 6749 §5.1: seconds, any JSON number).
     expires_in: Any = TOKEN_LIFETIME_S
+    # The ``resource`` of each authorization and token request, in order (None: absent).
+    resources_asked: list[str | None] = attrs.field(factory=list)
+    # The client metadata of each registration request (RFC 7591 §2), in order.
+    registrations: list[dict[str, Any]] = attrs.field(factory=list)
 
     # --- what tests do directly -------------------------------------------------
 
@@ -280,6 +293,7 @@ class AuthorizationServer:
 
     def register(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """RFC 7591 §3: any client may register; it gets an id (and a secret unless public)."""
+        self.registrations.append(request)
         uris = request.get("redirect_uris")
         if not isinstance(uris, list) or not uris:
             return 400, {"error": "invalid_redirect_uri"}
@@ -301,6 +315,7 @@ class AuthorizationServer:
         Answers the redirect to ``redirect_uri`` with ``code``, ``state`` and
         ``iss``; PKCE ``S256`` is required.
         """
+        self.resources_asked.append(query.get("resource"))
         client_id = query.get("client_id", "")
         redirect_uri = query.get("redirect_uri", "")
         client = self.clients.get(client_id)
@@ -326,6 +341,7 @@ class AuthorizationServer:
 
     def token(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, dict[str, Any]]:
         """Client credentials (OAuth 2.1 §4.2) or a code with its PKCE verifier (§4.1.3)."""
+        self.resources_asked.append(form.get("resource"))
         client_id = self.authenticate_client(headers, form)
         if client_id is None:
             return 401, {"error": "invalid_client"}
@@ -416,7 +432,7 @@ class AuthorizationServer:
     def route(
         self, method: str, path: str, headers: dict[str, str], form: dict[str, str]
     ) -> tuple[int, dict[str, Any]]:
-        if method == "GET" and path == "/.well-known/oauth-authorization-server":
+        if method == "GET" and path in METADATA_PATHS:
             return 200, self.metadata()
         if method == "GET" and path == "/jwks":
             keys = [self.key, *self.retired]

@@ -300,6 +300,8 @@ def answered_with(change: dict[str, str | None]) -> Browser:
         (None, {"iss": "https://honest.example"}, "names another issuer"),
         (None, {"iss": None}, None),
         (True, {"iss": "{issuer}/"}, "names another issuer"),
+        (True, {"iss": "{ISSUER}"}, "names another issuer"),
+        (True, {"iss": "{issuer%}"}, "names another issuer"),
         (
             True,
             {"iss": "https://honest.example", "code": None, "error": "access_denied"},
@@ -313,6 +315,8 @@ def answered_with(change: dict[str, str | None]) -> Browser:
         "other-not-advertised",
         "absent-not-advertised",
         "trailing-slash",
+        "scheme-case",
+        "percent-encoded",
         "error-from-another",
         "error",
     ],
@@ -328,14 +332,24 @@ async def test_the_answers_iss_is_checked_as_the_specs_table_says(
 ) -> None:
     """Spec-mandated (basic/authorization §Authorization Response Validation, RFC 9207
     §2.4): a present ``iss`` is compared with the recorded issuer exactly (no trailing
-    slash added or removed), whether or not the metadata advertises it; an absent one is
+    slash added or removed, no case folded, no percent-encoding decoded past the
+    query's own: RFC 3986 §6.2.1), whether or not the metadata advertises it; an absent one is
     refused only when advertised; and an error from another issuer is not shown. The
     code is never sent to the token endpoint of a refused answer."""
     issuer.metadata_changes["authorization_response_iss_parameter_supported"] = advertised
     protect(resource, issuer)
-    filled = {
-        k: v if v is None else v.replace("{issuer}", issuer.issuer) for k, v in change.items()
+    spellings = {
+        "{issuer}": issuer.issuer,
+        "{ISSUER}": issuer.issuer.upper(),  # HTTP://127.0.0.1:PORT
+        "{issuer%}": issuer.issuer.replace(".1:", ".%31:"),  # 1 percent-encoded
     }
+
+    def spelt(value: str) -> str:
+        for placeholder, spelling in spellings.items():
+            value = value.replace(placeholder, spelling)
+        return value
+
+    filled = {k: v if v is None else spelt(v) for k, v in change.items()}
 
     status, said = await login(resource.url, http, environment(tmp_path), answered_with(filled))
 
@@ -713,3 +727,257 @@ async def test_a_client_signed_in_as_itself_is_not_taken_elsewhere_when_the_serv
     assert other_issuer.issuer in moved.error()
     assert "Open this URL" not in moved.stderr
     assert "/register" not in other_issuer.hits
+
+
+#: URLs a server may name that no HTTP request can be made to: a bracketed host that is
+#: no address, a port that is no number (RFC 3986 §3.2.2, §3.2.3).
+NO_REQUEST_URLS = ["http://[::1", "https://127.0.0.1:1x/x"]
+
+
+@pytest.mark.parametrize("url", NO_REQUEST_URLS)
+async def test_a_challenges_metadata_url_no_request_can_go_to_is_one_line(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    url: str,
+) -> None:
+    """authorization-server-discovery §Protected Resource Metadata Discovery Requirements
+    (clients MUST be able to parse ``WWW-Authenticate`` headers and respond
+    appropriately to a 401): a ``resource_metadata`` that is no URL a request can go to
+    is the server's mistake, one line and exit 3, at a sign-in and in the line of a
+    refused token alike, never a traceback."""
+    protect(resource, issuer)
+    resource.challenge = f'Bearer resource_metadata="{url}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+    ran = await client("list", resource.url, "tools", "--token", "not-accepted")
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert "publishes no protected resource metadata" in said
+    assert ran.status == 3, ran.stderr
+    assert ran.error().endswith(f"its resource metadata is at {url}")
+
+
+@pytest.mark.parametrize("url", NO_REQUEST_URLS)
+async def test_an_authorization_server_no_request_can_go_to_is_one_line(
+    resource: ProtectedResource, http: httpx.AsyncClient, tmp_path: Path, url: str
+) -> None:
+    """authorization-server-discovery §Authorization Server Metadata Discovery: an
+    issuer named in the resource's metadata that no request can go to publishes no
+    metadata the client can use; the sign-in ends in one line, exit 3."""
+    resource.documents[AT_PATH] = {"resource": resource.url, "authorization_servers": [url]}
+    resource.challenge = f'Bearer resource_metadata="{resource.origin}{AT_PATH}"'
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("member", ["token_endpoint", "registration_endpoint"])
+async def test_an_endpoint_no_request_can_go_to_stops_the_sign_in_before_the_browser(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    member: str,
+) -> None:
+    """security-considerations §Communication Security: an endpoint of the authorization
+    server's metadata is one the client can send to, or the sign-in stops in one line
+    before the person is asked, as for an endpoint of another scheme."""
+    issuer.metadata_changes[member] = "https://127.0.0.1:1x/" + member
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert member in said
+    assert "Open this URL" not in said
+
+
+async def test_metadata_naming_a_resource_with_a_fragment_is_refused(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (basic/authorization §Canonical Server URI: a URI with a fragment is
+    no canonical URI, and the ``resource`` parameter MUST be the canonical one; RFC 8707
+    §2, RFC 9728 §2: a resource identifier has no fragment): metadata whose ``resource``
+    carries one is refused before anything is asked of the authorization server, so no
+    ``resource`` with a fragment is ever sent."""
+    protect(resource, issuer, named=resource.url + "#frag")
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "resource metadata" in said
+    assert "/authorize" not in issuer.hits
+    assert "/token" not in issuer.hits
+
+
+async def test_an_authorization_server_with_openid_discovery_only_is_signed_in_to(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (basic/authorization §Overview 5: clients MUST support both RFC 8414
+    and OpenID Connect Discovery; authorization-server-discovery §Authorization Server
+    Metadata Discovery: for an issuer without a path, the RFC 8414 URL, then the OpenID
+    one): a server whose RFC 8414 URL is 404 is found at the OpenID one, in that order."""
+    issuer.statuses["/.well-known/oauth-authorization-server"] = 404
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 0, said
+    assert issuer.hits["/.well-known/oauth-authorization-server"] == 1
+    assert issuer.hits["/.well-known/openid-configuration"] == 1
+    assert kept(tmp_path)["issuer"] == issuer.issuer
+
+
+@pytest.mark.parametrize(
+    ("supported", "offered", "asked"),
+    [
+        (["mcp", "files:read"], None, "mcp files:read"),
+        (None, None, None),
+        (["mcp", None, 7, {"x": 1}, "files:read"], None, "mcp files:read"),
+        (["mcp"], ["mcp", "offline_access"], "mcp offline_access"),
+    ],
+    ids=["supported", "undefined", "entries-no-scope", "offline-access"],
+)
+async def test_without_a_challenged_scope_the_resources_supported_scopes_are_asked(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    supported: list[Any] | None,
+    offered: list[str] | None,
+    asked: str | None,
+) -> None:
+    """Spec-mandated (basic/authorization §Scope Selection Strategy: with no ``scope`` in
+    the challenge, all of the resource's ``scopes_supported``, the ``scope`` parameter
+    left out when that is undefined; §Refresh Tokens: ``offline_access`` MAY be added
+    when the authorization server's ``scopes_supported`` has it): an entry that is no
+    string (RFC 9728 §2: a JSON array of strings) names no scope and is not asked for."""
+    protect(resource, issuer)
+    if supported is not None:
+        resource.documents[AT_PATH]["scopes_supported"] = supported  # type: ignore[index]
+    issuer.metadata_changes["scopes_supported"] = offered
+    seen: list[dict[str, list[str]]] = []
+
+    async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        seen.append(parse_qs(urlsplit(url).query))
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), browser)
+
+    assert status == 0, said
+    assert seen[0].get("scope") == (None if asked is None else [asked])
+
+
+async def test_a_registration_is_not_taken_to_another_authorization_server(
+    issuer: AuthorizationServer,
+    other_issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client-registration §Authorization Server Binding: persisted
+    credentials from Dynamic Client Registration are keyed by the issuer; when the
+    resource's metadata names another authorization server, clients MUST NOT reuse them
+    and MUST re-register; authorization-server-discovery §Authorization Server
+    Location: separate registration state per server): a kept registration is used
+    again at its own server only; at the new one the client registers anew, and the
+    old client id is never sent there."""
+    protect(resource, issuer)
+    env = environment(tmp_path)
+    status, said = await login(resource.url, http, env)
+    assert status == 0, said
+    first = kept(tmp_path)["client"]["client_id"]
+    status, said = await login(resource.url, http, env)
+    assert status == 0, said
+    assert kept(tmp_path)["client"]["client_id"] == first
+    assert issuer.hits["/register"] == 1
+    protect(resource, other_issuer)
+    sent: list[str] = []
+
+    async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        sent.extend(parse_qs(urlsplit(url).query)["client_id"])
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, env, browser)
+
+    assert status == 0, said
+    assert other_issuer.hits["/register"] == 1
+    record = kept(tmp_path)
+    assert record["issuer"] == other_issuer.issuer
+    assert sent == [record["client"]["client_id"]]
+    assert first not in sent
+
+
+async def test_a_dynamic_registration_is_a_native_client_on_a_loopback_redirect(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (client-registration §Application Type and Redirect URI Constraints:
+    clients MUST specify an appropriate ``application_type``, a CLI tool ``native``;
+    security-considerations §Communication Security: redirect URIs are ``localhost`` or
+    HTTPS; §Refresh Tokens: ``refresh_token`` SHOULD be in ``grant_types``): the
+    registration request, and the redirect the authorization request names, are those
+    of a native public client listening on loopback (RFC 8252 §7.3)."""
+    protect(resource, issuer)
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = ["none"]
+    redirects: list[str] = []
+
+    async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:
+        redirects.extend(parse_qs(urlsplit(url).query)["redirect_uri"])
+        return await consent(http, url)
+
+    status, said = await login(resource.url, http, environment(tmp_path), browser)
+
+    assert status == 0, said
+    [registered] = issuer.registrations
+    assert registered["application_type"] == "native"
+    assert registered["token_endpoint_auth_method"] == "none"
+    assert {"authorization_code", "refresh_token"} <= set(registered["grant_types"])
+    [redirect] = registered["redirect_uris"]
+    assert urlsplit(redirect).scheme == "http"
+    assert urlsplit(redirect).hostname == "127.0.0.1"
+    assert redirects == [redirect]
+
+
+@pytest.mark.parametrize(
+    "named", ["https://honest.example", "{issuer}/", None], ids=["other", "slash", "absent"]
+)
+async def test_authorization_server_metadata_naming_another_issuer_is_not_used(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    named: str | None,
+) -> None:
+    """Spec-mandated (authorization-server-discovery §Authorization Server Metadata
+    Discovery: the document's ``issuer`` MUST be identical to the issuer the well-known
+    URL was built from, else the client MUST NOT use the metadata; RFC 8414 §3.3): a
+    document naming another issuer, the same with a slash added, or none, ends the
+    sign-in in one line before anything is registered or the person is asked."""
+    issuer.metadata_changes["issuer"] = (
+        None if named is None else named.format(issuer=issuer.issuer)
+    )
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert said.count("\n") == 1, said
+    assert "refused" in said
+    assert "/register" not in issuer.hits
+    assert "/authorize" not in issuer.hits

@@ -64,7 +64,9 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
 ) -> None:
     """Spec-mandated (basic/authorization §Token Handling): the kept token is used
     without asking anyone; it is refreshed when it has expired, and when the server
-    refuses it (its key withdrawn: 401), and only then is it sent again."""
+    refuses it (its key withdrawn: 401), and only then is it sent again. Every
+    authorization and token request, refreshes too, names the server as ``resource``
+    (§Resource Parameter Implementation: MUST be included in both)."""
     # The key set is fetched again for each request: a withdrawn key is 401 at once.
     issuer.jwks_max_age = 0
     flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", "0.01"]
@@ -106,10 +108,41 @@ async def test_login_then_list_then_a_refresh_without_signing_in_again(
     assert "Open this URL" not in refused.stderr
     assert json.loads(kept.read_text())["access_token"] != renewed["access_token"]
     assert issuer.hits["/authorize"] == 1
+    # The authorization request, the code's exchange, then the two refreshes.
+    assert issuer.resources_asked == [presa.url] * 4
 
     out = await client("logout", presa.url, env=env)
     assert out.status == 0
     assert not list((tmp_path / "tokens").iterdir())
+
+
+async def test_without_a_refresh_token_a_refused_token_means_a_sign_in(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Spec-mandated (basic/authorization §Refresh Tokens: clients MUST NOT assume
+    refresh tokens will be issued): a sign-in whose token response has no refresh token
+    is kept without one; when the server refuses that token, the person signs in again,
+    and no refresh is asked for."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+
+    def answered(token: str) -> None:
+        answer = {"access_token": token, "token_type": "Bearer", "expires_in": 300}
+        issuer.bodies["/token"] = json.dumps(answer).encode()
+
+    answered(issuer.mint_jwt("alice-app", presa.url, lifetime_s=-3600))  # refused at once
+    status, said = await login(presa.url, http, env)
+    assert status == 0, said
+    [kept] = (tmp_path / "tokens").iterdir()
+    assert json.loads(kept.read_text())["refresh_token"] is None
+    answered(issuer.mint_jwt("alice-app", presa.url))
+
+    status, said = await signing_in(["list", presa.url, "tools"], http, env)
+
+    assert status == 0, said
+    assert "Open this URL" in said
+    assert issuer.hits["/authorize"] == 2
+    assert issuer.hits["/token"] == 2  # the two codes' exchanges: no refresh
 
 
 async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scopes(

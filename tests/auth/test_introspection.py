@@ -6,6 +6,8 @@ metadata names; the users' clients get opaque tokens from the token endpoint.
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 import trio
@@ -62,3 +64,20 @@ async def test_inactive_expired_and_foreign_tokens_are_refused(
     await scenarios.refuses_invalid_token(presa, expired)
     foreign = issuer.mint_opaque("alice-opaque", "http://127.0.0.1:1/mcp")
     assert "resource" in await scenarios.refuses_invalid_token(presa, foreign)
+
+
+async def test_an_introspected_token_not_valid_yet_is_refused_until_its_nbf(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-08: an answer whose ``nbf`` (RFC 7662 §2.2) is past the clock skew allowed
+    (``--auth-leeway``) is 401, as a JWT's is: the token is not valid yet (authorization
+    §Token Handling, OAuth 2.1 §5.2). One within the skew is served."""
+    later = issuer.mint_opaque("alice-opaque", presa.resource)
+    issuer.opaque[later]["nbf"] = int(time.time()) + 3600
+    skewed = issuer.mint_opaque("alice-opaque", presa.resource)
+    issuer.opaque[skewed]["nbf"] = int(time.time()) + 5
+
+    said = await scenarios.refuses_invalid_token(presa, later)
+
+    assert "not valid yet" in said
+    await scenarios.calls_a_tool(presa, skewed)

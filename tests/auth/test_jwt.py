@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tests.auth import scenarios
-from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.authorization_server import ISSUERS_OWN, AuthorizationServer
 from tests.auth.harness import Presa, start_presa, token_from_endpoint
 
 SCOPE = "mcp"
@@ -107,6 +107,23 @@ async def test_a_header_parameter_of_the_issuers_own_is_ignored(
     await scenarios.calls_a_tool(presa, nonce)
 
 
+async def test_a_header_parameter_made_critical_that_presa_does_not_know_is_401(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: a JOSE header parameter presa does not know, which the header lists in
+    ``crit``, makes the token one presa cannot check as its issuer meant (RFC 7515
+    §4.1.11: the JWS is invalid), so it is refused, however it is signed; the same
+    parameter not made critical is ignored."""
+    own = {ISSUERS_OWN: 1}
+    critical = issuer.mint_jwt(
+        "alice-app", presa.resource, scope=SCOPE, header={**own, "crit": [ISSUERS_OWN]}
+    )
+    plain = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header=own)
+
+    await scenarios.refuses_invalid_token(presa, critical)
+    await scenarios.calls_a_tool(presa, plain)
+
+
 async def test_key_rotation_at_the_issuer(
     presa: Presa, issuer: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
@@ -134,3 +151,22 @@ async def test_a_token_without_the_scope_is_403(presa: Presa, issuer: Authorizat
     assert params["error"] == "insufficient_scope"
     assert params["scope"] == SCOPE
     assert params["resource_metadata"] == scenarios.metadata_url(presa)
+
+
+@pytest.mark.parametrize("between", ["\t", "\n", "\u00a0", "\u3000", "\x1f"])
+async def test_a_scope_claim_is_split_at_spaces_only(
+    presa: Presa, issuer: AuthorizationServer, between: str
+) -> None:
+    """A-04, A-07: a ``scope`` claim is scope-tokens separated by spaces (RFC 9068 §2.2.3;
+    RFC 6749 §3.3: ``scope-token *( SP scope-token )``, SP being ``%x20``), so
+    ``other<TAB>mcp`` is one scope, not ``mcp``: a token holds no scope its issuer did
+    not grant as such (authorization §Token Handling, OAuth 2.1 §5.2). Two spaces in a
+    row still part two scopes."""
+    glued = issuer.mint_jwt("alice-app", presa.resource, scope=f"other{between}{SCOPE}")
+    spaced = issuer.mint_jwt("alice-app", presa.resource, scope=f"other  {SCOPE}")
+
+    refused = await presa.call("tools/list", token=glued)
+
+    assert refused.status_code == 403
+    assert scenarios.challenge_params(refused)["error"] == "insufficient_scope"
+    assert (await presa.call("tools/list", token=spaced)).status_code == 200
