@@ -6,14 +6,16 @@ value (at any depth, ``_meta`` included), a key dropped or added, an id of
 any JSON type. The oracle, :func:`check_answer`, says what the spec allows
 for whatever was sent: a result, or a JSON-RPC error whose code has the
 status of basic/index §Error Codes and streamable-http (spec-notes §1, §31
-for -32603), echoing the id when one could be read. Shared by the
-in-process fuzzer (tests/http/test_fuzz.py) and the one over real sockets
-(tests/e2e/test_fuzz_sockets.py).
+for -32603), echoing the id when one could be read; :func:`unexpected_incidents`, what
+the log may hold. Shared by the in-process fuzzer (tests/http/test_fuzz.py),
+the one over real sockets (tests/e2e/test_fuzz_sockets.py) and the one of
+concurrent task requests (tests/tasks/test_interleavings.py).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -446,3 +448,16 @@ def raw_bodies(message: dict[str, Any]) -> st.SearchStrategy[bytes]:
         ),
         st.binary(max_size=40),
     )
+
+
+def unexpected_incidents(records: list[logging.LogRecord]) -> list[str]:
+    """Error records that no tool's own failure explains."""
+    formatter = logging.Formatter()
+    found = []
+    for record in records:
+        text = record.getMessage()
+        if record.exc_info:
+            text += formatter.formatException(record.exc_info)
+        if record.levelno >= logging.ERROR and not any(tool in text for tool in FAILING_TOOLS):
+            found.append(text)
+    return found

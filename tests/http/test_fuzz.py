@@ -34,12 +34,12 @@ from presa_trio.tasks.stores.sqlite.store import open_sqlite_store
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, Response, running
 from tests.expect import assert_still_serving, result_of
 from tests.fuzz_inputs import (
-    FAILING_TOOLS,
     NESTED_400,
     check_answer,
     headers_of,
     near_valid_messages,
     raw_bodies,
+    unexpected_incidents,
 )
 
 LISTEN = "subscriptions/listen"
@@ -88,19 +88,6 @@ async def send(
                 return opened.response, []
             response = await opened.read_to_end()
     return response, messages_of(response)
-
-
-def unexpected_incidents(records: list[logging.LogRecord]) -> list[str]:
-    """Error records that no tool's own failure explains."""
-    formatter = logging.Formatter()
-    found = []
-    for record in records:
-        text = record.getMessage()
-        if record.exc_info:
-            text += formatter.formatException(record.exc_info)
-        if record.levelno >= logging.ERROR and not any(tool in text for tool in FAILING_TOOLS):
-            found.append(text)
-    return found
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
