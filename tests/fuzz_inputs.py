@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -391,21 +392,31 @@ def check_answer(
         assert status in (202, 400, 403, 404, 405, 406, 408, 413, 415, 421), status
         return None
     final = messages[-1]
-    assert final.get("jsonrpc") == "2.0", final
     for notification in messages[:-1]:
         assert "id" not in notification, messages
         assert isinstance(notification.get("method"), str), messages
-    if "result" in final:
+    code = check_final(final, sent)
+    if code is None:
         assert status == 200, (status, final)
+        return final
+    assert status in STATUSES[code], (status, final)
+    assert content_type in ("application/json", "text/event-stream"), content_type
+    return final
+
+
+def check_final(final: dict[str, Any], sent: Any) -> int | None:
+    """Assert ``final`` is an answer to ``sent`` the spec allows, on any transport;
+    return its error's code (None for a result)."""
+    assert final.get("jsonrpc") == "2.0", final
+    if "result" in final:
         assert "error" not in final
         assert final["id"] == echoed_id(sent), (sent, final)
         assert final["id"] is not None, (sent, final)
         assert isinstance(final["result"], dict)
-        return final
+        return None
     error = final["error"]
     code = error["code"]
     assert code in STATUSES, final
-    assert status in STATUSES[code], (status, final)
     assert isinstance(error["message"], str)
     assert "Traceback" not in json.dumps(final), final
     expected_id = echoed_id(sent)
@@ -418,8 +429,30 @@ def check_answer(
     if code == INTERNAL_ERROR:  # a fault with its incident, or a limit (spec-notes §31)
         data = error.get("data", {})
         assert set(data) == {"incident"} or "retryable" in data, final
-    assert content_type in ("application/json", "text/event-stream"), content_type
-    return final
+    assert isinstance(code, int)
+    return code
+
+
+def read_sent(body: bytes) -> Any:
+    """What ``body`` holds as a reference parser reads it; None where it is no JSON:
+    ``NaN`` and ``Infinity`` (RFC 8259 §6), and a number past a double's range,
+    which the server refuses too (RFC 8259 §9: a parser may limit the range it
+    accepts)."""
+    try:
+        return json.loads(body.decode("utf-8-sig"), parse_constant=refuse, parse_float=finite)
+    except (ValueError, RecursionError):
+        return None
+
+
+def refuse(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON (RFC 8259 §6)")
+
+
+def finite(number: str) -> float:
+    value = float(number)
+    if math.isinf(value):
+        raise ValueError(f"{number} is past a double's range")
+    return value
 
 
 def raw_bodies(message: dict[str, Any]) -> st.SearchStrategy[bytes]:
