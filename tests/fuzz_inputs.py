@@ -60,9 +60,13 @@ def deep(depth: int, leaf: Any = 1) -> Any:
 NESTED_50 = deep(50)
 NESTED_400 = deep(400)
 
-#: Numbers at the edges of what JSON, doubles and 64-bit integers hold.
+#: Numbers at the edges of what JSON, doubles and 64-bit integers hold, and integers
+#: past a double's range (which the body's parser admits and no float holds).
 EDGE_NUMBERS = st.sampled_from(
-    [0, -0.0, 1, -1, 0.5, 1e308, -1e308, 5e-324, 2**53 + 1, 2**63, 2**64, -(2**63) - 1, 10**30]
+    [
+        *(0, -0.0, 1, -1, 0.5, 1e308, -1e308, 5e-324),
+        *(2**53 + 1, 2**63, 2**64, -(2**63) - 1, 10**30, 10**400, -(10**400)),
+    ]
 )
 #: Strings a parser or a header may trip on.
 EDGE_STRINGS = st.sampled_from(
