@@ -6,14 +6,17 @@ value (at any depth, ``_meta`` included), a key dropped or added, an id of
 any JSON type. The oracle, :func:`check_answer`, says what the spec allows
 for whatever was sent: a result, or a JSON-RPC error whose code has the
 status of basic/index §Error Codes and streamable-http (spec-notes §1, §31
-for -32603), echoing the id when one could be read. Shared by the
-in-process fuzzer (tests/http/test_fuzz.py) and the one over real sockets
-(tests/e2e/test_fuzz_sockets.py).
+for -32603), echoing the id when one could be read; :func:`unexpected_incidents`, what
+the log may hold. Shared by the in-process fuzzer (tests/http/test_fuzz.py),
+the one over real sockets (tests/e2e/test_fuzz_sockets.py) and the one of
+concurrent task requests (tests/tasks/test_interleavings.py).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,9 +60,13 @@ def deep(depth: int, leaf: Any = 1) -> Any:
 NESTED_50 = deep(50)
 NESTED_400 = deep(400)
 
-#: Numbers at the edges of what JSON, doubles and 64-bit integers hold.
+#: Numbers at the edges of what JSON, doubles and 64-bit integers hold, and integers
+#: past a double's range (which the body's parser admits and no float holds).
 EDGE_NUMBERS = st.sampled_from(
-    [0, -0.0, 1, -1, 0.5, 1e308, -1e308, 5e-324, 2**53 + 1, 2**63, 2**64, -(2**63) - 1, 10**30]
+    [
+        *(0, -0.0, 1, -1, 0.5, 1e308, -1e308, 5e-324),
+        *(2**53 + 1, 2**63, 2**64, -(2**63) - 1, 10**30, 10**400, -(10**400)),
+    ]
 )
 #: Strings a parser or a header may trip on.
 EDGE_STRINGS = st.sampled_from(
@@ -389,21 +396,31 @@ def check_answer(
         assert status in (202, 400, 403, 404, 405, 406, 408, 413, 415, 421), status
         return None
     final = messages[-1]
-    assert final.get("jsonrpc") == "2.0", final
     for notification in messages[:-1]:
         assert "id" not in notification, messages
         assert isinstance(notification.get("method"), str), messages
-    if "result" in final:
+    code = check_final(final, sent)
+    if code is None:
         assert status == 200, (status, final)
+        return final
+    assert status in STATUSES[code], (status, final)
+    assert content_type in ("application/json", "text/event-stream"), content_type
+    return final
+
+
+def check_final(final: dict[str, Any], sent: Any) -> int | None:
+    """Assert ``final`` is an answer to ``sent`` the spec allows, on any transport;
+    return its error's code (None for a result)."""
+    assert final.get("jsonrpc") == "2.0", final
+    if "result" in final:
         assert "error" not in final
         assert final["id"] == echoed_id(sent), (sent, final)
         assert final["id"] is not None, (sent, final)
         assert isinstance(final["result"], dict)
-        return final
+        return None
     error = final["error"]
     code = error["code"]
     assert code in STATUSES, final
-    assert status in STATUSES[code], (status, final)
     assert isinstance(error["message"], str)
     assert "Traceback" not in json.dumps(final), final
     expected_id = echoed_id(sent)
@@ -416,8 +433,30 @@ def check_answer(
     if code == INTERNAL_ERROR:  # a fault with its incident, or a limit (spec-notes §31)
         data = error.get("data", {})
         assert set(data) == {"incident"} or "retryable" in data, final
-    assert content_type in ("application/json", "text/event-stream"), content_type
-    return final
+    assert isinstance(code, int)
+    return code
+
+
+def read_sent(body: bytes) -> Any:
+    """What ``body`` holds as a reference parser reads it; None where it is no JSON:
+    ``NaN`` and ``Infinity`` (RFC 8259 §6), and a number past a double's range,
+    which the server refuses too (RFC 8259 §9: a parser may limit the range it
+    accepts)."""
+    try:
+        return json.loads(body.decode("utf-8-sig"), parse_constant=refuse, parse_float=finite)
+    except (ValueError, RecursionError):
+        return None
+
+
+def refuse(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON (RFC 8259 §6)")
+
+
+def finite(number: str) -> float:
+    value = float(number)
+    if math.isinf(value):
+        raise ValueError(f"{number} is past a double's range")
+    return value
 
 
 def raw_bodies(message: dict[str, Any]) -> st.SearchStrategy[bytes]:
@@ -446,3 +485,16 @@ def raw_bodies(message: dict[str, Any]) -> st.SearchStrategy[bytes]:
         ),
         st.binary(max_size=40),
     )
+
+
+def unexpected_incidents(records: list[logging.LogRecord]) -> list[str]:
+    """Error records that no tool's own failure explains."""
+    formatter = logging.Formatter()
+    found = []
+    for record in records:
+        text = record.getMessage()
+        if record.exc_info:
+            text += formatter.formatException(record.exc_info)
+        if record.levelno >= logging.ERROR and not any(tool in text for tool in FAILING_TOOLS):
+            found.append(text)
+    return found

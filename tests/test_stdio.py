@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any
 
 import attrs
@@ -40,6 +41,7 @@ from presa_trio.wire.meta import META_LOG_LEVEL, META_SUBSCRIPTION_ID
 from tests import wire_schema
 from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
+from tests.fuzz_inputs import check_final, near_valid_messages, raw_bodies, read_sent
 from tests.stdio_lines import serve_lines
 
 
@@ -632,6 +634,37 @@ def test_no_input_line_stops_the_server(lines: list[bytes]) -> None:
     assert all(message["jsonrpc"] == "2.0" for message in out)
     probe = [message for message in out if message.get("id") == "probe-after-fuzz"]
     assert probe[0]["result"]["resultType"] == "complete"
+
+
+@settings(
+    max_examples=int(os.environ.get("PRESA_FUZZ_EXAMPLES", "100")), deadline=None, derandomize=True
+)
+@given(data=st.data())
+def test_a_near_valid_line_gets_the_specs_answer(data: st.DataObject) -> None:
+    """Spec-mandated (basic/transports/stdio §Receiving Messages; basic/index §Error
+    Codes; spec-notes §52), property: a near-valid message, or its bytes as parsers
+    differ on them (cut short, repeated keys, another encoding, deep nesting, numbers
+    past a double), gets at most one answer, a result or an error of a spec'd code
+    echoing the id it could read, never a traceback; what comes before it is
+    notifications; a request after it is answered."""
+    message = data.draw(near_valid_messages([]), label="message")
+    written = json.dumps(message).encode("utf-8", "surrogatepass")
+    body = data.draw(st.one_of(st.just(written), raw_bodies(message)), label="line")
+    body = body.replace(b"\n", b"").replace(b"\r", b"")
+    assume(b"probe-after-fuzz" not in body)
+    out = trio.run(
+        serve_lines, build_server(), [body + b"\n", PROBE], clock=MockClock(autojump_threshold=0)
+    )
+    probe = [answer for answer in out if answer.get("id") == "probe-after-fuzz"]
+    assert len(probe) == 1, out
+    assert probe[0]["result"]["resultType"] == "complete", out
+    answers = [answer for answer in out if "method" not in answer and answer not in probe]
+    assert len(answers) <= 1, out
+    for answer in answers:
+        check_final(answer, read_sent(body))
+    for notification in out:
+        if "method" in notification:
+            assert "id" not in notification, out
 
 
 async def test_a_runner_that_cannot_start_stops_stdio_in_one_line() -> None:
