@@ -25,6 +25,19 @@ async def test_hello_server_greets() -> None:
     assert response.json()["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
 
 
+async def test_hello_server_refuses_a_count_it_cannot_afford() -> None:
+    """presa-defined (server/tools §Security Considerations: servers MUST validate all
+    tool inputs): the README's server bounds ``times``, so a client asking for a
+    billion greetings gets a tool error naming the bound, not a server that builds
+    gigabytes of text."""
+    async with running(McpApp.for_server(hello_server.server)) as client:
+        arguments = {"name": "Ada", "times": 10**9}
+        response = await client.call("tools/call", {"name": "greet", "arguments": arguments})
+    result = response.json()["result"]
+    assert result["isError"] is True
+    assert "/times" in result["content"][0]["text"]
+
+
 async def test_two_round_tool_asks_the_user_then_the_model() -> None:
     """Spec-mandated (basic/patterns/mrtr §Basic Workflow): each retry carries only the
     answers of the previous round, and the signed state carries the rest; a form
