@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,17 @@ def test_no_command_keeps_a_placeholder() -> None:
     """presa-defined: every command runs as printed, against the demo the first
     command serves."""
     assert [command for command in commands() if PLACEHOLDER.search(command)] == []
+
+
+def test_the_readme_runs_its_test_file_by_name() -> None:
+    """presa-defined (README, "Testing it"): the reader works at the repository's
+    root, where a bare ``pytest`` collects the repository's own ``tests/``
+    (pyproject's ``testpaths``, whose conftest needs the ``test`` extra) and
+    never ``test_hello.py``: the command the README gives names the file."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
+    text = " ".join(README.read_text().split())
+    assert "`test_hello.py` runs with `pytest` (`.venv/bin/pytest test_hello.py`)" in text
 
 
 def test_the_readme_server_is_the_example_file() -> None:
