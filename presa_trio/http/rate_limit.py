@@ -39,11 +39,23 @@ LIMITED_METHODS = frozenset({"tools/call", "completion/complete"})
 MAX_CLIENTS = 10_000
 
 
+def is_call_rate(per_second: float) -> bool:
+    """Whether ``per_second`` can be a budget's rate: positive, finite, and not so small
+    that the wait for one call (``Retry-After``, RFC 9110 §10.2.3) is no number."""
+    return 0 < per_second < math.inf and 1 / per_second < math.inf
+
+
+def check_call_rate(budget: CallBudget, field: attrs.Attribute[float], per_second: float) -> None:
+    """Refuse a rate :func:`is_call_rate` refuses (an attrs validator)."""
+    if not is_call_rate(per_second):
+        raise ValueError(f"{per_second!r} is not a positive number of calls a second")
+
+
 @attrs.define(eq=False)
 class CallBudget:
     """Token buckets by client and method: ``per_second`` calls a second, ``burst`` at once."""
 
-    per_second: float
+    per_second: float = attrs.field(validator=check_call_rate)
     burst: float
     # (client, method) -> (tokens held, when they were counted), least recently seen first.
     _buckets: dict[tuple[str, str], tuple[float, float]] = attrs.field(factory=dict, init=False)

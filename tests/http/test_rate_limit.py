@@ -7,6 +7,7 @@ is refused and one second later one more is let through.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -118,6 +119,16 @@ async def test_with_authorization_the_client_is_the_tokens_caller_not_the_addres
         bob = [(await send(client, CALL, token="bob-secret")).status for _ in range(2)]
     assert alice == [200, 200, 429]
     assert bob == [200, 200]
+
+
+@pytest.mark.parametrize("per_second", [0.0, -1.0, math.nan, math.inf, 1e-320])
+def test_a_rate_whose_wait_is_no_number_of_seconds_is_refused(per_second: float) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3: Retry-After's delay-seconds is a whole number;
+    RFC 6585 §4): a budget is a positive, finite rate whose wait for one call is a
+    number of seconds. None, a negative one (every call let through), NaN, or one so
+    small that the wait overflows (the second call a 500, not a 429) is refused."""
+    with pytest.raises(ValueError, match="calls a second"):
+        CallBudget.per_second_of(per_second)
 
 
 def test_a_bucket_holds_at_most_its_burst_and_the_least_recent_client_is_forgotten() -> None:
