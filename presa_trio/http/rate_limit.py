@@ -37,6 +37,9 @@ from presa_trio.wire.http_values import Rejection
 LIMITED_METHODS = frozenset({"tools/call", "completion/complete"})
 #: Clients (per method) whose buckets are remembered; past it, the least recently seen is forgotten.
 MAX_CLIENTS = 10_000
+#: A bucket this little short of a whole call holds one: the float rounding of the
+#: rate and of the clock must not refuse a call made the ``Retry-After`` seconds later.
+ROUNDING_SLACK = 1e-6
 
 
 def is_call_rate(per_second: float) -> bool:
@@ -73,7 +76,7 @@ class CallBudget:
         key = (client, method)
         tokens, counted = self._buckets.pop(key, (self.burst, now))
         tokens = min(self.burst, tokens + (now - counted) * self.per_second)
-        wait = 0.0 if tokens >= 1 else (1 - tokens) / self.per_second
+        wait = 0.0 if tokens >= 1 - ROUNDING_SLACK else (1 - tokens) / self.per_second
         self._buckets[key] = (tokens - 1 if wait == 0.0 else tokens, now)
         if len(self._buckets) > MAX_CLIENTS:
             del self._buckets[next(iter(self._buckets))]

@@ -21,6 +21,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.http.rate_limit import MAX_CLIENTS, CallBudget
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, Response, headers_for, request, running
+from presa_trio.wire.http_values import Rejection
 from presa_trio.wire.models import Completion
 
 CALL = ("tools/call", {"name": "test_simple_text", "arguments": {}})
@@ -129,6 +130,21 @@ def test_a_rate_whose_wait_is_no_number_of_seconds_is_refused(per_second: float)
     small that the wait overflows (the second call a 500, not a 429) is refused."""
     with pytest.raises(ValueError, match="calls a second"):
         CallBudget.per_second_of(per_second)
+
+
+@pytest.mark.parametrize(("per_second", "now"), [(1 / 54, 10.1), (1 / 58, 10.1), (1 / 789, 5e5)])
+def test_a_call_made_retry_after_seconds_later_is_let_through(
+    per_second: float, now: float
+) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3: Retry-After is how long to wait before the
+    follow-up request; RFC 6585 §4): a client that waits exactly the seconds a 429
+    named is let through, whatever the float rounding of its rate and of the clock."""
+    calls = CallBudget.per_second_of(per_second)
+    calls.check("a", "tools/call", now)
+    with pytest.raises(Rejection) as refused:
+        calls.check("a", "tools/call", now)
+    seconds = int(dict(refused.value.headers)[b"retry-after"])
+    calls.check("a", "tools/call", now + seconds)
 
 
 def test_a_bucket_holds_at_most_its_burst_and_the_least_recent_client_is_forgotten() -> None:
