@@ -122,6 +122,23 @@ async def test_with_authorization_the_client_is_the_tokens_caller_not_the_addres
     assert bob == [200, 200]
 
 
+async def test_a_call_without_a_token_is_401_however_many_came_before_it() -> None:
+    """Spec-mandated (basic/authorization §Token Handling: a request without a valid token
+    MUST be answered 401; RFC 6750 §3): the limit counts callers, so a call that names
+    none is 401 however often it comes, and spends no caller's budget."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"alice-secret": "alice"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    app = McpApp.for_server(build_server(), auth=guard, rate_limit=budget())
+    async with running(app) as client:
+        anonymous = [(await send(client, CALL)).status for _ in range(3)]
+        alice = [(await send(client, CALL, token="alice-secret")).status for _ in range(2)]
+    assert anonymous == [401, 401, 401]
+    assert alice == [200, 200]
+
+
 @pytest.mark.parametrize("per_second", [0.0, -1.0, math.nan, math.inf, 1e-320])
 def test_a_rate_whose_wait_is_no_number_of_seconds_is_refused(per_second: float) -> None:
     """Spec-mandated (RFC 9110 §10.2.3: Retry-After's delay-seconds is a whole number;
