@@ -21,8 +21,11 @@ whole seconds until the client's next call would be let through.
 
 Each client has a token bucket per method: ``per_second`` tokens a second
 flow in, at most ``burst`` are held, and a call takes one. A bucket full
-again is as good as none, so only the :data:`MAX_CLIENTS` clients seen
-last are remembered; one forgotten starts with a full bucket.
+again is as good as none, and memory stays bounded: only the
+:data:`MAX_CLIENTS` buckets (one per client and method) used last are
+remembered. One forgotten starts full again, spent or not, so a client is
+let through early only once that many other buckets were used since its
+last call.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from presa_trio.wire.http_values import Rejection
 
 #: The methods counted: a tool's invocation, and a completion's.
 LIMITED_METHODS = frozenset({"tools/call", "completion/complete"})
-#: Clients (per method) whose buckets are remembered; past it, the least recently seen is forgotten.
+#: Buckets (one per client and method) remembered; past it, the least recently used is forgotten.
 MAX_CLIENTS = 10_000
 #: A bucket this little short of a whole call holds one: the float rounding of the
 #: rate and of the clock must not refuse a call made the ``Retry-After`` seconds later.
