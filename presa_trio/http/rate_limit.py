@@ -62,7 +62,8 @@ class CallBudget:
     """Token buckets by client and method: ``per_second`` calls a second, ``burst`` at once."""
 
     per_second: float = attrs.field(validator=check_call_rate)
-    burst: float
+    # At least one call, or every call would be refused.
+    burst: float = attrs.field(validator=attrs.validators.ge(1.0))
     # (client, method) -> (tokens held, when they were counted), least recently seen first.
     _buckets: dict[tuple[str, str], tuple[float, float]] = attrs.field(factory=dict, init=False)
 

@@ -149,6 +149,15 @@ def test_a_rate_whose_wait_is_no_number_of_seconds_is_refused(per_second: float)
         CallBudget.per_second_of(per_second)
 
 
+@pytest.mark.parametrize("burst", [0.0, 0.5, math.nan])
+def test_a_burst_that_holds_no_whole_call_is_refused(burst: float) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3, RFC 6585 §4: Retry-After says when to try again):
+    a bucket that can never hold one call would refuse every call, each with a
+    ``Retry-After`` that is never true, so a burst below one call is refused."""
+    with pytest.raises(ValueError, match="burst"):
+        CallBudget(per_second=1.0, burst=burst)
+
+
 @pytest.mark.parametrize(("per_second", "now"), [(1 / 54, 10.1), (1 / 58, 10.1), (1 / 789, 5e5)])
 def test_a_call_made_retry_after_seconds_later_is_let_through(
     per_second: float, now: float
