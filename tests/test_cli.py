@@ -150,6 +150,10 @@ MISTAKES = {
         ["serve", "--port", "0", "--task-events", "--task-events-max-payload", "1"],
         "--task-events-max-payload: '1' is not a payload size of at least 2 bytes",
     ),
+    "a rate whose wait overflows": (
+        ["serve", "--rate-limit", "1e-320", "--transcript", "/no/t"],
+        "--rate-limit: '1e-320' is not a positive number of calls a second",
+    ),
     "no streams": (
         ["serve", "--task-events-max-streams-per-client", "0"],
         "is not a positive number of streams",

@@ -176,8 +176,10 @@ class IntrospectionVerifier:
         nbf = timestamp(answer.get("nbf", now))
         if nbf is None:
             return refusal("The access token's nbf is not a time")
-        if nbf - self.leeway_s > now:
-            return refusal("The access token is not valid yet")
+        if nbf - self.leeway_s > now:  # kept no longer than until it is valid
+            return Answer(None, "The access token is not valid yet"), min(
+                refuse_until, nbf - self.leeway_s
+            )
         if not names_resource(answer.get("aud"), self.resource):
             return refusal("The access token was not issued for this resource")
         issuer = answer.get("iss", self.issuer or self.endpoint)

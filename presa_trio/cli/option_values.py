@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Callable
 
 from presa_trio import logs
+from presa_trio.http.rate_limit import is_call_rate
 from presa_trio.needed_options import NEEDING, NeedsOption
 from presa_trio.tasks.events import MAX_SEQ, MIN_PAYLOAD_BYTES
 
@@ -77,7 +78,7 @@ payload_size = checked(
 stream_count = checked(int, lambda n: n > 0, "a positive number of streams")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
-call_rate = checked(float, lambda r: 0 < r < float("inf"), "a positive number of calls a second")
+call_rate = checked(float, is_call_rate, "a positive number of calls a second")
 #: The bounds of ``--task-lease``. Renewal is a store write every third of a
 #: lease and recovery one every half, so a shorter lease (one that rounds to
 #: 0 ms above all) makes them a busy loop on the store; a longer one is how long

@@ -21,8 +21,11 @@ whole seconds until the client's next call would be let through.
 
 Each client has a token bucket per method: ``per_second`` tokens a second
 flow in, at most ``burst`` are held, and a call takes one. A bucket full
-again is as good as none, so only the :data:`MAX_CLIENTS` clients seen
-last are remembered; one forgotten starts with a full bucket.
+again is as good as none, and memory stays bounded: only the
+:data:`MAX_CLIENTS` buckets (one per client and method) used last are
+remembered. One forgotten starts full again, spent or not, so a client is
+let through early only once that many other buckets were used since its
+last call.
 """
 
 from __future__ import annotations
@@ -35,16 +38,32 @@ from presa_trio.wire.http_values import Rejection
 
 #: The methods counted: a tool's invocation, and a completion's.
 LIMITED_METHODS = frozenset({"tools/call", "completion/complete"})
-#: Clients (per method) whose buckets are remembered; past it, the least recently seen is forgotten.
+#: Buckets (one per client and method) remembered; past it, the least recently used is forgotten.
 MAX_CLIENTS = 10_000
+#: A bucket this little short of a whole call holds one: the float rounding of the
+#: rate and of the clock must not refuse a call made the ``Retry-After`` seconds later.
+ROUNDING_SLACK = 1e-6
+
+
+def is_call_rate(per_second: float) -> bool:
+    """Whether ``per_second`` can be a budget's rate: positive, finite, and not so small
+    that the wait for one call (``Retry-After``, RFC 9110 §10.2.3) is no number."""
+    return 0 < per_second < math.inf and 1 / per_second < math.inf
+
+
+def check_call_rate(budget: CallBudget, field: attrs.Attribute[float], per_second: float) -> None:
+    """Refuse a rate :func:`is_call_rate` refuses (an attrs validator)."""
+    if not is_call_rate(per_second):
+        raise ValueError(f"{per_second!r} is not a positive number of calls a second")
 
 
 @attrs.define(eq=False)
 class CallBudget:
     """Token buckets by client and method: ``per_second`` calls a second, ``burst`` at once."""
 
-    per_second: float
-    burst: float
+    per_second: float = attrs.field(validator=check_call_rate)
+    # At least one call, or every call would be refused.
+    burst: float = attrs.field(validator=attrs.validators.ge(1.0))
     # (client, method) -> (tokens held, when they were counted), least recently seen first.
     _buckets: dict[tuple[str, str], tuple[float, float]] = attrs.field(factory=dict, init=False)
 
@@ -61,7 +80,7 @@ class CallBudget:
         key = (client, method)
         tokens, counted = self._buckets.pop(key, (self.burst, now))
         tokens = min(self.burst, tokens + (now - counted) * self.per_second)
-        wait = 0.0 if tokens >= 1 else (1 - tokens) / self.per_second
+        wait = 0.0 if tokens >= 1 - ROUNDING_SLACK else (1 - tokens) / self.per_second
         self._buckets[key] = (tokens - 1 if wait == 0.0 else tokens, now)
         if len(self._buckets) > MAX_CLIENTS:
             del self._buckets[next(iter(self._buckets))]

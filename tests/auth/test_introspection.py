@@ -12,6 +12,7 @@ import httpx
 import pytest
 import trio
 
+from presa_trio.auth.introspection import IntrospectionVerifier
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.harness import Presa, start_presa, token_from_endpoint
@@ -81,3 +82,21 @@ async def test_an_introspected_token_not_valid_yet_is_refused_until_its_nbf(
 
     assert "not valid yet" in said
     await scenarios.calls_a_tool(presa, skewed)
+
+
+def test_a_token_not_valid_yet_is_refused_no_longer_than_until_its_nbf() -> None:
+    """A-08: RFC 7662 §2.2: ``nbf`` is when the token may be used from. A refusal for
+    ``nbf`` is kept (cached, RFC 7662 §4) until the token's ``nbf`` less the clock skew
+    allowed at the latest, so a token valid in a second is not refused for the whole
+    cache time (``--auth-cache-ttl``) after it becomes valid."""
+    verifier = IntrospectionVerifier(
+        "presa", None, "http://127.0.0.1:3000/mcp", max_cache_s=60.0, leeway_s=5
+    )
+    now = 1_000_000.0
+    answer: dict[str, object] = {"active": True, "sub": "alice", "nbf": int(now) + 6}
+
+    judged, until = verifier.judge(answer, now)
+
+    assert judged.principal is None
+    assert "not valid yet" in judged.refusal
+    assert until <= now + 1

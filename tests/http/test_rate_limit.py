@@ -7,6 +7,7 @@ is refused and one second later one more is let through.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from presa_trio.http.app import McpApp
 from presa_trio.http.rate_limit import MAX_CLIENTS, CallBudget
 from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, Response, headers_for, request, running
+from presa_trio.wire.http_values import Rejection
 from presa_trio.wire.models import Completion
 
 CALL = ("tools/call", {"name": "test_simple_text", "arguments": {}})
@@ -118,6 +120,57 @@ async def test_with_authorization_the_client_is_the_tokens_caller_not_the_addres
         bob = [(await send(client, CALL, token="bob-secret")).status for _ in range(2)]
     assert alice == [200, 200, 429]
     assert bob == [200, 200]
+
+
+async def test_a_call_without_a_token_is_401_however_many_came_before_it() -> None:
+    """Spec-mandated (basic/authorization §Token Handling: a request without a valid token
+    MUST be answered 401; RFC 6750 §3): the limit counts callers, so a call that names
+    none is 401 however often it comes, and spends no caller's budget."""
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"alice-secret": "alice"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    app = McpApp.for_server(build_server(), auth=guard, rate_limit=budget())
+    async with running(app) as client:
+        anonymous = [(await send(client, CALL)).status for _ in range(3)]
+        alice = [(await send(client, CALL, token="alice-secret")).status for _ in range(2)]
+    assert anonymous == [401, 401, 401]
+    assert alice == [200, 200]
+
+
+@pytest.mark.parametrize("per_second", [0.0, -1.0, math.nan, math.inf, 1e-320])
+def test_a_rate_whose_wait_is_no_number_of_seconds_is_refused(per_second: float) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3: Retry-After's delay-seconds is a whole number;
+    RFC 6585 §4): a budget is a positive, finite rate whose wait for one call is a
+    number of seconds. None, a negative one (every call let through), NaN, or one so
+    small that the wait overflows (the second call a 500, not a 429) is refused."""
+    with pytest.raises(ValueError, match="calls a second"):
+        CallBudget.per_second_of(per_second)
+
+
+@pytest.mark.parametrize("burst", [0.0, 0.5, math.nan])
+def test_a_burst_that_holds_no_whole_call_is_refused(burst: float) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3, RFC 6585 §4: Retry-After says when to try again):
+    a bucket that can never hold one call would refuse every call, each with a
+    ``Retry-After`` that is never true, so a burst below one call is refused."""
+    with pytest.raises(ValueError, match="burst"):
+        CallBudget(per_second=1.0, burst=burst)
+
+
+@pytest.mark.parametrize(("per_second", "now"), [(1 / 54, 10.1), (1 / 58, 10.1), (1 / 789, 5e5)])
+def test_a_call_made_retry_after_seconds_later_is_let_through(
+    per_second: float, now: float
+) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3: Retry-After is how long to wait before the
+    follow-up request; RFC 6585 §4): a client that waits exactly the seconds a 429
+    named is let through, whatever the float rounding of its rate and of the clock."""
+    calls = CallBudget.per_second_of(per_second)
+    calls.check("a", "tools/call", now)
+    with pytest.raises(Rejection) as refused:
+        calls.check("a", "tools/call", now)
+    seconds = int(dict(refused.value.headers)[b"retry-after"])
+    calls.check("a", "tools/call", now + seconds)
 
 
 def test_a_bucket_holds_at_most_its_burst_and_the_least_recent_client_is_forgotten() -> None:

@@ -33,6 +33,7 @@ from presa_trio.testing import running
 from presa_trio.wire import models
 from tests.expect import result_of
 from tests.server.mistakes import HEADER, MISTAKES
+from tests.server.plain_handlers import resource, template, tool
 
 
 class Colour(enum.Enum):
@@ -272,43 +273,34 @@ async def test_a_value_json_cannot_hold_is_refused_so_every_list_is_still_answer
     made every later list -32603; the server goes on listing what it does offer."""
     server = Server("mistakes", "1.0.0")
 
-    async def echo(ctx: RequestContext, arguments: dict[str, Any]) -> str:
-        return "ok"
-
-    async def today(ctx: RequestContext) -> str:
-        return "rain"
-
-    async def note(ctx: RequestContext, variables: dict[str, str]) -> str:
-        return "rain"
-
     nan_default = {"type": "object", "properties": {"x": {"type": "number", "default": math.nan}}}
     refusals: list[tuple[Callable[[], object], type[Exception], str]] = [
         (
-            lambda: server.tool("nan", description="d", input_schema=nan_default)(echo),
+            lambda: server.tool("nan", description="d", input_schema=nan_default)(tool),
             SchemaError,
             "tool 'nan': inputSchema holds a value JSON cannot carry",
         ),
         (
-            lambda: server.tool("inf", description="d", output_schema={"const": math.inf})(echo),
+            lambda: server.tool("inf", description="d", output_schema={"const": math.inf})(tool),
             SchemaError,
             "tool 'inf': outputSchema holds a value JSON cannot carry",
         ),
         (
             lambda: server.tool(
                 "dated", description="d", annotations={"x-since": datetime.date(2026, 7, 28)}
-            )(echo),
+            )(tool),
             SignatureError,
             "tool 'dated': annotations= holds a value JSON cannot carry",
         ),
         (
-            lambda: server.resource("note://a", annotations={"x-tags": {"a"}})(today),
+            lambda: server.resource("note://a", annotations={"x-tags": {"a"}})(resource),
             SignatureError,
             "resource 'note://a': annotations= holds a value JSON cannot carry",
         ),
         (
             lambda: server.resource_template(
                 "note://{day}", name="note", annotations={"x-weight": math.inf}
-            )(note),
+            )(template),
             SignatureError,
             "resource template 'note://{day}': annotations= holds a value JSON cannot carry",
         ),
@@ -316,14 +308,14 @@ async def test_a_value_json_cannot_hold_is_refused_so_every_list_is_still_answer
     for register, kind, says in refusals:
         with pytest.raises(kind, match=re.escape(says)):
             register()
-    server.tool("kept", description="d", annotations={"x-since": "2026-07-28"})(echo)
-    server.resource("note://b", annotations={"x-tags": ["a"]})(today)
+    server.tool("kept", description="d", annotations={"x-since": "2026-07-28"})(tool)
+    server.resource("note://b", annotations={"x-tags": ["a"]})(resource)
     async with running(McpApp.for_server(server)) as client:
         tools = result_of(await client.call("tools/list"))["tools"]
         resources = result_of(await client.call("resources/list"))["resources"]
         templates = result_of(await client.call("resources/templates/list"))
-    assert [tool["name"] for tool in tools] == ["kept"]
-    assert [resource["uri"] for resource in resources] == ["note://b"]
+    assert [listed["name"] for listed in tools] == ["kept"]
+    assert [listed["uri"] for listed in resources] == ["note://b"]
     assert templates["resourceTemplates"] == []
 
 
