@@ -210,6 +210,22 @@ async def test_without_the_option_tasks_stream_is_method_not_found(store: TaskSt
     assert discovered["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"] == {}
 
 
+async def test_without_the_option_tasks_stream_is_method_not_found_before_any_check(
+    store: TaskStore,
+) -> None:
+    """Spec-mandated (SEP-2694 §Specification, §Backward Compatibility: "Servers that
+    do not support tasks/stream return -32601"; S-01): without task event streams, a
+    client that did not declare the Tasks extension, or sends params no stream would
+    take, gets -32601 too, never the -32021 or -32602 a served tasks/stream answers."""
+    async with serving(McpApp.for_server(events_server(store, None, Gates()))) as client:
+        undeclared = await client.call("tasks/stream", {"taskId": "x"})
+        invalid = await client.call(
+            "tasks/stream", {"taskId": 1, "after": -1}, capabilities=TASKS_CAPABILITIES
+        )
+    error_of(undeclared, 404, METHOD_NOT_FOUND)
+    error_of(invalid, 404, METHOD_NOT_FOUND)
+
+
 async def test_with_the_option_the_tasks_extension_advertises_event_streams(
     harness: Harness,
 ) -> None:
@@ -283,6 +299,33 @@ async def test_resuming_after_a_cursor_delivers_only_what_follows(harness: Harne
     caught_up = await harness.post_stream(task_id, after=4)
     assert caught_up.headers["content-type"] == "application/json"
     assert result_of(caught_up)["resultType"] == "complete"
+
+
+async def test_a_cursor_at_the_last_event_of_a_running_task_follows_live_events(
+    harness: Harness,
+) -> None:
+    """Spec-mandated (SEP-2694 §Resume and Replay Semantics, "Deliver retained events
+    with seq greater than the supplied value, then continue with live events"; S-11):
+    a cursor at the last event of a task still running is valid; the stream waits,
+    then sends each event appended after it from `after + 1` on, then `{}`."""
+    task_id = await harness.start(before=2, after=1, label="last")
+    async with harness.stream(task_id) as stream:
+        last = [await next_event(stream) for _ in range(3)][-1]["seq"]
+    responses: list[Response] = []
+
+    async def resume() -> None:
+        responses.append(await harness.post_stream(task_id, after=last))
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(resume)
+            await wait_all_tasks_blocked()
+            harness.gates["last"].set()
+    (response,) = responses
+    live = events_in(response)
+    assert [e["seq"] for e in live] == [last + 1, last + 2]
+    assert live[-1]["payload"]["status"] == "completed"
+    assert result_of(response)["resultType"] == "complete"
 
 
 @pytest.mark.parametrize("after", [-1, 1.5, True, "0", None, 2**63, 2**64])
@@ -403,6 +446,40 @@ async def test_a_task_the_caller_may_not_see_is_answered_as_tasks_get(harness: H
         as_get.status,
         as_get.json()["error"],
     )
+
+
+async def test_an_expired_task_not_yet_deleted_is_answered_as_tasks_get(
+    store: TaskStore,
+) -> None:
+    """Spec-mandated (SEP-2694 §Security Implications, "the same authorization checks
+    to tasks/stream that they apply to tasks/get"; S-19): once a finished task's TTL
+    elapsed, before the reaper deleted it, a stream of it, with or without a cursor,
+    gets exactly what tasks/get gets (-32602, the task has expired), not its events."""
+    gates = Gates()
+    gates[""].set()
+    now = [epoch_ms()]
+    server = events_server(store, TaskEventLog(), gates)
+    (tasks,) = (
+        extension for extension in server.extensions if isinstance(extension, TasksExtension)
+    )
+    runner = tasks.runner
+    runner.clock = Clock(wall_ms=lambda: now[0])
+    runner.ttl_ms, runner.lease_ms, runner.reap_every = 60_000, 3_600_000, 3_600
+    async with serving(McpApp.for_server(server)) as client:
+        harness = Harness(client, gates, client.app, TaskEventLog())
+        task_id = await harness.start()
+        await harness.until_status(task_id, "completed")
+        now[0] += 120_000
+        as_get = await client.call(
+            "tasks/get", {"taskId": task_id}, capabilities=TASKS_CAPABILITIES
+        )
+        for params in ({"taskId": task_id}, {"taskId": task_id, "after": 0}):
+            as_stream = await client.call("tasks/stream", params, capabilities=TASKS_CAPABILITIES)
+            assert (as_stream.status, as_stream.json()["error"]) == (
+                as_get.status,
+                as_get.json()["error"],
+            )
+    assert error_of(as_get, 400, INVALID_PARAMS)["message"].startswith("The task has expired")
 
 
 async def test_another_principals_task_cannot_be_streamed(store: TaskStore) -> None:
