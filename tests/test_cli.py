@@ -142,6 +142,10 @@ MISTAKES = {
         ["serve", "--port", "0", "--task-events", "--task-events-max-age", "1e300"],
         "--task-events-max-age: '1e300' is not a number of seconds",
     ),
+    "an event age under a millisecond, which would be none": (
+        ["serve", "--task-events", "--task-events-max-age", "0.0004", "--transcript", "/no/t"],
+        "--task-events-max-age: '0.0004' is not a number of seconds, 0 or at least 0.001",
+    ),
     "a terminal retention no store holds": (
         ["serve", "--port", "0", "--task-events", "--task-events-terminal-retention", "1e300"],
         "--task-events-terminal-retention: '1e300' is not a number of seconds",

@@ -64,11 +64,13 @@ event_count = checked(
     int, lambda n: 0 < n <= MAX_SEQ, f"a positive number of events (at most {MAX_SEQ})"
 )
 #: An event's age or a finished task's event retention, in seconds: its milliseconds
-#: are a store's 64-bit integer (:class:`~presa_trio.tasks.events.Retention`).
+#: are a store's 64-bit integer (:class:`~presa_trio.tasks.events.Retention`). A
+#: positive value under half a millisecond is refused: counted in milliseconds it
+#: would be 0, which for ``--task-events-max-age`` means no limit at all.
 event_seconds = checked(
     float,
-    lambda s: 0 <= s < float("inf") and round(s * 1000) <= MAX_SEQ,
-    f"a number of seconds (at most {MAX_SEQ // 1000})",
+    lambda s: 0 <= s < float("inf") and (s == 0 or 1 <= round(s * 1000) <= MAX_SEQ),
+    f"a number of seconds, 0 or at least 0.001 (at most {MAX_SEQ // 1000})",
 )
 payload_size = checked(
     int,
