@@ -125,7 +125,9 @@ def input_requests(asking: JSONObject, where: str) -> dict[str, JSONObject]:
 
     Spec: basic/patterns/mrtr §Input Requests; SEP-2663 §Task Update Requests.
     """
-    requests = asking.get("inputRequests") or {}
+    requests = asking.get("inputRequests")
+    if requests is None:
+        return {}
     if not isinstance(requests, dict) or not all(isinstance(r, dict) for r in requests.values()):
         raise ProtocolFailure(f"{where} sent inputRequests that are no object of requests")
     return requests

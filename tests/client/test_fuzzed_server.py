@@ -199,7 +199,7 @@ def run_client(
     argv: list[str],
     answering: Callable[[str, Any, dict[str, Any]], httpx.Response],
     capsys: pytest.CaptureFixture[str],
-) -> tuple[int, str]:
+) -> tuple[int, str, list[dict[str, Any]]]:
     """``presa-trio ARGV`` in this process, each request answered by ``answering``."""
     sent: list[dict[str, Any]] = []
 
@@ -235,7 +235,7 @@ def run_client(
     assert status in DOCUMENTED, (status, err)
     if status not in (0, 1):
         assert err.strip().splitlines()[-1].startswith("presa-trio: error: "), err
-    return status, err
+    return status, err, sent
 
 
 TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
@@ -362,7 +362,7 @@ def test_a_redirect_with_no_location_that_is_a_url(capsys: pytest.CaptureFixture
     """presa-defined (docs/client.md, Exit codes: a non-MCP server is 3): a 3xx with no
     ``Location``, or one that is no URL (RFC 9110 §10.2.2), is one line and exit 3."""
     for headers in ({}, {"location": "http://["}):
-        status, err = run_client(
+        status, err, _ = run_client(
             ["call", URL, "t", "--no-listen"],
             answered(httpx.Response(302, headers=headers)),
             capsys,
@@ -378,8 +378,27 @@ def test_an_error_to_discover_whose_code_is_a_list(capsys: pytest.CaptureFixture
     """basic/index §Error Responses (an error's code is an integer): one that is a list
     is the server's mistake, one line and exit 3 (docs/client.md, Exit codes)."""
     error = {"jsonrpc": "2.0", "id": 1, "error": {"code": [1], "message": "m"}}
-    status, err = run_client(["discover", URL], answered(httpx.Response(200, json=error)), capsys)
+    status, err, _ = run_client(
+        ["discover", URL], answered(httpx.Response(200, json=error)), capsys
+    )
     assert status == 3
     assert err.splitlines()[-1].startswith(
         "presa-trio: error: server/discover: an error that is no JSON-RPC error object"
     )
+
+
+def test_input_requests_that_are_an_empty_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """basic/patterns/mrtr §Input Requests (``inputRequests`` is an object of requests):
+    an empty list is no such object, so the server's mistake, exit 3 at once, not
+    retries without answers until the rounds run out (docs/client.md, Exit codes)."""
+    asking = {"resultType": "input_required", "inputRequests": []}
+    status, err, sent = run_client(
+        ["call", URL, "t", "--no-listen"],
+        answered(httpx.Response(200, json={"jsonrpc": "2.0", "id": 2, "result": asking})),
+        capsys,
+    )
+    assert status == 3
+    assert err.splitlines()[-1] == (
+        f"presa-trio: error: {URL} sent inputRequests that are no object of requests"
+    )
+    assert [message["method"] for message in sent] == ["tools/list", "tools/call"]
