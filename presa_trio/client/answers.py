@@ -64,7 +64,8 @@ def undeclared(request: JSONObject) -> str | None:
     method, params = request.get("method"), object_at(request, "params")
     if method == "elicitation/create":
         mode = params.get("mode", "form")
-        return None if declared.has_elicitation_mode(mode) else f"elicitation in {mode!r} mode"
+        known = isinstance(mode, str) and declared.has_elicitation_mode(mode)
+        return None if known else f"elicitation in {mode!r} mode"
     if method == "sampling/createMessage":
         tools = "tools" in params or "toolChoice" in params
         return "sampling with tools" if tools and "tools" not in DECLARED["sampling"] else None

@@ -26,7 +26,13 @@ URL = "http://127.0.0.1:9/mcp"
 #: Requests answered as drawn; those after are answered with an error, which ends the run.
 MOST_REQUESTS = 6
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
 json_values = st.recursive(
     json_scalars,
     lambda inner: (
@@ -407,3 +413,114 @@ def test_input_requests_that_are_an_empty_list(capsys: pytest.CaptureFixture[str
         f"presa-trio: error: {URL} sent inputRequests that are no object of requests"
     )
     assert [message["method"] for message in sent] == ["tools/list", "tools/call"]
+
+
+schema = st.recursive(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["string", "number", "integer", "boolean", "array", "object"])
+            | json_values,
+            "enum": json_values,
+            "oneOf": json_values,
+            "items": json_values,
+            "default": json_values,
+            "format": json_values,
+            "minimum": json_values,
+            "required": json_values,
+        },
+    ),
+    lambda inner: st.fixed_dictionaries(
+        {"type": st.just("object")},
+        optional={
+            "properties": st.dictionaries(st.sampled_from(["a", "b"]), inner | json_values),
+            "required": json_values,
+        },
+    ),
+    max_leaves=4,
+)
+
+
+@FUZZ
+@given(st.data())
+def test_a_fuzzed_input_schema(capsys: pytest.CaptureFixture[str], data: st.DataObject) -> None:
+    listed = {"tools": [{"name": "t", "inputSchema": data.draw(schema | json_values)}]}
+
+    def answering(method: str, request_id: Any, body: dict[str, Any]) -> httpx.Response:
+        if method == "tools/list":
+            return fixed(method, request_id, listed)
+        return fixed(method, request_id, {"content": []})
+
+    run_client(["call", URL, "t", "a=1", "b=x", "--no-listen"], answering, capsys)
+    run_client(["describe", URL, "t"], answering, capsys)
+
+
+@FUZZ
+@given(st.data())
+def test_a_fuzzed_elicitation(capsys: pytest.CaptureFixture[str], data: st.DataObject) -> None:
+    params = data.draw(
+        st.fixed_dictionaries(
+            {"message": st.just("m") | json_values, "requestedSchema": schema | json_values},
+            optional={"mode": json_values},
+        )
+        | json_values
+    )
+    method = data.draw(st.sampled_from(["elicitation/create", "sampling/createMessage"]))
+    asking = {
+        "resultType": "input_required",
+        "inputRequests": {"k": {"method": method, "params": params}},
+    }
+    reply = data.draw(
+        st.sampled_from(
+            ['{"action": "accept", "content": {"a": "x", "b": 1}}', '{"action": "decline"}', "{}"]
+        )
+    )
+
+    def answering(method: str, request_id: Any, body: dict[str, Any]) -> httpx.Response:
+        if method == "tools/list":
+            return fixed(method, request_id, TOOLS)
+        return fixed(method, request_id, asking)
+
+    run_client(["call", URL, "t", "--no-listen", "--answer", f"k={reply}"], answering, capsys)
+
+
+def test_a_tools_required_list_that_holds_a_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """server/tools §Tool (``inputSchema`` is a JSON Schema: ``required`` lists names):
+    a list in it names no parameter; the tool is described all the same, exit 0."""
+    listed = {"tools": [{"name": "t", "inputSchema": {"type": "object", "required": [[]]}}]}
+    status, err, _ = run_client(
+        ["describe", URL, "t"],
+        lambda method, request_id, body: fixed(method, request_id, listed),
+        capsys,
+    )
+    assert status == 0, err
+
+
+def test_an_elicitation_whose_mode_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """client/elicitation §Capabilities (no mode the client does not declare): a mode
+    that is a list is none it declares, the server's mistake, one line and exit 3."""
+    request = {"method": "elicitation/create", "params": {"mode": [], "message": "m"}}
+    asking = {"resultType": "input_required", "inputRequests": {"k": request}}
+    status, err, _ = run_client(
+        ["call", URL, "t", "--no-listen", "--answer", 'k={"action": "decline"}'],
+        answered(httpx.Response(200, json={"jsonrpc": "2.0", "id": 2, "result": asking})),
+        capsys,
+    )
+    assert status == 3
+    assert err.splitlines()[-1] == (
+        f"presa-trio: error: {URL} asks 'k' for elicitation in [] mode, "
+        "which this client does not declare"
+    )
+
+
+def test_a_property_whose_types_are_no_strings(capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON Schema validation §6.1.1 (``type`` is a string or an array of strings): a
+    ``null`` in it names no type, so the argument is sent as if untyped, exit 0."""
+    listed = {"tools": [{"name": "t", "inputSchema": {"properties": {"a": {"type": [None, []]}}}}]}
+
+    def answering(method: str, request_id: Any, body: dict[str, Any]) -> httpx.Response:
+        return fixed(method, request_id, listed if method == "tools/list" else {"content": []})
+
+    status, err, sent = run_client(["call", URL, "t", "a=1", "--no-listen"], answering, capsys)
+    assert status == 0, err
+    assert sent[-1]["params"]["arguments"] == {"a": "1"}
