@@ -524,3 +524,36 @@ def test_a_property_whose_types_are_no_strings(capsys: pytest.CaptureFixture[str
     status, err, sent = run_client(["call", URL, "t", "a=1", "--no-listen"], answering, capsys)
     assert status == 0, err
     assert sent[-1]["params"]["arguments"] == {"a": "1"}
+
+
+@settings(FUZZ, max_examples=20)  # a task's stream cut short is resumed: slower
+@given(st.data())
+def test_a_fuzzed_listen_after_its_acknowledgment(
+    capsys: pytest.CaptureFixture[str], data: st.DataObject
+) -> None:
+    ack = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"taskIds": ["T"]}},
+    }
+    events = data.draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {"jsonrpc": st.just("2.0"), "method": st.just("notifications/tasks")},
+                optional={"params": task_result | json_values},
+            )
+            | notification
+            | keyed(["jsonrpc", "id", "result", "error"]),
+            max_size=4,
+        )
+    )
+    stream = "".join(f"data: {json.dumps(event)}\n\n" for event in [ack, *events])
+
+    def answering(method: str, request_id: Any, body: dict[str, Any]) -> httpx.Response:
+        if method == "subscriptions/listen":
+            headers = {"content-type": "text/event-stream"}
+            return httpx.Response(200, headers=headers, content=stream.encode())
+        return data.draw(answer(request_id, task_result), label=method)
+
+    run_client(["listen", URL, "--task", "T"], answering, capsys)
+    run_client(["task", "stream", URL, "T"], answering, capsys)
