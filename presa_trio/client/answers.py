@@ -64,7 +64,8 @@ def undeclared(request: JSONObject) -> str | None:
     method, params = request.get("method"), object_at(request, "params")
     if method == "elicitation/create":
         mode = params.get("mode", "form")
-        return None if declared.has_elicitation_mode(mode) else f"elicitation in {mode!r} mode"
+        known = isinstance(mode, str) and declared.has_elicitation_mode(mode)
+        return None if known else f"elicitation in {mode!r} mode"
     if method == "sampling/createMessage":
         tools = "tools" in params or "toolChoice" in params
         return "sampling with tools" if tools and "tools" not in DECLARED["sampling"] else None
@@ -125,7 +126,9 @@ def input_requests(asking: JSONObject, where: str) -> dict[str, JSONObject]:
 
     Spec: basic/patterns/mrtr §Input Requests; SEP-2663 §Task Update Requests.
     """
-    requests = asking.get("inputRequests") or {}
+    requests = asking.get("inputRequests")
+    if requests is None:
+        return {}
     if not isinstance(requests, dict) or not all(isinstance(r, dict) for r in requests.values()):
         raise ProtocolFailure(f"{where} sent inputRequests that are no object of requests")
     return requests

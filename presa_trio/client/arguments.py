@@ -74,7 +74,8 @@ def as_json(text: str) -> tuple[bool, Any]:
 def typed_value(text: str, schema: Any) -> Any:
     """``text`` read as ``schema`` types it; ValueError saying what was expected."""
     declared = schema.get("type") if isinstance(schema, dict) else None
-    types = [declared] if isinstance(declared, str) else list_at(schema, "type")
+    listed = [declared] if isinstance(declared, str) else list_at(schema, "type")
+    types = [name for name in listed if isinstance(name, str)]  # a type is named by a string
     if not types:
         parsed, value = as_json(text)
         return value if parsed and isinstance(value, dict | list) else text

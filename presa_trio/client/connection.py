@@ -77,10 +77,9 @@ LEGACY_PROBE_VERSION = "2025-11-25"
 DISCOVER = "server/discover"
 #: Errors only a server of this era sends: one of them to ``server/discover`` says
 #: the server is modern; any other error says it is not (basic/transports/stdio
-#: §Backward Compatibility: not keyed to one code).
-MODERN_ERRORS = frozenset(
-    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
+#: §Backward Compatibility: not keyed to one code). A tuple, compared by equality: the
+#: code an error carries may be any JSON, a list among them, which no set can hold.
+MODERN_ERRORS = (HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION)
 
 Notify = Callable[[JSONObject], None]
 #: Handed each notification of one request's stream, awaited before the next is read.

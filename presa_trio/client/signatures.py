@@ -80,7 +80,7 @@ def tool_signature(tool: JSONObject) -> str:
     schema = schema if isinstance(schema, dict) else {}
     properties = schema.get("properties")
     listed = schema.get("required")
-    required = set(listed) if isinstance(listed, list) else set()
+    required = listed if isinstance(listed, list) else []  # its names, or any JSON
     parameters = [
         parameter_text(name, property_schema, name in required)
         for name, property_schema in (properties if isinstance(properties, dict) else {}).items()

@@ -325,11 +325,19 @@ class HttpTransport:
                     await self.transcript.append(record.record())
 
     def redirected(self, response: httpx.Response) -> ProtocolFailure:
-        """A 3xx with a ``Location``: followed by no one, as the body and the token would
-        go where the server says; the line names where it points."""
-        target = urljoin(self.where, response.headers["location"])
+        """A 3xx: followed by no one, as the body and the token would go where the server
+        says; the line names where its ``Location`` points, or that it points nowhere
+        (none, or no URL: RFC 9110 §10.2.2 — a URI reference)."""
+        status = response.status_code
+        try:
+            target = urljoin(self.where, response.headers["location"])
+        except (KeyError, ValueError):
+            return ProtocolFailure(
+                f"{self.where} answered HTTP {status} with no Location that is a URL; "
+                "this client follows no redirect"
+            )
         return ProtocolFailure(
-            f"{self.where} redirects to {target} (HTTP {response.status_code}); "
+            f"{self.where} redirects to {target} (HTTP {status}); "
             "this client follows no redirect: give that URL if it is the endpoint"
         )
 
