@@ -198,6 +198,21 @@ async def next_event(stream: Stream) -> dict[str, Any]:
     return params
 
 
+def server_on_a_clock(
+    store: TaskStore, gates: Gates, now: list[int], *, reap_every: float
+) -> Server:
+    """The events server whose tasks live a minute by ``now[0]`` (wall milliseconds,
+    moved by the test), leased for an hour, reaped every ``reap_every`` seconds."""
+    server = events_server(store, TaskEventLog(), gates)
+    (tasks,) = (
+        extension for extension in server.extensions if isinstance(extension, TasksExtension)
+    )
+    runner = tasks.runner
+    runner.clock = Clock(wall_ms=lambda: now[0])
+    runner.ttl_ms, runner.lease_ms, runner.reap_every = 60_000, 3_600_000, reap_every
+    return server
+
+
 async def test_without_the_option_tasks_stream_is_method_not_found(store: TaskStore) -> None:
     """Spec-mandated (SEP-2694 §Specification; S-01): a server without task event
     streams answers -32601, and advertises the Tasks extension with `{}` as before."""
@@ -458,13 +473,7 @@ async def test_an_expired_task_not_yet_deleted_is_answered_as_tasks_get(
     gates = Gates()
     gates[""].set()
     now = [epoch_ms()]
-    server = events_server(store, TaskEventLog(), gates)
-    (tasks,) = (
-        extension for extension in server.extensions if isinstance(extension, TasksExtension)
-    )
-    runner = tasks.runner
-    runner.clock = Clock(wall_ms=lambda: now[0])
-    runner.ttl_ms, runner.lease_ms, runner.reap_every = 60_000, 3_600_000, 3_600
+    server = server_on_a_clock(store, gates, now, reap_every=3_600)
     async with serving(McpApp.for_server(server)) as client:
         harness = Harness(client, gates, client.app, TaskEventLog())
         task_id = await harness.start()
@@ -899,13 +908,7 @@ async def test_a_stream_of_a_task_deleted_at_its_ttl_ends_normally(store: TaskSt
     gone."""
     gates = Gates()
     now = [epoch_ms()]
-    server = events_server(store, TaskEventLog(), gates)
-    (tasks,) = (
-        extension for extension in server.extensions if isinstance(extension, TasksExtension)
-    )
-    runner = tasks.runner
-    runner.clock = Clock(wall_ms=lambda: now[0])
-    runner.ttl_ms, runner.lease_ms, runner.reap_every = 60_000, 3_600_000, 0.01
+    server = server_on_a_clock(store, gates, now, reap_every=0.01)
     async with serving(McpApp.for_server(server)) as client:
         result = await client.call_tool(
             "emitter", {"label": "ttl"}, capabilities=TASKS_CAPABILITIES
