@@ -35,8 +35,6 @@ ResourceHandler = Callable[[RequestContext], Awaitable[ResourceOutput]]
 TemplateHandler = Callable[[RequestContext, dict[str, str]], Awaitable[ResourceOutput]]
 PromptOutput = str | list[models.PromptMessage] | models.GetPromptResult | InputRequired
 PromptHandler = Callable[[RequestContext, dict[str, str]], Awaitable[PromptOutput]]
-#: How ``completion/complete`` calls a completion handler (server/utilities/completion).
-COMPLETION_CALL = ("ctx", "argument", "value", "context_arguments")
 CompletionHandler = Callable[
     [RequestContext, str, str, dict[str, str]], Awaitable[models.Completion]
 ]

@@ -45,6 +45,7 @@ import trio
 
 from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
+from presa_trio.server.handler_types import COMPLETION, RESOURCE, TEMPLATE
 from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, ClientStreams
 from presa_trio.server.refusals import (
     name_of,
@@ -64,7 +65,6 @@ from presa_trio.server.refusals import (
     refuse_uri,
 )
 from presa_trio.server.registered import (
-    COMPLETION_CALL,
     AnyCompletionHandler,
     AnyPromptHandler,
     AnyResourceHandler,
@@ -305,7 +305,7 @@ class Server:
             refuse_resource_annotations(where, annotations)
             refuse_size(where, size)
             refuse_duplicate(where, uri in self.resources)
-            call = read_handler(handler, where, called=("ctx",), thread=thread)
+            call = read_handler(handler, where, RESOURCE, thread=thread)
             resource = models.Resource(
                 uri=uri,
                 name=name or name_of(handler, where),
@@ -350,7 +350,10 @@ class Server:
             refuse_resource_annotations(where, annotations)
             taken = any(t.template.uri_template == uri_template for t in self.templates)
             refuse_duplicate(where, taken)
-            call = read_handler(handler, where, called=("ctx", "variables"), thread=thread)
+            pattern = template_pattern(uri_template)
+            call = read_handler(
+                handler, where, TEMPLATE, variables=pattern.variables, thread=thread
+            )
             template = models.ResourceTemplate(
                 uri_template=uri_template,
                 name=name,
@@ -363,9 +366,7 @@ class Server:
             refuse_texts(
                 where, name=name, title=title, description=description, mime_type=mime_type
             )
-            self.templates.append(
-                RegisteredTemplate(template, template_pattern(uri_template), call)
-            )
+            self.templates.append(RegisteredTemplate(template, pattern, call))
             self.notify_resources_list_changed()
             return handler
 
@@ -439,9 +440,8 @@ class Server:
         def register(handler: AnyCompletionHandler) -> AnyCompletionHandler:
             where = f"completion of {ref_type} {ref!r}"
             refuse_duplicate(where, (ref_type, ref) in self.completions)
-            self.completions[(ref_type, ref)] = read_handler(
-                handler, where, called=COMPLETION_CALL, thread=thread
-            )
+            call = read_handler(handler, where, COMPLETION, thread=thread)
+            self.completions[(ref_type, ref)] = call
             return handler
 
         return register

@@ -52,6 +52,7 @@ from typing import Annotated, Any, get_args, get_origin
 import attrs
 import trio
 
+from presa_trio.server import handler_types
 from presa_trio.server.context import RequestContext
 from presa_trio.wire import models
 from presa_trio.wire.hints import (
@@ -378,22 +379,33 @@ def read_signature(
 
 
 def read_handler(
-    function: Callable[..., Any], where: str, *, called: tuple[str, ...], thread: bool = False
+    function: Callable[..., Any],
+    where: str,
+    shape: handler_types.HandlerShape,
+    *,
+    variables: tuple[str, ...] | None = None,
+    thread: bool = False,
 ) -> Callable[..., Any]:
-    """Read a resource, template or completion handler, called with the arguments ``called``.
+    """Read a resource, template or completion handler, called as ``shape`` says.
 
-    The first is the request context (:func:`check_context`); a handler
-    that cannot be called with exactly those positional arguments is
-    refused now rather than failing on its first call.
+    The first argument is the request context (:func:`check_context`); a
+    handler that cannot be called with exactly those, that declares a return
+    type outside the shape's, or (for a template's ``variables``) that takes
+    one variable where all come in a dict (:mod:`~presa_trio.server.handler_types`),
+    is refused now rather than failing on each call.
     """
     call = runner_for(function, where, thread=thread)
-    check_context(function, tool_hints(function, where), where)
+    hints = tool_hints(function, where)
+    check_context(function, hints, where)
     try:
-        inspect.signature(function).bind(*called)
+        inspect.signature(function).bind(*shape.called)
     except TypeError:
         raise SignatureError(
-            f"{where}: the handler is called as ({', '.join(called)}); take exactly those"
+            f"{where}: the handler is called as ({', '.join(shape.called)}); take exactly those"
         ) from None
+    handler_types.refuse_return(hints, shape, where)
+    if variables is not None:
+        handler_types.refuse_misread_variables(function, hints, variables, where)
     return call
 
 
@@ -569,6 +581,7 @@ def read_prompt_signature(
     call = runner_for(function, where, thread=thread)
     hints = tool_hints(function, where)
     check_context(function, hints, where)
+    handler_types.refuse_return(hints, handler_types.PROMPT, where)
     description = inspect.getdoc(function)
     if is_arguments_form(function, hints):
         return PromptSignature(call, None, description)

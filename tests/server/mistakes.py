@@ -162,6 +162,21 @@ MISTAKES: dict[str, tuple[str, str]] = {
         '    return "rain"\n',
         "resource template 'note://{+path}': '{+path}' is not an expression presa matches",
     ),
+    "server.resource return type that is no answer": (
+        f"{RESOURCE}\nasync def today(ctx: RequestContext) -> dict[str, str]:\n"
+        '    return {"weather": "rain"}\n',
+        "resource 'note://today', return type: dict[str, str] is never an answer; return str, "
+        "bytes, a list of TextResourceContents and BlobResourceContents, or InputRequired",
+    ),
+    "server.resource_template one variable for all": (
+        f"{TEMPLATE}\nasync def note(ctx: RequestContext, day: str) -> str:\n    return day\n",
+        "resource template 'note://{day}', parameter 'day': the handler gets every variable "
+        "in one dict; take (ctx, variables: dict[str, str])",
+    ),
+    "server.resource_template unhinted variable": (
+        f"{TEMPLATE}\nasync def note(ctx: RequestContext, day) -> str:\n    return str(day)\n",
+        "resource template 'note://{day}', parameter 'day': the handler gets every variable",
+    ),
     "server.prompt no context": (
         f'{PROMPT}\nasync def haiku(topic: str) -> str:\n    """A haiku."""\n    return topic\n',
         f"prompt 'haiku', parameter 'topic': {NO_CONTEXT} str",
@@ -188,6 +203,12 @@ MISTAKES: dict[str, tuple[str, str]] = {
         '    """A haiku."""\n    return lines\n',
         "prompt 'haiku', parameter 'lines': the default 3 is not a string",
     ),
+    "server.prompt return type that is no answer": (
+        f"{PROMPT}\nasync def haiku(ctx: RequestContext, topic: str) -> dict[str, str]:\n"
+        '    """A haiku."""\n    return {"text": topic}\n',
+        "prompt 'haiku', return type: dict[str, str] is never an answer; return str, a list "
+        "of PromptMessage, a GetPromptResult, or InputRequired",
+    ),
     "server.completion no context": (
         f"{COMPLETION}\nasync def topics(argument: str, v: str, k: Any, more: Any) -> Any:\n"
         "    return None\n",
@@ -204,5 +225,11 @@ MISTAKES: dict[str, tuple[str, str]] = {
         f"{COMPLETION}\ndef topics(ctx: RequestContext, a: str, v: str, k: Any) -> Any:\n"
         "    return None\n",
         f"completion of ref/prompt 'haiku': {SYNC}",
+    ),
+    "server.completion return type that is no answer": (
+        f"{COMPLETION}\nasync def topics(ctx: RequestContext, a: str, v: str, k: Any)"
+        " -> list[str]:\n    return [v]\n",
+        "completion of ref/prompt 'haiku', return type: list[str] is never an answer; "
+        "return a Completion",
     ),
 }

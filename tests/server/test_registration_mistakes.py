@@ -7,7 +7,9 @@ refuses, with a :class:`~presa_trio.server.SignatureError` naming what was
 registered and the parameter: a first parameter that is not the request
 context, the decorator used without calling it, a name registered twice, a
 plain ``def`` without ``thread=True``, a default its parameter's schema
-refuses, a return type with no JSON Schema, a URI template expression no URI
+refuses, a return type with no JSON Schema, or one no call could answer with
+(``-> list[str]`` for a completion), a template handler taking one variable
+where every variable comes in one dict, a URI template expression no URI
 would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
 (``tools/list`` would send them). ``thread=True`` runs a plain
 ``def`` of every kind on a worker thread.
@@ -21,7 +23,7 @@ import functools
 import math
 import re
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, cast
 
 import pytest
@@ -480,3 +482,71 @@ def test_a_resource_template_without_a_scheme_is_refused(uri_template: str) -> N
         server.resource_template(uri_template, name="day")(day)
     server.resource_template("notes:{day}", name="day")(day)
     assert [t.template.uri_template for t in server.templates] == ["notes:{day}"]
+
+
+def declared_returns_server() -> Server:
+    """Each kind of handler declaring a return type it may answer with, and a template's
+    variables hinted as a mapping, ``Any``, or not at all."""
+    server = Server("declared", "1.0.0")
+
+    @server.resource("note://today")
+    async def today(ctx: RequestContext) -> str | bytes:
+        return "rain"
+
+    @server.resource("note://log")
+    async def log(ctx: RequestContext) -> list[models.ResourceContents]:
+        return [models.TextResourceContents("note://log", "sun")]
+
+    @server.resource_template("note://{day}", name="day")
+    async def day(ctx: RequestContext, variables: Mapping[str, str]) -> Any:
+        return variables["day"]
+
+    @server.resource_template("any://{day}", name="any")
+    async def anything(ctx: RequestContext, variables: Any) -> str:
+        return str(variables["day"])
+
+    @server.resource_template("bare://{day}", name="bare")
+    async def bare(ctx: RequestContext, variables) -> str:  # type: ignore[no-untyped-def]
+        return str(variables["day"])
+
+    @server.prompt()
+    async def haiku(ctx: RequestContext, topic: str) -> list[models.PromptMessage]:
+        """A haiku."""
+        return [models.PromptMessage("user", models.TextContent(f"A haiku about {topic}."))]
+
+    @server.completion("ref/prompt", "haiku")
+    async def topics(
+        ctx: RequestContext, argument: str, value: str, context_arguments: dict[str, str]
+    ) -> models.Completion:
+        return models.Completion(values=[f"{value}s"])
+
+    return server
+
+
+async def test_a_handler_declaring_what_it_may_return_serves() -> None:
+    """presa-defined (docs/api.md, Handler signatures): the return types and variables
+    hints the registration reads (tests/server/mistakes.py refuses the others) are
+    the ones each kind of handler answers with on the wire."""
+    async with running(McpApp.for_server(declared_returns_server())) as client:
+
+        async def read(uri: str) -> list[Any]:
+            result = result_of(await client.call("resources/read", {"uri": uri}))
+            return [contents["text"] for contents in result["contents"]]
+
+        texts = [await read(uri) for uri in ("note://today", "note://log", "note://mon")]
+        texts += [await read(f"{scheme}://tue") for scheme in ("any", "bare")]
+        prompt = result_of(
+            await client.call("prompts/get", {"name": "haiku", "arguments": {"topic": "tea"}})
+        )
+        completed = result_of(
+            await client.call(
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "haiku"},
+                    "argument": {"name": "topic", "value": "cat"},
+                },
+            )
+        )
+    assert texts == [["rain"], ["sun"], ["mon"], ["tue"], ["tue"]]
+    assert prompt["messages"][0]["content"]["text"] == "A haiku about tea."
+    assert completed["completion"]["values"] == ["cats"]
