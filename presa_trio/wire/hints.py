@@ -469,6 +469,23 @@ STRING_WRITERS: Mapping[type, Callable[[Any], str]] = {
 }
 
 
+def is_literal(hint: Any) -> bool:
+    return get_origin(hint) is Literal
+
+
+def literal_value(value: Any, hint: Any) -> Any:
+    """The value of ``Literal[...]`` that ``value`` equals, as the ``Literal`` writes it.
+
+    JSON Schema's ``enum`` admits ``2.0`` for ``2`` (2020-12 Validation
+    §6.1.2: numbers are equal by value), so the tool gets the ``int`` it
+    declared, not the float the client wrote; ``true`` never stands for ``1``.
+    """
+    for member in get_args(hint):
+        if member == value and isinstance(member, bool) == isinstance(value, bool):
+            return member
+    raise ValueError(f"{value!r} is not one of {list(get_args(hint))!r}")
+
+
 def make_arguments_converter() -> cattrs.Converter:
     """The converter between checked JSON and the declared types, both ways.
 
@@ -494,6 +511,7 @@ def make_arguments_converter() -> cattrs.Converter:
         raise ValueError(f"{value!r} fits none of {hint!r}")
 
     converter.register_structure_hook_func(is_union, structure_union)
+    converter.register_structure_hook_func(is_literal, literal_value)
     converter.register_structure_hook(Any, lambda value, _: value)
     converter.register_structure_hook(type(None), lambda value, _: None)
     return converter

@@ -322,6 +322,27 @@ async def test_each_call_gets_a_fresh_default_of_the_declared_type() -> None:
     assert type(got[0][3]) is float
 
 
+async def test_a_literal_sent_as_an_equal_number_arrives_as_the_literal_itself() -> None:
+    """presa-defined (docs/api.md, typed tools: a ``Literal`` gets "the value"): JSON
+    Schema's ``enum`` admits ``2.0`` for ``2`` (2020-12 Validation §6.1.2, equal
+    numbers), so such an argument passes the check; the tool gets the literal as
+    declared, the ``int`` ``2``, never the float the client wrote, in a list too."""
+    server = Server("literals", "1.0.0")
+    got: list[tuple[Any, ...]] = []
+
+    @server.tool()
+    async def pick(ctx: RequestContext, level: Literal[1, 2], marks: list[Literal[0, "x"]]) -> str:
+        """Picks a level."""
+        got.append((level, marks))
+        return "picked"
+
+    async with connect(server) as client:
+        result = await client.call_tool("pick", {"level": 2.0, "marks": [0.0, "x"]})
+    assert result["content"] == [{"type": "text", "text": "picked"}]
+    assert got == [(2, [0, "x"])]
+    assert [type(value) for value in (got[0][0], *got[0][1])] == [int, int, str]
+
+
 # The functional form holds the types themselves, not strings: Python sees the wrappers.
 Filter = TypedDict("Filter", {"field": str, "value": NotRequired[str]})  # noqa: UP013
 Sort = TypedDict("Sort", {"field": Required[str], "descending": bool}, total=False)  # noqa: UP013
