@@ -395,13 +395,18 @@ def typed_dict_value(cls: type, key: str, hint: Any, where: str) -> Any:
 
 
 def fits(value: Any, hint: Any) -> bool:
-    """Whether a checked JSON value is meant for one member of a union (first wins)."""
+    """Whether a checked JSON value is meant for one member of a union (first wins).
+
+    An ``int`` takes what JSON Schema's ``integer`` admits: ``2.0`` too (2020-12
+    Validation §6.1.1, a number with a zero fractional part), structured as ``2``.
+    """
     if hint in (None, type(None)):
         return value is None
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        integral = isinstance(value, float) and value.is_integer()
+        return integral or (isinstance(value, int) and not isinstance(value, bool))
     if hint is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is str:

@@ -343,6 +343,27 @@ async def test_a_literal_sent_as_an_equal_number_arrives_as_the_literal_itself()
     assert [type(value) for value in (got[0][0], *got[0][1])] == [int, int, str]
 
 
+async def test_an_integral_number_for_an_int_in_a_union_arrives_as_the_int() -> None:
+    """Spec-mandated (server/tools §Error Handling: an input validation error is one the
+    schema finds): ``int | str`` lists ``anyOf`` of ``integer``, which admits
+    ``2.0`` (JSON Schema 2020-12 Validation §6.1.1), so the call reaches the tool
+    with the ``int`` ``2``, not an ``isError`` result saying it fits no member."""
+    server = Server("unions", "1.0.0")
+    got: list[Any] = []
+
+    @server.tool()
+    async def take(ctx: RequestContext, either: int | str) -> str:
+        """Takes a number or a name."""
+        got.append(either)
+        return "taken"
+
+    async with connect(server) as client:
+        result = await client.call_tool("take", {"either": 2.0})
+    assert result["content"] == [{"type": "text", "text": "taken"}]
+    assert got == [2]
+    assert type(got[0]) is int
+
+
 # The functional form holds the types themselves, not strings: Python sees the wrappers.
 Filter = TypedDict("Filter", {"field": str, "value": NotRequired[str]})  # noqa: UP013
 Sort = TypedDict("Sort", {"field": Required[str], "descending": bool}, total=False)  # noqa: UP013
