@@ -16,8 +16,9 @@ and ``Resource.uri``, server/utilities/completion §Reference Types.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from presa_trio.server.registered import RegisteredTemplate, TemplatePattern
 from presa_trio.wire import models
 from presa_trio.wire.envelope import json_problem
 from presa_trio.wire.hints import SignatureError
@@ -240,6 +241,25 @@ def refuse_duplicate(where: str, taken: bool) -> None:
     """Names (and URIs) are unique: a second registration would silently replace the first."""
     if taken:
         raise SignatureError(f"{where}: already registered; each name is registered once")
+
+
+def refuse_shadowed_template(
+    where: str, uri_template: str, pattern: TemplatePattern, earlier: Iterable[RegisteredTemplate]
+) -> None:
+    """Refuse a template that matches exactly the URIs an earlier one matches.
+
+    The first template that matches a URI reads it, so ``note://{id}`` after
+    ``note://{day}`` would be listed and never read; the same template twice
+    is refused as any name twice is (:func:`refuse_duplicate`).
+    """
+    for registered in earlier:
+        first = registered.template.uri_template
+        refuse_duplicate(where, first == uri_template)
+        if registered.pattern.same_as(pattern):
+            raise SignatureError(
+                f"{where}: matches the same URIs as {first!r}, registered first, which "
+                "reads them all; it would never be read"
+            )
 
 
 def refuse_extension(identifier: str, settings: object, added: Sequence[str]) -> None:

@@ -97,6 +97,11 @@ class TemplatePattern:
     pieces: tuple[str | int, ...]
     variables: tuple[str, ...]
 
+    def same_as(self, other: TemplatePattern) -> bool:
+        """Whether both match the same URIs: the same text between variables that
+        repeat alike, whatever the variables are named."""
+        return self.pieces == other.pieces
+
     def match(self, uri: str) -> list[str] | None:
         """Each variable's text in ``uri``, or ``None`` when the template cannot produce it.
 

@@ -57,6 +57,7 @@ from presa_trio.server.refusals import (
     refuse_reference_type,
     refuse_resource_annotations,
     refuse_server_texts,
+    refuse_shadowed_template,
     refuse_size,
     refuse_template_scheme,
     refuse_texts,
@@ -348,9 +349,8 @@ class Server:
             refuse_template_scheme(where, uri_template)
             listed_icons = read_icons(where, icons)
             refuse_resource_annotations(where, annotations)
-            taken = any(t.template.uri_template == uri_template for t in self.templates)
-            refuse_duplicate(where, taken)
             pattern = template_pattern(uri_template)
+            refuse_shadowed_template(where, uri_template, pattern, self.templates)
             call = read_handler(
                 handler, where, TEMPLATE, variables=pattern.variables, thread=thread
             )

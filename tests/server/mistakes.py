@@ -168,6 +168,15 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "resource 'note://today', return type: dict[str, str] is never an answer; return str, "
         "bytes, a list of TextResourceContents and BlobResourceContents, or InputRequired",
     ),
+    "server.resource_template matching what an earlier one matches": (
+        f"{TEMPLATE}\nasync def note(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "rain"\n\n\n'
+        '@server.resource_template("note://{id}", name="by id")\n'
+        "async def by_id(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "sun"\n',
+        "resource template 'note://{id}': matches the same URIs as 'note://{day}', registered "
+        "first, which reads them all; it would never be read",
+    ),
     "server.resource_template one variable for all": (
         f"{TEMPLATE}\nasync def note(ctx: RequestContext, day: str) -> str:\n    return day\n",
         "resource template 'note://{day}', parameter 'day': the handler gets every variable "

@@ -9,9 +9,10 @@ context, the decorator used without calling it, a name registered twice, a
 plain ``def`` without ``thread=True``, a default its parameter's schema
 refuses, a return type with no JSON Schema, or one no call could answer with
 (``-> list[str]`` for a completion), a template handler taking one variable
-where every variable comes in one dict, a URI template expression no URI
-would match, tool annotations that schema ``$defs.ToolAnnotations`` refuses
-(``tools/list`` would send them). ``thread=True`` runs a plain
+where every variable comes in one dict, a URI template matching what an
+earlier one matches, a URI template expression no URI would match, tool
+annotations that schema ``$defs.ToolAnnotations`` refuses (``tools/list``
+would send them). ``thread=True`` runs a plain
 ``def`` of every kind on a worker thread.
 """
 
