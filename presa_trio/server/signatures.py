@@ -317,8 +317,8 @@ def is_content(hint: Any) -> bool:
 def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObject | None]:
     """The kind of values a tool returns, and the ``outputSchema`` its return type gives.
 
-    An attrs class, a dataclass, a TypedDict or a ``dict[str, …]`` (alone, or beside
-    ``InputRequired``) gives an ``outputSchema``; ``None`` gives empty
+    An attrs class, a dataclass, a TypedDict or a ``dict[str, …]`` (alone, a union
+    of them, ``anyOf``, or beside ``InputRequired``) gives an ``outputSchema``; ``None`` gives empty
     content, also when a union admits it (``str | None``, ``int | None``);
     strings, content blocks, results and unions of them (or no annotation)
     are content; any other type with a schema, e.g. ``int`` or
@@ -333,13 +333,13 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
     members = [a for a in get_args(hint) if a is not InputRequired] if is_union(hint) else [hint]
     structured = [member for member in members if is_structured(member)]
     if structured:
-        if len(members) != 1:
+        if len(structured) != len(members):
             raise SignatureError(
                 f"{where}: a tool with an output schema must always return that object, "
                 f"not {describe_hint(hint)}; raise ToolError for a failure"
             )
-        schema = schema_for(members[0], f"{where}, return type")
-        return Returns.STRUCTURED, schema
+        schemas = [schema_for(member, f"{where}, return type") for member in members]
+        return Returns.STRUCTURED, schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
     optional = type(None) in members
     if is_content(hint):
         for member in members:  # ``str | set[int]``: every member needs a JSON form

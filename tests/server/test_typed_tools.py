@@ -364,6 +364,40 @@ async def test_an_integral_number_for_an_int_in_a_union_arrives_as_the_int() -> 
     assert type(got[0]) is int
 
 
+@attrs.frozen
+class Cat:
+    kind: Literal["cat"]
+    lives: int
+
+
+@attrs.frozen
+class Dog:
+    kind: Literal["dog"]
+    good: bool
+
+
+async def test_a_union_of_records_returned_gives_an_output_schema_of_each() -> None:
+    """Spec-mandated (server/tools §Output Schema: servers MUST provide structured
+    results that conform to it; schema.ts ``Tool.outputSchema``, any JSON Schema):
+    ``-> Cat | Dog`` always returns an object, so the tool's ``outputSchema`` is
+    ``anyOf`` the two, and either one returned is its ``structuredContent``."""
+    server = Server("pets", "1.0.0")
+
+    @server.tool()
+    async def adopt(ctx: RequestContext, kind: Literal["cat", "dog"]) -> Cat | Dog:
+        """Adopts a pet."""
+        return Cat("cat", 9) if kind == "cat" else Dog("dog", True)
+
+    async with connect(server) as client:
+        tools = await tools_by_name(client)
+        cat = await client.call_tool("adopt", {"kind": "cat"})
+        dog = await client.call_tool("adopt", {"kind": "dog"})
+    listed = tools["adopt"]["outputSchema"]["anyOf"]
+    assert [member["properties"]["kind"]["enum"] for member in listed] == [["cat"], ["dog"]]
+    assert cat["structuredContent"] == {"kind": "cat", "lives": 9}
+    assert dog["structuredContent"] == {"kind": "dog", "good": True}
+
+
 # The functional form holds the types themselves, not strings: Python sees the wrappers.
 Filter = TypedDict("Filter", {"field": str, "value": NotRequired[str]})  # noqa: UP013
 Sort = TypedDict("Sort", {"field": Required[str], "descending": bool}, total=False)  # noqa: UP013
