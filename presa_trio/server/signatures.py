@@ -35,6 +35,10 @@ The form with one ``arguments`` object and a hand-written schema stays; its
 schema's ``default`` values are filled in before the handler sees the
 object (:class:`FillDefaults`).
 
+One topic: what registration reads from a handler's signature, for every
+kind of handler; typed tools and typed prompts share the context check, the
+runner and the reading of hints.
+
 Spec: 2026-07-28 server/tools §Tool (``inputSchema``, ``outputSchema``);
 basic/index §JSON Schema Usage (2020-12 by default).
 """
@@ -328,6 +332,10 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
     if "return" not in hints:
         return Returns.CONTENT, None
     hint = hints["return"]
+    if get_origin(hint) is Annotated:  # ``-> Annotated[Report, "…"]``: Report's, described
+        returns, schema = return_shape({"return": get_args(hint)[0]}, where)
+        notes = schema_for(Annotated[(Any, *hint.__metadata__)], f"{where}, return type")
+        return returns, None if schema is None else {**schema, **notes}
     if hint in (None, type(None)):
         return Returns.NOTHING, None
     members = [a for a in get_args(hint) if a is not InputRequired] if is_union(hint) else [hint]

@@ -398,6 +398,30 @@ async def test_a_union_of_records_returned_gives_an_output_schema_of_each() -> N
     assert dog["structuredContent"] == {"kind": "dog", "good": True}
 
 
+async def test_a_described_return_type_keeps_its_output_schema() -> None:
+    """presa-defined (docs/api.md, typed tools: ``Annotated[T, "text"]`` is T with a
+    ``description``): ``-> Annotated[Report, "…"]`` is a ``Report`` return, with
+    its ``outputSchema`` described and the result's ``structuredContent``, as
+    ``-> Report`` has, not a JSON text without either."""
+    server = Server("described", "1.0.0")
+
+    @server.tool()
+    async def score(ctx: RequestContext, text: str) -> Annotated[Report, "The score"]:
+        """Scores a text."""
+        return Report(summary=text, score=len(text))
+
+    async with connect(server) as client:
+        tools = await tools_by_name(client)
+        result = await client.call_tool("score", {"text": "abc"})
+    assert tools["score"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"summary": {"type": "string"}, "score": {"type": "integer"}},
+        "required": ["summary", "score"],
+        "description": "The score",
+    }
+    assert result["structuredContent"] == {"summary": "abc", "score": 3}
+
+
 # The functional form holds the types themselves, not strings: Python sees the wrappers.
 Filter = TypedDict("Filter", {"field": str, "value": NotRequired[str]})  # noqa: UP013
 Sort = TypedDict("Sort", {"field": Required[str], "descending": bool}, total=False)  # noqa: UP013
