@@ -441,7 +441,7 @@ def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Cal
 
 
 def described(what: str, description: str | None) -> str:
-    """A tool's or prompt's description, which its list must show (schema.ts)."""
+    """A tool's or prompt's description: presa's rule, schema.ts leaves it optional."""
     if not description:
         raise SignatureError(f"{what}: needs a description (a docstring or description=)")
     return description
