@@ -45,7 +45,7 @@ import trio
 
 from presa_trio.server.capabilities import read_needs
 from presa_trio.server.context import RequestContext
-from presa_trio.server.handler_types import COMPLETION, RESOURCE, TEMPLATE
+from presa_trio.server.handler_shapes import COMPLETION, RESOURCE, TEMPLATE
 from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, ClientStreams
 from presa_trio.server.refusals import (
     name_of,

@@ -56,7 +56,7 @@ from typing import Annotated, Any, get_args, get_origin
 import attrs
 import trio
 
-from presa_trio.server import handler_types
+from presa_trio.server import handler_shapes
 from presa_trio.server.context import RequestContext
 from presa_trio.wire import models
 from presa_trio.wire.hints import (
@@ -389,7 +389,7 @@ def read_signature(
 def read_handler(
     function: Callable[..., Any],
     where: str,
-    shape: handler_types.HandlerShape,
+    shape: handler_shapes.HandlerShape,
     *,
     variables: tuple[str, ...] | None = None,
     thread: bool = False,
@@ -399,7 +399,7 @@ def read_handler(
     The first argument is the request context (:func:`check_context`); a
     handler that cannot be called with exactly those, that declares a return
     type outside the shape's, or (for a template's ``variables``) that takes
-    one variable where all come in a dict (:mod:`~presa_trio.server.handler_types`),
+    one variable where all come in a dict (:mod:`~presa_trio.server.handler_shapes`),
     is refused now rather than failing on each call.
     """
     call = runner_for(function, where, thread=thread)
@@ -411,9 +411,9 @@ def read_handler(
         raise SignatureError(
             f"{where}: the handler is called as ({', '.join(shape.called)}); take exactly those"
         ) from None
-    handler_types.refuse_return(hints, shape, where)
+    handler_shapes.refuse_return(hints, shape, where)
     if variables is not None:
-        handler_types.refuse_misread_variables(function, hints, variables, where)
+        handler_shapes.refuse_misread_variables(function, hints, variables, where)
     return call
 
 
@@ -589,7 +589,7 @@ def read_prompt_signature(
     call = runner_for(function, where, thread=thread)
     hints = tool_hints(function, where)
     check_context(function, hints, where)
-    handler_types.refuse_return(hints, handler_types.PROMPT, where)
+    handler_shapes.refuse_return(hints, handler_shapes.PROMPT, where)
     description = inspect.getdoc(function)
     if is_arguments_form(function, hints):
         return PromptSignature(call, None, description)
