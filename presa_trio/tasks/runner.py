@@ -49,7 +49,8 @@ What each nursery lets end it:
   the runner cannot run, and the process exits non-zero.
 - **a keeper's nursery** (one run of one loop): any failure ends that
   run only; the keeper logs it and starts the loop again, backing off.
-- **the workers' nursery**: no worker ends it; only ``Supervisor.stop``.
+- **the workers' nursery**: no worker's failure ends it; ``Supervisor.stop``
+  does, and Ctrl-C in a worker, which stops every worker first.
 - **a task's nursery**: a failure of the job or a child ends that task
   only, written ``failed``; a stop cancels it and nothing is written.
 

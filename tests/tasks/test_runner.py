@@ -768,6 +768,41 @@ async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
         await runner.start("s", gated(trio.Event(), []), creator())
 
 
+async def test_ctrl_c_in_one_worker_stops_the_others_before_they_are_cancelled(
+    store: RecordingStore,
+) -> None:
+    """presa-defined (docs/tasks.md, the workers' nursery): Ctrl-C that Trio raises in one
+    tool's code (``KeyboardInterrupt``, on stdio) ends the runner, and every other worker
+    is stopped first, as at a shutdown: a task parked on input keeps its requests, none
+    withdrawn, so the next process's run of it can ask them again."""
+    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=60_000)
+    interrupt = trio.Event()
+
+    async def interrupted(ctx: WorkerContext) -> Any:
+        await interrupt.wait()
+        raise KeyboardInterrupt  # as Ctrl-C landing while this tool's code runs
+
+    parked: list[str] = []
+
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(runner.run)
+            parked.append((await runner.start("s", asking(["k"], []), creator())).task_id)
+            await runner.start("s", interrupted, creator())
+            await wait_all_tasks_blocked()
+            interrupt.set()
+
+    with pytest.raises(BaseExceptionGroup) as ended:
+        await serve()
+    assert ended.value.split(KeyboardInterrupt)[1] is None
+    task = store.entries[parked[0]].task
+    assert (task.status, list(task.input_requests), task.withdrawn) == (
+        Status.INPUT_REQUIRED,
+        ["k"],
+        frozenset(),
+    )
+
+
 def test_new_tasks_live_an_hour_by_default() -> None:
     """presa-defined (SEP-2663 §Task Creation; spec-notes §18): a finite default ttlMs of
     3 600 000."""
