@@ -25,6 +25,7 @@ from presa_trio.tasks.events import LogAppend
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import (
+    Lease,
     StoredTask,
     StoreUnavailable,
     TaskExpired,
@@ -911,6 +912,53 @@ async def test_a_renewal_during_a_creation_leaves_its_worker_running(
         await trio.sleep(2)
         assert (await runner.get("s", created[0].task_id)).status is Status.WORKING
         assert record == []
+        nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False, repr=False)
+class HeldWriteStore(MemoryStore):
+    """The memory store, whose writes of the status message ``held`` wait for ``gate``
+    before they are checked: a write on its way, as to a store reached over a network."""
+
+    gate: trio.Event = attrs.field(factory=trio.Event)
+
+    async def compare_and_set(
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
+    ) -> None:
+        if task.message == "held":
+            await self.gate.wait()
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
+
+
+async def test_a_write_on_its_way_as_this_process_reclaims_its_lease_goes_again_under_it() -> None:
+    """presa-defined (leases with fencing; the reactions' LEASE_RECLAIMED adopts): a
+    worker too slow to renew, whose lapsed lease this very process claims while the
+    worker's write is on its way, does not take the write's refusal (the old
+    generation) for a lost lease: the write goes again under the lease adopted, and
+    the task runs on to its end rather than wait, unrun, for its lease to lapse."""
+    store = HeldWriteStore()
+    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=60_000, lease_ms=30_000)
+
+    async def job(ctx: WorkerContext) -> Any:
+        await ctx.set_status_message("held")
+        return RESULT
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        lapsed = TRIO_CLOCK.wall_ms() + 30_001
+        (claimed,) = await store.claim_expired(runner.owner, lapsed, lapsed + 30_000, 10)
+        assert claimed.lease == Lease(runner.owner, 2, lapsed + 30_000)
+        store.gate.set()
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task_id)).status is Status.COMPLETED
         nursery.cancel_scope.cancel()
 
 
