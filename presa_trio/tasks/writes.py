@@ -48,8 +48,9 @@ refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
 defect, or        a defect's traceback is logged under an incident id
 anything else
 the task is       the emit returns: the task has ended (or another run
-terminal, or the  holds it), its worker stops
-lease is another's
+terminal, or the  holds it), its worker stops; a generation this process
+lease is another's claimed again, which the worker adopted meanwhile, is
+                  no other run's: the emit goes again under it, as a write does
 ================= ========================================================
 
 The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
@@ -263,9 +264,10 @@ class StoreWriter:
         backoff = Backoff()
         give_up = trio.current_time() + events.emit_wait
         while True:
+            fence = worker.generation
             try:
                 now = self.clock.wall_ms()
-                await events.emit(self.store, worker.task_id, event, now, fence=worker.generation)
+                stored = await events.emit(self.store, worker.task_id, event, now, fence=fence)
             except StoreUnavailable as error:
                 if trio.current_time() >= give_up:
                     log.warning("task %s: an event was not stored: %s", worker.task_id, error)
@@ -289,4 +291,6 @@ class StoreWriter:
                     f"The event could not be stored (incident {incident.incident_id})",
                     maybe_stored=False,
                 ) from None
+            if stored is None and worker.generation != fence:
+                continue  # refused to the generation it left with, as a write is: again
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -21,7 +22,8 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
-from presa_trio.tasks.events import LogAppend
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.events import LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import (
@@ -917,8 +919,9 @@ async def test_a_renewal_during_a_creation_leaves_its_worker_running(
 
 @attrs.define(eq=False, repr=False)
 class HeldWriteStore(MemoryStore):
-    """The memory store, whose writes of the status message ``held`` wait for ``gate``
-    before they are checked: a write on its way, as to a store reached over a network."""
+    """The memory store, whose writes of the status message ``held``, and appends of an
+    event of type :data:`HELD`, wait for ``gate`` before they are checked: on their way,
+    as to a store reached over a network."""
 
     gate: trio.Event = attrs.field(factory=trio.Event)
 
@@ -935,18 +938,46 @@ class HeldWriteStore(MemoryStore):
             await self.gate.wait()
         await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
 
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[NewEvent],
+        now_ms: int,
+        retention: Retention,
+        *,
+        closing: bool = False,
+        fence: int | None = None,
+    ) -> list[TaskEvent]:
+        if any(event.type == HELD for event in events):
+            await self.gate.wait()
+        return await super().append_events(
+            task_id, events, now_ms, retention, closing=closing, fence=fence
+        )
 
-async def test_a_write_on_its_way_as_this_process_reclaims_its_lease_goes_again_under_it() -> None:
+
+#: The type of the tool's event that :class:`HeldWriteStore` holds.
+HELD = "com.example.held"
+
+
+@pytest.mark.parametrize("held", ["status message", "event"])
+async def test_a_write_on_its_way_as_this_process_reclaims_its_lease_goes_again_under_it(
+    held: str,
+) -> None:
     """presa-defined (leases with fencing; the reactions' LEASE_RECLAIMED adopts): a
     worker too slow to renew, whose lapsed lease this very process claims while the
-    worker's write is on its way, does not take the write's refusal (the old
-    generation) for a lost lease: the write goes again under the lease adopted, and
-    the task runs on to its end rather than wait, unrun, for its lease to lapse."""
+    worker's write (or its tool's event) is on its way, does not take the refusal to
+    the old generation for a lost lease: it goes again under the lease adopted, the
+    event is in the task's log, and the task runs on to its end rather than wait,
+    unrun, for its lease to lapse."""
     store = HeldWriteStore()
-    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=60_000, lease_ms=30_000)
+    log = TaskEventLog()
+    runner = TaskRunner(store, TRIO_CLOCK, log, ttl_ms=60_000, lease_ms=30_000)
 
     async def job(ctx: WorkerContext) -> Any:
-        await ctx.set_status_message("held")
+        if held == "event":
+            await ctx.emit(HELD, {})
+        else:
+            await ctx.set_status_message("held")
         return RESULT
 
     async with trio.open_nursery() as nursery:
@@ -959,6 +990,9 @@ async def test_a_write_on_its_way_as_this_process_reclaims_its_lease_goes_again_
         store.gate.set()
         await wait_all_tasks_blocked()
         assert (await runner.get("s", task_id)).status is Status.COMPLETED
+        if held == "event":
+            window = await store.read_events(task_id, -1, 100, lapsed, log.retention)
+            assert HELD in [event.type for event in window.events]
         nursery.cancel_scope.cancel()
 
 
