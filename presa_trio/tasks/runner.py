@@ -295,10 +295,11 @@ class TaskRunner:
         leases are released, bounded by :data:`RELEASE_WITHIN`.
 
         Failure policy of this nursery: its children do not fail (each loop
-        is kept by :func:`keep_running`, and no worker ends the workers'
-        nursery), so it ends when cancelled, or when a loop cannot start the
-        first time (the store cannot be watched): then the runner fails, and
-        the server's process exits non-zero.
+        is kept by :func:`keep_running`, and no worker's failure ends the
+        workers' nursery), so it ends when cancelled, or when a loop cannot
+        start the first time (the store cannot be watched): then the runner
+        fails, and the server's process exits non-zero. Ctrl-C raised in a
+        worker ends it too, every worker stopped first, as at a shutdown.
         """
         writer = StoreWriter(self.store, self.clock, self.events, self.on_status, self.on_load)
         self._writer = writer
