@@ -142,6 +142,7 @@ class ResponseWriter:
         """
         if self.state is not ResponseState.QUIET:
             return
+        # A cancel raised here, with no schedule point (trio has no public spelling of it).
         await trio.lowlevel.checkpoint_if_cancelled()
         self.state = ResponseState.STREAMING
         self.lock = lock = trio.Lock()
