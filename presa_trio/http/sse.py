@@ -132,13 +132,22 @@ class ResponseWriter:
     async def open(self) -> None:
         """Open the event stream, unless it is open or the response is complete.
 
-        The head is written under the lock, so no event overtakes it.
+        The head is written under the lock, so no event overtakes it. A
+        caller already cancelled (a handler whose own timeout passed before
+        its first notification) gets its cancel before anything changes: the
+        response stays quiet, and its result goes out as plain JSON. From
+        there the head is handed to the server with no schedule point in
+        between (the new lock is taken at once), so no cancel can leave a
+        stream marked open whose head was never written.
         """
         if self.state is not ResponseState.QUIET:
             return
+        # A cancel raised here, with no schedule point (trio has no public spelling of it).
+        await trio.lowlevel.checkpoint_if_cancelled()
         self.state = ResponseState.STREAMING
-        self.lock = trio.Lock()
-        async with self.lock:
+        self.lock = lock = trio.Lock()
+        lock.acquire_nowait()  # new, so free: taken without a schedule point
+        try:
             await self.send(
                 {
                     "type": "http.response.start",
@@ -148,6 +157,8 @@ class ResponseWriter:
                 }
             )
             self.last_write = trio.current_time()
+        finally:
+            lock.release()
         if not self.long_lived:
             self.nursery.start_soon(self.keep_alive)
 

@@ -49,7 +49,8 @@ What each nursery lets end it:
   the runner cannot run, and the process exits non-zero.
 - **a keeper's nursery** (one run of one loop): any failure ends that
   run only; the keeper logs it and starts the loop again, backing off.
-- **the workers' nursery**: no worker ends it; only ``Supervisor.stop``.
+- **the workers' nursery**: no worker's failure ends it; ``Supervisor.stop``
+  does, and Ctrl-C in a worker, which stops every worker first.
 - **a task's nursery**: a failure of the job or a child ends that task
   only, written ``failed``; a stop cancels it and nothing is written.
 
@@ -294,10 +295,11 @@ class TaskRunner:
         leases are released, bounded by :data:`RELEASE_WITHIN`.
 
         Failure policy of this nursery: its children do not fail (each loop
-        is kept by :func:`keep_running`, and no worker ends the workers'
-        nursery), so it ends when cancelled, or when a loop cannot start the
-        first time (the store cannot be watched): then the runner fails, and
-        the server's process exits non-zero.
+        is kept by :func:`keep_running`, and no worker's failure ends the
+        workers' nursery), so it ends when cancelled, or when a loop cannot
+        start the first time (the store cannot be watched): then the runner
+        fails, and the server's process exits non-zero. Ctrl-C raised in a
+        worker ends it too, every worker stopped first, as at a shutdown.
         """
         writer = StoreWriter(self.store, self.clock, self.events, self.on_status, self.on_load)
         self._writer = writer

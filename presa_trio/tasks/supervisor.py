@@ -21,9 +21,11 @@ Failure policies (trio: the nursery is the unit of failure):
   task's other children, and the task is written ``failed``. A stop
   (``tasks/cancel``, the TTL, lease loss, shutdown) cancels the nursery's
   own scope, which absorbs the cancellation: nothing is written.
-- **The workers' nursery** (:meth:`Supervisor.run`): nothing a worker does
-  ends it, since every worker catches what escapes its task (logged as an
-  incident). It ends only when :meth:`Supervisor.stop` cancels its shield.
+- **The workers' nursery** (:meth:`Supervisor.run`): no failure of a worker
+  ends it, since every worker catches the ``Exception`` that escapes its
+  task (logged as an incident). It ends when :meth:`Supervisor.stop` cancels
+  its shield, or when what is no ``Exception`` (Ctrl-C's
+  ``KeyboardInterrupt``) leaves a worker, which stops every worker first.
 
 Spec: SEP-2663 §Task Creation, §Task Cancellation, §Task Execution Errors.
 """
@@ -102,8 +104,10 @@ class Supervisor:
         first: it calls :meth:`stop`, which stops every worker (they write
         nothing for themselves) and only then cancels them all.
 
-        Failure policy of the workers' nursery: no worker ends it (each
-        catches what escapes its task, :meth:`_supervise`); only :meth:`stop`.
+        Failure policy of the workers' nursery: no worker's failure ends it
+        (each catches the ``Exception`` that escapes its task,
+        :meth:`_supervise`); :meth:`stop` does, and Ctrl-C in a worker,
+        which stops them all first.
 
         The shield goes up once started, and only if the start was not
         cancelled meanwhile: a start cancelled before ``started()`` leaves
@@ -158,7 +162,10 @@ class Supervisor:
         Whatever else escapes (a bug in this very function, say) is logged
         as an incident and ends this Trio task: never the workers' nursery,
         never another task. The task then keeps its lease until it lapses,
-        and recovery claims it.
+        and recovery claims it. What is no ``Exception`` (Ctrl-C) goes on,
+        and ends the workers' nursery, but only once every worker is stopped:
+        as at a shutdown, no other worker writes for its task as it is
+        cancelled (a parked one does not withdraw its requests).
 
         From its first step to its last, the task counts as running in this
         process (:attr:`~presa_trio.tasks.writes.StoreWriter.on_load`).
@@ -203,6 +210,13 @@ class Supervisor:
                     await self.writer.write(worker, move)
         except Exception:
             report_fault(log, "task %s: its worker failed", worker.task_id)
+        except BaseException:
+            # What is no Exception ends the workers' nursery (Ctrl-C: Trio raises
+            # KeyboardInterrupt in whichever task's code runs, a tool's included), and
+            # the nursery then cancels every other worker: each is stopped first, as at
+            # a shutdown, so none writes for its task (a parked one keeps its requests).
+            self.stop("the server is interrupted")
+            raise
         finally:
             self.discard(worker)
             self.writer.on_load("running", -1)

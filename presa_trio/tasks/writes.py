@@ -16,7 +16,8 @@ unavailable       waits and tries again (:class:`~presa_trio.tasks.backoff.Backo
 refused data      the task is ``failed``: "Could not store <what>: <why>"
 a defect, or      the task is ``failed`` with -32603 and an incident id;
 anything else     the traceback is logged under that id
-lease lost        the worker stops, writing nothing
+lease lost        the worker stops, writing nothing (unless it adopted, meanwhile,
+                  a lease this process claimed again: the write goes again under it)
 task not found    the write is dropped (the task expired meanwhile)
 the task ended    the move is absorbed (a terminal task never changes) and
                   the worker stops
@@ -47,8 +48,9 @@ refused data, a   :class:`~presa_trio.server.context.EmitFailed` at once;
 defect, or        a defect's traceback is logged under an incident id
 anything else
 the task is       the emit returns: the task has ended (or another run
-terminal, or the  holds it), its worker stops
-lease is another's
+terminal, or the  holds it), its worker stops; a generation this process
+lease is another's claimed again, which the worker adopted meanwhile, is
+                  no other run's: the emit goes again under it, as a write does
 ================= ========================================================
 
 The tool may catch ``EmitFailed``; if it lets it go, its task fails as for
@@ -185,13 +187,18 @@ class StoreWriter:
         backoff = Backoff()
         last_resort = False
         while True:
+            fence = worker.generation
             try:
                 before, after = await self.transition(
-                    worker.scope, worker.task_id, move.apply, worker.generation, worker.latest
+                    worker.scope, worker.task_id, move.apply, fence, worker.latest
                 )
             except TaskNotFound:
                 log.info("task %s is gone; its worker's write is dropped", worker.task_id)
             except LeaseLost:
+                if worker.generation != fence:
+                    # This process claimed its own lapsed lease while the write was on its
+                    # way, and the worker adopted it: nothing was written; again under it.
+                    continue
                 log.info("task %s: lease lost; the worker stops without writing", worker.task_id)
                 worker.stop("lease lost")
             except StoreUnavailable as error:
@@ -257,9 +264,10 @@ class StoreWriter:
         backoff = Backoff()
         give_up = trio.current_time() + events.emit_wait
         while True:
+            fence = worker.generation
             try:
                 now = self.clock.wall_ms()
-                await events.emit(self.store, worker.task_id, event, now, fence=worker.generation)
+                stored = await events.emit(self.store, worker.task_id, event, now, fence=fence)
             except StoreUnavailable as error:
                 if trio.current_time() >= give_up:
                     log.warning("task %s: an event was not stored: %s", worker.task_id, error)
@@ -283,4 +291,6 @@ class StoreWriter:
                     f"The event could not be stored (incident {incident.incident_id})",
                     maybe_stored=False,
                 ) from None
+            if stored is None and worker.generation != fence:
+                continue  # refused to the generation it left with, as a write is: again
             return

@@ -21,6 +21,7 @@ through ``send``, and leaving :meth:`McpClient.stream` delivers
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -276,7 +277,10 @@ class McpClient:
         disconnected = trio.Event()
         started = trio.Event()
         response = Response()
-        chunk_send, chunk_receive = trio.open_memory_channel[bytes](1000)
+        # Unbounded: the response keeps every chunk anyway (``response.chunks``), so a
+        # bound saves nothing, and the app's ``send`` never fails (which would fail the
+        # handler that sent) however far it runs ahead of a test not reading yet.
+        chunk_send, chunk_receive = trio.open_memory_channel[bytes](math.inf)
 
         async def receive() -> dict[str, Any]:
             if pending:

@@ -17,10 +17,11 @@ import trio
 
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
+from presa_trio.server import RequestContext, Server
 from presa_trio.testing import meta, request
 from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
-from tests.e2e.harness import Served, headers, start
+from tests.e2e.harness import ServeApp, Served, headers, start
 from tests.e2e.raw_http import H11Client, wire_headers
 from tests.streams import sse_messages
 
@@ -50,6 +51,31 @@ async def test_progress_streams_before_the_result(served: Served, http: httpx.As
             received = [m async for m in sse_messages(r)]
     assert [m.get("method") for m in received] == ["notifications/progress"] * 3 + [None]
     assert received[-1]["result"]["resultType"] == "complete"
+
+
+async def test_a_first_notification_its_own_timeout_cancels_leaves_the_answer_plain_json(
+    serve_app: ServeApp, http: httpx.AsyncClient
+) -> None:
+    """Spec-mandated (streamable-http §Sending Messages: one JSON body or an SSE stream;
+    H-30): a tool whose own timeout has passed when it sends its first progress
+    notification gets the cancel there, and its result is still answered, 200 with
+    plain JSON, never an event of a stream whose head was never written (a 500)."""
+    server = Server("late", "1.0.0")
+
+    @server.tool(description="Reports progress after its own deadline, then answers.")
+    async def late(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        with trio.CancelScope() as deadline:
+            deadline.cancel()  # as a timeout that passed while the tool computed
+            await ctx.report_progress(1, total=2)
+        return "answered"
+
+    served, _ = await serve_app(McpApp.for_server(server))
+    message = request("tools/call", {"name": "late", "_meta": meta(progressToken="p")})
+    with trio.fail_after(5):
+        response = await post(http, served, message)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["result"]["content"][0]["text"] == "answered"
 
 
 async def test_a_listen_stream_gets_changes_and_ends_when_the_client_leaves(

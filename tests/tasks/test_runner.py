@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -21,10 +22,12 @@ from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
 from presa_trio.tasks.context import WorkerContext
-from presa_trio.tasks.events import LogAppend
+from presa_trio.tasks.event_log import TaskEventLog
+from presa_trio.tasks.events import LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import (
+    Lease,
     StoredTask,
     StoreUnavailable,
     TaskExpired,
@@ -768,6 +771,41 @@ async def test_shutdown_cancels_every_worker_and_leaves_no_trio_task(
         await runner.start("s", gated(trio.Event(), []), creator())
 
 
+async def test_ctrl_c_in_one_worker_stops_the_others_before_they_are_cancelled(
+    store: RecordingStore,
+) -> None:
+    """presa-defined (docs/tasks.md, the workers' nursery): Ctrl-C that Trio raises in one
+    tool's code (``KeyboardInterrupt``, on stdio) ends the runner, and every other worker
+    is stopped first, as at a shutdown: a task parked on input keeps its requests, none
+    withdrawn, so the next process's run of it can ask them again."""
+    runner = TaskRunner(store, TRIO_CLOCK, ttl_ms=60_000)
+    interrupt = trio.Event()
+
+    async def interrupted(ctx: WorkerContext) -> Any:
+        await interrupt.wait()
+        raise KeyboardInterrupt  # as Ctrl-C landing while this tool's code runs
+
+    parked: list[str] = []
+
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(runner.run)
+            parked.append((await runner.start("s", asking(["k"], []), creator())).task_id)
+            await runner.start("s", interrupted, creator())
+            await wait_all_tasks_blocked()
+            interrupt.set()
+
+    with pytest.raises(BaseExceptionGroup) as ended:
+        await serve()
+    assert ended.value.split(KeyboardInterrupt)[1] is None
+    task = store.entries[parked[0]].task
+    assert (task.status, list(task.input_requests), task.withdrawn) == (
+        Status.INPUT_REQUIRED,
+        ["k"],
+        frozenset(),
+    )
+
+
 def test_new_tasks_live_an_hour_by_default() -> None:
     """presa-defined (SEP-2663 §Task Creation; spec-notes §18): a finite default ttlMs of
     3 600 000."""
@@ -876,6 +914,85 @@ async def test_a_renewal_during_a_creation_leaves_its_worker_running(
         await trio.sleep(2)
         assert (await runner.get("s", created[0].task_id)).status is Status.WORKING
         assert record == []
+        nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False, repr=False)
+class HeldWriteStore(MemoryStore):
+    """The memory store, whose writes of the status message ``held``, and appends of an
+    event of type :data:`HELD`, wait for ``gate`` before they are checked: on their way,
+    as to a store reached over a network."""
+
+    gate: trio.Event = attrs.field(factory=trio.Event)
+
+    async def compare_and_set(
+        self,
+        scope: str,
+        task: Task,
+        expected_revision: int,
+        *,
+        fence: int | None = None,
+        events: LogAppend | None = None,
+    ) -> None:
+        if task.message == "held":
+            await self.gate.wait()
+        await super().compare_and_set(scope, task, expected_revision, fence=fence, events=events)
+
+    async def append_events(
+        self,
+        task_id: str,
+        events: Sequence[NewEvent],
+        now_ms: int,
+        retention: Retention,
+        *,
+        closing: bool = False,
+        fence: int | None = None,
+    ) -> list[TaskEvent]:
+        if any(event.type == HELD for event in events):
+            await self.gate.wait()
+        return await super().append_events(
+            task_id, events, now_ms, retention, closing=closing, fence=fence
+        )
+
+
+#: The type of the tool's event that :class:`HeldWriteStore` holds.
+HELD = "com.example.held"
+
+
+@pytest.mark.parametrize("held", ["status message", "event"])
+async def test_a_write_on_its_way_as_this_process_reclaims_its_lease_goes_again_under_it(
+    held: str,
+) -> None:
+    """presa-defined (leases with fencing; the reactions' LEASE_RECLAIMED adopts): a
+    worker too slow to renew, whose lapsed lease this very process claims while the
+    worker's write (or its tool's event) is on its way, does not take the refusal to
+    the old generation for a lost lease: it goes again under the lease adopted, the
+    event is in the task's log, and the task runs on to its end rather than wait,
+    unrun, for its lease to lapse."""
+    store = HeldWriteStore()
+    log = TaskEventLog()
+    runner = TaskRunner(store, TRIO_CLOCK, log, ttl_ms=60_000, lease_ms=30_000)
+
+    async def job(ctx: WorkerContext) -> Any:
+        if held == "event":
+            await ctx.emit(HELD, {})
+        else:
+            await ctx.set_status_message("held")
+        return RESULT
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        lapsed = TRIO_CLOCK.wall_ms() + 30_001
+        (claimed,) = await store.claim_expired(runner.owner, lapsed, lapsed + 30_000, 10)
+        assert claimed.lease == Lease(runner.owner, 2, lapsed + 30_000)
+        store.gate.set()
+        await wait_all_tasks_blocked()
+        assert (await runner.get("s", task_id)).status is Status.COMPLETED
+        if held == "event":
+            window = await store.read_events(task_id, -1, 100, lapsed, log.retention)
+            assert HELD in [event.type for event in window.events]
         nursery.cancel_scope.cancel()
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 import trio
-from trio.testing import MockClock
+from trio.testing import MockClock, wait_all_tasks_blocked
 
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TasksExtension, ask
-from presa_trio.testing import RequestFailed, accept, open_client
+from presa_trio.testing import RequestFailed, accept, connect, meta, open_client, request
 from presa_trio.testing.answers import MAX_ROUNDS
 from presa_trio.testing.streams import WAIT
 from presa_trio.wire.errors import INVALID_PARAMS, METHOD_NOT_FOUND
@@ -115,6 +115,25 @@ def notes_server(*, task_events: bool = False) -> Server:
         return "archived" if answers.elicitation("ok").action == "accept" else "kept"
 
     return server
+
+
+async def test_a_stream_the_test_reads_late_is_whole_however_far_the_server_ran_ahead() -> None:
+    """A response the test reads only once the handler has sent a thousand chunks and
+    more has every one of them, and the handler never fails for being read late."""
+    server = Server("chatty", "1.0.0")
+
+    @server.tool(description="Reports progress many times, then answers.")
+    async def chatty(ctx: RequestContext) -> str:
+        for step in range(1, 1201):
+            await ctx.report_progress(step)
+        return "done"
+
+    message = request("tools/call", {"name": "chatty", "_meta": meta(progressToken="p")})
+    async with connect(server) as client, client.stream(message) as opened:
+        await wait_all_tasks_blocked()  # the handler runs to its end; nothing read yet
+        response = await opened.read_to_end()
+    assert response.body.count(b'"notifications/progress"') == 1200
+    assert b'"text":"done"' in response.body
 
 
 async def test_the_list_calls_return_the_wire_models() -> None:

@@ -521,6 +521,60 @@ async def test_a_call_stopped_from_trio_is_cancelled_on_the_server(
         await database.close()
 
 
+async def test_a_connection_tested_after_a_breakage_is_held_no_longer_than_a_call(
+    postgres: Postgres,
+) -> None:
+    """presa-defined (postgres.database, "Every call ends within the store timeout"):
+    once a connection broke, each other connection is tested before its next call;
+    a database that stops answering then (frozen: its host still acknowledges every
+    byte) holds that test, and so the call, no longer than any call: the call is
+    StoreUnavailable within its bound, not stuck until the database answers again."""
+    timeout = 2.0
+    database = Database(
+        postgres.new_database(), request_connections=2, background_connections=1, timeout=timeout
+    )
+    await database.open()
+    release = threading.Event()
+    outcomes: dict[str, str] = {}
+    tested = trio.Event()
+
+    async def run(name: str, work: Any) -> None:
+        try:
+            await database.run(work)
+        except StoreUnavailable:
+            outcomes[name] = "unavailable"
+        else:
+            outcomes[name] = "answered"
+
+    async def run_tested() -> None:
+        await run("tested", lambda c: c.execute("SELECT 1"))
+        tested.set()
+
+    try:
+        pid = await database.run(lambda c: c.info.backend_pid)
+        postgres.execute(f"SELECT pg_terminate_backend({pid})")
+        await run("broken", lambda c: c.execute("SELECT 1"))  # the breakage, counted
+        async with trio.open_nursery() as nursery:
+            # The connection made again for the broken one's slot is kept busy, so the
+            # next call takes the other slot, whose connection is tested first.
+            nursery.start_soon(run, "holder", lambda _: release.wait())
+            await trio.testing.wait_all_tasks_blocked()
+            postgres.freeze()
+            try:
+                nursery.start_soon(run_tested)
+                with trio.move_on_after(PATIENCE):  # a bound, not a check
+                    await tested.wait()
+                ended_while_frozen = tested.is_set()
+            finally:
+                postgres.thaw()
+                release.set()
+    finally:
+        release.set()
+        await database.close()
+    assert ended_while_frozen
+    assert (outcomes["broken"], outcomes["tested"]) == ("unavailable", "unavailable")
+
+
 @pytest.mark.parametrize("text", AWKWARD)
 async def test_every_string_reaches_another_process_unchanged(postgres_url: str, text: str) -> None:
     """presa-defined (the stores hold the same values): U+0000 and lone surrogates in

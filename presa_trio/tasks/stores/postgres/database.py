@@ -318,14 +318,19 @@ class Database:
         return result
 
     async def _usable(self, slot: Slot) -> Connection:
-        """The slot's connection, tested first if another broke since; else a new one."""
+        """The slot's connection, tested first if another broke since; else a new one.
+
+        The test is a call like any other (:func:`run_cancellably`): a database
+        that stopped answering holds it no longer than the call's own bound,
+        and the connection tested goes back to the slot only if it passed.
+        """
         breakages = self._breakages
-        if (
-            slot.connection is not None
-            and slot.checked < breakages
-            and not await trio.to_thread.run_sync(writable, slot.connection)
-        ):
-            await self._drop(slot)
+        if slot.connection is not None and slot.checked < breakages:
+            tested, slot.connection = slot.connection, None
+            if await run_cancellably(tested, writable):
+                slot.connection = tested
+            else:
+                await close(tested)
         if slot.connection is None:
             try:
                 # Abandoned if cancelled: connecting changes nothing; the connection
