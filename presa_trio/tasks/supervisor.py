@@ -215,7 +215,9 @@ class Supervisor:
             # KeyboardInterrupt in whichever task's code runs, a tool's included), and
             # the nursery then cancels every other worker: each is stopped first, as at
             # a shutdown, so none writes for its task (a parked one keeps its requests).
-            self.stop("the server is interrupted")
+            # At a shutdown (the Cancelled that stop() sent) they are stopped already.
+            if not self._stopping:
+                self.stop("the server is interrupted")
             raise
         finally:
             self.discard(worker)
