@@ -16,6 +16,20 @@ body, and the log a traceback (the app's write ran into the close).
 :class:`MendedH11Protocol` parses nothing past such a request until the
 response is sent; the connection then closes, the bytes unprocessed.
 
+**HTTP/1.1, an upgrade to h2c whose settings cannot be applied.** A client may
+ask to switch a connection to HTTP/2 with ``Upgrade: h2c`` and its HTTP/2
+settings in the one ``HTTP2-Settings`` header (RFC 7540 §3.2, §3.2.1; RFC
+9113 §3.1 deprecates the upgrade, and a server may ignore it). hypercorn
+switched on any such request without a body: it sent ``101 Switching
+Protocols`` and then had h2 apply the settings, and a value h2 could not
+read (not base64url, a setting out of range, a length not a multiple of six)
+raised from the connection's task, which on hypercorn's Trio worker ends the
+server's nursery: one request stopped the whole process.
+:class:`MendedH11Protocol` takes the upgrade only when there is exactly one
+``HTTP2-Settings`` and h2 applies it (a server MUST NOT upgrade without
+exactly one, RFC 7540 §3.2.1); any other such request is answered over
+HTTP/1.1, as a request that asked for no upgrade.
+
 **HTTP/2.** hypercorn 0.18 keeps, per stream, the stream itself (until its
 response is complete) and a buffer of the response's bytes (until they are
 written). Two moments of an HTTP/2 connection found it wanting:
@@ -44,9 +58,13 @@ written). Two moments of an HTTP/2 connection found it wanting:
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+import h2.config
+import h2.connection
 import h2.events
+import h2.exceptions
 import h11
 import hypercorn.protocol
 from h2.errors import ErrorCodes
@@ -77,14 +95,44 @@ class CloseAwareConnection(h11.Connection):
         return super().next_event()
 
 
+def h2c_settings_usable(request: h11.Request) -> bool:
+    """Whether ``request`` carries exactly one ``HTTP2-Settings``, one h2 can apply: the
+    base64url of a SETTINGS payload (six bytes a setting), each value in range
+    (RFC 7540 §3.2.1, §6.5.1, §6.5.2)."""
+    values = [value for name, value in request.headers if name == b"http2-settings"]
+    if len(values) != 1:
+        return False
+    try:
+        if len(base64.urlsafe_b64decode(values[0])) % 6:
+            return False
+        trial = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        trial.initiate_upgrade_connection(values[0])
+    except (ValueError, h2.exceptions.H2Error):  # binascii.Error is a ValueError
+        return False
+    return True
+
+
+def asks_for_h2c(request: h11.Request) -> bool:
+    """Whether ``request`` asks to upgrade to h2c (read as hypercorn reads it)."""
+    return any(
+        name == b"upgrade" and value.strip().lower() == b"h2c" for name, value in request.headers
+    )
+
+
 class MendedH11Protocol(H11Protocol):
-    """hypercorn's HTTP/1.1 protocol, on a :class:`CloseAwareConnection`."""
+    """hypercorn's HTTP/1.1 protocol, on a :class:`CloseAwareConnection`, which upgrades
+    to h2c only with settings it can apply."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.connection = CloseAwareConnection(
             h11.SERVER, max_incomplete_event_size=self.config.h11_max_incomplete_size
         )
+
+    async def _check_protocol(self, event: h11.Request) -> None:
+        if asks_for_h2c(event) and not h2c_settings_usable(event):
+            return  # served over HTTP/1.1: see the module's docstring
+        await super()._check_protocol(event)
 
 
 class MendedH2Protocol(H2Protocol):

@@ -1,0 +1,83 @@
+"""Requests that ask to leave HTTP/1.1: an upgrade to h2c, or to a WebSocket.
+
+Rules of this file: :func:`~presa_trio.http.serving.serve_http` itself, on a
+free loopback port, in this process (so its whole edge, hypercorn's
+protocols as presa mends them), spoken to in raw HTTP/1.1
+(:class:`H11Client`). Each request goes on a connection of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from functools import partial
+
+import h11
+import pytest
+import trio
+
+from presa_trio.demo import build_server
+from presa_trio.http.serving import serve_http
+from presa_trio.testing import request
+from tests.e2e.raw_http import H11Client, wire_headers
+
+DISCOVER = request("server/discover")
+#: An upgrade's headers but its ``HTTP2-Settings`` (RFC 7540 §3.2).
+H2C = [("upgrade", "h2c"), ("connection", "Upgrade, HTTP2-Settings")]
+#: ``HTTP2-Settings`` that h2 applies: three settings, 18 bytes, no padding.
+GOOD_SETTINGS = "AAMAAABkAAQCAAAAAAIAAAAA"
+
+
+@pytest.fixture
+async def port(nursery: trio.Nursery) -> AsyncIterator[int]:
+    stop = trio.Event()
+    serve = partial(serve_http, build_server(), port=0, shutdown_trigger=stop.wait)
+    urls: list[str] = await nursery.start(serve)
+    yield int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
+    stop.set()
+
+
+async def first_response(
+    port: int, sent: list[tuple[str, str]]
+) -> h11.Response | h11.InformationalResponse:
+    """A GET of ``/mcp`` with ``sent``, on a connection of its own: the first response."""
+    client = await H11Client.connect(port)
+    try:
+        with trio.fail_after(10):
+            await client.send(h11.Request(method="GET", target="/mcp", headers=sent))
+            await client.send(h11.EndOfMessage())
+            response = await client.next_event()
+    finally:
+        await client.aclose()
+    assert isinstance(response, (h11.Response, h11.InformationalResponse))
+    return response
+
+
+async def test_an_upgrade_to_h2c_whose_settings_cannot_be_applied_is_answered_over_http1(
+    port: int,
+) -> None:
+    """RFC 7540 §3.2.1 (a server MUST NOT upgrade unless exactly one ``HTTP2-Settings``
+    is present; its value is the base64url of a SETTINGS payload, §6.5.1, each value in
+    range, §6.5.2) and streamable-http §Earlier Streamable HTTP Revisions (a GET is
+    405): such a request is not upgraded, and is answered 405 over HTTP/1.1; the server
+    serves on, and one with usable settings is still upgraded. (hypercorn sent ``101``
+    and then had h2 apply the settings; a value it could not read raised from the
+    connection's task and ended the whole server.)"""
+    refused = {
+        "not base64url": ["AAMAAABkAAQCAAAAAAIAAAA"],
+        "a window over 2^31-1": ["AAT_____"],
+        "seven bytes": ["AAMAAABkAA=="],
+        "none": [],
+        "two": [GOOD_SETTINGS, GOOD_SETTINGS],
+    }
+    host = [("host", "localhost")]
+    for values in refused.values():
+        settings = [("http2-settings", value) for value in values]
+        assert (await first_response(port, [*host, *H2C, *settings])).status_code == 405
+    upgraded = await first_response(port, [*host, *H2C, ("http2-settings", GOOD_SETTINGS)])
+    assert upgraded.status_code == 101
+    client = await H11Client.connect(port)
+    with trio.fail_after(10):
+        answer = await client.post(json.dumps(DISCOVER).encode(), wire_headers(DISCOVER))
+    await client.aclose()
+    assert answer.status == 200
