@@ -19,7 +19,7 @@ import trio
 from presa_trio.demo import build_server
 from presa_trio.http.serving import serve_http
 from presa_trio.testing import request
-from tests.e2e.raw_http import H11Client, wire_headers
+from tests.e2e.raw_http import H2Client, H11Client, wire_headers
 
 DISCOVER = request("server/discover")
 #: An upgrade's headers but its ``HTTP2-Settings`` (RFC 7540 §3.2).
@@ -81,3 +81,49 @@ async def test_an_upgrade_to_h2c_whose_settings_cannot_be_applied_is_answered_ov
         answer = await client.post(json.dumps(DISCOVER).encode(), wire_headers(DISCOVER))
     await client.aclose()
     assert answer.status == 200
+
+
+#: A WebSocket handshake's headers over HTTP/1.1 (RFC 6455 §4.1).
+WEBSOCKET = [
+    ("upgrade", "websocket"),
+    ("connection", "Upgrade"),
+    ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ("sec-websocket-version", "13"),
+]
+
+
+async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_is(
+    port: int,
+) -> None:
+    """RFC 9110 §7.8 (a server MAY ignore an upgrade) and streamable-http §Earlier
+    Streamable HTTP Revisions (a GET to the endpoint is 405): presa serves no WebSocket,
+    and a request for one, an HTTP/1.1 GET with ``Upgrade: websocket`` (RFC 6455 §4.1)
+    or an HTTP/2 extended CONNECT (RFC 8441 §4), gets what the request gets without it:
+    405 with ``Allow: POST`` at the endpoint, 404 at a path presa does not serve, 200 at
+    ``/healthz``; never a 500. (The app returned without an answer, and hypercorn
+    answered 500.)"""
+    host = [("host", "localhost")]
+    statuses = {}
+    for path in ("/mcp", "/nowhere", "/healthz"):
+        client = await H11Client.connect(port)
+        with trio.fail_after(10):
+            answer = await client.request("GET", path, [*host, *WEBSOCKET])
+        await client.aclose()
+        statuses[path] = answer.status
+        if path == "/mcp":
+            assert answer.headers[b"allow"] == b"POST"
+    h2 = await H2Client.connect(port)
+    with trio.fail_after(10):
+        while not h2.connection.remote_settings.enable_connect_protocol:
+            assert await h2.read()
+        stream_id = h2.connection.get_next_available_stream_id()
+        pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
+        h2.connection.send_headers(
+            stream_id,
+            [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]],
+        )
+        await h2.flush()
+        over_h2 = await h2.answer(stream_id)
+    await h2.aclose()
+    assert statuses == {"/mcp": 405, "/nowhere": 404, "/healthz": 200}
+    assert over_h2.status == 405
