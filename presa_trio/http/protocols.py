@@ -47,6 +47,15 @@ written). Two moments of an HTTP/2 connection found it wanting:
   shutting down.) Such a frame is now dropped: its bytes are acknowledged,
   so the connection's flow-control window does not shrink for good, and a
   stream still open on the client's side is reset with ``NO_ERROR``, once.
+- **A request whose method or target is no ASCII string.** hypercorn reads
+  ``:method`` and ``:path`` as ASCII. A ``:path`` with a byte past ASCII
+  (no URI has one, RFC 3986 §2) raised ``UnicodeDecodeError``, and a CONNECT,
+  which has no ``:path`` (RFC 9113 §8.5), ``UnboundLocalError``, from the
+  connection's task: again the whole server ended. Such a request is now
+  answered 400 with no body, as h11 answers a request line it cannot read
+  over HTTP/1.1 (and as :mod:`presa_trio.http.target` answers a CONNECT), and
+  is never handed to the app (RFC 9113 §8.1.1: a server MAY answer a
+  malformed request before it resets the stream).
 - **The connection lost mid-response.** The app's last ``send`` waits until
   the response's buffer is written out. When the connection ended first,
   hypercorn stopped writing and left the buffers as they were, so that
@@ -135,6 +144,19 @@ class MendedH11Protocol(H11Protocol):
         await super()._check_protocol(event)
 
 
+def readable_request_line(headers: list[Any]) -> bool:
+    """Whether an HTTP/2 request has a ``:method`` and a ``:path`` hypercorn can read:
+    both present, and ASCII (the headers' names and values are bytes: hypercorn
+    has h2 decode none)."""
+    method = path = None
+    for name, value in headers:
+        if name == b":method":
+            method = value
+        elif name == b":path":
+            path = value
+    return method is not None and path is not None and method.isascii() and path.isascii()
+
+
 class MendedH2Protocol(H2Protocol):
     """hypercorn's HTTP/2 protocol; see the module's docstring for what differs."""
 
@@ -153,6 +175,17 @@ class MendedH2Protocol(H2Protocol):
             else:
                 await super()._handle_events([event])
         await self._flush()
+
+    async def _create_stream(self, request: h2.events.RequestReceived) -> None:
+        if readable_request_line(request.headers or []):
+            await super()._create_stream(request)
+            return
+        stream_id = request.stream_id
+        assert stream_id is not None  # a request always names its stream
+        refusal = [(b":status", b"400"), (b"content-length", b"0")]
+        self.connection.send_headers(
+            stream_id, [*refusal, *self.config.response_headers("h2")], end_stream=True
+        )
 
     def drop(self, event: h2.events.DataReceived) -> None:
         """Acknowledge the frame's bytes; reset its stream if the client may send more."""
