@@ -16,6 +16,14 @@ body, and the log a traceback (the app's write ran into the close).
 :class:`MendedH11Protocol` parses nothing past such a request until the
 response is sent; the connection then closes, the bytes unprocessed.
 
+**HTTP/1.1, a request framed twice.** A request with both
+``Transfer-Encoding`` and ``Content-Length`` may be an attempt at request
+smuggling: a server MAY reject it or read it by its Transfer-Encoding
+alone, and either way MUST close the connection after responding (RFC 9112
+§6.1, §6.3, §11.2). h11 read it by its Transfer-Encoding and kept the
+connection for the next request; :class:`CloseAwareConnection` now ends it
+after the response, which says ``Connection: close``.
+
 **HTTP/1.1, an upgrade to h2c whose settings cannot be applied.** A client may
 ask to switch a connection to HTTP/2 with ``Upgrade: h2c`` and its HTTP/2
 settings in the one ``HTTP2-Settings`` header (RFC 7540 §3.2, §3.2.1; RFC
@@ -86,7 +94,8 @@ WRITING = (h11.SEND_RESPONSE, h11.SEND_BODY)
 
 
 class CloseAwareConnection(h11.Connection):
-    """h11's server side, which parses nothing past a request the response closes on."""
+    """h11's server side, which parses nothing past a request the response closes on,
+    and closes on a request framed twice."""
 
     def next_event(self) -> Any:
         """``PAUSED`` while a response that ends the connection is being sent, if the
@@ -101,7 +110,16 @@ class CloseAwareConnection(h11.Connection):
             and self.trailing_data[0]
         ):
             return h11.PAUSED
-        return super().next_event()
+        event = super().next_event()
+        if isinstance(event, h11.Request) and framed_twice(event):
+            self._cstate.process_keep_alive_disabled()  # h11's own way to close after it
+        return event
+
+
+def framed_twice(request: h11.Request) -> bool:
+    """Whether ``request`` has both ``Transfer-Encoding`` and ``Content-Length``."""
+    names = {name for name, _ in request.headers}
+    return b"transfer-encoding" in names and b"content-length" in names
 
 
 def h2c_settings_usable(request: h11.Request) -> bool:
