@@ -40,7 +40,7 @@ HTTP/1.1, as a request that asked for no upgrade.
 
 **HTTP/2.** hypercorn 0.18 keeps, per stream, the stream itself (until its
 response is complete) and a buffer of the response's bytes (until they are
-written). Two moments of an HTTP/2 connection found it wanting:
+written). These moments of an HTTP/2 connection found it wanting:
 
 - **DATA after the response.** A server may send its complete response
   before the client has sent its whole request, and may then reset the
@@ -71,6 +71,13 @@ written). Two moments of an HTTP/2 connection found it wanting:
   tasks stayed until the shutdown grace ran out (the app does not cancel its
   last ``send``: :func:`presa_trio.http.exchange.watch_disconnect`). Every
   buffer is now closed with the connection, which ends those waits.
+- **A stream reset while its response waits for flow control.** The app's
+  last ``send`` also waits while the client's flow-control window holds the
+  response's last bytes back (RFC 9113 §5.2). When the client then reset
+  the stream, hypercorn forgot the stream but kept its buffer, which nothing
+  would write any more: that ``send`` waited, and the request stayed in
+  flight, for as long as the client kept the connection open. A reset
+  stream's buffer is now closed, which ends that wait.
 """
 
 from __future__ import annotations
@@ -191,8 +198,17 @@ class MendedH2Protocol(H2Protocol):
             if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
                 self.drop(event)
             else:
+                if isinstance(event, h2.events.StreamReset):
+                    await self.let_go(event.stream_id)
                 await super()._handle_events([event])
         await self._flush()
+
+    async def let_go(self, stream_id: int | None) -> None:
+        """Drop the unwritten bytes of a stream the client reset: it takes no more of
+        them, and the response's last send, waiting for them to be written, returns."""
+        buffer = self.stream_buffers.get(stream_id) if stream_id is not None else None
+        if buffer is not None:
+            await buffer.close()
 
     async def _create_stream(self, request: h2.events.RequestReceived) -> None:
         if readable_request_line(request.headers or []):

@@ -19,6 +19,7 @@ import h11
 import pytest
 import trio
 from h2.errors import ErrorCodes
+from h2.settings import SettingCodes
 
 from presa_trio.testing import request
 from tests.e2e.peers import TASKS
@@ -127,6 +128,34 @@ async def test_http2_responses_under_way_when_the_connection_drops_all_end(
                 await client.post(DISCOVER)
             await client.aclose()
         await until_none_in_flight(served)
+    assert_no_traceback(served)
+
+
+async def test_http2_streams_reset_while_flow_control_holds_their_answers_end_their_requests(
+    served: ServeProcess,
+) -> None:
+    """streamable-http §Cancellation (closing the stream ends the request) and
+    presa-defined (nothing started for a request outlives it, http/exchange.py): a client
+    whose flow-control window is 0 (RFC 9113 §6.9.2) gets the heads of its answers and
+    none of their bytes; when it resets those streams, their requests end, though the
+    connection stays open, and it serves its next stream. (hypercorn kept a reset
+    stream's unwritten bytes, so the answer's last ``send`` waited on them for as long as
+    the connection lasted.)"""
+    with trio.fail_after(30):
+        client = await H2Client.connect(port_of(served))
+        client.connection.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        streams = [await client.post(DISCOVER) for _ in range(3)]
+        while len(client.statuses) < len(streams):
+            assert await client.read()
+        for stream_id in streams:
+            client.connection.reset_stream(stream_id)
+        await client.flush()
+        await until_none_in_flight(served)
+        client.connection.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: 65535})
+        after = await client.answer(await client.post(DISCOVER))
+        await client.aclose()
+    assert [client.bodies.get(stream_id) for stream_id in streams] == [None] * len(streams)
+    assert after.status == 200
     assert_no_traceback(served)
 
 
