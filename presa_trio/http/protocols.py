@@ -78,6 +78,14 @@ written). These moments of an HTTP/2 connection found it wanting:
   would write any more: that ``send`` waited, and the request stayed in
   flight, for as long as the client kept the connection open. A reset
   stream's buffer is now closed, which ends that wait.
+- **Priority signals.** RFC 9113 §5.3.2 deprecates the priority signals of
+  RFC 7540 (the PRIORITY frame, a HEADERS frame's priority), which were only
+  ever input to a server's choices (RFC 7540 §5.3). hypercorn kept a node of
+  its priority tree for every stream a signal named, opened or not, and let
+  go of none that never opened; the tree holds at most 1000, and the next
+  raised from the connection's task: a client's thousand PRIORITY frames
+  ended the whole server. The signals are now ignored (h2 still checks each
+  frame), and every stream has the same weight.
 """
 
 from __future__ import annotations
@@ -220,6 +228,9 @@ class MendedH2Protocol(H2Protocol):
         self.connection.send_headers(
             stream_id, [*refusal, *self.config.response_headers("h2")], end_stream=True
         )
+
+    async def _priority_updated(self, event: h2.events.PriorityUpdated) -> None:
+        """Ignore the signal: see the module's docstring."""
 
     def drop(self, event: h2.events.DataReceived) -> None:
         """Acknowledge the frame's bytes; reset its stream if the client may send more."""
