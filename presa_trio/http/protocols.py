@@ -1,7 +1,8 @@
 """hypercorn's HTTP/1.1 and HTTP/2 protocols, mended where a client's timing broke them.
 
 :func:`install` has hypercorn run every connection with these protocols
-(HTTP/2 by prior knowledge and by upgrade alike).
+(HTTP/2 by prior knowledge and by upgrade alike), and every request to open
+a WebSocket with :class:`MendedWSStream`.
 
 **HTTP/1.1, bytes after a request answered with ``close``.** A client may
 send its next request before the response to the last has come (RFC 9112
@@ -86,6 +87,17 @@ written). These moments of an HTTP/2 connection found it wanting:
   raised from the connection's task: a client's thousand PRIORITY frames
   ended the whole server. The signals are now ignored (h2 still checks each
   frame), and every stream has the same weight.
+
+**A request to open a WebSocket, with bytes after its head.** presa serves
+no WebSocket: the app answers such a request as the plain request it also
+is (:mod:`presa_trio.http.websocket`), and accepts none. hypercorn's
+WebSocket stream answered 400 itself to any byte that came before a
+WebSocket was accepted, whether or not the app had begun its own answer:
+over HTTP/1.1 (a handshake with a body, or a request pipelined after it,
+sent in one write) the second response raised from the connection's task
+and ended the whole server; over HTTP/2 (an extended CONNECT with DATA) it
+went out as trailers, after a head that promised a body.
+:class:`MendedWSStream` drops those bytes, and the app alone answers.
 """
 
 from __future__ import annotations
@@ -101,8 +113,11 @@ import h11
 import hypercorn.protocol
 from h2.errors import ErrorCodes
 from hypercorn.events import Closed, Event
+from hypercorn.protocol.events import Body, Data
+from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.protocol.ws_stream import WSStream
 
 #: The server's states while it writes a response.
 WRITING = (h11.SEND_RESPONSE, h11.SEND_BODY)
@@ -242,9 +257,22 @@ class MendedH2Protocol(H2Protocol):
             self.connection.reset_stream(stream_id, ErrorCodes.NO_ERROR)
 
 
+class MendedWSStream(WSStream):
+    """hypercorn's WebSocket stream, which drops the bytes that come before a WebSocket
+    is accepted, and leaves the answer to the app (see the module's docstring)."""
+
+    async def handle(self, event: StreamEvent) -> None:
+        if isinstance(event, (Body, Data)) and not self.handshake.accepted:
+            return
+        await super().handle(event)
+
+
 def install() -> None:
     """Have hypercorn make its connections as :class:`MendedH11Protocol` and
-    :class:`MendedH2Protocol`."""
+    :class:`MendedH2Protocol`, and its WebSocket streams as :class:`MendedWSStream`."""
     # The names hypercorn's ProtocolWrapper makes every connection by.
     hypercorn.protocol.H11Protocol = MendedH11Protocol  # type: ignore[attr-defined]
     hypercorn.protocol.H2Protocol = MendedH2Protocol  # type: ignore[attr-defined]
+    # The names hypercorn's protocols make every WebSocket stream by.
+    hypercorn.protocol.h11.WSStream = MendedWSStream  # type: ignore[attr-defined]
+    hypercorn.protocol.h2.WSStream = MendedWSStream  # type: ignore[attr-defined]

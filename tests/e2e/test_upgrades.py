@@ -127,3 +127,43 @@ async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_
     await h2.aclose()
     assert statuses == {"/mcp": 405, "/nowhere": 404, "/healthz": 200}
     assert over_h2.status == 405
+
+
+async def test_bytes_after_a_request_to_open_a_websocket_harm_nothing(port: int) -> None:
+    """RFC 9110 §7.8 (the upgrade is ignored, so what follows the head is the request's
+    body) and RFC 9113 §8.1 (one response a stream): a request to open a WebSocket
+    sent with bytes after its head in one write, over HTTP/1.1 a body and over
+    HTTP/2 an extended CONNECT's DATA, gets one whole answer, the 405 of a request
+    to the endpoint that is no POST, and the server serves on. (hypercorn answered
+    400 to those bytes after the app had answered: over HTTP/1.1 the second response
+    raised from the connection's task and ended the whole server; over HTTP/2 it went
+    out as trailers, after a head that promised a body.)"""
+    body = b"hello"
+    sent = [("host", "localhost"), *WEBSOCKET, ("content-length", str(len(body)))]
+    client = await H11Client.connect(port)
+    data = client.connection.send(h11.Request(method="GET", target="/mcp", headers=sent))
+    with trio.fail_after(10):
+        await client.stream.send_all((data or b"") + body)
+        response = await client.next_event()
+        assert isinstance(response, h11.Response)
+        while not isinstance(await client.next_event(), h11.EndOfMessage):
+            pass
+    await client.aclose()
+    h2 = await H2Client.connect(port)
+    with trio.fail_after(10):
+        while not h2.connection.remote_settings.enable_connect_protocol:
+            assert await h2.read()
+        stream_id = h2.connection.get_next_available_stream_id()
+        pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
+        h2.connection.send_headers(
+            stream_id,
+            [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]],
+        )
+        h2.connection.send_data(stream_id, body)
+        await h2.flush()
+        over_h2 = await h2.answer(stream_id)
+        served = await h2.answer(await h2.post(DISCOVER))
+    await h2.aclose()
+    assert response.status_code == 405
+    assert (over_h2.status, over_h2.body) == (405, b"Only POST is supported")
+    assert served.status == 200
