@@ -55,7 +55,11 @@ written). These moments of an HTTP/2 connection found it wanting:
   DATA that came in the same read as a head hypercorn refused while
   shutting down.) Such a frame is now dropped: its bytes are acknowledged,
   so the connection's flow-control window does not shrink for good, and a
-  stream still open on the client's side is reset with ``NO_ERROR``, once.
+  stream still open on the client's side is reset with ``NO_ERROR``, once,
+  but only after the response has ended (its ``END_STREAM`` sent): the
+  app's part in a stream ends when its last bytes are handed over, before
+  they are written, and a reset then would cut the response short (the
+  client got the head and the body of a 413, and no end).
 - **A request whose method or target is no ASCII string.** hypercorn reads
   ``:method`` and ``:path`` as ASCII. A ``:path`` with a byte past ASCII
   (no URI has one, RFC 3986 §2) raised ``UnicodeDecodeError``, and a CONNECT,
@@ -112,6 +116,7 @@ import h2.exceptions
 import h11
 import hypercorn.protocol
 from h2.errors import ErrorCodes
+from h2.stream import StreamState
 from hypercorn.events import Closed, Event
 from hypercorn.protocol.events import Body, Data
 from hypercorn.protocol.events import Event as StreamEvent
@@ -248,12 +253,13 @@ class MendedH2Protocol(H2Protocol):
         """Ignore the signal: see the module's docstring."""
 
     def drop(self, event: h2.events.DataReceived) -> None:
-        """Acknowledge the frame's bytes; reset its stream if the client may send more."""
+        """Acknowledge the frame's bytes; reset its stream if its response has ended and
+        the client may send more."""
         stream_id = event.stream_id
         assert stream_id is not None  # DATA always names its stream
         self.connection.acknowledge_received_data(event.flow_controlled_length, stream_id)
         stream = self.connection.streams.get(stream_id)
-        if stream is not None and not stream.closed:
+        if stream is not None and stream.state_machine.state is StreamState.HALF_CLOSED_LOCAL:
             self.connection.reset_stream(stream_id, ErrorCodes.NO_ERROR)
 
 

@@ -112,6 +112,29 @@ async def test_an_http2_body_sent_on_after_its_413_harms_nothing(
     assert_no_traceback(served)
 
 
+async def test_an_http2_413_answered_while_the_body_comes_ends_before_any_reset(
+    served: ServeProcess,
+) -> None:
+    """RFC 9113 §8.1 (a server may send a complete response before the whole request,
+    then reset the stream with ``NO_ERROR``; a response is complete with its
+    ``END_STREAM``): a body whose ``content-length`` is over ``--max-body``, sent in
+    small DATA frames with its head, gets the whole 413, ended, and the connection
+    serves on. (The frames that came once the app's part was over reset the stream
+    before the 413's end was written: the client had its head and body, and no end.)"""
+    with trio.fail_after(20):
+        client = await H2Client.connect(port_of(served))
+        big = await client.open(DISCOVER, **{"content-length": str(4 * MAX_BODY)})
+        for _ in range(20):
+            client.connection.send_data(big, b" ")
+        await client.flush()
+        refused = await client.answer(big)
+        after = await client.answer(await client.post(DISCOVER))
+        await client.aclose()
+    assert (refused.status, refused.body) == (413, b"Request body too large")
+    assert after.status == 200
+    assert_no_traceback(served)
+
+
 async def test_http2_responses_under_way_when_the_connection_drops_all_end(
     served: ServeProcess,
 ) -> None:
