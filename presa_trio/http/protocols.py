@@ -1,4 +1,4 @@
-"""hypercorn's HTTP/1.1 and HTTP/2 protocols, mended where a client's timing broke them.
+"""hypercorn's HTTP/1.1 and HTTP/2 protocols, mended where a client's timing or input broke them.
 
 :func:`install` has hypercorn run every connection with these protocols
 (HTTP/2 by prior knowledge and by upgrade alike), and every request to open
