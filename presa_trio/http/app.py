@@ -54,6 +54,7 @@ from presa_trio.http.sse import (
     send_whole,
 )
 from presa_trio.http.target import check_origin_form
+from presa_trio.http.websocket import as_http, http_response_on
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
@@ -148,6 +149,8 @@ class McpApp:
             await self.lifespan(scope, receive, send)
         elif scope["type"] == "http":
             await self.http(scope, receive, send)
+        elif scope["type"] == "websocket":  # served as the request it also is: websocket.py
+            await self.http(as_http(scope), receive, http_response_on(send))
 
     # --- lifespan ----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import h11
 import pytest
 import trio
 from h2.errors import ErrorCodes
+from h2.settings import SettingCodes
 
 from presa_trio.testing import request
 from tests.e2e.peers import TASKS
@@ -111,6 +112,29 @@ async def test_an_http2_body_sent_on_after_its_413_harms_nothing(
     assert_no_traceback(served)
 
 
+async def test_an_http2_413_answered_while_the_body_comes_ends_before_any_reset(
+    served: ServeProcess,
+) -> None:
+    """RFC 9113 §8.1 (a server may send a complete response before the whole request,
+    then reset the stream with ``NO_ERROR``; a response is complete with its
+    ``END_STREAM``): a body whose ``content-length`` is over ``--max-body``, sent in
+    small DATA frames with its head, gets the whole 413, ended, and the connection
+    serves on. (The frames that came once the app's part was over reset the stream
+    before the 413's end was written: the client had its head and body, and no end.)"""
+    with trio.fail_after(20):
+        client = await H2Client.connect(port_of(served))
+        big = await client.open(DISCOVER, **{"content-length": str(4 * MAX_BODY)})
+        for _ in range(20):
+            client.connection.send_data(big, b" ")
+        await client.flush()
+        refused = await client.answer(big)
+        after = await client.answer(await client.post(DISCOVER))
+        await client.aclose()
+    assert (refused.status, refused.body) == (413, b"Request body too large")
+    assert after.status == 200
+    assert_no_traceback(served)
+
+
 async def test_http2_responses_under_way_when_the_connection_drops_all_end(
     served: ServeProcess,
 ) -> None:
@@ -127,6 +151,34 @@ async def test_http2_responses_under_way_when_the_connection_drops_all_end(
                 await client.post(DISCOVER)
             await client.aclose()
         await until_none_in_flight(served)
+    assert_no_traceback(served)
+
+
+async def test_http2_streams_reset_while_flow_control_holds_their_answers_end_their_requests(
+    served: ServeProcess,
+) -> None:
+    """streamable-http §Cancellation (closing the stream ends the request) and
+    presa-defined (nothing started for a request outlives it, http/exchange.py): a client
+    whose flow-control window is 0 (RFC 9113 §6.9.2) gets the heads of its answers and
+    none of their bytes; when it resets those streams, their requests end, though the
+    connection stays open, and it serves its next stream. (hypercorn kept a reset
+    stream's unwritten bytes, so the answer's last ``send`` waited on them for as long as
+    the connection lasted.)"""
+    with trio.fail_after(30):
+        client = await H2Client.connect(port_of(served))
+        client.connection.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        streams = [await client.post(DISCOVER) for _ in range(3)]
+        while len(client.statuses) < len(streams):
+            assert await client.read()
+        for stream_id in streams:
+            client.connection.reset_stream(stream_id)
+        await client.flush()
+        await until_none_in_flight(served)
+        client.connection.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: 65535})
+        after = await client.answer(await client.post(DISCOVER))
+        await client.aclose()
+    assert [client.bodies.get(stream_id) for stream_id in streams] == [None] * len(streams)
+    assert after.status == 200
     assert_no_traceback(served)
 
 

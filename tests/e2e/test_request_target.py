@@ -121,6 +121,35 @@ async def test_over_http2_a_path_that_is_a_uri_is_400(port: int) -> None:
         await client.aclose()
 
 
+async def test_over_http2_a_connect_or_a_path_past_ascii_is_400_and_the_connection_serves_on(
+    port: int,
+) -> None:
+    """RFC 9113 §8.5 (a CONNECT has no ``:path``), RFC 3986 §2 (no URI holds a byte past
+    ASCII) and RFC 9113 §8.1.1 (a server MAY answer a malformed request): either is
+    answered 400, as over HTTP/1.1, and the connection serves its next stream.
+    (hypercorn read every ``:path`` as ASCII and needed one: either request raised
+    from the connection's task, and ended the whole server.)"""
+    client = await H2Client.connect(port)
+    authority = (b":authority", b"localhost")
+    requests = [
+        [(b":method", b"CONNECT"), authority],
+        [(b":method", b"POST"), (b":scheme", b"http"), authority, (b":path", b"/mcp\xff")],
+    ]
+    try:
+        with trio.fail_after(10):
+            refused = []
+            for sent in requests:
+                stream_id = client.connection.get_next_available_stream_id()
+                client.connection.send_headers(stream_id, sent, end_stream=True)
+                await client.flush()
+                refused.append((await client.answer(stream_id)).status)
+            served = await client.post(GREET, **{"mcp-name": "greet"}, authorization="Bearer basic")
+            assert (await client.answer(served)).status == 200
+    finally:
+        await client.aclose()
+    assert refused == [400, 400]
+
+
 @pytest.mark.parametrize(
     ("method", "target"),
     [
