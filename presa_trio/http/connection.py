@@ -18,18 +18,44 @@ and the log had a traceback ("Error in ASGI Framework") for a client that
 had gone. Writes are serialised by that lock, so the only sending a write
 can meet is the close: it is now the connection's end like the others, and
 the response's bytes, which could no longer reach the client, are dropped.
+
+**A failure in one connection.** hypercorn's Trio worker serves each
+connection as a handler of :func:`trio.serve_listeners`, whose nursery holds
+every connection; trio lets a handler's exception propagate from there,
+and hypercorn lets it end the server. So a defect reached by one client's
+bytes (in hypercorn, h11 or h2: :mod:`presa_trio.http.protocols` mends those
+found so far) stopped every connection and the whole process. Failure
+policy of a connection, as trio's documentation of ``serve_listeners``
+advises: an ``Exception`` that escapes it is logged as an incident, with
+its traceback, and ends that connection alone (closed, as at its normal
+end); it never ends the server. Cancellation and Ctrl-C, which are no
+``Exception``, go on as before.
 """
 
 from __future__ import annotations
+
+import logging
 
 import hypercorn.trio.run
 import trio
 from hypercorn.events import Closed, Event
 from hypercorn.trio.tcp_server import TCPServer
 
+from presa_trio.server.faults import report_fault
+
+log = logging.getLogger(__name__)
+
 
 class MendedTCPServer(TCPServer):
-    """hypercorn's Trio connection, whose write that meets its close ends it quietly."""
+    """hypercorn's Trio connection, whose write that meets its close ends it quietly,
+    and whose failure ends it alone."""
+
+    async def run(self) -> None:
+        """Serve the connection; what fails in it ends it alone (see the module)."""
+        try:
+            await super().run()
+        except Exception:
+            report_fault(log, "a connection failed; it is closed, and the server serves on")
 
     async def protocol_send(self, event: Event) -> None:
         try:
