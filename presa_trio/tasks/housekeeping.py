@@ -298,16 +298,20 @@ class Housekeeping:
         """
         task_status.started()
         while True:
-            held = self.supervisor.held()
-            if held:
-                now = self.writer.clock.wall_ms()
-                renewal = self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
-                lost = await self.noting_outage(renewal)
-                for task_id in lost:
-                    worker = self.supervisor.get(task_id)
-                    if worker is not None and worker.generation == held[task_id]:
-                        worker.stop("lease lost")
+            await self.renew_held()
             await trio.sleep(self.lease_ms / 3000)
+
+    async def renew_held(self) -> None:
+        """Extend the leases of this process's workers; stop each whose lease another took."""
+        held = self.supervisor.held()
+        if held:
+            now = self.writer.clock.wall_ms()
+            renewal = self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
+            lost = await self.noting_outage(renewal)
+            for task_id in lost:
+                worker = self.supervisor.get(task_id)
+                if worker is not None and worker.generation == held[task_id]:
+                    worker.stop("lease lost")
 
     async def recover(self, *, task_status: trio.TaskStatus[None]) -> None:
         """On start and every half lease, claim and resume tasks whose lease expired.
@@ -319,11 +323,20 @@ class Housekeeping:
         renew. Their renewal tries again at least every third of a lease
         (:meth:`loops`), so by then each live holder has renewed, and only
         the leases of holders that are gone are claimed.
+
+        Each round renews this process's own leases first
+        (:meth:`renew_held`), so a holder that was merely slow (paused past
+        its lease, its renewals held up) keeps its tasks instead of claiming
+        them from itself: such a claim bumps the generation under a write
+        its worker has on its way, which then meets ``LeaseLost`` and stops
+        the worker, and the task runs again from the top, or, if its tool
+        may not, is written ``failed`` as interrupted.
         """
         task_status.started()
         while True:
             outages = self._outages
             returning = outages != self._outages_at_claim
+            await self.renew_held()
             now = self.writer.clock.wall_ms()
             claim = self.writer.store.claim_expired(
                 self.owner, now, now + self.lease_ms, CLAIM_BATCH, released_only=returning

@@ -389,3 +389,59 @@ async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
             assert finished is Status.WORKING  # the peer's to run now
             assert published == [(Status.WORKING, 0)]
         nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class Sluggish:
+    """One process's way to a store while it is merely slow: its lease renewals, and
+    the write its worker has on its way, wait until let through (a pause, say)."""
+
+    store: MemoryStore
+    renewals: trio.Event = attrs.field(factory=trio.Event)
+    write: trio.Event = attrs.field(factory=trio.Event)
+    # The status message of the write held up.
+    held_message: str = "halfway"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def renew(self, *args: Any) -> set[str]:
+        await self.renewals.wait()
+        return await self.store.renew(*args)
+
+    async def compare_and_set(self, scope: str, task: Task, *args: Any, **kwargs: Any) -> None:
+        if task.message == self.held_message:
+            await self.write.wait()
+        await self.store.compare_and_set(scope, task, *args, **kwargs)
+
+
+async def test_a_holder_slower_than_its_lease_keeps_its_task_rather_than_claiming_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (leases: a task is run again only when its holder is gone;
+    docs/task-stores.md, "Recovery"): a lone process, merely slow, lets its lease lapse
+    (its renewals held up) while a write of its worker is on its way. Its own recovery
+    claims nothing from it: the write goes through under the lease it was made with,
+    and the task completes from its one run, instead of the worker meeting a lease
+    its own process bumped, stopping, and the task being written failed as
+    interrupted (its job cannot run again)."""
+    slow = Sluggish(MemoryStore())
+    runner = TaskRunner(cast(TaskStore, slow), TRIO_CLOCK, lease_ms=1000)
+    runs: list[int] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append(1)
+        await ctx.set_status_message(slow.held_message)
+        return {"content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", job, creator())
+        await trio.sleep(5)  # five leases: the lease lapses, recovery comes round ten times
+        slow.write.set()
+        await wait_all_tasks_blocked()
+        slow.renewals.set()
+        await trio.sleep(5)
+        finished = await runner.get("s", task.task_id)
+        assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
+        nursery.cancel_scope.cancel()
