@@ -16,7 +16,9 @@ unavailable       waits and tries again (:class:`~presa_trio.tasks.backoff.Backo
 refused data      the task is ``failed``: "Could not store <what>: <why>"
 a defect, or      the task is ``failed`` with -32603 and an incident id;
 anything else     the traceback is logged under that id
-lease lost        the worker stops, writing nothing
+lease lost        the worker stops, writing nothing; unless this process
+                  claimed the task back meanwhile (its lease had lapsed) and
+                  the worker adopted that lease: it tries again under it
 task not found    the write is dropped (the task expired meanwhile)
 the task ended    the move is absorbed (a terminal task never changes) and
                   the worker stops
@@ -185,13 +187,16 @@ class StoreWriter:
         backoff = Backoff()
         last_resort = False
         while True:
+            generation = worker.generation
             try:
                 before, after = await self.transition(
-                    worker.scope, worker.task_id, move.apply, worker.generation, worker.latest
+                    worker.scope, worker.task_id, move.apply, generation, worker.latest
                 )
             except TaskNotFound:
                 log.info("task %s is gone; its worker's write is dropped", worker.task_id)
             except LeaseLost:
+                if worker.generation != generation:
+                    continue  # adopted a lease this process claimed meanwhile: still its own
                 log.info("task %s: lease lost; the worker stops without writing", worker.task_id)
                 worker.stop("lease lost")
             except StoreUnavailable as error:

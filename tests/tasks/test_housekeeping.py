@@ -445,3 +445,38 @@ async def test_a_holder_slower_than_its_lease_keeps_its_task_rather_than_claimin
         finished = await runner.get("s", task.task_id)
         assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
         nursery.cancel_scope.cancel()
+
+
+async def test_a_write_on_its_way_when_its_process_claims_the_task_back_goes_through(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (leases: the worker runs on under a lease its own process claimed
+    back, the reactions' LEASE_RECLAIMED): while a write of the worker is on its way,
+    its process claims the task's lapsed lease itself and the worker adopts it. The
+    write, made under the old generation, meets a lease lost to its own process: it
+    is tried again under the adopted one, and the task completes from its one run,
+    instead of the worker stopping, its task left for recovery to run again (or write
+    failed as interrupted) once the adopted lease lapses."""
+    slow = Sluggish(MemoryStore())
+    slow.renewals.set()
+    runner = TaskRunner(cast(TaskStore, slow), TRIO_CLOCK, lease_ms=1000)
+    runs: list[int] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append(1)
+        await ctx.set_status_message(slow.held_message)
+        return {"content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", job, creator())
+        await wait_all_tasks_blocked()  # the status message waits on its way
+        far = TRIO_CLOCK.wall_ms() + 10 * runner.lease_ms  # every lease has lapsed
+        [claimed] = await slow.store.claim_expired(runner.owner, far, far + runner.lease_ms, 10)
+        assert claimed.lease is not None
+        assert claimed.lease.generation == 2
+        slow.write.set()
+        await trio.sleep(5)
+        finished = await runner.get("s", task.task_id)
+        assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
+        nursery.cancel_scope.cancel()
