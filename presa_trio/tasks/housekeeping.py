@@ -231,10 +231,13 @@ class Housekeeping:
                     worker.stop(STOP_REASONS[situation])
                 elif action is Action.ADOPT:
                     # This process claimed its own lapsed lease (it was too slow
-                    # to renew): the worker runs on under the new generation.
+                    # to renew): the worker runs on under the new generation;
+                    # one stopped runs nothing more, and keeps the old one, so
+                    # whatever it still writes as it unwinds is fenced off.
                     assert stored is not None
                     assert stored.lease is not None
-                    worker.generation = stored.lease.generation
+                    if not worker.stopped():
+                        worker.generation = stored.lease.generation
                 else:
                     assert stored is not None
                     worker.see(stored.task)
@@ -365,12 +368,15 @@ class Housekeeping:
         """
         assert stored.lease is not None
         own = self.supervisor.get(stored.task_id)
-        if own is not None:
+        if own is not None and not own.stopped():
             # This process's own worker, too slow to renew: it runs on under
             # the new generation (as the table's ADOPT), adopted here at once
             # so a renewal of the old generation cannot stop it meanwhile.
             own.generation = max(own.generation, stored.lease.generation)
             return
+        # A worker stopped here (its lease was taken, by a peer since gone) may
+        # still be unwinding: it runs nothing more, so the task runs again now,
+        # its new worker taking the old one's place in the table.
         worker = Worker(stored.task_id, stored.scope, stored.lease.generation, stored.task, True)
         revived = None
         if stored.work is not None and stored.work.rerun:

@@ -29,6 +29,7 @@ from presa_trio.tasks.stores.base import (
     StoreRefused,
     StoreUnavailable,
     TaskStore,
+    Work,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.wire.mrtr import ListRoots
@@ -480,3 +481,56 @@ async def test_a_write_on_its_way_when_its_process_claims_the_task_back_goes_thr
         finished = await runner.get("s", task.task_id)
         assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
         nursery.cancel_scope.cancel()
+
+
+async def test_a_task_claimed_back_while_its_stopped_worker_unwinds_runs_again_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (recovery, at least once, and fencing; docs/task-stores.md,
+    "Recovery"): a peer claims the task, so its worker here stops, but the worker's
+    clean-up takes its time; the peer goes away, and this process's recovery claims
+    the task back. The stopped worker runs nothing more, so the task runs again at
+    once, while the old run still unwinds: the claim is not handed to the stopped
+    worker (which would keep renewing a lease it never runs under), and what the old
+    run writes as it unwinds is fenced off, however late."""
+    store = MemoryStore()
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=1000)
+    runs: list[str] = []
+    unwound, finish, stale_written = trio.Event(), trio.Event(), trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append("run")
+        if len(runs) > 1:
+            await finish.wait()
+            return {"content": []}
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await unwound.wait()  # a slow clean-up, which writes as it ends
+                await ctx.set_status_message("stale")
+                stale_written.set()
+        raise AssertionError("not reached")
+
+    revived = (job, creator())
+    runner.revive = lambda work: revived
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        work = Work("slow-clean-up", {}, "2026-07-28", {}, rerun=True)
+        task = await runner.start("s", job, creator(), work)
+        await wait_all_tasks_blocked()
+        later = TRIO_CLOCK.wall_ms() + 5 * runner.lease_ms  # the holder's lease has lapsed
+        [claimed] = await store.claim_expired("peer", later, later + runner.lease_ms, 10)
+        assert claimed.lease is not None
+        await trio.sleep(10)  # the peer's lease lapses too; recovery comes round
+        rerun = list(runs)
+        unwound.set()
+        await stale_written.wait()
+        while_second_runs = await runner.get("s", task.task_id)
+        finish.set()
+        await wait_all_tasks_blocked()
+        finished = await runner.get("s", task.task_id)
+        nursery.cancel_scope.cancel()
+    assert rerun == ["run", "run"]
+    assert while_second_runs.message != "stale"
+    assert (finished.status, finished.message) == (Status.COMPLETED, None)
