@@ -231,10 +231,13 @@ class Housekeeping:
                     worker.stop(STOP_REASONS[situation])
                 elif action is Action.ADOPT:
                     # This process claimed its own lapsed lease (it was too slow
-                    # to renew): the worker runs on under the new generation.
+                    # to renew): the worker runs on under the new generation;
+                    # one stopped runs nothing more, and keeps the old one, so
+                    # whatever it still writes as it unwinds is fenced off.
                     assert stored is not None
                     assert stored.lease is not None
-                    worker.generation = stored.lease.generation
+                    if not worker.stopped():
+                        worker.generation = stored.lease.generation
                 else:
                     assert stored is not None
                     worker.see(stored.task)
@@ -298,16 +301,20 @@ class Housekeeping:
         """
         task_status.started()
         while True:
-            held = self.supervisor.held()
-            if held:
-                now = self.writer.clock.wall_ms()
-                renewal = self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
-                lost = await self.noting_outage(renewal)
-                for task_id in lost:
-                    worker = self.supervisor.get(task_id)
-                    if worker is not None and worker.generation == held[task_id]:
-                        worker.stop("lease lost")
+            await self.renew_held()
             await trio.sleep(self.lease_ms / 3000)
+
+    async def renew_held(self) -> None:
+        """Extend the leases of this process's workers; stop each whose lease another took."""
+        held = self.supervisor.held()
+        if held:
+            now = self.writer.clock.wall_ms()
+            renewal = self.writer.store.renew(self.owner, held, now + self.lease_ms, now)
+            lost = await self.noting_outage(renewal)
+            for task_id in lost:
+                worker = self.supervisor.get(task_id)
+                if worker is not None and worker.generation == held[task_id]:
+                    worker.stop("lease lost")
 
     async def recover(self, *, task_status: trio.TaskStatus[None]) -> None:
         """On start and every half lease, claim and resume tasks whose lease expired.
@@ -319,11 +326,20 @@ class Housekeeping:
         renew. Their renewal tries again at least every third of a lease
         (:meth:`loops`), so by then each live holder has renewed, and only
         the leases of holders that are gone are claimed.
+
+        Each round renews this process's own leases first
+        (:meth:`renew_held`), so a holder that was merely slow (paused past
+        its lease, its renewals held up) keeps its tasks instead of claiming
+        them from itself: such a claim bumps the generation under a write
+        its worker has on its way, which then meets ``LeaseLost`` and stops
+        the worker, and the task runs again from the top, or, if its tool
+        may not, is written ``failed`` as interrupted.
         """
         task_status.started()
         while True:
             outages = self._outages
             returning = outages != self._outages_at_claim
+            await self.renew_held()
             now = self.writer.clock.wall_ms()
             claim = self.writer.store.claim_expired(
                 self.owner, now, now + self.lease_ms, CLAIM_BATCH, released_only=returning
@@ -352,12 +368,15 @@ class Housekeeping:
         """
         assert stored.lease is not None
         own = self.supervisor.get(stored.task_id)
-        if own is not None:
+        if own is not None and not own.stopped():
             # This process's own worker, too slow to renew: it runs on under
             # the new generation (as the table's ADOPT), adopted here at once
             # so a renewal of the old generation cannot stop it meanwhile.
             own.generation = max(own.generation, stored.lease.generation)
             return
+        # A worker stopped here (its lease was taken, by a peer since gone) may
+        # still be unwinding: it runs nothing more, so the task runs again now,
+        # its new worker taking the old one's place in the table.
         worker = Worker(stored.task_id, stored.scope, stored.lease.generation, stored.task, True)
         revived = None
         if stored.work is not None and stored.work.rerun:

@@ -29,6 +29,7 @@ from presa_trio.tasks.stores.base import (
     StoreRefused,
     StoreUnavailable,
     TaskStore,
+    Work,
 )
 from presa_trio.tasks.stores.memory import MemoryStore
 from presa_trio.wire.mrtr import ListRoots
@@ -389,3 +390,147 @@ async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
             assert finished is Status.WORKING  # the peer's to run now
             assert published == [(Status.WORKING, 0)]
         nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class Sluggish:
+    """One process's way to a store while it is merely slow: its lease renewals, and
+    the write its worker has on its way, wait until let through (a pause, say)."""
+
+    store: MemoryStore
+    renewals: trio.Event = attrs.field(factory=trio.Event)
+    write: trio.Event = attrs.field(factory=trio.Event)
+    # The status message of the write held up.
+    held_message: str = "halfway"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def renew(self, *args: Any) -> set[str]:
+        await self.renewals.wait()
+        return await self.store.renew(*args)
+
+    async def compare_and_set(self, scope: str, task: Task, *args: Any, **kwargs: Any) -> None:
+        if task.message == self.held_message:
+            await self.write.wait()
+        await self.store.compare_and_set(scope, task, *args, **kwargs)
+
+
+async def test_a_holder_slower_than_its_lease_keeps_its_task_rather_than_claiming_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (leases: a task is run again only when its holder is gone;
+    docs/task-stores.md, "Recovery"): a lone process, merely slow, lets its lease lapse
+    (its renewals held up) while a write of its worker is on its way. Its own recovery
+    claims nothing from it: the write goes through under the lease it was made with,
+    and the task completes from its one run, instead of the worker meeting a lease
+    its own process bumped, stopping, and the task being written failed as
+    interrupted (its job cannot run again)."""
+    slow = Sluggish(MemoryStore())
+    runner = TaskRunner(cast(TaskStore, slow), TRIO_CLOCK, lease_ms=1000)
+    runs: list[int] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append(1)
+        await ctx.set_status_message(slow.held_message)
+        return {"content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", job, creator())
+        await trio.sleep(5)  # five leases: the lease lapses, recovery comes round ten times
+        slow.write.set()
+        await wait_all_tasks_blocked()
+        slow.renewals.set()
+        await trio.sleep(5)
+        finished = await runner.get("s", task.task_id)
+        assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_write_on_its_way_when_its_process_claims_the_task_back_goes_through(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (leases: the worker runs on under a lease its own process claimed
+    back, the reactions' LEASE_RECLAIMED): while a write of the worker is on its way,
+    its process claims the task's lapsed lease itself and the worker adopts it. The
+    write, made under the old generation, meets a lease lost to its own process: it
+    is tried again under the adopted one, and the task completes from its one run,
+    instead of the worker stopping, its task left for recovery to run again (or write
+    failed as interrupted) once the adopted lease lapses."""
+    slow = Sluggish(MemoryStore())
+    slow.renewals.set()
+    runner = TaskRunner(cast(TaskStore, slow), TRIO_CLOCK, lease_ms=1000)
+    runs: list[int] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append(1)
+        await ctx.set_status_message(slow.held_message)
+        return {"content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", job, creator())
+        await wait_all_tasks_blocked()  # the status message waits on its way
+        far = TRIO_CLOCK.wall_ms() + 10 * runner.lease_ms  # every lease has lapsed
+        [claimed] = await slow.store.claim_expired(runner.owner, far, far + runner.lease_ms, 10)
+        assert claimed.lease is not None
+        assert claimed.lease.generation == 2
+        slow.write.set()
+        await trio.sleep(5)
+        finished = await runner.get("s", task.task_id)
+        assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_task_claimed_back_while_its_stopped_worker_unwinds_runs_again_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (recovery, at least once, and fencing; docs/task-stores.md,
+    "Recovery"): a peer claims the task, so its worker here stops, but the worker's
+    clean-up takes its time; the peer goes away, and this process's recovery claims
+    the task back. The stopped worker runs nothing more, so the task runs again at
+    once, while the old run still unwinds: the claim is not handed to the stopped
+    worker (which would keep renewing a lease it never runs under), and what the old
+    run writes as it unwinds is fenced off, however late."""
+    store = MemoryStore()
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=1000)
+    runs: list[str] = []
+    unwound, finish, stale_written = trio.Event(), trio.Event(), trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append("run")
+        if len(runs) > 1:
+            await finish.wait()
+            return {"content": []}
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await unwound.wait()  # a slow clean-up, which writes as it ends
+                await ctx.set_status_message("stale")
+                stale_written.set()
+        raise AssertionError("not reached")
+
+    revived = (job, creator())
+    runner.revive = lambda work: revived
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        work = Work("slow-clean-up", {}, "2026-07-28", {}, rerun=True)
+        task = await runner.start("s", job, creator(), work)
+        await wait_all_tasks_blocked()
+        later = TRIO_CLOCK.wall_ms() + 5 * runner.lease_ms  # the holder's lease has lapsed
+        [claimed] = await store.claim_expired("peer", later, later + runner.lease_ms, 10)
+        assert claimed.lease is not None
+        await trio.sleep(10)  # the peer's lease lapses too; recovery comes round
+        rerun = list(runs)
+        unwound.set()
+        await stale_written.wait()
+        while_second_runs = await runner.get("s", task.task_id)
+        finish.set()
+        await wait_all_tasks_blocked()
+        finished = await runner.get("s", task.task_id)
+        nursery.cancel_scope.cancel()
+    assert rerun == ["run", "run"]
+    assert while_second_runs.message != "stale"
+    assert (finished.status, finished.message) == (Status.COMPLETED, None)
