@@ -9,13 +9,15 @@ hypercorn's trigger, so the ASGI lifespan ends as in production.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 import httpx
 import pytest
 import trio
 
-from presa_trio.demo import build_app
+from presa_trio.demo import build_app, build_server
 from presa_trio.http.app import McpApp
+from presa_trio.http.serving import serve_http
 from tests.e2e.harness import ServeApp, Served, TaskClient, start
 
 
@@ -24,6 +26,17 @@ async def served(nursery: trio.Nursery) -> AsyncIterator[Served]:
     server, shutdown = await start(build_app(), nursery)
     yield server
     shutdown.set()
+
+
+@pytest.fixture
+async def served_port(nursery: trio.Nursery) -> AsyncIterator[int]:
+    """The port of :func:`~presa_trio.http.serving.serve_http` itself, serving the demo in
+    this process: hypercorn's connections and protocols as presa mends them."""
+    stop = trio.Event()
+    serve = partial(serve_http, build_server(), port=0, shutdown_trigger=stop.wait)
+    urls: list[str] = await nursery.start(serve)
+    yield int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
+    stop.set()
 
 
 @pytest.fixture

@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any
 
 import pytest
 import trio
 from hypercorn.events import RawData
 
-from presa_trio.demo import build_server
 from presa_trio.http.protocols import MendedH11Protocol
-from presa_trio.http.serving import serve_http
 from presa_trio.testing import request
 from tests.e2e.raw_http import H11Client, wire_headers
 
@@ -33,7 +29,8 @@ MARKER = b"/a-defect-in-the-protocol"
 
 
 @pytest.fixture
-async def port(nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[int]:
+def port(served_port: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The server's port; its HTTP/1.1 protocol raises on bytes that carry :data:`MARKER`."""
     handle = MendedH11Protocol.handle
 
     async def failing(self: MendedH11Protocol, event: Any) -> None:
@@ -42,11 +39,7 @@ async def port(nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch) -> AsyncI
         await handle(self, event)
 
     monkeypatch.setattr(MendedH11Protocol, "handle", failing)
-    stop = trio.Event()
-    serve = partial(serve_http, build_server(), port=0, shutdown_trigger=stop.wait)
-    urls: list[str] = await nursery.start(serve)
-    yield int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
-    stop.set()
+    return served_port
 
 
 async def test_a_connection_that_fails_is_closed_and_the_others_are_served(

@@ -11,14 +11,12 @@ a connection left open fails them by hanging-timeout.
 from __future__ import annotations
 
 import json
-from functools import partial
 
 import h11
 import trio
 
 from presa_trio.demo import build_app, build_server
 from presa_trio.http.app import McpApp
-from presa_trio.http.serving import serve_http
 from presa_trio.testing import meta, request
 from tests.e2e.harness import Served, start
 from tests.e2e.raw_http import H11Client, h2_requests, wire_headers
@@ -156,7 +154,7 @@ async def test_a_stalled_request_head_is_closed(nursery: trio.Nursery) -> None:
 
 
 async def test_a_request_framed_twice_is_answered_and_the_connection_closed(
-    nursery: trio.Nursery,
+    served_port: int,
 ) -> None:
     """RFC 9112 §6.1 (a server MUST close the connection after responding to a request
     with both ``Transfer-Encoding`` and ``Content-Length``, since it may be an attempt at
@@ -164,10 +162,7 @@ async def test_a_request_framed_twice_is_answered_and_the_connection_closed(
     and answered, with ``Connection: close``, and the connection is closed. Over
     :func:`~presa_trio.http.serving.serve_http`, whose protocols are presa's. (h11 kept
     the connection for the next request.)"""
-    stop = trio.Event()
-    serve = partial(serve_http, build_server(), port=0, shutdown_trigger=stop.wait)
-    urls: list[str] = await nursery.start(serve)
-    client = await H11Client.connect(int(urls[0].rsplit(":", 1)[1].split("/", 1)[0]))
+    client = await H11Client.connect(served_port)
     framed_twice = [*wire_headers(DISCOVER), ("transfer-encoding", "chunked")]
     with trio.fail_after(5):
         answer = await client.post(json.dumps(DISCOVER).encode(), framed_twice)
@@ -175,4 +170,3 @@ async def test_a_request_framed_twice_is_answered_and_the_connection_closed(
         assert answer.headers[b"connection"] == b"close"
         assert await client.closed_by_server()
     await client.aclose()
-    stop.set()

@@ -7,14 +7,9 @@ them), spoken to in h2c with prior knowledge (:class:`H2Client`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from functools import partial
-
 import pytest
 import trio
 
-from presa_trio.demo import build_server
-from presa_trio.http.serving import serve_http
 from presa_trio.testing import request
 from tests.e2e.raw_http import H2Client
 
@@ -22,12 +17,8 @@ DISCOVER = request("server/discover")
 
 
 @pytest.fixture
-async def port(nursery: trio.Nursery) -> AsyncIterator[int]:
-    stop = trio.Event()
-    serve = partial(serve_http, build_server(), port=0, shutdown_trigger=stop.wait)
-    urls: list[str] = await nursery.start(serve)
-    yield int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
-    stop.set()
+def port(served_port: int) -> int:
+    return served_port
 
 
 async def test_priority_frames_for_two_thousand_streams_leave_the_connection_serving(

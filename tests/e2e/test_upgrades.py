@@ -9,15 +9,11 @@ protocols as presa mends them), spoken to in raw HTTP/1.1
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from functools import partial
 
 import h11
 import pytest
 import trio
 
-from presa_trio.demo import build_server
-from presa_trio.http.serving import serve_http
 from presa_trio.testing import request
 from tests.e2e.raw_http import H2Client, H11Client, wire_headers
 
@@ -29,12 +25,8 @@ GOOD_SETTINGS = "AAMAAABkAAQCAAAAAAIAAAAA"
 
 
 @pytest.fixture
-async def port(nursery: trio.Nursery) -> AsyncIterator[int]:
-    stop = trio.Event()
-    serve = partial(serve_http, build_server(), port=0, shutdown_trigger=stop.wait)
-    urls: list[str] = await nursery.start(serve)
-    yield int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
-    stop.set()
+def port(served_port: int) -> int:
+    return served_port
 
 
 async def first_response(
