@@ -25,9 +25,8 @@ from pathlib import Path
 import pytest
 
 from tests.client.helpers import client
-from tests.docs.test_connecting import nodejs_pin
 from tests.e2e.serve_process import ServeProcess, serving
-from tests.installs import INSTALL_TIMEOUT
+from tests.installs import INSTALL_TIMEOUT, nodejs_pin
 from tests.postgres import free_port
 
 #: The package and version of the server, as ``npx`` would fetch it.
