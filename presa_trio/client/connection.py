@@ -15,15 +15,16 @@ passed to :attr:`Connection.notify`, and every message sent or received to
 A server of another era is told apart as the spec says (streamable-http
 §Backward Compatibility, basic/versioning §Backward Compatibility with
 Initialization-Based Versions): when the first answer is no modern JSON-RPC
-message, or an error such a server gives, and ``server/discover`` has no
-result either (one that has is modern, even if it also serves the
-initialize era), an ``initialize`` probe asks which version it speaks, so
-that the one-line error can say so. Over stdio, where no HTTP status tells
-the era, the first request is always ``server/discover``
-(:meth:`Connection.open`): a server of the ``initialize`` era that would
-serve a ``tools/call`` without its handshake is found before it gets one
-(basic/versioning §Compatibility Matrix: SHOULD; basic/transports/stdio
-§Backward Compatibility).
+message, or an error that is no recognized modern one (whatever its code:
+such servers answer a request before ``initialize`` with one of their
+choosing), and ``server/discover`` has no result either (one that has is
+modern, even if it also serves the initialize era), an ``initialize``
+probe asks which version it speaks, so that the one-line error can say so.
+Over stdio, where no HTTP status tells the era, the first request is always
+``server/discover`` (:meth:`Connection.open`): a server of the ``initialize``
+era that would serve a ``tools/call`` without its handshake is found before
+it gets one (basic/versioning §Compatibility Matrix: SHOULD;
+basic/transports/stdio §Backward Compatibility).
 
 Spec: 2026-07-28 basic/index §_meta, §Statelessness; server/utilities/pagination.
 """
@@ -52,8 +53,6 @@ from presa_trio.client.transport import (
 from presa_trio.wire.envelope import is_request_id
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
@@ -75,10 +74,12 @@ NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 LEGACY_PROBE_VERSION = "2025-11-25"
 #: The request that asks a server its era before any other, over stdio.
 DISCOVER = "server/discover"
-#: Errors only a server of this era sends: one of them to ``server/discover`` says
-#: the server is modern; any other error says it is not (basic/transports/stdio
-#: §Backward Compatibility: not keyed to one code). A tuple, compared by equality: the
-#: code an error carries may be any JSON, a list among them, which no set can hold.
+#: Errors only a server of this era sends: one of them says the server is modern; any
+#: other to the first request may come from a server that is not, whose answer to
+#: ``server/discover`` then tells (basic/transports/stdio §Backward Compatibility: not
+#: keyed to one code; streamable-http §Backward Compatibility: a body that is no
+#: recognized modern error). A tuple, compared by equality: the code an error carries
+#: may be any JSON, a list among them, which no set can hold.
 MODERN_ERRORS = (HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION)
 
 Notify = Callable[[JSONObject], None]
@@ -334,11 +335,7 @@ class Connection:
         first, self._era_known = not self._era_known, True
         discover_failed = isinstance(failure, RequestError) and failure.method == DISCOVER
         suspicious = isinstance(failure, NotModern) or (
-            isinstance(failure, RequestError)
-            and (
-                failure.code in (INVALID_REQUEST, METHOD_NOT_FOUND)
-                or (discover_failed and failure.code not in MODERN_ERRORS)
-            )
+            isinstance(failure, RequestError) and failure.code not in MODERN_ERRORS
         )
         # A server/discover that just failed is not asked again.
         if not (first and suspicious) or (not discover_failed and await self.answers_discover()):

@@ -204,7 +204,14 @@ def is_for_client(message: Any) -> bool:
 
 @attrs.define(eq=False)
 class _HttpReplies:
-    """The body of one POST's response, read message by message."""
+    """The body of one POST's response, read message by message.
+
+    An event whose data is empty carries no message and is passed over, as a
+    comment is: the priming event (an id and an empty ``data``) with which a
+    server of the initialize era opens a stream it can resume (2025-11-25
+    basic/transports §Resumability and Redelivery), such as its answer to the
+    ``initialize`` probe that asks its version.
+    """
 
     where: str
     response: httpx.Response
@@ -230,7 +237,7 @@ class _HttpReplies:
             if self.exchange is not None:
                 self.exchange.add_events(chunk, time.time())
             for item in self._parser.feed(chunk):
-                if isinstance(item, Event):
+                if isinstance(item, Event) and item.data:
                     self._pending.append(self._message(item.data))
         return self._pending.pop(0)
 

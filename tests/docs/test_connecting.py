@@ -22,16 +22,9 @@ import pytest
 import trio
 
 from tests.e2e.serve_process import REPOSITORY, presa_serve
-from tests.installs import INSTALL_TIMEOUT, run
+from tests.installs import INSTALL_TIMEOUT, nodejs_pin, run
 
 PAGE = REPOSITORY / "docs" / "connecting.md"
-
-
-def nodejs_pin() -> str:
-    """Node.js from PyPI, at the pin noxfile.py's conformance session installs."""
-    found = re.search(r'^NODEJS = "(.+)"$', (REPOSITORY / "noxfile.py").read_text(), re.M)
-    assert found is not None, "noxfile.py pins no NODEJS"
-    return found.group(1)
 
 
 def page_block(language: str) -> str:
