@@ -64,6 +64,20 @@ def is_extension_id(value: str) -> bool:
     return _EXTENSION_ID.fullmatch(value) is not None
 
 
+def is_implementation(value: Any) -> bool:
+    """An ``Implementation`` as far as its required members go: an object whose
+    ``name`` and ``version`` are strings (schema ``$defs.Implementation``).
+
+    Its other members are for display only (basic/index §_meta: servers
+    SHOULD NOT act on them), and presa reads none of them.
+    """
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and isinstance(value.get("version"), str)
+    )
+
+
 @attrs.frozen
 class ClientCapabilities:
     """What the client declared on this one request.
@@ -123,7 +137,8 @@ class RequestMeta:
         2026-07-28 lacks, such as a new log level. Under 2026-07-28 an
         optional field is absent or of its type: a ``null`` is no
         ``Implementation``, no log level and no progress token (schema
-        ``$defs.RequestMetaObject``; logging §Error Handling: a value that is
+        ``$defs.RequestMetaObject``: an ``Implementation`` has a string ``name``
+        and ``version``; logging §Error Handling: a value that is
         not a recognized level SHOULD be -32602; progress §Progress Flow:
         a token MUST be a string or an integer).
         """
@@ -141,8 +156,10 @@ class RequestMeta:
         if version not in SUPPORTED_VERSIONS:
             return cls(protocol_version=version, capabilities=ClientCapabilities(capabilities))
         client_info = meta.get(META_CLIENT_INFO)
-        if META_CLIENT_INFO in meta and not isinstance(client_info, dict):
-            raise InvalidParams(f"'{META_CLIENT_INFO}' must be an object")
+        if META_CLIENT_INFO in meta and not is_implementation(client_info):
+            raise InvalidParams(
+                f"'{META_CLIENT_INFO}' must be an object with a string 'name' and 'version'"
+            )
         log_level = meta.get(META_LOG_LEVEL)
         if META_LOG_LEVEL in meta and log_level not in LOG_LEVELS:
             raise InvalidParams(f"Unknown log level: {log_level!r}")

@@ -643,6 +643,27 @@ async def test_incomplete_meta_is_invalid_params_400(
     await assert_still_serving(client)
 
 
+@pytest.mark.parametrize(
+    "client_info",
+    [{}, {"name": "probe"}, {"name": "probe", "version": 2}, None],
+    ids=["empty", "without-version", "version-not-string", "null"],
+)
+async def test_a_client_info_that_is_no_implementation_is_invalid_params_400(
+    client: McpClient, client_info: Any
+) -> None:
+    """Spec-mandated (basic/index §_meta: ``clientInfo`` is an ``Implementation``; schema
+    ``$defs.Implementation`` requires a string ``name`` and ``version``): an optional
+    ``_meta`` field present is of its type, so -32602, 400, the id echoed, as for a
+    malformed log level or progress token. An object without them was served as if it
+    were one."""
+    meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
+    message = discover_with_meta(105, {**meta, META_CLIENT_INFO: client_info})
+    error = error_of(await client.post(message, with_headers(message)), 400, INVALID_PARAMS, 105)
+    assert "clientInfo" in error["message"]
+    served = discover_with_meta(106, {**meta, META_CLIENT_INFO: {"name": "p", "version": "1"}})
+    result_of(await client.post(served, with_headers(served)), 106)
+
+
 #: What a client of the initialize era sends, beside the modern ``_meta`` it never sends.
 LEGACY_INITIALIZE = {
     "protocolVersion": "2025-11-25",

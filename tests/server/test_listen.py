@@ -173,6 +173,26 @@ async def test_resource_updates_arrive_only_for_subscribed_uris(
     assert list_changed["method"] == "notifications/resources/list_changed"
 
 
+async def test_a_subscribed_uri_is_matched_exactly_not_as_a_prefix(
+    client: McpClient, app: McpApp
+) -> None:
+    """presa-defined (spec-notes §68: schema ``$defs.ResourceUpdatedNotificationParams``
+    lets an update name "a sub-resource of the one that the client actually subscribed
+    to", and no page says which URIs are one's sub-resources): an update is delivered
+    only for a URI the filter lists, character for character; one under it, or one that
+    differs only in case, is not."""
+    server = app.dispatcher.server
+    wanted = {"resourceSubscriptions": ["test://template/"]}
+    with trio.fail_after(5):
+        async with client.stream(listen(wanted)) as stream:
+            await stream.next_message()
+            server.notify_resource_updated("test://template/1/data")
+            server.notify_resource_updated("TEST://template/")
+            server.notify_resource_updated("test://template/")
+            updated = await stream.next_message()
+    assert updated["params"]["uri"] == "test://template/"
+
+
 async def test_a_tool_on_a_worker_thread_announces_a_resource_update(
     client: McpClient, app: McpApp
 ) -> None:

@@ -109,6 +109,48 @@ async def test_a_resource_uri_is_a_completion_reference_as_a_template_is() -> No
     assert completion["values"] == ["page=1"]
 
 
+async def test_an_argument_the_prompt_does_not_declare_is_the_handlers_to_judge() -> None:
+    """presa-defined (spec-notes §69: completion §Error Handling makes an invalid prompt
+    name -32602 and says nothing of an argument name the reference does not declare):
+    the handler is asked about any argument name and answers as it sees fit; without a
+    handler, the answer is no values."""
+    server = Server("completing", "1.0.0")
+
+    @server.prompt("greet", description="Greets.")
+    async def greet(ctx: RequestContext, who: str) -> str:
+        return f"Hello, {who}"
+
+    @server.prompt("plain", description="Plain.")
+    async def plain(ctx: RequestContext) -> str:
+        return "plain"
+
+    @server.completion("ref/prompt", "greet")
+    async def complete_greet(
+        ctx: RequestContext, argument: str, value: str, context: dict[str, str]
+    ) -> models.Completion:
+        return models.Completion(values=[] if argument != "who" else [f"{value}bert"])
+
+    async with running(McpApp.for_server(server)) as client:
+        answers = [
+            result_of(await client.call("completion/complete", params))["completion"]["values"]
+            for params in (
+                {
+                    "ref": {"type": "ref/prompt", "name": "greet"},
+                    "argument": {"name": "who", "value": "Al"},
+                },
+                {
+                    "ref": {"type": "ref/prompt", "name": "greet"},
+                    "argument": {"name": "mood", "value": ""},
+                },
+                {
+                    "ref": {"type": "ref/prompt", "name": "plain"},
+                    "argument": {"name": "x", "value": ""},
+                },
+            )
+        ]
+    assert answers == [["Albert"], [], []]
+
+
 #: A completion of a prompt the fixture has, which registers no completion handler for it.
 SIMPLE_PROMPT_ARGUMENT = {
     "ref": {"type": "ref/prompt", "name": "test_simple_prompt"},

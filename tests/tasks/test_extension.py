@@ -821,8 +821,8 @@ async def test_no_nesting_of_the_declaration_the_parser_accepts_fails_a_task_cal
     plain call answers, never an incident from a RecursionError while the
     declaration is copied for the task."""
     body = request("tools/call", {"name": "always", "arguments": {}}, capabilities=DECLARED)
-    body["params"]["_meta"][where] = {**body["params"]["_meta"].get(where, {}), "deep": DEEP}
     body["params"]["_meta"].setdefault(META_CLIENT_INFO, {"name": "c", "version": "1"})
+    body["params"]["_meta"][where] = {**body["params"]["_meta"][where], "deep": DEEP}
     created = 0
     async for depth, response in answers_at_every_depth(client, body):
         assert result_of(response)["resultType"] == "task", (depth, response.json())

@@ -81,6 +81,9 @@ def test_client_info_is_optional() -> None:
         {"io.modelcontextprotocol/logLevel": None},
         {"progressToken": None},
         {"io.modelcontextprotocol/clientInfo": None},
+        {"io.modelcontextprotocol/clientInfo": {}},
+        {"io.modelcontextprotocol/clientInfo": {"name": "me"}},
+        {"io.modelcontextprotocol/clientInfo": {"name": 1, "version": "1.0"}},
     ],
     ids=[
         "log-level-unknown",
@@ -92,6 +95,9 @@ def test_client_info_is_optional() -> None:
         "log-level-null",
         "token-null",
         "info-null",
+        "info-empty",
+        "info-without-version",
+        "info-name-not-string",
     ],
 )
 def test_malformed_optional_meta_is_invalid_params(meta: dict[str, Any]) -> None:
