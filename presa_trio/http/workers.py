@@ -59,6 +59,7 @@ import contextlib
 import importlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -93,6 +94,9 @@ EXIT_USAGE = 2
 EXIT_MARGIN_S = 5.0
 #: The directory of every worker's metric samples (prometheus_client's own variable).
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: The name of a sample file there: its kind of metric (a gauge's with its mode) and
+#: the pid of the process that writes it, as ``prometheus_client.values`` names it.
+SAMPLE_FILE = re.compile(r"(?:counter|histogram|summary|gauge_[a-z]+)_\d+\.db")
 #: The variable the command line reads requestState keys from (``--state-key``).
 STATE_KEY_ENV = "PRESA_STATE_KEY"
 #: The signals that end a server gracefully: a single server drains on them
@@ -157,8 +161,20 @@ def clear_samples(directory: str) -> None:
     run's counts would be added to the new one's, and the gauges of a process
     killed with SIGKILL (never marked dead) would count its streams open for
     ever; prometheus_client asks for the directory to be wiped before each start.
+
+    Only sample files go. Any other ``*.db`` there (a ``sqlite:`` store kept beside
+    them) is refused in one line, and left as it is: every scrape reads each
+    ``*.db`` file of the directory as samples, and fails on one that is not.
     """
-    for path in Path(directory).glob("*.db"):
+    paths = list(Path(directory).glob("*.db"))
+    others = sorted(path.name for path in paths if not SAMPLE_FILE.fullmatch(path.name))
+    if others:
+        raise ServeRefused(
+            f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} holds {others[0]}, which is no "
+            "sample file, and every scrape would read it as one: give the samples a "
+            "directory of their own"
+        )
+    for path in paths:
         path.unlink(missing_ok=True)
 
 

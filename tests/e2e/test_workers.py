@@ -667,6 +667,38 @@ async def test_a_directory_the_operator_gave_starts_empty_of_a_previous_run(
     assert [name for name in stale if (samples / name).exists()] == []
 
 
+@pytest.mark.parametrize(
+    ("workers", "store"),
+    [("1", "sqlite:///{samples}/tasks.db"), ("2", "postgresql://presa@127.0.0.1:1/presa")],
+    ids=["one-process", "workers"],
+)
+async def test_a_directory_the_operator_gave_keeps_every_file_that_is_no_sample(
+    tmp_path: Path, workers: str, store: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): a ``PROMETHEUS_MULTIPROC_DIR``
+    that holds a ``*.db`` file other than prometheus_client's samples (here the
+    server's own ``sqlite:`` store, or another program's file) is refused in one line
+    and exit status 2, from the one process or from the parent before any worker
+    starts, and the file stays: it is not emptied away with the old samples (a scrape
+    would read it as samples, and fail)."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "histogram_1.db").write_bytes(b"")  # an old run's samples
+    others = samples / "tasks.db"
+    if workers == "2":
+        others.write_bytes(b"another program's file")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(samples)}
+    (line,) = await refusal(
+        tmp_path,
+        *("--port", "0", "--metrics", "--workers", workers),
+        *("--store", store.format(samples=samples)),
+        env=env,
+    )
+    assert line.startswith(f"presa-trio: error: --metrics: PROMETHEUS_MULTIPROC_DIR={samples}")
+    assert "tasks.db" in line
+    assert others.exists()
+
+
 async def test_a_killed_worker_s_counts_stay_and_its_streams_are_not_open(
     postgres_url: str,
 ) -> None:
