@@ -144,11 +144,22 @@ def check_store(store: str, total: int) -> None:
 
 def shared_metrics_directory() -> str | None:
     """``PROMETHEUS_MULTIPROC_DIR``, the directory of every process's metric samples, if
-    set; one that names no directory is refused in one line (prometheus_client's own
-    refusal is a traceback)."""
+    set; one that names no directory, or one this process cannot make a file in, is
+    refused in one line (prometheus_client's own refusal is a traceback, and its failure
+    to write there would be read as the bind's: "cannot listen on …")."""
     directory = os.environ.get(MULTIPROCESS_DIR_ENV)
-    if directory is not None and not os.path.isdir(directory):
+    if directory is None:
+        return None
+    if not os.path.isdir(directory):
         raise ServeRefused(f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} names no directory")
+    try:  # a file made and gone, as each process makes its samples' files there
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ServeRefused(
+            f"--metrics: cannot write in {MULTIPROCESS_DIR_ENV}={directory}: {reason}"
+        ) from None
     return directory
 
 

@@ -144,6 +144,27 @@ async def test_a_metrics_directory_that_is_none_is_one_line(
     assert str(missing) in line
 
 
+@pytest.mark.parametrize(
+    ("workers", "store"),
+    [("1", "memory:"), ("2", "postgresql://presa@127.0.0.1:1/presa")],
+    ids=["one-process", "workers"],
+)
+async def test_a_metrics_directory_no_file_can_be_made_in_is_one_line(
+    tmp_path: Path, workers: str, store: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): ``--metrics`` with
+    ``PROMETHEUS_MULTIPROC_DIR`` naming a directory in which no file can be made is one
+    line saying so and exit status 2, from the one process or from the parent before
+    any worker starts: not a worker's, nor a line that blames the port ("cannot listen
+    on …: Permission denied"). ``/proc`` stands for a directory the server's user may
+    not write in: no file can be made there, by root either, as the tests may run."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": "/proc"}
+    (line,) = await refusal(
+        tmp_path, "--port", "0", "--metrics", "--workers", workers, "--store", store, env=env
+    )
+    assert line.startswith("presa-trio: error: --metrics: cannot write in PROMETHEUS_MULTIPROC_DIR")
+
+
 async def test_metrics_without_prometheus_client_is_one_line_from_the_parent(
     tmp_path: Path,
 ) -> None:
