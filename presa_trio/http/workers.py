@@ -39,7 +39,8 @@ per worker slot (:meth:`Workers.keep`):
   signal: each drains (docs/deployment.md, "Draining") within
   ``--drain-delay`` and ``--shutdown-grace``, and the parent closes its
   copy of the socket (:meth:`Workers.release_listener`); a second signal is
-  passed on too, and each worker stops at once; a worker still running
+  passed on too, and each worker stops at once (a first one that comes once a
+  worker's usage error has stopped them, and they drain, asks nothing more); a worker still running
   :func:`stop_bound` seconds after the first signal is killed. A worker
   that a supervisor signals itself as well (systemd's default
   ``KillMode=control-group`` signals every process of the service) counts
@@ -291,11 +292,21 @@ class Workers:
         return self.status
 
     async def stop_on_signals(self, signals: AsyncIterator[int]) -> None:
-        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link."""
+        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link.
+
+        The first asks them to drain, unless they drain already, asked as a worker
+        could not start (:meth:`keep`): then it asks nothing more, since a second
+        request would stop them at once. Each signal after it is passed on.
+        """
+        received = 0
         async for signum in signals:
+            received += 1
             name = signal.Signals(signum).name
-            if self.stopping.is_set():
+            if received > 1:
                 log.warning("%s received again: the workers stop now", name)
+            elif self.stopping.is_set():
+                log.info("%s received: the workers drain already", name)
+                continue
             else:
                 log.info("%s received: draining %d workers", name, len(self.links))
                 self.stop()

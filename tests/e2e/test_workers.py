@@ -26,7 +26,8 @@ import httpx
 import pytest
 import trio
 
-from tests.e2e.harness import PAUSING, call_pause
+from tests.e2e import second_refused_server
+from tests.e2e.harness import PAUSING, call_pause, call_reporting
 from tests.e2e.peers import PATIENCE, Peer, listening
 from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 from tests.postgres import Postgres
@@ -514,6 +515,36 @@ async def test_workers_signalled_by_a_supervisor_as_well_as_by_the_parent_still_
     async with presa_serve(PAUSING, *DRAINING, "--store", postgres_url) as served:
         pids = await worker_pids(served, 2)
         assert await answered_across(served, stop) == 0
+    assert "stopping now" not in served.stderr
+
+
+async def test_a_first_signal_while_the_workers_drain_for_one_that_cannot_start_drains(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a worker that cannot start
+    (status 2 at its first start, here the second one) makes the parent stop every
+    worker, which drains; a first SIGTERM then (an operator's, or a supervisor's
+    stop) asks them to drain, as it would have had nothing stopped them, rather than
+    counting as a second request that stops them at once: a call in flight is
+    still answered, and the parent exits 2."""
+    monkeypatch.setenv(second_refused_server.DIRECTORY_ENV, str(tmp_path))
+    target = "tests.e2e.second_refused_server:make"
+    held: list[dict[str, Any]] = []
+    async with presa_serve(target, *DRAINING, "--store", postgres_url) as served:
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(r"worker 2 started")
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_reporting, http, served.url, "hold", {}, held, running)
+                await running.wait()
+                (tmp_path / "refuse").touch()
+                await served.wait_for_line("worker 2 cannot start")
+                served.process.send_signal(signal.SIGTERM)
+                await served.wait_for_line("SIGTERM received")
+                (tmp_path / "release").touch()
+            status = await served.stopped()
+    assert held[-1]["result"]["content"] == [{"type": "text", "text": "released"}]
+    assert status == 2
     assert "stopping now" not in served.stderr
 
 
