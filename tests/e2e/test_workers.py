@@ -751,6 +751,26 @@ async def test_a_directory_the_operator_gave_keeps_every_file_that_is_no_sample(
     assert others.exists()
 
 
+async def test_a_file_in_the_samples_directory_that_is_none_makes_a_scrape_503_not_500(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): a scrape reads every ``*.db`` file
+    of ``PROMETHEUS_MULTIPROC_DIR`` as samples; one that is none (put there while the
+    server runs, or cut short as its process died) makes the scrape 503 with one line
+    and a warning in the log, not a 500 with a traceback, and the server serves on."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(samples))
+    async with presa_serve("--metrics", *OPTIONS) as served, peer_of(served) as peer:
+        (samples / "counter_1.db").write_bytes(b"no samples here")
+        scraped = await peer.http.get(metrics_url(served))
+        ready = await peer.http.get(served.url.removesuffix("/mcp") + "/readyz")
+    assert (scraped.status_code, scraped.text) == (503, "the metric samples cannot be read\n")
+    assert ready.status_code == 200
+    assert "cannot read the metric samples" in served.stderr
+    assert "Traceback" not in served.stderr
+
+
 async def test_a_killed_worker_s_counts_stay_and_its_streams_are_not_open(
     postgres_url: str,
 ) -> None:
