@@ -144,6 +144,11 @@ MISTAKES = {
         "is not a positive number of streams",
     ),
     "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
+    # A postgresql:// store would fail the creation of every task on it.
+    "more tasks than a store counts": (
+        ["serve", "--task-max-stored", str(2**63), "--transcript", "/no/t"],
+        "--task-max-stored: '9223372036854775808' is not a positive number of tasks (at most",
+    ),
     "more events kept than a store counts": (
         ["serve", "--port", "0", "--task-events", "--task-events-max", str(2**63)],
         "--task-events-max: '9223372036854775808' is not a positive number of events",

@@ -50,7 +50,11 @@ def checked(
 
 port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
 byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
-task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
+#: A task limit is compared in the store with a count of its tasks, a signed 64-bit
+#: integer in every store that counts in SQL (a larger one fails every task's creation).
+task_count = checked(
+    int, lambda n: 0 < n <= MAX_SEQ, f"a positive number of tasks (at most {MAX_SEQ})"
+)
 #: The most ``--workers`` a server may ask for: more than any machine has cores, so
 #: a slip of the keyboard (``--workers 20000``) is refused rather than starting
 #: processes until the host runs out of memory.
