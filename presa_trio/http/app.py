@@ -76,6 +76,8 @@ DEFAULT_READ_TIMEOUT_S = 30.0
 #: Seconds an idle HTTP/1.1 connection is kept open for the client's next request
 #: (hypercorn's own default).
 DEFAULT_KEEP_ALIVE_S = 5.0
+#: The HTTP versions whose rejections say ``Connection: close`` (:meth:`McpApp.reject`).
+CLOSING_VERSIONS = ("1.0", "1.1")
 
 
 def connection_of(scope: HTTPScope) -> Connection:
@@ -226,7 +228,7 @@ class McpApp:
         on this path.
         """
         headers = request_headers(scope)
-        close = scope["http_version"] in ("1.0", "1.1")
+        close = scope["http_version"] in CLOSING_VERSIONS
         caller: Caller | None = None
         try:
             if scope["path"] in HEALTH_PATHS:  # outside MCP's admission rules (health.py)

@@ -90,7 +90,7 @@ from prometheus_client import (
 )
 
 from presa_trio.http.access import _Exchange as Exchange
-from presa_trio.http.app import McpApp
+from presa_trio.http.app import CLOSING_VERSIONS, McpApp
 from presa_trio.http.headers import mcp_headers, request_headers
 from presa_trio.http.health import NO_STORE
 from presa_trio.http.sse import send_whole
@@ -297,7 +297,8 @@ class Metered:
             self.app.policy.check_host_and_origin(request_headers(scope))
             check_read_only(scope["method"])
         except Rejection as rejection:
-            await self.app.reject(send, rejection)
+            closing = scope["http_version"] in CLOSING_VERSIONS
+            await self.app.reject(send, rejection, close=closing)
             return
         # Across workers, collecting reads every worker's sample files: file I/O,
         # so it runs in a worker thread (prometheus_client's registry is thread-safe).
