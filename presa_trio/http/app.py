@@ -44,7 +44,7 @@ from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
 from presa_trio.http.headers import request_headers
-from presa_trio.http.health import HEALTH_PATHS, answer_health
+from presa_trio.http.health import HEALTH_PATHS, Readiness, answer_health
 from presa_trio.http.rate_limit import CallBudget
 from presa_trio.http.sse import (
     ResponseState,
@@ -138,6 +138,8 @@ class McpApp:
     failed: trio.Event = attrs.field(factory=trio.Event, init=False)
     # Set once a shutdown starts: ``/readyz`` answers 503 from then on.
     draining: bool = attrs.field(default=False, init=False)
+    # ``/readyz``'s asking of the extensions, shared by the checks that come together.
+    readiness: Readiness = attrs.field(factory=Readiness, init=False)
 
     @classmethod
     def for_server(cls, server: Server, **options: Any) -> McpApp:
