@@ -60,6 +60,16 @@ MISTAKES = {
     "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),
     "grace": (["serve", "--shutdown-grace", "nan"], "--shutdown-grace: 'nan' is not"),
     "store timeout": (["serve", "--store-timeout", "0"], "--store-timeout: '0' is not a positive"),
+    # Started, a postgresql:// store could not connect (its TCP keepalive's idle time is
+    # the timeout), and no store could make a call whose milliseconds overflow.
+    "a store timeout no store takes": (
+        ["serve", "--store-timeout", "1e308", "--transcript", "/no/t"],
+        "--store-timeout: '1e308' is not a positive number of seconds, at most 32767",
+    ),
+    "a store timeout past TCP keepalive's": (
+        ["stdio", "--store-timeout", "32768", "no_such_module:server"],
+        "--store-timeout: '32768' is not a positive number of seconds, at most 32767",
+    ),
     "lease that rounds to no time": (
         ["serve", "--port", "0", "--task-lease", "0.0001"],
         "--task-lease: '0.0001' is not a lease of 0.1 to 86400 seconds",
@@ -134,6 +144,11 @@ MISTAKES = {
         "is not a positive number of streams",
     ),
     "no events kept": (["serve", "--task-events-max", "0"], "is not a positive number of events"),
+    # A postgresql:// store would fail the creation of every task on it.
+    "more tasks than a store counts": (
+        ["serve", "--task-max-stored", str(2**63), "--transcript", "/no/t"],
+        "--task-max-stored: '9223372036854775808' is not a positive number of tasks (at most",
+    ),
     "more events kept than a store counts": (
         ["serve", "--port", "0", "--task-events", "--task-events-max", str(2**63)],
         "--task-events-max: '9223372036854775808' is not a positive number of events",

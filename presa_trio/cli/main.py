@@ -44,6 +44,7 @@ from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
 from presa_trio.cli.collector import settle_for_serving
 from presa_trio.cli.option_values import (
+    MAX_STORE_TIMEOUT_S,
     UsageError,
     byte_count,
     call_rate,
@@ -54,6 +55,7 @@ from presa_trio.cli.option_values import (
     port_number,
     positive_seconds,
     seconds,
+    store_seconds,
     stream_count,
     worker_count,
 )
@@ -170,12 +172,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--store-timeout",
-        type=positive_seconds,
+        type=store_seconds,
         default=DEFAULT_STORE_TIMEOUT_S,
         metavar="SECONDS",
         help="longest a call to the store may take, waiting included; slower is a "
-        "retryable -32603; also how long a tool's ctx.emit waits out an unavailable store "
-        "(default: %(default)s)",
+        "retryable -32603; also how long a tool's ctx.emit waits out an unavailable store; "
+        f"at most {MAX_STORE_TIMEOUT_S:g} (default: %(default)s)",
     )
     parser.add_argument(
         "--task-lease",

@@ -50,7 +50,11 @@ def checked(
 
 port_number = checked(int, lambda n: 0 <= n <= 65535, "a port number (0-65535)")
 byte_count = checked(int, lambda n: n > 0, "a positive number of bytes")
-task_count = checked(int, lambda n: n > 0, "a positive number of tasks")
+#: A task limit is compared in the store with a count of its tasks, a signed 64-bit
+#: integer in every store that counts in SQL (a larger one fails every task's creation).
+task_count = checked(
+    int, lambda n: 0 < n <= MAX_SEQ, f"a positive number of tasks (at most {MAX_SEQ})"
+)
 #: The most ``--workers`` a server may ask for: more than any machine has cores, so
 #: a slip of the keyboard (``--workers 20000``) is refused rather than starting
 #: processes until the host runs out of memory.
@@ -80,6 +84,16 @@ payload_size = checked(
 stream_count = checked(int, lambda n: n > 0, "a positive number of streams")
 positive_seconds = checked(float, lambda s: 0 < s < float("inf"), "a positive number of seconds")
 seconds = checked(float, lambda s: 0 <= s < float("inf"), "a number of seconds")
+#: The longest ``--store-timeout``, in seconds: the longest idle time before a TCP
+#: keepalive probe that Linux takes (``TCP_KEEPIDLE``), which a ``postgresql://``
+#: store sets to it. Longer, that store cannot connect at all, and a timeout whose
+#: milliseconds overflow a float fails every call of any store.
+MAX_STORE_TIMEOUT_S = 32_767.0
+store_seconds = checked(
+    float,
+    lambda s: 0 < s <= MAX_STORE_TIMEOUT_S,
+    f"a positive number of seconds, at most {MAX_STORE_TIMEOUT_S:g}",
+)
 call_rate = checked(float, is_call_rate, "a positive number of calls a second")
 #: The bounds of ``--task-lease``. Renewal is a store write every third of a
 #: lease and recovery one every half, so a shorter lease (one that rounds to

@@ -2,9 +2,9 @@
 
 :class:`AccessLog` is ASGI middleware around the app. When an exchange ends
 it logs the method and path, ``Mcp-Method`` and ``Mcp-Name`` as sent, the
-status, the response body's size in bytes, the duration, and, when the
-answer is a JSON-RPC error, its code and ``data.incident`` (the id a -32603
-shares with the log record of its cause). Rejections are logged like any
+status, the response body's size in bytes (0 for a HEAD), the duration,
+and, when the answer is a JSON-RPC error, its code and ``data.incident``
+(the id a -32603 shares with the log record of its cause). Rejections are logged like any
 other answer. A text line reads::
 
     POST /mcp status=200 bytes=312 ms=1.4 mcp-method=tools/call mcp-name=greet
@@ -179,10 +179,13 @@ def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
     code, incident = exchange.jsonrpc_error()
     mcp_method, mcp_name = mcp_headers(scope)
     method, path = scope["method"], scope["path"]
+    # A HEAD response has no body: the server leaves out the one the app gives it
+    # (RFC 9110 §9.3.2).
+    sent = 0 if method == "HEAD" else exchange.sent
     head, tail = request_words(method, path, mcp_method, mcp_name)
     tenths = round(seconds * 10_000)  # the duration in milliseconds, to a tenth
     ms = TENTHS_OF_MS[tenths] if tenths < len(TENTHS_OF_MS) else f"{tenths // 10}.{tenths % 10}"
-    line = f"{head} status={exchange.status} bytes={exchange.sent} ms={ms}{tail}"
+    line = f"{head} status={exchange.status} bytes={sent} ms={ms}{tail}"
     if code is not None:
         line += f" jsonrpc-error={text_value(str(code))}"
     if incident is not None:
@@ -193,7 +196,7 @@ def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
         return
     fields: dict[str, object] = {
         "status": exchange.status,
-        "bytes": exchange.sent,
+        "bytes": sent,
         "ms": tenths / 10,
         "mcp_method": mcp_method,
         "mcp_name": mcp_name,

@@ -13,7 +13,9 @@ Content-Type required, no bearer token: a health checker holds none), but
 behind the same Host and Origin checks as the endpoint (DNS rebinding), so a
 checker sends an allowed ``Host``. GET and HEAD are served (405 otherwise). A
 check reads no request body and costs at most one keyed store read, so it can
-be polled every second.
+be polled every second; checks that come while one reads the store share its
+answer (:class:`Readiness`), so however many come at once (anyone who reaches
+the port may send them), the store is read once at a time.
 
 A draining process answers ``/readyz`` with 503 from the moment the shutdown
 starts, for as long as it still accepts (``--drain-delay``), so a load
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import attrs
 import trio
 from hypercorn.typing import ASGISendCallable
 
@@ -52,18 +55,56 @@ class Checked(Protocol):
     def lifetime(self) -> trio.Nursery | None: ...
     @property
     def dispatcher(self) -> Dispatcher: ...
+    @property
+    def readiness(self) -> Readiness: ...
 
 
-async def unready(app: Checked) -> str | None:
-    """Why ``app`` cannot serve tasks now, in one line; ``None`` when it can.
+@attrs.define(eq=False)
+class Asking:
+    """One asking of the extensions: set once it is over, and what they answered."""
 
-    Draining and a stopped server answer without asking anything else; then
-    each extension is asked in turn, and the first reason wins.
-    """
-    if app.draining:
-        return "draining"
-    if app.lifetime is None:
-        return "the server is not running"
+    over: trio.Event = attrs.field(factory=trio.Event)
+    answered: bool = False
+    reason: str | None = None
+
+
+@attrs.define(eq=False)
+class Readiness:
+    """The extensions of one application asked whether they can serve, one asking at a
+    time: a check that comes during an asking waits for its answer."""
+
+    # The asking under way, if any.
+    asking: Asking | None = None
+
+    async def unready(self, app: Checked) -> str | None:
+        """Why ``app`` cannot serve tasks now, in one line; ``None`` when it can.
+
+        Draining and a stopped server answer without asking anything else; then
+        each extension is asked in turn, and the first reason wins. An asking
+        whose checker left (cancelled) answered nothing: a check that waited for
+        it asks again.
+        """
+        if app.draining:
+            return "draining"
+        if app.lifetime is None:
+            return "the server is not running"
+        while self.asking is not None:
+            asking = self.asking
+            await asking.over.wait()
+            if asking.answered:
+                return asking.reason
+        asking = self.asking = Asking()
+        try:
+            asking.reason = await extensions_unready(app)
+            asking.answered = True
+        finally:
+            self.asking = None
+            asking.over.set()
+        return asking.reason
+
+
+async def extensions_unready(app: Checked) -> str | None:
+    """The first reason an extension of ``app`` gives for not serving, if any."""
     for extension in app.dispatcher.server.extensions:
         reason = await extension.unready()
         if reason is not None:
@@ -77,6 +118,6 @@ async def answer_health(app: Checked, path: str, method: str, send: ASGISendCall
     if path == LIVENESS_PATH:
         reason = None if app.lifetime is not None else "the server is not running"
     else:
-        reason = await unready(app)
+        reason = await app.readiness.unready(app)
     status, body = (200, b"ok\n") if reason is None else (503, f"{reason}\n".encode())
     await send_whole(send, status, body, b"text/plain; charset=utf-8", NO_STORE)

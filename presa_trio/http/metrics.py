@@ -67,11 +67,13 @@ files in one directory (``prometheus_client``'s multiprocess mode, the
 directory named by ``PROMETHEUS_MULTIPROC_DIR``, which the parent makes, or
 empties of a previous run's samples: :func:`~presa_trio.http.workers.clear_samples`),
 and ``/metrics`` on any worker sums them all: a scrape through the shared port
-sees the whole server, whichever worker answers it.
+sees the whole server, whichever worker answers it. A ``*.db`` file there that
+holds no samples makes the scrape 503, its error logged.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 import attrs
@@ -88,7 +90,7 @@ from prometheus_client import (
 )
 
 from presa_trio.http.access import _Exchange as Exchange
-from presa_trio.http.app import McpApp
+from presa_trio.http.app import CLOSING_VERSIONS, McpApp
 from presa_trio.http.headers import mcp_headers, request_headers
 from presa_trio.http.health import NO_STORE
 from presa_trio.http.sse import send_whole
@@ -108,6 +110,11 @@ OPERATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 
 OTHER = "other"
 #: The outcome of an exchange that ended with no response sent.
 NO_RESPONSE = "no_response"
+#: A scrape's answer when the samples cannot be read (a file in the directory of every
+#: worker's samples that holds none); why goes to the log, not to whoever scrapes.
+UNREADABLE = b"the metric samples cannot be read\n"
+
+log = logging.getLogger(__name__)
 
 
 @attrs.define(eq=False)
@@ -290,9 +297,15 @@ class Metered:
             self.app.policy.check_host_and_origin(request_headers(scope))
             check_read_only(scope["method"])
         except Rejection as rejection:
-            await self.app.reject(send, rejection)
+            closing = scope["http_version"] in CLOSING_VERSIONS
+            await self.app.reject(send, rejection, close=closing)
             return
         # Across workers, collecting reads every worker's sample files: file I/O,
         # so it runs in a worker thread (prometheus_client's registry is thread-safe).
-        body = await trio.to_thread.run_sync(generate_latest, self.metrics.registry)
+        try:
+            body = await trio.to_thread.run_sync(generate_latest, self.metrics.registry)
+        except Exception as error:  # a *.db file there that holds no samples
+            log.warning("cannot read the metric samples: %s: %s", type(error).__name__, error)
+            await send_whole(send, 503, UNREADABLE, b"text/plain; charset=utf-8", NO_STORE)
+            return
         await send_whole(send, 200, body, CONTENT_TYPE_LATEST.encode(), NO_STORE)

@@ -39,7 +39,8 @@ per worker slot (:meth:`Workers.keep`):
   signal: each drains (docs/deployment.md, "Draining") within
   ``--drain-delay`` and ``--shutdown-grace``, and the parent closes its
   copy of the socket (:meth:`Workers.release_listener`); a second signal is
-  passed on too, and each worker stops at once; a worker still running
+  passed on too, and each worker stops at once (a first one that comes once a
+  worker's usage error has stopped them, and they drain, asks nothing more); a worker still running
   :func:`stop_bound` seconds after the first signal is killed. A worker
   that a supervisor signals itself as well (systemd's default
   ``KillMode=control-group`` signals every process of the service) counts
@@ -59,6 +60,7 @@ import contextlib
 import importlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -93,6 +95,9 @@ EXIT_USAGE = 2
 EXIT_MARGIN_S = 5.0
 #: The directory of every worker's metric samples (prometheus_client's own variable).
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: The name of a sample file there: its kind of metric (a gauge's with its mode) and
+#: the pid of the process that writes it, as ``prometheus_client.values`` names it.
+SAMPLE_FILE = re.compile(r"(?:counter|histogram|summary|gauge_[a-z]+)_\d+\.db")
 #: The variable the command line reads requestState keys from (``--state-key``).
 STATE_KEY_ENV = "PRESA_STATE_KEY"
 #: The signals that end a server gracefully: a single server drains on them
@@ -140,11 +145,22 @@ def check_store(store: str, total: int) -> None:
 
 def shared_metrics_directory() -> str | None:
     """``PROMETHEUS_MULTIPROC_DIR``, the directory of every process's metric samples, if
-    set; one that names no directory is refused in one line (prometheus_client's own
-    refusal is a traceback)."""
+    set; one that names no directory, or one this process cannot make a file in, is
+    refused in one line (prometheus_client's own refusal is a traceback, and its failure
+    to write there would be read as the bind's: "cannot listen on …")."""
     directory = os.environ.get(MULTIPROCESS_DIR_ENV)
-    if directory is not None and not os.path.isdir(directory):
+    if directory is None:
+        return None
+    if not os.path.isdir(directory):
         raise ServeRefused(f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} names no directory")
+    try:  # a file made and gone, as each process makes its samples' files there
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ServeRefused(
+            f"--metrics: cannot write in {MULTIPROCESS_DIR_ENV}={directory}: {reason}"
+        ) from None
     return directory
 
 
@@ -157,8 +173,20 @@ def clear_samples(directory: str) -> None:
     run's counts would be added to the new one's, and the gauges of a process
     killed with SIGKILL (never marked dead) would count its streams open for
     ever; prometheus_client asks for the directory to be wiped before each start.
+
+    Only sample files go. Any other ``*.db`` there (a ``sqlite:`` store kept beside
+    them) is refused in one line, and left as it is: every scrape reads each
+    ``*.db`` file of the directory as samples, and fails on one that is not.
     """
-    for path in Path(directory).glob("*.db"):
+    paths = list(Path(directory).glob("*.db"))
+    others = sorted(path.name for path in paths if not SAMPLE_FILE.fullmatch(path.name))
+    if others:
+        raise ServeRefused(
+            f"--metrics: {MULTIPROCESS_DIR_ENV}={directory} holds {others[0]}, which is no "
+            "sample file, and every scrape would read it as one: give the samples a "
+            "directory of their own"
+        )
+    for path in paths:
         path.unlink(missing_ok=True)
 
 
@@ -264,11 +292,21 @@ class Workers:
         return self.status
 
     async def stop_on_signals(self, signals: AsyncIterator[int]) -> None:
-        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link."""
+        """Pass each of :data:`SHUTDOWN_SIGNALS` on to every worker, over its link.
+
+        The first asks them to drain, unless they drain already, asked as a worker
+        could not start (:meth:`keep`): then it asks nothing more, since a second
+        request would stop them at once. Each signal after it is passed on.
+        """
+        received = 0
         async for signum in signals:
+            received += 1
             name = signal.Signals(signum).name
-            if self.stopping.is_set():
+            if received > 1:
                 log.warning("%s received again: the workers stop now", name)
+            elif self.stopping.is_set():
+                log.info("%s received: the workers drain already", name)
+                continue
             else:
                 log.info("%s received: draining %d workers", name, len(self.links))
                 self.stop()

@@ -13,7 +13,10 @@ import pytest
 from presa_trio.cli.main import parse_args
 from presa_trio.http.workers import stop_bound
 from presa_trio.tasks.stores import url_passwords
+from presa_trio.tasks.stores.postgres.database import Database
 from tests.systemd_unit import UNIT, exec_start, service_settings
+
+DEPLOYMENT = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
 
 #: Where the unit expects presa installed.
 INSTALLED = "/opt/presa/venv/bin/presa-trio"
@@ -45,6 +48,18 @@ def test_no_secret_is_in_the_unit_s_command_line() -> None:
     assert url_passwords(args.store) == []
     assert args.state_key == []
     assert service_settings()["EnvironmentFile"].endswith(".env")
+
+
+def test_the_page_gives_the_postgresql_connections_each_worker_holds() -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): the connections to
+    PostgreSQL each worker holds, which ``--workers N`` multiplies past a default
+    ``max_connections`` on a host with many cores, are the number the store opens: its
+    two lanes, and the one that listens."""
+    database = Database("postgresql://presa@localhost/presa")
+    held = database.request_connections + database.background_connections + 1
+    page = " ".join(DEPLOYMENT.read_text().split())
+    assert f"Each worker holds {held} connections" in page
+    assert f"holds {held} × N" in page
 
 
 def test_systemd_verifies_the_unit(tmp_path: Path) -> None:

@@ -137,9 +137,22 @@ async def call_pause(
 ) -> None:
     """``pause`` with a progress token; every event kept, ``running`` set at the first;
     a dropped stream just ends."""
+    await call_reporting(http, url, "pause", {"seconds": seconds}, events, running)
+
+
+async def call_reporting(
+    http: httpx.AsyncClient,
+    url: str,
+    tool: str,
+    arguments: dict[str, Any],
+    events: list[dict[str, Any]],
+    running: trio.Event,
+) -> None:
+    """``tool``, which reports progress first, called with a progress token; every event
+    kept, ``running`` set at the first; a dropped stream just ends."""
     message = request(
         "tools/call",
-        {"name": "pause", "arguments": {"seconds": seconds}, "_meta": meta(progressToken="p")},
+        {"name": tool, "arguments": arguments, "_meta": meta(progressToken="p")},
         request_id=8,
     )
     try:

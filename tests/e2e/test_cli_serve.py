@@ -68,6 +68,23 @@ async def test_each_request_gets_one_access_line_rejections_included() -> None:
     assert "status=403" in access[2]
 
 
+async def test_a_head_request_s_line_counts_no_body_bytes() -> None:
+    """presa-defined (logs; RFC 9110 §9.3.2): a HEAD request, as a load balancer's health
+    check sends it, gets GET's status and no body, and its access line counts the bytes
+    sent in the body: none, where GET's line counts GET's."""
+    async with presa_serve() as served:
+        base = served.url.removesuffix("/mcp")
+        with trio.fail_after(10):
+            async with httpx.AsyncClient(timeout=5) as http:
+                head = await http.head(f"{base}/readyz")
+                get = await http.get(f"{base}/readyz")
+            await served.wait_for_line("GET /readyz status=200")
+    assert (head.status_code, head.content) == (200, b"")
+    access = [line for line in served.lines if "presa_trio.access" in line]
+    assert "HEAD /readyz status=200 bytes=0 " in access[0]
+    assert f"GET /readyz status=200 bytes={len(get.content)} " in access[1]
+
+
 async def test_json_lines_carry_the_access_fields() -> None:
     """presa-defined (``--log-format json``): every stderr line is one JSON object; the
     access record has its fields by name."""

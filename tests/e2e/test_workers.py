@@ -26,7 +26,8 @@ import httpx
 import pytest
 import trio
 
-from tests.e2e.harness import PAUSING, call_pause
+from tests.e2e import second_refused_server
+from tests.e2e.harness import PAUSING, call_pause, call_reporting
 from tests.e2e.peers import PATIENCE, Peer, listening
 from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 from tests.postgres import Postgres
@@ -142,6 +143,27 @@ async def test_a_metrics_directory_that_is_none_is_one_line(
     )
     assert line.startswith("presa-trio: error: --metrics: PROMETHEUS_MULTIPROC_DIR")
     assert str(missing) in line
+
+
+@pytest.mark.parametrize(
+    ("workers", "store"),
+    [("1", "memory:"), ("2", "postgresql://presa@127.0.0.1:1/presa")],
+    ids=["one-process", "workers"],
+)
+async def test_a_metrics_directory_no_file_can_be_made_in_is_one_line(
+    tmp_path: Path, workers: str, store: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): ``--metrics`` with
+    ``PROMETHEUS_MULTIPROC_DIR`` naming a directory in which no file can be made is one
+    line saying so and exit status 2, from the one process or from the parent before
+    any worker starts: not a worker's, nor a line that blames the port ("cannot listen
+    on …: Permission denied"). ``/proc`` stands for a directory the server's user may
+    not write in: no file can be made there, by root either, as the tests may run."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": "/proc"}
+    (line,) = await refusal(
+        tmp_path, "--port", "0", "--metrics", "--workers", workers, "--store", store, env=env
+    )
+    assert line.startswith("presa-trio: error: --metrics: cannot write in PROMETHEUS_MULTIPROC_DIR")
 
 
 async def test_metrics_without_prometheus_client_is_one_line_from_the_parent(
@@ -496,6 +518,36 @@ async def test_workers_signalled_by_a_supervisor_as_well_as_by_the_parent_still_
     assert "stopping now" not in served.stderr
 
 
+async def test_a_first_signal_while_the_workers_drain_for_one_that_cannot_start_drains(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "Many processes"): a worker that cannot start
+    (status 2 at its first start, here the second one) makes the parent stop every
+    worker, which drains; a first SIGTERM then (an operator's, or a supervisor's
+    stop) asks them to drain, as it would have had nothing stopped them, rather than
+    counting as a second request that stops them at once: a call in flight is
+    still answered, and the parent exits 2."""
+    monkeypatch.setenv(second_refused_server.DIRECTORY_ENV, str(tmp_path))
+    target = "tests.e2e.second_refused_server:make"
+    held: list[dict[str, Any]] = []
+    async with presa_serve(target, *DRAINING, "--store", postgres_url) as served:
+        with trio.fail_after(PATIENCE):
+            await served.wait_for_line(r"worker 2 started")
+            async with httpx.AsyncClient(timeout=PATIENCE) as http, trio.open_nursery() as nursery:
+                running = trio.Event()
+                nursery.start_soon(call_reporting, http, served.url, "hold", {}, held, running)
+                await running.wait()
+                (tmp_path / "refuse").touch()
+                await served.wait_for_line("worker 2 cannot start")
+                served.process.send_signal(signal.SIGTERM)
+                await served.wait_for_line("SIGTERM received")
+                (tmp_path / "release").touch()
+            status = await served.stopped()
+    assert held[-1]["result"]["content"] == [{"type": "text", "text": "released"}]
+    assert status == 2
+    assert "stopping now" not in served.stderr
+
+
 async def test_workers_whose_parent_is_killed_drain_and_exit(postgres_url: str) -> None:
     """presa-defined (docs/deployment.md, "Many processes"): a parent killed with
     SIGKILL cannot stop its workers, but each sees the link to it close, drains
@@ -665,6 +717,58 @@ async def test_a_directory_the_operator_gave_starts_empty_of_a_previous_run(
         text = (await peer.http.get(served.url.removesuffix("/mcp") + "/metrics")).text
     assert sum_of(text, 'mcp_method_name="tools/call"') == 0
     assert [name for name in stale if (samples / name).exists()] == []
+
+
+@pytest.mark.parametrize(
+    ("workers", "store"),
+    [("1", "sqlite:///{samples}/tasks.db"), ("2", "postgresql://presa@127.0.0.1:1/presa")],
+    ids=["one-process", "workers"],
+)
+async def test_a_directory_the_operator_gave_keeps_every_file_that_is_no_sample(
+    tmp_path: Path, workers: str, store: str
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): a ``PROMETHEUS_MULTIPROC_DIR``
+    that holds a ``*.db`` file other than prometheus_client's samples (here the
+    server's own ``sqlite:`` store, or another program's file) is refused in one line
+    and exit status 2, from the one process or from the parent before any worker
+    starts, and the file stays: it is not emptied away with the old samples (a scrape
+    would read it as samples, and fail)."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "histogram_1.db").write_bytes(b"")  # an old run's samples
+    others = samples / "tasks.db"
+    if workers == "2":
+        others.write_bytes(b"another program's file")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(samples)}
+    (line,) = await refusal(
+        tmp_path,
+        *("--port", "0", "--metrics", "--workers", workers),
+        *("--store", store.format(samples=samples)),
+        env=env,
+    )
+    assert line.startswith(f"presa-trio: error: --metrics: PROMETHEUS_MULTIPROC_DIR={samples}")
+    assert "tasks.db" in line
+    assert others.exists()
+
+
+async def test_a_file_in_the_samples_directory_that_is_none_makes_a_scrape_503_not_500(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "Metrics"): a scrape reads every ``*.db`` file
+    of ``PROMETHEUS_MULTIPROC_DIR`` as samples; one that is none (put there while the
+    server runs, or cut short as its process died) makes the scrape 503 with one line
+    and a warning in the log, not a 500 with a traceback, and the server serves on."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(samples))
+    async with presa_serve("--metrics", *OPTIONS) as served, peer_of(served) as peer:
+        (samples / "counter_1.db").write_bytes(b"no samples here")
+        scraped = await peer.http.get(metrics_url(served))
+        ready = await peer.http.get(served.url.removesuffix("/mcp") + "/readyz")
+    assert (scraped.status_code, scraped.text) == (503, "the metric samples cannot be read\n")
+    assert ready.status_code == 200
+    assert "cannot read the metric samples" in served.stderr
+    assert "Traceback" not in served.stderr
 
 
 async def test_a_killed_worker_s_counts_stay_and_its_streams_are_not_open(

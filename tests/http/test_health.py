@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
@@ -134,3 +136,68 @@ async def test_an_unready_store_is_named_by_its_failure_s_class_and_its_message_
     }
     (logged,) = [r.getMessage() for r in caplog.records if "not ready" in r.getMessage()]
     assert '"db.internal" (10.0.0.7), port 5432' in logged
+
+
+class HeldReads(MemoryStore):
+    """A store whose readiness reads are counted, and held until the test lets them go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probes = 0
+        self.go_on = trio.Event()
+
+    async def read(self, task_id: str) -> StoredTask | None:
+        if task_id == READINESS_PROBE_ID:
+            self.probes += 1
+            await self.go_on.wait()
+        return await super().read(task_id)
+
+
+async def test_checks_that_come_together_read_the_store_once() -> None:
+    """``/readyz`` answers anyone who reaches the port, with no token: checks that come
+    while one reads the store wait for its answer rather than each reading the store,
+    so a flood of them holds at most one of the store's connections, and the calls of
+    the clients that hold a token are not queued behind them."""
+    store = HeldReads()
+    answers: list[Response] = []
+    async with running(McpApp.for_server(build_server(store=store))) as client:
+
+        async def check() -> None:
+            answers.append(await get(client, "/readyz"))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(check)
+            await wait_all_tasks_blocked()
+            store.go_on.set()
+        answers.append(await get(client, "/readyz"))  # a check after those reads again
+    assert [(answer.status, answer.body) for answer in answers] == [(200, b"ok\n")] * 6
+    assert store.probes == 2
+
+
+async def test_a_check_waiting_for_one_whose_checker_left_reads_the_store_itself() -> None:
+    """A check that waits for another whose checker left before the store answered (its
+    request cancelled) reads the store itself, rather than take that unfinished reading
+    for an answer."""
+    store = HeldReads()
+    answers: list[Response] = []
+    async with running(McpApp.for_server(build_server(store=store))) as client:
+        leaving = trio.CancelScope()
+
+        async def leave() -> None:
+            with leaving:
+                await get(client, "/readyz")
+
+        async def check() -> None:
+            answers.append(await get(client, "/readyz"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(leave)
+            await wait_all_tasks_blocked()
+            nursery.start_soon(check)
+            await wait_all_tasks_blocked()
+            leaving.cancel()
+            await wait_all_tasks_blocked()
+            store.go_on.set()
+    assert [(answer.status, answer.body) for answer in answers] == [(200, b"ok\n")]
+    assert store.probes == 2

@@ -187,6 +187,20 @@ async def test_the_scrape_keeps_the_dns_rebinding_checks(metered: McpClient) -> 
     assert (foreign.status, posted.status, head.status) == (421, 405, 200)
 
 
+async def test_a_refused_scrape_closes_its_connection(metered: McpClient) -> None:
+    """presa-defined (RFC 9112 §9.6), as every rejection at the endpoint: a scrape
+    refused before its body is read (a POST, a foreign Host) says ``Connection: close``
+    over HTTP/1.1, so that no client sends its next request on a connection the unread
+    body leaves unable to carry it (the server drops it unanswered)."""
+    foreign = await metered.post(b"", {"host": "evil.example"}, method="GET", path="/metrics")
+    posted = await metered.post(b"{}", HOST, path="/metrics")
+    assert (foreign.status, posted.status) == (421, 405)
+    assert (foreign.headers.get("connection"), posted.headers.get("connection")) == (
+        "close",
+        "close",
+    )
+
+
 async def test_each_status_written_is_counted(metered: McpClient) -> None:
     """``presa_task_statuses_total`` counts the statuses this process wrote: a task
     that completed, and one cancelled."""
