@@ -43,6 +43,7 @@ import trio
 from presa_trio import __version__, logs
 from presa_trio.auth.options import add_auth_arguments, auth_requested, guard_from_args
 from presa_trio.cli.collector import settle_for_serving
+from presa_trio.cli.open_files import raise_open_files_limit
 from presa_trio.cli.option_values import (
     MAX_STORE_TIMEOUT_S,
     UsageError,
@@ -400,6 +401,7 @@ def check_writable(path: Path) -> None:
 def serve(args: argparse.Namespace, server: Server) -> None:
     if args.transcript is not None:
         check_writable(args.transcript)
+    raise_open_files_limit()
     use_limits(server, args)
     auth = None
     if auth_requested(args):

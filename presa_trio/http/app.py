@@ -58,7 +58,7 @@ from presa_trio.http.websocket import as_http, http_response_on
 from presa_trio.server import Connection, Dispatcher, Server
 from presa_trio.server.dispatch import encode_error
 from presa_trio.server.faults import report_lifetime_failure
-from presa_trio.server.open_streams import LONG_LIVED
+from presa_trio.server.open_streams import LONG_LIVED, MAX_LONG_LIVED_BODY
 from presa_trio.wire import envelope
 from presa_trio.wire.admission import AdmittedRequest, Refused, admit
 from presa_trio.wire.errors import RETRY_AFTER_S, McpError
@@ -297,8 +297,20 @@ class McpApp:
         check_read_only(method)
         await send_json(send, 200, auth.metadata_json())
 
+    def body_limit(self, headers: Headers) -> int:
+        """``max_body``; for a request whose ``Mcp-Method`` names a long-lived method (a
+        listen, a task stream), at most :data:`~presa_trio.server.open_streams.MAX_LONG_LIVED_BODY`.
+
+        A body whose method is not the header's is -32020 once read (rung 9),
+        so no long-lived request is admitted with the larger limit.
+        """
+        if headers.get("mcp-method") in LONG_LIVED:
+            return min(self.max_body, MAX_LONG_LIVED_BODY)
+        return self.max_body
+
     async def read_body(self, headers: Headers, receive: ASGIReceiveCallable) -> bytes:
-        """Rung 6: read at most ``max_body`` bytes; :meth:`http` bounds the time it takes.
+        """Rung 6: read at most :meth:`body_limit` bytes; :meth:`http` bounds the time
+        it takes.
 
         More is 413, unread. A body not complete ``read_timeout`` after the
         exchange began is given up on and answered 408 (RFC 9110
@@ -307,13 +319,14 @@ class McpApp:
         not do: it also ends every response the client waits for in silence,
         a listen stream or a long tool call.)
         """
+        limit = self.body_limit(headers)
         declared = headers.get("content-length")
         # ASCII digits only: ``str.isdigit`` also admits latin-1's superscripts.
         if (
             declared is not None
             and declared.isascii()
             and declared.isdigit()
-            and int(declared) > self.max_body
+            and int(declared) > limit
         ):
             raise Rejection(413, "Request body too large")
         chunks: list[bytes] = []
@@ -324,7 +337,7 @@ class McpApp:
                 raise Rejection(400, "Client went away")
             chunk = event.get("body", b"")
             size += len(chunk)
-            if size > self.max_body:
+            if size > limit:
                 raise Rejection(413, "Request body too large")
             chunks.append(chunk)
             if not event.get("more_body", False):

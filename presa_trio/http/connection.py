@@ -1,4 +1,5 @@
-"""hypercorn's Trio connection, mended where two of its tasks closing and writing met.
+"""hypercorn's Trio connection, mended where two of its tasks closing and writing met,
+and where a client that reads nothing held the shutdown.
 
 :func:`install` has hypercorn's Trio worker serve every connection with
 :class:`MendedTCPServer`.
@@ -30,6 +31,18 @@ advises: an ``Exception`` that escapes it is logged as an incident, with
 its traceback, and ends that connection alone (closed, as at its normal
 end); it never ends the server. Cancellation and Ctrl-C, which are no
 ``Exception``, go on as before.
+
+**A client that reads nothing, at the shutdown.** hypercorn writes a
+response's bytes shielded from cancellation, so that no write is left half
+done. A client that stops reading its response (a large one, or a stream)
+fills the socket's buffers, and that write waits until it reads again. Once
+the shutdown's grace ran out, hypercorn cancelled the connection, but the
+connection closes its socket only after its requests have ended, and the
+shielded write waited for ever: the process never exited, whatever
+``--shutdown-grace`` said. A connection cancelled now closes its socket at
+once, which ends the write (the client gets a response cut short, as any
+request still running at the end of the grace does), so the shutdown ends
+within its grace.
 """
 
 from __future__ import annotations
@@ -51,11 +64,28 @@ class MendedTCPServer(TCPServer):
     and whose failure ends it alone."""
 
     async def run(self) -> None:
-        """Serve the connection; what fails in it ends it alone (see the module)."""
+        """Serve the connection; what fails in it ends it alone, and its cancellation
+        closes its socket at once (see the module).
+
+        Failure policy of the nursery: it holds the connection and its closer;
+        the connection's end cancels the closer, and the closer raises nothing
+        but the cancellation.
+        """
         try:
-            await super().run()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.close_when_cancelled)
+                await super().run()
+                nursery.cancel_scope.cancel(reason="connection over")
         except Exception:
             report_fault(log, "a connection failed; it is closed, and the server serves on")
+
+    async def close_when_cancelled(self) -> None:
+        """Close the socket once cancelled: a write waiting on a client that reads
+        nothing ends then (by the connection's own end, the socket is closed already)."""
+        try:
+            await trio.sleep_forever()
+        finally:
+            await trio.aclose_forcefully(self.stream)
 
     async def protocol_send(self, event: Event) -> None:
         try:

@@ -30,6 +30,14 @@ from presa_trio.wire.errors import OverCapacity
 #: over HTTP, let go before the next line over stdio, ended at end of input.
 LONG_LIVED = frozenset({"subscriptions/listen", "tasks/stream"})
 
+#: Largest body of a long-lived request over HTTP, in bytes (presa's bound; a
+#: smaller ``--max-body`` wins). A stream holds its request, parsed, as long as
+#: it is open, at several times the body's size, and a client may hold
+#: ``--listen-max-streams-per-client`` of them: with ``--max-body`` alone one
+#: client could pin thousands of times that. A filter presa honours in full
+#: (100 task ids of 256 bytes, and room for many resource URIs) fits well within.
+MAX_LONG_LIVED_BODY = 64 * 1024
+
 #: ``data.reason`` of a stream refused by a limit on open streams: presa's, a
 #: name the Tasks event stream proposal could adopt beside ``events_gone``
 #: (spec-notes §50).

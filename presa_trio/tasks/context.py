@@ -173,6 +173,10 @@ async def ask(ctx: RequestContext, requests: Mapping[str, InputRequest]) -> Answ
 
 #: Most distinct request declarations kept for workers to share.
 DECLARATIONS_KEPT = 64
+#: Longest declaration shared, as canonical JSON, in characters: a client's is a few
+#: hundred; a longer one (a client's own keys make it so) is kept by its task alone,
+#: so what the cache holds stays bounded in bytes, not only in entries.
+LONGEST_SHARED_DECLARATION = 16 * 1024
 
 
 def detached_meta(meta: RequestMeta) -> RequestMeta:
@@ -186,18 +190,23 @@ def detached_meta(meta: RequestMeta) -> RequestMeta:
     one copy instead of keeping its request's decoded objects: a parked
     task holds only what is its own. The copy is rebuilt from the canonical
     JSON, so no request holds it, and at most :data:`DECLARATIONS_KEPT` are
-    kept, so a client that varies its declaration cannot grow the memory.
+    kept, each at most :data:`LONGEST_SHARED_DECLARATION` long, so a client
+    that varies its declaration cannot grow the memory: a longer one is kept
+    as the request decoded it, unshared, and goes with its task.
 
     A declaration nested within a few levels of the body parser's depth
     limit cannot be written out and read back from here (a
-    ``RecursionError``): it is kept as the request decoded it, unshared, so
-    the call is answered as any other (spec-notes §31), never as a fault.
+    ``RecursionError``): it is kept unshared too, so the call is answered as
+    any other (spec-notes §31), never as a fault.
     """
     declared = [meta.protocol_version, meta.capabilities.raw, meta.client_info]
     try:
-        return _declaration(_canonical_json(declared))
+        canonical = _canonical_json(declared)
+        if len(canonical) <= LONGEST_SHARED_DECLARATION:
+            return _declaration(canonical)
     except RecursionError:
-        return RequestMeta(meta.protocol_version, meta.capabilities, meta.client_info)
+        pass
+    return RequestMeta(meta.protocol_version, meta.capabilities, meta.client_info)
 
 
 #: Compact JSON with sorted keys, the encoder built once (json.dumps builds one per call).

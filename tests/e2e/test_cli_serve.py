@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import signal
+import socket
+import sys
 from typing import Any
 
+import h11
 import httpx
 import pytest
 import trio
@@ -20,7 +24,8 @@ import trio
 from presa_trio.testing import request
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 from tests.e2e.harness import PAUSING, call_pause, headers
-from tests.e2e.serve_process import ServeProcess, presa_serve
+from tests.e2e.raw_http import H11Client, wire_headers
+from tests.e2e.serve_process import ServeProcess, presa_serve, serving
 from tests.streams import sse_messages
 
 
@@ -201,6 +206,75 @@ async def test_a_second_signal_ends_the_grace_at_once() -> None:
     served, paused = await signalled_during_a_long_call("600", second=True)
     assert [event.get("method") for event in paused] == ["notifications/progress"]
     assert "SIGINT received again: stopping now" in served.stderr
+
+
+async def test_a_client_that_reads_nothing_holds_the_shutdown_no_longer_than_its_grace() -> None:
+    """presa-defined (docs/deployment.md, "Draining"): a client that reads none of a
+    response larger than the sockets hold leaves the server's write waiting on it; at
+    the end of ``--shutdown-grace`` the connection is closed all the same, and the
+    process exits 0 (it waited for ever: hypercorn's write is shielded)."""
+    message = request("tools/call", {"name": "long_answer", "arguments": {"size": 16 << 20}})
+    async with presa_serve("tests.e2e.unread_server:server", "--shutdown-grace", "0.5") as served:
+        port = int(served.url.removesuffix("/mcp").rsplit(":", 1)[1])
+        sock = trio.socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: held
+        await sock.connect(("127.0.0.1", port))
+        client = H11Client(trio.SocketStream(sock))
+        body = json.dumps(message).encode()
+        with trio.fail_after(30):
+            await client.send(
+                h11.Request(
+                    method="POST",
+                    target="/mcp",
+                    headers=[*wire_headers(message), ("content-length", str(len(body)))],
+                )
+            )
+            await client.send(h11.Data(data=body))
+            await client.send(h11.EndOfMessage())
+            assert isinstance(await client.next_event(), h11.Response)  # the body is under way
+            served.process.send_signal(signal.SIGTERM)
+            assert await served.stopped() == 0
+        await client.aclose()
+    assert "Traceback" not in served.stderr
+
+
+async def hold_listen(port: int) -> H11Client:
+    """A connection holding a ``subscriptions/listen`` stream, its head received."""
+    listen = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    body = json.dumps(listen).encode()
+    client = await H11Client.connect(port)
+    sent = [*wire_headers(listen), ("content-length", str(len(body)))]
+    await client.send(h11.Request(method="POST", target="/mcp", headers=sent))
+    await client.send(h11.Data(data=body))
+    await client.send(h11.EndOfMessage())
+    head = await client.next_event()
+    assert isinstance(head, h11.Response)
+    assert head.status_code == 200
+    return client
+
+
+@pytest.mark.skipif(
+    resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 1024, reason="needs 1024 open files"
+)
+async def test_a_client_holding_its_listen_streams_leaves_room_for_another() -> None:
+    """presa-defined (docs/deployment.md, "Request limits"): started with a soft limit of
+    64 open files under a higher hard one, ``presa-trio serve`` raises it to the hard
+    one, so a client holding 100 listen streams (its bound is 1000) leaves another
+    client's connection accepted and answered (at 64, the streams took every file,
+    and connections waited unaccepted)."""
+    command = [
+        *("sh", "-c", 'ulimit -Sn 64 && exec "$0" "$@"'),
+        *(sys.executable, "-m", "presa_trio", "serve", "--port", "0"),
+    ]
+    async with serving(command) as served:
+        port = int(served.url.removesuffix("/mcp").rsplit(":", 1)[1])
+        with trio.fail_after(30):
+            held = [await hold_listen(port) for _ in range(100)]
+            async with httpx.AsyncClient(timeout=10) as http:
+                response = await post(http, served.url, request("server/discover"))
+            assert response.status_code == 200
+            for client in held:
+                await client.aclose()
 
 
 async def test_a_server_whose_lifetime_fails_exits_with_one_line_and_status_1() -> None:

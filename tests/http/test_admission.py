@@ -19,6 +19,7 @@ from trio.testing import MockClock, wait_all_tasks_blocked
 from presa_trio.demo import build_server
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.app import McpApp
+from presa_trio.server.open_streams import MAX_LONG_LIVED_BODY
 from presa_trio.testing import McpClient, headers_for, request, running
 from presa_trio.testing.driver import http_scope
 from presa_trio.wire.errors import (
@@ -438,6 +439,42 @@ async def test_a_body_at_the_limit_is_read() -> None:
         response = await client.post(body, headers_for(DISCOVER), body_chunks=chunks)
         result_of(response)
         assert response.body_events_read == 2
+
+
+def padded_listen(size: int) -> bytes:
+    """A ``subscriptions/listen`` body of exactly ``size`` bytes: its filter names one
+    resource, and an unknown params key (which a stream would hold while open) pads it."""
+    message = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    bare = len(json.dumps(message).encode())
+    padded = request(
+        "subscriptions/listen",
+        {"notifications": {"toolsListChanged": True}, "pad": "x" * (size - bare - 11)},
+    )
+    body = json.dumps(padded).encode()
+    assert len(body) == size
+    return body
+
+
+async def test_a_long_lived_request_has_a_smaller_body_limit(client: McpClient) -> None:
+    """presa-defined (docs/deployment.md, "Request limits"): a listen holds its request
+    for as long as its stream is open, so its body may be at most
+    ``MAX_LONG_LIVED_BODY`` bytes, whatever ``--max-body`` allows: one byte more is 413,
+    unread when declared; at the limit the stream opens; and a request that is no
+    stream keeps the larger limit."""
+    listen = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    over = padded_listen(MAX_LONG_LIVED_BODY + 1)
+    headers = {**headers_for(listen), "content-length": str(len(over))}
+    response = await client.post(over, headers)
+    rejection_of(response, 413)
+    assert response.body_events_read == 0
+    chunks = [over[:MAX_LONG_LIVED_BODY], over[MAX_LONG_LIVED_BODY:]]
+    rejection_of(await client.post(over, headers_for(listen), body_chunks=chunks), 413)
+    async with client.stream(padded_listen(MAX_LONG_LIVED_BODY), headers_for(listen)) as stream:
+        acknowledged = await stream.next_message()
+    assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+    discover = request("server/discover", {"pad": "x" * 2 * MAX_LONG_LIVED_BODY})
+    result_of(await client.post(discover, headers_for(DISCOVER)))
+    await assert_still_serving(client)
 
 
 async def test_a_body_not_complete_in_time_is_answered_408_at_the_timeout(

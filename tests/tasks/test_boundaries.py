@@ -8,6 +8,8 @@ to settle (``wait_all_tasks_blocked``) before it looks.
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any
 
 import trio
@@ -16,6 +18,7 @@ from trio.testing import wait_all_tasks_blocked
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import TASKS_EXTENSION, Policy, TasksExtension
+from presa_trio.tasks.context import DECLARATIONS_KEPT, LONGEST_SHARED_DECLARATION
 from presa_trio.testing import McpClient, request, running
 from presa_trio.wire.errors import METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
@@ -185,3 +188,31 @@ async def test_task_notifications_go_only_to_acknowledged_ids_and_are_tagged(
     assert [m["params"]["status"] for m in seen] in (["working", "completed"], ["completed"])
     assert all(m["params"]["_meta"] == {META_SUBSCRIPTION_ID: 4242} for m in seen)
     assert unlisted_now["status"] == "completed"
+
+
+async def test_tasks_of_large_declarations_leave_nothing_held_once_they_end(
+    client: McpClient,
+) -> None:
+    """presa-defined (tasks/context.py, ``detached_meta``): a task shares its creating
+    request's declaration through a cache of ``DECLARATIONS_KEPT`` entries; one longer
+    than ``LONGEST_SHARED_DECLARATION`` is kept by its task alone, so tasks made with
+    as many distinct large declarations hold nothing once they have ended (the cache
+    held each, about a MiB apiece here, until others displaced them)."""
+    call = {"name": "slow_compute", "arguments": {"seconds": 0}}
+    await client.send_request("tools/call", call, capabilities=DECLARED)  # warmed up
+    await wait_all_tasks_blocked()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(DECLARATIONS_KEPT):
+            pad = [f"{n}-{i}" for i in range(LONGEST_SHARED_DECLARATION // 2)]
+            declared = {**DECLARED, "experimental": {"pad": pad}}
+            await client.send_request("tools/call", call, capabilities=declared)
+        await wait_all_tasks_blocked()
+        del pad, declared
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 4 * 1024 * 1024
