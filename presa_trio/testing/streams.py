@@ -62,9 +62,17 @@ class NotificationStream(Generic[T]):
     result: JSONObject | None = None
 
     async def next(self) -> T:
-        """The next notification; ``trio.EndOfChannel`` once the result has come."""
+        """The next notification; ``trio.EndOfChannel`` once the result has come.
+
+        Read after its ``async with`` block, where the client has closed the
+        stream, ``trio.ClosedResourceError``.
+        """
         if self.result is not None:
             raise trio.EndOfChannel
+        if self._stream.closed:
+            raise trio.ClosedResourceError(
+                "the stream was closed when its async with block ended; read it inside the block"
+            )
         with trio.fail_after(WAIT):
             message = await self._stream.next_message()
         if "error" in message:

@@ -1,0 +1,78 @@
+"""What a test sees when it misuses the testing client or the server is too slow: one line.
+
+presa-defined (presa_trio.testing): each failure names what went wrong in
+its message, at once where waiting cannot help, instead of a bare
+``TooSlowError`` or a wait that ends only when the test's clock runs out.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TaskEventLog, TasksExtension
+from presa_trio.testing import connect, meta, open_client, request
+from presa_trio.testing.streams import WAIT
+from presa_trio.wire.meta import META_LOG_LEVEL
+
+
+def sleepy_server() -> Server:
+    """A tool and a task tool that sleep as long as they are told."""
+    server = Server("sleepy", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+    tasks.enable_events(TaskEventLog())
+
+    @server.tool()
+    async def nap(ctx: RequestContext, seconds: float) -> str:
+        """Sleeps, then answers."""
+        await trio.sleep(seconds)
+        return "awake"
+
+    @tasks.tool(Policy.REQUIRED)
+    async def hibernate(ctx: RequestContext, seconds: float) -> str:
+        """Sleeps in a task, then answers."""
+        await trio.sleep(seconds)
+        return "awake"
+
+    @server.tool()
+    async def chatter(ctx: RequestContext) -> str:
+        """Logs once, then sleeps for ever."""
+        await ctx.log("info", "started")
+        await trio.sleep_forever()
+
+    return server
+
+
+async def test_a_stream_read_after_its_block_fails_at_once_saying_so(
+    autojump_clock: MockClock,
+) -> None:
+    """A listen stream and a task's event stream read after their block, where the
+    client has closed them, fail naming that, not after the client's wait."""
+    async with open_client(sleepy_server()) as client:
+        async with client.listen(tools_list_changed=True) as changes:
+            pass
+        with pytest.raises(trio.ClosedResourceError, match="closed when its async with block"):
+            await changes.next()
+        task = await client.start_task("hibernate", {"seconds": 10 * WAIT})
+        async with task.stream() as events:
+            await events.next()
+        with pytest.raises(trio.ClosedResourceError, match="closed when its async with block"):
+            await events.next()
+        await task.cancel()
+
+
+async def test_a_raw_response_read_after_its_block_ends_with_what_had_come(
+    autojump_clock: MockClock,
+) -> None:
+    """The wire-level stream read after its block (the app cancelled by the client's
+    leaving, without a last body event) gives what had come, then its end."""
+    asks_logs = meta(None, **{META_LOG_LEVEL: "info"})
+    message = request("tools/call", {"name": "chatter", "_meta": asks_logs})
+    async with connect(sleepy_server()) as client:
+        async with client.stream(message) as opened:
+            logged = await opened.next_message()
+        with trio.fail_after(WAIT), pytest.raises(trio.EndOfChannel):
+            await opened.next_message()
+    assert logged["method"] == "notifications/message"
