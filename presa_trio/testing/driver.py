@@ -335,9 +335,15 @@ class McpClient:
         Under an autojump clock the seconds are virtual: pass a larger
         ``limit_s`` for a handler that waits on purpose.
         """
-        with trio.fail_after(limit_s):
-            async with self.stream(body, headers, **options) as opened:
-                return await opened.read_to_end()
+        try:
+            with trio.fail_after(limit_s):
+                async with self.stream(body, headers, **options) as opened:
+                    return await opened.read_to_end()
+        except trio.TooSlowError:
+            method = body.get("method") if isinstance(body, Mapping) else None
+            raise trio.TooSlowError(
+                f"{method or 'the request'} not answered within {limit_s:g} s"
+            ) from None
 
     async def call(
         self, method: str, params: Mapping[str, Any] | None = None, **options: Any

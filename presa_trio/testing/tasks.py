@@ -82,16 +82,24 @@ class TaskHandle:
         polls (SEP-2663 §Task Status Notifications).
         """
         watch = {"taskIds": [self.task_id]}
-        with trio.fail_after(WAIT):
-            async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
-                state = await self.state()
-                while state.status not in statuses:
-                    if state.status in TERMINAL_STATUSES:
-                        raise AssertionError(
-                            f"task {self.task_id} ended {state.status}, never "
-                            f"{' or '.join(statuses)}: {state.error or state.result}"
-                        )
-                    state = TaskState.read((await changes.next()).params)
+        wanted = " or ".join(statuses)
+        state: TaskState | None = None
+        try:
+            with trio.fail_after(WAIT):
+                async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
+                    state = await self.state()
+                    while state.status not in statuses:
+                        if state.status in TERMINAL_STATUSES:
+                            raise AssertionError(
+                                f"task {self.task_id} ended {state.status}, never "
+                                f"{wanted}: {state.error or state.result}"
+                            )
+                        state = TaskState.read((await changes.next()).params)
+        except trio.TooSlowError:
+            now = "unread" if state is None else state.status
+            raise trio.TooSlowError(
+                f"task {self.task_id} not {wanted} within {WAIT:g} s; it is {now}"
+            ) from None
         return state
 
     async def respond(self, responses: Mapping[str, JSONObject]) -> None:

@@ -76,3 +76,19 @@ async def test_a_raw_response_read_after_its_block_ends_with_what_had_come(
         with trio.fail_after(WAIT), pytest.raises(trio.EndOfChannel):
             await opened.next_message()
     assert logged["method"] == "notifications/message"
+
+
+async def test_a_wait_that_times_out_names_what_it_waited_for(autojump_clock: MockClock) -> None:
+    """A call not answered in time names its method; a wait for a status names the
+    task, the status and the one it is in; a listen stream says nothing came."""
+    async with open_client(sleepy_server()) as client:
+        with pytest.raises(trio.TooSlowError, match=r"^tools/call not answered within 5 s$"):
+            await client.call_tool("nap", {"seconds": 6})
+        task = await client.start_task("hibernate", {"seconds": 10 * WAIT})
+        expected = f"^task {task.task_id} not completed within 10 s; it is working$"
+        with pytest.raises(trio.TooSlowError, match=expected):
+            await task.wait_for("completed")
+        await task.cancel()
+        async with client.listen(tools_list_changed=True) as changes:
+            with pytest.raises(trio.TooSlowError, match=r"^no notification came within 10 s$"):
+                await changes.next()
