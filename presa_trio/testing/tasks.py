@@ -32,9 +32,10 @@ from presa_trio.testing.streams import (
     read_task_event,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import TERMINAL, StreamedTaskEvent
+from presa_trio.wire.tasks import TERMINAL, Status, StreamedTaskEvent
 
-#: The terminal statuses as they are spelt on the wire.
+#: The statuses, and the terminal ones, as they are spelt on the wire.
+STATUSES = frozenset(status.value for status in Status)
 TERMINAL_STATUSES = frozenset(status.value for status in TERMINAL)
 
 
@@ -79,8 +80,13 @@ class TaskHandle:
 
         It watches the task on a ``subscriptions/listen`` stream and reads it
         once the stream is acknowledged, so no change is missed and nothing
-        polls (SEP-2663 §Task Status Notifications).
+        polls (SEP-2663 §Task Status Notifications). A status misspelt, or
+        none, is a ``ValueError`` at once: the task could never be in it.
         """
+        unknown = [status for status in statuses if status not in STATUSES]
+        if unknown or not statuses:
+            named = ", ".join(map(repr, unknown)) or "no status"
+            raise ValueError(f"{named} is no task status; wait for {', '.join(sorted(STATUSES))}")
         watch = {"taskIds": [self.task_id]}
         wanted = " or ".join(statuses)
         state: TaskState | None = None

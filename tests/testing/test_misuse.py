@@ -92,3 +92,17 @@ async def test_a_wait_that_times_out_names_what_it_waited_for(autojump_clock: Mo
         async with client.listen(tools_list_changed=True) as changes:
             with pytest.raises(trio.TooSlowError, match=r"^no notification came within 10 s$"):
                 await changes.next()
+
+
+async def test_waiting_for_a_misspelt_status_fails_at_once_naming_it(
+    autojump_clock: MockClock,
+) -> None:
+    """A status the task can never be in (SEP-2663 §Task Status spells five) fails
+    the wait at once, naming it, rather than after the client's wait."""
+    async with open_client(sleepy_server()) as client:
+        task = await client.start_task("hibernate", {"seconds": 10 * WAIT})
+        with pytest.raises(ValueError, match=r"^'input-required' is no task status; wait for "):
+            await task.wait_for("working", "input-required")
+        with pytest.raises(ValueError, match=r"^no status is no task status"):
+            await task.wait_for()
+        await task.cancel()
