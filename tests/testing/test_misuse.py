@@ -13,7 +13,7 @@ from trio.testing import MockClock
 
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TasksExtension
-from presa_trio.testing import connect, meta, open_client, request
+from presa_trio.testing import accept, connect, meta, open_client, request
 from presa_trio.testing.streams import WAIT
 from presa_trio.wire.meta import META_LOG_LEVEL
 
@@ -106,3 +106,15 @@ async def test_waiting_for_a_misspelt_status_fails_at_once_naming_it(
         with pytest.raises(ValueError, match=r"^no status is no task status"):
             await task.wait_for()
         await task.cancel()
+
+
+async def test_one_answer_given_for_a_list_of_them_fails_at_once_saying_so() -> None:
+    """A single answer passed as ``answer=`` (a dict, iterable by its keys) is refused
+    where it is given, not sent as the key names the server would refuse (mypy refuses
+    it too, in a typed test)."""
+    with pytest.raises(TypeError, match=r"^answer= got one answer; pass a list of answers"):
+        async with open_client(sleepy_server(), answer=accept({"ok": True})):  # type: ignore[arg-type]
+            pass
+    async with open_client(sleepy_server()) as client:
+        with pytest.raises(TypeError, match=r"^answer= got one answer"):
+            await client.call_tool("nap", {"seconds": 0}, answer=accept())  # type: ignore[arg-type]
