@@ -81,8 +81,9 @@ class Client:
     def meta(self, *, tasks: bool = False) -> JSONObject:
         """Each request's ``_meta``: version, capabilities (Tasks too if ``tasks``), log level."""
         capabilities = dict(self.capabilities)
-        if tasks:
-            capabilities["extensions"] = TASKS_CAPABILITIES["extensions"]
+        if tasks:  # beside the extensions the client declares already
+            extensions = {**capabilities.get("extensions", {}), **TASKS_CAPABILITIES["extensions"]}
+            capabilities["extensions"] = extensions
         level = {} if self.log_level is None else {META_LOG_LEVEL: self.log_level}
         return meta(capabilities, **level)
 

@@ -13,7 +13,7 @@ from trio.testing import MockClock
 
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TasksExtension
-from presa_trio.testing import accept, connect, meta, open_client, request
+from presa_trio.testing import DEFAULT_CAPABILITIES, accept, connect, meta, open_client, request
 from presa_trio.testing.streams import WAIT
 from presa_trio.wire.meta import META_LOG_LEVEL
 
@@ -118,3 +118,21 @@ async def test_one_answer_given_for_a_list_of_them_fails_at_once_saying_so() -> 
     async with open_client(sleepy_server()) as client:
         with pytest.raises(TypeError, match=r"^answer= got one answer"):
             await client.call_tool("nap", {"seconds": 0}, answer=accept())  # type: ignore[arg-type]
+
+
+async def test_a_task_declares_the_extensions_the_client_declares_beside_the_tasks_one() -> None:
+    """Spec-mandated (basic/versioning §Extension Negotiation: ``extensions`` maps every
+    extension the client advertises): ``start_task`` adds the Tasks extension to the
+    client's own, which the task still sees, rather than putting it in their place."""
+    server = Server("extensions", "1.0.0")
+    tasks = server.add_extension(TasksExtension())
+
+    @tasks.tool(Policy.REQUIRED)
+    async def declared(ctx: RequestContext) -> str:
+        """Answers whether the client declared its own extension."""
+        return str(ctx.capabilities.has_extension("com.example/mine"))
+
+    mine = {**DEFAULT_CAPABILITIES, "extensions": {"com.example/mine": {}}}
+    async with open_client(server, capabilities=mine) as client:
+        task = await client.start_task("declared")
+        assert (await task.result()).text == "True"
