@@ -119,10 +119,17 @@ class Client:
 
         Each ``input_required`` is answered by ``answer`` (else the client's
         own) and retried with its ``requestState``, as a client must. The
-        result keeps the log messages the tool sent before it.
+        result keeps the log messages the tool sent before it. A task tool
+        called with the Tasks extension among the client's ``capabilities``
+        answers a task: that fails the test, naming :meth:`start_task`.
         """
         params = {"name": name, "arguments": dict(arguments or {})}
         reply = await self.send_request("tools/call", params, answer=answer)
+        if reply.result.get("resultType") == "task":
+            raise AssertionError(
+                f"{name} answered task {reply.result.get('taskId')}, the client's capabilities"
+                " declaring the Tasks extension: call it with start_task"
+            )
         return ToolResult.read(reply.result, reply.notifications)
 
     async def start_task(

@@ -13,7 +13,15 @@ from trio.testing import MockClock
 
 from presa_trio.server import RequestContext, Server
 from presa_trio.tasks import Policy, TaskEventLog, TasksExtension
-from presa_trio.testing import DEFAULT_CAPABILITIES, accept, connect, meta, open_client, request
+from presa_trio.testing import (
+    DEFAULT_CAPABILITIES,
+    TASKS_CAPABILITIES,
+    accept,
+    connect,
+    meta,
+    open_client,
+    request,
+)
 from presa_trio.testing.streams import WAIT
 from presa_trio.wire.meta import META_LOG_LEVEL
 
@@ -136,3 +144,12 @@ async def test_a_task_declares_the_extensions_the_client_declares_beside_the_tas
     async with open_client(server, capabilities=mine) as client:
         task = await client.start_task("declared")
         assert (await task.result()).text == "True"
+
+
+async def test_a_call_answered_with_a_task_fails_naming_start_task() -> None:
+    """Spec-mandated (SEP-2663 §Task Creation: a call that declares the extension may
+    be answered with a task): call_tool, with the extension among the client's
+    capabilities, fails in one line naming start_task, not deep in reading a result."""
+    async with open_client(sleepy_server(), capabilities=TASKS_CAPABILITIES) as client:
+        with pytest.raises(AssertionError, match=r"^hibernate answered task \S+, the client's"):
+            await client.call_tool("hibernate", {"seconds": 0})
