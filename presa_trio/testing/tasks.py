@@ -90,23 +90,19 @@ class TaskHandle:
         watch = {"taskIds": [self.task_id]}
         wanted = " or ".join(statuses)
         state: TaskState | None = None
-        try:
-            with trio.fail_after(WAIT):
-                async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
-                    state = await self.state()
-                    while state.status not in statuses:
-                        if state.status in TERMINAL_STATUSES:
-                            raise AssertionError(
-                                f"task {self.task_id} ended {state.status}, never "
-                                f"{wanted}: {state.error or state.result}"
-                            )
-                        state = TaskState.read((await changes.next()).params)
-        except trio.TooSlowError:
-            now = "unread" if state is None else state.status
-            raise trio.TooSlowError(
-                f"task {self.task_id} not {wanted} within {WAIT:g} s; it is {now}"
-            ) from None
-        return state
+        with trio.move_on_after(WAIT):
+            async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
+                state = await self.state()
+                while state.status not in statuses:
+                    if state.status in TERMINAL_STATUSES:
+                        raise AssertionError(
+                            f"task {self.task_id} ended {state.status}, never "
+                            f"{wanted}: {state.error or state.result}"
+                        )
+                    state = TaskState.read((await changes.next()).params)
+                return state
+        now = "unread" if state is None else state.status
+        raise trio.TooSlowError(f"task {self.task_id} not {wanted} within {WAIT:g} s; it is {now}")
 
     async def respond(self, responses: Mapping[str, JSONObject]) -> None:
         """``tasks/update`` with these answers."""
