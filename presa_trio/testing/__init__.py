@@ -27,7 +27,7 @@ for you; use it from any Trio test (pytest-trio, or ``trio.run``)::
             task = await client.start_task("greet", {"greeting": "Hi"})
             assert (await task.result()).text == "Hi, Ada!"  # tasks/update for you
 
-What else it does, each shown in ``tests/test_testing.py``:
+What else it does, each shown in ``tests/test_testing.py`` and ``tests/testing/``:
 
 - every client call of the protocol, typed with the wire's models:
   ``list_tools``, ``call_tool`` (a :class:`ToolResult` that keeps the log

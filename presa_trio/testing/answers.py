@@ -74,7 +74,7 @@ def still_asking(what: str, requests: Mapping[str, JSONObject]) -> AssertionErro
 
 
 def answer_function(answerer: Answerer | None) -> AnswerFunction:
-    """One function for every form of :data:`Answerer`."""
+    """One function for every form of :data:`Answerer`; one answer alone is a ``TypeError``."""
     if answerer is None:
 
         def unanswered(key: str, request: JSONObject) -> JSONObject:
@@ -83,6 +83,10 @@ def answer_function(answerer: Answerer | None) -> AnswerFunction:
         return unanswered
     if callable(answerer):
         return answerer
+    if isinstance(answerer, Mapping):  # iterated, it would answer with its keys
+        raise TypeError(
+            "answer= got one answer; pass a list of answers, [accept(...)], or a function"
+        )
     script = iter(list(answerer))
 
     def scripted(key: str, request: JSONObject) -> JSONObject:

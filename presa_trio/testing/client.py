@@ -81,8 +81,9 @@ class Client:
     def meta(self, *, tasks: bool = False) -> JSONObject:
         """Each request's ``_meta``: version, capabilities (Tasks too if ``tasks``), log level."""
         capabilities = dict(self.capabilities)
-        if tasks:
-            capabilities["extensions"] = TASKS_CAPABILITIES["extensions"]
+        if tasks:  # beside the extensions the client declares already
+            extensions = {**capabilities.get("extensions", {}), **TASKS_CAPABILITIES["extensions"]}
+            capabilities["extensions"] = extensions
         level = {} if self.log_level is None else {META_LOG_LEVEL: self.log_level}
         return meta(capabilities, **level)
 
@@ -118,10 +119,17 @@ class Client:
 
         Each ``input_required`` is answered by ``answer`` (else the client's
         own) and retried with its ``requestState``, as a client must. The
-        result keeps the log messages the tool sent before it.
+        result keeps the log messages the tool sent before it. A task tool
+        called with the Tasks extension among the client's ``capabilities``
+        answers a task: that fails the test, naming :meth:`start_task`.
         """
         params = {"name": name, "arguments": dict(arguments or {})}
         reply = await self.send_request("tools/call", params, answer=answer)
+        if reply.result.get("resultType") == "task":
+            raise AssertionError(
+                f"{name} answered task {reply.result.get('taskId')}, the client's capabilities"
+                " declaring the Tasks extension: call it with start_task"
+            )
         return ToolResult.read(reply.result, reply.notifications)
 
     async def start_task(

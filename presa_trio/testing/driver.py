@@ -198,6 +198,9 @@ class Stream:
     _found: list[Event | Comment] = attrs.field(factory=list)
     # A plain JSON body is one message; set once it was read.
     _body_read: bool = False
+    # Set when the block that opened the response ends: the client has left, and
+    # nothing more will come than what was already received.
+    closed: bool = attrs.field(default=False, init=False)
 
     async def next_event(self) -> Event | Comment:
         """The next SSE event, or comment (a keep-alive's ``: ping``)."""
@@ -301,14 +304,23 @@ class McpClient:
                 if not event.get("more_body", False):
                     chunk_send.close()
 
-        async with open_nursery_behind_block() as nursery:
-            target: Any = self.asgi or self.app
-            nursery.start_soon(target, scope, receive, send)
-            await started.wait()
-            try:
-                yield Stream(response, chunk_receive)
-            finally:
-                disconnected.set()
+        opened: Stream | None = None
+        try:
+            async with open_nursery_behind_block() as nursery:
+                target: Any = self.asgi or self.app
+                nursery.start_soon(target, scope, receive, send)
+                await started.wait()
+                opened = Stream(response, chunk_receive)
+                try:
+                    yield opened
+                finally:
+                    disconnected.set()
+        finally:
+            # An app cancelled by the disconnect never sends its last body event: a read
+            # after the block gets what had come, then the end, rather than waiting for ever.
+            chunk_send.close()
+            if opened is not None:
+                opened.closed = True
 
     async def post(
         self,
@@ -323,9 +335,15 @@ class McpClient:
         Under an autojump clock the seconds are virtual: pass a larger
         ``limit_s`` for a handler that waits on purpose.
         """
-        with trio.fail_after(limit_s):
-            async with self.stream(body, headers, **options) as opened:
-                return await opened.read_to_end()
+        try:
+            with trio.fail_after(limit_s):
+                async with self.stream(body, headers, **options) as opened:
+                    return await opened.read_to_end()
+        except trio.TooSlowError:
+            method = body.get("method") if isinstance(body, Mapping) else None
+            raise trio.TooSlowError(
+                f"{method or 'the request'} not answered within {limit_s:g} s"
+            ) from None
 
     async def call(
         self, method: str, params: Mapping[str, Any] | None = None, **options: Any

@@ -62,11 +62,23 @@ class NotificationStream(Generic[T]):
     result: JSONObject | None = None
 
     async def next(self) -> T:
-        """The next notification; ``trio.EndOfChannel`` once the result has come."""
+        """The next notification; ``trio.EndOfChannel`` once the result has come.
+
+        Read after its ``async with`` block, where the client has closed the
+        stream, ``trio.ClosedResourceError``; a notification not come within
+        :data:`WAIT` seconds, ``trio.TooSlowError``.
+        """
         if self.result is not None:
             raise trio.EndOfChannel
-        with trio.fail_after(WAIT):
-            message = await self._stream.next_message()
+        if self._stream.closed:
+            raise trio.ClosedResourceError(
+                "the stream was closed when its async with block ended; read it inside the block"
+            )
+        try:
+            with trio.fail_after(WAIT):
+                message = await self._stream.next_message()
+        except trio.TooSlowError:
+            raise trio.TooSlowError(f"no notification came within {WAIT:g} s") from None
         if "error" in message:
             raise RequestFailed(self._stream.response.status, message["error"])
         if "result" in message:

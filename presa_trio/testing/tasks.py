@@ -32,9 +32,10 @@ from presa_trio.testing.streams import (
     read_task_event,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import TERMINAL, StreamedTaskEvent
+from presa_trio.wire.tasks import TERMINAL, Status, StreamedTaskEvent
 
-#: The terminal statuses as they are spelt on the wire.
+#: The statuses, and the terminal ones, as they are spelt on the wire.
+STATUSES = frozenset(status.value for status in Status)
 TERMINAL_STATUSES = frozenset(status.value for status in TERMINAL)
 
 
@@ -79,20 +80,29 @@ class TaskHandle:
 
         It watches the task on a ``subscriptions/listen`` stream and reads it
         once the stream is acknowledged, so no change is missed and nothing
-        polls (SEP-2663 §Task Status Notifications).
+        polls (SEP-2663 §Task Status Notifications). A status misspelt, or
+        none, is a ``ValueError`` at once: the task could never be in it.
         """
+        unknown = [status for status in statuses if status not in STATUSES]
+        if unknown or not statuses:
+            named = ", ".join(map(repr, unknown)) or "no status"
+            raise ValueError(f"{named} is no task status; wait for {', '.join(sorted(STATUSES))}")
         watch = {"taskIds": [self.task_id]}
-        with trio.fail_after(WAIT):
+        wanted = " or ".join(statuses)
+        state: TaskState | None = None
+        with trio.move_on_after(WAIT):
             async with open_listener(self.client, watch, meta(TASKS_CAPABILITIES)) as changes:
                 state = await self.state()
                 while state.status not in statuses:
                     if state.status in TERMINAL_STATUSES:
                         raise AssertionError(
                             f"task {self.task_id} ended {state.status}, never "
-                            f"{' or '.join(statuses)}: {state.error or state.result}"
+                            f"{wanted}: {state.error or state.result}"
                         )
                     state = TaskState.read((await changes.next()).params)
-        return state
+                return state
+        now = "unread" if state is None else state.status
+        raise trio.TooSlowError(f"task {self.task_id} not {wanted} within {WAIT:g} s; it is {now}")
 
     async def respond(self, responses: Mapping[str, JSONObject]) -> None:
         """``tasks/update`` with these answers."""
