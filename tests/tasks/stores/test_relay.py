@@ -53,12 +53,12 @@ async def two_relays(url: str) -> AsyncIterator[tuple[ChangeBus, ChangeBus]]:
         nursery.cancel_scope.cancel()
 
 
-async def until_mark(subscription: Subscription) -> list[Change]:
-    """What ``subscription`` delivers before :data:`MARK`."""
+async def until(subscription: Subscription, last: Change = MARK) -> list[Change]:
+    """What ``subscription`` delivers before ``last``."""
     received: list[Change] = []
     with trio.fail_after(PATIENCE):
         async for change in subscription:
-            if change == MARK:
+            if change == last:
                 return received
             received.append(change)
     raise AssertionError("the subscription ended before the mark")
@@ -79,7 +79,7 @@ async def test_after_a_lost_connection_every_list_is_announced_changed(
             with trio.fail_after(PATIENCE):
                 resynced = [await heard.__anext__() for _ in LIST_CHANGES]
             on_a.announce(MARK)
-            assert await until_mark(heard) == []
+            assert await until(heard) == []
     assert resynced == [Change(method) for method in LIST_CHANGES]
 
 
@@ -99,17 +99,23 @@ async def test_payloads_presa_did_not_send_are_ignored_and_the_relay_goes_on(
     payload that is no relayed change is ignored with one warning in each process, and publishes
     nothing; A's next change reaches B on the same connection, and B's own announced
     change reaches its own stream once."""
+    tools = Change(TOOLS_LIST_CHANGED)
     async with two_relays(postgres_url) as (on_a, on_b):
-        with on_b.subscribe(lambda change: True) as heard:
+        with (
+            on_a.subscribe(lambda change: True) as heard_on_a,
+            on_b.subscribe(lambda change: True) as heard_on_b,
+        ):
             with psycopg.connect(postgres_url, autocommit=True) as other:
                 for payload in FOREIGN_PAYLOADS:
                     notify = sql.SQL("NOTIFY {}, {}")
                     other.execute(
                         notify.format(sql.Identifier(RELAY_CHANNEL), sql.Literal(payload))
                     )
-            on_b.announce(Change(TOOLS_LIST_CHANGED))
+            on_b.announce(tools)
             on_a.announce(MARK)
-            assert await until_mark(heard) == [Change(TOOLS_LIST_CHANGED)]
+            assert await until(heard_on_b) == [tools]
+            # A published its MARK at once; B's change came after the foreign payloads.
+            assert await until(heard_on_a, tools) == [MARK]
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 2 * len(FOREIGN_PAYLOADS)  # heard by A and by B
     assert all("that is not presa's" in line for line in warned), warned
