@@ -25,13 +25,12 @@ ends with the listen result, so the client knows to listen again rather
 than silently missing changes.
 
 The core's own changes (a list changed, a resource updated: what the
-server's code announces through ``ctx.server.notify_…``) are
-announced (:meth:`ChangeBus.announce`): published here, and handed to the bus's
-relay, if it has one, which carries them to the other processes serving
-the same store (a PostgreSQL store:
-:mod:`presa_trio.tasks.stores.postgres.relay`), whose listen streams hear
-them as well. A change heard from another process, and a task's change
-(the store carries those itself), are only published.
+server's code announces through ``ctx.server.notify_…``) are announced
+(:meth:`ChangeBus.announce`): published here, and handed to the bus's relay,
+if it has one, which carries them to the other processes serving the same
+store (a PostgreSQL store: :mod:`presa_trio.tasks.stores.postgres.relay`),
+whose listen streams hear them as well. A change heard from another process,
+and a task's change (the store carries those itself), are only published.
 
 Spec: 2026-07-28 basic/patterns/subscriptions; server/tools and
 server/resources §List Changed Notification, server/resources
