@@ -114,16 +114,16 @@ class ServerView(Protocol):
         """Wall-clock seconds, for ``requestState`` expiry."""
 
     def notify_tools_list_changed(self) -> None:
-        """Tell listen streams that asked: the tool list changed."""
+        """Tell listen streams that asked, in every process on the store: the tools changed."""
 
     def notify_prompts_list_changed(self) -> None:
-        """Tell listen streams that asked: the prompt list changed."""
+        """Tell listen streams that asked, in every process on the store: the prompts changed."""
 
     def notify_resources_list_changed(self) -> None:
-        """Tell listen streams that asked: the resource list changed."""
+        """Tell listen streams that asked, in every process on the store: the resources changed."""
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Tell listen streams subscribed to ``uri``: it changed."""
+        """Tell listen streams subscribed to ``uri``, in every process on the store: it changed."""
 
 
 @attrs.define(eq=False)

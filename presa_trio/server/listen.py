@@ -37,18 +37,25 @@ from presa_trio.server import discover
 from presa_trio.server.context import RequestContext
 from presa_trio.server.open_streams import stream_client
 from presa_trio.server.registry import Server
-from presa_trio.server.subscriptions import Change, Subscription, Wants
+from presa_trio.server.subscriptions import (
+    PROMPTS_LIST_CHANGED,
+    RESOURCE_UPDATED,
+    RESOURCES_LIST_CHANGED,
+    TOOLS_LIST_CHANGED,
+    Change,
+    Subscription,
+    Wants,
+)
 from presa_trio.wire.envelope import notification
 from presa_trio.wire.errors import InvalidParams
 from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 
 #: Filter key -> the notification method it asks for.
 LIST_CHANGED = {
-    "toolsListChanged": "notifications/tools/list_changed",
-    "promptsListChanged": "notifications/prompts/list_changed",
-    "resourcesListChanged": "notifications/resources/list_changed",
+    "toolsListChanged": TOOLS_LIST_CHANGED,
+    "promptsListChanged": PROMPTS_LIST_CHANGED,
+    "resourcesListChanged": RESOURCES_LIST_CHANGED,
 }
-RESOURCE_UPDATED = "notifications/resources/updated"
 #: Filter key -> the server capability, and its setting, that says the server sends it.
 SENT_UNDER = {
     "toolsListChanged": ("tools", "listChanged"),

@@ -90,7 +90,7 @@ from presa_trio.server.signatures import (
     read_prompt_signature,
     read_signature,
 )
-from presa_trio.server.subscriptions import Change, ChangeBus, Wants
+from presa_trio.server.subscriptions import Change, ChangeBus, Wants, resource_updated
 from presa_trio.server.tool_schemas import compile_tool_schemas
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
@@ -489,21 +489,21 @@ class Server:
             yield registered.tool
 
     # --- change notifications (subscriptions) ----------------------------------
-    # Registering announces itself: a server may be served already, and it
-    # advertises ``listChanged`` (tools, prompts, resources §List Changed
-    # Notification). Before then no stream listens, and the bus drops it.
+    # Registering announces itself: a server may be served already, and it advertises
+    # ``listChanged`` (tools, prompts, resources §List Changed Notification). Before
+    # then nothing listens, here or in another process (ChangeBus.announce).
 
     def notify_tools_list_changed(self) -> None:
-        self.changes.publish(Change("notifications/tools/list_changed"))
+        self.changes.announce(Change("notifications/tools/list_changed"))
 
     def notify_prompts_list_changed(self) -> None:
-        self.changes.publish(Change("notifications/prompts/list_changed"))
+        self.changes.announce(Change("notifications/prompts/list_changed"))
 
     def notify_resources_list_changed(self) -> None:
-        self.changes.publish(Change("notifications/resources/list_changed"))
+        self.changes.announce(Change("notifications/resources/list_changed"))
 
     def notify_resource_updated(self, uri: str) -> None:
-        self.changes.publish(Change("notifications/resources/updated", {"uri": uri}, about=uri))
+        self.changes.announce(resource_updated(uri))
 
 
 # --- the method table's rows, and extensions ---------------------------------

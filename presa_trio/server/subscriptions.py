@@ -24,8 +24,18 @@ the subscription ended: its pending changes are dropped and the stream
 ends with the listen result, so the client knows to listen again rather
 than silently missing changes.
 
-Spec: 2026-07-28 basic/patterns/subscriptions; SEP-2663 §Task Status
-Notifications; how presa ends a stream: docs/spec-notes.md entry 3.
+The core's own changes (a list changed, a resource updated: what the
+server's code announces through ``ctx.server.notify_…``) are announced
+(:meth:`ChangeBus.announce`): published here, and handed to the bus's relay,
+if it has one, which carries them to the other processes serving the same
+store (a PostgreSQL store: :mod:`presa_trio.tasks.stores.postgres.relay`),
+whose listen streams hear them as well. A change heard from another process,
+and a task's change (the store carries those itself), are only published.
+
+Spec: 2026-07-28 basic/patterns/subscriptions; server/tools and
+server/resources §List Changed Notification, server/resources
+§Subscriptions; SEP-2663 §Task Status Notifications; how presa ends a
+stream: docs/spec-notes.md entry 3.
 """
 
 from __future__ import annotations
@@ -39,6 +49,14 @@ import trio
 
 #: Most distinct topics one subscription may hold undelivered before it is ended.
 MAX_PENDING_TOPICS = 1024
+
+#: The core's "list changed" notifications, one per list.
+TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
+PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_LIST_CHANGED = "notifications/resources/list_changed"
+LIST_CHANGES = (TOOLS_LIST_CHANGED, PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED)
+#: The core's notification that one resource changed.
+RESOURCE_UPDATED = "notifications/resources/updated"
 
 
 @attrs.frozen
@@ -57,7 +75,16 @@ class Change:
         return (self.method, self.about)
 
 
+def resource_updated(uri: str) -> Change:
+    """``notifications/resources/updated`` for ``uri``: its topic is the URI."""
+    return Change(RESOURCE_UPDATED, {"uri": uri}, about=uri)
+
+
 Wants = Callable[[Change], bool]
+
+#: Takes a change announced here to the other processes; called on the Trio
+#: thread, it must neither block nor raise.
+Relay = Callable[[Change], None]
 
 
 @attrs.define(eq=False, repr=False)
@@ -133,6 +160,8 @@ class ChangeBus:
     _trio: trio.lowlevel.TrioToken | None = None
     # Set by close(): the server is shutting down and takes no new subscription.
     _closed: bool = False
+    # Where announced changes go besides this bus, while :meth:`relaying` lasts.
+    _relay: Relay | None = None
 
     @contextmanager
     def subscribe(self, wants: Wants) -> Iterator[Subscription]:
@@ -175,6 +204,37 @@ class ChangeBus:
         for subscription in self._subscriptions:
             if subscription.wants(change):
                 subscription.offer(change)
+
+    def announce(self, change: Change) -> None:
+        """Publish a change of the core's own here, then hand it to the relay, if any.
+
+        As :meth:`publish`, from any thread of this run's process: the relay
+        is called on the Trio thread, after the local subscriptions took it.
+        """
+        if self._relay is None:
+            self.publish(change)
+            return
+        if not in_run(self._trio):
+            trio.from_thread.run_sync(self.announce, change, trio_token=self._trio)
+            return
+        self.publish(change)
+        self._relay(change)
+
+    @contextmanager
+    def relaying(self, relay: Relay) -> Iterator[None]:
+        """Hand every change announced to ``relay`` too, while the ``with`` block lasts.
+
+        One relay at a time: a second while the first lasts is a bug
+        (:class:`RuntimeError`).
+        """
+        if self._relay is not None:
+            raise RuntimeError("this bus has a relay already")
+        self._relay = relay
+        self._trio = trio.lowlevel.current_trio_token()
+        try:
+            yield
+        finally:
+            self._relay = None
 
     def close(self) -> None:
         """Finish every listen stream, now and later: each delivers what is pending,

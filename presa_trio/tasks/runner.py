@@ -28,7 +28,9 @@ As the code nests it::
         │   ├── the reaper ─────── deletes expired tasks
         │   ├── lease renewal ──── every third of a lease
         │   ├── recovery ───────── claims lapsed leases, runs their tasks again
-        │   └── with --task-events: the append watch, the event retention (event_log)
+        │   ├── with --task-events: the append watch, the event retention (event_log)
+        │   └── on a store many processes share: the change relay (the server's own
+        │       list-changed and resource-updated notifications, to and from the others)
         └── the workers (Supervisor.run: a shielded scope only Supervisor.stop cancels)
             └── the workers' nursery
                 └── one nursery per task (Supervisor._supervise): its scope is the task's
@@ -155,6 +157,7 @@ from presa_trio.tasks.housekeeping import (
     INTERRUPTED,
     ChangeListener,
     Housekeeping,
+    Loop,
     Revive,
     cannot_revive,
     ignore_change,
@@ -277,6 +280,10 @@ class TaskRunner:
     on_load: LoadListener = ignore_load
     # This process run's name on the leases it holds.
     owner: str = attrs.field(factory=lambda: secrets.token_urlsafe(12))
+    # With a store many processes share: the loop that carries the server's own
+    # change notifications between them (its relay_changes), kept as a housekeeping
+    # loop is; None: nothing to carry.
+    relay: Loop | None = None
     # The parts, built by :meth:`run` (None until it first runs).
     _writer: StoreWriter | None = None
     _supervisor: Supervisor | None = None
@@ -294,11 +301,12 @@ class TaskRunner:
         supervisor, the loops end with the nursery, and then this process's
         leases are released, bounded by :data:`RELEASE_WITHIN`.
 
-        Failure policy of this nursery: its children do not fail (each loop
-        is kept by :func:`keep_running`, and no worker's failure ends the
-        workers' nursery), so it ends when cancelled, or when a loop cannot
-        start the first time (the store cannot be watched): then the runner
-        fails, and the server's process exits non-zero. Ctrl-C raised in a
+        Failure policy of this nursery: its children do not fail (each loop,
+        the change relay too, is kept by :func:`keep_running`, and no
+        worker's failure ends the workers' nursery), so it ends when
+        cancelled, or when a loop cannot start the first time (the store
+        cannot be watched): then the runner fails, and the server's process
+        exits non-zero. Ctrl-C raised in a
         worker ends it too, every worker stopped first, as at a shutdown.
         """
         writer = StoreWriter(self.store, self.clock, self.events, self.on_status, self.on_load)
@@ -319,6 +327,8 @@ class TaskRunner:
                 try:
                     for name, loop, cap in housekeeping.loops():
                         await nursery.start(keep_running, name, loop, cap)
+                    if self.relay is not None:
+                        await nursery.start(keep_running, "the change relay", self.relay)
                     task_status.started()
                     await trio.sleep_forever()
                 finally:

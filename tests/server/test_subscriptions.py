@@ -16,7 +16,13 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio.server.subscriptions import MAX_PENDING_TOPICS, Change, ChangeBus, Subscription
+from presa_trio.server.subscriptions import (
+    MAX_PENDING_TOPICS,
+    Change,
+    ChangeBus,
+    Subscription,
+    in_run,
+)
 
 TOOLS = Change("notifications/tools/list_changed")
 PROMPTS = Change("notifications/prompts/list_changed")
@@ -210,3 +216,35 @@ async def test_a_thread_trio_did_not_start_hands_its_change_to_the_trio_thread()
             await trio.testing.wait_all_tasks_blocked()
             await trio.to_thread.run_sync(publish_from_a_plain_thread)
     assert received == [TOOLS]
+
+
+async def test_an_announced_change_is_published_then_relayed_a_published_one_only_published() -> (
+    None
+):
+    """presa-defined (ChangeBus.announce): the server's own change is offered to this
+    bus's streams and handed to the relay, on the Trio thread, even from a worker thread
+    and with no stream here; a change only published (a task's, one heard from another
+    process) never reaches the relay, nor does one announced once the relay is gone."""
+    bus = ChangeBus()
+    relayed: list[tuple[Change, bool]] = []
+    trio_thread = trio.lowlevel.current_trio_token()
+
+    def relay(change: Change) -> None:
+        relayed.append((change, in_run(trio_thread)))
+
+    with bus.relaying(relay):
+        bus.announce(PROMPTS)
+        with bus.subscribe(lambda change: True) as subscription:
+            bus.announce(TOOLS)
+            await trio.to_thread.run_sync(bus.announce, updated("test://a"))
+            bus.publish(task("t-1", "working"))
+            bus.publish(MARK)
+            assert await delivered(subscription) == [
+                TOOLS,
+                updated("test://a"),
+                task("t-1", "working"),
+            ]
+        with pytest.raises(RuntimeError, match="has a relay already"), bus.relaying(relay):
+            pass
+    bus.announce(TOOLS)
+    assert relayed == [(PROMPTS, True), (TOOLS, True), (updated("test://a"), True)]

@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -95,6 +95,9 @@ from presa_trio.tasks.model import Task
 from presa_trio.wire.envelope import compact_encoder
 from presa_trio.wire.errors import InvalidParams, OverCapacity, ServerOverCapacity
 from presa_trio.wire.models import JSONObject
+
+if TYPE_CHECKING:
+    from presa_trio.server.subscriptions import ChangeBus
 
 
 class TaskNotFound(InvalidParams):
@@ -474,3 +477,23 @@ class TaskStore(Protocol):
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Call ``deliver`` for every append, in any process, until cancelled."""
+
+
+@runtime_checkable
+class RelaysChanges(Protocol):
+    """A store many processes share that carries the server's own change notifications too.
+
+    Every listen stream, in any process on the store, hears what the server's
+    code announces in one (:meth:`~presa_trio.server.subscriptions.ChangeBus.announce`);
+    a store only one process uses has nothing to carry, and is not one.
+    """
+
+    async def relay_changes(
+        self,
+        bus: ChangeBus,
+        origin: str,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Relay ``bus``'s announced changes, and publish other processes' on it, until
+        cancelled; ``origin`` names this process run. Started once relaying."""

@@ -269,23 +269,25 @@ async def test_a_record_too_large_to_announce_is_read_and_delivered(postgres_url
 
 
 @contextmanager
-def listeners_cut(postgres: Postgres, database: str) -> Iterator[None]:
-    """While the block runs, nobody listens on ``database``: its listeners are ended and
-    no new connection is allowed; after it, connections are allowed again."""
+def listeners_cut(postgres: Postgres, database: str, channel: str = CHANNEL) -> Iterator[None]:
+    """While the block runs, nobody listens on ``channel`` of ``database``: its listeners
+    are ended and no new connection is allowed; after it, connections are allowed again."""
     with psycopg.connect(postgres.url(), autocommit=True) as admin:
         allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
         admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
         try:
-            cut_listeners(admin, database)
+            cut_listeners(admin, database, channel)
             yield
         finally:
             admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
 
 
-def cut_listeners(admin: psycopg.Connection[tuple[object, ...]], database: str) -> None:
-    """End every connection listening on ``database`` and wait until they are gone."""
+def cut_listeners(
+    admin: psycopg.Connection[tuple[object, ...]], database: str, channel: str = CHANNEL
+) -> None:
+    """End every connection listening on ``channel`` of ``database``; wait until they are gone."""
     listening = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND query = %s"
-    query = sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)).as_string(admin)
+    query = sql.SQL("LISTEN {}").format(sql.Identifier(channel)).as_string(admin)
     pids = [pid for (pid,) in admin.execute(listening, (database, query)).fetchall()]
     assert pids, "nobody was listening"
     for pid in pids:

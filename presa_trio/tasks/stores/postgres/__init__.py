@@ -11,6 +11,8 @@
   tables and statements;
 - :mod:`~presa_trio.tasks.stores.postgres.listen`: LISTEN/NOTIFY, read on the
   Trio thread, for task changes and event appends alike;
+- :mod:`~presa_trio.tasks.stores.postgres.relay`: the server's own change
+  notifications (list changed, resource updated), carried between processes;
 - :mod:`~presa_trio.tasks.stores.postgres.errors`: what psycopg raises, as the
   store's three error classes.
 

@@ -29,9 +29,12 @@ A burst of tasks leaves hundreds of worker writes waiting; in one queue, a
 
 A few connections serve hundreds of calls a second: a call holds its
 connection for one transaction, typically one or two round trips on
-loopback. **One more connection listens**, read on the Trio thread itself
-(:mod:`presa_trio.tasks.stores.postgres.listen`). So with the defaults one
-presa process costs PostgreSQL seven connections.
+loopback. **One more connection listens per channel**, read on the Trio
+thread itself (:mod:`presa_trio.tasks.stores.postgres.listen`): task
+changes, the server's own change notifications
+(:mod:`presa_trio.tasks.stores.postgres.relay`), and with ``--task-events``
+the event appends. So with the defaults one ``serve`` process costs
+PostgreSQL eight connections (nine with ``--task-events``).
 
 Failures
 --------
@@ -116,6 +119,10 @@ UNFINISHED = {TransactionStatus.INTRANS, TransactionStatus.INERROR}
 
 #: A unit of work on one (autocommit) connection.
 Work = Callable[[Connection], T]
+
+#: A process whose clock is further than this from the database's (ms) is
+#: warned at start: its tasks' timestamps and TTLs are off by as much.
+CLOCK_WARNING_MS = 1000
 
 #: How long a cancelled call waits for the server to end its statement, in
 #: seconds, before its thread is abandoned (see the module docstring).
@@ -439,3 +446,19 @@ async def cancel_when_cancelled(
         await close(connection)
     else:
         call.cancel()  # still running: stop waiting for its thread
+
+
+async def warn_of_clock_skew(database: Database, wall_ms: Callable[[], int]) -> None:
+    """Log a warning if this process's clock is far from the database's."""
+    before = wall_ms()
+    row = await database.run(lambda c: c.execute("SELECT presa_now_ms()").fetchone())
+    after = wall_ms()
+    assert row is not None
+    # The database read its clock somewhere between ``before`` and ``after``.
+    skew = row[0] - (before + after) // 2
+    if abs(skew) > CLOCK_WARNING_MS + (after - before) // 2:
+        log.warning(
+            "this process's clock is %+.1f s from the database's: leases are judged on "
+            "the database's clock, but task timestamps and TTLs are off by as much",
+            -skew / 1000,
+        )

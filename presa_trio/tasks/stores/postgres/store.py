@@ -40,7 +40,8 @@ How each rule of the store contract is kept:
   aged on the database's clock too
   (:mod:`~presa_trio.tasks.stores.postgres.event_logs`). Task timestamps
   and TTLs are the caller's epoch milliseconds, as in every store. At
-  start, a process whose clock is more than :data:`CLOCK_WARNING_MS` from
+  start, a process whose clock is more than
+  :data:`~presa_trio.tasks.stores.postgres.database.CLOCK_WARNING_MS` from
   the database's logs a warning.
 - **Announcements.** A write is announced to this process's watchers as
   soon as it commits, before the call returns, and to every process by the
@@ -52,6 +53,10 @@ How each rule of the store contract is kept:
   tasks keep their version: of the last :data:`REMEMBERED_ENDINGS` that
   finished, and as many deleted, the id alone is kept, so what a process
   remembers is bounded however many tasks end.
+- **The server's own changes** (a list changed, a resource updated) are
+  no task's: :meth:`PostgresStore.relay_changes` carries them between the
+  processes on a channel of their own
+  (:mod:`~presa_trio.tasks.stores.postgres.relay`).
 
 Spec: SEP-2663 §Task Creation (durable creation), §Security Implications
 (scoped access), §Protocol Errors (expiry).
@@ -61,7 +66,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -71,6 +76,7 @@ import psycopg
 import trio
 from psycopg.types.json import Json
 
+from presa_trio.server.subscriptions import ChangeBus
 from presa_trio.tasks import events as task_events
 from presa_trio.tasks.model import Task, epoch_ms
 from presa_trio.tasks.stores.base import (
@@ -94,8 +100,9 @@ from presa_trio.tasks.stores.base import (
 )
 from presa_trio.tasks.stores.local import Announcer, check_read
 from presa_trio.tasks.stores.postgres import event_logs
-from presa_trio.tasks.stores.postgres.database import Database, Lane
+from presa_trio.tasks.stores.postgres.database import Database, Lane, warn_of_clock_skew
 from presa_trio.tasks.stores.postgres.listen import Appends, TaskChanges, listen
+from presa_trio.tasks.stores.postgres.relay import relay_changes
 from presa_trio.tasks.stores.postgres.schema import (
     CHANNEL,
     COLUMNS,
@@ -115,10 +122,6 @@ from presa_trio.tasks.stores.record import (
 log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[Any]
-
-#: A process whose clock is further than this from the database's (ms) is
-#: warned at start: its tasks' timestamps and TTLs are off by as much.
-CLOCK_WARNING_MS = 1000
 
 #: How many finished tasks, and how many deleted ones, :meth:`PostgresStore._offer`
 #: remembers; late copies arrive within moments, so this covers bursts of
@@ -553,21 +556,16 @@ class PostgresStore:
                 task_status=task_status,
             )
 
-
-async def warn_of_clock_skew(database: Database, wall_ms: Callable[[], int]) -> None:
-    """Log a warning if this process's clock is far from the database's."""
-    before = wall_ms()
-    row = await database.run(lambda c: c.execute("SELECT presa_now_ms()").fetchone())
-    after = wall_ms()
-    assert row is not None
-    # The database read its clock somewhere between ``before`` and ``after``.
-    skew = row[0] - (before + after) // 2
-    if abs(skew) > CLOCK_WARNING_MS + (after - before) // 2:
-        log.warning(
-            "this process's clock is %+.1f s from the database's: leases are judged on "
-            "the database's clock, but task timestamps and TTLs are off by as much",
-            -skew / 1000,
-        )
+    async def relay_changes(
+        self,
+        bus: ChangeBus,
+        origin: str,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The server's own change notifications, to and from every process
+        (:mod:`~presa_trio.tasks.stores.postgres.relay`)."""
+        await relay_changes(self.database, bus, origin, task_status=task_status)
 
 
 @asynccontextmanager
