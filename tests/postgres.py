@@ -36,6 +36,8 @@ import attrs
 import psycopg
 from psycopg import sql
 
+from presa_trio.tasks.stores.postgres.schema import CHANNEL
+
 # The account a root test run hands the server to; present on every Debian.
 UNPRIVILEGED = "nobody"
 # How long a start may take before the harness gives up (a bound, not a check).
@@ -267,3 +269,29 @@ def temporary_postgresql() -> Iterator[Postgres]:
         yield server
     finally:
         server.destroy()
+
+
+@contextmanager
+def listeners_cut(postgres: Postgres, database: str, channel: str = CHANNEL) -> Iterator[None]:
+    """While the block runs, nobody listens on ``channel`` of ``database``: its listeners
+    are ended and no new connection is allowed; after it, connections are allowed again."""
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
+        admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
+        try:
+            cut_listeners(admin, database, channel)
+            yield
+        finally:
+            admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
+
+
+def cut_listeners(
+    admin: psycopg.Connection[tuple[object, ...]], database: str, channel: str = CHANNEL
+) -> None:
+    """End every connection listening on ``channel`` of ``database``; wait until they are gone."""
+    listening = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND query = %s"
+    query = sql.SQL("LISTEN {}").format(sql.Identifier(channel)).as_string(admin)
+    pids = [pid for (pid,) in admin.execute(listening, (database, query)).fetchall()]
+    assert pids, "nobody was listening"
+    for pid in pids:
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))

@@ -15,9 +15,10 @@ passed to :attr:`Connection.notify`, and every message sent or received to
 A server of another era is told apart as the spec says (streamable-http
 §Backward Compatibility, basic/versioning §Backward Compatibility with
 Initialization-Based Versions): when the first answer is no modern JSON-RPC
-message, or an error that is no recognized modern one (whatever its code:
-such servers answer a request before ``initialize`` with one of their
-choosing), and ``server/discover`` has no result either (one that has is
+message, or an error such a server may give (:func:`may_be_legacy`: not
+keyed to one code, since such servers answer a request before
+``initialize`` with one of their choosing), and ``server/discover`` has no
+result either (one that has is
 modern, even if it also serves the initialize era), an ``initialize``
 probe asks which version it speaks, so that the one-line error can say so.
 Over stdio, where no HTTP status tells the era, the first request is always
@@ -53,6 +54,8 @@ from presa_trio.client.transport import (
 from presa_trio.wire.envelope import is_request_id
 from presa_trio.wire.errors import (
     HEADER_MISMATCH,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
@@ -65,7 +68,7 @@ from presa_trio.wire.meta import (
     PROTOCOL_VERSION,
 )
 from presa_trio.wire.models import JSONObject
-from presa_trio.wire.tasks import TASK_AUGMENTED, TASK_NAME_PARAMS, TASKS_EXTENSION
+from presa_trio.wire.tasks import EVENTS_GONE, TASK_AUGMENTED, TASK_NAME_PARAMS, TASKS_EXTENSION
 
 CLIENT_INFO: JSONObject = {"name": "presa-trio", "version": __version__}
 #: ``Mcp-Name`` mirrors: the core's and the Tasks extension's, as the server reads them.
@@ -74,13 +77,19 @@ NAME_PARAMS: Mapping[str, str] = {**CORE_NAME_PARAMS, **TASK_NAME_PARAMS}
 LEGACY_PROBE_VERSION = "2025-11-25"
 #: The request that asks a server its era before any other, over stdio.
 DISCOVER = "server/discover"
-#: Errors only a server of this era sends: one of them says the server is modern; any
-#: other to the first request may come from a server that is not, whose answer to
-#: ``server/discover`` then tells (basic/transports/stdio §Backward Compatibility: not
-#: keyed to one code; streamable-http §Backward Compatibility: a body that is no
-#: recognized modern error). A tuple, compared by equality: the code an error carries
-#: may be any JSON, a list among them, which no set can hold.
-MODERN_ERRORS = (HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION)
+#: Errors only a server of this era sends: one of them says the server is modern (the
+#: core's, and SEP-2694's ``events_gone``). A tuple, compared by equality: the code an
+#: error carries may be any JSON, a list among them, which no set can hold.
+MODERN_ERRORS = (
+    HEADER_MISMATCH,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    EVENTS_GONE,
+)
+#: JSON-RPC's range for errors a server defines itself: a server of the initialize era
+#: answers a request before ``initialize`` with one of its choosing (the TypeScript
+#: SDK's -32000), or with -32600 or -32601.
+SERVER_DEFINED_ERRORS = range(-32099, -31999)
 
 Notify = Callable[[JSONObject], None]
 #: Handed each notification of one request's stream, awaited before the next is read.
@@ -92,6 +101,28 @@ Authorize = Callable[[dict[str, str]], Awaitable[None]]
 #: Sign-ins (or step-ups) one request may cause before its 401 is final.
 MAX_SIGN_INS = 2
 T = TypeVar("T")
+
+
+def may_be_legacy(failure: ProtocolFailure) -> bool:
+    """Whether ``failure``, the first answer, may come from a server of the initialize
+    era, whose answer to ``server/discover`` then tells (basic/transports/stdio
+    §Backward Compatibility: not keyed to one code; streamable-http §Backward
+    Compatibility: a body that is no recognized modern error).
+
+    An error every era gives in its own meaning (-32602 invalid params, -32603 a
+    failure, -32700) answers the request, not its era, unless the request was
+    ``server/discover`` itself, which a modern server serves.
+    """
+    if isinstance(failure, NotModern):
+        return True
+    if not isinstance(failure, RequestError) or failure.code in MODERN_ERRORS:
+        return False
+    if failure.method == DISCOVER:
+        return True
+    code = failure.code
+    if not isinstance(code, int) or isinstance(code, bool):
+        return False
+    return code in (INVALID_REQUEST, METHOD_NOT_FOUND) or code in SERVER_DEFINED_ERRORS
 
 
 def ignore(message: JSONObject) -> None:
@@ -334,9 +365,7 @@ class Connection:
         """``failure``, or what a legacy server said it speaks if the first answer suggests one."""
         first, self._era_known = not self._era_known, True
         discover_failed = isinstance(failure, RequestError) and failure.method == DISCOVER
-        suspicious = isinstance(failure, NotModern) or (
-            isinstance(failure, RequestError) and failure.code not in MODERN_ERRORS
-        )
+        suspicious = may_be_legacy(failure)
         # A server/discover that just failed is not asked again.
         if not (first and suspicious) or (not discover_failed and await self.answers_discover()):
             return failure

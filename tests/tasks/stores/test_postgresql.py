@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,7 +40,7 @@ from presa_trio.tasks.stores.postgres.event_logs import EVENTS_CHANNEL, EVENTS_V
 from presa_trio.tasks.stores.postgres.schema import CHANNEL, NOTIFY_LIMIT, SCHEMA_VERSION
 from presa_trio.tasks.stores.postgres.store import PostgresStore
 from presa_trio.tasks.stores.record import to_record
-from tests.postgres import Postgres
+from tests.postgres import Postgres, listeners_cut
 from tests.tasks.stores.records import (
     ASK,
     AWKWARD,
@@ -266,32 +264,6 @@ async def test_a_record_too_large_to_announce_is_read_and_delivered(postgres_url
             await seen.until(Changed(attrs.evolve(stored(), task=done)))
             nursery.cancel_scope.cancel()
     assert seen.events == [Changed(stored()), Changed(attrs.evolve(stored(), task=done))]
-
-
-@contextmanager
-def listeners_cut(postgres: Postgres, database: str, channel: str = CHANNEL) -> Iterator[None]:
-    """While the block runs, nobody listens on ``channel`` of ``database``: its listeners
-    are ended and no new connection is allowed; after it, connections are allowed again."""
-    with psycopg.connect(postgres.url(), autocommit=True) as admin:
-        allow = sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}")
-        admin.execute(allow.format(sql.Identifier(database), sql.SQL("false")))
-        try:
-            cut_listeners(admin, database, channel)
-            yield
-        finally:
-            admin.execute(allow.format(sql.Identifier(database), sql.SQL("true")))
-
-
-def cut_listeners(
-    admin: psycopg.Connection[tuple[object, ...]], database: str, channel: str = CHANNEL
-) -> None:
-    """End every connection listening on ``channel`` of ``database``; wait until they are gone."""
-    listening = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND query = %s"
-    query = sql.SQL("LISTEN {}").format(sql.Identifier(channel)).as_string(admin)
-    pids = [pid for (pid,) in admin.execute(listening, (database, query)).fetchall()]
-    assert pids, "nobody was listening"
-    for pid in pids:
-        admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
 
 
 async def test_an_unreachable_database_is_a_one_line_store_unavailable(

@@ -29,9 +29,8 @@ from presa_trio.tasks.stores import open_store
 from presa_trio.tasks.stores.base import RelaysChanges
 from presa_trio.tasks.stores.postgres.database import Database
 from presa_trio.tasks.stores.postgres.relay import MAX_QUEUED, RELAY_CHANNEL, ChangeRelay
-from tests.postgres import Postgres
+from tests.postgres import Postgres, listeners_cut
 from tests.tasks.stores.records import PATIENCE
-from tests.tasks.stores.test_postgresql import listeners_cut
 
 #: Announced last by the other process: what a subscription holds before it came first.
 MARK = resource_updated("test://mark")
