@@ -121,6 +121,23 @@ async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_
     assert over_h2.status == 405
 
 
+async def test_a_request_to_open_a_websocket_passes_every_layer_of_the_edge(port: int) -> None:
+    """RFC 9110 §7.8 (a server MAY ignore an upgrade) and RFC 9112 §3.2.2 (a server MUST
+    accept the absolute-form): a request to open a WebSocket whose target is the whole
+    URI of ``/healthz`` is read by the same edge as the request without the upgrade,
+    and gets its 200. (It went past the layer that reads the target, straight to the
+    app, which answered 400 for a target that is no path.)"""
+    answers = {}
+    for upgrade in ([], WEBSOCKET):
+        client = await H11Client.connect(port)
+        with trio.fail_after(10):
+            target = f"http://localhost:{port}/healthz"
+            answer = await client.request("GET", target, [("host", "localhost"), *upgrade])
+        await client.aclose()
+        answers[bool(upgrade)] = (answer.status, answer.body)
+    assert answers[True] == answers[False] == (200, b"ok\n")
+
+
 async def test_bytes_after_a_request_to_open_a_websocket_harm_nothing(port: int) -> None:
     """RFC 9110 §7.8 (the upgrade is ignored, so what follows the head is the request's
     body) and RFC 9113 §8.1 (one response a stream): a request to open a WebSocket
