@@ -175,9 +175,11 @@ def h2c_settings_usable(request: h11.Request) -> bool:
 
 
 def asks_for_h2c(request: h11.Request) -> bool:
-    """Whether ``request`` asks to upgrade to h2c (read as hypercorn reads it)."""
+    """Whether ``request`` asks to upgrade to h2c, read as hypercorn reads it: as Latin-1
+    text, stripped of what Python counts as whitespace (NO-BREAK SPACE too)."""
     return any(
-        name == b"upgrade" and value.strip().lower() == b"h2c" for name, value in request.headers
+        name == b"upgrade" and value.decode("latin-1").strip().lower() == "h2c"
+        for name, value in request.headers
     )
 
 

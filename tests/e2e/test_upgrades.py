@@ -30,7 +30,7 @@ def port(served_port: int) -> int:
 
 
 async def first_response(
-    port: int, sent: list[tuple[str, str]]
+    port: int, sent: list[tuple[str, str]] | list[tuple[bytes, bytes]]
 ) -> h11.Response | h11.InformationalResponse:
     """A GET of ``/mcp`` with ``sent``, on a connection of its own: the first response."""
     client = await H11Client.connect(port)
@@ -66,6 +66,15 @@ async def test_an_upgrade_to_h2c_whose_settings_cannot_be_applied_is_answered_ov
     for values in refused.values():
         settings = [("http2-settings", value) for value in values]
         assert (await first_response(port, [*host, *H2C, *settings])).status_code == 405
+    # An upgrade value ending in a byte hypercorn strips as it reads it (NO-BREAK SPACE,
+    # obs-text in a field value, RFC 9110 §5.5) is still an upgrade to h2c.
+    spaced = [
+        (b"host", b"localhost"),
+        (b"upgrade", b"h2c\xa0"),
+        (b"connection", b"Upgrade, HTTP2-Settings"),
+        (b"http2-settings", refused["not base64url"][0].encode()),
+    ]
+    assert (await first_response(port, spaced)).status_code == 405
     upgraded = await first_response(port, [*host, *H2C, ("http2-settings", GOOD_SETTINGS)])
     assert upgraded.status_code == 101
     client = await H11Client.connect(port)
