@@ -93,6 +93,19 @@ WEBSOCKET = [
 ]
 
 
+async def open_websocket_over_h2(h2: H2Client) -> int:
+    """Send a request to open a WebSocket at ``/mcp`` (an extended CONNECT, RFC 8441 §4),
+    once the server allows one; its stream's id."""
+    while not h2.connection.remote_settings.enable_connect_protocol:
+        assert await h2.read()
+    stream_id: int = h2.connection.get_next_available_stream_id()
+    pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
+    h2.connection.send_headers(
+        stream_id, [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]]
+    )
+    return stream_id
+
+
 async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_is(
     port: int,
 ) -> None:
@@ -115,14 +128,7 @@ async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_
             assert answer.headers[b"allow"] == b"POST"
     h2 = await H2Client.connect(port)
     with trio.fail_after(10):
-        while not h2.connection.remote_settings.enable_connect_protocol:
-            assert await h2.read()
-        stream_id = h2.connection.get_next_available_stream_id()
-        pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
-        h2.connection.send_headers(
-            stream_id,
-            [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]],
-        )
+        stream_id = await open_websocket_over_h2(h2)
         await h2.flush()
         over_h2 = await h2.answer(stream_id)
     await h2.aclose()
@@ -169,14 +175,7 @@ async def test_bytes_after_a_request_to_open_a_websocket_harm_nothing(port: int)
     await client.aclose()
     h2 = await H2Client.connect(port)
     with trio.fail_after(10):
-        while not h2.connection.remote_settings.enable_connect_protocol:
-            assert await h2.read()
-        stream_id = h2.connection.get_next_available_stream_id()
-        pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
-        h2.connection.send_headers(
-            stream_id,
-            [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]],
-        )
+        stream_id = await open_websocket_over_h2(h2)
         h2.connection.send_data(stream_id, body)
         await h2.flush()
         over_h2 = await h2.answer(stream_id)
