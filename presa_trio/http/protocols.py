@@ -92,6 +92,16 @@ written). These moments of an HTTP/2 connection found it wanting:
   ended the whole server. The signals are now ignored (h2 still checks each
   frame), and every stream has the same weight.
 
+**An HTTP/2 connection with no request under way is idle.** A connection
+idle for ``keep_alive`` seconds is closed (:func:`~presa_trio.http.serving.serve_http`).
+hypercorn marks a connection busy as it reads a request, and idle again when
+a stream ends. Over HTTP/2 with prior knowledge it read the connection
+preface (``PRI * HTTP/2.0``) as a request, so a connection that then sent
+none, or only requests answered without a stream (a request it cannot read,
+answered 400 above), was never idle again: it stayed open for as long as
+the client kept it, however long the keep-alive. Such a connection now
+begins idle, and such a refusal leaves it as it was.
+
 **A request to open a WebSocket, with bytes after its head.** presa serves
 no WebSocket: the app answers such a request as the plain request it also
 is (:mod:`presa_trio.http.websocket`), and accepts none. hypercorn's
@@ -117,7 +127,7 @@ import h11
 import hypercorn.protocol
 from h2.errors import ErrorCodes
 from h2.stream import StreamState
-from hypercorn.events import Closed, Event
+from hypercorn.events import Closed, Event, Updated
 from hypercorn.protocol.events import Body, Data
 from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.h2 import H2Protocol
@@ -175,9 +185,11 @@ def h2c_settings_usable(request: h11.Request) -> bool:
 
 
 def asks_for_h2c(request: h11.Request) -> bool:
-    """Whether ``request`` asks to upgrade to h2c (read as hypercorn reads it)."""
+    """Whether ``request`` asks to upgrade to h2c, read as hypercorn reads it: as Latin-1
+    text, stripped of what Python counts as whitespace (NO-BREAK SPACE too)."""
     return any(
-        name == b"upgrade" and value.strip().lower() == b"h2c" for name, value in request.headers
+        name == b"upgrade" and value.decode("latin-1").strip().lower() == "h2c"
+        for name, value in request.headers
     )
 
 
@@ -213,6 +225,14 @@ def readable_request_line(headers: list[Any]) -> bool:
 class MendedH2Protocol(H2Protocol):
     """hypercorn's HTTP/2 protocol; see the module's docstring for what differs."""
 
+    async def initiate(
+        self, headers: list[tuple[bytes, bytes]] | None = None, settings: bytes | None = None
+    ) -> None:
+        """Begin the connection; one begun with no request yet is idle (see the module)."""
+        await super().initiate(headers, settings)
+        if headers is None:
+            await self.send(Updated(idle=True))
+
     async def handle(self, event: Event) -> None:
         await super().handle(event)
         if isinstance(event, Closed):
@@ -225,6 +245,10 @@ class MendedH2Protocol(H2Protocol):
         for event in events:
             if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
                 self.drop(event)
+            elif isinstance(event, h2.events.RequestReceived) and not readable_request_line(
+                event.headers or []
+            ):
+                self.refuse(event)  # no stream, so the connection stays idle
             else:
                 if isinstance(event, h2.events.StreamReset):
                     await self.let_go(event.stream_id)
@@ -238,10 +262,13 @@ class MendedH2Protocol(H2Protocol):
         if buffer is not None:
             await buffer.close()
 
-    async def _create_stream(self, request: h2.events.RequestReceived) -> None:
-        if readable_request_line(request.headers or []):
-            await super()._create_stream(request)
-            return
+    def refuse(self, request: h2.events.RequestReceived) -> None:
+        """Answer 400, with no body, a request hypercorn cannot read; it makes no stream.
+
+        hypercorn would mark the connection busy on it, and only a stream's end
+        marks it idle again: a request that makes no stream leaves the connection
+        as it was, so its keep-alive still closes it once idle.
+        """
         stream_id = request.stream_id
         assert stream_id is not None  # a request always names its stream
         refusal = [(b":status", b"400"), (b"content-length", b"0")]

@@ -53,6 +53,7 @@ from hypercorn.typing import (
     Scope,
 )
 
+from presa_trio.http.websocket import as_http, http_response_on
 from presa_trio.wire.http_values import Rejection
 
 #: An absolute-form target up to its query (RFC 9112 §3.2.2, RFC 3986 §3): an http(s)
@@ -91,14 +92,22 @@ def check_origin_form(path: str) -> None:
 
 @attrs.frozen
 class RequestTarget:
-    """ASGI middleware: every HTTP request's target as :func:`origin_form` reads it."""
+    """ASGI middleware: every HTTP request's target as :func:`origin_form` reads it, a
+    request to open a WebSocket's too."""
 
     app: ASGIFramework
 
     def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> Awaitable[None]:
-        """The next layer's call, with the scope read; not a coroutine, since it never waits."""
+        """The next layer's call, with the scope read; not a coroutine, since it never waits.
+
+        A request to open a WebSocket is handed on as the plain request it also is
+        (:mod:`presa_trio.http.websocket`), so it too is read here, and every layer
+        logs, counts and answers it as it would without the upgrade.
+        """
+        if scope["type"] == "websocket":
+            scope, send = as_http(scope), http_response_on(send)
         if scope["type"] == "http" and not scope["path"].startswith("/"):
             scope = origin_form(scope)
         return self.app(scope, receive, send)

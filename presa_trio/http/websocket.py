@@ -9,6 +9,12 @@ request as the request it is without the upgrade (:func:`as_http`), its
 response sent through the ASGI ``websocket.http.response`` extension
 (:func:`http_response_on`), which hypercorn offers: at the MCP endpoint a
 GET is 405 (streamable-http §Earlier Streamable HTTP Revisions).
+
+``serve_http`` reads it so at its outermost layer
+(:class:`~presa_trio.http.target.RequestTarget`), so that every layer (the
+target, the transcript, the access line, the metrics) sees the plain
+request; :class:`~presa_trio.http.app.McpApp` reads one it is handed
+directly as well.
 """
 
 from __future__ import annotations

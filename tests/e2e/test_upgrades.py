@@ -30,7 +30,7 @@ def port(served_port: int) -> int:
 
 
 async def first_response(
-    port: int, sent: list[tuple[str, str]]
+    port: int, sent: list[tuple[str, str]] | list[tuple[bytes, bytes]]
 ) -> h11.Response | h11.InformationalResponse:
     """A GET of ``/mcp`` with ``sent``, on a connection of its own: the first response."""
     client = await H11Client.connect(port)
@@ -66,6 +66,15 @@ async def test_an_upgrade_to_h2c_whose_settings_cannot_be_applied_is_answered_ov
     for values in refused.values():
         settings = [("http2-settings", value) for value in values]
         assert (await first_response(port, [*host, *H2C, *settings])).status_code == 405
+    # An upgrade value ending in a byte hypercorn strips as it reads it (NO-BREAK SPACE,
+    # obs-text in a field value, RFC 9110 §5.5) is still an upgrade to h2c.
+    spaced = [
+        (b"host", b"localhost"),
+        (b"upgrade", b"h2c\xa0"),
+        (b"connection", b"Upgrade, HTTP2-Settings"),
+        (b"http2-settings", refused["not base64url"][0].encode()),
+    ]
+    assert (await first_response(port, spaced)).status_code == 405
     upgraded = await first_response(port, [*host, *H2C, ("http2-settings", GOOD_SETTINGS)])
     assert upgraded.status_code == 101
     client = await H11Client.connect(port)
@@ -82,6 +91,19 @@ WEBSOCKET = [
     ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
     ("sec-websocket-version", "13"),
 ]
+
+
+async def open_websocket_over_h2(h2: H2Client) -> int:
+    """Send a request to open a WebSocket at ``/mcp`` (an extended CONNECT, RFC 8441 §4),
+    once the server allows one; its stream's id."""
+    while not h2.connection.remote_settings.enable_connect_protocol:
+        assert await h2.read()
+    stream_id: int = h2.connection.get_next_available_stream_id()
+    pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
+    h2.connection.send_headers(
+        stream_id, [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]]
+    )
+    return stream_id
 
 
 async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_is(
@@ -106,19 +128,29 @@ async def test_a_request_to_open_a_websocket_is_answered_as_the_request_it_also_
             assert answer.headers[b"allow"] == b"POST"
     h2 = await H2Client.connect(port)
     with trio.fail_after(10):
-        while not h2.connection.remote_settings.enable_connect_protocol:
-            assert await h2.read()
-        stream_id = h2.connection.get_next_available_stream_id()
-        pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
-        h2.connection.send_headers(
-            stream_id,
-            [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]],
-        )
+        stream_id = await open_websocket_over_h2(h2)
         await h2.flush()
         over_h2 = await h2.answer(stream_id)
     await h2.aclose()
     assert statuses == {"/mcp": 405, "/nowhere": 404, "/healthz": 200}
     assert over_h2.status == 405
+
+
+async def test_a_request_to_open_a_websocket_passes_every_layer_of_the_edge(port: int) -> None:
+    """RFC 9110 §7.8 (a server MAY ignore an upgrade) and RFC 9112 §3.2.2 (a server MUST
+    accept the absolute-form): a request to open a WebSocket whose target is the whole
+    URI of ``/healthz`` is read by the same edge as the request without the upgrade,
+    and gets its 200. (It went past the layer that reads the target, straight to the
+    app, which answered 400 for a target that is no path.)"""
+    answers = {}
+    for upgrade in ([], WEBSOCKET):
+        client = await H11Client.connect(port)
+        with trio.fail_after(10):
+            target = f"http://localhost:{port}/healthz"
+            answer = await client.request("GET", target, [("host", "localhost"), *upgrade])
+        await client.aclose()
+        answers[bool(upgrade)] = (answer.status, answer.body)
+    assert answers[True] == answers[False] == (200, b"ok\n")
 
 
 async def test_bytes_after_a_request_to_open_a_websocket_harm_nothing(port: int) -> None:
@@ -143,14 +175,7 @@ async def test_bytes_after_a_request_to_open_a_websocket_harm_nothing(port: int)
     await client.aclose()
     h2 = await H2Client.connect(port)
     with trio.fail_after(10):
-        while not h2.connection.remote_settings.enable_connect_protocol:
-            assert await h2.read()
-        stream_id = h2.connection.get_next_available_stream_id()
-        pseudo = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http")]
-        h2.connection.send_headers(
-            stream_id,
-            [*pseudo, (":authority", "localhost"), (":path", "/mcp"), WEBSOCKET[-1]],
-        )
+        stream_id = await open_websocket_over_h2(h2)
         h2.connection.send_data(stream_id, body)
         await h2.flush()
         over_h2 = await h2.answer(stream_id)

@@ -88,6 +88,8 @@ FOREIGN_PAYLOADS = [
     '{"origin": "x", "method": "tools/call", "params": {}}',
     '{"origin": "x", "method": "notifications/resources/updated", "params": {}}',
     '{"origin": 7, "method": "notifications/tools/list_changed", "params": {}}',
+    # Nested deeper than the JSON decoder goes (RecursionError), within the payload limit.
+    "[" * 3000 + "]" * 3000,
 ]
 
 

@@ -140,9 +140,10 @@ def connect_and_listen(conninfo: str, channel: str) -> psycopg.Connection[Any]:
 
 
 #: What reading a payload that presa did not send raises: text that is not JSON,
-#: JSON of another shape (:func:`string_of`). Any role that may connect to the
-#: database may ``NOTIFY`` on presa's channels.
-FOREIGN = (ValueError, KeyError, TypeError)
+#: JSON nested deeper than the decoder goes (``RecursionError``), JSON of another
+#: shape (:func:`string_of`). Any role that may connect to the database may
+#: ``NOTIFY`` on presa's channels.
+FOREIGN = (ValueError, RecursionError, KeyError, TypeError)
 
 
 def string_of(value: object) -> str:
