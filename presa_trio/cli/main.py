@@ -88,7 +88,10 @@ from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.workers import ServeRefused, keep_inherited, serve_workers, stop_bound
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
-from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
+from presa_trio.server.open_streams import (
+    DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+    MAX_LONG_LIVED_BODY,
+)
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
 from presa_trio.tasks.stores.base import (
@@ -231,7 +234,10 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         type=byte_count,
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
-        help="largest request body accepted; larger is 413 (default: %(default)s)",
+        help=(
+            "largest request body accepted; larger is 413; a subscriptions/listen or"
+            f" tasks/stream body, at most {MAX_LONG_LIVED_BODY} of it (default: %(default)s)"
+        ),
     )
     parser.add_argument(
         "--rate-limit",
