@@ -94,12 +94,7 @@ from presa_trio.server.open_streams import (
 )
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
-from presa_trio.tasks.stores.base import (
-    DEFAULT_STORE_TIMEOUT_S,
-    RelaysChanges,
-    StoreUnavailable,
-    TaskStore,
-)
+from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.request_state import StateSealer
 
@@ -382,19 +377,13 @@ def chosen_server(target: str | None, sealer: StateSealer | None) -> Server:
 
 
 def use_store(server: Server, store: TaskStore, lease_ms: int) -> None:
-    """Put the server's tasks in ``store``, leased for ``lease_ms``.
-
-    A store many processes share (PostgreSQL) carries the server's own change
-    notifications between them too, in the task runner's nursery: a listen
-    stream in any process hears what the code announces in another.
-    """
+    """Put the server's tasks in ``store``, leased for ``lease_ms`` (a store many
+    processes share relays the server's own change notifications too:
+    :meth:`TasksExtension.run`)."""
     for extension in server.extensions:
         if isinstance(extension, TasksExtension):
-            runner = extension.runner
-            runner.store = store
-            runner.lease_ms = lease_ms
-            if isinstance(store, RelaysChanges):
-                runner.relay = partial(store.relay_changes, server.changes, runner.owner)
+            extension.runner.store = store
+            extension.runner.lease_ms = lease_ms
 
 
 async def on_store(
