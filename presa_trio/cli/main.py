@@ -88,15 +88,13 @@ from presa_trio.http.serving import DEFAULT_SHUTDOWN_GRACE_S, serve_http
 from presa_trio.http.workers import ServeRefused, keep_inherited, serve_workers, stop_bound
 from presa_trio.server import Server
 from presa_trio.server.faults import ServerFailed
-from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT
+from presa_trio.server.open_streams import (
+    DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+    MAX_LONG_LIVED_BODY,
+)
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores import DEFAULT_STORE, open_store, store_opener
-from presa_trio.tasks.stores.base import (
-    DEFAULT_STORE_TIMEOUT_S,
-    RelaysChanges,
-    StoreUnavailable,
-    TaskStore,
-)
+from presa_trio.tasks.stores.base import DEFAULT_STORE_TIMEOUT_S, StoreUnavailable, TaskStore
 from presa_trio.transcript_file import TranscriptFile
 from presa_trio.wire.request_state import StateSealer
 
@@ -231,7 +229,10 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
         type=byte_count,
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
-        help="largest request body accepted; larger is 413 (default: %(default)s)",
+        help=(
+            "largest request body accepted; larger is 413; a subscriptions/listen or"
+            f" tasks/stream body, at most {MAX_LONG_LIVED_BODY} of it (default: %(default)s)"
+        ),
     )
     parser.add_argument(
         "--rate-limit",
@@ -376,19 +377,13 @@ def chosen_server(target: str | None, sealer: StateSealer | None) -> Server:
 
 
 def use_store(server: Server, store: TaskStore, lease_ms: int) -> None:
-    """Put the server's tasks in ``store``, leased for ``lease_ms``.
-
-    A store many processes share (PostgreSQL) carries the server's own change
-    notifications between them too, in the task runner's nursery: a listen
-    stream in any process hears what the code announces in another.
-    """
+    """Put the server's tasks in ``store``, leased for ``lease_ms`` (a store many
+    processes share relays the server's own change notifications too:
+    :meth:`TasksExtension.run`)."""
     for extension in server.extensions:
         if isinstance(extension, TasksExtension):
-            runner = extension.runner
-            runner.store = store
-            runner.lease_ms = lease_ms
-            if isinstance(store, RelaysChanges):
-                runner.relay = partial(store.relay_changes, server.changes, runner.owner)
+            extension.runner.store = store
+            extension.runner.lease_ms = lease_ms
 
 
 async def on_store(

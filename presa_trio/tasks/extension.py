@@ -46,6 +46,7 @@ import enum
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -78,7 +79,13 @@ from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.model import Task
 from presa_trio.tasks.params import read_answers, read_subscribed_ids, read_task_id
 from presa_trio.tasks.runner import TaskRunner, capacity_error
-from presa_trio.tasks.stores.base import StoreDefect, StoreRefused, StoreUnavailable, Work
+from presa_trio.tasks.stores.base import (
+    RelaysChanges,
+    StoreDefect,
+    StoreRefused,
+    StoreUnavailable,
+    Work,
+)
 from presa_trio.tasks.stores.record import from_json, to_json
 from presa_trio.tasks.stream import stream_events
 from presa_trio.wire.convert import to_wire
@@ -312,8 +319,17 @@ class TasksExtension(Extension):
         return wrapped
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The runner's server-lifetime nursery and reaper, inside the server's."""
-        await self.runner.run(task_status=task_status)
+        """The runner's server-lifetime nursery and reaper, inside the server's.
+
+        A store many processes share (PostgreSQL) carries the server's own change
+        notifications between them too, in the runner's nursery: a listen stream
+        in any process hears what the code announces in another, whoever made the
+        runner (the command line's ``--store``, or ``TaskRunner(store)`` in code).
+        """
+        runner = self.runner
+        if self._server is not None and isinstance(runner.store, RelaysChanges):
+            runner.relay = partial(runner.store.relay_changes, self._server.changes, runner.owner)
+        await runner.run(task_status=task_status)
 
     async def unready(self) -> str | None:
         return await self.runner.unready()

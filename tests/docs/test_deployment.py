@@ -14,6 +14,8 @@ from presa_trio.cli.main import parse_args
 from presa_trio.http.workers import stop_bound
 from presa_trio.tasks.stores import url_passwords
 from presa_trio.tasks.stores.postgres.database import Database
+from presa_trio.tasks.stores.postgres.relay import RELAY_CHANNEL
+from presa_trio.tasks.stores.postgres.schema import CHANNEL
 from tests.systemd_unit import UNIT, exec_start, service_settings
 
 DEPLOYMENT = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
@@ -54,9 +56,11 @@ def test_the_page_gives_the_postgresql_connections_each_worker_holds() -> None:
     """presa-defined (docs/deployment.md, "Many processes"): the connections to
     PostgreSQL each worker holds, which ``--workers N`` multiplies past a default
     ``max_connections`` on a host with many cores, are the number the store opens: its
-    two lanes, and the one that listens."""
+    two lanes, and one listening on each channel: the tasks' changes, and the server's
+    own notifications that the relay carries (``--task-events`` adds a third)."""
     database = Database("postgresql://presa@localhost/presa")
-    held = database.request_connections + database.background_connections + 1
+    listening = len((CHANNEL, RELAY_CHANNEL))
+    held = database.request_connections + database.background_connections + listening
     page = " ".join(DEPLOYMENT.read_text().split())
     assert f"Each worker holds {held} connections" in page
     assert f"holds {held} × N" in page

@@ -17,6 +17,7 @@ import pytest
 import trio
 from psycopg import sql
 
+from presa_trio.server import RequestContext, Server
 from presa_trio.server.subscriptions import (
     LIST_CHANGES,
     TOOLS_LIST_CHANGED,
@@ -25,10 +26,12 @@ from presa_trio.server.subscriptions import (
     Subscription,
     resource_updated,
 )
+from presa_trio.tasks import TaskRunner, TasksExtension
 from presa_trio.tasks.stores import open_store
-from presa_trio.tasks.stores.base import RelaysChanges
+from presa_trio.tasks.stores.base import RelaysChanges, TaskStore
 from presa_trio.tasks.stores.postgres.database import Database
 from presa_trio.tasks.stores.postgres.relay import MAX_QUEUED, RELAY_CHANNEL, ChangeRelay
+from presa_trio.testing import open_client
 from tests.postgres import Postgres, listeners_cut
 from tests.tasks.stores.records import PATIENCE
 
@@ -134,3 +137,38 @@ def test_a_relay_that_is_behind_drops_new_changes_with_one_warning(
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 1
     assert "dropped" in warned[0]
+
+
+def relayed_server(name: str, store: TaskStore) -> Server:
+    """A server whose Tasks extension runs on ``store``, made in code, not by the command line."""
+    server = Server(name, "1.0.0")
+    server.add_extension(TasksExtension(TaskRunner(store)))
+
+    @server.tool()
+    async def hello(ctx: RequestContext) -> str:
+        """A tool, so that the server lists tools and a stream may ask for their changes."""
+        return "hello"
+
+    return server
+
+
+async def test_a_runner_made_in_code_on_a_shared_store_relays_its_servers_changes(
+    postgres_url: str,
+) -> None:
+    """presa-defined (docs/api.md, ``Server.notify_tools_list_changed``: on a PostgreSQL
+    store the streams of every process are told): two servers built as api.md shows,
+    ``TasksExtension(TaskRunner(store))`` on one database, served in-process; a listen
+    stream on B hears the list change A's code announces, as under ``presa-trio serve``."""
+    async with open_store(postgres_url) as store_a, open_store(postgres_url) as store_b:
+        server_a = relayed_server("a", store_a)
+        server_b = relayed_server("b", store_b)
+        async with (
+            open_client(server_a),
+            open_client(server_b) as client_b,
+            client_b.listen(tools_list_changed=True) as changes,
+        ):
+            server_a.notify_tools_list_changed()
+            with trio.fail_after(PATIENCE):
+                heard = await changes.next()
+    assert changes.honoured == {"toolsListChanged": True}
+    assert heard.method == TOOLS_LIST_CHANGED
