@@ -57,6 +57,7 @@ from presa_trio.wire.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    RESERVED_CODES,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from presa_trio.wire.headers import CORE_NAME_PARAMS, request_headers
@@ -86,10 +87,11 @@ MODERN_ERRORS = (
     UNSUPPORTED_PROTOCOL_VERSION,
     EVENTS_GONE,
 )
-#: JSON-RPC's range for errors a server defines itself: a server of the initialize era
-#: answers a request before ``initialize`` with one of its choosing (the TypeScript
-#: SDK's -32000), or with -32600 or -32601.
-SERVER_DEFINED_ERRORS = range(-32099, -31999)
+#: JSON-RPC's range for errors a server defines itself, the reserved range's last
+#: hundred codes (-32099…-32000): a server of the initialize era answers a request
+#: before ``initialize`` with one of its choosing (the TypeScript SDK's -32000), or
+#: with -32600 or -32601.
+SERVER_DEFINED_ERRORS = range(RESERVED_CODES.stop - 100, RESERVED_CODES.stop)
 
 Notify = Callable[[JSONObject], None]
 #: Handed each notification of one request's stream, awaited before the next is read.
