@@ -43,7 +43,7 @@ from presa_trio.auth.principal import Access, InsufficientScope, Principal
 from presa_trio.http import admission, mirrored
 from presa_trio.http.admission import AdmissionPolicy
 from presa_trio.http.exchange import Exchange
-from presa_trio.http.headers import request_headers
+from presa_trio.http.headers import HTTP1_VERSIONS, request_headers
 from presa_trio.http.health import HEALTH_PATHS, Readiness, answer_health
 from presa_trio.http.rate_limit import CallBudget
 from presa_trio.http.sse import (
@@ -77,8 +77,6 @@ DEFAULT_READ_TIMEOUT_S = 30.0
 #: Seconds an idle HTTP/1.1 connection is kept open for the client's next request
 #: (hypercorn's own default).
 DEFAULT_KEEP_ALIVE_S = 5.0
-#: The HTTP versions whose rejections say ``Connection: close`` (:meth:`McpApp.reject`).
-CLOSING_VERSIONS = ("1.0", "1.1")
 
 
 def connection_of(scope: HTTPScope) -> Connection:
@@ -233,7 +231,7 @@ class McpApp:
         on this path.
         """
         headers = request_headers(scope)
-        close = scope["http_version"] in CLOSING_VERSIONS
+        close = scope["http_version"] in HTTP1_VERSIONS
         caller: Caller | None = None
         try:
             if scope["path"] in HEALTH_PATHS:  # outside MCP's admission rules (health.py)

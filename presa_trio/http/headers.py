@@ -18,6 +18,10 @@ from hypercorn.typing import HTTPScope
 
 from presa_trio.wire.http_values import Headers
 
+#: The ASGI ``http_version`` values of HTTP/1.x, whose requests, unlike HTTP/2's, have a
+#: request line (which may carry an absolute-form target), end their connection with
+#: ``Connection: close``, and open a WebSocket with a GET.
+HTTP1_VERSIONS = ("1.0", "1.1")
 #: The scope key under which a request's read headers are kept (namespaced, as
 #: ASGI leaves keys it does not define to the application).
 HEADERS_KEY = "presa_trio.headers"

@@ -90,8 +90,8 @@ from prometheus_client import (
 )
 
 from presa_trio.http.access import _Exchange as Exchange
-from presa_trio.http.app import CLOSING_VERSIONS, McpApp
-from presa_trio.http.headers import mcp_headers, request_headers
+from presa_trio.http.app import McpApp
+from presa_trio.http.headers import HTTP1_VERSIONS, mcp_headers, request_headers
 from presa_trio.http.health import NO_STORE
 from presa_trio.http.sse import send_whole
 from presa_trio.http.workers import shared_metrics_directory
@@ -297,7 +297,7 @@ class Metered:
             self.app.policy.check_host_and_origin(request_headers(scope))
             check_read_only(scope["method"])
         except Rejection as rejection:
-            closing = scope["http_version"] in CLOSING_VERSIONS
+            closing = scope["http_version"] in HTTP1_VERSIONS
             await self.app.reject(send, rejection, close=closing)
             return
         # Across workers, collecting reads every worker's sample files: file I/O,

@@ -53,14 +53,13 @@ from hypercorn.typing import (
     Scope,
 )
 
+from presa_trio.http.headers import HTTP1_VERSIONS
 from presa_trio.http.websocket import as_http, http_response_on
 from presa_trio.wire.http_values import Rejection
 
 #: An absolute-form target up to its query (RFC 9112 §3.2.2, RFC 3986 §3): an http(s)
 #: scheme, ``://``, a non-empty authority, and the path (possibly empty).
 ABSOLUTE_FORM = re.compile(rb"(?i:https?)://(?P<authority>[^/?#]+)(?P<path>[^?#]*)")
-#: The HTTP versions whose request line may carry an absolute-form target.
-REQUEST_LINE_VERSIONS = ("1.0", "1.1")
 
 
 def origin_form(scope: HTTPScope) -> HTTPScope:
@@ -69,7 +68,7 @@ def origin_form(scope: HTTPScope) -> HTTPScope:
     Any other scope is returned as it is: an origin-form target has nothing
     to read, and every other form is refused by :func:`check_origin_form`.
     """
-    if scope["http_version"] not in REQUEST_LINE_VERSIONS:
+    if scope["http_version"] not in HTTP1_VERSIONS:
         return scope
     target = ABSOLUTE_FORM.fullmatch(scope["raw_path"])
     if target is None:

@@ -23,13 +23,12 @@ from typing import Any
 
 from hypercorn.typing import ASGISendCallable, HTTPScope, WebsocketScope
 
-#: The HTTP versions whose WebSocket handshake is a GET; over HTTP/2 it is a CONNECT.
-GET_HANDSHAKE_VERSIONS = ("1.0", "1.1")
+from presa_trio.http.headers import HTTP1_VERSIONS
 
 
 def as_http(scope: WebsocketScope) -> HTTPScope:
     """The ``http`` scope of the request ``scope`` describes, read without its upgrade."""
-    method = "GET" if scope["http_version"] in GET_HANDSHAKE_VERSIONS else "CONNECT"
+    method = "GET" if scope["http_version"] in HTTP1_VERSIONS else "CONNECT"
     return {
         "type": "http",
         "asgi": scope["asgi"],
