@@ -30,6 +30,9 @@ The extension hook lives here, beside :class:`Server`, because each needs
 the other: a server holds its extensions, an extension is attached to its
 server. In one module, that is no import cycle.
 
+One topic: what a server holds and how each thing is registered on it; the
+checks each registration makes live in ``refusals.py`` and ``signatures.py``.
+
 Spec: SEP-2133 (extensions); 2026-07-28 basic/index §Extensions.
 """
 
@@ -90,7 +93,15 @@ from presa_trio.server.signatures import (
     read_prompt_signature,
     read_signature,
 )
-from presa_trio.server.subscriptions import Change, ChangeBus, Wants, resource_updated
+from presa_trio.server.subscriptions import (
+    PROMPTS_LIST_CHANGED,
+    RESOURCES_LIST_CHANGED,
+    TOOLS_LIST_CHANGED,
+    Change,
+    ChangeBus,
+    Wants,
+    resource_updated,
+)
 from presa_trio.server.tool_schemas import compile_tool_schemas
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
@@ -494,13 +505,13 @@ class Server:
     # then nothing listens, here or in another process (ChangeBus.announce).
 
     def notify_tools_list_changed(self) -> None:
-        self.changes.announce(Change("notifications/tools/list_changed"))
+        self.changes.announce(Change(TOOLS_LIST_CHANGED))
 
     def notify_prompts_list_changed(self) -> None:
-        self.changes.announce(Change("notifications/prompts/list_changed"))
+        self.changes.announce(Change(PROMPTS_LIST_CHANGED))
 
     def notify_resources_list_changed(self) -> None:
-        self.changes.announce(Change("notifications/resources/list_changed"))
+        self.changes.announce(Change(RESOURCES_LIST_CHANGED))
 
     def notify_resource_updated(self, uri: str) -> None:
         self.changes.announce(resource_updated(uri))
