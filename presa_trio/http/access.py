@@ -121,7 +121,10 @@ class _Exchange:
 
     def jsonrpc_error(self) -> tuple[object, object]:
         """The code and ``data.incident`` of the final JSON-RPC message's ``error``, if any."""
-        if b'"error"' not in self.last:  # most answers are results: no parsing for them
+        # Most answers are results: no parsing for them. ``find``, not ``in``:
+        # ``bytes.__contains__`` first tries its operand as an integer (a byte
+        # value), raising and clearing a TypeError for every other operand.
+        if self.last.find(b'"error"') == -1:
             return None, None
         final = self.final_message()
         error = final.get("error") if isinstance(final, dict) else None
