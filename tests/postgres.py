@@ -66,15 +66,24 @@ def free_port() -> int:
         return port
 
 
+#: Free ports the first start tries, each found taken by the time the server bound it.
+PORT_TRIES = 5
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind its port: something else took it first."""
+
+
 @attrs.define(eq=False)
 class Postgres:
     """One PostgreSQL server in a temporary directory, on a loopback port."""
 
     root: Path
     bin: Path
-    port: int
     # Keyword arguments that make a child process run as the server's user.
     as_owner: dict[str, Any]
+    # Chosen free at the first start (PostgreSQL takes no port 0), then kept.
+    port: int = 0
     process: subprocess.Popen[bytes] | None = None
 
     @classmethod
@@ -89,11 +98,15 @@ class Postgres:
             as_owner = {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": []}
             if not others_can_reach(binaries):
                 binaries = copy_install(binaries, root / "install")
-        server = cls(root, binaries, free_port(), as_owner)
-        server._run(
-            "initdb", "-D", str(server.data), "-U", "postgres", "--auth=trust",
-            "--encoding=UTF8", "--no-sync",
-        )  # fmt: skip
+        server = cls(root, binaries, as_owner)
+        try:
+            server._run(
+                "initdb", "-D", str(server.data), "-U", "postgres", "--auth=trust",
+                "--encoding=UTF8", "--no-sync",
+            )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
         return server
 
     @property
@@ -113,7 +126,26 @@ class Postgres:
         )
 
     def start(self) -> None:
-        """Start the server and return once it accepts connections."""
+        """Start the server and return once it accepts connections.
+
+        The first start takes a free port, and another if something took that
+        one before the server could bind it; a restart keeps the port.
+        """
+        if self.port:
+            self._start()
+            return
+        for _ in range(PORT_TRIES - 1):
+            self.port = free_port()
+            try:
+                self._start()
+                return
+            except PortTaken:
+                continue
+        self.port = free_port()
+        self._start()
+
+    def _start(self) -> None:
+        logged_before = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [
@@ -130,6 +162,10 @@ class Postgres:
         deadline = time.monotonic() + START_BOUND_S
         while True:
             if self.process.poll() is not None:
+                self.process = None
+                said = self.log.read_bytes()[logged_before:]
+                if b"could not bind" in said:
+                    raise PortTaken(f"port {self.port} was taken; see {self.log}")
                 raise RuntimeError(f"postgres exited at start; see {self.log}")
             try:
                 psycopg.connect(self.url(), connect_timeout=2).close()

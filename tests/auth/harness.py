@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,16 +17,15 @@ from presa_trio.server.methods import CORE_METHODS, name_params
 from presa_trio.tasks.extension import TasksExtension
 from presa_trio.testing import headers_for, request
 from tests.auth.authorization_server import AuthorizationServer
+from tests.e2e.serve_process import SERVING, ServeProcess
 
 #: ``Mcp-Name`` sources: the core's and the Tasks extension's.
 ALL_NAME_PARAMS = name_params([*CORE_METHODS, *TasksExtension().methods()])
 
 
-#: Polls of the metadata document while presa starts (each waits 50 ms).
-STARTUP_POLLS = 400
-
-
 def free_port() -> int:
+    """A loopback port nothing listens on right now, for a program that must be told
+    its port before it starts (another may take the port meanwhile)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -42,6 +39,8 @@ class Presa:
     url: str
     http: httpx.AsyncClient
     process: trio.Process
+    # Its stderr (the log), read line by line; None where the test reads it itself.
+    log: ServeProcess | None = None
 
     @property
     def resource(self) -> str:
@@ -73,31 +72,29 @@ async def start_presa(
     nursery: trio.Nursery,
     http: httpx.AsyncClient,
     flags: Sequence[str],
-    log: Path | None = None,
-    port: int | None = None,
+    port: int = 0,
 ) -> Presa:
-    """``presa-trio serve`` with ``flags`` on a free port, once it answers.
+    """``presa-trio serve`` with ``flags``, once it says where it serves.
 
-    The process is a child of ``nursery``: cancelling it (the test's end)
-    terminates the server. With ``log``, its stderr (the log) goes to that file.
+    The port is the one the server binds (``--port 0``) unless ``port`` names
+    one. The process and the reading of its stderr are children of
+    ``nursery``: cancelling it (the test's end) terminates the server.
     """
-    port = free_port() if port is None else port
-    url = f"http://127.0.0.1:{port}/mcp"
     command = [sys.executable, "-m", "presa_trio", "serve", "--port", str(port), *flags]
-    with contextlib.ExitStack() as files:
-        stderr = None if log is None else files.enter_context(log.open("wb"))
-        process: trio.Process = await nursery.start(
-            partial(trio.run_process, command, stdin=subprocess.DEVNULL, stderr=stderr, check=False)
+    process: trio.Process = await nursery.start(
+        partial(
+            trio.run_process,
+            command,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
         )
-    for _ in range(STARTUP_POLLS):
-        if process.returncode is not None:
-            break
-        try:
-            await http.get(f"http://127.0.0.1:{port}/")
-            return Presa(url, http, process)
-        except httpx.TransportError:
-            await trio.sleep(0.05)
-    raise AssertionError(f"presa did not start: {command}")
+    )
+    log = ServeProcess(process)
+    nursery.start_soon(log.read_stderr)
+    with trio.fail_after(30):
+        url = (await log.wait_for_line(SERVING.pattern))[1]
+    return Presa(url, http, process, log)
 
 
 async def token_from_endpoint(

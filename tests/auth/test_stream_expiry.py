@@ -58,7 +58,8 @@ async def test_a_jwt_listen_ends_at_exp(
     presa = await start_presa(nursery, http, flags)
     long_lived = issuer.mint_jwt("alice-app", presa.resource)
     task = await scenarios.create_task(presa, long_lived)
-    short = issuer.mint_jwt("alice-app", presa.resource, lifetime_s=2)
+    # exp is whole seconds past a truncated now: over 3 s to open the stream, loaded or not.
+    short = issuer.mint_jwt("alice-app", presa.resource, lifetime_s=4)
     expires = float(scenarios.claims(short)["exp"])
     with trio.fail_after(expires - time.time() + SLACK_S):
         messages = await listen_to_the_end(presa, short, task)

@@ -24,12 +24,13 @@ async def test_a_task_event_stream_ends_at_its_tokens_exp(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
     """presa-defined (A-16, S-20; spec-notes §49): the stream of a parked task, opened
-    with a token that expires in 2 s, delivers the task's events, then ends with its
+    with a token that expires in 4 s, delivers the task's events, then ends with its
     result by ``exp``, not later."""
     flags = ["--auth-issuer", issuer.issuer, "--auth-leeway", "0", "--task-events"]
     presa = await start_presa(nursery, http, flags)
     task = await scenarios.create_task(presa, issuer.mint_jwt("alice-app", presa.resource))
-    short = issuer.mint_jwt("alice-app", presa.resource, lifetime_s=2)
+    # exp is whole seconds past a truncated now: over 3 s to open the stream, loaded or not.
+    short = issuer.mint_jwt("alice-app", presa.resource, lifetime_s=4)
     expires = float(scenarios.claims(short)["exp"])
     message = request("tasks/stream", {"taskId": task}, capabilities=scenarios.TASKS)
     headers = {k: v for k, v in headers_for(message, ALL_NAME_PARAMS).items() if k != "host"}

@@ -9,9 +9,9 @@ server's metadata says, with no secret where it takes none.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,15 +25,12 @@ from tests.e2e.serve_process import presa_serve
 CANNOT_WORK = "authorization cannot work: "
 
 
-async def log_lines(log: Path, marker: str) -> list[str]:
-    """The lines of ``log`` holding ``marker``, once there is one (within 10 s)."""
+async def log_lines(presa: Presa, marker: str) -> list[str]:
+    """The lines of presa's log holding ``marker``, once there is one (within 10 s)."""
+    assert presa.log is not None
     with trio.fail_after(10):
-        while True:
-            text = await trio.Path(log).read_text()
-            found = [line for line in text.splitlines() if marker in line]
-            if found:
-                return found
-            await trio.sleep(0.05)
+        await presa.log.wait_for_line(re.escape(marker))
+    return [line for line in presa.log.lines if marker in line]
 
 
 def test_authorization_without_an_issuer_does_not_start() -> None:
@@ -52,14 +49,13 @@ def test_authorization_without_an_issuer_does_not_start() -> None:
 
 
 async def test_an_issuer_that_differs_is_one_line_at_start(
-    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer, tmp_path: Path
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
     """A-17: the metadata names ``…/`` but presa was given the issuer without the
     slash: one line at start saying both, and 500 (not 401, not 503) on use."""
     issuer.metadata_changes["issuer"] = issuer.issuer + "/"
-    log = tmp_path / "presa.log"
-    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer], log)
-    [line] = await log_lines(log, CANNOT_WORK)
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    [line] = await log_lines(presa, CANNOT_WORK)
     assert f"'{issuer.issuer}/', not '{issuer.issuer}'" in line
     assert "exactly" in line
     token = issuer.mint_jwt("alice-app", presa.resource)
@@ -67,19 +63,18 @@ async def test_an_issuer_that_differs_is_one_line_at_start(
         response = await presa.call("tools/list", token=token)
         assert response.status_code == 500
         assert "misconfigured" in response.text
-    assert len(await log_lines(log, CANNOT_WORK)) == 1
+    assert len(await log_lines(presa, CANNOT_WORK)) == 1
 
 
 async def test_no_introspection_endpoint_is_one_line_at_start(
-    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer, tmp_path: Path
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
     """A-17: the metadata names no introspection endpoint and no flag does."""
     issuer.metadata_changes["introspection_endpoint"] = None
-    log = tmp_path / "presa.log"
     flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
     flags += ["--auth-client-secret", issuer.secret("presa")]
-    presa = await start_presa(nursery, http, flags, log)
-    [line] = await log_lines(log, CANNOT_WORK)
+    presa = await start_presa(nursery, http, flags)
+    [line] = await log_lines(presa, CANNOT_WORK)
     assert "names no introspection_endpoint" in line
     assert "--auth-introspection-endpoint" in line
     token = issuer.mint_opaque("alice-opaque", presa.resource)
@@ -91,13 +86,12 @@ async def test_no_introspection_endpoint_is_one_line_at_start(
 
 
 async def test_an_unreachable_issuer_is_503_and_one_warning(
-    nursery: trio.Nursery, http: httpx.AsyncClient, tmp_path: Path
+    nursery: trio.Nursery, http: httpx.AsyncClient
 ) -> None:
     """A-17: an issuer that does not answer is temporary: 503 with Retry-After."""
-    log = tmp_path / "presa.log"
     gone = "http://127.0.0.1:1"
-    presa = await start_presa(nursery, http, ["--auth-issuer", gone], log)
-    await log_lines(log, "authorization server unreachable at start")
+    presa = await start_presa(nursery, http, ["--auth-issuer", gone])
+    await log_lines(presa, "authorization server unreachable at start")
     token = AuthorizationServer(issuer=gone).mint_jwt("alice-app", presa.resource)
     response = await presa.call("tools/list", token=token)
     assert response.status_code == 503
@@ -124,17 +118,16 @@ async def test_introspection_follows_the_servers_client_authentication(
 
 
 async def test_an_opaque_token_in_jwt_mode_is_named_and_logged_once(
-    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer, tmp_path: Path
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
     """A-17: the token is refused saying presa takes JWTs only; the log says, once,
     that introspection would be needed."""
-    log = tmp_path / "presa.log"
-    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer], log)
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
     opaque = await token_from_endpoint(http, issuer, "alice-opaque", presa.resource)
     for _ in range(2):
         description = await scenarios.refuses_invalid_token(presa, opaque)
         assert "JWT" in description
-    [line] = await log_lines(log, "not a JWT")
+    [line] = await log_lines(presa, "not a JWT")
     assert "--auth-client-id" in line
 
 

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import pytest
@@ -24,7 +25,6 @@ import trio
 from tests.client.helpers import client, client_command, start_client
 from tests.client.relay import Relay
 from tests.e2e.serve_process import ServeProcess, presa_serve
-from tests.postgres import free_port
 
 CONFIRM = '{"action":"accept","content":{"confirm":true}}'
 STATUS = "presa_trio.task.status"
@@ -229,17 +229,18 @@ async def test_a_stream_cut_by_a_server_restart_waits_for_the_server_and_resumes
     while the client streams a parked task; the client tries again until the next
     server on the same port and SQLite file answers, resumes with `after: 2`, and
     prints the rest once the task is answered there."""
-    port, store = str(free_port()), f"sqlite:///{tmp_path / 'tasks.db'}"
-    options = ("--port", port, "--store", store, "--task-lease", "1", "--task-events")
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    options = ("--store", store, "--task-lease", "1", "--task-events")
     record = tmp_path / "wire.jsonl"
     with trio.fail_after(60):
         async with presa_serve(*options) as first:
+            port = str(urlsplit(first.url).port)  # the one the first server bound
             task_id = await detached(first.url, "confirm_delete", "filename=a.txt")
             async with streaming_client(first.url, task_id, tmp_path, record) as watched:
                 await watched.read_until(3)
                 first.process.send_signal(signal.SIGKILL)
                 await first.stopped()
-                async with presa_serve(*options) as second:
+                async with presa_serve(*options, "--port", port) as second:
                     assert second.url == first.url
                     await answer(second.url, task_id)
                     await watched.read_until(0)

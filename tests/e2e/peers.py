@@ -16,7 +16,7 @@ import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
-from tests.postgres import free_port
+from tests.e2e.serve_process import SERVING
 from tests.streams import sse_messages
 
 TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -89,18 +89,18 @@ async def serving(
     program: Sequence[str] = ("-m", "presa_trio"),
     env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[tuple[trio.Process, Peer]]:
-    """``presa-trio serve --store STORE OPTIONS``; yields the process once it answers.
+    """``presa-trio serve --store STORE OPTIONS``; yields the process once it says
+    where it serves (on the port it bound: ``--port 0``).
 
     ``program`` is what Python runs: the command line, or a launcher around it;
-    ``env`` its environment (default: this one's).
+    ``env`` its environment (default: this one's). stderr is appended to ``log``.
     """
-    port = free_port()
     command = [
         sys.executable,
         *program,
         "serve",
         "--port",
-        str(port),
+        "0",
         "--store",
         store,
         "--task-lease",
@@ -108,24 +108,30 @@ async def serving(
         *options,
     ]
     with log.open("ab") as stderr:
+        logged_before = stderr.tell()
         async with trio.open_nursery() as nursery:
             process: trio.Process = await nursery.start(
                 partial(trio.run_process, command, check=False, stderr=stderr, env=env)
             )
             try:
+                with trio.fail_after(PATIENCE):
+                    url = await served_url(process, log, logged_before)
                 async with httpx.AsyncClient(timeout=10) as http:
-                    peer = Peer(http, f"http://localhost:{port}/mcp")
-                    with trio.fail_after(PATIENCE):
-                        while True:
-                            try:
-                                await peer.call("server/discover", {})
-                                break
-                            except httpx.TransportError:
-                                await trio.sleep(0.05)
-                    yield process, peer
+                    yield process, Peer(http, url)
             finally:
                 if process.returncode is None:
                     process.kill()
+
+
+async def served_url(process: trio.Process, log: Path, offset: int) -> str:
+    """The URL of the line saying where ``process`` serves, once ``log`` has it past
+    ``offset``. Polled: the log is a file, which the test reads afterwards."""
+    while True:
+        written = (await trio.Path(log).read_bytes())[offset:].decode(errors="replace")
+        if found := SERVING.search(written):
+            return found[1]
+        assert process.returncode is None, f"the server exited: {written}"
+        await trio.sleep(0.05)
 
 
 #: A lease long enough that no process claims another's live task in these tests.

@@ -5,7 +5,8 @@ Rules of this file: HAProxy is the distribution's package, installed by the
 module (``apt-get``, tests/haproxy.py) when missing and possible, else the
 module is skipped with the reason; it runs in the foreground, a child of the
 test, as a master and its worker (as the distribution's service runs it, so it
-can be reloaded), with the recipe's addresses replaced by free ports. The three servers are
+can be reloaded), with the recipe's addresses replaced by the servers' ports (each the port
+its first process bound) and a free one for HAProxy. The three servers are
 real child processes on one fresh database of the run's PostgreSQL, but in the one test
 that needs servers no process could be (closing a connection as a request comes, every
 time), which are in-process ones. Every request goes
@@ -24,6 +25,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import h11
@@ -32,7 +34,15 @@ import trio
 
 from presa_trio.testing import request
 from tests.e2e.harness import headers
-from tests.e2e.peers import CONFIRM, PATIENCE, TASKS, Peer, listening, until_completed
+from tests.e2e.peers import (
+    CONFIRM,
+    PATIENCE,
+    TASKS,
+    Peer,
+    listening,
+    served_url,
+    until_completed,
+)
 from tests.haproxy import recipe
 from tests.postgres import Postgres, free_port
 from tests.streams import sse_messages
@@ -47,11 +57,12 @@ SERVER_OPTIONS = (
 
 @attrs.define(eq=False)
 class Backend:
-    """One ``presa-trio serve`` process on a fixed port, which can be stopped and started."""
+    """One ``presa-trio serve`` process on a fixed port, which can be stopped and started:
+    the port the first process bound (``--port 0``), then the same."""
 
-    port: int
     store: str
     log: Path
+    port: int = 0
     process: trio.Process | None = None
 
     def served(self) -> int:
@@ -71,6 +82,11 @@ class Backend:
     async def start(self, nursery: trio.Nursery) -> None:
         """Start the process and return once it answers ``/readyz`` directly."""
         self.process = await nursery.start(self.run)
+        if self.port == 0:  # the first start: the log is this process's alone
+            with trio.fail_after(PATIENCE):
+                port = urlsplit(await served_url(self.process, self.log, 0)).port
+            assert port is not None
+            self.port = port
         async with httpx.AsyncClient(timeout=5) as http:
             with trio.fail_after(PATIENCE):
                 while True:  # polled, as HAProxy polls it
@@ -95,13 +111,13 @@ async def behind_haproxy(
     haproxy: str, store: str, tmp_path: Path
 ) -> AsyncIterator[tuple[str, list[Backend]]]:
     """Three servers and HAProxy before them, by the recipe; the frontend's MCP URL."""
-    ports = [free_port() for _ in range(3)]
-    backends = [Backend(port, store, tmp_path / f"{port}.log") for port in ports]
+    backends = [Backend(store, tmp_path / f"backend-{n}.log") for n in range(3)]
     async with AsyncExitStack() as stack:
         nursery = await stack.enter_async_context(trio.open_nursery())
         stack.callback(nursery.cancel_scope.cancel)
         for backend in backends:
             await backend.start(nursery)
+        ports = [backend.port for backend in backends]
         url = await stack.enter_async_context(haproxy_before(haproxy, ports, tmp_path))
         yield url, backends
 
@@ -318,7 +334,12 @@ async def test_a_rolling_restart_under_load_fails_no_request(
     assert len(answered) > 0
     assert len(created) > 0
     logs = "".join(backend.log.read_text() for backend in backends)
-    assert [task_id for task_id in created if logs.count(f"task {task_id} completed") != 1] == []
+    wrong = [task_id for task_id in created if logs.count(f"task {task_id} completed") != 1]
+    assert wrong == [], "\n".join(  # what became of them, access lines left out
+        line
+        for line in logs.splitlines()
+        if " presa_trio.access: " not in line and any(task_id in line for task_id in wrong)
+    )
     assert any(f"task {task_id} recovered" in logs for task_id in created)  # cut by a stop
     for server in "abc":  # taken out by its readiness, never by a refused connection
         assert f"presa/{server} is DOWN, reason: Layer7 wrong status, code: 503" in checks

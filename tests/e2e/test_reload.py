@@ -48,11 +48,7 @@ async def answer(url: str) -> str:
 
 async def next_url(served: ServeProcess) -> str:
     """The URL of the second child's "serving" line, once it has printed it."""
-    while True:
-        urls = [match[1] for line in served.lines if (match := SERVING.search(line))]
-        if len(urls) > 1:
-            return urls[-1]
-        await trio.sleep(0.05)
+    return (await served.wait_for_lines(SERVING.pattern, 2))[-1][1]
 
 
 async def test_a_change_of_the_module_restarts_the_server_on_the_new_code(tmp_path: Path) -> None:

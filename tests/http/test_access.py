@@ -247,11 +247,14 @@ ANSWERS = {
 
 @contextlib.contextmanager
 def configured(form: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
-    """``presa-trio serve``'s logging (``logs.configure``) with stderr in memory; undone after."""
+    """``presa-trio serve``'s logging (``logs.configure``) with stderr in memory; undone after,
+    the logging module's record switches (``logs.skip_unused_record_fields``) too."""
     root, hypercorn = logging.getLogger(), logging.getLogger("hypercorn.error")
     handlers, levels = root.handlers[:], (root.level, hypercorn.level)
     stderr = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stderr)
+    for switch in ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing"):
+        monkeypatch.setattr(logging, switch, getattr(logging, switch))
     logs.configure("INFO", form)
     try:
         yield stderr

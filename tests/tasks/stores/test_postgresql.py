@@ -58,6 +58,26 @@ from tests.tasks.stores.records import (
 STEP = "com.example.step"
 
 
+class DatabaseClock:
+    """The database's clock (``presa_now_ms()``, schema.py) of ``url``, replaced by one
+    that reads a table, so a test moves it where it would otherwise sleep and race
+    it: a stall of the test machine cannot pass time on it."""
+
+    def __init__(self, url: str, at_ms: int) -> None:
+        self.url = url
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("CREATE TABLE presa_test_clock (now_ms bigint NOT NULL)")
+            connection.execute("INSERT INTO presa_test_clock VALUES (%s)", (at_ms,))
+            connection.execute(
+                "CREATE OR REPLACE FUNCTION presa_now_ms() RETURNS bigint"
+                " LANGUAGE sql VOLATILE AS $$ SELECT now_ms FROM presa_test_clock $$"
+            )
+
+    def move_to(self, at_ms: int) -> None:
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute("UPDATE presa_test_clock SET now_ms = %s", (at_ms,))
+
+
 async def test_a_change_made_by_one_process_reaches_the_others_watchers(
     postgres_url: str,
 ) -> None:
@@ -572,11 +592,12 @@ async def test_a_lease_is_judged_on_the_databases_clock(postgres_url: str) -> No
     process whose clock is far ahead cannot claim a live lease, and one whose
     clock is far behind cannot keep a lease that has run its length."""
     async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        clock = DatabaseClock(postgres_url, T0)
         await a.create(stored("live", lease=Lease("p1", 1, T0 + 60_000)), ROOMY, T0)
         await a.create(stored("short", lease=Lease("p1", 1, T0 + 300)), ROOMY, T0)
         ahead = T0 + 3_600_000
         assert await b.claim_expired("ahead", ahead, ahead + 60_000, 10) == []
-        await trio.sleep(0.4)
+        clock.move_to(T0 + 400)
         behind = T0 - 3_600_000
         [claimed] = await b.claim_expired("behind", behind, behind + 60_000, 10)
         assert (claimed.task_id, claimed.lease) == ("short", Lease("behind", 2, behind + 60_000))
@@ -621,6 +642,7 @@ async def test_task_events_are_stamped_and_aged_on_the_databases_clock(
     all gone, earliest_seq past them, and pruning frees them."""
     aged = Retention(max_events=100, max_age_ms=300)
     async with open_store(postgres_url) as a, open_store(postgres_url) as b:
+        clock = DatabaseClock(postgres_url, T0)
         await a.create(stored(), ROOMY, T0)
         appended = []
         for n, (store, now) in enumerate([(a, T0), (b, T0 + 100_000), (a, T0), (b, T0 - 100_000)]):
@@ -630,7 +652,7 @@ async def test_task_events_are_stamped_and_aged_on_the_databases_clock(
         await b.prune_events(T0 + 3_600_000, aged)
         read = await a.read_events("t-1", -1, 100, T0 + 3_600_000, aged)
         assert ([e.seq for e in read.events], read.earliest_seq) == ([0, 1, 2, 3], 0)
-        await trio.sleep(0.4)
+        clock.move_to(T0 + 400)
         read = await b.read_events("t-1", -1, 100, T0 - 3_600_000, aged)
         assert (read.events, read.earliest_seq, read.next_seq) == ([], 4, 4)
         await a.prune_events(T0 - 3_600_000, aged)

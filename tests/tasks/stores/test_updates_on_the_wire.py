@@ -133,8 +133,11 @@ async def test_an_update_racing_a_cancel_ends_the_task_once(store: TaskStore) ->
             nursery.start_soon(update, client, task, {"a": DECLINE, "b": ACCEPT})
             nursery.start_soon(call, client, "tasks/cancel", {"taskId": task.task_id})
         ended = await task.wait_for("cancelled", "completed")
-        if ended.result is not None:
+        if ended.status == "completed":
+            assert ended.result is not None
             assert ended.result.text == "decline accept"
+        else:
+            assert ended.result is None
         final = await get(client, task)
         await update(client, task, {"a": ACCEPT, "b": ACCEPT})
         await call(client, "tasks/cancel", {"taskId": task.task_id})
