@@ -155,6 +155,8 @@ async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | 
         "http://[::1]evil.example",
         "http://localhost:3000/path",
         "http://localhost http://evil.example",
+        "ws://localhost",
+        "ftp://localhost:3000",
     ],
 )
 async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str) -> None:
@@ -294,7 +296,15 @@ async def test_an_encoded_body_is_unsupported_media_type(client: McpClient, codi
         response = await client.post(body, with_headers(DISCOVER, content_encoding=coding))
         rejection_of(response, 415)
         assert response.headers["accept-encoding"] == "identity"
-    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding="identity")))
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("coding", ["identity", "IDENTITY", "identity, ", ", identity", ""])
+async def test_a_body_declared_unencoded_is_read(client: McpClient, coding: str) -> None:
+    """presa-defined (spec-notes §11; RFC 9110 §8.4.1: codings are case-insensitive,
+    §5.6.1: a recipient MUST accept empty list elements; H-06): ``identity``, or no
+    coding at all, is the body as it is."""
+    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding=coding)))
 
 
 @pytest.mark.parametrize(
@@ -332,6 +342,8 @@ async def test_content_type_parameters_and_case_are_accepted(
         "*/*, text/event-stream;q=0",
         "text/event-stream;q=0, text/*, application/json",
         "application/json, text/event-stream;q=2",
+        "application/json, text/event-stream;q=1.5",
+        "application/json, text/event-stream;Q=0",
         "application/json\xa0, text/event-stream",
     ],
 )
@@ -340,8 +352,9 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST accept both
     application/json and text/event-stream; H-07); presa answers 406 (spec-notes §11).
-    ``q=0`` refuses a type (RFC 9110 §12.5.1), the most specific range deciding; a
-    malformed weight is no acceptance."""
+    ``q=0`` refuses a type (RFC 9110 §12.5.1), the most specific range deciding, ``Q``
+    as ``q`` (a parameter's name is case-insensitive, §5.6.6); a malformed weight (above
+    1, §12.4.2) is no acceptance."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)), 406)
     await assert_still_serving(client)
 
@@ -439,6 +452,8 @@ async def test_a_body_at_the_limit_is_read() -> None:
         response = await client.post(body, headers_for(DISCOVER), body_chunks=chunks)
         result_of(response)
         assert response.body_events_read == 2
+        declared = {**headers_for(DISCOVER), "content-length": str(len(body))}
+        result_of(await client.post(body, declared))
 
 
 def padded_listen(size: int) -> bytes:
