@@ -70,7 +70,12 @@ async def test_a_post_to_the_endpoint_s_uri_is_answered_as_a_post_to_its_path(po
     """Spec-mandated (RFC 9112 §3.2.2): a server MUST accept the absolute-form, and
     an origin server uses the target's host, not the Host header, which may name
     anything (here one the server refuses)."""
-    for target in (f"http://127.0.0.1:{port}/mcp", f"HTTP://localhost:{port}/mcp?x=1"):
+    targets = (
+        f"http://127.0.0.1:{port}/mcp",
+        f"HTTP://localhost:{port}/mcp?x=1",
+        f"https://localhost:{port}/mcp",
+    )
+    for target in targets:
         answer = await ask(port, "POST", target, "evil.example", GREET)
         assert answer.status == 200, answer.body
         assert answer.json()["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
@@ -90,8 +95,11 @@ async def test_a_target_authority_not_allowed_gets_what_a_host_not_allowed_gets(
 
 async def test_the_paths_beside_the_endpoint_are_served_by_their_uri_too(port: int) -> None:
     """Spec-mandated (RFC 9112 §3.2.2): the health checks, the scrape and the Protected
-    Resource Metadata are routed by the target's path."""
+    Resource Metadata are routed by the target's path; a URI with an empty path names
+    ``/`` (RFC 9112 §3.2.1), which is no endpoint: 404, not the 400 of no path."""
     base = f"http://localhost:{port}"
+    for root in (base, f"{base}?x=1"):
+        assert (await ask(port, "GET", root, "evil.example")).status == 404
     health = await ask(port, "GET", f"{base}/healthz", "evil.example")
     ready = await ask(port, "GET", f"{base}/readyz", "evil.example")
     scrape = await ask(port, "GET", f"{base}/metrics", "evil.example")
