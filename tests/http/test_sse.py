@@ -17,8 +17,9 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
-from presa_trio.http.sse import PING_INTERVAL_S
-from presa_trio.server import RequestContext, Server
+from presa_trio.http.exchange import Exchange
+from presa_trio.http.sse import PING_INTERVAL_S, ResponseWriter
+from presa_trio.server import Connection, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, meta, request, running
@@ -255,3 +256,64 @@ async def test_a_task_stream_with_nothing_to_send_yet_is_kept_alive(
                     "completed",
                 )
                 assert (await stream.next_message())["result"]["resultType"] == "complete"
+
+
+async def test_nothing_is_written_after_the_response_event(autojump_clock: MockClock) -> None:
+    """Spec-mandated (streamable-http §Receiving Messages: the final response ends the
+    stream): a keep-alive ping that falls due while the response event is still being
+    written (the client's window holds it back) waits for it, and is then dropped: no
+    message follows the one that ends the body."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message["more_body"]:
+            await trio.sleep(2 * PING_INTERVAL_S)  # a slow reader: the ping falls due
+
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        writer.start()
+        await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        await trio.testing.wait_all_tasks_blocked()  # the keep-alive waits for its interval
+        await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        writer.close()
+        await trio.sleep(2 * PING_INTERVAL_S)
+        nursery.cancel_scope.cancel()
+    assert [message["type"] for message in sent] == ["http.response.start"] + [
+        "http.response.body"
+    ] * 2
+    assert sent[-1]["more_body"] is False
+    assert [event.data for event in parse_events(b"".join(m["body"] for m in sent[1:]))] == [
+        '{"jsonrpc":"2.0","method":"notifications/progress"}',
+        '{"jsonrpc":"2.0","id":1,"result":{}}',
+    ]
+
+
+async def test_a_disconnect_reported_during_the_last_write_cancels_nothing(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (streamable-http §Cancellation: closing the stream cancels the
+    request, not a response already given): the server may report the stream's end
+    from inside the app's last ``send``, as hypercorn does when it closes it; that
+    disconnect is the normal end, so the last ``send`` is not interrupted."""
+    disconnected = trio.Event()
+    completed: list[bool] = []
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.body" and not message["more_body"]:
+            disconnected.set()  # the server ends the stream while it writes the last bytes
+            await trio.sleep(1)
+            completed.append(True)
+
+    async def receive() -> Any:
+        await disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        Exchange(receive, nursery, Connection(object())).watch_disconnect(writer)
+        writer.start()
+        await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        writer.close()
+    assert completed == [True]
