@@ -214,6 +214,21 @@ async def test_the_allowlists_are_configurable() -> None:
         rejection_of(await client.post(DISCOVER, foreign), 403)
 
 
+async def test_each_allowlist_is_turned_off_alone() -> None:
+    """presa-defined (spec-notes §4: ``None`` turns one check off; H-04): without the Host
+    list any Host is accepted and the Origin is still checked; without the Origin list
+    any Origin is accepted and the Host is still checked."""
+    hosts_off = AdmissionPolicy(allowed_hosts=None)
+    origins_off = AdmissionPolicy(allowed_origin_hosts=None)
+    async with running(McpApp.for_server(build_server(), policy=hosts_off)) as client:
+        result_of(await client.post(DISCOVER, with_headers(DISCOVER, host="evil.example")))
+        foreign = with_headers(DISCOVER, origin="http://evil.example")
+        rejection_of(await client.post(DISCOVER, foreign), 403)
+    async with running(McpApp.for_server(build_server(), policy=origins_off)) as client:
+        result_of(await client.post(DISCOVER, with_headers(DISCOVER, origin="http://evil.example")))
+        rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host="evil.example")), 421)
+
+
 async def test_without_allowlists_any_host_is_accepted() -> None:
     """presa-defined (H-04): ``None`` turns the DNS-rebinding check off (a server
     behind a proxy that checks it)."""
@@ -487,6 +502,11 @@ async def test_a_long_lived_request_has_a_smaller_body_limit(client: McpClient) 
     async with client.stream(padded_listen(MAX_LONG_LIVED_BODY), headers_for(listen)) as stream:
         acknowledged = await stream.next_message()
     assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+    # A task stream is long-lived too: refused at its declared size, whatever the body.
+    task_stream = {**headers_for(request("tasks/stream", {"taskId": "t"})), "mcp-name": "t"}
+    refused = await client.post(over, {**task_stream, "content-length": str(len(over))})
+    rejection_of(refused, 413)
+    assert refused.body_events_read == 0
     discover = request("server/discover", {"pad": "x" * 2 * MAX_LONG_LIVED_BODY})
     result_of(await client.post(discover, headers_for(DISCOVER)))
     await assert_still_serving(client)

@@ -317,3 +317,27 @@ async def test_a_disconnect_reported_during_the_last_write_cancels_nothing(
         await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
         writer.close()
     assert completed == [True]
+
+
+async def test_a_disconnect_watcher_that_fails_ends_its_request(autojump_clock: MockClock) -> None:
+    """presa-defined (http/exchange.py, the exchange nursery's failure policy): a watcher
+    whose ``receive`` fails can no longer tell when the client leaves, so it ends its
+    request at once, rather than leave a handler running that nobody may wait for."""
+
+    async def receive() -> Any:
+        raise RuntimeError("the server's receive failed")
+
+    async def send(message: Any) -> None:
+        await trio.lowlevel.checkpoint()
+
+    ended_at: list[float] = []
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        Exchange(receive, nursery, Connection(object())).watch_disconnect(writer)
+        writer.start()
+        with trio.move_on_after(LONG):
+            try:
+                await trio.sleep_forever()  # the handler, waiting for what never comes
+            finally:
+                ended_at.append(trio.current_time())
+    assert ended_at == [0.0]
