@@ -74,6 +74,7 @@ async def test_a_post_to_the_endpoint_s_uri_is_answered_as_a_post_to_its_path(po
         f"http://127.0.0.1:{port}/mcp",
         f"HTTP://localhost:{port}/mcp?x=1",
         f"https://localhost:{port}/mcp",
+        f"http://localhost:{port}/m%63p",  # its path decoded, as an origin-form's is
     )
     for target in targets:
         answer = await ask(port, "POST", target, "evil.example", GREET)

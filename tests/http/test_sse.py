@@ -289,8 +289,9 @@ async def test_nothing_is_written_after_the_response_event(autojump_clock: MockC
     ]
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["plain-json", "event-stream"])
 async def test_a_disconnect_reported_during_the_last_write_cancels_nothing(
-    autojump_clock: MockClock,
+    autojump_clock: MockClock, streaming: bool
 ) -> None:
     """Spec-mandated (streamable-http §Cancellation: closing the stream cancels the
     request, not a response already given): the server may report the stream's end
@@ -313,10 +314,35 @@ async def test_a_disconnect_reported_during_the_last_write_cancels_nothing(
         writer = ResponseWriter(send, nursery)
         Exchange(receive, nursery, Connection(object())).watch_disconnect(writer)
         writer.start()
-        await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        if streaming:
+            await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
         await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
         writer.close()
     assert completed == [True]
+
+
+async def test_a_handler_cancelled_before_its_first_notification_answers_plain_json() -> None:
+    """presa-defined (http/sse.py): a handler whose own deadline passed before its first
+    notification gets its cancel before the event stream opens, so nothing of a stream
+    is sent and its result still goes out as one plain JSON body."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+        await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        writer.start()
+        with trio.CancelScope() as deadline:
+            deadline.cancel()
+            await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        assert sent == []
+        await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        writer.close()
+    start, body = sent
+    assert (b"content-type", b"application/json") in start["headers"]
+    assert body["body"] == b'{"jsonrpc":"2.0","id":1,"result":{}}'
 
 
 async def test_a_disconnect_watcher_that_fails_ends_its_request(autojump_clock: MockClock) -> None:
