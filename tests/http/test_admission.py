@@ -435,6 +435,23 @@ async def test_a_declared_oversized_body_is_refused_unread() -> None:
         await assert_still_serving(client)
 
 
+async def test_a_content_length_of_more_digits_than_int_reads_is_413_unread() -> None:
+    """Spec-mandated (RFC 9110 §8.6: Content-Length is any number of digits; §15.5.14:
+    413) and presa-defined (H-08): a size of thousands of digits, more than Python
+    reads as a number from text, is over any limit: 413 unread, never a 500; leading
+    zeros, however many, name the size they lead."""
+    body = json.dumps(DISCOVER).encode()
+    app = McpApp.for_server(build_server(), max_body=1024)
+    async with running(app) as client:
+        huge = {**headers_for(DISCOVER), "content-length": "9" * 5000}
+        response = await client.post(body, huge)
+        rejection_of(response, 413)
+        assert response.body_events_read == 0
+        padded = {**headers_for(DISCOVER), "content-length": "0" * 5000 + str(len(body))}
+        result_of(await client.post(body, padded))
+        await assert_still_serving(client)
+
+
 @pytest.mark.parametrize("declared", ["abc", "\xb2", "\xb9\xb2", "1\xb3"])
 async def test_a_content_length_that_is_no_number_is_not_a_crash(
     client: McpClient, declared: str
