@@ -148,15 +148,20 @@ async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> N
     """presa-defined (http/exchange.py, http/sse.py): an exchange's disconnect watcher,
     and an event stream's keep-alive, run in a nursery of the task serving the request,
     never in the server-lifetime nursery; once the exchange ends, whether the response
-    completed or the client closed the stream halfway through it, the trio tasks are
-    exactly those that ran before it."""
+    completed (its helpers end with it, whether or not the client has left yet) or the
+    client closed the stream halfway through it, the trio tasks are exactly those that
+    ran before it."""
     app = McpApp.for_server(slow_server())
     params = {"name": "chatty", "_meta": meta(progressToken="t")}
     with trio.fail_after(3 * LONG):  # a keep-alive left behind pings forever
         async with running(app) as client:
             await trio.testing.wait_all_tasks_blocked()
             before = task_tree()
-            await client.post(request("tools/call", params), limit_s=LONG)
+            async with client.stream(request("tools/call", params)) as whole:
+                await whole.read_to_end()
+                await trio.testing.wait_all_tasks_blocked()
+                # Complete, the exchange has ended its helpers before the client leaves.
+                assert not {"keep_alive", "watch_disconnect"} & set(task_tree())
             assert task_tree() == before
             async with client.stream(request("tools/call", params)) as stream:
                 assert (await stream.next_message())["method"] == "notifications/progress"
