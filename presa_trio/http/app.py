@@ -106,6 +106,18 @@ def peer_address(scope: HTTPScope) -> str:
     return "" if client is None else client[0]
 
 
+def declares_more(digits: str, limit: int) -> bool:
+    """Whether a Content-Length of ASCII ``digits`` names more than ``limit`` bytes.
+
+    Any number of digits is a Content-Length (RFC 9110 §8.6), leading zeros
+    too; one with more significant digits than ``limit`` is larger, and is
+    never read as a number, which Python refuses past 4300 digits
+    (``sys.get_int_max_str_digits``).
+    """
+    significant = digits.lstrip("0")
+    return len(significant) > len(str(limit)) or int(significant or "0") > limit
+
+
 def retry_after(status: int) -> list[tuple[bytes, bytes]] | None:
     """``Retry-After`` for a refusal that can succeed later: HTTP 429 and 503 only.
 
@@ -324,7 +336,7 @@ class McpApp:
             declared is not None
             and declared.isascii()
             and declared.isdigit()
-            and int(declared) > limit
+            and declares_more(declared, limit)
         ):
             raise Rejection(413, "Request body too large")
         chunks: list[bytes] = []

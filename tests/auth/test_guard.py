@@ -144,6 +144,18 @@ async def test_metadata_document(client: McpClient) -> None:
     assert posted.status == 405
 
 
+async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) -> None:
+    """Spec-mandated (streamable-http §Security & Endpoint; spec-notes §4): the document
+    beside the endpoint is behind the same Host and Origin checks: a foreign Host is
+    421, a foreign Origin 403, as at the endpoint."""
+    path = "/.well-known/oauth-protected-resource/mcp"
+    foreign_host = await client.post(b"", {"host": "evil.example"}, method="GET", path=path)
+    foreign_origin = await client.post(
+        b"", {"host": "localhost:3000", "origin": "http://evil.example"}, method="GET", path=path
+    )
+    assert (foreign_host.status, foreign_origin.status) == (421, 403)
+
+
 async def test_without_auth_there_is_no_metadata() -> None:
     """A-13: authorization is off by default: no document, no token needed."""
     async with running(McpApp.for_server(build_server())) as client:

@@ -70,7 +70,13 @@ async def test_a_post_to_the_endpoint_s_uri_is_answered_as_a_post_to_its_path(po
     """Spec-mandated (RFC 9112 §3.2.2): a server MUST accept the absolute-form, and
     an origin server uses the target's host, not the Host header, which may name
     anything (here one the server refuses)."""
-    for target in (f"http://127.0.0.1:{port}/mcp", f"HTTP://localhost:{port}/mcp?x=1"):
+    targets = (
+        f"http://127.0.0.1:{port}/mcp",
+        f"HTTP://localhost:{port}/mcp?x=1",
+        f"https://localhost:{port}/mcp",
+        f"http://localhost:{port}/m%63p",  # its path decoded, as an origin-form's is
+    )
+    for target in targets:
         answer = await ask(port, "POST", target, "evil.example", GREET)
         assert answer.status == 200, answer.body
         assert answer.json()["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
@@ -90,8 +96,11 @@ async def test_a_target_authority_not_allowed_gets_what_a_host_not_allowed_gets(
 
 async def test_the_paths_beside_the_endpoint_are_served_by_their_uri_too(port: int) -> None:
     """Spec-mandated (RFC 9112 §3.2.2): the health checks, the scrape and the Protected
-    Resource Metadata are routed by the target's path."""
+    Resource Metadata are routed by the target's path; a URI with an empty path names
+    ``/`` (RFC 9112 §3.2.1), which is no endpoint: 404, not the 400 of no path."""
     base = f"http://localhost:{port}"
+    for root in (base, f"{base}?x=1"):
+        assert (await ask(port, "GET", root, "evil.example")).status == 404
     health = await ask(port, "GET", f"{base}/healthz", "evil.example")
     ready = await ask(port, "GET", f"{base}/readyz", "evil.example")
     scrape = await ask(port, "GET", f"{base}/metrics", "evil.example")
@@ -125,15 +134,17 @@ async def test_over_http2_a_connect_or_a_path_past_ascii_is_400_and_the_connecti
     port: int,
 ) -> None:
     """RFC 9113 §8.5 (a CONNECT has no ``:path``), RFC 3986 §2 (no URI holds a byte past
-    ASCII) and RFC 9113 §8.1.1 (a server MAY answer a malformed request): either is
-    answered 400, as over HTTP/1.1, and the connection serves its next stream.
-    (hypercorn read every ``:path`` as ASCII and needed one: either request raised
-    from the connection's task, and ended the whole server.)"""
+    ASCII), RFC 9110 §9.1 (a method is a token, ASCII) and RFC 9113 §8.1.1 (a server
+    MAY answer a malformed request): each is answered 400, as over HTTP/1.1, and the
+    connection serves its next stream. (hypercorn read every ``:method`` and ``:path``
+    as ASCII and needed a ``:path``: each request raised from the connection's task,
+    and ended the whole server.)"""
     client = await H2Client.connect(port)
     authority = (b":authority", b"localhost")
     requests = [
         [(b":method", b"CONNECT"), authority],
         [(b":method", b"POST"), (b":scheme", b"http"), authority, (b":path", b"/mcp\xff")],
+        [(b":method", b"P\xffST"), (b":scheme", b"http"), authority, (b":path", b"/mcp")],
     ]
     try:
         with trio.fail_after(10):
@@ -147,7 +158,7 @@ async def test_over_http2_a_connect_or_a_path_past_ascii_is_400_and_the_connecti
             assert (await client.answer(served)).status == 200
     finally:
         await client.aclose()
-    assert refused == [400, 400]
+    assert refused == [400, 400, 400]
 
 
 @pytest.mark.parametrize(

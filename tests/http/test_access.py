@@ -123,6 +123,19 @@ async def test_a_result_is_one_record_with_its_fields(logged: McpClient, kept: K
     assert (written["logger"], written["message"]) == ("presa_trio.access", record.getMessage())
 
 
+async def test_a_head_request_logs_no_body_bytes(logged: McpClient, kept: Kept) -> None:
+    """presa-defined (http/access.py; RFC 9110 §9.3.2: a HEAD response has no body, the
+    server leaves out the one the app gives it): a HEAD is logged with ``bytes=0``,
+    where its GET logs the body it was sent."""
+    got = await logged.post(b"", {"host": "localhost"}, method="GET", path="/healthz")
+    await logged.post(b"", {"host": "localhost"}, method="HEAD", path="/healthz")
+    by_get, by_head = kept.records
+    assert (by_get.status, by_get.bytes) == (200, len(got.body))  # type: ignore[attr-defined]
+    assert got.body
+    assert (by_head.status, by_head.bytes) == (200, 0)  # type: ignore[attr-defined]
+    assert by_head.getMessage().startswith("HEAD /healthz status=200 bytes=0 ms=")
+
+
 async def test_an_error_in_an_event_stream_gives_its_code_and_incident(
     logged: McpClient, kept: Kept
 ) -> None:
@@ -160,11 +173,16 @@ async def test_a_value_a_terminal_would_obey_is_escaped(logged: McpClient, kept:
     hostile = {**headers_for(message), "mcp-name": "\x1b[2J\x85greet"}
     await logged.post(message, hostile, path="/mcp\x00\u2028\u202ex")
     await logged.post(message, {**headers_for(message), "mcp-name": "grüße"})
-    hostile_line, printable_line = (record.getMessage() for record in kept.records)
+    # With no space in it, a value is still written escaped if it is not printable.
+    await logged.post(message, {**headers_for(message), "mcp-name": "\x1b[2J"}, path="/\u202emcp")
+    hostile_line, printable_line, unspaced_line = (record.getMessage() for record in kept.records)
     assert hostile_line.isprintable()
     assert ' "/mcp\\u0000\\u2028\\u202ex" ' in hostile_line
     assert ' mcp-name="\\u001b[2J\\u0085greet"' in hostile_line
     assert " mcp-name=grüße" in printable_line
+    assert unspaced_line.isprintable()
+    assert ' "/\\u202emcp" ' in unspaced_line
+    assert ' mcp-name="\\u001b[2J"' in unspaced_line
 
 
 async def test_a_json_line_a_terminal_would_obey_is_written_in_ascii(

@@ -155,6 +155,8 @@ async def test_a_host_not_allowed_is_misdirected(client: McpClient, host: str | 
         "http://[::1]evil.example",
         "http://localhost:3000/path",
         "http://localhost http://evil.example",
+        "ws://localhost",
+        "ftp://localhost:3000",
     ],
 )
 async def test_an_origin_not_allowed_is_forbidden(client: McpClient, origin: str) -> None:
@@ -210,6 +212,21 @@ async def test_the_allowlists_are_configurable() -> None:
         rejection_of(await client.post(DISCOVER, with_headers(DISCOVER)), 421)
         foreign = with_headers(DISCOVER, host="mcp.example.com", origin="http://localhost")
         rejection_of(await client.post(DISCOVER, foreign), 403)
+
+
+async def test_each_allowlist_is_turned_off_alone() -> None:
+    """presa-defined (spec-notes §4: ``None`` turns one check off; H-04): without the Host
+    list any Host is accepted and the Origin is still checked; without the Origin list
+    any Origin is accepted and the Host is still checked."""
+    hosts_off = AdmissionPolicy(allowed_hosts=None)
+    origins_off = AdmissionPolicy(allowed_origin_hosts=None)
+    async with running(McpApp.for_server(build_server(), policy=hosts_off)) as client:
+        result_of(await client.post(DISCOVER, with_headers(DISCOVER, host="evil.example")))
+        foreign = with_headers(DISCOVER, origin="http://evil.example")
+        rejection_of(await client.post(DISCOVER, foreign), 403)
+    async with running(McpApp.for_server(build_server(), policy=origins_off)) as client:
+        result_of(await client.post(DISCOVER, with_headers(DISCOVER, origin="http://evil.example")))
+        rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, host="evil.example")), 421)
 
 
 async def test_without_allowlists_any_host_is_accepted() -> None:
@@ -294,7 +311,15 @@ async def test_an_encoded_body_is_unsupported_media_type(client: McpClient, codi
         response = await client.post(body, with_headers(DISCOVER, content_encoding=coding))
         rejection_of(response, 415)
         assert response.headers["accept-encoding"] == "identity"
-    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding="identity")))
+    await assert_still_serving(client)
+
+
+@pytest.mark.parametrize("coding", ["identity", "IDENTITY", "identity, ", ", identity", ""])
+async def test_a_body_declared_unencoded_is_read(client: McpClient, coding: str) -> None:
+    """presa-defined (spec-notes §11; RFC 9110 §8.4.1: codings are case-insensitive,
+    §5.6.1: a recipient MUST accept empty list elements; H-06): ``identity``, or no
+    coding at all, is the body as it is."""
+    result_of(await client.post(DISCOVER, with_headers(DISCOVER, content_encoding=coding)))
 
 
 @pytest.mark.parametrize(
@@ -332,6 +357,8 @@ async def test_content_type_parameters_and_case_are_accepted(
         "*/*, text/event-stream;q=0",
         "text/event-stream;q=0, text/*, application/json",
         "application/json, text/event-stream;q=2",
+        "application/json, text/event-stream;q=1.5",
+        "application/json, text/event-stream;Q=0",
         "application/json\xa0, text/event-stream",
     ],
 )
@@ -340,8 +367,9 @@ async def test_an_accept_without_json_and_sse_is_not_acceptable(
 ) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST accept both
     application/json and text/event-stream; H-07); presa answers 406 (spec-notes §11).
-    ``q=0`` refuses a type (RFC 9110 §12.5.1), the most specific range deciding; a
-    malformed weight is no acceptance."""
+    ``q=0`` refuses a type (RFC 9110 §12.5.1), the most specific range deciding, ``Q``
+    as ``q`` (a parameter's name is case-insensitive, §5.6.6); a malformed weight (above
+    1, §12.4.2) is no acceptance."""
     rejection_of(await client.post(DISCOVER, with_headers(DISCOVER, accept=accept)), 406)
     await assert_still_serving(client)
 
@@ -407,6 +435,23 @@ async def test_a_declared_oversized_body_is_refused_unread() -> None:
         await assert_still_serving(client)
 
 
+async def test_a_content_length_of_more_digits_than_int_reads_is_413_unread() -> None:
+    """Spec-mandated (RFC 9110 §8.6: Content-Length is any number of digits; §15.5.14:
+    413) and presa-defined (H-08): a size of thousands of digits, more than Python
+    reads as a number from text, is over any limit: 413 unread, never a 500; leading
+    zeros, however many, name the size they lead."""
+    body = json.dumps(DISCOVER).encode()
+    app = McpApp.for_server(build_server(), max_body=1024)
+    async with running(app) as client:
+        huge = {**headers_for(DISCOVER), "content-length": "9" * 5000}
+        response = await client.post(body, huge)
+        rejection_of(response, 413)
+        assert response.body_events_read == 0
+        padded = {**headers_for(DISCOVER), "content-length": "0" * 5000 + str(len(body))}
+        result_of(await client.post(body, padded))
+        await assert_still_serving(client)
+
+
 @pytest.mark.parametrize("declared", ["abc", "\xb2", "\xb9\xb2", "1\xb3"])
 async def test_a_content_length_that_is_no_number_is_not_a_crash(
     client: McpClient, declared: str
@@ -439,6 +484,8 @@ async def test_a_body_at_the_limit_is_read() -> None:
         response = await client.post(body, headers_for(DISCOVER), body_chunks=chunks)
         result_of(response)
         assert response.body_events_read == 2
+        declared = {**headers_for(DISCOVER), "content-length": str(len(body))}
+        result_of(await client.post(body, declared))
 
 
 def padded_listen(size: int) -> bytes:
@@ -472,6 +519,11 @@ async def test_a_long_lived_request_has_a_smaller_body_limit(client: McpClient) 
     async with client.stream(padded_listen(MAX_LONG_LIVED_BODY), headers_for(listen)) as stream:
         acknowledged = await stream.next_message()
     assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+    # A task stream is long-lived too: refused at its declared size, whatever the body.
+    task_stream = {**headers_for(request("tasks/stream", {"taskId": "t"})), "mcp-name": "t"}
+    refused = await client.post(over, {**task_stream, "content-length": str(len(over))})
+    rejection_of(refused, 413)
+    assert refused.body_events_read == 0
     discover = request("server/discover", {"pad": "x" * 2 * MAX_LONG_LIVED_BODY})
     result_of(await client.post(discover, headers_for(DISCOVER)))
     await assert_still_serving(client)

@@ -44,6 +44,7 @@ async def samples(client: McpClient) -> dict[tuple[str, tuple[tuple[str, str], .
     response = await client.post(b"", HOST, method="GET", path="/metrics")
     assert response.status == 200
     assert response.headers["content-type"].startswith("text/plain; version=")
+    assert response.headers["cache-control"] == "no-store"  # each scrape reads anew
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(response.body.decode())
@@ -64,14 +65,18 @@ async def test_each_exchange_is_counted_by_method_tool_and_outcome(metered: McpC
     await metered.post(greet)
     await metered.post(greet)
     await metered.call("tools/list")
+    await metered.post(request("prompts/get", {"name": "test_simple_prompt"}))
     bad = request("tools/call", {"name": "greet", "arguments": "Ada"}, request_id=2)
     await metered.post(bad)
     await metered.post(greet, {**headers_for(greet), "origin": "http://evil.example"})
+    await metered.post(greet, path="*")  # a target that is no path: a plain 400
     seen = await samples(metered)
     assert seen[count("tools/call", "greet", "ok")] == 2
     assert seen[count("tools/list", "", "ok")] == 1
+    assert seen[count("prompts/get", "", "ok")] == 1  # its Mcp-Name is no tool
     assert seen[count("tools/call", "greet", "-32602")] == 1
     assert seen[count("tools/call", "greet", "http_403")] == 1
+    assert seen[count("tools/call", "greet", "http_400")] == 1
 
 
 async def test_names_the_server_does_not_have_are_one_label(metered: McpClient) -> None:

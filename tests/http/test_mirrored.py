@@ -240,6 +240,24 @@ async def test_integer_params_compare_numerically(headers_client: McpClient, hea
     result_of(await post_with(headers_client, deploy({"count": 42}), [("mcp-param-count", header)]))
 
 
+@pytest.mark.parametrize(("value", "header"), [(0.1, "0.1"), (2.675, "2.675"), (0.1, "1e-1")])
+async def test_a_number_that_is_no_integer_agrees_by_its_decimal_and_is_the_body_s_fault(
+    headers_client: McpClient, value: float, header: str
+) -> None:
+    """Spec-mandated (streamable-http §Server Validation: header and body compare
+    numerically; spec-notes §10: the mirrored headers, rung 10, before the handler's
+    checks): a fractional body value agrees with the decimal it was written as, not
+    with the binary float it parses to, so the answer is the body's fault (no integer:
+    a tool execution error, server/tools §Error Handling), never -32020."""
+    response = await post_with(
+        headers_client, deploy({"count": value}), [("mcp-param-count", header)]
+    )
+    result = result_of(response)
+    assert result["isError"] is True
+    assert 'is not of type "integer"' in result["content"][0]["text"]
+    await assert_still_serving(headers_client)
+
+
 @pytest.mark.parametrize(
     "header",
     [

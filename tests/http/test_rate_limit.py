@@ -173,6 +173,29 @@ def test_a_call_made_retry_after_seconds_later_is_let_through(
     calls.check("a", "tools/call", now + seconds)
 
 
+def test_serve_s_rate_limit_is_a_second_s_calls_in_one_burst() -> None:
+    """presa-defined (presa_trio.http.rate_limit, docs/deployment.md): ``--rate-limit 20``
+    lets a client make 20 calls at once, the 21st waiting for the next token; a rate
+    under one a second still lets one call through."""
+    calls = CallBudget.per_second_of(20)
+    assert [calls.wait("a", "tools/call", 0.0) for _ in range(21)] == [0.0] * 20 + [0.05]
+    slow = CallBudget.per_second_of(0.5)
+    assert [slow.wait("a", "tools/call", 0.0) for _ in range(2)] == [0.0, 2.0]
+
+
+@pytest.mark.parametrize(("per_second", "named"), [(0.4, "3"), (2.0, "1"), (1 / 1.001, "2")])
+def test_retry_after_is_the_wait_in_whole_seconds_rounded_up(per_second: float, named: str) -> None:
+    """Spec-mandated (RFC 9110 §10.2.3: Retry-After is a whole number of seconds): a
+    wait that is no whole number of seconds is named by the next one up, never by the
+    one below, after which the call would be refused again."""
+    calls = CallBudget(per_second, 1.0)
+    calls.check("a", "tools/call", 0.0)
+    with pytest.raises(Rejection) as refused:
+        calls.check("a", "tools/call", 0.0)
+    assert refused.value.status == 429
+    assert dict(refused.value.headers)[b"retry-after"] == named.encode()
+
+
 def test_a_bucket_holds_at_most_its_burst_and_the_least_recent_client_is_forgotten() -> None:
     """presa-defined (presa_trio.http.rate_limit): tokens stop flowing in at the burst,
     however long a client was away, and memory stays bounded: past MAX_CLIENTS the

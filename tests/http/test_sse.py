@@ -17,8 +17,9 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
-from presa_trio.http.sse import PING_INTERVAL_S
-from presa_trio.server import RequestContext, Server
+from presa_trio.http.exchange import Exchange
+from presa_trio.http.sse import PING_INTERVAL_S, ResponseWriter
+from presa_trio.server import Connection, RequestContext, Server
 from presa_trio.tasks import Policy, TaskRunner, TasksExtension
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, meta, request, running
@@ -147,15 +148,20 @@ async def test_an_exchange_leaves_no_task_behind(autojump_clock: MockClock) -> N
     """presa-defined (http/exchange.py, http/sse.py): an exchange's disconnect watcher,
     and an event stream's keep-alive, run in a nursery of the task serving the request,
     never in the server-lifetime nursery; once the exchange ends, whether the response
-    completed or the client closed the stream halfway through it, the trio tasks are
-    exactly those that ran before it."""
+    completed (its helpers end with it, whether or not the client has left yet) or the
+    client closed the stream halfway through it, the trio tasks are exactly those that
+    ran before it."""
     app = McpApp.for_server(slow_server())
     params = {"name": "chatty", "_meta": meta(progressToken="t")}
     with trio.fail_after(3 * LONG):  # a keep-alive left behind pings forever
         async with running(app) as client:
             await trio.testing.wait_all_tasks_blocked()
             before = task_tree()
-            await client.post(request("tools/call", params), limit_s=LONG)
+            async with client.stream(request("tools/call", params)) as whole:
+                await whole.read_to_end()
+                await trio.testing.wait_all_tasks_blocked()
+                # Complete, the exchange has ended its helpers before the client leaves.
+                assert not {"keep_alive", "watch_disconnect"} & set(task_tree())
             assert task_tree() == before
             async with client.stream(request("tools/call", params)) as stream:
                 assert (await stream.next_message())["method"] == "notifications/progress"
@@ -255,3 +261,114 @@ async def test_a_task_stream_with_nothing_to_send_yet_is_kept_alive(
                     "completed",
                 )
                 assert (await stream.next_message())["result"]["resultType"] == "complete"
+
+
+async def test_nothing_is_written_after_the_response_event(autojump_clock: MockClock) -> None:
+    """Spec-mandated (streamable-http §Receiving Messages: the final response ends the
+    stream): a keep-alive ping that falls due while the response event is still being
+    written (the client's window holds it back) waits for it, and is then dropped: no
+    message follows the one that ends the body."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message["more_body"]:
+            await trio.sleep(2 * PING_INTERVAL_S)  # a slow reader: the ping falls due
+
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        writer.start()
+        await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        await trio.testing.wait_all_tasks_blocked()  # the keep-alive waits for its interval
+        await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        writer.close()
+        await trio.sleep(2 * PING_INTERVAL_S)
+        nursery.cancel_scope.cancel()
+    assert [message["type"] for message in sent] == ["http.response.start"] + [
+        "http.response.body"
+    ] * 2
+    assert sent[-1]["more_body"] is False
+    assert [event.data for event in parse_events(b"".join(m["body"] for m in sent[1:]))] == [
+        '{"jsonrpc":"2.0","method":"notifications/progress"}',
+        '{"jsonrpc":"2.0","id":1,"result":{}}',
+    ]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["plain-json", "event-stream"])
+async def test_a_disconnect_reported_during_the_last_write_cancels_nothing(
+    autojump_clock: MockClock, streaming: bool
+) -> None:
+    """Spec-mandated (streamable-http §Cancellation: closing the stream cancels the
+    request, not a response already given): the server may report the stream's end
+    from inside the app's last ``send``, as hypercorn does when it closes it; that
+    disconnect is the normal end, so the last ``send`` is not interrupted."""
+    disconnected = trio.Event()
+    completed: list[bool] = []
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.body" and not message["more_body"]:
+            disconnected.set()  # the server ends the stream while it writes the last bytes
+            await trio.sleep(1)
+            completed.append(True)
+
+    async def receive() -> Any:
+        await disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        Exchange(receive, nursery, Connection(object())).watch_disconnect(writer)
+        writer.start()
+        if streaming:
+            await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        writer.close()
+    assert completed == [True]
+
+
+async def test_a_handler_cancelled_before_its_first_notification_answers_plain_json() -> None:
+    """presa-defined (http/sse.py): a handler whose own deadline passed before its first
+    notification gets its cancel before the event stream opens, so nothing of a stream
+    is sent and its result still goes out as one plain JSON body."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+        await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        writer.start()
+        with trio.CancelScope() as deadline:
+            deadline.cancel()
+            await writer.notify(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        assert sent == []
+        await writer.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        writer.close()
+    start, body = sent
+    assert (b"content-type", b"application/json") in start["headers"]
+    assert body["body"] == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+
+
+async def test_a_disconnect_watcher_that_fails_ends_its_request(autojump_clock: MockClock) -> None:
+    """presa-defined (http/exchange.py, the exchange nursery's failure policy): a watcher
+    whose ``receive`` fails can no longer tell when the client leaves, so it ends its
+    request at once, rather than leave a handler running that nobody may wait for."""
+
+    async def receive() -> Any:
+        raise RuntimeError("the server's receive failed")
+
+    async def send(message: Any) -> None:
+        await trio.lowlevel.checkpoint()
+
+    ended_at: list[float] = []
+    async with trio.open_nursery() as nursery:
+        writer = ResponseWriter(send, nursery)
+        Exchange(receive, nursery, Connection(object())).watch_disconnect(writer)
+        writer.start()
+        with trio.move_on_after(LONG):
+            try:
+                await trio.sleep_forever()  # the handler, waiting for what never comes
+            finally:
+                ended_at.append(trio.current_time())
+    assert ended_at == [0.0]
