@@ -51,10 +51,13 @@ async def test_a_binary_resource_reads_as_a_base64_blob(client: McpClient) -> No
 
 
 async def test_a_template_match_is_read(client: McpClient) -> None:
-    """Runner-scored (resources-templates-read/resources-templates-read)."""
+    """Runner-scored (resources-templates-read/resources-templates-read); spec-mandated
+    (schema.ts ``ResourceTemplate.mimeType``: the MIME type of all resources that
+    match the template, so the contents read carry it)."""
     uri = "test://template/123/data"
     (content,) = result_of(await client.call("resources/read", {"uri": uri}))["contents"]
     assert content["uri"] == uri
+    assert content["mimeType"] == "application/json"
     assert json.loads(content["text"])["id"] == "123"
 
 
