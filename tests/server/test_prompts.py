@@ -54,6 +54,8 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         {"name": "test_simple_prompt", "arguments": ["a"]},
         {},
         {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": "x"}},
+        {"name": ["test_simple_prompt"]},
+        {"name": {"name": "test_simple_prompt"}},
     ],
     ids=[
         "unknown",
@@ -62,6 +64,8 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         "arguments-array",
         "no-name",
         "resource-uri-not-a-uri",
+        "name-array",
+        "name-object",
     ],
 )
 async def test_bad_prompt_requests_are_invalid_params(
