@@ -206,6 +206,29 @@ async def test_progress_that_does_not_increase_is_the_tools_bug_and_never_sent(
     incident_of(final["error"], caplog.text)
 
 
+@pytest.mark.parametrize("level", ["debug", None], ids=["log-level", "no-log-level"])
+async def test_a_log_level_the_spec_does_not_name_is_the_tools_bug(
+    caplog: pytest.LogCaptureFixture, level: str | None
+) -> None:
+    """Spec-mandated (server/utilities/logging §Log Levels: the eight syslog levels;
+    schema $defs.LoggingLevel; E-26): a tool logging at another level fails, -32603,
+    whether the request set ``logLevel`` or not, so that a tool tried without one
+    fails the same way."""
+    server = Server("logs", "1.0.0")
+
+    @server.tool(description="Logs at a level that does not exist")
+    async def verbose(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.log("verbose", "hello")
+        return "done"
+
+    params = {
+        "name": "verbose",
+        "_meta": {**meta(), META_LOG_LEVEL: level} if level else meta(),
+    }
+    async with connect(server) as client:
+        await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
+
+
 async def test_a_logger_that_is_no_string_is_the_tools_bug_and_never_sent(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
