@@ -233,6 +233,66 @@ async def test_a_cancelled_requests_id_is_free_at_once(autojump_clock: MockClock
     assert out[1]["result"]["content"][0]["text"] == "waited"
 
 
+async def test_the_end_of_a_cancelled_request_leaves_its_ids_new_request_alone(
+    autojump_clock: MockClock,
+) -> None:
+    """Spec-mandated (basic/index §Requests: an id must not match a request still
+    awaiting its response; basic/patterns/cancellation §Behavior Requirements): a
+    cancelled request that takes a while to stop frees its id at once; a request reusing
+    the id is in flight when the cancelled one ends, and stays so: a third request with
+    the id, read after that end, is refused, and the second is answered."""
+    server = waiting_server()
+
+    @server.tool(description="Takes half a second to stop once cancelled")
+    async def linger(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(0.5)
+
+    stdin, server_stdin = memory_stream_one_way_pair()
+    server_stdout = MemorySendStream()
+    async with trio.open_nursery() as nursery:
+        stdio = StdioServer(Dispatcher.for_server(server), server_stdin, server_stdout)
+        nursery.start_soon(stdio.serve)
+        await stdin.send_all(line(request("tools/call", {"name": "linger"})))
+        await trio.testing.wait_all_tasks_blocked()
+        await stdin.send_all(cancelled(1) + WAIT_ONE_SECOND)
+        await trio.sleep(0.75)  # the cancelled request has ended; the second is in flight
+        await stdin.send_all(WAIT_ONE_SECOND)
+        await stdin.aclose()
+    out = [json.loads(m) for m in server_stdout.get_data_nowait().splitlines()]
+    assert [(m["id"], m.get("error", {}).get("code")) for m in out] == [
+        (1, INVALID_REQUEST),
+        (1, None),
+    ]
+    assert out[1]["result"]["content"][0]["text"] == "waited"
+
+
+@pytest.mark.parametrize(
+    "method", ["notifications/progress", "notifications/initialized", "notifications/other"]
+)
+async def test_only_a_cancellation_cancels(autojump_clock: MockClock, method: str) -> None:
+    """Spec-mandated (basic/patterns/cancellation §Cancellation Flow: a request is
+    cancelled by ``notifications/cancelled``): another notification whose params name
+    the request in flight (``requestId: 1``) cancels nothing, and the request is
+    answered."""
+    other = {"jsonrpc": "2.0", "method": method, "params": {"requestId": 1}}
+    out = await serve_lines(waiting_server(), [WAIT_ONE_SECOND, line(other)])
+    assert [(m.get("id"), m["result"]["content"][0]["text"]) for m in out] == [(1, "waited")]
+
+
+async def test_blank_lines_are_skipped_unanswered() -> None:
+    """presa-defined (basic/transports/stdio: messages are delimited by newlines; a
+    line holding only whitespace holds no message): empty and blank lines, with a
+    carriage return or not, get no answer, not even -32700, and the next request is
+    served."""
+    discover = line(request("server/discover", request_id=7))
+    out = await serve_lines(waiting_server(), [b"\n", b"  \t\r\n", b"\r\n", discover])
+    assert [m["id"] for m in out] == [7]
+
+
 async def test_a_cancelled_request_sends_nothing_even_from_a_shielded_part(
     autojump_clock: MockClock,
 ) -> None:

@@ -9,6 +9,7 @@ without it gets nothing of it.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from presa_trio.server import RequestContext, Server
 from presa_trio.testing import McpClient, connect, meta, request
 from presa_trio.wire.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from presa_trio.wire.meta import META_LOG_LEVEL
-from tests.expect import assert_handler_fault, error_of, result_of
+from tests.expect import assert_handler_fault, error_of, incident_of, result_of
 
 
 async def test_an_undeclared_capability_is_refused_with_the_required_capabilities(
@@ -175,6 +176,55 @@ async def test_progress_the_schema_refuses_is_the_tools_bug_and_never_sent(
         return "done"
 
     params = {"name": "report", "_meta": meta(progressToken="p") if asked else meta()}
+    async with connect(server) as client:
+        await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
+
+
+@pytest.mark.parametrize("again", [1, 0.5], ids=["same", "lower"])
+async def test_progress_that_does_not_increase_is_the_tools_bug_and_never_sent(
+    caplog: pytest.LogCaptureFixture, again: float
+) -> None:
+    """Spec-mandated (basic/patterns/progress §Progress Flow: the ``progress`` value MUST
+    increase with each notification; schema $defs.ProgressNotificationParams: ``total``
+    is optional, a number when present; E-26): a first report without a total is sent
+    without one; reporting the same value again, or a lower one, is the tool's bug,
+    -32603, and that report is never sent."""
+    server = Server("progress", "1.0.0")
+
+    @server.tool(description="Reports 1, then the value it is told to")
+    async def report(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1)
+        await ctx.report_progress(again)
+        return "done"
+
+    params = {"name": "report", "_meta": meta(progressToken="p")}
+    async with connect(server) as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.call("tools/call", params)
+    progress, final = response.events()
+    assert progress["params"] == {"progressToken": "p", "progress": 1}
+    incident_of(final["error"], caplog.text)
+
+
+@pytest.mark.parametrize("level", ["debug", None], ids=["log-level", "no-log-level"])
+async def test_a_log_level_the_spec_does_not_name_is_the_tools_bug(
+    caplog: pytest.LogCaptureFixture, level: str | None
+) -> None:
+    """Spec-mandated (server/utilities/logging §Log Levels: the eight syslog levels;
+    schema $defs.LoggingLevel; E-26): a tool logging at another level fails, -32603,
+    whether the request set ``logLevel`` or not, so that a tool tried without one
+    fails the same way."""
+    server = Server("logs", "1.0.0")
+
+    @server.tool(description="Logs at a level that does not exist")
+    async def verbose(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.log("verbose", "hello")
+        return "done"
+
+    params = {
+        "name": "verbose",
+        "_meta": {**meta(), META_LOG_LEVEL: level} if level else meta(),
+    }
     async with connect(server) as client:
         await assert_handler_fault(client, caplog, "tools/call", params, "handler failed")
 

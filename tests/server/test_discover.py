@@ -53,6 +53,16 @@ async def test_a_bare_server_declares_nothing_it_does_not_serve() -> None:
     assert not {"tools", "prompts", "resources", "completions"} & set(capabilities)
 
 
+async def test_every_server_declares_logging() -> None:
+    """Spec-mandated (server/utilities/logging §Capabilities: servers that emit log
+    message notifications MUST declare ``logging``): any handler may log to a request
+    that sets ``logLevel`` (``ctx.log``), so even a server with nothing registered
+    declares it."""
+    async with running(McpApp.for_server(Server("bare", "1.0.0"))) as client:
+        capabilities = result_of(await client.call("server/discover"))["capabilities"]
+    assert capabilities["logging"] == {}
+
+
 async def test_discover_needs_no_client_info_and_no_capabilities(client: McpClient) -> None:
     """Runner-scored (server-stateless/sep-2575-request-meta-client-info-optional):
     the server-stateless client sends capabilities ``{}`` and no clientInfo."""

@@ -200,6 +200,38 @@ async def test_a_handler_returning_no_result_object_is_an_internal_error(
         await assert_still_serving(client)
 
 
+@pytest.mark.parametrize(
+    "value", [float("nan"), float("inf"), Unserialisable()], ids=["nan", "infinity", "object"]
+)
+async def test_a_method_result_json_cannot_hold_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture, value: Any
+) -> None:
+    """Spec-mandated (basic/index §Error Codes: -32603 Internal error; RFC 8259 §6: NaN
+    and Infinity are not JSON numbers; E-05): a method handler of an extension whose
+    result the encoder refuses is answered -32603 with a JSON-RPC body, never a
+    broken response; the log says which method's result it was."""
+
+    async def odd(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
+        return {"value": value}
+
+    class Odd(Extension):
+        id = "com.example/odd"
+
+        def methods(self) -> list[Method]:
+            return [Method("odd/get", odd)]
+
+    server = Server("odd", "1.0.0")
+    server.add_extension(Odd())
+    async with running(McpApp.for_server(server)) as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.call("odd/get")
+        incident_of(error_of(response, 500, INTERNAL_ERROR), caplog.text)
+        assert b"NaN" not in response.body
+        assert b"Infinity" not in response.body
+        assert "the result of odd/get cannot be written as JSON" in caplog.text
+        await assert_still_serving(client)
+
+
 async def test_an_anticipated_tool_failure_is_an_error_result(faulty: McpClient) -> None:
     """Runner-scored (tools-call-error/tools-call-error; E-12): a ToolError is a result with
     ``isError: true`` and the text, not a JSON-RPC error (tools §Error Handling)."""

@@ -39,6 +39,14 @@ async def test_a_cursor_the_server_never_issued_is_invalid_params(
     error_of(await client.call(method, {"cursor": "bm90LWlzc3VlZA"}), 400, INVALID_PARAMS)
 
 
+@pytest.mark.parametrize(("method", "key"), LISTS)
+async def test_an_empty_cursor_is_a_cursor_too(client: McpClient, method: str, key: str) -> None:
+    """Spec-mandated (server/utilities/pagination §Implementation Guidelines: an empty
+    string is a valid cursor, only ``null`` is none; §Error Handling; E-17): ``""``
+    is a cursor presa never issued, so -32602, not the first page."""
+    error_of(await client.call(method, {"cursor": ""}), 400, INVALID_PARAMS)
+
+
 #: Requests a client may send between two lists on its connection.
 OTHER_REQUESTS: list[tuple[str, dict[str, Any]]] = [
     ("tools/call", {"name": "test_trigger_tool_change"}),

@@ -54,6 +54,8 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         {"name": "test_simple_prompt", "arguments": ["a"]},
         {},
         {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": "x"}},
+        {"name": ["test_simple_prompt"]},
+        {"name": {"name": "test_simple_prompt"}},
     ],
     ids=[
         "unknown",
@@ -62,6 +64,8 @@ async def test_a_prompt_can_embed_a_resource_and_an_image(client: McpClient) -> 
         "arguments-array",
         "no-name",
         "resource-uri-not-a-uri",
+        "name-array",
+        "name-object",
     ],
 )
 async def test_bad_prompt_requests_are_invalid_params(
@@ -107,6 +111,54 @@ async def test_a_resource_uri_is_a_completion_reference_as_a_template_is() -> No
     async with running(McpApp.for_server(server)) as client:
         completion = result_of(await client.call("completion/complete", params))["completion"]
     assert completion["values"] == ["page=1"]
+
+
+async def test_a_template_is_a_completion_reference_without_a_handler_too() -> None:
+    """Spec-mandated (server/utilities/completion §Reference Types: ``ref/resource``
+    names a URI template; §Capabilities: a server that supports completions MUST
+    declare ``completions``): a server whose only offer is a resource template serves
+    completions of it and declares them, and a completion of the template with no
+    handler registered for it is an empty one (no values, none more), not -32601 nor
+    -32602."""
+    server = Server("completing", "1.0.0")
+
+    @server.resource_template("test://notes/{day}", name="notes")
+    async def notes(ctx: RequestContext, variables: dict[str, str]) -> str:
+        return variables["day"]
+
+    params = {
+        "ref": {"type": "ref/resource", "uri": "test://notes/{day}"},
+        "argument": {"name": "day", "value": "mo"},
+    }
+    async with running(McpApp.for_server(server)) as client:
+        discovered = result_of(await client.call("server/discover"))
+        completion = result_of(await client.call("completion/complete", params))["completion"]
+    assert "completions" in discovered["capabilities"]
+    assert completion == {"values": [], "total": 0, "hasMore": False}
+
+
+async def test_a_completion_of_exactly_100_values_is_answered() -> None:
+    """Spec-mandated (server/utilities/completion §Completion Results: maximum 100
+    items per response): 100 values are within the bound and reach the client."""
+    server = Server("completing", "1.0.0")
+
+    @server.prompt("greet", description="Greets.")
+    async def greet(ctx: RequestContext, who: str) -> str:
+        return f"Hello, {who}"
+
+    @server.completion("ref/prompt", "greet")
+    async def complete_greet(
+        ctx: RequestContext, argument: str, value: str, context: dict[str, str]
+    ) -> models.Completion:
+        return models.Completion(values=[f"{value}{n}" for n in range(100)])
+
+    params = {
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "who", "value": "Al"},
+    }
+    async with running(McpApp.for_server(server)) as client:
+        completion = result_of(await client.call("completion/complete", params))["completion"]
+    assert completion["values"] == [f"Al{n}" for n in range(100)]
 
 
 async def test_an_argument_the_prompt_does_not_declare_is_the_handlers_to_judge() -> None:
@@ -171,6 +223,8 @@ SIMPLE_PROMPT_ARGUMENT = {
         {"argument": {"name": "a", "value": ""}},
         {**SIMPLE_PROMPT_ARGUMENT, "context": []},
         {**SIMPLE_PROMPT_ARGUMENT, "context": {"arguments": {"a": 1}}},
+        {**SIMPLE_PROMPT_ARGUMENT, "ref": {"type": "ref/prompt", "name": ["test_simple_prompt"]}},
+        {**SIMPLE_PROMPT_ARGUMENT, "ref": {"type": "ref/resource", "uri": {"uri": "test://x"}}},
     ],
     ids=[
         "unknown-prompt",
@@ -180,6 +234,8 @@ SIMPLE_PROMPT_ARGUMENT = {
         "no-ref",
         "context-not-an-object",
         "context-arguments-not-strings",
+        "prompt-name-not-a-string",
+        "resource-uri-not-a-string",
     ],
 )
 async def test_bad_completion_requests_are_invalid_params(

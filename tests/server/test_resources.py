@@ -51,10 +51,13 @@ async def test_a_binary_resource_reads_as_a_base64_blob(client: McpClient) -> No
 
 
 async def test_a_template_match_is_read(client: McpClient) -> None:
-    """Runner-scored (resources-templates-read/resources-templates-read)."""
+    """Runner-scored (resources-templates-read/resources-templates-read); spec-mandated
+    (schema.ts ``ResourceTemplate.mimeType``: the MIME type of all resources that
+    match the template, so the contents read carry it)."""
     uri = "test://template/123/data"
     (content,) = result_of(await client.call("resources/read", {"uri": uri}))["contents"]
     assert content["uri"] == uri
+    assert content["mimeType"] == "application/json"
     assert json.loads(content["text"])["id"] == "123"
 
 
@@ -77,15 +80,18 @@ def variables_server(uri_template: str) -> Server:
         ("note://{2nd}", "note://tuesday", {"2nd": "tuesday"}),
         ("note://{day}/{day}", "note://monday/monday", {"day": "monday"}),
         ("note://{day}/{day}", "note://monday/friday", None),
+        ("note://today", "note://today", {}),
     ],
-    ids=["two", "dotted-name", "digit-first", "twice-same", "twice-different"],
+    ids=["two", "dotted-name", "digit-first", "twice-same", "twice-different", "no-variable"],
 )
 async def test_a_template_matches_every_level_one_variable_name(
     uri_template: str, uri: str, variables: dict[str, str] | None
 ) -> None:
     """Spec-mandated (server/resources §Resource Templates: RFC 6570 templates; RFC 6570
     §2.3 varname: letters, digits, ``_``, dots between): each name is matched and
-    given to the handler; a name used twice matches the same text both times."""
+    given to the handler; a name used twice matches the same text both times; a
+    template without an expression (RFC 6570 §1.1: a template may hold literals only)
+    matches its own text, with no variables."""
     async with running(McpApp.for_server(variables_server(uri_template))) as client:
         response = await client.call("resources/read", {"uri": uri})
     if variables is None:

@@ -28,7 +28,7 @@ from presa_trio.wire.errors import (
 )
 from presa_trio.wire.mrtr import Elicitation, InputRequired, ListRoots, Sampling
 from presa_trio.wire.request_state import StateSealer
-from tests.expect import assert_still_serving, error_of, result_of
+from tests.expect import assert_handler_fault, assert_still_serving, error_of, result_of
 from tests.nesting import DEEP, answers_at_every_depth
 
 ELICIT = "test_input_required_result_elicitation"
@@ -254,6 +254,62 @@ async def test_a_resource_or_prompt_may_ask_as_a_tool_does(
     shown = result["contents"][0]["text"] if "contents" in result else None
     shown = shown or result["messages"][0]["content"]["text"]
     assert shown == text
+
+
+async def test_prompt_state_is_bound_to_the_prompts_arguments() -> None:
+    """Spec-mandated (mrtr §Server Requirements 5: ``requestState`` carries a digest of
+    the salient parameters, and state presented on a request that does not match is
+    rejected; E-16): a prompt's state, retried with other arguments, is -32602; with
+    its own arguments, the round completes."""
+    server = Server("asking-prompt", "1.0.0")
+    question = {"ok": Elicitation("Allow?", {"type": "object", "properties": {}})}
+
+    @server.prompt(description="Asks before it greets.")
+    async def greet(ctx: RequestContext, who: str) -> str:
+        answers = await ctx.ask(question)
+        return f"{who}: {answers.elicitation('ok').action}"
+
+    def get(who: str, request_id: int, **more: Any) -> dict[str, Any]:
+        params = {"name": "greet", "arguments": {"who": who}, **more}
+        return request("prompts/get", params, request_id=request_id)
+
+    async with running(McpApp.for_server(server)) as client:
+        token = input_required(await client.post(get("ann", 1)))["requestState"]
+        answers = {"ok": {"action": "decline"}}
+        other = get("bob", 2, inputResponses=answers, requestState=token)
+        error_of(await client.post(other), 400, INVALID_PARAMS, 2)
+        own = get("ann", 3, inputResponses=answers, requestState=token)
+        result = complete(await client.post(own), 3)
+    assert result["messages"][0]["content"]["text"] == "ann: decline"
+
+
+async def test_a_question_beside_a_failure_is_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Spec-mandated (basic/index §Error Codes: -32603 Internal error; mrtr §Basic
+    Workflow: ``input_required`` asks for what the request still needs): a prompt
+    whose nursery raises a pending question beside an unexpected exception failed,
+    a generic -32603 with the failure logged, never a round that hides it."""
+    server = Server("asking-beside-a-failure", "1.0.0")
+    question = {"ok": Elicitation("Allow?", {"type": "object", "properties": {}})}
+
+    @server.prompt(description="Asks in one child while the other fails.")
+    async def failing_prompt(ctx: RequestContext) -> str:
+        async def ask() -> None:
+            await ctx.ask(question)
+
+        async def fail() -> None:
+            raise RuntimeError("the prompt's own failure")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            nursery.start_soon(fail)
+        return "never"
+
+    async with running(McpApp.for_server(server)) as client:
+        await assert_handler_fault(
+            client, caplog, "prompts/get", {"name": "failing_prompt"}, "the prompt's own failure"
+        )
 
 
 def child_asking_server() -> Server:

@@ -90,8 +90,18 @@ async def test_an_unknown_tool_is_invalid_params(client: McpClient) -> None:
         {},
         {"name": "test_simple_text", "arguments": []},
         {"name": "test_simple_text", "arguments": "x"},
+        {"name": ["test_simple_text"]},
+        {"name": {"name": "test_simple_text"}},
+        {"name": 5},
     ],
-    ids=["no-name", "arguments-array", "arguments-string"],
+    ids=[
+        "no-name",
+        "arguments-array",
+        "arguments-string",
+        "name-array",
+        "name-object",
+        "name-number",
+    ],
 )
 async def test_malformed_call_params_are_invalid_params(
     client: McpClient, params: dict[str, Any]
