@@ -181,6 +181,12 @@ def one_field(field: dict[str, Any], **form: Any) -> dict[str, Any]:
             ),
             "field 'f': maxItems is a count",
         ),
+        (one_field({"type": "string", "enum": ["a", 1]}), "field 'f': the values of an enum"),
+        (one_field({"type": "string", "oneOf": [{"const": "a"}]}), "field 'f': oneOf lists"),
+        (
+            one_field({"type": "string", "oneOf": [{"const": 1, "title": "One"}]}),
+            "field 'f': oneOf lists choices",
+        ),
         (one_field({"type": "string"}, required="f"), "required is a list of property names"),
         (one_field({"type": "string"}, required=[1]), "required is a list of property names"),
         (one_field({"type": "string"}, **{"$schema": 7}), "$schema is a string"),
@@ -189,7 +195,9 @@ def one_field(field: dict[str, Any], **form: Any) -> dict[str, Any]:
 def test_a_keyword_of_the_wrong_type_is_refused(schema: dict[str, Any], line: str) -> None:
     """Spec-mandated (schema.ts ``StringSchema``, ``NumberSchema``, ``BooleanSchema``,
     the enum schemas, ``ElicitRequestFormParams.requestedSchema``): each keyword's value
-    has the type the schema gives it, so a form that is sent validates."""
+    has the type the schema gives it, so a form that is sent validates: an enum's
+    values are strings, and each titled choice (``TitledSingleSelectEnumSchema.oneOf``)
+    a string ``const`` with its ``title``."""
     with pytest.raises(SignatureError) as refused:
         schema_form(schema)
     assert str(refused.value).startswith(
