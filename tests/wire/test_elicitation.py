@@ -187,6 +187,14 @@ def one_field(field: dict[str, Any], **form: Any) -> dict[str, Any]:
             one_field({"type": "string", "oneOf": [{"const": 1, "title": "One"}]}),
             "field 'f': oneOf lists choices",
         ),
+        (
+            one_field({"type": "array", "items": {"type": "integer", "enum": ["a"]}}),
+            "field 'f': a list is a multiple choice: its items are a string enum",
+        ),
+        (
+            one_field({"type": "string"}, additionalProperties=False),
+            "additionalProperties is not allowed on a form",
+        ),
         (one_field({"type": "string"}, required="f"), "required is a list of property names"),
         (one_field({"type": "string"}, required=[1]), "required is a list of property names"),
         (one_field({"type": "string"}, **{"$schema": 7}), "$schema is a string"),
@@ -197,7 +205,9 @@ def test_a_keyword_of_the_wrong_type_is_refused(schema: dict[str, Any], line: st
     the enum schemas, ``ElicitRequestFormParams.requestedSchema``): each keyword's value
     has the type the schema gives it, so a form that is sent validates: an enum's
     values are strings, and each titled choice (``TitledSingleSelectEnumSchema.oneOf``)
-    a string ``const`` with its ``title``."""
+    a string ``const`` with its ``title``; a multiple choice's ``items`` are
+    ``{"type": "string", "enum": [...]}`` (``UntitledMultiSelectEnumSchema``); the form
+    itself holds ``$schema``, ``type``, ``properties`` and ``required`` only."""
     with pytest.raises(SignatureError) as refused:
         schema_form(schema)
     assert str(refused.value).startswith(
