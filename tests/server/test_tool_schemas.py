@@ -112,6 +112,22 @@ async def test_invalid_arguments_are_an_error_result_naming_path_and_rule(
     assert calls == []
 
 
+async def test_arguments_failing_many_times_name_the_first_ten_failures(
+    client: McpClient, calls: list[dict[str, Any]]
+) -> None:
+    """presa-defined (server/tools §Error Handling leaves the wording to the server;
+    ``MAX_VIOLATIONS`` in wire/schemas.py): a value breaking its schema a dozen times
+    is refused naming the first ten failures, so the result the model reads stays
+    short however bad the arguments."""
+    arguments = {"age": 1, "tags": list(range(12))}
+    result = result_of(await client.call("tools/call", {"name": "record", "arguments": arguments}))
+    assert refusal_text(result).splitlines()[1:] == [
+        f'- /tags/{index}: {index} is not of type "string" (rule /properties/tags/items/type)'
+        for index in range(10)
+    ]
+    assert calls == []
+
+
 async def test_arguments_failing_too_deep_to_explain_are_still_an_error_result(
     client: McpClient, calls: list[dict[str, Any]]
 ) -> None:
