@@ -319,6 +319,13 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             "x-mcp-header 'region' is not unique (ignoring case)",
         ),
         (
+            header_schema(
+                a={"type": "string", "x-mcp-header": "region"},
+                b={"type": "string", "x-mcp-header": "REGION"},
+            ),
+            "x-mcp-header 'REGION' is not unique (ignoring case)",
+        ),
+        (
             header_schema(v={"type": "string", "x-mcp-header": "Région"}),
             "x-mcp-header 'Région' is not an HTTP field-name token",
         ),
@@ -327,7 +334,7 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             "x-mcp-header 'V' is on a parameter of type ['string', 'null']",
         ),
     ],
-    ids=["number", "under-items", "repeated", "not-a-token", "type-list"],
+    ids=["number", "under-items", "repeated", "repeated-upper-case", "not-a-token", "type-list"],
 )
 def test_an_invalid_x_mcp_header_is_refused_at_registration(
     schema: dict[str, Any], message: str
@@ -375,5 +382,8 @@ def test_other_dialects_and_local_refs_are_accepted() -> None:
     }
     server.tool("old", description="x", input_schema=draft7)(handler)
     server.tool("anchored", description="x", input_schema=anchored)(handler)
+    # The dialect's URI with its empty fragment is the same dialect.
+    fragment = embedded("https://json-schema.org/draft/2020-12/schema#")
     server.tool("same", description="x", input_schema=same)(handler)
-    assert set(server.tools) == {"old", "anchored", "same"}
+    server.tool("fragment", description="x", input_schema=fragment)(handler)
+    assert set(server.tools) == {"old", "anchored", "same", "fragment"}
