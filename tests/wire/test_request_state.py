@@ -174,6 +174,15 @@ def test_the_argument_digest_ignores_key_order() -> None:
     assert canonical_digest({"a": 1}) != canonical_digest({"a": "1"})
 
 
+def test_the_argument_digest_tells_lone_surrogates_apart() -> None:
+    """Spec-mandated (mrtr §Server Requirements 5: a digest of the salient parameters,
+    rejecting state presented on a request that does not match): arguments holding
+    different lone surrogates (JSON text may spell ``"\\ud800"``, RFC 8259 §8.2) are
+    different requests, never one digest with both read as a replacement character."""
+    assert canonical_digest({"a": "\ud800"}) != canonical_digest({"a": "\udc00"})
+    assert canonical_digest({"a": "\ud800"}) != canonical_digest({"a": "?"})
+
+
 @pytest.mark.parametrize("keys", [[], [b""], [b"k" * 15], [KEY, b"short"]])
 def test_an_empty_ring_or_a_short_key_is_refused(keys: list[bytes]) -> None:
     """presa-defined (request_state.py): an HMAC key under 16 bytes could be guessed,
