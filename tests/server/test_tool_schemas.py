@@ -326,6 +326,13 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             "x-mcp-header 'REGION' is not unique (ignoring case)",
         ),
         (
+            {
+                "type": "object",
+                "patternProperties": {"^v": {"type": "string", "x-mcp-header": "P"}},
+            },
+            "x-mcp-header 'P' is not reached from the root through properties",
+        ),
+        (
             header_schema(v={"type": "string", "x-mcp-header": "Région"}),
             "x-mcp-header 'Région' is not an HTTP field-name token",
         ),
@@ -334,7 +341,15 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             "x-mcp-header 'V' is on a parameter of type ['string', 'null']",
         ),
     ],
-    ids=["number", "under-items", "repeated", "repeated-upper-case", "not-a-token", "type-list"],
+    ids=[
+        "number",
+        "under-items",
+        "repeated",
+        "repeated-upper-case",
+        "under-pattern-properties",
+        "not-a-token",
+        "type-list",
+    ],
 )
 def test_an_invalid_x_mcp_header_is_refused_at_registration(
     schema: dict[str, Any], message: str
