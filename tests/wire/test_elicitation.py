@@ -98,6 +98,11 @@ class Either:
 
 
 @dataclasses.dataclass
+class EitherOrNone:
+    value: int | str | None = None
+
+
+@dataclasses.dataclass
 class RequiredMaybe:
     note: str | None
 
@@ -113,6 +118,7 @@ class RequiredMaybe:
         (Strict, "field 'code': pattern is not allowed on string fields"),
         (Either, "field 'value': a union is not a primitive field"),
         (RequiredMaybe, "field 'note': a union is not a primitive field"),
+        (EitherOrNone, "field 'value': a union is not a primitive field"),
     ],
 )
 def test_a_class_outside_the_spec_subset_is_refused_in_one_line_naming_the_field(

@@ -236,6 +236,8 @@ def test_a_cyclic_value_is_refused_when_written() -> None:
     cyclic["self"] = cyclic
     with pytest.raises(RecursionError):
         envelope.dumps(envelope.result_response(1, cyclic))
+    assert envelope.json_problem(cyclic) is not None
+    assert envelope.json_problem({"fine": [1, "a", None]}) is None
 
 
 ENCODED_VALUES = [

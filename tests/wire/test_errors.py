@@ -63,3 +63,12 @@ def test_unsupported_version_data_names_supported_and_requested() -> None:
 def test_data_is_left_out_when_there_is_none() -> None:
     """Spec-mandated (JSON-RPC 2.0 §5.1: data may be omitted)."""
     assert "data" not in errors.InvalidParams("x").to_wire()
+
+
+def test_each_incident_has_an_id_of_its_own() -> None:
+    """presa-defined (spec-notes §1: -32603 says no more than an incident id,
+    which the log record of its cause repeats): two faults never share an id, so a
+    client's report leads to one traceback."""
+    first, second = errors.InternalError.incident(), errors.InternalError.incident()
+    assert isinstance(first.incident_id, str)
+    assert first.incident_id != second.incident_id
