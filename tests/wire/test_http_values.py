@@ -10,6 +10,7 @@ import pytest
 from presa_trio.wire.http_values import (
     Headers,
     authorization_server_metadata_urls,
+    is_loopback,
     split_unquoted,
 )
 
@@ -30,6 +31,21 @@ def test_a_header_is_read_by_its_name_in_any_case(raw: list[tuple[bytes, bytes]]
     headers = Headers.from_asgi(raw)
     assert headers.get("mcp-method") == "tools/list"
     assert headers.get_all("mcp-method") == ["tools/list"]
+
+
+def test_a_header_sent_three_times_keeps_every_value_in_order() -> None:
+    """Spec-mandated (RFC 9110 §5.3: a field line repeated is one list, in the order
+    received): no value is dropped, however many times the name comes."""
+    raw = [(b"accept", b"a/b"), (b"Accept", b"c/d"), (b"accept", b"e/f")]
+    assert Headers.from_asgi(raw).get_all("accept") == ["a/b", "c/d", "e/f"]
+
+
+@pytest.mark.parametrize("host", ["localhost", "LocalHost", "127.0.0.2", "[::1]", "::1"])
+def test_loopback_names_and_addresses_in_any_case(host: str) -> None:
+    """Spec-mandated (RFC 9110 §4.2.3 and RFC 3986 §3.2.2: a host name is
+    case-insensitive): every spelling of loopback is loopback, 127.0.0.0/8 whole."""
+    assert is_loopback(host)
+    assert not is_loopback("example.com")
 
 
 def test_a_value_is_trimmed_of_spaces_and_tabs_only() -> None:
