@@ -437,12 +437,22 @@ DATED_FORM = mrtr.Elicitation(
         ({"at": "tomorrow"}, "content.at: 'tomorrow' is not an ISO 8601 date-time"),
         ({"score": 10**400}, "content.score: the number is beyond the range of a double"),
         (
+            {"extra": "kept", "day": "2026-02-30"},
+            "content.day: '2026-02-30' is not an ISO 8601 date",
+        ),
+        (
             {"day": "2026-07-28", "at": "2026-07-28T10:00:00Z", "mail": "x", "site": "y"}
             | {"score": 10**300},
             None,
         ),
     ],
-    ids=["no-date", "no-date-time", "beyond-a-double", "read-and-annotations"],
+    ids=[
+        "no-date",
+        "no-date-time",
+        "beyond-a-double",
+        "after-a-field-not-asked",
+        "read-and-annotations",
+    ],
 )
 def test_a_field_is_read_where_the_answer_arrives(
     content: dict[str, Any], problem: str | None
