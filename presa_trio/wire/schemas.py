@@ -30,7 +30,7 @@ import jsonschema_rs
 
 from presa_trio.wire.models import JSONObject
 
-#: At most this many failures are reported for one value; the rest are counted.
+#: At most this many failures are reported for one value; the rest are left out.
 MAX_VIOLATIONS = 10
 #: The failure reported when the value fails, nested too deep for the validator to say where.
 TOO_DEEP = "fails the schema, nested too deeply to say where"

@@ -272,6 +272,8 @@ async def test_bad_completion_requests_are_invalid_params(
         ],
         [models.PromptMessage("user", models.ImageContent("AAAA", ""))],
         [models.PromptMessage("user", models.AudioContent("AAAA", "wav"))],
+        [models.PromptMessage("user", models.ImageContent("AAAA", "image/"))],
+        [models.PromptMessage("user", models.ImageContent("AAAA", "image/.png"))],
         [
             models.PromptMessage(
                 "user", models.EmbeddedResource(models.TextResourceContents("a://b", "t", ""))
@@ -294,6 +296,8 @@ async def test_bad_completion_requests_are_invalid_params(
         "embedded-uri-without-scheme",
         "image-mime-type-empty",
         "audio-mime-type-no-subtype",
+        "image-mime-type-empty-subtype",
+        "image-mime-subtype-not-alphanumeric-first",
         "embedded-mime-type-empty",
         "description-number",
     ],
@@ -304,7 +308,8 @@ async def test_a_prompt_returning_no_prompt_result_is_an_internal_error(
     """Spec-mandated (prompts §Error Handling: internal errors are -32603; schema
     ``$defs.GetPromptResult``; prompts §Embedded Resources: an embedded resource
     MUST include a valid resource URI and the appropriate MIME type; §Image Content,
-    §Audio Content: a valid MIME type; E-05): what a
+    §Audio Content: a valid MIME type, whose type and subtype each start with a letter
+    or digit, RFC 6838 §4.2; E-05): what a
     prompt returns becomes a valid result or a generic -32603 with a JSON-RPC body,
     never a result the schema or the page refuses nor a bare HTTP 500; the log names
     the prompt."""

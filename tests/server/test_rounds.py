@@ -674,6 +674,40 @@ async def test_a_missing_answer_is_asked_for_again(client: McpClient) -> None:
     assert set(result["inputRequests"]) == {"user_name"}
 
 
+async def test_an_ask_answered_a_key_a_round_keeps_every_earlier_answer() -> None:
+    """Spec-mandated (mrtr §Error Handling: a retry missing information is asked for the
+    missing information again, not refused): a tool asking three questions at once,
+    answered one a round, is asked each round for exactly the ones still unanswered,
+    and completes with every answer, the first round's too, never asking one again."""
+    server = Server("three", "1.0.0")
+    keys = ("a", "b", "c")
+
+    @server.tool(description="Asks three questions at once.")
+    async def three(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        form = {"type": "object", "properties": {}}
+        answers = await ctx.ask({key: Elicitation(f"{key}?", form) for key in keys})
+        return ",".join(answers.elicitation(key).action for key in keys)
+
+    given = {"a": {"action": "accept", "content": {}}, "b": {"action": "decline"}}
+    given["c"] = {"action": "cancel"}
+    async with running(McpApp.for_server(server)) as client:
+        result = input_required(await client.post(call("three")))
+        for request_id, key in enumerate(keys, start=2):
+            assert set(result["inputRequests"]) == set(keys[request_id - 2 :])
+            retry = call(
+                "three",
+                request_id,
+                inputResponses={key: given[key]},
+                requestState=result["requestState"],
+            )
+            response = await client.post(retry)
+            if key != keys[-1]:
+                result = input_required(response, request_id)
+        assert complete(response, request_id)["content"] == [
+            {"type": "text", "text": "accept,decline,cancel"}
+        ]
+
+
 async def test_unknown_answers_are_ignored(client: McpClient) -> None:
     """Runner-scored (input-required-result-ignore-extra-params/
     sep-2322-ignore-unexpected-params): the server SHOULD ignore what it does not need."""

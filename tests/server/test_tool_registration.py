@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import attrs
 import pytest
@@ -103,6 +104,16 @@ async def takes_a_foreign_constraint(ctx: RequestContext, n: Annotated[int, Ge(1
     return "never"
 
 
+async def takes_a_nan_default(ctx: RequestContext, ratio: float = math.nan) -> str:
+    """A default JSON cannot write (RFC 8259 §6: no NaN)."""
+    return "never"
+
+
+async def takes_a_float_literal(ctx: RequestContext, mode: Literal[1.5, 2]) -> str:  # type: ignore[valid-type]
+    """A Literal of a float, which Python's typing does not allow."""
+    return "never"
+
+
 async def returns_maybe(ctx: RequestContext) -> Row | None:
     """Maybe a row."""
     return None
@@ -192,6 +203,17 @@ async def arguments_form(ctx: RequestContext, arguments: dict[str, Any]) -> str:
             {},
             "tool 'takes_a_foreign_constraint', parameter 'n': Annotated holds Ge, which presa "
             "does not read; use a description string or presa_trio.server.Field",
+        ),
+        (
+            takes_a_nan_default,
+            {},
+            "tool 'takes_a_nan_default', parameter 'ratio': the default nan has no JSON form",
+        ),
+        (
+            takes_a_float_literal,
+            {},
+            "tool 'takes_a_float_literal', parameter 'mode': Literal values must be str, int, "
+            "bool or None",
         ),
         (
             returns_maybe,

@@ -81,6 +81,22 @@ RIGHT: dict[str, tuple[Any, dict[str, Any]]] = {
     "blocks": ([TEXT, TEXT], {"content": [{"type": "text", "text": "t"}] * 2}),
     "tuple-of-blocks": ((TEXT,), {"content": [{"type": "text", "text": "t"}]}),
     "no-blocks": ([], {"content": []}),
+    "block-with-annotations-and-meta": (
+        models.ImageContent(
+            "AAAA", "image/png", annotations={"priority": 0.5}, meta={"com.example/k": 1}
+        ),
+        {
+            "content": [
+                {
+                    "type": "image",
+                    "data": "AAAA",
+                    "mimeType": "image/png",
+                    "annotations": {"priority": 0.5},
+                    "_meta": {"com.example/k": 1},
+                }
+            ]
+        },
+    ),
     "dict": (
         {"a": [1, None]},
         {
@@ -167,7 +183,9 @@ async def test_every_accepted_return_is_the_same_valid_result_on_both_paths(
 ) -> None:
     """Spec-mandated (server/tools §Tool Result, §Structured Content; E-24): a
     JSON object or attrs instance is structuredContent with its JSON as text; a
-    CallToolResult's structuredContent may be any JSON value (schema.ts)."""
+    CallToolResult's structuredContent may be any JSON value (schema.ts); a block's
+    fields go out under their wire names, ``mimeType`` and ``_meta`` (schema
+    $defs.ImageContent)."""
     plain = await client.call_tool("give", {"kind": kind})
     task = await as_task(client, kind)
     expected = {**RIGHT[kind][1], "resultType": "complete"}

@@ -112,6 +112,22 @@ async def test_invalid_arguments_are_an_error_result_naming_path_and_rule(
     assert calls == []
 
 
+async def test_arguments_failing_many_times_name_the_first_ten_failures(
+    client: McpClient, calls: list[dict[str, Any]]
+) -> None:
+    """presa-defined (server/tools §Error Handling leaves the wording to the server;
+    ``MAX_VIOLATIONS`` in wire/schemas.py): a value breaking its schema a dozen times
+    is refused naming the first ten failures, so the result the model reads stays
+    short however bad the arguments."""
+    arguments = {"age": 1, "tags": list(range(12))}
+    result = result_of(await client.call("tools/call", {"name": "record", "arguments": arguments}))
+    assert refusal_text(result).splitlines()[1:] == [
+        f'- /tags/{index}: {index} is not of type "string" (rule /properties/tags/items/type)'
+        for index in range(10)
+    ]
+    assert calls == []
+
+
 async def test_arguments_failing_too_deep_to_explain_are_still_an_error_result(
     client: McpClient, calls: list[dict[str, Any]]
 ) -> None:
@@ -303,6 +319,20 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             "x-mcp-header 'region' is not unique (ignoring case)",
         ),
         (
+            header_schema(
+                a={"type": "string", "x-mcp-header": "region"},
+                b={"type": "string", "x-mcp-header": "REGION"},
+            ),
+            "x-mcp-header 'REGION' is not unique (ignoring case)",
+        ),
+        (
+            {
+                "type": "object",
+                "patternProperties": {"^v": {"type": "string", "x-mcp-header": "P"}},
+            },
+            "x-mcp-header 'P' is not reached from the root through properties",
+        ),
+        (
             header_schema(v={"type": "string", "x-mcp-header": "Région"}),
             "x-mcp-header 'Région' is not an HTTP field-name token",
         ),
@@ -311,7 +341,15 @@ def header_schema(**properties: Any) -> dict[str, Any]:
             "x-mcp-header 'V' is on a parameter of type ['string', 'null']",
         ),
     ],
-    ids=["number", "under-items", "repeated", "not-a-token", "type-list"],
+    ids=[
+        "number",
+        "under-items",
+        "repeated",
+        "repeated-upper-case",
+        "under-pattern-properties",
+        "not-a-token",
+        "type-list",
+    ],
 )
 def test_an_invalid_x_mcp_header_is_refused_at_registration(
     schema: dict[str, Any], message: str
@@ -359,5 +397,8 @@ def test_other_dialects_and_local_refs_are_accepted() -> None:
     }
     server.tool("old", description="x", input_schema=draft7)(handler)
     server.tool("anchored", description="x", input_schema=anchored)(handler)
+    # The dialect's URI with its empty fragment is the same dialect.
+    fragment = embedded("https://json-schema.org/draft/2020-12/schema#")
     server.tool("same", description="x", input_schema=same)(handler)
-    assert set(server.tools) == {"old", "anchored", "same"}
+    server.tool("fragment", description="x", input_schema=fragment)(handler)
+    assert set(server.tools) == {"old", "anchored", "same", "fragment"}

@@ -711,3 +711,25 @@ def test_a_typed_prompt_with_a_non_string_parameter_is_refused() -> None:
 
     with pytest.raises(SignatureError, match=r"^prompt 'count', parameter 'n': prompt arguments"):
         server.prompt()(count)
+
+
+async def test_a_boolean_stays_a_boolean_beside_an_equal_number() -> None:
+    """presa-defined (docs/api.md, typed tools: a union takes the first member the value
+    fits, a ``Literal`` gets the value): JSON ``true`` is no integer (JSON Schema
+    2020-12 Validation §6.1.1, §4.2.2: ``true`` and ``1`` are different values),
+    though Python compares ``True == 1``; so ``int | bool`` hands ``true`` over as
+    ``True``, and ``Literal[True, 1]`` hands ``1`` over as ``1``."""
+    server = Server("booleans", "1.0.0")
+    got: list[Any] = []
+
+    @server.tool()
+    async def flag(ctx: RequestContext, either: int | bool, exact: Literal[True, 1]) -> str:
+        """Takes a count or a switch, and one of two equal-looking values."""
+        got.append((either, exact))
+        return "flagged"
+
+    async with connect(server) as client:
+        result = await client.call_tool("flag", {"either": True, "exact": 1})
+    assert result["content"] == [{"type": "text", "text": "flagged"}]
+    assert got == [(True, 1)]
+    assert [type(value) for value in got[0]] == [bool, int]

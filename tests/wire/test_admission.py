@@ -58,3 +58,29 @@ def test_a_refusal_keeps_the_id_when_it_can_be_read(raw: bytes, code: int, reque
     assert refused.error.code == code
     assert refused.request_id == request_id
     assert type(refused.request_id) is type(request_id)
+
+
+@pytest.mark.parametrize(
+    ("message", "response", "notification"),
+    [
+        ({"jsonrpc": "2.0", "method": "m", "params": 1}, False, True),
+        ({"jsonrpc": "2.0", "method": "m", "result": {}}, True, False),
+        ({"jsonrpc": "2.0", "method": "m", "error": {"code": 1, "message": "x"}}, True, False),
+        ({"jsonrpc": "2.0", "id": 4, "result": {}}, True, False),
+        ({"jsonrpc": "2.0", "params": {}}, False, False),
+    ],
+    ids=["notification", "result-beside-method", "error-beside-method", "response", "no-method"],
+)
+def test_a_refusal_says_whether_the_body_was_a_response_or_a_notification(
+    message: dict[str, Any], response: bool, notification: bool
+) -> None:
+    """Spec-mandated (basic/index §Notifications: no response answers a notification;
+    §Responses: a message with ``result`` or ``error`` is a response, which the client
+    MUST NOT send): a malformed notification is refused as one, so stdio stays silent;
+    a body with a ``result`` or ``error`` member is a response even beside a ``method``
+    and without an ``id``, never taken for a notification to ignore; a body naming no
+    method is no notification either, and is answered."""
+    refused = admit(body(message))
+    assert isinstance(refused, Refused)
+    assert refused.error.code == INVALID_REQUEST
+    assert (refused.response, refused.notification) == (response, notification)

@@ -98,6 +98,11 @@ class Either:
 
 
 @dataclasses.dataclass
+class EitherOrNone:
+    value: int | str | None = None
+
+
+@dataclasses.dataclass
 class RequiredMaybe:
     note: str | None
 
@@ -113,6 +118,7 @@ class RequiredMaybe:
         (Strict, "field 'code': pattern is not allowed on string fields"),
         (Either, "field 'value': a union is not a primitive field"),
         (RequiredMaybe, "field 'note': a union is not a primitive field"),
+        (EitherOrNone, "field 'value': a union is not a primitive field"),
     ],
 )
 def test_a_class_outside_the_spec_subset_is_refused_in_one_line_naming_the_field(
@@ -181,6 +187,20 @@ def one_field(field: dict[str, Any], **form: Any) -> dict[str, Any]:
             ),
             "field 'f': maxItems is a count",
         ),
+        (one_field({"type": "string", "enum": ["a", 1]}), "field 'f': the values of an enum"),
+        (one_field({"type": "string", "oneOf": [{"const": "a"}]}), "field 'f': oneOf lists"),
+        (
+            one_field({"type": "string", "oneOf": [{"const": 1, "title": "One"}]}),
+            "field 'f': oneOf lists choices",
+        ),
+        (
+            one_field({"type": "array", "items": {"type": "integer", "enum": ["a"]}}),
+            "field 'f': a list is a multiple choice: its items are a string enum",
+        ),
+        (
+            one_field({"type": "string"}, additionalProperties=False),
+            "additionalProperties is not allowed on a form",
+        ),
         (one_field({"type": "string"}, required="f"), "required is a list of property names"),
         (one_field({"type": "string"}, required=[1]), "required is a list of property names"),
         (one_field({"type": "string"}, **{"$schema": 7}), "$schema is a string"),
@@ -189,7 +209,11 @@ def one_field(field: dict[str, Any], **form: Any) -> dict[str, Any]:
 def test_a_keyword_of_the_wrong_type_is_refused(schema: dict[str, Any], line: str) -> None:
     """Spec-mandated (schema.ts ``StringSchema``, ``NumberSchema``, ``BooleanSchema``,
     the enum schemas, ``ElicitRequestFormParams.requestedSchema``): each keyword's value
-    has the type the schema gives it, so a form that is sent validates."""
+    has the type the schema gives it, so a form that is sent validates: an enum's
+    values are strings, and each titled choice (``TitledSingleSelectEnumSchema.oneOf``)
+    a string ``const`` with its ``title``; a multiple choice's ``items`` are
+    ``{"type": "string", "enum": [...]}`` (``UntitledMultiSelectEnumSchema``); the form
+    itself holds ``$schema``, ``type``, ``properties`` and ``required`` only."""
     with pytest.raises(SignatureError) as refused:
         schema_form(schema)
     assert str(refused.value).startswith(

@@ -70,12 +70,16 @@ def test_anything_but_one_object_is_invalid_request(message: Any) -> None:
     [
         {"jsonrpc": "2.0", "id": 1, "result": {}},
         {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "x"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "ping", "result": {}},
+        {"jsonrpc": "2.0", "id": 1, "method": "ping", "error": {"code": 1, "message": "x"}},
     ],
-    ids=["result", "error"],
+    ids=["result", "error", "result-beside-method", "error-beside-method"],
 )
 def test_a_response_object_from_the_client_is_invalid_request(message: Any) -> None:
     """Spec-mandated (streamable-http §Sending Messages: the client MUST NOT send
-    responses; basic/index §Error Codes; H-10, E-02): -32600."""
+    responses; basic/index §Error Codes; H-10, E-02): -32600. A ``result`` or
+    ``error`` member makes it one even beside a ``method``: it is not read as a
+    request (basic/index §Responses: a response carries ``result`` or ``error``)."""
     assert code_of(message) == INVALID_REQUEST
 
 
@@ -232,6 +236,8 @@ def test_a_cyclic_value_is_refused_when_written() -> None:
     cyclic["self"] = cyclic
     with pytest.raises(RecursionError):
         envelope.dumps(envelope.result_response(1, cyclic))
+    assert envelope.json_problem(cyclic) is not None
+    assert envelope.json_problem({"fine": [1, "a", None]}) is None
 
 
 ENCODED_VALUES = [

@@ -63,3 +63,24 @@ def test_unsupported_version_data_names_supported_and_requested() -> None:
 def test_data_is_left_out_when_there_is_none() -> None:
     """Spec-mandated (JSON-RPC 2.0 §5.1: data may be omitted)."""
     assert "data" not in errors.InvalidParams("x").to_wire()
+
+
+def test_each_incident_has_an_id_of_its_own() -> None:
+    """presa-defined (spec-notes §1: -32603 says no more than an incident id,
+    which the log record of its cause repeats): two faults never share an id, so a
+    client's report leads to one traceback."""
+    first, second = errors.InternalError.incident(), errors.InternalError.incident()
+    assert isinstance(first.incident_id, str)
+    assert first.incident_id != second.incident_id
+
+
+@pytest.mark.parametrize("code", [True, 1.5, "E_WIDGETS"], ids=["bool", "float", "string"])
+def test_an_error_whose_code_is_no_integer_is_not_well_formed(code: object) -> None:
+    """Spec-mandated (schema $defs.Error: ``code`` is an integer): JSON ``true``, which
+    Python counts as the integer 1, is no code either, so such an error is never sent
+    as it is (the edge answers -32603 instead)."""
+    error = errors.McpError("out of widgets")
+    error.code = code  # type: ignore[misc,assignment]
+    assert not error.is_well_formed()
+    error.code = 7  # type: ignore[misc]
+    assert error.is_well_formed()

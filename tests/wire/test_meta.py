@@ -163,12 +163,14 @@ def test_a_capability_is_declared_by_an_object(raw: dict[str, Any], declared: se
         ({"form": {}}, True, False),
         ({"url": {}}, False, True),
         ({"form": {}, "url": {}}, True, True),
+        ({"url": True}, False, False),
     ],
 )
 def test_empty_elicitation_means_form_mode_only(
     elicitation: dict[str, Any] | None, form: bool, url: bool
 ) -> None:
-    """Spec-mandated (client/elicitation §Capabilities: ``{}`` is form mode only)."""
+    """Spec-mandated (client/elicitation §Capabilities: ``{}`` is form mode only;
+    schema $defs.ClientCapabilities: each mode is declared by an object)."""
     raw = {} if elicitation is None else {"elicitation": elicitation}
     capabilities = ClientCapabilities(raw)
     assert capabilities.has_elicitation_mode("form") is form

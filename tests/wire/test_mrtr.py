@@ -107,6 +107,7 @@ def test_a_url_elicitation_is_a_url_mode_request() -> None:
         ("https:///ui", "absolute, https:// (or http://) and a host"),
         ("mailto:keys@example.com", "absolute, https:// (or http://) and a host"),
         ("javascript:alert(1)", "absolute, https:// (or http://) and a host"),
+        ("ftp://files.example.com/key", "absolute, https:// (or http://) and a host"),
         ("", "absolute, https:// (or http://) and a host"),
         ("https://example.com/set key", "RFC 3986's characters"),
         ("https://exämple.com/", "RFC 3986's characters"),
@@ -122,6 +123,7 @@ def test_a_url_elicitation_is_a_url_mode_request() -> None:
         "no-host",
         "mailto",
         "javascript",
+        "ftp-with-a-host",
         "empty",
         "space",
         "not-ascii",
@@ -275,11 +277,25 @@ def test_an_answer_to_a_url_mode_request_has_no_content() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [{}, {"action": "maybe"}, {"action": "accept"}, {"action": "accept", "content": "Alice"}],
-    ids=["no-action", "unknown-action", "accept-without-content", "content-not-object"],
+    [
+        {},
+        {"action": "maybe"},
+        {"action": "accept"},
+        {"action": "accept", "content": "Alice"},
+        {"action": "accept", "content": {"name": {"first": "Alice"}}},
+    ],
+    ids=[
+        "no-action",
+        "unknown-action",
+        "accept-without-content",
+        "content-not-object",
+        "content-value-object",
+    ],
 )
 def test_a_malformed_elicit_result_is_invalid_params(raw: dict[str, Any]) -> None:
-    """Spec-mandated (mrtr §Error Handling: protocol errors SHOULD be a JSON-RPC error)."""
+    """Spec-mandated (mrtr §Error Handling: protocol errors SHOULD be a JSON-RPC error;
+    schema.ts ``ElicitResult.content``: each value a string, number, boolean or list of
+    strings, never an object)."""
     with pytest.raises(McpError) as caught:
         mrtr.read_elicit_result(raw)
     assert caught.value.code == INVALID_PARAMS
@@ -309,11 +325,24 @@ def test_a_sampling_result_yields_its_text() -> None:
         {"role": "assistant", "model": "m"},
         {"role": "assistant", "model": "m", "content": []},
         {"role": "assistant", "model": "m", "content": "x"},
+        {
+            "role": "assistant",
+            "model": "m",
+            "content": {"type": "tool_use", "id": "t", "name": "n"},
+        },
     ],
-    ids=["no-role", "no-model", "no-content", "empty-content", "content-string"],
+    ids=[
+        "no-role",
+        "no-model",
+        "no-content",
+        "empty-content",
+        "content-string",
+        "tool-use-no-input",
+    ],
 )
 def test_a_malformed_sampling_result_is_invalid_params(raw: dict[str, Any]) -> None:
-    """Spec-mandated (schema $defs.CreateMessageResult; mrtr §Error Handling)."""
+    """Spec-mandated (schema $defs.CreateMessageResult, $defs.ToolUseContent: a
+    ``tool_use`` block requires its ``input`` object; mrtr §Error Handling)."""
     with pytest.raises(McpError) as caught:
         mrtr.read_sampling_result(raw)
     assert caught.value.code == INVALID_PARAMS
@@ -323,7 +352,12 @@ def test_roots_are_read_from_a_list_roots_result() -> None:
     """Runner-scored (input-required-result-basic-list-roots/sep-2322-list-roots-complete)."""
     roots = [{"uri": "file:///test/root", "name": "Test Root"}]
     assert mrtr.read_roots({"roots": roots}) == roots
-    for wrong in ({"roots": [{"name": "no uri"}]}, {}):
+    # client/roots §Root: a file:// URI, and an optional name that is a string.
+    for wrong in (
+        {"roots": [{"name": "no uri"}]},
+        {"roots": [{"uri": "file:///r", "name": 5}]},
+        {},
+    ):
         with pytest.raises(McpError) as caught:
             mrtr.read_roots(wrong)
         assert caught.value.code == INVALID_PARAMS
@@ -403,12 +437,22 @@ DATED_FORM = mrtr.Elicitation(
         ({"at": "tomorrow"}, "content.at: 'tomorrow' is not an ISO 8601 date-time"),
         ({"score": 10**400}, "content.score: the number is beyond the range of a double"),
         (
+            {"extra": "kept", "day": "2026-02-30"},
+            "content.day: '2026-02-30' is not an ISO 8601 date",
+        ),
+        (
             {"day": "2026-07-28", "at": "2026-07-28T10:00:00Z", "mail": "x", "site": "y"}
             | {"score": 10**300},
             None,
         ),
     ],
-    ids=["no-date", "no-date-time", "beyond-a-double", "read-and-annotations"],
+    ids=[
+        "no-date",
+        "no-date-time",
+        "beyond-a-double",
+        "after-a-field-not-asked",
+        "read-and-annotations",
+    ],
 )
 def test_a_field_is_read_where_the_answer_arrives(
     content: dict[str, Any], problem: str | None

@@ -89,6 +89,19 @@ def test_any_truncation_of_a_token_is_rejected(data: st.DataObject, state: Any) 
     assert_refused(token[: data.draw(st.integers(0, len(token) - 1))])
 
 
+def test_a_signature_with_other_spare_bits_is_rejected() -> None:
+    """Spec-mandated (mrtr §Server Requirements 4: MUST reject state that fails
+    verification): the signature's last base64url character carries 2 bits of the
+    MAC and 4 spare ones; a token whose spare bits differ decodes to the same MAC,
+    but it is not the token the server issued, and is refused (RFC 4648 §3.5:
+    canonical encoding), so no token has a second spelling."""
+    token = sealer().seal("s", BINDING, NOW)
+    alphabet = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+    last = alphabet.index(token[-1])
+    assert last % 16 == 0  # 32 bytes: the last character's 4 low bits are spare
+    assert_refused(token[:-1] + alphabet[last + 1])
+
+
 @pytest.mark.parametrize(
     "token",
     [None, 12, ["v1.x.y"], {"s": 1}, "", "v1.", "v1..", "v2.e30.AAAA", "not-a-token"],
@@ -141,12 +154,14 @@ def test_an_expired_token_is_rejected() -> None:
         Binding("prompts/get", "book_flight", BINDING.arguments_digest),
         Binding("tools/call", "cancel_flight", BINDING.arguments_digest),
         Binding("tools/call", "book_flight", canonical_digest({"to": "OPO"})),
+        Binding("tools/call", "book_flight", BINDING.arguments_digest, principal="bob"),
     ],
-    ids=["other-method", "other-target", "other-arguments"],
+    ids=["other-method", "other-target", "other-arguments", "other-principal"],
 )
 def test_a_token_presented_on_another_request_is_rejected(other: Binding) -> None:
     """Spec-mandated (mrtr §Server Requirements 5: an identifier for the originating
-    request, e.g. the method name and a digest of its salient parameters)."""
+    request, e.g. the method name and a digest of its salient parameters, and the
+    authenticated principal, rejecting state presented by a different principal)."""
     assert_refused(sealer().seal("s", BINDING, NOW), binding=other)
 
 
@@ -157,6 +172,15 @@ def test_the_argument_digest_ignores_key_order() -> None:
         {"b": [1, {"d": 3, "c": 2}], "a": 1}
     )
     assert canonical_digest({"a": 1}) != canonical_digest({"a": "1"})
+
+
+def test_the_argument_digest_tells_lone_surrogates_apart() -> None:
+    """Spec-mandated (mrtr §Server Requirements 5: a digest of the salient parameters,
+    rejecting state presented on a request that does not match): arguments holding
+    different lone surrogates (JSON text may spell ``"\\ud800"``, RFC 8259 §8.2) are
+    different requests, never one digest with both read as a replacement character."""
+    assert canonical_digest({"a": "\ud800"}) != canonical_digest({"a": "\udc00"})
+    assert canonical_digest({"a": "\ud800"}) != canonical_digest({"a": "?"})
 
 
 @pytest.mark.parametrize("keys", [[], [b""], [b"k" * 15], [KEY, b"short"]])

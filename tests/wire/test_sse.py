@@ -49,6 +49,20 @@ def test_presa_writes_an_event_message_with_one_compact_data_line() -> None:
     assert encode_comment("ping") == b": ping\r\n\r\n"
 
 
+def test_a_comment_of_several_lines_stays_comments() -> None:
+    """Spec-mandated (HTML §9.2.5: a line starting with a colon is a comment; a line
+    end ends it): each line of a comment's text is written as a comment line of its
+    own, so text holding a line end can never write a field, nor an event, into the
+    stream."""
+    stream = encode_comment("a\ndata: injected\r\nb")
+    assert stream == b": a\r\n: data: injected\r\n: b\r\n\r\n"
+    assert EventStreamParser().feed(stream) == [
+        Comment("a"),
+        Comment("data: injected"),
+        Comment("b"),
+    ]
+
+
 def test_data_lines_join_with_lf_and_one_space_after_the_colon_is_dropped() -> None:
     """Spec-mandated (HTML §9.2.6, the "data" field and the optional space)."""
     stream = b"data:first\ndata:  second\ndata\n\n"
