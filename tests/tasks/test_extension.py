@@ -128,6 +128,19 @@ def build(**runner_options: Any) -> Harness:
         answers = await ctx.ask({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
         return answers.elicitation("k").action
 
+    @tasks.tool(Policy.OPTIONAL, description="Asks from two child tasks, each its own key.")
+    async def asks_apart(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        actions: dict[str, str] = {}
+
+        async def ask(key: str) -> None:
+            question = Elicitation(f"{key}?", {"type": "object", "properties": {}})
+            actions[key] = (await ctx.ask({key: question})).elicitation(key).action
+
+        async with trio.open_nursery() as nursery:
+            for key in ("a", "b"):
+                nursery.start_soon(ask, key)
+        return " ".join(f"{key}={action}" for key, action in sorted(actions.items()))
+
     @tasks.tool(Policy.OPTIONAL, description="Asks by returning a multi round-trip round.")
     async def mrtr_only(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
         return InputRequired({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
@@ -644,6 +657,29 @@ async def test_a_tool_returning_a_round_inside_a_task_fails_cleanly(client: McpC
     )
     plain = result_of(await call_tool(client, "mrtr_only", capabilities=UNDECLARED))
     assert plain["resultType"] == "input_required"
+
+
+async def test_a_second_ask_while_input_is_required_adds_its_keys(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests: a partial update leaves the
+    other keys outstanding; T-42, T-45): a task already ``input_required`` may ask
+    more, here from a second child task; both keys show, each answer wakes only
+    its own wait, and the task completes once both are answered."""
+    task_id = await create(client, "asks_apart")
+    await wait_all_tasks_blocked()
+    asked = result_of(await get(client, task_id))
+    assert (asked["status"], sorted(asked["inputRequests"])) == ("input_required", ["a", "b"])
+
+    async def answer(key: str, action: str) -> dict[str, Any]:
+        update = {"taskId": task_id, "inputResponses": {key: {"action": action}}}
+        result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+        await wait_all_tasks_blocked()
+        return result_of(await get(client, task_id))
+
+    half = await answer("b", "decline")
+    assert (half["status"], list(half["inputRequests"])) == ("input_required", ["a"])
+    done = await answer("a", "cancel")
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "a=cancel b=decline"}]
 
 
 async def test_cancelling_the_creating_request_leaves_the_task_running(
