@@ -351,6 +351,29 @@ async def test_after_an_outage_longer_than_the_lease_the_live_holder_keeps_its_t
         nursery.cancel_scope.cancel()
 
 
+async def test_a_new_task_is_held_for_a_whole_lease_from_its_creation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/task-stores.md; the store's rule 4): a task is stored
+    with its creator's lease, a whole lease long, so a peer whose recovery runs
+    right after the creation claims nothing; the task runs once, on its creator."""
+    shared = MemoryStore()
+    holder = TaskRunner(shared, TRIO_CLOCK, lease_ms=1000)
+    peer = TaskRunner(shared, TRIO_CLOCK, lease_ms=1000)
+    record: list[str] = []
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        task = await holder.start("s", gated(release, record), creator())
+        await nursery.start(peer.run)  # its first recovery round, at once
+        await wait_all_tasks_blocked()
+        release.set()
+        await wait_all_tasks_blocked()
+        assert record == []
+        assert (await holder.get("s", task.task_id)).status is Status.COMPLETED
+        nursery.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("claimer", ["peer", "self"])
 async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
     autojump_clock: trio.testing.MockClock, claimer: str
