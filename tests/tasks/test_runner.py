@@ -29,6 +29,7 @@ from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import (
     Lease,
     StoredTask,
+    StoreRefused,
     StoreUnavailable,
     TaskExpired,
     TaskNotFound,
@@ -655,6 +656,49 @@ async def test_a_job_that_errs_ends_failed_with_a_json_rpc_error_and_no_detail(
         None,
     )
     assert "hunter2" not in json.dumps(failed.detailed())
+
+
+@attrs.define(eq=False)
+class RefusingStore(MemoryStore):
+    """The memory store, refusing any write of the status message ``refuse me``."""
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, **kwargs: Any
+    ) -> None:
+        if task.message == "refuse me":
+            raise StoreRefused("test: no room for it")
+        await super().compare_and_set(scope, task, expected_revision, **kwargs)
+
+
+async def test_a_job_whose_write_the_store_refused_stops_with_its_failed_task() -> None:
+    """presa-defined (the failure policy, :mod:`presa_trio.tasks.writes`: refused data
+    fails the task that wrote it, not retryable, and its worker stops): the task
+    is ``failed`` saying what could not be stored, and the job, waiting again
+    after its refused write, is cancelled rather than run on for a task that ended."""
+    record: list[str] = []
+    release = trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        await ctx.set_status_message("refuse me")
+        record.append("went on")
+        return await gated(release, record)(ctx)
+
+    runner = TaskRunner(RefusingStore(), TRIO_CLOCK)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        failed = await runner.get("s", task_id)
+        assert (failed.status, failed.error) == (
+            Status.FAILED,
+            {
+                "code": INTERNAL_ERROR,
+                "message": "Could not store the task's status message: test: no room for it",
+                "data": {"retryable": False},
+            },
+        )
+        assert record == ["went on", "cancelled"]
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_worker_sends_nothing_on_the_creating_stream(runner: TaskRunner) -> None:
