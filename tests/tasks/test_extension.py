@@ -567,7 +567,8 @@ async def test_listen_with_task_ids_needs_the_declaration_and_a_valid_list(
 async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpClient) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications: the ack lists the ids the
     server agreed to serve; T-52, T-65): unknown and other-scope ids are dropped
-    silently, alike, and duplicates collapse; with none left, the key is omitted."""
+    silently, alike, and duplicates collapse; with none left, the key is omitted.
+    presa-defined (spec-notes §19): a list at its bounds (100 ids, 256 bytes) is valid."""
     alice = meta(DECLARED, **{META_CLIENT_INFO: {"name": "alice", "version": "1"}})
     bob = meta(DECLARED, **{META_CLIENT_INFO: {"name": "bob", "version": "1"}})
     mine = result_of(
@@ -594,6 +595,9 @@ async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpCli
         "taskIds": [mine],
     }
     assert await acknowledged(["unknown", theirs], alice) == {"toolsListChanged": True}
+    # At the bounds: 100 ids, one of 256 bytes, is a valid list; unknown ids drop alike.
+    at_the_bounds = ["x" * 256, *(f"unknown-{n}" for n in range(99))]
+    assert await acknowledged(at_the_bounds, alice) == {"toolsListChanged": True}
 
 
 @pytest.mark.parametrize(
