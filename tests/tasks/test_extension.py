@@ -459,13 +459,18 @@ async def test_a_task_id_that_is_no_string_is_invalid_params(
     error_of(await client.post(message, headers), 400, INVALID_PARAMS)
 
 
-@pytest.mark.parametrize("answers", [None, [], "k", {"k": 5}], ids=["null", "list", "str", "value"])
+@pytest.mark.parametrize(
+    "answers",
+    [None, [], "k", {"k": 5}, {"": {"action": "accept"}}],
+    ids=["null", "list", "str", "value", "empty key"],
+)
 async def test_an_update_of_a_live_task_without_an_answers_object_is_invalid_params(
     client: McpClient, answers: Any
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Update Requests (Request): ``inputResponses``
     is a required ``InputResponses`` object; spec-notes §29): ``null`` is refused
-    like any other non-object, on a task that exists, and the task is unchanged."""
+    like any other non-object, and so is an empty key, on a task that exists, and
+    the task is unchanged."""
     task_id = await create(client, wait=True)
     before = result_of(await get(client, task_id))
     params = {"taskId": task_id, "inputResponses": answers}
