@@ -409,6 +409,31 @@ async def test_an_expired_task_says_expired_to_its_owner_only(
         assert "expired" not in stranger["message"]
 
 
+async def test_a_task_past_its_ttl_changes_no_more(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (spec-notes §18: once its TTL has passed a task reads as expired,
+    and the reaper later deletes it): a worker that finishes after its task's TTL
+    elapsed, before the reaper came round, writes nothing, so a listen stream hears
+    no change of the expired task; the next thing it hears is the server's own."""
+    harness = build(ttl_ms=1000, clock=TRIO_CLOCK, reap_every=3600.0)
+    async with running(harness.app) as client:
+        task_id = await create(client, wait=True)
+        wanted = {"notifications": {"taskIds": [task_id], "toolsListChanged": True}}
+        async with client.stream(
+            request("subscriptions/listen", wanted, capabilities=DECLARED)
+        ) as stream:
+            await stream.next_message()  # the acknowledgement
+            autojump_clock.jump(1)
+            harness.gate.set()
+            await wait_all_tasks_blocked()
+            harness.app.dispatcher.server.notify_tools_list_changed()
+            heard = await stream.next_message()
+        assert heard["method"] == "notifications/tools/list_changed"
+        error = error_of(await get(client, task_id), 400, INVALID_PARAMS)
+        assert "expired" in error["message"]
+
+
 @pytest.mark.parametrize(
     ("method", "params", "capabilities", "code"),
     [
