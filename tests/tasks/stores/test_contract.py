@@ -132,7 +132,8 @@ async def test_only_unfinished_unexpired_tasks_with_expired_leases_are_claimed(
     store: TaskStore,
 ) -> None:
     """presa-defined (recovery, at least once): a live lease, a terminal task and an
-    expired task are never claimed; a claim bumps the generation and is bounded.
+    expired task (one whose TTL ends at the claim's now included) are never claimed;
+    a claim bumps the generation and is bounded.
     Each lease is created expired (its expiry is the creation's now) or live for a
     minute: a store may judge leases on a clock of its own (PostgreSQL's), reading
     each expiry as a length from the caller's now."""
@@ -141,6 +142,8 @@ async def test_only_unfinished_unexpired_tasks_with_expired_leases_are_claimed(
     await store.create(stored("done", lease=Lease("p1", 1, T0)), ROOMY, T0)
     await store.compare_and_set("alice", model.cancel(new_task("done"), T0), 0)
     await store.create(stored("old", ttl_ms=5000, lease=Lease("p1", 1, T0)), ROOMY, T0)
+    # Its TTL ends at this very now: expired already (SEP-2663 §Tasks, ttlMs).
+    await store.create(stored("ending", ttl_ms=10_000, lease=Lease("p1", 1, T0)), ROOMY, T0)
     for name in ("x1", "x2", "x3"):
         await store.create(stored(name, lease=Lease("p1", 4, now)), ROOMY, now)
     first = await store.claim_expired("p2", now, now + 30_000, 2)
