@@ -984,3 +984,23 @@ async def test_a_task_runs_again_only_if_the_tool_is_still_declared_re_runnable(
         "data": {"retryable": False},
     }
     assert ran == ["rerun=True"]
+
+
+async def test_a_task_of_a_re_runnable_tool_runs_again_in_the_next_process() -> None:
+    """presa-defined (recovery, at least once; docs/task-stores.md "Recovery"): a task
+    created by a ``tools/call`` of a tool declared re-runnable is stored as such, and
+    the next process, where the tool is still declared so, runs it again from the
+    start instead of writing it failed as interrupted."""
+    store, ran = MemoryStore(), list[str]()
+    async with running(mailer(store, rerun=True, ran=ran)) as client:
+        task_id = await create(client, "send_mail")
+        with trio.fail_after(10):
+            while ran != ["rerun=True"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
+                await trio.sleep(0.001)
+    async with running(mailer(store, rerun=True, ran=ran)) as client:
+        with trio.fail_after(10):
+            task = result_of(await get(client, task_id))
+            while len(ran) < 2 and task["status"] == "working":
+                await trio.sleep(0.001)  # a poll, as a client's
+                task = result_of(await get(client, task_id))
+        assert (task["status"], ran) == ("working", ["rerun=True", "rerun=True"])
