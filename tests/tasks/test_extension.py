@@ -128,6 +128,19 @@ def build(**runner_options: Any) -> Harness:
         answers = await ctx.ask({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
         return answers.elicitation("k").action
 
+    @tasks.tool(Policy.OPTIONAL, description="Asks from two child tasks, each its own key.")
+    async def asks_apart(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        actions: dict[str, str] = {}
+
+        async def ask(key: str) -> None:
+            question = Elicitation(f"{key}?", {"type": "object", "properties": {}})
+            actions[key] = (await ctx.ask({key: question})).elicitation(key).action
+
+        async with trio.open_nursery() as nursery:
+            for key in ("a", "b"):
+                nursery.start_soon(ask, key)
+        return " ".join(f"{key}={action}" for key, action in sorted(actions.items()))
+
     @tasks.tool(Policy.OPTIONAL, description="Asks by returning a multi round-trip round.")
     async def mrtr_only(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
         return InputRequired({"k": Elicitation("Sure?", {"type": "object", "properties": {}})})
@@ -396,6 +409,31 @@ async def test_an_expired_task_says_expired_to_its_owner_only(
         assert "expired" not in stranger["message"]
 
 
+async def test_a_task_past_its_ttl_changes_no_more(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (spec-notes §18: once its TTL has passed a task reads as expired,
+    and the reaper later deletes it): a worker that finishes after its task's TTL
+    elapsed, before the reaper came round, writes nothing, so a listen stream hears
+    no change of the expired task; the next thing it hears is the server's own."""
+    harness = build(ttl_ms=1000, clock=TRIO_CLOCK, reap_every=3600.0)
+    async with running(harness.app) as client:
+        task_id = await create(client, wait=True)
+        wanted = {"notifications": {"taskIds": [task_id], "toolsListChanged": True}}
+        async with client.stream(
+            request("subscriptions/listen", wanted, capabilities=DECLARED)
+        ) as stream:
+            await stream.next_message()  # the acknowledgement
+            autojump_clock.jump(1)
+            harness.gate.set()
+            await wait_all_tasks_blocked()
+            harness.app.dispatcher.server.notify_tools_list_changed()
+            heard = await stream.next_message()
+        assert heard["method"] == "notifications/tools/list_changed"
+        error = error_of(await get(client, task_id), 400, INVALID_PARAMS)
+        assert "expired" in error["message"]
+
+
 @pytest.mark.parametrize(
     ("method", "params", "capabilities", "code"),
     [
@@ -446,13 +484,18 @@ async def test_a_task_id_that_is_no_string_is_invalid_params(
     error_of(await client.post(message, headers), 400, INVALID_PARAMS)
 
 
-@pytest.mark.parametrize("answers", [None, [], "k", {"k": 5}], ids=["null", "list", "str", "value"])
+@pytest.mark.parametrize(
+    "answers",
+    [None, [], "k", {"k": 5}, {"": {"action": "accept"}}],
+    ids=["null", "list", "str", "value", "empty key"],
+)
 async def test_an_update_of_a_live_task_without_an_answers_object_is_invalid_params(
     client: McpClient, answers: Any
 ) -> None:
     """Spec-mandated (SEP-2663 §Task Update Requests (Request): ``inputResponses``
     is a required ``InputResponses`` object; spec-notes §29): ``null`` is refused
-    like any other non-object, on a task that exists, and the task is unchanged."""
+    like any other non-object, and so is an empty key, on a task that exists, and
+    the task is unchanged."""
     task_id = await create(client, wait=True)
     before = result_of(await get(client, task_id))
     params = {"taskId": task_id, "inputResponses": answers}
@@ -554,7 +597,8 @@ async def test_listen_with_task_ids_needs_the_declaration_and_a_valid_list(
 async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpClient) -> None:
     """Spec-mandated (SEP-2663 §Task Status Notifications: the ack lists the ids the
     server agreed to serve; T-52, T-65): unknown and other-scope ids are dropped
-    silently, alike, and duplicates collapse; with none left, the key is omitted."""
+    silently, alike, and duplicates collapse; with none left, the key is omitted.
+    presa-defined (spec-notes §19): a list at its bounds (100 ids, 256 bytes) is valid."""
     alice = meta(DECLARED, **{META_CLIENT_INFO: {"name": "alice", "version": "1"}})
     bob = meta(DECLARED, **{META_CLIENT_INFO: {"name": "bob", "version": "1"}})
     mine = result_of(
@@ -581,6 +625,9 @@ async def test_listen_acknowledges_only_the_callers_live_task_ids(client: McpCli
         "taskIds": [mine],
     }
     assert await acknowledged(["unknown", theirs], alice) == {"toolsListChanged": True}
+    # At the bounds: 100 ids, one of 256 bytes, is a valid list; unknown ids drop alike.
+    at_the_bounds = ["x" * 256, *(f"unknown-{n}" for n in range(99))]
+    assert await acknowledged(at_the_bounds, alice) == {"toolsListChanged": True}
 
 
 @pytest.mark.parametrize(
@@ -644,6 +691,29 @@ async def test_a_tool_returning_a_round_inside_a_task_fails_cleanly(client: McpC
     )
     plain = result_of(await call_tool(client, "mrtr_only", capabilities=UNDECLARED))
     assert plain["resultType"] == "input_required"
+
+
+async def test_a_second_ask_while_input_is_required_adds_its_keys(client: McpClient) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests: a partial update leaves the
+    other keys outstanding; T-42, T-45): a task already ``input_required`` may ask
+    more, here from a second child task; both keys show, each answer wakes only
+    its own wait, and the task completes once both are answered."""
+    task_id = await create(client, "asks_apart")
+    await wait_all_tasks_blocked()
+    asked = result_of(await get(client, task_id))
+    assert (asked["status"], sorted(asked["inputRequests"])) == ("input_required", ["a", "b"])
+
+    async def answer(key: str, action: str) -> dict[str, Any]:
+        update = {"taskId": task_id, "inputResponses": {key: {"action": action}}}
+        result_of(await client.call("tasks/update", update, capabilities=DECLARED))
+        await wait_all_tasks_blocked()
+        return result_of(await get(client, task_id))
+
+    half = await answer("b", "decline")
+    assert (half["status"], list(half["inputRequests"])) == ("input_required", ["a"])
+    done = await answer("a", "cancel")
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "a=cancel b=decline"}]
 
 
 async def test_cancelling_the_creating_request_leaves_the_task_running(
@@ -914,3 +984,23 @@ async def test_a_task_runs_again_only_if_the_tool_is_still_declared_re_runnable(
         "data": {"retryable": False},
     }
     assert ran == ["rerun=True"]
+
+
+async def test_a_task_of_a_re_runnable_tool_runs_again_in_the_next_process() -> None:
+    """presa-defined (recovery, at least once; docs/task-stores.md "Recovery"): a task
+    created by a ``tools/call`` of a tool declared re-runnable is stored as such, and
+    the next process, where the tool is still declared so, runs it again from the
+    start instead of writing it failed as interrupted."""
+    store, ran = MemoryStore(), list[str]()
+    async with running(mailer(store, rerun=True, ran=ran)) as client:
+        task_id = await create(client, "send_mail")
+        with trio.fail_after(10):
+            while ran != ["rerun=True"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
+                await trio.sleep(0.001)
+    async with running(mailer(store, rerun=True, ran=ran)) as client:
+        with trio.fail_after(10):
+            task = result_of(await get(client, task_id))
+            while len(ran) < 2 and task["status"] == "working":
+                await trio.sleep(0.001)  # a poll, as a client's
+                task = result_of(await get(client, task_id))
+        assert (task["status"], ran) == ("working", ["rerun=True", "rerun=True"])

@@ -351,6 +351,29 @@ async def test_after_an_outage_longer_than_the_lease_the_live_holder_keeps_its_t
         nursery.cancel_scope.cancel()
 
 
+async def test_a_new_task_is_held_for_a_whole_lease_from_its_creation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (docs/task-stores.md; the store's rule 4): a task is stored
+    with its creator's lease, a whole lease long, so a peer whose recovery runs
+    right after the creation claims nothing; the task runs once, on its creator."""
+    shared = MemoryStore()
+    holder = TaskRunner(shared, TRIO_CLOCK, lease_ms=1000)
+    peer = TaskRunner(shared, TRIO_CLOCK, lease_ms=1000)
+    record: list[str] = []
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(holder.run)
+        task = await holder.start("s", gated(release, record), creator())
+        await nursery.start(peer.run)  # its first recovery round, at once
+        await wait_all_tasks_blocked()
+        release.set()
+        await wait_all_tasks_blocked()
+        assert record == []
+        assert (await holder.get("s", task.task_id)).status is Status.COMPLETED
+        nursery.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("claimer", ["peer", "self"])
 async def test_a_claim_moves_only_the_lease_and_publishes_nothing(
     autojump_clock: trio.testing.MockClock, claimer: str
@@ -480,6 +503,35 @@ async def test_a_write_on_its_way_when_its_process_claims_the_task_back_goes_thr
         await trio.sleep(5)
         finished = await runner.get("s", task.task_id)
         assert (finished.status, finished.error, runs) == (Status.COMPLETED, None, [1])
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_renewal_on_its_way_as_its_process_claims_the_task_back_stops_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """presa-defined (leases: the worker runs on under a lease its own process claimed
+    back, the reactions' LEASE_RECLAIMED): a renewal of the old generation is on its
+    way when this process claims its task's lapsed lease itself and the worker adopts
+    the new one. The store answers the renewal that the old generation is lost: that
+    is no loss of the worker's, which runs on, and the task completes from its one run."""
+    slow = Sluggish(MemoryStore())
+    runner = TaskRunner(cast(TaskStore, slow), TRIO_CLOCK, lease_ms=1000)
+    record: list[str] = []
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task = await runner.start("s", gated(release, record), creator())
+        await trio.sleep(1)  # a renewal of generation 1 waits on its way
+        far = TRIO_CLOCK.wall_ms() + 10 * runner.lease_ms  # every lease has lapsed
+        [claimed] = await slow.store.claim_expired(runner.owner, far, far + runner.lease_ms, 10)
+        assert claimed.lease is not None
+        assert claimed.lease.generation == 2
+        slow.renewals.set()
+        await wait_all_tasks_blocked()
+        release.set()
+        await wait_all_tasks_blocked()
+        finished = await runner.get("s", task.task_id)
+        assert (finished.status, record) == (Status.COMPLETED, [])
         nursery.cancel_scope.cancel()
 
 

@@ -29,6 +29,7 @@ from presa_trio.tasks.runner import INTERRUPTED, RELEASE_WITHIN, new_task_id
 from presa_trio.tasks.stores.base import (
     Lease,
     StoredTask,
+    StoreRefused,
     StoreUnavailable,
     TaskExpired,
     TaskNotFound,
@@ -463,6 +464,48 @@ async def test_requests_whose_stored_answer_was_lost_are_not_asked_twice(
         nursery.cancel_scope.cancel()
 
 
+async def test_a_rerun_that_asks_a_key_its_first_run_withdrew_fails(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests, keys unique for the task; T-37): a
+    key withdrawn by the first run (its tool stopped waiting) can never be answered,
+    so a re-run that asks it again fails with a generic -32603, as asking a key twice
+    does, rather than wait until its TTL for an answer no update can give."""
+    store = MemoryStore()
+    work = Work("asker", {}, "2026-07-28", {}, rerun=True)
+    runs: list[str] = []
+
+    async def job(ctx: WorkerContext) -> Any:
+        runs.append("run")
+        if len(runs) == 1:
+            with trio.move_on_after(1):
+                await ctx.ask({"k": ASK})  # the tool gives up: "k" is withdrawn
+            await ctx.ask({"j": ASK})  # parked when its process stops
+        else:
+            await ctx.ask({"k": ASK})
+        return RESULT
+
+    first = TaskRunner(store, TRIO_CLOCK, lease_ms=3000)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(first.run)
+        task_id = (await first.start("s", job, creator(), work)).task_id
+        await trio.sleep(2)
+        assert list((await first.get("s", task_id)).input_requests) == ["j"]
+        nursery.cancel_scope.cancel()  # the process stops; its lease is let go
+    second = TaskRunner(store, TRIO_CLOCK, lease_ms=3000, revive=lambda _: (job, creator()))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(second.run)
+        await wait_all_tasks_blocked()
+        assert runs == ["run", "run"]
+        failed = await second.get("s", task_id)
+        assert failed.error is not None
+        assert (failed.status, without_incident(failed.error)) == (
+            Status.FAILED,
+            {"code": INTERNAL_ERROR, "message": "Internal error"},
+        )
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_rerun_that_asks_a_key_twice_fails_as_its_first_run_would(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -613,6 +656,49 @@ async def test_a_job_that_errs_ends_failed_with_a_json_rpc_error_and_no_detail(
         None,
     )
     assert "hunter2" not in json.dumps(failed.detailed())
+
+
+@attrs.define(eq=False)
+class RefusingStore(MemoryStore):
+    """The memory store, refusing any write of the status message ``refuse me``."""
+
+    async def compare_and_set(
+        self, scope: str, task: Task, expected_revision: int, **kwargs: Any
+    ) -> None:
+        if task.message == "refuse me":
+            raise StoreRefused("test: no room for it")
+        await super().compare_and_set(scope, task, expected_revision, **kwargs)
+
+
+async def test_a_job_whose_write_the_store_refused_stops_with_its_failed_task() -> None:
+    """presa-defined (the failure policy, :mod:`presa_trio.tasks.writes`: refused data
+    fails the task that wrote it, not retryable, and its worker stops): the task
+    is ``failed`` saying what could not be stored, and the job, waiting again
+    after its refused write, is cancelled rather than run on for a task that ended."""
+    record: list[str] = []
+    release = trio.Event()
+
+    async def job(ctx: WorkerContext) -> Any:
+        await ctx.set_status_message("refuse me")
+        record.append("went on")
+        return await gated(release, record)(ctx)
+
+    runner = TaskRunner(RefusingStore(), TRIO_CLOCK)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        task_id = (await runner.start("s", job, creator())).task_id
+        await wait_all_tasks_blocked()
+        failed = await runner.get("s", task_id)
+        assert (failed.status, failed.error) == (
+            Status.FAILED,
+            {
+                "code": INTERNAL_ERROR,
+                "message": "Could not store the task's status message: test: no room for it",
+                "data": {"retryable": False},
+            },
+        )
+        assert record == ["went on", "cancelled"]
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_worker_sends_nothing_on_the_creating_stream(runner: TaskRunner) -> None:

@@ -118,7 +118,8 @@ async def test_a_stale_lease_generation_cannot_write(store: TaskStore) -> None:
 
 async def test_renewal_keeps_a_lease_and_reports_the_ones_lost(store: TaskStore) -> None:
     """presa-defined (leases): a renewed lease is not claimable; renewing a lease
-    another process claimed, or of a deleted task, reports it lost."""
+    another process claimed, or of a deleted task, or under a generation its own
+    holder's claim has replaced, reports it lost."""
     await store.create(stored("a", lease=Lease("p1", 1, T0)), ROOMY, T0)
     await store.create(stored("b", lease=Lease("p1", 1, T0)), ROOMY, T0)
     assert await store.renew("p1", {"a": 1}, T0 + 5000, T0) == set()
@@ -126,13 +127,20 @@ async def test_renewal_keeps_a_lease_and_reports_the_ones_lost(store: TaskStore)
     assert [s.task_id for s in claimed] == ["b"]
     assert await store.renew("p1", {"a": 1, "b": 1, "gone": 1}, T0 + 6000, T0) == {"b", "gone"}
     assert (await store.read("a")) == stored("a", lease=Lease("p1", 1, T0 + 6000))
+    # Claimed back by its own holder, "a" is held under a new generation: the old is lost.
+    await store.release("p1")
+    claimed = await store.claim_expired("p1", T0 + 1000, T0 + 9000, 10)
+    assert [s.lease for s in claimed if s.task_id == "a"] == [Lease("p1", 2, T0 + 9000)]
+    assert await store.renew("p1", {"a": 1}, T0 + 9500, T0 + 1000) == {"a"}
+    assert await store.renew("p1", {"a": 2}, T0 + 9500, T0 + 1000) == set()
 
 
 async def test_only_unfinished_unexpired_tasks_with_expired_leases_are_claimed(
     store: TaskStore,
 ) -> None:
     """presa-defined (recovery, at least once): a live lease, a terminal task and an
-    expired task are never claimed; a claim bumps the generation and is bounded.
+    expired task (one whose TTL ends at the claim's now included) are never claimed;
+    a claim bumps the generation and is bounded.
     Each lease is created expired (its expiry is the creation's now) or live for a
     minute: a store may judge leases on a clock of its own (PostgreSQL's), reading
     each expiry as a length from the caller's now."""
@@ -141,6 +149,8 @@ async def test_only_unfinished_unexpired_tasks_with_expired_leases_are_claimed(
     await store.create(stored("done", lease=Lease("p1", 1, T0)), ROOMY, T0)
     await store.compare_and_set("alice", model.cancel(new_task("done"), T0), 0)
     await store.create(stored("old", ttl_ms=5000, lease=Lease("p1", 1, T0)), ROOMY, T0)
+    # Its TTL ends at this very now: expired already (SEP-2663 §Tasks, ttlMs).
+    await store.create(stored("ending", ttl_ms=10_000, lease=Lease("p1", 1, T0)), ROOMY, T0)
     for name in ("x1", "x2", "x3"):
         await store.create(stored(name, lease=Lease("p1", 4, now)), ROOMY, now)
     first = await store.claim_expired("p2", now, now + 30_000, 2)

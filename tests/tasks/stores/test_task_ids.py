@@ -9,6 +9,7 @@ store.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from presa_trio.tasks.extension import TasksExtension
 from presa_trio.tasks.stores.base import TaskStore
 from presa_trio.testing import TASKS_CAPABILITIES, McpClient, request, running
 from presa_trio.wire.errors import INVALID_PARAMS
+from tests.stdio_lines import serve_lines
 
 #: Ids no task can have, that the ``Mcp-Name`` header can carry (its base64 form).
 NUL_IDS = ["\u0000", "a\u0000b"]
@@ -61,6 +63,25 @@ async def test_an_id_no_task_can_have_is_answered_as_an_unknown_one(
             assert (status, body) == await answer(client, method, unknown), body
             assert status == 400
             assert f'"code":{INVALID_PARAMS}'.encode() in body
+
+
+async def test_an_id_no_header_can_carry_is_an_unknown_one_on_stdio(store: TaskStore) -> None:
+    """Spec-mandated (SEP-2663 §Protocol Errors: an invalid or nonexistent taskId is
+    -32602; T-65): over stdio, where no ``Mcp-Name`` header stops a lone surrogate
+    first, tasks/get, tasks/update and tasks/cancel of such an id answer -32602 as
+    for an unknown one, on every store; SQLite would refuse to look it up (-32603)."""
+    server = build_server()
+    for extension in server.extensions:
+        if isinstance(extension, TasksExtension):
+            extension.runner.store = store
+    asked = [asking for odd in [*SURROGATE_IDS, *NUL_IDS] for asking in task_requests(odd)]
+    lines = [
+        json.dumps(request(method, params, request_id=n, capabilities=TASKS_CAPABILITIES)).encode()
+        + b"\n"
+        for n, (method, params) in enumerate(asked)
+    ]
+    answers = sorted(await serve_lines(server, lines), key=lambda answer: answer["id"])
+    assert [answer["error"]["code"] for answer in answers] == [INVALID_PARAMS] * len(asked)
 
 
 async def test_a_listen_drops_ids_no_task_can_have(store: TaskStore) -> None:
