@@ -18,6 +18,8 @@ import trio
 import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
+from presa_trio.auth.guard import ResourceGuard, Verifiers
+from presa_trio.auth.static import StaticTokens
 from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.tasks import TASKS_EXTENSION, Limits, Policy, TaskRunner, TasksExtension
@@ -955,6 +957,55 @@ def mailer(store: MemoryStore, *, rerun: bool, ran: list[str]) -> McpApp:
         await trio.sleep_forever()
 
     return McpApp.for_server(server)
+
+
+def signed_in_mailer(store: MemoryStore, callers: list[str | None]) -> McpApp:
+    """A server behind development tokens (``a`` is alice, ``b`` bob) whose re-runnable
+    ``send_mail`` notes whom each run acts for, then waits for ever."""
+    server = Server("tasks-test", "0.0.1")
+    tasks = TasksExtension(TaskRunner(store, TRIO_CLOCK))
+    server.add_extension(tasks)
+
+    @tasks.tool(Policy.REQUIRED, rerun=True, description="Sends a mail as its caller.")
+    async def send_mail(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        callers.append(None if ctx.principal is None else ctx.principal.subject)
+        await trio.sleep_forever()
+
+    guard = ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens({"a": "alice", "b": "bob"})),
+        authorization_servers=["https://auth.example.com"],
+    )
+    return McpApp.for_server(server, auth=guard)
+
+
+async def as_user(client: McpClient, token: str, method: str, params: dict[str, Any]) -> Response:
+    message = request(method, params, capabilities=DECLARED)
+    return await client.post(
+        message, {**client.headers_for(message), "authorization": f"Bearer {token}"}
+    )
+
+
+async def test_a_task_run_again_in_the_next_process_acts_for_its_creator() -> None:
+    """presa-defined (recovery; docs/task-stores.md "Recovery"; SEP-2663 §Security
+    Implications, auth binding): a re-runnable task that the next process runs again
+    runs as the principal that created it, not as nobody, and stays that principal's
+    task: alice reads it there, bob's read answers as for an unknown id."""
+    store, callers = MemoryStore(), list[str | None]()
+    async with running(signed_in_mailer(store, callers)) as client:
+        created = await as_user(client, "a", "tools/call", {"name": "send_mail", "arguments": {}})
+        task_id = result_of(created)["taskId"]
+        with trio.fail_after(10):
+            while callers != ["alice"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
+                await trio.sleep(0.001)
+    async with running(signed_in_mailer(store, callers)) as client:
+        with trio.fail_after(10):
+            while len(callers) < 2:  # noqa: ASYNC110 - recovery runs in the app's lifespan
+                await trio.sleep(0.001)
+        assert callers == ["alice", "alice"]
+        read = {"taskId": task_id}
+        assert result_of(await as_user(client, "a", "tasks/get", read))["status"] == "working"
+        error_of(await as_user(client, "b", "tasks/get", read), 400, INVALID_PARAMS)
 
 
 async def test_a_task_runs_again_only_if_the_tool_is_still_declared_re_runnable() -> None:
