@@ -66,6 +66,31 @@ async def test_challenge_without_a_bearer_token(client: McpClient) -> None:
         )
 
 
+async def test_a_token_that_does_not_verify_is_challenged_with_the_scope(
+    client: McpClient,
+) -> None:
+    """A-03, A-05: a token that does not verify is 401 ``error="invalid_token"``, and the
+    challenge names the metadata and the scope every request needs, as the one to a
+    request without a token does (RFC 6750 §3; authorization §Scope Selection Strategy),
+    so the client can ask for a token that will do."""
+    message = request("tools/list")
+    response = await client.post(message, with_token(message, "Bearer never-issued"))
+    assert response.status == 401
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="invalid_token", '
+        'error_description="Unknown development token", scope="mcp"'
+    )
+
+
+async def test_the_bearer_scheme_is_case_insensitive(client: McpClient) -> None:
+    """A-03: an auth-scheme is case-insensitive (RFC 9110 §11.1; RFC 6750 §2.1), so
+    ``bearer`` and ``BEARER`` carry the token as ``Bearer`` does."""
+    message = request("tools/list")
+    for scheme in ("bearer", "BEARER", "bEaReR"):
+        response = await client.post(message, with_token(message, f"{scheme} full"))
+        assert response.status == 200, scheme
+
+
 async def test_malformed_credentials_are_400(client: McpClient) -> None:
     """A-03: two Authorization headers (or two credentials in one), a token in the
     query string, a bearer scheme without a token, or one that is not a b64token
@@ -106,6 +131,30 @@ async def test_per_method_and_per_tool_scopes(client: McpClient) -> None:
             f'error_description="{message["method"]} requires the scopes: {needed}", '
             f'scope="{needed}"'
         )
+
+
+async def test_a_tool_needs_the_scopes_of_tools_call_too() -> None:
+    """A-04: a tool's scopes come on top of those ``tools/call`` needs, never instead of
+    them: a token with the tool's scopes but not the method's is 403 naming all of them
+    (authorization §Runtime Insufficient Scope Errors)."""
+    rules = ScopeRules(
+        every_request=frozenset({"mcp"}),
+        methods={"tools/call": frozenset({"tools"})},
+        tools={"greet": frozenset({"greet"})},
+    )
+    narrow = StaticTokens({"narrow": "alice"}, scopes=frozenset({"mcp", "greet"}))
+    auth = ResourceGuard(
+        RESOURCE, Verifiers(static=narrow), authorization_servers=[ISSUER], scopes=rules
+    )
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        call = request("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+        response = await client.post(call, with_token(call, "Bearer narrow"))
+    assert response.status == 403
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+        'error_description="tools/call requires the scopes: greet mcp tools", '
+        'scope="greet mcp tools"'
+    )
 
 
 async def test_an_error_description_keeps_to_its_characters(client: McpClient) -> None:
