@@ -10,17 +10,29 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import trio
+from trio.testing import MockClock
 
 from presa_trio.auth.guard import ResourceGuard, Verifiers
 from presa_trio.auth.static import StaticTokens
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
-from presa_trio.tasks.extension import TasksExtension
+from presa_trio.server import RequestContext, Server
+from presa_trio.tasks import Policy, TasksExtension
+from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.runner import Limits
-from presa_trio.testing import McpClient, headers_for, request, running
+from presa_trio.testing import TASKS_CAPABILITIES, McpClient, headers_for, request, running
 from tests.auth.scenarios import TASKS
 
 TOKENS = {"alice-secret": "alice", "bob-secret": "bob"}
+
+
+def dev_guard() -> ResourceGuard:
+    return ResourceGuard(
+        "http://localhost:3000/mcp",
+        Verifiers(static=StaticTokens(TOKENS)),
+        authorization_servers=["https://auth.example.com"],
+    )
 
 
 @pytest.fixture
@@ -29,11 +41,7 @@ async def client() -> AsyncIterator[McpClient]:
     for extension in server.extensions:
         if isinstance(extension, TasksExtension):
             extension.runner.limits = Limits(max_active_per_scope=1)
-    guard = ResourceGuard(
-        "http://localhost:3000/mcp",
-        Verifiers(static=StaticTokens(TOKENS)),
-        authorization_servers=["https://auth.example.com"],
-    )
+    guard = dev_guard()
     async with running(McpApp.for_server(server, auth=guard)) as started:
         yield started
 
@@ -79,3 +87,36 @@ async def test_the_task_limit_is_per_principal(client: McpClient) -> None:
     plain = (await start_task(client, "alice")).json()["result"]
     assert plain["resultType"] == "input_required"
     assert (await start_task(client, "bob")).json()["result"]["resultType"] == "task"
+
+
+async def test_a_development_tokens_task_stream_does_not_lapse(
+    autojump_clock: MockClock,
+) -> None:
+    """A-16: a development token has no expiry and no issuer to ask again, so it
+    never lapses: alice's ``tasks/stream`` stays open past any keep-alive and carries
+    her task's events to its result."""
+    server = Server("dev-stream", "1.0.0")
+    tasks = TasksExtension()
+    server.add_extension(tasks)
+    tasks.enable_events(TaskEventLog())
+    go_on = trio.Event()
+
+    @tasks.tool(Policy.REQUIRED, description="Waits until told, silently")
+    async def parked(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await go_on.wait()
+        return "done"
+
+    async with running(McpApp.for_server(server, auth=dev_guard())) as client:
+        call = request(
+            "tools/call", {"name": "parked", "arguments": {}}, capabilities=TASKS_CAPABILITIES
+        )
+        task_id = (await client.post(call, as_user(call, "alice"))).json()["result"]["taskId"]
+        message = request(
+            "tasks/stream", {"taskId": task_id, "after": 0}, capabilities=TASKS_CAPABILITIES
+        )
+        async with client.stream(message, as_user(message, "alice")) as stream:
+            await trio.sleep(3600)
+            go_on.set()
+            status = await stream.next_message()
+            assert status["params"]["payload"]["status"] == "completed"
+            assert (await stream.next_message())["result"]["resultType"] == "complete"
