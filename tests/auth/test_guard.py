@@ -205,6 +205,43 @@ async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) ->
     assert (foreign_host.status, foreign_origin.status) == (421, 403)
 
 
+async def test_the_endpoints_dns_rebinding_checks_come_before_the_token(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Security Warning: an invalid ``Origin`` MUST be
+    403; spec-notes §4): at the endpoint a foreign Origin is 403 and a foreign Host 421
+    whatever the token, even none: a page that reached the server by DNS rebinding
+    gets no challenge, and presa verifies no token for it."""
+    message = request("tools/list")
+    plain = [(k, v) for k, v in with_token(message) if k not in ("host", "origin")]
+    for extra, status in (
+        ([("host", "localhost:3000"), ("origin", "http://evil.example")], 403),
+        ([("host", "evil.example")], 421),
+    ):
+        for token in ((), ("Bearer never-issued",), ("Bearer full",)):
+            sent = plain + extra + [("authorization", value) for value in token]
+            response = await client.post(message, sent)
+            assert response.status == status, (extra, token)
+            assert "www-authenticate" not in response.headers
+
+
+async def test_development_tokens_hold_the_scopes_the_server_requires() -> None:
+    """A-04: a development token grants every scope the server's rules name (``--auth-
+    scope``, ``--auth-tool-scope``), so scope rules can be shown with real tokens."""
+    args = parse_args(
+        [
+            *("serve", "--auth-issuer", ISSUER, "--auth-resource", RESOURCE),
+            *("--auth-scope", "mcp", "--auth-tool-scope", "greet=people"),
+            *("--auth-token", "alice=alice-secret"),
+        ]
+    )
+    auth = guard_from_args(args, args.host)(3000)
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        call = request("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+        response = await client.post(call, with_token(call, "Bearer alice-secret"))
+    assert response.status == 200
+
+
 async def test_without_auth_there_is_no_metadata() -> None:
     """A-13: authorization is off by default: no document, no token needed."""
     async with running(McpApp.for_server(build_server())) as client:
