@@ -117,6 +117,34 @@ async def test_an_answer_not_saying_active_true_is_refused(
     assert "not active" in await scenarios.refuses_invalid_token(presa, token)
 
 
+async def test_an_opaque_token_with_dots_is_introspected(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-06: only a token of three dot-separated parts is taken for a JWT (RFC 7515
+    §7.1); an opaque token holding a dot or two dots elsewhere is the issuer's to say,
+    and is introspected."""
+    for opaque in ("opaque.token", "a.b.c.d"):
+        issuer.opaque[opaque] = issuer.opaque.pop(
+            issuer.mint_opaque("alice-opaque", presa.resource)
+        )
+        await scenarios.calls_a_tool(presa, opaque)
+
+
+async def test_the_clock_skew_allowed_is_the_one_given(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-08: ``--auth-leeway`` is the skew allowed on an introspected ``nbf`` too: with
+    ``--auth-leeway 5``, a token valid from 20 s ahead is not valid yet."""
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa", "--auth-leeway", "5"]
+    presa = await start_presa(
+        nursery, http, [*flags, "--auth-client-secret", issuer.secret("presa")]
+    )
+    ahead = issuer.mint_opaque("alice-opaque", presa.resource)
+    issuer.opaque[ahead]["nbf"] = int(time.time()) + 20
+
+    assert "not valid yet" in await scenarios.refuses_invalid_token(presa, ahead)
+
+
 async def test_an_answer_naming_another_issuer_is_refused(
     presa: Presa, issuer: AuthorizationServer
 ) -> None:
