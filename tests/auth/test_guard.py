@@ -208,7 +208,7 @@ async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) ->
 async def test_the_endpoints_dns_rebinding_checks_come_before_the_token(
     client: McpClient,
 ) -> None:
-    """Spec-mandated (streamable-http §Security Warning: an invalid ``Origin`` MUST be
+    """Spec-mandated (streamable-http §Security & Endpoint: an invalid ``Origin`` MUST be
     403; spec-notes §4): at the endpoint a foreign Origin is 403 and a foreign Host 421
     whatever the token, even none: a page that reached the server by DNS rebinding
     gets no challenge, and presa verifies no token for it."""
