@@ -193,6 +193,15 @@ async def test_metadata_document(client: McpClient) -> None:
     assert posted.status == 405
 
 
+async def test_the_metadata_names_the_resource_when_given_a_name() -> None:
+    """A-01: a ``resource_name`` given through the Python API is the document's
+    ``resource_name`` (RFC 9728 §2), for a client to show its user."""
+    async with running(McpApp.for_server(build_server(), auth=guard(resource_name="Demo"))) as c:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        response = await c.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    assert response.json()["resource_name"] == "Demo"
+
+
 async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Security & Endpoint; spec-notes §4): the document
     beside the endpoint is behind the same Host and Origin checks: a foreign Host is
