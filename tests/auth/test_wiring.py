@@ -18,7 +18,7 @@ import httpx
 import trio
 
 from tests.auth import scenarios
-from tests.auth.authorization_server import METADATA_PATHS, AuthorizationServer
+from tests.auth.authorization_server import METADATA_PATHS, AuthorizationServer, Client
 from tests.auth.harness import Presa, start_presa, token_from_endpoint
 from tests.e2e.serve_process import presa_serve
 
@@ -154,6 +154,19 @@ async def test_an_introspection_endpoint_refusing_presa_is_500_and_one_line(
     assert response.status_code == 500
     [line] = await log_lines(presa, "refused presa's request")
     assert "HTTP 401" in line
+
+
+async def test_basic_credentials_are_form_urlencoded_first(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-18: with ``client_secret_basic`` the client id and secret are each
+    form-urlencoded before they are joined with ``:`` (RFC 6749 §2.3.1), so an id
+    holding ``:`` and a secret holding ``%`` reach the introspection endpoint intact."""
+    issuer.clients["presa:rs"] = Client("s%41:2", "presa")
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa:rs"]
+    presa = await start_presa(nursery, http, [*flags, "--auth-client-secret", "s%41:2"])
+
+    await scenarios.calls_a_tool(presa, issuer.mint_opaque("alice-opaque", presa.resource))
 
 
 async def test_an_opaque_token_in_jwt_mode_is_named_and_logged_once(
