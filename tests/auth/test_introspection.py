@@ -186,3 +186,19 @@ def test_an_expired_answer_is_refused_and_a_good_one_kept_no_longer_than_its_exp
     assert "expired" in expired.refusal
     assert good.principal is not None
     assert until == now + 10
+
+
+@pytest.mark.parametrize("status", [404, 500, 502])
+async def test_an_introspection_endpoint_not_answering_is_503_not_401(
+    presa: Presa, issuer: AuthorizationServer, status: int
+) -> None:
+    """A-17: an introspection endpoint answering an HTTP error other than refusing
+    presa says nothing of the token, whatever its body: 503 with Retry-After (the client
+    keeps its token and retries), never 401 ``invalid_token``."""
+    token = issuer.mint_opaque("alice-opaque", presa.resource)
+    issuer.statuses["/introspect"] = status
+
+    response = await presa.call("tools/list", token=token)
+
+    assert response.status_code == 503
+    assert int(response.headers["retry-after"]) >= 1
