@@ -91,6 +91,16 @@ async def test_the_bearer_scheme_is_case_insensitive(client: McpClient) -> None:
         assert response.status == 200, scheme
 
 
+async def test_the_token_may_follow_more_than_one_space(client: McpClient) -> None:
+    """A-03: ``credentials = "Bearer" 1*SP b64token`` (RFC 6750 §2.1): spaces after the
+    scheme, and whitespace around the field value (not part of it, RFC 9110 §5.5), leave
+    the token as sent."""
+    message = request("tools/list")
+    for value in ("Bearer  full", "Bearer   full", " Bearer full ", "Bearer full\t"):
+        response = await client.post(message, with_token(message, value))
+        assert response.status == 200, value
+
+
 async def test_malformed_credentials_are_400(client: McpClient) -> None:
     """A-03: two Authorization headers (or two credentials in one), a token in the
     query string, a bearer scheme without a token, or one that is not a b64token
@@ -200,6 +210,18 @@ async def test_the_metadata_names_the_resource_when_given_a_name() -> None:
         path = "/.well-known/oauth-protected-resource/mcp"
         response = await c.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
     assert response.json()["resource_name"] == "Demo"
+
+
+async def test_the_metadata_names_every_authorization_server() -> None:
+    """A-01: ``authorization_servers`` lists every issuer given, in order (RFC 9728 §2;
+    authorization §Authorization Server Location: the client selects one)."""
+    other = "https://other.example.com"
+    verifier = Verifiers(static=StaticTokens({"full": "alice"}))
+    auth = ResourceGuard(RESOURCE, verifier, authorization_servers=[ISSUER, other])
+    async with running(McpApp.for_server(build_server(), auth=auth)) as c:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        response = await c.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    assert response.json()["authorization_servers"] == [ISSUER, other]
 
 
 async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) -> None:
