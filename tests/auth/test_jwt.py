@@ -58,6 +58,17 @@ async def test_tokens_of_two_users_and_their_tasks(
     await scenarios.keeps_two_users_apart(presa, alice, bob)
 
 
+async def test_the_same_user_through_another_client_has_other_tasks(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-10, T-65: a JWT's caller is its issuer, ``sub`` and ``client_id`` together: the
+    tasks alice makes through one client are, for her token of another client, as an
+    unknown id (SEP-2663 §Security Implications: auth binding)."""
+    own = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE)
+    other_client = issuer.mint_jwt("bob-app", presa.resource, subject="alice", scope=SCOPE)
+    await scenarios.isolates_tasks(presa, own, other_client)
+
+
 async def test_a_token_for_another_resource_is_refused(
     presa: Presa, issuer: AuthorizationServer
 ) -> None:
