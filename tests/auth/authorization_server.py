@@ -157,7 +157,8 @@ class AuthorizationServer:
     ) -> str:
         """An RFC 9068 access token (RFC 9068 §2.2 claims), signed with the current key.
 
-        ``claims`` replace those it would set: values no honest issuer signs.
+        ``claims`` and ``header`` replace those it would set, and a ``None`` there
+        leaves one out: values no honest issuer signs.
         """
         now = int(time.time()) if issued_at is None else issued_at
         signed = {
@@ -172,9 +173,12 @@ class AuthorizationServer:
         }
         if scope:
             signed["scope"] = scope
-        signed.update(claims or {})
+        signed = {k: v for k, v in {**signed, **(claims or {})}.items() if v is not None}
         protected = {"alg": "RS256", "typ": "at+jwt", "kid": self.key.kid, **(header or {})}
-        return jwt.encode(protected, signed, self.key, registry=SIGNING)
+        protected = {k: v for k, v in protected.items() if v is not None}
+        # As a JWS, not ``jwt.encode``, which would put back a ``typ`` left out.
+        claims_json = json.dumps(signed, separators=(",", ":"))
+        return jws.serialize_compact(protected, claims_json, self.key, registry=SIGNING)
 
     def mint_opaque(
         self,

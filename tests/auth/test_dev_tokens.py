@@ -35,8 +35,10 @@ async def test_no_token_is_401_naming_the_metadata(
 
 
 async def test_a_wrong_token_is_401_invalid_token(presa: Presa) -> None:
-    """A-03: a token presa does not know is ``error="invalid_token"``."""
-    await scenarios.refuses_invalid_token(presa, "not-a-dev-secret")
+    """A-03: a token presa does not know is ``error="invalid_token"``; one that is no
+    JWT, beside development tokens, is said to be no development token."""
+    said = await scenarios.refuses_invalid_token(presa, "not-a-dev-secret")
+    assert said == "Unknown development token"
 
 
 async def test_the_caller_is_the_task_scope(presa: Presa) -> None:

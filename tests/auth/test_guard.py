@@ -66,6 +66,41 @@ async def test_challenge_without_a_bearer_token(client: McpClient) -> None:
         )
 
 
+async def test_a_token_that_does_not_verify_is_challenged_with_the_scope(
+    client: McpClient,
+) -> None:
+    """A-03, A-05: a token that does not verify is 401 ``error="invalid_token"``, and the
+    challenge names the metadata and the scope every request needs, as the one to a
+    request without a token does (RFC 6750 §3; authorization §Scope Selection Strategy),
+    so the client can ask for a token that will do."""
+    message = request("tools/list")
+    response = await client.post(message, with_token(message, "Bearer never-issued"))
+    assert response.status == 401
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="invalid_token", '
+        'error_description="Unknown development token", scope="mcp"'
+    )
+
+
+async def test_the_bearer_scheme_is_case_insensitive(client: McpClient) -> None:
+    """A-03: an auth-scheme is case-insensitive (RFC 9110 §11.1; RFC 6750 §2.1), so
+    ``bearer`` and ``BEARER`` carry the token as ``Bearer`` does."""
+    message = request("tools/list")
+    for scheme in ("bearer", "BEARER", "bEaReR"):
+        response = await client.post(message, with_token(message, f"{scheme} full"))
+        assert response.status == 200, scheme
+
+
+async def test_the_token_may_follow_more_than_one_space(client: McpClient) -> None:
+    """A-03: ``credentials = "Bearer" 1*SP b64token`` (RFC 6750 §2.1): spaces after the
+    scheme, and whitespace around the field value (not part of it, RFC 9110 §5.5), leave
+    the token as sent."""
+    message = request("tools/list")
+    for value in ("Bearer  full", "Bearer   full", " Bearer full ", "Bearer full\t"):
+        response = await client.post(message, with_token(message, value))
+        assert response.status == 200, value
+
+
 async def test_malformed_credentials_are_400(client: McpClient) -> None:
     """A-03: two Authorization headers (or two credentials in one), a token in the
     query string, a bearer scheme without a token, or one that is not a b64token
@@ -108,6 +143,30 @@ async def test_per_method_and_per_tool_scopes(client: McpClient) -> None:
         )
 
 
+async def test_a_tool_needs_the_scopes_of_tools_call_too() -> None:
+    """A-04: a tool's scopes come on top of those ``tools/call`` needs, never instead of
+    them: a token with the tool's scopes but not the method's is 403 naming all of them
+    (authorization §Runtime Insufficient Scope Errors)."""
+    rules = ScopeRules(
+        every_request=frozenset({"mcp"}),
+        methods={"tools/call": frozenset({"tools"})},
+        tools={"greet": frozenset({"greet"})},
+    )
+    narrow = StaticTokens({"narrow": "alice"}, scopes=frozenset({"mcp", "greet"}))
+    auth = ResourceGuard(
+        RESOURCE, Verifiers(static=narrow), authorization_servers=[ISSUER], scopes=rules
+    )
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        call = request("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+        response = await client.post(call, with_token(call, "Bearer narrow"))
+    assert response.status == 403
+    assert response.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+        'error_description="tools/call requires the scopes: greet mcp tools", '
+        'scope="greet mcp tools"'
+    )
+
+
 async def test_an_error_description_keeps_to_its_characters(client: McpClient) -> None:
     """A-04: the 403 names the request's method, which the client chose; in the
     challenge every character RFC 6750 §3 does not allow in ``error_description``
@@ -144,6 +203,27 @@ async def test_metadata_document(client: McpClient) -> None:
     assert posted.status == 405
 
 
+async def test_the_metadata_names_the_resource_when_given_a_name() -> None:
+    """A-01: a ``resource_name`` given through the Python API is the document's
+    ``resource_name`` (RFC 9728 §2), for a client to show its user."""
+    async with running(McpApp.for_server(build_server(), auth=guard(resource_name="Demo"))) as c:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        response = await c.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    assert response.json()["resource_name"] == "Demo"
+
+
+async def test_the_metadata_names_every_authorization_server() -> None:
+    """A-01: ``authorization_servers`` lists every issuer given, in order (RFC 9728 §2;
+    authorization §Authorization Server Location: the client selects one)."""
+    other = "https://other.example.com"
+    verifier = Verifiers(static=StaticTokens({"full": "alice"}))
+    auth = ResourceGuard(RESOURCE, verifier, authorization_servers=[ISSUER, other])
+    async with running(McpApp.for_server(build_server(), auth=auth)) as c:
+        path = "/.well-known/oauth-protected-resource/mcp"
+        response = await c.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    assert response.json()["authorization_servers"] == [ISSUER, other]
+
+
 async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) -> None:
     """Spec-mandated (streamable-http §Security & Endpoint; spec-notes §4): the document
     beside the endpoint is behind the same Host and Origin checks: a foreign Host is
@@ -154,6 +234,43 @@ async def test_the_metadata_keeps_the_dns_rebinding_checks(client: McpClient) ->
         b"", {"host": "localhost:3000", "origin": "http://evil.example"}, method="GET", path=path
     )
     assert (foreign_host.status, foreign_origin.status) == (421, 403)
+
+
+async def test_the_endpoints_dns_rebinding_checks_come_before_the_token(
+    client: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Security & Endpoint: an invalid ``Origin`` MUST be
+    403; spec-notes §4): at the endpoint a foreign Origin is 403 and a foreign Host 421
+    whatever the token, even none: a page that reached the server by DNS rebinding
+    gets no challenge, and presa verifies no token for it."""
+    message = request("tools/list")
+    plain = [(k, v) for k, v in with_token(message) if k not in ("host", "origin")]
+    for extra, status in (
+        ([("host", "localhost:3000"), ("origin", "http://evil.example")], 403),
+        ([("host", "evil.example")], 421),
+    ):
+        for token in ((), ("Bearer never-issued",), ("Bearer full",)):
+            sent = plain + extra + [("authorization", value) for value in token]
+            response = await client.post(message, sent)
+            assert response.status == status, (extra, token)
+            assert "www-authenticate" not in response.headers
+
+
+async def test_development_tokens_hold_the_scopes_the_server_requires() -> None:
+    """A-04: a development token grants every scope the server's rules name (``--auth-
+    scope``, ``--auth-tool-scope``), so scope rules can be shown with real tokens."""
+    args = parse_args(
+        [
+            *("serve", "--auth-issuer", ISSUER, "--auth-resource", RESOURCE),
+            *("--auth-scope", "mcp", "--auth-tool-scope", "greet=people"),
+            *("--auth-token", "alice=alice-secret"),
+        ]
+    )
+    auth = guard_from_args(args, args.host)(3000)
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        call = request("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+        response = await client.post(call, with_token(call, "Bearer alice-secret"))
+    assert response.status == 200
 
 
 async def test_without_auth_there_is_no_metadata() -> None:

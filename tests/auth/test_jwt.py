@@ -7,6 +7,8 @@ directly where a test needs a token no honest server would hand out.
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 
 import httpx
@@ -56,6 +58,17 @@ async def test_tokens_of_two_users_and_their_tasks(
     await scenarios.keeps_two_users_apart(presa, alice, bob)
 
 
+async def test_the_same_user_through_another_client_has_other_tasks(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-10, T-65: a JWT's caller is its issuer, ``sub`` and ``client_id`` together: the
+    tasks alice makes through one client are, for her token of another client, as an
+    unknown id (SEP-2663 §Security Implications: auth binding)."""
+    own = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE)
+    other_client = issuer.mint_jwt("bob-app", presa.resource, subject="alice", scope=SCOPE)
+    await scenarios.isolates_tasks(presa, own, other_client)
+
+
 async def test_a_token_for_another_resource_is_refused(
     presa: Presa, issuer: AuthorizationServer
 ) -> None:
@@ -96,6 +109,75 @@ async def test_other_issuers_and_types_are_refused(
     if first.status_code == 503:  # the key set was fetched less than REFETCH_S ago
         await trio.sleep(int(first.headers["retry-after"]))
     await scenarios.refuses_invalid_token(presa, unknown_key)
+
+
+async def test_a_token_not_typed_at_jwt_is_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: resource servers MUST verify that ``typ`` is ``at+jwt`` (or
+    ``application/at+jwt``; RFC 9068 §4): a token without ``typ`` is refused, as one
+    of another type is; the media type is compared case-insensitively (RFC 7515
+    §4.1.9), so ``AT+JWT`` is accepted."""
+    untyped = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header={"typ": None})
+    assert "at+jwt" in await scenarios.refuses_invalid_token(presa, untyped)
+    for typ in ("AT+JWT", "application/at+jwt"):
+        typed = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, header={"typ": typ})
+        await scenarios.calls_a_tool(presa, typed)
+
+
+async def test_a_symmetric_or_absent_signature_algorithm_is_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: only asymmetric algorithms are accepted (RFC 9068 §4: never ``none``; a
+    shared-secret ``HS256`` would let whoever knows the public key sign): a token whose
+    header names ``none`` or ``HS256`` is 401 for its algorithm, whatever it carries."""
+    signed, payload, signature = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE).split(
+        "."
+    )
+    header = json.loads(base64.urlsafe_b64decode(signed + "=" * (-len(signed) % 4)))
+    for alg, sent in (("none", ""), ("HS256", signature)):
+        forged = {**header, "alg": alg}
+        encoded = base64.urlsafe_b64encode(json.dumps(forged).encode()).rstrip(b"=").decode()
+        description = await scenarios.refuses_invalid_token(presa, f"{encoded}.{payload}.{sent}")
+        assert "algorithm" in description, alg
+
+
+async def test_a_signature_of_other_claims_is_refused(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: the signature must verify over the claims sent, with the issuer's key the
+    header names (authorization §Token Handling; RFC 7515 §5.2): alice's claims under
+    the signature of bob's token, both the issuer's and of its current key, are 401."""
+    alice = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE)
+    bob = issuer.mint_jwt("bob-app", presa.resource, scope=SCOPE)
+    await scenarios.calls_a_tool(presa, bob)
+    header, claims, _ = alice.split(".")
+    spliced = ".".join([header, claims, bob.split(".")[2]])
+    assert "signature" in await scenarios.refuses_invalid_token(presa, spliced)
+
+
+@pytest.mark.parametrize("claim", ["sub", "exp", "iss"])
+async def test_a_token_without_an_essential_claim_is_401(
+    presa: Presa, issuer: AuthorizationServer, claim: str
+) -> None:
+    """A-07, A-08: ``iss``, ``sub`` and ``exp`` are required in a JWT access token (RFC
+    9068 §2.2): a signed token without one is 401 ``invalid_token``, never a failure of
+    the server."""
+    token = issuer.mint_jwt("alice-app", presa.resource, scope=SCOPE, claims={claim: None})
+    await scenarios.refuses_invalid_token(presa, token)
+
+
+async def test_an_audience_list_naming_this_server_is_accepted(
+    presa: Presa, issuer: AuthorizationServer
+) -> None:
+    """A-07: ``aud`` may be a list (RFC 7519 §4.1.3; RFC 9068 §3): a token whose list
+    names this server's canonical URI among others is accepted, one whose list does
+    not is refused (RFC 8707; authorization §Token Handling)."""
+    other = "http://127.0.0.1:1/mcp"
+    both = issuer.mint_jwt("alice-app", [other, presa.resource], scope=SCOPE)
+    await scenarios.calls_a_tool(presa, both)
+    elsewhere = issuer.mint_jwt("alice-app", [other], scope=SCOPE)
+    assert "resource" in await scenarios.refuses_invalid_token(presa, elsewhere)
 
 
 async def test_a_header_parameter_of_the_issuers_own_is_ignored(

@@ -12,6 +12,7 @@ import httpx
 import pytest
 import trio
 
+from presa_trio.auth.keys import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, IssuerKeys
 from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.harness import Presa, start_presa
@@ -120,6 +121,31 @@ async def test_a_rotation_ends_the_remembered_tokens_of_a_withdrawn_key(
     await scenarios.calls_a_tool(presa, new)
 
 
+async def test_a_key_id_told_to_wait_is_refused_once_a_fetch_lacks_it(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-09: a token whose ``kid`` the key set lacks, before presa may fetch it again,
+    is 503 with ``Retry-After`` (the key may be new); once a fetch made after it (here
+    prompted by another request) lacks that ``kid`` too, the token is 401
+    ``invalid_token`` at once, with no wait for a further fetch."""
+    refetch_s = 5
+    flags = ["--auth-issuer", issuer.issuer, "--auth-key-refetch", str(refetch_s)]
+    presa = await start_presa(nursery, http, flags)
+    impostor = AuthorizationServer(issuer=issuer.issuer)
+    told = impostor.mint_jwt("alice-app", presa.resource, header={"kid": "made-up-1"})
+    prompting = impostor.mint_jwt("alice-app", presa.resource, header={"kid": "made-up-2"})
+
+    await scenarios.calls_a_tool(presa, issuer.mint_jwt("alice-app", presa.resource))
+    fetched = issuer.hits["/jwks"]  # the key set is fetched: the next one waits
+
+    waiting = await presa.call("tools/list", token=told)
+    assert waiting.status_code == 503
+    await trio.sleep(int(waiting.headers["retry-after"]))
+    await scenarios.refuses_invalid_token(presa, prompting)  # its fetch lacks both
+    await scenarios.refuses_invalid_token(presa, told)
+    assert issuer.hits["/jwks"] == fetched + 1
+
+
 async def test_a_key_presa_cannot_use_leaves_the_others_usable(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
@@ -132,3 +158,34 @@ async def test_a_key_presa_cannot_use_leaves_the_others_usable(
     ]
     presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
     await scenarios.calls_a_tool(presa, issuer.mint_jwt("alice-app", presa.resource))
+
+
+@pytest.mark.parametrize(
+    ("cache_control", "trusted_s"),
+    [
+        ("max-age=315360000", MAX_LIFETIME_S),  # ten years: a day at most
+        ("public, max-age=600", 600.0),
+        ("no-store", REFETCH_S),  # the least: the refetch interval
+        ("max-age=600, no-cache", REFETCH_S),
+        (None, DEFAULT_LIFETIME_S),
+    ],
+)
+async def test_a_key_set_is_trusted_as_long_as_its_cache_control_says_within_bounds(
+    cache_control: str | None, trusted_s: float
+) -> None:
+    """A-09: a key set is kept as long as the issuer's ``Cache-Control`` says
+    (``max-age``, RFC 9111 §5.2.2.1; ``no-store`` or ``no-cache``: the least), never
+    less than the refetch interval (no issuer can make presa fetch on every request)
+    nor more than a day (a withdrawn key stops working within it), an hour when it
+    says nothing."""
+    published = {"keys": [AuthorizationServer().key.as_dict(private=False)]}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        headers = {} if cache_control is None else {"cache-control": cache_control}
+        return httpx.Response(200, json=published, headers=headers)
+
+    keys = IssuerKeys("https://auth.example.com/jwks", REFETCH_S)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        await keys.prepare(http)
+
+    assert keys.expires_at - keys.fetched_at == trusted_s

@@ -21,6 +21,7 @@ from joserfc.jwk import KeySet, RSAKey
 from presa_trio.auth.guard import ResourceGuard, ScopeRules
 from presa_trio.auth.jwt_tokens import JwtVerifier
 from presa_trio.auth.keys import IssuerKeys
+from presa_trio.auth.verifier import MAX_CACHED, TokenCache
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
 from presa_trio.testing import McpClient, Response, headers_for, request, running
@@ -93,3 +94,20 @@ async def test_a_remembered_token_is_verified_again_once_it_expires(
     expired = await post(client, listing, short)
     assert expired.status == 401
     assert 'error="invalid_token"' in expired.headers["www-authenticate"]
+
+
+def test_what_is_remembered_of_tokens_is_bounded() -> None:
+    """A-12: presa remembers at most ``MAX_CACHED`` verifications: past it, those run
+    out go first, then the oldest, so a client sending ever new tokens cannot grow the
+    memory without bound, and the newest verification is kept."""
+    cache: TokenCache[str] = TokenCache()
+    for n in range(MAX_CACHED):
+        cache.put(b"%d" % n, "fresh", until=1.0 if n == 5 else 2.0, now=0.0)
+    cache.put(b"stale out", "new", until=2.0, now=1.0)  # b"5" has run out at 1.0
+    cache.put(b"oldest out", "newer", until=2.0, now=1.0)  # none has: b"0" goes
+
+    assert len(cache) == MAX_CACHED
+    assert b"5" not in cache
+    assert b"0" not in cache
+    assert b"1" in cache
+    assert cache[b"oldest out"] == ("newer", 2.0)

@@ -105,3 +105,21 @@ async def test_a_jwt_listen_ends_when_a_fetch_withdraws_its_key(
         with trio.fail_after(SLACK_S):
             await ended.wait()
     await scenarios.refuses_invalid_token(presa, old)
+
+
+async def test_a_listen_ends_when_its_token_can_no_longer_be_checked(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-12, A-16: authority that cannot be confirmed is not assumed: once the
+    introspection endpoint fails (HTTP 503) at the stream's re-check, the stream ends
+    with its result, within ``--auth-cache-ttl``, as for a revoked token."""
+    ttl = 1.0
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    flags += ["--auth-client-secret", issuer.secret("presa"), "--auth-cache-ttl", str(ttl)]
+    presa = await start_presa(nursery, http, flags)
+    token = issuer.mint_opaque("alice-opaque", presa.resource)
+    task = await scenarios.create_task(presa, token)
+    async with listening_on(presa, token, task) as ended:
+        issuer.statuses["/introspect"] = 503
+        with trio.fail_after(ttl + SLACK_S):
+            await ended.wait()

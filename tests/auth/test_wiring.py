@@ -18,7 +18,7 @@ import httpx
 import trio
 
 from tests.auth import scenarios
-from tests.auth.authorization_server import AuthorizationServer
+from tests.auth.authorization_server import METADATA_PATHS, AuthorizationServer, Client
 from tests.auth.harness import Presa, start_presa, token_from_endpoint
 from tests.e2e.serve_process import presa_serve
 
@@ -52,18 +52,22 @@ async def test_an_issuer_that_differs_is_one_line_at_start(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
     """A-17: the metadata names ``…/`` but presa was given the issuer without the
-    slash: one line at start saying both, and 500 (not 401, not 503) on use."""
+    slash: one line at start saying both, and 500 (not 401, not 503) on use; the
+    failure is repeated from memory for a while, so requests do not make presa ask
+    the issuer's metadata again each time."""
     issuer.metadata_changes["issuer"] = issuer.issuer + "/"
     presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
     [line] = await log_lines(presa, CANNOT_WORK)
     assert f"'{issuer.issuer}/', not '{issuer.issuer}'" in line
     assert "exactly" in line
+    asked = dict(issuer.hits)
     token = issuer.mint_jwt("alice-app", presa.resource)
     for _ in range(2):
         response = await presa.call("tools/list", token=token)
         assert response.status_code == 500
         assert "misconfigured" in response.text
     assert len(await log_lines(presa, CANNOT_WORK)) == 1
+    assert issuer.hits == asked
 
 
 async def test_no_introspection_endpoint_is_one_line_at_start(
@@ -98,6 +102,24 @@ async def test_an_unreachable_issuer_is_503_and_one_warning(
     assert int(response.headers["retry-after"]) >= 1
 
 
+async def test_an_issuer_whose_metadata_fails_is_503_not_500(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-17: metadata answered with HTTP 503 at every well-known URI is an issuer
+    failing for now, not a configuration that cannot work: 503 with Retry-After on
+    use (the client keeps its token and retries), never 500."""
+    for path in METADATA_PATHS:
+        issuer.statuses[path] = 503
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    await log_lines(presa, "authorization server unreachable at start")
+    token = issuer.mint_jwt("alice-app", presa.resource)
+
+    response = await presa.call("tools/list", token=token)
+
+    assert response.status_code == 503
+    assert int(response.headers["retry-after"]) >= 1
+
+
 async def test_introspection_follows_the_servers_client_authentication(
     nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
 ) -> None:
@@ -115,6 +137,36 @@ async def test_introspection_follows_the_servers_client_authentication(
     token = await token_from_endpoint(http, issuer, "alice-opaque", public.resource)
     await scenarios.calls_a_tool(public, token)
     assert issuer.hits["/introspect"] == 2
+
+
+async def test_an_introspection_endpoint_refusing_presa_is_500_and_one_line(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-17, A-18: an introspection endpoint that refuses presa itself (401
+    ``invalid_client``: a wrong client secret) says nothing of the token; no retry
+    can help, so it is 500, not 401 nor 503, and one line in the log naming it."""
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    presa = await start_presa(nursery, http, [*flags, "--auth-client-secret", "not-the-secret"])
+    token = issuer.mint_opaque("alice-opaque", presa.resource)
+
+    response = await presa.call("tools/list", token=token)
+
+    assert response.status_code == 500
+    [line] = await log_lines(presa, "refused presa's request")
+    assert "HTTP 401" in line
+
+
+async def test_basic_credentials_are_form_urlencoded_first(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> None:
+    """A-18: with ``client_secret_basic`` the client id and secret are each
+    form-urlencoded before they are joined with ``:`` (RFC 6749 §2.3.1), so an id
+    holding ``:`` and a secret holding ``%`` reach the introspection endpoint intact."""
+    issuer.clients["presa:rs"] = Client("s%41:2", "presa")
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa:rs"]
+    presa = await start_presa(nursery, http, [*flags, "--auth-client-secret", "s%41:2"])
+
+    await scenarios.calls_a_tool(presa, issuer.mint_opaque("alice-opaque", presa.resource))
 
 
 async def test_an_opaque_token_in_jwt_mode_is_named_and_logged_once(
