@@ -144,8 +144,18 @@ async def test_an_authorization_server_without_pkce_s256_is_refused(
         'resource_metadata="{metadata}"',
         'Bearer scope=files:read,resource_metadata="{metadata}",'
         'error_description="say \\"hello, scope=admin\\""',
+        'Negotiate YIIBhgY=, Bearer resource_metadata="{metadata}", scope="files:read"',
+        'Bearer scope="files:read", resource_metadata="{metadata}", scope="admin"',
     ],
-    ids=["scheme-case", "two-challenges", "name-case", "comma-in-quotes", "escaped-quote"],
+    ids=[
+        "scheme-case",
+        "two-challenges",
+        "name-case",
+        "comma-in-quotes",
+        "escaped-quote",
+        "token68-before",
+        "first-of-repeated",
+    ],
 )
 async def test_the_challenge_is_read_as_rfc_9110_writes_it(
     issuer: AuthorizationServer,
@@ -156,9 +166,10 @@ async def test_the_challenge_is_read_as_rfc_9110_writes_it(
 ) -> None:
     """Spec-mandated (authorization-server-discovery: clients MUST be able to parse
     ``WWW-Authenticate``; RFC 9110 §11.6.1): the scheme and parameter names in any case,
-    the Bearer challenge among others, commas and escaped quotes inside quoted strings.
-    The metadata is published where only the challenge says, and the scope asked is
-    the challenge's."""
+    the Bearer challenge among others (after one whose credentials are a token68),
+    commas and escaped quotes inside quoted strings; of a parameter given twice, which
+    §11.2 forbids, the first counts. The metadata is published where only the challenge
+    says, and the scope asked is the challenge's."""
     protect(resource, issuer, at="/metadata/for/mcp", challenge=challenge)
 
     status, said = await login(resource.url, http, environment(tmp_path))
