@@ -19,7 +19,7 @@ from presa_trio.client.connection import MAX_SIGN_INS, Connection
 from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
 from presa_trio.client.transport import HttpTransport
 from presa_trio.wire.errors import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
-from presa_trio.wire.meta import PROTOCOL_VERSION
+from presa_trio.wire.meta import META_CLIENT_INFO, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 
 URL = "http://peer.test/mcp"
 #: An answer: the status, the headers and the JSON body, given the request's body.
@@ -146,3 +146,16 @@ async def test_a_server_defined_error_from_a_server_of_the_initialize_era_is_exp
         with pytest.raises(ProtocolFailure, match="speaks MCP 2025-11-25"):
             await connection(http).request("tools/list", {})
     assert [r["method"] for r in peer.received] == ["tools/list", "server/discover", "initialize"]
+
+
+async def test_a_meta_given_with_the_params_is_sent_over_the_clients_own() -> None:
+    """presa-defined (docs/client.md, ``request METHOD JSON``): a ``_meta`` in the params
+    given is sent with the client's keys under it: each key given is sent as given, and
+    the client's others still go."""
+    given = {META_CLIENT_INFO: {"name": "someone", "version": "0"}, "trace": "x"}
+    peer = Peer(lambda request: (200, {}, {"jsonrpc": "2.0", "id": 1, "result": {}}))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        await connection(http).request("ping", {"_meta": given})
+    sent = peer.received[0]["params"]["_meta"]
+    assert {key: sent[key] for key in given} == given
+    assert sent[META_PROTOCOL_VERSION] == PROTOCOL_VERSION
