@@ -166,3 +166,24 @@ async def test_cancel_waits_for_the_task_to_read_cancelled() -> None:
     assert ended == snapshot("cancelled")
     assert peer.received == ["tasks/cancel", "tasks/get", "tasks/get"]
     assert ended_status(ended, console) == EXIT_CANCELLED
+
+
+async def test_an_input_request_answered_before_is_not_answered_again() -> None:
+    """Spec-mandated (SEP-2663 §Task Update Requests: clients deduplicate input requests
+    by key): a task that still reads ``input_required`` with the key already answered,
+    as it may until the server has taken the answer, gets no ``tasks/update`` for it,
+    not even an empty one."""
+    ask = {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": "go?", "requestedSchema": {"type": "object"}},
+    }
+    waiting = snapshot("input_required", inputRequests={"k": ask}, pollIntervalMs=20)
+    peer = ScriptedPeer({"tasks/update": [{}], "tasks/get": [waiting, done("answered")]})
+    console = Console(out=io.StringIO(), err=io.StringIO(), live=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        connection = Connection(HttpTransport(URL, http), timeout_s=5)
+        answerer = Answerer(given={"k": {"action": "decline"}})
+        follower = TaskFollower(connection, answerer, console, listen=False)
+        ended = await follower.follow(waiting)
+    assert ended == done("answered")
+    assert peer.received == ["tasks/update", "tasks/get", "tasks/get"]
