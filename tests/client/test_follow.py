@@ -17,6 +17,8 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+import trio
+from trio.testing import MockClock
 
 from presa_trio.client.answers import Answerer
 from presa_trio.client.connection import Connection
@@ -58,6 +60,8 @@ class ScriptedPeer:
 
     script: dict[str, list[Any]]
     received: list[str] = attrs.field(factory=list)
+    #: When each request came, on the clock of the test's run.
+    times: list[float] = attrs.field(factory=list)
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         body = b""
@@ -68,6 +72,7 @@ class ScriptedPeer:
                 break
         request = json.loads(body)
         self.received.append(request["method"])
+        self.times.append(trio.current_time())
         answer = self.script[request["method"]].pop(0)
         *notifications, result = answer if isinstance(answer, list) else [answer]
         messages = [*notifications, {"jsonrpc": "2.0", "id": request["id"], "result": result}]
@@ -187,3 +192,17 @@ async def test_an_input_request_answered_before_is_not_answered_again() -> None:
         ended = await follower.follow(waiting)
     assert ended == done("answered")
     assert peer.received == ["tasks/update", "tasks/get", "tasks/get"]
+
+
+async def test_polling_waits_the_interval_the_task_names(autojump_clock: MockClock) -> None:
+    """Spec-mandated (SEP-2663 §Task Polling: clients SHOULD respect ``pollIntervalMs``):
+    ``tasks/get`` is asked again only once the interval the last snapshot named has
+    passed (on a clock the test runs, so nothing waits): 5 s when it says 5000, and
+    the shortest interval presa honours, 20 ms, when it says 1."""
+    for interval, seconds in ((5000, 5.0), (1, 0.02)):
+        working = snapshot("working", pollIntervalMs=interval)
+        peer = ScriptedPeer({"tasks/get": [working, working, done("polled")]})
+        started = trio.current_time()
+        await followed(peer, {**CREATED, "pollIntervalMs": interval}, listen=False)
+        gaps = [b - a for a, b in zip([started, *peer.times], peer.times, strict=False)]
+        assert [round(gap, 6) for gap in gaps] == [seconds] * 3, interval
