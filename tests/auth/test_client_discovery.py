@@ -505,6 +505,25 @@ async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
     assert not (tmp_path / "tokens").exists()
 
 
+async def test_a_token_in_an_answer_that_is_no_success_is_not_kept(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (RFC 6749 §5.1: a successful token response is HTTP 200; §5.2: an
+    error is 400): a token endpoint's 400, whatever its body holds (an access token
+    here), is a refusal, and nothing is kept or sent."""
+    issuer.statuses["/token"] = 400
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "the token endpoint refused: HTTP 400" in said
+    assert not (tmp_path / "tokens").exists()
+
+
 @pytest.mark.parametrize(
     "access_token",
     [None, 42, "", "two words", "caf\u00e9", "line\nbreak"],
@@ -841,8 +860,9 @@ async def test_an_authorization_server_with_openid_discovery_only_is_signed_in_t
         (None, None, None),
         (["mcp", None, 7, {"x": 1}, "files:read"], None, "mcp files:read"),
         (["mcp"], ["mcp", "offline_access"], "mcp offline_access"),
+        (None, ["mcp", "offline_access"], None),
     ],
-    ids=["supported", "undefined", "entries-no-scope", "offline-access"],
+    ids=["supported", "undefined", "entries-no-scope", "offline-access", "offline-access-alone"],
 )
 async def test_without_a_challenged_scope_the_resources_supported_scopes_are_asked(
     issuer: AuthorizationServer,
@@ -856,8 +876,9 @@ async def test_without_a_challenged_scope_the_resources_supported_scopes_are_ask
     """Spec-mandated (basic/authorization §Scope Selection Strategy: with no ``scope`` in
     the challenge, all of the resource's ``scopes_supported``, the ``scope`` parameter
     left out when that is undefined; §Refresh Tokens: ``offline_access`` MAY be added
-    when the authorization server's ``scopes_supported`` has it): an entry that is no
-    string (RFC 9728 §2: a JSON array of strings) names no scope and is not asked for."""
+    when the authorization server's ``scopes_supported`` has it, to the scopes asked: with
+    none, the parameter is still left out): an entry that is no string (RFC 9728 §2: a
+    JSON array of strings) names no scope and is not asked for."""
     protect(resource, issuer)
     if supported is not None:
         resource.documents[AT_PATH]["scopes_supported"] = supported  # type: ignore[index]
