@@ -145,6 +145,35 @@ async def test_without_a_refresh_token_a_refused_token_means_a_sign_in(
     assert issuer.hits["/token"] == 2  # the two codes' exchanges: no refresh
 
 
+async def test_a_refresh_that_issues_no_refresh_token_keeps_the_one_it_used(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Spec-mandated (basic/authorization §Refresh Tokens; RFC 6749 §6: the authorization
+    server MAY issue a new refresh token, and only then is the old one discarded): a
+    refresh whose answer has no refresh token keeps the one it was made with, so the
+    next expiry is refreshed too rather than a sign-in."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    status, said = await login(presa.url, http, env)
+    assert status == 0, said
+    [kept] = (tmp_path / "tokens").iterdir()
+    record = json.loads(kept.read_text())
+    assert record["refresh_token"]
+
+    access = issuer.mint_jwt("alice-app", presa.url)
+    answer = {"access_token": access, "token_type": "Bearer", "expires_in": 300}
+    issuer.bodies["/token"] = json.dumps(answer).encode()
+    record["expires_at"] = time.time() - 1
+    kept.write_text(json.dumps(record))
+    listed = await client("list", presa.url, "--json", env=env)
+
+    assert listed.status == 0, listed.stderr
+    assert "Open this URL" not in listed.stderr
+    renewed = json.loads(kept.read_text())
+    assert renewed["access_token"] == access
+    assert renewed["refresh_token"] == record["refresh_token"]
+
+
 async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scopes(
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
