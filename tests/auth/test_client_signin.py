@@ -181,7 +181,8 @@ async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scop
     not cover (presa's 403 ``insufficient_scope`` names every scope it needs) signs in
     again, with the registration kept, asking for the union of what was asked before and
     what the challenge names, so that a step-up for one tool keeps what another needed;
-    the call then goes through with the new token."""
+    the call then goes through with the new token. A refresh, which cannot widen the
+    scope, is not tried first."""
     tool_scopes = ["greet=greet:call", "test_simple_text=text:call"]
     flags = ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
     for tool_scope in tool_scopes:
@@ -204,6 +205,7 @@ async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scop
     [kept] = (tmp_path / "tokens").iterdir()
     assert json.loads(kept.read_text())["scope"] == "mcp text:call greet:call"
     assert issuer.hits["/register"] == 1
+    assert issuer.hits["/token"] == 3  # the three codes' exchanges: a step-up refreshes none
 
 
 async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_alone(
@@ -211,8 +213,13 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
 ) -> None:
     """Extension io.modelcontextprotocol/oauth-client-credentials (OAuth 2.1 §4.2): a
     client signed in as itself, its secret from ``$PRESA_CLIENT_SECRET``; once its
-    token expires, the kept credentials get the next one, with no flag given again."""
-    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    token expires, the kept credentials get the next one, with no flag given again.
+    ``offline_access`` is not asked for though the authorization server offers it: the
+    grant issues no refresh token (OAuth 2.1 §4.2.3)."""
+    issuer.metadata_changes["scopes_supported"] = ["mcp", "offline_access"]
+    presa = await start_presa(
+        nursery, http, ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
+    )
     secret = issuer.secret("alice-app")
     env = {**client_environment(), CONFIG_ENV: str(tmp_path), CLIENT_SECRET_ENV: secret}
     flags = ["--client-credentials", "--client-id", "alice-app"]
@@ -227,6 +234,7 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
     record = json.loads(kept.read_text())
     assert record["grant"] == "client_credentials"
     assert record["refresh_token"] is None
+    assert record["scope"] == "mcp"
 
     record["expires_at"] = time.time() - 1
     kept.write_text(json.dumps(record))
