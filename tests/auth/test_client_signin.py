@@ -245,6 +245,27 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
     assert "/authorize" not in issuer.hits
 
 
+async def test_a_secret_goes_in_the_form_to_a_server_that_takes_it_only_there(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Spec-mandated (OAuth 2.1 §2.4.1: the client authenticates as the server supports;
+    RFC 8414 §2 ``token_endpoint_auth_methods_supported``): a pre-registered client's
+    secret goes as ``client_secret_post`` to a token endpoint that lists only that, not
+    in a Basic header it would refuse."""
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = ["client_secret_post"]
+    issuer.token_auth_methods = ("client_secret_post",)
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    secret = issuer.secret("alice-app")
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path), CLIENT_SECRET_ENV: secret}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+
+    listed = await client("list", presa.url, "--json", *flags, env=env)
+
+    assert listed.status == 0, listed.stderr
+    [kept] = (tmp_path / "tokens").iterdir()
+    assert json.loads(kept.read_text())["client"]["auth_method"] == "client_secret_post"
+
+
 async def test_a_token_lifetime_no_float_holds_is_kept_as_the_longest(
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
