@@ -385,6 +385,34 @@ def test_a_redirect_with_no_location_that_is_a_url(capsys: pytest.CaptureFixture
         )
 
 
+def test_a_listen_whose_first_message_is_no_acknowledgement(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Acknowledgment: the server MUST send
+    the acknowledgement before any notification on the stream): a listen whose first
+    message is a notification is the server's mistake, one line and exit 3, and that
+    notification is not printed as one agreed to."""
+    notified = {
+        "jsonrpc": "2.0",
+        "method": "notifications/tasks",
+        "params": {"taskId": "T", "status": "working"},
+    }
+    ack = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"taskIds": ["T"]}},
+    }
+    stream = "".join(f"data: {json.dumps(message)}\n\n" for message in [notified, ack])
+    response = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=stream.encode()
+    )
+    status, err, _ = run_client(["listen", URL, "--task", "T"], answered(response), capsys)
+    assert status == 3
+    assert err.splitlines()[-1].startswith(
+        f"presa-trio: error: {URL} did not acknowledge the listen first"
+    )
+
+
 def test_an_error_to_discover_whose_code_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
     """basic/index §Error Responses (an error's code is an integer): one that is a list
     is the server's mistake, one line and exit 3 (docs/client.md, Exit codes)."""
