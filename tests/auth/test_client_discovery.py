@@ -62,13 +62,21 @@ def kept(tmp_path: Path) -> dict[str, Any]:
 
 def not_the_endpoint(resource: ProtectedResource) -> list[str]:
     """Resources whose URL begins the endpoint's, yet are other servers: another port
-    (``:4`` begins ``:4NNNN``), another path (``/mc`` begins ``/mcp``); and the endpoint
-    with a fragment, which is no resource identifier."""
+    (``:4`` begins ``:4NNNN``), another path (``/mc`` begins ``/mcp``), the endpoint with
+    a query it does not have; and the endpoint with a fragment, which is no resource
+    identifier."""
     port = resource.origin.rsplit(":", 1)[1]
-    return [resource.origin[: -len(port) + 1], resource.origin + "/mc", resource.url + "#frag"]
+    return [
+        resource.origin[: -len(port) + 1],
+        resource.origin + "/mc",
+        resource.url + "#frag",
+        resource.url + "?tenant=other",
+    ]
 
 
-@pytest.mark.parametrize("which", [0, 1, 2], ids=["shorter-port", "shorter-path", "fragment"])
+@pytest.mark.parametrize(
+    "which", [0, 1, 2, 3], ids=["shorter-port", "shorter-path", "fragment", "other-query"]
+)
 async def test_metadata_for_a_resource_other_than_the_endpoint_is_refused(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
@@ -111,16 +119,19 @@ async def test_metadata_from_the_root_may_name_the_origin(
     assert asked == [AT_PATH, "/.well-known/oauth-protected-resource"]
 
 
-@pytest.mark.parametrize("methods", [None, ["plain"]], ids=["absent", "plain-only"])
+@pytest.mark.parametrize(
+    "methods", [None, ["plain"], "S256"], ids=["absent", "plain-only", "not-an-array"]
+)
 async def test_an_authorization_server_without_pkce_s256_is_refused(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
     http: httpx.AsyncClient,
     tmp_path: Path,
-    methods: list[str] | None,
+    methods: list[str] | str | None,
 ) -> None:
     """Spec-mandated (security-considerations §Authorization Code Protection): with no
-    ``code_challenge_methods_supported`` the client refuses to proceed, and it uses
+    ``code_challenge_methods_supported`` (or one that is no array, RFC 8414 §2) the
+    client refuses to proceed, and it uses
     ``S256``, so a server that lists only ``plain`` is refused too; nothing is registered
     and no one is asked to sign in."""
     issuer.metadata_changes["code_challenge_methods_supported"] = methods
@@ -943,9 +954,11 @@ async def test_a_dynamic_registration_is_a_native_client_on_a_loopback_redirect(
     security-considerations §Communication Security: redirect URIs are ``localhost`` or
     HTTPS; §Refresh Tokens: ``refresh_token`` SHOULD be in ``grant_types``): the
     registration request, and the redirect the authorization request names, are those
-    of a native public client listening on loopback (RFC 8252 §7.3)."""
+    of a native public client listening on loopback (RFC 8252 §7.3): ``none`` though the
+    server takes secrets too."""
     protect(resource, issuer)
-    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = ["none"]
+    supported = ["client_secret_post", "client_secret_basic", "none"]
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = supported
     redirects: list[str] = []
 
     async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:

@@ -413,6 +413,42 @@ def test_a_listen_whose_first_message_is_no_acknowledgement(
     )
 
 
+def test_a_listen_refused_with_an_error_says_the_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (basic/patterns/subscriptions: a refused listen is a JSON-RPC error
+    response): the line is the server's error, exit 3, not a missing acknowledgement."""
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no such task"}}
+    status, err, _ = run_client(
+        ["listen", URL, "--task", "T"], answered(httpx.Response(200, json=error)), capsys
+    )
+    assert status == 3
+    assert err.splitlines()[-1] == (
+        "presa-trio: error: subscriptions/listen: JSON-RPC error -32602: no such task"
+    )
+
+
+def test_list_leaves_out_a_tool_whose_x_mcp_header_is_invalid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (server/tools §x-mcp-header: clients over Streamable HTTP MUST exclude
+    a tool whose ``x-mcp-header`` is invalid from the result of ``tools/list``): ``list
+    tools`` shows the others, and names the one left out on stderr."""
+    bad = {"type": "string", "x-mcp-header": "Has Space"}
+    tools = {
+        "tools": [
+            {"name": "good", "inputSchema": {"type": "object"}},
+            {"name": "bad", "inputSchema": {"type": "object", "properties": {"r": bad}}},
+        ]
+    }
+    listed = httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": tools})
+    status, err, _ = run_client(
+        ["list", URL, "tools", "--json"], lambda method, request_id, body: listed, capsys
+    )
+    assert status == 0, err
+    assert "left out the tool 'bad'" in err
+
+
 def test_an_error_to_discover_whose_code_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
     """basic/index §Error Responses (an error's code is an integer): one that is a list
     is the server's mistake, one line and exit 3 (docs/client.md, Exit codes)."""
