@@ -24,6 +24,7 @@ from trio.testing import MemorySendStream
 
 from presa_trio.client.errors import ProtocolFailure, Unauthorized
 from presa_trio.client.transport import HttpTransport, NotModern, StdioTransport, open_stdio
+from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 
 URL = "http://peer.test/mcp"
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
@@ -319,3 +320,26 @@ async def test_a_stdio_exchange_left_before_its_answer_is_cancelled_on_the_wire(
     assert left[1]["params"]["requestId"] == 1
     assert len(left) == 2
     assert await written([json.dumps(RESULT).encode() + b"\n"], read=True) == [request]
+
+
+async def test_a_stdio_notification_finds_its_listen_by_its_subscription_id() -> None:
+    """Spec-mandated (basic/patterns/subscriptions: each notification of a listen carries
+    its ``_meta.subscriptionId``, the listen's request id): over stdio, with a call and a
+    listen open at once, a notification naming the listen reaches the listen."""
+    meta = {META_SUBSCRIPTION_ID: 2}
+    params = {"uri": "file:///a", "_meta": meta}
+    updated = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params}
+    stdout = ChildStdout([json.dumps(updated).encode() + b"\n"])
+    child = SimpleNamespace(stdin=MemorySendStream(), stdout=stdout, returncode=0)
+    transport = StdioTransport("child", cast(trio.Process, child))
+
+    def message(request_id: int, method: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {}}
+
+    async with (
+        trio.open_nursery() as nursery,
+        transport.exchange(message(1, "tools/call"), {}),
+        transport.exchange(message(2, "subscriptions/listen"), {}) as listen,
+    ):
+        nursery.start_soon(transport.read_lines)
+        assert await listen.next() == updated
