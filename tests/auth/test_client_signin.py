@@ -382,6 +382,22 @@ async def test_a_kept_sign_in_without_an_access_token_is_no_sign_in(tmp_path: Pa
         assert ran.error().startswith(f"cannot reach {endpoint}")
 
 
+async def test_a_kept_sign_in_that_names_another_endpoint_is_no_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """basic/authorization §Token Handling (a token goes only to the resource it was
+    issued for): a kept file that names another endpoint than the one whose file it
+    is (copied, or a name two endpoints share) is no sign-in for it."""
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path))
+    endpoint = "http://127.0.0.1:9/mcp"
+    path = tokens.token_path(endpoint)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"access_token": "t", "endpoint": "http://elsewhere.test/mcp"}))
+    assert await tokens.load(endpoint) is None
+    path.write_text(json.dumps({"access_token": "t", "endpoint": endpoint}))
+    assert await tokens.load(endpoint) == {"access_token": "t", "endpoint": endpoint}
+
+
 async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:
     """No stack trace to the person: the failure the other commands say, exit 3."""
     env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
