@@ -221,3 +221,16 @@ async def test_refusals_with_events_between_them_are_counted_afresh(
     assert ended == {"taskId": TASK, "status": "completed"}
     waits = [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
     assert waits == ["1 s", "2 s", "1 s", "2 s"]
+
+
+async def test_another_tasks_events_on_the_stream_are_not_handed_on() -> None:
+    """Spec-mandated (SEP-2694 §notifications/tasks/event: each event names its task; a
+    ``tasks/stream`` is for the task it names): an event of another task on the stream,
+    whatever its seq, is neither handed on nor counted in this task's order."""
+    other = event(0)
+    other["params"] = {**other["params"], "taskId": "task-2"}
+    closing = event(1, STATUS_EVENT, status="completed", revision=1)
+    peer = ScriptedPeer([[other, event(0), closing, END]])
+    handed, ended = await follow(peer)
+    assert handed == [event(0)["params"], closing["params"]]
+    assert ended == {"taskId": TASK, "status": "completed"}
