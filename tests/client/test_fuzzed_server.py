@@ -449,6 +449,29 @@ def test_list_leaves_out_a_tool_whose_x_mcp_header_is_invalid(
     assert "left out the tool 'bad'" in err
 
 
+def test_each_round_echoes_only_its_own_request_state(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Client Behavior: the retry carries the
+    ``requestState`` of the InputRequiredResult it answers, unchanged): a round that
+    gives none after one that gave ``s1`` is retried without any, not with ``s1``."""
+    ask = {"method": "roots/list"}
+    rounds = [
+        {"resultType": "input_required", "inputRequests": {"a": ask}, "requestState": "s1"},
+        {"resultType": "input_required", "inputRequests": {"b": ask}},
+        {"content": []},
+    ]
+
+    def answering(method: str, request_id: Any, body: dict[str, Any]) -> httpx.Response:
+        return fixed(method, request_id, TOOLS if method == "tools/list" else rounds.pop(0))
+
+    status, err, sent = run_client(["call", URL, "t", "--no-listen"], answering, capsys)
+    assert status == 0, err
+    calls = [message["params"] for message in sent if message["method"] == "tools/call"]
+    assert [call.get("requestState") for call in calls] == [None, "s1", None]
+    assert [sorted(call.get("inputResponses", {})) for call in calls] == [[], ["a"], ["b"]]
+
+
 def test_an_error_to_discover_whose_code_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
     """basic/index §Error Responses (an error's code is an integer): one that is a list
     is the server's mistake, one line and exit 3 (docs/client.md, Exit codes)."""
