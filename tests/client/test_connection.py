@@ -22,7 +22,8 @@ from presa_trio.wire.errors import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
 from presa_trio.wire.meta import META_CLIENT_INFO, META_PROTOCOL_VERSION, PROTOCOL_VERSION
 
 URL = "http://peer.test/mcp"
-#: An answer: the status, the headers and the JSON body, given the request's body.
+#: An answer: the status, the headers and the JSON body (or bytes, sent as text), given
+#: the request's body.
 Answer = Callable[[dict[str, Any]], tuple[int, dict[str, str], Any]]
 
 
@@ -43,10 +44,13 @@ class Peer:
         request = json.loads(body)
         self.received.append(request)
         status, headers, answer = self.answer(request)
-        sent = [(b"content-type", b"application/json")]
+        # Bytes go as they are, as text: a body that is no JSON-RPC message.
+        text = isinstance(answer, bytes)
+        sent = [(b"content-type", b"text/plain" if text else b"application/json")]
         sent += [(name.encode(), value.encode()) for name, value in headers.items()]
+        body = answer if text else json.dumps(answer).encode()
         await send({"type": "http.response.start", "status": status, "headers": sent})
-        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+        await send({"type": "http.response.body", "body": body})
 
 
 def connection(http: httpx.AsyncClient, **options: Any) -> Connection:
@@ -159,3 +163,22 @@ async def test_a_meta_given_with_the_params_is_sent_over_the_clients_own() -> No
     sent = peer.received[0]["params"]["_meta"]
     assert {key: sent[key] for key in given} == given
     assert sent[META_PROTOCOL_VERSION] == PROTOCOL_VERSION
+
+
+async def test_a_first_answer_that_is_no_json_rpc_message_asks_the_era() -> None:
+    """Spec-mandated (streamable-http §Backward Compatibility: a 4xx whose body is no
+    recognized modern JSON-RPC error suggests a server of another era): a server that
+    answers the first request and ``server/discover`` with a page of text, and
+    ``initialize`` with a result, is said to speak the version it names."""
+
+    def legacy(request: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        if request["method"] != "initialize":
+            return 400, {}, b"Bad Request: No valid session ID provided"
+        result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {}}
+        return 200, {}, {"jsonrpc": "2.0", "id": request["id"], "result": result}
+
+    peer = Peer(legacy)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        with pytest.raises(ProtocolFailure, match="speaks MCP 2025-06-18"):
+            await connection(http).request("tools/list", {})
+    assert [r["method"] for r in peer.received] == ["tools/list", "server/discover", "initialize"]
