@@ -122,6 +122,13 @@ class AuthorizationServer:
     also_published: list[dict[str, Any]] = attrs.field(factory=list)
     # How the introspection endpoint authenticates its callers.
     introspection_methods: tuple[str, ...] = ("client_secret_basic",)
+    # How the token endpoint authenticates clients (its metadata may say otherwise).
+    token_auth_methods: tuple[str, ...] = (
+        "client_secret_basic",
+        "client_secret_post",
+        "private_key_jwt",
+        "none",
+    )
     # The ``token_type`` its token responses name (RFC 6749 §7.1).
     token_type: str = "Bearer"
     # Bodies sent instead of the answer, by path: a server that answers what no parser reads.
@@ -346,7 +353,7 @@ class AuthorizationServer:
     def token(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, dict[str, Any]]:
         """Client credentials (OAuth 2.1 §4.2) or a code with its PKCE verifier (§4.1.3)."""
         self.resources_asked.append(form.get("resource"))
-        client_id = self.authenticate_client(headers, form)
+        client_id = self.authenticate_client(headers, form, self.token_auth_methods)
         if client_id is None:
             return 401, {"error": "invalid_client"}
         grant = form.get("grant_type")

@@ -62,13 +62,21 @@ def kept(tmp_path: Path) -> dict[str, Any]:
 
 def not_the_endpoint(resource: ProtectedResource) -> list[str]:
     """Resources whose URL begins the endpoint's, yet are other servers: another port
-    (``:4`` begins ``:4NNNN``), another path (``/mc`` begins ``/mcp``); and the endpoint
-    with a fragment, which is no resource identifier."""
+    (``:4`` begins ``:4NNNN``), another path (``/mc`` begins ``/mcp``), the endpoint with
+    a query it does not have; and the endpoint with a fragment, which is no resource
+    identifier."""
     port = resource.origin.rsplit(":", 1)[1]
-    return [resource.origin[: -len(port) + 1], resource.origin + "/mc", resource.url + "#frag"]
+    return [
+        resource.origin[: -len(port) + 1],
+        resource.origin + "/mc",
+        resource.url + "#frag",
+        resource.url + "?tenant=other",
+    ]
 
 
-@pytest.mark.parametrize("which", [0, 1, 2], ids=["shorter-port", "shorter-path", "fragment"])
+@pytest.mark.parametrize(
+    "which", [0, 1, 2, 3], ids=["shorter-port", "shorter-path", "fragment", "other-query"]
+)
 async def test_metadata_for_a_resource_other_than_the_endpoint_is_refused(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
@@ -111,16 +119,19 @@ async def test_metadata_from_the_root_may_name_the_origin(
     assert asked == [AT_PATH, "/.well-known/oauth-protected-resource"]
 
 
-@pytest.mark.parametrize("methods", [None, ["plain"]], ids=["absent", "plain-only"])
+@pytest.mark.parametrize(
+    "methods", [None, ["plain"], "S256"], ids=["absent", "plain-only", "not-an-array"]
+)
 async def test_an_authorization_server_without_pkce_s256_is_refused(
     issuer: AuthorizationServer,
     resource: ProtectedResource,
     http: httpx.AsyncClient,
     tmp_path: Path,
-    methods: list[str] | None,
+    methods: list[str] | str | None,
 ) -> None:
     """Spec-mandated (security-considerations §Authorization Code Protection): with no
-    ``code_challenge_methods_supported`` the client refuses to proceed, and it uses
+    ``code_challenge_methods_supported`` (or one that is no array, RFC 8414 §2) the
+    client refuses to proceed, and it uses
     ``S256``, so a server that lists only ``plain`` is refused too; nothing is registered
     and no one is asked to sign in."""
     issuer.metadata_changes["code_challenge_methods_supported"] = methods
@@ -144,8 +155,18 @@ async def test_an_authorization_server_without_pkce_s256_is_refused(
         'resource_metadata="{metadata}"',
         'Bearer scope=files:read,resource_metadata="{metadata}",'
         'error_description="say \\"hello, scope=admin\\""',
+        'Negotiate YIIBhgY=, Bearer resource_metadata="{metadata}", scope="files:read"',
+        'Bearer scope="files:read", resource_metadata="{metadata}", scope="admin"',
     ],
-    ids=["scheme-case", "two-challenges", "name-case", "comma-in-quotes", "escaped-quote"],
+    ids=[
+        "scheme-case",
+        "two-challenges",
+        "name-case",
+        "comma-in-quotes",
+        "escaped-quote",
+        "token68-before",
+        "first-of-repeated",
+    ],
 )
 async def test_the_challenge_is_read_as_rfc_9110_writes_it(
     issuer: AuthorizationServer,
@@ -156,9 +177,10 @@ async def test_the_challenge_is_read_as_rfc_9110_writes_it(
 ) -> None:
     """Spec-mandated (authorization-server-discovery: clients MUST be able to parse
     ``WWW-Authenticate``; RFC 9110 §11.6.1): the scheme and parameter names in any case,
-    the Bearer challenge among others, commas and escaped quotes inside quoted strings.
-    The metadata is published where only the challenge says, and the scope asked is
-    the challenge's."""
+    the Bearer challenge among others (after one whose credentials are a token68),
+    commas and escaped quotes inside quoted strings; of a parameter given twice, which
+    §11.2 forbids, the first counts. The metadata is published where only the challenge
+    says, and the scope asked is the challenge's."""
     protect(resource, issuer, at="/metadata/for/mcp", challenge=challenge)
 
     status, said = await login(resource.url, http, environment(tmp_path))
@@ -491,6 +513,25 @@ async def test_a_token_of_a_type_the_client_does_not_send_is_not_kept(
 
     assert status == 3, said
     assert "DPoP" in said
+    assert not (tmp_path / "tokens").exists()
+
+
+async def test_a_token_in_an_answer_that_is_no_success_is_not_kept(
+    issuer: AuthorizationServer,
+    resource: ProtectedResource,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    """Spec-mandated (RFC 6749 §5.1: a successful token response is HTTP 200; §5.2: an
+    error is 400): a token endpoint's 400, whatever its body holds (an access token
+    here), is a refusal, and nothing is kept or sent."""
+    issuer.statuses["/token"] = 400
+    protect(resource, issuer)
+
+    status, said = await login(resource.url, http, environment(tmp_path))
+
+    assert status == 3, said
+    assert "the token endpoint refused: HTTP 400" in said
     assert not (tmp_path / "tokens").exists()
 
 
@@ -830,8 +871,9 @@ async def test_an_authorization_server_with_openid_discovery_only_is_signed_in_t
         (None, None, None),
         (["mcp", None, 7, {"x": 1}, "files:read"], None, "mcp files:read"),
         (["mcp"], ["mcp", "offline_access"], "mcp offline_access"),
+        (None, ["mcp", "offline_access"], None),
     ],
-    ids=["supported", "undefined", "entries-no-scope", "offline-access"],
+    ids=["supported", "undefined", "entries-no-scope", "offline-access", "offline-access-alone"],
 )
 async def test_without_a_challenged_scope_the_resources_supported_scopes_are_asked(
     issuer: AuthorizationServer,
@@ -845,8 +887,9 @@ async def test_without_a_challenged_scope_the_resources_supported_scopes_are_ask
     """Spec-mandated (basic/authorization §Scope Selection Strategy: with no ``scope`` in
     the challenge, all of the resource's ``scopes_supported``, the ``scope`` parameter
     left out when that is undefined; §Refresh Tokens: ``offline_access`` MAY be added
-    when the authorization server's ``scopes_supported`` has it): an entry that is no
-    string (RFC 9728 §2: a JSON array of strings) names no scope and is not asked for."""
+    when the authorization server's ``scopes_supported`` has it, to the scopes asked: with
+    none, the parameter is still left out): an entry that is no string (RFC 9728 §2: a
+    JSON array of strings) names no scope and is not asked for."""
     protect(resource, issuer)
     if supported is not None:
         resource.documents[AT_PATH]["scopes_supported"] = supported  # type: ignore[index]
@@ -911,9 +954,11 @@ async def test_a_dynamic_registration_is_a_native_client_on_a_loopback_redirect(
     security-considerations §Communication Security: redirect URIs are ``localhost`` or
     HTTPS; §Refresh Tokens: ``refresh_token`` SHOULD be in ``grant_types``): the
     registration request, and the redirect the authorization request names, are those
-    of a native public client listening on loopback (RFC 8252 §7.3)."""
+    of a native public client listening on loopback (RFC 8252 §7.3): ``none`` though the
+    server takes secrets too."""
     protect(resource, issuer)
-    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = ["none"]
+    supported = ["client_secret_post", "client_secret_basic", "none"]
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = supported
     redirects: list[str] = []
 
     async def browser(http: httpx.AsyncClient, url: str) -> httpx.Response:

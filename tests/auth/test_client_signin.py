@@ -145,6 +145,35 @@ async def test_without_a_refresh_token_a_refused_token_means_a_sign_in(
     assert issuer.hits["/token"] == 2  # the two codes' exchanges: no refresh
 
 
+async def test_a_refresh_that_issues_no_refresh_token_keeps_the_one_it_used(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Spec-mandated (basic/authorization §Refresh Tokens; RFC 6749 §6: the authorization
+    server MAY issue a new refresh token, and only then is the old one discarded): a
+    refresh whose answer has no refresh token keeps the one it was made with, so the
+    next expiry is refreshed too rather than a sign-in."""
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path)}
+    status, said = await login(presa.url, http, env)
+    assert status == 0, said
+    [kept] = (tmp_path / "tokens").iterdir()
+    record = json.loads(kept.read_text())
+    assert record["refresh_token"]
+
+    access = issuer.mint_jwt("alice-app", presa.url)
+    answer = {"access_token": access, "token_type": "Bearer", "expires_in": 300}
+    issuer.bodies["/token"] = json.dumps(answer).encode()
+    record["expires_at"] = time.time() - 1
+    kept.write_text(json.dumps(record))
+    listed = await client("list", presa.url, "--json", env=env)
+
+    assert listed.status == 0, listed.stderr
+    assert "Open this URL" not in listed.stderr
+    renewed = json.loads(kept.read_text())
+    assert renewed["access_token"] == access
+    assert renewed["refresh_token"] == record["refresh_token"]
+
+
 async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scopes(
     nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
@@ -152,7 +181,8 @@ async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scop
     not cover (presa's 403 ``insufficient_scope`` names every scope it needs) signs in
     again, with the registration kept, asking for the union of what was asked before and
     what the challenge names, so that a step-up for one tool keeps what another needed;
-    the call then goes through with the new token."""
+    the call then goes through with the new token. A refresh, which cannot widen the
+    scope, is not tried first."""
     tool_scopes = ["greet=greet:call", "test_simple_text=text:call"]
     flags = ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
     for tool_scope in tool_scopes:
@@ -175,6 +205,7 @@ async def test_a_403_insufficient_scope_signs_in_again_for_the_union_of_the_scop
     [kept] = (tmp_path / "tokens").iterdir()
     assert json.loads(kept.read_text())["scope"] == "mcp text:call greet:call"
     assert issuer.hits["/register"] == 1
+    assert issuer.hits["/token"] == 3  # the three codes' exchanges: a step-up refreshes none
 
 
 async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_alone(
@@ -182,8 +213,13 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
 ) -> None:
     """Extension io.modelcontextprotocol/oauth-client-credentials (OAuth 2.1 §4.2): a
     client signed in as itself, its secret from ``$PRESA_CLIENT_SECRET``; once its
-    token expires, the kept credentials get the next one, with no flag given again."""
-    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    token expires, the kept credentials get the next one, with no flag given again.
+    ``offline_access`` is not asked for though the authorization server offers it: the
+    grant issues no refresh token (OAuth 2.1 §4.2.3)."""
+    issuer.metadata_changes["scopes_supported"] = ["mcp", "offline_access"]
+    presa = await start_presa(
+        nursery, http, ["--auth-issuer", issuer.issuer, "--auth-scope", "mcp"]
+    )
     secret = issuer.secret("alice-app")
     env = {**client_environment(), CONFIG_ENV: str(tmp_path), CLIENT_SECRET_ENV: secret}
     flags = ["--client-credentials", "--client-id", "alice-app"]
@@ -198,6 +234,7 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
     record = json.loads(kept.read_text())
     assert record["grant"] == "client_credentials"
     assert record["refresh_token"] is None
+    assert record["scope"] == "mcp"
 
     record["expires_at"] = time.time() - 1
     kept.write_text(json.dumps(record))
@@ -206,6 +243,27 @@ async def test_client_credentials_sign_in_asks_no_one_and_gets_the_next_token_al
     assert json.loads(kept.read_text())["access_token"] != record["access_token"]
     assert issuer.hits["/token"] == 2
     assert "/authorize" not in issuer.hits
+
+
+async def test_a_secret_goes_in_the_form_to_a_server_that_takes_it_only_there(
+    nursery: trio.Nursery, issuer: AuthorizationServer, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Spec-mandated (OAuth 2.1 §2.4.1: the client authenticates as the server supports;
+    RFC 8414 §2 ``token_endpoint_auth_methods_supported``): a pre-registered client's
+    secret goes as ``client_secret_post`` to a token endpoint that lists only that, not
+    in a Basic header it would refuse."""
+    issuer.metadata_changes["token_endpoint_auth_methods_supported"] = ["client_secret_post"]
+    issuer.token_auth_methods = ("client_secret_post",)
+    presa = await start_presa(nursery, http, ["--auth-issuer", issuer.issuer])
+    secret = issuer.secret("alice-app")
+    env = {**client_environment(), CONFIG_ENV: str(tmp_path), CLIENT_SECRET_ENV: secret}
+    flags = ["--client-credentials", "--client-id", "alice-app"]
+
+    listed = await client("list", presa.url, "--json", *flags, env=env)
+
+    assert listed.status == 0, listed.stderr
+    [kept] = (tmp_path / "tokens").iterdir()
+    assert json.loads(kept.read_text())["client"]["auth_method"] == "client_secret_post"
 
 
 async def test_a_token_lifetime_no_float_holds_is_kept_as_the_longest(
@@ -322,6 +380,22 @@ async def test_a_kept_sign_in_without_an_access_token_is_no_sign_in(tmp_path: Pa
 
         assert ran.status == 3, ran.stderr
         assert ran.error().startswith(f"cannot reach {endpoint}")
+
+
+async def test_a_kept_sign_in_that_names_another_endpoint_is_no_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """basic/authorization §Token Handling (a token goes only to the resource it was
+    issued for): a kept file that names another endpoint than the one whose file it
+    is (copied, or a name two endpoints share) is no sign-in for it."""
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path))
+    endpoint = "http://127.0.0.1:9/mcp"
+    path = tokens.token_path(endpoint)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"access_token": "t", "endpoint": "http://elsewhere.test/mcp"}))
+    assert await tokens.load(endpoint) is None
+    path.write_text(json.dumps({"access_token": "t", "endpoint": endpoint}))
+    assert await tokens.load(endpoint) == {"access_token": "t", "endpoint": endpoint}
 
 
 async def test_login_to_a_server_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:

@@ -200,3 +200,37 @@ async def test_a_refused_stream_waits_no_longer_than_the_longest_retry(
     assert ended == {"taskId": TASK, "status": "completed"}
     waits = [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
     assert waits == ["10 s", "10 s"]
+
+
+async def test_refusals_with_events_between_them_are_counted_afresh(
+    autojump_clock: Any,
+) -> None:
+    """presa-defined (docs/client.md, Following a task's events): only refusals that go on
+    for the connection's ``--timeout`` with no event between end the follow; a stream
+    that brought events before it was refused starts the count, and the wait, again."""
+    closing = event(2, STATUS_EVENT, status="completed", revision=1)
+    peer = ScriptedPeer(
+        [[refused()], [refused()], [event(0), event(1), refused()], [refused()], [closing, END]]
+    )
+    said = io.StringIO()
+    console = Console(err=said, live=False, colour=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        connection = Connection(HttpTransport(URL, http), timeout_s=3)
+        events = TaskEvents(connection, TASK, retry_s=1)
+        ended = await follow_refused(events, ignore, console)
+    assert ended == {"taskId": TASK, "status": "completed"}
+    waits = [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
+    assert waits == ["1 s", "2 s", "1 s", "2 s"]
+
+
+async def test_another_tasks_events_on_the_stream_are_not_handed_on() -> None:
+    """Spec-mandated (SEP-2694 §notifications/tasks/event: each event names its task; a
+    ``tasks/stream`` is for the task it names): an event of another task on the stream,
+    whatever its seq, is neither handed on nor counted in this task's order."""
+    other = event(0)
+    other["params"] = {**other["params"], "taskId": "task-2"}
+    closing = event(1, STATUS_EVENT, status="completed", revision=1)
+    peer = ScriptedPeer([[other, event(0), closing, END]])
+    handed, ended = await follow(peer)
+    assert handed == [event(0)["params"], closing["params"]]
+    assert ended == {"taskId": TASK, "status": "completed"}

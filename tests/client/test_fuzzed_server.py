@@ -385,6 +385,93 @@ def test_a_redirect_with_no_location_that_is_a_url(capsys: pytest.CaptureFixture
         )
 
 
+def test_a_listen_whose_first_message_is_no_acknowledgement(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (basic/patterns/subscriptions §Acknowledgment: the server MUST send
+    the acknowledgement before any notification on the stream): a listen whose first
+    message is a notification is the server's mistake, one line and exit 3, and that
+    notification is not printed as one agreed to."""
+    notified = {
+        "jsonrpc": "2.0",
+        "method": "notifications/tasks",
+        "params": {"taskId": "T", "status": "working"},
+    }
+    ack = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"taskIds": ["T"]}},
+    }
+    stream = "".join(f"data: {json.dumps(message)}\n\n" for message in [notified, ack])
+    response = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=stream.encode()
+    )
+    status, err, _ = run_client(["listen", URL, "--task", "T"], answered(response), capsys)
+    assert status == 3
+    assert err.splitlines()[-1].startswith(
+        f"presa-trio: error: {URL} did not acknowledge the listen first"
+    )
+
+
+def test_a_listen_refused_with_an_error_says_the_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (basic/patterns/subscriptions: a refused listen is a JSON-RPC error
+    response): the line is the server's error, exit 3, not a missing acknowledgement."""
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no such task"}}
+    status, err, _ = run_client(
+        ["listen", URL, "--task", "T"], answered(httpx.Response(200, json=error)), capsys
+    )
+    assert status == 3
+    assert err.splitlines()[-1] == (
+        "presa-trio: error: subscriptions/listen: JSON-RPC error -32602: no such task"
+    )
+
+
+def test_list_leaves_out_a_tool_whose_x_mcp_header_is_invalid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (server/tools §x-mcp-header: clients over Streamable HTTP MUST exclude
+    a tool whose ``x-mcp-header`` is invalid from the result of ``tools/list``): ``list
+    tools`` shows the others, and names the one left out on stderr."""
+    bad = {"type": "string", "x-mcp-header": "Has Space"}
+    tools = {
+        "tools": [
+            {"name": "good", "inputSchema": {"type": "object"}},
+            {"name": "bad", "inputSchema": {"type": "object", "properties": {"r": bad}}},
+        ]
+    }
+    listed = httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": tools})
+    status, err, _ = run_client(
+        ["list", URL, "tools", "--json"], lambda method, request_id, body: listed, capsys
+    )
+    assert status == 0, err
+    assert "left out the tool 'bad'" in err
+
+
+def test_each_round_echoes_only_its_own_request_state(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Spec-mandated (basic/patterns/mrtr §Client Behavior: the retry carries the
+    ``requestState`` of the InputRequiredResult it answers, unchanged): a round that
+    gives none after one that gave ``s1`` is retried without any, not with ``s1``."""
+    ask = {"method": "roots/list"}
+    rounds = [
+        {"resultType": "input_required", "inputRequests": {"a": ask}, "requestState": "s1"},
+        {"resultType": "input_required", "inputRequests": {"b": ask}},
+        {"content": []},
+    ]
+
+    def answering(method: str, request_id: Any, body: dict[str, Any]) -> httpx.Response:
+        return fixed(method, request_id, TOOLS if method == "tools/list" else rounds.pop(0))
+
+    status, err, sent = run_client(["call", URL, "t", "--no-listen"], answering, capsys)
+    assert status == 0, err
+    calls = [message["params"] for message in sent if message["method"] == "tools/call"]
+    assert [call.get("requestState") for call in calls] == [None, "s1", None]
+    assert [sorted(call.get("inputResponses", {})) for call in calls] == [[], ["a"], ["b"]]
+
+
 def test_an_error_to_discover_whose_code_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
     """basic/index §Error Responses (an error's code is an integer): one that is a list
     is the server's mistake, one line and exit 3 (docs/client.md, Exit codes)."""

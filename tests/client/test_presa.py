@@ -94,7 +94,10 @@ async def test_key_value_arguments_are_typed_by_the_schema(
     )
     assert ran.status == 0, ran.stderr
     assert ran.stdout == "Completed 42\n"
-    assert sent(exchanges(record)[1])[1]["params"]["arguments"] == {"seconds": 0, "label": "42"}
+    params = sent(exchanges(record)[1])[1]["params"]
+    assert params["arguments"] == {"seconds": 0, "label": "42"}
+    declared = params["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    assert "io.modelcontextprotocol/tasks" not in declared.get("extensions", {})
     as_json = await client("call", presa.url, "greet", "--args", '{"name": "Grace"}', "--json")
     assert json.loads(as_json.stdout)["content"] == [{"type": "text", "text": "Hello, Grace!"}]
 

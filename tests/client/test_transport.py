@@ -22,8 +22,9 @@ import pytest
 import trio
 from trio.testing import MemorySendStream
 
-from presa_trio.client.errors import ProtocolFailure
-from presa_trio.client.transport import HttpTransport, StdioTransport, open_stdio
+from presa_trio.client.errors import ProtocolFailure, Unauthorized
+from presa_trio.client.transport import HttpTransport, NotModern, StdioTransport, open_stdio
+from presa_trio.wire.meta import META_SUBSCRIPTION_ID
 
 URL = "http://peer.test/mcp"
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
@@ -219,3 +220,126 @@ async def test_a_stdio_line_the_childs_exit_cuts_short_is_no_reply() -> None:
     request has no answer."""
     with pytest.RaisesGroup(pytest.RaisesExc(ProtocolFailure, match="stopped before answering")):
         await stdio_replies([json.dumps(RESULT).encode()])
+
+
+def answering(status: int, content_type: str, body: bytes, **headers: str) -> httpx.AsyncClient:
+    """An HTTP client whose every POST is answered with ``status`` and ``body`` as given."""
+
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        sent = [(b"content-type", content_type.encode())]
+        for name, value in headers.items():
+            sent.append((name.replace("_", "-").encode(), value.encode()))
+        await send({"type": "http.response.start", "status": status, "headers": sent})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+
+
+async def first_reply(http: httpx.AsyncClient) -> dict[str, Any]:
+    async with http:
+        transport = HttpTransport(URL, http)
+        async with transport.exchange({"jsonrpc": "2.0", "id": 1}, {}) as replies:
+            return await replies.next()
+
+
+async def test_an_event_whose_data_is_empty_carries_no_message() -> None:
+    """Spec-mandated (HTML §9.2.6: an event's data is what its ``data`` lines hold; 2025-11-25
+    basic/transports §Resumability and Redelivery: the priming event, an id and an empty
+    ``data``, with which a server of the initialize era opens a stream it can resume):
+    an event with nothing in its data is passed over, not read as a message that is no
+    JSON."""
+    stream = b"id: 0\ndata:\n\ndata\n\ndata: " + json.dumps(RESULT).encode() + b"\n\n"
+    assert await replies_of([stream], 1) == [RESULT]
+
+
+async def test_an_event_or_line_that_is_no_json_rpc_message_is_the_servers_mistake() -> None:
+    """Spec-mandated (basic/index §Messages: every message is JSON-RPC 2.0, ``"jsonrpc":
+    "2.0"``, a response with the id of its request): an SSE event or a stdio line without
+    ``jsonrpc``, or a result without an id, is no reply to take or to pass over: the
+    exchange fails naming it."""
+    no_version = {"id": 1, "result": {}}
+    no_id = {"jsonrpc": "2.0", "result": {}}
+    for wrong in (no_version, no_id):
+        event = b"data: " + json.dumps(wrong).encode() + b"\n\n"
+        with pytest.raises(ProtocolFailure, match="no MCP response or notification"):
+            await replies_of([event], 1)
+        line = json.dumps(wrong).encode() + b"\n"
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(ProtocolFailure, match="no MCP response or notification")
+        ):
+            await stdio_replies([line])
+
+
+async def test_a_json_rpc_answer_under_another_media_type_is_no_mcp_answer() -> None:
+    """Spec-mandated (streamable-http §Sending Messages 5: the server MUST answer a request
+    with ``text/event-stream`` or ``application/json``): a response under ``text/plain``
+    is no MCP server's, said as such, not taken as the answer."""
+    body = json.dumps(RESULT).encode()
+    with pytest.raises(NotModern, match="HTTP 200 \\(text/plain\\)"):
+        await first_reply(answering(200, "text/plain", body))
+
+
+async def test_a_403_that_asks_no_more_scope_is_no_sign_in() -> None:
+    """Spec-mandated (basic/authorization §Error Handling: 403 is invalid scopes or
+    insufficient permissions; §Runtime Insufficient Scope Errors: only
+    ``error="insufficient_scope"`` calls for a step-up): any other 403 is read as the
+    answer it carries, not as a sign-in to make."""
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": "forbidden"}}
+    for challenge in ('Bearer error="invalid_token"', 'Bearer scope="files:read"', ""):
+        said = {"www_authenticate": challenge} if challenge else {}
+        http = answering(403, "application/json", json.dumps(error).encode(), **said)
+        assert await first_reply(http) == error, challenge
+    step_up = answering(
+        403, "application/json", b"{}", www_authenticate='Bearer error="insufficient_scope"'
+    )
+    with pytest.raises(Unauthorized):
+        await first_reply(step_up)
+
+
+async def test_a_stdio_exchange_left_before_its_answer_is_cancelled_on_the_wire() -> None:
+    """Spec-mandated (basic/patterns/cancellation §Transport-Specific Cancellation: over
+    stdio the client MUST send ``notifications/cancelled`` referencing the request;
+    §Behavior Requirements: only for a request still in progress): leaving an exchange
+    before its response writes that notice after the request; leaving one answered
+    writes nothing more."""
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}
+
+    async def written(chunks: list[bytes], read: bool) -> list[dict[str, Any]]:
+        stdin = MemorySendStream()
+        child = SimpleNamespace(stdin=stdin, stdout=ChildStdout(chunks), returncode=None)
+        transport = StdioTransport("child", cast(trio.Process, child))
+        async with trio.open_nursery() as nursery, transport.exchange(request, {}) as replies:
+            if read:
+                nursery.start_soon(transport.read_lines)
+                assert await replies.next() == RESULT
+        return [json.loads(line) for line in stdin.get_data_nowait().splitlines()]
+
+    left = await written([], read=False)
+    assert left[0] == request
+    assert left[1]["method"] == "notifications/cancelled"
+    assert left[1]["params"]["requestId"] == 1
+    assert len(left) == 2
+    assert await written([json.dumps(RESULT).encode() + b"\n"], read=True) == [request]
+
+
+async def test_a_stdio_notification_finds_its_listen_by_its_subscription_id() -> None:
+    """Spec-mandated (basic/patterns/subscriptions: each notification of a listen carries
+    its ``_meta.subscriptionId``, the listen's request id): over stdio, with a call and a
+    listen open at once, a notification naming the listen reaches the listen."""
+    meta = {META_SUBSCRIPTION_ID: 2}
+    params = {"uri": "file:///a", "_meta": meta}
+    updated = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params}
+    stdout = ChildStdout([json.dumps(updated).encode() + b"\n"])
+    child = SimpleNamespace(stdin=MemorySendStream(), stdout=stdout, returncode=0)
+    transport = StdioTransport("child", cast(trio.Process, child))
+
+    def message(request_id: int, method: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {}}
+
+    async with (
+        trio.open_nursery() as nursery,
+        transport.exchange(message(1, "tools/call"), {}),
+        transport.exchange(message(2, "subscriptions/listen"), {}) as listen,
+    ):
+        nursery.start_soon(transport.read_lines)
+        assert await listen.next() == updated
