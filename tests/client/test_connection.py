@@ -20,6 +20,7 @@ from presa_trio.client.errors import ProtocolFailure, RequestError, Unauthorized
 from presa_trio.client.transport import HttpTransport
 from presa_trio.wire.errors import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
 from presa_trio.wire.meta import META_CLIENT_INFO, META_PROTOCOL_VERSION, PROTOCOL_VERSION
+from tests.client.scripted import request_of
 
 URL = "http://peer.test/mcp"
 #: An answer: the status, the headers and the JSON body (or bytes, sent as text), given
@@ -35,13 +36,7 @@ class Peer:
     received: list[dict[str, Any]] = attrs.field(factory=list)
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            part = await receive()
-            body += part.get("body", b"")
-            if not part.get("more_body"):
-                break
-        request = json.loads(body)
+        request = await request_of(receive)
         self.received.append(request)
         status, headers, answer = self.answer(request)
         # Bytes go as they are, as text: a body that is no JSON-RPC message.

@@ -29,6 +29,7 @@ from presa_trio.client.task_stream import follow_refused
 from presa_trio.client.transport import HttpTransport
 from presa_trio.wire.sse import encode_event
 from presa_trio.wire.tasks import EVENT_NOTIFICATION, EVENTS_GONE, STATUS_EVENT
+from tests.client.scripted import request_of
 
 URL = "http://peer.test/mcp"
 TASK = "task-1"
@@ -61,13 +62,7 @@ class ScriptedPeer:
     received: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body)
+        request = await request_of(receive)
         params = {k: v for k, v in request["params"].items() if k != "_meta"}
         self.received.append((request["method"], params))
         if request["method"] == "tasks/stream":

@@ -29,6 +29,7 @@ from presa_trio.client.output import Console
 from presa_trio.client.transport import HttpTransport
 from presa_trio.wire.sse import encode_event
 from presa_trio.wire.tasks import TASK_NOTIFICATION
+from tests.client.scripted import request_of
 
 URL = "http://peer.test/mcp"
 TASK = "task-1"
@@ -64,13 +65,7 @@ class ScriptedPeer:
     times: list[float] = attrs.field(factory=list)
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            part = await receive()
-            body += part.get("body", b"")
-            if not part.get("more_body"):
-                break
-        request = json.loads(body)
+        request = await request_of(receive)
         self.received.append(request["method"])
         self.times.append(trio.current_time())
         answer = self.script[request["method"]].pop(0)
