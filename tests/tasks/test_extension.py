@@ -959,6 +959,17 @@ def mailer(store: MemoryStore, *, rerun: bool, ran: list[str]) -> McpApp:
     return McpApp.for_server(server)
 
 
+async def run_once_in_a_first_process(store: MemoryStore, ran: list[str]) -> str:
+    """A ``send_mail`` task created by a process whose tool is re-runnable, once its job
+    has run there; that process is gone when this returns."""
+    async with running(mailer(store, rerun=True, ran=ran)) as client:
+        task_id = await create(client, "send_mail")
+        with trio.fail_after(10):
+            while ran != ["rerun=True"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
+                await trio.sleep(0.001)
+    return task_id
+
+
 def signed_in_mailer(store: MemoryStore, callers: list[str | None]) -> McpApp:
     """A server behind development tokens (``a`` is alice, ``b`` bob) whose re-runnable
     ``send_mail`` notes whom each run acts for, then waits for ever."""
@@ -1015,11 +1026,7 @@ async def test_a_task_runs_again_only_if_the_tool_is_still_declared_re_runnable(
     repeat) does not run again for a task created under the old declaration: the task
     is written failed as interrupted."""
     store, ran = MemoryStore(), list[str]()
-    async with running(mailer(store, rerun=True, ran=ran)) as client:
-        task_id = await create(client, "send_mail")
-        with trio.fail_after(10):
-            while ran != ["rerun=True"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
-                await trio.sleep(0.001)
+    task_id = await run_once_in_a_first_process(store, ran)
     async with running(mailer(store, rerun=False, ran=ran)) as client:
         with trio.fail_after(10):
             task = result_of(await get(client, task_id))
@@ -1043,11 +1050,7 @@ async def test_a_task_of_a_re_runnable_tool_runs_again_in_the_next_process() -> 
     the next process, where the tool is still declared so, runs it again from the
     start instead of writing it failed as interrupted."""
     store, ran = MemoryStore(), list[str]()
-    async with running(mailer(store, rerun=True, ran=ran)) as client:
-        task_id = await create(client, "send_mail")
-        with trio.fail_after(10):
-            while ran != ["rerun=True"]:  # noqa: ASYNC110 - the job runs in the app's lifespan
-                await trio.sleep(0.001)
+    task_id = await run_once_in_a_first_process(store, ran)
     async with running(mailer(store, rerun=True, ran=ran)) as client:
         with trio.fail_after(10):
             task = result_of(await get(client, task_id))
