@@ -334,7 +334,10 @@ async def test_a_rolling_restart_under_load_fails_no_request(
     assert len(answered) > 0
     assert len(created) > 0
     logs = "".join(backend.log.read_text() for backend in backends)
-    wrong = [task_id for task_id in created if logs.count(f"task {task_id} completed") != 1]
+    # At most one line each: a second would be a second completion written. None is possible:
+    # a completion whose process stopped while the store's answer was on its way is
+    # committed, read back completed above, and logged by no process.
+    wrong = [task_id for task_id in created if logs.count(f"task {task_id} completed") > 1]
     assert wrong == [], "\n".join(  # what became of them, access lines left out
         line
         for line in logs.splitlines()
