@@ -54,6 +54,15 @@ ASK = Elicitation("Sure?", {"type": "object", "properties": {}})
 YES = {"action": "accept", "content": {}}
 
 
+def assert_failed_generically(task: Task) -> None:
+    """``task`` failed with the generic -32603 a job's own mistake gets (its incident aside)."""
+    assert task.error is not None
+    assert (task.status, without_incident(task.error)) == (
+        Status.FAILED,
+        {"code": INTERNAL_ERROR, "message": "Internal error"},
+    )
+
+
 def asking(keys: list[str], record: list[str], rounds: int = 1) -> Any:
     """A job that asks for ``keys`` at once, ``rounds`` times, and returns the answers."""
 
@@ -299,12 +308,7 @@ async def test_asking_again_under_an_answered_key_fails_the_task(
     await wait_all_tasks_blocked()
     await runner.update("s", task_id, {"k": YES})
     await wait_all_tasks_blocked()
-    failed = await runner.get("s", task_id)
-    assert failed.error is not None
-    assert (failed.status, without_incident(failed.error)) == (
-        Status.FAILED,
-        {"code": INTERNAL_ERROR, "message": "Internal error"},
-    )
+    assert_failed_generically(await runner.get("s", task_id))
     assert store.statuses(task_id) == [Status.INPUT_REQUIRED, Status.WORKING, Status.FAILED]
 
 
@@ -497,12 +501,7 @@ async def test_a_rerun_that_asks_a_key_its_first_run_withdrew_fails(
         await nursery.start(second.run)
         await wait_all_tasks_blocked()
         assert runs == ["run", "run"]
-        failed = await second.get("s", task_id)
-        assert failed.error is not None
-        assert (failed.status, without_incident(failed.error)) == (
-            Status.FAILED,
-            {"code": INTERNAL_ERROR, "message": "Internal error"},
-        )
+        assert_failed_generically(await second.get("s", task_id))
         nursery.cancel_scope.cancel()
 
 
@@ -544,12 +543,7 @@ async def test_a_rerun_that_asks_a_key_twice_fails_as_its_first_run_would(
         assert runs == ["run", "run"]
         await second.update("s", task_id, {"k": YES})
         await wait_all_tasks_blocked()
-        failed = await second.get("s", task_id)
-        assert failed.error is not None
-        assert (failed.status, without_incident(failed.error)) == (
-            Status.FAILED,
-            {"code": INTERNAL_ERROR, "message": "Internal error"},
-        )
+        assert_failed_generically(await second.get("s", task_id))
         nursery.cancel_scope.cancel()
 
 
