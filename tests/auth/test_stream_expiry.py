@@ -21,6 +21,21 @@ from tests.auth import scenarios
 from tests.auth.authorization_server import AuthorizationServer
 from tests.auth.harness import SLACK_S, Presa, start_presa
 
+#: ``--auth-cache-ttl`` of the servers that introspect: how long a verification holds.
+CACHE_TTL_S = 1.0
+
+
+async def introspected_task(
+    nursery: trio.Nursery, http: httpx.AsyncClient, issuer: AuthorizationServer
+) -> tuple[Presa, str, str]:
+    """presa introspecting ``issuer``'s opaque tokens, re-checked every ``CACHE_TTL_S``;
+    alice's token, and a task of hers."""
+    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
+    flags += ["--auth-client-secret", issuer.secret("presa")]
+    presa = await start_presa(nursery, http, [*flags, "--auth-cache-ttl", str(CACHE_TTL_S)])
+    token = issuer.mint_opaque("alice-opaque", presa.resource)
+    return presa, token, await scenarios.create_task(presa, token)
+
 
 async def listen_to_the_end(presa: Presa, token: str, task: str) -> list[dict[str, Any]]:
     async with scenarios.listening(presa, token, [task]) as events:
@@ -74,15 +89,10 @@ async def test_an_introspected_listen_ends_once_revoked(
 ) -> None:
     """A-12, A-16: revoked, the token's stream ends within ``--auth-cache-ttl``, and a
     new request with it is refused within the same bound."""
-    ttl = 1.0
-    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
-    flags += ["--auth-client-secret", issuer.secret("presa"), "--auth-cache-ttl", str(ttl)]
-    presa = await start_presa(nursery, http, flags)
-    token = issuer.mint_opaque("alice-opaque", presa.resource)
-    task = await scenarios.create_task(presa, token)
+    presa, token, task = await introspected_task(nursery, http, issuer)
     async with listening_on(presa, token, task) as ended:
         issuer.revoke(token)
-        with trio.fail_after(ttl + SLACK_S):
+        with trio.fail_after(CACHE_TTL_S + SLACK_S):
             await ended.wait()
     await scenarios.refuses_invalid_token(presa, token)
 
@@ -113,13 +123,8 @@ async def test_a_listen_ends_when_its_token_can_no_longer_be_checked(
     """A-12, A-16: authority that cannot be confirmed is not assumed: once the
     introspection endpoint fails (HTTP 503) at the stream's re-check, the stream ends
     with its result, within ``--auth-cache-ttl``, as for a revoked token."""
-    ttl = 1.0
-    flags = ["--auth-issuer", issuer.issuer, "--auth-client-id", "presa"]
-    flags += ["--auth-client-secret", issuer.secret("presa"), "--auth-cache-ttl", str(ttl)]
-    presa = await start_presa(nursery, http, flags)
-    token = issuer.mint_opaque("alice-opaque", presa.resource)
-    task = await scenarios.create_task(presa, token)
+    presa, token, task = await introspected_task(nursery, http, issuer)
     async with listening_on(presa, token, task) as ended:
         issuer.statuses["/introspect"] = 503
-        with trio.fail_after(ttl + SLACK_S):
+        with trio.fail_after(CACHE_TTL_S + SLACK_S):
             await ended.wait()
