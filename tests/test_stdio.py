@@ -26,7 +26,7 @@ from trio.testing import (
 
 from presa_trio.demo import build_server
 from presa_trio.line_reader import LineReader
-from presa_trio.server import Dispatcher, Extension, Method, RequestContext, Server
+from presa_trio.server import Dispatcher, RequestContext, Server
 from presa_trio.server.faults import ServerFailed
 from presa_trio.server.subscriptions import MAX_PENDING_TOPICS
 from presa_trio.stdio import EOF_GRACE_S, OUTPUT_BUFFER, StdioServer
@@ -42,6 +42,7 @@ from tests import wire_schema
 from tests.e2e.failing_server import UnwatchableStore
 from tests.expect import incident_of
 from tests.fuzz_inputs import check_final, near_valid_messages, raw_bodies, read_sent
+from tests.returning import server_returning
 from tests.stdio_lines import serve_lines
 
 
@@ -77,17 +78,7 @@ async def test_a_result_whose_meta_is_no_object_is_an_internal_error(
     Codes: -32603; E-05): an extension's handler returning a result whose ``_meta`` is no
     object is answered -32603 on stdio, and the server goes on serving the other lines."""
 
-    async def odd(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
-        return {"_meta": 5}
-
-    class Odd(Extension):
-        id = "com.example/odd"
-
-        def methods(self) -> list[Method]:
-            return [Method("odd/get", odd)]
-
-    server = Server("odd", "1.0.0")
-    server.add_extension(Odd())
+    server = server_returning("odd", {"_meta": 5})
     out = await serve_lines(
         server,
         [

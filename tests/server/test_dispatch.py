@@ -17,12 +17,13 @@ import trio
 from trio.testing import MockClock
 
 from presa_trio.http.app import McpApp
-from presa_trio.server import Extension, Method, RequestContext, Server, ToolError
+from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.wire import models
 from presa_trio.wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND
 from presa_trio.wire.meta import META_SERVER_INFO
 from tests.expect import assert_still_serving, error_of, incident_of, result_of
+from tests.returning import server_returning
 
 SECRET = "secret-detail-7f3a"
 
@@ -181,17 +182,7 @@ async def test_a_handler_returning_no_result_object_is_an_internal_error(
     object; E-05): a method handler of an extension that returns something else is a
     server fault, answered -32603 with a JSON-RPC body, never a broken exchange."""
 
-    async def hollow(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
-        return returned
-
-    class Hollow(Extension):
-        id = "com.example/hollow"
-
-        def methods(self) -> list[Method]:
-            return [Method("hollow/get", hollow)]
-
-    server = Server("hollow", "1.0.0")
-    server.add_extension(Hollow())
+    server = server_returning("hollow", returned)
     async with running(McpApp.for_server(server)) as client:
         with caplog.at_level(logging.ERROR):
             response = await client.call("hollow/get")
@@ -211,17 +202,7 @@ async def test_a_method_result_json_cannot_hold_is_an_internal_error(
     result the encoder refuses is answered -32603 with a JSON-RPC body, never a
     broken response; the log says which method's result it was."""
 
-    async def odd(server: Server, ctx: RequestContext, params: dict[str, Any]) -> Any:
-        return {"value": value}
-
-    class Odd(Extension):
-        id = "com.example/odd"
-
-        def methods(self) -> list[Method]:
-            return [Method("odd/get", odd)]
-
-    server = Server("odd", "1.0.0")
-    server.add_extension(Odd())
+    server = server_returning("odd", {"value": value})
     async with running(McpApp.for_server(server)) as client:
         with caplog.at_level(logging.ERROR):
             response = await client.call("odd/get")
