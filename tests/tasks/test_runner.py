@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -21,7 +22,7 @@ import trio.testing
 from trio.testing import wait_all_tasks_blocked
 
 from presa_trio.tasks import Limits, TaskRunner, model
-from presa_trio.tasks.context import WorkerContext
+from presa_trio.tasks.context import Job, WorkerContext
 from presa_trio.tasks.event_log import TaskEventLog
 from presa_trio.tasks.events import LogAppend, NewEvent, Retention, TaskEvent
 from presa_trio.tasks.model import Task
@@ -52,6 +53,18 @@ from tests.tasks.helpers import RESULT, TRIO_CLOCK, RecordingStore, creator, gat
 
 ASK = Elicitation("Sure?", {"type": "object", "properties": {}})
 YES = {"action": "accept", "content": {}}
+
+
+@asynccontextmanager
+async def recovered_as(store: MemoryStore, job: Job) -> AsyncIterator[TaskRunner]:
+    """The runner of a next process on ``store``, running, once its recovery has run
+    again every task it could claim, as ``job``; stopped when the block ends."""
+    runner = TaskRunner(store, TRIO_CLOCK, lease_ms=3000, revive=lambda _: (job, creator()))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        await wait_all_tasks_blocked()
+        yield runner
+        nursery.cancel_scope.cancel()
 
 
 def assert_failed_generically(task: Task) -> None:
@@ -496,13 +509,9 @@ async def test_a_rerun_that_asks_a_key_its_first_run_withdrew_fails(
         await trio.sleep(2)
         assert list((await first.get("s", task_id)).input_requests) == ["j"]
         nursery.cancel_scope.cancel()  # the process stops; its lease is let go
-    second = TaskRunner(store, TRIO_CLOCK, lease_ms=3000, revive=lambda _: (job, creator()))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(second.run)
-        await wait_all_tasks_blocked()
+    async with recovered_as(store, job) as second:
         assert runs == ["run", "run"]
         assert_failed_generically(await second.get("s", task_id))
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_rerun_that_asks_a_key_twice_fails_as_its_first_run_would(
@@ -536,15 +545,11 @@ async def test_a_rerun_that_asks_a_key_twice_fails_as_its_first_run_would(
         task_id = (await first.start("s", job, creator(), work)).task_id
         await wait_all_tasks_blocked()
         nursery.cancel_scope.cancel()  # the process stops; its lease is let go
-    second = TaskRunner(store, TRIO_CLOCK, lease_ms=3000, revive=lambda _: (job, creator()))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(second.run)
-        await wait_all_tasks_blocked()
+    async with recovered_as(store, job) as second:
         assert runs == ["run", "run"]
         await second.update("s", task_id, {"k": YES})
         await wait_all_tasks_blocked()
         assert_failed_generically(await second.get("s", task_id))
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_worker_that_fails_outside_its_job_ends_alone_and_its_task_is_recovered(
