@@ -27,6 +27,7 @@ from presa_trio.client.events import Lost, TaskEvents
 from presa_trio.client.output import Console
 from presa_trio.client.task_stream import follow_refused
 from presa_trio.client.transport import HttpTransport
+from presa_trio.wire.models import JSONObject
 from presa_trio.wire.sse import encode_event
 from presa_trio.wire.tasks import EVENT_NOTIFICATION, EVENTS_GONE, STATUS_EVENT
 from tests.client.scripted import request_of
@@ -177,6 +178,19 @@ def refused() -> dict[str, Any]:
     return {"error": {"code": -32603, "message": "Too many streams", "data": data}}
 
 
+async def followed_through_refusals(
+    peer: ScriptedPeer, *, timeout_s: float, retry_s: float
+) -> tuple[JSONObject, list[str]]:
+    """A task's events followed from ``peer``, its refusals waited out: how it ended, and
+    each wait the client said it would make ("10 s")."""
+    said = io.StringIO()
+    console = Console(err=said, live=False, colour=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
+        connection = Connection(HttpTransport(URL, http), timeout_s=timeout_s)
+        ended = await follow_refused(TaskEvents(connection, TASK, retry_s=retry_s), ignore, console)
+    return ended, [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
+
+
 async def test_a_refused_stream_waits_no_longer_than_the_longest_retry(
     autojump_clock: Any,
 ) -> None:
@@ -186,14 +200,8 @@ async def test_a_refused_stream_waits_no_longer_than_the_longest_retry(
     minute is tried again after 10 s, as every later refusal is."""
     closing = event(0, STATUS_EVENT, status="completed", revision=1)
     peer = ScriptedPeer([[refused()], [refused()], [closing, END]])
-    said = io.StringIO()
-    console = Console(err=said, live=False, colour=False)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
-        connection = Connection(HttpTransport(URL, http), timeout_s=600)
-        events = TaskEvents(connection, TASK, retry_s=60)
-        ended = await follow_refused(events, ignore, console)
+    ended, waits = await followed_through_refusals(peer, timeout_s=600, retry_s=60)
     assert ended == {"taskId": TASK, "status": "completed"}
-    waits = [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
     assert waits == ["10 s", "10 s"]
 
 
@@ -207,14 +215,8 @@ async def test_refusals_with_events_between_them_are_counted_afresh(
     peer = ScriptedPeer(
         [[refused()], [refused()], [event(0), event(1), refused()], [refused()], [closing, END]]
     )
-    said = io.StringIO()
-    console = Console(err=said, live=False, colour=False)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=peer)) as http:
-        connection = Connection(HttpTransport(URL, http), timeout_s=3)
-        events = TaskEvents(connection, TASK, retry_s=1)
-        ended = await follow_refused(events, ignore, console)
+    ended, waits = await followed_through_refusals(peer, timeout_s=3, retry_s=1)
     assert ended == {"taskId": TASK, "status": "completed"}
-    waits = [line.rpartition("trying again in ")[2] for line in said.getvalue().splitlines()]
     assert waits == ["1 s", "2 s", "1 s", "2 s"]
 
 
