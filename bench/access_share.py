@@ -32,6 +32,14 @@ system: the kernel's side of writing the lines included;
 
 The table gives the medians over the rounds (twice the bench's rounds:
 each is short), the noise beside the share.
+
+On which store (``--store``): ``memory``, the default, or ``postgresql``
+(a temporary server: tests/postgres.py), which ``--workers`` needs, or
+``sqlite``; each server has a database of its own. A tools/call does not
+touch the store, but a durable store's calls run in worker threads, so
+there the access log's writer thread is not the process's first, and
+the first costs a point of its own (docs/performance.md, "The writer
+thread's price").
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ import random
 import shutil
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
@@ -66,6 +76,8 @@ SERVERS: dict[str, servers.Command] = {
     SECOND_QUIET: servers.presa_command,
     SECOND_LOGGED: servers.presa_default_command,
 }
+#: The stores the servers may serve on (``--store``).
+STORES = ("memory", "postgresql", "sqlite")
 #: How long a server is loaded alone before the next one takes its turn.
 SLICE_S = 0.25
 
@@ -87,6 +99,8 @@ class Window:
 class ShareReport:
     # Per cell, one window per round.
     windows: dict[Cell, list[Window]]
+    # The store the servers served on (one of STORES).
+    store: str
 
     def share(self, cell: Cell) -> float:
         """The median over the rounds of the logged pair's CPU time per request over the
@@ -218,21 +232,49 @@ async def one_round(
             served.log_path.unlink(missing_ok=True)
 
 
-async def run(settings: Settings, commands: Mapping[str, servers.Command] = SERVERS) -> ShareReport:
-    """A round after another, each on new servers: twice the bench's rounds."""
+@contextmanager
+def store_urls(store: str) -> Iterator[Callable[[int], str] | None]:
+    """A new store URL per server (by its port) on ``store``, or None for ``memory``."""
+    if store == "memory":
+        yield None
+    elif store == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="presa-share-") as directory:
+            yield lambda port: f"sqlite:///{directory}/tasks-{port}.db"
+    else:
+        from tests.postgres import temporary_postgresql
+
+        with temporary_postgresql() as server:
+            yield lambda port: server.new_database()
+
+
+def on_store(command: servers.Command, url_for: Callable[[int], str]) -> servers.Command:
+    """``command`` serving on the store ``url_for`` gives its port."""
+
+    def with_store(port: int) -> list[str]:
+        return [*command(port), "--store", url_for(port)]
+
+    return with_store
+
+
+async def run(settings: Settings, store: str = "memory") -> ShareReport:
+    """A round after another, each on new servers on ``store``: twice the bench's rounds."""
     windows: dict[Cell, list[Window]] = {cell: [] for cell in CELLS}
     rounds = 2 * settings.rounds
-    for number in range(1, rounds + 1):
-        print(f"round {number}/{rounds} ...", file=sys.stderr, flush=True)
-        for cell, window in (await one_round(commands, settings)).items():
-            windows[cell].append(window)
-    return ShareReport(windows)
+    with store_urls(store) as url_for:
+        commands = SERVERS
+        if url_for is not None:
+            commands = {name: on_store(command, url_for) for name, command in SERVERS.items()}
+        for number in range(1, rounds + 1):
+            print(f"round {number}/{rounds} ({store}) ...", file=sys.stderr, flush=True)
+            for cell, window in (await one_round(commands, settings)).items():
+                windows[cell].append(window)
+    return ShareReport(windows, store)
 
 
 def table(report: ShareReport) -> str:
     names = list(next(iter(report.windows.values()))[0].cpu_per_request)
     lines = [
-        "| access log to a file | "
+        f"| access log to a file, {report.store} store | "
         + " | ".join(f"{name} CPU µs/req" for name in names)
         + " | its share of the CPU time | quiet against quiet |",
         "|---|" + "--:|" * (len(names) + 2),
@@ -257,9 +299,11 @@ def table(report: ShareReport) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    settings = settings_from(settings_parser("bench.access_share", __doc__).parse_args(argv))
+    parser = settings_parser("bench.access_share", __doc__)
+    parser.add_argument("--store", choices=STORES, default="memory", help="the servers' store")
+    args = parser.parse_args(argv)
     servers.pin_client()
-    print(table(asyncio.run(run(settings))))
+    print(table(asyncio.run(run(settings_from(args), args.store))))
 
 
 if __name__ == "__main__":

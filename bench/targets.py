@@ -116,8 +116,8 @@ def access_share_verdicts(report: ShareReport) -> list[Verdict]:
         judged = abs(report.noise(cell)) < ACCESS_SHARE_TARGET
         verdicts.append(
             Verdict(
-                f"{cell.label}: access log ≤ {ACCESS_SHARE_TARGET * 100:.0f} % of its CPU "
-                "time (to a file vs off)",
+                f"{cell.label}, {report.store} store: access log ≤ "
+                f"{ACCESS_SHARE_TARGET * 100:.0f} % of its CPU time (to a file vs off)",
                 f"{share:+.1%} (quiet against quiet {report.noise(cell):+.1%})",
                 f"{ACCESS_SHARE_MARGIN * 100:.0f} points",
                 met=judged and share <= ACCESS_SHARE_TARGET,
