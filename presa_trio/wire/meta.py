@@ -130,11 +130,14 @@ class RequestMeta:
         a request that names no version, a legacy ``initialize`` among them
         (with or without a ``_meta`` of its era), is told the supported ones.
         Whether the version is *supported* is a later rung: see
-        :func:`require_supported_version`. The optional fields are read only
-        under a supported version: what they may hold under another one is
-        that version's to say, and the later rung MUST answer it -32022
-        (streamable-http §Protocol Version Header), not -32602 for a value
-        2026-07-28 lacks, such as a new log level. Under 2026-07-28 an
+        :func:`require_supported_version`. The other fields, required
+        ``clientCapabilities`` included, are read only under a supported
+        version: which fields another version requires, and what they may
+        hold, is that version's to say, and the later rung MUST answer it
+        -32022 (streamable-http §Protocol Version Header; versioning
+        §Protocol Version Negotiation), not -32602 for a field 2026-07-28
+        requires or a value it lacks, such as a new log level; nothing reads
+        the capabilities of a request refused there. Under 2026-07-28 an
         optional field is absent or of its type: a ``null`` is no
         ``Implementation``, no log level and no progress token (schema
         ``$defs.RequestMetaObject``: an ``Implementation`` has a string ``name``
@@ -150,11 +153,11 @@ class RequestMeta:
             raise InvalidParams(
                 f"params._meta must carry a string '{META_PROTOCOL_VERSION}'; {SUPPORTED_NAMED}"
             )
+        if version not in SUPPORTED_VERSIONS:
+            return cls(protocol_version=version, capabilities=ClientCapabilities({}))
         capabilities = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(capabilities, dict):
             raise InvalidParams(f"params._meta must carry an object '{META_CLIENT_CAPABILITIES}'")
-        if version not in SUPPORTED_VERSIONS:
-            return cls(protocol_version=version, capabilities=ClientCapabilities(capabilities))
         client_info = meta.get(META_CLIENT_INFO)
         if META_CLIENT_INFO in meta and not is_implementation(client_info):
             raise InvalidParams(

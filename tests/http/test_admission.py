@@ -886,6 +886,31 @@ async def test_an_unsupported_version_is_refused_whatever_its_optional_meta(
         error_of(response, 400, INVALID_PARAMS)
 
 
+@pytest.mark.parametrize(
+    "capabilities",
+    [..., None, "sampling", []],
+    ids=["missing", "null", "string", "array"],
+)
+async def test_an_unsupported_version_is_refused_whatever_its_client_capabilities(
+    client: McpClient, capabilities: Any
+) -> None:
+    """Spec-mandated (versioning §Protocol Version Negotiation, streamable-http §Protocol
+    Version Header: a version the server does not implement MUST get 400
+    UnsupportedProtocolVersionError listing the supported ones; H-27): which ``_meta``
+    fields another version requires is that version's to say, so a request of another
+    version without an object ``clientCapabilities`` is told the supported versions
+    (-32022), not -32602 with none to retry with; under 2026-07-28 it is still -32602."""
+    meta = {META_PROTOCOL_VERSION: "2027-01-01"}
+    if capabilities is not ...:
+        meta[META_CLIENT_CAPABILITIES] = capabilities
+    message = request("server/discover", {"_meta": meta}, request_id=304)
+    headers = with_headers(message, mcp_protocol_version="2027-01-01")
+    error = error_of(await client.post(message, headers), 400, UNSUPPORTED_PROTOCOL_VERSION, 304)
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "2027-01-01"}
+    current = request("server/discover", {"_meta": {**meta, META_PROTOCOL_VERSION: "2026-07-28"}})
+    error_of(await client.post(current, with_headers(current)), 400, INVALID_PARAMS)
+
+
 # --- rung 12: the method ----------------------------------------------------------
 
 
