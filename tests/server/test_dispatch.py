@@ -20,7 +20,11 @@ from presa_trio.http.app import McpApp
 from presa_trio.server import RequestContext, Server, ToolError
 from presa_trio.testing import McpClient, meta, request, running
 from presa_trio.wire import models
-from presa_trio.wire.errors import INTERNAL_ERROR, METHOD_NOT_FOUND
+from presa_trio.wire.errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+)
 from presa_trio.wire.meta import META_SERVER_INFO
 from tests.expect import assert_still_serving, error_of, incident_of, result_of
 from tests.returning import server_returning
@@ -43,6 +47,12 @@ def faulty_server(cancelled: trio.Event) -> Server:
     async def explode_after_progress(ctx: RequestContext, arguments: dict[str, Any]) -> str:
         await ctx.report_progress(1, total=2)
         raise RuntimeError(SECRET)
+
+    @server.tool(description="Reports progress, then needs sampling the client may lack.")
+    async def sample_after_progress(ctx: RequestContext, arguments: dict[str, Any]) -> str:
+        await ctx.report_progress(1, total=2)
+        ctx.require_capability("sampling")
+        return "sampled"
 
     @server.tool(description="Fails in a way it anticipated.")
     async def refuse(ctx: RequestContext, arguments: dict[str, Any]) -> str:
@@ -146,6 +156,28 @@ async def test_a_fault_after_the_stream_started_is_the_final_event(
     assert final["error"]["code"] == INTERNAL_ERROR
     assert SECRET.encode() not in response.body
     assert SECRET in caplog.text
+
+
+async def test_a_missing_capability_found_after_the_stream_started_is_its_final_event(
+    faulty: McpClient,
+) -> None:
+    """Spec-mandated (streamable-http §Receiving Messages; E-11) where basic/index §_meta
+    asks 400 for -32021 (spec-notes §71a): once a notification has opened the stream, its
+    200 is sent, so the -32021 the handler finds afterwards is the stream's last event,
+    code and ``data.requiredCapabilities`` as a 400 would carry them; without the
+    notification the same refusal is a plain 400."""
+    streamed = {"name": "sample_after_progress", "_meta": meta({}, progressToken="p")}
+    response = await faulty.call("tools/call", streamed)
+    assert (response.status, response.headers["content-type"]) == (200, "text/event-stream")
+    progress, final = response.events()
+    assert progress["method"] == "notifications/progress"
+    assert final["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert final["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+    quiet = {"name": "sample_after_progress", "_meta": meta({})}
+    error = error_of(
+        await faulty.call("tools/call", quiet), 400, MISSING_REQUIRED_CLIENT_CAPABILITY
+    )
+    assert error == final["error"]
 
 
 @pytest.mark.parametrize("tool", ["opaque", "not_a_number", "opaque_progress"])
