@@ -190,6 +190,39 @@ async def test_task_notifications_go_only_to_acknowledged_ids_and_are_tagged(
     assert unlisted_now["status"] == "completed"
 
 
+async def test_a_listen_says_nothing_of_the_state_a_task_reached_before_it(
+    client: McpClient,
+) -> None:
+    """presa-defined (SEP-2663 §Task Status Notifications: the server MAY push changes,
+    and a client "need not" poll; T-51; docs/spec-notes.md entry 72): a listen hears
+    the changes made after its acknowledgement, never the state a task had reached
+    before. A task that ended before the listen is acknowledged all the same and
+    sends nothing: the next message is the other listed task's change. One
+    ``tasks/get`` after the acknowledgement reads the state the listen starts from."""
+    ended = (await create(client, "failing_job"))["taskId"]
+    parked = (await create(client, "confirm_delete", filename="a.txt"))["taskId"]
+    await wait_all_tasks_blocked()
+    listen = request(
+        "subscriptions/listen",
+        {"notifications": {"taskIds": [ended, parked]}},
+        request_id=72,
+        capabilities=DECLARED,
+    )
+    with trio.fail_after(5):
+        async with client.stream(listen) as stream:
+            ack = await stream.next_message()
+            before = await declared(client, "tasks/get", taskId=ended)
+            await declared(
+                client, "tasks/update", taskId=parked, inputResponses={"confirm-delete": ACCEPT}
+            )
+            await wait_all_tasks_blocked()
+            first = await stream.next_message()
+
+    assert ack["params"]["notifications"] == {"taskIds": [ended, parked]}
+    assert (before["status"], before["result"]["isError"]) == ("completed", True)
+    assert (first["method"], first["params"]["taskId"]) == ("notifications/tasks", parked)
+
+
 async def test_tasks_of_large_declarations_leave_nothing_held_once_they_end(
     client: McpClient,
 ) -> None:
