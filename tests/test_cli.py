@@ -55,6 +55,15 @@ MISTAKES = {
     "log level": (["serve", "--log-level", "LOUD"], "--log-level: 'LOUD' is not one of"),
     "workers below none": (["serve", "--workers", "-1"], "--workers: '-1' is not a number of"),
     "workers past any machine's cores": (["serve", "--workers", "1025"], "at most 1024"),
+    "workers on memory:": (
+        ["serve", "--workers", "2"],
+        "--workers 2: memory: keeps tasks inside each process, so a task created on one worker "
+        "would not be found on another; use --store postgresql://… or --workers 1",
+    ),
+    "workers on sqlite:": (
+        ["serve", "--workers", "2", "--store", "sqlite:///never.db"],
+        "--workers 2: a sqlite: store serves one process per file",
+    ),
     "log format": (["serve", "--log-format", "xml"], "--log-format: invalid choice"),
     "max body": (["serve", "--max-body", "0"], "--max-body: '0' is not a positive"),
     "read timeout": (["serve", "--read-timeout", "-1"], "--read-timeout: '-1' is not"),
@@ -178,6 +187,12 @@ MISTAKES = {
         "is not a positive number of streams",
     ),
 }
+if len(getattr(os, "sched_getaffinity", lambda _: ())(0)) > 1:
+    # On one core --workers 0 is one worker, which memory: serves.
+    MISTAKES["one worker per core on memory:"] = (
+        ["serve", "--workers", "0"],
+        f"--workers 0 (one per core: {len(os.sched_getaffinity(0))}): memory: keeps tasks",
+    )
 
 
 async def test_an_operator_mistake_is_one_line_and_status_2() -> None:

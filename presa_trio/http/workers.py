@@ -136,11 +136,16 @@ def worker_total(requested: int) -> int:
     return os.cpu_count() or 1
 
 
-def check_store(store: str, total: int) -> None:
-    """Refuse, in one line, a store that ``total`` workers cannot share."""
+def check_store(store: str, requested: int, total: int) -> None:
+    """Refuse, in one line, a store that ``total`` workers cannot share.
+
+    The line names ``--workers`` as given: ``0`` with the count of cores it
+    came to, which the operator did not type.
+    """
     why = UNSHARED_STORES.get(store.partition(":")[0])
     if total > 1 and why is not None:
-        raise ServeRefused(f"--workers {total}: {why}; use --store postgresql://… or --workers 1")
+        given = f"{requested} (one per core: {total})" if requested == 0 else f"{requested}"
+        raise ServeRefused(f"--workers {given}: {why}; use --store postgresql://… or --workers 1")
 
 
 def shared_metrics_directory() -> str | None:
@@ -446,7 +451,7 @@ async def serve_workers(argv: Sequence[str], args: argparse.Namespace) -> int:
     if args.reload:
         raise ServeRefused("--reload restarts one process: use it with --workers 1")
     total = worker_total(args.workers)
-    check_store(args.store, total)
+    check_store(args.store, args.workers, total)
     bound = stop_bound(args.drain_delay, args.shutdown_grace, args.store_timeout)
     listener = listen(args.host, args.port)
     with listener:

@@ -183,6 +183,13 @@ def refuse_prompt_arguments(where: str, arguments: object) -> None:
                 "required=None, title=None), a str name, description and title and a bool "
                 f"required; not {argument!r} (schema.ts PromptArgument)"
             )
+    names = [argument.name for argument in listed or ()]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise SignatureError(
+            f"{where}: arguments= names {twice!r} twice; prompts/get carries one value "
+            "for each name, so each argument is named once"
+        )
 
 
 def refuse_size(where: str, size: object) -> None:
@@ -235,6 +242,22 @@ def name_of(handler: object, where: str) -> str:
     if not isinstance(named, str) or not named:
         raise SignatureError(f"{where}: needs a name; give name=")
     return named
+
+
+def chosen_name(name: str | None, handler: object, where: str) -> str:
+    """The name ``name=`` gives, else the handler's (:func:`name_of`); ``name=""`` is refused.
+
+    schema.ts ``BaseMetadata.name`` is what a client asks for a prompt by and
+    shows a resource as: an empty one names nothing, and the handler's name
+    in its place would list another name than the one given.
+    """
+    if name is None:
+        return name_of(handler, where)
+    if name == "":
+        raise SignatureError(
+            f"{where}: name= is ''; give a name, or leave name= out for the handler's"
+        )
+    return name
 
 
 def refuse_duplicate(where: str, taken: bool) -> None:

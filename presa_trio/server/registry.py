@@ -51,6 +51,7 @@ from presa_trio.server.context import RequestContext
 from presa_trio.server.handler_shapes import COMPLETION, RESOURCE, TEMPLATE
 from presa_trio.server.open_streams import DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, ClientStreams
 from presa_trio.server.refusals import (
+    chosen_name,
     name_of,
     read_icons,
     refuse_annotations,
@@ -320,7 +321,7 @@ class Server:
             call = read_handler(handler, where, RESOURCE, thread=thread)
             resource = models.Resource(
                 uri=uri,
-                name=name or name_of(handler, where),
+                name=chosen_name(name, handler, where),
                 title=title,
                 description=description or inspect.getdoc(handler),
                 mime_type=mime_type,
@@ -358,6 +359,7 @@ class Server:
         def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
             refuse_template_scheme(where, uri_template)
+            chosen_name(name, handler, where)
             listed_icons = read_icons(where, icons)
             refuse_resource_annotations(where, annotations)
             pattern = template_pattern(uri_template)
@@ -405,7 +407,7 @@ class Server:
         refuse_uncalled("prompt", name, "@server.prompt()")
 
         def register(handler: AnyPromptHandler) -> AnyPromptHandler:
-            prompt_name = name or name_of(handler, "a prompt")
+            prompt_name = chosen_name(name, handler, "a prompt")
             listed_icons = read_icons(f"prompt {prompt_name!r}", icons)
             refuse_duplicate(f"prompt {prompt_name!r}", prompt_name in self.prompts)
             signature = read_prompt_signature(handler, prompt_name, thread=thread)

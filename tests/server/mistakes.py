@@ -135,6 +135,30 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "resource 'note://{day}': braces make it a URI template, not a URI; register it with "
         "@server.resource_template(uri_template, name=…)",
     ),
+    "server.resource empty name": (
+        '@server.resource("note://today", name="")\n'
+        'async def today(ctx: RequestContext) -> str:\n    return "rain"\n',
+        "resource 'note://today': name= is ''; give a name, or leave name= out",
+    ),
+    "server.resource_template empty name": (
+        '@server.resource_template("note://{day}", name="")\n'
+        "async def note(ctx: RequestContext, variables: dict[str, str]) -> str:\n"
+        '    return "rain"\n',
+        "resource template 'note://{day}': name= is ''; give a name, or leave name= out",
+    ),
+    "server.prompt empty name": (
+        '@server.prompt(name="")\nasync def haiku(ctx: RequestContext, topic: str) -> str:\n'
+        '    """A haiku."""\n    return topic\n',
+        "a prompt: name= is ''; give a name, or leave name= out for the handler's",
+    ),
+    "server.prompt arguments named twice": (
+        "from presa_trio.wire.models import PromptArgument\n\n\n"
+        '@server.prompt(description="A haiku.", arguments=[PromptArgument("topic"), '
+        'PromptArgument("topic")])\n'
+        "async def haiku(ctx: RequestContext, arguments: dict[str, str]) -> str:\n"
+        '    return arguments["topic"]\n',
+        "prompt 'haiku': arguments= names 'topic' twice",
+    ),
     "server.resource other parameters": (
         f"{RESOURCE}\nasync def today(ctx: RequestContext, day: str) -> str:\n    return day\n",
         "resource 'note://today': the handler is called as (ctx); take exactly those",
