@@ -359,7 +359,7 @@ class Server:
         def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
             refuse_template_scheme(where, uri_template)
-            chosen_name(name, handler, where)
+            template_name = chosen_name(name, handler, where)  # refuses name=''
             listed_icons = read_icons(where, icons)
             refuse_resource_annotations(where, annotations)
             pattern = template_pattern(uri_template)
@@ -369,7 +369,7 @@ class Server:
             )
             template = models.ResourceTemplate(
                 uri_template=uri_template,
-                name=name,
+                name=template_name,
                 title=title,
                 description=description,
                 mime_type=mime_type,
@@ -377,7 +377,11 @@ class Server:
                 annotations=annotations,
             )
             refuse_texts(
-                where, name=name, title=title, description=description, mime_type=mime_type
+                where,
+                name=template_name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
             )
             self.templates.append(RegisteredTemplate(template, pattern, call))
             self.notify_resources_list_changed()
