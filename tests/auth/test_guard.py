@@ -466,6 +466,28 @@ async def test_the_metadata_url_keeps_the_resources_query() -> None:
     assert document.json()["resource"] == resource
 
 
+async def test_the_metadata_of_a_percent_encoded_resource_path_is_served_where_named() -> None:
+    """A-01: the challenge's ``resource_metadata`` (RFC 9728 §5.1) keeps the resource's
+    path as written, percent-encoding and all (§3.1), and the document is served at
+    that URL: the server receives the path percent-decoded (ASGI's ``path``), as
+    ``…/café/mcp`` for ``…/caf%C3%A9/mcp``, and must not answer it 404."""
+    resource = "http://localhost:3000/caf%C3%A9/mcp"
+    auth = ResourceGuard(
+        resource, Verifiers(static=StaticTokens({"t": "a"})), authorization_servers=[ISSUER]
+    )
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        message = request("tools/list")
+        refused = await client.post(message, with_token(message))
+        path = "/.well-known/oauth-protected-resource/café/mcp"
+        document = await client.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    assert refused.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
+        '/caf%C3%A9/mcp"'
+    )
+    assert document.status == 200
+    assert document.json()["resource"] == resource
+
+
 def test_a_scope_rule_names_scope_tokens() -> None:
     """A-04: the Python API refuses a scope that is no RFC 6749 §3.3 ``scope-token``,
     wherever it is named: every request's, a method's, a tool's."""
