@@ -167,6 +167,25 @@ async def test_a_tool_needs_the_scopes_of_tools_call_too() -> None:
     )
 
 
+async def test_a_notification_needs_the_scopes_of_every_request(client: McpClient) -> None:
+    """A-04: a notification is an HTTP request too (authorization §Access Token Usage:
+    authorization in every request): a token without the scopes every request needs
+    is 403 ``insufficient_scope`` (§Runtime Insufficient Scope Errors), not 202; with
+    them it is accepted (streamable-http §Sending Messages)."""
+    app = client.app
+    assert app.auth is not None
+    app.auth.verifier = Verifiers(static=StaticTokens({"none": "carol"}))
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    refused = await client.post(note, with_token(note, "Bearer none"))
+    assert refused.status == 403
+    assert refused.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+        'error_description="notifications/cancelled requires the scopes: mcp", scope="mcp"'
+    )
+    app.auth.verifier = Verifiers(static=StaticTokens({"full": "alice"}, scopes=RULES.all()))
+    assert (await client.post(note, with_token(note, "Bearer full"))).status == 202
+
+
 async def test_an_error_description_keeps_to_its_characters(client: McpClient) -> None:
     """A-04: the 403 names the request's method, which the client chose; in the
     challenge every character RFC 6750 §3 does not allow in ``error_description``
