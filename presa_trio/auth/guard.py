@@ -53,7 +53,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 import attrs
 import httpx
@@ -277,11 +277,13 @@ class ResourceGuard:
     def __attrs_post_init__(self) -> None:
         # The well-known URI inserted between the host and the path and query (RFC
         # 9728 §3.1), and the root form; the paths served are matched without
-        # the query, as a request's path comes.
+        # the query, and percent-decoded, as a request's path comes (ASGI's
+        # ``path``): a resource ``/caf%C3%A9/mcp`` has its document requested
+        # at ``…/caf%C3%A9/mcp``, which arrives as ``…/café/mcp``.
         parts = urlsplit(self.resource)
         path = WELL_KNOWN + parts.path.rstrip("/")
         self.metadata_url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-        self.metadata_paths = frozenset({path, WELL_KNOWN})
+        self.metadata_paths = frozenset({unquote(path), WELL_KNOWN})
 
     def metadata(self) -> dict[str, Any]:
         """The Protected Resource Metadata document (RFC 9728 §2)."""

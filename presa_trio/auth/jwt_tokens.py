@@ -86,8 +86,7 @@ class JwtVerifier:
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
 
     async def verify(self, token: str, http: httpx.AsyncClient) -> Verified:
-        keys = await self.key_set(http)
-        principal, expires = await self.check(token, keys, http)
+        principal, expires, keys = await self.check(token, http)
         # No await since :meth:`check` took the key from the set: the set's
         # expiry and basis are those of the set that checked the signature.
         return Verified(principal, min(expires + self.leeway_s, keys.expires_at), keys.basis)
@@ -113,9 +112,16 @@ class JwtVerifier:
         return self._keys
 
     async def check(
-        self, token: str, keys: IssuerKeys, http: httpx.AsyncClient
-    ) -> tuple[Principal, float]:
-        """Steps 1–4 (the claims before the signature): the principal, and its ``exp``."""
+        self, token: str, http: httpx.AsyncClient
+    ) -> tuple[Principal, float, IssuerKeys]:
+        """Steps 1–4 (the claims before the signature): the principal, its ``exp``, and
+        the key set that checked the signature.
+
+        The issuer is asked nothing (its metadata, its keys) until the claims
+        are found good: a token that is expired, or for another resource, is
+        401 even while the issuer cannot be reached, never 503 (authorization
+        §Token Handling: "Invalid or expired tokens MUST receive a HTTP 401").
+        """
         try:
             signed = jws.extract_compact(token.encode("ascii"))
         except (JoseError, ValueError, UnicodeEncodeError) as exc:
@@ -139,6 +145,7 @@ class JwtVerifier:
         if expires is None:
             raise InvalidToken("The access token's exp is not a time")
         kid = header.get("kid")
+        keys = await self.key_set(http)
         key = await keys.key(kid if isinstance(kid, str) else None, http)
         try:
             valid = jws.validate_compact(signed, key, registry=REGISTRY)
@@ -146,7 +153,7 @@ class JwtVerifier:
             raise InvalidToken("The access token's signature does not verify") from exc
         if not valid:
             raise InvalidToken("The access token's signature does not verify")
-        return principal, expires
+        return principal, expires, keys
 
     def principal_of(self, claims: dict[str, object]) -> Principal:
         """Check the claims (step 3 and 4) and name the caller."""

@@ -384,8 +384,9 @@ class McpApp:
 
         With authorization on, the token's scopes are checked once the method
         (and tool) are known and their headers agree with the body: 403
-        ``insufficient_scope``. The request's :class:`Access` carries the
-        scopes it needed and when its token lapses.
+        ``insufficient_scope``; a notification too, which is answered 202
+        only for a token with the scopes every request needs. The request's
+        :class:`Access` carries the scopes it needed and when its token lapses.
         """
         admitted = admit(body)
         access = None
@@ -398,6 +399,8 @@ class McpApp:
                     access = self.auth.authorize(caller, request.method, request.params)
             elif isinstance(admitted, envelope.Notification):
                 self.check_notification(headers)
+                if self.auth is not None and caller is not None:  # every request's scopes
+                    self.auth.authorize(caller, admitted.method, admitted.params)
         except McpError as error:
             request_id = admitted.request.id if isinstance(admitted, AdmittedRequest) else None
             admitted = Refused(request_id, error)

@@ -167,6 +167,25 @@ async def test_a_tool_needs_the_scopes_of_tools_call_too() -> None:
     )
 
 
+async def test_a_notification_needs_the_scopes_of_every_request(client: McpClient) -> None:
+    """A-04: a notification is an HTTP request too (authorization §Access Token Usage:
+    authorization in every request): a token without the scopes every request needs
+    is 403 ``insufficient_scope`` (§Runtime Insufficient Scope Errors), not 202; with
+    them it is accepted (streamable-http §Sending Messages)."""
+    app = client.app
+    assert app.auth is not None
+    app.auth.verifier = Verifiers(static=StaticTokens({"none": "carol"}))
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    refused = await client.post(note, with_token(note, "Bearer none"))
+    assert refused.status == 403
+    assert refused.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", '
+        'error_description="notifications/cancelled requires the scopes: mcp", scope="mcp"'
+    )
+    app.auth.verifier = Verifiers(static=StaticTokens({"full": "alice"}, scopes=RULES.all()))
+    assert (await client.post(note, with_token(note, "Bearer full"))).status == 202
+
+
 async def test_an_error_description_keeps_to_its_characters(client: McpClient) -> None:
     """A-04: the 403 names the request's method, which the client chose; in the
     challenge every character RFC 6750 §3 does not allow in ``error_description``
@@ -461,6 +480,28 @@ async def test_the_metadata_url_keeps_the_resources_query() -> None:
     assert refused.headers["www-authenticate"] == (
         'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
         '/mcp?tenant=a"'
+    )
+    assert document.status == 200
+    assert document.json()["resource"] == resource
+
+
+async def test_the_metadata_of_a_percent_encoded_resource_path_is_served_where_named() -> None:
+    """A-01: the challenge's ``resource_metadata`` (RFC 9728 §5.1) keeps the resource's
+    path as written, percent-encoding and all (§3.1), and the document is served at
+    that URL: the server receives the path percent-decoded (ASGI's ``path``), as
+    ``…/café/mcp`` for ``…/caf%C3%A9/mcp``, and must not answer it 404."""
+    resource = "http://localhost:3000/caf%C3%A9/mcp"
+    auth = ResourceGuard(
+        resource, Verifiers(static=StaticTokens({"t": "a"})), authorization_servers=[ISSUER]
+    )
+    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
+        message = request("tools/list")
+        refused = await client.post(message, with_token(message))
+        path = "/.well-known/oauth-protected-resource/café/mcp"
+        document = await client.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    assert refused.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
+        '/caf%C3%A9/mcp"'
     )
     assert document.status == 200
     assert document.json()["resource"] == resource

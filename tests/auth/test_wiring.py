@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from urllib.parse import urlsplit
 
 import httpx
@@ -100,6 +101,23 @@ async def test_an_unreachable_issuer_is_503_and_one_warning(
     response = await presa.call("tools/list", token=token)
     assert response.status_code == 503
     assert int(response.headers["retry-after"]) >= 1
+
+
+async def test_a_token_its_claims_refuse_is_401_while_the_issuer_is_unreachable(
+    nursery: trio.Nursery, http: httpx.AsyncClient
+) -> None:
+    """A-08, A-17: an expired token, or one for another resource, is invalid whatever
+    the issuer would say: 401 ``invalid_token`` even while the issuer cannot be reached
+    (authorization §Token Handling: "Invalid or expired tokens MUST receive a HTTP 401
+    response"), never the 503 that tells the client to keep it and retry."""
+    gone = "http://127.0.0.1:1"
+    presa = await start_presa(nursery, http, ["--auth-issuer", gone])
+    await log_lines(presa, "authorization server unreachable at start")
+    minter = AuthorizationServer(issuer=gone)
+    expired = minter.mint_jwt("alice-app", presa.resource, issued_at=int(time.time()) - 4000)
+    assert "expired" in await scenarios.refuses_invalid_token(presa, expired)
+    elsewhere = minter.mint_jwt("alice-app", "https://other.example.com/mcp")
+    assert "resource" in await scenarios.refuses_invalid_token(presa, elsewhere)
 
 
 async def test_an_issuer_whose_metadata_fails_is_503_not_500(
