@@ -299,6 +299,9 @@ class StdioServer:
 
         Only a string or an integer names a request (basic/index §Requests);
         any other ``requestId`` (``true``, ``1.0``, a list…) names none and is ignored.
+        So is a cancellation whose ``reason`` is not a string or whose ``_meta``
+        is not an object (schema ``CancelledNotificationParams``): it is
+        malformed, and SHOULD be ignored (basic/patterns/cancellation §Error Handling).
         The id is free at once: the cancelled request writes nothing more
         (:meth:`InFlight.cancel`), so a request that reuses the id,
         read before the cancelled one has stopped, is served, not refused
@@ -308,9 +311,15 @@ class StdioServer:
         """
         if message.method != "notifications/cancelled":
             return None
-        request_id = message.params.get("requestId")
+        params = message.params
+        if not isinstance(params.get("reason", ""), str) or not isinstance(
+            params.get("_meta", {}), dict
+        ):
+            log.debug("malformed notifications/cancelled ignored")
+            return None
+        request_id = params.get("requestId")
         if is_request_id(request_id) and (found := self._in_flight.pop(request_id, None)):
-            reason = message.params.get("reason")
+            reason = params.get("reason")
             log.debug("request %r cancelled by the client: %r", request_id, reason)
             found.cancel(reason="notifications/cancelled")
             return found

@@ -135,6 +135,10 @@ def cancelled(request_id: Any) -> bytes:
 
 
 WAIT_ONE_SECOND = line(request("tools/call", {"name": "wait", "arguments": {"seconds": 1}}))
+#: Cancellations of request 1 whose other params break CancelledNotificationParams.
+CANCEL_REASON_NUMBER = {"requestId": 1, "reason": 5}
+CANCEL_REASON_NULL = {"requestId": 1, "reason": None}
+CANCEL_META_STRING = {"requestId": 1, "_meta": "m"}
 
 
 @pytest.mark.parametrize(
@@ -189,14 +193,29 @@ async def test_a_cancellation_is_logged_with_its_reason(
         {"jsonrpc": "1.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
         {"method": "notifications/cancelled", "params": {"requestId": 1}},
         {"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": CANCEL_REASON_NUMBER},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": CANCEL_REASON_NULL},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": CANCEL_META_STRING},
     ],
-    ids=["params-list", "params-null", "params-string", "jsonrpc-1.0", "no-jsonrpc", "other"],
+    ids=[
+        "params-list",
+        "params-null",
+        "params-string",
+        "jsonrpc-1.0",
+        "no-jsonrpc",
+        "other",
+        "reason-number",
+        "reason-null",
+        "meta-string",
+    ],
 )
 async def test_a_malformed_notification_is_ignored(
     autojump_clock: MockClock, malformed: dict[str, Any]
 ) -> None:
     """Spec-mandated (basic/patterns/cancellation §Error Handling: malformed cancellation
-    notifications SHOULD be ignored; basic/index §Notifications: the receiver MUST NOT
+    notifications SHOULD be ignored, a ``reason`` that is not a string or a ``_meta``
+    that is not an object among them (schema ``CancelledNotificationParams``);
+    basic/index §Notifications: the receiver MUST NOT
     send a response): a message without an id that names a method is a notification,
     and however malformed, nothing is written for it; it cancels nothing, and the
     request in flight is answered."""
