@@ -1,11 +1,12 @@
 """Opaque access tokens, asked about at the issuer's introspection endpoint (RFC 7662).
 
 presa posts the token to the endpoint and accepts it only when the answer
-says ``active: true``, within its ``exp`` and its ``nbf`` (less the clock skew
-allowed, ``leeway_s``), names this server in ``aud`` (RFC 8707: a token for
-another resource is refused even while active), names a caller (a
-non-empty ``sub``, else ``client_id``), and — when presa knows the issuer —
-names that issuer in ``iss``.
+says ``active: true``, before its ``exp`` and from its ``nbf`` (less the clock
+skew allowed, ``leeway_s``: on ``nbf`` only, since the issuer has judged the
+token active by its own clock, and presa keeps no expired one), names this
+server in ``aud`` (RFC 8707: a token for another resource is refused even
+while active), names a caller (a non-empty ``sub``, else ``client_id``),
+and — when presa knows the issuer — names that issuer in ``iss``.
 
 presa authenticates to the endpoint as its metadata says it may
 (``introspection_endpoint_auth_methods_supported``, RFC 8414 §2):

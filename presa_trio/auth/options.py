@@ -138,7 +138,8 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_LEEWAY_S,
         metavar="SECONDS",
-        help="clock skew allowed on exp/nbf/iat; needs --auth-issuer "
+        help="clock skew allowed on a JWT's exp/nbf/iat and an introspected nbf (an "
+        "introspected exp is the issuer's to judge); needs --auth-issuer "
         f"(default: {DEFAULT_LEEWAY_S})",
     )
     group.add_argument(
