@@ -111,6 +111,13 @@ def tool_mistakes(decorator: str, uncalled: str, named: str) -> dict[str, tuple[
             "tool 'add', parameter 'x': a Field is the default here, and presa reads it from "
             "the hint: write Annotated[T, Field(...)], then = the default if there is one",
         ),
+        "return type constraint that would not hold": (
+            f"{decorator}\nasync def add(ctx: RequestContext, x: int) "
+            "-> Annotated[int, Field(ge=0)]:\n"
+            '    """Adds one."""\n    return x + 1\n',
+            "tool 'add', return type: Field constraints hold through an outputSchema, and this "
+            "return type gives none, so they would not hold",
+        ),
         "output schema the return type never meets": (
             with_option(decorator, "output_schema={'type': 'object'}") + "\n"
             'async def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
