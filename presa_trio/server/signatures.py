@@ -449,8 +449,10 @@ def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Cal
     A synchronous function is refused, since every call would fail with
     a non-awaitable result, unless ``thread`` asks for it to run on a
     worker thread (:class:`OnThread`); an async one with ``thread`` is
-    refused too, and so is a generator, whose call returns no result. The
-    same rule holds for every kind of handler.
+    refused too, and so is a generator, whose call returns no result, and a
+    plain ``def`` wrapping an ``async def`` (a decorator's wrapper), whose
+    call returns a coroutine that no thread would await. The same rule
+    holds for every kind of handler.
     """
     if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
         raise SignatureError(
@@ -458,6 +460,12 @@ def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Cal
         )
     if thread and is_async(function):
         raise SignatureError(f"{where}: thread=True is for a plain def; this one is async")
+    if not is_async(function) and is_async(inspect.unwrap(function)):
+        raise SignatureError(
+            f"{where}: the handler is a plain def wrapping an async def (a decorator's "
+            "wrapper), and would return a coroutine unawaited; make the wrapper async def "
+            "and await the call"
+        )
     if not thread and not is_async(function):
         raise SignatureError(
             f"{where}: the handler must be an async function (async def); "

@@ -118,6 +118,17 @@ def tool_mistakes(decorator: str, uncalled: str, named: str) -> dict[str, tuple[
             "tool 'add', return type: Field constraints hold through an outputSchema, and this "
             "return type gives none, so they would not hold",
         ),
+        "plain def wrapping an async def on a thread": (
+            "import functools\n\n\ndef logged(function: Any) -> Any:\n"
+            "    @functools.wraps(function)\n    def wrapper(*args: Any, **kwargs: Any) -> Any:\n"
+            "        return function(*args, **kwargs)\n\n    return wrapper\n\n\n"
+            + with_option(decorator, "thread=True")
+            + '\n@logged\nasync def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            "tool 'add': the handler is a plain def wrapping an async def (a decorator's "
+            "wrapper), and would return a coroutine unawaited; make the wrapper async def "
+            "and await the call",
+        ),
         "output schema the return type never meets": (
             with_option(decorator, "output_schema={'type': 'object'}") + "\n"
             'async def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
