@@ -103,7 +103,7 @@ from presa_trio.server.subscriptions import (
     Wants,
     resource_updated,
 )
-from presa_trio.server.tool_schemas import compile_tool_schemas
+from presa_trio.server.tool_schemas import compile_tool_schemas, refuse_unmet_output
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
@@ -233,6 +233,8 @@ class Server:
         parameter that is not the request context, a hint with no schema,
         a default its schema refuses, a synchronous handler (unless
         ``thread=True``), a name already registered, an unusable schema,
+        ``output_schema=`` that the return type never meets
+        (:func:`refuse_unmet_output`),
         ``@server.tool`` without its parentheses, and a name outside
         server/tools §Tool Names (:func:`refuse_tool_name`). ``needs``: the client
         capabilities it may ask for (:mod:`presa_trio.server.capabilities`).
@@ -270,6 +272,7 @@ class Server:
             )
             refuse_texts(f"tool {tool_name!r}", title=title, description=tool.description)
             arguments, structured = compile_tool_schemas(tool)
+            refuse_unmet_output(f"tool {tool_name!r}", handler, output_schema)
             call: ToolHandler = signature.handler
             defaults = Defaults.of(schema) if signature.input_schema is None else None
             if defaults is not None:

@@ -69,6 +69,7 @@ from presa_trio.wire.hints import (
     describe_hint,
     is_structured,
     is_union,
+    refuse_idle_constraints,
     schema_for,
     structuring_problems,
 )
@@ -335,6 +336,7 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
     if get_origin(hint) is Annotated:  # ``-> Annotated[Report, "…"]``: Report's, described
         returns, schema = return_shape({"return": get_args(hint)[0]}, where)
         notes = schema_for(Annotated[(Any, *hint.__metadata__)], f"{where}, return type")
+        refuse_idle_return_fields(hint.__metadata__, schema, f"{where}, return type")
         return returns, None if schema is None else {**schema, **notes}
     if hint in (None, type(None)):
         return Returns.NOTHING, None
@@ -356,6 +358,30 @@ def return_shape(hints: Mapping[str, Any], where: str) -> tuple[Returns, JSONObj
         return Returns.NOTHING if optional else Returns.CONTENT, None
     schema_for(hint, f"{where}, return type")  # refuse what has no JSON form
     return Returns.JSON_OR_NOTHING if optional else Returns.JSON, None
+
+
+def refuse_idle_return_fields(
+    metadata: Iterable[Any], schema: JSONObject | None, place: str
+) -> None:
+    """Refuse a return type's ``Field`` constraints that would not hold.
+
+    They hold through the ``outputSchema`` alone: on a return type that
+    gives none (``-> Annotated[int, Field(ge=0)]``) nothing checks them, and
+    on an object (``-> Annotated[Report, Field(min_length=1)]``) they are
+    idle as on a parameter (:func:`~presa_trio.wire.hints.refuse_idle_constraints`).
+    A description or a title is no constraint.
+    """
+    for extra in metadata:
+        if not isinstance(extra, Field):
+            continue
+        if schema is not None:
+            refuse_idle_constraints(extra, schema, place)
+        elif set(extra.keywords()) - {"description", "title"}:
+            raise SignatureError(
+                f"{place}: Field constraints hold through an outputSchema, and this return "
+                "type gives none, so they would not hold; keep Field(description=…), or "
+                "return an attrs class whose fields carry them"
+            )
 
 
 @attrs.frozen
@@ -423,8 +449,10 @@ def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Cal
     A synchronous function is refused, since every call would fail with
     a non-awaitable result, unless ``thread`` asks for it to run on a
     worker thread (:class:`OnThread`); an async one with ``thread`` is
-    refused too, and so is a generator, whose call returns no result. The
-    same rule holds for every kind of handler.
+    refused too, and so is a generator, whose call returns no result, and a
+    plain ``def`` wrapping an ``async def`` (a decorator's wrapper), whose
+    call returns a coroutine that no thread would await. The same rule
+    holds for every kind of handler.
     """
     if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
         raise SignatureError(
@@ -432,6 +460,12 @@ def runner_for(function: Callable[..., Any], where: str, *, thread: bool) -> Cal
         )
     if thread and is_async(function):
         raise SignatureError(f"{where}: thread=True is for a plain def; this one is async")
+    if not is_async(function) and is_async(inspect.unwrap(function)):
+        raise SignatureError(
+            f"{where}: the handler is a plain def wrapping an async def (a decorator's "
+            "wrapper), and would return a coroutine unawaited; make the wrapper async def "
+            "and await the call"
+        )
     if not thread and not is_async(function):
         raise SignatureError(
             f"{where}: the handler must be an async function (async def); "

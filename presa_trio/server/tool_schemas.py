@@ -1,13 +1,20 @@
-"""A tool's schemas at registration, compiled once.
+"""A tool's schemas at registration, compiled once, and an ``outputSchema`` its return
+type could never meet, refused.
 
-Spec: 2026-07-28 server/tools §Tool, §x-mcp-header; basic/index §JSON Schema Usage.
+Spec: 2026-07-28 server/tools §Tool, §Output Schema, §x-mcp-header; basic/index
+§JSON Schema Usage.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin
+
+from presa_trio.server.signatures import is_content, tool_hints
 from presa_trio.wire import models
 from presa_trio.wire.envelope import json_problem
 from presa_trio.wire.headers import header_problem
+from presa_trio.wire.hints import SignatureError, describe_hint, is_union, schema_for
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema, SchemaError
 
@@ -44,3 +51,59 @@ def compile_listed(schema: JSONObject, role: str) -> CompiledSchema:
     if problem is not None:
         raise SchemaError(f"{role} holds a value JSON cannot carry: {problem}")
     return CompiledSchema.compile(schema, role=role)
+
+
+#: Return types that can carry any ``structuredContent``: a result, or anything at all.
+MAY_CARRY = (models.CallToolResult, Any, object)
+
+
+def json_types(schema: JSONObject) -> set[str] | None:
+    """The JSON types a schema admits, ``integer`` counted as ``number``; ``None`` if it
+    does not say (no ``type``, or a ``type`` under only some of its ``anyOf``)."""
+    kind = schema.get("type")
+    if isinstance(kind, str | list):
+        named = {kind} if isinstance(kind, str) else set(kind)
+        return {"number" if name == "integer" else str(name) for name in named}
+    if isinstance(schema.get("anyOf"), list):
+        found = [json_types(member) for member in schema["anyOf"]]
+        return None if any(part is None for part in found) else set().union(*found)  # type: ignore[arg-type]
+    return None
+
+
+def refuse_unmet_output(where: str, handler: Callable[..., Any], output_schema: object) -> None:
+    """Refuse ``output_schema=`` that no value of the declared return type meets.
+
+    With an ``outputSchema`` every successful result carries
+    ``structuredContent`` that fits it (server/tools §Output Schema), and
+    one that does not is -32603 (:func:`~presa_trio.server.tools.check_structured`):
+    ``-> str`` returns text and never ``structuredContent``, ``-> int``
+    never an object. Either would be listed and fail every call. A return
+    type that may carry anything (``CallToolResult``, ``Any``, none
+    declared) is left to the call.
+    """
+    if not isinstance(output_schema, dict):
+        return
+    hint = tool_hints(handler, where).get("return", Any)
+    members = get_args(hint) if is_union(hint) else (hint,)
+    members = tuple(get_args(m)[0] if get_origin(m) is Annotated else m for m in members)
+    if any(member in MAY_CARRY for member in members):
+        return
+    valued = [m for m in members if not (m in (None, type(None)) or is_content(m))]
+    if not valued:
+        declared = "None" if hint is type(None) else describe_hint(hint)
+        raise SignatureError(
+            f"{where}: output_schema= asks every result for structuredContent, and "
+            f"-> {declared} returns content (text, blocks or nothing), never structuredContent; "
+            "return the value the schema describes, or a CallToolResult with structured_content="
+        )
+    found = [json_types(schema_for(member, f"{where}, return type")) for member in valued]
+    wanted = json_types(output_schema)
+    if wanted is None or any(part is None for part in found):
+        return
+    returned = set().union(*found)  # type: ignore[arg-type]
+    if not returned & wanted:
+        raise SignatureError(
+            f"{where}: -> {describe_hint(hint)} returns a JSON {' or '.join(sorted(returned))}, "
+            f"and output_schema= admits only {' or '.join(sorted(wanted))}, so every call "
+            "would fail; make the two agree"
+        )

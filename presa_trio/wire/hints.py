@@ -38,6 +38,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception, transform_error
 
+from presa_trio.wire.constraints import unsatisfiable
 from presa_trio.wire.models import JSONObject
 from presa_trio.wire.schemas import CompiledSchema
 
@@ -198,6 +199,11 @@ def checked_default(default: Any, hint: Any, schema: JSONObject, place: str) -> 
     annotation, but is no date). JSON Schema 2020-12 Validation §9.2
     recommends that a ``default`` be valid against its schema.
     """
+    if isinstance(default, Field):  # pydantic's spelling, ``x: int = Field(ge=0)``
+        raise SignatureError(
+            f"{place}: a Field is the default here, and presa reads it from the hint: write "
+            "Annotated[T, Field(...)], then = the default if there is one"
+        )
     shown, value = json_default(default)
     if not shown:
         raise SignatureError(f"{place}: the default {default!r} has no JSON form")
@@ -246,7 +252,10 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
                 schema["description"] = extra
             elif isinstance(extra, Field):
                 refuse_idle_constraints(extra, schema, where)
-                schema.update(extra.keywords())
+                base, schema = schema, {**schema, **extra.keywords()}
+                problem = unsatisfiable(base, extra, schema, where)
+                if problem is not None:
+                    raise SignatureError(f"{where}: {problem}")
             else:  # pydantic's Field, say: its constraints would silently not hold
                 raise SignatureError(
                     f"{where}: Annotated holds {type(extra).__name__}, which presa does not "
@@ -265,6 +274,8 @@ def schema_for(hint: Any, where: str, seen: tuple[type, ...] = ()) -> JSONObject
         return enum_schema(args)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         values = [member.value for member in hint]
+        if not values:
+            raise SignatureError(f"{where}: enum {hint.__name__} has no members; no value fits it")
         if not all(type(value) in (str, int) for value in values):
             raise SignatureError(f"{where}: the values of enum {hint.__name__} must be str or int")
         return enum_schema(values)

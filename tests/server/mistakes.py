@@ -10,9 +10,9 @@ from __future__ import annotations
 HEADER = """\
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from presa_trio.server import RequestContext, Server
+from presa_trio.server import Field, RequestContext, Server
 from presa_trio.tasks import Policy, TasksExtension
 
 server = Server("mistakes", "1.0.0")
@@ -65,6 +65,83 @@ def tool_mistakes(decorator: str, uncalled: str, named: str) -> dict[str, tuple[
             f'{named}\nasync def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
             "    return x + 1\n",
             "tool 'add one': a tool name is 1 to 128 of the characters A-Z a-z 0-9 _ - .",
+        ),
+        "constraint no number meets": (
+            f"{decorator}\nasync def add(ctx: RequestContext, "
+            "x: Annotated[int, Field(ge=10, le=1)]) -> int:\n"
+            '    """Adds one."""\n    return x + 1\n',
+            "tool 'add', parameter 'x': no number meets Field(ge=10, le=1), so every call "
+            "would fail; the lower bound (ge, gt) goes below the upper (le, lt)",
+        ),
+        "constraint no integer meets": (
+            f"{decorator}\nasync def add(ctx: RequestContext, x: Annotated[int, Field(gt=1, lt=2)])"
+            ' -> int:\n    """Adds one."""\n    return x + 1\n',
+            "tool 'add', parameter 'x': no integer meets Field(gt=1, lt=2)",
+        ),
+        "lengths no string meets": (
+            f"{decorator}\nasync def add(ctx: RequestContext, "
+            "x: Annotated[str, Field(min_length=5, max_length=2)]) -> str:\n"
+            '    """Adds one."""\n    return x\n',
+            "tool 'add', parameter 'x': no string meets Field(min_length=5, max_length=2), so "
+            "every call would fail; min_length goes at or below max_length",
+        ),
+        "items no number meets": (
+            f"{decorator}\nasync def add(ctx: RequestContext, "
+            "xs: list[Annotated[int, Field(ge=5, le=1)]]) -> int:\n"
+            '    """Adds one."""\n    return sum(xs) + 1\n',
+            "tool 'add', parameter 'xs': no number meets Field(ge=5, le=1)",
+        ),
+        "tuple resized": (
+            f"{decorator}\nasync def add(ctx: RequestContext, "
+            "x: Annotated[tuple[int, int], Field(min_items=3)]) -> int:\n"
+            '    """Adds one."""\n    return x[0] + 1\n',
+            "tool 'add', parameter 'x': a tuple of 2 items holds exactly 2, and "
+            "Field(min_items=3) would change that; drop it, or use tuple[T, ...]",
+        ),
+        "Literal values the constraints exclude": (
+            f"{decorator}\nasync def add(ctx: RequestContext, "
+            "x: Annotated[Literal[1, 2], Field(ge=5)]) -> int:\n"
+            '    """Adds one."""\n    return x + 1\n',
+            "tool 'add', parameter 'x': none of the values [1, 2] meets the Field constraints "
+            "beside them, so every call would fail",
+        ),
+        "Field as the default": (
+            f"{decorator}\nasync def add(ctx: RequestContext, x: int = Field(ge=0)) -> int:\n"
+            '    """Adds one."""\n    return x + 1\n',
+            "tool 'add', parameter 'x': a Field is the default here, and presa reads it from "
+            "the hint: write Annotated[T, Field(...)], then = the default if there is one",
+        ),
+        "return type constraint that would not hold": (
+            f"{decorator}\nasync def add(ctx: RequestContext, x: int) "
+            "-> Annotated[int, Field(ge=0)]:\n"
+            '    """Adds one."""\n    return x + 1\n',
+            "tool 'add', return type: Field constraints hold through an outputSchema, and this "
+            "return type gives none, so they would not hold",
+        ),
+        "plain def wrapping an async def on a thread": (
+            "import functools\n\n\ndef logged(function: Any) -> Any:\n"
+            "    @functools.wraps(function)\n    def wrapper(*args: Any, **kwargs: Any) -> Any:\n"
+            "        return function(*args, **kwargs)\n\n    return wrapper\n\n\n"
+            + with_option(decorator, "thread=True")
+            + '\n@logged\nasync def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            "tool 'add': the handler is a plain def wrapping an async def (a decorator's "
+            "wrapper), and would return a coroutine unawaited; make the wrapper async def "
+            "and await the call",
+        ),
+        "output schema the return type never meets": (
+            with_option(decorator, "output_schema={'type': 'object'}") + "\n"
+            'async def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'
+            "    return x + 1\n",
+            "tool 'add': -> int returns a JSON number, and output_schema= admits only object, "
+            "so every call would fail; make the two agree",
+        ),
+        "output schema of a tool returning text": (
+            with_option(decorator, "output_schema={'type': 'object'}") + "\n"
+            'async def add(ctx: RequestContext, x: int) -> str:\n    """Adds one."""\n'
+            "    return str(x + 1)\n",
+            "tool 'add': output_schema= asks every result for structuredContent, and -> str "
+            "returns content (text, blocks or nothing), never structuredContent",
         ),
         "annotations the schema refuses": (
             with_option(decorator, "annotations={'readOnlyHint': 'yes'}") + "\n"
