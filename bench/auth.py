@@ -204,7 +204,7 @@ async def measured(work: Callable[[Setup], Awaitable[None]]) -> None:
                 partial(one_call, plain, scope_for(None), payload),
                 partial(one_call, guarded, scope_for(token), payload),
                 partial(remembered, guarded.auth, token.encode()),
-                partial(verifier.check, token, keys, http),
+                partial(verifier.check, token, http),
                 token.encode(),
             )
         )
