@@ -297,6 +297,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
+        if self.wrong == "unavailable":  # overloaded, as a proxy says so: plain text
+            body = b"Service Unavailable: try again shortly"
+            self.send_response(503)
+            self.send_header("retry-after", "7")
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         body = ANSWERS[self.wrong](message["method"], message["id"])
         self.send_response(200)
         stream = body.startswith(b"data: ")

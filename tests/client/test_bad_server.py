@@ -274,6 +274,23 @@ async def test_a_redirect_names_where_it_points() -> None:
     )
 
 
+async def test_a_refusal_for_now_is_said_as_one_not_as_no_mcp_server(tmp_path: Path) -> None:
+    """presa-defined (docs/client.md, Exit codes), after streamable-http §Backward
+    Compatibility, which falls back to ``initialize`` only on a 400, 404 or 405: a 503
+    in plain text (RFC 9110 §15.6.4) is a server busy for now, said with its
+    ``Retry-After``; it is no sign of another era, so no probe is sent after it."""
+    record = tmp_path / "wire.jsonl"
+    async with serving([sys.executable, MISBEHAVING, "unavailable"]) as served:
+        ran = await client("list", served.url, "--transcript", str(record))
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} refused the request for now: HTTP 503 Service Unavailable "
+        "(Retry-After: 7): Service Unavailable: try again shortly"
+    )
+    sent = [json.loads(line)["request"]["body"]["method"] for line in record.open()]
+    assert sent == ["tools/list"]
+
+
 async def test_media_types_are_read_whatever_their_case() -> None:
     """Spec-mandated (streamable-http §Sending Messages 6: the client MUST support both
     ``application/json`` and ``text/event-stream``; RFC 9110 §8.3.1: a media type's
