@@ -135,6 +135,26 @@ async def test_a_call_past_the_servers_rate_limit_is_said_as_such(tmp_path: Path
     assert called == ["tools/list", "tools/call"]
 
 
+async def test_a_request_declaring_another_version_is_asked_as_declared(
+    presa: ServeProcess, tmp_path: Path
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header: the header MUST match
+    the body's ``_meta`` version; basic/versioning §Protocol Version Negotiation): a
+    ``request`` whose ``_meta`` declares another version (docs/client.md: its keys
+    win) is sent with that version in ``MCP-Protocol-Version`` too, so the server
+    answers the question asked, UnsupportedProtocolVersionError naming what it
+    speaks, not a header mismatch."""
+    record = tmp_path / "wire.jsonl"
+    meta = '{"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}}'
+    ran = await client("request", presa.url, "tools/list", meta, "--transcript", str(record))
+    assert ran.status == 3
+    assert ran.error() == (
+        "tools/list: JSON-RPC error -32022: Unsupported protocol version (it speaks 2026-07-28)"
+    )
+    headers, _ = sent(exchanges(record)[0])
+    assert headers["mcp-protocol-version"] == "2099-01-01"
+
+
 async def test_a_tool_error_exits_1(presa: ServeProcess) -> None:
     ran = await client("call", presa.url, "test_error_handling")
     assert ran.status == 1
