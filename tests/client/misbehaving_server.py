@@ -216,6 +216,18 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {},
     ),
+    # A task whose first polls are refused for now (REFUSED_POLLS), then completed.
+    "polls-refused": answering(
+        {
+            "tools/call": {
+                "resultType": "task",
+                "taskId": "T",
+                "status": "working",
+                "pollIntervalMs": 50,
+            }
+        },
+        {"taskId": "T", "status": "completed", "result": {"content": []}},
+    ),
     # A task whose statusMessage spans two lines.
     "status-two-lines": answering(
         {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
@@ -275,9 +287,24 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
 }
 
 
+#: How ``polls-refused`` answers its first polls: a rate limit in plain text, then a
+#: store out of reach as presa says it (-32603, ``retryable``); the next is answered.
+REFUSED_POLLS = (
+    (429, "text/plain", b"Too many tasks/get requests"),
+    (
+        503,
+        "application/json",
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"store out of reach",'
+        b'"data":{"retryable":true}}}',
+    ),
+)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     wrong = ""
+    #: The ``tasks/get`` requests ``polls-refused`` has had.
+    polls = 0
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -297,6 +324,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
+        if self.wrong == "polls-refused" and message["method"] == "tasks/get":
+            Handler.polls += 1
+            if Handler.polls <= len(REFUSED_POLLS):
+                status, kind, body = REFUSED_POLLS[Handler.polls - 1]
+                self.send_response(status)
+                self.send_header("retry-after", "0")
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
         if self.wrong == "unavailable":  # overloaded, as a proxy says so: plain text
             body = b"Service Unavailable: try again shortly"
             self.send_response(503)

@@ -291,6 +291,20 @@ async def test_a_refusal_for_now_is_said_as_one_not_as_no_mcp_server(tmp_path: P
     assert sent == ["tools/list"]
 
 
+async def test_a_poll_refused_for_now_is_sent_again_while_the_task_goes_on() -> None:
+    """Spec-mandated (SEP-2663 §Task Polling: clients SHOULD continue polling until the
+    task reaches a terminal status, and servers MAY rate-limit polls): a ``tasks/get``
+    refused for now, 429 in plain text or presa's retryable -32603 over 503, is said on
+    stderr and sent again after ``Retry-After``; the task's outcome is the command's."""
+    async with serving([sys.executable, MISBEHAVING, "polls-refused"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen", "--json")
+    assert ran.status == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"content": []}
+    assert ran.stderr.count("; polling again in ") == 2, ran.stderr
+    assert "HTTP 429 Too Many Requests (Retry-After: 0)" in ran.stderr
+    assert "JSON-RPC error -32603: store out of reach" in ran.stderr
+
+
 async def test_media_types_are_read_whatever_their_case() -> None:
     """Spec-mandated (streamable-http §Sending Messages 6: the client MUST support both
     ``application/json`` and ``text/event-stream``; RFC 9110 §8.3.1: a media type's
