@@ -292,8 +292,8 @@ class TaskFollower:
                 nursery.start_soon(self.snapshots_from, task_id, items, send)
                 with found:
                     ended = await events.follow(found.send)
-        except* RequestError:
-            pass  # the stream refused: the caller polls
+        except* (RequestError, RefusedForNow):
+            pass  # the stream refused, or refused for now: the caller polls
         if ended is not None:
             await send.send(ended)
 

@@ -228,6 +228,26 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {"taskId": "T", "status": "completed", "result": {"content": []}},
     ),
+    # A task with an event stream whose first streams are refused for now
+    # (REFUSED_POLLS), then one that ends with the task's log: ``{}``.
+    "stream-refused": answering(
+        {
+            "server/discover": {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {
+                    "extensions": {"io.modelcontextprotocol/tasks": {"eventStreams": {}}}
+                },
+            },
+            "tools/call": {
+                "resultType": "task",
+                "taskId": "T",
+                "status": "working",
+                "pollIntervalMs": 50,
+            },
+            "tasks/stream": {},
+        },
+        {"taskId": "T", "status": "completed", "result": {"content": []}},
+    ),
     # A task whose statusMessage spans two lines.
     "status-two-lines": answering(
         {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
@@ -287,8 +307,9 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
 }
 
 
-#: How ``polls-refused`` answers its first polls: a rate limit in plain text, then a
-#: store out of reach as presa says it (-32603, ``retryable``); the next is answered.
+#: How ``polls-refused`` (``stream-refused``) answers its first polls (streams): a rate
+#: limit in plain text, then a store out of reach as presa says it (-32603,
+#: ``retryable``); the next is answered.
 REFUSED_POLLS = (
     (429, "text/plain", b"Too many tasks/get requests"),
     (
@@ -303,7 +324,8 @@ REFUSED_POLLS = (
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     wrong = ""
-    #: The ``tasks/get`` requests ``polls-refused`` has had.
+    #: The ``tasks/get`` (``tasks/stream``) requests ``polls-refused``
+    #: (``stream-refused``) has had.
     polls = 0
 
     def do_POST(self) -> None:
@@ -324,7 +346,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
-        if self.wrong == "polls-refused" and message["method"] == "tasks/get":
+        refused = {"polls-refused": "tasks/get", "stream-refused": "tasks/stream"}
+        if message["method"] == refused.get(self.wrong):
             Handler.polls += 1
             if Handler.polls <= len(REFUSED_POLLS):
                 status, kind, body = REFUSED_POLLS[Handler.polls - 1]

@@ -305,6 +305,21 @@ async def test_a_poll_refused_for_now_is_sent_again_while_the_task_goes_on() -> 
     assert "JSON-RPC error -32603: store out of reach" in ran.stderr
 
 
+async def test_a_task_stream_refused_for_now_is_tried_again_or_polled() -> None:
+    """SEP-2694 (a draft) as docs/client.md (Following a task's events) reads it: a
+    ``tasks/stream`` refused for now, 429 in plain text as a proxy sends it or presa's
+    retryable -32603, is tried again by ``task stream`` and left for polling by
+    ``call``; either ends with the task's outcome, not with the refusal."""
+    async with serving([sys.executable, MISBEHAVING, "stream-refused"]) as served:
+        streamed = await client("task", "stream", served.url, "T")
+    assert streamed.status == 0, streamed.stderr
+    assert streamed.stderr.count("; trying again in ") == 2, streamed.stderr
+    async with serving([sys.executable, MISBEHAVING, "stream-refused"]) as served:
+        called = await client("call", served.url, "t", "--json")
+    assert called.status == 0, called.stderr
+    assert json.loads(called.stdout) == {"content": []}
+
+
 async def test_media_types_are_read_whatever_their_case() -> None:
     """Spec-mandated (streamable-http §Sending Messages 6: the client MUST support both
     ``application/json`` and ``text/event-stream``; RFC 9110 §8.3.1: a media type's
