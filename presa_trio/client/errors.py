@@ -18,7 +18,8 @@ server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 3      protocol: any JSON-RPC error the server answers (an unknown resource
        or task among them); a task that ended ``failed``; a ``listen`` the
        server agreed to none of; an unreachable, legacy or non-MCP server;
-       a 401 no sign-in cured
+       a refusal for now (HTTP 429 or 503, no JSON-RPC error); a 401 no
+       sign-in cured
 130    cancelled: Ctrl-C (a task is sent ``tasks/cancel`` first), or a task
        that ended ``cancelled``
 141    stdout's reader stopped reading (``| head -1``): 128 + SIGPIPE, as a
@@ -29,6 +30,7 @@ server's own list lacks) is 2; what the server refused, or did wrong, is 3.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
 from presa_trio.wire.models import JSONObject
@@ -72,6 +74,30 @@ class Unreachable(ProtocolFailure):
 
 class BrokenOff(ProtocolFailure):
     """The server was reached, but the exchange ended before its response came."""
+
+
+#: The HTTP statuses that turn a request away for now, not for good: 429 Too Many
+#: Requests (RFC 6585 §4) and 503 Service Unavailable (RFC 9110 §15.6.4).
+REFUSED_FOR_NOW = (429, 503)
+
+
+class RefusedForNow(ProtocolFailure):
+    """HTTP 429 or 503 without a JSON-RPC error: a rate limit (presa's ``--rate-limit``)
+    or an overload, the server's or a proxy's before it, with ``Retry-After`` if given.
+
+    Not a sign of a server of another era or of no MCP at all: streamable-http
+    §Backward Compatibility falls back only on a 400, 404 or 405 whose body is no
+    modern JSON-RPC error, so no ``initialize`` probe is sent to a server already busy.
+    """
+
+    def __init__(self, where: str, status: int, retry_after: str | None, body: str) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        line = f"{where} refused the request for now: HTTP {status} {HTTPStatus(status).phrase}"
+        if retry_after:
+            line += f" (Retry-After: {retry_after})"
+        said = " ".join(body.split())[:120]
+        super().__init__(f"{line}: {said}" if said else line)
 
 
 class RequestError(ProtocolFailure):

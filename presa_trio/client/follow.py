@@ -47,6 +47,7 @@ from presa_trio.client.errors import (
     EXIT_RESULT,
     EXIT_TOOL_ERROR,
     ProtocolFailure,
+    RefusedForNow,
     RequestError,
     TaskFailed,
     UsageProblem,
@@ -100,6 +101,24 @@ def ended_status(task: JSONObject, console: Console) -> int:
         console.note(f"task {task_id} was cancelled")
         return EXIT_CANCELLED
     raise TaskFailed(task)
+
+
+def for_now(failure: ProtocolFailure) -> float | None:
+    """The seconds after which a poll refused for now may be sent again (0 when the
+    server names none); None for a failure that is not a refusal for now.
+
+    A refusal for now is HTTP 429 or 503 (``Retry-After`` in seconds, RFC 9110
+    §10.2.3; a date is not waited for) or a JSON-RPC error marked ``retryable``
+    (presa's task store out of reach, spec-notes §31). The task goes on meanwhile:
+    clients SHOULD poll until it ends (SEP-2663 §Task Polling), and servers MAY
+    rate-limit polls.
+    """
+    if isinstance(failure, RefusedForNow):
+        after = failure.retry_after or ""
+        return float(after) if after.isdecimal() else 0.0
+    if isinstance(failure, RequestError) and failure.retryable:
+        return 0.0
+    return None
 
 
 def poll_seconds(task: JSONObject) -> float:
@@ -194,9 +213,23 @@ class TaskFollower:
             await self.streamed(task, send)
         elif self.listen:
             await self.listened(task_id, send)
+        refused_since: float | None = None
+        wait = poll_seconds(task)
         while True:
-            await trio.sleep(poll_seconds(task))
-            task = await self.get(task_id)
+            await trio.sleep(wait)
+            try:
+                polled = await self.get(task_id)
+            except ProtocolFailure as failure:
+                later = for_now(failure)
+                now = trio.current_time()
+                refused_since = now if refused_since is None else refused_since
+                if later is None or now - refused_since >= self.connection.timeout_s:
+                    raise
+                wait = min(max(poll_seconds(task), later), self.connection.timeout_s)
+                self.console.note(f"{failure}; polling again in {wait:g} s")
+                continue
+            refused_since, task = None, polled
+            wait = poll_seconds(task)
             await send.send(task)
 
     async def listened(self, task_id: str, send: trio.MemorySendChannel[JSONObject]) -> None:
@@ -259,8 +292,8 @@ class TaskFollower:
                 nursery.start_soon(self.snapshots_from, task_id, items, send)
                 with found:
                     ended = await events.follow(found.send)
-        except* RequestError:
-            pass  # the stream refused: the caller polls
+        except* (RequestError, RefusedForNow):
+            pass  # the stream refused, or refused for now: the caller polls
         if ended is not None:
             await send.send(ended)
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import trio
 
-from presa_trio.client.errors import RequestError
+from presa_trio.client.errors import ProtocolFailure
 from presa_trio.client.events import Handler, Lost, TaskEvents, is_terminal
-from presa_trio.client.follow import TaskFollower, ended_status, poll_seconds
+from presa_trio.client.follow import TaskFollower, ended_status, for_now, poll_seconds
 from presa_trio.client.output import Console, block_line, compact
 from presa_trio.client.transport import object_at
 from presa_trio.wire.models import JSONObject
@@ -86,8 +86,9 @@ async def stream_task(follower: TaskFollower, task: JSONObject, after: int | Non
 async def follow_refused(events: TaskEvents, handle: Handler, console: Console) -> JSONObject:
     """``events.follow(handle)``, tried again after an error the server marks retryable.
 
-    A refusal for now (presa's -32603 ``data.retryable: true``: too many
-    streams, over HTTP 429 or 503, or a store that cannot be reached) is said
+    A refusal for now (:func:`~presa_trio.client.follow.for_now`: presa's -32603
+    ``data.retryable: true`` for too many streams, over HTTP 429 or 503, or a store
+    that cannot be reached; a 429 or 503 of a proxy, after its ``Retry-After``) is said
     on stderr and the stream resumed after the last event handed on, as after
     a cut; the wait doubles from the task's poll interval up to
     :data:`LONGEST_RETRY_S`. Refusals that have gone on for the connection's
@@ -100,14 +101,16 @@ async def follow_refused(events: TaskEvents, handle: Handler, console: Console) 
         before = events.cursor
         try:
             return await events.follow(handle)
-        except RequestError as error:
-            if not error.retryable:
+        except ProtocolFailure as error:
+            later = for_now(error)
+            if later is None:
                 raise
             now = trio.current_time()
             if refused_since is None or events.cursor != before:
                 refused_since, wait = now, first_wait
             elif now - refused_since >= events.connection.timeout_s:
                 raise
+            wait = min(max(wait, later), events.connection.timeout_s)
             console.note(f"{error}; trying again in {wait:g} s")
             await trio.sleep(wait)
             wait = min(wait * 2, LONGEST_RETRY_S)

@@ -45,8 +45,10 @@ import trio
 
 from presa_trio.client.challenges import insufficient_scope, www_authenticate
 from presa_trio.client.errors import (
+    REFUSED_FOR_NOW,
     BrokenOff,
     ProtocolFailure,
+    RefusedForNow,
     Unauthorized,
     Unreachable,
     UsageProblem,
@@ -246,12 +248,13 @@ class _HttpReplies:
         if self.exchange is not None:
             self.exchange.response_body += raw
         text = raw.decode("utf-8", errors="replace")
-        if content_type != "application/json":
-            raise NotModern(self.where, self.response.status_code, content_type, text)
-        message = decoded(raw)
-        if not is_response(message):
-            raise NotModern(self.where, self.response.status_code, content_type, text)
-        return message  # type: ignore[no-any-return]
+        message: Any = decoded(raw) if content_type == "application/json" else None
+        if is_response(message):
+            return message  # type: ignore[no-any-return]
+        status = self.response.status_code
+        if status in REFUSED_FOR_NOW:
+            raise RefusedForNow(self.where, status, self.response.headers.get("retry-after"), text)
+        raise NotModern(self.where, status, content_type, text)
 
     def _message(self, data: str) -> JSONObject:
         """An event's message: a response or a notification, as on stdio; a request is the

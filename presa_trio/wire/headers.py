@@ -21,7 +21,7 @@ import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from presa_trio.wire.meta import PROTOCOL_VERSION
+from presa_trio.wire.meta import META_PROTOCOL_VERSION, PROTOCOL_VERSION
 from presa_trio.wire.models import JSONObject
 
 #: Which ``params`` key ``Mcp-Name`` mirrors, for the core methods that have
@@ -59,9 +59,17 @@ def header_value(text: str) -> str:
 
 
 def header_form(value: Any) -> str | None:
-    """How an argument value is written in an ``Mcp-Param-*`` header."""
+    """How an argument value is written in an ``Mcp-Param-*`` header.
+
+    An integer in decimal digits (§Value Encoding: "Convert to decimal string
+    representation"), even one the body holds as a float, such as ``1e16`` given
+    as JSON: Python would write ``1e+16``, which a server comparing the header as
+    text with the integer it read would not find equal.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     if isinstance(value, str | int | float):
         return str(value)
     return None
@@ -158,17 +166,26 @@ def request_headers(
     ``param_headers`` (header -> path into params) adds ``Mcp-Param-*`` for
     each value present.
 
-    Spec: streamable-http §Standard Request Headers, §Client Behavior.
+    ``MCP-Protocol-Version`` is the version the body's ``_meta`` declares, as the
+    header must match it; :data:`PROTOCOL_VERSION` when it declares none that a header
+    can carry.
+
+    Spec: streamable-http §Protocol Version Header ("The header value MUST match the
+    ``io.modelcontextprotocol/protocolVersion`` field carried in the request body's
+    ``_meta``"), §Standard Request Headers, §Client Behavior.
     """
+    params = message.get("params", {})
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    declared = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+    version = declared if isinstance(declared, str) and plain_header_text(declared) else None
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": PROTOCOL_VERSION,
+        "mcp-protocol-version": version or PROTOCOL_VERSION,
     }
     method = message.get("method")
     if "id" in message and isinstance(method, str):
         headers["mcp-method"] = method
-        params = message.get("params", {})
         key = name_params.get(method)
         value = params.get(key) if key else None
         if isinstance(value, str):

@@ -216,6 +216,38 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
         },
         {},
     ),
+    # A task whose first polls are refused for now (REFUSED_POLLS), then completed.
+    "polls-refused": answering(
+        {
+            "tools/call": {
+                "resultType": "task",
+                "taskId": "T",
+                "status": "working",
+                "pollIntervalMs": 50,
+            }
+        },
+        {"taskId": "T", "status": "completed", "result": {"content": []}},
+    ),
+    # A task with an event stream whose first streams are refused for now
+    # (REFUSED_POLLS), then one that ends with the task's log: ``{}``.
+    "stream-refused": answering(
+        {
+            "server/discover": {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {
+                    "extensions": {"io.modelcontextprotocol/tasks": {"eventStreams": {}}}
+                },
+            },
+            "tools/call": {
+                "resultType": "task",
+                "taskId": "T",
+                "status": "working",
+                "pollIntervalMs": 50,
+            },
+            "tasks/stream": {},
+        },
+        {"taskId": "T", "status": "completed", "result": {"content": []}},
+    ),
     # A task whose statusMessage spans two lines.
     "status-two-lines": answering(
         {"tools/call": {"resultType": "task", "taskId": "T", "status": "working"}},
@@ -275,9 +307,26 @@ ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
 }
 
 
+#: How ``polls-refused`` (``stream-refused``) answers its first polls (streams): a rate
+#: limit in plain text, then a store out of reach as presa says it (-32603,
+#: ``retryable``); the next is answered.
+REFUSED_POLLS = (
+    (429, "text/plain", b"Too many tasks/get requests"),
+    (
+        503,
+        "application/json",
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"store out of reach",'
+        b'"data":{"retryable":true}}}',
+    ),
+)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     wrong = ""
+    #: The ``tasks/get`` (``tasks/stream``) requests ``polls-refused``
+    #: (``stream-refused``) has had.
+    polls = 0
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -296,6 +345,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("location", f"http://{self.headers['host']}/mcp/")
             self.send_header("content-length", "0")
             self.end_headers()
+            return
+        refused = {"polls-refused": "tasks/get", "stream-refused": "tasks/stream"}
+        if message["method"] == refused.get(self.wrong):
+            Handler.polls += 1
+            if Handler.polls <= len(REFUSED_POLLS):
+                status, kind, body = REFUSED_POLLS[Handler.polls - 1]
+                self.send_response(status)
+                self.send_header("retry-after", "0")
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+        if self.wrong == "unavailable":  # overloaded, as a proxy says so: plain text
+            body = b"Service Unavailable: try again shortly"
+            self.send_response(503)
+            self.send_header("retry-after", "7")
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
             return
         body = ANSWERS[self.wrong](message["method"], message["id"])
         self.send_response(200)

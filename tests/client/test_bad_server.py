@@ -274,6 +274,52 @@ async def test_a_redirect_names_where_it_points() -> None:
     )
 
 
+async def test_a_refusal_for_now_is_said_as_one_not_as_no_mcp_server(tmp_path: Path) -> None:
+    """presa-defined (docs/client.md, Exit codes), after streamable-http §Backward
+    Compatibility, which falls back to ``initialize`` only on a 400, 404 or 405: a 503
+    in plain text (RFC 9110 §15.6.4) is a server busy for now, said with its
+    ``Retry-After``; it is no sign of another era, so no probe is sent after it."""
+    record = tmp_path / "wire.jsonl"
+    async with serving([sys.executable, MISBEHAVING, "unavailable"]) as served:
+        ran = await client("list", served.url, "--transcript", str(record))
+    assert ran.status == 3
+    assert ran.error() == (
+        f"{served.url} refused the request for now: HTTP 503 Service Unavailable "
+        "(Retry-After: 7): Service Unavailable: try again shortly"
+    )
+    sent = [json.loads(line)["request"]["body"]["method"] for line in record.open()]
+    assert sent == ["tools/list"]
+
+
+async def test_a_poll_refused_for_now_is_sent_again_while_the_task_goes_on() -> None:
+    """Spec-mandated (SEP-2663 §Task Polling: clients SHOULD continue polling until the
+    task reaches a terminal status, and servers MAY rate-limit polls): a ``tasks/get``
+    refused for now, 429 in plain text or presa's retryable -32603 over 503, is said on
+    stderr and sent again after ``Retry-After``; the task's outcome is the command's."""
+    async with serving([sys.executable, MISBEHAVING, "polls-refused"]) as served:
+        ran = await client("call", served.url, "t", "--no-listen", "--json")
+    assert ran.status == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"content": []}
+    assert ran.stderr.count("; polling again in ") == 2, ran.stderr
+    assert "HTTP 429 Too Many Requests (Retry-After: 0)" in ran.stderr
+    assert "JSON-RPC error -32603: store out of reach" in ran.stderr
+
+
+async def test_a_task_stream_refused_for_now_is_tried_again_or_polled() -> None:
+    """SEP-2694 (a draft) as docs/client.md (Following a task's events) reads it: a
+    ``tasks/stream`` refused for now, 429 in plain text as a proxy sends it or presa's
+    retryable -32603, is tried again by ``task stream`` and left for polling by
+    ``call``; either ends with the task's outcome, not with the refusal."""
+    async with serving([sys.executable, MISBEHAVING, "stream-refused"]) as served:
+        streamed = await client("task", "stream", served.url, "T")
+    assert streamed.status == 0, streamed.stderr
+    assert streamed.stderr.count("; trying again in ") == 2, streamed.stderr
+    async with serving([sys.executable, MISBEHAVING, "stream-refused"]) as served:
+        called = await client("call", served.url, "t", "--json")
+    assert called.status == 0, called.stderr
+    assert json.loads(called.stdout) == {"content": []}
+
+
 async def test_media_types_are_read_whatever_their_case() -> None:
     """Spec-mandated (streamable-http §Sending Messages 6: the client MUST support both
     ``application/json`` and ``text/event-stream``; RFC 9110 §8.3.1: a media type's

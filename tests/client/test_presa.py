@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from tests.client.helpers import client, client_command, client_environment
-from tests.e2e.serve_process import REPOSITORY, ServeProcess, serving
+from tests.e2e.serve_process import REPOSITORY, ServeProcess, presa_serve, serving
 
 ACCEPT_NAME = '{"action":"accept","content":{"name":"Ada"}}'
 
@@ -114,6 +114,45 @@ async def test_options_may_stand_among_the_words_after_them(presa: ServeProcess)
     requested = await client("request", presa.url, "tools/call", "--json", '{"name": "greet"}')
     assert requested.status == 0, requested.stderr
     assert json.loads(requested.stdout)["content"][0]["text"] == "Hello, World!"
+
+
+async def test_a_call_past_the_servers_rate_limit_is_said_as_such(tmp_path: Path) -> None:
+    """presa-defined (docs/client.md, Exit codes; spec-notes §67): presa's ``--rate-limit``
+    answers a call past it 429 in plain text with ``Retry-After`` (RFC 6585 §4). The
+    client says the server refused the call for now, exit 3, and asks no more of a
+    busy server: it is not a server of another era (streamable-http §Backward
+    Compatibility: 400, 404 or 405), nor no MCP server."""
+    record = tmp_path / "wire.jsonl"
+    async with presa_serve("--rate-limit", "0.1") as served:
+        first = await client("call", served.url, "greet", "name=Ada")
+        assert first.status == 0, first.stderr
+        ran = await client("call", served.url, "greet", "name=Ada", "--transcript", str(record))
+    assert ran.status == 3
+    assert ran.error().startswith(
+        f"{served.url} refused the request for now: HTTP 429 Too Many Requests (Retry-After: "
+    )
+    called = [sent(record)[1]["method"] for record in exchanges(record)]
+    assert called == ["tools/list", "tools/call"]
+
+
+async def test_a_request_declaring_another_version_is_asked_as_declared(
+    presa: ServeProcess, tmp_path: Path
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header: the header MUST match
+    the body's ``_meta`` version; basic/versioning §Protocol Version Negotiation): a
+    ``request`` whose ``_meta`` declares another version (docs/client.md: its keys
+    win) is sent with that version in ``MCP-Protocol-Version`` too, so the server
+    answers the question asked, UnsupportedProtocolVersionError naming what it
+    speaks, not a header mismatch."""
+    record = tmp_path / "wire.jsonl"
+    meta = '{"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}}'
+    ran = await client("request", presa.url, "tools/list", meta, "--transcript", str(record))
+    assert ran.status == 3
+    assert ran.error() == (
+        "tools/list: JSON-RPC error -32022: Unsupported protocol version (it speaks 2026-07-28)"
+    )
+    headers, _ = sent(exchanges(record)[0])
+    assert headers["mcp-protocol-version"] == "2099-01-01"
 
 
 async def test_a_tool_error_exits_1(presa: ServeProcess) -> None:

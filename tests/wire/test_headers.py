@@ -35,11 +35,20 @@ def test_mcp_name_is_written_literally_or_base64_encoded(name: str, header: str)
     ("arguments", "headers"),
     [
         ({"loc": {"region": "eu", "n": 3, "on": True}}, {"eu", "3", "true"}),
+        ({"loc": {"n": 1e16}}, {"10000000000000000"}),
+        ({"loc": {"n": -7.0}}, {"-7"}),
         ({"loc": {"region": "eu"}}, {"eu"}),
         ({"loc": "eu"}, set()),
         ({"loc": {"region": ["eu"], "n": {"x": 1}, "on": None}}, set()),
     ],
-    ids=["every-value", "one-present", "path-through-a-string", "no-primitive-value"],
+    ids=[
+        "every-value",
+        "integer-as-float",
+        "negative-integer-as-float",
+        "one-present",
+        "path-through-a-string",
+        "no-primitive-value",
+    ],
 )
 def test_param_headers_carry_the_primitive_values_present(
     arguments: dict[str, object], headers: set[str]
@@ -47,8 +56,9 @@ def test_param_headers_carry_the_primitive_values_present(
     """Spec-mandated (streamable-http §Client Behavior: extract the value at each
     annotated property's exact path, omitting the header when no value is present;
     §Value Encoding: strings as is, integers in decimal, booleans ``true``/``false``):
-    a path through something that is no object finds no value, and a value that is no
-    string, integer or boolean is not written."""
+    an integer the body holds as a float (``1e16`` given as JSON) is written in decimal
+    digits, not ``1e+16``; a path through something that is no object finds no value,
+    and a value that is no string, integer or boolean is not written."""
     message = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -59,3 +69,26 @@ def test_param_headers_carry_the_primitive_values_present(
     param_headers = {name: ("arguments", "loc", *path) for name, path in paths.items()}
     written = request_headers(message, CORE_NAME_PARAMS, param_headers)
     assert {value for name, value in written.items() if name.startswith("mcp-param-")} == headers
+
+
+@pytest.mark.parametrize(
+    ("declared", "header"),
+    [
+        ("2026-07-28", "2026-07-28"),
+        ("2099-01-01", "2099-01-01"),
+        (20990101, "2026-07-28"),
+        ("2099\n01", "2026-07-28"),
+    ],
+    ids=["this-version", "another-version", "no-string", "no-header-text"],
+)
+def test_the_protocol_version_header_mirrors_the_version_the_body_declares(
+    declared: object, header: str
+) -> None:
+    """Spec-mandated (streamable-http §Protocol Version Header: the header value MUST
+    match the ``io.modelcontextprotocol/protocolVersion`` of the body's ``_meta``): a
+    body that declares another version (``presa-trio request`` with a ``_meta`` of
+    its own) is sent with that version in the header; one no header can carry, with
+    this client's own."""
+    meta = {"io.modelcontextprotocol/protocolVersion": declared}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    assert request_headers(message, CORE_NAME_PARAMS)["mcp-protocol-version"] == header
