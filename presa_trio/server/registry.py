@@ -103,7 +103,11 @@ from presa_trio.server.subscriptions import (
     Wants,
     resource_updated,
 )
-from presa_trio.server.tool_schemas import compile_tool_schemas, refuse_unmet_output
+from presa_trio.server.tool_schemas import (
+    compile_tool_schemas,
+    refuse_unmeetable,
+    refuse_unmet_output,
+)
 from presa_trio.wire import models
 from presa_trio.wire.headers import header_params
 from presa_trio.wire.models import JSONObject
@@ -273,6 +277,9 @@ class Server:
             refuse_texts(f"tool {tool_name!r}", title=title, description=tool.description)
             arguments, structured = compile_tool_schemas(tool)
             refuse_unmet_output(f"tool {tool_name!r}", handler, output_schema)
+            refuse_unmeetable(
+                f"tool {tool_name!r}", input_schema=input_schema, output_schema=output_schema
+            )
             call: ToolHandler = signature.handler
             defaults = Defaults.of(schema) if signature.input_schema is None else None
             if defaults is not None:

@@ -7,11 +7,12 @@ Spec: 2026-07-28 server/tools §Tool, §Output Schema, §x-mcp-header; basic/ind
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, get_args, get_origin
 
 from presa_trio.server.signatures import is_content, tool_hints
 from presa_trio.wire import models
+from presa_trio.wire.constraints import empty_length, empty_range
 from presa_trio.wire.envelope import json_problem
 from presa_trio.wire.headers import header_problem
 from presa_trio.wire.hints import SignatureError, describe_hint, is_union, schema_for
@@ -51,6 +52,48 @@ def compile_listed(schema: JSONObject, role: str) -> CompiledSchema:
     if problem is not None:
         raise SchemaError(f"{role} holds a value JSON cannot carry: {problem}")
     return CompiledSchema.compile(schema, role=role)
+
+
+def subschemas(schema: JSONObject, path: str = "") -> Iterator[tuple[str, JSONObject]]:
+    """``schema`` and the plain subschemas under it, each with its JSON Pointer: through
+    ``properties``, ``items`` and ``prefixItems`` (JSON Schema 2020-12 Core §10.3).
+
+    Not inside ``not`` (a subschema no value meets is its point there), nor the
+    branches of ``anyOf``, ``oneOf``, ``allOf``, ``if``/``then``/``else``, or
+    ``$ref``/``$defs``, whose empty branch another may cover.
+    """
+    yield path, schema
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name, member in properties.items():
+            if isinstance(member, dict):
+                pointer = str(name).replace("~", "~0").replace("/", "~1")
+                yield from subschemas(member, f"{path}/properties/{pointer}")
+    if isinstance(schema.get("items"), dict):
+        yield from subschemas(schema["items"], f"{path}/items")
+    if isinstance(schema.get("prefixItems"), list):
+        for index, member in enumerate(schema["prefixItems"]):
+            if isinstance(member, dict):
+                yield from subschemas(member, f"{path}/prefixItems/{index}")
+
+
+def refuse_unmeetable(where: str, **written: object) -> None:
+    """Refuse a hand-written ``input_schema=`` or ``output_schema=`` holding a subschema
+    whose own bounds or lengths contradict each other (``{"type": "integer",
+    "minimum": 5, "maximum": 1}``, ``minLength`` over ``maxLength``): no value
+    meets it, so every call giving it fails (:mod:`presa_trio.wire.constraints`;
+    typed tools' ``Field`` constraints are refused where their schema is built).
+
+    Spec: JSON Schema 2020-12 Validation §6.2-§6.4; basic/index §JSON Schema Usage.
+    """
+    for option, schema in written.items():
+        if not isinstance(schema, dict):
+            continue
+        for path, member in subschemas(schema):
+            problem = empty_range(member, written=True) or empty_length(member, written=True)
+            if problem is not None:
+                at = f" at {path}" if path else ""
+                raise SignatureError(f"{where}, {option}{at}: {problem}")
 
 
 #: Return types that can carry any ``structuredContent``: a result, or anything at all.

@@ -5,9 +5,11 @@ tool would be listed, and every call answered "invalid arguments" (on a
 return type, every result refused), for a mistake the signature alone
 shows. :func:`unsatisfiable` says what is wrong, and
 :func:`presa_trio.wire.hints.schema_for` refuses the hint with it, naming
-where. Only constraints that contradict each other, or the type they are
-written on, are found: a narrow range, or a long ``min_length``, is a
-choice the developer may mean.
+where; a hand-written ``input_schema=`` or ``output_schema=`` is walked
+by :func:`presa_trio.server.tool_schemas.refuse_unmeetable`, whose
+problems name the schema's keywords (``written=True``). Only constraints
+that contradict each other, or the type they are written on, are found: a
+narrow range, or a long ``min_length``, is a choice the developer may mean.
 
 Spec: JSON Schema 2020-12 Validation §6.2 (``minimum``, ``maximum`` and
 their exclusive forms), §6.3 (``minLength``, ``maxLength``), §6.4
@@ -35,6 +37,24 @@ def is_number(value: Any) -> bool:
 #: Each bound's keyword and ``Field``'s name for it, lower side then upper.
 LOWER: Mapping[str, str] = {"minimum": "ge", "exclusiveMinimum": "gt"}
 UPPER: Mapping[str, str] = {"maximum": "le", "exclusiveMaximum": "lt"}
+#: ``Field``'s name for a bound, back to its schema keyword.
+KEYWORD: Mapping[str, str] = {name: key for key, name in {**LOWER, **UPPER}.items()}
+
+
+def types_of(schema: JSONObject) -> set[str]:
+    """The JSON types a hand-written schema's ``type`` names; empty if it names none
+    (then any type of value is valid, and no bound confines it: Validation §6.1.1)."""
+    kind = schema.get("type")
+    named = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    return {name for name in named if isinstance(name, str)}
+
+
+def spelled(pairs: tuple[tuple[str, Any], ...], written: bool) -> str:
+    """Two constraints as the developer wrote them: ``Field(ge=10, le=1)``, or for a
+    hand-written schema its keywords, ``{"minimum": 10, "maximum": 1}``."""
+    if written:
+        return "{" + ", ".join(f'"{key}": {value!r}' for key, value in pairs) + "}"
+    return "Field(" + ", ".join(f"{key}={value!r}" for key, value in pairs) + ")"
 
 
 def tightest(
@@ -52,11 +72,20 @@ def tightest(
     return value, [name for number, name in found if number == value][-1]
 
 
-def empty_range(schema: JSONObject) -> str | None:
+def empty_range(schema: JSONObject, *, written: bool = False) -> str | None:
     """Bounds no number meets (``ge=10, le=1``; ``gt=1, lt=1``), or, on an
-    ``integer``, no integer meets (``gt=1, lt=2``)."""
+    ``integer``, no integer meets (``gt=1, lt=2``).
+
+    ``written``: the schema is hand-written, so the problem names its
+    keywords, and is found only where its ``type`` admits numbers alone
+    (bounds hold for numbers only: Validation §6.2, so ``{"minimum": 5,
+    "maximum": 1}`` with no ``type`` still admits every string).
+    """
     low, high = tightest(schema, LOWER, max), tightest(schema, UPPER, min)
     if low is None or high is None:
+        return None
+    numeric = types_of(schema)
+    if written and not (numeric and numeric <= {"integer", "number"}):
         return None
     (least, above), (most, below) = low, high
     strict = above == "gt" or below == "lt"
@@ -67,8 +96,14 @@ def empty_range(schema: JSONObject) -> str | None:
         empty, what = first > last, "integer"
     if not empty:
         return None
+    if written:
+        bounds = ((KEYWORD[above], least), (KEYWORD[below], most))
+        return (
+            f"no {what} meets {spelled(bounds, written)}; the lower bound (minimum, "
+            "exclusiveMinimum) goes below the upper (maximum, exclusiveMaximum)"
+        )
     return (
-        f"no {what} meets Field({above}={least!r}, {below}={most!r}), {EVERY_CALL}; "
+        f"no {what} meets {spelled(((above, least), (below, most)), written)}, {EVERY_CALL}; "
         "the lower bound (ge, gt) goes below the upper (le, lt)"
     )
 
@@ -80,14 +115,24 @@ LENGTHS = (
 )
 
 
-def empty_length(schema: JSONObject) -> str | None:
-    """A least length over the greatest (``min_length=5, max_length=2``)."""
+def empty_length(schema: JSONObject, *, written: bool = False) -> str | None:
+    """A least length over the greatest (``min_length=5, max_length=2``).
+
+    ``written``: as for :func:`empty_range`; a length holds for its own type
+    only (Validation §6.3, §6.4), so it is found where ``type`` is that type.
+    """
     for low, high, least, most, what in LENGTHS:
         bounded = is_number(schema.get(low)) and is_number(schema.get(high))
+        if written and types_of(schema) != {what}:
+            continue
         if bounded and schema[low] > schema[high]:
+            if written:
+                pairs = ((low, schema[low]), (high, schema[high]))
+                return f"no {what} meets {spelled(pairs, written)}; {low} goes at or below {high}"
+            pairs = ((least, schema[low]), (most, schema[high]))
             return (
-                f"no {what} meets Field({least}={schema[low]!r}, {most}={schema[high]!r}), "
-                f"{EVERY_CALL}; {least} goes at or below {most}"
+                f"no {what} meets {spelled(pairs, written)}, {EVERY_CALL}; "
+                f"{least} goes at or below {most}"
             )
     return None
 

@@ -143,6 +143,35 @@ def tool_mistakes(decorator: str, uncalled: str, named: str) -> dict[str, tuple[
             "tool 'add': output_schema= asks every result for structuredContent, and -> str "
             "returns content (text, blocks or nothing), never structuredContent",
         ),
+        "input schema bounds no number meets": (
+            with_option(
+                decorator,
+                "input_schema={'type': 'object', 'properties': "
+                "{'x': {'type': 'integer', 'minimum': 5, 'maximum': 1}}}",
+            )
+            + "\nasync def add(ctx: RequestContext, arguments: dict[str, Any]) -> int:\n"
+            '    """Adds one."""\n    return int(arguments["x"]) + 1\n',
+            "tool 'add', input_schema at /properties/x: no number meets "
+            '{"minimum": 5, "maximum": 1}; the lower bound (minimum, exclusiveMinimum) goes '
+            "below the upper (maximum, exclusiveMaximum)",
+        ),
+        "input schema lengths no string meets, nested": (
+            with_option(
+                decorator,
+                "input_schema={'type': 'object', 'properties': {'a/b': {'type': 'array', "
+                "'items': {'type': 'string', 'minLength': 5, 'maxLength': 2}}}}",
+            )
+            + "\nasync def add(ctx: RequestContext, arguments: dict[str, Any]) -> int:\n"
+            '    """Adds one."""\n    return 1\n',
+            "tool 'add', input_schema at /properties/a~1b/items: no string meets "
+            '{"minLength": 5, "maxLength": 2}; minLength goes at or below maxLength',
+        ),
+        "output schema items no array meets": (
+            with_option(decorator, "output_schema={'type': 'array', 'minItems': 3, 'maxItems': 1}")
+            + "\nasync def add(ctx: RequestContext, x: int) -> list[int]:\n"
+            '    """Adds one."""\n    return [x + 1]\n',
+            'tool \'add\', output_schema: no array meets {"minItems": 3, "maxItems": 1}',
+        ),
         "annotations the schema refuses": (
             with_option(decorator, "annotations={'readOnlyHint': 'yes'}") + "\n"
             'async def add(ctx: RequestContext, x: int) -> int:\n    """Adds one."""\n'

@@ -2,19 +2,20 @@
 
 presa-defined (docs/api.md, what registration refuses): each decorator
 (``server.tool``, ``tasks.tool``, ``server.resource``,
-``server.resource_template``, ``server.prompt``, ``server.completion``)
-refuses, with a :class:`~presa_trio.server.SignatureError` naming what was
-registered and the parameter: a first parameter that is not the request
-context, the decorator used without calling it, a name registered twice, a
-plain ``def`` without ``thread=True``, a default its parameter's schema
-refuses, ``Field`` constraints no value can meet (``Field(ge=10, le=1)``), a
-``Field`` given as the default, ``output_schema=`` that the declared return type
-never meets (``-> int`` beside an object schema, ``-> str``), a return type with
-no JSON Schema, or one no call could answer with (``-> list[str]`` for a
-completion), a template handler taking one variable where every variable
-comes in one dict, a URI template matching what an earlier one matches, a URI
-template expression no URI would match, tool annotations that schema
-``$defs.ToolAnnotations`` refuses (``tools/list`` would send them).
+``server.resource_template``, ``server.prompt``, ``server.completion``) refuses,
+with a :class:`~presa_trio.server.SignatureError` naming what was registered and
+the parameter: a first parameter that is not the request context, the decorator
+used without calling it, a name registered twice, a plain ``def`` without
+``thread=True``, a default its parameter's schema refuses, ``Field`` constraints
+no value can meet (``Field(ge=10, le=1)``), a ``Field`` given as the default, a
+hand-written ``input_schema=`` or ``output_schema=`` holding a subschema no
+value meets (``minimum`` over ``maximum``), ``output_schema=`` that the declared
+return type never meets (``-> int`` beside an object schema, ``-> str``), a
+return type with no JSON Schema, or one no call could answer with
+(``-> list[str]`` for a completion), a template handler taking one variable where
+every variable comes in one dict, a URI template matching what an earlier one
+matches, a URI template expression no URI would match, tool annotations that
+schema ``$defs.ToolAnnotations`` refuses (``tools/list`` would send them).
 ``thread=True`` runs a plain ``def`` of every kind on a worker thread.
 """
 

@@ -268,6 +268,32 @@ def test_a_bad_hand_written_schema_is_one_line_naming_the_tool() -> None:
     assert "\n" not in str(refused.value)
 
 
+async def test_a_hand_written_schema_whose_bounds_some_value_meets_is_served() -> None:
+    """presa-defined (docs/api.md, what registration refuses): contradictory bounds
+    are refused only where ``type`` confines the value to what they bound (Validation
+    §6.2-§6.4), and not inside ``not`` or one ``anyOf`` branch; these admit a value."""
+    from presa_trio.testing import connect
+
+    empty = {"minimum": 5, "maximum": 1}
+    schema = {
+        "type": "object",
+        "properties": {
+            "untyped": empty,
+            "nullable": {"type": ["integer", "null"], **empty},
+            "idle": {"type": "string", "minItems": 3, "maxItems": 1},
+            "negated": {"not": {"type": "integer", **empty}},
+            "either": {"anyOf": [{"type": "integer", **empty}, {"type": "string"}]},
+        },
+    }
+    server = Server("bounds", "1.0.0")
+    server.tool(input_schema=schema)(arguments_form)
+    given = {"untyped": "text", "nullable": None, "idle": "ab", "negated": 3, "either": "x"}
+    async with connect(server) as client:
+        result = await client.call_tool("arguments_form", given)
+    assert result["content"] == [{"type": "text", "text": "fine"}]
+    assert not result.get("isError")
+
+
 async def test_a_plain_def_runs_on_a_thread_when_asked() -> None:
     """presa-defined (docs/api.md): ``thread=True`` runs a plain def on a worker
     thread, with its typed arguments."""
