@@ -369,7 +369,7 @@ class Server:
         def register(handler: AnyTemplateHandler) -> AnyTemplateHandler:
             where = f"resource template {uri_template!r}"
             refuse_template_scheme(where, uri_template)
-            template_name = chosen_name(name, handler, where)  # refuses name=''
+            named = chosen_name(name, handler, where)  # refuses name=''
             listed_icons = read_icons(where, icons)
             refuse_resource_annotations(where, annotations)
             pattern = template_pattern(uri_template)
@@ -379,7 +379,7 @@ class Server:
             )
             template = models.ResourceTemplate(
                 uri_template=uri_template,
-                name=template_name,
+                name=named,
                 title=title,
                 description=description,
                 mime_type=mime_type,
@@ -387,11 +387,7 @@ class Server:
                 annotations=annotations,
             )
             refuse_texts(
-                where,
-                name=template_name,
-                title=title,
-                description=description,
-                mime_type=mime_type,
+                where, name=named, title=title, description=description, mime_type=mime_type
             )
             self.templates.append(RegisteredTemplate(template, pattern, call))
             self.notify_resources_list_changed()
