@@ -18,7 +18,7 @@ from presa_trio.auth.static import StaticTokens
 from presa_trio.cli.main import parse_args
 from presa_trio.demo import build_server
 from presa_trio.http.app import McpApp
-from presa_trio.testing import McpClient, headers_for, request, running
+from presa_trio.testing import McpClient, Response, headers_for, request, running
 from presa_trio.wire.http_values import LOOPBACK_HOSTS, is_loopback
 from tests.auth.authorization_server import AuthorizationServer
 
@@ -462,21 +462,30 @@ async def test_the_default_resource_of_an_ipv6_bind_is_a_uri() -> None:
     )
 
 
-async def test_the_metadata_url_keeps_the_resources_query() -> None:
-    """A-01: the well-known string goes between the host and the path and query of
-    the resource (RFC 9728 §3.1), so a resource with a query names a metadata URL
-    with it; the document served there names the resource, query and all."""
-    resource = "http://localhost:3000/mcp?tenant=a"
+async def challenged_then_served(
+    resource: str, path: str, query: bytes = b""
+) -> tuple[Response, Response]:
+    """A tokenless ``tools/list`` to a server guarding ``resource`` (its 401), then a GET
+    of ``path`` with ``query`` from it (the metadata document, or not)."""
     auth = ResourceGuard(
         resource, Verifiers(static=StaticTokens({"t": "a"})), authorization_servers=[ISSUER]
     )
     async with running(McpApp.for_server(build_server(), auth=auth)) as client:
         message = request("tools/list")
         refused = await client.post(message, with_token(message))
-        path = "/.well-known/oauth-protected-resource/mcp"
         document = await client.post(
-            b"", {"host": "localhost:3000"}, method="GET", path=path, query=b"tenant=a"
+            b"", {"host": "localhost:3000"}, method="GET", path=path, query=query
         )
+    return refused, document
+
+
+async def test_the_metadata_url_keeps_the_resources_query() -> None:
+    """A-01: the well-known string goes between the host and the path and query of
+    the resource (RFC 9728 §3.1), so a resource with a query names a metadata URL
+    with it; the document served there names the resource, query and all."""
+    resource = "http://localhost:3000/mcp?tenant=a"
+    path = "/.well-known/oauth-protected-resource/mcp"
+    refused, document = await challenged_then_served(resource, path, query=b"tenant=a")
     assert refused.headers["www-authenticate"] == (
         'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
         '/mcp?tenant=a"'
@@ -491,14 +500,8 @@ async def test_the_metadata_of_a_percent_encoded_resource_path_is_served_where_n
     that URL: the server receives the path percent-decoded (ASGI's ``path``), as
     ``…/café/mcp`` for ``…/caf%C3%A9/mcp``, and must not answer it 404."""
     resource = "http://localhost:3000/caf%C3%A9/mcp"
-    auth = ResourceGuard(
-        resource, Verifiers(static=StaticTokens({"t": "a"})), authorization_servers=[ISSUER]
-    )
-    async with running(McpApp.for_server(build_server(), auth=auth)) as client:
-        message = request("tools/list")
-        refused = await client.post(message, with_token(message))
-        path = "/.well-known/oauth-protected-resource/café/mcp"
-        document = await client.post(b"", {"host": "localhost:3000"}, method="GET", path=path)
+    path = "/.well-known/oauth-protected-resource/café/mcp"
+    refused, document = await challenged_then_served(resource, path)
     assert refused.headers["www-authenticate"] == (
         'Bearer resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource'
         '/caf%C3%A9/mcp"'
