@@ -825,7 +825,9 @@ async def test_a_mismatch_is_reported_before_an_unsupported_version(client: McpC
         {"_meta": {META_PROTOCOL_VERSION: "v999.0.0", META_CLIENT_CAPABILITIES: {}}},
         request_id=302,
     )
-    error_of(await client.post(message, with_headers(message)), 400, HEADER_MISMATCH, 302)
+    # The header a client of this revision sends, against the body's own version.
+    headers = with_headers(message, mcp_protocol_version="2026-07-28")
+    error_of(await client.post(message, headers), 400, HEADER_MISMATCH, 302)
 
 
 async def test_an_unsupported_version_is_refused_with_the_supported_list(
