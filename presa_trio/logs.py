@@ -12,8 +12,9 @@ be written straight to the stderr handler, with the same bytes, while the
 logging configuration is still the one :func:`configure` made
 (:func:`direct_handler`); any handler or filter added later gets records.
 Such lines may also be batched (:meth:`StderrLines.batch_lines`): held in
-memory and written many to a write, by whoever batches them, on its own
-schedule (the access log's writer, :mod:`presa_trio.http.access`).
+memory as the values they show (a :class:`Line`), and made into text and
+written many to a write by whoever batches them, on its own schedule (the
+access log's writer, :mod:`presa_trio.http.access`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TextIO
+from typing import Protocol, TextIO
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("text", "json")
@@ -43,6 +44,20 @@ BATCH_LINES = 512
 #: owner's writes do not keep up, so the server waits for the stream, as it does
 #: for a line that is not batched, rather than holding ever more lines.
 BATCH_LIMIT = 8 * BATCH_LINES
+
+
+class Line(Protocol):
+    """A line for :meth:`StderrLines.write`: its values taken when it happened, its text
+    made when it is written.
+
+    A batched line is made into text by the batch's writer, many in one loop,
+    rather than on the path of whatever it tells of (a request): the same
+    work, done where the interpreter runs it fastest, and off that path.
+    """
+
+    def compose(self, lines: TextLines | JsonLines) -> str:
+        """The line as ``lines`` (the handler's formatter) writes it, without its terminator."""
+        ...
 
 
 class JsonLines(logging.Formatter):
@@ -145,38 +160,25 @@ class StderrLines(logging.StreamHandler[TextIO]):
         super().__init__(sys.stderr)
         self.setFormatter(lines)
         self.lines = lines
-        # The lines :meth:`write` made and nobody wrote yet, oldest first; ``None``
+        # The lines :meth:`write` was given and nobody wrote yet, oldest first; ``None``
         # while not batching: each line is written as it is made. A deque, so
         # the thread that writes the batch takes lines while this one adds some.
-        self.batch: deque[str] | None = None
+        self.batch: deque[Line] | None = None
         # The batch's owner, told that the batch holds BATCH_LINES lines.
         self.on_full: Callable[[], None] = lambda: None
 
-    def write(self, levelname: str, logger: str, message: str, fields: dict[str, object]) -> None:
-        """Write (or batch) what :meth:`emit` writes for a record with these values, made now.
-
-        ``levelname`` is the level's name (``INFO``), as the record's ``levelname`` is.
-        """
-        line = self.lines.compose(time.time(), levelname, logger, message, fields)
+    def write(self, line: Line) -> None:
+        """Write ``line``, or batch it: the same bytes :meth:`emit` writes for its record."""
         batch = self.batch
-        if batch is not None:
-            batch.append(line + self.terminator)
-            if len(batch) >= BATCH_LINES:
-                if len(batch) >= BATCH_LIMIT:
-                    self.write_batch()
-                else:
-                    self.on_full()
+        if batch is None:
+            self.write_lines(deque((line,)))
             return
-        self.acquire()  # as emit's caller, Handler.handle, does: a thread's line stays whole
-        try:
-            self.stream.write(line + self.terminator)
-            self.stream.flush()
-        except Exception:  # as emit does: the failure is reported, the server goes on
-            level = logging.getLevelName(levelname)
-            made = {"name": logger, "levelno": level, "levelname": levelname, "msg": message}
-            self.handleError(logging.makeLogRecord(made | fields))
-        finally:
-            self.release()
+        batch.append(line)
+        if len(batch) >= BATCH_LINES:
+            if len(batch) >= BATCH_LIMIT:
+                self.write_batch()
+            else:
+                self.on_full()
 
     def batch_lines(self, on_full: Callable[[], None]) -> None:
         """From now on, keep the lines :meth:`write` makes until :meth:`write_batch`.
@@ -199,19 +201,20 @@ class StderrLines(logging.StreamHandler[TextIO]):
         if self.batch:
             self.write_lines(self.batch)
 
-    def write_lines(self, batch: deque[str]) -> None:
-        """Take the lines of ``batch`` and write them, whole lines to a write.
+    def write_lines(self, batch: deque[Line]) -> None:
+        """Take the lines of ``batch``, make their text and write it, whole lines to a write.
 
         Each write carries at most what :func:`largest_whole_write` allows
         the stream as it is now (unless one line alone is longer): the lines
         of processes sharing one stderr (``--workers``) never interleave, as
         they did not when each line was written alone.
         """
-        self.acquire()  # one writer at a time, and the batch's order kept
+        self.acquire()  # one writer at a time, the batch's order kept, the formatter's alone
         try:
             lines = [batch.popleft() for _ in range(len(batch))]
             try:
-                for chunk in whole_lines(lines, largest_whole_write(self.stream)):
+                texts = [line.compose(self.lines) + self.terminator for line in lines]
+                for chunk in whole_lines(texts, largest_whole_write(self.stream)):
                     self.stream.write(chunk)
                     self.stream.flush()
             except Exception:  # as emit does: the failure is reported, the server goes on

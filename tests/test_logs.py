@@ -12,8 +12,11 @@ import io
 import logging
 import os
 import select
+import time
 from pathlib import Path
 from typing import TextIO
+
+import attrs
 
 from presa_trio import logs
 
@@ -48,8 +51,18 @@ def handler_on(stream: TextIO) -> logs.StderrLines:
     return handler
 
 
+@attrs.frozen
+class Said:
+    """A line saying ``message`` at INFO on ``presa_trio.access``, made when it is written."""
+
+    message: str
+
+    def compose(self, lines: logs.TextLines | logs.JsonLines) -> str:
+        return lines.compose(time.time(), "INFO", "presa_trio.access", self.message, {})
+
+
 def line(handler: logs.StderrLines, message: str) -> None:
-    handler.write("INFO", "presa_trio.access", message, {})
+    handler.write(Said(message))
 
 
 def test_a_batched_line_waits_for_the_batch_to_be_written() -> None:

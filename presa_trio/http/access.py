@@ -16,16 +16,21 @@ that is not printable (:func:`text_value`).
 **Written in batches.** Under ``presa-trio serve``'s own logging
 configuration (:func:`presa_trio.logs.direct_handler`), a line is not
 written when its exchange ends: that would put a ``write(2)``, and the
-kernel's work behind it, on every request's path.
+kernel's work behind it, on every request's path. Nor is its text made
+then: the exchange's values are kept (an :class:`AccessLine`), and
 :func:`batched_lines` (around :func:`~presa_trio.http.serving.serve_http`'s
-serving) keeps the lines in memory, and one writer task in its nursery
-writes them every :data:`FLUSH_INTERVAL_S` seconds, sooner
+serving) holds them in memory. One writer task in its nursery makes
+their text and writes it every :data:`FLUSH_INTERVAL_S` seconds, sooner
 when :data:`~presa_trio.logs.BATCH_LINES` are waiting, and writes the rest
 when the server stops, as nginx's ``access_log … buffer= flush=`` do.
 What that keeps and what it costs:
 
 - every line, in its format, timed at its exchange's end; on stderr at
   most :data:`FLUSH_INTERVAL_S` seconds later;
+- the request's path holds only the taking of the values; the text of a
+  batch is made in one loop in the writer's thread (the same work, where
+  the interpreter runs it fastest: docs/performance.md, "The access
+  log"), holding the interpreter's lock for under a millisecond a batch;
 - the stream's order: a record logged after a line (a warning, a fault)
   is written after it (:meth:`~presa_trio.logs.StderrLines.emit`);
 - whole lines: each write carries whole lines (the whole batch to a
@@ -167,54 +172,98 @@ def request_words(
     return f"{method} {text_value(path)}", tail
 
 
-def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
-    """Log the exchange's line; the numbers need no quoting, so only strings are checked.
+@attrs.define(eq=False)
+class AccessLine:
+    """One exchange as its access line tells it (a :class:`~presa_trio.logs.Line`).
 
-    One line per request is on every request's path, so it is built
-    directly, field by field, rather than through a table of fields, and
-    the fields, presa's own names that no record attribute has, are set on
-    the record in one update rather than checked one by one as
-    ``Logger.makeRecord``'s ``extra`` does. While the logging configuration
+    Its values are taken when the exchange ends; its text is made when it is
+    written, for a batched line by the batch's writer (:class:`BatchWriter`).
+    """
+
+    #: When the exchange ended, as ``time.time()`` (a record's ``created``).
+    created: float
+    method: str
+    path: str
+    mcp_method: str | None
+    mcp_name: str | None
+    status: int | None
+    #: The response body's size in bytes (0 for a HEAD).
+    sent: int
+    #: The duration in milliseconds, to a tenth, as tenths.
+    tenths: int
+    #: The ``code`` and ``data.incident`` of a JSON-RPC error answer.
+    code: object
+    incident: object
+
+    def message(self) -> str:
+        """The text line's message: the numbers need no quoting, so only strings are checked."""
+        head, tail = request_words(self.method, self.path, self.mcp_method, self.mcp_name)
+        tenths = self.tenths
+        ms = TENTHS_OF_MS[tenths] if tenths < len(TENTHS_OF_MS) else f"{tenths // 10}.{tenths % 10}"
+        line = f"{head} status={self.status} bytes={self.sent} ms={ms}{tail}"
+        if self.code is not None:
+            line += f" jsonrpc-error={text_value(str(self.code))}"
+        if self.incident is not None:
+            line += f" incident={text_value(str(self.incident))}"
+        return line
+
+    def fields(self) -> dict[str, object]:
+        """The record's own fields (``extra``), for the JSON-lines format."""
+        return {
+            "status": self.status,
+            "bytes": self.sent,
+            "ms": self.tenths / 10,
+            "mcp_method": self.mcp_method,
+            "mcp_name": self.mcp_name,
+            "jsonrpc_error": self.code,
+            "incident": self.incident,
+            "method": self.method,
+            "path": self.path,
+        }
+
+    def compose(self, lines: logs.TextLines | logs.JsonLines) -> str:
+        """The line as the record of this exchange is written by ``lines``."""
+        fields = self.fields() if lines.with_fields else {}
+        return lines.compose(self.created, "INFO", access_log.name, self.message(), fields)
+
+
+def log_exchange(scope: HTTPScope, exchange: _Exchange, seconds: float) -> None:
+    """Log the exchange's line.
+
+    One line per request is on every request's path, so that path only
+    takes its values (:class:`AccessLine`). While the logging configuration
     is still the one ``presa-trio serve`` made, no record is made at all:
-    the line goes straight to its stderr handler (:func:`presa_trio.logs.direct_handler`),
-    and, in the text format, the fields are not gathered at all.
+    the line goes straight to its stderr handler
+    (:func:`presa_trio.logs.direct_handler`), which makes its text when it
+    writes it. Otherwise a record is made, its fields set in one update
+    rather than checked one by one as ``Logger.makeRecord``'s ``extra`` does
+    (they are presa's own names, which no record attribute has).
     """
     code, incident = exchange.jsonrpc_error()
     mcp_method, mcp_name = mcp_headers(scope)
-    method, path = scope["method"], scope["path"]
-    # A HEAD response has no body: the server leaves out the one the app gives it
-    # (RFC 9110 §9.3.2).
-    sent = 0 if method == "HEAD" else exchange.sent
-    head, tail = request_words(method, path, mcp_method, mcp_name)
-    tenths = round(seconds * 10_000)  # the duration in milliseconds, to a tenth
-    ms = TENTHS_OF_MS[tenths] if tenths < len(TENTHS_OF_MS) else f"{tenths // 10}.{tenths % 10}"
-    line = f"{head} status={exchange.status} bytes={sent} ms={ms}{tail}"
-    if code is not None:
-        line += f" jsonrpc-error={text_value(str(code))}"
-    if incident is not None:
-        line += f" incident={text_value(str(incident))}"
+    method = scope["method"]
+    line = AccessLine(
+        created=time.time(),
+        method=method,
+        path=scope["path"],
+        mcp_method=mcp_method,
+        mcp_name=mcp_name,
+        status=exchange.status,
+        # A HEAD response has no body: the server leaves out the one the app gives
+        # it (RFC 9110 §9.3.2).
+        sent=0 if method == "HEAD" else exchange.sent,
+        tenths=round(seconds * 10_000),
+        code=code,
+        incident=incident,
+    )
     direct = logs.direct_handler(access_log, logging.INFO)
-    if direct is not None and not direct.lines.with_fields:  # a text line: it is all there is
-        direct.write("INFO", access_log.name, line, {})
-        return
-    fields: dict[str, object] = {
-        "status": exchange.status,
-        "bytes": sent,
-        "ms": tenths / 10,
-        "mcp_method": mcp_method,
-        "mcp_name": mcp_name,
-        "jsonrpc_error": code,
-        "incident": incident,
-        "method": method,
-        "path": path,
-    }
     if direct is not None:  # the configuration is still presa's own: the same bytes, no record
-        direct.write("INFO", access_log.name, line, fields)
+        direct.write(line)
         return
     record = access_log.makeRecord(
-        access_log.name, logging.INFO, "(unknown file)", 0, line, (), None
+        access_log.name, logging.INFO, "(unknown file)", 0, line.message(), (), None
     )
-    record.__dict__.update(fields)
+    record.__dict__.update(line.fields())
     access_log.handle(record)  # the level was checked before the exchange began
 
 

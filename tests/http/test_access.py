@@ -465,6 +465,25 @@ async def test_under_serve_s_configuration_lines_are_held_and_all_written_by_the
     assert written[1].endswith(" incident=7f3a")
 
 
+@pytest.mark.parametrize("form", logs.FORMATS)
+async def test_a_held_line_is_timed_at_its_exchange_s_end_not_at_its_write(
+    form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """presa-defined (docs/deployment.md, "The access log"): a held line's time is its
+    request's end, though its text is made when its batch is written."""
+    now = [NOW]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    with configured(form, monkeypatch) as stderr:
+        async with batched_lines(interval=3600):
+            one_exchange(b"{}")
+            now[0] = NOW + 61
+        (written,) = stderr.getvalue().splitlines()
+    if form == "json":
+        assert json.loads(written)["time"] == "2025-12-02T01:46:40.250+00:00"
+    else:
+        assert written.startswith(f"{TextLines().stamp(NOW)} INFO presa_trio.access: ")
+
+
 async def test_held_lines_are_written_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     """presa-defined (docs/deployment.md, "The access log"): the writer writes what is
     held each interval, while serving goes on."""
