@@ -121,6 +121,35 @@ def for_now(failure: ProtocolFailure) -> float | None:
     return None
 
 
+@attrs.define
+class Refusals:
+    """Refusals for now (:func:`for_now`) in a row, with nothing gained between them:
+    they end what they refuse once they have gone on for ``timeout_s`` (the
+    connection's ``--timeout``)."""
+
+    timeout_s: float
+    # When the first refusal of the row came (trio's clock); None outside a row.
+    since: float | None = None
+
+    def wait(self, failure: ProtocolFailure) -> float:
+        """The seconds the server asks to wait before the next try (0 when it names none).
+
+        Raises ``failure`` when it is not a refusal for now, or when the row has
+        gone on for ``timeout_s``.
+        """
+        later = for_now(failure)
+        now = trio.current_time()
+        if self.since is None:
+            self.since = now
+        if later is None or now - self.since >= self.timeout_s:
+            raise failure
+        return later
+
+    def progressed(self) -> None:
+        """Something was gained (a poll answered, an event received): the row ends."""
+        self.since = None
+
+
 def poll_seconds(task: JSONObject) -> float:
     interval = task.get("pollIntervalMs")
     if isinstance(interval, bool) or not isinstance(interval, int | float):
@@ -213,22 +242,19 @@ class TaskFollower:
             await self.streamed(task, send)
         elif self.listen:
             await self.listened(task_id, send)
-        refused_since: float | None = None
+        refusals = Refusals(self.connection.timeout_s)
         wait = poll_seconds(task)
         while True:
             await trio.sleep(wait)
             try:
                 polled = await self.get(task_id)
             except ProtocolFailure as failure:
-                later = for_now(failure)
-                now = trio.current_time()
-                refused_since = now if refused_since is None else refused_since
-                if later is None or now - refused_since >= self.connection.timeout_s:
-                    raise
+                later = refusals.wait(failure)
                 wait = min(max(poll_seconds(task), later), self.connection.timeout_s)
                 self.console.note(f"{failure}; polling again in {wait:g} s")
                 continue
-            refused_since, task = None, polled
+            refusals.progressed()
+            task = polled
             wait = poll_seconds(task)
             await send.send(task)
 

@@ -26,7 +26,7 @@ import trio
 
 from presa_trio.client.errors import ProtocolFailure
 from presa_trio.client.events import Handler, Lost, TaskEvents, is_terminal
-from presa_trio.client.follow import TaskFollower, ended_status, for_now, poll_seconds
+from presa_trio.client.follow import Refusals, TaskFollower, ended_status, poll_seconds
 from presa_trio.client.output import Console, block_line, compact
 from presa_trio.client.transport import object_at
 from presa_trio.wire.models import JSONObject
@@ -94,7 +94,7 @@ async def follow_refused(events: TaskEvents, handle: Handler, console: Console) 
     :data:`LONGEST_RETRY_S`. Refusals that have gone on for the connection's
     ``--timeout`` with no event between end the command with the last one.
     """
-    refused_since: float | None = None
+    refusals = Refusals(events.connection.timeout_s)
     first_wait = min(events.retry_s, LONGEST_RETRY_S)  # a long poll interval waits the cap
     wait = first_wait
     while True:
@@ -102,14 +102,10 @@ async def follow_refused(events: TaskEvents, handle: Handler, console: Console) 
         try:
             return await events.follow(handle)
         except ProtocolFailure as error:
-            later = for_now(error)
-            if later is None:
-                raise
-            now = trio.current_time()
-            if refused_since is None or events.cursor != before:
-                refused_since, wait = now, first_wait
-            elif now - refused_since >= events.connection.timeout_s:
-                raise
+            if events.cursor != before:
+                refusals.progressed()
+                wait = first_wait
+            later = refusals.wait(error)
             wait = min(max(wait, later), events.connection.timeout_s)
             console.note(f"{error}; trying again in {wait:g} s")
             await trio.sleep(wait)
