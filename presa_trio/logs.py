@@ -214,7 +214,9 @@ class StderrLines(logging.StreamHandler[TextIO]):
             lines = [batch.popleft() for _ in range(len(batch))]
             try:
                 texts = [line.compose(self.lines) + self.terminator for line in lines]
-                for chunk in whole_lines(texts, largest_whole_write(self.stream)):
+                # One line is one write to any stream: its limit is not looked up.
+                most = largest_whole_write(self.stream) if len(texts) > 1 else None
+                for chunk in whole_lines(texts, most):
                     self.stream.write(chunk)
                     self.stream.flush()
             except Exception:  # as emit does: the failure is reported, the server goes on

@@ -29,8 +29,9 @@ What that keeps and what it costs:
   most :data:`FLUSH_INTERVAL_S` seconds later;
 - the request's path holds only the taking of the values; the text of a
   batch is made in one loop in the writer's thread (the same work, where
-  the interpreter runs it fastest: docs/performance.md, "The access
-  log"), holding the interpreter's lock for under a millisecond a batch;
+  the interpreter runs it fastest: docs/performance.md, "The lines made
+  by the writer"), holding the interpreter's lock for under a millisecond
+  a batch;
 - the stream's order: a record logged after a line (a warning, a fault)
   is written after it (:meth:`~presa_trio.logs.StderrLines.emit`);
 - whole lines: each write carries whole lines (the whole batch to a
